@@ -1,0 +1,431 @@
+package sidecar
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Role says which loops a process runs (spec "Roles").
+type Role string
+
+const (
+	RoleAll         Role = "all"         // drain and maintenance
+	RoleDrain       Role = "drain"       // drain only; never owns a maintenance lease
+	RoleMaintenance Role = "maintenance" // maintenance only; drains nothing
+)
+
+// Drains reports whether the role runs the WAL drain.
+func (r Role) Drains() bool { return r == RoleAll || r == RoleDrain }
+
+// Maintains reports whether the role runs table maintenance.
+func (r Role) Maintains() bool { return r == RoleAll || r == RoleMaintenance }
+
+// Config is everything a `siglake compactor` process is told. Every field is set from exactly one
+// Option below; Options() is the single source for flags, environment variables, defaults and
+// docs/configuration.md.
+type Config struct {
+	Role      Role
+	WALDir    string
+	Catalog   string // sqlite:PATH, postgres://..., rest+http(s)://...
+	Warehouse string // local path, file://..., s3://bucket/prefix
+	Namespace string
+	HTTPAddr  string
+
+	S3Endpoint  string
+	S3Region    string
+	S3AccessKey string
+	S3SecretKey string
+	S3PathStyle bool
+
+	// Drain commit batching (spec "Commit-accumulation batching").
+	CommitBatchTargetBytes int64
+	CommitBatchMaxAge      time.Duration
+	DrainPollInterval      time.Duration
+	TargetFileBytes        int64
+
+	// Maintenance.
+	ReclusterInterval        time.Duration
+	Leveled                  bool
+	MaxOverlapDepth          int
+	MaxSealedForRecluster    int
+	BackpressureCompactEvery int
+	LevelMaxGen              int
+	MaxFanIn                 int
+	SnapshotExpireInterval   time.Duration
+	SnapshotRetain           int
+	IndexFooterMaxBytes      int64
+	InvertedIndex            bool
+	MergeMemoryBytes         int64
+
+	// Gossip.
+	NodeName        string
+	GossipBind      string
+	GossipAdvertise string
+	GossipJoin      []string
+	GossipSettle    time.Duration
+	GossipRejoin    time.Duration
+
+	LogFormat       string // json, console, auto
+	LogLevel        string
+	ShutdownTimeout time.Duration
+}
+
+// Option is one setting: its flag, its environment variable, its default and how a value parses.
+type Option struct {
+	Flag    string // without the leading dashes
+	Env     string
+	Default string
+	Chart   string // Helm value that renders it, "" when the chart does not expose it
+	Usage   string
+	set     func(c *Config, v string) error
+}
+
+// Options lists every option a `siglake compactor` accepts, in documentation order.
+func Options() []Option {
+	return []Option{
+		{"role", "SIGLAKE_COMPACTOR_ROLE", "all", "compactor.role",
+			"Which loops run: `all`, `drain` (never runs maintenance) or `maintenance`.",
+			func(c *Config, v string) error {
+				switch Role(v) {
+				case RoleAll, RoleDrain, RoleMaintenance:
+					c.Role = Role(v)
+					return nil
+				}
+				return fmt.Errorf("accepted: all, drain, maintenance")
+			}},
+		{"wal-dir", "SIGLAKE_WAL_DIR", "/var/lib/siglake/wal", "wal.mountPath",
+			"Directory of the pod's WAL segments (shared with the ingest container).",
+			setString(func(c *Config) *string { return &c.WALDir })},
+		{"catalog", "SIGLAKE_CATALOG", "sqlite:/var/lib/siglake/catalog.db", "catalog.uri",
+			"Iceberg catalog: `sqlite:PATH` (embedded), `postgres://...` (SQL catalog) or `rest+http(s)://...` (REST catalog).",
+			func(c *Config, v string) error {
+				if !strings.HasPrefix(v, "sqlite:") && !strings.HasPrefix(v, "postgres://") &&
+					!strings.HasPrefix(v, "postgresql://") && !strings.HasPrefix(v, "rest+http://") &&
+					!strings.HasPrefix(v, "rest+https://") {
+					return fmt.Errorf("accepted: sqlite:PATH, postgres://..., rest+http(s)://...")
+				}
+				c.Catalog = v
+				return nil
+			}},
+		{"warehouse", "SIGLAKE_WAREHOUSE", "/var/lib/siglake/warehouse", "warehouse.uri",
+			"Where table data goes: a local path, `file://PATH` or `s3://bucket/prefix`.",
+			func(c *Config, v string) error {
+				if v == "" || strings.Contains(v, "://") && !strings.HasPrefix(v, "file://") && !strings.HasPrefix(v, "s3://") {
+					return fmt.Errorf("accepted: a local path, file://PATH, s3://bucket/prefix")
+				}
+				c.Warehouse = v
+				return nil
+			}},
+		{"namespace", "SIGLAKE_NAMESPACE", "siglake", "catalog.namespace",
+			"Iceberg namespace that tables are created in.",
+			func(c *Config, v string) error {
+				if !validName(v) {
+					return fmt.Errorf("accepted: lower-case letters, digits and _ starting with a letter")
+				}
+				c.Namespace = v
+				return nil
+			}},
+		{"http-addr", "SIGLAKE_HTTP_ADDR", "127.0.0.1:9464", "http.port",
+			"Address of the HTTP server (/metrics, /debug/status, /healthz, /readyz).",
+			setString(func(c *Config) *string { return &c.HTTPAddr })},
+		{"s3-endpoint", "SIGLAKE_S3_ENDPOINT", "", "warehouse.s3.endpoint",
+			"S3 endpoint URL for S3-compatible stores; empty uses AWS defaults. Credentials also come from the standard AWS_* environment.",
+			setString(func(c *Config) *string { return &c.S3Endpoint })},
+		{"s3-region", "SIGLAKE_S3_REGION", "us-east-1", "warehouse.s3.region",
+			"S3 region.",
+			setString(func(c *Config) *string { return &c.S3Region })},
+		{"s3-access-key", "SIGLAKE_S3_ACCESS_KEY", "", "warehouse.s3.existingSecret",
+			"S3 access key id (prefer AWS_ACCESS_KEY_ID from a Secret).",
+			setString(func(c *Config) *string { return &c.S3AccessKey })},
+		{"s3-secret-key", "SIGLAKE_S3_SECRET_KEY", "", "warehouse.s3.existingSecret",
+			"S3 secret access key (prefer AWS_SECRET_ACCESS_KEY from a Secret).",
+			setString(func(c *Config) *string { return &c.S3SecretKey })},
+		{"s3-path-style", "SIGLAKE_S3_PATH_STYLE", "true", "warehouse.s3.pathStyle",
+			"Path-style S3 addressing (most S3-compatible servers need it).",
+			setBool(func(c *Config) *bool { return &c.S3PathStyle })},
+		{"commit-batch-target-mb", "SIGLAKE_COMMIT_BATCH_TARGET_MB", "32", "commitBatch.targetMb",
+			"Drain batches sealed segments per table until their size reaches this many MiB; 0 commits every segment on its own.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.CommitBatchTargetBytes = int64(n) << 20
+				return err
+			}},
+		{"commit-batch-max-age-secs", "SIGLAKE_COMMIT_BATCH_MAX_AGE_SECS", "10", "commitBatch.maxAgeSecs",
+			"A batch commits once its oldest segment is this old, even below the target size.",
+			setSeconds(func(c *Config) *time.Duration { return &c.CommitBatchMaxAge })},
+		{"drain-poll-interval", "SIGLAKE_DRAIN_POLL_INTERVAL", "1s", "",
+			"How often the drain scans the WAL directory for sealed segments.",
+			setDuration(func(c *Config) *time.Duration { return &c.DrainPollInterval }, true)},
+		{"target-file-mb", "SIGLAKE_TARGET_FILE_MB", "256", "",
+			"Output files split (only where the timestamp changes) once they reach this many MiB.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of MiB above 0")
+				}
+				c.TargetFileBytes = int64(n) << 20
+				return err
+			}},
+		{"recluster-interval-secs", "SIGLAKE_RECLUSTER_INTERVAL_SECS", "10", "compactor.reclusterIntervalSecs",
+			"Maintenance tick for file rewrites; 0 disables file rewrites but keeps the other maintenance (it does not make the process drain-only).",
+			setSeconds(func(c *Config) *time.Duration { return &c.ReclusterInterval })},
+		{"leveled", "SIGLAKE_COMPACTOR_LEVELED", "true", "compactor.leveled",
+			"Leveled compaction; 0/off/false selects the legacy flat whole-partition pass.",
+			setBool(func(c *Config) *bool { return &c.Leveled })},
+		{"max-overlap-depth", "SIGLAKE_COMPACTOR_MAX_OVERLAP_DEPTH", "12", "compactor.maxOverlapDepth",
+			"Depth trigger: above this overlap depth the deepest overlapping cluster is rewritten.",
+			setPosInt(func(c *Config) *int { return &c.MaxOverlapDepth })},
+		{"max-sealed-for-recluster", "SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER", "256", "compactor.maxSealedForRecluster",
+			"Sealed-WAL backlog (segments) above which draining gets priority over maintenance.",
+			setPosInt(func(c *Config) *int { return &c.MaxSealedForRecluster })},
+		{"backpressure-compact-every", "SIGLAKE_COMPACTOR_BACKPRESSURE_COMPACT_EVERY", "4", "compactor.backpressureCompactEvery",
+			"Every Nth backlogged cycle runs a restricted L0 pass; 0 disables compaction while backlogged.",
+			setNonNegInt(func(c *Config) *int { return &c.BackpressureCompactEvery })},
+		{"level-max-gen", "SIGLAKE_COMPACTOR_LEVEL_MAX_GEN", "8", "compactor.levelMaxGen",
+			"Generation cap for level selection (overlap rewrites may still take capped files); 0 = no cap.",
+			setNonNegInt(func(c *Config) *int { return &c.LevelMaxGen })},
+		{"max-fan-in", "SIGLAKE_COMPACTOR_MAX_FANIN", "32", "compactor.maxFanIn",
+			"Most input files one rewrite bin may take.",
+			setPosInt(func(c *Config) *int { return &c.MaxFanIn })},
+		{"snapshot-expire-interval-secs", "SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS", "60", "snapshotExpire.intervalSecs",
+			"How often snapshots are expired; 0 disables expiry.",
+			setSeconds(func(c *Config) *time.Duration { return &c.SnapshotExpireInterval })},
+		{"snapshot-retain", "SIGLAKE_SNAPSHOT_RETAIN", "100", "snapshotExpire.retain",
+			"Snapshots kept by expiry (the latest N).",
+			setPosInt(func(c *Config) *int { return &c.SnapshotRetain })},
+		{"index-footer-max-bytes", "SIGLAKE_INDEX_FOOTER_MAX_BYTES", "1048576", "compactor.indexFooterMaxBytes",
+			"Largest inverted index kept in a Parquet footer, per column, in bytes.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.IndexFooterMaxBytes = int64(n)
+				return err
+			}},
+		{"inverted-index", "SIGLAKE_INVERTED_INDEX", "true", "compactor.invertedIndex.enabled",
+			"Footer inverted indexes on in-memory rewrites.",
+			setBool(func(c *Config) *bool { return &c.InvertedIndex })},
+		{"merge-memory-bytes", "SIGLAKE_MERGE_MEMORY_BYTES", "0", "",
+			"Decoded-memory budget for merges in bytes; 0 derives it from GOMEMLIMIT or the container memory limit.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.MergeMemoryBytes = int64(n)
+				return err
+			}},
+		{"node-name", "SIGLAKE_NODE_NAME", "", "",
+			"Gossip member name; empty uses the hostname (the pod name on Kubernetes).",
+			setString(func(c *Config) *string { return &c.NodeName })},
+		{"gossip-bind", "SIGLAKE_GOSSIP_BIND", "", "gossip.port",
+			"Gossip bind host:port (port 7946 by convention); empty runs without gossip and owns every table.",
+			setString(func(c *Config) *string { return &c.GossipBind })},
+		{"gossip-advertise", "SIGLAKE_GOSSIP_ADVERTISE", "", "",
+			"Address peers use to reach this member; empty uses the bind address (set it to the pod IP).",
+			setString(func(c *Config) *string { return &c.GossipAdvertise })},
+		{"gossip-join", "SIGLAKE_GOSSIP_JOIN", "", "gossip.join",
+			"Comma-separated host:port peers or DNS names (a headless Service) to join.",
+			func(c *Config, v string) error {
+				c.GossipJoin = nil
+				for _, p := range strings.Split(v, ",") {
+					if p = strings.TrimSpace(p); p != "" {
+						c.GossipJoin = append(c.GossipJoin, p)
+					}
+				}
+				return nil
+			}},
+		{"gossip-settle-secs", "SIGLAKE_GOSSIP_SETTLE_SECS", "10", "",
+			"A member acts as a table's owner only after its membership view was stable this long.",
+			setSeconds(func(c *Config) *time.Duration { return &c.GossipSettle })},
+		{"gossip-rejoin-secs", "SIGLAKE_GOSSIP_REJOIN_SECS", "30", "",
+			"How often a member re-resolves and re-joins the join list, so one that started alone finds the others.",
+			setSeconds(func(c *Config) *time.Duration { return &c.GossipRejoin })},
+		{"log-format", "SIGLAKE_LOG_FORMAT", "auto", "",
+			"Log encoding: `json`, `console`, or `auto` (console on a terminal, JSON otherwise).",
+			func(c *Config, v string) error {
+				switch v {
+				case "json", "console", "auto":
+					c.LogFormat = v
+					return nil
+				}
+				return fmt.Errorf("accepted: json, console, auto")
+			}},
+		{"log-level", "SIGLAKE_LOG_LEVEL", "info", "",
+			"Log level: debug, info, warn, error.",
+			func(c *Config, v string) error {
+				switch v {
+				case "debug", "info", "warn", "error":
+					c.LogLevel = v
+					return nil
+				}
+				return fmt.Errorf("accepted: debug, info, warn, error")
+			}},
+		{"shutdown-timeout", "SIGLAKE_SHUTDOWN_TIMEOUT", "30s", "",
+			"On SIGTERM, how long the in-flight commit may take before it is abandoned (uncommitted segments stay in the WAL).",
+			setDuration(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, true)},
+	}
+}
+
+// ConfigError names the option, both its spellings, the bad value and what is accepted.
+type ConfigError struct {
+	Opt   Option
+	Value string
+	Err   error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("invalid value %q for --%s / %s: %v", e.Value, e.Opt.Flag, e.Opt.Env, e.Err)
+}
+
+// Load builds a Config from defaults, then the environment, then command-line flags (flags win).
+// getenv is os.Getenv in production; tests pass their own.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	opts := Options()
+	for _, o := range opts {
+		if err := o.set(&c, o.Default); err != nil && o.Default != "" {
+			panic(fmt.Sprintf("default of %s does not parse: %v", o.Flag, err)) // a bug, caught by tests
+		}
+	}
+	for _, o := range opts {
+		if v, ok := lookup(getenv, o.Env); ok {
+			if err := o.set(&c, v); err != nil {
+				return c, &ConfigError{o, v, err}
+			}
+		}
+	}
+	fs := flag.NewFlagSet("siglake compactor", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	var cfgErr error
+	for _, o := range opts {
+		o := o
+		fs.Func(o.Flag, o.Usage+" (env "+o.Env+", default "+quoteDefault(o.Default)+")", func(v string) error {
+			if err := o.set(&c, v); err != nil {
+				cfgErr = &ConfigError{o, v, err}
+				return cfgErr
+			}
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if cfgErr != nil {
+			return c, cfgErr
+		}
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q: siglake compactor takes only flags", fs.Args())
+	}
+	if c.NodeName == "" {
+		c.NodeName, _ = os.Hostname()
+	}
+	return c, nil
+}
+
+// EnvNames returns every environment variable the compactor reads, sorted (the chart test uses it).
+func EnvNames() []string {
+	var out []string
+	for _, o := range Options() {
+		out = append(out, o.Env)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lookup(getenv func(string) string, key string) (string, bool) {
+	if getenv == nil {
+		v, ok := os.LookupEnv(key)
+		return v, ok
+	}
+	v := getenv(key)
+	return v, v != ""
+}
+
+func quoteDefault(d string) string {
+	if d == "" {
+		return `""`
+	}
+	return d
+}
+
+// ParseBool accepts the spellings DESIGN.md promises: 1/0, true/false, on/off, yes/no.
+func ParseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "on", "yes":
+		return true, nil
+	case "0", "false", "off", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("accepted: 1/0, true/false, on/off, yes/no")
+}
+
+func validName(v string) bool {
+	if v == "" || len(v) > 128 || v[0] < 'a' || v[0] > 'z' {
+		return false
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func parseNonNegInt(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("accepted: a whole number >= 0")
+	}
+	return n, nil
+}
+
+func setString(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func setBool(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := ParseBool(v)
+		*field(c) = b
+		return err
+	}
+}
+
+func setNonNegInt(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseNonNegInt(v)
+		*field(c) = n
+		return err
+	}
+}
+
+func setPosInt(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseNonNegInt(v)
+		if err == nil && n == 0 {
+			return fmt.Errorf("accepted: a whole number >= 1")
+		}
+		*field(c) = n
+		return err
+	}
+}
+
+func setSeconds(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseNonNegInt(v)
+		*field(c) = time.Duration(n) * time.Second
+		return err
+	}
+}
+
+func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 || positive && d == 0 {
+			return fmt.Errorf("accepted: a positive Go duration such as 500ms, 10s, 2m")
+		}
+		*field(c) = d
+		return nil
+	}
+}

@@ -1,0 +1,168 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Mark is a stream's position: the (incarnation, seq) of the last WAL segment of that stream
+// whose rows a table holds. It is kept in a table property, not in a snapshot summary, so snapshot
+// expiry can never remove it, and it changes in the same commit as the rows it accounts for.
+type Mark struct {
+	Incarnation uint64
+	Seq         uint64
+}
+
+// Less orders marks: a new incarnation of a stream comes after every seq of an older one.
+func (m Mark) Less(o Mark) bool {
+	if m.Incarnation != o.Incarnation {
+		return m.Incarnation < o.Incarnation
+	}
+	return m.Seq < o.Seq
+}
+
+func (m Mark) String() string { return fmt.Sprintf("%d:%d", m.Incarnation, m.Seq) }
+
+// MarkPropertyPrefix prefixes the table property holding each stream's mark.
+const MarkPropertyPrefix = "siglake.mark."
+
+// ReadMark returns stream's mark in t, or ok=false when the stream has never committed to t.
+func ReadMark(t *table.Table, stream string) (m Mark, ok bool, err error) {
+	v, ok := t.Properties()[MarkPropertyPrefix+stream]
+	if !ok {
+		return Mark{}, false, nil
+	}
+	inc, seq, found := strings.Cut(v, ":")
+	if !found {
+		return Mark{}, false, fmt.Errorf("table property %s%s=%q: want incarnation:seq", MarkPropertyPrefix, stream, v)
+	}
+	if m.Incarnation, err = strconv.ParseUint(inc, 10, 64); err == nil {
+		m.Seq, err = strconv.ParseUint(seq, 10, 64)
+	}
+	if err != nil {
+		return Mark{}, false, fmt.Errorf("table property %s%s=%q: %w", MarkPropertyPrefix, stream, v, err)
+	}
+	return m, true, nil
+}
+
+// Outcome says what CommitAppend did.
+type Outcome string
+
+const (
+	Committed        Outcome = "committed"
+	AlreadyCommitted Outcome = "already_committed" // an earlier attempt committed it; its response was lost
+)
+
+// ErrMarkAhead means the table holds part of a batch but not all of it: another process writes the
+// same stream. Committing would duplicate rows, so the drain stops on this stream instead.
+var ErrMarkAhead = errors.New("stream mark is inside the batch: another writer commits this stream")
+
+// AppendRequest is one drain commit: files that hold segments first..last of a stream.
+type AppendRequest struct {
+	Table       string
+	Files       []iceberg.DataFile
+	Stream      string
+	First, Last Mark
+	// Summary goes into the snapshot summary (segment counts, rows) for people reading history.
+	Summary iceberg.Properties
+}
+
+// CommitResult describes a successful CommitAppend.
+type CommitResult struct {
+	Outcome    Outcome
+	SnapshotID int64
+	Attempts   int
+}
+
+// Retry bounds CommitAppend's own retries; the drain keeps the batch and tries again later after that.
+type Retry struct {
+	Attempts int
+	MinWait  time.Duration
+	MaxWait  time.Duration
+}
+
+// DefaultRetry is what the drain uses.
+var DefaultRetry = Retry{Attempts: 6, MinWait: 100 * time.Millisecond, MaxWait: 5 * time.Second}
+
+// CommitAppend appends req.Files and moves the stream's mark to req.Last in ONE commit.
+//
+// Before every attempt it reloads the table and re-reads the mark: if the mark already reached
+// req.Last, an earlier attempt committed (its response was lost) and nothing is appended again.
+// That re-read is what makes a retry after an unknown outcome safe.
+func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry) (CommitResult, error) {
+	var lastErr error
+	for attempt := 1; attempt <= max(1, retry.Attempts); attempt++ {
+		if attempt > 1 {
+			if err := sleep(ctx, backoff(attempt-1, retry)); err != nil {
+				return CommitResult{Attempts: attempt - 1}, fmt.Errorf("commit to %s: %w (last error: %v)", req.Table, err, lastErr)
+			}
+		}
+		t, err := l.LoadTable(ctx, req.Table)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		cur, ok, err := ReadMark(t, req.Stream)
+		if err != nil {
+			return CommitResult{Attempts: attempt}, err
+		}
+		if ok && !cur.Less(req.Last) {
+			snap := int64(0)
+			if s := t.CurrentSnapshot(); s != nil {
+				snap = s.SnapshotID
+			}
+			return CommitResult{Outcome: AlreadyCommitted, SnapshotID: snap, Attempts: attempt}, nil
+		}
+		if ok && !cur.Less(req.First) {
+			return CommitResult{Attempts: attempt}, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w",
+				req.Table, req.Stream, cur, req.First, req.Last, ErrMarkAhead)
+		}
+		props := iceberg.Properties{"siglake.stream": req.Stream, "siglake.mark": req.Last.String()}
+		for k, v := range req.Summary {
+			props[k] = v
+		}
+		txn := t.NewTransaction()
+		// File names are fresh UUIDs, so the duplicate check (a walk of every manifest) buys nothing.
+		if err := txn.AddDataFiles(ctx, req.Files, props, table.WithoutDuplicateCheck()); err != nil {
+			return CommitResult{Attempts: attempt}, fmt.Errorf("stage append to %s: %w", req.Table, err)
+		}
+		if err := txn.SetProperties(iceberg.Properties{MarkPropertyPrefix + req.Stream: req.Last.String()}); err != nil {
+			return CommitResult{Attempts: attempt}, fmt.Errorf("stage mark of %s: %w", req.Table, err)
+		}
+		nt, err := txn.Commit(ctx)
+		if err != nil {
+			lastErr = fmt.Errorf("commit append to %s: %w", req.Table, err)
+			continue
+		}
+		return CommitResult{Outcome: Committed, SnapshotID: nt.CurrentSnapshot().SnapshotID, Attempts: attempt}, nil
+	}
+	return CommitResult{Attempts: retry.Attempts}, lastErr
+}
+
+func backoff(n int, r Retry) time.Duration {
+	d := r.MinWait << min(n, 16)
+	if d > r.MaxWait || d <= 0 {
+		d = r.MaxWait
+	}
+	// Full jitter keeps concurrent committers on one table from retrying in lockstep.
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,235 @@
+// Package lake is siglake's Iceberg wiring: it opens a catalog and FileIO from URIs, ensures tables
+// exist with the schema their segments bring, lists live files with their bounds, and commits appends
+// and rewrites together with the stream marks that make the drain exactly-once.
+package lake
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3:// FileIO without the other clouds' SDKs
+	"github.com/apache/iceberg-go/table"
+	_ "github.com/lib/pq" // PostgreSQL driver for the SQL catalog; already in iceberg-go's module graph
+	_ "modernc.org/sqlite" // pure-Go SQLite so the binary builds with CGO_ENABLED=0
+)
+
+// Config says where the catalog and the data live.
+type Config struct {
+	Catalog   string // sqlite:PATH, postgres://..., rest+http(s)://...
+	Warehouse string // local path, file://PATH, s3://bucket/prefix
+	Namespace string
+
+	S3Endpoint  string
+	S3Region    string
+	S3AccessKey string
+	S3SecretKey string
+	S3PathStyle bool
+}
+
+// Lake is an open catalog plus the namespace siglake's tables live in.
+type Lake struct {
+	cat catalog.Catalog
+	ns  table.Identifier
+	// ioProps are the FileIO properties (S3 endpoint, credentials) for the warehouse.
+	ioProps   iceberg.Properties
+	warehouse string
+}
+
+// Open connects to the catalog named by cfg.Catalog and makes sure the namespace exists.
+func Open(ctx context.Context, cfg Config) (*Lake, error) {
+	warehouse, err := warehouseURI(cfg.Warehouse)
+	if err != nil {
+		return nil, err
+	}
+	ioProps := iceberg.Properties{}
+	if strings.HasPrefix(warehouse, "s3://") {
+		if cfg.S3Endpoint != "" {
+			ioProps[icebergio.S3EndpointURL] = cfg.S3Endpoint
+		}
+		if cfg.S3Region != "" {
+			ioProps[icebergio.S3Region] = cfg.S3Region
+		}
+		if cfg.S3AccessKey != "" {
+			ioProps[icebergio.S3AccessKeyID] = cfg.S3AccessKey
+			ioProps[icebergio.S3SecretAccessKey] = cfg.S3SecretKey
+		}
+		if cfg.S3PathStyle {
+			ioProps[icebergio.S3ForceVirtualAddressing] = "false"
+		}
+	}
+
+	props := iceberg.Properties{"warehouse": warehouse}
+	for k, v := range ioProps {
+		props[k] = v
+	}
+	var cat catalog.Catalog
+	switch {
+	case strings.HasPrefix(cfg.Catalog, "sqlite:"):
+		cat, err = openSQLite(strings.TrimPrefix(cfg.Catalog, "sqlite:"), props)
+	case strings.HasPrefix(cfg.Catalog, "postgres://"), strings.HasPrefix(cfg.Catalog, "postgresql://"):
+		cat, err = openSQL("postgres", cfg.Catalog, sqlcat.Postgres, props)
+	case strings.HasPrefix(cfg.Catalog, "rest+"):
+		cat, err = rest.NewCatalog(ctx, "siglake", strings.TrimPrefix(cfg.Catalog, "rest+"), rest.WithWarehouseLocation(warehouse), rest.WithAdditionalProps(props))
+	default:
+		err = fmt.Errorf("catalog %q: accepted forms are sqlite:PATH, postgres://..., rest+http(s)://...", cfg.Catalog)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open catalog %s: %w", redact(cfg.Catalog), err)
+	}
+	l := &Lake{cat: cat, ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse}
+	if err := l.ensureNamespace(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Catalog exposes the underlying catalog (for tools such as inspect and tests).
+func (l *Lake) Catalog() catalog.Catalog { return l.cat }
+
+// Namespace is the namespace siglake's tables live in.
+func (l *Lake) Namespace() string { return l.ns[0] }
+
+// Close releases the catalog's connections.
+func (l *Lake) Close() error {
+	if c, ok := l.cat.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Ping checks the catalog answers; /readyz reports its result.
+func (l *Lake) Ping(ctx context.Context) error {
+	_, err := l.cat.CheckNamespaceExists(ctx, l.ns)
+	if err != nil {
+		return fmt.Errorf("catalog unreachable: %w", err)
+	}
+	return nil
+}
+
+// Ident is the identifier of table name in siglake's namespace.
+func (l *Lake) Ident(name string) table.Identifier { return table.Identifier{l.ns[0], name} }
+
+// LoadTable loads a table by name; errors wrap catalog.ErrNoSuchTable when it does not exist.
+func (l *Lake) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+	t, err := l.cat.LoadTable(ctx, l.Ident(name))
+	if err != nil {
+		return nil, fmt.Errorf("load table %s.%s: %w", l.ns[0], name, err)
+	}
+	return t, nil
+}
+
+// ListTables lists siglake's tables by name.
+func (l *Lake) ListTables(ctx context.Context) ([]string, error) {
+	var out []string
+	for id, err := range l.cat.ListTables(ctx, l.ns) {
+		if err != nil {
+			return nil, fmt.Errorf("list tables in %s: %w", l.ns[0], err)
+		}
+		out = append(out, id[len(id)-1])
+	}
+	return out, nil
+}
+
+func (l *Lake) ensureNamespace(ctx context.Context) error {
+	ok, err := l.cat.CheckNamespaceExists(ctx, l.ns)
+	if err != nil {
+		return fmt.Errorf("check namespace %s: %w", l.ns[0], err)
+	}
+	if ok {
+		return nil
+	}
+	if err := l.cat.CreateNamespace(ctx, l.ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return fmt.Errorf("create namespace %s: %w", l.ns[0], err)
+	}
+	return nil
+}
+
+func openSQLite(path string, props iceberg.Properties) (catalog.Catalog, error) {
+	if path == "" {
+		return nil, errors.New("sqlite catalog needs a path: sqlite:PATH")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	// WAL journal and a busy timeout let several processes (drain replicas, CLI tools) share the
+	// file; every pooled connection gets them because they are in the DSN.
+	dsn := "file:" + abs + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	return openSQL("sqlite", dsn, sqlcat.SQLite, props)
+}
+
+func openSQL(driver, dsn string, dialect sqlcat.SupportedDialect, props iceberg.Properties) (catalog.Catalog, error) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	p := iceberg.Properties{"init_catalog_tables": "true"}
+	for k, v := range props {
+		p[k] = v
+	}
+	cat, err := sqlcat.NewCatalog("siglake", db, dialect, p)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &ownedSQLCatalog{Catalog: cat, db: db}, nil
+}
+
+// ownedSQLCatalog closes the database handle that NewCatalog leaves to its caller.
+type ownedSQLCatalog struct {
+	*sqlcat.Catalog
+	db *sql.DB
+}
+
+func (c *ownedSQLCatalog) Close() error {
+	err := c.Catalog.Close()
+	if e := c.db.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// warehouseURI turns the warehouse option into a URI iceberg-go's FileIO registry understands.
+func warehouseURI(w string) (string, error) {
+	switch {
+	case strings.HasPrefix(w, "s3://"):
+		u, err := url.Parse(w)
+		if err != nil || u.Host == "" {
+			return "", fmt.Errorf("warehouse %q: want s3://bucket/prefix", w)
+		}
+		return strings.TrimRight(w, "/"), nil
+	case strings.HasPrefix(w, "file://"):
+		return strings.TrimRight(w, "/"), nil
+	case strings.Contains(w, "://"):
+		return "", fmt.Errorf("warehouse %q: accepted forms are a local path, file://PATH, s3://bucket/prefix", w)
+	case w == "":
+		return "", errors.New("warehouse is empty: accepted forms are a local path, file://PATH, s3://bucket/prefix")
+	}
+	abs, err := filepath.Abs(w)
+	if err != nil {
+		return "", err
+	}
+	return "file://" + abs, nil
+}
+
+// redact hides a password in a catalog URI before it is logged or returned in an error.
+func redact(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil || u.User == nil {
+		return uri
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
