@@ -19,7 +19,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3:// FileIO without the other clouds' SDKs
 	"github.com/apache/iceberg-go/table"
-	_ "github.com/lib/pq" // PostgreSQL driver for the SQL catalog; already in iceberg-go's module graph
+	_ "github.com/lib/pq"  // PostgreSQL driver for the SQL catalog; already in iceberg-go's module graph
 	_ "modernc.org/sqlite" // pure-Go SQLite so the binary builds with CGO_ENABLED=0
 )
 
