@@ -1,0 +1,67 @@
+package merge
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	icebergio "github.com/apache/iceberg-go/io"
+)
+
+// readBufferBytes is the read-ahead per column stream: column chunks are read
+// in ranged pieces of this size, never as whole objects.
+const readBufferBytes = 1 << 20
+
+// openedInput is one Parquet input opened for ranged reads through FileIO.
+type openedInput struct {
+	path string
+	f    icebergio.File
+	pf   *file.Reader
+	fr   *pqarrow.FileReader
+}
+
+// openInput opens path and parses its footer. batchRows is the record-reader
+// batch length; it bounds the decoded rows one reader holds.
+func openInput(fs icebergio.IO, path string, mem memory.Allocator, batchRows int64) (*openedInput, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening input %s: %w", path, err)
+	}
+	props := parquet.NewReaderProperties(mem)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = readBufferBytes
+	pf, err := file.NewParquetReader(readerAtSeeker{f}, file.WithReadProps(props))
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("reading Parquet footer of input %s: %w", path, err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, mem)
+	if err != nil {
+		_ = pf.Close()
+		_ = f.Close()
+		return nil, fmt.Errorf("reading Arrow schema of input %s: %w", path, err)
+	}
+	return &openedInput{path: path, f: f, pf: pf, fr: fr}, nil
+}
+
+func (in *openedInput) Close() error {
+	err := in.pf.Close()
+	if cerr := in.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readerAtSeeker adapts an iceberg-go File (already an io.ReaderAt and
+// io.Seeker) to parquet.ReaderAtSeeker.
+type readerAtSeeker struct{ f icebergio.File }
+
+func (r readerAtSeeker) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+func (r readerAtSeeker) Seek(off int64, whence int) (int64, error) {
+	return r.f.Seek(off, whence)
+}
+
+var _ io.ReaderAt = readerAtSeeker{}

@@ -1,0 +1,53 @@
+package merge
+
+import "github.com/apache/arrow-go/v18/arrow"
+
+// MetadataOptions selects the search metadata written into output footers
+// (format: docs/file-format.md). The zero value is the documented default.
+type MetadataOptions struct {
+	// GroupColumns are counted per value in the group-count footer.
+	// Default ["service"]; columns the schema lacks are skipped.
+	GroupColumns []string
+	// RawColumn is the free-text column the blooms cover. Default "raw".
+	RawColumn string
+	// IndexColumns get a footer inverted index (in-memory path only).
+	IndexColumns []string
+	// InvertedIndexOff turns footer inverted indexes off
+	// (SIGLAKE_INVERTED_INDEX=off, chart compactor.invertedIndex.enabled=false).
+	InvertedIndexOff bool
+	// FooterMaxBytes is the largest inverted index kept in the footer, per
+	// column (SIGLAKE_INDEX_FOOTER_MAX_BYTES). Default 1 MiB.
+	FooterMaxBytes int64
+	// IndexAtFlush is the table setting index_at_flush: whether
+	// generation-0 writes (drain flushes, delete-task rewrites) do the
+	// whole-file index work. Default false.
+	IndexAtFlush bool
+}
+
+// metaMode says which metadata one write produces.
+type metaMode struct {
+	opts      MetadataOptions
+	wholeFile bool // whole-file trigram bloom and inverted indexes
+}
+
+// metaFull is the mode of a writer that holds its whole output: everything the
+// options ask for, except that generation-0 writes skip the whole-file index
+// work unless index_at_flush is set.
+func metaFull(o MetadataOptions, generation int) metaMode {
+	return metaMode{opts: o, wholeFile: generation > 0 || o.IndexAtFlush}
+}
+
+// metaStreamed is the mode of the streamed paths: no whole-file structures.
+func metaStreamed(o MetadataOptions) metaMode { return metaMode{opts: o} }
+
+// footerEntry is one key-value pair for the Parquet footer.
+type footerEntry struct{ Key, Value string }
+
+// metaBuilder accumulates one file's search metadata as rows are written.
+type metaBuilder struct{}
+
+func newMetaBuilder(metaMode, *arrow.Schema, WriterOptions) *metaBuilder { return nil }
+
+func (b *metaBuilder) addRows(arrow.RecordBatch, []int64) {}
+func (b *metaBuilder) endRowGroup()                       {}
+func (b *metaBuilder) finish() ([]footerEntry, error)     { return nil, nil }
