@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // Role says which loops a process runs (spec "Roles").
@@ -428,4 +430,10 @@ func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config
 		*field(c) = d
 		return nil
 	}
+}
+
+// lakeConfig is the part of Config the lake needs.
+func lakeConfig(c Config) lake.Config {
+	return lake.Config{Catalog: c.Catalog, Warehouse: c.Warehouse, Namespace: c.Namespace,
+		S3Endpoint: c.S3Endpoint, S3Region: c.S3Region, S3AccessKey: c.S3AccessKey, S3SecretKey: c.S3SecretKey, S3PathStyle: c.S3PathStyle}
 }

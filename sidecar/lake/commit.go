@@ -80,6 +80,9 @@ type CommitResult struct {
 	Outcome    Outcome
 	SnapshotID int64
 	Attempts   int
+	// MaybeCommitted is set on failure when some attempt's outcome is unknown (not a clean
+	// conflict), so the files may be referenced and must not be deleted.
+	MaybeCommitted bool
 }
 
 // Retry bounds CommitAppend's own retries; the drain keeps the batch and tries again later after that.
@@ -99,10 +102,11 @@ var DefaultRetry = Retry{Attempts: 6, MinWait: 100 * time.Millisecond, MaxWait: 
 // That re-read is what makes a retry after an unknown outcome safe.
 func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry) (CommitResult, error) {
 	var lastErr error
+	maybe := false
 	for attempt := 1; attempt <= max(1, retry.Attempts); attempt++ {
 		if attempt > 1 {
 			if err := sleep(ctx, backoff(attempt-1, retry)); err != nil {
-				return CommitResult{Attempts: attempt - 1}, fmt.Errorf("commit to %s: %w (last error: %v)", req.Table, err, lastErr)
+				return CommitResult{Attempts: attempt - 1, MaybeCommitted: maybe}, fmt.Errorf("commit to %s: %w (last error: %v)", req.Table, err, lastErr)
 			}
 		}
 		t, err := l.LoadTable(ctx, req.Table)
@@ -140,11 +144,12 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 		nt, err := txn.Commit(ctx)
 		if err != nil {
 			lastErr = fmt.Errorf("commit append to %s: %w", req.Table, err)
+			maybe = maybe || !errors.Is(err, table.ErrCommitFailed)
 			continue
 		}
 		return CommitResult{Outcome: Committed, SnapshotID: nt.CurrentSnapshot().SnapshotID, Attempts: attempt}, nil
 	}
-	return CommitResult{Attempts: retry.Attempts}, lastErr
+	return CommitResult{Attempts: retry.Attempts, MaybeCommitted: maybe}, lastErr
 }
 
 func backoff(n int, r Retry) time.Duration {

@@ -50,11 +50,7 @@ func (l *Lake) EnsureTable(ctx context.Context, name string, sc *arrow.Schema) (
 		txn := t.NewTransaction()
 		upd := txn.UpdateSchema(true, false)
 		for _, f := range missing {
-			typ, err := table.ArrowTypeToIceberg(f.Type, true)
-			if err != nil {
-				return nil, &SchemaError{Table: name, Column: f.Name, Have: f.Type.String(), Want: "a type Iceberg can store"}
-			}
-			upd = upd.AddColumn([]string{f.Name}, typ, "", false, nil)
+			upd = upd.AddColumn([]string{f.Name}, f.Type, f.Doc, false, nil)
 		}
 		if err := upd.Commit(); err != nil {
 			return nil, fmt.Errorf("add columns to %s.%s: %w", l.ns[0], name, err)
@@ -96,22 +92,22 @@ func (l *Lake) createTable(ctx context.Context, name string, sc *arrow.Schema) (
 		catalog.WithPartitionSpec(&spec), catalog.WithSortOrder(order), catalog.WithProperties(props))
 }
 
-// missingColumns lists the top-level fields of sc that the table schema lacks, and fails on a
-// field whose type differs.
-func missingColumns(name string, tsc *iceberg.Schema, sc *arrow.Schema) ([]arrow.Field, error) {
-	var missing []arrow.Field
-	for _, f := range sc.Fields() {
-		typ, err := table.ArrowTypeToIceberg(f.Type, true)
-		if err != nil {
-			return nil, &SchemaError{Table: name, Column: f.Name, Have: f.Type.String(), Want: "a type Iceberg can store"}
-		}
+// missingColumns lists the top-level fields of sc that the table schema lacks (as Iceberg fields
+// with throwaway ids; AddColumn assigns real ones), and fails on a field whose type differs.
+func missingColumns(name string, tsc *iceberg.Schema, sc *arrow.Schema) ([]iceberg.NestedField, error) {
+	isc, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, true)
+	if err != nil {
+		return nil, &SchemaError{Table: name, Column: "(schema)", Have: err.Error(), Want: "types Iceberg can store"}
+	}
+	var missing []iceberg.NestedField
+	for _, f := range isc.Fields() {
 		have, ok := tsc.FindFieldByName(f.Name)
 		if !ok {
 			missing = append(missing, f)
 			continue
 		}
-		if have.Type.String() != typ.String() {
-			return nil, &SchemaError{Table: name, Column: f.Name, Have: typ.String(), Want: have.Type.String()}
+		if have.Type.String() != f.Type.String() {
+			return nil, &SchemaError{Table: name, Column: f.Name, Have: f.Type.String(), Want: have.Type.String()}
 		}
 	}
 	return missing, nil

@@ -1,0 +1,452 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// Drain turns sealed WAL segments into committed Iceberg data files, exactly once: files are written,
+// then ONE commit per batch appends them and moves the stream mark, and only then are the segments
+// removed. A crash anywhere leaves either uncommitted segments (drained again; the mark drops what
+// an earlier commit already holds) or unreferenced files (orphans, removed by gc), never a loss or a
+// duplicate.
+type Drain struct {
+	Cfg     Config
+	Lake    *lake.Lake
+	Metrics *Metrics
+	Status  *Status
+	Log     *zap.Logger
+	Now     func() time.Time
+	Mem     memory.Allocator
+	Retry   lake.Retry
+
+	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
+	backoffUntil map[string]time.Time
+	failures     map[string]int
+}
+
+// CycleResult summarises one drain cycle.
+type CycleResult struct {
+	Batches   int
+	Committed int // batches committed (or found already committed)
+	Segments  int
+	Rows      int64
+	Pending   int // sealed segments still waiting (not due, or failed)
+}
+
+// Cycle scans the WAL once and commits every batch that is due. flush commits everything
+// regardless of batch age. Errors of one batch are logged, counted and recorded in the status;
+// they do not stop the other batches. The returned error is the first batch error.
+func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
+	var res CycleResult
+	now := d.Now()
+	segs, err := localwal.Scan(d.Cfg.WALDir)
+	if err != nil {
+		d.Metrics.DrainErrors.WithLabelValues("scan").Inc()
+		d.Status.AddError(now, "scan", "", err)
+		return res, fmt.Errorf("scan WAL dir (--wal-dir / SIGLAKE_WAL_DIR): %w", err)
+	}
+	d.observeBacklog(segs, now)
+	var firstErr error
+	for _, b := range planBatches(segs, now, d.Cfg.CommitBatchTargetBytes, d.Cfg.CommitBatchMaxAge, flush) {
+		if ctx.Err() != nil {
+			break // shutting down: take no new batch
+		}
+		if until, ok := d.backoffUntil[b.table]; ok && now.Before(until) && !flush {
+			continue
+		}
+		res.Batches++
+		n, rows, err := d.commitBatch(ctx, b)
+		if err != nil {
+			d.noteFailure(b.table, now)
+			d.Status.AddError(d.Now(), "drain", b.table, err)
+			d.Log.Warn("drain batch failed; segments kept for the next cycle",
+				zap.String("table", b.table), zap.Int("segments", len(b.segs)), zap.Error(err))
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		delete(d.backoffUntil, b.table)
+		delete(d.failures, b.table)
+		res.Committed++
+		res.Segments += n
+		res.Rows += rows
+	}
+	if after, err := localwal.Scan(d.Cfg.WALDir); err == nil {
+		d.observeBacklog(after, d.Now())
+		res.Pending = len(after)
+	}
+	return res, firstErr
+}
+
+func (d *Drain) noteFailure(tbl string, now time.Time) {
+	if d.backoffUntil == nil {
+		d.backoffUntil, d.failures = map[string]time.Time{}, map[string]int{}
+	}
+	d.failures[tbl]++
+	wait := time.Second << min(d.failures[tbl]-1, 5) // 1 s .. 32 s
+	d.backoffUntil[tbl] = now.Add(wait)
+}
+
+func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time) {
+	var bytes int64
+	var oldest time.Time
+	for _, s := range segs {
+		bytes += s.Size
+		if oldest.IsZero() || s.ModTime.Before(oldest) {
+			oldest = s.ModTime
+		}
+	}
+	age := 0.0
+	if !oldest.IsZero() {
+		age = max(0, now.Sub(oldest).Seconds())
+	}
+	d.Metrics.SealedSegments.Set(float64(len(segs)))
+	d.Metrics.SealedBytes.Set(float64(bytes))
+	d.Metrics.OldestSealedAge.Set(age)
+	d.Status.Update(func(r *StatusReport) {
+		r.Backlog.Segments, r.Backlog.Bytes, r.Backlog.OldestAgeSeconds = len(segs), bytes, age
+	})
+}
+
+// loaded is a decoded segment of a batch.
+type loaded struct {
+	info localwal.SegmentInfo
+	seg  *localwal.Segment
+}
+
+// commitBatch drains one batch; it returns the segments removed and rows committed.
+func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
+	start := d.Now()
+	log := d.Log.With(zap.String("table", b.table))
+
+	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
+	var segs []loaded
+	var decoded []*localwal.Segment // every decoded segment, released on return (Release is idempotent)
+	defer func() {
+		for _, s := range decoded {
+			s.Release()
+		}
+	}()
+	for _, info := range b.segs {
+		seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{Mem: d.Mem})
+		var se *localwal.SegmentError
+		if errors.As(err, &se) && se.Reason != localwal.ReasonIO {
+			d.quarantine(info, se.Reason, err)
+			continue
+		}
+		if err != nil {
+			d.Metrics.DrainErrors.WithLabelValues("read").Inc()
+			return 0, 0, fmt.Errorf("read segment %s: %w", info.Path, err)
+		}
+		decoded = append(decoded, seg)
+		if len(segs) > 0 && seg.Header.Stream != segs[0].seg.Header.Stream {
+			seg.Release()
+			d.quarantine(info, localwal.ReasonBadHeader, fmt.Errorf("stream %q differs from stream %q of the other segments in this WAL dir", seg.Header.Stream, segs[0].seg.Header.Stream))
+			continue
+		}
+		segs = append(segs, loaded{info, seg})
+	}
+	if len(segs) == 0 {
+		return 0, 0, nil
+	}
+	stream := segs[0].seg.Header.Stream
+
+	// 2. Make sure the table exists and holds every column; a type conflict quarantines that segment.
+	var t *table.Table
+	kept := segs[:0]
+	for _, l := range segs {
+		nt, err := d.Lake.EnsureTable(ctx, b.table, segmentTableSchema(l.seg.Schema))
+		var schemaErr *lake.SchemaError
+		if errors.As(err, &schemaErr) {
+			l.seg.Release()
+			d.quarantine(l.info, "incompatible_schema", err)
+			continue
+		}
+		if err != nil {
+			d.Metrics.DrainErrors.WithLabelValues("table").Inc()
+			d.catalogState(err)
+			return 0, 0, err
+		}
+		t = nt
+		kept = append(kept, l)
+	}
+	segs = kept
+	if len(segs) == 0 {
+		return 0, 0, nil
+	}
+	d.catalogState(nil)
+
+	// 3. Drop what an earlier commit already holds (a crash between commit and removal).
+	mark, hasMark, err := lake.ReadMark(t, stream)
+	if err != nil {
+		return 0, 0, err
+	}
+	removed := 0
+	fresh := segs[:0]
+	for _, l := range segs {
+		m := lake.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
+		if hasMark && !mark.Less(m) {
+			l.seg.Release()
+			if err := localwal.Remove(d.Cfg.WALDir, l.info); err != nil {
+				return removed, 0, fmt.Errorf("remove already-committed segment %s: %w", l.info.Path, err)
+			}
+			log.Info("removed segment an earlier commit already holds",
+				zap.String("path", l.info.Path), zap.Stringer("mark", mark))
+			d.Metrics.SegmentsDrained.WithLabelValues(b.table).Inc()
+			removed++
+			continue
+		}
+		fresh = append(fresh, l)
+	}
+	segs = fresh
+	if len(segs) == 0 {
+		return removed, 0, nil
+	}
+
+	// 4. Write generation-0 Parquet, one sorted file per day partition.
+	outputs, rows, err := d.writeFiles(ctx, t, segs)
+	if err != nil {
+		d.Metrics.DrainErrors.WithLabelValues("write").Inc()
+		return removed, 0, err
+	}
+	files := make([]iceberg.DataFile, 0, len(outputs))
+	var bytes int64
+	for _, o := range outputs {
+		df, err := table.DataFileFromMetadata(table.DataFileArgs{
+			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
+			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
+			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
+		})
+		if err != nil {
+			d.removeOutputs(ctx, t, outputs)
+			return removed, 0, fmt.Errorf("describe data file %s: %w", o.Path, err)
+		}
+		files = append(files, df)
+		bytes += o.Size
+	}
+
+	// 5. One commit: the files and the stream mark together.
+	first, last := segs[0].seg.Header, segs[len(segs)-1].seg.Header
+	req := lake.AppendRequest{
+		Table: b.table, Files: files, Stream: stream,
+		First: lake.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
+		Last:  lake.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
+		Summary: iceberg.Properties{
+			"siglake.segments": strconv.Itoa(len(segs)),
+			"siglake.rows":     strconv.FormatInt(rows, 10),
+		},
+	}
+	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
+	if err != nil {
+		d.Metrics.Commits.WithLabelValues(b.table, "failed").Inc()
+		d.Metrics.DrainErrors.WithLabelValues("commit").Inc()
+		d.catalogState(err)
+		if !res.MaybeCommitted {
+			d.removeOutputs(ctx, t, outputs) // nothing references them
+		}
+		return removed, 0, err
+	}
+	d.catalogState(nil)
+	if res.Outcome == lake.AlreadyCommitted {
+		// An earlier attempt committed other files for these segments; ours are unreferenced.
+		d.removeOutputs(ctx, t, outputs)
+		rows, bytes, files = 0, 0, nil
+		log.Warn("commit response was lost earlier; the stream mark shows the batch committed, not appending again",
+			zap.Stringer("mark", req.Last))
+	}
+
+	// 6. Only now may the segments go.
+	for _, l := range segs {
+		if err := localwal.Remove(d.Cfg.WALDir, l.info); err != nil {
+			d.Metrics.DrainErrors.WithLabelValues("remove").Inc()
+			return removed, rows, fmt.Errorf("remove drained segment %s (its rows are committed; the mark drops it next cycle): %w", l.info.Path, err)
+		}
+		removed++
+	}
+	elapsed := d.Now().Sub(start)
+	d.Metrics.Commits.WithLabelValues(b.table, string(res.Outcome)).Inc()
+	d.Metrics.SegmentsDrained.WithLabelValues(b.table).Add(float64(len(segs)))
+	d.Metrics.RowsCommitted.WithLabelValues(b.table).Add(float64(rows))
+	d.Metrics.BytesCommitted.WithLabelValues(b.table).Add(float64(bytes))
+	d.Metrics.CommitDuration.WithLabelValues(b.table).Observe(elapsed.Seconds())
+	d.Metrics.LastCommitSeconds.WithLabelValues(b.table).Set(float64(d.Now().Unix()))
+	d.Status.Update(func(r *StatusReport) {
+		r.Table(b.table).LastCommit = &CommitReport{
+			Time: d.Now(), SnapshotID: res.SnapshotID, Outcome: string(res.Outcome), Segments: len(segs),
+			Rows: rows, Files: len(files), Bytes: bytes, Mark: req.Last.String(), Seconds: elapsed.Seconds(),
+		}
+	})
+	log.Info("drained batch", zap.Int64("snapshot_id", res.SnapshotID), zap.String("outcome", string(res.Outcome)),
+		zap.Int("segments", len(segs)), zap.Int64("rows", rows), zap.Int("files", len(files)),
+		zap.Int64("bytes", bytes), zap.Stringer("mark", req.Last), zap.Duration("took", elapsed))
+	return removed, rows, nil
+}
+
+// writeFiles conforms every record to the table schema, splits rows by day and writes one sorted
+// generation-0 file per day.
+func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) ([]merge.Output, int64, error) {
+	sc, err := lake.ArrowSchema(t)
+	if err != nil {
+		return nil, 0, err
+	}
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open FileIO of %s: %w", t.Location(), err)
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, 0, fmt.Errorf("FileIO of %s cannot write", t.Location())
+	}
+	byDay := map[int64][]arrow.RecordBatch{}
+	defer func() {
+		for _, rs := range byDay {
+			for _, r := range rs {
+				r.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, l := range segs {
+		for _, rec := range l.seg.Records {
+			c, err := merge.Conform(rec, sc, d.Mem)
+			if err != nil {
+				return nil, 0, fmt.Errorf("segment %s: %w", l.info.Path, err)
+			}
+			rows += c.NumRows()
+			err = splitByDay(ctx, c, sc.FieldIndices(lake.TimestampColumn)[0], d.Mem, byDay)
+			c.Release()
+			if err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	var outs []merge.Output
+	for day, recs := range byDay {
+		dir := path.Join(t.Location(), "data", lake.PartitionField+"="+time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
+		o, err := merge.WriteSorted(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
+			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, Generation: 0, Allocator: d.Mem})
+		if err != nil {
+			d.removeOutputs(ctx, t, outs)
+			return nil, 0, fmt.Errorf("write %s: %w", dir, err)
+		}
+		outs = append(outs, o...)
+	}
+	return outs, rows, nil
+}
+
+// splitByDay appends rec's rows to out by UTC day of column ts (microseconds).
+func splitByDay(ctx context.Context, rec arrow.RecordBatch, ts int, mem memory.Allocator, out map[int64][]arrow.RecordBatch) error {
+	col := rec.Column(ts).(*array.Timestamp)
+	day := func(i int) int64 { return floorDiv(int64(col.Value(i)), 86400_000_000) }
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	first, uniform := day(0), true
+	for i := 1; i < n && uniform; i++ {
+		uniform = day(i) == first
+	}
+	if uniform {
+		rec.Retain()
+		out[first] = append(out[first], rec)
+		return nil
+	}
+	days := map[int64]bool{}
+	for i := 0; i < n; i++ {
+		days[day(i)] = true
+	}
+	for dd := range days {
+		mb := array.NewBooleanBuilder(mem)
+		for i := 0; i < n; i++ {
+			mb.Append(day(i) == dd)
+		}
+		mask := mb.NewBooleanArray()
+		mb.Release()
+		part, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
+		mask.Release()
+		if err != nil {
+			return fmt.Errorf("split rows by day: %w", err)
+		}
+		out[dd] = append(out[dd], part)
+	}
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// segmentTableSchema is the table schema a segment asks for: its columns, with the timestamp in
+// microseconds UTC (Iceberg timestamptz) and without the segment header metadata.
+func segmentTableSchema(sc *arrow.Schema) *arrow.Schema {
+	fields := append([]arrow.Field(nil), sc.Fields()...)
+	for i, f := range fields {
+		if f.Name == lake.TimestampColumn {
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+		}
+		fields[i].Metadata = arrow.Metadata{}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+func (d *Drain) removeOutputs(ctx context.Context, t *table.Table, outs []merge.Output) {
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return
+	}
+	for _, o := range outs {
+		if err := fsys.Remove(o.Path); err != nil {
+			d.Log.Warn("could not remove uncommitted output; gc will", zap.String("path", o.Path), zap.Error(err))
+		}
+	}
+}
+
+func (d *Drain) quarantine(info localwal.SegmentInfo, reason string, cause error) {
+	dest, err := localwal.Quarantine(d.Cfg.WALDir, info, reason, cause.Error())
+	d.Metrics.Quarantined.WithLabelValues(reason).Inc()
+	d.Status.Update(func(r *StatusReport) { r.Backlog.Quarantined++ })
+	d.Status.AddError(d.Now(), "quarantine", info.Table, cause)
+	if err != nil {
+		d.Log.Error("could not quarantine bad segment; it stays in place", zap.String("path", info.Path),
+			zap.String("reason", reason), zap.NamedError("cause", cause), zap.Error(err))
+		return
+	}
+	d.Log.Error("quarantined bad segment", zap.String("table", info.Table), zap.String("path", info.Path),
+		zap.String("quarantined_to", dest), zap.String("reason", reason), zap.NamedError("cause", cause))
+}
+
+func (d *Drain) catalogState(err error) {
+	up := 1.0
+	if err != nil && !isSchemaOrData(err) {
+		up = 0
+	}
+	d.Metrics.CatalogUp.Set(up)
+}
+
+func isSchemaOrData(err error) bool {
+	var se *lake.SchemaError
+	return errors.As(err, &se) || errors.Is(err, lake.ErrMarkAhead)
+}

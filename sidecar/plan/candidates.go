@@ -1,0 +1,271 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// levelCandidates returns one candidate per partition whose level l holds
+// at least EligibleFiles rewrite-eligible files (of the right size and
+// below the generation cap).
+func levelCandidates(cfg Config, files []File, l Level, kind Kind) []candidate {
+	parts := map[string][]File{}
+	for _, f := range files {
+		if cfg.LevelOf(f.SizeBytes) == l && !cfg.LevelCapped(f.Generation) {
+			parts[f.Partition] = append(parts[f.Partition], f)
+		}
+	}
+	var out []candidate
+	for _, part := range sortedPartitions(parts) {
+		pool := parts[part]
+		if len(pool) < cfg.EligibleFiles {
+			continue
+		}
+		why := fmt.Sprintf("%d rewrite-eligible %s files >= %d", len(pool), l, cfg.EligibleFiles)
+		out = append(out, candidate{
+			kind: kind, level: l, partition: part, why: why,
+			score: float64(len(pool)) / float64(cfg.EligibleFiles),
+			build: func(taken map[string]bool) []Bin {
+				// A cluster part of which an earlier bin took is left whole
+				// for a later pass rather than split.
+				var free []File
+				for _, c := range Clusters(pool) {
+					if !anyTaken(c, taken) {
+						free = append(free, c...)
+					}
+				}
+				if len(free) < cfg.EligibleFiles {
+					return nil
+				}
+				return levelBins(cfg, kind, l, part, free, why)
+			},
+		})
+	}
+	return out
+}
+
+// levelBins packs whole overlap clusters, in time order, into bins of at
+// most MaxFanIn files, closing a bin once it reaches the level's target
+// size. A cluster is never split across bins; a cluster larger than the
+// fan-in cannot be a level bin at all and is rewritten as time-adjacent
+// overlap bins instead, so a long chain of slightly overlapping files
+// cannot block its level forever.
+func levelBins(cfg Config, kind Kind, l Level, part string, pool []File, why string) []Bin {
+	target := cfg.TargetBytes[l]
+	var bins []Bin
+	var cur []File
+	var curBytes int64
+	flush := func() {
+		if len(cur) >= 2 {
+			bins = append(bins, Bin{
+				Kind: kind, Level: l, Partition: part, Files: cur,
+				EstimatedBytes: curBytes, TargetFileBytes: target,
+				Reason: fmt.Sprintf("%s; %d files, %d bytes of whole clusters", why, len(cur), curBytes),
+			})
+		}
+		cur, curBytes = nil, 0
+	}
+	for _, c := range Clusters(pool) {
+		if len(c) > cfg.MaxFanIn {
+			flush()
+			reason := fmt.Sprintf("%s; overlap cluster of %d files exceeds fan-in %d", why, len(c), cfg.MaxFanIn)
+			bins = append(bins, adjacentBins(cfg, part, c, maxTime(c), reason)...)
+			continue
+		}
+		cb := sumBytes(c)
+		if len(cur) > 0 && (len(cur)+len(c) > cfg.MaxFanIn || curBytes >= target) {
+			flush()
+		}
+		cur = append(cur, c...)
+		curBytes += cb
+	}
+	flush()
+	return bins
+}
+
+func maxTime(fs []File) int64 {
+	var t int64
+	for i, f := range fs {
+		if i == 0 || f.MaxTime > t {
+			t = f.MaxTime
+		}
+	}
+	return t
+}
+
+// depthCandidates returns one candidate per partition whose overlap depth
+// exceeds MaxOverlapDepth. Every file of the partition counts, whatever its
+// level or generation: overlap costs ordered reads wherever it is.
+func depthCandidates(cfg Config, files []File) []candidate {
+	parts := byPartition(files)
+	var out []candidate
+	for _, part := range sortedPartitions(parts) {
+		pool := parts[part]
+		d, _ := Depth(pool)
+		if d <= cfg.MaxOverlapDepth {
+			continue
+		}
+		why := fmt.Sprintf("overlap depth %d > %d", d, cfg.MaxOverlapDepth)
+		out = append(out, candidate{
+			kind: KindDepth, level: L0, partition: part, why: why,
+			score: float64(d) / float64(cfg.MaxOverlapDepth),
+			build: func(taken map[string]bool) []Bin {
+				free := untaken(pool, taken)
+				d, at := Depth(free)
+				if d <= cfg.MaxOverlapDepth {
+					return nil
+				}
+				deepest := clusterAt(free, at)
+				reason := fmt.Sprintf("overlap depth %d > %d; deepest cluster of %d files", d, cfg.MaxOverlapDepth, len(deepest))
+				return adjacentBins(cfg, part, deepest, at, reason)
+			},
+		})
+	}
+	return out
+}
+
+// terminalCandidates returns, for the L2 check, one candidate per partition
+// where terminal files overlap each other. L2 is never level-rewritten, so
+// without this a late row that lands in two L2 files' ranges would keep an
+// ordered scan merging them for the life of the table.
+func terminalCandidates(cfg Config, files []File) []candidate {
+	parts := map[string][]File{}
+	for _, f := range files {
+		if cfg.LevelOf(f.SizeBytes) == L2 {
+			parts[f.Partition] = append(parts[f.Partition], f)
+		}
+	}
+	var out []candidate
+	for _, part := range sortedPartitions(parts) {
+		pool := parts[part]
+		d, _ := Depth(pool)
+		if d < 2 {
+			continue
+		}
+		why := fmt.Sprintf("terminal files overlap (L2 depth %d)", d)
+		out = append(out, candidate{
+			kind: KindDepth, level: L2, partition: part, why: why,
+			score: float64(d) / float64(cfg.MaxOverlapDepth),
+			build: func(taken map[string]bool) []Bin {
+				var bins []Bin
+				for _, c := range Clusters(untaken(pool, taken)) {
+					if len(c) >= 2 {
+						bins = append(bins, adjacentBins(cfg, part, c, c[0].MinTime, why)...)
+					}
+				}
+				return bins
+			},
+		})
+	}
+	return out
+}
+
+// legacyCandidates returns one candidate per partition that is not yet
+// compact (it has overlap or more than one small file); its bins cover the
+// whole partition, time-adjacent, at most MaxFanIn files each.
+func legacyCandidates(cfg Config, files []File) []candidate {
+	parts := byPartition(files)
+	var out []candidate
+	for _, part := range sortedPartitions(parts) {
+		pool := parts[part]
+		d, _ := Depth(pool)
+		small := 0
+		for _, f := range pool {
+			if f.SizeBytes < cfg.L1MinBytes {
+				small++
+			}
+		}
+		if len(pool) < 2 || (d <= 1 && small <= 1) {
+			continue
+		}
+		why := fmt.Sprintf("legacy whole-partition pass: %d files, %d small, depth %d", len(pool), small, d)
+		out = append(out, candidate{
+			kind: KindLegacy, level: L0, partition: part, why: why,
+			score: float64(len(pool)) / float64(cfg.EligibleFiles),
+			build: func(taken map[string]bool) []Bin {
+				free := untaken(pool, taken)
+				sortByTime(free)
+				var bins []Bin
+				for _, chunk := range chunks(free, cfg.MaxFanIn) {
+					if len(chunk) < 2 {
+						continue
+					}
+					bins = append(bins, Bin{
+						Kind: KindLegacy, Level: maxLevel(cfg, chunk), Partition: part, Files: chunk,
+						EstimatedBytes: sumBytes(chunk), TargetFileBytes: cfg.TargetBytes[L1],
+						Reason: why,
+					})
+				}
+				return bins
+			},
+		})
+	}
+	return out
+}
+
+// clusterAt returns the overlap cluster of fs that contains instant t.
+func clusterAt(fs []File, t int64) []File {
+	for _, c := range Clusters(fs) {
+		if c[0].MinTime <= t && t <= maxTime(c) {
+			return c
+		}
+	}
+	return nil
+}
+
+// adjacentBins cuts files (one cluster) into balanced runs of time-adjacent
+// files, at most MaxFanIn each, regardless of bytes. Each run's output is
+// time-disjoint, so a run collapses its share of the overlap to one file
+// per instant without joining distant ranges. Runs that hold more files
+// containing instant hot come first, so a tight budget is spent where the
+// overlap is deepest.
+func adjacentBins(cfg Config, part string, cluster []File, hot int64, reason string) []Bin {
+	fs := slices.Clone(cluster)
+	sortByTime(fs)
+	var bins []Bin
+	hits := map[int]int{}
+	for _, chunk := range chunks(fs, cfg.MaxFanIn) {
+		if len(chunk) < 2 {
+			continue
+		}
+		l := maxLevel(cfg, chunk)
+		for _, f := range chunk {
+			if f.MinTime <= hot && hot <= f.MaxTime {
+				hits[len(bins)]++
+			}
+		}
+		bins = append(bins, Bin{
+			Kind: KindDepth, Level: l, Partition: part, Files: chunk,
+			EstimatedBytes: sumBytes(chunk), TargetFileBytes: cfg.TargetBytes[l],
+			Reason: fmt.Sprintf("%s; time-adjacent run of %d files", reason, len(chunk)),
+		})
+	}
+	order := make([]int, len(bins))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(hits[b], hits[a]) })
+	out := make([]Bin, len(bins))
+	for i, j := range order {
+		out[i] = bins[j]
+	}
+	return out
+}
+
+// chunks cuts fs into ceil(len/limit) runs of near-equal length, so the
+// last run is not a leftover of one or two files.
+func chunks(fs []File, limit int) [][]File {
+	if len(fs) == 0 {
+		return nil
+	}
+	n := (len(fs) + limit - 1) / limit
+	out := make([][]File, 0, n)
+	start := 0
+	for i := range n {
+		end := (i + 1) * len(fs) / n
+		out = append(out, fs[start:end:end])
+		start = end
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package plan
+
+import (
+	"cmp"
+	"slices"
+)
+
+// File is one live data file of a table as the planner sees it. The caller
+// fills it from the manifests; the planner never reads anything itself.
+type File struct {
+	// Path identifies the file in the replace commit.
+	Path string
+	// Partition is the partition key rendered as a string; bins never mix
+	// partitions because a data file belongs to exactly one.
+	Partition string
+	// SizeBytes comes from the manifest and decides the level.
+	SizeBytes int64
+	// Generation is parsed by the caller from the file name: 0 for drain
+	// output, max input generation + 1 for a rewrite's output.
+	Generation int
+	// MinTime and MaxTime are the inclusive bounds of the time column in
+	// microseconds, from the manifest's column bounds.
+	MinTime, MaxTime int64
+	// Rows is the record count, carried through for status pages.
+	Rows int64
+}
+
+// Overlaps reports whether two inclusive time ranges share an instant.
+func (f File) Overlaps(g File) bool { return f.MinTime <= g.MaxTime && g.MinTime <= f.MaxTime }
+
+// Depth returns the overlap depth of files: the largest number of file time
+// ranges that contain one instant (ranges are inclusive), and the first
+// instant where that depth is reached. It ignores partitions: callers pass
+// one partition's files. Empty input has depth 0.
+func Depth(files []File) (depth int, at int64) {
+	if len(files) == 0 {
+		return 0, 0
+	}
+	type event struct {
+		t     int64
+		delta int
+	}
+	ev := make([]event, 0, 2*len(files))
+	for _, f := range files {
+		// A range [min, max] is open from min up to max+1; a file ending at
+		// the largest int64 never closes, which is harmless for a maximum.
+		ev = append(ev, event{f.MinTime, +1})
+		if f.MaxTime < maxInt64 {
+			ev = append(ev, event{f.MaxTime + 1, -1})
+		}
+	}
+	// Closings sort before openings at the same instant: [0,4] and [5,9]
+	// share no instant.
+	slices.SortFunc(ev, func(a, b event) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.delta, b.delta)
+	})
+	cur := 0
+	for _, e := range ev {
+		cur += e.delta
+		if cur > depth {
+			depth, at = cur, e.t
+		}
+	}
+	return depth, at
+}
+
+const maxInt64 = int64(^uint64(0) >> 1)
+
+// Clusters groups files into overlap clusters: the connected components of
+// the "time ranges share an instant" relation. Clusters come out in time
+// order and the files of each cluster sorted by (MinTime, MaxTime, Path).
+// The input slice is not modified.
+func Clusters(files []File) [][]File {
+	if len(files) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(files)
+	sortByTime(sorted)
+	var out [][]File
+	start := 0
+	end := sorted[0].MaxTime
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].MinTime > end {
+			out = append(out, sorted[start:i:i])
+			start = i
+			end = sorted[i].MaxTime
+			continue
+		}
+		end = max(end, sorted[i].MaxTime)
+	}
+	return append(out, sorted[start:])
+}
+
+// PartitionDepths returns the overlap depth of every partition of files.
+func PartitionDepths(files []File) map[string]int {
+	out := make(map[string]int)
+	for p, fs := range byPartition(files) {
+		out[p], _ = Depth(fs)
+	}
+	return out
+}
+
+func sortByTime(fs []File) {
+	slices.SortFunc(fs, func(a, b File) int {
+		if c := cmp.Compare(a.MinTime, b.MinTime); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.MaxTime, b.MaxTime); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Path, b.Path)
+	})
+}
+
+func byPartition(files []File) map[string][]File {
+	out := make(map[string][]File)
+	for _, f := range files {
+		out[f.Partition] = append(out[f.Partition], f)
+	}
+	return out
+}

@@ -1,0 +1,416 @@
+// Package plan is the pure compaction planner: given the live files of one
+// table, the configuration, the time and the WAL backlog, it decides which
+// files to rewrite together. It performs no I/O and reads no clock; the
+// state it carries from pass to pass is an explicit value the caller keeps
+// (see State), so every decision can be replayed in a test.
+//
+// A pass works like this:
+//
+//  1. Rewrites disabled (ReclusterInterval 0): nothing is rewritten.
+//  2. Sealed WAL backlog above MaxSealedForRecluster: the cycle is skipped,
+//     except every BackpressureCompactEvery-th backlogged cycle, which runs
+//     an L0-only pass under its own bin budget.
+//  3. Otherwise (leveled): every due check produces candidates, scored by
+//     pressure: a nonterminal level of a partition with at least
+//     EligibleFiles rewrite-eligible files, the depth trigger of a partition
+//     deeper than MaxOverlapDepth (with the L0 check), and overlapping
+//     terminal files (with the L2 check). Candidates are served in score
+//     order and share the pass's file and bin budgets.
+//  4. Legacy: each partition with small files or overlap is rewritten whole.
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Kind names why a bin exists; it labels metrics and status pages.
+type Kind uint8
+
+const (
+	// KindL0 and KindL1 are level rewrites: whole overlap clusters of one
+	// level packed up to the level's target size.
+	KindL0 Kind = iota
+	KindL1
+	// KindDepth is an overlap-driven rewrite: time-adjacent files of one
+	// cluster, any level or generation, that may exceed the byte target
+	// but never the fan-in.
+	KindDepth
+	// KindLegacy is the flat whole-partition pass.
+	KindLegacy
+	// KindBackpressureL0 is the restricted L0 pass of a backlogged cycle.
+	KindBackpressureL0
+)
+
+var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// MarshalText renders the kind by name for JSON status pages.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Decision says what kind of cycle a pass was.
+type Decision uint8
+
+const (
+	// DecisionRun: at least one check was due and considered; Bins may
+	// still be empty, Skipped says why.
+	DecisionRun Decision = iota
+	// DecisionNothingDue: no level check (or legacy pass) was due.
+	DecisionNothingDue
+	// DecisionSkippedBackpressure: backlogged cycle without rewrites.
+	DecisionSkippedBackpressure
+	// DecisionThrottledBackpressure: backlogged cycle with the restricted
+	// L0 pass.
+	DecisionThrottledBackpressure
+	// DecisionRewritesDisabled: ReclusterInterval is 0.
+	DecisionRewritesDisabled
+)
+
+var decisionNames = [...]string{"run", "nothing_due", "skipped_backpressure", "throttled_backpressure", "rewrites_disabled"}
+
+func (d Decision) String() string {
+	if int(d) < len(decisionNames) {
+		return decisionNames[d]
+	}
+	return fmt.Sprintf("decision(%d)", d)
+}
+
+// MarshalText renders the decision by name for JSON status pages.
+func (d Decision) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// State is what the planner carries from one pass of a table to the next.
+// The caller stores Pass.Next and hands it back; the zero value is a table
+// never planned, whose first pass checks every level.
+type State struct {
+	// LastCheck is when each level was last checked. A level starved of
+	// budget keeps its old time so the next cycle checks it again.
+	LastCheck [NumLevels]time.Time
+	// LastLegacy is when the legacy pass last ran.
+	LastLegacy time.Time
+	// BackloggedCycles counts consecutive cycles with the sealed backlog
+	// above the limit; it restarts at 0 when the backlog falls, so the
+	// cadence "every Nth backlogged cycle" counts from each episode's start.
+	BackloggedCycles int
+}
+
+// Input is everything one pass looks at.
+type Input struct {
+	// Files are the table's live data files, all partitions.
+	Files []File
+	// Now is the pass's time; the planner never reads a clock.
+	Now time.Time
+	// SealedBacklog is the number of sealed WAL segments not yet drained.
+	SealedBacklog int
+	// State is the previous pass's Next (zero for the first pass).
+	State State
+}
+
+// Bin is one rewrite: the files to merge into time-disjoint outputs and
+// commit as one validated replace.
+type Bin struct {
+	Kind Kind
+	// Level is the level the bin was selected from; for overlap-driven bins,
+	// the highest level among its files.
+	Level     Level
+	Partition string
+	// Files are sorted by (MinTime, MaxTime, Path).
+	Files []File
+	// EstimatedBytes is the sum of the inputs' sizes: a rewrite keeps its
+	// rows, so the output is about as large.
+	EstimatedBytes int64
+	// TargetFileBytes is where the rewrite should split its output.
+	TargetFileBytes int64
+	// Score is the pressure of the candidate the bin came from; higher was
+	// served first.
+	Score float64
+	// Reason says in words why the bin exists.
+	Reason string
+}
+
+// OutputGeneration is the generation the bin's outputs carry.
+func (b Bin) OutputGeneration() int {
+	g := 0
+	for _, f := range b.Files {
+		g = max(g, f.Generation)
+	}
+	return g + 1
+}
+
+func (b Bin) String() string {
+	return fmt.Sprintf("%s %s partition=%q files=%d bytes=%d score=%.2f: %s",
+		b.Kind, b.Level, b.Partition, len(b.Files), b.EstimatedBytes, b.Score, b.Reason)
+}
+
+// Pass is the planner's answer for one cycle.
+type Pass struct {
+	Decision Decision
+	Bins     []Bin
+	// Skipped lists, in words, work that was due but not planned and why.
+	Skipped []string
+	// Depth is the overlap depth of every partition of the input.
+	Depth map[string]int
+	// Checked lists the level checks that ran in this pass.
+	Checked []Level
+	// Next is the state to pass to the next cycle.
+	Next State
+}
+
+// Files returns the number of input files over all bins.
+func (p Pass) Files() int {
+	n := 0
+	for _, b := range p.Bins {
+		n += len(b.Files)
+	}
+	return n
+}
+
+func (p Pass) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "pass %s: %d bins, %d files", p.Decision, len(p.Bins), p.Files())
+	for _, b := range p.Bins {
+		sb.WriteString("\n  bin ")
+		sb.WriteString(b.String())
+	}
+	for _, s := range p.Skipped {
+		sb.WriteString("\n  skipped: ")
+		sb.WriteString(s)
+	}
+	return sb.String()
+}
+
+// Plan computes one pass. It never panics on any input: files whose time
+// bounds are inverted are left out and reported in Skipped.
+func Plan(cfg Config, in Input) Pass {
+	cfg = cfg.sane()
+	files, skipped := validFiles(in.Files)
+	p := Pass{
+		Skipped: skipped,
+		Depth:   PartitionDepths(files),
+		Next:    in.State,
+	}
+
+	if cfg.ReclusterInterval == 0 {
+		p.Decision = DecisionRewritesDisabled
+		p.Next.BackloggedCycles = 0
+		return p
+	}
+
+	if in.SealedBacklog > cfg.MaxSealedForRecluster {
+		n := in.State.BackloggedCycles + 1
+		p.Next.BackloggedCycles = n
+		if cfg.BackpressureCompactEvery == 0 || n%cfg.BackpressureCompactEvery != 0 {
+			p.Decision = DecisionSkippedBackpressure
+			p.Skipped = append(p.Skipped, fmt.Sprintf("sealed WAL backlog %d > %d: drain has priority (backlogged cycle %d)",
+				in.SealedBacklog, cfg.MaxSealedForRecluster, n))
+			return p
+		}
+		p.Decision = DecisionThrottledBackpressure
+		b := newBudget(cfg.MaxFilesPerPass, cfg.BackpressureMaxBins)
+		cands := levelCandidates(cfg, files, L0, KindBackpressureL0)
+		p.Checked = []Level{L0}
+		p.serve(cfg, cands, b)
+		p.Next.LastCheck[L0] = in.Now
+		return p
+	}
+	p.Next.BackloggedCycles = 0
+
+	if !cfg.Leveled {
+		if !due(in.State.LastLegacy, in.Now, cfg.ReclusterInterval) {
+			p.Decision = DecisionNothingDue
+			return p
+		}
+		p.Decision = DecisionRun
+		starved := p.serve(cfg, legacyCandidates(cfg, files), newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass))
+		if len(starved) == 0 {
+			p.Next.LastLegacy = in.Now
+		}
+		return p
+	}
+
+	var cands []candidate
+	for l := L0; l < NumLevels; l++ {
+		if !due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l]) {
+			continue
+		}
+		p.Checked = append(p.Checked, l)
+		switch l {
+		case L0:
+			cands = append(cands, levelCandidates(cfg, files, L0, KindL0)...)
+			cands = append(cands, depthCandidates(cfg, files)...)
+		case L1:
+			cands = append(cands, levelCandidates(cfg, files, L1, KindL1)...)
+		case L2:
+			cands = append(cands, terminalCandidates(cfg, files)...)
+		}
+	}
+	if len(p.Checked) == 0 {
+		p.Decision = DecisionNothingDue
+		return p
+	}
+	p.Decision = DecisionRun
+	starved := p.serve(cfg, cands, newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass))
+	for _, l := range p.Checked {
+		if !starved[l] {
+			p.Next.LastCheck[l] = in.Now
+		}
+	}
+	return p
+}
+
+func due(last, now time.Time, every time.Duration) bool {
+	return last.IsZero() || now.Sub(last) >= every
+}
+
+// sane clamps settings Validate would reject, so Plan stays total; the
+// caller is expected to have validated already.
+func (c Config) sane() Config {
+	d := DefaultConfig()
+	if c.L1MinBytes <= 0 || c.L2MinBytes <= c.L1MinBytes {
+		c.L1MinBytes, c.L2MinBytes = d.L1MinBytes, d.L2MinBytes
+	}
+	for l := range c.TargetBytes {
+		if c.TargetBytes[l] <= 0 {
+			c.TargetBytes[l] = d.TargetBytes[l]
+		}
+		if c.CheckInterval[l] <= 0 {
+			c.CheckInterval[l] = d.CheckInterval[l]
+		}
+	}
+	c.ReclusterInterval = max(c.ReclusterInterval, 0)
+	c.EligibleFiles = max(c.EligibleFiles, 2)
+	c.MaxOverlapDepth = max(c.MaxOverlapDepth, 1)
+	c.LevelMaxGen = max(c.LevelMaxGen, 0)
+	c.MaxFanIn = max(c.MaxFanIn, 2)
+	c.MaxFilesPerPass = max(c.MaxFilesPerPass, 0)
+	c.MaxBinsPerPass = max(c.MaxBinsPerPass, 0)
+	c.MaxSealedForRecluster = max(c.MaxSealedForRecluster, 0)
+	c.BackpressureCompactEvery = max(c.BackpressureCompactEvery, 0)
+	c.BackpressureMaxBins = max(c.BackpressureMaxBins, 0)
+	return c
+}
+
+func validFiles(in []File) ([]File, []string) {
+	var skipped []string
+	out := make([]File, 0, len(in))
+	for _, f := range in {
+		if f.MinTime > f.MaxTime {
+			skipped = append(skipped, fmt.Sprintf("file %s: min time %d after max time %d; left out", f.Path, f.MinTime, f.MaxTime))
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, skipped
+}
+
+// candidate is one reason to rewrite in one partition; its bins are built
+// when it is served, from the files earlier bins have not taken.
+type candidate struct {
+	kind      Kind
+	level     Level // level whose check produced it (starvation bookkeeping)
+	partition string
+	score     float64
+	why       string
+	build     func(taken map[string]bool) []Bin
+}
+
+type budget struct{ files, bins int }
+
+func newBudget(files, bins int) *budget { return &budget{files, bins} }
+
+// serve hands out the budget to candidates in score order and reports the
+// levels that had a bin refused for want of budget.
+func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
+	slices.SortStableFunc(cands, func(a, c candidate) int {
+		if x := cmp.Compare(c.score, a.score); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(a.kind, c.kind); x != 0 {
+			return x
+		}
+		return cmp.Compare(a.partition, c.partition)
+	})
+	starved := map[Level]bool{}
+	taken := map[string]bool{}
+	for _, c := range cands {
+		bins := c.build(taken)
+		if len(bins) == 0 {
+			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %s, but no bin of 2+ untaken files", c.kind, c.level, c.partition, c.why))
+			continue
+		}
+		refused := 0
+		for _, bin := range bins {
+			if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
+				refused++
+				continue
+			}
+			b.bins--
+			b.files -= len(bin.Files)
+			for _, f := range bin.Files {
+				taken[f.Path] = true
+			}
+			bin.Score = c.score
+			p.Bins = append(p.Bins, bin)
+		}
+		if refused > 0 {
+			starved[c.level] = true
+			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %d of %d bins left for a later pass (budget: %d bins, %d files left)",
+				c.kind, c.level, c.partition, refused, len(bins), b.bins, b.files))
+		}
+	}
+	return starved
+}
+
+func anyTaken(fs []File, taken map[string]bool) bool {
+	for _, f := range fs {
+		if taken[f.Path] {
+			return true
+		}
+	}
+	return false
+}
+
+func untaken(fs []File, taken map[string]bool) []File {
+	out := make([]File, 0, len(fs))
+	for _, f := range fs {
+		if !taken[f.Path] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func sumBytes(fs []File) int64 {
+	var n int64
+	for _, f := range fs {
+		n += f.SizeBytes
+	}
+	return n
+}
+
+func maxLevel(cfg Config, fs []File) Level {
+	l := L0
+	for _, f := range fs {
+		l = max(l, cfg.LevelOf(f.SizeBytes))
+	}
+	return l
+}
+
+// sortedPartitions returns the partition keys in order, so passes are
+// deterministic whatever the map order.
+func sortedPartitions(m map[string][]File) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

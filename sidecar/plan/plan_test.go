@@ -1,0 +1,433 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const kib = int64(1) << 10
+
+// file builds a file; size in KiB, times in seconds (stored as microseconds).
+func file(part string, i int, sizeKiB int64, gen int, fromSec, toSec int64) File {
+	return File{
+		Path:      fmt.Sprintf("%s/f%04d-g%d.parquet", part, i, gen),
+		Partition: part, SizeBytes: sizeKiB * kib, Generation: gen,
+		MinTime: fromSec * 1e6, MaxTime: toSec*1e6 - 1, Rows: sizeKiB,
+	}
+}
+
+// disjoint returns n small disjoint files of one partition.
+func disjoint(part string, n int, sizeKiB int64, gen int) []File {
+	out := make([]File, n)
+	for i := range out {
+		out[i] = file(part, i, sizeKiB, gen, int64(i)*10, int64(i)*10+10)
+	}
+	return out
+}
+
+// stacked returns n files covering the same 10 s, first index start.
+func stacked(part string, start, n int, sizeKiB int64, gen int) []File {
+	out := make([]File, n)
+	for i := range out {
+		out[i] = file(part, start+i, sizeKiB, gen, 0, 10)
+	}
+	return out
+}
+
+func run(cfg Config, files []File) Pass {
+	return Plan(cfg, Input{Files: files, Now: t0})
+}
+
+func kinds(p Pass) string {
+	var ks []string
+	for _, b := range p.Bins {
+		ks = append(ks, fmt.Sprintf("%s:%d", b.Kind, len(b.Files)))
+	}
+	return strings.Join(ks, ",")
+}
+
+func TestDefaultConfigValid(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := DefaultConfig()
+	bad.MaxFanIn = 1
+	bad.L2MinBytes = bad.L1MinBytes
+	bad.EligibleFiles = 0
+	err := bad.Validate()
+	if err == nil {
+		t.Fatal("bad config validated")
+	}
+	for _, want := range []string{"fan-in", "level boundaries", "eligible files"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestLevelOfBoundaries(t *testing.T) {
+	c := DefaultConfig()
+	for _, tc := range []struct {
+		size int64
+		want Level
+	}{{0, L0}, {16*mib - 1, L0}, {16 * mib, L1}, {256*mib - 1, L1}, {256 * mib, L2}, {1 << 40, L2}} {
+		if got := c.LevelOf(tc.size); got != tc.want {
+			t.Errorf("LevelOf(%d) = %v, want %v", tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestCheckCadence(t *testing.T) {
+	cfg := DefaultConfig()
+	st := State{}
+	step := func(at time.Duration) []Level {
+		p := Plan(cfg, Input{Now: t0.Add(at), State: st})
+		st = p.Next
+		return p.Checked
+	}
+	for _, tc := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{0, "[L0 L1 L2]"},
+		{5 * time.Second, "[]"},
+		{10 * time.Second, "[L0]"},
+		{19 * time.Second, "[]"},
+		{60 * time.Second, "[L0 L1]"},
+		{3600 * time.Second, "[L0 L1 L2]"},
+	} {
+		got := fmt.Sprint(step(tc.at))
+		if got != tc.want {
+			t.Errorf("at %v: checked %s, want %s", tc.at, got, tc.want)
+		}
+	}
+	p := Plan(cfg, Input{Now: t0.Add(3601 * time.Second), State: st})
+	if p.Decision != DecisionNothingDue {
+		t.Errorf("decision %v, want nothing_due", p.Decision)
+	}
+}
+
+func TestL0EligibleAtEightFiles(t *testing.T) {
+	cfg := DefaultConfig()
+	if p := run(cfg, disjoint("p", 7, 100, 0)); len(p.Bins) != 0 {
+		t.Fatalf("7 files planned %s", kinds(p))
+	}
+	p := run(cfg, disjoint("p", 8, 100, 0))
+	if kinds(p) != "l0:8" {
+		t.Fatalf("8 files planned %q, want one l0 bin of 8\n%v", kinds(p), p)
+	}
+	if g := p.Bins[0].OutputGeneration(); g != 1 {
+		t.Errorf("output generation %d, want 1", g)
+	}
+	// 8 files, one of them an L1 file: L0 holds 7, not eligible.
+	fs := disjoint("p", 8, 100, 0)
+	fs[3].SizeBytes = 20 * mib
+	if p := run(cfg, fs); len(p.Bins) != 0 {
+		t.Fatalf("7 L0 + 1 L1 planned %s", kinds(p))
+	}
+}
+
+func TestLevelBinsKeepClustersWhole(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxFanIn = 4
+	cfg.MaxFilesPerPass = 100
+	cfg.MaxBinsPerPass = 100
+	// Three clusters of three overlapping files: 3+3 > fan-in 4, so each
+	// cluster is its own bin, never 4 + 4 + 1.
+	var fs []File
+	for c := range 3 {
+		for i := range 3 {
+			fs = append(fs, file("p", c*3+i, 100, 0, int64(c*100+i), int64(c*100+i+5)))
+		}
+	}
+	p := run(cfg, fs)
+	if kinds(p) != "l0:3,l0:3,l0:3" {
+		t.Fatalf("bins %q, want three whole clusters\n%v", kinds(p), p)
+	}
+	for _, b := range p.Bins {
+		if d, _ := Depth(b.Files); d != 3 {
+			t.Errorf("bin is not one cluster: %v", b.Files)
+		}
+	}
+}
+
+func TestLevelBinsCloseAtTarget(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TargetBytes[L0] = 1 * mib
+	// 12 disjoint 300 KiB files: bins close once they reach 1 MiB (4 files).
+	p := run(cfg, disjoint("p", 12, 300, 0))
+	if kinds(p) != "l0:4,l0:4,l0:4" {
+		t.Fatalf("bins %q, want 3 x 4 files", kinds(p))
+	}
+	if p.Bins[0].TargetFileBytes != 1*mib {
+		t.Errorf("target %d", p.Bins[0].TargetFileBytes)
+	}
+}
+
+func TestOversizedClusterBecomesAdjacentBins(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxOverlapDepth = 1000 // keep the depth trigger out of it
+	// A chain: each file overlaps only the next; one cluster of 40 > 32.
+	var fs []File
+	for i := range 40 {
+		fs = append(fs, file("p", i, 100, 0, int64(i*10), int64(i*10+15)))
+	}
+	p := run(cfg, fs)
+	if kinds(p) != "depth:20,depth:20" {
+		t.Fatalf("bins %q, want two balanced depth bins\n%v", kinds(p), p)
+	}
+	if !strings.Contains(p.Bins[0].Reason, "exceeds fan-in") {
+		t.Errorf("reason %q", p.Bins[0].Reason)
+	}
+}
+
+func TestGenerationCap(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LevelMaxGen = 5
+	// Eight disjoint L0 files at the cap: no level bin.
+	if p := run(cfg, disjoint("p", 8, 100, 5)); len(p.Bins) != 0 {
+		t.Fatalf("capped files planned %s", kinds(p))
+	}
+	// Seven below the cap and one capped: 7 eligible, not enough.
+	fs := disjoint("p", 8, 100, 4)
+	fs[0].Generation = 5
+	if p := run(cfg, fs); len(p.Bins) != 0 {
+		t.Fatalf("7 eligible planned %s", kinds(p))
+	}
+	// Thirteen capped files stacked on one instant: the depth trigger
+	// takes them anyway.
+	p := run(cfg, stacked("p", 0, 13, 100, 7))
+	if kinds(p) != "depth:13" {
+		t.Fatalf("capped deep stack planned %q, want depth:13", kinds(p))
+	}
+	// Cap 0 means none.
+	cfg.LevelMaxGen = 0
+	if p := run(cfg, disjoint("p", 8, 100, 50)); kinds(p) != "l0:8" {
+		t.Fatalf("no cap planned %q", kinds(p))
+	}
+}
+
+func TestDepthTrigger(t *testing.T) {
+	cfg := DefaultConfig()
+	mixed := func(n int) []File {
+		// Levels mixed so that no level reaches 8 files.
+		var fs []File
+		for i := range n {
+			size := []int64{100, 20 << 10, 300 << 10}[i%3]
+			fs = append(fs, file("p", i, size, 0, 0, 10))
+		}
+		return fs
+	}
+	// The L2 check would repair the overlapping L2 files; keep it not due.
+	st := State{LastCheck: [NumLevels]time.Time{2: t0}}
+	if p := Plan(cfg, Input{Files: mixed(12), Now: t0, State: st}); len(p.Bins) != 0 {
+		t.Fatalf("depth 12 planned %s", kinds(p))
+	}
+	p := Plan(cfg, Input{Files: mixed(13), Now: t0, State: st})
+	if kinds(p) != "depth:13" {
+		t.Fatalf("depth 13 planned %q", kinds(p))
+	}
+	if p.Bins[0].Level != L2 {
+		t.Errorf("depth bin level %v, want L2 (highest input)", p.Bins[0].Level)
+	}
+	if p.Depth["p"] != 13 {
+		t.Errorf("reported depth %d", p.Depth["p"])
+	}
+}
+
+func TestDepthTriggerTakesDeepestClusterOnly(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.EligibleFiles = 1000 // level selection out of the way
+	fs := stacked("p", 0, 14, 100, 0)
+	for i := range 20 { // a second, deeper cluster later in time
+		fs = append(fs, file("p", 100+i, 100, 0, 1000, 1010))
+	}
+	p := run(cfg, fs)
+	if kinds(p) != "depth:20" {
+		t.Fatalf("bins %q, want the deepest cluster (20)", kinds(p))
+	}
+	if p.Bins[0].Files[0].MinTime != 1000e6 {
+		t.Errorf("took the wrong cluster")
+	}
+}
+
+func TestDepthBinsObeyFanInAndBudget(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.EligibleFiles = 1000
+	cfg.MaxBinsPerPass = 3
+	var fs []File
+	for i := range 150 { // a deep, drifting stack
+		fs = append(fs, file("p", i, 100, 0, int64(i), int64(i+60)))
+	}
+	p := run(cfg, fs)
+	if len(p.Bins) != 3 {
+		t.Fatalf("bins %q, want 3 (budget)", kinds(p))
+	}
+	for _, b := range p.Bins {
+		if len(b.Files) > cfg.MaxFanIn || b.Kind != KindDepth {
+			t.Fatalf("bad bin %v", b)
+		}
+		for i := 1; i < len(b.Files); i++ {
+			if b.Files[i].MinTime < b.Files[i-1].MinTime {
+				t.Fatalf("bin not in time order")
+			}
+		}
+	}
+	if len(p.Skipped) == 0 || !strings.Contains(strings.Join(p.Skipped, "\n"), "later pass") {
+		t.Errorf("budget refusal not reported: %v", p.Skipped)
+	}
+	if !p.Next.LastCheck[L0].IsZero() {
+		t.Errorf("starved L0 check marked done")
+	}
+}
+
+func TestPressureOrdersLevelsAndPartitions(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxBinsPerPass = 1
+	fs := append(disjoint("a", 9, 100, 0), disjoint("b", 20, 100, 0)...)
+	p := run(cfg, fs)
+	if len(p.Bins) != 1 || p.Bins[0].Partition != "b" {
+		t.Fatalf("served %v first, want partition b (20 files)", p.Bins)
+	}
+	// L1 with 16 files beats L0 with 9.
+	var l1 []File
+	for i := range 16 {
+		l1 = append(l1, file("c", i, 20<<10, 0, int64(1000+i*10), int64(1010+i*10)))
+	}
+	p = run(cfg, append(disjoint("a", 9, 100, 0), l1...))
+	if len(p.Bins) != 1 || p.Bins[0].Kind != KindL1 {
+		t.Fatalf("served %s, want l1", kinds(p))
+	}
+	if !p.Next.LastCheck[L1].Equal(t0) || !p.Next.LastCheck[L0].IsZero() {
+		t.Errorf("next state %+v: L1 served so done, L0 starved so still due", p.Next.LastCheck)
+	}
+}
+
+func TestTerminalOverlapAtL2Check(t *testing.T) {
+	cfg := DefaultConfig()
+	fs := []File{file("p", 0, 300<<10, 3, 0, 100), file("p", 1, 300<<10, 3, 90, 200), file("p", 2, 300<<10, 3, 300, 400)}
+	p := run(cfg, fs)
+	if kinds(p) != "depth:2" || p.Bins[0].Level != L2 {
+		t.Fatalf("bins %q, want one L2 overlap bin of 2\n%v", kinds(p), p)
+	}
+	// Not at an L0-only check.
+	st := p.Next
+	p = Plan(cfg, Input{Files: fs, Now: t0.Add(10 * time.Second), State: st})
+	if len(p.Bins) != 0 {
+		t.Fatalf("L2 repair ran outside the L2 check: %s", kinds(p))
+	}
+}
+
+func TestLegacy(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Leveled = false
+	cfg.MaxBinsPerPass = 100
+	cfg.MaxFilesPerPass = 1000
+	big := []File{file("done", 0, 300<<10, 1, 0, 10), file("done", 1, 300<<10, 1, 10, 20)}
+	fs := append(disjoint("p", 70, 100, 0), big...)
+	p := run(cfg, fs)
+	if kinds(p) != "legacy:23,legacy:23,legacy:24" {
+		t.Fatalf("bins %q, want the whole partition p in 3 balanced bins", kinds(p))
+	}
+	if p.Files() != 70 {
+		t.Errorf("legacy covered %d files of 70", p.Files())
+	}
+	// Cadence: ReclusterInterval.
+	st := p.Next
+	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(59 * time.Second), State: st}); p.Decision != DecisionNothingDue {
+		t.Errorf("legacy ran before its interval: %v", p.Decision)
+	}
+	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(60 * time.Second), State: st}); len(p.Bins) != 3 {
+		t.Errorf("legacy did not run at its interval: %v", p)
+	}
+	// Legacy ignores the generation cap.
+	cfg.LevelMaxGen = 1
+	if p := run(cfg, disjoint("p", 3, 100, 9)); kinds(p) != "legacy:3" {
+		t.Errorf("legacy with capped files planned %q", kinds(p))
+	}
+}
+
+func TestRewritesDisabled(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ReclusterInterval = 0
+	p := Plan(cfg, Input{Files: stacked("p", 0, 40, 100, 0), Now: t0, SealedBacklog: 1000})
+	if p.Decision != DecisionRewritesDisabled || len(p.Bins) != 0 {
+		t.Fatalf("pass %v", p)
+	}
+	if p.Depth["p"] != 40 {
+		t.Errorf("depth still reported for gauges: got %d", p.Depth["p"])
+	}
+}
+
+func TestBackpressureCadence(t *testing.T) {
+	for _, every := range []int{0, 1, 3, 4} {
+		cfg := DefaultConfig()
+		cfg.BackpressureCompactEvery = every
+		fs := append(disjoint("a", 40, 100, 0), stacked("b", 0, 30, 100, 0)...)
+		fs = append(fs, disjoint("c", 10, 20<<10, 0)...) // eligible L1, must be left alone
+		st := State{}
+		skipped, throttled := 0, 0
+		const cycles = 23
+		for i := range cycles {
+			p := Plan(cfg, Input{Files: fs, Now: t0.Add(time.Duration(i) * time.Second), SealedBacklog: 257, State: st})
+			st = p.Next
+			switch p.Decision {
+			case DecisionSkippedBackpressure:
+				skipped++
+				if len(p.Bins) != 0 {
+					t.Fatalf("skipped cycle has bins")
+				}
+			case DecisionThrottledBackpressure:
+				throttled++
+				if len(p.Bins) > cfg.BackpressureMaxBins || len(p.Bins) == 0 {
+					t.Fatalf("throttled pass has %d bins", len(p.Bins))
+				}
+				for _, b := range p.Bins {
+					if b.Kind != KindBackpressureL0 || b.Level != L0 {
+						t.Fatalf("throttled pass planned %v", b)
+					}
+				}
+			default:
+				t.Fatalf("cycle %d: decision %v", i, p.Decision)
+			}
+		}
+		wantT := 0
+		if every > 0 {
+			wantT = cycles / every
+		}
+		if throttled != wantT || skipped != cycles-wantT {
+			t.Errorf("every=%d: throttled %d skipped %d, want %d and %d", every, throttled, skipped, wantT, cycles-wantT)
+		}
+		// The backlog clears: a normal pass, and the count restarts.
+		p := Plan(cfg, Input{Files: fs, Now: t0.Add(time.Hour), SealedBacklog: 256, State: st})
+		if p.Decision != DecisionRun || p.Next.BackloggedCycles != 0 {
+			t.Errorf("every=%d: after clearing: %v, backlogged %d", every, p.Decision, p.Next.BackloggedCycles)
+		}
+	}
+}
+
+func TestInvertedRangeLeftOut(t *testing.T) {
+	fs := disjoint("p", 8, 100, 0)
+	fs[2].MinTime, fs[2].MaxTime = 50, 10
+	p := run(DefaultConfig(), fs)
+	if len(p.Bins) != 0 {
+		t.Fatalf("7 valid files planned %s", kinds(p))
+	}
+	if len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0], fs[2].Path) {
+		t.Fatalf("inverted file not reported: %v", p.Skipped)
+	}
+}
+
+func TestPassString(t *testing.T) {
+	p := run(DefaultConfig(), disjoint("p", 8, 100, 0))
+	s := p.String()
+	for _, want := range []string{"pass run", "bin l0 L0", `partition="p"`, "8 rewrite-eligible L0 files"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q missing from:\n%s", want, s)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package sidecar
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Status is what /debug/status shows and `siglake status` prints. The loops update it; the HTTP
+// handler takes a copy under the lock.
+type Status struct {
+	mu sync.Mutex
+	s  StatusReport
+}
+
+// StatusReport is the JSON document of /debug/status.
+type StatusReport struct {
+	Node      string    `json:"node"`
+	Role      Role      `json:"role"`
+	Version   string    `json:"version"`
+	StartedAt time.Time `json:"started_at"`
+	Now       time.Time `json:"now"`
+
+	CatalogReady bool   `json:"catalog_ready"`
+	CatalogError string `json:"catalog_error,omitempty"`
+
+	Backlog Backlog                 `json:"backlog"`
+	Tables  map[string]*TableReport `json:"tables"`
+	Errors  []ErrorEntry            `json:"errors"` // newest first, at most maxErrors
+
+	// Owned lists the tables this process maintains (all tables until gossip leases are on).
+	Owned []string `json:"owned"`
+	// Members is the gossip view; empty without gossip.
+	Members []MemberReport `json:"members,omitempty"`
+}
+
+// Backlog is the sealed WAL waiting to be drained.
+type Backlog struct {
+	Segments         int     `json:"segments"`
+	Bytes            int64   `json:"bytes"`
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+	Quarantined      int64   `json:"quarantined_total"`
+}
+
+// TableReport is one table's drain and maintenance state.
+type TableReport struct {
+	LastCommit  *CommitReport     `json:"last_commit,omitempty"`
+	Owner       string            `json:"owner,omitempty"`
+	OwnerSince  *time.Time        `json:"owner_since,omitempty"`
+	Maintenance *MaintenanceState `json:"maintenance,omitempty"`
+}
+
+// CommitReport describes a drain commit.
+type CommitReport struct {
+	Time       time.Time `json:"time"`
+	SnapshotID int64     `json:"snapshot_id"`
+	Outcome    string    `json:"outcome"`
+	Segments   int       `json:"segments"`
+	Rows       int64     `json:"rows"`
+	Files      int       `json:"files"`
+	Bytes      int64     `json:"bytes"`
+	Mark       string    `json:"mark"`
+	Seconds    float64   `json:"seconds"`
+}
+
+// MaintenanceState is filled in by the maintenance loop.
+type MaintenanceState struct {
+	SampledAt     time.Time      `json:"sampled_at"`
+	FilesPerLevel map[string]int `json:"files_per_level"`
+	BytesPerLevel map[string]int `json:"bytes_per_level"`
+	OverlapDepth  int            `json:"overlap_depth"`
+	LastPass      *PassReport    `json:"last_pass,omitempty"`
+}
+
+// PassReport is the last maintenance pass of a table.
+type PassReport struct {
+	Time     time.Time   `json:"time"`
+	Decision string      `json:"decision"`
+	Bins     []BinReport `json:"bins"`
+	Skipped  []string    `json:"skipped,omitempty"`
+}
+
+// BinReport is one rewrite of a pass.
+type BinReport struct {
+	Kind      string `json:"kind"`
+	Partition string `json:"partition"`
+	Files     int    `json:"files"`
+	Bytes     int64  `json:"bytes"`
+	Path      string `json:"merge_path,omitempty"`
+	Reason    string `json:"reason"`
+	Result    string `json:"result"`
+}
+
+// MemberReport is one gossip member.
+type MemberReport struct {
+	Name  string   `json:"name"`
+	Addr  string   `json:"addr"`
+	State string   `json:"state"`
+	Roles []string `json:"roles"`
+}
+
+// ErrorEntry is a recent error, kept so an operator sees what went wrong without reading logs.
+type ErrorEntry struct {
+	Time    time.Time `json:"time"`
+	Stage   string    `json:"stage"`
+	Table   string    `json:"table,omitempty"`
+	Message string    `json:"message"`
+}
+
+const maxErrors = 20
+
+// NewStatus starts a status for a process.
+func NewStatus(node string, role Role, version string, now time.Time) *Status {
+	return &Status{s: StatusReport{Node: node, Role: role, Version: version, StartedAt: now, Tables: map[string]*TableReport{}}}
+}
+
+// Update runs f with the report locked.
+func (s *Status) Update(f func(r *StatusReport)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.s)
+}
+
+// Table returns the table's report, creating it; call inside Update.
+func (r *StatusReport) Table(name string) *TableReport {
+	t, ok := r.Tables[name]
+	if !ok {
+		t = &TableReport{}
+		r.Tables[name] = t
+	}
+	return t
+}
+
+// AddError records an error, newest first.
+func (s *Status) AddError(now time.Time, stage, table string, err error) {
+	s.Update(func(r *StatusReport) {
+		r.Errors = append([]ErrorEntry{{Time: now, Stage: stage, Table: table, Message: err.Error()}}, r.Errors...)
+		if len(r.Errors) > maxErrors {
+			r.Errors = r.Errors[:maxErrors]
+		}
+	})
+}
+
+// Snapshot returns a deep enough copy to encode without the lock.
+func (s *Status) Snapshot(now time.Time) StatusReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.s
+	out.Now = now
+	out.Tables = make(map[string]*TableReport, len(s.s.Tables))
+	for k, v := range s.s.Tables {
+		c := *v
+		out.Tables[k] = &c
+	}
+	out.Errors = append([]ErrorEntry(nil), s.s.Errors...)
+	out.Owned = append([]string(nil), s.s.Owned...)
+	sort.Strings(out.Owned)
+	out.Members = append([]MemberReport(nil), s.s.Members...)
+	return out
+}
