@@ -84,6 +84,7 @@ func randomCase(r *rand.Rand) (Config, Input) {
 func TestPlannerProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 7))
 	counts := map[Kind]int{}
+	cappedInDepth := 0
 	for iter := range propertyCases() {
 		cfg, in := randomCase(r)
 		p := Plan(cfg, in)
@@ -92,6 +93,11 @@ func TestPlannerProperties(t *testing.T) {
 		}
 		for _, b := range p.Bins {
 			counts[b.Kind]++
+			for _, f := range b.Files {
+				if b.Kind == KindDepth && cfg.LevelCapped(f.Generation) {
+					cappedInDepth++
+				}
+			}
 		}
 		// Determinism: the same set in another order plans the same pass.
 		shuffled := slices.Clone(in.Files)
@@ -108,7 +114,10 @@ func TestPlannerProperties(t *testing.T) {
 			t.Errorf("no %v bin in %d random cases", k, propertyCases())
 		}
 	}
-	t.Logf("bins by kind: %v", counts)
+	if cappedInDepth == 0 {
+		t.Errorf("no capped file taken by a depth bin in %d random cases", propertyCases())
+	}
+	t.Logf("bins by kind: %v; capped files in depth bins: %d", counts, cappedInDepth)
 }
 
 // checkPass verifies the promises every pass keeps.
