@@ -1,6 +1,10 @@
 package merge
 
-import "github.com/apache/arrow-go/v18/arrow"
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/siglake/siglake/merge/index"
+)
 
 // MetadataOptions selects the search metadata written into output footers
 // (format: docs/file-format.md). The zero value is the documented default.
@@ -40,14 +44,18 @@ func metaFull(o MetadataOptions, generation int) metaMode {
 // metaStreamed is the mode of the streamed paths: no whole-file structures.
 func metaStreamed(o MetadataOptions) metaMode { return metaMode{opts: o} }
 
-// footerEntry is one key-value pair for the Parquet footer.
-type footerEntry struct{ Key, Value string }
-
 // metaBuilder accumulates one file's search metadata as rows are written.
-type metaBuilder struct{}
+type metaBuilder = index.Builder
 
-func newMetaBuilder(metaMode, *arrow.Schema, WriterOptions) *metaBuilder { return nil }
-
-func (b *metaBuilder) addRows(arrow.RecordBatch, []int64) {}
-func (b *metaBuilder) endRowGroup()                       {}
-func (b *metaBuilder) finish() ([]footerEntry, error)     { return nil, nil }
+func newMetaBuilder(m metaMode, sc *arrow.Schema) *metaBuilder {
+	cfg := index.Config{
+		GroupColumns:   m.opts.GroupColumns,
+		RawColumn:      m.opts.RawColumn,
+		FooterMaxBytes: m.opts.FooterMaxBytes,
+		WholeFile:      m.wholeFile,
+	}
+	if !m.opts.InvertedIndexOff {
+		cfg.IndexColumns = m.opts.IndexColumns
+	}
+	return index.NewBuilder(cfg, sc)
+}

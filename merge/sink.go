@@ -43,6 +43,7 @@ type outFile struct {
 	meta         *metaBuilder
 	rows         int64
 	minTs, maxTs int64
+	skipped      []string
 }
 
 func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.Schema, opts WriterOptions, meta metaMode) (*sink, error) {
@@ -154,11 +155,11 @@ func (s *sink) flushRowGroup() error {
 		}
 		f.rows += int64(len(micros))
 		if f.meta != nil {
-			f.meta.addRows(r, micros)
+			f.meta.AddRows(r, micros)
 		}
 	}
 	if f.meta != nil {
-		f.meta.endRowGroup()
+		f.meta.EndRowGroup()
 	}
 	return nil
 }
@@ -188,7 +189,7 @@ func (s *sink) openFile() error {
 		_ = w.Close()
 		return fmt.Errorf("starting Parquet writer for %s: %w", p, err)
 	}
-	s.cur = &outFile{path: p, w: w, cw: cw, fw: fw, meta: newMetaBuilder(s.meta, s.schema, s.opts)}
+	s.cur = &outFile{path: p, w: w, cw: cw, fw: fw, meta: newMetaBuilder(s.meta, s.schema)}
 	return nil
 }
 
@@ -207,7 +208,8 @@ func (s *sink) closeFile() error {
 		return fmt.Errorf("writing %s: footer: %w", f.path, err)
 	}
 	if f.meta != nil {
-		kv, err := f.meta.finish()
+		kv, skipped, err := f.meta.Finish()
+		f.skipped = skipped
 		if err != nil {
 			return fmt.Errorf("writing %s: search metadata: %w", f.path, err)
 		}
@@ -231,7 +233,7 @@ func (s *sink) closeFile() error {
 	s.outputs = append(s.outputs, Output{
 		Path: f.path, Size: f.cw.n, Rows: f.rows,
 		MinTimestamp: f.minTs, MaxTimestamp: f.maxTs,
-		Generation: s.opts.Generation, Meta: md,
+		Generation: s.opts.Generation, Meta: md, SkippedIndexes: f.skipped,
 	})
 	return nil
 }

@@ -66,6 +66,9 @@ type Output struct {
 	// Meta is the file's Parquet footer; the caller builds an iceberg.DataFile
 	// from it with table.DataFileFromMetadata.
 	Meta *metadata.FileMetaData
+	// SkippedIndexes names the index columns whose inverted index exceeded
+	// MetadataOptions.FooterMaxBytes and was left out of this file.
+	SkippedIndexes []string
 }
 
 // FooterGenerationKey is the footer key carrying the output generation, so a

@@ -1,0 +1,377 @@
+package index
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultRawColumn      = "raw"
+	DefaultFooterMaxBytes = 1 << 20
+	DefaultBucketMicros   = 60_000_000
+	// MaxGroups caps the group-count entry; a file with more distinct groups
+	// gets no entry (absent = unknown), so the footer stays small.
+	MaxGroups = 10_000
+	// MaxBuckets caps the time-bucket entry; wider spans get wider buckets.
+	MaxBuckets = 4096
+)
+
+// DefaultGroupColumns are counted when Config.GroupColumns is nil.
+var DefaultGroupColumns = []string{"service"}
+
+// Config selects what a Builder produces.
+type Config struct {
+	GroupColumns   []string // nil = DefaultGroupColumns; columns the schema lacks are skipped
+	RawColumn      string   // "" = DefaultRawColumn; no blooms if the schema lacks it
+	IndexColumns   []string // inverted indexes (only when WholeFile)
+	FooterMaxBytes int64    // 0 = DefaultFooterMaxBytes; larger indexes are skipped
+	BucketMicros   int64    // 0 = DefaultBucketMicros
+	// WholeFile adds the structures that need the whole output at hand: the
+	// whole-file raw trigram bloom and the inverted indexes.
+	WholeFile bool
+}
+
+// Entry is one footer key-value pair.
+type Entry struct{ Key, Value string }
+
+// Builder accumulates one file's search metadata as its rows are written in
+// order. It holds per-row-group state (a 2 MiB trigram bitmap and a token
+// set) plus, with WholeFile, the whole-file trigram bitmap and the postings.
+type Builder struct {
+	cfg        Config
+	groupCols  []int
+	groupNames []string
+	rawCol     int
+	idxCols    []int
+	idxNames   []string
+
+	groups  map[string]*groupCount
+	tooMany bool
+	buckets map[int64]int64
+
+	rgTri    *trigramSet
+	rgTok    keySet
+	rgRows   int64
+	rgMin    int64
+	rgMax    int64
+	rowGroup []byte // encoded row-group entries so far
+	nRG      int
+
+	fileTri  *trigramSet
+	postings []map[string][]uint32
+	rows     uint32
+}
+
+type groupCount struct {
+	values []*string
+	rows   int64
+}
+
+// NewBuilder returns a builder for files with schema sc.
+func NewBuilder(cfg Config, sc *arrow.Schema) *Builder {
+	if cfg.GroupColumns == nil {
+		cfg.GroupColumns = DefaultGroupColumns
+	}
+	if cfg.RawColumn == "" {
+		cfg.RawColumn = DefaultRawColumn
+	}
+	if cfg.FooterMaxBytes <= 0 {
+		cfg.FooterMaxBytes = DefaultFooterMaxBytes
+	}
+	if cfg.BucketMicros <= 0 {
+		cfg.BucketMicros = DefaultBucketMicros
+	}
+	b := &Builder{cfg: cfg, rawCol: -1, groups: map[string]*groupCount{}, buckets: map[int64]int64{}}
+	for _, name := range cfg.GroupColumns {
+		if idx := sc.FieldIndices(name); len(idx) > 0 {
+			b.groupCols = append(b.groupCols, idx[0])
+			b.groupNames = append(b.groupNames, name)
+		}
+	}
+	if idx := sc.FieldIndices(cfg.RawColumn); len(idx) > 0 && isString(sc.Field(idx[0]).Type) {
+		b.rawCol = idx[0]
+		b.rgTri = newTrigramSet()
+		if cfg.WholeFile {
+			b.fileTri = newTrigramSet()
+		}
+	}
+	if cfg.WholeFile {
+		for _, name := range cfg.IndexColumns {
+			if idx := sc.FieldIndices(name); len(idx) > 0 {
+				b.idxCols = append(b.idxCols, idx[0])
+				b.idxNames = append(b.idxNames, name)
+				b.postings = append(b.postings, map[string][]uint32{})
+			}
+		}
+	}
+	return b
+}
+
+func isString(t arrow.DataType) bool {
+	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
+}
+
+// textValue returns row i of a string column as bytes without copying.
+func textValue(col arrow.Array, i int) ([]byte, bool) {
+	if col.IsNull(i) {
+		return nil, false
+	}
+	switch c := col.(type) {
+	case *array.String:
+		return []byte(c.Value(i)), true
+	case *array.LargeString:
+		return []byte(c.Value(i)), true
+	}
+	return []byte(col.ValueStr(i)), true
+}
+
+// AddRows adds the rows of rec (which has the builder's schema) to the
+// current row group; ts holds their timestamps in microseconds.
+func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return
+	}
+	if b.rgRows == 0 {
+		b.rgMin = ts[0]
+	}
+	b.rgMax = ts[n-1]
+	b.rgRows += int64(n)
+
+	b.addGroups(rec)
+	for _, t := range ts {
+		b.buckets[floorDiv(t, b.cfg.BucketMicros)]++
+	}
+	if b.rawCol >= 0 {
+		raw := rec.Column(b.rawCol)
+		for i := 0; i < n; i++ {
+			v, ok := textValue(raw, i)
+			if !ok {
+				continue
+			}
+			b.rgTri.addText(v)
+			if b.fileTri != nil {
+				b.fileTri.addText(v)
+			}
+			forEachToken(v, func(tok []byte) { b.rgTok.add(tokenKey(tok)) })
+		}
+	}
+	for j, c := range b.idxCols {
+		col, post := rec.Column(c), b.postings[j]
+		for i := 0; i < n; i++ {
+			if v, ok := textValue(col, i); ok {
+				post[string(v)] = append(post[string(v)], b.rows+uint32(i))
+			}
+		}
+	}
+	b.rows += uint32(n)
+}
+
+func (b *Builder) addGroups(rec arrow.RecordBatch) {
+	if len(b.groupCols) == 0 || b.tooMany {
+		return
+	}
+	var key strings.Builder
+	for i := 0; i < int(rec.NumRows()); i++ {
+		key.Reset()
+		for _, c := range b.groupCols {
+			if v, ok := textValue(rec.Column(c), i); ok {
+				key.WriteByte(1)
+				key.Write(v)
+			} else {
+				key.WriteByte(0)
+			}
+			key.WriteByte(0xff)
+		}
+		g := b.groups[key.String()]
+		if g == nil {
+			if len(b.groups) >= MaxGroups {
+				b.tooMany = true
+				b.groups = nil
+				return
+			}
+			g = &groupCount{}
+			for _, c := range b.groupCols {
+				if v, ok := textValue(rec.Column(c), i); ok {
+					s := string(v)
+					g.values = append(g.values, &s)
+				} else {
+					g.values = append(g.values, nil)
+				}
+			}
+			b.groups[key.String()] = g
+		}
+		g.rows++
+	}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// EndRowGroup closes the current row group's entry. Call it once per
+// written row group, in order, including for row groups without raw text.
+func (b *Builder) EndRowGroup() {
+	e := b.rowGroup
+	e = binary.AppendVarint(e, b.rgMin)
+	e = binary.AppendVarint(e, b.rgMax)
+	e = binary.AppendUvarint(e, uint64(b.rgRows))
+	if b.rawCol < 0 {
+		e = append(e, 0) // no bloom: every probe answers maybe
+	} else {
+		bl := newBloom(b.rgTri.count + b.rgTok.n)
+		b.rgTri.forEach(func(t uint32) { bl.add(trigramKey(t)) })
+		b.rgTok.forEach(bl.add)
+		e = append(e, 1)
+		e = bl.appendTo(e)
+		b.rgTri.reset()
+		b.rgTok.reset()
+	}
+	b.rowGroup = e
+	b.nRG++
+	b.rgRows = 0
+}
+
+// Finish returns the footer entries, and the names of index columns whose
+// inverted index exceeded FooterMaxBytes and was left out.
+func (b *Builder) Finish() (entries []Entry, skipped []string, err error) {
+	if !b.tooMany && len(b.groupCols) > 0 {
+		v, err := b.encodeGroups()
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, Entry{KeyGroups, v})
+	}
+	v, err := b.encodeBuckets()
+	if err != nil {
+		return nil, nil, err
+	}
+	entries = append(entries, Entry{KeyTimeBuckets, v})
+
+	rg := binary.AppendUvarint(nil, uint64(b.nRG))
+	rg = append(rg, b.rowGroup...)
+	entries = append(entries, Entry{KeyRowGroups, base64.StdEncoding.EncodeToString(rg)})
+
+	if b.fileTri != nil {
+		bl := newBloom(b.fileTri.count)
+		b.fileTri.forEach(func(t uint32) { bl.add(trigramKey(t)) })
+		entries = append(entries, Entry{KeyFileTrigrams, base64.StdEncoding.EncodeToString(bl.appendTo(nil))})
+	}
+	for j, name := range b.idxNames {
+		enc := encodePostings(b.postings[j])
+		if int64(base64.StdEncoding.EncodedLen(len(enc))) > b.cfg.FooterMaxBytes {
+			skipped = append(skipped, name)
+			continue
+		}
+		entries = append(entries, Entry{KeyInvertedPrefix + name, base64.StdEncoding.EncodeToString(enc)})
+	}
+	return entries, skipped, nil
+}
+
+// groupsJSON is the JSON form of the group-count entry.
+type groupsJSON struct {
+	Columns []string     `json:"columns"`
+	Groups  []groupEntry `json:"groups"`
+}
+
+type groupEntry struct {
+	Values []*string `json:"values"`
+	Rows   int64     `json:"rows"`
+}
+
+func (b *Builder) encodeGroups() (string, error) {
+	out := groupsJSON{Groups: make([]groupEntry, 0, len(b.groups))}
+	out.Columns = b.groupNames
+	keys := make([]string, 0, len(b.groups))
+	for k := range b.groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		g := b.groups[k]
+		out.Groups = append(out.Groups, groupEntry{Values: g.values, Rows: g.rows})
+	}
+	v, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encoding group counts: %w", err)
+	}
+	return string(v), nil
+}
+
+// bucketsJSON is the JSON form of the time-bucket entry: Counts[i] rows have
+// timestamps in [StartMicros + i*BucketMicros, StartMicros + (i+1)*BucketMicros).
+type bucketsJSON struct {
+	BucketMicros int64   `json:"bucket_us"`
+	StartMicros  int64   `json:"start_us"`
+	Counts       []int64 `json:"counts"`
+}
+
+func (b *Builder) encodeBuckets() (string, error) {
+	out := bucketsJSON{BucketMicros: b.cfg.BucketMicros, Counts: []int64{}}
+	if len(b.buckets) > 0 {
+		lo, hi := int64(0), int64(0)
+		first := true
+		for k := range b.buckets {
+			if first || k < lo {
+				lo = k
+			}
+			if first || k > hi {
+				hi = k
+			}
+			first = false
+		}
+		// Widen buckets by whole multiples until the span fits MaxBuckets.
+		factor := int64(1)
+		for (floorDiv(hi, factor)-floorDiv(lo, factor))+1 > MaxBuckets {
+			factor *= 2
+		}
+		start := floorDiv(lo, factor)
+		out.BucketMicros = b.cfg.BucketMicros * factor
+		out.StartMicros = start * out.BucketMicros
+		out.Counts = make([]int64, floorDiv(hi, factor)-start+1)
+		for k, n := range b.buckets {
+			out.Counts[floorDiv(k, factor)-start] += n
+		}
+	}
+	v, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encoding time buckets: %w", err)
+	}
+	return string(v), nil
+}
+
+// encodePostings: uvarint term count, then per term in byte order: uvarint
+// length, the term bytes, uvarint posting count, and the row ordinals as
+// uvarint deltas (first one absolute).
+func encodePostings(m map[string][]uint32) []byte {
+	terms := make([]string, 0, len(m))
+	for t := range m {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	out := binary.AppendUvarint(nil, uint64(len(terms)))
+	for _, t := range terms {
+		out = binary.AppendUvarint(out, uint64(len(t)))
+		out = append(out, t...)
+		p := m[t]
+		out = binary.AppendUvarint(out, uint64(len(p)))
+		prev := uint32(0)
+		for _, r := range p {
+			out = binary.AppendUvarint(out, uint64(r-prev))
+			prev = r
+		}
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package index
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+var sc = arrow.NewSchema([]arrow.Field{
+	{Name: "timestamp", Type: arrow.FixedWidthTypes.Timestamp_us},
+	{Name: "service", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "raw", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "trace_id", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+type row struct {
+	ts      int64
+	service *string
+	raw     *string
+	trace   *string
+}
+
+func strp(s string) *string { return &s }
+
+func randRows(r *rand.Rand, n int) []row {
+	alphabet := "abcdefghijklmnopqrstuvwxyzABC0123456789 =/-_.:äé"
+	rows := make([]row, n)
+	ts := int64(1_700_000_000_000_000)
+	for i := range rows {
+		ts += r.Int64N(3_000_000)
+		rows[i].ts = ts
+		if r.IntN(8) != 0 {
+			rows[i].service = strp([]string{"api", "db", "web"}[r.IntN(3)])
+		}
+		if r.IntN(10) != 0 {
+			var sb strings.Builder
+			for j := 0; j < r.IntN(60); j++ {
+				sb.WriteString(string([]rune(alphabet)[r.IntN(len([]rune(alphabet)))]))
+			}
+			rows[i].raw = strp(sb.String())
+		}
+		if r.IntN(3) != 0 {
+			rows[i].trace = strp(fmt.Sprintf("t%d", r.IntN(50)))
+		}
+	}
+	return rows
+}
+
+func record(rows []row) (arrow.RecordBatch, []int64) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	ts := make([]int64, len(rows))
+	for i, r := range rows {
+		ts[i] = r.ts
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(r.ts))
+		for j, v := range []*string{r.service, r.raw, r.trace} {
+			if v == nil {
+				b.Field(j + 1).AppendNull()
+			} else {
+				b.Field(j + 1).(*array.StringBuilder).Append(*v)
+			}
+		}
+	}
+	return b.NewRecordBatch(), ts
+}
+
+// build writes rows in row groups of rgRows, feeding each in two pieces to
+// exercise AddRows across calls, and decodes the result.
+func build(t *testing.T, cfg Config, rows []row, rgRows int) (*Footer, []string, map[string]string) {
+	t.Helper()
+	b := NewBuilder(cfg, sc)
+	for lo := 0; lo < len(rows); lo += rgRows {
+		hi := min(lo+rgRows, len(rows))
+		mid := lo + (hi-lo)/2
+		for _, part := range [][]row{rows[lo:mid], rows[mid:hi]} {
+			rec, ts := record(part)
+			b.AddRows(rec, ts)
+			rec.Release()
+		}
+		b.EndRowGroup()
+	}
+	entries, skipped, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := map[string]string{"unrelated": "x"}
+	for _, e := range entries {
+		kv[e.Key] = e.Value
+	}
+	f, err := Decode(kv)
+	if err != nil {
+		t.Fatalf("footer does not decode: %v", err)
+	}
+	return f, skipped, kv
+}
+
+func TestNoFalseNegatives(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		rows := randRows(r, r.IntN(3000))
+		rgRows := 1 + r.IntN(700)
+		f, _, _ := build(t, Config{WholeFile: seed%2 == 0, IndexColumns: []string{"trace_id"}}, rows, rgRows)
+		if n, ok := f.NumRowGroups(); !ok || n != (len(rows)+rgRows-1)/rgRows {
+			t.Fatalf("seed %d: %d row groups in footer, want %d", seed, n, (len(rows)+rgRows-1)/rgRows)
+		}
+		for i, rw := range rows {
+			rg := i / rgRows
+			if !f.RowGroupMayContainTime(rg, rw.ts, rw.ts+1) || !f.MayContainTime(rw.ts, rw.ts+1) {
+				t.Fatalf("seed %d row %d: time %d answered no", seed, i, rw.ts)
+			}
+			if rw.raw == nil {
+				continue
+			}
+			s := *rw.raw
+			for lo := 0; lo < len(s); lo++ {
+				for hi := lo + 1; hi <= min(len(s), lo+8); hi++ {
+					sub := s[lo:hi]
+					if !f.RowGroupMayContainSubstring(rg, sub) || !f.MayContainSubstring(sub) {
+						t.Fatalf("seed %d row %d: substring %q of %q answered no", seed, i, sub, s)
+					}
+				}
+			}
+			forEachToken([]byte(s), func(tok []byte) {
+				if !f.RowGroupMayContainToken(rg, string(tok)) || !f.MayContainToken(string(tok)) {
+					t.Fatalf("seed %d row %d: token %q answered no", seed, i, tok)
+				}
+			})
+		}
+	}
+}
+
+func TestBloomsPrune(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	rows := randRows(r, 2000)
+	f, _, _ := build(t, Config{WholeFile: true}, rows, 500)
+	var all strings.Builder
+	for _, rw := range rows {
+		if rw.raw != nil {
+			all.WriteString(*rw.raw + "\n")
+		}
+	}
+	absent, pass := 0, 0
+	for i := 0; i < 2000; i++ {
+		q := fmt.Sprintf("Q%dzz%d", r.IntN(1_000_000), i)
+		if strings.Contains(all.String(), q) {
+			continue
+		}
+		absent++
+		for rg := 0; rg < 4; rg++ {
+			if f.RowGroupMayContainSubstring(rg, q) {
+				pass++
+			}
+		}
+	}
+	if rate := float64(pass) / float64(4*absent); rate > 0.05 {
+		t.Fatalf("row-group bloom false-positive rate %.3f, want below 0.05", rate)
+	}
+	if f.MayContainToken("definitelynotatoken") && f.MayContainSubstring("definitelynot") {
+		t.Fatalf("absent token and substring both answered maybe")
+	}
+}
+
+func TestAbsentMetadataAnswersMaybe(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	_, _, kv := build(t, Config{WholeFile: true, IndexColumns: []string{"trace_id"}}, randRows(r, 300), 100)
+	// Strip everything, then corrupt everything: both must answer maybe.
+	corrupt := map[string]string{}
+	for k := range kv {
+		corrupt[k] = "%%%not-base64-or-json"
+	}
+	for name, m := range map[string]map[string]string{"stripped": {}, "corrupt": corrupt} {
+		f, err := Decode(m)
+		if name == "corrupt" && err == nil {
+			t.Fatal("corrupt entries decoded without error")
+		}
+		if !f.MayContainSubstring("zzzzzz") || !f.RowGroupMayContainSubstring(0, "zzzz") ||
+			!f.MayContainToken("zzzz") || !f.RowGroupMayContainToken(2, "zz") ||
+			!f.MayContainTime(0, 1) || !f.RowGroupMayContainTime(0, 0, 1) {
+			t.Fatalf("%s footer answered no", name)
+		}
+		if _, ok := f.Lookup("trace_id", "t1"); ok {
+			t.Fatalf("%s footer claims an inverted index", name)
+		}
+		if _, ok := f.GroupRows([]string{"service"}, []*string{strp("api")}); ok {
+			t.Fatalf("%s footer claims group counts", name)
+		}
+	}
+	var nilFooter *Footer
+	if !nilFooter.MayContainSubstring("abc") || !nilFooter.MayContainTime(1, 2) {
+		t.Fatal("nil footer answered no")
+	}
+}
+
+func TestGroupsBucketsAndInvertedIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	rows := randRows(r, 5000)
+	f, skipped, _ := build(t, Config{WholeFile: true, IndexColumns: []string{"trace_id", "service", "nosuch"}}, rows, 1000)
+	if len(skipped) != 0 {
+		t.Fatalf("skipped %v at the default limit", skipped)
+	}
+	counts := map[string]int64{}
+	posts := map[string][]uint32{}
+	for i, rw := range rows {
+		k := "<null>"
+		if rw.service != nil {
+			k = *rw.service
+		}
+		counts[k]++
+		if rw.trace != nil {
+			posts[*rw.trace] = append(posts[*rw.trace], uint32(i))
+		}
+	}
+	for k, want := range counts {
+		v := strp(k)
+		if k == "<null>" {
+			v = nil
+		}
+		got, ok := f.GroupRows([]string{"service"}, []*string{v})
+		if !ok || got != want {
+			t.Fatalf("group %s: %d rows (ok=%v), want %d", k, got, ok, want)
+		}
+	}
+	for term, want := range posts {
+		got, ok := f.Lookup("trace_id", term)
+		if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("lookup %s: got %v (ok=%v), want %v", term, got, ok, want)
+		}
+	}
+	if got, ok := f.Lookup("trace_id", "absent"); !ok || len(got) != 0 {
+		t.Fatalf("absent term: %v %v", got, ok)
+	}
+	// Time buckets: counts sum to the row count; a gap before the first row is "no".
+	if f.MayContainTime(0, rows[0].ts-DefaultBucketMicros) {
+		t.Fatal("time before the first bucket answered maybe")
+	}
+	var sum int64
+	for _, n := range f.buckets.Counts {
+		sum += n
+	}
+	if sum != int64(len(rows)) {
+		t.Fatalf("bucket counts sum to %d, want %d", sum, len(rows))
+	}
+
+	// A tiny limit skips the indexes and reports them.
+	f2, skipped, _ := build(t, Config{WholeFile: true, IndexColumns: []string{"trace_id"}, FooterMaxBytes: 64}, rows, 1000)
+	if len(skipped) != 1 || skipped[0] != "trace_id" || f2.HasInvertedIndex("trace_id") {
+		t.Fatalf("oversized index: skipped %v, present %v", skipped, f2.HasInvertedIndex("trace_id"))
+	}
+	// Streamed mode (no WholeFile) writes neither the index nor the file bloom.
+	f3, _, kv := build(t, Config{IndexColumns: []string{"trace_id"}}, rows, 1000)
+	if f3.HasInvertedIndex("trace_id") || kv[KeyFileTrigrams] != "" {
+		t.Fatal("streamed mode wrote whole-file structures")
+	}
+}
+
+func TestWideTimeSpanCoarsensBuckets(t *testing.T) {
+	rows := []row{{ts: 0}, {ts: 365 * 24 * 3600 * 1_000_000}, {ts: -5}}
+	rows[2], rows[1] = rows[1], rows[2]
+	rows[0], rows[1] = rows[1], rows[0] // -5, 0, 1y
+	f, _, _ := build(t, Config{}, rows, 10)
+	if len(f.buckets.Counts) > MaxBuckets {
+		t.Fatalf("%d buckets", len(f.buckets.Counts))
+	}
+	for _, rw := range rows {
+		if !f.MayContainTime(rw.ts, rw.ts+1) {
+			t.Fatalf("ts %d answered no", rw.ts)
+		}
+	}
+}
