@@ -1,0 +1,558 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"go.uber.org/zap"
+)
+
+// aloneRetry is how often a member that sees no peer retries its join list,
+// so pods started together find each other within seconds rather than a
+// full RejoinInterval.
+const aloneRetry = 2 * time.Second
+
+// Cluster is this process's membership in the gossip cluster and its view
+// of table leases. All methods are safe for concurrent use.
+type Cluster struct {
+	cfg Config
+	log *zap.Logger
+	ml  *memberlist.Memberlist // nil when Disabled
+	tr  *countingTransport     // nil when Disabled
+	now func() time.Time
+
+	// lookupIP resolves a join entry's DNS name to all its addresses.
+	lookupIP func(ctx context.Context, host string) ([]net.IP, error)
+
+	meta *delegate
+
+	mu sync.Mutex
+	v  *view
+
+	joinAttempts atomic.Uint64
+	joinFailures atomic.Uint64
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	down     atomic.Bool
+}
+
+// Start validates cfg, binds the gossip port, and starts joining cfg.Join
+// in the background (Start does not wait for peers). log may be nil.
+func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("gossip configuration: %w", err)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.Named("gossip")
+	metaBytes, err := encodeMeta(meta{Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr}, memberlist.MetaMaxSize)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		cfg:  cfg,
+		log:  log,
+		now:  time.Now,
+		stop: make(chan struct{}),
+		lookupIP: func(ctx context.Context, host string) ([]net.IP, error) {
+			return net.DefaultResolver.LookupIP(ctx, "ip", host)
+		},
+	}
+	self := Member{Name: cfg.NodeName, State: StateAlive, Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr}
+	standalone := cfg.Disabled || len(cfg.Join) == 0
+	c.v = newView(self, cfg.SettlePeriod, standalone, c.now())
+	if cfg.Disabled {
+		log.Info("gossip disabled: this process is the only member", zap.String("node", cfg.NodeName), zap.Strings("roles", cfg.Roles))
+		return c, nil
+	}
+
+	mlLog := newMemberlistLogger(log)
+	bindAddr := cfg.BindAddr
+	if bindAddr == "" {
+		bindAddr = "0.0.0.0"
+	}
+	nt, err := newNetTransport(bindAddr, cfg.BindPort, mlLog)
+	if err != nil {
+		return nil, fmt.Errorf("binding gossip to %s: %w", net.JoinHostPort(bindAddr, strconv.Itoa(cfg.BindPort)), err)
+	}
+	port := nt.GetAutoBindPort()
+	c.tr = newCountingTransport(nt)
+
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = cfg.NodeName
+	mc.BindAddr = bindAddr
+	mc.BindPort = port
+	mc.AdvertiseAddr = cfg.AdvertiseAddr
+	mc.AdvertisePort = cfg.AdvertisePort
+	if mc.AdvertisePort == 0 {
+		mc.AdvertisePort = port
+	}
+	mc.Transport = c.tr
+	mc.Logger = mlLog
+	c.meta = &delegate{meta: metaBytes}
+	mc.Delegate = c.meta
+	mc.Events = &events{c: c}
+	mc.ProbeInterval = cfg.ProbeInterval
+	mc.ProbeTimeout = cfg.ProbeTimeout
+	mc.SuspicionMult = cfg.SuspicionMult
+	mc.SuspicionMaxTimeoutMult = cfg.SuspicionMaxTimeoutMult
+	mc.GossipInterval = cfg.GossipInterval
+	mc.PushPullInterval = cfg.PushPullInterval
+	mc.TCPTimeout = cfg.TCPTimeout
+	mc.DeadNodeReclaimTime = cfg.DeadNodeReclaimTime
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		_ = c.tr.Shutdown()
+		hint := ""
+		if cfg.AdvertiseAddr == "" {
+			hint = " (set SIGLAKE_GOSSIP_ADVERTISE if no private address can be found)"
+		}
+		return nil, fmt.Errorf("starting gossip member %q%s: %w", cfg.NodeName, hint, err)
+	}
+	c.ml = ml
+	log.Info("gossip started",
+		zap.String("node", cfg.NodeName),
+		zap.String("addr", ml.LocalNode().Address()),
+		zap.Strings("join", cfg.Join),
+		zap.Strings("roles", cfg.Roles),
+		zap.Duration("settle", cfg.SettlePeriod))
+	if len(cfg.Join) > 0 {
+		go c.rejoinLoop()
+	}
+	return c, nil
+}
+
+// newNetTransport binds memberlist's UDP+TCP transport. A dynamic port (0)
+// is bound for TCP and then for UDP, which another process can take in
+// between, so that case is retried like memberlist itself does.
+func newNetTransport(addr string, port int, log *log.Logger) (*memberlist.NetTransport, error) {
+	tries := 1
+	if port == 0 {
+		tries = 10
+	}
+	var err error
+	for range tries {
+		var nt *memberlist.NetTransport
+		nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+			BindAddrs: []string{addr},
+			BindPort:  port,
+			Logger:    log,
+		})
+		if err == nil {
+			return nt, nil
+		}
+	}
+	return nil, err
+}
+
+// Name is this member's node name.
+func (c *Cluster) Name() string { return c.cfg.NodeName }
+
+// Owns reports whether this process may start maintenance work on table
+// now: it is the owner in this process's view, has been for the settle
+// period, and is not leaving. Call it before starting each unit of work; an
+// in-flight rewrite may finish after it turns false (the catalog's commit
+// validation makes a second owner safe). The table is tracked from now on.
+func (c *Cluster) Owns(table string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v.owns(c.now(), table)
+}
+
+// Owner returns the owner of table in this process's view, and false when
+// no alive member has the maintenance role. The table is tracked from now on.
+func (c *Cluster) Owner(table string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.v.track(table).Owner
+	return o, o != ""
+}
+
+// Track starts following tables, so their lease changes are logged and
+// counted and they show in Status. Owns, Owner and Leases track implicitly.
+func (c *Cluster) Track(tables ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range tables {
+		c.v.track(t)
+	}
+}
+
+// Forget stops following a table (it was dropped).
+func (c *Cluster) Forget(table string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.v.forget(table)
+}
+
+// Leases returns the leases of tables (tracking them), in table order. With
+// no arguments it returns every tracked table's lease.
+func (c *Cluster) Leases(tables ...string) []Lease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if len(tables) == 0 {
+		return c.v.allLeases(now)
+	}
+	for _, t := range tables {
+		c.v.track(t)
+	}
+	out := make([]Lease, 0, len(tables))
+	for _, t := range tables {
+		out = append(out, c.v.lease(now, t))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
+	return out
+}
+
+// Members returns every member this process knows, alive ones and recently
+// departed ones, in name order.
+func (c *Cluster) Members() []Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v.memberList()
+}
+
+// Stats are counters and gauges for metrics (see docs/gossip.md for the
+// metric names the sidecar exports them under).
+type Stats struct {
+	// Members counts known members by state (StateAlive, StateLeft,
+	// StateDead); departed members are remembered for a while only.
+	Members map[string]int `json:"members"`
+	// TrackedTables is the number of tables this process follows.
+	TrackedTables int `json:"tracked_tables"`
+	// OwnedTables is the number of tracked tables Owns would allow now.
+	OwnedTables int `json:"owned_tables"`
+	// SettlingTables are owned in this view but still in the settle period.
+	SettlingTables int `json:"settling_tables"`
+	// LeaseTransitions counts tracked tables changing owner in this view.
+	LeaseTransitions uint64 `json:"lease_transitions"`
+	// JoinAttempts and JoinFailures count addresses tried by the join and
+	// rejoin loop and those that could not be reached (DNS failures count
+	// as one failed attempt per join entry).
+	JoinAttempts uint64 `json:"join_attempts"`
+	JoinFailures uint64 `json:"join_failures"`
+	// SentBytes and ReceivedBytes count gossip payload bytes (UDP packets
+	// and TCP streams), without IP/UDP/TCP headers.
+	SentBytes     uint64 `json:"sent_bytes"`
+	ReceivedBytes uint64 `json:"received_bytes"`
+}
+
+// Stats returns a snapshot of the counters.
+func (c *Cluster) Stats() Stats {
+	c.mu.Lock()
+	now := c.now()
+	s := Stats{
+		Members:          map[string]int{StateAlive: 0, StateLeft: 0, StateDead: 0},
+		TrackedTables:    len(c.v.leases),
+		LeaseTransitions: c.v.transitions,
+	}
+	for _, m := range c.v.members {
+		s.Members[m.State]++
+	}
+	for t, l := range c.v.leases {
+		if l.Owner != c.v.self || c.v.leaving {
+			continue
+		}
+		if c.v.owns(now, t) {
+			s.OwnedTables++
+		} else {
+			s.SettlingTables++
+		}
+	}
+	c.mu.Unlock()
+	s.JoinAttempts = c.joinAttempts.Load()
+	s.JoinFailures = c.joinFailures.Load()
+	if c.tr != nil {
+		s.SentBytes = c.tr.sent.Load()
+		s.ReceivedBytes = c.tr.recv.Load()
+	}
+	return s
+}
+
+// Status is the gossip part of /debug/status.
+type Status struct {
+	Self         string    `json:"self"`
+	Disabled     bool      `json:"disabled,omitempty"`
+	Standalone   bool      `json:"standalone"` // no peers configured
+	Join         []string  `json:"join,omitempty"`
+	SettlePeriod string    `json:"settle_period"`
+	ViewSince    time.Time `json:"view_since"` // when the owner set last changed
+	Members      []Member  `json:"members"`
+	Leases       []Lease   `json:"leases"`
+	Stats        Stats     `json:"stats"`
+}
+
+// Status returns members, every tracked lease and the counters.
+func (c *Cluster) Status() Status {
+	st := c.Stats()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Status{
+		Self:         c.v.self,
+		Disabled:     c.cfg.Disabled,
+		Standalone:   c.v.standalone,
+		Join:         append([]string(nil), c.cfg.Join...),
+		SettlePeriod: c.cfg.SettlePeriod.String(),
+		ViewSince:    c.v.changedAt,
+		Members:      c.v.memberList(),
+		Leases:       c.v.allLeases(c.now()),
+		Stats:        st,
+	}
+}
+
+// Leave stops this process owning anything at once, then tells peers: first
+// by marking its metadata "leaving" (peers move its leases on that update),
+// then with memberlist's leave message. Each step waits up to timeout for
+// its broadcast to go out. Peers thus move its leases without waiting for
+// failure detection. Call Shutdown afterwards.
+func (c *Cluster) Leave(timeout time.Duration) error {
+	c.mu.Lock()
+	c.v.leaving = true
+	c.mu.Unlock()
+	if c.ml == nil {
+		return nil
+	}
+	if c.down.Load() {
+		return errors.New("gossip leave: already shut down")
+	}
+	b, err := encodeMeta(meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Leaving: true}, memberlist.MetaMaxSize)
+	if err != nil {
+		return fmt.Errorf("gossip leave: %w", err)
+	}
+	c.meta.set(b)
+	var errs []error
+	if err := c.ml.UpdateNode(timeout); err != nil {
+		errs = append(errs, fmt.Errorf("announcing leaving metadata: %w", err))
+	}
+	if err := c.ml.Leave(timeout); err != nil {
+		errs = append(errs, fmt.Errorf("leave message: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("gossip leave: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops gossip without announcing anything (peers detect the
+// departure as a failure unless Leave ran first). It is safe to call twice.
+func (c *Cluster) Shutdown() error {
+	var err error
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		c.mu.Lock()
+		c.v.leaving = true
+		c.mu.Unlock()
+		if c.ml != nil {
+			c.down.Store(true)
+			if e := c.ml.Shutdown(); e != nil {
+				err = fmt.Errorf("gossip shutdown: %w", e)
+			}
+		}
+	})
+	return err
+}
+
+// observe feeds one membership event into the view and logs what moved.
+func (c *Cluster) observe(m Member) {
+	c.mu.Lock()
+	old, known := c.v.members[m.Name]
+	changes := c.v.observe(c.now(), m)
+	c.mu.Unlock()
+
+	if m.Name != c.cfg.NodeName && (!known || old.State != m.State) {
+		c.log.Info("gossip member "+m.State,
+			zap.String("member", m.Name), zap.String("addr", m.Addr), zap.Strings("roles", m.Roles))
+	}
+	c.logChanges(changes)
+}
+
+func (c *Cluster) logChanges(changes []LeaseChange) {
+	if len(changes) == 0 {
+		return
+	}
+	self := c.cfg.NodeName
+	gained, lost := 0, 0
+	for _, ch := range changes {
+		fields := []zap.Field{zap.String("table", ch.Table), zap.String("old_owner", ch.From), zap.String("new_owner", ch.To)}
+		switch self {
+		case ch.To:
+			gained++
+			c.log.Info("table lease gained", append(fields, zap.Duration("acting_after", c.cfg.SettlePeriod))...)
+		case ch.From:
+			lost++
+			c.log.Info("table lease lost", fields...)
+		default:
+			c.log.Debug("table lease moved", fields...)
+		}
+	}
+	c.log.Info("table leases moved", zap.Int("moved", len(changes)), zap.Int("gained", gained), zap.Int("lost", lost))
+}
+
+// rejoinLoop joins the configured peers at once and then periodically, so a
+// member that started before the others, or was cut off, finds them.
+func (c *Cluster) rejoinLoop() {
+	for {
+		c.rejoin()
+		wait := c.cfg.RejoinInterval
+		c.mu.Lock()
+		alone := c.v.peerCount() == 0
+		c.mu.Unlock()
+		if alone && wait > aloneRetry {
+			wait = aloneRetry
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-c.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// rejoin resolves the join list and joins every address that is not already
+// an alive member.
+func (c *Cluster) rejoin() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TCPTimeout)
+	addrs, failed := c.resolveJoin(ctx)
+	cancel()
+
+	c.mu.Lock()
+	known := map[string]bool{}
+	for _, m := range c.v.members {
+		if m.State == StateAlive && m.Addr != "" {
+			known[m.Addr] = true
+		}
+	}
+	c.mu.Unlock()
+	var targets []string
+	for _, a := range addrs {
+		if !known[a] {
+			targets = append(targets, a)
+		}
+	}
+	c.joinAttempts.Add(uint64(len(targets) + failed))
+	c.joinFailures.Add(uint64(failed))
+	if len(targets) == 0 {
+		return
+	}
+	select {
+	case <-c.stop:
+		return
+	default:
+	}
+	n, err := c.ml.Join(targets)
+	c.joinFailures.Add(uint64(len(targets) - n))
+	if n == 0 {
+		c.log.Warn("gossip join reached no peer", zap.Strings("targets", targets), zap.Error(err))
+		return
+	}
+	c.log.Info("gossip joined", zap.Int("reached", n), zap.Strings("targets", targets))
+}
+
+// resolveJoin turns the join list into ip:port strings. A DNS name yields
+// every address it resolves to; an entry that cannot be resolved is logged
+// and counted in failed.
+func (c *Cluster) resolveJoin(ctx context.Context) (addrs []string, failed int) {
+	defPort := c.cfg.BindPort
+	if defPort == 0 {
+		defPort = DefaultPort
+	}
+	seen := map[string]bool{}
+	add := func(ip net.IP, port int) {
+		a := net.JoinHostPort(ip.String(), strconv.Itoa(port))
+		if !seen[a] {
+			seen[a] = true
+			addrs = append(addrs, a)
+		}
+	}
+	for _, entry := range c.cfg.Join {
+		host, port, err := splitJoin(entry, defPort)
+		if err != nil { // Validate rejects these; kept for safety
+			failed++
+			continue
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			add(ip, port)
+			continue
+		}
+		ips, err := c.lookupIP(ctx, strings.TrimSuffix(host, "."))
+		if err != nil || len(ips) == 0 {
+			failed++
+			c.log.Warn("gossip join entry did not resolve", zap.String("entry", entry), zap.Error(err))
+			continue
+		}
+		for _, ip := range ips {
+			add(ip, port)
+		}
+	}
+	return addrs, failed
+}
+
+// delegate gives memberlist this member's metadata; the other hooks
+// (user messages, state exchange) are unused.
+type delegate struct {
+	mu   sync.Mutex
+	meta []byte
+}
+
+func (d *delegate) NodeMeta(limit int) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.meta
+}
+
+func (d *delegate) set(b []byte) {
+	d.mu.Lock()
+	d.meta = b
+	d.mu.Unlock()
+}
+
+func (d *delegate) NotifyMsg([]byte)                           {}
+func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d *delegate) LocalState(join bool) []byte                { return nil }
+func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// events receives memberlist's membership events. memberlist calls these
+// with its node lock held, so they copy what they need and return quickly.
+type events struct{ c *Cluster }
+
+func (e *events) NotifyJoin(n *memberlist.Node)   { e.c.observe(e.c.member(n, StateAlive)) }
+func (e *events) NotifyUpdate(n *memberlist.Node) { e.c.observe(e.c.member(n, StateAlive)) }
+
+// NotifyLeave cannot tell a leave from a death (memberlist does not fill
+// Node.State), so a member that announced it was leaving is "left" and any
+// other is "dead".
+func (e *events) NotifyLeave(n *memberlist.Node) {
+	m := e.c.member(n, StateDead)
+	if m.Leaving {
+		m.State = StateLeft
+	}
+	e.c.observe(m)
+}
+
+// member converts a memberlist node, reading its metadata. Unreadable
+// metadata leaves the member without roles, so it owns nothing.
+func (c *Cluster) member(n *memberlist.Node, state string) Member {
+	m := Member{Name: n.Name, Addr: n.Address(), State: state}
+	md, err := decodeMeta(n.Meta)
+	if err != nil {
+		c.log.Warn("gossip member metadata unreadable; it will own no table", zap.String("member", n.Name), zap.Error(err))
+		return m
+	}
+	m.Roles, m.Version, m.HTTPAddr, m.Leaving = md.Roles, md.Version, md.HTTPAddr, md.Leaving
+	return m
+}

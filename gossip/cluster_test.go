@@ -1,0 +1,545 @@
+package gossip
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+)
+
+// fastConfig has timings for tests: failures are detected in about a second
+// instead of several. The settle period is short for the same reason.
+func fastConfig(name string, join ...string) Config {
+	c := DefaultConfig()
+	c.NodeName = name
+	c.BindAddr = "127.0.0.1"
+	c.BindPort = 0
+	c.Join = join
+	c.ProbeInterval = 200 * time.Millisecond
+	c.ProbeTimeout = 100 * time.Millisecond
+	c.SuspicionMult = 3
+	c.GossipInterval = 50 * time.Millisecond
+	c.PushPullInterval = 2 * time.Second
+	c.TCPTimeout = time.Second
+	c.RejoinInterval = time.Second
+	c.SettlePeriod = 300 * time.Millisecond
+	return c
+}
+
+type testCluster struct {
+	t       *testing.T
+	members []*Cluster
+	dead    map[string]bool
+	mu      sync.Mutex
+}
+
+func testLogger(t *testing.T) *zap.Logger {
+	if os.Getenv("SIGLAKE_GOSSIP_TEST_LOG") != "" {
+		return zaptest.NewLogger(t)
+	}
+	return zap.NewNop()
+}
+
+// startCluster starts n members; member 0 is the seed the others join.
+func startCluster(t *testing.T, n int, mk func(name string, join ...string) Config) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, dead: map[string]bool{}}
+	for i := range n {
+		tc.add(mk, i)
+	}
+	t.Cleanup(func() {
+		for _, m := range tc.members {
+			_ = m.Shutdown()
+		}
+	})
+	return tc
+}
+
+func (tc *testCluster) seedAddr() string {
+	return tc.members[0].ml.LocalNode().Address()
+}
+
+func (tc *testCluster) add(mk func(name string, join ...string) Config, i int) *Cluster {
+	tc.t.Helper()
+	name := fmt.Sprintf("node-%02d", i)
+	var cfg Config
+	if len(tc.members) == 0 {
+		cfg = mk(name)
+	} else {
+		cfg = mk(name, tc.seedAddr())
+	}
+	c, err := Start(cfg, testLogger(tc.t).With(zap.String("test_node", name)))
+	if err != nil {
+		tc.t.Fatalf("start %s: %v", name, err)
+	}
+	tc.members = append(tc.members, c)
+	return c
+}
+
+func (tc *testCluster) live() []*Cluster {
+	var out []*Cluster
+	for _, m := range tc.members {
+		if !tc.dead[m.Name()] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// kill stops a member without a leave message: peers see a crash.
+func (tc *testCluster) kill(c *Cluster) {
+	tc.dead[c.Name()] = true
+	if err := c.Shutdown(); err != nil {
+		tc.t.Fatalf("shutdown %s: %v", c.Name(), err)
+	}
+}
+
+func (tc *testCluster) names() []string {
+	var out []string
+	for _, m := range tc.live() {
+		if hasRole(m.cfg.Roles, RoleMaintenance) {
+			out = append(out, m.Name())
+		}
+	}
+	return out
+}
+
+// converged reports whether every live member sees exactly the live members
+// alive and agrees with the lease math for every table. It returns a reason
+// when not.
+func (tc *testCluster) converged(tables []string) (bool, string) {
+	want := tc.names()
+	sort.Strings(want)
+	for _, m := range tc.live() {
+		var aliveNames []string
+		for _, mm := range m.Members() {
+			if mm.State == StateAlive {
+				aliveNames = append(aliveNames, mm.Name)
+			}
+		}
+		if len(aliveNames) != len(tc.live()) {
+			return false, fmt.Sprintf("%s sees %d alive, want %d", m.Name(), len(aliveNames), len(tc.live()))
+		}
+		for _, tb := range tables {
+			o, _ := m.Owner(tb)
+			if w := Owner(tb, want); o != w {
+				return false, fmt.Sprintf("%s: owner of %s is %s, want %s", m.Name(), tb, o, w)
+			}
+		}
+	}
+	return true, ""
+}
+
+func (tc *testCluster) waitConverged(tables []string, timeout time.Duration) time.Duration {
+	tc.t.Helper()
+	start := time.Now()
+	for {
+		ok, why := tc.converged(tables)
+		if ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			tc.t.Fatalf("not converged after %s: %s", timeout, why)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ownersNow returns, per table, the live members whose Owns is true.
+func (tc *testCluster) ownersNow(tables []string) map[string][]string {
+	out := map[string][]string{}
+	for _, m := range tc.live() {
+		for _, tb := range tables {
+			if m.Owns(tb) {
+				out[tb] = append(out[tb], m.Name())
+			}
+		}
+	}
+	return out
+}
+
+func (tc *testCluster) assertOneOwnerEach(tables []string) {
+	tc.t.Helper()
+	owners := tc.ownersNow(tables)
+	for _, tb := range tables {
+		if len(owners[tb]) != 1 {
+			tc.t.Fatalf("table %s has owners %v, want exactly one", tb, owners[tb])
+		}
+	}
+}
+
+func TestClusterConvergesToOneOwnerPerTable(t *testing.T) {
+	tables := tableNames(200)
+	for _, n := range []int{3, 10} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			tc := startCluster(t, n, fastConfig)
+			took := tc.waitConverged(tables, 20*time.Second)
+			time.Sleep(fastConfig("x").SettlePeriod + 50*time.Millisecond)
+			tc.assertOneOwnerEach(tables)
+			// Every member's share is what the lease math gives.
+			perOwner := map[string]int{}
+			for tb, os := range tc.ownersNow(tables) {
+				perOwner[os[0]]++
+				_ = tb
+			}
+			t.Logf("%d members converged in %s; tables per owner %v", n, took.Round(time.Millisecond), perOwner)
+			for _, m := range tc.members {
+				st := m.Stats()
+				if st.Members[StateAlive] != n || st.TrackedTables != len(tables) {
+					t.Fatalf("%s stats %+v", m.Name(), st)
+				}
+				if st.OwnedTables != perOwner[m.Name()] {
+					t.Fatalf("%s: stats say %d owned, Owns says %d", m.Name(), st.OwnedTables, perOwner[m.Name()])
+				}
+				if st.SentBytes == 0 || st.ReceivedBytes == 0 {
+					t.Fatalf("%s: no gossip bytes counted: %+v", m.Name(), st)
+				}
+			}
+		})
+	}
+}
+
+// failover kills the owner of tables[0] and returns how long it took until
+// (a) every survivor saw a new owner for all the victim's tables and (b)
+// each of those tables had exactly one survivor whose Owns is true.
+func failover(t *testing.T, tc *testCluster, tables []string, graceful bool) (detect, acting time.Duration) {
+	t.Helper()
+	victimName := Owner(tables[0], tc.names())
+	var victim *Cluster
+	for _, m := range tc.live() {
+		if m.Name() == victimName {
+			victim = m
+		}
+	}
+	var moved []string
+	for _, tb := range tables {
+		if Owner(tb, tc.names()) == victimName {
+			moved = append(moved, tb)
+		}
+	}
+	start := time.Now()
+	if graceful {
+		if err := victim.Leave(2 * time.Second); err != nil {
+			t.Fatalf("leave: %v", err)
+		}
+		start = time.Now()
+	}
+	tc.kill(victim)
+	deadline := start.Add(60 * time.Second)
+	for detect == 0 || acting == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failover within 60s (detect %s acting %s)", detect, acting)
+		}
+		if detect == 0 {
+			seen := true
+			for _, m := range tc.live() {
+				for _, tb := range moved {
+					if o, _ := m.Owner(tb); o == victimName {
+						seen = false
+					}
+				}
+			}
+			if seen {
+				detect = time.Since(start)
+			}
+		}
+		if detect != 0 {
+			owners := tc.ownersNow(moved)
+			all := true
+			for _, tb := range moved {
+				if len(owners[tb]) != 1 {
+					all = false
+				}
+			}
+			if all {
+				acting = time.Since(start)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return detect, acting
+}
+
+// With the fast test timings (probe 200 ms, suspicion multiplier 3, settle
+// 300 ms) a crashed owner's tables are taken over well within 5 s, and
+// within 1.5 s after a graceful leave. docs/gossip.md has the bound for
+// production timings and the measurements.
+func TestClusterFailover(t *testing.T) {
+	tables := tableNames(100)
+	for _, n := range []int{3, 10} {
+		for _, graceful := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d/graceful=%v", n, graceful), func(t *testing.T) {
+				tc := startCluster(t, n, fastConfig)
+				tc.waitConverged(tables, 20*time.Second)
+				time.Sleep(400 * time.Millisecond)
+				tc.assertOneOwnerEach(tables)
+				detect, acting := failover(t, tc, tables, graceful)
+				t.Logf("n=%d graceful=%v: new owner seen by all after %s, acting after %s",
+					n, graceful, detect.Round(time.Millisecond), acting.Round(time.Millisecond))
+				bound := 5 * time.Second
+				if graceful {
+					bound = 1500 * time.Millisecond
+				}
+				if acting > bound {
+					t.Fatalf("failover took %s, bound %s", acting, bound)
+				}
+				tc.waitConverged(tables, 10*time.Second)
+				tc.assertOneOwnerEach(tables)
+				for _, m := range tc.live() {
+					st := m.Stats()
+					if st.LeaseTransitions == 0 {
+						t.Fatalf("%s counted no lease transition", m.Name())
+					}
+					want := StateDead
+					if graceful {
+						want = StateLeft
+					}
+					if st.Members[want] != 1 {
+						t.Fatalf("%s: members by state %v, want one %s", m.Name(), st.Members, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Adding a member moves only the tables it wins, and no table changes owner
+// between members that were already there.
+func TestClusterJoinMovesOnlyWonTables(t *testing.T) {
+	tables := tableNames(300)
+	tc := startCluster(t, 4, fastConfig)
+	tc.waitConverged(tables, 20*time.Second)
+	before := map[string]string{}
+	for _, tb := range tables {
+		before[tb], _ = tc.members[1].Owner(tb)
+	}
+	trBefore := map[string]uint64{}
+	for _, m := range tc.members {
+		trBefore[m.Name()] = m.Stats().LeaseTransitions
+	}
+	joiner := tc.add(fastConfig, 4)
+	tc.waitConverged(tables, 20*time.Second)
+	moved := 0
+	for _, tb := range tables {
+		after, _ := tc.members[1].Owner(tb)
+		if after != before[tb] {
+			moved++
+			if after != joiner.Name() {
+				t.Fatalf("table %s moved from %s to %s, not to the joiner", tb, before[tb], after)
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("joiner won no table")
+	}
+	for _, m := range tc.members[:4] {
+		if got := m.Stats().LeaseTransitions - trBefore[m.Name()]; got != uint64(moved) {
+			t.Fatalf("%s counted %d transitions, %d tables moved", m.Name(), got, moved)
+		}
+	}
+	t.Logf("joiner won %d of %d tables (fair share %d)", moved, len(tables), len(tables)/5)
+	time.Sleep(400 * time.Millisecond)
+	tc.assertOneOwnerEach(tables)
+}
+
+// Over a stable period no table changes owner in any member's view. The
+// issue asks for a minute: SIGLAKE_LONG=1 runs 60 s, otherwise 10 s. It uses
+// the production timings, which is what "stable" must hold for.
+func TestClusterStableMembershipMovesNothing(t *testing.T) {
+	period := 10 * time.Second
+	if os.Getenv("SIGLAKE_LONG") == "1" {
+		period = time.Minute
+	}
+	prod := func(name string, join ...string) Config {
+		c := DefaultConfig()
+		c.NodeName, c.BindAddr, c.BindPort, c.Join = name, "127.0.0.1", 0, join
+		return c
+	}
+	tables := tableNames(500)
+	tc := startCluster(t, 5, prod)
+	tc.waitConverged(tables, 30*time.Second)
+	time.Sleep(DefaultConfig().SettlePeriod)
+	start := map[string]uint64{}
+	for _, m := range tc.members {
+		start[m.Name()] = m.Stats().LeaseTransitions
+	}
+	owners := tc.ownersNow(tables)
+	tc.assertOneOwnerEach(tables)
+	end := time.Now().Add(period)
+	for time.Now().Before(end) {
+		time.Sleep(500 * time.Millisecond)
+		for _, m := range tc.members {
+			if got := m.Stats().LeaseTransitions; got != start[m.Name()] {
+				t.Fatalf("%s: %d lease transitions during a stable period", m.Name(), got-start[m.Name()])
+			}
+		}
+	}
+	after := tc.ownersNow(tables)
+	for _, tb := range tables {
+		if fmt.Sprint(after[tb]) != fmt.Sprint(owners[tb]) {
+			t.Fatalf("table %s: owners %v -> %v", tb, owners[tb], after[tb])
+		}
+	}
+	t.Logf("no ownership change over %s with 5 members and %d tables", period, len(tables))
+}
+
+func TestClusterDrainOnlyMemberNeverOwns(t *testing.T) {
+	tables := tableNames(200)
+	tc := startCluster(t, 3, func(name string, join ...string) Config {
+		c := fastConfig(name, join...)
+		if name == "node-01" {
+			c.Roles = []string{RoleDrain}
+		}
+		return c
+	})
+	tc.waitConverged(tables, 20*time.Second)
+	time.Sleep(400 * time.Millisecond)
+	tc.assertOneOwnerEach(tables)
+	if st := tc.members[1].Stats(); st.OwnedTables != 0 || st.SettlingTables != 0 {
+		t.Fatalf("drain-only member owns tables: %+v", st)
+	}
+	var roles []string
+	for _, m := range tc.members[0].Members() {
+		if m.Name == "node-01" {
+			roles = m.Roles
+		}
+	}
+	if fmt.Sprint(roles) != "[drain]" {
+		t.Fatalf("drain member's roles as seen by a peer: %v", roles)
+	}
+}
+
+// freePort reserves a loopback port number and releases it.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A member that starts before its peer (join target down) runs alone,
+// counts join failures, and finds the peer by itself once it comes up. The
+// join entry is a DNS name ("localhost"), resolved to all its addresses.
+func TestClusterRejoinFindsLatePeer(t *testing.T) {
+	port := freePort(t)
+	cfgB := fastConfig("late-b", net.JoinHostPort("localhost", strconv.Itoa(port)))
+	b, err := Start(cfgB, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Stats().JoinFailures == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no join failure counted while the peer was down")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// b is alone but has peers configured: it owns only after settling.
+	time.Sleep(cfgB.SettlePeriod)
+	if !b.Owns("logs.events") {
+		t.Fatal("a lone member with peers configured does not own after settling")
+	}
+
+	cfgA := fastConfig("early-a")
+	cfgA.BindPort = port
+	a, err := Start(cfgA, testLogger(t))
+	if err != nil {
+		t.Fatalf("start a on reserved port: %v", err)
+	}
+	defer a.Shutdown()
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		st := a.Stats()
+		if st.Members[StateAlive] == 2 && b.Stats().Members[StateAlive] == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("late peer not found: a %+v b %+v", st, b.Stats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("b stats after rejoin: %+v", b.Stats())
+}
+
+func TestClusterDisabledOwnsEverything(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NodeName = "solo"
+	cfg.Disabled = true
+	c, err := Start(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	for _, tb := range tableNames(20) {
+		if !c.Owns(tb) {
+			t.Fatalf("disabled gossip: does not own %s", tb)
+		}
+	}
+	if err := c.Leave(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c.Owns("x") {
+		t.Fatal("owns after Leave")
+	}
+}
+
+func TestClusterNoPeersOwnsAtOnce(t *testing.T) {
+	c, err := Start(fastConfig("alone"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	if !c.Owns("logs.events") {
+		t.Fatal("member with no peers configured does not own at once")
+	}
+	st := c.Status()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back["self"] != "alone" || len(st.Leases) != 1 || !st.Leases[0].Active || !st.Leases[0].Local || len(st.Members) != 1 {
+		t.Fatalf("status: %s", b)
+	}
+	if st.Members[0].Addr == "" || !st.Members[0].Self {
+		t.Fatalf("self member: %+v", st.Members[0])
+	}
+}
+
+func TestStartRejectsBadConfig(t *testing.T) {
+	cfg := fastConfig("")
+	if _, err := Start(cfg, nil); err == nil {
+		t.Fatal("empty node name accepted")
+	}
+	cfg = fastConfig("x")
+	cfg.Version = string(make([]byte, 600))
+	if _, err := Start(cfg, nil); err == nil {
+		t.Fatal("oversized metadata accepted")
+	}
+	// Two members on one port: the second fails with the address.
+	a, err := Start(fastConfig("a"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	cfg = fastConfig("b")
+	cfg.BindPort = int(a.ml.LocalNode().Port)
+	if _, err := Start(cfg, nil); err == nil {
+		t.Fatal("second bind of the same port succeeded")
+	}
+}

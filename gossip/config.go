@@ -1,0 +1,324 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultPort is the gossip port (TCP and UDP) when none is given, the
+// port memberlist and Serf use by convention.
+const DefaultPort = 7946
+
+// Config configures a Cluster. Start from DefaultConfig and override; a zero
+// value in a field means zero, not "default".
+type Config struct {
+	// NodeName is this member's name, unique in the cluster. Default: the
+	// hostname, which in Kubernetes is the pod name (stable across restarts
+	// of a StatefulSet pod).
+	NodeName string
+
+	// BindAddr and BindPort are where gossip listens (TCP and UDP).
+	// Default 0.0.0.0:7946. Port 0 picks a free port (tests).
+	BindAddr string
+	BindPort int
+
+	// AdvertiseAddr and AdvertisePort are what peers use to reach this
+	// member. Default: the bind address when it is a specific IP, else the
+	// first private IP of the host (the pod IP); the bound port.
+	AdvertiseAddr string
+	AdvertisePort int
+
+	// Join lists peers to join: "host:port", "host" (BindPort, or 7946
+	// when binding port 0) or a DNS name, which is resolved to ALL its
+	// addresses (a Kubernetes headless Service names every ready pod).
+	// Empty means no peers are configured: the process owns every table
+	// at once, until some other member joins it.
+	Join []string
+
+	// Roles this member advertises (RoleDrain, RoleMaintenance). Only
+	// members with RoleMaintenance own leases.
+	Roles []string
+	// Version and HTTPAddr are advertised for status pages and tooling.
+	Version  string
+	HTTPAddr string
+
+	// ProbeInterval is how often each member probes one random peer.
+	// Default 1 s (memberlist LAN). Smaller detects failures faster and
+	// costs more packets.
+	ProbeInterval time.Duration
+	// ProbeTimeout is how long a direct probe waits for its ack before
+	// asking other members to probe indirectly. Default 500 ms: well above
+	// a LAN round trip, so a busy pod is not suspected for a slow reply.
+	ProbeTimeout time.Duration
+	// SuspicionMult scales how long a suspected member has to refute the
+	// suspicion before it is declared dead:
+	// SuspicionMult * max(1, log10(n)) * ProbeInterval at the least.
+	// Default 4 (memberlist LAN).
+	SuspicionMult int
+	// SuspicionMaxTimeoutMult caps the suspicion timeout at this multiple of
+	// the least one; the timeout starts at the cap and falls to the least
+	// one as other members confirm the suspicion. Default 6.
+	SuspicionMaxTimeoutMult int
+	// GossipInterval is how often state changes are gossiped to a few
+	// random peers. Default 200 ms.
+	GossipInterval time.Duration
+	// PushPullInterval is how often a full state sync with one random peer
+	// runs; it repairs anything gossip missed. Default 30 s.
+	PushPullInterval time.Duration
+	// TCPTimeout bounds join, push/pull and TCP fallback probes. Default 10 s.
+	TCPTimeout time.Duration
+	// DeadNodeReclaimTime lets a member that was declared dead come back
+	// under the same name from a new address (a StatefulSet pod rescheduled
+	// with a new IP) once this long has passed. Default 10 s.
+	DeadNodeReclaimTime time.Duration
+
+	// RejoinInterval is how often the Join list is resolved again and the
+	// addresses that are not members are joined, so a member that started
+	// alone, or was cut off, finds the others. While a member sees no peer
+	// it retries every min(RejoinInterval, 2 s). Default 30 s.
+	RejoinInterval time.Duration
+	// SettlePeriod is how long a member must have been the owner of a table
+	// in its own view before it starts work on it, so the previous owner
+	// has seen the same change and stopped. Default 5 s. Not applied while
+	// a process without configured peers has never seen a peer.
+	SettlePeriod time.Duration
+
+	// Disabled runs no gossip at all: no port is bound, the process is the
+	// only member and owns every table when it has the maintenance role.
+	Disabled bool
+}
+
+// DefaultConfig returns the defaults documented on Config, with NodeName the
+// hostname and both roles.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		NodeName:                host,
+		BindAddr:                "0.0.0.0",
+		BindPort:                DefaultPort,
+		Roles:                   []string{RoleDrain, RoleMaintenance},
+		ProbeInterval:           time.Second,
+		ProbeTimeout:            500 * time.Millisecond,
+		SuspicionMult:           4,
+		SuspicionMaxTimeoutMult: 6,
+		GossipInterval:          200 * time.Millisecond,
+		PushPullInterval:        30 * time.Second,
+		TCPTimeout:              10 * time.Second,
+		DeadNodeReclaimTime:     10 * time.Second,
+		RejoinInterval:          30 * time.Second,
+		SettlePeriod:            5 * time.Second,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node name is empty (SIGLAKE_NODE_NAME; the hostname is the default)"))
+	}
+	if c.BindPort < 0 || c.BindPort > 65535 {
+		errs = append(errs, fmt.Errorf("bind port %d is outside 0-65535 (SIGLAKE_GOSSIP_BIND)", c.BindPort))
+	}
+	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
+		errs = append(errs, fmt.Errorf("advertise port %d is outside 0-65535 (SIGLAKE_GOSSIP_ADVERTISE)", c.AdvertisePort))
+	}
+	if c.BindAddr != "" && net.ParseIP(c.BindAddr) == nil {
+		errs = append(errs, fmt.Errorf("bind address %q is not an IP address (SIGLAKE_GOSSIP_BIND)", c.BindAddr))
+	}
+	if c.AdvertiseAddr != "" && net.ParseIP(c.AdvertiseAddr) == nil {
+		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address (SIGLAKE_GOSSIP_ADVERTISE)", c.AdvertiseAddr))
+	}
+	for _, j := range c.Join {
+		if _, _, err := splitJoin(j, 1); err != nil {
+			errs = append(errs, fmt.Errorf("join entry %q (SIGLAKE_GOSSIP_JOIN): %w", j, err))
+		}
+	}
+	pos := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
+		}
+	}
+	if !c.Disabled {
+		pos("probe interval (SIGLAKE_GOSSIP_PROBE_INTERVAL_MS)", c.ProbeInterval)
+		pos("probe timeout (SIGLAKE_GOSSIP_PROBE_TIMEOUT_MS)", c.ProbeTimeout)
+		pos("gossip interval", c.GossipInterval)
+		pos("push/pull interval", c.PushPullInterval)
+		pos("TCP timeout", c.TCPTimeout)
+		pos("rejoin interval (SIGLAKE_GOSSIP_REJOIN_SECS)", c.RejoinInterval)
+		if c.ProbeTimeout >= c.ProbeInterval {
+			errs = append(errs, fmt.Errorf("probe timeout %s must be shorter than the probe interval %s", c.ProbeTimeout, c.ProbeInterval))
+		}
+		if c.SuspicionMult < 1 {
+			errs = append(errs, fmt.Errorf("suspicion multiplier (SIGLAKE_GOSSIP_SUSPICION_MULT) must be at least 1, got %d", c.SuspicionMult))
+		}
+		if c.SuspicionMaxTimeoutMult < 1 {
+			errs = append(errs, fmt.Errorf("suspicion max timeout multiplier must be at least 1, got %d", c.SuspicionMaxTimeoutMult))
+		}
+	}
+	if c.SettlePeriod < 0 {
+		errs = append(errs, fmt.Errorf("settle period (SIGLAKE_GOSSIP_SETTLE_SECS) must not be negative, got %s", c.SettlePeriod))
+	}
+	return errors.Join(errs...)
+}
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvBind              = "SIGLAKE_GOSSIP_BIND"
+	EnvAdvertise         = "SIGLAKE_GOSSIP_ADVERTISE"
+	EnvJoin              = "SIGLAKE_GOSSIP_JOIN"
+	EnvNodeName          = "SIGLAKE_NODE_NAME"
+	EnvSettleSecs        = "SIGLAKE_GOSSIP_SETTLE_SECS"
+	EnvRejoinSecs        = "SIGLAKE_GOSSIP_REJOIN_SECS"
+	EnvProbeIntervalMs   = "SIGLAKE_GOSSIP_PROBE_INTERVAL_MS"
+	EnvProbeTimeoutMs    = "SIGLAKE_GOSSIP_PROBE_TIMEOUT_MS"
+	EnvSuspicionMult     = "SIGLAKE_GOSSIP_SUSPICION_MULT"
+	disabledBindKeyword  = "off"
+	durationSecondsLimit = 24 * 3600
+)
+
+// ConfigFromEnv overrides base with the SIGLAKE_GOSSIP_* and
+// SIGLAKE_NODE_NAME variables that lookup finds (os.LookupEnv in the
+// binary). Errors name the variable and what it accepts.
+func ConfigFromEnv(base Config, lookup func(string) (string, bool)) (Config, error) {
+	c := base
+	c.Join = append([]string(nil), base.Join...)
+	c.Roles = append([]string(nil), base.Roles...)
+	var errs []error
+	get := func(k string) (string, bool) {
+		v, ok := lookup(k)
+		v = strings.TrimSpace(v)
+		return v, ok && v != ""
+	}
+	if v, ok := get(EnvNodeName); ok {
+		c.NodeName = v
+	}
+	if v, ok := get(EnvBind); ok {
+		if strings.EqualFold(v, disabledBindKeyword) {
+			c.Disabled = true
+		} else if host, port, err := ParseHostPort(v, DefaultPort); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w; accepted: host:port, host, :port, or off", EnvBind, v, err))
+		} else {
+			c.BindAddr, c.BindPort = host, port
+			if host == "" {
+				c.BindAddr = "0.0.0.0"
+			}
+		}
+	}
+	if v, ok := get(EnvAdvertise); ok {
+		if host, port, err := ParseHostPort(v, 0); err != nil || host == "" {
+			if err == nil {
+				err = errors.New("no host")
+			}
+			errs = append(errs, fmt.Errorf("%s=%q: %w; accepted: ip or ip:port", EnvAdvertise, v, err))
+		} else {
+			c.AdvertiseAddr, c.AdvertisePort = host, port
+		}
+	}
+	if v, ok := get(EnvJoin); ok {
+		c.Join = ParseJoin(v)
+	}
+	secs := func(k string, dst *time.Duration, allowZero bool) {
+		v, ok := get(k)
+		if !ok {
+			return
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n < 0 || (!allowZero && n == 0) || n > durationSecondsLimit {
+			errs = append(errs, fmt.Errorf("%s=%q: want a number of seconds (fractions allowed) %s", k, v, rangeText(allowZero)))
+			return
+		}
+		*dst = time.Duration(n * float64(time.Second))
+	}
+	millis := func(k string, dst *time.Duration) {
+		v, ok := get(k)
+		if !ok {
+			return
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > durationSecondsLimit*1000 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a whole number of milliseconds above 0", k, v))
+			return
+		}
+		*dst = time.Duration(n) * time.Millisecond
+	}
+	secs(EnvSettleSecs, &c.SettlePeriod, true)
+	secs(EnvRejoinSecs, &c.RejoinInterval, false)
+	millis(EnvProbeIntervalMs, &c.ProbeInterval)
+	millis(EnvProbeTimeoutMs, &c.ProbeTimeout)
+	if v, ok := get(EnvSuspicionMult); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a whole number from 1 to 100", EnvSuspicionMult, v))
+		} else {
+			c.SuspicionMult = n
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return base, err
+	}
+	return c, nil
+}
+
+func rangeText(allowZero bool) string {
+	if allowZero {
+		return "from 0 to 86400"
+	}
+	return "above 0, at most 86400"
+}
+
+// ParseJoin splits a comma-separated join list, dropping blanks.
+func ParseJoin(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ParseHostPort parses "host:port", "[v6]:port", ":port", or a bare host
+// or IP (which gets defPort). The host must be an IP address or empty.
+func ParseHostPort(s string, defPort int) (host string, port int, err error) {
+	host, port, err = splitJoin(s, defPort)
+	if err != nil {
+		return "", 0, err
+	}
+	if host != "" && net.ParseIP(host) == nil {
+		return "", 0, fmt.Errorf("%q is not an IP address", host)
+	}
+	return host, port, nil
+}
+
+// splitJoin splits a join entry into host (IP or DNS name) and port.
+func splitJoin(s string, defPort int) (string, int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", 0, errors.New("empty address")
+	}
+	host, ps, err := net.SplitHostPort(s)
+	if err != nil {
+		// No port: a bare host, IPv4, or IPv6 (with or without brackets).
+		h := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+		if strings.ContainsAny(h, "[]/ ") {
+			return "", 0, fmt.Errorf("cannot parse %q as host or host:port", s)
+		}
+		if strings.Contains(h, ":") && net.ParseIP(h) == nil {
+			return "", 0, fmt.Errorf("cannot parse %q as host or host:port", s)
+		}
+		return h, defPort, nil
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not a number from 0 to 65535", ps)
+	}
+	if strings.ContainsAny(host, "/ ") {
+		return "", 0, fmt.Errorf("cannot parse host %q", host)
+	}
+	return host, port, nil
+}

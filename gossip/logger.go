@@ -1,0 +1,50 @@
+package gossip
+
+import (
+	"log"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// memberlist logs through a *log.Logger with lines like
+// "[WARN] memberlist: Was able to connect to x over TCP but UDP probes
+// failed". zapWriter turns each line into a zap entry at the matching level.
+type zapWriter struct{ log *zap.Logger }
+
+func newMemberlistLogger(l *zap.Logger) *log.Logger {
+	return log.New(zapWriter{log: l.Named("memberlist")}, "", 0)
+}
+
+func (w zapWriter) Write(p []byte) (int, error) {
+	level, msg := parseMemberlistLine(string(p))
+	if ce := w.log.Check(level, msg); ce != nil {
+		ce.Write()
+	}
+	return len(p), nil
+}
+
+// parseMemberlistLine extracts the level tag and the message. Lines without
+// a known tag are logged at info so nothing is lost.
+func parseMemberlistLine(s string) (zapcore.Level, string) {
+	s = strings.TrimSpace(s)
+	level := zapcore.InfoLevel
+	if strings.HasPrefix(s, "[") {
+		if end := strings.IndexByte(s, ']'); end > 0 {
+			switch s[1:end] {
+			case "DEBUG", "TRACE":
+				level = zapcore.DebugLevel
+			case "INFO":
+				level = zapcore.InfoLevel
+			case "WARN":
+				level = zapcore.WarnLevel
+			case "ERR", "ERROR":
+				level = zapcore.ErrorLevel
+			}
+			s = strings.TrimSpace(s[end+1:])
+		}
+	}
+	s = strings.TrimPrefix(s, "memberlist: ")
+	return level, s
+}

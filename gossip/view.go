@@ -1,0 +1,234 @@
+package gossip
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Member states as this process reports them. memberlist's "suspect" is not
+// reported: memberlist announces joins, leaves and deaths but not
+// suspicion, so a suspect member counts as alive (and keeps its leases)
+// until it is declared dead. That keeps ownership still through a
+// suspicion that the member refutes.
+const (
+	StateAlive = "alive"
+	StateLeft  = "left" // announced its own departure (Leave)
+	StateDead  = "dead" // declared dead by failure detection
+)
+
+// Member is one node of the cluster as this process sees it.
+type Member struct {
+	Name     string    `json:"name"`
+	Addr     string    `json:"addr"` // gossip host:port
+	State    string    `json:"state"`
+	Roles    []string  `json:"roles"`
+	Version  string    `json:"version,omitempty"`
+	HTTPAddr string    `json:"http_addr,omitempty"`
+	Since    time.Time `json:"since"` // when this process saw it enter State
+	Self     bool      `json:"self,omitempty"`
+	// Leaving is true once the member announced it is leaving; it owns
+	// nothing from then on.
+	Leaving bool `json:"leaving,omitempty"`
+}
+
+// Lease is the ownership of one table in this process's view.
+type Lease struct {
+	Table string `json:"table"`
+	// Owner is the member that owns the table, "" when no alive member
+	// has the maintenance role.
+	Owner string `json:"owner"`
+	// Since is when Owner became the owner in this view.
+	Since time.Time `json:"since"`
+	// ActiveFrom is when Owner may start work: Since plus the settle
+	// period, or Since itself for a process that runs without peers.
+	ActiveFrom time.Time `json:"active_from"`
+	// Active reports whether ActiveFrom had passed when the lease was read.
+	Active bool `json:"active"`
+	// Local reports whether Owner is this process.
+	Local bool `json:"local,omitempty"`
+}
+
+// LeaseChange is one table changing owner in this view.
+type LeaseChange struct {
+	Table string
+	From  string
+	To    string
+}
+
+// maxDeparted bounds how many left or dead members the view remembers for
+// status pages; the oldest departures are forgotten first.
+const maxDeparted = 64
+
+// view is the deterministic core of the cluster: it takes membership
+// observations and the time as arguments and answers who owns what. It
+// does no I/O and reads no clock; Cluster feeds it from memberlist events.
+type view struct {
+	self   string
+	settle time.Duration
+	// standalone is true when no peers are configured: such a process
+	// owns tables without waiting for a settle period while it has never
+	// seen a peer.
+	standalone bool
+	sawPeer    bool
+	// leaving is set by Leave: the process stops owning at once, before
+	// its departure reaches the others.
+	leaving bool
+
+	members map[string]Member
+	// cands are the alive members with the maintenance role, sorted by
+	// name: the only input of the lease math.
+	cands []candidate
+	// changedAt is when cands last changed.
+	changedAt time.Time
+
+	leases      map[string]*Lease
+	transitions uint64
+}
+
+func newView(self Member, settle time.Duration, standalone bool, now time.Time) *view {
+	v := &view{
+		self:       self.Name,
+		settle:     settle,
+		standalone: standalone,
+		members:    map[string]Member{},
+		leases:     map[string]*Lease{},
+		changedAt:  now,
+	}
+	self.State = StateAlive
+	v.observe(now, self)
+	return v
+}
+
+// observe records what is now known about one member and returns the lease
+// changes that follow, sorted by table.
+func (v *view) observe(now time.Time, m Member) []LeaseChange {
+	if old, ok := v.members[m.Name]; ok && old.State == m.State {
+		m.Since = old.Since
+	} else {
+		m.Since = now
+	}
+	m.Roles = slices.Clone(m.Roles)
+	m.Self = m.Name == v.self
+	if !m.Self && m.State == StateAlive {
+		v.sawPeer = true
+	}
+	v.members[m.Name] = m
+	v.pruneDeparted()
+	return v.recompute(now)
+}
+
+func (v *view) pruneDeparted() {
+	var gone []Member
+	for _, m := range v.members {
+		if m.State != StateAlive {
+			gone = append(gone, m)
+		}
+	}
+	if len(gone) <= maxDeparted {
+		return
+	}
+	sort.Slice(gone, func(i, j int) bool { return gone[i].Since.Before(gone[j].Since) })
+	for _, m := range gone[:len(gone)-maxDeparted] {
+		delete(v.members, m.Name)
+	}
+}
+
+// recompute derives the candidate set and, if it changed, moves the leases
+// whose owner changed.
+func (v *view) recompute(now time.Time) []LeaseChange {
+	var cands []candidate
+	for _, m := range v.members {
+		if m.State == StateAlive && !m.Leaving && hasRole(m.Roles, RoleMaintenance) {
+			cands = append(cands, newCandidate(m.Name))
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].name < cands[j].name })
+	if slices.Equal(cands, v.cands) {
+		return nil
+	}
+	v.cands = cands
+	v.changedAt = now
+	var changes []LeaseChange
+	for table, l := range v.leases {
+		owner := pick(table, cands)
+		if owner == l.Owner {
+			continue
+		}
+		changes = append(changes, LeaseChange{Table: table, From: l.Owner, To: owner})
+		l.Owner = owner
+		l.Since = now
+		l.ActiveFrom = v.activeFrom(now)
+		v.transitions++
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Table < changes[j].Table })
+	return changes
+}
+
+func (v *view) activeFrom(since time.Time) time.Time {
+	if v.standalone && !v.sawPeer {
+		return since
+	}
+	return since.Add(v.settle)
+}
+
+// track starts following a table (if it is new) and returns its lease. A
+// newly tracked table's owner has been the same since the candidate set
+// last changed, so that is its Since.
+func (v *view) track(table string) *Lease {
+	if l, ok := v.leases[table]; ok {
+		return l
+	}
+	l := &Lease{Table: table, Owner: pick(table, v.cands), Since: v.changedAt}
+	l.ActiveFrom = v.activeFrom(l.Since)
+	v.leases[table] = l
+	return l
+}
+
+func (v *view) forget(table string) { delete(v.leases, table) }
+
+// owns reports whether this process may start maintenance work on table now.
+func (v *view) owns(now time.Time, table string) bool {
+	l := v.track(table)
+	return !v.leaving && l.Owner == v.self && !now.Before(l.ActiveFrom)
+}
+
+// lease returns a copy of a tracked table's lease as seen at now.
+func (v *view) lease(now time.Time, table string) Lease {
+	l := *v.track(table)
+	l.Local = l.Owner == v.self
+	l.Active = l.Owner != "" && !now.Before(l.ActiveFrom) && !(l.Local && v.leaving)
+	return l
+}
+
+// allLeases returns every tracked lease, sorted by table.
+func (v *view) allLeases(now time.Time) []Lease {
+	out := make([]Lease, 0, len(v.leases))
+	for t := range v.leases {
+		out = append(out, v.lease(now, t))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
+	return out
+}
+
+// memberList returns every remembered member, sorted by name.
+func (v *view) memberList() []Member {
+	out := make([]Member, 0, len(v.members))
+	for _, m := range v.members {
+		m.Roles = slices.Clone(m.Roles)
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// peerCount is the number of alive members other than this process.
+func (v *view) peerCount() int {
+	n := 0
+	for _, m := range v.members {
+		if m.State == StateAlive && !m.Self {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,164 @@
+package gossip
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func both() []string { return []string{RoleDrain, RoleMaintenance} }
+
+func alive(name string, roles ...string) Member {
+	return Member{Name: name, Addr: name + ":7946", State: StateAlive, Roles: roles}
+}
+
+// tableOwnedBy returns a table that Owner gives to want among members.
+func tableOwnedBy(t *testing.T, want string, members []string) string {
+	t.Helper()
+	for _, tb := range tableNames(1000) {
+		if Owner(tb, members) == want {
+			return tb
+		}
+	}
+	t.Fatalf("no table owned by %s", want)
+	return ""
+}
+
+func TestViewStandaloneOwnsEverythingAtOnce(t *testing.T) {
+	v := newView(alive("a", both()...), 5*time.Second, true, t0)
+	for _, tb := range tableNames(50) {
+		if !v.owns(t0, tb) {
+			t.Fatalf("standalone member does not own %s at once", tb)
+		}
+	}
+	// A peer joining a standalone member ends the exemption for new leases.
+	changes := v.observe(t0.Add(time.Minute), alive("b", both()...))
+	tb := tableOwnedBy(t, "b", []string{"a", "b"})
+	if v.owns(t0.Add(time.Minute), tb) {
+		t.Fatalf("a still owns %s after b joined", tb)
+	}
+	if len(changes) == 0 {
+		t.Fatalf("b joined and no lease moved")
+	}
+	for _, ch := range changes {
+		if ch.From != "a" || ch.To != "b" {
+			t.Fatalf("unexpected change %+v", ch)
+		}
+	}
+	// b leaves: a gets the table back but waits the settle period now.
+	v.observe(t0.Add(2*time.Minute), Member{Name: "b", State: StateDead, Roles: both()})
+	if v.owns(t0.Add(2*time.Minute), tb) {
+		t.Fatalf("a owns %s without settling after it saw a peer", tb)
+	}
+	if !v.owns(t0.Add(2*time.Minute+5*time.Second), tb) {
+		t.Fatalf("a does not own %s after the settle period", tb)
+	}
+}
+
+func TestViewSettleAndHandover(t *testing.T) {
+	settle := 5 * time.Second
+	a := newView(alive("a", both()...), settle, false, t0)
+	tb := tableOwnedBy(t, "a", []string{"a", "b"})
+	tbB := tableOwnedBy(t, "b", []string{"a", "b"})
+
+	// Peers configured: not even a lone member acts before settling.
+	if a.owns(t0, tb) || !a.owns(t0.Add(settle), tb) {
+		t.Fatalf("settle period not applied to a member with peers configured")
+	}
+	if !a.owns(t0.Add(settle), tbB) {
+		t.Fatalf("alone, a should own %s", tbB)
+	}
+	// b joins at t0+10s: a stops owning b's table the same instant, and
+	// keeps its own table without any pause.
+	at := t0.Add(10 * time.Second)
+	a.observe(at, alive("b", both()...))
+	if a.owns(at, tbB) {
+		t.Fatalf("a still owns %s after b joined", tbB)
+	}
+	if !a.owns(at, tb) {
+		t.Fatalf("a paused %s although its owner did not change", tb)
+	}
+	l := a.lease(at, tbB)
+	if l.Owner != "b" || !l.Since.Equal(at) || !l.ActiveFrom.Equal(at.Add(settle)) || l.Local {
+		t.Fatalf("lease of %s = %+v", tbB, l)
+	}
+	if a.transitions != 1 {
+		t.Fatalf("transitions = %d", a.transitions)
+	}
+}
+
+func TestViewDrainOnlyNeverOwns(t *testing.T) {
+	v := newView(alive("d", RoleDrain), 0, true, t0)
+	tb := "logs.events"
+	if v.owns(t0, tb) {
+		t.Fatalf("drain-only member owns a table")
+	}
+	if l := v.lease(t0, tb); l.Owner != "" || l.Active {
+		t.Fatalf("lease with no maintenance member: %+v", l)
+	}
+	v.observe(t0, alive("m", RoleMaintenance))
+	if l := v.lease(t0, tb); l.Owner != "m" {
+		t.Fatalf("owner = %q, want the only maintenance member", l.Owner)
+	}
+	// A member whose metadata could not be read has no roles.
+	v.observe(t0, Member{Name: "x", State: StateAlive})
+	for _, tb := range tableNames(200) {
+		if o := v.lease(t0, tb).Owner; o != "m" {
+			t.Fatalf("%s owned by %q, want m", tb, o)
+		}
+	}
+}
+
+func TestViewLeavingStopsAtOnce(t *testing.T) {
+	v := newView(alive("a", both()...), 0, true, t0)
+	if !v.owns(t0, "t") {
+		t.Fatal("want owner")
+	}
+	v.leaving = true
+	if v.owns(t0, "t") {
+		t.Fatal("leaving member still owns")
+	}
+}
+
+func TestViewSameStateKeepsSinceAndCountsTransitions(t *testing.T) {
+	v := newView(alive("a", both()...), time.Second, false, t0)
+	tables := tableNames(300)
+	for _, tb := range tables {
+		v.track(tb)
+	}
+	v.observe(t0.Add(time.Second), alive("b", both()...))
+	first := v.transitions
+	if first == 0 {
+		t.Fatal("join moved nothing")
+	}
+	// A metadata update that changes nothing about roles moves nothing.
+	v.observe(t0.Add(2*time.Second), Member{Name: "b", Addr: "b:1", State: StateAlive, Roles: both(), Version: "v2"})
+	if v.transitions != first {
+		t.Fatalf("metadata update moved leases: %d -> %d", first, v.transitions)
+	}
+	if got := v.members["b"].Since; !got.Equal(t0.Add(time.Second)) {
+		t.Fatalf("member since changed on update: %v", got)
+	}
+	// Dropping the maintenance role moves b's tables back, same count.
+	v.observe(t0.Add(3*time.Second), alive("b", RoleDrain))
+	if v.transitions != 2*first {
+		t.Fatalf("transitions %d, want %d", v.transitions, 2*first)
+	}
+}
+
+func TestViewPrunesDepartedMembers(t *testing.T) {
+	v := newView(alive("a", both()...), 0, false, t0)
+	for i := range 3 * maxDeparted {
+		name := podNames("p", 3*maxDeparted)[i]
+		at := t0.Add(time.Duration(i) * time.Second)
+		v.observe(at, alive(name, both()...))
+		v.observe(at, Member{Name: name, State: StateDead})
+	}
+	if got := len(v.members); got != maxDeparted+1 {
+		t.Fatalf("remembered %d members, want %d", got, maxDeparted+1)
+	}
+	if v.peerCount() != 0 {
+		t.Fatalf("peer count %d", v.peerCount())
+	}
+}
