@@ -1,0 +1,59 @@
+package testenv
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql" // registers catalog type "sql"
+)
+
+// PostgresCatalogProps are the iceberg-go catalog.Load properties of an Iceberg SQL
+// catalog kept in the PostgreSQL database dsn, with its warehouse on the test S3
+// server (warehouse is an s3:// location, e.g. S3Env.Warehouse). The S3 keys are
+// passed on to the FileIO of every table the catalog loads.
+func PostgresCatalogProps(dsn string, s3 S3Env, warehouse string) iceberg.Properties {
+	p := iceberg.Properties{
+		"type":            "sql",
+		"uri":             dsn,
+		sqlcat.DriverKey:  PostgresDriver, // "sql.driver": database/sql driver (lib/pq)
+		sqlcat.DialectKey: string(sqlcat.Postgres),
+		"warehouse":       warehouse,
+	}
+	for k, v := range s3.Props() {
+		p[k] = v
+	}
+	return p
+}
+
+// Backends is an Iceberg SQL catalog on PostgreSQL with its warehouse on S3.
+type Backends struct {
+	Catalog   catalog.Catalog
+	Props     iceberg.Properties // what Catalog was loaded with; load it again with these
+	DSN       string             // the test's own PostgreSQL database
+	S3        S3Env
+	Warehouse string // s3://bucket/tests/<test>-<random>
+}
+
+// PostgresCatalog opens an Iceberg SQL catalog named "siglake" in a fresh PostgreSQL
+// database (dropped when the test ends) with a fresh S3 warehouse prefix.
+func PostgresCatalog(t testing.TB) Backends {
+	t.Helper()
+	b := Backends{S3: S3(t), DSN: PostgresDB(t)}
+	b.Warehouse = b.S3.Warehouse(t)
+	b.Props = PostgresCatalogProps(b.DSN, b.S3, b.Warehouse)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cat, err := catalog.Load(ctx, "siglake", b.Props)
+	if err != nil {
+		t.Fatalf("open SQL catalog on %s: %v", redact(b.DSN), err)
+	}
+	if c, ok := cat.(io.Closer); ok {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	b.Catalog = cat
+	return b
+}
