@@ -36,11 +36,19 @@ type Drain struct {
 	Now     func() time.Time
 	Mem     memory.Allocator
 	Retry   lake.Retry
+	// Stop, when done, makes Cycle take no new batch (SIGTERM); the batch in flight finishes.
+	Stop context.Context
 
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
 	failures     map[string]int
 }
+
+// errWALDir marks a cycle that could not list the WAL directory.
+var errWALDir = errors.New("cannot scan the WAL dir")
+
+// scanBacklog lists the sealed segments waiting in dir.
+func scanBacklog(dir string) ([]localwal.SegmentInfo, error) { return localwal.Scan(dir) }
 
 // CycleResult summarises one drain cycle.
 type CycleResult struct {
@@ -61,12 +69,12 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	if err != nil {
 		d.Metrics.DrainErrors.WithLabelValues("scan").Inc()
 		d.Status.AddError(now, "scan", "", err)
-		return res, fmt.Errorf("scan WAL dir (--wal-dir / SIGLAKE_WAL_DIR): %w", err)
+		return res, fmt.Errorf("%w (--wal-dir / SIGLAKE_WAL_DIR): %w", errWALDir, err)
 	}
 	d.observeBacklog(segs, now)
 	var firstErr error
 	for _, b := range planBatches(segs, now, d.Cfg.CommitBatchTargetBytes, d.Cfg.CommitBatchMaxAge, flush) {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || d.Stop != nil && d.Stop.Err() != nil {
 			break // shutting down: take no new batch
 		}
 		if until, ok := d.backoffUntil[b.table]; ok && now.Before(until) && !flush {

@@ -15,8 +15,7 @@ import (
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
-// eventColumns are the columns a row fingerprint covers in these tests.
-var eventColumns = []string{"timestamp", "service", "host", "severity", "trace_id", "span_id", "raw", "attributes"}
+var eventColumns = EventColumns
 
 // env is a drain on the embedded catalog (SQLite file + local warehouse) in a temp dir.
 type env struct {
@@ -87,22 +86,13 @@ func (e *env) tableSum(name string) RowSum {
 
 func tableRowSum(t *testing.T, l *lake.Lake, name string) RowSum {
 	t.Helper()
-	ctx := context.Background()
-	tbl, err := l.LoadTable(ctx, name)
+	tbl, err := l.LoadTable(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, err := tbl.Scan().ToArrowRecords(ctx)
+	sum, err := TableRowSum(context.Background(), tbl, eventColumns)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var sum RowSum
-	for rec, err := range recs {
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum.Add(rec, eventColumns)
-		rec.Release()
 	}
 	return sum
 }

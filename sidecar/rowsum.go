@@ -1,10 +1,16 @@
 package sidecar
 
 import (
+	"context"
+	"fmt"
 	"hash/fnv"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go/table"
 )
+
+// EventColumns are the columns of the built-in events table, in schema order.
+var EventColumns = []string{"timestamp", "service", "host", "severity", "trace_id", "span_id", "raw", "attributes"}
 
 // RowSum is an order-independent fingerprint of a multiset of rows: the row count and the sum
 // (mod 2^64) of a 64-bit hash of each row's canonical text over the named columns. Two sets of rows
@@ -45,3 +51,24 @@ func (s *RowSum) Add(rec arrow.RecordBatch, columns []string) {
 
 // Merge adds o to s.
 func (s *RowSum) Merge(o RowSum) { s.Rows += o.Rows; s.Sum += o.Sum }
+
+// TableRowSum reads every row of t's current snapshot through iceberg-go's scanner (a reader we
+// did not write) and fingerprints it.
+func TableRowSum(ctx context.Context, t *table.Table, columns []string) (RowSum, error) {
+	var sum RowSum
+	if t.CurrentSnapshot() == nil {
+		return sum, nil
+	}
+	_, recs, err := t.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		return sum, fmt.Errorf("scan %v: %w", t.Identifier(), err)
+	}
+	for rec, err := range recs {
+		if err != nil {
+			return sum, fmt.Errorf("scan %v: %w", t.Identifier(), err)
+		}
+		sum.Add(rec, columns)
+		rec.Release()
+	}
+	return sum, nil
+}

@@ -23,6 +23,9 @@ import (
 	_ "modernc.org/sqlite" // pure-Go SQLite so the binary builds with CGO_ENABLED=0
 )
 
+// ErrBadConfig marks errors in the catalog or warehouse options themselves (retrying cannot help).
+var ErrBadConfig = errors.New("bad configuration")
+
 // Config says where the catalog and the data live.
 type Config struct {
 	Catalog   string // sqlite:PATH, postgres://..., rest+http(s)://...
@@ -49,7 +52,7 @@ type Lake struct {
 func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	warehouse, err := warehouseURI(cfg.Warehouse)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: --warehouse / SIGLAKE_WAREHOUSE: %w", ErrBadConfig, err)
 	}
 	ioProps := iceberg.Properties{}
 	if strings.HasPrefix(warehouse, "s3://") {
@@ -81,10 +84,10 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	case strings.HasPrefix(cfg.Catalog, "rest+"):
 		cat, err = rest.NewCatalog(ctx, "siglake", strings.TrimPrefix(cfg.Catalog, "rest+"), rest.WithWarehouseLocation(warehouse), rest.WithAdditionalProps(props))
 	default:
-		err = fmt.Errorf("catalog %q: accepted forms are sqlite:PATH, postgres://..., rest+http(s)://...", cfg.Catalog)
+		return nil, fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %q: accepted forms are sqlite:PATH, postgres://..., rest+http(s)://...", ErrBadConfig, Redact(cfg.Catalog))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open catalog %s: %w", redact(cfg.Catalog), err)
+		return nil, fmt.Errorf("open catalog %s: %w", Redact(cfg.Catalog), err)
 	}
 	l := &Lake{cat: cat, ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse}
 	if err := l.ensureNamespace(ctx); err != nil {
@@ -156,7 +159,7 @@ func (l *Lake) ensureNamespace(ctx context.Context) error {
 
 func openSQLite(path string, props iceberg.Properties) (catalog.Catalog, error) {
 	if path == "" {
-		return nil, errors.New("sqlite catalog needs a path: sqlite:PATH")
+		return nil, fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG: sqlite catalog needs a path: sqlite:PATH", ErrBadConfig)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -222,8 +225,8 @@ func warehouseURI(w string) (string, error) {
 	return "file://" + abs, nil
 }
 
-// redact hides a password in a catalog URI before it is logged or returned in an error.
-func redact(uri string) string {
+// Redact hides a password in a catalog URI before it is logged or returned in an error.
+func Redact(uri string) string {
 	u, err := url.Parse(uri)
 	if err != nil || u.User == nil {
 		return uri

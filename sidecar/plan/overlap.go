@@ -36,32 +36,32 @@ func Depth(files []File) (depth int, at int64) {
 	if len(files) == 0 {
 		return 0, 0
 	}
-	type event struct {
-		t     int64
-		delta int
-	}
-	ev := make([]event, 0, 2*len(files))
-	for _, f := range files {
-		// A range [min, max] is open from min up to max+1; a file ending at
-		// the largest int64 never closes, which is harmless for a maximum.
-		ev = append(ev, event{f.MinTime, +1})
+	// Sweep line over sorted starts and ends; a range [min, max] is open
+	// from min up to max+1. Plain int64 sorts keep this cheap enough to run
+	// over every partition on every pass.
+	starts := make([]int64, len(files))
+	ends := make([]int64, 0, len(files))
+	for i, f := range files {
+		starts[i] = f.MinTime
+		// A file ending at the largest int64 never closes, which is
+		// harmless for a maximum.
 		if f.MaxTime < maxInt64 {
-			ev = append(ev, event{f.MaxTime + 1, -1})
+			ends = append(ends, f.MaxTime+1)
 		}
 	}
-	// Closings sort before openings at the same instant: [0,4] and [5,9]
-	// share no instant.
-	slices.SortFunc(ev, func(a, b event) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
+	slices.Sort(starts)
+	slices.Sort(ends)
+	cur, j := 0, 0
+	for _, s := range starts {
+		// Closings at or before this start come first: [0,4] and [5,9]
+		// share no instant.
+		for j < len(ends) && ends[j] <= s {
+			cur--
+			j++
 		}
-		return cmp.Compare(a.delta, b.delta)
-	})
-	cur := 0
-	for _, e := range ev {
-		cur += e.delta
+		cur++
 		if cur > depth {
-			depth, at = cur, e.t
+			depth, at = cur, s
 		}
 	}
 	return depth, at

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/siglake/siglake/sidecar"
+)
+
+func runDemo(args []string) error {
+	fs := flag.NewFlagSet("siglake demo", flag.ContinueOnError)
+	var o sidecar.DemoOptions
+	fs.StringVar(&o.Dir, "dir", "./siglake-demo", "directory for the demo's WAL, catalog and warehouse")
+	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "how long to generate load")
+	fs.Int64Var(&o.Rate, "rate", 20000, "rows per second per table")
+	verbose := fs.Bool("v", false, "show the sidecar's log lines")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	level := "error"
+	if *verbose {
+		level = "info"
+	}
+	log, err := sidecar.NewLogger("console", level)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return sidecar.RunDemo(ctx, o, os.Stdout, log)
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/siglake/siglake/sidecar"
+)
+
+func runStatus(args []string) error {
+	fs := flag.NewFlagSet("siglake status", flag.ContinueOnError)
+	addr := fs.String("addr", envOr("SIGLAKE_HTTP_ADDR", "127.0.0.1:9464"), "the sidecar's HTTP address (env SIGLAKE_HTTP_ADDR)")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	url := "http://" + strings.TrimPrefix(*addr, "http://") + "/debug/status"
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return fmt.Errorf("is the sidecar running? %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if *asJSON {
+		_, err = os.Stdout.Write(body)
+		return err
+	}
+	var r sidecar.StatusReport
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("decode %s: %w", url, err)
+	}
+	printStatus(os.Stdout, r)
+	return nil
+}
+
+func printStatus(w io.Writer, r sidecar.StatusReport) {
+	fmt.Fprintf(w, "node %s  role %s  version %s  up %s\n", r.Node, r.Role, r.Version, r.Now.Sub(r.StartedAt).Round(time.Second))
+	cat := "ready"
+	if !r.CatalogReady {
+		cat = "NOT READY: " + r.CatalogError
+	}
+	fmt.Fprintf(w, "catalog  %s\n", cat)
+	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d quarantined\n\n",
+		r.Backlog.Segments, humanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.Quarantined)
+
+	names := make([]string, 0, len(r.Tables))
+	for n := range r.Tables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tOWNER\tLAST COMMIT\tSNAPSHOT\tSEGMENTS\tROWS\tFILES\tDEPTH\tFILES/LEVEL\tLAST PASS")
+	for _, n := range names {
+		t := r.Tables[n]
+		last, snap, segs, rows, files := "-", "-", "-", "-", "-"
+		if c := t.LastCommit; c != nil {
+			last = fmt.Sprintf("%s ago (%s)", r.Now.Sub(c.Time).Round(time.Second), c.Outcome)
+			snap = fmt.Sprint(c.SnapshotID)
+			segs, rows, files = fmt.Sprint(c.Segments), fmt.Sprint(c.Rows), fmt.Sprint(c.Files)
+		}
+		depth, levels, pass := "-", "-", "-"
+		if m := t.Maintenance; m != nil {
+			depth = fmt.Sprint(m.OverlapDepth)
+			var parts []string
+			for _, l := range sortedKeys(m.FilesPerLevel) {
+				parts = append(parts, fmt.Sprintf("%s:%d", l, m.FilesPerLevel[l]))
+			}
+			levels = strings.Join(parts, " ")
+			if m.LastPass != nil {
+				pass = fmt.Sprintf("%s, %d bins", m.LastPass.Decision, len(m.LastPass.Bins))
+			}
+		}
+		owner := t.Owner
+		if owner == "" {
+			owner = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, owner, last, snap, segs, rows, files, depth, levels, pass)
+	}
+	tw.Flush()
+	if len(r.Members) > 0 {
+		fmt.Fprintln(w, "\nMEMBERS")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tADDRESS\tSTATE\tROLES")
+		for _, m := range r.Members {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Addr, m.State, strings.Join(m.Roles, ","))
+		}
+		tw.Flush()
+	}
+	if len(r.Errors) > 0 {
+		fmt.Fprintln(w, "\nRECENT ERRORS (newest first)")
+		for _, e := range r.Errors {
+			tbl := ""
+			if e.Table != "" {
+				tbl = " table=" + e.Table
+			}
+			fmt.Fprintf(w, "  %s %s%s: %s\n", e.Time.Format(time.RFC3339), e.Stage, tbl, e.Message)
+		}
+	}
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,51 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Readiness is what /readyz reports: ready once the catalog answered and while it keeps answering.
+type Readiness struct {
+	ready  atomic.Bool
+	reason atomic.Value // string
+}
+
+// Set records the current readiness and, when not ready, why.
+func (r *Readiness) Set(ok bool, reason string) {
+	r.ready.Store(ok)
+	r.reason.Store(reason)
+}
+
+// Handler serves /metrics, /debug/status, /healthz and /readyz.
+func Handler(m *Metrics, st *Status, ready *Readiness, now func() time.Time) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Reg, promhttp.HandlerOpts{Registry: m.Reg}))
+	mux.HandleFunc("/debug/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(st.Snapshot(now()))
+	})
+	// Liveness: the process serves HTTP. A catalog outage must not restart the pod (the backlog
+	// would be drained by the same process once the catalog is back), so it only affects /readyz.
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if ready.ready.Load() {
+			_, _ = w.Write([]byte("ready\n"))
+			return
+		}
+		reason, _ := ready.reason.Load().(string)
+		if reason == "" {
+			reason = "starting"
+		}
+		http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+	})
+	return mux
+}

@@ -1,0 +1,395 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/plan"
+)
+
+// Sample is the table at one instant of simulated time.
+type Sample struct {
+	At time.Duration
+	// Depth is the table's overlap depth: the largest over partitions.
+	Depth int
+	// SettledDepth counts only files whose newest row is SettledAfter old.
+	SettledDepth int
+	Files        int
+	Levels       [plan.NumLevels]int
+	// BacklogSeconds is rewrite work planned but not yet committed.
+	BacklogSeconds float64
+}
+
+// Result is what one simulated run measured.
+type Result struct {
+	Scenario string
+	Strategy string
+	Duration time.Duration
+
+	IngestedBytes  float64
+	RewrittenBytes float64 // bytes written by rewrites (= bytes they read)
+	// WriteAmp is RewrittenBytes / IngestedBytes: extra bytes written per
+	// ingested byte.
+	WriteAmp float64
+
+	DepthMax, DepthP50               int
+	SettledDepthMax, SettledDepthP50 int
+	FilesMax, FilesP50, FilesFinal   int
+	// FinalLevels is the live file count per level at the end.
+	FinalLevels       [plan.NumLevels]int
+	BacklogMaxSeconds float64
+	// BusyFraction is the share of time the rewriter was working.
+	BusyFraction float64
+
+	Decisions  map[string]int
+	BinsByKind map[string]int
+	Samples    []Sample
+	// Errors lists impossible events (a bin naming a file that is not
+	// live); a correct planner leaves it empty.
+	Errors []string
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("%s/%s: WA %.2f, depth max %d p50 %d, settled depth max %d p50 %d, files max %d p50 %d final %d (L0 %d L1 %d L2 %d), backlog max %.0fs, rewriter busy %.0f%%, bins %v, passes %v",
+		r.Scenario, r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50, r.SettledDepthMax, r.SettledDepthP50,
+		r.FilesMax, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2],
+		r.BacklogMaxSeconds, 100*r.BusyFraction, r.BinsByKind, r.Decisions)
+}
+
+type simFile struct {
+	plan.File
+	pieces []piece
+}
+
+type pending struct {
+	bin  plan.Bin
+	done int64 // completion time, µs
+}
+
+// partState caches one partition's depths between samples: most partitions are
+// closed and unchanged, and recomputing every depth every minute would
+// dominate a long run.
+type partState struct {
+	files   map[string]*simFile
+	dirty   bool
+	depth   int
+	settled int
+	newest  int64 // largest MaxTime of its files
+}
+
+type world struct {
+	s      Scenario
+	cfg    plan.Config
+	files  map[string]*simFile
+	parts  map[string]*partState
+	seq    int
+	res    Result
+	queue  []pending
+	busyUs int64
+}
+
+// epoch anchors simulated time for the planner's time.Time arguments.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Run simulates one scenario with its configured strategy.
+func Run(s Scenario) Result { return run(s).res }
+
+func run(s Scenario) *world {
+	s = s.withDefaults()
+	w := &world{s: s, cfg: s.Config, files: map[string]*simFile{}, parts: map[string]*partState{}}
+	w.res = Result{Scenario: s.Name, Strategy: s.Strategy(), Duration: s.Duration,
+		Decisions: map[string]int{}, BinsByKind: map[string]int{}}
+	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
+	g := &ingest{r: r, delay: us(s.ArrivalDelay), lateFrac: s.LateFraction, lateMean: us(s.LateMean),
+		width: us(s.PartitionWidth), rowBytes: s.RowBytes}
+
+	podRate := s.IngestBytesPerSec / float64(s.Pods)
+	every := us(s.CommitMaxAge)
+	if s.CommitTargetBytes > 0 {
+		every = math.Min(every, s.CommitTargetBytes/podRate*1e6)
+	}
+	every = math.Max(every, 1e5) // at most 10 commits per second per pod
+	nextCommit := make([]float64, s.Pods)
+	lastCommit := make([]float64, s.Pods)
+	for p := range nextCommit {
+		nextCommit[p] = every * float64(p+1) / float64(s.Pods) // pods out of phase
+	}
+
+	var st plan.State
+	end := s.Duration.Microseconds()
+	tick := s.Tick.Microseconds()
+	sampleEvery := s.SampleEvery.Microseconds()
+	nextSample := int64(0)
+	for now := int64(0); now <= end; now += tick {
+		// Ingest: every pod commit due by now.
+		for p := range nextCommit {
+			for nextCommit[p] <= float64(now) {
+				ws, we := int64(lastCommit[p]), int64(nextCommit[p])
+				bytes := podRate * (nextCommit[p] - lastCommit[p]) / 1e6
+				for part, ps := range g.batch(ws, we, bytes) {
+					w.add(part, 0, ps)
+				}
+				w.res.IngestedBytes += bytes
+				lastCommit[p] = nextCommit[p]
+				nextCommit[p] += every
+			}
+		}
+		// Rewrites finished by now commit, one bin at a time.
+		for len(w.queue) > 0 && w.queue[0].done <= now {
+			w.apply(w.queue[0].bin)
+			w.queue = w.queue[1:]
+		}
+		// An idle rewriter asks for the next pass.
+		if len(w.queue) == 0 {
+			p := plan.Plan(w.cfg, plan.Input{
+				Files: w.live(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
+				SealedBacklog: s.sealedAt(now), State: st,
+			})
+			st = p.Next
+			w.res.Decisions[p.Decision.String()]++
+			at := now
+			for _, b := range p.Bins {
+				d := int64(float64(b.EstimatedBytes)/s.MergeBytesPerSec*1e6) + s.BinOverhead.Microseconds()
+				at += d
+				w.busyUs += d
+				w.queue = append(w.queue, pending{b, at})
+				w.res.BinsByKind[b.Kind.String()]++
+			}
+		}
+		if now >= nextSample {
+			w.sample(now)
+			nextSample += sampleEvery
+		}
+	}
+	w.finish(end)
+	return w
+}
+
+// Compare runs the scenario with the leveled and the legacy strategy.
+func Compare(s Scenario) (leveled, legacy Result) {
+	s.Config.Leveled = true
+	leveled = Run(s)
+	s.Config.Leveled = false
+	legacy = Run(s)
+	return leveled, legacy
+}
+
+func us(d time.Duration) float64 { return float64(d.Microseconds()) }
+
+func (s Scenario) sealedAt(now int64) int {
+	for _, st := range s.Stalls {
+		if st.From.Microseconds() <= now && now < st.To.Microseconds() {
+			return st.Sealed
+		}
+	}
+	return 0
+}
+
+func (w *world) add(part int64, gen int, ps []piece) *simFile {
+	var bytes float64
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, p := range ps {
+		bytes += p.bytes
+		lo, hi = min(lo, p.lo), max(hi, p.hi)
+	}
+	if bytes < 1 || lo > hi {
+		return nil
+	}
+	w.seq++
+	f := &simFile{File: plan.File{
+		Path:      "f" + strconv.Itoa(w.seq),
+		Partition: "h" + strconv.FormatInt(part, 10),
+		SizeBytes: int64(math.Round(bytes)), Generation: gen,
+		MinTime: lo, MaxTime: hi, Rows: int64(bytes / w.s.RowBytes),
+	}, pieces: ps}
+	w.files[f.Path] = f
+	pt := w.parts[f.Partition]
+	if pt == nil {
+		pt = &partState{files: map[string]*simFile{}}
+		w.parts[f.Partition] = pt
+	}
+	pt.files[f.Path] = f
+	pt.dirty = true
+	return f
+}
+
+// live returns the live files in map order: the planner's passes do not
+// depend on the order of its input (a property test holds it to that).
+func (w *world) live() []plan.File {
+	out := make([]plan.File, 0, len(w.files))
+	for _, f := range w.files {
+		out = append(out, f.File)
+	}
+	return out
+}
+
+// apply performs an ideal rewrite: the bin's rows, sorted by time, are cut
+// into ceil(bytes/target) outputs of equal bytes, pairwise time-disjoint.
+func (w *world) apply(b plan.Bin) {
+	var ins []piece
+	part := int64(0)
+	for _, f := range b.Files {
+		sf, ok := w.files[f.Path]
+		if !ok {
+			// Only a planner bug gets here; record it for the tests.
+			w.res.Errors = append(w.res.Errors, fmt.Sprintf("bin input %s is not live", f.Path))
+			continue
+		}
+		ins = append(ins, sf.pieces...)
+		delete(w.files, f.Path)
+		if pt := w.parts[sf.Partition]; pt != nil {
+			delete(pt.files, f.Path)
+			pt.dirty = true
+		}
+		part, _ = strconv.ParseInt(sf.Partition[1:], 10, 64)
+	}
+	total := float64(b.EstimatedBytes)
+	w.res.RewrittenBytes += total
+	n := max(1, int(math.Ceil(total/float64(max(b.TargetFileBytes, 1)))))
+	for _, out := range cut(ins, n) {
+		w.add(part, b.OutputGeneration(), out)
+	}
+}
+
+// cut merges pieces into one density over time and splits it into n runs of
+// equal bytes; each run's pieces are compacted to at most maxPieces.
+func cut(ins []piece, n int) [][]piece {
+	// Elementary intervals between all piece edges.
+	edges := make([]int64, 0, 2*len(ins))
+	for _, p := range ins {
+		edges = append(edges, p.lo, p.hi+1)
+	}
+	slices.Sort(edges)
+	edges = slices.Compact(edges)
+	dens := make([]float64, len(edges)) // bytes per µs on [edges[i], edges[i+1])
+	for _, p := range ins {
+		i, _ := slices.BinarySearch(edges, p.lo)
+		j, _ := slices.BinarySearch(edges, p.hi+1)
+		d := p.bytes / float64(p.hi-p.lo+1)
+		for k := i; k < j; k++ {
+			dens[k] += d
+		}
+	}
+	var total float64
+	for _, p := range ins {
+		total += p.bytes
+	}
+	per := total / float64(n)
+	outs := make([][]piece, 0, n)
+	var cur []piece
+	var curBytes float64
+	for i := 0; i+1 < len(edges); i++ {
+		lo, hi := edges[i], edges[i+1]-1
+		if dens[i] == 0 {
+			continue
+		}
+		for lo <= hi {
+			room := per - curBytes
+			avail := dens[i] * float64(hi-lo+1)
+			if avail <= room || len(outs) == n-1 {
+				cur = append(cur, piece{lo, hi, avail})
+				curBytes += avail
+				break
+			}
+			// Split this interval where the current output fills up; the
+			// cut lies between two instants, so outputs stay disjoint.
+			span := int64(room / dens[i])
+			if span >= 1 {
+				cur = append(cur, piece{lo, lo + span - 1, dens[i] * float64(span)})
+			}
+			outs = append(outs, compact(cur))
+			cur, curBytes = nil, 0
+			lo += span
+		}
+	}
+	if len(cur) > 0 {
+		outs = append(outs, compact(cur))
+	}
+	return outs
+}
+
+const maxPieces = 8
+
+// compact merges adjacent pieces (smallest gap first) until at most
+// maxPieces remain, keeping total bytes and the overall range.
+func compact(ps []piece) []piece {
+	for len(ps) > maxPieces {
+		best, bestGap := 0, int64(math.MaxInt64)
+		for i := 0; i+1 < len(ps); i++ {
+			if gap := ps[i+1].lo - ps[i].hi; gap < bestGap {
+				best, bestGap = i, gap
+			}
+		}
+		merged := piece{ps[best].lo, ps[best+1].hi, ps[best].bytes + ps[best+1].bytes}
+		ps = slices.Replace(ps, best, best+2, merged)
+	}
+	return ps
+}
+
+func (w *world) sample(now int64) {
+	s := Sample{At: time.Duration(now) * time.Microsecond, Files: len(w.files)}
+	cutoff := now - w.s.SettledAfter.Microseconds()
+	var fs, settled []plan.File
+	for _, pt := range w.parts {
+		// A partition's settled set changes when its files change or when
+		// one of its files may have crossed the cutoff since last time.
+		if pt.dirty || pt.newest >= cutoff-w.s.SampleEvery.Microseconds() {
+			fs, settled = fs[:0], settled[:0]
+			pt.newest = math.MinInt64
+			for _, f := range pt.files {
+				fs = append(fs, f.File)
+				pt.newest = max(pt.newest, f.MaxTime)
+				if f.MaxTime < cutoff {
+					settled = append(settled, f.File)
+				}
+			}
+			pt.depth, _ = plan.Depth(fs)
+			pt.settled, _ = plan.Depth(settled)
+			pt.dirty = false
+		}
+		s.Depth = max(s.Depth, pt.depth)
+		s.SettledDepth = max(s.SettledDepth, pt.settled)
+	}
+	for _, f := range w.files {
+		s.Levels[w.cfg.LevelOf(f.SizeBytes)]++
+	}
+	if len(w.queue) > 0 {
+		s.BacklogSeconds = float64(w.queue[len(w.queue)-1].done-now) / 1e6
+	}
+	w.res.Samples = append(w.res.Samples, s)
+}
+
+func (w *world) finish(end int64) {
+	r := &w.res
+	if r.IngestedBytes > 0 {
+		r.WriteAmp = r.RewrittenBytes / r.IngestedBytes
+	}
+	r.BusyFraction = math.Min(1, float64(w.busyUs)/float64(max(end, 1)))
+	var depths, settled, files []int
+	for _, s := range r.Samples {
+		depths = append(depths, s.Depth)
+		settled = append(settled, s.SettledDepth)
+		files = append(files, s.Files)
+		r.BacklogMaxSeconds = math.Max(r.BacklogMaxSeconds, s.BacklogSeconds)
+	}
+	r.DepthMax, r.DepthP50 = maxP50(depths)
+	r.SettledDepthMax, r.SettledDepthP50 = maxP50(settled)
+	r.FilesMax, r.FilesP50 = maxP50(files)
+	if n := len(r.Samples); n > 0 {
+		last := r.Samples[n-1]
+		r.FilesFinal, r.FinalLevels = last.Files, last.Levels
+	}
+}
+
+func maxP50(xs []int) (int, int) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)-1], s[len(s)/2]
+}

@@ -1,0 +1,61 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestScenarios runs the documented scenarios, leveled against legacy, and
+// prints the table docs/compaction.md shows. It takes minutes, so it runs
+// only with SIGLAKE_LONG=1. With SIGLAKE_SIM_OUT=DIR it also writes one SVG
+// per scenario into DIR.
+func TestScenarios(t *testing.T) {
+	if os.Getenv("SIGLAKE_LONG") != "1" {
+		t.Skip("set SIGLAKE_LONG=1 to run the documented 6-24 h scenarios")
+	}
+	out := os.Getenv("SIGLAKE_SIM_OUT")
+	var table strings.Builder
+	table.WriteString("| scenario | strategy | write amp | depth p50 / max | settled depth p50 / max | files p50 / max / final | rewriter busy | backlog max | passes |\n")
+	table.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range Documented() {
+		start := time.Now()
+		lev, leg := Compare(s)
+		t.Logf("%s: simulated %v twice in %v", s.Name, s.Duration, time.Since(start).Round(time.Millisecond))
+		for _, r := range []Result{lev, leg} {
+			if len(r.Errors) > 0 {
+				t.Errorf("%s/%s: %v", r.Scenario, r.Strategy, r.Errors)
+			}
+			t.Log(r)
+			fmt.Fprintf(&table, "| %s | %s | %.2f | %d / %d | %d / %d | %d / %d / %d | %.0f%% | %.0f s | %s |\n",
+				r.Scenario, r.Strategy, r.WriteAmp, r.DepthP50, r.DepthMax, r.SettledDepthP50, r.SettledDepthMax,
+				r.FilesP50, r.FilesMax, r.FilesFinal, 100*r.BusyFraction, r.BacklogMaxSeconds, passes(r))
+		}
+		if out != "" {
+			f, err := os.Create(filepath.Join(out, "compaction-"+s.Name+".svg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteSVG(f, lev, leg); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("\n%s", table.String())
+}
+
+func passes(r Result) string {
+	var parts []string
+	for _, k := range []string{"run", "nothing_due", "skipped_backpressure", "throttled_backpressure"} {
+		if n := r.Decisions[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,180 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/xml"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/plan"
+)
+
+// short is a one-hour scenario small enough for every test run.
+func short() Scenario {
+	s := Base()
+	s.Name = "short"
+	s.Pods = 8
+	s.IngestBytesPerSec = 5e6
+	s.Duration = time.Hour
+	return s
+}
+
+func TestRunConservesBytesAndIsDeterministic(t *testing.T) {
+	s := short()
+	a := Run(s)
+	if len(a.Errors) > 0 {
+		t.Fatalf("impossible events: %v", a.Errors)
+	}
+	want := s.IngestBytesPerSec * s.Duration.Seconds()
+	if math.Abs(a.IngestedBytes-want)/want > 0.01 {
+		t.Errorf("ingested %.0f bytes, want about %.0f", a.IngestedBytes, want)
+	}
+	if a.RewrittenBytes <= 0 || a.WriteAmp <= 0 {
+		t.Errorf("no rewrites happened: %v", a)
+	}
+	b := Run(s)
+	if a.String() != b.String() {
+		t.Errorf("same seed, different results:\n%v\n%v", a, b)
+	}
+	s.Seed++
+	if c := Run(s); c.String() == a.String() {
+		t.Errorf("the seed changes nothing")
+	}
+}
+
+func TestCutKeepsBytesAndDisjointness(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for iter := range 2000 {
+		var ins []piece
+		var total float64
+		for range 1 + r.IntN(20) {
+			lo := r.Int64N(1e6)
+			p := piece{lo, lo + r.Int64N(1e5), 1 + r.Float64()*1e6}
+			ins = append(ins, p)
+			total += p.bytes
+		}
+		n := 1 + r.IntN(6)
+		outs := cut(ins, n)
+		if len(outs) > n {
+			t.Fatalf("iter %d: %d outputs, asked for %d", iter, len(outs), n)
+		}
+		var sum float64
+		prevHi := int64(math.MinInt64)
+		for _, o := range outs {
+			if len(o) > maxPieces {
+				t.Fatalf("iter %d: %d pieces", iter, len(o))
+			}
+			for _, p := range o {
+				if p.lo <= prevHi || p.hi < p.lo {
+					t.Fatalf("iter %d: outputs overlap or pieces out of order: %v", iter, outs)
+				}
+				prevHi = p.hi
+				sum += p.bytes
+			}
+		}
+		if math.Abs(sum-total) > 1e-6*total {
+			t.Fatalf("iter %d: outputs hold %.3f bytes, inputs %.3f", iter, sum, total)
+		}
+	}
+}
+
+func TestLiveBytesEqualIngested(t *testing.T) {
+	s := short()
+	s.Duration = 30 * time.Minute
+	w := run(s)
+	res := w.res
+	var live float64
+	for _, f := range w.files {
+		for _, p := range f.pieces {
+			live += p.bytes
+		}
+	}
+	if math.Abs(live-res.IngestedBytes)/res.IngestedBytes > 1e-6 {
+		t.Fatalf("live %.0f bytes, ingested %.0f: a rewrite lost or made data", live, res.IngestedBytes)
+	}
+}
+
+func TestLeveledBeatsLegacyOnAQuietTable(t *testing.T) {
+	s := short()
+	s.Pods = 2
+	s.IngestBytesPerSec = 200e3
+	s.Duration = 6 * time.Hour
+	lev, leg := Compare(s)
+	t.Logf("\n%v\n%v", lev, leg)
+	if lev.WriteAmp >= leg.WriteAmp {
+		t.Errorf("leveled WA %.2f not below legacy %.2f", lev.WriteAmp, leg.WriteAmp)
+	}
+	if lev.SettledDepthP50 > 2 {
+		t.Errorf("leveled settled depth p50 %d > 2", lev.SettledDepthP50)
+	}
+}
+
+func TestRewritesDisabledRewritesNothing(t *testing.T) {
+	s := short()
+	s.Duration = 20 * time.Minute
+	s.Config.ReclusterInterval = 0
+	r := Run(s)
+	if r.RewrittenBytes != 0 || r.Decisions["rewrites_disabled"] == 0 {
+		t.Fatalf("%v", r)
+	}
+}
+
+func TestStallCadence(t *testing.T) {
+	s := short()
+	s.Duration = 30 * time.Minute
+	s.MergeBytesPerSec = 1e12 // the rewriter is always idle at a tick
+	s.BinOverhead = 0
+	s.Stalls = []Stall{{From: 10 * time.Minute, To: 20 * time.Minute, Sealed: 1000}}
+	r := Run(s)
+	// 60 ticks in the stall; every 4th runs the restricted pass.
+	if r.Decisions["skipped_backpressure"] != 45 || r.Decisions["throttled_backpressure"] != 15 {
+		t.Fatalf("decisions %v, want 45 skipped and 15 throttled", r.Decisions)
+	}
+}
+
+func TestWriteSVG(t *testing.T) {
+	s := short()
+	s.Duration = 20 * time.Minute
+	lev, leg := Compare(s)
+	var buf bytes.Buffer
+	if err := WriteSVG(&buf, lev, leg); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(&buf)
+	polylines := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("not well-formed XML: %v", err)
+			}
+			break
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			polylines++
+		}
+	}
+	if polylines != 4 {
+		t.Fatalf("%d polylines, want 2 panels x 2 results", polylines)
+	}
+}
+
+func TestScenarioValidate(t *testing.T) {
+	for _, s := range Documented() {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+		}
+	}
+	bad := Base()
+	bad.Duration = 0
+	if bad.Validate() == nil {
+		t.Error("zero duration validated")
+	}
+	bad = Base()
+	bad.Config = plan.Config{}
+	if bad.Validate() == nil {
+		t.Error("zero planner config validated")
+	}
+}

@@ -1,0 +1,251 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// NewLogger builds the process logger: JSON in a container, console on a terminal (format "auto").
+func NewLogger(format, level string) (*zap.Logger, error) {
+	if format == "auto" {
+		format = "json"
+		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			format = "console"
+		}
+	}
+	var cfg zap.Config
+	if format == "console" {
+		cfg = zap.NewDevelopmentConfig()
+		cfg.Development = false
+		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+	} else {
+		cfg = zap.NewProductionConfig()
+		cfg.EncoderConfig.TimeKey = "ts"
+		cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+		cfg.Sampling = nil // every line about a commit or a quarantine matters
+	}
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.OutputPaths, cfg.ErrorOutputPaths = []string{"stderr"}, []string{"stderr"}
+	return cfg.Build()
+}
+
+// Process is a running `siglake compactor`.
+type Process struct {
+	Cfg     Config
+	Log     *zap.Logger
+	Metrics *Metrics
+	Status  *Status
+	Ready   Readiness
+	Version string
+	Now     func() time.Time
+
+	// Addr is the HTTP listen address once Run started serving (useful with port 0).
+	Addr chan string
+
+	mu   sync.Mutex
+	lake *lake.Lake
+}
+
+// NewProcess prepares a process from cfg.
+func NewProcess(cfg Config, log *zap.Logger, version string) *Process {
+	return &Process{Cfg: cfg, Log: log, Metrics: NewMetrics(), Version: version, Now: time.Now,
+		Status: NewStatus(cfg.NodeName, cfg.Role, version, time.Now()), Addr: make(chan string, 1)}
+}
+
+// CheckWALDir fails with the option's names when the WAL dir is missing or unreadable.
+func CheckWALDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("WAL dir %q (--wal-dir / SIGLAKE_WAL_DIR): %w; accepted: an existing, readable directory shared with the ingest container", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("WAL dir %q (--wal-dir / SIGLAKE_WAL_DIR) is not a directory", dir)
+	}
+	if _, err := os.ReadDir(dir); err != nil {
+		return fmt.Errorf("WAL dir %q (--wal-dir / SIGLAKE_WAL_DIR) is not readable: %w", dir, err)
+	}
+	return nil
+}
+
+// Run serves HTTP and runs the loops of the configured role until ctx is cancelled (SIGTERM).
+// On cancellation it takes no new batch, lets the in-flight commit finish for up to
+// ShutdownTimeout (abandoning it after that leaves its segments in the WAL, so nothing is lost),
+// and returns nil. once drains everything sealed, then returns.
+func (p *Process) Run(ctx context.Context, once bool) error {
+	if p.Cfg.Role.Drains() {
+		if err := CheckWALDir(p.Cfg.WALDir); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", p.Cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on --http-addr / SIGLAKE_HTTP_ADDR %q: %w", p.Cfg.HTTPAddr, err)
+	}
+	p.Addr <- ln.Addr().String()
+	srv := &http.Server{Handler: Handler(p.Metrics, p.Status, &p.Ready, p.Now), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.Log.Error("http server stopped", zap.Error(err))
+		}
+	}()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	p.Ready.Set(false, "connecting to the catalog")
+	p.Log.Info("siglake compactor starting", zap.String("role", string(p.Cfg.Role)), zap.String("node", p.Cfg.NodeName),
+		zap.String("wal_dir", p.Cfg.WALDir), zap.String("catalog", lake.Redact(p.Cfg.Catalog)), zap.String("warehouse", p.Cfg.Warehouse),
+		zap.String("http_addr", ln.Addr().String()), zap.String("version", p.Version))
+
+	// work outlives ctx by ShutdownTimeout so an in-flight commit can finish after SIGTERM.
+	work, cancelWork := context.WithCancel(context.Background())
+	defer cancelWork()
+	go func() {
+		<-ctx.Done()
+		t := time.NewTimer(p.Cfg.ShutdownTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			p.Log.Warn("shutdown timeout: abandoning the in-flight batch; its segments stay in the WAL")
+			cancelWork()
+		case <-work.Done():
+		}
+	}()
+
+	l, err := p.openLake(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer l.Close()
+	go p.watchCatalog(ctx, l)
+
+	var wg sync.WaitGroup
+	if p.Cfg.Role.Maintains() && !once {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.maintain(ctx, work, l)
+		}()
+	}
+	if p.Cfg.Role.Drains() {
+		err = p.drain(ctx, work, l, once)
+	} else {
+		<-ctx.Done()
+	}
+	wg.Wait()
+	p.Log.Info("siglake compactor stopped")
+	return err
+}
+
+// openLake connects to the catalog, retrying with backoff while it is unreachable; meanwhile the
+// drain cannot commit, so the backlog is kept and reported.
+func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
+	wait := time.Second
+	for {
+		l, err := lake.Open(ctx, lakeConfig(p.Cfg))
+		if err == nil {
+			p.mu.Lock()
+			p.lake = l
+			p.mu.Unlock()
+			p.setCatalog(nil)
+			return l, nil
+		}
+		if errors.Is(err, lake.ErrBadConfig) {
+			return nil, err
+		}
+		p.setCatalog(err)
+		p.Log.Warn("catalog unreachable; retrying", zap.Error(err), zap.Duration("retry_in", wait))
+		if p.Cfg.Role.Drains() {
+			if segs, serr := scanBacklog(p.Cfg.WALDir); serr == nil {
+				d := p.newDrain(nil)
+				d.observeBacklog(segs, p.Now())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
+}
+
+func (p *Process) setCatalog(err error) {
+	if err == nil {
+		p.Ready.Set(true, "")
+		p.Metrics.CatalogUp.Set(1)
+		p.Status.Update(func(r *StatusReport) { r.CatalogReady, r.CatalogError = true, "" })
+		return
+	}
+	p.Ready.Set(false, err.Error())
+	p.Metrics.CatalogUp.Set(0)
+	p.Status.Update(func(r *StatusReport) { r.CatalogReady, r.CatalogError = false, err.Error() })
+}
+
+// watchCatalog pings the catalog so /readyz follows an outage even while nothing commits.
+func (p *Process) watchCatalog(ctx context.Context, l *lake.Lake) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := l.Ping(pctx)
+		cancel()
+		p.setCatalog(err)
+	}
+}
+
+func (p *Process) newDrain(l *lake.Lake) *Drain {
+	return &Drain{Cfg: p.Cfg, Lake: l, Metrics: p.Metrics, Status: p.Status, Log: p.Log, Now: p.Now,
+		Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
+}
+
+func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) error {
+	d := p.newDrain(l)
+	d.Stop = stop
+	t := time.NewTicker(p.Cfg.DrainPollInterval)
+	defer t.Stop()
+	for {
+		res, err := d.Cycle(work, once)
+		if err != nil {
+			p.Log.Warn("drain cycle had errors", zap.Error(err))
+			if errors.Is(err, errWALDir) {
+				p.Ready.Set(false, err.Error())
+			}
+		} else if !p.Ready.ready.Load() {
+			p.setCatalog(nil)
+		}
+		if once && (res.Pending == 0 || err != nil) {
+			return err
+		}
+		select {
+		case <-stop.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
