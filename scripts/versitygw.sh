@@ -45,8 +45,13 @@ ensure_installed() {
 	command -v curl >/dev/null || apt_install curl ca-certificates
 }
 
+# pid_alive: the recorded process runs and is still versitygw (after a reboot the pid
+# may belong to something else, which must never be signalled).
 pid_alive() {
-	[ -f "$VGW_STATE/pid" ] && kill -0 "$(cat "$VGW_STATE/pid")" 2>/dev/null
+	[ -f "$VGW_STATE/pid" ] || return 1
+	local pid
+	pid="$(cat "$VGW_STATE/pid")"
+	kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q versitygw
 }
 
 # s3_request METHOD PATH: a SigV4-signed request with an empty body as the root user;

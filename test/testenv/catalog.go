@@ -3,12 +3,14 @@ package testenv
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql" // registers catalog type "sql"
+	"github.com/apache/iceberg-go/table"
 )
 
 // PostgresCatalogProps are the iceberg-go catalog.Load properties of an Iceberg SQL
@@ -56,4 +58,39 @@ func PostgresCatalog(t testing.TB) Backends {
 	}
 	b.Catalog = cat
 	return b
+}
+
+// TableFiles returns the local paths of the live data files of tbl's current snapshot,
+// for DuckDB: s3:// locations through s3.LocalPath (pass the S3Env of the warehouse),
+// file:// and plain paths as they are (pass S3Env{} for a local warehouse).
+func TableFiles(t testing.TB, tbl *table.Table, s3 S3Env) []string {
+	t.Helper()
+	if tbl.CurrentSnapshot() == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatalf("list data files of %v: %v", tbl.Identifier(), err)
+	}
+	files := make([]string, 0, len(tasks))
+	for _, task := range tasks {
+		loc := task.File.FilePath()
+		switch {
+		case strings.HasPrefix(loc, "s3://"), strings.HasPrefix(loc, "s3a://"):
+			p, err := s3.LocalPath(strings.Replace(loc, "s3a://", "s3://", 1))
+			if err != nil {
+				t.Fatalf("data file %s: %v", loc, err)
+			}
+			files = append(files, p)
+		case strings.HasPrefix(loc, "file://"):
+			files = append(files, strings.TrimPrefix(loc, "file://"))
+		case strings.Contains(loc, "://"):
+			t.Fatalf("data file %s: no local path for this scheme", loc)
+		default:
+			files = append(files, loc)
+		}
+	}
+	return files
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -194,19 +193,9 @@ func TestPostgresCatalogOnS3(t *testing.T) {
 	if tbl2.CurrentSnapshot() == nil {
 		t.Fatal("no snapshot after commit")
 	}
-	ctxTimeout, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	tasks, err := tbl2.Scan().PlanFiles(ctxTimeout)
-	if err != nil {
-		t.Fatalf("plan files: %v", err)
-	}
-	var files []string
-	for _, task := range tasks {
-		p, err := s3.LocalPath(task.File.FilePath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, p)
+	files := TableFiles(t, tbl2, s3)
+	if len(files) == 0 {
+		t.Fatal("the committed snapshot lists no data files")
 	}
 	s := duck.Summarize(files)
 	if s.Rows != 1000 || s.Checksum != want {
