@@ -3,6 +3,8 @@ package sidecar
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/siglake/siglake/merge"
 )
 
 // Metrics are the sidecar's own Prometheus metrics. Every one has a row in docs/metrics.md
@@ -23,6 +25,9 @@ type Metrics struct {
 	DrainErrors       *prometheus.CounterVec // stage
 	CatalogUp         prometheus.Gauge
 	LastCommitSeconds *prometheus.GaugeVec // table
+
+	// Merge counts rewrites by merge path (registered on the same registry).
+	Merge *merge.Metrics
 }
 
 // NewMetrics registers the sidecar's metrics, plus Go runtime and process collectors, on a new registry.
@@ -57,6 +62,7 @@ func NewMetrics() *Metrics {
 		LastCommitSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_drain_last_commit_timestamp_seconds", Help: "Unix time of the table's last successful drain commit."}, []string{"table"}),
 	}
+	m.Merge = merge.NewMetrics(reg)
 	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.CatalogUp, m.LastCommitSeconds)
 	return m

@@ -125,33 +125,42 @@ func depthCandidates(cfg Config, files []File) []candidate {
 	return out
 }
 
-// terminalCandidates returns, for the L2 check, one candidate per partition
-// where terminal files overlap each other. L2 is never level-rewritten, so
-// without this a late row that lands in two L2 files' ranges would keep an
-// ordered scan merging them for the life of the table.
+// terminalCandidates returns, for the hourly L2 check, one candidate per
+// partition with overlap the level rules leave alone: terminal files that
+// overlap each other (L2 is never level-rewritten), and overlapping smaller
+// files too few to make their level eligible, such as the late rows that
+// reach a partition after it stopped receiving data. Both are merged within
+// their own group, so a sweep never rewrites a large file to absorb a few
+// small ones; what remains is at most a terminal layer plus one layer of
+// stragglers.
 func terminalCandidates(cfg Config, files []File) []candidate {
-	parts := map[string][]File{}
-	for _, f := range files {
-		if cfg.LevelOf(f.SizeBytes) == L2 {
-			parts[f.Partition] = append(parts[f.Partition], f)
-		}
-	}
+	parts := byPartition(files)
 	var out []candidate
 	for _, part := range sortedPartitions(parts) {
-		pool := parts[part]
-		d, _ := Depth(pool)
-		if d < 2 {
+		var big, small []File
+		for _, f := range parts[part] {
+			if cfg.LevelOf(f.SizeBytes) == L2 {
+				big = append(big, f)
+			} else {
+				small = append(small, f)
+			}
+		}
+		db, _ := Depth(big)
+		ds, _ := Depth(small)
+		if db < 2 && ds < 2 {
 			continue
 		}
-		why := fmt.Sprintf("terminal files overlap (L2 depth %d)", d)
+		why := fmt.Sprintf("L2 check: overlap among terminal files (depth %d) or among smaller files (depth %d)", db, ds)
 		out = append(out, candidate{
 			kind: KindDepth, level: L2, partition: part, why: why,
-			score: float64(d) / float64(cfg.MaxOverlapDepth),
+			score: float64(max(db, ds)) / float64(cfg.MaxOverlapDepth),
 			build: func(taken map[string]bool) []Bin {
 				var bins []Bin
-				for _, c := range Clusters(untaken(pool, taken)) {
-					if len(c) >= 2 {
-						bins = append(bins, adjacentBins(cfg, part, c, c[0].MinTime, why)...)
+				for _, group := range [][]File{big, small} {
+					for _, c := range Clusters(untaken(group, taken)) {
+						if len(c) >= 2 {
+							bins = append(bins, adjacentBins(cfg, part, c, c[0].MinTime, why)...)
+						}
 					}
 				}
 				return bins

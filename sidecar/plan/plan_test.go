@@ -246,7 +246,8 @@ func TestDepthTriggerTakesDeepestClusterOnly(t *testing.T) {
 	for i := range 20 { // a second, deeper cluster later in time
 		fs = append(fs, file("p", 100+i, 100, 0, 1000, 1010))
 	}
-	p := run(cfg, fs)
+	st := State{LastCheck: [NumLevels]time.Time{2: t0}} // no L2 sweep
+	p := Plan(cfg, Input{Files: fs, Now: t0, State: st})
 	if kinds(p) != "depth:20" {
 		t.Fatalf("bins %q, want the deepest cluster (20)", kinds(p))
 	}
@@ -428,6 +429,24 @@ func TestPassString(t *testing.T) {
 	for _, want := range []string{"pass run", "bin l0 L0", `partition="p"`, "8 rewrite-eligible L0 files"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("%q missing from:\n%s", want, s)
+		}
+	}
+}
+
+func TestL2CheckSweepsStragglersWithoutTheBigFile(t *testing.T) {
+	cfg := DefaultConfig()
+	fs := []File{file("p", 0, 300<<10, 4, 0, 100)}
+	for i := range 5 { // late rows that reached the partition after it closed
+		fs = append(fs, file("p", 1+i, 10, 0, int64(90+i), 100))
+	}
+	fs[1].Generation = 9 // capped, still taken: the sweep is overlap-driven
+	p := run(cfg, fs)
+	if kinds(p) != "depth:5" {
+		t.Fatalf("bins %q, want the five stragglers in one bin\n%v", kinds(p), p)
+	}
+	for _, f := range p.Bins[0].Files {
+		if f.SizeBytes >= cfg.L2MinBytes {
+			t.Fatalf("sweep rewrote the terminal file to absorb stragglers")
 		}
 	}
 }

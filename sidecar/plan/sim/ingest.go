@@ -95,11 +95,21 @@ func (g *ingest) batch(ws, we int64, batchBytes float64) map[int64][]piece {
 		if m < 1 {
 			continue
 		}
-		// Extremes of m draws from the exponential truncated to [a, b].
-		maxX := inv(pa + math.Pow(g.r.Float64(), 1/m)*(pb-pa))
-		minX := inv(pa + (1-math.Pow(1-g.r.Float64(), 1/m))*(pb-pa))
-		if !(maxX >= minX) { // NaN guard for extreme tails
-			maxX, minX = b, a
+		// Extremes of m draws from the exponential truncated to [a, b],
+		// drawn jointly in quantile space: the largest first, then the
+		// smallest of the other m-1 below it.
+		qMax := math.Pow(g.r.Float64(), 1/m)
+		qMin := qMax
+		if m > 1 {
+			qMin = qMax * (1 - math.Pow(1-g.r.Float64(), 1/(m-1)))
+		}
+		maxX := math.Min(inv(pa+qMax*(pb-pa)), b)
+		minX := math.Max(inv(pa+qMin*(pb-pa)), a)
+		if !(maxX >= minX) { // rounding in the far tail
+			minX = maxX
+		}
+		if math.IsInf(maxX, 1) { // one partition: b is unbounded
+			maxX = inv(1 - 1e-12)
 		}
 		out[j] = append(out[j], piece{int64(ref - maxX), int64(ref - minX), m * g.rowBytes})
 		if math.IsInf(ps, -1) {
