@@ -103,11 +103,26 @@ func TestLeveledBeatsLegacyOnAQuietTable(t *testing.T) {
 	s.Duration = 6 * time.Hour
 	lev, leg := Compare(s)
 	t.Logf("\n%v\n%v", lev, leg)
-	if lev.WriteAmp >= leg.WriteAmp {
-		t.Errorf("leveled WA %.2f not below legacy %.2f", lev.WriteAmp, leg.WriteAmp)
+	// Legacy rewrites the whole current partition every minute.
+	if 3*lev.WriteAmp >= leg.WriteAmp {
+		t.Errorf("leveled WA %.2f not a third of legacy %.2f", lev.WriteAmp, leg.WriteAmp)
 	}
-	if lev.SettledDepthP50 > 2 {
-		t.Errorf("leveled settled depth p50 %d > 2", lev.SettledDepthP50)
+	// Behind the ingest edge, late stragglers wait for the hourly L2
+	// sweep; the layout stays shallow.
+	if lev.SettledDepthMax > 6 {
+		t.Errorf("leveled settled depth max %d > 6", lev.SettledDepthMax)
+	}
+}
+
+func TestLeveledBeatsLegacyOnABusyTable(t *testing.T) {
+	s := short()
+	s.Duration = 2 * time.Hour
+	lev, leg := Compare(s)
+	t.Logf("\n%v\n%v", lev, leg)
+	// Legacy buys a flat settled layout with far more rewriting and lets
+	// the ingest edge pile up while it rewrites whole partitions.
+	if lev.DepthP50 >= leg.DepthP50 || lev.FilesP50 >= leg.FilesP50 || lev.WriteAmp >= leg.WriteAmp {
+		t.Errorf("leveled does not beat legacy on depth, file count and write amplification")
 	}
 }
 
