@@ -6,6 +6,7 @@
 #            works offline afterwards). Idempotent.
 # summarize  / query: run check.mjs with the remaining arguments (see its header).
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 DIR="$SIGLAKE_REPO/scripts/duckdb"

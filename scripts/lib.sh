@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the test-service scripts. Source it; it defines functions and
 # variables only and runs nothing.
 #

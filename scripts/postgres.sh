@@ -13,6 +13,7 @@
 # Environment: SIGLAKE_TEST_PG_PORT (preferred port, default 55432; the next free one is
 # taken when it is busy), SIGLAKE_TEST_STATE (state directory).
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 PG_STATE="$SIGLAKE_STATE/postgres"
@@ -35,7 +36,8 @@ as_pg() {
 
 find_bindir() {
 	local d
-	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+	# Newest major version first.
+	for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V -r); do
 		if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then
 			echo "$d"
 			return 0

@@ -9,6 +9,7 @@
 # env     prints the export lines of the last `up`.
 # status  exits 0 when both servers answer.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 S="$SIGLAKE_REPO/scripts"
 

@@ -15,6 +15,7 @@
 # taken when it is busy), SIGLAKE_TEST_S3_BUCKET (default siglake-test),
 # SIGLAKE_TEST_STATE (state directory), VERSITYGW (path of a versitygw binary to use).
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 VGW_VERSION="v1.8.0"
@@ -25,11 +26,14 @@ BUCKET="${SIGLAKE_TEST_S3_BUCKET:-siglake-test}"
 REGION="us-east-1"
 
 ensure_installed() {
+	# curl signs the bucket-creation and readiness requests (AWS SigV4 needs curl >= 7.75).
+	command -v curl >/dev/null || apt_install curl ca-certificates
 	if [ -n "${VERSITYGW:-}" ]; then
 		VGW="$VERSITYGW"
-	else
-		VGW="$GOBIN_DIR/versitygw"
+		[ -x "$VGW" ] || die "VERSITYGW=$VGW is not an executable"
+		return
 	fi
+	VGW="$GOBIN_DIR/versitygw"
 	# `go install` builds report no version of their own; the module version is in
 	# the binary's build info.
 	if [ -x "$VGW" ] && go version -m "$VGW" 2>/dev/null | grep -q "github.com/versity/versitygw[[:space:]]*$VGW_VERSION"; then
@@ -38,11 +42,9 @@ ensure_installed() {
 	command -v go >/dev/null || die "go not found: needed to install versitygw"
 	log "go install github.com/versity/versitygw/cmd/versitygw@$VGW_VERSION (slow the first time)"
 	mkdir -p "$GOBIN_DIR"
-	(cd "$SIGLAKE_REPO" && GOBIN="$GOBIN_DIR" GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$VGW_VERSION") >&2 ||
+	(cd "$SIGLAKE_REPO" && GOBIN="$GOBIN_DIR" GOFLAGS="" go install "github.com/versity/versitygw/cmd/versitygw@$VGW_VERSION") >&2 ||
 		die "go install versitygw failed"
 	VGW="$GOBIN_DIR/versitygw"
-	# curl signs the bucket-creation request (AWS SigV4 needs curl >= 7.75).
-	command -v curl >/dev/null || apt_install curl ca-certificates
 }
 
 # pid_alive: the recorded process runs and is still versitygw (after a reboot the pid
@@ -64,8 +66,8 @@ s3_request() {
 }
 
 wait_ready() {
-	local i
-	for i in $(seq 1 100); do
+	local _
+	for _ in $(seq 1 100); do
 		if ! pid_alive; then
 			tail -20 "$VGW_STATE/versitygw.log" >&2 || true
 			log "versitygw exited during start"
@@ -140,8 +142,8 @@ stop() {
 		pid="$(cat "$VGW_STATE/pid")"
 		log "stopping versitygw (pid $pid)"
 		kill "$pid"
-		local i
-		for i in $(seq 1 50); do
+		local _
+		for _ in $(seq 1 50); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
