@@ -38,10 +38,11 @@ type Config struct {
 	// Default true: the legacy pass's work grows with the partition.
 	Leveled bool
 
-	// ReclusterInterval is SIGLAKE_RECLUSTER_INTERVAL_SECS. Zero disables
-	// file rewrites (the caller keeps running other maintenance). In legacy
-	// mode it is also the cadence of the whole-partition pass. Default 60 s,
-	// the L1 check interval, so both strategies revisit a table equally often.
+	// ReclusterInterval is SIGLAKE_RECLUSTER_INTERVAL_SECS, the maintenance
+	// tick. Zero disables file rewrites (the caller keeps running other
+	// maintenance). The leveled planner paces itself by CheckInterval; the
+	// legacy pass runs at most once per ReclusterInterval. Default 10 s, the
+	// L0 check interval, so a tick never misses a due check.
 	ReclusterInterval time.Duration
 
 	// L1MinBytes is the smallest L1 file: files below it are L0. Default
@@ -112,7 +113,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Leveled:                  true,
-		ReclusterInterval:        60 * time.Second,
+		ReclusterInterval:        10 * time.Second,
 		L1MinBytes:               16 * mib,
 		L2MinBytes:               256 * mib,
 		TargetBytes:              [NumLevels]int64{64 * mib, 512 * mib, 512 * mib},

@@ -339,10 +339,10 @@ func TestLegacy(t *testing.T) {
 	}
 	// Cadence: ReclusterInterval.
 	st := p.Next
-	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(59 * time.Second), State: st}); p.Decision != DecisionNothingDue {
+	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(9 * time.Second), State: st}); p.Decision != DecisionNothingDue {
 		t.Errorf("legacy ran before its interval: %v", p.Decision)
 	}
-	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(60 * time.Second), State: st}); len(p.Bins) != 3 {
+	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(10 * time.Second), State: st}); len(p.Bins) != 3 {
 		t.Errorf("legacy did not run at its interval: %v", p)
 	}
 	// Legacy ignores the generation cap.
