@@ -33,6 +33,9 @@ var sampleSchema = arrow.NewSchema([]arrow.Field{
 		arrow.Field{Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
 		arrow.Field{Name: "pid", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 	), Nullable: true},
+	{Name: "tsns", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
+	{Name: "i8", Type: arrow.PrimitiveTypes.Int8},
+	{Name: "u32", Type: arrow.PrimitiveTypes.Uint32},
 }, nil)
 
 var trickyStrings = []string{"", "-", "1:-", "héllo wörld", "日本語のログ", "emoji 🎉🚀", "quote ' and \" and \\", "tab\tnew\nline", "[{(])}"}
@@ -63,6 +66,9 @@ func sampleRecord(t testing.TB, base, n int, r *rand.Rand) arrow.RecordBatch {
 	src := b.Field(12).(*array.StructBuilder)
 	host := src.FieldBuilder(0).(*array.StringBuilder)
 	pid := src.FieldBuilder(1).(*array.Int32Builder)
+	tsns := b.Field(13).(*array.TimestampBuilder)
+	i8 := b.Field(14).(*array.Int8Builder)
+	u32 := b.Field(15).(*array.Uint32Builder)
 
 	const t0 = int64(1_735_689_600_000_000) // 2025-01-01 in microseconds
 	for k := 0; k < n; k++ {
@@ -139,6 +145,15 @@ func sampleRecord(t testing.TB, base, n int, r *rand.Rand) arrow.RecordBatch {
 			}
 			pid.Append(int32(i))
 		}
+		if i%9 == 0 {
+			tsns.AppendNull()
+		} else {
+			// Both sides of the epoch with sub-microsecond parts: the conversion to
+			// microseconds must truncate toward zero on both.
+			tsns.Append(arrow.Timestamp(r.Int64N(2_000_000_000_000) - 1_000_000_000_000 + int64(i%1000)))
+		}
+		i8.Append(int8(i))
+		u32.Append(r.Uint32())
 	}
 	return b.NewRecordBatch()
 }
