@@ -7,7 +7,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +37,8 @@ type testCluster struct {
 	t       *testing.T
 	members []*Cluster
 	dead    map[string]bool
-	mu      sync.Mutex
+	// extra are members running in child processes (see procs_test.go).
+	extra []string
 }
 
 func testLogger(t *testing.T) *zap.Logger {
@@ -103,7 +103,7 @@ func (tc *testCluster) kill(c *Cluster) {
 }
 
 func (tc *testCluster) names() []string {
-	var out []string
+	out := append([]string(nil), tc.extra...)
 	for _, m := range tc.live() {
 		if hasRole(m.cfg.Roles, RoleMaintenance) {
 			out = append(out, m.Name())
@@ -125,8 +125,8 @@ func (tc *testCluster) converged(tables []string) (bool, string) {
 				aliveNames = append(aliveNames, mm.Name)
 			}
 		}
-		if len(aliveNames) != len(tc.live()) {
-			return false, fmt.Sprintf("%s sees %d alive, want %d", m.Name(), len(aliveNames), len(tc.live()))
+		if want := len(tc.live()) + len(tc.extra); len(aliveNames) != want {
+			return false, fmt.Sprintf("%s sees %d alive, want %d", m.Name(), len(aliveNames), want)
 		}
 		for _, tb := range tables {
 			o, _ := m.Owner(tb)
