@@ -1,0 +1,279 @@
+package localwal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// ReadOptions tune the reader. The zero value is ready to use.
+type ReadOptions struct {
+	// Mem allocates the decoded buffers; nil means memory.DefaultAllocator.
+	// When a corrupt batch makes Arrow's decoder panic (it recovers and
+	// returns an error), buffers it held at that moment are never
+	// released: the Go allocator lets the GC reclaim them, an allocator
+	// that needs explicit frees would leak them.
+	Mem memory.Allocator
+	// MaxDecodedBytes caps the bytes allocated while decoding one segment.
+	// A compressed Arrow buffer declares its own uncompressed length, so
+	// without a cap a few corrupt bytes could demand terabytes and kill
+	// the process instead of quarantining one file. 0 means
+	// DefaultMaxDecoded(file size): 64 MiB + 64 × the file size, which is
+	// far above what zstd achieves on log rows (see docs/wal-format.md).
+	MaxDecodedBytes int64
+}
+
+// MaxMetadataBytes caps one IPC message's flatbuffer metadata (the schema
+// or a batch's buffer layout); a few hundred bytes per column in practice.
+const MaxMetadataBytes = 4 << 20
+
+// DefaultMaxDecoded is the decode budget for a file of n bytes when
+// ReadOptions.MaxDecodedBytes is 0.
+func DefaultMaxDecoded(n int64) int64 { return 64<<20 + 64*n }
+
+// Segment is a decoded segment. Records own their buffers (copied out of
+// the file bytes), so they stay valid after the file is closed until
+// Release is called.
+type Segment struct {
+	Header  Header
+	Schema  *arrow.Schema
+	Records []arrow.RecordBatch
+	Rows    int64
+}
+
+// Release releases every record. The Segment must not be used afterwards.
+func (s *Segment) Release() {
+	for _, r := range s.Records {
+		r.Release()
+	}
+	s.Records = nil
+}
+
+// ReadAll reads and validates one segment file. Every failure is a
+// *SegmentError. Segments are bounded by the writer's RollBytes, so the
+// file is read into memory in one go; that also lets the decoder check that
+// the end-of-stream marker is the last thing in the file.
+func ReadAll(path string, opts ReadOptions) (*Segment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &SegmentError{Path: path, Reason: ReasonIO, Err: fmt.Errorf("reading segment: %w", err)}
+	}
+	seg, _, serr := decode(path, data, opts, false)
+	if serr != nil {
+		return nil, serr
+	}
+	return seg, nil
+}
+
+// Decode is the pure core of ReadAll: it validates data as the content of
+// a segment file called name (a base name or a path; only the base name is
+// parsed).
+func Decode(name string, data []byte, opts ReadOptions) (*Segment, error) {
+	seg, _, serr := decode(name, data, opts, false)
+	if serr != nil {
+		return nil, serr
+	}
+	return seg, nil
+}
+
+// decode validates data. With salvage set (crash recovery of an .open
+// segment) it stops at the first bad or missing record batch instead of
+// failing, and returns the prefix read so far plus the file offset where
+// that prefix ends; header and schema problems are still errors.
+func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment, int64, *SegmentError) {
+	np, ok := parseName(filepath.Base(path))
+	if !ok {
+		return nil, 0, segErr(path, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
+	}
+	if !ValidTable(np.table) {
+		return nil, 0, segErr(path, ReasonBadTableName, "table %q in file name does not match %s", np.table, tableRe)
+	}
+	if len(data) == 0 {
+		return nil, 0, segErr(path, ReasonEmpty, "zero-byte file")
+	}
+
+	mem := opts.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	limit := opts.MaxDecodedBytes
+	if limit <= 0 {
+		limit = DefaultMaxDecoded(int64(len(data)))
+	}
+	if badAt, err := guardStream(data); err != nil {
+		if !salvage || badAt == 0 {
+			return nil, 0, segErr(path, ReasonCorrupt, "checking IPC metadata: %w", err)
+		}
+		data = data[:badAt] // recovery keeps the batches before it
+	}
+	budget := &budgetAllocator{mem: mem, limit: limit}
+	defer budget.disarm()
+
+	src := &countingReader{r: bytes.NewReader(data)}
+	size := int64(len(data))
+	mr := &eosWatch{MessageReader: ipc.NewMessageReader(src,
+		ipc.WithAllocator(budget),
+		// Arrow allocates a message's declared size before reading it.
+		// Bodies are charged to the budget; metadata is plain Go memory,
+		// so cap it at a size no log schema comes near.
+		ipc.WithMetadataSizeLimit(MaxMetadataBytes))}
+	rd, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(budget))
+	if err != nil {
+		return nil, 0, streamErr(path, mr, "reading schema", err)
+	}
+	defer rd.Release()
+
+	schema := rd.Schema()
+	hdr, reason, err := headerFromMetadata(schema.Metadata())
+	if err != nil {
+		return nil, 0, &SegmentError{Path: path, Reason: reason, Err: err}
+	}
+	switch {
+	case hdr.Table != np.table:
+		return nil, 0, segErr(path, ReasonCorrupt, "header table %q does not match file name table %q", hdr.Table, np.table)
+	case hdr.Incarnation != np.incarnation:
+		return nil, 0, segErr(path, ReasonCorrupt, "header incarnation %d does not match file name incarnation %d", hdr.Incarnation, np.incarnation)
+	case hdr.Seq != np.seq:
+		return nil, 0, segErr(path, ReasonCorrupt, "header seq %d does not match file name seq %d", hdr.Seq, np.seq)
+	}
+	if err := CheckSchema(schema); err != nil {
+		return nil, 0, &SegmentError{Path: path, Reason: ReasonBadSchema, Err: err}
+	}
+
+	seg := &Segment{Header: hdr, Schema: schema}
+	goodEnd := src.n // end of the schema message
+	fail := func(e *SegmentError) (*Segment, int64, *SegmentError) {
+		if salvage {
+			return seg, goodEnd, nil
+		}
+		seg.Release()
+		return nil, 0, e
+	}
+	for rd.Next() {
+		rec := rd.RecordBatch()
+		if err := validateRecord(rec); err != nil {
+			return fail(segErr(path, ReasonCorrupt, "record batch %d fails validation: %w", len(seg.Records), err))
+		}
+		rec.Retain()
+		seg.Records = append(seg.Records, rec)
+		seg.Rows += rec.NumRows()
+		// The message reader reads exactly one message per call, so
+		// this is where the batch's bytes end.
+		goodEnd = src.n
+	}
+	if err := rd.Err(); err != nil {
+		return fail(streamErr(path, mr, fmt.Sprintf("reading record batch %d", len(seg.Records)), err))
+	}
+	if !mr.eos {
+		return fail(segErr(path, ReasonTruncated, "no end-of-stream marker after %d record batches", len(seg.Records)))
+	}
+	if src.n != size {
+		return fail(segErr(path, ReasonCorrupt, "%d bytes after the end-of-stream marker", size-src.n))
+	}
+	if seg.Rows == 0 && !salvage {
+		return fail(segErr(path, ReasonEmpty, "stream holds %d record batches and no rows", len(seg.Records)))
+	}
+	return seg, goodEnd, nil
+}
+
+// streamErr types an Arrow stream error: running out of bytes inside a
+// message is truncation, anything else is corruption.
+func streamErr(path string, mr *eosWatch, doing string, err error) *SegmentError {
+	reason := ReasonCorrupt
+	if mr.short {
+		reason = ReasonTruncated
+	}
+	return &SegmentError{Path: path, Reason: reason, Err: fmt.Errorf("%s: %w", doing, err)}
+}
+
+// eosWatch tells a real end-of-stream marker apart from the input simply
+// running out. Arrow's stream reader treats both as a clean end, which
+// would let a file cut at a message boundary pass as complete.
+type eosWatch struct {
+	ipc.MessageReader
+	eos   bool // the stream's end-of-stream marker was read
+	short bool // the input ended before or inside a message
+}
+
+func (w *eosWatch) Message() (*ipc.Message, error) {
+	msg, err := w.MessageReader.Message()
+	switch {
+	case err == io.EOF: // the bare io.EOF is Arrow's "EOS marker read"
+		w.eos = true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		w.short = true
+	}
+	return msg, err
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// budgetAllocator refuses to allocate more than limit bytes in total while
+// a segment is decoded. Arrow's reader turns the panic into an error.
+type budgetAllocator struct {
+	mem      memory.Allocator
+	limit    int64
+	used     atomic.Int64
+	disarmed atomic.Bool
+}
+
+type budgetExceeded struct{ want, used, limit int64 }
+
+func (b budgetExceeded) Error() string {
+	return fmt.Sprintf("decoding would allocate %d more bytes after %d (budget %d)", b.want, b.used, b.limit)
+}
+
+func (b *budgetAllocator) charge(n int) {
+	if b.disarmed.Load() || n <= 0 {
+		return
+	}
+	if used := b.used.Add(int64(n)); used > b.limit {
+		panic(budgetExceeded{int64(n), used - int64(n), b.limit})
+	}
+}
+
+func (b *budgetAllocator) disarm() { b.disarmed.Store(true) }
+
+func (b *budgetAllocator) Allocate(size int) []byte {
+	b.charge(size)
+	return b.mem.Allocate(size)
+}
+
+func (b *budgetAllocator) Reallocate(size int, buf []byte) []byte {
+	b.charge(size - len(buf))
+	return b.mem.Reallocate(size, buf)
+}
+
+func (b *budgetAllocator) Free(buf []byte) { b.mem.Free(buf) }
+
+// validateRecord runs Arrow's full validation, which walks every offset
+// and checks UTF-8. arrow-go v18.8.0's String.ValidateFull slices values
+// before it has checked that a middle offset is in range, so a corrupt
+// offset can panic inside the validator itself; that is turned into the
+// error it should have been.
+func validateRecord(rec arrow.RecordBatch) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("arrow validation panicked: %v", p)
+		}
+	}()
+	return array.ValidateRecordFull(rec)
+}

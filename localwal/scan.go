@@ -1,0 +1,153 @@
+package localwal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// SegmentInfo is what a directory listing says about a sealed segment.
+// Table comes from the file name and is not yet validated: ReadAll rejects
+// a bad one with reason bad_table_name so it can be quarantined.
+type SegmentInfo struct {
+	Path        string
+	Name        string
+	Table       string
+	Incarnation uint64
+	Seq         uint64
+	Size        int64
+	ModTime     time.Time // when the segment was sealed
+}
+
+// Less orders segments by (incarnation, seq), the order they were created.
+func (s SegmentInfo) Less(o SegmentInfo) bool {
+	if s.Incarnation != o.Incarnation {
+		return s.Incarnation < o.Incarnation
+	}
+	if s.Seq != o.Seq {
+		return s.Seq < o.Seq
+	}
+	return s.Name < o.Name
+}
+
+// Scan lists the sealed segments in dir, oldest (incarnation, seq) first.
+// It ignores .open segments, dot-files, names it does not know and every
+// subdirectory (quarantine/ in particular).
+func Scan(dir string) ([]SegmentInfo, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("scanning WAL dir %s: %w", dir, err)
+	}
+	var segs []SegmentInfo
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || name[0] == '.' {
+			continue
+		}
+		p, ok := parseName(name)
+		if !ok || p.suffix != SealedSuffix {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by a concurrent drain
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scanning WAL dir %s: stat %s: %w", dir, name, err)
+		}
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		segs = append(segs, SegmentInfo{
+			Path: filepath.Join(dir, name), Name: name, Table: p.table,
+			Incarnation: p.incarnation, Seq: p.seq,
+			Size: fi.Size(), ModTime: fi.ModTime(),
+		})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].Less(segs[j]) })
+	return segs, nil
+}
+
+// Backlog summarises a scan: how many segments wait, their bytes and the
+// seal time of the oldest (zero when there are none).
+func Backlog(segs []SegmentInfo) (count int, bytes int64, oldest time.Time) {
+	for _, s := range segs {
+		bytes += s.Size
+		if oldest.IsZero() || s.ModTime.Before(oldest) {
+			oldest = s.ModTime
+		}
+	}
+	return len(segs), bytes, oldest
+}
+
+// Remove deletes drained segments; call it only after the commit that
+// holds them succeeded. One directory fsync covers all of them. A removal
+// lost in a crash is harmless: the drain's stream mark filters the segment
+// when it reappears.
+func Remove(dir string, segs ...SegmentInfo) error {
+	var errs []error
+	for _, s := range segs {
+		if err := os.Remove(s.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing drained segment: %w", err))
+		}
+	}
+	if len(segs) > 0 {
+		if err := syncDir(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReasonFile is the JSON written next to a quarantined segment.
+type ReasonFile struct {
+	Segment string    `json:"segment"` // file name as it was in the WAL dir
+	Reason  string    `json:"reason"`
+	Detail  string    `json:"detail"`
+	Time    time.Time `json:"time"`
+}
+
+// ReasonSuffix is appended to a quarantined file's name for its reason file.
+const ReasonSuffix = ".reason.json"
+
+// Quarantine moves seg into <dir>/quarantine/ and writes
+// <name>.reason.json beside it. It never deletes data: if a file of the
+// same name is already quarantined, the new one gets a numeric suffix. It
+// returns the segment's new path.
+func Quarantine(dir string, seg SegmentInfo, reason, detail string) (string, error) {
+	qdir := filepath.Join(dir, QuarantineDir)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return "", fmt.Errorf("creating quarantine dir %s: %w", qdir, err)
+	}
+	name := filepath.Base(seg.Path)
+	target := filepath.Join(qdir, name)
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			break
+		} else if err != nil {
+			return "", fmt.Errorf("checking quarantine target %s: %w", target, err)
+		}
+		target = filepath.Join(qdir, name+"."+strconv.Itoa(i))
+	}
+	if err := os.Rename(seg.Path, target); err != nil {
+		return "", fmt.Errorf("quarantining %s: %w", seg.Path, err)
+	}
+	data, err := json.MarshalIndent(ReasonFile{Segment: name, Reason: reason, Detail: detail, Time: time.Now().UTC()}, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encoding quarantine reason for %s: %w", target, err)
+	}
+	if err := writeFileAtomic(target+ReasonSuffix, append(data, '\n')); err != nil {
+		return "", err
+	}
+	// writeFileAtomic synced qdir; the rename also changed dir.
+	if err := syncDir(dir); err != nil {
+		return "", err
+	}
+	return target, nil
+}
