@@ -263,6 +263,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 			"siglake.rows":     strconv.FormatInt(rows, 10),
 		},
 	}
+	log.Debug("committing batch", zap.Int("segments", len(segs)), zap.Int("files", len(files)), zap.Stringer("mark", req.Last))
 	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
 	if err != nil {
 		d.Metrics.Commits.WithLabelValues(b.table, "failed").Inc()
@@ -275,11 +276,11 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	}
 	d.catalogState(nil)
 	if res.Outcome == lake.AlreadyCommitted {
-		// An earlier attempt committed other files for these segments; ours are unreferenced.
-		d.removeOutputs(ctx, t, outputs)
-		rows, bytes, files = 0, 0, nil
-		log.Warn("commit response was lost earlier; the stream mark shows the batch committed, not appending again",
-			zap.Stringer("mark", req.Last))
+		// Segments above the mark were filtered before writing, so the only way the mark can have
+		// reached this batch is an earlier attempt of this very commit: its files are ours and
+		// referenced. Keep them.
+		log.Warn("a commit response was lost; the stream mark shows the batch committed, not appending again",
+			zap.Stringer("mark", req.Last), zap.Int64("snapshot_id", res.SnapshotID))
 	}
 
 	// 6. Only now may the segments go.

@@ -96,3 +96,23 @@ func tableRowSum(t *testing.T, l *lake.Lake, name string) RowSum {
 	}
 	return sum
 }
+
+func counterValue(t *testing.T, m *Metrics, name, outcome string) float64 {
+	t.Helper()
+	fams, err := m.Reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, mm := range f.GetMetric() {
+			if outcome == "" || hasLabel(mm, "outcome", outcome) {
+				total += mm.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}

@@ -99,6 +99,10 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 // Catalog exposes the underlying catalog (for tools such as inspect and tests).
 func (l *Lake) Catalog() catalog.Catalog { return l.cat }
 
+// WrapCatalog replaces the catalog with wrap(catalog). Fault-injection tests use it (a commit whose
+// response is lost); production code never does.
+func (l *Lake) WrapCatalog(wrap func(catalog.Catalog) catalog.Catalog) { l.cat = wrap(l.cat) }
+
 // Namespace is the namespace siglake's tables live in.
 func (l *Lake) Namespace() string { return l.ns[0] }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -249,16 +250,38 @@ func (w *world) apply(b plan.Bin) {
 	}
 	total := float64(b.EstimatedBytes)
 	w.res.RewrittenBytes += total
-	n := max(1, int(math.Ceil(total/float64(max(b.TargetFileBytes, 1)))))
-	for _, out := range cut(ins, n) {
+	for _, out := range cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse) {
 		w.add(part, b.OutputGeneration(), out)
 	}
 }
 
-// cut merges pieces into one density over time and splits it into n runs of
-// equal bytes; each run's pieces are compacted to at most maxPieces.
-func cut(ins []piece, n int) [][]piece {
-	// Elementary intervals between all piece edges.
+// cut merges pieces into one density over time and splits it into outputs
+// of at most about target bytes each, pairwise time-disjoint; each output's
+// pieces are compacted to at most maxPieces. With sparse > 0 it first cuts
+// wherever the density crosses sparse times the byte-median density, so a
+// thin tail of late rows becomes its own small output instead of
+// stretching a large one (see Scenario.SplitSparse).
+func cut(ins []piece, target, sparse float64) [][]piece {
+	iv := density(ins)
+	groups := [][]piece{iv}
+	if sparse > 0 && len(iv) > 1 {
+		groups = splitSparse(iv, sparse)
+	}
+	var outs [][]piece
+	for _, g := range groups {
+		var bytes float64
+		for _, p := range g {
+			bytes += p.bytes
+		}
+		n := max(1, int(math.Ceil(bytes/math.Max(target, 1)-1e-9))) // float sums drift
+		outs = append(outs, cutEqual(g, n)...)
+	}
+	return outs
+}
+
+// density returns the elementary intervals between all piece edges that
+// hold bytes, in time order, each with the bytes the pieces put there.
+func density(ins []piece) []piece {
 	edges := make([]int64, 0, 2*len(ins))
 	for _, p := range ins {
 		edges = append(edges, p.lo, p.hi+1)
@@ -274,22 +297,66 @@ func cut(ins []piece, n int) [][]piece {
 			dens[k] += d
 		}
 	}
+	var out []piece
+	for i := 0; i+1 < len(edges); i++ {
+		if dens[i] > 0 {
+			out = append(out, piece{edges[i], edges[i+1] - 1, dens[i] * float64(edges[i+1]-edges[i])})
+		}
+	}
+	return out
+}
+
+func (p piece) density() float64 { return p.bytes / float64(p.hi-p.lo+1) }
+
+// splitSparse groups time-ordered intervals into runs that are all dense
+// or all sparse, dense meaning at least frac times the density below which
+// half of the bytes lie.
+func splitSparse(iv []piece, frac float64) [][]piece {
+	byDens := slices.Clone(iv)
+	slices.SortFunc(byDens, func(a, b piece) int { return cmp.Compare(b.density(), a.density()) })
+	var total, acc float64
+	for _, p := range iv {
+		total += p.bytes
+	}
+	median := 0.0
+	for _, p := range byDens {
+		acc += p.bytes
+		if acc >= total/2 {
+			median = p.density()
+			break
+		}
+	}
+	var groups [][]piece
+	start := 0
+	dense := func(p piece) bool { return p.density() >= frac*median }
+	for i := 1; i <= len(iv); i++ {
+		if i == len(iv) || dense(iv[i]) != dense(iv[start]) {
+			groups = append(groups, iv[start:i])
+			start = i
+		}
+	}
+	return groups
+}
+
+// cutEqual splits time-ordered intervals into n outputs of equal bytes.
+func cutEqual(iv []piece, n int) [][]piece {
 	var total float64
-	for _, p := range ins {
+	for _, p := range iv {
 		total += p.bytes
 	}
 	per := total / float64(n)
 	outs := make([][]piece, 0, n)
 	var cur []piece
 	var curBytes float64
-	for i := 0; i+1 < len(edges); i++ {
-		lo, hi := edges[i], edges[i+1]-1
-		if dens[i] == 0 {
-			continue
-		}
+	flush := func() {
+		outs = append(outs, compact(cur))
+		cur, curBytes = nil, 0
+	}
+	for _, p := range iv {
+		lo, hi, d := p.lo, p.hi, p.density()
 		for lo <= hi {
 			room := per - curBytes
-			avail := dens[i] * float64(hi-lo+1)
+			avail := d * float64(hi-lo+1)
 			if avail <= room || len(outs) == n-1 {
 				cur = append(cur, piece{lo, hi, avail})
 				curBytes += avail
@@ -297,17 +364,21 @@ func cut(ins []piece, n int) [][]piece {
 			}
 			// Split this interval where the current output fills up; the
 			// cut lies between two instants, so outputs stay disjoint.
-			span := int64(room / dens[i])
-			if span >= 1 {
-				cur = append(cur, piece{lo, lo + span - 1, dens[i] * float64(span)})
+			span := int64(room / d)
+			if span < 1 {
+				if len(cur) > 0 {
+					flush()
+					continue
+				}
+				span = 1 // one instant holds more than an output: alone
 			}
-			outs = append(outs, compact(cur))
-			cur, curBytes = nil, 0
+			cur = append(cur, piece{lo, lo + span - 1, d * float64(span)})
+			flush()
 			lo += span
 		}
 	}
 	if len(cur) > 0 {
-		outs = append(outs, compact(cur))
+		flush()
 	}
 	return outs
 }

@@ -53,6 +53,12 @@ type Scenario struct {
 	// opening files).
 	MergeBytesPerSec float64
 	BinOverhead      time.Duration
+	// SplitSparse models a rewriter that also cuts its output where the
+	// row density falls below this fraction of the bin's median density,
+	// so the sparse late rows of a bin land in their own small file
+	// instead of stretching a large one over minutes. 0 (the default)
+	// models a writer that cuts by size only, as merge does today.
+	SplitSparse float64
 	// Stalls are windows in which the sealed WAL backlog is high, to see
 	// graded backpressure at work.
 	Stalls []Stall

@@ -59,3 +59,22 @@ func passes(r Result) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// TestGenerationCapScenarios measures what SIGLAKE_COMPACTOR_LEVEL_MAX_GEN
+// buys on the quiet and the busy documented tables (SIGLAKE_LONG=1).
+func TestGenerationCapScenarios(t *testing.T) {
+	if os.Getenv("SIGLAKE_LONG") != "1" {
+		t.Skip("set SIGLAKE_LONG=1 to compare generation caps")
+	}
+	var table strings.Builder
+	table.WriteString("| scenario | level max gen | write amp | settled depth p50 / max | files p50 / final | L0 files final |\n|---|---|---|---|---|---|\n")
+	for _, s := range Documented()[:2] {
+		for _, cap := range []int{0, 4, 8, 16} {
+			s.Config.LevelMaxGen = cap
+			r := Run(s)
+			fmt.Fprintf(&table, "| %s | %d | %.2f | %d / %d | %d / %d | %d |\n",
+				s.Name, cap, r.WriteAmp, r.SettledDepthP50, r.SettledDepthMax, r.FilesP50, r.FilesFinal, r.FinalLevels[0])
+		}
+	}
+	t.Logf("\n%s", table.String())
+}

@@ -55,10 +55,11 @@ func TestCutKeepsBytesAndDisjointness(t *testing.T) {
 			ins = append(ins, p)
 			total += p.bytes
 		}
-		n := 1 + r.IntN(6)
-		outs := cut(ins, n)
-		if len(outs) > n {
-			t.Fatalf("iter %d: %d outputs, asked for %d", iter, len(outs), n)
+		target := total / float64(1+r.IntN(6))
+		sparse := []float64{0, 0.05, 0.5}[r.IntN(3)]
+		outs := cut(ins, target, sparse)
+		if n := int(math.Ceil(total / target)); sparse == 0 && len(outs) > n {
+			t.Fatalf("iter %d: %d outputs, want at most %d", iter, len(outs), n)
 		}
 		var sum float64
 		prevHi := int64(math.MinInt64)
