@@ -3,6 +3,7 @@ package merge
 import (
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -18,6 +19,7 @@ const readBufferBytes = 1 << 20
 // openedInput is one Parquet input opened for ranged reads through FileIO.
 type openedInput struct {
 	path string
+	read *int64 // bytes read so far, shared by all inputs of one rewrite
 	f    icebergio.File
 	pf   *file.Reader
 	fr   *pqarrow.FileReader
@@ -26,14 +28,20 @@ type openedInput struct {
 // openInput opens path and parses its footer. batchRows is the record-reader
 // batch length; it bounds the decoded rows one reader holds.
 func openInput(fs icebergio.IO, path string, mem memory.Allocator, batchRows int64) (*openedInput, error) {
+	return openInputCounted(fs, path, mem, batchRows, readBufferBytes, new(int64))
+}
+
+// openInputCounted is openInput with a per-column read-ahead of bufBytes and
+// a byte counter.
+func openInputCounted(fs icebergio.IO, path string, mem memory.Allocator, batchRows, bufBytes int64, read *int64) (*openedInput, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening input %s: %w", path, err)
 	}
 	props := parquet.NewReaderProperties(mem)
 	props.BufferedStreamEnabled = true
-	props.BufferSize = readBufferBytes
-	pf, err := file.NewParquetReader(readerAtSeeker{f}, file.WithReadProps(props))
+	props.BufferSize = bufBytes
+	pf, err := file.NewParquetReader(readerAtSeeker{f, read}, file.WithReadProps(props))
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("reading Parquet footer of input %s: %w", path, err)
@@ -44,7 +52,7 @@ func openInput(fs icebergio.IO, path string, mem memory.Allocator, batchRows int
 		_ = f.Close()
 		return nil, fmt.Errorf("reading Arrow schema of input %s: %w", path, err)
 	}
-	return &openedInput{path: path, f: f, pf: pf, fr: fr}, nil
+	return &openedInput{path: path, read: read, f: f, pf: pf, fr: fr}, nil
 }
 
 func (in *openedInput) Close() error {
@@ -56,10 +64,17 @@ func (in *openedInput) Close() error {
 }
 
 // readerAtSeeker adapts an iceberg-go File (already an io.ReaderAt and
-// io.Seeker) to parquet.ReaderAtSeeker.
-type readerAtSeeker struct{ f icebergio.File }
+// io.Seeker) to parquet.ReaderAtSeeker, counting the bytes read.
+type readerAtSeeker struct {
+	f    icebergio.File
+	read *int64
+}
 
-func (r readerAtSeeker) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+func (r readerAtSeeker) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.f.ReadAt(p, off)
+	atomic.AddInt64(r.read, int64(n))
+	return n, err
+}
 func (r readerAtSeeker) Seek(off int64, whence int) (int64, error) {
 	return r.f.Seek(off, whence)
 }

@@ -2,6 +2,7 @@ package merge
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/siglake/siglake/merge/index"
 )
@@ -58,4 +59,19 @@ func newMetaBuilder(m metaMode, sc *arrow.Schema) *metaBuilder {
 		cfg.IndexColumns = m.opts.IndexColumns
 	}
 	return index.NewBuilder(cfg, sc)
+}
+
+// DecodeFooter decodes the search metadata in a file's Parquet footer. The
+// returned Footer is always usable (absent or malformed entries answer
+// "maybe"); the error lists malformed entries.
+func DecodeFooter(md *metadata.FileMetaData) (*index.Footer, error) {
+	kv := map[string]string{}
+	if md != nil {
+		for _, e := range md.KeyValueMetadata() {
+			if e.Value != nil {
+				kv[e.Key] = *e.Value
+			}
+		}
+	}
+	return index.Decode(kv)
 }

@@ -1,0 +1,172 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// assembler turns runs over decoded batches into output records: at each
+// chunk end it builds one record of the chunk's rows in merge order and
+// hands it to the sink.
+type assembler struct {
+	ctx    context.Context
+	schema *arrow.Schema
+	mem    memory.Allocator
+	out    func(arrow.RecordBatch) error
+
+	parts []part          // source row ranges touched in this chunk
+	open  map[*cursor]int // cursor -> its part in parts, for its current batch
+	recOf map[*cursor]arrow.RecordBatch
+	runs  []span // output order, as ranges of parts
+	rows  int64
+}
+
+// part is a contiguous row range of one decoded record.
+type part struct {
+	rec    arrow.RecordBatch // retained until the chunk is flushed
+	lo, hi int64
+}
+
+type span struct {
+	part    int
+	off, ln int64 // offset within the part's range
+}
+
+func newAssembler(ctx context.Context, schema *arrow.Schema, mem memory.Allocator, out func(arrow.RecordBatch) error) *assembler {
+	return &assembler{ctx: ctx, schema: schema, mem: mem, out: out, open: map[*cursor]int{}, recOf: map[*cursor]arrow.RecordBatch{}}
+}
+
+func (a *assembler) run(c *cursor, from, to int) error {
+	a.add(c, c.b.rec, int64(from), int64(to))
+	return nil
+}
+
+// add appends rows [from, to) of rec, read through key, to the chunk. Rows a
+// key adds are consecutive in its record, so each (key, record) pair needs
+// only one part.
+func (a *assembler) add(key *cursor, rec arrow.RecordBatch, from, to int64) {
+	p, ok := a.open[key]
+	if !ok || a.recOf[key] != rec || a.parts[p].hi != from {
+		rec.Retain()
+		a.parts = append(a.parts, part{rec: rec, lo: from, hi: from})
+		p = len(a.parts) - 1
+		a.open[key], a.recOf[key] = p, rec
+	}
+	pp := &a.parts[p]
+	off := pp.hi - pp.lo
+	pp.hi = to
+	if n := len(a.runs); n > 0 && a.runs[n-1].part == p && a.runs[n-1].off+a.runs[n-1].ln == off {
+		a.runs[n-1].ln += to - from
+	} else {
+		a.runs = append(a.runs, span{part: p, off: off, ln: to - from})
+	}
+	a.rows += to - from
+}
+
+func (a *assembler) chunkEnd() error {
+	if a.rows == 0 {
+		return nil
+	}
+	rec, err := a.build()
+	a.reset()
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return a.out(rec)
+}
+
+func (a *assembler) reset() {
+	for _, p := range a.parts {
+		p.rec.Release()
+	}
+	a.parts = a.parts[:0]
+	a.runs = a.runs[:0]
+	clear(a.open)
+	clear(a.recOf)
+	a.rows = 0
+}
+
+func (a *assembler) release() { a.reset() }
+
+// build copies the chunk's rows into one record. Long runs are concatenated
+// slice by slice; short interleaved runs are gathered with one Take over the
+// concatenated parts, which costs a second copy but no per-run overhead.
+func (a *assembler) build() (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, a.schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	if len(a.runs) <= 1 || int64(len(a.runs))*32 <= a.rows {
+		for c := range cols {
+			slices := make([]arrow.Array, len(a.runs))
+			for i, r := range a.runs {
+				p := a.parts[r.part]
+				slices[i] = array.NewSlice(p.rec.Column(c), p.lo+r.off, p.lo+r.off+r.ln)
+			}
+			var err error
+			cols[c], err = concat(slices, a.mem)
+			for _, s := range slices {
+				s.Release()
+			}
+			if err != nil {
+				return nil, fmt.Errorf("assembling column %q: %w", a.schema.Field(c).Name, err)
+			}
+		}
+		return array.NewRecordBatch(a.schema, cols, a.rows), nil
+	}
+	base := make([]int64, len(a.parts))
+	var n int64
+	for i, p := range a.parts {
+		base[i] = n
+		n += p.hi - p.lo
+	}
+	ib := array.NewInt64Builder(a.mem)
+	ib.Reserve(int(a.rows))
+	for _, r := range a.runs {
+		start := base[r.part] + r.off
+		for j := int64(0); j < r.ln; j++ {
+			ib.UnsafeAppend(start + j)
+		}
+	}
+	idx := ib.NewInt64Array()
+	ib.Release()
+	defer idx.Release()
+	ctx := compute.WithAllocator(a.ctx, a.mem)
+	for c := range cols {
+		slices := make([]arrow.Array, len(a.parts))
+		for i, p := range a.parts {
+			slices[i] = array.NewSlice(p.rec.Column(c), p.lo, p.hi)
+		}
+		all, err := concat(slices, a.mem)
+		for _, s := range slices {
+			s.Release()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("assembling column %q: %w", a.schema.Field(c).Name, err)
+		}
+		cols[c], err = compute.TakeArray(ctx, all, idx)
+		all.Release()
+		if err != nil {
+			return nil, fmt.Errorf("reordering column %q: %w", a.schema.Field(c).Name, err)
+		}
+	}
+	return array.NewRecordBatch(a.schema, cols, a.rows), nil
+}
+
+func concat(parts []arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	return array.Concatenate(parts, mem)
+}

@@ -1,0 +1,77 @@
+package merge
+
+import (
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+const (
+	// DefaultMergeFraction of the process memory limit goes to merges; the
+	// rest is the drain, the Go runtime's headroom and everything else.
+	DefaultMergeFraction = 0.4
+	// DefaultUnlimitedBudget is the merge budget when neither GOMEMLIMIT nor
+	// a cgroup limit is set (a laptop, a test): modest, so a default run
+	// never picks a path that needs more than a small pod has.
+	DefaultUnlimitedBudget = 512 << 20
+	// minBudget keeps a tiny limit from starving every merge.
+	minBudget = 32 << 20
+)
+
+// MemoryBudget is the pure rule behind DefaultMemoryBudget: the smaller of
+// the two limits that are set (0 or math.MaxInt64 mean unset), times
+// fraction; DefaultUnlimitedBudget when neither is set.
+func MemoryBudget(goMemLimit, cgroupLimit int64, fraction float64) int64 {
+	limit := int64(0)
+	for _, l := range []int64{goMemLimit, cgroupLimit} {
+		if l > 0 && l != math.MaxInt64 && (limit == 0 || l < limit) {
+			limit = l
+		}
+	}
+	if limit == 0 {
+		return DefaultUnlimitedBudget
+	}
+	if fraction <= 0 || fraction > 1 {
+		fraction = DefaultMergeFraction
+	}
+	return max(int64(float64(limit)*fraction), minBudget)
+}
+
+// DefaultMemoryBudget derives the merge budget from GOMEMLIMIT (as the
+// runtime sees it) and the container's cgroup memory limit.
+func DefaultMemoryBudget() int64 {
+	return MemoryBudget(debug.SetMemoryLimit(-1), cgroupMemoryLimit(), DefaultMergeFraction)
+}
+
+// cgroupMemoryLimit reads the cgroup v2 limit, then v1; 0 if neither is set.
+func cgroupMemoryLimit() int64 {
+	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if v, ok := parseCgroupLimit(string(b)); ok {
+			return v
+		}
+	}
+	return 0
+}
+
+// parseCgroupLimit parses a memory.max / memory.limit_in_bytes value; "max"
+// and absurdly large v1 values mean no limit.
+func parseCgroupLimit(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if s == "max" {
+		return 0, true
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	if v >= 1<<62 {
+		return 0, true
+	}
+	return v, true
+}

@@ -1,0 +1,239 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	icebergio "github.com/apache/iceberg-go/io"
+)
+
+// pageBoundedReadBuffer is the read-ahead per column stream on this path:
+// smaller than the k-way path's, because the page-bounded path exists for
+// bins whose streams would not fit the budget.
+const pageBoundedReadBuffer = 256 << 10
+
+// mergePageBounded merges in two interleaved passes over each input. A
+// timestamp-only pass (8 bytes a row, in small batches) runs the k-way merge
+// and emits, per chunk of ChunkRows output rows, the run plan: which row
+// range of which input goes out in which order. Each input's rows in one
+// chunk are a contiguous range, so a second, full-width reader per input
+// reads exactly those rows, and the chunk is assembled and written. Decoded
+// memory is about one chunk (plus small per-input batches), whatever the
+// input sizes; the plan for one chunk has at most ChunkRows runs. The price
+// is decoding the timestamp column twice.
+func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, read *int64) (outs []Output, err error) {
+	s, err := newSink(fs, newPath, schema, opts.WriterOptions, metaStreamed(opts.Metadata))
+	if err != nil {
+		return nil, err
+	}
+	k := int64(max(len(inputs), 1))
+	dataBatch := min(max(opts.ChunkRows/k, 256), opts.ChunkRows)
+	tsBatch := min(max(4*opts.ChunkRows/k, 1024), 64*1024)
+
+	var files []*openedInput
+	var cursors []*cursor
+	p := &planSink{ctx: ctx}
+	defer func() {
+		for _, r := range p.readers {
+			r.close()
+		}
+		for _, c := range cursors {
+			_ = c.close()
+		}
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}()
+	for i, in := range inputs {
+		tsIn, err := openInputCounted(fs, in.Path, opts.Allocator, tsBatch, pageBoundedReadBuffer, read)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, tsIn)
+		dataIn, err := openInputCounted(fs, in.Path, opts.Allocator, dataBatch, pageBoundedReadBuffer, read)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, dataIn)
+		tsSrc, err := newPQSource(ctx, tsIn, nil, opts.TimestampColumn, true, opts.Allocator)
+		if err != nil {
+			return nil, err
+		}
+		cursors = append(cursors, &cursor{idx: i, name: in.Path, src: tsSrc})
+		dataSrc, err := newPQSource(ctx, dataIn, schema, opts.TimestampColumn, false, opts.Allocator)
+		if err != nil {
+			return nil, err
+		}
+		p.readers = append(p.readers, &rowReader{name: in.Path, src: dataSrc, schema: schema, mem: opts.Allocator})
+		p.keys = append(p.keys, &cursor{idx: i})
+	}
+	p.need = make([]int64, len(inputs))
+	p.consumed = make([]int64, len(inputs))
+	p.asm = newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return s.write(ctx, r) })
+	defer p.asm.release()
+
+	if err := mergeOrder(ctx, cursors, opts.ChunkRows, p); err != nil {
+		return nil, errors.Join(err, s.abort())
+	}
+	for i, r := range p.readers {
+		if r.left != nil || r.more(ctx) {
+			return nil, errors.Join(fmt.Errorf("input %s: data pass has rows the timestamp pass did not plan (after %d)", inputs[i].Path, p.consumed[i]), s.abort())
+		}
+	}
+	return s.finish()
+}
+
+// planSink collects one chunk's run plan, then reads and assembles it.
+type planSink struct {
+	ctx      context.Context
+	readers  []*rowReader
+	keys     []*cursor // one assembler key per input
+	runs     []planRun
+	need     []int64 // rows of each input in the current chunk
+	consumed []int64 // rows of each input read so far
+	asm      *assembler
+}
+
+// planRun: rows [row, row+n) of input go out next.
+type planRun struct {
+	input  int
+	row, n int64
+}
+
+func (p *planSink) run(c *cursor, from, to int) error {
+	row, n := c.base+int64(from), int64(to-from)
+	if l := len(p.runs) - 1; l >= 0 && p.runs[l].input == c.idx && p.runs[l].row+p.runs[l].n == row {
+		p.runs[l].n += n
+	} else {
+		p.runs = append(p.runs, planRun{input: c.idx, row: row, n: n})
+	}
+	p.need[c.idx] += n
+	return nil
+}
+
+func (p *planSink) chunkEnd() error {
+	recs := make([]arrow.RecordBatch, len(p.readers))
+	defer func() {
+		for _, r := range recs {
+			if r != nil {
+				r.Release()
+			}
+		}
+	}()
+	for i, n := range p.need {
+		if n == 0 {
+			continue
+		}
+		r, err := p.readers[i].read(p.ctx, n)
+		if err != nil {
+			return err
+		}
+		recs[i] = r
+	}
+	for _, r := range p.runs {
+		off := r.row - p.consumed[r.input]
+		p.asm.add(p.keys[r.input], recs[r.input], off, off+r.n)
+	}
+	for i := range p.need {
+		p.consumed[i] += p.need[i]
+		p.need[i] = 0
+	}
+	p.runs = p.runs[:0]
+	return p.asm.chunkEnd()
+}
+
+// rowReader reads an input's rows in exact counts from a batched source.
+type rowReader struct {
+	name   string
+	src    *pqSource
+	schema *arrow.Schema
+	mem    memory.Allocator
+	left   arrow.RecordBatch // unread rest of the last batch
+}
+
+// read returns the next n rows as one record.
+func (r *rowReader) read(ctx context.Context, n int64) (arrow.RecordBatch, error) {
+	var pieces []arrow.RecordBatch
+	defer func() {
+		for _, p := range pieces {
+			p.Release()
+		}
+	}()
+	for n > 0 {
+		if r.left == nil {
+			b, ok, err := r.src.next(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("reading input %s: %w", r.name, err)
+			}
+			if !ok {
+				return nil, fmt.Errorf("input %s: data pass ended before the rows the timestamp pass planned", r.name)
+			}
+			r.left = b.rec
+		}
+		rows := r.left.NumRows()
+		take := min(n, rows)
+		pieces = append(pieces, r.left.NewSlice(0, take))
+		if take == rows {
+			r.left.Release()
+			r.left = nil
+		} else {
+			rest := r.left.NewSlice(take, rows)
+			r.left.Release()
+			r.left = rest
+		}
+		n -= take
+	}
+	if len(pieces) == 1 {
+		pieces[0].Retain()
+		return pieces[0], nil
+	}
+	return concatRecords(r.schema, pieces, r.mem)
+}
+
+// more reports whether the source has rows left (consuming one batch).
+func (r *rowReader) more(ctx context.Context) bool {
+	b, ok, err := r.src.next(ctx)
+	if b.rec != nil {
+		b.rec.Release()
+	}
+	return ok || err != nil
+}
+
+func (r *rowReader) close() {
+	if r.left != nil {
+		r.left.Release()
+		r.left = nil
+	}
+	_ = r.src.close()
+}
+
+func concatRecords(schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for c := range cols {
+		for i, r := range recs {
+			parts[i] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			for _, done := range cols[:c] {
+				done.Release()
+			}
+			return nil, fmt.Errorf("concatenating column %q: %w", schema.Field(c).Name, err)
+		}
+		cols[c] = a
+	}
+	out := array.NewRecordBatch(schema, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
+}

@@ -1,0 +1,273 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	icebergio "github.com/apache/iceberg-go/io"
+)
+
+// PathKind names a merge path.
+type PathKind string
+
+const (
+	PathInMemory    PathKind = "in-memory"
+	PathKWay        PathKind = "k-way"
+	PathPageBounded PathKind = "page-bounded"
+)
+
+// Defaults for RewriteOptions' zero values.
+const (
+	// DefaultMaxFanIn bounds the inputs of one k-way merge
+	// (SIGLAKE_COMPACTOR_MAX_FANIN): each holds a decoded batch and a read
+	// buffer per column.
+	DefaultMaxFanIn = 32
+	// DefaultChunkRows is the page-bounded path's chunk
+	// (SIGLAKE_MERGE_CHUNK_ROWS): its decoded memory is about this many rows.
+	DefaultChunkRows = 64 * 1024
+	// kwayBatchRows is the k-way path's decoded batch per input.
+	kwayBatchRows = 16 * 1024
+	// inMemoryFactor: the in-memory path holds inputs, the assembled chunk
+	// and the writer's buffers; it is chosen when this many times the
+	// estimated decoded size fits the budget.
+	inMemoryFactor = 3
+)
+
+// Input is one data file of the bin to rewrite.
+type Input struct {
+	Path       string
+	Size       int64
+	Rows       int64
+	Generation int
+}
+
+// RewriteOptions configure one rewrite.
+type RewriteOptions struct {
+	WriterOptions
+	// MemoryBudget bounds the decoded memory of this merge
+	// (SIGLAKE_MERGE_MEMORY_BYTES); 0 = DefaultMemoryBudget().
+	MemoryBudget int64
+	// ChunkRows is the page-bounded path's chunk length; 0 = DefaultChunkRows.
+	ChunkRows int64
+	// MaxFanIn is the most inputs the k-way path takes; 0 = DefaultMaxFanIn.
+	MaxFanIn int
+	// ForcePath skips ChoosePath (tests, benchmarks).
+	ForcePath PathKind
+	// DeleteTask marks a delete-task rewrite: output generation 0, and the
+	// in-memory arm follows index_at_flush like an ingest flush.
+	DeleteTask bool
+	// Metrics, if set, records the rewrite.
+	Metrics *Metrics
+}
+
+// RewriteResult says what a rewrite did.
+type RewriteResult struct {
+	Path         PathKind
+	Reason       string
+	Outputs      []Output
+	BytesRead    int64
+	BytesWritten int64
+}
+
+// Budget is what ChoosePath weighs a bin against.
+type Budget struct {
+	MemoryBytes int64 // decoded bytes one merge may hold
+	MaxFanIn    int   // most inputs a k-way merge may take
+	// StreamBytesPerInput is the decoded bytes the k-way path holds per
+	// input (its batch plus the batch being assembled); Rewrite estimates
+	// it from the inputs' row width.
+	StreamBytesPerInput int64
+}
+
+// ChoosePath picks the merge path for a bin with the given estimated decoded
+// size and fan-in, and says why. The in-memory path writes the most search
+// metadata, so it wins whenever it fits; the k-way path reads each input
+// once, so it comes next; the page-bounded path fits any bin.
+func ChoosePath(estDecodedBytes int64, fanIn int, b Budget) (PathKind, string) {
+	if need := estDecodedBytes * inMemoryFactor; need <= b.MemoryBytes {
+		return PathInMemory, fmt.Sprintf("estimated decoded size %s x%d fits the merge budget %s",
+			mib(estDecodedBytes), inMemoryFactor, mib(b.MemoryBytes))
+	}
+	if fanIn > b.MaxFanIn {
+		return PathPageBounded, fmt.Sprintf("estimated decoded size %s x%d exceeds the merge budget %s and fan-in %d exceeds the k-way limit %d",
+			mib(estDecodedBytes), inMemoryFactor, mib(b.MemoryBytes), fanIn, b.MaxFanIn)
+	}
+	if need := int64(fanIn) * b.StreamBytesPerInput; need <= b.MemoryBytes {
+		return PathKWay, fmt.Sprintf("estimated decoded size %s x%d exceeds the merge budget %s; %d streams of %s fit it",
+			mib(estDecodedBytes), inMemoryFactor, mib(b.MemoryBytes), fanIn, mib(b.StreamBytesPerInput))
+	}
+	return PathPageBounded, fmt.Sprintf("estimated decoded size %s x%d exceeds the merge budget %s and %d streams of %s do too",
+		mib(estDecodedBytes), inMemoryFactor, mib(b.MemoryBytes), fanIn, mib(b.StreamBytesPerInput))
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// Rewrite merges inputs (data files of one partition, each sorted by the
+// timestamp column) into new files from newPath, sorted and pairwise
+// time-disjoint, at generation max(input generations)+1 (0 for a delete
+// task). On any error it removes the outputs it wrote and returns the error;
+// the caller commits nothing.
+func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, schema *arrow.Schema, newPath func(i int) string, opts RewriteOptions) (RewriteResult, error) {
+	start := time.Now()
+	opts.WriterOptions = opts.WriterOptions.withDefaults()
+	if opts.MemoryBudget <= 0 {
+		opts.MemoryBudget = DefaultMemoryBudget()
+	}
+	if opts.ChunkRows <= 0 {
+		opts.ChunkRows = DefaultChunkRows
+	}
+	if opts.MaxFanIn <= 0 {
+		opts.MaxFanIn = DefaultMaxFanIn
+	}
+	gen := 0
+	for _, in := range inputs {
+		gen = max(gen, in.Generation+1)
+	}
+	if opts.DeleteTask {
+		gen = 0
+	}
+	opts.Generation = gen
+
+	var read int64
+	opened := make([]*openedInput, 0, len(inputs))
+	defer func() {
+		for _, in := range opened {
+			_ = in.Close()
+		}
+	}()
+	var est, rows int64
+	for _, in := range inputs {
+		o, err := openInputCounted(fs, in.Path, opts.Allocator, kwayBatchRows, readBufferBytes, &read)
+		if err != nil {
+			return RewriteResult{}, err
+		}
+		opened = append(opened, o)
+		est += estimateDecoded(o)
+		rows += o.pf.NumRows()
+	}
+	perInput := int64(0)
+	if rows > 0 {
+		perInput = 2 * kwayBatchRows * (est/rows + 1)
+	}
+	res := RewriteResult{Path: opts.ForcePath, Reason: "forced by options"}
+	if res.Path == "" {
+		res.Path, res.Reason = ChoosePath(est, len(inputs), Budget{MemoryBytes: opts.MemoryBudget, MaxFanIn: opts.MaxFanIn, StreamBytesPerInput: perInput})
+	}
+
+	var outs []Output
+	var err error
+	switch res.Path {
+	case PathInMemory:
+		outs, err = mergeInMemory(ctx, fs, opened, schema, newPath, opts)
+	case PathKWay:
+		outs, err = mergeKWay(ctx, fs, opened, schema, newPath, opts)
+	case PathPageBounded:
+		outs, err = mergePageBounded(ctx, fs, inputs, schema, newPath, opts, &read)
+	default:
+		err = fmt.Errorf("unknown merge path %q", res.Path)
+	}
+	if err != nil {
+		return RewriteResult{}, fmt.Errorf("%s merge of %d inputs: %w", res.Path, len(inputs), err)
+	}
+	res.Outputs = outs
+	res.BytesRead = read
+	for _, o := range outs {
+		res.BytesWritten += o.Size
+	}
+	opts.Metrics.observe(res, time.Since(start).Seconds())
+	return res, nil
+}
+
+// estimateDecoded estimates the Arrow size of an input from its footer: the
+// uncompressed column chunks, plus an offset per value (strings decode to
+// values and offsets; dictionary pages understate repeated values, which the
+// in-memory factor absorbs).
+func estimateDecoded(in *openedInput) int64 {
+	md := in.pf.MetaData()
+	var n int64
+	for i := 0; i < md.NumRowGroups(); i++ {
+		rg := md.RowGroup(i)
+		n += rg.TotalByteSize() + rg.NumRows()*int64(rg.NumColumns())*4
+	}
+	return n
+}
+
+// runMerge drives mergeOrder over cursors into a sink, cleaning up on error.
+func runMerge(ctx context.Context, cursors []*cursor, chunkRows int64, s *sink, rs runSink, release func()) ([]Output, error) {
+	err := mergeOrder(ctx, cursors, chunkRows, rs)
+	release()
+	for _, c := range cursors {
+		if cerr := c.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing input %s: %w", c.name, cerr)
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, s.abort())
+	}
+	return s.finish()
+}
+
+// mergeInMemory decodes every input whole, then merges: the only path that
+// holds the entire output, so it writes the whole-file search metadata.
+func mergeInMemory(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions) ([]Output, error) {
+	s, err := newSink(fs, newPath, schema, opts.WriterOptions, metaFull(opts.Metadata, opts.Generation))
+	if err != nil {
+		return nil, err
+	}
+	cursors := make([]*cursor, 0, len(opened))
+	releaseAll := func() {
+		for _, c := range cursors {
+			_ = c.close()
+		}
+	}
+	for i, in := range opened {
+		src, err := newPQSource(ctx, in, schema, opts.TimestampColumn, false, opts.Allocator)
+		if err != nil {
+			releaseAll()
+			return nil, err
+		}
+		ms := &memSource{}
+		c := &cursor{idx: i, name: in.path, src: ms}
+		cursors = append(cursors, c)
+		for {
+			b, ok, err := src.next(ctx)
+			if err != nil {
+				_ = src.close()
+				releaseAll()
+				return nil, fmt.Errorf("reading input %s: %w", in.path, err)
+			}
+			if !ok {
+				break
+			}
+			ms.batches = append(ms.batches, b)
+		}
+		_ = src.close()
+	}
+	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return s.write(ctx, r) })
+	return runMerge(ctx, cursors, opts.RowGroupRows, s, asm, asm.release)
+}
+
+// mergeKWay streams every input in batches through a heap: memory is about
+// fan-in x batch, whatever the input sizes.
+func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions) ([]Output, error) {
+	s, err := newSink(fs, newPath, schema, opts.WriterOptions, metaStreamed(opts.Metadata))
+	if err != nil {
+		return nil, err
+	}
+	cursors := make([]*cursor, 0, len(opened))
+	for i, in := range opened {
+		src, err := newPQSource(ctx, in, schema, opts.TimestampColumn, false, opts.Allocator)
+		if err != nil {
+			for _, c := range cursors {
+				_ = c.close()
+			}
+			return nil, err
+		}
+		cursors = append(cursors, &cursor{idx: i, name: in.path, src: src})
+	}
+	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return s.write(ctx, r) })
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayBatchRows), s, asm, asm.release)
+}
