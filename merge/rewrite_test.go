@@ -289,9 +289,9 @@ func TestMemoryBudget(t *testing.T) {
 	}{
 		{0, 0, DefaultUnlimitedBudget},
 		{max64, 0, DefaultUnlimitedBudget},
-		{1 << 30, 0, (1<<30)*4/10},
-		{0, 2 << 30, (2<<30)*4/10},
-		{4 << 30, 2 << 30, (2<<30)*4/10},
+		{1 << 30, 0, (1 << 30) * 4 / 10},
+		{0, 2 << 30, (2 << 30) * 4 / 10},
+		{4 << 30, 2 << 30, (2 << 30) * 4 / 10},
 		{10 << 20, 0, minBudget},
 	} {
 		if got := MemoryBudget(c.gomem, c.cg, DefaultMergeFraction); got != c.want {
@@ -307,4 +307,3 @@ func TestMemoryBudget(t *testing.T) {
 		t.Fatal("DefaultMemoryBudget is not positive")
 	}
 }
-
