@@ -78,3 +78,26 @@ func TestGenerationCapScenarios(t *testing.T) {
 	}
 	t.Logf("\n%s", table.String())
 }
+
+// TestCapacityScenarios measures how much rewrite throughput the busy table
+// needs, and what a writer that cuts sparse late rows into their own files
+// would change (SIGLAKE_LONG=1; 6 h each, leveled).
+func TestCapacityScenarios(t *testing.T) {
+	if os.Getenv("SIGLAKE_LONG") != "1" {
+		t.Skip("set SIGLAKE_LONG=1 to compare rewrite capacities")
+	}
+	var table strings.Builder
+	table.WriteString("| rewrite MB/s | split sparse | write amp | depth p50 | settled depth p50 / max | files p50 | rewriter busy |\n|---|---|---|---|---|---|---|\n")
+	s := Documented()[0]
+	s.Duration = 6 * time.Hour
+	for _, mbps := range []float64{100, 200, 400, 800} {
+		for _, split := range []float64{0, 0.05} {
+			s.MergeBytesPerSec = mbps * 1e6
+			s.SplitSparse = split
+			r := Run(s)
+			fmt.Fprintf(&table, "| %.0f | %v | %.2f | %d | %d / %d | %d | %.0f%% |\n",
+				mbps, split, r.WriteAmp, r.DepthP50, r.SettledDepthP50, r.SettledDepthMax, r.FilesP50, 100*r.BusyFraction)
+		}
+	}
+	t.Logf("%s, 6 h\n%s", s.Name, table.String())
+}
