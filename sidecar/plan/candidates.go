@@ -96,7 +96,9 @@ func maxTime(fs []File) int64 {
 
 // depthCandidates returns one candidate per partition whose overlap depth
 // exceeds MaxOverlapDepth. Every file of the partition counts, whatever its
-// level or generation: overlap costs ordered reads wherever it is.
+// level or generation: overlap costs ordered reads wherever it is. The bins
+// take the deepest cluster of the non-terminal files when those alone
+// exceed the limit, else the deepest cluster of all files.
 func depthCandidates(cfg Config, files []File) []candidate {
 	parts := byPartition(files)
 	var out []candidate
@@ -115,6 +117,19 @@ func depthCandidates(cfg Config, files []File) []candidate {
 				d, at := Depth(free)
 				if d <= cfg.MaxOverlapDepth {
 					return nil
+				}
+				// Smaller files first: while they alone are deep enough to
+				// trigger, merging them lowers the depth without rewriting
+				// terminal files (which is what drives write amplification
+				// when late rows keep stretching fresh files backwards).
+				var small []File
+				for _, f := range free {
+					if cfg.LevelOf(f.SizeBytes) < L2 {
+						small = append(small, f)
+					}
+				}
+				if ds, ats := Depth(small); ds > cfg.MaxOverlapDepth {
+					free, d, at = small, ds, ats
 				}
 				deepest := clusterAt(free, at)
 				reason := fmt.Sprintf("overlap depth %d > %d; deepest cluster of %d files", d, cfg.MaxOverlapDepth, len(deepest))

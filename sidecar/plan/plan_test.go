@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -448,5 +449,22 @@ func TestL2CheckSweepsStragglersWithoutTheBigFile(t *testing.T) {
 		if f.SizeBytes >= cfg.L2MinBytes {
 			t.Fatalf("sweep rewrote the terminal file to absorb stragglers")
 		}
+	}
+}
+
+func TestDepthTriggerPrefersSmallerFiles(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.EligibleFiles = 1000
+	st := State{LastCheck: [NumLevels]time.Time{2: t0}} // no L2 sweep
+	small := stacked("p", 0, 13, 20<<10, 0)             // 13 L1 files: deep enough alone
+	big := stacked("p", 100, 5, 300<<10, 2)             // 5 L2 files on the same instant
+	p := Plan(cfg, Input{Files: append(slices.Clone(small), big...), Now: t0, State: st})
+	if kinds(p) != "depth:13" || p.Bins[0].Level != L1 {
+		t.Fatalf("bins %q, want the 13 smaller files only\n%v", kinds(p), p)
+	}
+	// With only 12 smaller files the terminal ones are needed: all 17.
+	p = Plan(cfg, Input{Files: append(slices.Clone(small[:12]), big...), Now: t0, State: st})
+	if kinds(p) != "depth:17" || p.Bins[0].Level != L2 {
+		t.Fatalf("bins %q, want all 17 files\n%v", kinds(p), p)
 	}
 }

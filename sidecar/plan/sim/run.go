@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/siglake/siglake/sidecar/plan"
@@ -48,7 +49,10 @@ type Result struct {
 
 	Decisions  map[string]int
 	BinsByKind map[string]int
-	Samples    []Sample
+	// RewrittenByKind splits RewrittenBytes by bin kind and level, e.g.
+	// "depth/L2", to show where write amplification comes from.
+	RewrittenByKind map[string]float64
+	Samples         []Sample
 	// Errors lists impossible events (a bin naming a file that is not
 	// live); a correct planner leaves it empty.
 	Errors []string
@@ -58,7 +62,21 @@ func (r Result) String() string {
 	return fmt.Sprintf("%s/%s: WA %.2f, depth max %d p50 %d, settled depth max %d p50 %d, files max %d p50 %d final %d (L0 %d L1 %d L2 %d), backlog max %.0fs, rewriter busy %.0f%%, bins %v, passes %v",
 		r.Scenario, r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50, r.SettledDepthMax, r.SettledDepthP50,
 		r.FilesMax, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2],
-		r.BacklogMaxSeconds, 100*r.BusyFraction, r.BinsByKind, r.Decisions)
+		r.BacklogMaxSeconds, 100*r.BusyFraction, r.BinsByKind, r.Decisions) + ", WA by kind " + r.waByKind()
+}
+
+// waByKind renders RewrittenByKind as write amplification shares.
+func (r Result) waByKind() string {
+	keys := make([]string, 0, len(r.RewrittenByKind))
+	for k := range r.RewrittenByKind {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, r.RewrittenByKind[k]/math.Max(r.IngestedBytes, 1)))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 type simFile struct {
@@ -103,7 +121,7 @@ func run(s Scenario) *world {
 	s = s.withDefaults()
 	w := &world{s: s, cfg: s.Config, files: map[string]*simFile{}, parts: map[string]*partState{}}
 	w.res = Result{Scenario: s.Name, Strategy: s.Strategy(), Duration: s.Duration,
-		Decisions: map[string]int{}, BinsByKind: map[string]int{}}
+		Decisions: map[string]int{}, BinsByKind: map[string]int{}, RewrittenByKind: map[string]float64{}}
 	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	g := &ingest{r: r, delay: us(s.ArrivalDelay), lateFrac: s.LateFraction, lateMean: us(s.LateMean),
 		width: us(s.PartitionWidth), rowBytes: s.RowBytes}
@@ -250,6 +268,7 @@ func (w *world) apply(b plan.Bin) {
 	}
 	total := float64(b.EstimatedBytes)
 	w.res.RewrittenBytes += total
+	w.res.RewrittenByKind[b.Kind.String()+"/"+b.Level.String()] += total
 	for _, out := range cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse) {
 		w.add(part, b.OutputGeneration(), out)
 	}

@@ -172,8 +172,8 @@ func TestWriteSVG(t *testing.T) {
 			polylines++
 		}
 	}
-	if polylines != 4 {
-		t.Fatalf("%d polylines, want 2 panels x 2 results", polylines)
+	if polylines != 6 {
+		t.Fatalf("%d polylines, want 3 lines (depth, settled depth, files) x 2 results", polylines)
 	}
 }
 

@@ -15,13 +15,15 @@ import (
 func WriteSVG(w io.Writer, results ...Result) error {
 	const (
 		width, panelH      = 900, 240
-		left, right, top   = 70, 20, 40
+		left, right        = 70, 20
 		gap, bottom        = 50, 40
 		plotW              = width - left - right
-		height             = top + 2*panelH + gap + bottom
 		legendRow, fontPx  = 16, 12
 		titleFont, maxTick = 14, 6
 	)
+	// The legend sits between the title and the first panel.
+	top := 58 + len(results)*legendRow
+	height := top + 2*panelH + gap + bottom
 	palette := []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
 
 	var span time.Duration
@@ -50,9 +52,13 @@ func WriteSVG(w io.Writer, results ...Result) error {
 	panels := []struct {
 		label string
 		value func(Sample) float64
+		// dashed, when set, is drawn too, dashed, on the same axis.
+		dashed func(Sample) float64
 	}{
-		{"overlap depth (max over partitions)", func(s Sample) float64 { return float64(s.Depth) }},
-		{"live data files", func(s Sample) float64 { return float64(s.Files) }},
+		{"overlap depth, max over partitions (dashed: settled depth, files older than the settle age)",
+			func(s Sample) float64 { return float64(s.Depth) },
+			func(s Sample) float64 { return float64(s.SettledDepth) }},
+		{"live data files", func(s Sample) float64 { return float64(s.Files) }, nil},
 	}
 	for pi, panel := range panels {
 		y0 := top + pi*(panelH+gap)
@@ -80,20 +86,27 @@ func WriteSVG(w io.Writer, results ...Result) error {
 			fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%sh</text>`+"\n", x, y0+panelH+16, trimFloat(h))
 		}
 		fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>`+"\n", left, y0, plotW, panelH)
-		for ri, r := range results {
+		line := func(r Result, color, dash string, value func(Sample) float64) {
 			var pts strings.Builder
 			for _, s := range r.Samples {
-				fmt.Fprintf(&pts, "%.1f,%.1f ", xOf(s.At), yOf(panel.value(s)))
+				fmt.Fprintf(&pts, "%.1f,%.1f ", xOf(s.At), yOf(value(s)))
 			}
-			fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.2" points="%s"/>`+"\n",
-				palette[ri%len(palette)], strings.TrimSpace(pts.String()))
+			fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.2"%s points="%s"/>`+"\n",
+				color, dash, strings.TrimSpace(pts.String()))
+		}
+		for ri, r := range results {
+			color := palette[ri%len(palette)]
+			line(r, color, "", panel.value)
+			if panel.dashed != nil {
+				line(r, color, ` stroke-dasharray="4 3"`, panel.dashed)
+			}
 		}
 	}
-	// Legend under the title, right-aligned.
 	for ri, r := range results {
-		y := 12 + ri*legendRow
-		x := width - right - 330
-		label := fmt.Sprintf("%s (WA %.2f, depth p50 %d, files p50 %d)", r.Strategy, r.WriteAmp, r.DepthP50, r.FilesP50)
+		y := 36 + ri*legendRow
+		x := left
+		label := fmt.Sprintf("%s: write amplification %.2f, depth p50 %d (settled %d), files p50 %d",
+			r.Strategy, r.WriteAmp, r.DepthP50, r.SettledDepthP50, r.FilesP50)
 		if len(uniqueStrings(names)) > 1 {
 			label = r.Scenario + " " + label
 		}
