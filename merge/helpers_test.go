@@ -152,3 +152,16 @@ func pathGen(dir string, gen int) func(int) string {
 }
 
 var localFS icebergio.WriteFileIO = icebergio.LocalFS{}
+
+// recordBytes is the size of rec's buffers.
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+	}
+	return n
+}

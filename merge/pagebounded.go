@@ -30,6 +30,7 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 	if err != nil {
 		return nil, err
 	}
+	defer recoverAbort(&err, s)
 	k := int64(max(len(inputs), 1))
 	dataBatch := min(max(opts.ChunkRows/k, 256), opts.ChunkRows)
 	tsBatch := min(max(4*opts.ChunkRows/k, 1024), 64*1024)

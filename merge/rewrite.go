@@ -110,8 +110,9 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // time-disjoint, at generation max(input generations)+1 (0 for a delete
 // task). On any error it removes the outputs it wrote and returns the error;
 // the caller commits nothing.
-func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, schema *arrow.Schema, newPath func(i int) string, opts RewriteOptions) (RewriteResult, error) {
+func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, schema *arrow.Schema, newPath func(i int) string, opts RewriteOptions) (_ RewriteResult, err error) {
 	start := time.Now()
+	defer recoverAbort(&err, nil)
 	opts.WriterOptions = opts.WriterOptions.withDefaults()
 	if opts.MemoryBudget <= 0 {
 		opts.MemoryBudget = DefaultMemoryBudget()
@@ -158,7 +159,6 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	}
 
 	var outs []Output
-	var err error
 	switch res.Path {
 	case PathInMemory:
 		outs, err = mergeInMemory(ctx, fs, opened, schema, newPath, opts)
@@ -196,8 +196,9 @@ func estimateDecoded(in *openedInput) int64 {
 }
 
 // runMerge drives mergeOrder over cursors into a sink, cleaning up on error.
-func runMerge(ctx context.Context, cursors []*cursor, chunkRows int64, s *sink, rs runSink, release func()) ([]Output, error) {
-	err := mergeOrder(ctx, cursors, chunkRows, rs)
+func runMerge(ctx context.Context, cursors []*cursor, chunkRows int64, s *sink, rs runSink, release func()) (outs []Output, err error) {
+	defer recoverAbort(&err, s)
+	err = mergeOrder(ctx, cursors, chunkRows, rs)
 	release()
 	for _, c := range cursors {
 		if cerr := c.close(); err == nil && cerr != nil {
@@ -270,4 +271,18 @@ func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedIn
 	}
 	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return s.write(ctx, r) })
 	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayBatchRows), s, asm, asm.release)
+}
+
+// recoverAbort turns a panic in the Parquet decoder (corrupt input it did not
+// validate) into an error, removing the outputs of s. A panic on input is a
+// bug, but one in a dependency must not take the sidecar down.
+func recoverAbort(err *error, s *sink) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	*err = fmt.Errorf("merge aborted by a panic while decoding or encoding (corrupt input?): %v", r)
+	if s != nil {
+		*err = errors.Join(*err, s.abort())
+	}
 }
