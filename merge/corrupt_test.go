@@ -27,8 +27,8 @@ func TestCorruptInputFailsWithoutOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	damage := map[string][]byte{
-		"truncated":  src[:len(src)/2],
-		"bad-footer": append(append([]byte{}, src[:len(src)-8]...), 0xff, 0xff, 0xff, 0x7f, 'P', 'A', 'R', '1'),
+		"truncated":   src[:len(src)/2],
+		"bad-footer":  append(append([]byte{}, src[:len(src)-8]...), 0xff, 0xff, 0xff, 0x7f, 'P', 'A', 'R', '1'),
 		"not-parquet": []byte("this is not a parquet file at all"),
 		"bad-pages": func() []byte {
 			b := append([]byte{}, src...)
