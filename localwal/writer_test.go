@@ -424,6 +424,19 @@ func TestRecoverOpenSegments(t *testing.T) {
 		return ""
 	}
 	cut(find("logs"), func(n int64) int64 { return n - 100 })
+	// events also got garbage after its intact batches (a torn write that
+	// left junk): the batches are kept, the junk is cut.
+	junk := make([]byte, 4096)
+	for i := range junk {
+		junk[i] = byte(i*7 + 3)
+	}
+	copy(junk, []byte{0xff, 0xff, 0xff, 0xff, 0x40, 0, 0, 0})
+	f, err := os.OpenFile(find("events"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(junk)
+	f.Close()
 	cut(find("metrics"), func(int64) int64 { return 50 })
 	// A stray open file with a bad header is quarantined, not deleted.
 	stray := filepath.Join(dir, segmentStem("audit", 1, 99)+OpenSuffix)
