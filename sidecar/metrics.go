@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // Metrics are the sidecar's own Prometheus metrics. Every one has a row in docs/metrics.md
@@ -63,6 +64,7 @@ func NewMetrics() *Metrics {
 			Name: "siglake_drain_last_commit_timestamp_seconds", Help: "Unix time of the table's last successful drain commit."}, []string{"table"}),
 	}
 	m.Merge = merge.NewMetrics(reg)
+	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.CatalogUp, m.LastCommitSeconds)
 	return m

@@ -1,0 +1,378 @@
+package lake
+
+// Object-store cost accounting. Compaction's purpose is paid in object-store requests and bandwidth,
+// so every S3 request siglake makes is counted where it happens: at the HTTP client of the AWS SDK,
+// below the SDK's retries (a retried request counts twice, as the store bills it) and above the
+// network (bytes are what went through the request and response bodies).
+//
+// iceberg-go opens a new S3 FileIO per table access through its scheme registry. We register our
+// own factory for s3:// that builds the AWS config with a counting HTTP client, puts it in the
+// context (iceberg-go's documented way to hand the S3 FileIO an AWS config) and delegates to
+// iceberg-go's own factory, reached through its s3a:// alias of the same code. Paths the FileIO
+// returns keep the scheme of the location they were asked about, so tables stay s3://.
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	icebergs3 "github.com/apache/iceberg-go/io/gocloud/s3"
+	"github.com/apache/iceberg-go/utils"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
+)
+
+// Op is a kind of object-store request, as a store bills them.
+type Op string
+
+const (
+	OpGet       Op = "get"        // whole-object GET
+	OpRangedGet Op = "ranged_get" // GET with a Range header (Parquet footers, column chunks)
+	OpHead      Op = "head"       // HEAD (stat, existence checks)
+	OpPut       Op = "put"        // single-request PUT
+	OpMultipart Op = "multipart"  // create, upload part, complete or abort a multipart upload
+	OpList      Op = "list"       // bucket listing
+	OpDelete    Op = "delete"     // DELETE of one object, or a batch delete POST
+	OpOther     Op = "other"
+)
+
+// Ops lists every Op in a fixed order (for logs and tables).
+var Ops = []Op{OpGet, OpRangedGet, OpHead, OpPut, OpMultipart, OpList, OpDelete, OpOther}
+
+// OpCost is what requests of one kind cost.
+type OpCost struct {
+	Requests int64
+	// Errors counts requests that failed: no response (network), or a status of 400 or above. A
+	// HEAD answering 404 is how an existence check says no; it is counted too (class 4xx).
+	Errors       int64
+	BytesRead    int64 // response body bytes the client read
+	BytesWritten int64 // request body bytes sent
+}
+
+// Cost is object-store usage by request kind.
+type Cost map[Op]OpCost
+
+// Sub is c minus an earlier snapshot o: the cost of what happened in between.
+func (c Cost) Sub(o Cost) Cost {
+	out := Cost{}
+	for op, v := range c {
+		p := o[op]
+		d := OpCost{Requests: v.Requests - p.Requests, Errors: v.Errors - p.Errors,
+			BytesRead: v.BytesRead - p.BytesRead, BytesWritten: v.BytesWritten - p.BytesWritten}
+		if d != (OpCost{}) {
+			out[op] = d
+		}
+	}
+	return out
+}
+
+// Total sums every kind.
+func (c Cost) Total() OpCost {
+	var t OpCost
+	for _, v := range c {
+		t.Requests += v.Requests
+		t.Errors += v.Errors
+		t.BytesRead += v.BytesRead
+		t.BytesWritten += v.BytesWritten
+	}
+	return t
+}
+
+// MarshalLogObject logs a cost as requests per kind plus totals, e.g. zap.Object("cost", c).
+func (c Cost) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	t := c.Total()
+	enc.AddInt64("requests", t.Requests)
+	enc.AddInt64("errors", t.Errors)
+	enc.AddInt64("bytes_read", t.BytesRead)
+	enc.AddInt64("bytes_written", t.BytesWritten)
+	for _, op := range Ops {
+		if v, ok := c[op]; ok && v.Requests > 0 {
+			enc.AddInt64(string(op), v.Requests)
+		}
+	}
+	return nil
+}
+
+// ObjectStoreCost returns the process's object-store usage so far for requests under table's
+// directory; table "" sums every request (including those outside any table, such as listings of
+// the warehouse). The drain and rewrites take one before and one after their work and log the
+// difference (Cost.Sub); concurrent work on the same table is included in that difference.
+func ObjectStoreCost(table string) Cost {
+	return accounting.cost(table)
+}
+
+// key is one (table, op) counter; table is "" for requests outside a table directory.
+type key struct {
+	table string
+	op    Op
+}
+
+type opCounters struct {
+	requests, bytesRead, bytesWritten atomic.Int64
+	errNetwork, err4xx, err5xx        atomic.Int64
+}
+
+type accountant struct {
+	mu sync.RWMutex
+	m  map[key]*opCounters
+}
+
+var accounting = &accountant{m: map[key]*opCounters{}}
+
+func (a *accountant) counters(k key) *opCounters {
+	a.mu.RLock()
+	c := a.m[k]
+	a.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c = a.m[k]; c == nil {
+		c = &opCounters{}
+		a.m[k] = c
+	}
+	return c
+}
+
+func (a *accountant) cost(table string) Cost {
+	out := Cost{}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for k, c := range a.m {
+		if table != "" && k.table != table {
+			continue
+		}
+		v := out[k.op]
+		v.Requests += c.requests.Load()
+		v.Errors += c.errNetwork.Load() + c.err4xx.Load() + c.err5xx.Load()
+		v.BytesRead += c.bytesRead.Load()
+		v.BytesWritten += c.bytesWritten.Load()
+		out[k.op] = v
+	}
+	return out
+}
+
+// classify names the kind of an S3 REST request and the table directory it touches.
+func classify(r *http.Request) (Op, string) {
+	q := r.URL.Query()
+	var op Op
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case q.Has("list-type") || q.Has("prefix") || q.Has("delimiter") || q.Has("uploads") || isBucketPath(r):
+			op = OpList
+		case r.Header.Get("Range") != "":
+			op = OpRangedGet
+		default:
+			op = OpGet
+		}
+	case http.MethodHead:
+		op = OpHead
+	case http.MethodPut:
+		op = OpPut
+		if q.Has("uploadId") {
+			op = OpMultipart
+		}
+	case http.MethodPost:
+		switch {
+		case q.Has("uploads") || q.Has("uploadId"):
+			op = OpMultipart
+		case q.Has("delete"):
+			op = OpDelete
+		default:
+			op = OpOther
+		}
+	case http.MethodDelete:
+		op = OpDelete
+		if q.Has("uploadId") {
+			op = OpMultipart
+		}
+	default:
+		op = OpOther
+	}
+	p := r.URL.Path
+	if prefix := q.Get("prefix"); prefix != "" {
+		p += "/" + prefix
+	}
+	return op, tableOfPath(p)
+}
+
+// isBucketPath says the request names a bucket, not an object (path-style /bucket or /bucket/).
+func isBucketPath(r *http.Request) bool {
+	p := strings.Trim(r.URL.Path, "/")
+	return p == "" || !strings.Contains(p, "/")
+}
+
+// tableOfPath finds the table directory in an object path: catalogs place table NAME of namespace
+// NS at WAREHOUSE/NS.db/NAME, so the segment after the first "*.db" segment is the table. Paths
+// outside that layout give "", which keeps the label's cardinality at the number of tables.
+func tableOfPath(p string) string {
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	segs := strings.Split(p, "/")
+	for i := 0; i+1 < len(segs); i++ {
+		if strings.HasSuffix(segs[i], ".db") && len(segs[i]) > 3 && segs[i+1] != "" {
+			if i+2 < len(segs) { // the table directory itself, not a file directly under NS.db
+				return segs[i+1]
+			}
+		}
+	}
+	return ""
+}
+
+// httpDoer is the AWS SDK's HTTP client interface (aws.HTTPClient).
+type httpDoer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// countingClient counts every request the SDK sends through it.
+type countingClient struct{ inner httpDoer }
+
+func (c countingClient) Do(r *http.Request) (*http.Response, error) {
+	op, tbl := classify(r)
+	ctr := accounting.counters(key{tbl, op})
+	ctr.requests.Add(1)
+	if r.ContentLength > 0 {
+		ctr.bytesWritten.Add(r.ContentLength)
+	}
+	resp, err := c.inner.Do(r)
+	if err != nil {
+		ctr.errNetwork.Add(1)
+		return resp, err
+	}
+	switch {
+	case resp.StatusCode >= 500:
+		ctr.err5xx.Add(1)
+	case resp.StatusCode >= 400:
+		ctr.err4xx.Add(1)
+	}
+	if resp.Body != nil {
+		resp.Body = &countingBody{ReadCloser: resp.Body, ctr: ctr}
+	}
+	return resp, nil
+}
+
+// countingBody counts response bytes as the SDK reads them; a short read counts what arrived.
+type countingBody struct {
+	io.ReadCloser
+	ctr *opCounters
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.ctr.bytesRead.Add(int64(n))
+	if err != nil && err != io.EOF {
+		b.ctr.errNetwork.Add(1)
+	}
+	return n, err
+}
+
+// newS3HTTPClient is the SDK's buildable client with the connection pool iceberg-go gives its own.
+func newS3HTTPClient() httpDoer {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost, t.MaxConnsPerHost = 256, 256, 2048
+		t.IdleConnTimeout = 90 * time.Second
+	})
+}
+
+// s3AliasScheme is a scheme iceberg-go registers for the same S3 factory as s3://.
+const s3AliasScheme = "s3a"
+
+func countingS3Factory(ctx context.Context, parsed *url.URL, props map[string]string) (icebergio.IO, error) {
+	cfg, err := icebergs3.ParseAWSConfig(ctx, props)
+	if base := utils.GetAwsConfig(ctx); base != nil {
+		c := *base
+		cfg, err = &c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	inner := httpDoer(cfg.HTTPClient)
+	if inner == nil {
+		inner = newS3HTTPClient()
+	}
+	if _, already := inner.(countingClient); !already {
+		cfg.HTTPClient = countingClient{inner: inner}
+	}
+	alias := *parsed
+	alias.Scheme = s3AliasScheme
+	return icebergio.LoadFS(utils.WithAwsConfig(ctx, cfg), props, alias.String())
+}
+
+func init() {
+	// iceberg-go's s3 package registered its factory in its own init, which ran first (we import it).
+	icebergio.Unregister("s3")
+	icebergio.Register("s3", countingS3Factory)
+}
+
+// ObjectStoreCollector exports the accounting as Prometheus metrics (register it once per registry).
+func ObjectStoreCollector() prometheus.Collector { return objStoreCollector{} }
+
+var (
+	descRequests = prometheus.NewDesc("siglake_objstore_requests_total",
+		"Object-store requests by kind (get, ranged_get, head, put, multipart, list, delete, other) and table; SDK retries count.",
+		[]string{"op", "table"}, nil)
+	descErrors = prometheus.NewDesc("siglake_objstore_request_errors_total",
+		"Object-store requests that failed, by kind, table and class (network, 4xx, 5xx).",
+		[]string{"op", "table", "class"}, nil)
+	descRead = prometheus.NewDesc("siglake_objstore_read_bytes_total",
+		"Response body bytes read from the object store, by kind and table.", []string{"op", "table"}, nil)
+	descWritten = prometheus.NewDesc("siglake_objstore_written_bytes_total",
+		"Request body bytes sent to the object store, by kind and table.", []string{"op", "table"}, nil)
+)
+
+type objStoreCollector struct{}
+
+func (objStoreCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descRequests
+	ch <- descErrors
+	ch <- descRead
+	ch <- descWritten
+}
+
+func (objStoreCollector) Collect(ch chan<- prometheus.Metric) {
+	accounting.mu.RLock()
+	keys := make([]key, 0, len(accounting.m))
+	ctrs := make([]*opCounters, 0, len(accounting.m))
+	for k, c := range accounting.m {
+		keys = append(keys, k)
+		ctrs = append(ctrs, c)
+	}
+	accounting.mu.RUnlock()
+	idx := make([]int, len(keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		ka, kb := keys[idx[a]], keys[idx[b]]
+		return ka.table < kb.table || ka.table == kb.table && ka.op < kb.op
+	})
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, i := range idx {
+		k, c := keys[i], ctrs[i]
+		op := string(k.op)
+		counter(descRequests, c.requests.Load(), op, k.table)
+		counter(descRead, c.bytesRead.Load(), op, k.table)
+		counter(descWritten, c.bytesWritten.Load(), op, k.table)
+		for _, e := range []struct {
+			class string
+			v     int64
+		}{{"network", c.errNetwork.Load()}, {"4xx", c.err4xx.Load()}, {"5xx", c.err5xx.Load()}} {
+			if e.v > 0 {
+				counter(descErrors, e.v, op, k.table, e.class)
+			}
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package lake
+
+import (
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/siglake/siglake/test/testenv"
+)
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		method, target string
+		rng            bool
+		op             Op
+		table          string
+	}{
+		{"GET", "/b/wh/siglake.db/events/data/x.parquet", false, OpGet, "events"},
+		{"GET", "/b/wh/siglake.db/events/data/x.parquet", true, OpRangedGet, "events"},
+		{"HEAD", "/b/wh/siglake.db/events/metadata/v1.json", false, OpHead, "events"},
+		{"PUT", "/b/wh/siglake.db/events/data/x.parquet", false, OpPut, "events"},
+		{"PUT", "/b/wh/siglake.db/events/data/x.parquet?partNumber=2&uploadId=u", false, OpMultipart, "events"},
+		{"POST", "/b/wh/siglake.db/events/data/x.parquet?uploads", false, OpMultipart, "events"},
+		{"POST", "/b/wh/siglake.db/events/data/x.parquet?uploadId=u", false, OpMultipart, "events"},
+		{"DELETE", "/b/wh/siglake.db/events/data/x.parquet?uploadId=u", false, OpMultipart, "events"},
+		{"DELETE", "/b/wh/siglake.db/logs/data/x.parquet", false, OpDelete, "logs"},
+		{"POST", "/b?delete", false, OpDelete, ""},
+		{"GET", "/b?list-type=2&prefix=wh%2Fsiglake.db%2Fevents%2Fdata%2F", false, OpList, "events"},
+		{"GET", "/b?list-type=2&prefix=wh%2F", false, OpList, ""},
+		{"GET", "/b/wh/siglake.db/x.json", false, OpGet, ""}, // a file directly under NS.db is no table
+		{"PATCH", "/b/k", false, OpOther, ""},
+	} {
+		r := httptest.NewRequest(c.method, "http://127.0.0.1"+c.target, nil)
+		if c.rng {
+			r.Header.Set("Range", "bytes=0-99")
+		}
+		op, tbl := classify(r)
+		if op != c.op || tbl != c.table {
+			t.Errorf("%s %s range=%v: got %s/%q, want %s/%q", c.method, c.target, c.rng, op, tbl, c.op, c.table)
+		}
+	}
+}
+
+func TestCountingClientCountsBodiesAndErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/missing"):
+			http.Error(w, "no", http.StatusNotFound)
+		case strings.HasSuffix(r.URL.Path, "/broken"):
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		default:
+			w.Write([]byte(strings.Repeat("x", 1000)))
+		}
+	}))
+	defer srv.Close()
+	c := countingClient{inner: srv.Client()}
+	tbl := "counting_client_t"
+	before := ObjectStoreCost(tbl)
+	do := func(method, p, body string) {
+		req, _ := http.NewRequest(method, srv.URL+"/b/w/ns.db/"+tbl+"/data/"+p, strings.NewReader(body))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	do("PUT", "a", strings.Repeat("y", 300))
+	do("GET", "a", "")
+	do("GET", "missing", "")
+	do("GET", "broken", "")
+	got := ObjectStoreCost(tbl).Sub(before)
+	if p := got[OpPut]; p.Requests != 1 || p.BytesWritten != 300 || p.Errors != 0 {
+		t.Errorf("put: %+v", p)
+	}
+	if g := got[OpGet]; g.Requests != 3 || g.Errors != 2 || g.BytesRead != 1000+3+5 {
+		t.Errorf("get: %+v (want 3 requests, 2 errors, 1008 bytes)", g)
+	}
+}
+
+// TestObjectStoreAccountingOnS3 runs the real S3 FileIO against versitygw and checks that each
+// FileIO call shows up as the request kind a store bills, with the bytes that moved.
+func TestObjectStoreAccountingOnS3(t *testing.T) {
+	s3 := testenv.S3(t)
+	fio := s3.FileIO(t)
+	w, ok := fio.(icebergio.WriteFileIO)
+	if !ok {
+		t.Fatal("S3 FileIO cannot write")
+	}
+	tbl := "acct_" + strings.ReplaceAll(strings.ToLower(s3.Prefix(t)[len("tests/"):]), "-", "_")
+	dir := "s3://" + s3.Bucket + "/" + s3.Prefix(t) + "/siglake.db/" + tbl
+	obj := dir + "/data/f.bin"
+	payload := []byte(strings.Repeat("0123456789", 10_000))
+
+	before := ObjectStoreCost(tbl)
+	if err := w.WriteFile(obj, payload); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fio.Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	if _, err := f.ReadAt(buf, 5000); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	all, err := fio.(icebergio.ReadFileIO).ReadFile(obj)
+	if err != nil || len(all) != len(payload) {
+		t.Fatalf("read back %d bytes, %v", len(all), err)
+	}
+	if _, err := fio.Open(dir + "/data/absent.bin"); err == nil {
+		t.Fatal("opening a missing object succeeded")
+	}
+	n := 0
+	if err := fio.(icebergio.ListableIO).WalkDir(dir+"/data", func(string, fs.DirEntry, error) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := fio.Remove(obj); err != nil {
+		t.Fatal(err)
+	}
+	got := ObjectStoreCost(tbl).Sub(before)
+	t.Logf("cost: %+v", got)
+
+	if p := got[OpPut]; p.Requests < 1 || p.BytesWritten < int64(len(payload)) {
+		t.Errorf("write of %d bytes counted as %+v", len(payload), p)
+	}
+	if g := got[OpRangedGet]; g.Requests < 1 || g.BytesRead < 100 {
+		t.Errorf("ranged read: %+v", g)
+	}
+	reads := got[OpGet].BytesRead + got[OpRangedGet].BytesRead
+	if reads < int64(len(payload))+100 || reads > 3*int64(len(payload)) {
+		t.Errorf("read %d + 100 bytes, counted %d", len(payload), reads)
+	}
+	if got[OpList].Requests < 1 {
+		t.Errorf("walk counted no LIST: %+v", got)
+	}
+	if got[OpDelete].Requests < 1 {
+		t.Errorf("remove counted no DELETE: %+v", got)
+	}
+	if got.Total().Errors < 1 {
+		t.Errorf("the missing object's 404 was not counted: %+v", got)
+	}
+
+	// The same numbers reach Prometheus.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(ObjectStoreCollector())
+	if n, err := testutil.GatherAndCount(reg, "siglake_objstore_requests_total"); err != nil || n == 0 {
+		t.Fatalf("collector exported %d request series (%v)", n, err)
+	}
+	if err := testutil.CollectAndCompare(ObjectStoreCollector(), strings.NewReader(""), "siglake_objstore_nothing"); err != nil {
+		t.Fatal(err)
+	}
+}
