@@ -3,6 +3,7 @@ package merge
 import (
 	"context"
 	"fmt"
+	"os"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -165,3 +166,6 @@ func recordBytes(rec arrow.RecordBatch) int64 {
 	}
 	return n
 }
+
+// long reports whether SIGLAKE_LONG=1 asks for the long versions of tests.
+func long() bool { return os.Getenv("SIGLAKE_LONG") == "1" }

@@ -89,9 +89,12 @@ func randScenario(t testing.TB, r *rand.Rand, sc *arrow.Schema, dir string) scen
 
 func TestRewritePathsAgree(t *testing.T) {
 	sc := testArrowSchema(t)
-	seeds := 12
+	seeds := 8
 	if testing.Short() {
-		seeds = 4
+		seeds = 3
+	}
+	if long() {
+		seeds = 60
 	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		r := rand.New(rand.NewPCG(seed, 99))

@@ -33,17 +33,12 @@ func newPQSource(ctx context.Context, in *openedInput, schema *arrow.Schema, tsN
 	}
 	var cols []int
 	if tsOnly {
-		cols = []int{leafIndex(in, tsName)}
+		cols = leafIndices(in, tsName)
 	} else {
 		for _, f := range schema.Fields() {
 			if idx := fsc.FieldIndices(f.Name); len(idx) > 0 {
-				cols = append(cols, leafIndex(in, f.Name))
+				cols = append(cols, leafIndices(in, f.Name)...)
 			}
-		}
-	}
-	for _, c := range cols {
-		if c < 0 {
-			return nil, fmt.Errorf("input %s: nested columns are not supported", in.path)
 		}
 	}
 	rr, err := in.fr.GetRecordReader(ctx, cols, nil)
@@ -58,17 +53,18 @@ func newPQSource(ctx context.Context, in *openedInput, schema *arrow.Schema, tsN
 	return s, nil
 }
 
-// leafIndex returns the Parquet leaf column index of a top-level primitive
-// column, or -1.
-func leafIndex(in *openedInput, name string) int {
+// leafIndices returns the Parquet leaf column indices of a top-level column:
+// one for a primitive column, every leaf below it for a nested one (a map's
+// keys and values, a list's elements).
+func leafIndices(in *openedInput, name string) []int {
 	sc := in.pf.MetaData().Schema
+	var out []int
 	for i := 0; i < sc.NumColumns(); i++ {
-		col := sc.Column(i)
-		if col.Path() == name {
-			return i
+		if p := sc.Column(i).ColumnPath(); len(p) > 0 && p[0] == name {
+			out = append(out, i)
 		}
 	}
-	return -1
+	return out
 }
 
 func (s *pqSource) next(ctx context.Context) (batch, bool, error) {
