@@ -3,8 +3,8 @@ package merge
 import (
 	"context"
 	"fmt"
-	"os"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"

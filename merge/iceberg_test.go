@@ -118,4 +118,3 @@ func TestIcebergScannerReadsOutputs(t *testing.T) {
 		t.Fatal("filtered scan returned no rows")
 	}
 }
-
