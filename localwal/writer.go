@@ -205,7 +205,7 @@ func (w *Writer) Incarnation() uint64 { return w.state.Incarnation }
 // Append writes rec to table's open segment, starting one if needed. A
 // segment that is older than RollAge or whose schema differs from rec's is
 // sealed first; the segment is sealed after the write once it reaches
-// RollBytes. The Writer does not keep rec.
+// RollBytes. A batch without rows is ignored. The Writer does not keep rec.
 func (w *Writer) Append(table string, rec arrow.RecordBatch) error {
 	if !ValidTable(table) {
 		return fmt.Errorf("table name %q does not match %s", table, tableRe)
@@ -220,6 +220,11 @@ func (w *Writer) Append(table string, rec arrow.RecordBatch) error {
 	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return err
+	}
+	if rec.NumRows() == 0 {
+		// Nothing to keep, and a segment of empty batches would be
+		// rejected as "empty" and quarantined.
+		return nil
 	}
 	now := w.opts.Now()
 	seg := w.open[table]

@@ -496,3 +496,79 @@ func TestWriterFailsForGood(t *testing.T) {
 	}
 	w.Close()
 }
+
+func TestWriterConcurrentAppend(t *testing.T) {
+	dir := t.TempDir()
+	var log sealLog
+	w, err := NewWriter(dir, WriterOptions{Stream: "ingest-0", RollBytes: 32 << 10, RollAge: 20 * time.Millisecond, OnSeal: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, batches, rows = 4, 30, 20
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			gen := newLogGen(uint64(100+g), t0)
+			for i := 0; i < batches; i++ {
+				rec := gen.batch(memory.DefaultAllocator, rows)
+				if err := w.Append([]string{"logs", "events"}[(g+i)%2], rec); err != nil {
+					t.Error(err)
+				}
+				rec.Release()
+			}
+		}(g)
+	}
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				if err := w.SealDue(time.Now()); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}()
+	// An empty batch creates nothing.
+	empty := newLogGen(1, t0).batch(memory.DefaultAllocator, 0)
+	if err := w.Append("nothing", empty); err != nil {
+		t.Fatal(err)
+	}
+	empty.Release()
+	wg.Wait()
+	close(stop)
+	<-ticked
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := Scan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	seqs := map[uint64]bool{}
+	for _, s := range segs {
+		if s.Table == "nothing" {
+			t.Fatal("an empty batch produced a segment")
+		}
+		seg, err := ReadAll(s.Path, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += seg.Rows
+		seg.Release()
+		if seqs[s.Seq] {
+			t.Fatalf("seq %d used twice", s.Seq)
+		}
+		seqs[s.Seq] = true
+	}
+	if total != goroutines*batches*rows || len(segs) != len(log.segs) {
+		t.Fatalf("read %d rows in %d segments, want %d rows in %d", total, len(segs), goroutines*batches*rows, len(log.segs))
+	}
+}
