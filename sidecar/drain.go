@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"time"
 
@@ -350,7 +349,7 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 	}
 	var outs []merge.Output
 	for day, recs := range byDay {
-		dir := path.Join(t.Location(), "data", lake.PartitionField+"="+time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
+		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
 		o, err := merge.WriteSorted(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
 			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, Generation: 0, Allocator: d.Mem})
 		if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -79,4 +81,13 @@ func partitionName(df iceberg.DataFile, minTime int64) string {
 		}
 	}
 	return time.UnixMicro(minTime).UTC().Format("2006-01-02")
+}
+
+// DataDir is the directory of a partition's data files under t's location. path.Join must not
+// see the location: it would fold "s3://bucket" into "s3:/bucket", which S3 FileIO then takes as
+// an object key inside the bucket and no other reader can resolve.
+func DataDir(t *table.Table, partition string) string { return dataDir(t.Location(), partition) }
+
+func dataDir(location, partition string) string {
+	return strings.TrimRight(location, "/") + "/" + path.Join("data", PartitionField+"="+partition)
 }

@@ -21,7 +21,13 @@ func TestCrashLoopExactlyOnce(t *testing.T) {
 	if os.Getenv("SIGLAKE_LONG") == "1" {
 		kills = 200
 	}
-	s := newSite(t)
+	crashLoop(t, newSite(t), kills)
+}
+
+// crashLoop is the crash loop on any site: it feeds walgen rows, SIGKILLs the compactor kills
+// times (every other kill as a commit starts), drains cleanly and checks exactly-once through
+// iceberg-go and DuckDB.
+func crashLoop(t *testing.T, s *site, kills int) {
 	rng := rand.New(rand.NewPCG(42, uint64(time.Now().UnixNano())))
 	var want sidecar.RowSum
 	seed := 1

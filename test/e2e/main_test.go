@@ -46,6 +46,9 @@ type site struct {
 	catalog   string
 	warehouse string
 	extraEnv  []string
+	// s3 is the test S3 server when the warehouse is s3:// (zero for a local warehouse); the
+	// harness's own reads (tableSum, checkDuckDB) go to it directly, never through a fault proxy.
+	s3 testenv.S3Env
 }
 
 func newSite(t *testing.T) *site {
@@ -56,6 +59,45 @@ func newSite(t *testing.T) *site {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// newBackendSite is a site on the production backends: an Iceberg SQL catalog in a fresh
+// PostgreSQL database (catalogDSN, or a new one when empty) and a fresh s3:// warehouse on
+// versitygw. s3Endpoint is the endpoint the binary uses (a fault proxy; empty = the server).
+func newBackendSite(t *testing.T, catalogDSN, s3Endpoint string) *site {
+	s3 := testenv.S3(t)
+	if catalogDSN == "" {
+		catalogDSN = testenv.PostgresDB(t)
+	}
+	if s3Endpoint == "" {
+		s3Endpoint = s3.Endpoint
+	}
+	s := newSite(t)
+	s.catalog, s.warehouse, s.s3 = catalogDSN, s3.Warehouse(t), s3
+	s.extraEnv = []string{"SIGLAKE_S3_ENDPOINT=" + s3Endpoint, "SIGLAKE_S3_REGION=" + s3.Region,
+		"SIGLAKE_S3_ACCESS_KEY=" + s3.AccessKey, "SIGLAKE_S3_SECRET_KEY=" + s3.SecretKey, "SIGLAKE_S3_PATH_STYLE=true"}
+	return s
+}
+
+// lakeConfig is how the harness itself opens the site's catalog (directly, without proxies).
+func (s *site) lakeConfig() lake.Config {
+	c := lake.Config{Catalog: s.catalog, Warehouse: s.warehouse, Namespace: "siglake"}
+	if s.s3.Endpoint != "" {
+		c.S3Endpoint, c.S3Region, c.S3AccessKey, c.S3SecretKey, c.S3PathStyle = s.s3.Endpoint, s.s3.Region, s.s3.AccessKey, s.s3.SecretKey, true
+	}
+	return c
+}
+
+// localPath is where DuckDB finds a data file of the site.
+func (s *site) localPath(loc string) string {
+	if strings.HasPrefix(loc, "s3://") {
+		p, err := s.s3.LocalPath(loc)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return p
+	}
+	return strings.TrimPrefix(loc, "file://")
 }
 
 type walgenResult struct {
@@ -127,7 +169,7 @@ func (s *site) drainOnce() {
 func (s *site) tableSum(name string) sidecar.RowSum {
 	s.t.Helper()
 	ctx := context.Background()
-	l, err := lake.Open(ctx, lake.Config{Catalog: s.catalog, Warehouse: s.warehouse, Namespace: "siglake"})
+	l, err := lake.Open(ctx, s.lakeConfig())
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -149,7 +191,7 @@ func (s *site) checkDuckDB(name string) {
 	s.t.Helper()
 	duck := testenv.DuckDB(s.t)
 	ctx := context.Background()
-	l, err := lake.Open(ctx, lake.Config{Catalog: s.catalog, Warehouse: s.warehouse, Namespace: "siglake"})
+	l, err := lake.Open(ctx, s.lakeConfig())
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -162,7 +204,7 @@ func (s *site) checkDuckDB(name string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	paths := testenv.TableFiles(s.t, tbl, testenv.S3Env{})
+	paths := testenv.TableFiles(s.t, tbl, s.s3)
 	got := duck.SummarizeWith(paths, testenv.SummaryOptions{ChecksumColumns: sidecar.EventColumns})
 	byPath := map[string]testenv.FileSummary{}
 	for _, f := range got.Files {
@@ -186,7 +228,7 @@ func (s *site) checkDuckDB(name string) {
 		s.t.Fatalf("DuckDB reads %d rows checksum %d; iceberg-go reads %d rows checksum %d", got.Rows, got.Checksum, want.Rows, want.Sum)
 	}
 	for _, f := range files {
-		d, ok := byPath[strings.TrimPrefix(f.Path, "file://")]
+		d, ok := byPath[s.localPath(f.Path)]
 		if !ok {
 			s.t.Fatalf("DuckDB summary lacks %s", f.Path)
 		}
