@@ -22,9 +22,9 @@ type Recovered struct {
 }
 
 // Recover salvages the .open segments a crashed writer left in dir, oldest
-// seq first. A segment keeps every complete, valid record batch: the file
-// is cut after the last one, given an end-of-stream marker, fsynced and
-// sealed under its own name. A segment without rows is removed; one whose
+// seq first. A segment keeps the longest run of complete, valid record
+// batches from its start: the file is cut after it, given an end-of-stream
+// marker, fsynced and sealed under its own name. A segment without rows is removed; one whose
 // header or schema is unusable is quarantined. NewWriter runs this before
 // handing out a new seq: sealing an old seq after newer segments of the
 // same table were drained would put it below the drain's mark, and the
