@@ -25,16 +25,18 @@ const aloneRetry = 2 * time.Second
 // Cluster is this process's membership in the gossip cluster and its view
 // of table leases. All methods are safe for concurrent use.
 type Cluster struct {
-	cfg Config
-	log *zap.Logger
-	ml  *memberlist.Memberlist // nil when Disabled
-	tr  *countingTransport     // nil when Disabled
-	now func() time.Time
+	cfg  Config
+	log  *zap.Logger
+	ml   *memberlist.Memberlist // nil when Disabled
+	tr   *countingTransport     // nil when Disabled
+	addr string                 // advertised host:port, "" when Disabled
+	now  func() time.Time
 
 	// lookupIP resolves a join entry's DNS name to all its addresses.
 	lookupIP func(ctx context.Context, host string) ([]net.IP, error)
 
-	meta *delegate
+	meta  *delegate
+	mlLog *zapWriter // nil when Disabled
 
 	mu sync.Mutex
 	v  *view
@@ -61,6 +63,8 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Join = append([]string(nil), cfg.Join...)
+	cfg.Roles = append([]string(nil), cfg.Roles...)
 	c := &Cluster{
 		cfg:  cfg,
 		log:  log,
@@ -78,7 +82,8 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 		return c, nil
 	}
 
-	mlLog := newMemberlistLogger(log)
+	mlLog, mlWriter := newMemberlistLogger(log)
+	c.mlLog = mlWriter
 	bindAddr := cfg.BindAddr
 	if bindAddr == "" {
 		bindAddr = "0.0.0.0"
@@ -122,9 +127,10 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 		return nil, fmt.Errorf("starting gossip member %q%s: %w", cfg.NodeName, hint, err)
 	}
 	c.ml = ml
+	c.addr = ml.LocalNode().Address()
 	log.Info("gossip started",
 		zap.String("node", cfg.NodeName),
-		zap.String("addr", ml.LocalNode().Address()),
+		zap.String("addr", c.addr),
 		zap.Strings("join", cfg.Join),
 		zap.Strings("roles", cfg.Roles),
 		zap.Duration("settle", cfg.SettlePeriod))
@@ -159,6 +165,10 @@ func newNetTransport(addr string, port int, log *log.Logger) (*memberlist.NetTra
 
 // Name is this member's node name.
 func (c *Cluster) Name() string { return c.cfg.NodeName }
+
+// Addr is the advertised gossip address (host:port) that peers can list in
+// their join lists; "" when gossip is disabled.
+func (c *Cluster) Addr() string { return c.addr }
 
 // Owns reports whether this process may start maintenance work on table
 // now: it is the owner in this process's view, has been for the settle
@@ -337,6 +347,11 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	if err := c.ml.UpdateNode(timeout); err != nil {
 		errs = append(errs, fmt.Errorf("announcing leaving metadata: %w", err))
 	}
+	// Give the update a few gossip rounds to spread before the leave
+	// message, which gossip does not order after it: a peer that gets the
+	// leave first reports the member dead instead of left (ownership moves
+	// the same either way).
+	time.Sleep(min(timeout, 3*c.cfg.GossipInterval))
 	if err := c.ml.Leave(timeout); err != nil {
 		errs = append(errs, fmt.Errorf("leave message: %w", err))
 	}
@@ -357,6 +372,7 @@ func (c *Cluster) Shutdown() error {
 		c.mu.Unlock()
 		if c.ml != nil {
 			c.down.Store(true)
+			c.mlLog.closing.Store(true)
 			if e := c.ml.Shutdown(); e != nil {
 				err = fmt.Errorf("gossip shutdown: %w", e)
 			}

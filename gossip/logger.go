@@ -3,6 +3,7 @@ package gossip
 import (
 	"log"
 	"strings"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -11,14 +12,24 @@ import (
 // memberlist logs through a *log.Logger with lines like
 // "[WARN] memberlist: Was able to connect to x over TCP but UDP probes
 // failed". zapWriter turns each line into a zap entry at the matching level.
-type zapWriter struct{ log *zap.Logger }
-
-func newMemberlistLogger(l *zap.Logger) *log.Logger {
-	return log.New(zapWriter{log: l.Named("memberlist")}, "", 0)
+type zapWriter struct {
+	log *zap.Logger
+	// closing demotes everything to debug once shutdown has begun:
+	// memberlist's loops run on briefly after its sockets close and log
+	// each failed send as an error.
+	closing atomic.Bool
 }
 
-func (w zapWriter) Write(p []byte) (int, error) {
+func newMemberlistLogger(l *zap.Logger) (*log.Logger, *zapWriter) {
+	w := &zapWriter{log: l.Named("memberlist")}
+	return log.New(w, "", 0), w
+}
+
+func (w *zapWriter) Write(p []byte) (int, error) {
 	level, msg := parseMemberlistLine(string(p))
+	if w.closing.Load() {
+		level = zapcore.DebugLevel
+	}
 	if ce := w.log.Check(level, msg); ce != nil {
 		ce.Write()
 	}
