@@ -79,6 +79,9 @@ type WriterOptions struct {
 	// renamed). It runs with the Writer's lock held and must not call
 	// back into the Writer.
 	OnSeal func(SealedSegment)
+	// OnRecover, when set, is told what NewWriter's crash recovery did
+	// with each .open segment it found (see Recover), e.g. to log it.
+	OnRecover func(Recovered)
 }
 
 // SealedSegment describes a segment the Writer sealed.
@@ -190,7 +193,13 @@ func (w *Writer) init() error {
 		}
 	}
 	w.state = st
-	if _, err := Recover(w.dir); err != nil {
+	recovered, err := Recover(w.dir)
+	if w.opts.OnRecover != nil {
+		for _, r := range recovered {
+			w.opts.OnRecover(r)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	return nil

@@ -2,6 +2,7 @@ package localwal
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -444,8 +445,15 @@ func TestRecoverOpenSegments(t *testing.T) {
 	os.WriteFile(stray, rawSegment(t, logSchema, map[string]string{KeyVersion: "7"}, strayRec), 0o644)
 	strayRec.Release()
 
-	w = newTestWriter(t, dir, clk, &log, nil)
+	actions := map[string]string{}
+	w = newTestWriter(t, dir, clk, &log, func(o *WriterOptions) {
+		o.OnRecover = func(r Recovered) { actions[filepath.Base(r.Path)[:5]] = r.Action }
+	})
 	defer w.Close()
+	want := map[string]string{"logs.": "sealed", "event": "sealed", "metri": "removed", "audit": "quarantined"}
+	if !maps.Equal(actions, want) {
+		t.Fatalf("recovery actions %v, want %v", actions, want)
+	}
 	if opens, _ := filepath.Glob(filepath.Join(dir, "*"+OpenSuffix)); len(opens) != 0 {
 		t.Fatalf("open segments left after recovery: %v", opens)
 	}
