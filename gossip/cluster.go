@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -76,7 +77,7 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 	}
 	self := Member{Name: cfg.NodeName, State: StateAlive, Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr}
 	standalone := cfg.Disabled || len(cfg.Join) == 0
-	c.v = newView(self, cfg.SettlePeriod, standalone, c.now())
+	c.v = newView(self, cfg.SettlePeriod, standalone, !standalone, c.now())
 	if cfg.Disabled {
 		log.Info("gossip disabled: this process is the only member", zap.String("node", cfg.NodeName), zap.Strings("roles", cfg.Roles))
 		return c, nil
@@ -109,6 +110,7 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 	c.meta = &delegate{meta: metaBytes}
 	mc.Delegate = c.meta
 	mc.Events = &events{c: c}
+	mc.Conflict = &events{c: c}
 	mc.ProbeInterval = cfg.ProbeInterval
 	mc.ProbeTimeout = cfg.ProbeTimeout
 	mc.SuspicionMult = cfg.SuspicionMult
@@ -245,7 +247,8 @@ type Stats struct {
 	TrackedTables int `json:"tracked_tables"`
 	// OwnedTables is the number of tracked tables Owns would allow now.
 	OwnedTables int `json:"owned_tables"`
-	// SettlingTables are owned in this view but still in the settle period.
+	// SettlingTables are owned in this view but may not be acted on yet:
+	// settle period, first join attempt, or a name conflict hold.
 	SettlingTables int `json:"settling_tables"`
 	// LeaseTransitions counts tracked tables changing owner in this view.
 	LeaseTransitions uint64 `json:"lease_transitions"`
@@ -258,6 +261,10 @@ type Stats struct {
 	// and TCP streams), without IP/UDP/TCP headers.
 	SentBytes     uint64 `json:"sent_bytes"`
 	ReceivedBytes uint64 `json:"received_bytes"`
+	// NameConflicts counts alive messages that claimed a known member name
+	// from another address (a restart from a new address before the old
+	// one was declared dead, or two processes given the same name).
+	NameConflicts uint64 `json:"name_conflicts"`
 }
 
 // Stats returns a snapshot of the counters.
@@ -272,11 +279,12 @@ func (c *Cluster) Stats() Stats {
 	for _, m := range c.v.members {
 		s.Members[m.State]++
 	}
-	for t, l := range c.v.leases {
+	s.NameConflicts = c.v.conflicts
+	for _, l := range c.v.leases {
 		if l.Owner != c.v.self || c.v.leaving {
 			continue
 		}
-		if c.v.owns(now, t) {
+		if c.v.localMayAct(now, l) {
 			s.OwnedTables++
 		} else {
 			s.SettlingTables++
@@ -300,9 +308,15 @@ type Status struct {
 	Join         []string  `json:"join,omitempty"`
 	SettlePeriod string    `json:"settle_period"`
 	ViewSince    time.Time `json:"view_since"` // when the owner set last changed
-	Members      []Member  `json:"members"`
-	Leases       []Lease   `json:"leases"`
-	Stats        Stats     `json:"stats"`
+	// JoinPending: the first attempt to join the configured peers has not
+	// finished; this process owns nothing until it has.
+	JoinPending bool `json:"join_pending,omitempty"`
+	// HeldUntil: peers know another process under this name; this process
+	// owns nothing until then (extended while conflicts keep arriving).
+	HeldUntil time.Time `json:"held_until,omitzero"`
+	Members   []Member  `json:"members"`
+	Leases    []Lease   `json:"leases"`
+	Stats     Stats     `json:"stats"`
 }
 
 // Status returns members, every tracked lease and the counters.
@@ -317,6 +331,8 @@ func (c *Cluster) Status() Status {
 		Join:         append([]string(nil), c.cfg.Join...),
 		SettlePeriod: c.cfg.SettlePeriod.String(),
 		ViewSince:    c.v.changedAt,
+		JoinPending:  c.v.joinPending,
+		HeldUntil:    c.v.heldUntil,
 		Members:      c.v.memberList(),
 		Leases:       c.v.allLeases(c.now()),
 		Stats:        st,
@@ -420,8 +436,15 @@ func (c *Cluster) logChanges(changes []LeaseChange) {
 // rejoinLoop joins the configured peers at once and then periodically, so a
 // member that started before the others, or was cut off, finds them.
 func (c *Cluster) rejoinLoop() {
+	first := true
 	for {
 		c.rejoin()
+		if first {
+			first = false
+			c.mu.Lock()
+			c.v.joinDone(c.now())
+			c.mu.Unlock()
+		}
 		wait := c.cfg.RejoinInterval
 		c.mu.Lock()
 		alone := c.v.peerCount() == 0
@@ -558,6 +581,49 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 		m.State = StateLeft
 	}
 	e.c.observe(m)
+}
+
+// NotifyConflict is memberlist's report of an alive message that claims a
+// known name from another address.
+func (e *events) NotifyConflict(existing, other *memberlist.Node) {
+	e.c.conflict(existing.Name, existing.Address(), other.Address())
+}
+
+// conflict handles a name conflict. When the name is ours, peers still know
+// our previous process (we restarted from a new address before it was
+// declared dead). They accept us only once it is dead, DeadNodeReclaimTime
+// has passed and one of our push/pulls reaches them; until then they have
+// given our tables to others, and nothing tells us when they accept us. So
+// we act on nothing for the worst case of that sequence (conflictHold),
+// counted from the last conflict we see.
+func (c *Cluster) conflict(name, known, claimed string) {
+	self := name == c.cfg.NodeName
+	c.mu.Lock()
+	c.v.conflicts++
+	var hold time.Duration
+	if self {
+		hold = conflictHold(c.cfg, c.v.aliveCount())
+		c.v.hold(c.now().Add(hold))
+	}
+	c.mu.Unlock()
+	if self { // known is this process's own address here
+		c.log.Warn("gossip peers know another process under this member's name; owning nothing until they can have accepted this one",
+			zap.String("member", name), zap.String("this_addr", known), zap.String("other_addr", claimed), zap.Duration("hold", hold))
+		return
+	}
+	c.log.Warn("gossip member name claimed from two addresses (restart from a new address, or two processes with one name)",
+		zap.String("member", name), zap.String("known_addr", known), zap.String("claimed_addr", claimed))
+}
+
+// conflictHold is the longest it can take peers to accept a restarted
+// member at a new address: the old process's longest suspicion timeout
+// (memberlist: SuspicionMaxTimeoutMult * SuspicionMult * max(1, log10(n)) *
+// ProbeInterval), then DeadNodeReclaimTime, then one push/pull interval for
+// our next state exchange, plus the settle period.
+func conflictHold(cfg Config, n int) time.Duration {
+	scale := math.Max(1, math.Log10(float64(max(n, 1))))
+	suspicion := time.Duration(float64(cfg.SuspicionMaxTimeoutMult*cfg.SuspicionMult) * scale * float64(cfg.ProbeInterval))
+	return suspicion + cfg.DeadNodeReclaimTime + cfg.PushPullInterval + cfg.SettlePeriod
 }
 
 // member converts a memberlist node, reading its metadata. Unreadable

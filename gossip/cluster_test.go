@@ -30,6 +30,7 @@ func fastConfig(name string, join ...string) Config {
 	c.TCPTimeout = raceSlowdown * time.Second
 	c.RejoinInterval = raceSlowdown * time.Second
 	c.SettlePeriod = raceSlowdown * 300 * time.Millisecond
+	c.DeadNodeReclaimTime = raceSlowdown * time.Second
 	return c
 }
 
@@ -118,11 +119,18 @@ func (tc *testCluster) names() []string {
 func (tc *testCluster) converged(tables []string) (bool, string) {
 	want := tc.names()
 	sort.Strings(want)
+	addrs := map[string]string{}
+	for _, m := range tc.live() {
+		addrs[m.Name()] = m.Addr()
+	}
 	for _, m := range tc.live() {
 		var aliveNames []string
 		for _, mm := range m.Members() {
 			if mm.State == StateAlive {
 				aliveNames = append(aliveNames, mm.Name)
+				if a, ok := addrs[mm.Name]; ok && a != mm.Addr {
+					return false, fmt.Sprintf("%s sees %s at %s, it is at %s", m.Name(), mm.Name, mm.Addr, a)
+				}
 			}
 		}
 		if want := len(tc.live()) + len(tc.extra); len(aliveNames) != want {
@@ -396,6 +404,85 @@ func TestClusterStableMembershipMovesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("no ownership change over %s with 5 members and %d tables", period, len(tables))
+}
+
+// A member that crashes and comes back under the same name from the same
+// address (a container restart in the same pod) is accepted at once; from a
+// new address (a rescheduled pod) peers accept it only after the old one is
+// declared dead and DeadNodeReclaimTime has passed. Meanwhile the new
+// process sees the name conflict and owns nothing, so no table has two
+// owners at any sampled instant.
+func TestClusterRestartUnderSameName(t *testing.T) {
+	for _, samePort := range []bool{true, false} {
+		t.Run(fmt.Sprintf("samePort=%v", samePort), func(t *testing.T) {
+			tables := tableNames(100)
+			tc := startCluster(t, 3, fastConfig)
+			tc.waitConverged(tables, 20*time.Second)
+			old := tc.members[2]
+			_, port, err := ParseHostPort(old.Addr(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.kill(old)
+			cfg := fastConfig(old.Name(), tc.seedAddr())
+			if samePort {
+				cfg.BindPort = port
+			}
+			c, err := Start(cfg, testLogger(t).With(zap.String("test_node", "restarted")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.members[2] = c
+			delete(tc.dead, c.Name())
+			start := time.Now()
+			for {
+				if ok, _ := tc.converged(tables); ok {
+					break
+				}
+				if time.Since(start) > raceSlowdown*30*time.Second {
+					_, why := tc.converged(tables)
+					t.Fatalf("restarted member not accepted after 30s: %s", why)
+				}
+				for tb, os := range tc.ownersNow(tables) {
+					if len(os) > 1 {
+						st := c.Status()
+						t.Fatalf("table %s has owners %v while the restart settles (now %s, held until %s, join pending %v, lease %+v)",
+							tb, os, time.Now().Format("15:04:05.000"), st.HeldUntil.Format("15:04:05.000"), st.JoinPending, c.Leases(tb))
+					}
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			took := time.Since(start)
+			// The new process resumes its tables when its hold ends.
+			deadline := time.Now().Add(conflictHold(cfg, 3) + 2*cfg.SettlePeriod)
+			for {
+				for tb, os := range tc.ownersNow(tables) {
+					if len(os) > 1 {
+						t.Fatalf("table %s has owners %v after the restart", tb, os)
+					}
+				}
+				owners := tc.ownersNow(tables)
+				ok := true
+				for _, tb := range tables {
+					if len(owners[tb]) != 1 {
+						ok = false
+					}
+				}
+				if ok {
+					break
+				}
+				if time.Now().After(deadline) {
+					tc.assertOneOwnerEach(tables)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Logf("restart samePort=%v: accepted by all after %s, one owner per table after %s; name conflicts seen by the new process: %d",
+				samePort, took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), c.Stats().NameConflicts)
+			if !samePort && c.Stats().NameConflicts == 0 {
+				t.Fatal("restart from a new address saw no name conflict")
+			}
+		})
+	}
 }
 
 func TestClusterDrainOnlyMemberNeverOwns(t *testing.T) {

@@ -74,6 +74,17 @@ type view struct {
 	// leaving is set by Leave: the process stops owning at once, before
 	// its departure reaches the others.
 	leaving bool
+	// joinPending is true until the first attempt to join the configured
+	// peers has finished: until then the view is known to be incomplete,
+	// and settle periods count from the end of that attempt (joinedAt).
+	joinPending bool
+	joinedAt    time.Time
+	// heldUntil stops this process acting while peers know another
+	// process under its name at another address (a restart from a new
+	// address that peers have not accepted yet: they gave its tables to
+	// others). conflicts counts name conflicts seen, about any member.
+	heldUntil time.Time
+	conflicts uint64
 
 	members map[string]Member
 	// cands are the alive members with the maintenance role, sorted by
@@ -86,14 +97,15 @@ type view struct {
 	transitions uint64
 }
 
-func newView(self Member, settle time.Duration, standalone bool, now time.Time) *view {
+func newView(self Member, settle time.Duration, standalone, joinPending bool, now time.Time) *view {
 	v := &view{
-		self:       self.Name,
-		settle:     settle,
-		standalone: standalone,
-		members:    map[string]Member{},
-		leases:     map[string]*Lease{},
-		changedAt:  now,
+		self:        self.Name,
+		settle:      settle,
+		standalone:  standalone,
+		joinPending: joinPending,
+		members:     map[string]Member{},
+		leases:      map[string]*Lease{},
+		changedAt:   now,
 	}
 	self.State = StateAlive
 	v.observe(now, self)
@@ -169,7 +181,37 @@ func (v *view) activeFrom(since time.Time) time.Time {
 	if v.standalone && !v.sawPeer {
 		return since
 	}
+	if v.joinedAt.After(since) {
+		since = v.joinedAt
+	}
 	return since.Add(v.settle)
+}
+
+// joinDone records the end of the first join attempt: leases this view
+// assigned before it settle from now on.
+func (v *view) joinDone(now time.Time) {
+	if !v.joinPending {
+		return
+	}
+	v.joinPending = false
+	v.joinedAt = now
+	for _, l := range v.leases {
+		l.ActiveFrom = v.activeFrom(l.Since)
+	}
+}
+
+// hold stops this process acting until the given time (see heldUntil).
+func (v *view) hold(until time.Time) {
+	if until.After(v.heldUntil) {
+		v.heldUntil = until
+	}
+}
+
+// localMayAct reports whether this process may act on a lease it owns:
+// it is not leaving, has finished its first join, is not held, and the
+// lease has settled.
+func (v *view) localMayAct(now time.Time, l *Lease) bool {
+	return !v.leaving && !v.joinPending && !now.Before(v.heldUntil) && !now.Before(l.ActiveFrom)
 }
 
 // track starts following a table (if it is new) and returns its lease. A
@@ -190,14 +232,19 @@ func (v *view) forget(table string) { delete(v.leases, table) }
 // owns reports whether this process may start maintenance work on table now.
 func (v *view) owns(now time.Time, table string) bool {
 	l := v.track(table)
-	return !v.leaving && l.Owner == v.self && !now.Before(l.ActiveFrom)
+	return l.Owner == v.self && v.localMayAct(now, l)
 }
 
 // lease returns a copy of a tracked table's lease as seen at now.
 func (v *view) lease(now time.Time, table string) Lease {
-	l := *v.track(table)
+	lp := v.track(table)
+	l := *lp
 	l.Local = l.Owner == v.self
-	l.Active = l.Owner != "" && !now.Before(l.ActiveFrom) && !(l.Local && v.leaving)
+	if l.Local {
+		l.Active = v.localMayAct(now, lp)
+	} else {
+		l.Active = l.Owner != "" && !now.Before(l.ActiveFrom)
+	}
 	return l
 }
 
@@ -221,6 +268,9 @@ func (v *view) memberList() []Member {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// aliveCount is the number of alive members, this process included.
+func (v *view) aliveCount() int { return v.peerCount() + 1 }
 
 // peerCount is the number of alive members other than this process.
 func (v *view) peerCount() int {

@@ -26,7 +26,7 @@ func tableOwnedBy(t *testing.T, want string, members []string) string {
 }
 
 func TestViewStandaloneOwnsEverythingAtOnce(t *testing.T) {
-	v := newView(alive("a", both()...), 5*time.Second, true, t0)
+	v := newView(alive("a", both()...), 5*time.Second, true, false, t0)
 	for _, tb := range tableNames(50) {
 		if !v.owns(t0, tb) {
 			t.Fatalf("standalone member does not own %s at once", tb)
@@ -58,7 +58,7 @@ func TestViewStandaloneOwnsEverythingAtOnce(t *testing.T) {
 
 func TestViewSettleAndHandover(t *testing.T) {
 	settle := 5 * time.Second
-	a := newView(alive("a", both()...), settle, false, t0)
+	a := newView(alive("a", both()...), settle, false, false, t0)
 	tb := tableOwnedBy(t, "a", []string{"a", "b"})
 	tbB := tableOwnedBy(t, "b", []string{"a", "b"})
 
@@ -89,7 +89,7 @@ func TestViewSettleAndHandover(t *testing.T) {
 }
 
 func TestViewDrainOnlyNeverOwns(t *testing.T) {
-	v := newView(alive("d", RoleDrain), 0, true, t0)
+	v := newView(alive("d", RoleDrain), 0, true, false, t0)
 	tb := "logs.events"
 	if v.owns(t0, tb) {
 		t.Fatalf("drain-only member owns a table")
@@ -111,7 +111,7 @@ func TestViewDrainOnlyNeverOwns(t *testing.T) {
 }
 
 func TestViewLeavingStopsAtOnce(t *testing.T) {
-	v := newView(alive("a", both()...), 0, true, t0)
+	v := newView(alive("a", both()...), 0, true, false, t0)
 	if !v.owns(t0, "t") {
 		t.Fatal("want owner")
 	}
@@ -122,7 +122,7 @@ func TestViewLeavingStopsAtOnce(t *testing.T) {
 }
 
 func TestViewSameStateKeepsSinceAndCountsTransitions(t *testing.T) {
-	v := newView(alive("a", both()...), time.Second, false, t0)
+	v := newView(alive("a", both()...), time.Second, false, false, t0)
 	tables := tableNames(300)
 	for _, tb := range tables {
 		v.track(tb)
@@ -148,7 +148,7 @@ func TestViewSameStateKeepsSinceAndCountsTransitions(t *testing.T) {
 }
 
 func TestViewPrunesDepartedMembers(t *testing.T) {
-	v := newView(alive("a", both()...), 0, false, t0)
+	v := newView(alive("a", both()...), 0, false, false, t0)
 	for i := range 3 * maxDeparted {
 		name := podNames("p", 3*maxDeparted)[i]
 		at := t0.Add(time.Duration(i) * time.Second)
@@ -160,5 +160,32 @@ func TestViewPrunesDepartedMembers(t *testing.T) {
 	}
 	if v.peerCount() != 0 {
 		t.Fatalf("peer count %d", v.peerCount())
+	}
+}
+
+func TestViewJoinPendingAndHold(t *testing.T) {
+	settle := 5 * time.Second
+	v := newView(alive("a", both()...), settle, false, true, t0)
+	tb := "logs.events"
+	// Until the first join attempt ends, nothing is owned however long.
+	if v.owns(t0.Add(time.Hour), tb) {
+		t.Fatal("owns before the first join attempt finished")
+	}
+	// The attempt ends at t0+20s (it reached nobody): settle from then.
+	v.joinDone(t0.Add(20 * time.Second))
+	if v.owns(t0.Add(24*time.Second), tb) || !v.owns(t0.Add(25*time.Second), tb) {
+		t.Fatal("settle does not count from the end of the first join attempt")
+	}
+	if l := v.lease(t0.Add(25*time.Second), tb); !l.Active || !l.Local {
+		t.Fatalf("lease %+v", l)
+	}
+	// Peers know another process under this name: hold.
+	v.hold(t0.Add(40 * time.Second))
+	v.hold(t0.Add(30 * time.Second)) // an earlier hold does not shorten it
+	if v.owns(t0.Add(39*time.Second), tb) || v.lease(t0.Add(39*time.Second), tb).Active {
+		t.Fatal("owns while held")
+	}
+	if !v.owns(t0.Add(40*time.Second), tb) {
+		t.Fatal("hold does not end")
 	}
 }
