@@ -18,11 +18,12 @@ const readBufferBytes = 1 << 20
 
 // openedInput is one Parquet input opened for ranged reads through FileIO.
 type openedInput struct {
-	path string
-	read *int64 // bytes read so far, shared by all inputs of one rewrite
-	f    icebergio.File
-	pf   *file.Reader
-	fr   *pqarrow.FileReader
+	path  string
+	read  *int64 // bytes read so far, shared by all inputs of one rewrite
+	f     icebergio.File
+	props *parquet.ReaderProperties // BufferSize may be lowered before readers are made
+	pf    *file.Reader
+	fr    *pqarrow.FileReader
 }
 
 // openInput opens path and parses its footer. batchRows is the record-reader
@@ -52,7 +53,7 @@ func openInputCounted(fs icebergio.IO, path string, mem memory.Allocator, batchR
 		_ = f.Close()
 		return nil, fmt.Errorf("reading Arrow schema of input %s: %w", path, err)
 	}
-	return &openedInput{path: path, read: read, f: f, pf: pf, fr: fr}, nil
+	return &openedInput{path: path, read: read, f: f, props: props, pf: pf, fr: fr}, nil
 }
 
 func (in *openedInput) Close() error {

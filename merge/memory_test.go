@@ -57,7 +57,7 @@ func TestPageBoundedMemoryIndependentOfInputSize(t *testing.T) {
 			inputs = append(inputs, writeInput(t, dir, sc, rec, 1, 8192))
 			rec.Release()
 		}
-		for _, path := range []PathKind{PathPageBounded, PathInMemory} {
+		for _, path := range []PathKind{PathPageBounded, PathInMemory, PathKWay} {
 			alloc := newPeakAllocator()
 			opts := RewriteOptions{ForcePath: path, ChunkRows: chunkRows,
 				WriterOptions: WriterOptions{RowGroupRows: chunkRows, Allocator: alloc}}

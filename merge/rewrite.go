@@ -29,7 +29,7 @@ const (
 	// (SIGLAKE_MERGE_CHUNK_ROWS): its decoded memory is about this many rows.
 	DefaultChunkRows = 64 * 1024
 	// kwayBatchRows is the k-way path's decoded batch per input.
-	kwayBatchRows = 16 * 1024
+	kwayBatchRows = 4 * 1024
 	// inMemoryFactor: the in-memory path holds inputs, the assembled chunk
 	// and the writer's buffers; it is chosen when this many times the
 	// estimated decoded size fits the budget.
@@ -163,6 +163,10 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	case PathInMemory:
 		outs, err = mergeInMemory(ctx, fs, opened, schema, newPath, opts)
 	case PathKWay:
+		buf := streamReadBuffer(opts.MemoryBudget, len(opened), schema.NumFields())
+		for _, in := range opened {
+			in.props.BufferSize = buf
+		}
 		outs, err = mergeKWay(ctx, fs, opened, schema, newPath, opts)
 	case PathPageBounded:
 		outs, err = mergePageBounded(ctx, fs, inputs, schema, newPath, opts, &read)
@@ -179,6 +183,14 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	}
 	opts.Metrics.observe(res, time.Since(start).Seconds())
 	return res, nil
+}
+
+// streamReadBuffer sizes the read-ahead of each column stream of a streamed
+// merge: a quarter of the budget over all streams, between 64 KiB (fewer,
+// larger ranged reads matter on object stores) and 1 MiB.
+func streamReadBuffer(budget int64, inputs, columns int) int64 {
+	b := budget / 4 / int64(max(inputs*columns, 1))
+	return min(max(b, 64<<10), readBufferBytes)
 }
 
 // estimateDecoded estimates the Arrow size of an input from its footer: the

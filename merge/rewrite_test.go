@@ -200,12 +200,14 @@ func checkSearch(t *testing.T, what string, f *index.Footer, o Output, rows []st
 	}
 	rgStart = append(rgStart, n)
 	raws := make([]string, len(rows))
+	toks := make([][]string, len(rows))
 	for i, row := range rows {
 		raws[i] = strings.Split(row, "|")[2]
+		toks[i] = tokens(raws[i])
 	}
 	queries := []string{"zzqx", "connection refused", "user=carol"}
 	for i := range rows {
-		if i%97 != 0 {
+		if i%211 != 0 {
 			continue
 		}
 		raw := raws[i]
@@ -225,7 +227,7 @@ func checkSearch(t *testing.T, what string, f *index.Footer, o Output, rows []st
 				if raw == "∅" {
 					continue
 				}
-				if token && hasToken(raw, q) || !token && strings.Contains(raw, q) {
+				if token && slices.Contains(toks[i], q) || !token && strings.Contains(raw, q) {
 					hits = append(hits, i)
 				}
 			}
@@ -248,15 +250,11 @@ func checkSearch(t *testing.T, what string, f *index.Footer, o Output, rows []st
 	}
 }
 
-func hasToken(raw, tok string) bool {
-	for _, f := range strings.FieldsFunc(raw, func(r rune) bool {
+// tokens splits raw the way the token blooms do, written independently.
+func tokens(raw string) []string {
+	return strings.FieldsFunc(raw, func(r rune) bool {
 		return !(r >= 0x80 || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) {
-		if f == tok {
-			return true
-		}
-	}
-	return false
+	})
 }
 
 func TestChoosePath(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 // exactly RowGroupRows rows (so split points depend on the row sequence alone,
 // not on how callers batch it: all merge paths produce the same files), and
 // rolls to a new file once the current one reaches TargetFileBytes and the
-// timestamp changes.
+// timestamp changes. Rows are encoded into a buffered row group as they
+// arrive, so the sink holds encoded pages, never a decoded row group.
 type sink struct {
 	fs      icebergio.WriteFileIO
 	newPath func(int) string
@@ -22,17 +23,15 @@ type sink struct {
 	opts    WriterOptions
 	meta    metaMode
 	tsIdx   int
-	tsUnit  arrow.TimeUnit
 
 	cur     *outFile
 	outputs []Output
 	created []string // every path Create succeeded on, removed by abort
 
-	pending     []arrow.RecordBatch // rows of the next row group, in order
-	pendingRows int64
-	closing     bool  // current file is full: close it at the next timestamp change
-	lastTs      int64 // timestamp of the last row handed to the current file
-	haveLast    bool
+	rgOpen  bool  // the current file has a row group that is not full
+	rgRows  int64 // rows in that row group
+	closing bool  // current file is full: close it at the next timestamp change
+	lastTs  int64 // timestamp of the last row of the last full row group
 }
 
 type outFile struct {
@@ -51,11 +50,10 @@ func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	if len(idx) == 0 {
 		return nil, fmt.Errorf("schema has no timestamp column %q", opts.TimestampColumn)
 	}
-	tt, ok := schema.Field(idx[0]).Type.(*arrow.TimestampType)
-	if !ok {
+	if _, ok := schema.Field(idx[0]).Type.(*arrow.TimestampType); !ok {
 		return nil, fmt.Errorf("timestamp column %q has type %s, accepted: timestamp", opts.TimestampColumn, schema.Field(idx[0]).Type)
 	}
-	return &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tsIdx: idx[0], tsUnit: tt.Unit}, nil
+	return &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tsIdx: idx[0]}, nil
 }
 
 // write appends rec (conformed to the schema, sorted, and not earlier than any
@@ -68,108 +66,66 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 	if ts.NullN() > 0 {
 		return fmt.Errorf("timestamp column %q has %d null values", s.opts.TimestampColumn, ts.NullN())
 	}
-	micros := appendMicros(nil, ts)
+	micros := appendMicros(make([]int64, 0, ts.Len()), ts)
 	n := int64(len(micros))
 	for off := int64(0); off < n; {
-		if s.closing {
-			if micros[off] != s.lastTs {
-				if err := s.closeFile(); err != nil {
-					return err
-				}
-				continue
+		if s.closing && micros[off] != s.lastTs {
+			if err := s.closeFile(); err != nil {
+				return err
 			}
-			j, limit := off, off+s.opts.RowGroupRows-s.pendingRows
-			for j < n && j < limit && micros[j] == s.lastTs {
+			continue
+		}
+		end := off + min(n-off, s.opts.RowGroupRows-s.rgRows)
+		if s.closing {
+			j := off
+			for j < end && micros[j] == s.lastTs {
 				j++
 			}
-			s.push(rec, off, j)
-			off = j
-		} else {
-			take := min(n-off, s.opts.RowGroupRows-s.pendingRows)
-			s.push(rec, off, off+take)
-			off += take
+			end = j
 		}
-		if err := s.flushFull(micros[off-1]); err != nil {
+		if err := s.append(rec, off, end, micros[off:end]); err != nil {
 			return err
 		}
+		off = end
+		if s.rgRows == s.opts.RowGroupRows {
+			s.cur.meta.EndRowGroup()
+			s.rgOpen, s.rgRows = false, 0
+			s.lastTs = micros[off-1]
+			if s.opts.TargetFileBytes > 0 && s.cur.fw.TotalCompressedBytes() >= s.opts.TargetFileBytes {
+				s.closing = true
+			}
+		}
 	}
 	return nil
 }
 
-func (s *sink) push(rec arrow.RecordBatch, from, to int64) {
-	s.pending = append(s.pending, rec.NewSlice(from, to))
-	s.pendingRows += to - from
-}
-
-// flushFull writes the pending rows if they make a whole row group; last is
-// the timestamp of the last pending row.
-func (s *sink) flushFull(last int64) error {
-	if s.pendingRows < s.opts.RowGroupRows {
-		return nil
-	}
-	if err := s.flushRowGroup(); err != nil {
-		return err
-	}
-	s.lastTs = last
-	if s.opts.TargetFileBytes > 0 && s.cur.cw.n >= s.opts.TargetFileBytes {
-		s.closing = true
-	}
-	return nil
-}
-
-// flushRowGroup writes all pending rows as one row group of the current file,
-// opening a file if none is open.
-func (s *sink) flushRowGroup() error {
-	if s.pendingRows == 0 {
-		return nil
-	}
-	defer s.dropPending()
+// append encodes rows [from, to) of rec into the current row group.
+func (s *sink) append(rec arrow.RecordBatch, from, to int64, micros []int64) error {
 	if s.cur == nil {
 		if err := s.openFile(); err != nil {
 			return err
 		}
 	}
 	f := s.cur
-	if err := f.fw.NewRowGroupChecked(); err != nil {
-		return fmt.Errorf("writing %s: starting row group: %w", f.path, err)
+	if !s.rgOpen {
+		if err := f.fw.NewBufferedRowGroupChecked(); err != nil {
+			return fmt.Errorf("writing %s: starting row group: %w", f.path, err)
+		}
+		s.rgOpen, s.rgRows = true, 0
 	}
-	for c := 0; c < s.schema.NumFields(); c++ {
-		parts := make([]arrow.Array, len(s.pending))
-		for i, r := range s.pending {
-			parts[i] = r.Column(c)
-		}
-		ch := arrow.NewChunked(s.schema.Field(c).Type, parts)
-		err := f.fw.WriteColumnChunked(ch, 0, s.pendingRows)
-		ch.Release()
-		if err != nil {
-			return fmt.Errorf("writing %s: column %q: %w", f.path, s.schema.Field(c).Name, err)
-		}
+	part := rec.NewSlice(from, to)
+	defer part.Release()
+	if err := f.fw.WriteBuffered(part); err != nil {
+		return fmt.Errorf("writing %s: %w", f.path, err)
 	}
-	for _, r := range s.pending {
-		micros := appendMicros(nil, r.Column(s.tsIdx))
-		if f.rows == 0 && len(micros) > 0 {
-			f.minTs = micros[0]
-		}
-		if len(micros) > 0 {
-			f.maxTs = micros[len(micros)-1]
-		}
-		f.rows += int64(len(micros))
-		if f.meta != nil {
-			f.meta.AddRows(r, micros)
-		}
+	if f.rows == 0 {
+		f.minTs = micros[0]
 	}
-	if f.meta != nil {
-		f.meta.EndRowGroup()
-	}
+	f.maxTs = micros[len(micros)-1]
+	f.rows += to - from
+	s.rgRows += to - from
+	f.meta.AddRows(part, micros)
 	return nil
-}
-
-func (s *sink) dropPending() {
-	for _, r := range s.pending {
-		r.Release()
-	}
-	s.pending = s.pending[:0]
-	s.pendingRows = 0
 }
 
 func (s *sink) openFile() error {
@@ -193,21 +149,22 @@ func (s *sink) openFile() error {
 	return nil
 }
 
-// closeFile writes the pending rows and the footer of the current file.
+// closeFile writes the last row group and the footer of the current file.
 func (s *sink) closeFile() error {
-	if err := s.flushRowGroup(); err != nil {
-		return err
-	}
 	s.closing = false
 	f := s.cur
 	if f == nil {
 		return nil
 	}
+	if s.rgOpen {
+		f.meta.EndRowGroup()
+		s.rgOpen = false
+	}
 	s.cur = nil
 	if err := f.fw.AppendKeyValueMetadata(FooterGenerationKey, fmt.Sprint(s.opts.Generation)); err != nil {
 		return fmt.Errorf("writing %s: footer: %w", f.path, err)
 	}
-	if f.meta != nil {
+	{
 		kv, skipped, err := f.meta.Finish()
 		f.skipped = skipped
 		if err != nil {
@@ -251,13 +208,13 @@ func (s *sink) finish() ([]Output, error) {
 // a file it cannot remove is left for orphan collection, and is never
 // returned to the caller, so it is never committed.
 func (s *sink) abort() error {
-	s.dropPending()
 	var errs []error
 	if s.cur != nil {
 		_ = s.cur.fw.Close()
 		_ = s.cur.w.Close()
 		s.cur = nil
 	}
+	s.rgOpen, s.closing = false, false
 	for _, p := range s.created {
 		if err := s.fs.Remove(p); err != nil {
 			errs = append(errs, fmt.Errorf("removing aborted output %s: %w", p, err))

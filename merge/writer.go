@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/siglake/siglake/merge/index"
 )
 
 // DefaultRowGroupRows is the row-group length when WriterOptions leaves it 0:
@@ -214,10 +216,17 @@ func toMicros(v int64, unit arrow.TimeUnit) int64 {
 }
 
 // writerProperties are the Parquet settings every siglake file uses: zstd,
-// statistics and page index on (readers prune by them, and the page-bounded
-// merge seeks by the offset index), dictionary for strings.
+// statistics and page index on (readers prune by them and seek with the
+// offset index), dictionary for strings except the free-text raw column,
+// whose values rarely repeat: a dictionary there only costs memory on both
+// ends until the writer falls back to plain encoding.
 func writerProperties(opts WriterOptions) *parquet.WriterProperties {
+	raw := opts.Metadata.RawColumn
+	if raw == "" {
+		raw = index.DefaultRawColumn
+	}
 	return parquet.NewWriterProperties(
+		parquet.WithDictionaryFor(raw, false),
 		parquet.WithAllocator(opts.Allocator),
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(1),

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	_ "modernc.org/sqlite"
+)
+
+// icebergRewrite registers the inputs in a fresh table of an embedded SQLite
+// catalog (not timed), then times one Table.RewriteDataFiles over all of them
+// as one group: iceberg-go's own compaction (bin-packing; it does not sort).
+func icebergRewrite(ctx context.Context, s inputSet, out string) (childResult, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return childResult{}, err
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(out, "catalog.db"))
+	if err != nil {
+		return childResult{}, err
+	}
+	defer db.Close()
+	loc := "file://" + filepath.Join(out, "table")
+	cat, err := sqlcat.NewCatalog("bench", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + out})
+	if err != nil {
+		return childResult{}, err
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
+		return childResult{}, err
+	}
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", "logs"}, iceSchema(), catalog.WithLocation(loc))
+	if err != nil {
+		return childResult{}, err
+	}
+	var dfs []iceberg.DataFile
+	for _, in := range s.Inputs {
+		r, err := file.OpenParquetFile(in.Path, false)
+		if err != nil {
+			return childResult{}, err
+		}
+		df, err := table.DataFileFromMetadata(table.DataFileArgs{
+			Schema: tbl.Schema(), Spec: tbl.Spec(), Format: iceberg.ParquetFile, Metadata: r.MetaData(),
+			FilePath: in.Path, FileSize: in.Size, Content: iceberg.EntryContentData, FormatVersion: tbl.Metadata().Version(),
+		})
+		_ = r.Close()
+		if err != nil {
+			return childResult{}, err
+		}
+		dfs = append(dfs, df)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AddDataFiles(ctx, dfs, nil); err != nil {
+		return childResult{}, err
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		return childResult{}, err
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return childResult{}, err
+	}
+	var total int64
+	for _, t := range tasks {
+		total += t.File.FileSizeBytes()
+	}
+	start := time.Now()
+	res, err := tbl.RewriteDataFiles(ctx, []table.CompactionTaskGroup{{PartitionKey: "all", Tasks: tasks, TotalSizeBytes: total}}, table.RewriteDataFilesOptions{})
+	if err != nil {
+		return childResult{}, fmt.Errorf("RewriteDataFiles: %w", err)
+	}
+	r := childResult{Seconds: time.Since(start).Seconds(), Files: res.AddedDataFiles, OutBytes: res.BytesAfter}
+	after, err := res.Table.Scan().PlanFiles(ctx)
+	if err != nil {
+		return childResult{}, err
+	}
+	for _, t := range after {
+		r.Rows += t.File.Count()
+	}
+	return r, nil
+}

@@ -1,0 +1,400 @@
+// Command merge-bench compares siglake's three merge paths with DuckDB's
+// sorted COPY and iceberg-go's Table.RewriteDataFiles on the same inputs: 8
+// and 32 overlapping time-sorted Parquet files of the same total size. Each
+// contender runs in its own process so its peak RSS is its own. run.sh is the
+// one-command entry point; it writes RESULTS.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge"
+)
+
+func main() {
+	var (
+		dir        = flag.String("dir", "", "work directory (inputs are generated once and reused)")
+		mb         = flag.Int("mb", 256, "decoded MiB of each input set")
+		fanins     = flag.String("fanins", "8,32", "input file counts, each over the same total size")
+		contenders = flag.String("contenders", "in-memory,k-way,page-bounded,duckdb,iceberg-go", "what to run")
+		duckDir    = flag.String("duckdb-dir", "", "directory whose node_modules holds @duckdb/node-api")
+		duckThr    = flag.Int("duckdb-threads", runtime.NumCPU(), "DuckDB threads")
+		child      = flag.String("child", "", "internal: run one contender on -set and print JSON")
+		set        = flag.String("set", "", "internal: input set directory")
+		cpuProf    = flag.String("cpuprofile", "", "with -child: write a CPU profile here")
+		memProf    = flag.String("memprofile", "", "with -child: write the heap profile taken at the largest sampled heap here")
+	)
+	flag.Parse()
+	if *child != "" {
+		if *cpuProf != "" {
+			f, err := os.Create(*cpuProf)
+			if err == nil {
+				_ = pprof.StartCPUProfile(f)
+				defer pprof.StopCPUProfile()
+			}
+		}
+		if *memProf != "" {
+			stop := sampleHeap(*memProf)
+			defer stop()
+		}
+		res, err := runChild(*child, *set)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		_ = json.NewEncoder(os.Stdout).Encode(res)
+		return
+	}
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "-dir is required")
+		os.Exit(2)
+	}
+	if err := orchestrate(*dir, *mb, *fanins, *contenders, *duckDir, *duckThr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// inputSet is what gen wrote, saved as set.json beside the files.
+type inputSet struct {
+	Inputs       []merge.Input
+	Rows         int64
+	DecodedBytes int64
+	FileBytes    int64
+}
+
+// childResult is one contender's measurement of its own work.
+type childResult struct {
+	Seconds  float64 `json:"seconds"`
+	Rows     int64   `json:"rows"`
+	OutBytes int64   `json:"outBytes"`
+	Files    int     `json:"files"`
+}
+
+func iceSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "service", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "host", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 4, Name: "level", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 5, Name: "raw", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 6, Name: "trace_id", Type: iceberg.PrimitiveTypes.String},
+	)
+}
+
+func arrowSchema() *arrow.Schema {
+	sc, err := table.SchemaToArrowSchema(iceSchema(), nil, true, false)
+	if err != nil {
+		panic(err) // a constant schema: cannot fail
+	}
+	return sc
+}
+
+// gen writes n files whose rows together decode to about mb MiB. Every file
+// spans the same hour, so every pair overlaps: the merge interleaves all of
+// them, the hard case.
+func gen(dir string, n, mb int) (inputSet, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, "set.json")); err == nil {
+		var s inputSet
+		if json.Unmarshal(b, &s) == nil {
+			return s, nil
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return inputSet{}, err
+	}
+	sc := arrowSchema()
+	r := rand.New(rand.NewPCG(uint64(n), 42))
+	const rowBytes = 230 // measured below; only sizes the row count
+	rowsPer := int64(mb) << 20 / rowBytes / int64(n)
+	var s inputSet
+	services := []string{"api", "auth", "billing", "db", "queue", "search", "web"}
+	methods := []string{"GET", "POST", "PUT", "DELETE"}
+	resources := []string{"users", "orders", "items", "sessions", "carts", "invoices"}
+	words := strings.Fields("request completed started failed retry timeout connection refused reset upstream cache miss hit slow query lock acquired released token expired rate limited ok")
+	const t0 = int64(1_767_225_600_000_000) // 2026-01-01T00:00:00Z
+	const span = int64(3600_000_000)
+	for f := 0; f < n; f++ {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		step := span / rowsPer
+		ts := t0 + r.Int64N(step+1)
+		var sb strings.Builder
+		for i := int64(0); i < rowsPer; i++ {
+			ts += r.Int64N(2*step + 1)
+			svc := services[r.IntN(len(services))]
+			lvl := int32(r.IntN(5))
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(ts))
+			b.Field(1).(*array.StringBuilder).Append(svc)
+			b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("%s-%d", svc, r.IntN(40)))
+			b.Field(3).(*array.Int32Builder).Append(lvl)
+			sb.Reset()
+			fmt.Fprintf(&sb, "%s /api/v1/%s/%d status=%d latency_ms=%d user=u%05d msg=", methods[r.IntN(4)],
+				resources[r.IntN(len(resources))], r.IntN(100000), []int{200, 200, 200, 201, 404, 500}[r.IntN(6)], r.IntN(2000), r.IntN(50000))
+			for w := 0; w < 4+r.IntN(8); w++ {
+				sb.WriteString(words[r.IntN(len(words))])
+				sb.WriteByte(' ')
+			}
+			b.Field(4).(*array.StringBuilder).Append(sb.String())
+			if r.IntN(4) == 0 {
+				b.Field(5).AppendNull()
+			} else {
+				b.Field(5).(*array.StringBuilder).Append(fmt.Sprintf("%016x", r.Uint64()))
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		for _, c := range rec.Columns() {
+			for _, buf := range c.Data().Buffers() {
+				if buf != nil {
+					s.DecodedBytes += int64(buf.Len())
+				}
+			}
+		}
+		outs, err := merge.WriteSorted(context.Background(), icebergio.LocalFS{}, func(int) string {
+			return filepath.Join(dir, merge.DataFileName(0))
+		}, sc, []arrow.RecordBatch{rec}, merge.WriterOptions{})
+		rec.Release()
+		if err != nil {
+			return inputSet{}, err
+		}
+		for _, o := range outs {
+			s.Inputs = append(s.Inputs, merge.Input{Path: o.Path, Size: o.Size, Rows: o.Rows})
+			s.Rows += o.Rows
+			s.FileBytes += o.Size
+		}
+	}
+	b, _ := json.Marshal(s)
+	return s, os.WriteFile(filepath.Join(dir, "set.json"), b, 0o644)
+}
+
+func loadSet(dir string) (inputSet, error) {
+	var s inputSet
+	b, err := os.ReadFile(filepath.Join(dir, "set.json"))
+	if err != nil {
+		return s, err
+	}
+	return s, json.Unmarshal(b, &s)
+}
+
+// runChild runs one contender in this process and measures its work.
+func runChild(contender, setDir string) (childResult, error) {
+	s, err := loadSet(setDir)
+	if err != nil {
+		return childResult{}, err
+	}
+	out := filepath.Join(setDir, "out-"+contender)
+	_ = os.RemoveAll(out)
+	ctx := context.Background()
+	switch contender {
+	case "in-memory", "k-way", "page-bounded":
+		start := time.Now()
+		res, err := merge.Rewrite(ctx, icebergio.LocalFS{}, s.Inputs, arrowSchema(), func(int) string {
+			return filepath.Join(out, merge.DataFileName(1))
+		}, merge.RewriteOptions{
+			ForcePath:     merge.PathKind(contender),
+			WriterOptions: merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id"}}},
+		})
+		if err != nil {
+			return childResult{}, err
+		}
+		r := childResult{Seconds: time.Since(start).Seconds(), Files: len(res.Outputs), OutBytes: res.BytesWritten}
+		for _, o := range res.Outputs {
+			r.Rows += o.Rows
+		}
+		return r, nil
+	case "iceberg-go":
+		return icebergRewrite(ctx, s, out)
+	}
+	return childResult{}, fmt.Errorf("unknown contender %q", contender)
+}
+
+// measured is one contender's row of the results table.
+type measured struct {
+	contender string
+	res       childResult
+	maxRSS    int64   // bytes
+	cpu       float64 // user+system seconds of the whole process
+	err       error
+}
+
+func orchestrate(dir string, mb int, fanins, contenders, duckDir string, duckThreads int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "Machine: %d CPUs (%s/%s), %s, load average at start %s. DuckDB threads: %d. Go merge paths: single goroutine.\n\n",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, memTotal(), loadAvg(), duckThreads)
+	for _, fs := range strings.Split(fanins, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(fs))
+		if err != nil {
+			return fmt.Errorf("-fanins: %w", err)
+		}
+		setDir := filepath.Join(dir, fmt.Sprintf("set-%d-%dmb", n, mb))
+		fmt.Fprintf(os.Stderr, "generating %d inputs (%d MiB decoded) in %s\n", n, mb, setDir)
+		s, err := gen(setDir, n, mb)
+		if err != nil {
+			return fmt.Errorf("generating inputs: %w", err)
+		}
+		fmt.Fprintf(&report, "### %d inputs: %d rows, %.1f MiB decoded, %.1f MiB of Parquet\n\n", len(s.Inputs), s.Rows,
+			float64(s.DecodedBytes)/(1<<20), float64(s.FileBytes)/(1<<20))
+		fmt.Fprintf(&report, "| contender | seconds | process CPU s | decoded MB/s in | file MB/s in | rows/s | peak RSS MiB | output MiB | files | rows ok |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		var rows []measured
+		for _, c := range strings.Split(contenders, ",") {
+			c = strings.TrimSpace(c)
+			var cmd *exec.Cmd
+			if c == "duckdb" {
+				var files []string
+				for _, in := range s.Inputs {
+					files = append(files, in.Path)
+				}
+				out := filepath.Join(setDir, "out-duckdb.parquet")
+				_ = os.Remove(out)
+				args := append([]string{filepath.Join(filepath.Dir(self), "duckdb_copy.mjs"), duckDir, out, strconv.Itoa(duckThreads)}, files...)
+				if _, err := os.Stat(args[0]); err != nil {
+					args[0] = "duckdb_copy.mjs"
+				}
+				cmd = exec.Command("node", args...)
+			} else {
+				cmd = exec.Command(self, "-child", c, "-set", setDir)
+			}
+			fmt.Fprintf(os.Stderr, "  %s ...\n", c)
+			m := measured{contender: c}
+			outb, err := cmd.Output()
+			if err != nil {
+				if ee, ok := err.(*exec.ExitError); ok {
+					err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+				}
+				m.err = err
+			} else if err := json.Unmarshal(outb, &m.res); err != nil {
+				m.err = fmt.Errorf("parsing %q: %w", outb, err)
+			}
+			if cmd.ProcessState != nil {
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+					m.maxRSS = ru.Maxrss * 1024
+					m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+				}
+			}
+			if c == "duckdb" && m.err == nil {
+				if st, err := os.Stat(filepath.Join(setDir, "out-duckdb.parquet")); err == nil {
+					m.res.OutBytes, m.res.Files = st.Size(), 1
+				}
+			}
+			rows = append(rows, m)
+			if m.err != nil {
+				fmt.Fprintf(&report, "| %s | failed: %v | | | | | | | | |\n", c, m.err)
+				continue
+			}
+			sec := m.res.Seconds
+			fmt.Fprintf(&report, "| %s | %.2f | %.2f | %.1f | %.1f | %.0f | %.0f | %.1f | %d | %v |\n", c, sec, m.cpu,
+				float64(s.DecodedBytes)/1e6/sec, float64(s.FileBytes)/1e6/sec, float64(s.Rows)/sec,
+				float64(m.maxRSS)/(1<<20), float64(m.res.OutBytes)/(1<<20), m.res.Files, m.res.Rows == s.Rows)
+		}
+		fmt.Fprintf(&report, "\n%s\n", ratios(rows))
+	}
+	fmt.Print(report.String())
+	return nil
+}
+
+func ratios(rows []measured) string {
+	get := func(name string) *measured {
+		for i := range rows {
+			if rows[i].contender == name && rows[i].err == nil {
+				return &rows[i]
+			}
+		}
+		return nil
+	}
+	var b strings.Builder
+	kw, duck, pb, ice := get("k-way"), get("duckdb"), get("page-bounded"), get("iceberg-go")
+	if kw != nil && duck != nil {
+		fmt.Fprintf(&b, "- k-way vs DuckDB: %.2fx DuckDB's speed (target >= 1), %.2f of its peak RSS (target <= 0.25)\n",
+			duck.res.Seconds/kw.res.Seconds, float64(kw.maxRSS)/float64(duck.maxRSS))
+	}
+	if kw != nil && pb != nil {
+		fmt.Fprintf(&b, "- page-bounded vs k-way: %.2fx the time (target <= 2), %.2f of its peak RSS\n",
+			pb.res.Seconds/kw.res.Seconds, float64(pb.maxRSS)/float64(kw.maxRSS))
+	}
+	if kw != nil && ice != nil {
+		fmt.Fprintf(&b, "- k-way vs iceberg-go RewriteDataFiles: %.2fx its speed, %.2f of its peak RSS\n",
+			ice.res.Seconds/kw.res.Seconds, float64(kw.maxRSS)/float64(ice.maxRSS))
+	}
+	return b.String()
+}
+
+func memTotal() string {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "memory unknown"
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) >= 2 {
+		if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			return fmt.Sprintf("%.1f GiB RAM", float64(kb)/(1<<20))
+		}
+	}
+	return "memory unknown"
+}
+
+// sampleHeap writes a heap profile to path whenever the live heap reaches a
+// new maximum (checked every 50 ms), so the file ends up holding the peak.
+func sampleHeap(path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var best uint64
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > best {
+				best = m.HeapAlloc
+				if f, err := os.Create(path); err == nil {
+					_ = pprof.Lookup("heap").WriteTo(f, 0)
+					_ = f.Close()
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
