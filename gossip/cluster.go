@@ -47,7 +47,10 @@ type Cluster struct {
 
 	stop     chan struct{}
 	stopOnce sync.Once
-	down     atomic.Bool
+	// life serialises Leave and Shutdown: memberlist panics on a leave
+	// after shutdown.
+	life sync.Mutex
+	down bool // under life
 }
 
 // Start validates cfg, binds the gossip port, and starts joining cfg.Join
@@ -173,8 +176,9 @@ func (c *Cluster) Name() string { return c.cfg.NodeName }
 func (c *Cluster) Addr() string { return c.addr }
 
 // Owns reports whether this process may start maintenance work on table
-// now: it is the owner in this process's view, has been for the settle
-// period, and is not leaving. Call it before starting each unit of work; an
+// now: it is the owner in this process's view and has been for the settle
+// period, its first join attempt has finished, no name conflict holds it,
+// and it is not leaving. Call it before starting each unit of work; an
 // in-flight rewrite may finish after it turns false (the catalog's commit
 // validation makes a second owner safe). The table is tracked from now on.
 func (c *Cluster) Owns(table string) bool {
@@ -345,13 +349,16 @@ func (c *Cluster) Status() Status {
 // its broadcast to go out. Peers thus move its leases without waiting for
 // failure detection. Call Shutdown afterwards.
 func (c *Cluster) Leave(timeout time.Duration) error {
+	c.stopLoops()
 	c.mu.Lock()
 	c.v.leaving = true
 	c.mu.Unlock()
 	if c.ml == nil {
 		return nil
 	}
-	if c.down.Load() {
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.down {
 		return errors.New("gossip leave: already shut down")
 	}
 	b, err := encodeMeta(meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Leaving: true}, memberlist.MetaMaxSize)
@@ -380,22 +387,28 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 // Shutdown stops gossip without announcing anything (peers detect the
 // departure as a failure unless Leave ran first). It is safe to call twice.
 func (c *Cluster) Shutdown() error {
-	var err error
-	c.stopOnce.Do(func() {
-		close(c.stop)
-		c.mu.Lock()
-		c.v.leaving = true
-		c.mu.Unlock()
-		if c.ml != nil {
-			c.down.Store(true)
-			c.mlLog.closing.Store(true)
-			if e := c.ml.Shutdown(); e != nil {
-				err = fmt.Errorf("gossip shutdown: %w", e)
-			}
-		}
-	})
-	return err
+	c.stopLoops()
+	c.mu.Lock()
+	c.v.leaving = true
+	c.mu.Unlock()
+	if c.ml == nil {
+		return nil
+	}
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.down {
+		return nil
+	}
+	c.down = true
+	c.mlLog.closing.Store(true)
+	if err := c.ml.Shutdown(); err != nil {
+		return fmt.Errorf("gossip shutdown: %w", err)
+	}
+	return nil
 }
+
+// stopLoops ends the rejoin loop (a leaving member must not join again).
+func (c *Cluster) stopLoops() { c.stopOnce.Do(func() { close(c.stop) }) }
 
 // observe feeds one membership event into the view and logs what moved.
 func (c *Cluster) observe(m Member) {

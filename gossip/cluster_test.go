@@ -641,3 +641,34 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		t.Fatal("second bind of the same port succeeded")
 	}
 }
+
+// Leave after Shutdown is an error, not memberlist's panic; Shutdown twice
+// is fine; Leave and Shutdown may race.
+func TestClusterLifecycleOrder(t *testing.T) {
+	c, err := Start(fastConfig("life"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Leave(time.Second); err == nil {
+		t.Fatal("leave after shutdown succeeded")
+	}
+	for range 5 {
+		c, err := Start(fastConfig("race"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = c.Leave(time.Second); close(done) }()
+		_ = c.Shutdown()
+		<-done
+		if c.Owns("t") {
+			t.Fatal("owns after leave and shutdown")
+		}
+	}
+}
