@@ -45,6 +45,7 @@ func commands() []command {
 	return []command{
 		{"compactor", "run the sidecar: drain sealed WAL segments and maintain tables", runCompactor},
 		{"status", "print a running sidecar's /debug/status as a table", runStatus},
+		{"gc", "list (or with --apply delete) objects no retained snapshot references", runGC},
 		{"walgen", "write WAL segments of realistic log rows, as an ingest pod would", runWalgen},
 		{"demo", "run walgen and the sidecar together on the embedded default and summarise the tables", runDemo},
 		{"version", "print the version", func([]string) error { fmt.Println(buildVersion()); return nil }},

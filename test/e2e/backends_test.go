@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/test/faults"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -47,7 +50,137 @@ func TestBackendsCrashLoopExactlyOnce(t *testing.T) {
 	if long() {
 		kills = 100
 	}
-	crashLoop(t, newBackendSite(t, "", ""), kills)
+	s := newBackendSite(t, "", "")
+	crashLoop(t, s, kills)
+	checkGC(t, s)
+}
+
+type gcReport struct {
+	Apply  bool `json:"apply"`
+	Tables []struct {
+		Table   string `json:"table"`
+		Orphans []struct {
+			Path      string
+			SizeBytes int64
+		} `json:"orphans"`
+		Bytes   int64    `json:"bytes"`
+		Deleted []string `json:"deleted"`
+	} `json:"tables"`
+}
+
+// gc runs `siglake gc` on the site and returns its JSON report.
+func (s *site) gc(args ...string) gcReport {
+	s.t.Helper()
+	cmd := exec.Command(bin, append([]string{"gc", "--catalog", s.catalog, "--warehouse", s.warehouse, "--json"}, args...)...)
+	cmd.Env = append(os.Environ(), s.extraEnv...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		s.t.Fatalf("siglake gc %v: %v\n%s", args, err, stderr)
+	}
+	var r gcReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		s.t.Fatalf("siglake gc output %q: %v", out, err)
+	}
+	return r
+}
+
+func (r gcReport) orphans() map[string]int64 {
+	out := map[string]int64{}
+	for _, t := range r.Tables {
+		for _, o := range t.Orphans {
+			out[o.Path] = o.SizeBytes
+		}
+	}
+	return out
+}
+
+// checkGC runs `siglake gc` after a crash loop left uncommitted outputs on S3: nothing younger
+// than the limit is listed, the dry run deletes nothing, --apply removes the old orphans and
+// only them, and the table still reads back whole.
+func checkGC(t *testing.T, s *site) {
+	want := s.tableSum("events")
+	if r := s.gc("--older-than", "1h"); len(r.orphans()) != 0 {
+		t.Fatalf("gc --older-than 1h lists objects written minutes ago: %v", r.orphans())
+	}
+	time.Sleep(2 * time.Second)
+	dry := s.gc("--older-than", "1s")
+	orphans := dry.orphans()
+	if len(orphans) == 0 {
+		t.Fatal("the crash loop left no orphan behind; gc was not exercised")
+	}
+	live := map[string]bool{}
+	for _, f := range s.liveFiles("events") {
+		live[f] = true
+	}
+	for p := range orphans {
+		if live[p] {
+			t.Fatalf("gc lists live data file %s as an orphan", p)
+		}
+		if _, err := os.Stat(s.localPath(p)); err != nil {
+			t.Fatalf("dry run: orphan %s: %v", p, err)
+		}
+	}
+	// A fresh unreferenced object, younger than the limit, must survive --apply.
+	young := strings.TrimRight(s.warehouse, "/") + "/siglake.db/events/data/young-uncommitted.parquet"
+	if err := os.WriteFile(s.localPath(young), []byte("not committed yet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applied := s.gc("--older-than", "2s", "--apply")
+	deleted := 0
+	for _, tbl := range applied.Tables {
+		deleted += len(tbl.Deleted)
+		for _, p := range tbl.Deleted {
+			if live[p] || p == young {
+				t.Fatalf("gc --apply deleted %s, which it must keep", p)
+			}
+			if _, err := os.Stat(s.localPath(p)); !os.IsNotExist(err) {
+				t.Fatalf("gc says it deleted %s, yet it is there (%v)", p, err)
+			}
+		}
+	}
+	if deleted < len(orphans) {
+		t.Fatalf("gc --apply deleted %d objects, the dry run listed %d", deleted, len(orphans))
+	}
+	if _, err := os.Stat(s.localPath(young)); err != nil {
+		t.Fatalf("gc removed an object younger than the limit: %v", err)
+	}
+	if _, seen := s.gc("--older-than", "1ms").orphans()[young]; !seen {
+		t.Fatalf("gc does not see %s as an orphan at all, so keeping it proved nothing", young)
+	}
+	if got := s.tableSum("events"); got != want {
+		t.Fatalf("after gc the table holds %d rows (sum %d), before %d (sum %d)", got.Rows, got.Sum, want.Rows, want.Sum)
+	}
+	s.checkDuckDB("events")
+	t.Logf("gc: dry run listed %d orphans (%d bytes); --apply deleted %d; live files and the young object kept",
+		len(orphans), dry.Tables[0].Bytes, deleted)
+}
+
+// liveFiles lists the table's live data file locations.
+func (s *site) liveFiles(name string) []string {
+	s.t.Helper()
+	ctx := context.Background()
+	l, err := lake.Open(ctx, s.lakeConfig())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer l.Close()
+	tbl, err := l.LoadTable(ctx, name)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	files, err := lake.LiveFiles(ctx, tbl)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.Path
+	}
+	return out
 }
 
 // TestBackendsObjectStoreFaults drains through a proxy that fails 10% of S3 requests (5xx,
@@ -62,12 +195,16 @@ func TestBackendsObjectStoreFaults(t *testing.T) {
 	}
 	defer proxy.Close()
 	s := newBackendSite(t, "", proxy.URL)
+	rows := int(6000)
+	if long() {
+		rows = 40000
+	}
 	var want sidecar.RowSum
-	want.Merge(s.walgen("pod-a", 20000, 1).Fingerprint)
+	want.Merge(s.walgen("pod-a", rows, 1).Fingerprint)
 
 	c := s.start(nil)
 	c.waitDrained(3 * time.Minute)
-	want.Merge(s.walgen("pod-a", 10000, 2).Fingerprint) // more while it runs
+	want.Merge(s.walgen("pod-a", rows/2, 2).Fingerprint) // more while it runs
 	c.waitDrained(3 * time.Minute)
 	m := c.scrape()
 	c.stop()
@@ -108,12 +245,21 @@ func TestBackendsCatalogOutage(t *testing.T) {
 		return code == http.StatusServiceUnavailable
 	})
 	_, body := c.get("/readyz")
+	// How steadily /readyz reports the outage: the share of 100 ms samples over 3 s answering 503.
+	notReady := 0
+	for i := 0; i < 30; i++ {
+		if code, _ := c.get("/readyz"); code == http.StatusServiceUnavailable {
+			notReady++
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	backlog := c.scrape().sum("siglake_wal_sealed_segments", "")
 	if backlog < 1 {
 		t.Fatalf("during the outage the backlog gauge is %v", backlog)
 	}
 	segs, _ := localwal.Scan(s.wal)
-	t.Logf("outage: /readyz %q, %d segments waiting (gauge %v)", strings.TrimSpace(body), len(segs), backlog)
+	t.Logf("outage: /readyz %q, not ready in %d of 30 samples; %d segments waiting (gauge %v)",
+		strings.TrimSpace(body), notReady, len(segs), backlog)
 	if len(segs) == 0 {
 		t.Fatal("segments were removed while the catalog was down")
 	}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// runGC is `siglake gc --older-than DURATION [--apply] [--table T]... [--json] [compactor options]`.
+// The catalog, warehouse and S3 options are the compactor's (flags or SIGLAKE_* env).
+func runGC(args []string) error {
+	gcFlags := flag.NewFlagSet("siglake gc", flag.ContinueOnError)
+	olderThan := gcFlags.Duration("older-than", sidecar.DefaultGCOlderThan, "only objects older than this are removed; must exceed the longest write-to-commit time")
+	apply := gcFlags.Bool("apply", false, "delete the orphans (default: dry run, list them)")
+	asJSON := gcFlags.Bool("json", false, "print the result as JSON")
+	var tables multiFlag
+	gcFlags.Var(&tables, "table", "limit gc to this table (repeatable; default: every table)")
+
+	// Split our flags from the compactor options the config loader reads.
+	var own, rest []string
+	for i := 0; i < len(args); i++ {
+		name := strings.TrimLeft(strings.SplitN(args[i], "=", 2)[0], "-")
+		if f := gcFlags.Lookup(name); f != nil && strings.HasPrefix(args[i], "-") {
+			own = append(own, args[i])
+			_, isBool := f.Value.(interface{ IsBoolFlag() bool })
+			if !strings.Contains(args[i], "=") && !isBool && i+1 < len(args) {
+				i++
+				own = append(own, args[i])
+			}
+			continue
+		}
+		if args[i] == "-h" || args[i] == "--help" {
+			gcFlags.Usage()
+			fmt.Fprintln(os.Stderr, "\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+			return nil
+		}
+		rest = append(rest, args[i])
+	}
+	if err := gcFlags.Parse(own); err != nil {
+		return err
+	}
+	cfg, err := sidecar.Load(rest, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	results, err := sidecar.GC(ctx, l, sidecar.GCOptions{OlderThan: *olderThan, Apply: *apply, Tables: tables})
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(map[string]any{"apply": *apply, "older_than": olderThan.String(), "tables": results}); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	verb := "would delete"
+	if *apply {
+		verb = "deleted"
+	}
+	var files int
+	var bytes int64
+	for _, r := range results {
+		for _, o := range r.Orphans {
+			fmt.Printf("%s\t%s\t%d\n", verb, o.Path, o.SizeBytes)
+		}
+		fmt.Printf("table %s: %d orphans, %d bytes, older than %s\n", r.Table, len(r.Orphans), r.Bytes, r.Cutoff.UTC().Format(time.RFC3339))
+		files += len(r.Orphans)
+		bytes += r.Bytes
+	}
+	fmt.Printf("%s %d objects, %d bytes", verb, files, bytes)
+	if !*apply && files > 0 {
+		fmt.Print(" (dry run: add --apply to delete)")
+	}
+	fmt.Println()
+	return err
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

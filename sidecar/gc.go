@@ -1,0 +1,98 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// Orphan cleanup (`siglake gc`). A crash between writing a data file and committing it, a commit
+// that failed cleanly after the files were written, or an expired snapshot leaves objects that no
+// retained snapshot references. They cost storage, not correctness, so gc is a separate, explicit
+// tool: it lists them (dry run by default) and deletes them with Apply.
+//
+// iceberg-go's orphan cleanup does the work (table.PlanOrphanFiles / ExecuteOrphanCleanup): it walks
+// the table location and keeps everything the table metadata reaches: the current and logged
+// metadata files, every snapshot's manifest list, manifests and data files, statistics files.
+
+// DefaultGCOlderThan is the default age limit: only objects older than this are candidates. It
+// must exceed the longest time between writing a file and committing it (a drain batch's
+// commit retries, a rewrite), or gc could delete a file a commit is about to reference.
+const DefaultGCOlderThan = 72 * time.Hour
+
+// GCOptions say what gc looks at and whether it deletes.
+type GCOptions struct {
+	// OlderThan: objects modified more recently are never candidates.
+	OlderThan time.Duration
+	// Apply deletes the orphans; otherwise gc only lists them.
+	Apply bool
+	// Tables limits gc to these tables; empty means every table in the namespace.
+	Tables []string
+}
+
+// GCResult is what gc found (and deleted) in one table.
+type GCResult struct {
+	Table   string             `json:"table"`
+	Cutoff  time.Time          `json:"cutoff"`
+	Orphans []table.OrphanFile `json:"orphans"` // path and size of each unreferenced object older than the cutoff
+	Bytes   int64              `json:"bytes"`
+	Deleted []string           `json:"deleted,omitempty"` // with Apply: the objects actually deleted
+}
+
+// GC finds (and with Apply deletes) the orphans of the lake's tables. It goes on with the next
+// table after one fails and returns the first error.
+func GC(ctx context.Context, l *lake.Lake, opts GCOptions) ([]GCResult, error) {
+	if opts.OlderThan <= 0 {
+		return nil, fmt.Errorf("--older-than must be a positive duration, got %v", opts.OlderThan)
+	}
+	names := opts.Tables
+	if len(names) == 0 {
+		var err error
+		if names, err = l.ListTables(ctx); err != nil {
+			return nil, err
+		}
+		sort.Strings(names)
+	}
+	var out []GCResult
+	var errs []error
+	for _, name := range names {
+		r, err := gcTable(ctx, l, name, opts)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GCResult, error) {
+	t, err := l.LoadTable(ctx, name)
+	if err != nil {
+		return GCResult{}, err
+	}
+	plan, err := t.PlanOrphanFiles(ctx, table.WithFilesOlderThan(opts.OlderThan))
+	if err != nil {
+		return GCResult{}, fmt.Errorf("gc of %s: list orphans under %s: %w", name, t.Location(), err)
+	}
+	r := GCResult{Table: name, Cutoff: plan.Cutoff(), Orphans: plan.OrphanFiles(), Bytes: plan.TotalSizeBytes()}
+	sort.Slice(r.Orphans, func(i, j int) bool { return r.Orphans[i].Path < r.Orphans[j].Path })
+	if !opts.Apply || len(r.Orphans) == 0 {
+		return r, nil
+	}
+	res, err := t.ExecuteOrphanCleanup(ctx, plan)
+	r.Deleted = res.DeletedFiles
+	if err != nil {
+		return r, fmt.Errorf("gc of %s: delete %d orphans: %w", name, len(r.Orphans), err)
+	}
+	return r, nil
+}
+
+// LakeConfig is the catalog and warehouse part of cfg, for tools that open the lake themselves.
+func LakeConfig(cfg Config) lake.Config { return lakeConfig(cfg) }
