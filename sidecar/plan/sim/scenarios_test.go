@@ -68,7 +68,10 @@ func TestGenerationCapScenarios(t *testing.T) {
 	}
 	var table strings.Builder
 	table.WriteString("| scenario | level max gen | write amp | settled depth p50 / max | files p50 / final | L0 files final |\n|---|---|---|---|---|---|\n")
-	for _, s := range Documented()[:2] {
+	trickle := Documented()[1]
+	trickle.Name = "trickle-24h-5KBps-2pods-1pct-late"
+	trickle.IngestBytesPerSec = 5e3
+	for _, s := range append(Documented()[:2], trickle) {
 		for _, cap := range []int{0, 4, 8, 16} {
 			s.Config.LevelMaxGen = cap
 			r := Run(s)
