@@ -23,7 +23,7 @@ unit:
 	$(GO) test $(TESTFLAGS) ./...
 
 fuzz:
-	$(GO) test ./localwal -run='^$$' -fuzz=FuzzReadSegment -fuzztime=$(FUZZTIME)
+	$(GO) test ./localwal -run='^$$' -fuzz=FuzzReadSegment -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x
 
 services:
 	scripts/test-services.sh up >/dev/null

@@ -2,22 +2,346 @@ package sidecar
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/plan"
 )
 
-// maintain runs table maintenance on the tables this process owns until stop is done.
+// Maintainer runs table maintenance on the tables this process owns: planned rewrites (each bin
+// committed as its own validated replace), table gauges and snapshot expiry. The planner decides;
+// this loop only does I/O.
+type Maintainer struct {
+	Cfg     Config
+	Plan    plan.Config
+	Lake    *lake.Lake
+	Metrics *Metrics
+	Status  *Status
+	Log     *zap.Logger
+	Now     func() time.Time
+	// Owns says whether this process maintains a table now (gossip lease); nil owns every table.
+	Owns func(table string) bool
+	// Backlog returns the sealed WAL backlog (segments) that grades backpressure.
+	Backlog func() int
+
+	states     map[string]plan.State
+	backlogged int // consecutive backlogged cycles, process-wide (the backlog is the process's)
+	lastExpire time.Time
+}
+
+// PlanConfig maps the process options onto the planner's configuration.
+func PlanConfig(c Config) (plan.Config, error) {
+	p := plan.DefaultConfig()
+	p.Leveled = c.Leveled
+	p.ReclusterInterval = c.ReclusterInterval
+	p.MaxOverlapDepth = c.MaxOverlapDepth
+	p.LevelMaxGen = c.LevelMaxGen
+	p.MaxFanIn = c.MaxFanIn
+	p.MaxFilesPerPass = max(p.MaxFilesPerPass, c.MaxFanIn)
+	p.MaxSealedForRecluster = c.MaxSealedForRecluster
+	p.BackpressureCompactEvery = c.BackpressureCompactEvery
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("compaction settings: %w", err)
+	}
+	return p, nil
+}
+
+// CycleReport summarises one maintenance cycle.
+type CycleReport struct {
+	Decision  string
+	Tables    int
+	Rewrites  int // bins committed
+	Conflicts int // bins whose replace lost to a concurrent change (outputs removed)
+	Failed    int
+}
+
+// Cycle runs one maintenance cycle over the owned tables.
+func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
+	var rep CycleReport
+	if m.states == nil {
+		m.states = map[string]plan.State{}
+	}
+	now := m.Now()
+	tables, err := m.Lake.ListTables(ctx)
+	if err != nil {
+		m.Status.AddError(now, "maintenance", "", err)
+		return rep, err
+	}
+	var owned []string
+	for _, t := range tables {
+		if m.Owns == nil || m.Owns(t) {
+			owned = append(owned, t)
+		}
+	}
+	m.Status.Update(func(r *StatusReport) { r.Owned = owned })
+	backlog := 0
+	if m.Backlog != nil {
+		backlog = m.Backlog()
+	}
+	// Graded backpressure is a property of the process's cycle, so one decision serves every table.
+	decided := false
+	var firstErr error
+	for _, name := range owned {
+		if ctx.Err() != nil {
+			break
+		}
+		rep.Tables++
+		st := m.states[name]
+		st.BackloggedCycles = m.backlogged
+		pass, err := m.table(ctx, name, plan.Input{Now: now, SealedBacklog: backlog, State: st}, &rep)
+		if err != nil {
+			m.Status.AddError(m.Now(), "maintenance", name, err)
+			m.Log.Warn("maintenance of table failed", zap.String("table", name), zap.Error(err))
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		m.states[name] = pass.Next
+		if !decided {
+			decided = true
+			rep.Decision = pass.Decision.String()
+			m.backlogged = pass.Next.BackloggedCycles
+			switch pass.Decision {
+			case plan.DecisionSkippedBackpressure:
+				m.Metrics.SkippedBackpressure.Inc()
+			case plan.DecisionThrottledBackpressure:
+				m.Metrics.ThrottledBackpressure.Inc()
+			}
+		}
+	}
+	if m.Cfg.SnapshotExpireInterval > 0 && now.Sub(m.lastExpire) >= m.Cfg.SnapshotExpireInterval {
+		m.lastExpire = now
+		for _, name := range owned {
+			if err := ExpireSnapshots(ctx, m.Lake, name, m.Cfg.SnapshotRetain); err != nil {
+				m.Metrics.Expirations.WithLabelValues("failed").Inc()
+				m.Status.AddError(m.Now(), "expire", name, err)
+				m.Log.Warn("snapshot expiry failed", zap.String("table", name), zap.Error(err))
+				continue
+			}
+			m.Metrics.Expirations.WithLabelValues("ok").Inc()
+		}
+	}
+	return rep, firstErr
+}
+
+// table samples a table's gauges, plans a pass and runs its bins.
+func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep *CycleReport) (plan.Pass, error) {
+	t, err := m.Lake.LoadTable(ctx, name)
+	if err != nil {
+		return plan.Pass{}, err
+	}
+	files, err := lake.LiveFiles(ctx, t)
+	if err != nil {
+		return plan.Pass{}, err
+	}
+	byPath := make(map[string]lake.File, len(files))
+	for _, f := range files {
+		in.Files = append(in.Files, PlanFile(f))
+		byPath[f.Path] = f
+	}
+	m.sampleGauges(name, in.Files, in.Now)
+	pass := plan.Plan(m.Plan, in)
+	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped}
+	for i, b := range pass.Bins {
+		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
+			report.Skipped = append(report.Skipped, fmt.Sprintf("%d bins not started: lease lost or shutting down", len(pass.Bins)-i))
+			break
+		}
+		br := BinReport{Kind: b.Kind.String(), Partition: b.Partition, Files: len(b.Files), Bytes: b.EstimatedBytes, Reason: b.Reason}
+		res, err := m.rewrite(ctx, t, b, byPath)
+		br.Path = string(res.Path)
+		switch {
+		case err == nil:
+			br.Result = "committed"
+			rep.Rewrites++
+		case errors.Is(err, errConflict):
+			br.Result = "conflict: " + err.Error()
+			rep.Conflicts++
+		default:
+			br.Result = "failed: " + err.Error()
+			rep.Failed++
+			m.Status.AddError(m.Now(), "rewrite", name, err)
+		}
+		report.Bins = append(report.Bins, br)
+		if err != nil {
+			break // the file set changed or the store fails: replan next cycle from fresh metadata
+		}
+		if t, err = m.Lake.LoadTable(ctx, name); err != nil {
+			return pass, err
+		}
+	}
+	m.Status.Update(func(r *StatusReport) {
+		tr := r.Table(name)
+		if tr.Maintenance == nil {
+			tr.Maintenance = &MaintenanceState{}
+		}
+		tr.Maintenance.LastPass = report
+	})
+	return pass, nil
+}
+
+// sampleGauges publishes a table's overlap depth and live files and bytes per level.
+func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time) {
+	depth := 0
+	for _, d := range plan.PartitionDepths(files) {
+		depth = max(depth, d)
+	}
+	count := map[string]int{}
+	bytes := map[string]int{}
+	for l := plan.L0; l < plan.NumLevels; l++ {
+		count[l.String()], bytes[l.String()] = 0, 0
+	}
+	for _, f := range files {
+		l := m.Plan.LevelOf(f.SizeBytes).String()
+		count[l]++
+		bytes[l] += int(f.SizeBytes)
+	}
+	m.Metrics.OverlapDepth.WithLabelValues(name).Set(float64(depth))
+	for l, n := range count {
+		m.Metrics.LiveFiles.WithLabelValues(name, l).Set(float64(n))
+		m.Metrics.LiveBytes.WithLabelValues(name, l).Set(float64(bytes[l]))
+	}
+	m.Metrics.GaugesSampledAt.WithLabelValues(name).Set(float64(now.UnixNano()) / 1e9)
+	m.Status.Update(func(r *StatusReport) {
+		tr := r.Table(name)
+		if tr.Maintenance == nil {
+			tr.Maintenance = &MaintenanceState{}
+		}
+		tr.Maintenance.SampledAt, tr.Maintenance.OverlapDepth = now, depth
+		tr.Maintenance.FilesPerLevel, tr.Maintenance.BytesPerLevel = count, bytes
+	})
+}
+
+// errConflict marks a replace that lost to a concurrent change of its input files: nothing was
+// committed and its outputs were removed; the next cycle replans from fresh metadata.
+var errConflict = errors.New("input files changed concurrently")
+
+// rewrite merges one bin and commits it as one replace of exactly its input files.
+func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (merge.RewriteResult, error) {
+	start := m.Now()
+	name := t.Identifier()[len(t.Identifier())-1]
+	log := m.Log.With(zap.String("table", name), zap.String("partition", b.Partition), zap.String("kind", b.Kind.String()))
+	sc, err := lake.ArrowSchema(t)
+	if err != nil {
+		return merge.RewriteResult{}, err
+	}
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return merge.RewriteResult{}, err
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return merge.RewriteResult{}, fmt.Errorf("FileIO of %s cannot write", t.Location())
+	}
+	inputs := make([]merge.Input, 0, len(b.Files))
+	old := make([]iceberg.DataFile, 0, len(b.Files))
+	for _, f := range b.Files {
+		lf, ok := byPath[f.Path]
+		if !ok {
+			return merge.RewriteResult{}, fmt.Errorf("planned file %s is not live", f.Path)
+		}
+		inputs = append(inputs, merge.Input{Path: f.Path, Size: f.SizeBytes, Rows: f.Rows, Generation: f.Generation})
+		old = append(old, lf.DataFile)
+	}
+	dir := lake.DataDir(t, b.Partition)
+	gen := b.OutputGeneration()
+	res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return dir + "/" + merge.DataFileName(gen) },
+		merge.RewriteOptions{
+			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: b.TargetFileBytes,
+				Metadata: merge.MetadataOptions{InvertedIndexOff: !m.Cfg.InvertedIndex, FooterMaxBytes: m.Cfg.IndexFooterMaxBytes}},
+			MemoryBudget: m.Cfg.MergeMemoryBytes, MaxFanIn: m.Cfg.MaxFanIn, Metrics: m.Metrics.Merge,
+		})
+	if err != nil {
+		m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "failed").Inc()
+		return res, fmt.Errorf("merge %d files of partition %s: %w", len(inputs), b.Partition, err)
+	}
+	added := make([]iceberg.DataFile, 0, len(res.Outputs))
+	for _, o := range res.Outputs {
+		df, err := table.DataFileFromMetadata(table.DataFileArgs{
+			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
+			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
+			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
+		})
+		if err != nil {
+			removeFiles(fsys, res.Outputs, log)
+			return res, fmt.Errorf("describe output %s: %w", o.Path, err)
+		}
+		added = append(added, df)
+	}
+	txn := t.NewTransaction()
+	props := iceberg.Properties{"siglake.rewrite.kind": b.Kind.String(), "siglake.rewrite.path": string(res.Path),
+		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
+	err = txn.ReplaceDataFilesWithDataFiles(ctx, old, added, props)
+	var snap int64
+	if err == nil {
+		var nt *table.Table
+		nt, err = txn.Commit(ctx)
+		if err == nil {
+			snap = nt.CurrentSnapshot().SnapshotID
+		}
+	}
+	if err != nil {
+		// A replace validates that its inputs are still live; losing that race (another owner or a
+		// retention/delete pass rewrote them) commits nothing, so our outputs are garbage.
+		if lake.IsConflict(err) {
+			removeFiles(fsys, res.Outputs, log)
+			m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "conflict").Inc()
+			log.Info("rewrite lost to a concurrent change; outputs removed", zap.Error(err))
+			return res, fmt.Errorf("%w: %v", errConflict, err)
+		}
+		m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "failed").Inc()
+		log.Warn("rewrite commit failed with an unknown outcome; outputs kept for gc", zap.Error(err))
+		return res, fmt.Errorf("commit rewrite: %w", err)
+	}
+	m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "committed").Inc()
+	m.Metrics.RewriteBytesRead.WithLabelValues(b.Kind.String()).Add(float64(res.BytesRead))
+	m.Metrics.RewriteBytesWritten.WithLabelValues(b.Kind.String()).Add(float64(res.BytesWritten))
+	outPaths := make([]string, len(res.Outputs))
+	for i, o := range res.Outputs {
+		outPaths[i] = path.Base(o.Path)
+	}
+	sort.Strings(outPaths)
+	log.Info("rewrote bin", zap.Int64("snapshot_id", snap), zap.String("merge_path", string(res.Path)),
+		zap.Int("inputs", len(inputs)), zap.Int("outputs", len(res.Outputs)), zap.Strings("output_files", outPaths),
+		zap.Int64("bytes_read", res.BytesRead), zap.Int64("bytes_written", res.BytesWritten),
+		zap.Int("generation", gen), zap.String("reason", b.Reason), zap.Duration("took", m.Now().Sub(start)))
+	return res, nil
+}
+
+func removeFiles(fsys icebergio.IO, outs []merge.Output, log *zap.Logger) {
+	for _, o := range outs {
+		if err := fsys.Remove(o.Path); err != nil {
+			log.Warn("could not remove uncommitted output; gc will", zap.String("path", o.Path), zap.Error(err))
+		}
+	}
+}
+
+// runMaintenance ticks the maintainer until stop is done.
 func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
-	if p.Cfg.SnapshotExpireInterval == 0 {
-		p.Log.Info("snapshot expiry disabled (snapshotExpire.intervalSecs / SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS = 0)")
-		<-stop.Done()
+	pc, err := PlanConfig(p.Cfg)
+	if err != nil {
+		p.Log.Error("maintenance disabled: bad compaction settings", zap.Error(err))
 		return
 	}
-	t := time.NewTicker(p.Cfg.SnapshotExpireInterval)
+	m := &Maintainer{Cfg: p.Cfg, Plan: pc, Lake: l, Metrics: p.Metrics, Status: p.Status, Log: p.Log, Now: p.Now,
+		Owns: p.owns, Backlog: p.backlog}
+	tick := p.Cfg.ReclusterInterval
+	if tick == 0 || tick > 10*time.Second {
+		tick = 10 * time.Second // gauges and expiry keep running with rewrites off
+	}
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		select {
@@ -25,19 +349,8 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 			return
 		case <-t.C:
 		}
-		tables, err := l.ListTables(work)
-		if err != nil {
-			p.Status.AddError(p.Now(), "maintenance", "", err)
-			continue
-		}
-		for _, name := range tables {
-			if stop.Err() != nil {
-				return
-			}
-			if err := ExpireSnapshots(work, l, name, p.Cfg.SnapshotRetain); err != nil {
-				p.Status.AddError(p.Now(), "expire", name, err)
-				p.Log.Warn("snapshot expiry failed", zap.String("table", name), zap.Error(err))
-			}
+		if _, err := m.Cycle(work); err != nil {
+			p.Log.Warn("maintenance cycle had errors", zap.Error(err))
 		}
 	}
 }
@@ -51,11 +364,7 @@ func ExpireSnapshots(ctx context.Context, l *lake.Lake, name string, retain int)
 	if err != nil {
 		return err
 	}
-	n := 0
-	for range t.Metadata().Snapshots() {
-		n++
-	}
-	if n <= retain {
+	if len(t.Metadata().Snapshots()) <= retain {
 		return nil
 	}
 	txn := t.NewTransaction()

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -58,8 +59,9 @@ type Process struct {
 	// Addr is the HTTP listen address once Run started serving (useful with port 0).
 	Addr chan string
 
-	mu   sync.Mutex
-	lake *lake.Lake
+	mu      sync.Mutex
+	lake    *lake.Lake
+	cluster *gossip.Cluster
 }
 
 // NewProcess prepares a process from cfg.
@@ -217,6 +219,27 @@ func (p *Process) watchCatalog(ctx context.Context, l *lake.Lake) {
 		cancel()
 		p.setCatalog(err)
 	}
+}
+
+// owns says whether this process maintains table now; without gossip it owns every table.
+func (p *Process) owns(table string) bool {
+	if p.cluster == nil {
+		return true
+	}
+	return p.cluster.Owns(table)
+}
+
+// backlog is the sealed WAL backlog that grades maintenance backpressure (0 for a process that
+// does not drain: its maintenance competes with no drain).
+func (p *Process) backlog() int {
+	if !p.Cfg.Role.Drains() {
+		return 0
+	}
+	segs, err := scanBacklog(p.Cfg.WALDir)
+	if err != nil {
+		return 0
+	}
+	return len(segs)
 }
 
 func (p *Process) newDrain(l *lake.Lake) *Drain {

@@ -144,12 +144,21 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 		nt, err := txn.Commit(ctx)
 		if err != nil {
 			lastErr = fmt.Errorf("commit append to %s: %w", req.Table, err)
-			maybe = maybe || !errors.Is(err, table.ErrCommitFailed)
+			maybe = maybe || !IsConflict(err)
 			continue
 		}
 		return CommitResult{Outcome: Committed, SnapshotID: nt.CurrentSnapshot().SnapshotID, Attempts: attempt}, nil
 	}
 	return CommitResult{Attempts: retry.Attempts, MaybeCommitted: maybe}, lastErr
+}
+
+// IsConflict reports whether a commit error is a definite conflict: the catalog refused the
+// commit because the table changed, so nothing was committed and retrying on fresh metadata is
+// safe. iceberg-go wraps CAS failures in table.ErrCommitFailed, but its SQL catalog returns a
+// failed requirement (the branch moved before the update) as a plain error, recognised by its text.
+func IsConflict(err error) bool {
+	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) ||
+		strings.Contains(err.Error(), "requirement failed:")
 }
 
 func backoff(n int, r Retry) time.Duration {
