@@ -343,7 +343,11 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	for _, c := range cands {
 		bins := c.build(taken)
 		if len(bins) == 0 {
-			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %s, but no bin of 2+ untaken files", c.kind, c.level, c.partition, c.why))
+			// Quiet when an earlier bin of this pass took the partition's
+			// files: the work is being done, under another kind.
+			if !slices.ContainsFunc(p.Bins, func(b Bin) bool { return b.Partition == c.partition }) {
+				p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %s, but no bin of 2+ files", c.kind, c.level, c.partition, c.why))
+			}
 			continue
 		}
 		refused := 0
