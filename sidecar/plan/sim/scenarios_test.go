@@ -104,3 +104,21 @@ func TestCapacityScenarios(t *testing.T) {
 	}
 	t.Logf("%s, 6 h\n%s", s.Name, table.String())
 }
+
+// TestBackpressureBinsScenarios measures the restricted pass's bin budget
+// on the stall scenario (SIGLAKE_LONG=1).
+func TestBackpressureBinsScenarios(t *testing.T) {
+	if os.Getenv("SIGLAKE_LONG") != "1" {
+		t.Skip("set SIGLAKE_LONG=1 to compare backpressure bin budgets")
+	}
+	var table strings.Builder
+	table.WriteString("| restricted-pass bins | write amp | depth p50 / max | settled depth p50 / max | files p50 / max | passes |\n|---|---|---|---|---|---|\n")
+	s := Documented()[3]
+	for _, bins := range []int{1, 2, 4} {
+		s.Config.BackpressureMaxBins = bins
+		r := Run(s)
+		fmt.Fprintf(&table, "| %d | %.2f | %d / %d | %d / %d | %d / %d | %s |\n",
+			bins, r.WriteAmp, r.DepthP50, r.DepthMax, r.SettledDepthP50, r.SettledDepthMax, r.FilesP50, r.FilesMax, passes(r))
+	}
+	t.Logf("%s\n%s", s.Name, table.String())
+}
