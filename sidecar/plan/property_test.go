@@ -298,47 +298,67 @@ func TestLegacyCoversWholePartitions(t *testing.T) {
 	}
 }
 
-// TestRepeatedPassesConverge applies passes to an ingest-like file set as
-// an ideal rewriter would (outputs time-disjoint, split at the target) and
-// checks that depth and L0 count come down the way the integration test on
-// the real catalog expects: depth <= 2 and fewer than 8 L0 files.
+// TestRepeatedPassesConverge applies passes, one per 10 s tick, to several
+// overlapping file sets as an ideal rewriter would (outputs time-disjoint,
+// split at the target) and checks that depth and L0 count come down the way
+// the integration test on the real catalog expects: depth <= 2 and fewer
+// than 8 L0 files, within two simulated hours (the hourly L2 check sweeps
+// what the level rules and the depth trigger leave).
 func TestRepeatedPassesConverge(t *testing.T) {
-	cfg := DefaultConfig()
-	var files []File
-	// 20 pods x 12 commits: 240 small files; every commit window overlaps
-	// the next a little (rows straddling the cut) and every pod's file of a
-	// window overlaps the other pods'.
+	r := rand.New(rand.NewPCG(5, 5))
+	sets := map[string][]File{}
+	// 20 pods x 12 commits: every commit window overlaps the next a little
+	// and every pod's file of a window overlaps the other pods'.
 	for w := range 12 {
 		for pod := range 20 {
-			files = append(files, File{
-				Path:      fmt.Sprintf("w%02d-p%02d", w, pod),
-				Partition: "p", SizeBytes: 200 * kib, MinTime: int64(w)*10e6 - int64(pod)*1e5, MaxTime: int64(w+1)*10e6 + int64(pod)*1e5,
-				Rows: 1000,
+			sets["ingest"] = append(sets["ingest"], File{
+				Path: fmt.Sprintf("w%02d-p%02d", w, pod), Partition: "p", SizeBytes: 200 * kib,
+				MinTime: int64(w)*10e6 - int64(pod)*1e5, MaxTime: int64(w+1)*10e6 + int64(pod)*1e5, Rows: 1000,
 			})
 		}
 	}
-	st := State{}
-	now := t0
-	seq := 0
-	for pass := range 200 {
-		p := Plan(cfg, Input{Files: files, Now: now, State: st})
-		st = p.Next
-		now = now.Add(10 * time.Second)
-		files, seq = applyIdeal(files, p.Bins, seq)
-		d, _ := Depth(files)
-		l0 := 0
-		for _, f := range files {
-			if cfg.LevelOf(f.SizeBytes) == L0 && !cfg.LevelCapped(f.Generation) {
-				l0++
+	for i := range 200 {
+		sets["stacked"] = append(sets["stacked"], File{Path: fmt.Sprint("s", i), Partition: "p",
+			SizeBytes: 100 * kib, MinTime: 0, MaxTime: 60e6, Rows: 500})
+		lo := r.Int64N(600e6)
+		sets["random"] = append(sets["random"], File{Path: fmt.Sprint("r", i), Partition: "p",
+			SizeBytes: 100*kib + r.Int64N(4<<20), MinTime: lo, MaxTime: lo + r.Int64N(120e6), Rows: 500})
+		// Late tails: each file reaches back up to 5 minutes.
+		end := int64(i) * 5e6
+		sets["late"] = append(sets["late"], File{Path: fmt.Sprint("l", i), Partition: "p",
+			SizeBytes: 1 << 20, MinTime: end - 5e6 - r.Int64N(300e6), MaxTime: end, Rows: 5000})
+	}
+	for _, name := range []string{"ingest", "stacked", "random", "late"} {
+		files := sets[name]
+		cfg := DefaultConfig()
+		st, now, seq := State{}, t0, 0
+		converged := false
+		for pass := range 720 { // two hours of 10 s ticks
+			p := Plan(cfg, Input{Files: files, Now: now, State: st})
+			st = p.Next
+			files, seq = applyIdeal(files, p.Bins, seq)
+			d, _ := Depth(files)
+			l0 := 0
+			for _, f := range files {
+				if cfg.LevelOf(f.SizeBytes) == L0 {
+					l0++
+				}
 			}
+			if pass == 30 {
+				t.Logf("%s: after 5 minutes: %d files, %d L0, depth %d", name, len(files), l0, d)
+			}
+			if d <= 2 && l0 < cfg.EligibleFiles {
+				t.Logf("%s: converged after %d passes (%v): %d files, depth %d", name, pass+1, now.Sub(t0), len(files), d)
+				converged = true
+				break
+			}
+			now = now.Add(10 * time.Second)
 		}
-		if d <= 2 && l0 < cfg.EligibleFiles {
-			t.Logf("converged after %d passes: %d files, depth %d", pass+1, len(files), d)
-			return
+		if !converged {
+			d, _ := Depth(files)
+			t.Errorf("%s: no convergence in two hours: %d files, depth %d", name, len(files), d)
 		}
 	}
-	d, _ := Depth(files)
-	t.Fatalf("no convergence in 200 passes: %d files, depth %d", len(files), d)
 }
 
 // applyIdeal replaces each bin's files by outputs that split the bin's time
