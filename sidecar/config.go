@@ -72,6 +72,10 @@ type Config struct {
 	GossipSettle    time.Duration
 	GossipRejoin    time.Duration
 
+	GossipProbeInterval time.Duration
+	GossipProbeTimeout  time.Duration
+	GossipSuspicionMult int
+
 	LogFormat       string // json, console, auto
 	LogLevel        string
 	ShutdownTimeout time.Duration
@@ -237,12 +241,21 @@ func Options() []Option {
 				}
 				return nil
 			}},
-		{"gossip-settle-secs", "SIGLAKE_GOSSIP_SETTLE_SECS", "10", "",
+		{"gossip-settle-secs", "SIGLAKE_GOSSIP_SETTLE_SECS", "5", "",
 			"A member acts as a table's owner only after its membership view was stable this long.",
 			setSeconds(func(c *Config) *time.Duration { return &c.GossipSettle })},
 		{"gossip-rejoin-secs", "SIGLAKE_GOSSIP_REJOIN_SECS", "30", "",
 			"How often a member re-resolves and re-joins the join list, so one that started alone finds the others.",
 			setSeconds(func(c *Config) *time.Duration { return &c.GossipRejoin })},
+		{"gossip-probe-interval", "SIGLAKE_GOSSIP_PROBE_INTERVAL", "1s", "",
+			"How often a member probes one random peer (memberlist). Failure detection takes about probe interval x (suspicion mult x max(1, log10(members)) + 1); docs/gossip.md has measurements.",
+			setDuration(func(c *Config) *time.Duration { return &c.GossipProbeInterval }, true)},
+		{"gossip-probe-timeout", "SIGLAKE_GOSSIP_PROBE_TIMEOUT", "500ms", "",
+			"How long a direct probe waits for its ack before peers are asked to probe indirectly.",
+			setDuration(func(c *Config) *time.Duration { return &c.GossipProbeTimeout }, true)},
+		{"gossip-suspicion-mult", "SIGLAKE_GOSSIP_SUSPICION_MULT", "4", "",
+			"Scales how long a suspected member may refute the suspicion before it is declared dead.",
+			setPosInt(func(c *Config) *int { return &c.GossipSuspicionMult })},
 		{"log-format", "SIGLAKE_LOG_FORMAT", "auto", "",
 			"Log encoding: `json`, `console`, or `auto` (console on a terminal, JSON otherwise).",
 			func(c *Config, v string) error {

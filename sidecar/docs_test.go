@@ -89,6 +89,7 @@ func TestMetricsDocumented(t *testing.T) {
 	var names []string
 	descs := make(chan *prometheus.Desc, 1000)
 	m.Reg.Describe(descs)
+	(&gossipCollector{}).Describe(descs) // registered only when gossip runs
 	close(descs)
 	re := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range descs {

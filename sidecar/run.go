@@ -111,6 +111,11 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
+	if err := p.startGossip(ln.Addr().String()); err != nil {
+		return err
+	}
+	defer p.stopGossip()
+	go p.watchMembership(ctx)
 	p.Ready.Set(false, "connecting to the catalog")
 	p.Log.Info("siglake compactor starting", zap.String("role", string(p.Cfg.Role)), zap.String("node", p.Cfg.NodeName),
 		zap.String("wal_dir", p.Cfg.WALDir), zap.String("catalog", lake.Redact(p.Cfg.Catalog)), zap.String("warehouse", p.Cfg.Warehouse),
