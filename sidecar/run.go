@@ -182,16 +182,26 @@ func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
 		}
 		p.setCatalog(err)
 		p.Log.Warn("catalog unreachable; retrying", zap.Error(err), zap.Duration("retry_in", wait))
-		if p.Cfg.Role.Drains() {
-			if segs, serr := scanBacklog(p.Cfg.WALDir); serr == nil {
-				d := p.newDrain(nil)
-				d.observeBacklog(segs, p.Now())
+		observe := func() {
+			if p.Cfg.Role.Drains() {
+				if segs, serr := scanBacklog(p.Cfg.WALDir); serr == nil {
+					p.newDrain(nil).observeBacklog(segs, p.Now())
+				}
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
+		observe()
+		// The backoff grows to 30 s; the backlog gauges keep the drain's scan cadence meanwhile.
+		retry := time.After(wait)
+	sleep:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-retry:
+				break sleep
+			case <-time.After(p.Cfg.DrainPollInterval):
+				observe()
+			}
 		}
 		wait = min(wait*2, 30*time.Second)
 	}
