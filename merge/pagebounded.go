@@ -30,7 +30,8 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 	if err != nil {
 		return nil, err
 	}
-	defer recoverAbort(&err, s)
+	as := newAsyncSink(ctx, s)
+	defer recoverAbort(&err, as)
 	k := int64(max(len(inputs), 1))
 	dataBatch := min(max(opts.ChunkRows/k, 256), opts.ChunkRows)
 	tsBatch := min(max(4*opts.ChunkRows/k, 1024), 64*1024)
@@ -74,18 +75,18 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 	}
 	p.need = make([]int64, len(inputs))
 	p.consumed = make([]int64, len(inputs))
-	p.asm = newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return s.write(ctx, r) })
+	p.asm = newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return as.write(ctx, r) })
 	defer p.asm.release()
 
 	if err := mergeOrder(ctx, cursors, opts.ChunkRows, p); err != nil {
-		return nil, errors.Join(err, s.abort())
+		return nil, errors.Join(err, as.abort())
 	}
 	for i, r := range p.readers {
 		if r.left != nil || r.more(ctx) {
-			return nil, errors.Join(fmt.Errorf("input %s: data pass has rows the timestamp pass did not plan (after %d)", inputs[i].Path, p.consumed[i]), s.abort())
+			return nil, errors.Join(fmt.Errorf("input %s: data pass has rows the timestamp pass did not plan (after %d)", inputs[i].Path, p.consumed[i]), as.abort())
 		}
 	}
-	return s.finish()
+	return as.finish()
 }
 
 // planSink collects one chunk's run plan, then reads and assembles it.

@@ -208,7 +208,7 @@ func estimateDecoded(in *openedInput) int64 {
 }
 
 // runMerge drives mergeOrder over cursors into a sink, cleaning up on error.
-func runMerge(ctx context.Context, cursors []*cursor, chunkRows int64, s *sink, rs runSink, release func()) (outs []Output, err error) {
+func runMerge(ctx context.Context, cursors []*cursor, chunkRows int64, s *asyncSink, rs runSink, release func()) (outs []Output, err error) {
 	defer recoverAbort(&err, s)
 	err = mergeOrder(ctx, cursors, chunkRows, rs)
 	release()
@@ -259,8 +259,9 @@ func mergeInMemory(ctx context.Context, fs icebergio.WriteFileIO, opened []*open
 		}
 		_ = src.close()
 	}
-	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return s.write(ctx, r) })
-	return runMerge(ctx, cursors, opts.RowGroupRows, s, asm, asm.release)
+	as := newAsyncSink(ctx, s)
+	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return as.write(ctx, r) })
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, DefaultChunkRows), as, asm, asm.release)
 }
 
 // mergeKWay streams every input in batches through a heap: memory is about
@@ -281,20 +282,31 @@ func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedIn
 		}
 		cursors = append(cursors, &cursor{idx: i, name: in.path, src: src})
 	}
-	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return s.write(ctx, r) })
-	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayBatchRows), s, asm, asm.release)
+	as := newAsyncSink(ctx, s)
+	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return as.write(ctx, r) })
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayBatchRows), as, asm, asm.release)
 }
 
 // recoverAbort turns a panic in the Parquet decoder (corrupt input it did not
 // validate) into an error, removing the outputs of s. A panic on input is a
 // bug, but one in a dependency must not take the sidecar down.
-func recoverAbort(err *error, s *sink) {
+func recoverAbort(err *error, s interface{ abort() error }) {
 	r := recover()
 	if r == nil {
 		return
 	}
 	*err = fmt.Errorf("merge aborted by a panic while decoding or encoding (corrupt input?): %v", r)
-	if s != nil {
+	if s != nil && !isNilSink(s) {
 		*err = errors.Join(*err, s.abort())
 	}
+}
+
+func isNilSink(s interface{ abort() error }) bool {
+	switch v := s.(type) {
+	case *sink:
+		return v == nil
+	case *asyncSink:
+		return v == nil
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -115,7 +116,21 @@ func (s *sink) append(rec arrow.RecordBatch, from, to int64, micros []int64) err
 	}
 	part := rec.NewSlice(from, to)
 	defer part.Release()
-	if err := f.fw.WriteBuffered(part); err != nil {
+	// The search metadata is built beside the encoder: both only read part.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var metaPanic any
+	go func() {
+		defer wg.Done()
+		defer func() { metaPanic = recover() }()
+		f.meta.AddRows(part, micros)
+	}()
+	err := f.fw.WriteBuffered(part)
+	wg.Wait()
+	if metaPanic != nil {
+		return fmt.Errorf("writing %s: building search metadata: %v", f.path, metaPanic)
+	}
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", f.path, err)
 	}
 	if f.rows == 0 {
@@ -124,7 +139,6 @@ func (s *sink) append(rec arrow.RecordBatch, from, to int64, micros []int64) err
 	f.maxTs = micros[len(micros)-1]
 	f.rows += to - from
 	s.rgRows += to - from
-	f.meta.AddRows(part, micros)
 	return nil
 }
 

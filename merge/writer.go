@@ -227,6 +227,10 @@ func writerProperties(opts WriterOptions) *parquet.WriterProperties {
 	}
 	return parquet.NewWriterProperties(
 		parquet.WithDictionaryFor(raw, false),
+		// Sorted timestamps are nearly all distinct and close together:
+		// delta encoding makes them a few bits each, a dictionary only costs.
+		parquet.WithDictionaryFor(opts.TimestampColumn, false),
+		parquet.WithEncodingFor(opts.TimestampColumn, parquet.Encodings.DeltaBinaryPacked),
 		parquet.WithAllocator(opts.Allocator),
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(1),

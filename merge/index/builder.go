@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -59,6 +58,7 @@ type Builder struct {
 
 	rgTri    *trigramSet
 	rgTok    keySet
+	tokCache [4096]uint64 // recently added token keys: most tokens repeat
 	rgRows   int64
 	rgMin    int64
 	rgMax    int64
@@ -66,7 +66,8 @@ type Builder struct {
 	nRG      int
 
 	fileTri  *trigramSet
-	postings []map[string][]uint32
+	postings []map[string][]uint32 // nil entry: over the limit, skipped
+	idxMin   []int64               // lower bound of each index's encoded size
 	rows     uint32
 }
 
@@ -109,6 +110,7 @@ func NewBuilder(cfg Config, sc *arrow.Schema) *Builder {
 				b.idxCols = append(b.idxCols, idx[0])
 				b.idxNames = append(b.idxNames, name)
 				b.postings = append(b.postings, map[string][]uint32{})
+				b.idxMin = append(b.idxMin, 0)
 			}
 		}
 	}
@@ -119,18 +121,38 @@ func isString(t arrow.DataType) bool {
 	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
 }
 
-// textValue returns row i of a string column as bytes without copying.
-func textValue(col arrow.Array, i int) ([]byte, bool) {
-	if col.IsNull(i) {
-		return nil, false
-	}
+// textCol reads the values of a column as bytes, without copying for string
+// columns (other types are rendered as Arrow prints them).
+type textCol struct {
+	col    arrow.Array
+	data   []byte
+	offs   []int32
+	offs64 []int64
+}
+
+func newTextCol(col arrow.Array) textCol {
+	t := textCol{col: col}
 	switch c := col.(type) {
 	case *array.String:
-		return []byte(c.Value(i)), true
+		t.data, t.offs = c.ValueBytes(), c.ValueOffsets()
 	case *array.LargeString:
-		return []byte(c.Value(i)), true
+		t.data, t.offs64 = c.ValueBytes(), c.ValueOffsets()
 	}
-	return []byte(col.ValueStr(i)), true
+	return t
+}
+
+// value returns row i, or false if it is null.
+func (t textCol) value(i int) ([]byte, bool) {
+	if t.col.IsNull(i) {
+		return nil, false
+	}
+	switch {
+	case t.offs != nil:
+		return t.data[t.offs[i]-t.offs[0] : t.offs[i+1]-t.offs[0]], true
+	case t.offs64 != nil:
+		return t.data[t.offs64[i]-t.offs64[0] : t.offs64[i+1]-t.offs64[0]], true
+	}
+	return []byte(t.col.ValueStr(i)), true
 }
 
 // AddRows adds the rows of rec (which has the builder's schema) to the
@@ -147,13 +169,19 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 	b.rgRows += int64(n)
 
 	b.addGroups(rec)
-	for _, t := range ts {
-		b.buckets[floorDiv(t, b.cfg.BucketMicros)]++
+	for i := 0; i < n; {
+		k := floorDiv(ts[i], b.cfg.BucketMicros)
+		j := i + 1
+		for j < n && floorDiv(ts[j], b.cfg.BucketMicros) == k {
+			j++
+		}
+		b.buckets[k] += int64(j - i)
+		i = j
 	}
 	if b.rawCol >= 0 {
-		raw := rec.Column(b.rawCol)
+		raw := newTextCol(rec.Column(b.rawCol))
 		for i := 0; i < n; i++ {
-			v, ok := textValue(raw, i)
+			v, ok := raw.value(i)
 			if !ok {
 				continue
 			}
@@ -161,15 +189,29 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 			if b.fileTri != nil {
 				b.fileTri.addText(v)
 			}
-			forEachToken(v, func(tok []byte) { b.rgTok.add(tokenKey(tok)) })
+			forEachToken(v, b.addToken)
 		}
 	}
 	for j, c := range b.idxCols {
-		col, post := rec.Column(c), b.postings[j]
+		post := b.postings[j]
+		if post == nil {
+			continue // already over the footer limit
+		}
+		col := newTextCol(rec.Column(c))
 		for i := 0; i < n; i++ {
-			if v, ok := textValue(col, i); ok {
-				post[string(v)] = append(post[string(v)], b.rows+uint32(i))
+			if v, ok := col.value(i); ok {
+				p, seen := post[string(v)]
+				if !seen {
+					b.idxMin[j] += int64(len(v)) + 2 // length and count varints
+				}
+				post[string(v)] = append(p, b.rows+uint32(i))
+				b.idxMin[j]++ // at least one byte per posting
 			}
+		}
+		// idxMin is a lower bound of the encoded size: once even that is
+		// over the limit the index will be skipped, so stop building it.
+		if base64.StdEncoding.EncodedLen(int(b.idxMin[j])) > int(b.cfg.FooterMaxBytes) {
+			b.postings[j] = nil
 		}
 	}
 	b.rows += uint32(n)
@@ -179,19 +221,23 @@ func (b *Builder) addGroups(rec arrow.RecordBatch) {
 	if len(b.groupCols) == 0 || b.tooMany {
 		return
 	}
-	var key strings.Builder
+	cols := make([]textCol, len(b.groupCols))
+	for j, c := range b.groupCols {
+		cols[j] = newTextCol(rec.Column(c))
+	}
+	var key []byte
 	for i := 0; i < int(rec.NumRows()); i++ {
-		key.Reset()
-		for _, c := range b.groupCols {
-			if v, ok := textValue(rec.Column(c), i); ok {
-				key.WriteByte(1)
-				key.Write(v)
+		key = key[:0]
+		for _, c := range cols {
+			if v, ok := c.value(i); ok {
+				key = append(key, 1)
+				key = append(key, v...)
 			} else {
-				key.WriteByte(0)
+				key = append(key, 0)
 			}
-			key.WriteByte(0xff)
+			key = append(key, 0xff)
 		}
-		g := b.groups[key.String()]
+		g := b.groups[string(key)]
 		if g == nil {
 			if len(b.groups) >= MaxGroups {
 				b.tooMany = true
@@ -199,15 +245,15 @@ func (b *Builder) addGroups(rec arrow.RecordBatch) {
 				return
 			}
 			g = &groupCount{}
-			for _, c := range b.groupCols {
-				if v, ok := textValue(rec.Column(c), i); ok {
+			for _, c := range cols {
+				if v, ok := c.value(i); ok {
 					s := string(v)
 					g.values = append(g.values, &s)
 				} else {
 					g.values = append(g.values, nil)
 				}
 			}
-			b.groups[key.String()] = g
+			b.groups[string(key)] = g
 		}
 		g.rows++
 	}
@@ -219,6 +265,18 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// addToken adds a token to the row group's set, skipping the set when the
+// direct-mapped cache says the key was just added.
+func (b *Builder) addToken(tok []byte) {
+	k := tokenKey(tok)
+	slot := &b.tokCache[k&uint64(len(b.tokCache)-1)]
+	if *slot == k {
+		return
+	}
+	*slot = k
+	b.rgTok.add(k)
 }
 
 // EndRowGroup closes the current row group's entry. Call it once per
@@ -238,6 +296,7 @@ func (b *Builder) EndRowGroup() {
 		e = bl.appendTo(e)
 		b.rgTri.reset()
 		b.rgTok.reset()
+		clear(b.tokCache[:])
 	}
 	b.rowGroup = e
 	b.nRG++
@@ -270,6 +329,10 @@ func (b *Builder) Finish() (entries []Entry, skipped []string, err error) {
 		entries = append(entries, Entry{KeyFileTrigrams, base64.StdEncoding.EncodeToString(bl.appendTo(nil))})
 	}
 	for j, name := range b.idxNames {
+		if b.postings[j] == nil {
+			skipped = append(skipped, name)
+			continue
+		}
 		enc := encodePostings(b.postings[j])
 		if int64(base64.StdEncoding.EncodedLen(len(enc))) > b.cfg.FooterMaxBytes {
 			skipped = append(skipped, name)
