@@ -445,8 +445,8 @@ func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config
 	}
 }
 
-// lakeConfig is the part of Config the lake needs.
-func lakeConfig(c Config) lake.Config {
+// LakeConfig is the part of Config the lake needs.
+func LakeConfig(c Config) lake.Config {
 	return lake.Config{Catalog: c.Catalog, Warehouse: c.Warehouse, Namespace: c.Namespace,
 		S3Endpoint: c.S3Endpoint, S3Region: c.S3Region, S3AccessKey: c.S3AccessKey, S3SecretKey: c.S3SecretKey, S3PathStyle: c.S3PathStyle}
 }

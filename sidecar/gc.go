@@ -93,6 +93,3 @@ func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GC
 	}
 	return r, nil
 }
-
-// LakeConfig is the catalog and warehouse part of cfg, for tools that open the lake themselves.
-func LakeConfig(cfg Config) lake.Config { return lakeConfig(cfg) }

@@ -40,7 +40,7 @@ func newEnv(t *testing.T, mutate func(*Config)) *env {
 		mutate(&cfg)
 	}
 	ctx := context.Background()
-	l, err := lake.Open(ctx, lakeConfig(cfg))
+	l, err := lake.Open(ctx, LakeConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestMaintenanceConverges(t *testing.T) {
 func TestTwoMaintainersAtOnce(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
 	want := smallFilesTable(t, e, 120)
-	other, err := lake.Open(context.Background(), lakeConfig(e.cfg))
+	other, err := lake.Open(context.Background(), LakeConfig(e.cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

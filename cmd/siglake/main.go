@@ -47,6 +47,8 @@ func commands() []command {
 		{"status", "print a running sidecar's /debug/status as a table", runStatus},
 		{"gc", "list (or with --apply delete) objects no retained snapshot references", runGC},
 		{"walgen", "write WAL segments of realistic log rows, as an ingest pod would", runWalgen},
+		{"inspect", "show a table's files per partition and level, generations, overlap depth and a timeline", runInspect},
+		{"simulate", "run the real compaction planner against a modelled ingest and report write amplification and depth", runSimulate},
 		{"demo", "run walgen and the sidecar together on the embedded default and summarise the tables", runDemo},
 		{"version", "print the version", func([]string) error { fmt.Println(buildVersion()); return nil }},
 	}

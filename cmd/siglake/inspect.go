@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/plan"
+)
+
+// inspectFile is one live file in `siglake inspect --json`.
+type inspectFile struct {
+	Path       string    `json:"path"`
+	Level      string    `json:"level"`
+	Generation int       `json:"generation"`
+	Bytes      int64     `json:"bytes"`
+	Rows       int64     `json:"rows"`
+	Min        time.Time `json:"min_time"`
+	Max        time.Time `json:"max_time"`
+}
+
+type inspectPartition struct {
+	Partition     string         `json:"partition"`
+	Files         []inspectFile  `json:"files"`
+	FilesPerLevel map[string]int `json:"files_per_level"`
+	Bytes         int64          `json:"bytes"`
+	Rows          int64          `json:"rows"`
+	OverlapDepth  int            `json:"overlap_depth"`
+	Clusters      int            `json:"overlap_clusters"`
+	MaxGeneration int            `json:"max_generation"`
+}
+
+func runInspect(args []string) error {
+	var table string
+	asJSON, maxRows := false, 40
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--json" || a == "-json":
+			asJSON = true
+		case a == "--all" || a == "-all":
+			maxRows = 1 << 30
+		case a == "-h" || a == "--help":
+			fmt.Fprintln(os.Stderr, "usage: siglake inspect TABLE [--json] [--all] [--catalog ...] [--warehouse ...] [--namespace ...] [--s3-* ...]\n"+
+				"Shows a table's live files per partition and level, generations, overlap depth and a timeline of file time ranges.\n"+
+				"Catalog options are the compactor's (flags or SIGLAKE_* env; docs/configuration.md).")
+			return nil
+		case !strings.HasPrefix(a, "-") && table == "":
+			table = a
+		default:
+			rest = append(rest, a)
+		}
+	}
+	if table == "" {
+		return errors.New("usage: siglake inspect TABLE [--json] [--all] [catalog flags]")
+	}
+	cfg, err := sidecar.Load(rest, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	t, err := l.LoadTable(ctx, table)
+	if err != nil {
+		return err
+	}
+	files, err := lake.LiveFiles(ctx, t)
+	if err != nil {
+		return err
+	}
+	pc, err := sidecar.PlanConfig(cfg)
+	if err != nil {
+		return err
+	}
+	parts := inspectPartitions(files, pc)
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Table      string             `json:"table"`
+			Location   string             `json:"location"`
+			Snapshot   int64              `json:"snapshot_id"`
+			Partitions []inspectPartition `json:"partitions"`
+		}{table, t.Location(), snapshotID(t.CurrentSnapshot()), parts})
+	}
+	fmt.Printf("table %s.%s at %s, snapshot %d, %d live files\n", l.Namespace(), table, t.Location(), snapshotID(t.CurrentSnapshot()), len(files))
+	for _, p := range parts {
+		printPartition(os.Stdout, p, maxRows)
+	}
+	return nil
+}
+
+func snapshotID(s *table.Snapshot) int64 {
+	if s == nil {
+		return 0
+	}
+	return s.SnapshotID
+}
+
+func inspectPartitions(files []lake.File, pc plan.Config) []inspectPartition {
+	by := map[string][]lake.File{}
+	for _, f := range files {
+		by[f.Partition] = append(by[f.Partition], f)
+	}
+	var out []inspectPartition
+	for name, fs := range by {
+		p := inspectPartition{Partition: name, FilesPerLevel: map[string]int{}}
+		var pf []plan.File
+		for _, f := range fs {
+			lvl := pc.LevelOf(f.Size).String()
+			p.FilesPerLevel[lvl]++
+			p.Bytes += f.Size
+			p.Rows += f.Rows
+			p.MaxGeneration = max(p.MaxGeneration, f.Generation)
+			p.Files = append(p.Files, inspectFile{Path: f.Path, Level: lvl, Generation: f.Generation, Bytes: f.Size, Rows: f.Rows,
+				Min: time.UnixMicro(f.MinTime).UTC(), Max: time.UnixMicro(f.MaxTime).UTC()})
+			pf = append(pf, sidecar.PlanFile(f))
+		}
+		p.OverlapDepth, _ = plan.Depth(pf)
+		p.Clusters = len(plan.Clusters(pf))
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
+	return out
+}
+
+// printPartition prints a partition's summary and a timeline: one line per file, its time range
+// drawn on a common axis, so overlap is visible at a glance.
+func printPartition(w io.Writer, p inspectPartition, maxRows int) {
+	var levels []string
+	for l, n := range p.FilesPerLevel {
+		levels = append(levels, fmt.Sprintf("%s:%d", l, n))
+	}
+	sort.Strings(levels)
+	fmt.Fprintf(w, "\npartition %s: %d files (%s), %s, %d rows, overlap depth %d in %d clusters, max generation %d\n",
+		p.Partition, len(p.Files), strings.Join(levels, " "), humanBytes(p.Bytes), p.Rows, p.OverlapDepth, p.Clusters, p.MaxGeneration)
+	if len(p.Files) == 0 {
+		return
+	}
+	lo, hi := p.Files[0].Min, p.Files[0].Max
+	for _, f := range p.Files {
+		if f.Min.Before(lo) {
+			lo = f.Min
+		}
+		if f.Max.After(hi) {
+			hi = f.Max
+		}
+	}
+	const width = 60
+	span := hi.Sub(lo)
+	col := func(t time.Time) int {
+		if span <= 0 {
+			return 0
+		}
+		return min(width-1, int(float64(t.Sub(lo))/float64(span)*width))
+	}
+	fmt.Fprintf(w, "  %-44s %-3s %4s %10s  %s .. %s\n", "file", "lvl", "gen", "bytes", lo.Format("15:04:05"), hi.Format("15:04:05"))
+	for i, f := range p.Files {
+		if i == maxRows {
+			fmt.Fprintf(w, "  ... %d more files (--all shows every file)\n", len(p.Files)-maxRows)
+			break
+		}
+		bar := []byte(strings.Repeat(" ", width))
+		for c := col(f.Min); c <= col(f.Max); c++ {
+			bar[c] = '='
+		}
+		fmt.Fprintf(w, "  %-44s %-3s %4d %10s  |%s|\n", truncate(path.Base(f.Path), 44), f.Level, f.Generation, humanBytes(f.Bytes), bar)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
