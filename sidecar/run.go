@@ -169,7 +169,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
 	wait := time.Second
 	for {
-		l, err := lake.Open(ctx, lakeConfig(p.Cfg))
+		l, err := lake.Open(ctx, LakeConfig(p.Cfg))
 		if err == nil {
 			p.mu.Lock()
 			p.lake = l
