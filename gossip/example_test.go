@@ -7,19 +7,13 @@ import (
 	"github.com/siglake/siglake/gossip"
 )
 
-// The sidecar's use: configure from the environment, start, ask Owns before
-// each unit of maintenance work, leave on shutdown. Here gossip is disabled
-// (SIGLAKE_GOSSIP_BIND=off), so the process owns every table.
+// The sidecar's use (sidecar.GossipConfig builds the Config from the process
+// options): start, ask Owns before each unit of maintenance work, leave on
+// shutdown. Here gossip is disabled, so the process owns every table.
 func ExampleStart() {
-	env := map[string]string{"SIGLAKE_GOSSIP_BIND": "off", "SIGLAKE_NODE_NAME": "siglake-ingest-0"}
-	cfg, err := gossip.ConfigFromEnv(gossip.DefaultConfig(), func(k string) (string, bool) {
-		v, ok := env[k]
-		return v, ok
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	cfg := gossip.DefaultConfig()
+	cfg.NodeName, cfg.Disabled = "siglake-ingest-0", true
+	var err error
 	if cfg.Roles, err = gossip.RolesFor("all"); err != nil {
 		fmt.Println(err)
 		return
