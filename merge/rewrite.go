@@ -28,6 +28,8 @@ const (
 	// DefaultChunkRows is the page-bounded path's chunk
 	// (SIGLAKE_MERGE_CHUNK_ROWS): its decoded memory is about this many rows.
 	DefaultChunkRows = 64 * 1024
+	// pageBytes is the data page size siglake writes (writerProperties).
+	pageBytes = 256 << 10
 	// kwayBatchRows is the k-way path's decoded batch per input.
 	kwayBatchRows = 4 * 1024
 	// inMemoryFactor: the in-memory path holds inputs, the assembled chunk
@@ -149,9 +151,12 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		est += estimateDecoded(o)
 		rows += o.pf.NumRows()
 	}
-	perInput := int64(0)
+	// A k-way stream holds two decoded batches (the one being merged and the
+	// one being assembled), and per column a read-ahead buffer and about two
+	// pages (compressed and decompressed).
+	perInput := int64(schema.NumFields()) * (streamReadBuffer(opts.MemoryBudget, len(inputs), schema.NumFields()) + 2*pageBytes)
 	if rows > 0 {
-		perInput = 2 * kwayBatchRows * (est/rows + 1)
+		perInput += 2 * kwayBatchRows * (est/rows + 1)
 	}
 	res := RewriteResult{Path: opts.ForcePath, Reason: "forced by options"}
 	if res.Path == "" {

@@ -238,7 +238,7 @@ func writerProperties(opts WriterOptions) *parquet.WriterProperties {
 		parquet.WithPageIndexEnabled(true),
 		parquet.WithDictionaryDefault(true),
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
-		parquet.WithDataPageSize(256*1024),
+		parquet.WithDataPageSize(pageBytes),
 		parquet.WithCreatedBy("siglake"),
 	)
 }

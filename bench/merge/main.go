@@ -39,6 +39,7 @@ func main() {
 		contenders = flag.String("contenders", "in-memory,k-way,page-bounded,duckdb,iceberg-go", "what to run")
 		duckDir    = flag.String("duckdb-dir", "", "directory whose node_modules holds @duckdb/node-api")
 		duckThr    = flag.Int("duckdb-threads", runtime.NumCPU(), "DuckDB threads")
+		repeat     = flag.Int("repeat", 3, "runs per contender (round-robin); the table shows the fastest")
 		child      = flag.String("child", "", "internal: run one contender on -set and print JSON")
 		set        = flag.String("set", "", "internal: input set directory")
 		cpuProf    = flag.String("cpuprofile", "", "with -child: write a CPU profile here")
@@ -69,7 +70,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-dir is required")
 		os.Exit(2)
 	}
-	if err := orchestrate(*dir, *mb, *fanins, *contenders, *duckDir, *duckThr); err != nil {
+	if err := orchestrate(*dir, *mb, *fanins, *contenders, *duckDir, *duckThr, max(*repeat, 1)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -237,7 +238,7 @@ type measured struct {
 	err       error
 }
 
-func orchestrate(dir string, mb int, fanins, contenders, duckDir string, duckThreads int) error {
+func orchestrate(dir string, mb int, fanins, contenders, duckDir string, duckThreads, repeat int) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -259,48 +260,20 @@ func orchestrate(dir string, mb int, fanins, contenders, duckDir string, duckThr
 		fmt.Fprintf(&report, "### %d inputs: %d rows, %.1f MiB decoded, %.1f MiB of Parquet\n\n", len(s.Inputs), s.Rows,
 			float64(s.DecodedBytes)/(1<<20), float64(s.FileBytes)/(1<<20))
 		fmt.Fprintf(&report, "| contender | seconds | process CPU s | decoded MB/s in | file MB/s in | rows/s | peak RSS MiB | output MiB | files | rows ok |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		names := strings.Split(contenders, ",")
+		best := make([]measured, len(names))
+		for round := 0; round < repeat; round++ {
+			for i, c := range names {
+				c = strings.TrimSpace(c)
+				m := runOne(self, c, setDir, s, duckDir, duckThreads)
+				fmt.Fprintf(os.Stderr, "  %s run %d: %.2f s, %.2f CPU s, %.0f MiB, err %v\n", c, round+1, m.res.Seconds, m.cpu, float64(m.maxRSS)/(1<<20), m.err)
+				best[i] = better(best[i], m)
+			}
+		}
 		var rows []measured
-		for _, c := range strings.Split(contenders, ",") {
-			c = strings.TrimSpace(c)
-			var cmd *exec.Cmd
-			if c == "duckdb" {
-				var files []string
-				for _, in := range s.Inputs {
-					files = append(files, in.Path)
-				}
-				out := filepath.Join(setDir, "out-duckdb.parquet")
-				_ = os.Remove(out)
-				args := append([]string{filepath.Join(filepath.Dir(self), "duckdb_copy.mjs"), duckDir, out, strconv.Itoa(duckThreads)}, files...)
-				if _, err := os.Stat(args[0]); err != nil {
-					args[0] = "duckdb_copy.mjs"
-				}
-				cmd = exec.Command("node", args...)
-			} else {
-				cmd = exec.Command(self, "-child", c, "-set", setDir)
-			}
-			fmt.Fprintf(os.Stderr, "  %s ...\n", c)
-			m := measured{contender: c}
-			outb, err := cmd.Output()
-			if err != nil {
-				if ee, ok := err.(*exec.ExitError); ok {
-					err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
-				}
-				m.err = err
-			} else if err := json.Unmarshal(outb, &m.res); err != nil {
-				m.err = fmt.Errorf("parsing %q: %w", outb, err)
-			}
-			if cmd.ProcessState != nil {
-				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-					m.maxRSS = ru.Maxrss * 1024
-					m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-				}
-			}
-			if c == "duckdb" && m.err == nil {
-				if st, err := os.Stat(filepath.Join(setDir, "out-duckdb.parquet")); err == nil {
-					m.res.OutBytes, m.res.Files = st.Size(), 1
-				}
-			}
+		for _, m := range best {
 			rows = append(rows, m)
+			c := m.contender
 			if m.err != nil {
 				fmt.Fprintf(&report, "| %s | failed: %v | | | | | | | | |\n", c, m.err)
 				continue
@@ -316,6 +289,66 @@ func orchestrate(dir string, mb int, fanins, contenders, duckDir string, duckThr
 	return nil
 }
 
+// better keeps the fastest successful run; CPU time is the lowest seen and
+// peak RSS the highest seen, so neither flatters a contender.
+func better(a, b measured) measured {
+	if a.contender == "" {
+		return b
+	}
+	if b.err != nil {
+		return a
+	}
+	if a.err != nil {
+		return b
+	}
+	out := a
+	if b.res.Seconds < a.res.Seconds {
+		out = b
+	}
+	out.cpu = min(a.cpu, b.cpu)
+	out.maxRSS = max(a.maxRSS, b.maxRSS)
+	return out
+}
+
+// runOne runs contender c on the input set in its own process.
+func runOne(self, c, setDir string, s inputSet, duckDir string, duckThreads int) measured {
+	var cmd *exec.Cmd
+	if c == "duckdb" {
+		var files []string
+		for _, in := range s.Inputs {
+			files = append(files, in.Path)
+		}
+		out := filepath.Join(setDir, "out-duckdb.parquet")
+		_ = os.Remove(out)
+		args := append([]string{filepath.Join(filepath.Dir(self), "duckdb_copy.mjs"), duckDir, out, strconv.Itoa(duckThreads)}, files...)
+		cmd = exec.Command("node", args...)
+	} else {
+		cmd = exec.Command(self, "-child", c, "-set", setDir)
+	}
+	m := measured{contender: c}
+	outb, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		m.err = err
+	} else if err := json.Unmarshal(outb, &m.res); err != nil {
+		m.err = fmt.Errorf("parsing %q: %w", outb, err)
+	}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			m.maxRSS = ru.Maxrss * 1024
+			m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		}
+	}
+	if c == "duckdb" && m.err == nil {
+		if st, err := os.Stat(filepath.Join(setDir, "out-duckdb.parquet")); err == nil {
+			m.res.OutBytes, m.res.Files = st.Size(), 1
+		}
+	}
+	return m
+}
+
 func ratios(rows []measured) string {
 	get := func(name string) *measured {
 		for i := range rows {
@@ -328,16 +361,16 @@ func ratios(rows []measured) string {
 	var b strings.Builder
 	kw, duck, pb, ice := get("k-way"), get("duckdb"), get("page-bounded"), get("iceberg-go")
 	if kw != nil && duck != nil {
-		fmt.Fprintf(&b, "- k-way vs DuckDB: %.2fx DuckDB's speed (target >= 1), %.2f of its peak RSS (target <= 0.25)\n",
-			duck.res.Seconds/kw.res.Seconds, float64(kw.maxRSS)/float64(duck.maxRSS))
+		fmt.Fprintf(&b, "- k-way vs DuckDB: %.2fx DuckDB's speed (target >= 1), %.2f of its process CPU seconds, %.2f of its peak RSS (target <= 0.25)\n",
+			duck.res.Seconds/kw.res.Seconds, kw.cpu/duck.cpu, float64(kw.maxRSS)/float64(duck.maxRSS))
 	}
 	if kw != nil && pb != nil {
-		fmt.Fprintf(&b, "- page-bounded vs k-way: %.2fx the time (target <= 2), %.2f of its peak RSS\n",
-			pb.res.Seconds/kw.res.Seconds, float64(pb.maxRSS)/float64(kw.maxRSS))
+		fmt.Fprintf(&b, "- page-bounded vs k-way: %.2fx the time (target <= 2), %.2fx its CPU seconds, %.2f of its peak RSS\n",
+			pb.res.Seconds/kw.res.Seconds, pb.cpu/kw.cpu, float64(pb.maxRSS)/float64(kw.maxRSS))
 	}
 	if kw != nil && ice != nil {
-		fmt.Fprintf(&b, "- k-way vs iceberg-go RewriteDataFiles: %.2fx its speed, %.2f of its peak RSS\n",
-			ice.res.Seconds/kw.res.Seconds, float64(kw.maxRSS)/float64(ice.maxRSS))
+		fmt.Fprintf(&b, "- k-way vs iceberg-go RewriteDataFiles (which does not sort): %.2fx its speed, %.2f of its CPU seconds, %.2f of its peak RSS\n",
+			ice.res.Seconds/kw.res.Seconds, kw.cpu/ice.cpu, float64(kw.maxRSS)/float64(ice.maxRSS))
 	}
 	return b.String()
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [MiB] [FANINS]: the merge benchmark in one command. Builds
+# run.sh [MiB] [FANINS] [REPEAT]: the merge benchmark in one command. Builds
 # bench/merge, generates (once) 8 and 32 overlapping sorted input files of MiB
 # decoded MiB in total (default 256), runs the three merge paths, DuckDB's
 # sorted COPY and iceberg-go's RewriteDataFiles on them, each in its own
@@ -10,6 +10,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 mb="${1:-256}"
 fanins="${2:-8,32}"
+repeat="${3:-3}"
 work="${SIGLAKE_BENCH_DIR:-$repo/.cache/bench-merge}"
 mkdir -p "$work"
 "$repo/scripts/duckdb.sh" install
@@ -18,12 +19,16 @@ cp "$here/duckdb_copy.mjs" "$work/"
 {
 	echo "# Merge benchmark results"
 	echo
-	echo "Produced by \`bench/merge/run.sh $mb $fanins\` on $(date -u +%Y-%m-%d)."
-	echo "Seconds are each contender's own timing of its merge (process start, input generation and"
-	echo "iceberg-go's catalog setup excluded); peak RSS is the contender process's maximum resident set"
-	echo "(getrusage), so DuckDB's includes node (about 50 MiB). MB/s are 10^6 bytes per second."
+	echo "Produced by \`bench/merge/run.sh $mb $fanins $repeat\` on $(date -u +%Y-%m-%d)."
+	echo "Each contender runs $repeat times, round-robin, each run in its own process. Seconds: the fastest"
+	echo "run's own timing of its merge (process start, input generation and iceberg-go's catalog setup"
+	echo "excluded). Process CPU s: the lowest user+system time of a whole process (startup included)."
+	echo "Peak RSS: the highest maximum resident set (getrusage) seen; DuckDB's includes node (about"
+	echo "50 MiB). MB/s are 10^6 bytes per second of wall time. Our paths also build the search metadata"
+	echo "(row-group blooms, group counts, time buckets; in-memory adds the file bloom and a trace_id"
+	echo "inverted index attempt); DuckDB and iceberg-go write plain Parquet, and iceberg-go does not sort."
 	echo
-	"$work/merge-bench" -dir "$work" -mb "$mb" -fanins "$fanins" -duckdb-dir "$repo/scripts/duckdb"
+	"$work/merge-bench" -dir "$work" -mb "$mb" -fanins "$fanins" -repeat "$repeat" -duckdb-dir "$repo/scripts/duckdb"
 } >"$here/RESULTS.md.tmp"
 mv "$here/RESULTS.md.tmp" "$here/RESULTS.md"
 cat "$here/RESULTS.md"

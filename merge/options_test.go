@@ -1,0 +1,192 @@
+package merge
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/siglake/siglake/merge/index"
+)
+
+func footerKeys(t *testing.T, o Output) map[string]bool {
+	t.Helper()
+	keys := map[string]bool{}
+	for _, kv := range o.Meta.KeyValueMetadata() {
+		keys[kv.Key] = true
+	}
+	return keys
+}
+
+// TestIndexSwitches: index_at_flush gates the whole-file structures of
+// generation-0 writes; the inverted-index switch drops only the indexes.
+func TestIndexSwitches(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(8, 9))
+	rec := randRecord(r, sc, 2000, 1_700_000_000_000_000, 3, true, true)
+	defer rec.Release()
+	inv := index.KeyInvertedPrefix + "trace_id"
+	for _, c := range []struct {
+		name        string
+		gen         int
+		md          MetadataOptions
+		wantTri     bool
+		wantInv     bool
+		wantSkipped bool
+	}{
+		{"flush default", 0, MetadataOptions{IndexColumns: []string{"trace_id"}}, false, false, false},
+		{"flush index_at_flush", 0, MetadataOptions{IndexColumns: []string{"trace_id"}, IndexAtFlush: true}, true, true, false},
+		{"rewrite gen", 3, MetadataOptions{IndexColumns: []string{"trace_id"}}, true, true, false},
+		{"inverted off", 3, MetadataOptions{IndexColumns: []string{"trace_id"}, InvertedIndexOff: true}, true, false, false},
+		{"over footer cap", 3, MetadataOptions{IndexColumns: []string{"trace_id"}, FooterMaxBytes: 100}, true, false, true},
+	} {
+		outs, err := WriteSorted(context.Background(), localFS, pathGen(t.TempDir(), c.gen), sc, []arrow.RecordBatch{rec},
+			WriterOptions{Generation: c.gen, Metadata: c.md})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := footerKeys(t, outs[0])
+		if keys[index.KeyFileTrigrams] != c.wantTri || keys[inv] != c.wantInv || (len(outs[0].SkippedIndexes) > 0) != c.wantSkipped {
+			t.Errorf("%s: trigram %v inverted %v skipped %v; want %v %v %v", c.name, keys[index.KeyFileTrigrams], keys[inv],
+				outs[0].SkippedIndexes, c.wantTri, c.wantInv, c.wantSkipped)
+		}
+		for _, k := range []string{index.KeyGroups, index.KeyTimeBuckets, index.KeyRowGroups, FooterGenerationKey} {
+			if !keys[k] {
+				t.Errorf("%s: footer lacks %s", c.name, k)
+			}
+		}
+	}
+}
+
+// TestRewriteGenerationsAndMetrics: output generation is max input + 1, a
+// delete task writes 0, and the metrics count what happened per path.
+func TestRewriteGenerationsAndMetrics(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(10, 11))
+	dir := t.TempDir()
+	var inputs []Input
+	for i, g := range []int{2, 5, 0} {
+		rec := randRecord(r, sc, 1000, 1_700_000_000_000_000+int64(i), 3, true, true)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, g, 400))
+		rec.Release()
+	}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "a"), 6), RewriteOptions{ForcePath: PathKWay, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outputs[0].Generation != 6 {
+		t.Fatalf("generation %d, want 6", res.Outputs[0].Generation)
+	}
+	if got := testutil.ToFloat64(m.Rewrites.WithLabelValues("k-way")); got != 1 {
+		t.Fatalf("rewrites_total{k-way} = %v", got)
+	}
+	if got := testutil.ToFloat64(m.InputBytes.WithLabelValues("k-way")); got != float64(res.BytesRead) || got <= 0 {
+		t.Fatalf("input_bytes_total = %v, bytes read %d", got, res.BytesRead)
+	}
+	if got := testutil.ToFloat64(m.OutputBytes.WithLabelValues("k-way")); got != float64(res.Outputs[0].Size) {
+		t.Fatalf("output_bytes_total = %v, output size %d", got, res.Outputs[0].Size)
+	}
+	if n := testutil.CollectAndCount(m.Duration); n != 1 {
+		t.Fatalf("duration histogram has %d series", n)
+	}
+	res, err = Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "b"), 0),
+		RewriteOptions{DeleteTask: true, Metrics: m, WriterOptions: WriterOptions{Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}, FooterMaxBytes: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outputs[0].Generation != 0 || res.Path != PathInMemory {
+		t.Fatalf("delete task: generation %d path %s", res.Outputs[0].Generation, res.Path)
+	}
+	// A delete task follows index_at_flush (false): no index work, nothing skipped.
+	if got := testutil.ToFloat64(m.IndexSkipped.WithLabelValues("trace_id")); got != 0 {
+		t.Fatalf("index skipped on a delete task without index_at_flush: %v", got)
+	}
+	res, err = Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "c"), 6),
+		RewriteOptions{Metrics: m, WriterOptions: WriterOptions{Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}, FooterMaxBytes: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.IndexSkipped.WithLabelValues("trace_id")); got != 1 {
+		t.Fatalf("siglake_index_footer_skipped_total{trace_id} = %v, want 1", got)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Fatalf("promlint: %v %v", problems, err)
+	}
+	// No inputs: nothing written, no error.
+	res, err = Rewrite(context.Background(), localFS, nil, sc, pathGen(filepath.Join(dir, "d"), 1), RewriteOptions{})
+	if err != nil || len(res.Outputs) != 0 {
+		t.Fatalf("empty bin: %v, %d outputs", err, len(res.Outputs))
+	}
+}
+
+// rangeFS records the largest single read, to show streamed paths use ranged
+// reads rather than downloading whole objects.
+type rangeFS struct {
+	icebergio.LocalFS
+	mu      sync.Mutex
+	maxRead int
+}
+
+type rangeFile struct {
+	icebergio.File
+	fs *rangeFS
+}
+
+func (f *rangeFS) Open(name string) (icebergio.File, error) {
+	file, err := f.LocalFS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return rangeFile{File: file, fs: f}, nil
+}
+
+func (f rangeFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	f.fs.maxRead = max(f.fs.maxRead, len(p))
+	f.fs.mu.Unlock()
+	return f.File.ReadAt(p, off)
+}
+
+func TestStreamedPathsUseRangedReads(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(12, 13))
+	dir := t.TempDir()
+	var inputs []Input
+	var smallestData int64 = 1 << 62
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 60_000, 1_700_000_000_000_000, 3, true, true)
+		in := writeInput(t, dir, sc, rec, 1, 60_000)
+		rec.Release()
+		inputs = append(inputs, in)
+		// The footer (with its blooms) is read whole; the data must not be.
+		b, err := os.ReadFile(in.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		footer := int64(binary.LittleEndian.Uint32(b[len(b)-8:])) + 8
+		smallestData = min(smallestData, in.Size-footer)
+	}
+	for _, path := range []PathKind{PathKWay, PathPageBounded} {
+		fs := &rangeFS{}
+		_, err := Rewrite(context.Background(), fs, inputs, sc, pathGen(filepath.Join(dir, string(path)), 2),
+			RewriteOptions{ForcePath: path, MemoryBudget: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Column chunks are larger than the read-ahead, so no read covers one.
+		if int64(fs.maxRead) >= smallestData/2 {
+			t.Fatalf("%s: largest read %d bytes; input data sections from %d bytes", path, fs.maxRead, smallestData)
+		}
+		t.Logf("%s: largest read %d bytes; input data sections from %d bytes", path, fs.maxRead, smallestData)
+	}
+}
