@@ -3,8 +3,8 @@ package merge
 import (
 	"context"
 	"encoding/binary"
-	"os"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
