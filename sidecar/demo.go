@@ -226,7 +226,7 @@ func demoSummary(ctx context.Context, out io.Writer, cfg Config, tables []string
 		}
 		same := got == *sealed[name]
 		ok = ok && same
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%v\n", name, rows, len(files), humanBytes(bytes), len(parts), max(peak[name], depth), depth, sealed[name].Rows, same)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%v\n", name, rows, len(files), HumanBytes(bytes), len(parts), max(peak[name], depth), depth, sealed[name].Rows, same)
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "\nPEAK DEPTH is the deepest overlap the maintenance loop measured during the run; leveled rewrites bring it down.\n")
@@ -291,7 +291,8 @@ func PlanFile(f lake.File) plan.File {
 		MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
 }
 
-func humanBytes(n int64) string {
+// HumanBytes renders a byte count in binary units for people (status pages, summaries).
+func HumanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

@@ -153,7 +153,7 @@ func printPartition(w io.Writer, p inspectPartition, maxRows int) {
 	}
 	sort.Strings(levels)
 	fmt.Fprintf(w, "\npartition %s: %d files (%s), %s, %d rows, overlap depth %d in %d clusters, max generation %d\n",
-		p.Partition, len(p.Files), strings.Join(levels, " "), humanBytes(p.Bytes), p.Rows, p.OverlapDepth, p.Clusters, p.MaxGeneration)
+		p.Partition, len(p.Files), strings.Join(levels, " "), sidecar.HumanBytes(p.Bytes), p.Rows, p.OverlapDepth, p.Clusters, p.MaxGeneration)
 	if len(p.Files) == 0 {
 		return
 	}
@@ -184,7 +184,7 @@ func printPartition(w io.Writer, p inspectPartition, maxRows int) {
 		for c := col(f.Min); c <= col(f.Max); c++ {
 			bar[c] = '='
 		}
-		fmt.Fprintf(w, "  %-44s %-3s %4d %10s  |%s|\n", truncate(path.Base(f.Path), 44), f.Level, f.Generation, humanBytes(f.Bytes), bar)
+		fmt.Fprintf(w, "  %-44s %-3s %4d %10s  |%s|\n", truncate(path.Base(f.Path), 44), f.Level, f.Generation, sidecar.HumanBytes(f.Bytes), bar)
 	}
 }
 

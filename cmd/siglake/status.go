@@ -59,7 +59,7 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 	}
 	fmt.Fprintf(w, "catalog  %s\n", cat)
 	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d quarantined\n\n",
-		r.Backlog.Segments, humanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.Quarantined)
+		r.Backlog.Segments, sidecar.HumanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.Quarantined)
 
 	names := make([]string, 0, len(r.Tables))
 	for n := range r.Tables {
@@ -125,18 +125,6 @@ func sortedKeys(m map[string]int) []string {
 	return out
 }
 
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -72,6 +72,6 @@ func runWalgen(args []string) error {
 			Fingerprint sidecar.RowSum `json:"fingerprint"`
 		}{res, sum})
 	}
-	fmt.Printf("sealed %d rows in %d segments (%s) into %s\n", res.Rows, res.Segments, humanBytes(res.Bytes), o.WALDir)
+	fmt.Printf("sealed %d rows in %d segments (%s) into %s\n", res.Rows, res.Segments, sidecar.HumanBytes(res.Bytes), o.WALDir)
 	return nil
 }
