@@ -65,12 +65,12 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 		if err != nil {
 			return nil, err
 		}
-		cursors = append(cursors, &cursor{idx: i, name: in.Path, src: tsSrc})
+		cursors = append(cursors, &cursor{idx: i, name: in.Path, src: newPrefetchSource(ctx, tsSrc)})
 		dataSrc, err := newPQSource(ctx, dataIn, schema, opts.TimestampColumn, false, opts.Allocator)
 		if err != nil {
 			return nil, err
 		}
-		p.readers = append(p.readers, &rowReader{name: in.Path, src: dataSrc, schema: schema, mem: opts.Allocator})
+		p.readers = append(p.readers, &rowReader{name: in.Path, src: newPrefetchSource(ctx, dataSrc), schema: schema, mem: opts.Allocator})
 		p.keys = append(p.keys, &cursor{idx: i})
 	}
 	p.need = make([]int64, len(inputs))
@@ -151,7 +151,7 @@ func (p *planSink) chunkEnd() error {
 // rowReader reads an input's rows in exact counts from a batched source.
 type rowReader struct {
 	name   string
-	src    *pqSource
+	src    source
 	schema *arrow.Schema
 	mem    memory.Allocator
 	left   arrow.RecordBatch // unread rest of the last batch

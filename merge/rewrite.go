@@ -285,7 +285,7 @@ func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedIn
 			}
 			return nil, err
 		}
-		cursors = append(cursors, &cursor{idx: i, name: in.path, src: src})
+		cursors = append(cursors, &cursor{idx: i, name: in.path, src: newPrefetchSource(ctx, src)})
 	}
 	as := newAsyncSink(ctx, s)
 	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return as.write(ctx, r) })
@@ -300,7 +300,7 @@ func recoverAbort(err *error, s interface{ abort() error }) {
 	if r == nil {
 		return
 	}
-	*err = fmt.Errorf("merge aborted by a panic while decoding or encoding (corrupt input?): %v", r)
+	*err = panicError("decoding or encoding", r)
 	if s != nil && !isNilSink(s) {
 		*err = errors.Join(*err, s.abort())
 	}
@@ -314,4 +314,8 @@ func isNilSink(s interface{ abort() error }) bool {
 		return v == nil
 	}
 	return false
+}
+
+func panicError(what string, r any) error {
+	return fmt.Errorf("merge aborted by a panic while %s (corrupt input?): %v", what, r)
 }
