@@ -13,6 +13,7 @@ package lake
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -258,9 +259,83 @@ func (c countingClient) Do(r *http.Request) (*http.Response, error) {
 	}
 	if resp.Body != nil {
 		resp.Body = &countingBody{ReadCloser: resp.Body, ctr: ctr}
+		if r.Method == http.MethodGet && resp.ContentLength > 0 &&
+			(resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent) {
+			resp.Body = &resumingBody{body: resp.Body, client: c, req: r, etag: resp.Header.Get("ETag"), want: resp.ContentLength}
+		}
 	}
 	return resp, nil
 }
+
+// maxResumes bounds how often one response body is fetched again after breaking off.
+const maxResumes = 3
+
+// resumingBody hides a GET body that breaks off (a short read: connection reset or closed before
+// Content-Length bytes arrived) by sending the same signed request again and skipping what was
+// already delivered. The SDK retries requests that fail before a response, but not a body that
+// breaks while the caller reads it, and one short read would otherwise fail a whole rewrite.
+// Iceberg files are immutable; the ETag check refuses to splice two versions of an object.
+type resumingBody struct {
+	body    io.ReadCloser
+	client  countingClient
+	req     *http.Request
+	etag    string
+	want    int64 // Content-Length of the first response
+	got     int64
+	resumes int
+}
+
+func (b *resumingBody) Read(p []byte) (int, error) {
+	for {
+		n, err := b.body.Read(p)
+		b.got += int64(n)
+		switch {
+		case err == nil:
+			return n, nil
+		case b.got >= b.want:
+			return n, err // complete (EOF), or an error after the last byte
+		case n > 0:
+			return n, nil // hand over what arrived; the next Read finds the break and resumes
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if b.resumes >= maxResumes || b.req.Context().Err() != nil {
+			return 0, err
+		}
+		if rerr := b.resume(); rerr != nil {
+			return 0, fmt.Errorf("%w (resuming the body after %d of %d bytes: %v)", err, b.got, b.want, rerr)
+		}
+	}
+}
+
+// resume re-sends the request and skips the bytes already delivered.
+func (b *resumingBody) resume() error {
+	b.resumes++
+	b.body.Close()
+	resp, err := b.client.Do(b.req.Clone(b.req.Context()))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent || resp.ContentLength != b.want ||
+		resp.Header.Get("ETag") != b.etag {
+		resp.Body.Close()
+		return fmt.Errorf("object changed or answer differs: status %d, %d bytes, ETag %q (was %q)",
+			resp.StatusCode, resp.ContentLength, resp.Header.Get("ETag"), b.etag)
+	}
+	inner := resp.Body
+	if rb, ok := inner.(*resumingBody); ok { // the new response got its own; one level is enough
+		inner = rb.body
+	}
+	if _, err := io.CopyN(io.Discard, inner, b.got); err != nil {
+		inner.Close()
+		return err
+	}
+	b.body = inner
+	return nil
+}
+
+func (b *resumingBody) Close() error { return b.body.Close() }
 
 // countingBody counts response bytes as the SDK reads them; a short read counts what arrived.
 type countingBody struct {

@@ -1,17 +1,22 @@
 package lake
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/siglake/siglake/test/faults"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -171,4 +176,107 @@ func TestDataDirKeepsTheSchemeSlashes(t *testing.T) {
 			t.Errorf("DataDir(%q) = %q, want %q", loc, got, want)
 		}
 	}
+}
+
+// TestResumingBodyHidesShortReads: a GET body that breaks off is fetched again and spliced, and
+// an object that changed in between is refused rather than spliced.
+func TestResumingBodyHidesShortReads(t *testing.T) {
+	payload := []byte(strings.Repeat("abcdefghij", 10_000))
+	var served, breaks atomic.Int64
+	etag := atomic.Value{}
+	etag.Store(`"v1"`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Header().Set("ETag", etag.Load().(string))
+		w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+		if breaks.Load() > 0 {
+			breaks.Add(-1)
+			w.Write(payload[:len(payload)/3])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		w.Write(payload)
+	}))
+	defer srv.Close()
+	c := countingClient{inner: srv.Client()}
+	get := func() ([]byte, error) {
+		req, _ := http.NewRequest("GET", srv.URL+"/b/w/ns.db/resume_t/data/f", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	}
+
+	breaks.Store(2)
+	before := ObjectStoreCost("resume_t")
+	got, err := get()
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("two short reads: got %d bytes (%v), want the %d-byte object", len(got), err, len(payload))
+	}
+	cost := ObjectStoreCost("resume_t").Sub(before)
+	if served.Load() != 3 || cost[OpGet].Requests != 3 || cost[OpGet].Errors != 2 {
+		t.Fatalf("served %d, counted %+v; want 3 requests, 2 of them short", served.Load(), cost[OpGet])
+	}
+
+	breaks.Store(maxResumes + 1)
+	if _, err := get(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a body that keeps breaking: err %v, want unexpected EOF after %d resumes", err, maxResumes)
+	}
+
+	breaks.Store(1)
+	srvSwap := func() { etag.Store(`"v2"`) }
+	req, _ := http.NewRequest("GET", srv.URL+"/b/w/ns.db/resume_t/data/f", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvSwap() // the object is replaced before the resume
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil || !strings.Contains(err.Error(), "ETag") {
+		t.Fatalf("resume across a changed object: err %v, want a refusal naming the ETag", err)
+	}
+}
+
+// TestShortReadsOnS3 reads objects from versitygw through a proxy that truncates half the
+// responses: every read returns the object's exact bytes.
+func TestShortReadsOnS3(t *testing.T) {
+	s3 := testenv.S3(t)
+	proxy, err := faults.NewHTTPProxy(s3.Endpoint, faults.Config{FailRate: 0.5, Kinds: []faults.Kind{faults.Truncate}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	obj := "s3://" + s3.Bucket + "/" + s3.Prefix(t) + "/siglake.db/shortread/data/f.bin"
+	payload := []byte(strings.Repeat("0123456789abcdef", 20_000))
+	if err := s3.FileIO(t).(icebergio.WriteFileIO).WriteFile(obj, payload); err != nil {
+		t.Fatal(err)
+	}
+	props := s3.Props()
+	props[icebergio.S3EndpointURL] = proxy.URL
+	fio, err := icebergio.LoadFS(t.Context(), props, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		got, err := fio.(icebergio.ReadFileIO).ReadFile(obj)
+		if err != nil || !bytes.Equal(got, payload) {
+			t.Fatalf("read %d: %d bytes, %v", i, len(got), err)
+		}
+		f, err := fio.Open(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 50_000)
+		if _, err := f.ReadAt(buf, 100_000); err != nil || !bytes.Equal(buf, payload[100_000:150_000]) {
+			t.Fatalf("ranged read %d: %v", i, err)
+		}
+		f.Close()
+	}
+	if proxy.Counts()[faults.Truncate] < 5 {
+		t.Fatalf("proxy truncated only %v responses", proxy.Counts())
+	}
+	t.Logf("proxy: %v", proxy.Counts())
 }

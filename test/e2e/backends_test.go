@@ -183,10 +183,10 @@ func (s *site) liveFiles(name string) []string {
 	return out
 }
 
-// TestBackendsObjectStoreFaults drains through a proxy that fails 10% of S3 requests (5xx,
-// resets, responses lost after the write, truncated reads): everything arrives exactly once, and
-// every live data file is whole (DuckDB reads each one with the manifest's row count and bounds),
-// so no partially written object was committed.
+// TestBackendsObjectStoreFaults drains and rewrites through a proxy that fails 10% of S3 requests
+// (5xx, resets, responses lost after the write, truncated reads): everything arrives exactly once,
+// at least one rewrite commits, and every live data file is whole (DuckDB reads each one with the
+// manifest's row count and bounds), so no partially written object was committed.
 func TestBackendsObjectStoreFaults(t *testing.T) {
 	s3 := testenv.S3(t)
 	proxy, err := faults.NewHTTPProxy(s3.Endpoint, faults.Config{FailRate: 0.10, Latency: 2 * time.Millisecond, Seed: uint64(time.Now().UnixNano())})
@@ -202,10 +202,26 @@ func TestBackendsObjectStoreFaults(t *testing.T) {
 	var want sidecar.RowSum
 	want.Merge(s.walgen("pod-a", rows, 1).Fingerprint)
 
-	c := s.start(nil)
+	lines := make(chan string, 100000)
+	c := s.start(lines)
 	c.waitDrained(3 * time.Minute)
 	want.Merge(s.walgen("pod-a", rows/2, 2).Fingerprint) // more while it runs
 	c.waitDrained(3 * time.Minute)
+	// The maintenance loop (role all) rewrites the many small files under the same faults.
+	deadline := time.Now().Add(3 * time.Minute)
+	for c.scrape().sum("siglake_compactor_rewrites_total", `outcome="committed"`) < 1 {
+		if time.Now().After(deadline) {
+			m := c.scrape()
+			for len(lines) > 0 {
+				if l := <-lines; strings.Contains(l, "rewrite") || strings.Contains(l, "maint") {
+					t.Log(l)
+				}
+			}
+			t.Fatalf("no rewrite committed through the faulty store within 3 minutes: %v conflict, %v failed",
+				m.sum("siglake_compactor_rewrites_total", `outcome="conflict"`), m.sum("siglake_compactor_rewrites_total", `outcome="failed"`))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	m := c.scrape()
 	c.stop()
 
@@ -214,9 +230,10 @@ func TestBackendsObjectStoreFaults(t *testing.T) {
 	}
 	s.checkDuckDB("events")
 	counts := proxy.Counts()
-	t.Logf("proxy: %v; commits %v committed, %v failed; object-store errors seen by the SDK: %v",
+	t.Logf("proxy: %v; drain commits %v committed, %v failed; rewrites %v committed, %v conflict, %v failed; object-store errors seen by the SDK: %v",
 		counts, m.sum("siglake_drain_commits_total", `outcome="committed"`), m.sum("siglake_drain_commits_total", `outcome="failed"`),
-		m.sum("siglake_objstore_request_errors_total", ""))
+		m.sum("siglake_compactor_rewrites_total", `outcome="committed"`), m.sum("siglake_compactor_rewrites_total", `outcome="conflict"`),
+		m.sum("siglake_compactor_rewrites_total", `outcome="failed"`), m.sum("siglake_objstore_request_errors_total", ""))
 	if proxy.Faults() < 10 {
 		t.Fatalf("only %d faults injected; the test did not exercise what it claims", proxy.Faults())
 	}
