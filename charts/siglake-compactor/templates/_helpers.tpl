@@ -1,0 +1,309 @@
+{{/*
+Named templates of the siglake compactor sidecar. Every template takes this chart's context: in
+this chart that is `.`; in an ingest chart that depends on this one it is
+`(index .Subcharts "siglake-compactor")`, so the sidecar sees its own values, name and version.
+*/}}
+
+{{- define "siglake-compactor.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "siglake-compactor.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "siglake-compactor.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "siglake-compactor.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "siglake-compactor.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "siglake-compactor.labels" -}}
+helm.sh/chart: {{ include "siglake-compactor.chart" . }}
+{{ include "siglake-compactor.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Pod labels that the gossip Service and the PodMonitor select. */}}
+{{- define "siglake-compactor.podSelector" -}}
+{{- if .Values.gossip.service.selector }}
+{{- toYaml .Values.gossip.service.selector }}
+{{- else if .Values.example.enabled }}
+{{- include "siglake-compactor.selectorLabels" . }}
+{{- else }}
+{{- fail "gossip.service.selector must name the ingest pods' labels when example.enabled is false" }}
+{{- end }}
+{{- end }}
+
+{{- define "siglake-compactor.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{- define "siglake-compactor.headlessService" -}}
+{{- printf "%s-headless" (include "siglake-compactor.fullname" . | trunc 54 | trimSuffix "-") }}
+{{- end }}
+
+{{/* Join list: the value, else the headless Service's DNS name (it resolves to every pod IP). */}}
+{{- define "siglake-compactor.gossipJoin" -}}
+{{- if .Values.gossip.join }}
+{{- .Values.gossip.join }}
+{{- else if .Values.gossip.service.enabled }}
+{{- printf "%s.%s.svc:%d" (include "siglake-compactor.headlessService" .) .Release.Namespace (int .Values.gossip.port) }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the embedded catalog or a local warehouse needs the data volume. */}}
+{{- define "siglake-compactor.localData" -}}
+{{- $uri := .Values.catalog.uri }}
+{{- if .Values.catalog.existingSecret }}{{ $uri = "" }}{{ end }}
+{{- $wh := .Values.warehouse.uri }}
+{{- if or (hasPrefix "sqlite:" $uri) (not (contains "://" $wh)) (hasPrefix "file://" $wh) }}true{{ end }}
+{{- end }}
+
+{{- define "siglake-compactor.validate" -}}
+{{- if .Values.compactor.catalogClaim }}
+{{- fail "compactor.catalogClaim: true is not yet supported by the siglake binary (no SIGLAKE_CATALOG_CLAIM option); leave it false" }}
+{{- end }}
+{{- if .Values.compactor.indexRebuild }}
+{{- fail "compactor.indexRebuild: true is not yet supported by the siglake binary (no SIGLAKE_INDEX_REBUILD option); leave it false" }}
+{{- end }}
+{{- end }}
+
+{{/* Environment of the sidecar container: the chart's variables, minus those extraEnv names (so
+extraEnv overrides without duplicate names, which would break upgrade patches), then extraEnv. */}}
+{{- define "siglake-compactor.env" -}}
+{{- $extra := .Values.extraEnv | default list }}
+{{- $names := list }}
+{{- range $extra }}{{ $names = append $names .name }}{{ end }}
+{{- $out := list }}
+{{- range (include "siglake-compactor.baseEnv" . | fromYamlArray) }}
+{{- if not (has .name $names) }}{{ $out = append $out . }}{{ end }}
+{{- end }}
+{{- toYaml (concat $out $extra) }}
+{{- end }}
+
+{{/* The chart's own variables. Every SIGLAKE_* name is an option of `siglake compactor`
+(docs/configuration.md); POD_IP only feeds SIGLAKE_GOSSIP_ADVERTISE. */}}
+{{- define "siglake-compactor.baseEnv" -}}
+{{- include "siglake-compactor.validate" . }}
+{{- $v := .Values }}
+- name: SIGLAKE_NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- if dig "limits" "memory" "" ($v.resources | default dict) }}
+- name: GOMEMLIMIT
+  valueFrom:
+    resourceFieldRef:
+      containerName: siglake-compactor
+      resource: limits.memory
+{{- end }}
+- name: SIGLAKE_COMPACTOR_ROLE
+  value: {{ $v.compactor.role | quote }}
+- name: SIGLAKE_WAL_DIR
+  value: {{ $v.wal.mountPath | quote }}
+{{- if $v.catalog.existingSecret }}
+- name: SIGLAKE_CATALOG
+  valueFrom:
+    secretKeyRef:
+      name: {{ $v.catalog.existingSecret | quote }}
+      key: {{ $v.catalog.existingSecretKey | quote }}
+{{- else }}
+- name: SIGLAKE_CATALOG
+  value: {{ $v.catalog.uri | quote }}
+{{- end }}
+- name: SIGLAKE_NAMESPACE
+  value: {{ $v.catalog.namespace | quote }}
+- name: SIGLAKE_WAREHOUSE
+  value: {{ $v.warehouse.uri | quote }}
+{{- if hasPrefix "s3://" $v.warehouse.uri }}
+{{- with $v.warehouse.s3.endpoint }}
+- name: SIGLAKE_S3_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+- name: SIGLAKE_S3_REGION
+  value: {{ $v.warehouse.s3.region | quote }}
+- name: SIGLAKE_S3_PATH_STYLE
+  value: {{ $v.warehouse.s3.pathStyle | quote }}
+{{- end }}
+{{- with $v.warehouse.s3.existingSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ . | quote }}
+      key: {{ $v.warehouse.s3.accessKeyIdKey | quote }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . | quote }}
+      key: {{ $v.warehouse.s3.secretAccessKeyKey | quote }}
+{{- end }}
+- name: SIGLAKE_HTTP_ADDR
+  value: {{ printf "0.0.0.0:%d" (int $v.http.port) | quote }}
+{{- if $v.gossip.enabled }}
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+- name: SIGLAKE_GOSSIP_BIND
+  value: {{ printf "0.0.0.0:%d" (int $v.gossip.port) | quote }}
+- name: SIGLAKE_GOSSIP_ADVERTISE
+  value: {{ printf "$(POD_IP):%d" (int $v.gossip.port) | quote }}
+{{- with include "siglake-compactor.gossipJoin" . }}
+- name: SIGLAKE_GOSSIP_JOIN
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+- name: SIGLAKE_COMMIT_BATCH_TARGET_MB
+  value: {{ $v.commitBatch.targetMb | int | quote }}
+- name: SIGLAKE_COMMIT_BATCH_MAX_AGE_SECS
+  value: {{ $v.commitBatch.maxAgeSecs | int | quote }}
+- name: SIGLAKE_RECLUSTER_INTERVAL_SECS
+  value: {{ $v.compactor.reclusterIntervalSecs | int | quote }}
+- name: SIGLAKE_COMPACTOR_LEVELED
+  value: {{ $v.compactor.leveled | quote }}
+- name: SIGLAKE_COMPACTOR_MAX_OVERLAP_DEPTH
+  value: {{ $v.compactor.maxOverlapDepth | int | quote }}
+- name: SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER
+  value: {{ $v.compactor.maxSealedForRecluster | int | quote }}
+- name: SIGLAKE_COMPACTOR_BACKPRESSURE_COMPACT_EVERY
+  value: {{ $v.compactor.backpressureCompactEvery | int | quote }}
+- name: SIGLAKE_COMPACTOR_LEVEL_MAX_GEN
+  value: {{ $v.compactor.levelMaxGen | int | quote }}
+- name: SIGLAKE_COMPACTOR_MAX_FANIN
+  value: {{ $v.compactor.maxFanIn | int | quote }}
+- name: SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS
+  value: {{ $v.snapshotExpire.intervalSecs | int | quote }}
+- name: SIGLAKE_SNAPSHOT_RETAIN
+  value: {{ $v.snapshotExpire.retain | int | quote }}
+- name: SIGLAKE_INDEX_FOOTER_MAX_BYTES
+  value: {{ $v.compactor.indexFooterMaxBytes | int64 | quote }}
+- name: SIGLAKE_INVERTED_INDEX
+  value: {{ $v.compactor.invertedIndex.enabled | quote }}
+{{- end }}
+
+{{/* The sidecar's volume mounts. */}}
+{{- define "siglake-compactor.volumeMounts" -}}
+- name: {{ .Values.wal.volumeName }}
+  mountPath: {{ .Values.wal.mountPath }}
+{{- if include "siglake-compactor.localData" . }}
+- name: {{ .Values.data.volumeName }}
+  mountPath: {{ .Values.data.mountPath }}
+{{- end }}
+- name: siglake-tmp
+  mountPath: /tmp
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The WAL mount for the ingest container: it writes segments where the sidecar reads them. */}}
+{{- define "siglake-compactor.ingestVolumeMount" -}}
+- name: {{ .Values.wal.volumeName }}
+  mountPath: {{ .Values.wal.mountPath }}
+{{- end }}
+
+{{- define "siglake-compactor.tmpVolume" -}}
+- name: siglake-tmp
+  emptyDir:
+    sizeLimit: 256Mi
+{{- end }}
+
+{{/* Pod volumes the sidecar brings: scratch space and, for the embedded catalog or a local
+warehouse, an emptyDir data volume (give it a PVC instead to keep tables across restarts). The
+WAL volume belongs to the ingest pod. */}}
+{{- define "siglake-compactor.volumes" -}}
+{{ include "siglake-compactor.tmpVolume" . }}
+{{- if include "siglake-compactor.localData" . }}
+- name: {{ .Values.data.volumeName }}
+  emptyDir: {}
+{{- end }}
+{{- end }}
+
+{{/* Container ports: HTTP, and gossip on TCP and UDP. */}}
+{{- define "siglake-compactor.ports" -}}
+- name: siglake-http
+  containerPort: {{ .Values.http.port }}
+  protocol: TCP
+{{- if .Values.gossip.enabled }}
+- name: siglake-tcp
+  containerPort: {{ .Values.gossip.port }}
+  protocol: TCP
+- name: siglake-udp
+  containerPort: {{ .Values.gossip.port }}
+  protocol: UDP
+{{- end }}
+{{- end }}
+
+{{/* The sidecar container, for an ingest pod's `containers:` list. */}}
+{{- define "siglake-compactor.sidecar" -}}
+- name: siglake-compactor
+  image: {{ include "siglake-compactor.image" . | quote }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args:
+    - compactor
+  ports:
+    {{- include "siglake-compactor.ports" . | nindent 4 }}
+  env:
+    {{- include "siglake-compactor.env" . | nindent 4 }}
+  volumeMounts:
+    {{- include "siglake-compactor.volumeMounts" . | nindent 4 }}
+  {{- with .Values.probes.liveness }}
+  {{- if .enabled }}
+  livenessProbe:
+    httpGet:
+      path: /healthz
+      port: siglake-http
+    initialDelaySeconds: {{ .initialDelaySeconds }}
+    periodSeconds: {{ .periodSeconds }}
+    timeoutSeconds: {{ .timeoutSeconds }}
+    failureThreshold: {{ .failureThreshold }}
+  {{- end }}
+  {{- end }}
+  {{- with .Values.probes.readiness }}
+  {{- if .enabled }}
+  readinessProbe:
+    httpGet:
+      path: /readyz
+      port: siglake-http
+    periodSeconds: {{ .periodSeconds }}
+    timeoutSeconds: {{ .timeoutSeconds }}
+    failureThreshold: {{ .failureThreshold }}
+  {{- end }}
+  {{- end }}
+  {{- with .Values.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.securityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+
+{{/* Scrape annotations for the pod template (Prometheus' kubernetes-pods convention). */}}
+{{- define "siglake-compactor.scrapeAnnotations" -}}
+{{- if .Values.metrics.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .Values.http.port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end }}
