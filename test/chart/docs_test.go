@@ -208,3 +208,29 @@ func TestDashboardAndAlertsUseDocumentedMetrics(t *testing.T) {
 		t.Error("the dashboard ConfigMap does not hold dashboards/siglake-compactor.json unchanged")
 	}
 }
+
+// TestReadmeTemplatesExist: every named template the README tells ingest charts to include is
+// defined by the chart.
+func TestReadmeTemplatesExist(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(chartDir(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	helpers, err := os.ReadFile(filepath.Join(chartDir(t), "templates", "_helpers.tpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`define "([^"]+)"`).FindAllStringSubmatch(string(helpers), -1) {
+		defined[m[1]] = true
+	}
+	named := regexp.MustCompile("(?:include \"|`)(siglake-compactor\\.[A-Za-z]+)").FindAllStringSubmatch(string(readme), -1)
+	if len(named) == 0 {
+		t.Fatal("the README names no template")
+	}
+	for _, m := range named {
+		if !defined[m[1]] {
+			t.Errorf("the README names template %s, which _helpers.tpl does not define", m[1])
+		}
+	}
+}

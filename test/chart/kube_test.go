@@ -453,3 +453,22 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestDecodeStrictRejects: the strict decoding this package relies on does fail on a misspelt
+// or misplaced field and on a wrong type, where a plain decode would drop the field silently.
+func TestDecodeStrictRejects(t *testing.T) {
+	for name, doc := range map[string]string{
+		"misspelt field":  "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: x}\nspec:\n  replica: 3\n",
+		"misplaced field": "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  publishNotReadyAddresses: true\n  clusterIP: None\n  selectors: {a: b}\n",
+		"wrong type":      "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  publishNotReadyAddresses: \"yes please\"\n",
+		"monitor field":   "apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata: {name: x}\nspec:\n  podMetricEndpoints: []\n",
+	} {
+		objs, err := splitManifests(doc)
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("%s: split: %v (%d objects)", name, err, len(objs))
+		}
+		if err := decodeStrict(objs[0].YAML, typed(objs[0].APIVersion, objs[0].Kind)); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
