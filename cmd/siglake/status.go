@@ -125,7 +125,6 @@ func sortedKeys(m map[string]int) []string {
 	return out
 }
 
-
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
