@@ -3,17 +3,37 @@ package chart
 import (
 	"debug/buildinfo"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// TestMakeBuildIsStatic: `make build`, the command the Dockerfile runs, produces a static binary
-// (no ELF interpreter, no shared libraries, CGO_ENABLED=0, -trimpath, version stamped), which
-// is what runs on distroless static.
-func TestMakeBuildIsStatic(t *testing.T) {
+const buildVersion = "chart-test-1"
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+	buildDir  string // removed by TestMain
+)
+
+// TestMain removes the copy of the built binary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// makeBuild runs `make build` once and returns a private copy of bin/siglake, so a concurrent
+// build in the checkout cannot change the binary under a running test.
+func makeBuild(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -21,20 +41,42 @@ func TestMakeBuildIsStatic(t *testing.T) {
 		t.Skip("make not installed")
 	}
 	root := repoRoot(t)
-	docker, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	buildOnce.Do(func() {
+		cmd := exec.Command("make", "-s", "build", "VERSION="+buildVersion)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("make build: %v\n%s", err, out)
+			return
+		}
+		if buildDir, buildErr = os.MkdirTemp("", "siglake-chart-test-"); buildErr != nil {
+			return
+		}
+		raw, err := os.ReadFile(filepath.Join(root, "bin", "siglake"))
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(buildDir, "siglake")
+		buildErr = os.WriteFile(buildBin, raw, 0o755)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// TestMakeBuildIsStatic: `make build`, the command the Dockerfile runs, produces a static binary
+// (no ELF interpreter, no shared libraries, CGO_ENABLED=0, -trimpath, version stamped), which
+// is what runs on distroless static.
+func TestMakeBuildIsStatic(t *testing.T) {
+	docker, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(docker), "make build") {
 		t.Fatal("the Dockerfile does not build with `make build`, so this test does not cover the image")
 	}
-	const version = "chart-test-1"
-	cmd := exec.Command("make", "-s", "build", "VERSION="+version)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make build: %v\n%s", err, out)
-	}
-	bin := filepath.Join(root, "bin", "siglake")
+	bin := makeBuild(t)
 
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -69,7 +111,7 @@ func TestMakeBuildIsStatic(t *testing.T) {
 	if err != nil {
 		t.Fatalf("siglake version: %v", err)
 	}
-	if strings.TrimSpace(string(out)) != version {
-		t.Errorf("siglake version printed %q, want %q", out, version)
+	if strings.TrimSpace(string(out)) != buildVersion {
+		t.Errorf("siglake version printed %q, want %q", out, buildVersion)
 	}
 }
