@@ -193,6 +193,15 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 			d.catalogState(err)
 			return 0, 0, err
 		}
+		sc, err := lake.ArrowSchema(nt)
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := conforms(sc, l.seg, d.Mem); err != nil {
+			l.seg.Release()
+			d.quarantine(l.info, "incompatible_schema", err)
+			continue
+		}
 		t = nt
 		kept = append(kept, l)
 	}
@@ -307,6 +316,20 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		zap.Int("segments", len(segs)), zap.Int64("rows", rows), zap.Int("files", len(files)),
 		zap.Int64("bytes", bytes), zap.Stringer("mark", req.Last), zap.Duration("took", elapsed))
 	return removed, rows, nil
+}
+
+// conforms checks that every record of seg converts to the table schema sc. Some do not although the
+// Iceberg types match (uint64 data for a long column, nulls in a required column); without this
+// check such a segment would fail its batch on every retry and stall the table's drain.
+func conforms(sc *arrow.Schema, seg *localwal.Segment, mem memory.Allocator) error {
+	for _, rec := range seg.Records {
+		c, err := merge.Conform(rec, sc, mem)
+		if err != nil {
+			return fmt.Errorf("segment rows do not fit the table schema: %w", err)
+		}
+		c.Release()
+	}
+	return nil
 }
 
 // writeFiles conforms every record to the table schema, splits rows by day and writes one sorted

@@ -66,8 +66,8 @@ func (l *Lake) EnsureTable(ctx context.Context, name string, sc *arrow.Schema) (
 
 func (l *Lake) createTable(ctx context.Context, name string, sc *arrow.Schema) (*table.Table, error) {
 	isc, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, true)
-	if err != nil {
-		return nil, fmt.Errorf("convert schema of %s: %w", name, err)
+	if err != nil { // the segment's fault, like the same conversion in missingColumns
+		return nil, &SchemaError{Table: name, Column: "(schema)", Have: err.Error(), Want: "types Iceberg can store"}
 	}
 	ts, ok := isc.FindFieldByName(TimestampColumn)
 	if !ok {
