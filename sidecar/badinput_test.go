@@ -148,8 +148,9 @@ func quarantinedByReason(t *testing.T, m *Metrics, reason string) float64 {
 type badCase struct {
 	name   string
 	reason string
-	// badTable: the bad segment goes to a batch of its own (another table), not the events batch.
 	mutate func(t *testing.T, run *sealedRun, i int) string
+	// first: the bad segment is the first of the batch, so it is the one that would create the table.
+	first bool
 }
 
 func badCases() []badCase {
@@ -168,8 +169,8 @@ func badCases() []badCase {
 	}
 	mem := memory.DefaultAllocator
 	return []badCase{
-		{"truncated", localwal.ReasonTruncated, rewrite(func(d []byte) []byte { return d[:len(d)/2] })},
-		{"truncated_eos_missing", localwal.ReasonTruncated, rewrite(func(d []byte) []byte { return d[:len(d)-8] })},
+		{"truncated", localwal.ReasonTruncated, rewrite(func(d []byte) []byte { return d[:len(d)/2] }), false},
+		{"truncated_eos_missing", localwal.ReasonTruncated, rewrite(func(d []byte) []byte { return d[:len(d)-8] }), false},
 		{"random_bytes", localwal.ReasonCorrupt, rewrite(func(d []byte) []byte {
 			rng := rand.New(rand.NewPCG(7, 7))
 			out := make([]byte, len(d))
@@ -177,23 +178,23 @@ func badCases() []badCase {
 				out[i] = byte(rng.UintN(256))
 			}
 			return out
-		})},
-		{"zero_byte", localwal.ReasonEmpty, rewrite(func([]byte) []byte { return nil })},
+		}), false},
+		{"zero_byte", localwal.ReasonEmpty, rewrite(func([]byte) []byte { return nil }), false},
 		{"zero_row_stream", localwal.ReasonEmpty, func(t *testing.T, run *sealedRun, i int) string {
 			writeStream(t, run.segs[i].Path, run.header(i), walgen.EventsSchema.Fields(), nil, 0)
 			return run.segs[i].Path
-		}},
+		}, false},
 		{"zero_row_batch", localwal.ReasonEmpty, func(t *testing.T, run *sealedRun, i int) string {
 			empty := run.recs[i].NewSlice(0, 0)
 			defer empty.Release()
 			writeStream(t, run.segs[i].Path, run.header(i), walgen.EventsSchema.Fields(), empty.Columns(), 0)
 			return run.segs[i].Path
-		}},
+		}, false},
 		{"no_timestamp_column", localwal.ReasonBadSchema, func(t *testing.T, run *sealedRun, i int) string {
 			fields, cols := replaceColumn(run.recs[i], lake.TimestampColumn, nil, nil)
 			writeStream(t, run.segs[i].Path, run.header(i), fields, cols, run.recs[i].NumRows())
 			return run.segs[i].Path
-		}},
+		}, false},
 		{"timestamp_as_string", localwal.ReasonBadSchema, func(t *testing.T, run *sealedRun, i int) string {
 			b := array.NewStringBuilder(mem)
 			for r := 0; r < int(run.recs[i].NumRows()); r++ {
@@ -204,7 +205,7 @@ func badCases() []badCase {
 			fields, cols := replaceColumn(run.recs[i], lake.TimestampColumn, arrow.BinaryTypes.String, arr)
 			writeStream(t, run.segs[i].Path, run.header(i), fields, cols, run.recs[i].NumRows())
 			return run.segs[i].Path
-		}},
+		}, false},
 		{"service_as_int64", "incompatible_schema", func(t *testing.T, run *sealedRun, i int) string {
 			b := array.NewInt64Builder(mem)
 			for r := 0; r < int(run.recs[i].NumRows()); r++ {
@@ -215,6 +216,47 @@ func badCases() []badCase {
 			fields, cols := replaceColumn(run.recs[i], "service", arrow.PrimitiveTypes.Int64, arr)
 			writeStream(t, run.segs[i].Path, run.header(i), fields, cols, run.recs[i].NumRows())
 			return run.segs[i].Path
+		}, false},
+		{name: "new_column_uint64", reason: "incompatible_schema", mutate: func(t *testing.T, run *sealedRun, i int) string {
+			// Iceberg maps uint64 to long, which the Parquet writer cannot take from uint64 losslessly.
+			b := array.NewUint64Builder(mem)
+			for r := 0; r < int(run.recs[i].NumRows()); r++ {
+				b.Append(uint64(r) << 40)
+			}
+			arr := b.NewArray()
+			defer arr.Release()
+			fields := append(append([]arrow.Field(nil), run.recs[i].Schema().Fields()...), arrow.Field{Name: "bytes_sent", Type: arrow.PrimitiveTypes.Uint64, Nullable: true})
+			writeStream(t, run.segs[i].Path, run.header(i), fields, append(append([]arrow.Array(nil), run.recs[i].Columns()...), arr), run.recs[i].NumRows())
+			return run.segs[i].Path
+		}},
+		{name: "null_timestamps", reason: "incompatible_schema", mutate: func(t *testing.T, run *sealedRun, i int) string {
+			b := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"})
+			ts := run.recs[i].Column(0).(*array.Timestamp)
+			for r := 0; r < ts.Len(); r++ {
+				if r%7 == 3 {
+					b.AppendNull()
+				} else {
+					b.Append(ts.Value(r))
+				}
+			}
+			arr := b.NewArray()
+			defer arr.Release()
+			fields, cols := replaceColumn(run.recs[i], lake.TimestampColumn, arr.DataType(), arr)
+			fields[0].Nullable = true
+			writeStream(t, run.segs[i].Path, run.header(i), fields, cols, run.recs[i].NumRows())
+			return run.segs[i].Path
+		}},
+		{name: "first_segment_unsupported_type", reason: "incompatible_schema", first: true, mutate: func(t *testing.T, run *sealedRun, i int) string {
+			// The table does not exist yet: this segment would create it, with a type Iceberg lacks.
+			b := array.NewDurationBuilder(mem, &arrow.DurationType{Unit: arrow.Millisecond})
+			for r := 0; r < int(run.recs[i].NumRows()); r++ {
+				b.Append(arrow.Duration(r))
+			}
+			arr := b.NewArray()
+			defer arr.Release()
+			fields := append(append([]arrow.Field(nil), run.recs[i].Schema().Fields()...), arrow.Field{Name: "latency", Type: arr.DataType(), Nullable: true})
+			writeStream(t, run.segs[i].Path, run.header(i), fields, append(append([]arrow.Array(nil), run.recs[i].Columns()...), arr), run.recs[i].NumRows())
+			return run.segs[i].Path
 		}},
 		{"bad_table_name", localwal.ReasonBadTableName, func(t *testing.T, run *sealedRun, i int) string {
 			s := run.segs[i]
@@ -223,7 +265,7 @@ func badCases() []badCase {
 				t.Fatal(err)
 			}
 			return p
-		}},
+		}, false},
 	}
 }
 
@@ -238,7 +280,10 @@ func TestBadSegmentQuarantinedOthersDrained(t *testing.T) {
 			core, logs := observer.New(zap.InfoLevel)
 			e.drain.Log = zap.New(core)
 			run := e.writeEach(5, 2000, 11, start)
-			const bad = 2
+			bad := 2
+			if c.first {
+				bad = 0
+			}
 			badPath := c.mutate(t, run, bad)
 			badBytes, err := os.ReadFile(badPath)
 			if err != nil {
