@@ -457,14 +457,15 @@ func (d *Drain) removeOutputs(ctx context.Context, t *table.Table, outs []merge.
 
 func (d *Drain) quarantine(info localwal.SegmentInfo, reason string, cause error) {
 	dest, err := localwal.Quarantine(d.Cfg.WALDir, info, reason, cause.Error())
-	d.Metrics.Quarantined.WithLabelValues(reason).Inc()
-	d.Status.Update(func(r *StatusReport) { r.Backlog.Quarantined++ })
 	d.Status.AddError(d.Now(), "quarantine", info.Table, cause)
 	if err != nil {
+		// Not counted: the metric counts segments moved, and this one is retried every cycle.
 		d.Log.Error("could not quarantine bad segment; it stays in place", zap.String("path", info.Path),
 			zap.String("reason", reason), zap.NamedError("cause", cause), zap.Error(err))
 		return
 	}
+	d.Metrics.Quarantined.WithLabelValues(reason).Inc()
+	d.Status.Update(func(r *StatusReport) { r.Backlog.Quarantined++ })
 	d.Log.Error("quarantined bad segment", zap.String("table", info.Table), zap.String("path", info.Path),
 		zap.String("quarantined_to", dest), zap.String("reason", reason), zap.NamedError("cause", cause))
 }
