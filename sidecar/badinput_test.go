@@ -523,3 +523,61 @@ func countNulls(t *table.Table, column string) (int64, error) {
 	}
 	return n, nil
 }
+
+// TestQuarantineDirUnusable: when the bad segment cannot be moved (quarantine/ is a file), it stays
+// in place unchanged, is logged, is not counted as quarantined, and does not hold back the good
+// segments; once quarantine/ is usable the next cycle moves it and counts it once.
+func TestQuarantineDirUnusable(t *testing.T) {
+	e := newEnv(t, nil)
+	core, logs := observer.New(zap.InfoLevel)
+	e.drain.Log = zap.New(core)
+	run := e.writeEach(3, 1000, 41, time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC))
+	bad := run.segs[1]
+	data, err := os.ReadFile(bad.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad.Path, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	qdir := filepath.Join(e.cfg.WALDir, localwal.QuarantineDir)
+	if err := os.WriteFile(qdir, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := run.sums[0]
+	want.Merge(run.sums[2])
+	for cycle := 0; cycle < 2; cycle++ {
+		res, err := e.drain.Cycle(context.Background(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Pending != 1 {
+			t.Fatalf("cycle %d: %+v, want the bad segment left pending", cycle, res)
+		}
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table holds %+v, want the good segments' %+v", got, want)
+	}
+	if got, err := os.ReadFile(bad.Path); err != nil || !bytes.Equal(got, data[:len(data)/2]) {
+		t.Fatalf("the bad segment changed or went away although it could not be quarantined (%v)", err)
+	}
+	if v := counterValue(t, e.drain.Metrics, "siglake_wal_quarantined_segments_total", ""); v != 0 {
+		t.Fatalf("quarantine counter %v although nothing was moved", v)
+	}
+	if n := logs.FilterMessage("could not quarantine bad segment; it stays in place").Len(); n != 2 {
+		t.Fatalf("%d log lines about the failed quarantine, want one per cycle (2)", n)
+	}
+
+	if err := os.Remove(qdir); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.drain.Cycle(context.Background(), true); err != nil || res.Pending != 0 {
+		t.Fatalf("cycle after the fix: %+v %v", res, err)
+	}
+	if v := quarantinedByReason(t, e.drain.Metrics, localwal.ReasonTruncated); v != 1 {
+		t.Fatalf("quarantined{reason=truncated} = %v, want 1", v)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table holds %+v, want %+v", got, want)
+	}
+}
