@@ -31,7 +31,8 @@ LABEL org.opencontainers.image.title="siglake" \
 COPY --from=build /out/siglake /siglake
 # The default WAL, catalog and warehouse live here; owned by the runtime user so `docker run`
 # works without a volume. On Kubernetes the chart mounts volumes over it.
-COPY --from=build --chown=65532:65532 /out/var/lib/siglake /var/lib/siglake
+# (Copying the parent makes siglake/ a new directory, which --chown applies to.)
+COPY --from=build --chown=65532:65532 /out/var/lib/ /var/lib/
 USER 65532:65532
 EXPOSE 9464/tcp 7946/tcp 7946/udp
 ENTRYPOINT ["/siglake"]
