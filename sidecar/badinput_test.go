@@ -276,10 +276,11 @@ func TestBadSegmentQuarantinedOthersDrained(t *testing.T) {
 	start := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	for _, c := range badCases() {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()        // independent catalogs; overlaps their fsyncs
 			e := newEnv(t, nil) // default batching: the five segments form one batch
 			core, logs := observer.New(zap.InfoLevel)
 			e.drain.Log = zap.New(core)
-			run := e.writeEach(5, 2000, 11, start)
+			run := e.writeEach(5, 1000, 11, start)
 			bad := 2
 			if c.first {
 				bad = 0
