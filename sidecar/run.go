@@ -274,7 +274,9 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 			if errors.Is(err, errWALDir) {
 				p.Ready.Set(false, err.Error())
 			}
-		} else if !p.Ready.ready.Load() {
+		} else if res.Committed > 0 && !p.Ready.ready.Load() {
+			// Only a commit proves the catalog is back: a cycle whose batches all wait out their
+			// backoff returns no error either. An idle process recovers through watchCatalog.
 			p.setCatalog(nil)
 		}
 		if once && (res.Pending == 0 || err != nil) {

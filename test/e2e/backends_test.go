@@ -278,6 +278,9 @@ func TestBackendsCatalogOutage(t *testing.T) {
 	segs, _ := localwal.Scan(s.wal)
 	t.Logf("outage: /readyz %q, not ready in %d of 30 samples; %d segments waiting (gauge %v)",
 		strings.TrimSpace(body), notReady, len(segs), backlog)
+	if notReady < 30 {
+		t.Fatalf("/readyz answered ready in %d of 30 samples while the catalog was down", 30-notReady)
+	}
 	if len(segs) == 0 {
 		t.Fatal("segments were removed while the catalog was down")
 	}
