@@ -117,6 +117,10 @@ func (s *sink) append(rec arrow.RecordBatch, from, to int64, micros []int64) err
 	part := rec.NewSlice(from, to)
 	defer part.Release()
 	// The search metadata is built beside the encoder: both only read part.
+	// A slice computes its null count lazily (a write); do it here, once.
+	for _, c := range part.Columns() {
+		_ = c.NullN()
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var metaPanic any
