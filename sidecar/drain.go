@@ -143,6 +143,7 @@ type loaded struct {
 // commitBatch drains one batch; it returns the segments removed and rows committed.
 func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	start := d.Now()
+	cost0 := lake.ObjectStoreCost(b.table) // includes concurrent work on the same table (its rewrites)
 	log := d.Log.With(zap.String("table", b.table))
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
@@ -314,7 +315,8 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	})
 	log.Info("drained batch", zap.Int64("snapshot_id", res.SnapshotID), zap.String("outcome", string(res.Outcome)),
 		zap.Int("segments", len(segs)), zap.Int64("rows", rows), zap.Int("files", len(files)),
-		zap.Int64("bytes", bytes), zap.Stringer("mark", req.Last), zap.Duration("took", elapsed))
+		zap.Int64("bytes", bytes), zap.Stringer("mark", req.Last), zap.Duration("took", elapsed),
+		lake.CostField(lake.ObjectStoreCost(b.table).Sub(cost0)))
 	return removed, rows, nil
 }
 

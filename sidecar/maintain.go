@@ -232,6 +232,7 @@ var errConflict = errors.New("input files changed concurrently")
 func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (merge.RewriteResult, error) {
 	start := m.Now()
 	name := t.Identifier()[len(t.Identifier())-1]
+	cost0 := lake.ObjectStoreCost(name) // includes concurrent work on the same table (its drain)
 	log := m.Log.With(zap.String("table", name), zap.String("partition", b.Partition), zap.String("kind", b.Kind.String()))
 	sc, err := lake.ArrowSchema(t)
 	if err != nil {
@@ -316,7 +317,8 @@ func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, by
 	log.Info("rewrote bin", zap.Int64("snapshot_id", snap), zap.String("merge_path", string(res.Path)),
 		zap.Int("inputs", len(inputs)), zap.Int("outputs", len(res.Outputs)), zap.Strings("output_files", outPaths),
 		zap.Int64("bytes_read", res.BytesRead), zap.Int64("bytes_written", res.BytesWritten),
-		zap.Int("generation", gen), zap.String("reason", b.Reason), zap.Duration("took", m.Now().Sub(start)))
+		zap.Int("generation", gen), zap.String("reason", b.Reason), zap.Duration("took", m.Now().Sub(start)),
+		lake.CostField(lake.ObjectStoreCost(name).Sub(cost0)))
 	return res, nil
 }
 

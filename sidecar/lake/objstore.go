@@ -28,6 +28,7 @@ import (
 	"github.com/apache/iceberg-go/utils"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -100,6 +101,15 @@ func (c Cost) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 		}
 	}
 	return nil
+}
+
+// CostField is c as the log field "objstore", or nothing when no request was made (a local
+// warehouse).
+func CostField(c Cost) zap.Field {
+	if c.Total().Requests == 0 {
+		return zap.Skip()
+	}
+	return zap.Object("objstore", c)
 }
 
 // ObjectStoreCost returns the process's object-store usage so far for requests under table's
