@@ -7,7 +7,8 @@ import (
 
 // prefetchSource decodes the next batch of a source in its own goroutine
 // while the merge consumes the current one, so decoding overlaps merging and
-// encoding. It holds at most two batches beyond the one being merged.
+// encoding. It holds at most one batch beyond the one being merged: the
+// channel is unbuffered, so the goroutine waits with its decoded batch.
 type prefetchSource struct {
 	src   source
 	ch    chan prefetched
@@ -24,7 +25,7 @@ type prefetched struct {
 }
 
 func newPrefetchSource(ctx context.Context, src source) *prefetchSource {
-	p := &prefetchSource{src: src, ch: make(chan prefetched, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	p := &prefetchSource{src: src, ch: make(chan prefetched), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		defer close(p.ch)

@@ -191,11 +191,12 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 }
 
 // streamReadBuffer sizes the read-ahead of each column stream of a streamed
-// merge: a quarter of the budget over all streams, between 64 KiB (fewer,
-// larger ranged reads matter on object stores) and 1 MiB.
+// merge: an eighth of the budget over all streams, between 64 KiB (fewer,
+// larger ranged reads matter on object stores) and 256 KiB (past that, a
+// larger range saves little time and costs fan-in x columns of memory).
 func streamReadBuffer(budget int64, inputs, columns int) int64 {
-	b := budget / 4 / int64(max(inputs*columns, 1))
-	return min(max(b, 64<<10), readBufferBytes)
+	b := budget / 8 / int64(max(inputs*columns, 1))
+	return min(max(b, 64<<10), pageBoundedReadBuffer)
 }
 
 // estimateDecoded estimates the Arrow size of an input from its footer: the
