@@ -2,8 +2,8 @@
 # run.sh [MB] [COUNT]: the drain benchmark of docs/benchmarks.md ("Drain") in one command.
 #
 # Generates (once) about MB megabytes of walgen segments (8 MiB each), then, all with GOMAXPROCS=1:
-#   1. BenchmarkDrain in package sidecar, COUNT times: the drain (Drain.Cycle on a fresh embedded
-#      catalog) and its floor (merge.WriteSorted of the same decoded batches, nothing else);
+#   1. BenchmarkDrain in package sidecar, COUNT times (one process each): the drain (Drain.Cycle on
+#      a fresh embedded catalog), then its floor (merge.WriteSorted of the same decoded batches);
 #   2. the real binary, `siglake compactor --once` on a copy of the same WAL, COUNT times under
 #      /usr/bin/time -v, for its peak RSS;
 # and prints the medians. Work files go to $SIGLAKE_BENCH_DIR (default .cache/bench-drain).
@@ -28,8 +28,13 @@ if [ ! -f "$tmpl.json" ]; then
 fi
 echo "input: $(cat "$tmpl.json" | cut -c1-80)... in $tmpl"
 
-SIGLAKE_BENCH_WAL="$tmpl" go test ./sidecar -run '^$' -bench '^BenchmarkDrain$' -benchtime 1x -count "$count" -cpu 1 \
-	-timeout 60m | tee "$work/bench.txt"
+# One process per run, each running drain then floor, so both see the same machine load (the
+# machine is shared: compare them pairwise).
+: >"$work/bench.txt"
+for i in $(seq "$count"); do
+	SIGLAKE_BENCH_WAL="$tmpl" go test ./sidecar -run '^$' -bench '^BenchmarkDrain$' -benchtime 1x -count 1 -cpu 1 \
+		-timeout 60m | tee -a "$work/bench.txt"
+done
 
 : >"$work/rss.txt"
 for i in $(seq "$count"); do
@@ -61,5 +66,10 @@ printf "  drain: %.2f s wall, %s MB/s, %s rows/s; %.2f CPU-s, %s MB/CPU-s, %s ro
 	"$(metric drain MB/s)" "$(metric drain rows/s)" "$dc" "$(metric drain MB/cpu-s)" "$(metric drain rows/cpu-s)"
 printf "  floor: %.2f s wall, %s MB/s, %s rows/s; %.2f CPU-s, %s MB/CPU-s, %s rows/CPU-s\n" "$(awk -v a="$fw" 'BEGIN {print a / 1e9}')" \
 	"$(metric floor MB/s)" "$(metric floor rows/s)" "$fc" "$(metric floor MB/cpu-s)" "$(metric floor rows/cpu-s)"
-printf "  drain/floor throughput: %.2f (wall), %.2f (CPU)\n" "$(awk -v a="$fw" -v b="$dw" 'BEGIN {print a / b}')" "$(awk -v a="$fc" -v b="$dc" 'BEGIN {print a / b}')"
+# ratio UNIT: the median over the runs of floor/drain time in UNIT (= drain/floor throughput).
+ratio() {
+	awk -v u="$1" '$1 == "BenchmarkDrain/drain" {for (i = 2; i < NF; i++) if ($(i+1) == u) d = $i}
+		$1 == "BenchmarkDrain/floor" {for (i = 2; i < NF; i++) if ($(i+1) == u) print $i / d}' "$work/bench.txt" | median
+}
+printf "  drain/floor throughput, median of the per-run ratios: %.2f (wall), %.2f (CPU)\n" "$(ratio ns/op)" "$(ratio cpu-s/op)"
 echo "  compactor --once peak RSS: $(cut -d' ' -f1 "$work/rss.txt" | median) KiB; CPU $(cut -d' ' -f3 "$work/rss.txt" | median) s"
