@@ -40,9 +40,6 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 	var cursors []*cursor
 	p := &planSink{ctx: ctx}
 	defer func() {
-		for _, r := range p.readers {
-			r.close()
-		}
 		for _, c := range cursors {
 			_ = c.close()
 		}
@@ -61,16 +58,12 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 			return nil, err
 		}
 		files = append(files, dataIn)
+		p.readers = append(p.readers, &rowReader{name: in.Path, in: dataIn, schema: schema, tsName: opts.TimestampColumn, mem: opts.Allocator})
 		tsSrc, err := newPQSource(ctx, tsIn, nil, opts.TimestampColumn, true, opts.Allocator)
 		if err != nil {
 			return nil, err
 		}
 		cursors = append(cursors, &cursor{idx: i, name: in.Path, src: newPrefetchSource(ctx, tsSrc)})
-		dataSrc, err := newPQSource(ctx, dataIn, schema, opts.TimestampColumn, false, opts.Allocator)
-		if err != nil {
-			return nil, err
-		}
-		p.readers = append(p.readers, &rowReader{name: in.Path, src: newPrefetchSource(ctx, dataSrc), schema: schema, mem: opts.Allocator})
 		p.keys = append(p.keys, &cursor{idx: i})
 	}
 	p.need = make([]int64, len(inputs))
@@ -82,8 +75,8 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 		return nil, errors.Join(err, as.abort())
 	}
 	for i, r := range p.readers {
-		if r.left != nil || r.more(ctx) {
-			return nil, errors.Join(fmt.Errorf("input %s: data pass has rows the timestamp pass did not plan (after %d)", inputs[i].Path, p.consumed[i]), as.abort())
+		if p.consumed[i] != r.in.pf.NumRows() {
+			return nil, errors.Join(fmt.Errorf("input %s: the timestamp pass planned %d of its %d rows", inputs[i].Path, p.consumed[i], r.in.pf.NumRows()), as.abort())
 		}
 	}
 	return as.finish()
@@ -148,69 +141,72 @@ func (p *planSink) chunkEnd() error {
 	return p.asm.chunkEnd()
 }
 
-// rowReader reads an input's rows in exact counts from a batched source.
+// rowReader reads row ranges of one input for the data pass. It keeps no
+// reader open between chunks: each read opens readers on the row groups it
+// needs and seeks to its first row with the offset index (the page index), so
+// the data pass holds one input's column readers at a time, whatever the
+// fan-in. The price is decoding again the part of a page that straddles two
+// chunks.
 type rowReader struct {
 	name   string
-	src    source
+	in     *openedInput
 	schema *arrow.Schema
+	tsName string
 	mem    memory.Allocator
-	left   arrow.RecordBatch // unread rest of the last batch
+	next   int64 // first row not read yet
 }
 
 // read returns the next n rows as one record.
 func (r *rowReader) read(ctx context.Context, n int64) (arrow.RecordBatch, error) {
+	md := r.in.pf.MetaData()
+	rg, before := 0, int64(0)
+	for rg < md.NumRowGroups() && before+md.RowGroup(rg).NumRows() <= r.next {
+		before += md.RowGroup(rg).NumRows()
+		rg++
+	}
+	var rgs []int
+	for i, rows := rg, before; i < md.NumRowGroups() && rows < r.next+n; i++ {
+		rgs = append(rgs, i)
+		rows += md.RowGroup(i).NumRows()
+	}
+	if len(rgs) == 0 {
+		return nil, fmt.Errorf("input %s: data pass asked for rows %d-%d past its end", r.name, r.next, r.next+n)
+	}
+	src, err := newPQSourceRG(ctx, r.in, r.schema, r.tsName, false, r.mem, rgs)
+	if err != nil {
+		return nil, err
+	}
+	defer src.close()
+	if skip := r.next - before; skip > 0 {
+		if err := src.rr.SeekToRow(skip); err != nil {
+			return nil, fmt.Errorf("input %s: seeking to row %d: %w", r.name, r.next, err)
+		}
+	}
 	var pieces []arrow.RecordBatch
 	defer func() {
 		for _, p := range pieces {
 			p.Release()
 		}
 	}()
-	for n > 0 {
-		if r.left == nil {
-			b, ok, err := r.src.next(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("reading input %s: %w", r.name, err)
-			}
-			if !ok {
-				return nil, fmt.Errorf("input %s: data pass ended before the rows the timestamp pass planned", r.name)
-			}
-			r.left = b.rec
+	for left := n; left > 0; {
+		b, ok, err := src.next(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading input %s: %w", r.name, err)
 		}
-		rows := r.left.NumRows()
-		take := min(n, rows)
-		pieces = append(pieces, r.left.NewSlice(0, take))
-		if take == rows {
-			r.left.Release()
-			r.left = nil
-		} else {
-			rest := r.left.NewSlice(take, rows)
-			r.left.Release()
-			r.left = rest
+		if !ok {
+			return nil, fmt.Errorf("input %s: data pass ended before the rows the timestamp pass planned", r.name)
 		}
-		n -= take
+		take := min(left, b.rec.NumRows())
+		pieces = append(pieces, b.rec.NewSlice(0, take))
+		b.rec.Release()
+		left -= take
 	}
+	r.next += n
 	if len(pieces) == 1 {
 		pieces[0].Retain()
 		return pieces[0], nil
 	}
 	return concatRecords(r.schema, pieces, r.mem)
-}
-
-// more reports whether the source has rows left (consuming one batch).
-func (r *rowReader) more(ctx context.Context) bool {
-	b, ok, err := r.src.next(ctx)
-	if b.rec != nil {
-		b.rec.Release()
-	}
-	return ok || err != nil
-}
-
-func (r *rowReader) close() {
-	if r.left != nil {
-		r.left.Release()
-		r.left = nil
-	}
-	_ = r.src.close()
 }
 
 func concatRecords(schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {

@@ -89,7 +89,7 @@ func randScenario(t testing.TB, r *rand.Rand, sc *arrow.Schema, dir string) scen
 
 func TestRewritePathsAgree(t *testing.T) {
 	sc := testArrowSchema(t)
-	seeds := 8
+	seeds := 5
 	if testing.Short() {
 		seeds = 3
 	}

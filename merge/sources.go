@@ -23,6 +23,11 @@ type pqSource struct {
 // newPQSource reads the columns of in that schema names (all of them when
 // tsOnly is false, just the timestamp column otherwise).
 func newPQSource(ctx context.Context, in *openedInput, schema *arrow.Schema, tsName string, tsOnly bool, mem memory.Allocator) (*pqSource, error) {
+	return newPQSourceRG(ctx, in, schema, tsName, tsOnly, mem, nil)
+}
+
+// newPQSourceRG is newPQSource over the row groups rgs only (nil = all).
+func newPQSourceRG(ctx context.Context, in *openedInput, schema *arrow.Schema, tsName string, tsOnly bool, mem memory.Allocator, rgs []int) (*pqSource, error) {
 	fsc, err := in.fr.Schema()
 	if err != nil {
 		return nil, fmt.Errorf("reading schema of input %s: %w", in.path, err)
@@ -41,7 +46,7 @@ func newPQSource(ctx context.Context, in *openedInput, schema *arrow.Schema, tsN
 			}
 		}
 	}
-	rr, err := in.fr.GetRecordReader(ctx, cols, nil)
+	rr, err := in.fr.GetRecordReader(ctx, cols, rgs)
 	if err != nil {
 		return nil, fmt.Errorf("reading input %s: %w", in.path, err)
 	}
