@@ -244,8 +244,8 @@ func orchestrate(dir string, mb int, fanins, contenders, duckDir string, duckThr
 		return err
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "Machine: %d CPUs (%s/%s), %s, load average at start %s. DuckDB threads: %d. Go merge paths: single goroutine.\n\n",
-		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, memTotal(), loadAvg(), duckThreads)
+	fmt.Fprintf(&report, "Machine: %d CPUs (%s/%s), %s, load average at start %s. DuckDB threads: %d. Go merge paths: GOMAXPROCS %d (decoding, merging, encoding and metadata run in separate goroutines).\n\n",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, memTotal(), loadAvg(), duckThreads, runtime.GOMAXPROCS(0))
 	for _, fs := range strings.Split(fanins, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(fs))
 		if err != nil {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# run.sh [MiB] [FANINS] [REPEAT]: the merge benchmark in one command. Builds
-# bench/merge, generates (once) 8 and 32 overlapping sorted input files of MiB
-# decoded MiB in total (default 256), runs the three merge paths, DuckDB's
-# sorted COPY and iceberg-go's RewriteDataFiles on them, each in its own
-# process, and writes bench/merge/RESULTS.md. Work files go to
+# run.sh [MiB] [FANINS] [REPEAT] [LARGE_MiB]: the merge benchmark in one
+# command. Builds bench/merge, generates (once) 8 and 32 overlapping sorted
+# input files of MiB decoded MiB in total (default 256), runs the three merge
+# paths, DuckDB's sorted COPY and iceberg-go's RewriteDataFiles on them, each
+# in its own process, REPEAT times (default 3); then, once, the streamed paths
+# and DuckDB on 8 inputs of LARGE_MiB (default 1024; 0 skips) to show how peak
+# memory scales. Writes bench/merge/RESULTS.md. Work files go to
 # $SIGLAKE_BENCH_DIR (default .cache/bench-merge in the repository).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -11,6 +13,7 @@ repo="$(cd "$here/../.." && pwd)"
 mb="${1:-256}"
 fanins="${2:-8,32}"
 repeat="${3:-3}"
+large="${4:-1024}"
 work="${SIGLAKE_BENCH_DIR:-$repo/.cache/bench-merge}"
 mkdir -p "$work"
 "$repo/scripts/duckdb.sh" install
@@ -19,7 +22,7 @@ cp "$here/duckdb_copy.mjs" "$work/"
 {
 	echo "# Merge benchmark results"
 	echo
-	echo "Produced by \`bench/merge/run.sh $mb $fanins $repeat\` on $(date -u +%Y-%m-%d)."
+	echo "Produced by \`bench/merge/run.sh $mb $fanins $repeat $large\` on $(date -u +%Y-%m-%d)."
 	echo "Each contender runs $repeat times, round-robin, each run in its own process. Seconds: the fastest"
 	echo "run's own timing of its merge (process start, input generation and iceberg-go's catalog setup"
 	echo "excluded). Process CPU s: the lowest user+system time of a whole process (startup included)."
@@ -29,6 +32,12 @@ cp "$here/duckdb_copy.mjs" "$work/"
 	echo "inverted index attempt); DuckDB and iceberg-go write plain Parquet, and iceberg-go does not sort."
 	echo
 	"$work/merge-bench" -dir "$work" -mb "$mb" -fanins "$fanins" -repeat "$repeat" -duckdb-dir "$repo/scripts/duckdb"
+	if [ "$large" != 0 ]; then
+		echo
+		echo "## Larger input, one run each: how peak memory scales"
+		echo
+		"$work/merge-bench" -dir "$work" -mb "$large" -fanins 8 -repeat 1 -contenders k-way,page-bounded,duckdb -duckdb-dir "$repo/scripts/duckdb"
+	fi
 } >"$here/RESULTS.md.tmp"
 mv "$here/RESULTS.md.tmp" "$here/RESULTS.md"
 cat "$here/RESULTS.md"
