@@ -59,8 +59,6 @@ type Process struct {
 	// Addr is the HTTP listen address once Run started serving (useful with port 0).
 	Addr chan string
 
-	mu      sync.Mutex
-	lake    *lake.Lake
 	cluster *gossip.Cluster
 }
 
@@ -171,9 +169,6 @@ func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
 	for {
 		l, err := lake.Open(ctx, LakeConfig(p.Cfg))
 		if err == nil {
-			p.mu.Lock()
-			p.lake = l
-			p.mu.Unlock()
 			p.setCatalog(nil)
 			return l, nil
 		}
