@@ -25,8 +25,12 @@ unit:
 fuzz:
 	$(GO) test ./localwal -run='^$$' -fuzz=FuzzReadSegment -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x
 
+# The test servers, plus helm and promtool for the chart tests: built before `go test` so their
+# first (slow) build never counts against a test binary's timeout.
 services:
 	scripts/test-services.sh up >/dev/null
+	scripts/helm.sh install >/dev/null
+	scripts/promtool.sh install >/dev/null
 
 services-down:
 	scripts/test-services.sh down
