@@ -115,11 +115,8 @@ func arrowSchema() *arrow.Schema {
 // spans the same hour, so every pair overlaps: the merge interleaves all of
 // them, the hard case.
 func gen(dir string, n, mb int) (inputSet, error) {
-	if b, err := os.ReadFile(filepath.Join(dir, "set.json")); err == nil {
-		var s inputSet
-		if json.Unmarshal(b, &s) == nil {
-			return s, nil
-		}
+	if s, err := loadSet(dir); err == nil {
+		return s, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return inputSet{}, err
@@ -184,17 +181,34 @@ func gen(dir string, n, mb int) (inputSet, error) {
 			s.FileBytes += o.Size
 		}
 	}
-	b, _ := json.Marshal(s)
+	saved := s
+	saved.Inputs = append([]merge.Input(nil), s.Inputs...)
+	for i, in := range saved.Inputs {
+		if rel, err := filepath.Rel(filepath.Dir(dir), in.Path); err == nil {
+			saved.Inputs[i].Path = rel
+		}
+	}
+	b, _ := json.Marshal(saved)
 	return s, os.WriteFile(filepath.Join(dir, "set.json"), b, 0o644)
 }
 
+// loadSet reads set.json; input paths in it are relative to the work
+// directory (the set directory's parent), so a work directory can move.
 func loadSet(dir string) (inputSet, error) {
 	var s inputSet
 	b, err := os.ReadFile(filepath.Join(dir, "set.json"))
 	if err != nil {
 		return s, err
 	}
-	return s, json.Unmarshal(b, &s)
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, err
+	}
+	for i, in := range s.Inputs {
+		if !filepath.IsAbs(in.Path) {
+			s.Inputs[i].Path = filepath.Join(filepath.Dir(dir), in.Path)
+		}
+	}
+	return s, nil
 }
 
 // runChild runs one contender in this process and measures its work.
