@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -63,6 +66,7 @@ type Config struct {
 	IndexFooterMaxBytes      int64
 	InvertedIndex            bool
 	MergeMemoryBytes         int64
+	MergeChunkRows           int64
 
 	// Gossip.
 	NodeName        string
@@ -219,6 +223,16 @@ func Options() []Option {
 			func(c *Config, v string) error {
 				n, err := parseNonNegInt(v)
 				c.MergeMemoryBytes = int64(n)
+				return err
+			}},
+		{"merge-chunk-rows", "SIGLAKE_MERGE_CHUNK_ROWS", "65536", "",
+			"Rows the page-bounded merge decodes at a time; its decoded memory is about this many rows whatever the input size.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of rows above 0")
+				}
+				c.MergeChunkRows = int64(n)
 				return err
 			}},
 		{"node-name", "SIGLAKE_NODE_NAME", "", "",
@@ -449,4 +463,15 @@ func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config
 func LakeConfig(c Config) lake.Config {
 	return lake.Config{Catalog: c.Catalog, Warehouse: c.Warehouse, Namespace: c.Namespace,
 		S3Endpoint: c.S3Endpoint, S3Region: c.S3Region, S3AccessKey: c.S3AccessKey, S3SecretKey: c.S3SecretKey, S3PathStyle: c.S3PathStyle}
+}
+
+// IndexAtFlushProperty is the table property behind the table setting index_at_flush: "true" makes
+// generation-0 writes (drain flushes) do the whole-file index work too; default false.
+const IndexAtFlushProperty = "siglake.index_at_flush"
+
+// metadataOptions is the search metadata a write to t produces, from the process options and the
+// table's index_at_flush setting.
+func (c Config) metadataOptions(t *table.Table) merge.MetadataOptions {
+	atFlush, _ := ParseBool(t.Properties()[IndexAtFlushProperty])
+	return merge.MetadataOptions{InvertedIndexOff: !c.InvertedIndex, FooterMaxBytes: c.IndexFooterMaxBytes, IndexAtFlush: atFlush}
 }

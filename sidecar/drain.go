@@ -376,11 +376,13 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 	for day, recs := range byDay {
 		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
 		o, err := merge.WriteSorted(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
-			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, Generation: 0, Allocator: d.Mem})
+			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, Generation: 0, Allocator: d.Mem,
+				Metadata: d.Cfg.metadataOptions(t)})
 		if err != nil {
 			d.removeOutputs(ctx, t, outs)
 			return nil, 0, fmt.Errorf("write %s: %w", dir, err)
 		}
+		d.Metrics.Merge.CountSkipped(o)
 		outs = append(outs, o...)
 	}
 	return outs, rows, nil

@@ -261,8 +261,8 @@ func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, by
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return dir + "/" + merge.DataFileName(gen) },
 		merge.RewriteOptions{
 			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: b.TargetFileBytes,
-				Metadata: merge.MetadataOptions{InvertedIndexOff: !m.Cfg.InvertedIndex, FooterMaxBytes: m.Cfg.IndexFooterMaxBytes}},
-			MemoryBudget: m.Cfg.MergeMemoryBytes, MaxFanIn: m.Cfg.MaxFanIn, Metrics: m.Metrics.Merge,
+				Metadata: m.Cfg.metadataOptions(t)},
+			MemoryBudget: m.Cfg.MergeMemoryBytes, ChunkRows: m.Cfg.MergeChunkRows, MaxFanIn: m.Cfg.MaxFanIn, Metrics: m.Metrics.Merge,
 		})
 	if err != nil {
 		m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "failed").Inc()
