@@ -280,3 +280,28 @@ func TestShortReadsOnS3(t *testing.T) {
 	}
 	t.Logf("proxy: %v", proxy.Counts())
 }
+
+// TestS3AttemptsPerRequest: the S3 client sends a failing request DefaultS3MaxAttempts times.
+// It waits out the SDK's backoff (about half a minute), so it runs beside the other tests.
+func TestS3AttemptsPerRequest(t *testing.T) {
+	t.Parallel()
+	s3 := testenv.S3(t)
+	proxy, err := faults.NewHTTPProxy(s3.Endpoint, faults.Config{FailRate: 1, Kinds: []faults.Kind{faults.Status503}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	props := s3.Props()
+	props[icebergio.S3EndpointURL] = proxy.URL
+	obj := "s3://" + s3.Bucket + "/" + s3.Prefix(t) + "/never.bin"
+	fio, err := icebergio.LoadFS(t.Context(), props, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fio.(icebergio.ReadFileIO).ReadFile(obj); err == nil {
+		t.Fatal("a read through a store answering 503 succeeded")
+	}
+	if n := proxy.Counts()[faults.Status503]; n != DefaultS3MaxAttempts {
+		t.Fatalf("the client sent the request %d times, want %d", n, DefaultS3MaxAttempts)
+	}
+}
