@@ -330,7 +330,7 @@ func removeFiles(fsys icebergio.IO, outs []merge.Output, log *zap.Logger) {
 	}
 }
 
-// runMaintenance ticks the maintainer until stop is done.
+// maintain ticks the maintainer until stop is done; gauges and expiry keep running with rewrites off.
 func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 	pc, err := PlanConfig(p.Cfg)
 	if err != nil {
