@@ -231,7 +231,7 @@ func demoSummary(ctx context.Context, out io.Writer, cfg Config, tables []string
 	tw.Flush()
 	fmt.Fprintf(out, "\nPEAK DEPTH is the deepest overlap the maintenance loop measured during the run; leveled rewrites bring it down.\n")
 	fmt.Fprintf(out, "\"exactly once\" compares an order-independent fingerprint of every sealed row with the table read back through iceberg-go.\n")
-	fmt.Fprintf(out, "Inspect further:\n  siglake inspect events --catalog %s --warehouse %s\n  siglake compactor --wal-dir %s --catalog %s --warehouse %s --http-addr 127.0.0.1:9464\n  siglake status --addr 127.0.0.1:9464\n",
+	fmt.Fprintf(out, "Inspect further (in a checkout without the binary installed, write `go run ./cmd/siglake` for `siglake`):\n  siglake inspect events --catalog %s --warehouse %s\n  siglake compactor --wal-dir %s --catalog %s --warehouse %s --http-addr 127.0.0.1:9464\n  siglake status --addr 127.0.0.1:9464\n",
 		cfg.Catalog, cfg.Warehouse, cfg.WALDir, cfg.Catalog, cfg.Warehouse)
 	fmt.Fprintf(out, "  duckdb -c \"SELECT count(*) FROM read_parquet('%s/siglake.db/events/data/*/*.parquet')\"\n", cfg.Warehouse)
 	if !ok {
