@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar"
-	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/test/faults"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -163,20 +161,7 @@ func checkGC(t *testing.T, s *site) {
 // liveFiles lists the table's live data file locations.
 func (s *site) liveFiles(name string) []string {
 	s.t.Helper()
-	ctx := context.Background()
-	l, err := lake.Open(ctx, s.lakeConfig())
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer l.Close()
-	tbl, err := l.LoadTable(ctx, name)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	files, err := lake.LiveFiles(ctx, tbl)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	_, files := s.table(name)
 	out := make([]string, len(files))
 	for i, f := range files {
 		out[i] = f.Path

@@ -73,19 +73,7 @@ func TestBenchBackends(t *testing.T) {
 // on S3 the bytes are the object store's own count (siglake_objstore_*).
 func benchRewrite(t *testing.T, name string, s *site) {
 	ctx := context.Background()
-	l, err := lake.Open(ctx, s.lakeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	tbl, err := l.LoadTable(ctx, "events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := lake.LiveFiles(ctx, tbl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, files := s.table("events")
 	byPart := map[string][]lake.File{}
 	for _, f := range files {
 		byPart[f.Partition] = append(byPart[f.Partition], f)

@@ -24,6 +24,16 @@ type member struct {
 	cmd      *exec.Cmd
 }
 
+// newMember gives member i of a cluster test its own WAL dir beside the site's and free ports.
+func newMember(t *testing.T, s *site, name string, i int) *member {
+	m := &member{name: name, wal: filepath.Join(filepath.Dir(s.wal), fmt.Sprintf("wal-%d", i)),
+		httpAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), gossip: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	if err := os.MkdirAll(m.wal, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func startMember(t *testing.T, s *site, m *member, join []string, extra ...string) {
 	t.Helper()
 	args := []string{"compactor", "--wal-dir", m.wal, "--catalog", s.catalog, "--warehouse", s.warehouse,
@@ -117,13 +127,8 @@ func TestClusterFailover(t *testing.T) {
 	var ms []*member
 	var want sidecar.RowSum
 	for i := 0; i < 3; i++ {
-		m := &member{name: fmt.Sprintf("sidecar-%d", i), wal: filepath.Join(filepath.Dir(s.wal), fmt.Sprintf("wal-%d", i)),
-			httpAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), gossip: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-		if err := os.MkdirAll(m.wal, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		ws := &site{t: t, wal: m.wal}
-		want.Merge(ws.walgen(m.name, 12000, 10+i).Fingerprint)
+		m := newMember(t, s, fmt.Sprintf("sidecar-%d", i), i)
+		want.Merge((&site{t: t, wal: m.wal}).walgen(m.name, 12000, 10+i).Fingerprint)
 		ms = append(ms, m)
 	}
 	for i, m := range ms {
@@ -199,11 +204,7 @@ func TestDoubleOwner(t *testing.T) {
 	var ms []*member
 	var want sidecar.RowSum
 	for i := 0; i < 2; i++ {
-		m := &member{name: fmt.Sprintf("island-%d", i), wal: filepath.Join(filepath.Dir(s.wal), fmt.Sprintf("wal-%d", i)),
-			httpAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), gossip: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-		if err := os.MkdirAll(m.wal, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		m := newMember(t, s, fmt.Sprintf("island-%d", i), i)
 		want.Merge((&site{t: t, wal: m.wal}).walgen(m.name, 12000, 20+i).Fingerprint)
 		ms = append(ms, m)
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/test/testenv"
@@ -165,20 +167,31 @@ func (s *site) drainOnce() {
 	}
 }
 
-// tableSum reads the table back through iceberg-go.
-func (s *site) tableSum(name string) sidecar.RowSum {
+// table loads a table of the site and its live files; the catalog handle closes with the test.
+func (s *site) table(name string) (*table.Table, []lake.File) {
 	s.t.Helper()
 	ctx := context.Background()
 	l, err := lake.Open(ctx, s.lakeConfig())
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	defer l.Close()
+	s.t.Cleanup(func() { l.Close() })
 	tbl, err := l.LoadTable(ctx, name)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	sum, err := sidecar.TableRowSum(ctx, tbl, sidecar.EventColumns)
+	files, err := lake.LiveFiles(ctx, tbl)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tbl, files
+}
+
+// tableSum reads the table back through iceberg-go.
+func (s *site) tableSum(name string) sidecar.RowSum {
+	s.t.Helper()
+	tbl, _ := s.table(name)
+	sum, err := sidecar.TableRowSum(context.Background(), tbl, sidecar.EventColumns)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -191,19 +204,7 @@ func (s *site) checkDuckDB(name string) {
 	s.t.Helper()
 	duck := testenv.DuckDB(s.t)
 	ctx := context.Background()
-	l, err := lake.Open(ctx, s.lakeConfig())
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer l.Close()
-	tbl, err := l.LoadTable(ctx, name)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	files, err := lake.LiveFiles(ctx, tbl)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	tbl, files := s.table(name)
 	paths := testenv.TableFiles(s.t, tbl, s.s3)
 	got := duck.SummarizeWith(paths, testenv.SummaryOptions{ChecksumColumns: sidecar.EventColumns})
 	byPath := map[string]testenv.FileSummary{}
