@@ -19,8 +19,8 @@ ARG TARGETARCH
 # make build: CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION".
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH make build VERSION="$VERSION" \
-    && mkdir -p /out/var/lib/siglake \
-    && cp bin/siglake /out/siglake
+    && mkdir -p out/var/lib/siglake \
+    && cp bin/siglake out/siglake
 
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=dev
@@ -28,11 +28,11 @@ LABEL org.opencontainers.image.title="siglake" \
       org.opencontainers.image.description="Compactor sidecar for a log/event lake on Apache Iceberg" \
       org.opencontainers.image.source="https://github.com/siglake/siglake" \
       org.opencontainers.image.version="$VERSION"
-COPY --from=build /out/siglake /siglake
+COPY --from=build /src/out/siglake /siglake
 # The default WAL, catalog and warehouse live here; owned by the runtime user so `docker run`
 # works without a volume. On Kubernetes the chart mounts volumes over it.
 # (Copying the parent makes siglake/ a new directory, which --chown applies to.)
-COPY --from=build --chown=65532:65532 /out/var/lib/ /var/lib/
+COPY --from=build --chown=65532:65532 /src/out/var/lib/ /var/lib/
 USER 65532:65532
 EXPOSE 9464/tcp 7946/tcp 7946/udp
 ENTRYPOINT ["/siglake"]

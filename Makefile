@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 # go test's own per-binary limit: a hung test fails with a goroutine dump instead of hanging CI.
 TESTFLAGS ?= -timeout 20m
 
-.PHONY: build test unit fuzz services services-down demo clean
+.PHONY: build test unit image-check fuzz services services-down demo clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/siglake ./cmd/siglake
@@ -16,7 +16,12 @@ build:
 test: services
 	$(GO) vet ./...
 	$(GO) test $(TESTFLAGS) ./...
+	$(MAKE) image-check
 	$(MAKE) fuzz
+
+# The Dockerfile, checked without a Docker daemon (test/image is a module of its own).
+image-check:
+	cd test/image && $(GO) vet ./... && $(GO) test $(TESTFLAGS) ./...
 
 # Unit and embedded-catalog tests only; integration tests skip (outside CI) when services are down.
 unit:

@@ -1,13 +1,10 @@
 package chart
 
 import (
-	"debug/buildinfo"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -63,55 +60,4 @@ func makeBuild(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return buildBin
-}
-
-// TestMakeBuildIsStatic: `make build`, the command the Dockerfile runs, produces a static binary
-// (no ELF interpreter, no shared libraries, CGO_ENABLED=0, -trimpath, version stamped), which
-// is what runs on distroless static.
-func TestMakeBuildIsStatic(t *testing.T) {
-	docker, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(docker), "make build") {
-		t.Fatal("the Dockerfile does not build with `make build`, so this test does not cover the image")
-	}
-	bin := makeBuild(t)
-
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Error("bin/siglake has an ELF interpreter: it is dynamically linked")
-		}
-	}
-	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
-		t.Errorf("bin/siglake needs shared libraries %v (err %v)", libs, err)
-	}
-
-	info, err := buildinfo.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings := map[string]string{}
-	for _, s := range info.Settings {
-		settings[s.Key] = s.Value
-	}
-	if settings["CGO_ENABLED"] != "0" {
-		t.Errorf("CGO_ENABLED=%q, want 0", settings["CGO_ENABLED"])
-	}
-	if settings["-trimpath"] != "true" {
-		t.Errorf("-trimpath=%q, want true", settings["-trimpath"])
-	}
-	// -trimpath keeps -ldflags out of the build info; running the binary shows the stamp.
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		t.Fatalf("siglake version: %v", err)
-	}
-	if strings.TrimSpace(string(out)) != buildVersion {
-		t.Errorf("siglake version printed %q, want %q", out, buildVersion)
-	}
 }
