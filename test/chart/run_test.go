@@ -94,15 +94,21 @@ func TestRenderedSidecarRuns(t *testing.T) {
 	}()
 
 	base := "http://127.0.0.1:" + strconv.Itoa(containerPort(t, c, "siglake-http"))
-	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil {
-			t.Fatal("the default values render no HTTP liveness or readiness probe")
-		}
-		if p.HTTPGet.Port.StrVal != "siglake-http" {
-			t.Fatalf("probe port %v, want the named port siglake-http", p.HTTPGet.Port)
-		}
-		waitFor(t, exited, 30*time.Second, "GET "+p.HTTPGet.Path, func() (bool, string) {
-			code, body := get(base + p.HTTPGet.Path)
+	// The default renders a liveness probe and no readiness probe (docs/operations.md "Probes and
+	// readiness"); /readyz still answers for those who turn the probe on.
+	if c.ReadinessProbe != nil {
+		t.Fatal("the default values render a readiness probe: a catalog outage would make every ingest pod NotReady")
+	}
+	p := c.LivenessProbe
+	if p == nil || p.HTTPGet == nil {
+		t.Fatal("the default values render no HTTP liveness probe")
+	}
+	if p.HTTPGet.Port.StrVal != "siglake-http" {
+		t.Fatalf("probe port %v, want the named port siglake-http", p.HTTPGet.Port)
+	}
+	for _, path := range []string{p.HTTPGet.Path, "/readyz"} {
+		waitFor(t, exited, 30*time.Second, "GET "+path, func() (bool, string) {
+			code, body := get(base + path)
 			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 		})
 	}
