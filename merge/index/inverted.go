@@ -102,6 +102,9 @@ func (ix *Inverted) Terms() int {
 // Size is the encoded size in bytes.
 func (ix *Inverted) Size() int { return len(ix.enc) }
 
+// Encoded returns the encoding (Postings.Encode) the index was decoded from.
+func (ix *Inverted) Encoded() []byte { return ix.enc }
+
 var errShortPostings = errors.New("truncated inverted index")
 
 // scanPostings walks an encoded index. With want it stops at term and returns
