@@ -96,3 +96,15 @@ func BuildIndexes(ctx context.Context, fs icebergio.IO, path string, columns []s
 	}
 	return out, nil
 }
+
+// ReadFooter decodes the search metadata in a data file's footer, reading only the footer.
+// Malformed entries are absent ("maybe"), as in DecodeFooter.
+func ReadFooter(fs icebergio.IO, path string) (*index.Footer, error) {
+	in, err := openInput(fs, path, memory.DefaultAllocator, reindexBatchRows)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	f, _ := DecodeFooter(in.pf.MetaData())
+	return f, nil
+}
