@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -89,10 +90,13 @@ func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GC
 	if err != nil {
 		return GCResult{}, fmt.Errorf("gc of %s: %w (fix or remove those properties; gc deletes nothing until then)", name, err)
 	}
-	keep := reg.PuffinPaths()
+	keep := map[string]bool{}
+	for p := range reg.PuffinPaths() {
+		keep[gcPathKey(p)] = true
+	}
 	r := GCResult{Table: name, Cutoff: plan.Cutoff()}
 	for _, o := range plan.OrphanFiles() {
-		if !keep[o.Path] {
+		if !keep[gcPathKey(o.Path)] {
 			r.Orphans = append(r.Orphans, o)
 			r.Bytes += o.SizeBytes
 		}
@@ -108,7 +112,7 @@ func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GC
 			return r, err
 		}
 		cleanup = append(cleanup, table.WithDeleteFunc(func(p string) error {
-			if keep[p] {
+			if keep[gcPathKey(p)] {
 				return nil
 			}
 			return fsys.Remove(p)
@@ -116,7 +120,7 @@ func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GC
 	}
 	res, err := t.ExecuteOrphanCleanup(ctx, plan, cleanup...)
 	for _, p := range res.DeletedFiles {
-		if !keep[p] {
+		if !keep[gcPathKey(p)] {
 			r.Deleted = append(r.Deleted, p)
 		}
 	}
@@ -124,4 +128,13 @@ func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GC
 		return r, fmt.Errorf("gc of %s: delete %d orphans: %w", name, len(r.Orphans), err)
 	}
 	return r, nil
+}
+
+// gcPathKey spells a path the way both the orphan walk and our registrations agree on: the local
+// FileIO walks plain paths while table locations say file://.
+func gcPathKey(p string) string {
+	if rest, ok := strings.CutPrefix(p, "file://"); ok {
+		return rest
+	}
+	return strings.TrimPrefix(p, "file:")
 }

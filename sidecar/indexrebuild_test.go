@@ -29,7 +29,7 @@ var rebuildCols = []string{"trace_id", "service"}
 
 // rebuildEnv drains overlapping small files into a table whose index specification names
 // rebuildCols; mergeBytes decides the merge path of the rewrite that follows.
-func rebuildEnv(t *testing.T, on bool, mergeBytes int64) (*env, *Maintainer, func() time.Time) {
+func rebuildEnv(t *testing.T, on bool, mergeBytes int64) (*env, *Maintainer, *time.Time) {
 	t.Helper()
 	e := newEnv(t, func(c *Config) {
 		c.CommitBatchTargetBytes = 0
@@ -44,7 +44,7 @@ func rebuildEnv(t *testing.T, on bool, mergeBytes int64) (*env, *Maintainer, fun
 	setProps(t, e, iceberg.Properties{IndexColumnsProperty: strings.Join(rebuildCols, ",")})
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	return e, newMaintainer(t, e, e.lake, clock), clock
+	return e, newMaintainer(t, e, e.lake, clock), &now
 }
 
 func setProps(t *testing.T, e *env, p iceberg.Properties) {
@@ -308,4 +308,191 @@ func readFile(t *testing.T, path string, sch *arrow.Schema) arrow.RecordBatch {
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// TestIndexRebuildSkips: with the switch off nothing is registered or written; with it on, a
+// rewrite on the in-memory path (whose outputs carry footer indexes) gets no Puffin blob, and the
+// read side finds the footer's index.
+func TestIndexRebuildSkips(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		on         bool
+		mergeBytes int64
+		memory     bool
+	}{
+		{"switch off, streamed", false, 1 << 20, false},
+		{"switch on, in-memory", true, 1 << 30, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, m, _ := rebuildEnv(t, c.on, c.mergeBytes)
+			paths := rewriteOnce(t, m)
+			if slices.Contains(paths, string(merge.PathInMemory)) != c.memory {
+				t.Fatalf("rewrite took %v", paths)
+			}
+			tbl, files := liveTable(t, e)
+			if reg := registry(t, tbl); len(reg) != 0 {
+				t.Fatalf("%d registrations: %+v", len(reg), reg)
+			}
+			if _, err := os.Stat(localPath(puffinidx.Dir(tbl))); !os.IsNotExist(err) {
+				t.Fatalf("sidecar folder exists (%v)", err)
+			}
+			if got := counterValue(t, m.Metrics, "siglake_index_rebuild_blobs_total", ""); got != 0 {
+				t.Fatalf("blobs_total %v", got)
+			}
+			want := puffinidx.Absent
+			if c.memory {
+				want = puffinidx.FromFooter
+			}
+			for _, f := range files {
+				if f.Generation == 0 {
+					continue
+				}
+				if _, src, err := puffinidx.Index(context.Background(), tbl, f.Path, "trace_id"); src != want || err != nil {
+					t.Fatalf("%s: index from %s (%v), want %s", f.Path, src, err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestIndexRebuildReplacedAndGC: once a later rewrite replaces the indexed files, the next pass
+// drops their registrations; gc keeps a registered sidecar (even of a file no longer live) and
+// deletes it only after its registration is gone.
+func TestIndexRebuildReplacedAndGC(t *testing.T) {
+	e, m, now := rebuildEnv(t, true, 1<<20)
+	rewriteOnce(t, m)
+	ctx := context.Background()
+	tbl, _ := liveTable(t, e)
+	first := registry(t, tbl)
+	*now = now.Add(5 * time.Minute) // the level checks are due again
+	if len(first) == 0 {
+		t.Fatal("no registration after the first rewrite")
+	}
+	// More overlapping rows: the next rewrite takes the indexed files with them.
+	e.writeSegments("events", 10, 1500, 9, time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC))
+	if _, err := e.drain.Cycle(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	rewriteOnce(t, m)
+	tbl, files := liveTable(t, e)
+	live := map[string]bool{}
+	for _, f := range files {
+		live[f.Path] = true
+	}
+	var gone []string // sidecars of indexed files the second rewrite replaced
+	for f, r := range first {
+		if !live[f] {
+			gone = append(gone, r.Sidecars[0].Path)
+		}
+	}
+	if len(gone) == 0 {
+		t.Fatal("the second rewrite replaced none of the indexed files")
+	}
+	ageAll(t, tbl)
+	// The registrations of replaced files are still there until the next pass: gc keeps them.
+	if reg := registry(t, tbl); !registeredAll(reg, first) {
+		t.Fatalf("registrations changed before the next pass: %+v", reg)
+	}
+	gcApply(t, e)
+	for _, p := range gone {
+		if _, err := os.Stat(localPath(p)); err != nil {
+			t.Fatalf("gc deleted the registered sidecar %s: %v", p, err)
+		}
+	}
+	// The next pass drops them (the files are not live); now gc deletes their sidecars only.
+	*now = now.Add(5 * time.Minute)
+	if _, err := m.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = liveTable(t, e)
+	reg := registry(t, tbl)
+	for f := range reg {
+		if !live[f] {
+			t.Fatalf("registration of %s (no longer live) kept", f)
+		}
+	}
+	if got := counterValue(t, m.Metrics, "siglake_index_rebuild_registrations_dropped_total", ""); got < float64(len(gone)) {
+		t.Fatalf("registrations_dropped_total %v, want >= %d", got, len(gone))
+	}
+	ageAll(t, tbl)
+	gcApply(t, e)
+	for _, p := range gone {
+		if _, err := os.Stat(localPath(p)); !os.IsNotExist(err) {
+			t.Fatalf("gc kept the unregistered sidecar %s (%v)", p, err)
+		}
+	}
+	for p := range reg.PuffinPaths() {
+		if _, err := os.Stat(localPath(p)); err != nil {
+			t.Fatalf("gc deleted the registered sidecar %s of a live file: %v", p, err)
+		}
+	}
+}
+
+func registeredAll(reg, want puffinidx.Registry) bool {
+	for f := range want {
+		if _, ok := reg[f]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ageAll moves every file under the table location two hours into the past, so only references
+// keep them from gc.
+func ageAll(t *testing.T, tbl *table.Table) {
+	t.Helper()
+	past := time.Now().Add(-2 * time.Hour)
+	filepath.Walk(localPath(tbl.Location()), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			os.Chtimes(p, past, past)
+		}
+		return nil
+	})
+}
+
+func gcApply(t *testing.T, e *env) {
+	t.Helper()
+	if _, err := GC(context.Background(), e.lake, GCOptions{OlderThan: time.Hour, Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.tableSum("events"); got.Rows == 0 {
+		t.Fatal("gc emptied the table")
+	}
+}
+
+// TestIndexRebuildFailureKeepsRewrite (promise 7): when the Puffin write fails (the sidecar
+// folder's path is taken by a file), the rewrite stays committed with all its rows, nothing is
+// registered, and the failure is counted and shown.
+func TestIndexRebuildFailureKeepsRewrite(t *testing.T) {
+	e, m, _ := rebuildEnv(t, true, 1<<20)
+	want := e.tableSum("events")
+	tbl, _ := liveTable(t, e)
+	dir := localPath(puffinidx.Dir(tbl))
+	if err := os.WriteFile(dir, []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rewriteOnce(t, m)
+	tbl, files := liveTable(t, e)
+	rewritten := 0
+	for _, f := range files {
+		if f.Generation > 0 {
+			rewritten++
+		}
+	}
+	if rewritten == 0 {
+		t.Fatal("the rewrite is not committed")
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("rows after the rewrite %+v, want %+v", got, want)
+	}
+	if reg := registry(t, tbl); len(reg) != 0 {
+		t.Fatalf("registered %+v after a failed write", reg)
+	}
+	if got := counterValue(t, m.Metrics, "siglake_index_rebuild_failures_total", ""); got != float64(rewritten) {
+		t.Fatalf("failures_total %v, want %d", got, rewritten)
+	}
+	st := m.Status.Snapshot(time.Now()).Tables["events"].Maintenance.IndexRebuild
+	if st == nil || st.LastError == "" || st.Registered != 0 {
+		t.Fatalf("status: %+v", st)
+	}
 }
