@@ -166,7 +166,7 @@ func (r *Rebuilder) writeSidecar(ctx context.Context, t *table.Table, fs iceberg
 		return writtenSidecar{}, fmt.Errorf("create index sidecar %s: %w", p, err)
 	}
 	cw := &countingWriter{w: out}
-	err = writePuffin(cw, t.Schema(), dataFile, cols, built, snap, seq)
+	err = WritePuffin(cw, t.Schema(), dataFile, cols, built, snap, seq)
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -177,9 +177,9 @@ func (r *Rebuilder) writeSidecar(ctx context.Context, t *table.Table, fs iceberg
 	return writtenSidecar{sidecar: Sidecar{Path: p, Columns: cols, SnapshotID: snap}, bytes: cw.n}, nil
 }
 
-// writePuffin writes one blob per column with iceberg-go's Puffin writer (uncompressed: the
+// WritePuffin writes one blob per column with iceberg-go's Puffin writer (uncompressed: the
 // postings are varint deltas already, and a reader can then take a blob as is).
-func writePuffin(w *countingWriter, sc *iceberg.Schema, dataFile string, cols []string, built merge.FileIndexes, snap, seq int64) error {
+func WritePuffin(w io.Writer, sc *iceberg.Schema, dataFile string, cols []string, built merge.FileIndexes, snap, seq int64) error {
 	pw, err := puffin.NewWriter(w)
 	if err != nil {
 		return err
