@@ -101,34 +101,14 @@ func registry(t *testing.T, tbl *table.Table) puffinidx.Registry {
 
 func localPath(p string) string { return strings.TrimPrefix(p, "file://") }
 
-// fileColumn reads one column of a Parquet data file as text, in file order (nil for null).
-func fileColumn(t *testing.T, path, column string) []*string {
-	t.Helper()
-	r, err := file.OpenParquetFile(localPath(path), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Release()
-	col := tb.Column(tb.Schema().FieldIndices(column)[0])
-	var out []*string
-	for _, ch := range col.Data().Chunks() {
-		s := ch.(*array.String)
-		for i := 0; i < s.Len(); i++ {
-			if s.IsNull(i) {
-				out = append(out, nil)
-			} else {
-				v := s.Value(i)
-				out = append(out, &v)
-			}
+// textColumn returns one string column of rec, in row order (nil for null).
+func textColumn(rec arrow.RecordBatch, column string) []*string {
+	s := rec.Column(rec.Schema().FieldIndices(column)[0]).(*array.String)
+	out := make([]*string, s.Len())
+	for i := range out {
+		if !s.IsNull(i) {
+			v := s.Value(i)
+			out[i] = &v
 		}
 	}
 	return out
@@ -253,7 +233,7 @@ func checkSidecarIndexes(t *testing.T, tbl *table.Table, dataFile string, sc puf
 		if !ok {
 			t.Fatalf("reference footer has no %s index", col)
 		}
-		values := fileColumn(t, dataFile, col)
+		values := textColumn(rec, col)
 		postings := 0
 		seen := map[string]bool{}
 		for row, v := range values {
