@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,7 @@ type Config struct {
 	SnapshotRetain           int
 	IndexFooterMaxBytes      int64
 	InvertedIndex            bool
+	IndexRebuild             bool
 	MergeMemoryBytes         int64
 	MergeChunkRows           int64
 
@@ -218,6 +220,9 @@ func Options() []Option {
 		{"inverted-index", "SIGLAKE_INVERTED_INDEX", "true", "compactor.invertedIndex.enabled",
 			"Footer inverted indexes on in-memory rewrites.",
 			setBool(func(c *Config) *bool { return &c.InvertedIndex })},
+		{"index-rebuild", "SIGLAKE_INDEX_REBUILD", "false", "compactor.indexRebuild",
+			"After a rewrite commits, build the inverted indexes its output files lack (streamed merges write none) as Puffin sidecars and register them; nothing already committed is backfilled.",
+			setBool(func(c *Config) *bool { return &c.IndexRebuild })},
 		{"merge-memory-bytes", "SIGLAKE_MERGE_MEMORY_BYTES", "0", "",
 			"Decoded-memory budget for merges in bytes; 0 derives it from GOMEMLIMIT or the container memory limit.",
 			func(c *Config, v string) error {
@@ -469,9 +474,26 @@ func LakeConfig(c Config) lake.Config {
 // generation-0 writes (drain flushes) do the whole-file index work too; default false.
 const IndexAtFlushProperty = "siglake.index_at_flush"
 
+// IndexColumnsProperty is the table property behind the table's index specification: the
+// comma-separated columns that get an inverted index (footer, or a Puffin sidecar from the
+// rebuild). Unset: none.
+const IndexColumnsProperty = "siglake.index_columns"
+
+// IndexColumns returns the columns t's index specification names, in order, without repeats.
+func IndexColumns(t *table.Table) []string {
+	var out []string
+	for _, c := range strings.Split(t.Properties()[IndexColumnsProperty], ",") {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // metadataOptions is the search metadata a write to t produces, from the process options and the
-// table's index_at_flush setting.
+// table's index_at_flush setting and index specification.
 func (c Config) metadataOptions(t *table.Table) merge.MetadataOptions {
 	atFlush, _ := ParseBool(t.Properties()[IndexAtFlushProperty])
-	return merge.MetadataOptions{InvertedIndexOff: !c.InvertedIndex, FooterMaxBytes: c.IndexFooterMaxBytes, IndexAtFlush: atFlush}
+	return merge.MetadataOptions{InvertedIndexOff: !c.InvertedIndex, FooterMaxBytes: c.IndexFooterMaxBytes, IndexAtFlush: atFlush,
+		IndexColumns: IndexColumns(t)}
 }

@@ -140,6 +140,9 @@ func TestMetricsDocumented(t *testing.T) {
 	m.RewriteBytesRead.WithLabelValues("l0").Inc()
 	m.RewriteBytesWritten.WithLabelValues("l0").Inc()
 	m.Expirations.WithLabelValues("ok").Inc()
+	for _, v := range []*prometheus.CounterVec{m.Rebuild.Files, m.Rebuild.Blobs, m.Rebuild.Bytes, m.Rebuild.Failures, m.Rebuild.Dropped} {
+		v.WithLabelValues("t").Inc()
+	}
 	fams, err := m.Reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
 // Orphan cleanup (`siglake gc`). A crash between writing a data file and committing it, a commit
@@ -20,6 +22,7 @@ import (
 // iceberg-go's orphan cleanup does the work (table.PlanOrphanFiles / ExecuteOrphanCleanup): it walks
 // the table location and keeps everything the table metadata reaches: the current and logged
 // metadata files, every snapshot's manifest list, manifests and data files, statistics files.
+// On top of that, gc keeps the Puffin index sidecars registered in table properties (puffinidx).
 
 // DefaultGCOlderThan is the default age limit: only objects older than this are candidates. It
 // must exceed the longest time between writing a file and committing it (a drain batch's
@@ -81,15 +84,57 @@ func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GC
 	if err != nil {
 		return GCResult{}, fmt.Errorf("gc of %s: list orphans under %s: %w", name, t.Location(), err)
 	}
-	r := GCResult{Table: name, Cutoff: plan.Cutoff(), Orphans: plan.OrphanFiles(), Bytes: plan.TotalSizeBytes()}
+	// Registered index sidecars are referenced by a table property, which iceberg-go's walk does not
+	// read: they are kept here. One whose registration was dropped is an orphan like any other.
+	reg, err := puffinidx.Parse(t.Properties())
+	if err != nil {
+		return GCResult{}, fmt.Errorf("gc of %s: %w (fix or remove those properties; gc deletes nothing until then)", name, err)
+	}
+	keep := map[string]bool{}
+	for p := range reg.PuffinPaths() {
+		keep[gcPathKey(p)] = true
+	}
+	r := GCResult{Table: name, Cutoff: plan.Cutoff()}
+	for _, o := range plan.OrphanFiles() {
+		if !keep[gcPathKey(o.Path)] {
+			r.Orphans = append(r.Orphans, o)
+			r.Bytes += o.SizeBytes
+		}
+	}
 	sort.Slice(r.Orphans, func(i, j int) bool { return r.Orphans[i].Path < r.Orphans[j].Path })
 	if !opts.Apply || len(r.Orphans) == 0 {
 		return r, nil
 	}
-	res, err := t.ExecuteOrphanCleanup(ctx, plan)
-	r.Deleted = res.DeletedFiles
+	var cleanup []table.OrphanCleanupOption
+	if len(r.Orphans) < len(plan.OrphanFiles()) {
+		fsys, err := t.FS(ctx)
+		if err != nil {
+			return r, err
+		}
+		cleanup = append(cleanup, table.WithDeleteFunc(func(p string) error {
+			if keep[gcPathKey(p)] {
+				return nil
+			}
+			return fsys.Remove(p)
+		}))
+	}
+	res, err := t.ExecuteOrphanCleanup(ctx, plan, cleanup...)
+	for _, p := range res.DeletedFiles {
+		if !keep[gcPathKey(p)] {
+			r.Deleted = append(r.Deleted, p)
+		}
+	}
 	if err != nil {
 		return r, fmt.Errorf("gc of %s: delete %d orphans: %w", name, len(r.Orphans), err)
 	}
 	return r, nil
+}
+
+// gcPathKey spells a path the way both the orphan walk and our registrations agree on: the local
+// FileIO walks plain paths while table locations say file://.
+func gcPathKey(p string) string {
+	if rest, ok := strings.CutPrefix(p, "file://"); ok {
+		return rest
+	}
+	return strings.TrimPrefix(p, "file:")
 }

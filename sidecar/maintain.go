@@ -17,6 +17,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
 // Maintainer runs table maintenance on the tables this process owns: planned rewrites (each bin
@@ -152,6 +153,18 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep 
 		byPath[f.Path] = f
 	}
 	m.sampleGauges(name, in.Files, in.Now)
+	// Registrations of files no longer live (rewritten, retained away, by us or another owner)
+	// are dropped whatever the switch says: properties and live files come from one version.
+	live := func(p string) bool { _, ok := byPath[p]; return ok }
+	if n, err := puffinidx.DropStale(ctx, t, live, m.Metrics.Rebuild, m.Log); err != nil {
+		m.Status.AddError(m.Now(), "index-rebuild", name, err)
+		m.Log.Warn("dropping stale index registrations failed; next pass retries", zap.String("table", name), zap.Error(err))
+	} else if n > 0 {
+		if t, err = m.Lake.LoadTable(ctx, name); err != nil {
+			return plan.Pass{}, err
+		}
+	}
+	m.updateRebuildState(name, t, nil)
 	pass := plan.Plan(m.Plan, in)
 	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped}
 	for i, b := range pass.Bins {
@@ -286,8 +299,8 @@ func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, by
 		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
 	err = txn.ReplaceDataFilesWithDataFiles(ctx, old, added, props)
 	var snap int64
+	var nt *table.Table
 	if err == nil {
-		var nt *table.Table
 		nt, err = txn.Commit(ctx)
 		if err == nil {
 			snap = nt.CurrentSnapshot().SnapshotID
@@ -319,7 +332,66 @@ func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, by
 		zap.Int64("bytes_read", res.BytesRead), zap.Int64("bytes_written", res.BytesWritten),
 		zap.Int("generation", gen), zap.String("reason", b.Reason), zap.Duration("took", m.Now().Sub(start)),
 		lake.CostField(lake.ObjectStoreCost(name).Sub(cost0)))
+	if m.Cfg.IndexRebuild {
+		m.rebuildIndexes(ctx, nt, wfs, snap, res.Outputs)
+	}
 	return res, nil
+}
+
+// rebuildIndexes runs the Puffin index rebuild over one committed rewrite's outputs. It never
+// fails the rewrite (promise 7): errors are logged, counted and shown in /debug/status.
+func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs icebergio.WriteFileIO, snap int64, outs []merge.Output) {
+	name := t.Identifier()[len(t.Identifier())-1]
+	files := make([]string, len(outs))
+	for i, o := range outs {
+		files[i] = o.Path
+	}
+	rb := &puffinidx.Rebuilder{Metrics: m.Metrics.Rebuild, Log: m.Log}
+	start := m.Now()
+	res, err := rb.Run(ctx, t, fs, snap, files, IndexColumns(t))
+	if err != nil {
+		m.Status.AddError(m.Now(), "index-rebuild", name, err)
+		m.Log.Warn("index rebuild had failures; the rewrite stays committed", zap.String("table", name),
+			zap.Int64("snapshot_id", snap), zap.Int("failures", res.Failures), zap.Error(err))
+	} else if res.Files > 0 {
+		m.Log.Info("registered index sidecars", zap.String("table", name), zap.Int64("snapshot_id", snap),
+			zap.Int("files", res.Files), zap.Int("blobs", res.Blobs), zap.Int64("bytes", res.Bytes), zap.Duration("took", m.Now().Sub(start)))
+	}
+	if fresh, lerr := m.Lake.LoadTable(ctx, name); lerr == nil {
+		t = fresh
+	}
+	m.updateRebuildState(name, t, &rebuildRun{at: start, res: res, err: err})
+}
+
+type rebuildRun struct {
+	at  time.Time
+	res puffinidx.Result
+	err error
+}
+
+// updateRebuildState refreshes the table's rebuild state in /debug/status (run: the last run, if
+// one just happened).
+func (m *Maintainer) updateRebuildState(name string, t *table.Table, run *rebuildRun) {
+	reg, _ := puffinidx.Parse(t.Properties())
+	m.Status.Update(func(r *StatusReport) {
+		tr := r.Table(name)
+		if tr.Maintenance == nil {
+			tr.Maintenance = &MaintenanceState{}
+		}
+		st := tr.Maintenance.IndexRebuild
+		if st == nil {
+			st = &RebuildState{}
+			tr.Maintenance.IndexRebuild = st
+		}
+		st.Enabled, st.Columns, st.Registered = m.Cfg.IndexRebuild, IndexColumns(t), len(reg)
+		if run != nil {
+			at := run.at
+			st.LastRun, st.LastFiles, st.LastBytes, st.LastError = &at, run.res.Files, run.res.Bytes, ""
+			if run.err != nil {
+				st.LastError = run.err.Error()
+			}
+		}
+	})
 }
 
 func removeFiles(fsys icebergio.IO, outs []merge.Output, log *zap.Logger) {

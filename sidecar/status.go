@@ -70,6 +70,20 @@ type MaintenanceState struct {
 	BytesPerLevel map[string]int `json:"bytes_per_level"`
 	OverlapDepth  int            `json:"overlap_depth"`
 	LastPass      *PassReport    `json:"last_pass,omitempty"`
+	// IndexRebuild is the post-rewrite Puffin index rebuild of this table (SIGLAKE_INDEX_REBUILD).
+	IndexRebuild *RebuildState `json:"index_rebuild,omitempty"`
+}
+
+// RebuildState is the index rebuild's state for one table: its switch, what the table's
+// registry holds, and the last run.
+type RebuildState struct {
+	Enabled    bool       `json:"enabled"`
+	Columns    []string   `json:"columns"`    // the table's index specification
+	Registered int        `json:"registered"` // data files with a registered sidecar
+	LastRun    *time.Time `json:"last_run,omitempty"`
+	LastFiles  int        `json:"last_files"`
+	LastBytes  int64      `json:"last_bytes"`
+	LastError  string     `json:"last_error,omitempty"`
 }
 
 // PassReport is the last maintenance pass of a table.

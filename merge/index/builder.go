@@ -66,9 +66,7 @@ type Builder struct {
 	nRG      int
 
 	fileTri  *trigramSet
-	postings []map[string][]uint32 // nil entry: over the limit, skipped
-	idxMin   []int64               // lower bound of each index's encoded size
-	rows     uint32
+	postings []*Postings // nil entry: over the limit, skipped
 }
 
 type groupCount struct {
@@ -109,8 +107,7 @@ func NewBuilder(cfg Config, sc *arrow.Schema) *Builder {
 			if idx := sc.FieldIndices(name); len(idx) > 0 {
 				b.idxCols = append(b.idxCols, idx[0])
 				b.idxNames = append(b.idxNames, name)
-				b.postings = append(b.postings, map[string][]uint32{})
-				b.idxMin = append(b.idxMin, 0)
+				b.postings = append(b.postings, NewPostings())
 			}
 		}
 	}
@@ -197,24 +194,13 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 		if post == nil {
 			continue // already over the footer limit
 		}
-		col := newTextCol(rec.Column(c))
-		for i := 0; i < n; i++ {
-			if v, ok := col.value(i); ok {
-				p, seen := post[string(v)]
-				if !seen {
-					b.idxMin[j] += int64(len(v)) + 2 // length and count varints
-				}
-				post[string(v)] = append(p, b.rows+uint32(i))
-				b.idxMin[j]++ // at least one byte per posting
-			}
-		}
-		// idxMin is a lower bound of the encoded size: once even that is
-		// over the limit the index will be skipped, so stop building it.
-		if base64.StdEncoding.EncodedLen(int(b.idxMin[j])) > int(b.cfg.FooterMaxBytes) {
+		post.Add(rec.Column(c))
+		// A lower bound of the encoded size: once even that is over the
+		// limit the index will be skipped, so stop building it.
+		if base64.StdEncoding.EncodedLen(int(post.MinEncodedBytes())) > int(b.cfg.FooterMaxBytes) {
 			b.postings[j] = nil
 		}
 	}
-	b.rows += uint32(n)
 }
 
 func (b *Builder) addGroups(rec arrow.RecordBatch) {
@@ -333,7 +319,7 @@ func (b *Builder) Finish() (entries []Entry, skipped []string, err error) {
 			skipped = append(skipped, name)
 			continue
 		}
-		enc := encodePostings(b.postings[j])
+		enc := b.postings[j].Encode()
 		if int64(base64.StdEncoding.EncodedLen(len(enc))) > b.cfg.FooterMaxBytes {
 			skipped = append(skipped, name)
 			continue
@@ -413,28 +399,4 @@ func (b *Builder) encodeBuckets() (string, error) {
 		return "", fmt.Errorf("encoding time buckets: %w", err)
 	}
 	return string(v), nil
-}
-
-// encodePostings: uvarint term count, then per term in byte order: uvarint
-// length, the term bytes, uvarint posting count, and the row ordinals as
-// uvarint deltas (first one absolute).
-func encodePostings(m map[string][]uint32) []byte {
-	terms := make([]string, 0, len(m))
-	for t := range m {
-		terms = append(terms, t)
-	}
-	slices.Sort(terms)
-	out := binary.AppendUvarint(nil, uint64(len(terms)))
-	for _, t := range terms {
-		out = binary.AppendUvarint(out, uint64(len(t)))
-		out = append(out, t...)
-		p := m[t]
-		out = binary.AppendUvarint(out, uint64(len(p)))
-		prev := uint32(0)
-		for _, r := range p {
-			out = binary.AppendUvarint(out, uint64(r-prev))
-			prev = r
-		}
-	}
-	return out
 }

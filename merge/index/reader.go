@@ -16,7 +16,7 @@ type Footer struct {
 	buckets   *bucketsJSON
 	rowGroups []RowGroup // nil when the entry is absent
 	fileTri   *bloom
-	inverted  map[string]string // column -> undecoded entry (base64)
+	inverted  map[string]*Inverted
 }
 
 // RowGroup is one row group's entry: its time range, row count and bloom.
@@ -30,7 +30,7 @@ type RowGroup struct {
 // other keys. It always returns a usable Footer; the error lists entries that
 // were malformed, which the Footer then treats as absent.
 func Decode(kv map[string]string) (*Footer, error) {
-	f := &Footer{inverted: map[string]string{}}
+	f := &Footer{inverted: map[string]*Inverted{}}
 	var errs []error
 	if v, ok := kv[KeyGroups]; ok {
 		var g groupsJSON
@@ -71,11 +71,16 @@ func Decode(kv map[string]string) (*Footer, error) {
 	}
 	for k, v := range kv {
 		if col, ok := strings.CutPrefix(k, KeyInvertedPrefix); ok {
-			if _, err := decodePostings(v, ""); err != nil {
+			raw, err := base64.StdEncoding.DecodeString(v)
+			var ix *Inverted
+			if err == nil {
+				ix, err = DecodeInverted(raw)
+			}
+			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", k, err))
 				continue
 			}
-			f.inverted[col] = v
+			f.inverted[col] = ix
 		}
 	}
 	return f, errors.Join(errs...)
@@ -123,57 +128,6 @@ func decodeRowGroups(v string) ([]RowGroup, error) {
 		return nil, errors.New("trailing bytes")
 	}
 	return rgs, nil
-}
-
-// decodePostings decodes an inverted-index entry; with term != "" it returns
-// only that term's rows (nil if absent), otherwise it only validates.
-func decodePostings(v, term string) ([]uint32, error) {
-	src, err := base64.StdEncoding.DecodeString(v)
-	if err != nil {
-		return nil, err
-	}
-	n, k := binary.Uvarint(src)
-	if k <= 0 {
-		return nil, errShort
-	}
-	src = src[k:]
-	for i := uint64(0); i < n; i++ {
-		l, k := binary.Uvarint(src)
-		if k <= 0 || uint64(len(src)-k) < l {
-			return nil, errShort
-		}
-		t := string(src[k : k+int(l)])
-		src = src[k+int(l):]
-		cnt, k2 := binary.Uvarint(src)
-		if k2 <= 0 || cnt > uint64(len(src)) {
-			return nil, errShort
-		}
-		src = src[k2:]
-		var rows []uint32
-		want := term != "" && t == term
-		if want {
-			rows = make([]uint32, 0, cnt)
-		}
-		prev := uint64(0)
-		for j := uint64(0); j < cnt; j++ {
-			d, k := binary.Uvarint(src)
-			if k <= 0 {
-				return nil, errShort
-			}
-			src = src[k:]
-			prev += d
-			if want {
-				rows = append(rows, uint32(prev))
-			}
-		}
-		if want {
-			return rows, nil
-		}
-	}
-	if term == "" && len(src) != 0 {
-		return nil, errors.New("trailing bytes")
-	}
-	return nil, nil
 }
 
 // NumRowGroups returns the row-group count the bloom entry describes.
@@ -350,60 +304,23 @@ func (f *Footer) HasInvertedIndex(column string) bool {
 	return ok
 }
 
+// Inverted returns the footer inverted index of column, or false when the
+// footer carries none (the caller must scan, or look for a Puffin sidecar).
+func (f *Footer) Inverted(column string) (*Inverted, bool) {
+	if f == nil {
+		return nil, false
+	}
+	ix, ok := f.inverted[column]
+	return ix, ok
+}
+
 // Lookup returns the ordinals (0-based, in file order) of the rows whose
 // column equals term, from the footer inverted index. ok is false when the
 // file has no index for column: the caller must scan.
 func (f *Footer) Lookup(column, term string) (rows []uint32, ok bool) {
-	if f == nil {
-		return nil, false
-	}
-	v, ok := f.inverted[column]
+	ix, ok := f.Inverted(column)
 	if !ok {
 		return nil, false
 	}
-	if term == "" {
-		return lookupEmpty(v)
-	}
-	rows, err := decodePostings(v, term)
-	if err != nil {
-		return nil, false
-	}
-	return rows, true
-}
-
-// lookupEmpty handles the empty-string term, which decodePostings reserves
-// for "validate only".
-func lookupEmpty(v string) ([]uint32, bool) {
-	src, err := base64.StdEncoding.DecodeString(v)
-	if err != nil {
-		return nil, false
-	}
-	n, k := binary.Uvarint(src)
-	if k <= 0 || n == 0 {
-		return nil, k > 0
-	}
-	// Terms are sorted, so "" can only be first.
-	src = src[k:]
-	l, k := binary.Uvarint(src)
-	if k <= 0 || l != 0 {
-		return nil, k > 0
-	}
-	src = src[k:]
-	cnt, k := binary.Uvarint(src)
-	if k <= 0 {
-		return nil, false
-	}
-	src = src[k:]
-	rows := make([]uint32, 0, cnt)
-	prev := uint64(0)
-	for j := uint64(0); j < cnt; j++ {
-		d, k := binary.Uvarint(src)
-		if k <= 0 {
-			return nil, false
-		}
-		src = src[k:]
-		prev += d
-		rows = append(rows, uint32(prev))
-	}
-	return rows, true
+	return ix.Lookup(term), true
 }

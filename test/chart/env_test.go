@@ -131,6 +131,7 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 			eq(t, "snapshot expiry", c.SnapshotExpireInterval, 60*time.Second)
 			eq(t, "snapshots retained", c.SnapshotRetain, 100)
 			eq(t, "inverted index", c.InvertedIndex, true)
+			eq(t, "index rebuild", c.IndexRebuild, false)
 			eq(t, "http", c.HTTPAddr, "0.0.0.0:9464")
 			eq(t, "gossip bind", c.GossipBind, "0.0.0.0:7946")
 			eq(t, "gossip advertise", c.GossipAdvertise, fakePodIP+":7946")
@@ -160,6 +161,7 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 		"s3-postgres-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
 			eq(t, "catalog (from the Secret)", c.Catalog, secrets["siglake-catalog"]["dsn"])
 			eq(t, "namespace", c.Namespace, "logs")
+			eq(t, "index rebuild", c.IndexRebuild, true)
 			eq(t, "warehouse", c.Warehouse, "s3://lake/siglake")
 			eq(t, "s3 endpoint", c.S3Endpoint, "https://s3.storage.example.internal")
 			eq(t, "s3 region", c.S3Region, "eu-west-1")
@@ -254,7 +256,7 @@ func TestOptionsHaveChartValues(t *testing.T) {
 	}
 }
 
-// TestSpecValuesNotYetInBinary keeps the chart and the binary in step for the three values the
+// TestSpecValuesNotYetInBinary keeps the chart and the binary in step for the values the
 // spec names but the binary does not accept yet: once it does, the chart must render them.
 func TestSpecValuesNotYetInBinary(t *testing.T) {
 	accepted := map[string]bool{}
@@ -264,7 +266,6 @@ func TestSpecValuesNotYetInBinary(t *testing.T) {
 	for env, value := range map[string]string{
 		"SIGLAKE_DELETE_TASKS":  "compactor.deleteTasks",
 		"SIGLAKE_CATALOG_CLAIM": "compactor.catalogClaim",
-		"SIGLAKE_INDEX_REBUILD": "compactor.indexRebuild",
 	} {
 		if accepted[env] {
 			t.Errorf("the binary accepts %s now: render it from %s in charts/siglake-compactor/templates/_helpers.tpl and drop it from the README's \"Not yet supported\" list", env, value)

@@ -1,0 +1,119 @@
+// Package puffinidx is the post-rewrite index rebuild (compactor.indexRebuild): it builds the
+// inverted indexes a streamed rewrite left out of its outputs' footers, writes them as Puffin
+// sidecars and registers them in a table property, and it finds a live file's index again
+// (footer first, then a registered sidecar). Formats: docs/file-format.md.
+//
+// Registrations live in table properties, not in Iceberg statistics files: a statistics file
+// belongs to one snapshot and snapshot expiry drops it with that snapshot, while a property
+// survives expiry and changes only through a catalog compare-and-swap commit. So the
+// registration of a file lasts exactly as long as we say (until the file is no longer live).
+package puffinidx
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// PropertyPrefix prefixes the table property registering one data file's sidecars; the data
+// file's base name (unique: a fresh UUID) follows.
+const PropertyPrefix = "siglake.invidx.puffin.v1."
+
+// Registration is the value of one data file's property.
+type Registration struct {
+	DataFile string    `json:"data_file"` // full path, as in the manifests
+	Sidecars []Sidecar `json:"sidecars"`
+}
+
+// Sidecar is one Puffin file holding inverted indexes of some columns of the data file.
+type Sidecar struct {
+	Path       string   `json:"path"`
+	Columns    []string `json:"columns"`
+	SnapshotID int64    `json:"snapshot_id"` // the rewrite that wrote the data file
+}
+
+// Key is the property key registering dataFile.
+func Key(dataFile string) string { return PropertyPrefix + path.Base(dataFile) }
+
+// Columns lists every column some sidecar of the registration indexes.
+func (r Registration) Columns() []string {
+	var out []string
+	for _, s := range r.Sidecars {
+		out = append(out, s.Columns...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// sidecarFor returns the sidecar that indexes column.
+func (r Registration) sidecarFor(column string) (Sidecar, bool) {
+	for _, s := range r.Sidecars {
+		if slices.Contains(s.Columns, column) {
+			return s, true
+		}
+	}
+	return Sidecar{}, false
+}
+
+// Registry is a table's registrations, by data file path.
+type Registry map[string]Registration
+
+// Parse reads the registrations out of table properties. A malformed value is reported and left
+// out (its file is treated as unindexed: a gap costs pruning, never correctness).
+func Parse(props map[string]string) (Registry, error) {
+	reg := Registry{}
+	var bad []string
+	keys := make([]string, 0)
+	for k := range props {
+		if strings.HasPrefix(k, PropertyPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var r Registration
+		if err := json.Unmarshal([]byte(props[k]), &r); err != nil || r.DataFile == "" || Key(r.DataFile) != k {
+			bad = append(bad, k)
+			continue
+		}
+		reg[r.DataFile] = r
+	}
+	if len(bad) > 0 {
+		return reg, fmt.Errorf("table properties %v: not an index registration (want JSON {data_file, sidecars} under %s<data file name>)", bad, PropertyPrefix)
+	}
+	return reg, nil
+}
+
+// Encode is the property value of r.
+func (r Registration) Encode() string {
+	b, _ := json.Marshal(r) // strings, ints and slices only: cannot fail
+	return string(b)
+}
+
+// PuffinPaths returns every registered sidecar path (what gc must keep).
+func (reg Registry) PuffinPaths() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range reg {
+		for _, s := range r.Sidecars {
+			out[s.Path] = true
+		}
+	}
+	return out
+}
+
+// StaleKeys returns the property keys of registrations whose data file is not live, sorted.
+// Data file names are fresh UUIDs, so a file that left the table never comes back.
+func StaleKeys(props map[string]string, live func(dataFile string) bool) []string {
+	reg, _ := Parse(props)
+	var out []string
+	for f := range reg {
+		if !live(f) {
+			out = append(out, Key(f))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
