@@ -89,8 +89,13 @@ func TestPageBoundedMemoryIndependentOfInputSize(t *testing.T) {
 	if decoded[0] < 10*chunkBytes {
 		t.Fatalf("input (%d bytes) is not 10x the chunk budget", decoded[0])
 	}
-	if pb[1] > pb[0]+pb[0]/4 {
-		t.Errorf("page-bounded peak grew with the input: %d -> %d bytes", pb[0], pb[1])
+	// Some buffers legitimately differ between the two sizes by a few hundred KiB (dictionary
+	// pages grow with the distinct values of a row group up to their limit; which chunk meets
+	// which page boundary varies from run to run). Growth that follows the input (holding a
+	// column, a row group or the plan's rows decoded) is 10x the input and fails this.
+	if growth, inputGrowth := pb[1]-pb[0], decoded[1]-decoded[0]; growth > inputGrowth/20 {
+		t.Errorf("page-bounded peak grew with the input: %d -> %d bytes (+%d, more than 1/20 of the input's +%d)",
+			pb[0], pb[1], growth, inputGrowth)
 	}
 	// The constant: per-input batches and read buffers, the writer's row group
 	// (RowGroupRows = chunk) and page buffers. Bounded well under the input.
