@@ -43,6 +43,11 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 		for _, c := range cursors {
 			_ = c.close()
 		}
+		for _, r := range p.readers {
+			if r.seq != nil {
+				r.seq.close()
+			}
+		}
 		for _, f := range files {
 			_ = f.Close()
 		}
@@ -58,7 +63,14 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 			return nil, err
 		}
 		files = append(files, dataIn)
-		p.readers = append(p.readers, &rowReader{name: in.Path, in: dataIn, schema: schema, tsName: opts.TimestampColumn, mem: opts.Allocator})
+		rr := &rowReader{name: in.Path, in: dataIn, schema: schema, tsName: opts.TimestampColumn, mem: opts.Allocator}
+		var nested *arrow.Schema
+		if nested, rr.flat = splitNested(dataIn, schema, opts.TimestampColumn); nested != nil {
+			if rr.seq, err = newSeqReader(ctx, dataIn, nested, opts.TimestampColumn, opts.Allocator); err != nil {
+				return nil, err
+			}
+		}
+		p.readers = append(p.readers, rr)
 		tsSrc, err := newPQSource(ctx, tsIn, nil, opts.TimestampColumn, true, opts.Allocator)
 		if err != nil {
 			return nil, err
@@ -147,10 +159,16 @@ func (p *planSink) chunkEnd() error {
 // the data pass holds one input's column readers at a time, whatever the
 // fan-in. The price is decoding again the part of a page that straddles two
 // chunks.
+//
+// Columns with repeated leaves cannot be read that way (see nested.go): seq
+// reads them forward with a reader that stays open, and flat is the schema
+// of the rest.
 type rowReader struct {
 	name   string
 	in     *openedInput
 	schema *arrow.Schema
+	flat   *arrow.Schema // the columns read by seeking: schema, less seq's
+	seq    *seqReader    // nil when the input has no repeated columns
 	tsName string
 	mem    memory.Allocator
 	next   int64 // first row not read yet
@@ -158,6 +176,21 @@ type rowReader struct {
 
 // read returns the next n rows as one record.
 func (r *rowReader) read(ctx context.Context, n int64) (arrow.RecordBatch, error) {
+	flat, err := r.readFlat(ctx, n)
+	if err != nil || r.seq == nil {
+		return flat, err
+	}
+	defer flat.Release()
+	nested, err := r.seq.read(ctx, r.name, n)
+	if err != nil {
+		return nil, err
+	}
+	defer nested.Release()
+	return zipColumns(r.schema, flat, nested), nil
+}
+
+// readFlat returns the next n rows of the flat columns.
+func (r *rowReader) readFlat(ctx context.Context, n int64) (arrow.RecordBatch, error) {
 	md := r.in.pf.MetaData()
 	rg, before := 0, int64(0)
 	for rg < md.NumRowGroups() && before+md.RowGroup(rg).NumRows() <= r.next {
@@ -172,7 +205,7 @@ func (r *rowReader) read(ctx context.Context, n int64) (arrow.RecordBatch, error
 	if len(rgs) == 0 {
 		return nil, fmt.Errorf("input %s: data pass asked for rows %d-%d past its end", r.name, r.next, r.next+n)
 	}
-	src, err := newPQSourceRG(ctx, r.in, r.schema, r.tsName, false, r.mem, rgs)
+	src, err := newPQSourceRG(ctx, r.in, r.flat, r.tsName, false, r.mem, rgs)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +239,7 @@ func (r *rowReader) read(ctx context.Context, n int64) (arrow.RecordBatch, error
 		pieces[0].Retain()
 		return pieces[0], nil
 	}
-	return concatRecords(r.schema, pieces, r.mem)
+	return concatRecords(r.flat, pieces, r.mem)
 }
 
 func concatRecords(schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {

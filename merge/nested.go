@@ -1,0 +1,124 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// The page-bounded data pass re-opens each input per chunk and seeks to the chunk's first row.
+// arrow-go (v18.8) cannot seek into the middle of a page of a repeated column (a list's or a
+// map's leaves): its column reader decodes the whole page's repetition levels while skipping
+// but only the skipped rows' definition levels, so the next read fails with "number of decoded
+// rep/def levels did not match". Columns with repeated leaves are therefore read by a reader
+// that stays open and only moves forward (the data pass reads each input's rows in order); the
+// flat columns keep the seek, which holds no reader between chunks.
+
+// seqReader reads the nested columns of one input forward, n rows at a time.
+type seqReader struct {
+	src     *pqSource
+	schema  *arrow.Schema     // the timestamp plus the nested columns
+	pending arrow.RecordBatch // rows read from src but not returned yet
+}
+
+// splitNested returns the columns of schema that in stores with repeated leaves, and schema
+// without them. nested is nil when there are none.
+func splitNested(in *openedInput, schema *arrow.Schema, tsName string) (nested, flat *arrow.Schema) {
+	sc := in.pf.MetaData().Schema
+	repeated := map[string]bool{}
+	for i := 0; i < sc.NumColumns(); i++ {
+		if c := sc.Column(i); c.MaxRepetitionLevel() > 0 {
+			repeated[c.ColumnPath()[0]] = true
+		}
+	}
+	if len(repeated) == 0 {
+		return nil, schema
+	}
+	var nf, ff []arrow.Field
+	for _, f := range schema.Fields() {
+		switch {
+		case f.Name == tsName:
+			nf, ff = append(nf, f), append(ff, f)
+		case repeated[f.Name]:
+			nf = append(nf, f)
+		default:
+			ff = append(ff, f)
+		}
+	}
+	if len(nf) == 1 { // the input's repeated columns are not in the output schema
+		return nil, schema
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(nf, &md), arrow.NewSchema(ff, &md)
+}
+
+func newSeqReader(ctx context.Context, in *openedInput, nested *arrow.Schema, tsName string, mem memory.Allocator) (*seqReader, error) {
+	src, err := newPQSource(ctx, in, nested, tsName, false, mem)
+	if err != nil {
+		return nil, err
+	}
+	return &seqReader{src: src, schema: nested}, nil
+}
+
+// read returns the next n rows.
+func (s *seqReader) read(ctx context.Context, name string, n int64) (arrow.RecordBatch, error) {
+	var pieces []arrow.RecordBatch
+	defer func() {
+		for _, p := range pieces {
+			p.Release()
+		}
+	}()
+	for left := n; left > 0; {
+		if s.pending == nil {
+			b, ok, err := s.src.next(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("reading input %s: %w", name, err)
+			}
+			if !ok {
+				return nil, fmt.Errorf("input %s: data pass ended before the rows the timestamp pass planned", name)
+			}
+			s.pending = b.rec
+		}
+		take := min(left, s.pending.NumRows())
+		pieces = append(pieces, s.pending.NewSlice(0, take))
+		if take == s.pending.NumRows() {
+			s.pending.Release()
+			s.pending = nil
+		} else {
+			rest := s.pending.NewSlice(take, s.pending.NumRows())
+			s.pending.Release()
+			s.pending = rest
+		}
+		left -= take
+	}
+	if len(pieces) == 1 {
+		pieces[0].Retain()
+		return pieces[0], nil
+	}
+	return concatRecords(s.schema, pieces, s.src.mem)
+}
+
+func (s *seqReader) close() {
+	if s.pending != nil {
+		s.pending.Release()
+		s.pending = nil
+	}
+	_ = s.src.close()
+}
+
+// zipColumns builds a record of schema from flat and nested, which hold its columns between
+// them (the timestamp is in both; flat's is used).
+func zipColumns(schema *arrow.Schema, flat, nested arrow.RecordBatch) arrow.RecordBatch {
+	cols := make([]arrow.Array, schema.NumFields())
+	for i, f := range schema.Fields() {
+		if idx := flat.Schema().FieldIndices(f.Name); len(idx) > 0 {
+			cols[i] = flat.Column(idx[0])
+		} else {
+			cols[i] = nested.Column(nested.Schema().FieldIndices(f.Name)[0])
+		}
+	}
+	return array.NewRecordBatch(schema, cols, flat.NumRows())
+}
