@@ -131,6 +131,7 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 			eq(t, "snapshot expiry", c.SnapshotExpireInterval, 60*time.Second)
 			eq(t, "snapshots retained", c.SnapshotRetain, 100)
 			eq(t, "inverted index", c.InvertedIndex, true)
+			eq(t, "delete tasks (default on, nothing rendered)", c.DeleteTasks, true)
 			eq(t, "http", c.HTTPAddr, "0.0.0.0:9464")
 			eq(t, "gossip bind", c.GossipBind, "0.0.0.0:7946")
 			eq(t, "gossip advertise", c.GossipAdvertise, fakePodIP+":7946")
@@ -147,6 +148,8 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 		},
 		"all-off-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
 			eq(t, "inverted index", c.InvertedIndex, false)
+			eq(t, "delete tasks", c.DeleteTasks, false)
+			eq(t, "SIGLAKE_DELETE_TASKS", env["SIGLAKE_DELETE_TASKS"], "0")
 			eq(t, "recluster interval", c.ReclusterInterval, time.Duration(0))
 			eq(t, "leveled", c.Leveled, false)
 			eq(t, "backpressure compact every", c.BackpressureCompactEvery, 0)
@@ -254,7 +257,7 @@ func TestOptionsHaveChartValues(t *testing.T) {
 	}
 }
 
-// TestSpecValuesNotYetInBinary keeps the chart and the binary in step for the three values the
+// TestSpecValuesNotYetInBinary keeps the chart and the binary in step for the values the
 // spec names but the binary does not accept yet: once it does, the chart must render them.
 func TestSpecValuesNotYetInBinary(t *testing.T) {
 	accepted := map[string]bool{}
@@ -262,7 +265,6 @@ func TestSpecValuesNotYetInBinary(t *testing.T) {
 		accepted[n] = true
 	}
 	for env, value := range map[string]string{
-		"SIGLAKE_DELETE_TASKS":  "compactor.deleteTasks",
 		"SIGLAKE_CATALOG_CLAIM": "compactor.catalogClaim",
 		"SIGLAKE_INDEX_REBUILD": "compactor.indexRebuild",
 	} {

@@ -198,6 +198,10 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.indexFooterMaxBytes | int64 | quote }}
 - name: SIGLAKE_INVERTED_INDEX
   value: {{ $v.compactor.invertedIndex.enabled | quote }}
+{{- if not $v.compactor.deleteTasks }}
+- name: SIGLAKE_DELETE_TASKS
+  value: "0"
+{{- end }}
 {{- end }}
 
 {{/* The sidecar's volume mounts. */}}
