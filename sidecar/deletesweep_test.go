@@ -394,6 +394,11 @@ func TestDeleteTasksSwitch(t *testing.T) {
 				if v := gaugeValue(pending); v != 1 {
 					t.Fatalf("siglake_delete_requests_pending = %v, want 1", v)
 				}
+				var shown []PendingRequest
+				m.Status.Update(func(s *StatusReport) { shown = s.Table("events").Deletes.Pending })
+				if len(shown) != 1 || shown[0].ID != r.ID {
+					t.Fatalf("/debug/status pending requests: %+v", shown)
+				}
 				if _, err := DeleteSweep(context.Background(), e.lake, e.cfg, e.drain.Log, []string{"events"}, true); err != nil {
 					t.Fatal(err)
 				}
