@@ -61,8 +61,14 @@ type RewriteOptions struct {
 	// DeleteTask marks a delete-task rewrite: output generation 0, and the
 	// in-memory arm follows index_at_flush like an ingest flush.
 	DeleteTask bool
+	// RowFilter, if set, drops the rows it matches (delete tasks). It runs on
+	// the in-memory and k-way paths; a bin the budget would send to the
+	// page-bounded path streams through the k-way path instead.
+	RowFilter *RowFilter
 	// Metrics, if set, records the rewrite.
 	Metrics *Metrics
+
+	matcher *rowMatcher // RowFilter bound to the schema, for this rewrite
 }
 
 // RewriteResult says what a rewrite did.
@@ -72,6 +78,9 @@ type RewriteResult struct {
 	Outputs      []Output
 	BytesRead    int64
 	BytesWritten int64
+	// Deleted counts the rows RowFilter dropped, per predicate (a row counts
+	// for the first predicate that matches); nil without a filter.
+	Deleted []int64
 }
 
 // Budget is what ChoosePath weighs a bin against.
@@ -133,6 +142,14 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		gen = 0
 	}
 	opts.Generation = gen
+	if opts.RowFilter != nil {
+		if opts.matcher, err = compileFilter(opts.RowFilter, schema); err != nil {
+			return RewriteResult{}, err
+		}
+		if opts.ForcePath == PathPageBounded {
+			return RewriteResult{}, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathPageBounded)
+		}
+	}
 
 	var read int64
 	opened := make([]*openedInput, 0, len(inputs))
@@ -161,6 +178,11 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	res := RewriteResult{Path: opts.ForcePath, Reason: "forced by options"}
 	if res.Path == "" {
 		res.Path, res.Reason = ChoosePath(est, len(inputs), Budget{MemoryBytes: opts.MemoryBudget, MaxFanIn: opts.MaxFanIn, StreamBytesPerInput: perInput})
+		if opts.matcher != nil && res.Path == PathPageBounded {
+			// The timestamp pass cannot see the filtered columns; a delete
+			// task's bin is one file, which one k-way stream reads.
+			res.Path, res.Reason = PathKWay, res.Reason+"; a row filter streams through the k-way path"
+		}
 	}
 
 	var outs []Output
@@ -183,6 +205,9 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	}
 	res.Outputs = outs
 	res.BytesRead = read
+	if opts.matcher != nil {
+		res.Deleted = opts.matcher.deleted
+	}
 	for _, o := range outs {
 		res.BytesWritten += o.Size
 	}
@@ -243,11 +268,12 @@ func mergeInMemory(ctx context.Context, fs icebergio.WriteFileIO, opened []*open
 		}
 	}
 	for i, in := range opened {
-		src, err := newPQSource(ctx, in, schema, opts.TimestampColumn, false, opts.Allocator)
+		pq, err := newPQSource(ctx, in, schema, opts.TimestampColumn, false, opts.Allocator)
 		if err != nil {
 			releaseAll()
 			return nil, err
 		}
+		src := opts.filtered(pq, schema)
 		ms := &memSource{}
 		c := &cursor{idx: i, name: in.path, src: ms}
 		cursors = append(cursors, c)
@@ -286,7 +312,7 @@ func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedIn
 			}
 			return nil, err
 		}
-		cursors = append(cursors, &cursor{idx: i, name: in.path, src: newPrefetchSource(ctx, src)})
+		cursors = append(cursors, &cursor{idx: i, name: in.path, src: newPrefetchSource(ctx, opts.filtered(src, schema))})
 	}
 	as := newAsyncSink(ctx, s)
 	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return as.write(ctx, r) })

@@ -70,6 +70,11 @@ type Config struct {
 	MergeMemoryBytes         int64
 	MergeChunkRows           int64
 
+	// Delete tasks (docs/deletes.md).
+	DeleteTasks         bool
+	DeleteSweepMaxFiles int
+	DeleteSweepMaxBytes int64
+
 	// Gossip.
 	NodeName        string
 	GossipBind      string
@@ -238,6 +243,22 @@ func Options() []Option {
 					err = fmt.Errorf("accepted: a whole number of rows above 0")
 				}
 				c.MergeChunkRows = int64(n)
+				return err
+			}},
+		{"delete-tasks", "SIGLAKE_DELETE_TASKS", "true", "compactor.deleteTasks",
+			"Idle-cycle delete-task sweep over owned tables; 0/off/false/no disables it. Requests are still recorded, and `siglake delete-sweep --apply` still executes them.",
+			setBool(func(c *Config) *bool { return &c.DeleteTasks })},
+		{"delete-sweep-max-files", "SIGLAKE_DELETE_SWEEP_MAX_FILES", "8", "",
+			"Most candidate files one delete sweep of a table examines (and rewrites), so a big request cannot starve the drain; the rest wait for the next idle cycle.",
+			setPosInt(func(c *Config) *int { return &c.DeleteSweepMaxFiles })},
+		{"delete-sweep-max-mb", "SIGLAKE_DELETE_SWEEP_MAX_MB", "1024", "",
+			"Most MiB of candidate files one delete sweep of a table examines (at least one file is always examined).",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of MiB above 0")
+				}
+				c.DeleteSweepMaxBytes = int64(n) << 20
 				return err
 			}},
 		{"node-name", "SIGLAKE_NODE_NAME", "", "",

@@ -39,6 +39,7 @@ type Maintainer struct {
 	states     map[string]plan.State
 	backlogged int // consecutive backlogged cycles, process-wide (the backlog is the process's)
 	lastExpire time.Time
+	deletes    *DeleteSweeper
 }
 
 // PlanConfig maps the process options onto the planner's configuration.
@@ -62,9 +63,46 @@ func PlanConfig(c Config) (plan.Config, error) {
 type CycleReport struct {
 	Decision  string
 	Tables    int
+	Planned   int // bins planned over all tables
 	Rewrites  int // bins committed
 	Conflicts int // bins whose replace lost to a concurrent change (outputs removed)
 	Failed    int
+	// DeleteSweeps are the delete sweeps of an idle cycle (none when SIGLAKE_DELETE_TASKS is off).
+	DeleteSweeps []SweepReport
+}
+
+// Deletes is the maintainer's delete sweeper (created on first use; it keeps what it learnt
+// about clean files between cycles).
+func (m *Maintainer) Deletes() *DeleteSweeper {
+	if m.deletes == nil {
+		m.deletes = &DeleteSweeper{Cfg: m.Cfg, Lake: m.Lake, Metrics: m.Metrics, Status: m.Status, Log: m.Log, Now: m.Now}
+	}
+	return m.deletes
+}
+
+// idleDeletes sweeps each owned table's pending deletion requests, or with SIGLAKE_DELETE_TASKS
+// off only publishes them (requests are still recorded and counted; delete-sweep --apply runs them).
+func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []SweepReport {
+	d := m.Deletes()
+	var out []SweepReport
+	for _, name := range owned {
+		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
+			break
+		}
+		if !m.Cfg.DeleteTasks {
+			if err := d.Pending(ctx, name); err != nil {
+				m.Log.Warn("reading deletion requests failed", zap.String("table", name), zap.Error(err))
+			}
+			continue
+		}
+		rep, err := d.Sweep(ctx, name, SweepOptions{Apply: true})
+		if err != nil {
+			m.Status.AddError(m.Now(), "delete-sweep", name, err)
+			m.Log.Warn("delete sweep failed", zap.String("table", name), zap.Error(err))
+		}
+		out = append(out, rep)
+	}
+	return out
 }
 
 // Cycle runs one maintenance cycle over the owned tables.
@@ -122,6 +160,12 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 			}
 		}
 	}
+	// Delete tasks run in the idle cycle: no rewrite work and no backpressure anywhere.
+	idle := firstErr == nil && rep.Planned == 0 && rep.Decision != plan.DecisionSkippedBackpressure.String() &&
+		rep.Decision != plan.DecisionThrottledBackpressure.String()
+	if idle && ctx.Err() == nil {
+		rep.DeleteSweeps = m.idleDeletes(ctx, owned)
+	}
 	if m.Cfg.SnapshotExpireInterval > 0 && now.Sub(m.lastExpire) >= m.Cfg.SnapshotExpireInterval {
 		m.lastExpire = now
 		for _, name := range owned {
@@ -166,6 +210,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep 
 	}
 	m.updateRebuildState(name, t, nil)
 	pass := plan.Plan(m.Plan, in)
+	rep.Planned += len(pass.Bins)
 	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped}
 	for i, b := range pass.Bins {
 		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
@@ -281,18 +326,10 @@ func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, by
 		m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "failed").Inc()
 		return res, fmt.Errorf("merge %d files of partition %s: %w", len(inputs), b.Partition, err)
 	}
-	added := make([]iceberg.DataFile, 0, len(res.Outputs))
-	for _, o := range res.Outputs {
-		df, err := table.DataFileFromMetadata(table.DataFileArgs{
-			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
-			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
-			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
-		})
-		if err != nil {
-			removeFiles(fsys, res.Outputs, log)
-			return res, fmt.Errorf("describe output %s: %w", o.Path, err)
-		}
-		added = append(added, df)
+	added, err := describeOutputs(t, res.Outputs)
+	if err != nil {
+		removeFiles(fsys, res.Outputs, log)
+		return res, err
 	}
 	txn := t.NewTransaction()
 	props := iceberg.Properties{"siglake.rewrite.kind": b.Kind.String(), "siglake.rewrite.path": string(res.Path),
@@ -392,6 +429,23 @@ func (m *Maintainer) updateRebuildState(name string, t *table.Table, run *rebuil
 			}
 		}
 	})
+}
+
+// describeOutputs turns rewrite outputs into Iceberg data files of t (metrics from their footers).
+func describeOutputs(t *table.Table, outs []merge.Output) ([]iceberg.DataFile, error) {
+	added := make([]iceberg.DataFile, 0, len(outs))
+	for _, o := range outs {
+		df, err := table.DataFileFromMetadata(table.DataFileArgs{
+			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
+			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
+			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("describe output %s: %w", o.Path, err)
+		}
+		added = append(added, df)
+	}
+	return added, nil
 }
 
 func removeFiles(fsys icebergio.IO, outs []merge.Output, log *zap.Logger) {

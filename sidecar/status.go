@@ -48,6 +48,38 @@ type TableReport struct {
 	Owner       string            `json:"owner,omitempty"`
 	OwnerSince  *time.Time        `json:"owner_since,omitempty"`
 	Maintenance *MaintenanceState `json:"maintenance,omitempty"`
+	Deletes     *DeleteState      `json:"deletes,omitempty"`
+}
+
+// DeleteState is a table's deletion requests as the last sweep (or idle-cycle look) saw them.
+type DeleteState struct {
+	CheckedAt time.Time        `json:"checked_at"`
+	Sweeps    bool             `json:"sweeps"` // SIGLAKE_DELETE_TASKS
+	Pending   []PendingRequest `json:"pending"`
+	LastSweep *SweepSummary    `json:"last_sweep,omitempty"`
+	Invalid   []string         `json:"invalid,omitempty"` // properties that do not decode
+}
+
+// PendingRequest is one pending deletion request.
+type PendingRequest struct {
+	ID             string    `json:"id"`
+	Predicate      string    `json:"predicate"`
+	CreatedAt      time.Time `json:"created_at"`
+	RowsDeleted    int64     `json:"rows_deleted"`
+	FilesRewritten int64     `json:"files_rewritten"`
+}
+
+// SweepSummary is what one delete sweep of a table did.
+type SweepSummary struct {
+	Time        time.Time `json:"time"`
+	Outcome     string    `json:"outcome"`
+	Candidates  int       `json:"candidates"`
+	Examined    int       `json:"examined"`
+	Rewritten   int       `json:"rewritten"`
+	RowsDeleted int64     `json:"rows_deleted"`
+	Done        []string  `json:"done,omitempty"`
+	Capped      bool      `json:"capped,omitempty"`
+	Error       string    `json:"error,omitempty"`
 }
 
 // CommitReport describes a drain commit.

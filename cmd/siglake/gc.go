@@ -26,34 +26,8 @@ func runGC(args []string) error {
 	var tables multiFlag
 	gcFlags.Var(&tables, "table", "limit gc to this table (repeatable; default: every table)")
 
-	// Split our flags from the compactor options the config loader reads.
-	var own, rest []string
-	for i := 0; i < len(args); i++ {
-		name := strings.TrimLeft(strings.SplitN(args[i], "=", 2)[0], "-")
-		if f := gcFlags.Lookup(name); f != nil && strings.HasPrefix(args[i], "-") {
-			own = append(own, args[i])
-			_, isBool := f.Value.(interface{ IsBoolFlag() bool })
-			if !strings.Contains(args[i], "=") && !isBool && i+1 < len(args) {
-				i++
-				own = append(own, args[i])
-			}
-			continue
-		}
-		if args[i] == "-h" || args[i] == "--help" {
-			gcFlags.Usage()
-			fmt.Fprintln(os.Stderr, "\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
-			return nil
-		}
-		rest = append(rest, args[i])
-	}
-	if err := gcFlags.Parse(own); err != nil {
-		return err
-	}
-	cfg, err := sidecar.Load(rest, nil)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
+	cfg, help, err := toolConfig(gcFlags, args)
+	if help || err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -98,3 +72,36 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// toolConfig parses a tool's own flags (those fs defines) and reads the compactor options (flags
+// or SIGLAKE_* env) from the rest, so tools reach the catalog and warehouse the sidecar uses.
+// help is true when -h was asked for and printed.
+func toolConfig(fs *flag.FlagSet, args []string) (cfg sidecar.Config, help bool, err error) {
+	var own, rest []string
+	for i := 0; i < len(args); i++ {
+		name := strings.TrimLeft(strings.SplitN(args[i], "=", 2)[0], "-")
+		if f := fs.Lookup(name); f != nil && strings.HasPrefix(args[i], "-") {
+			own = append(own, args[i])
+			_, isBool := f.Value.(interface{ IsBoolFlag() bool })
+			if !strings.Contains(args[i], "=") && !isBool && i+1 < len(args) {
+				i++
+				own = append(own, args[i])
+			}
+			continue
+		}
+		if args[i] == "-h" || args[i] == "--help" {
+			fs.Usage()
+			fmt.Fprintln(os.Stderr, "\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+			return cfg, true, nil
+		}
+		rest = append(rest, args[i])
+	}
+	if err := fs.Parse(own); err != nil {
+		return cfg, false, err
+	}
+	cfg, err = sidecar.Load(rest, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		return cfg, true, nil
+	}
+	return cfg, false, err
+}

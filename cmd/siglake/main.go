@@ -46,6 +46,8 @@ func commands() []command {
 		{"compactor", "run the sidecar: drain sealed WAL segments and maintain tables", runCompactor},
 		{"status", "print a running sidecar's /debug/status as a table", runStatus},
 		{"gc", "list (or with --apply delete) objects no retained snapshot references", runGC},
+		{"delete-request", "record a deletion request (rows matching column conditions and a time range) and print its id", runDeleteRequest},
+		{"delete-sweep", "show deletion requests, candidate files and matching rows (with --apply, delete them now)", runDeleteSweep},
 		{"walgen", "write WAL segments of realistic log rows, as an ingest pod would", runWalgen},
 		{"inspect", "show a table's files per partition and level, generations, overlap depth and a timeline", runInspect},
 		{"simulate", "run the real compaction planner against a modelled ingest and report write amplification and depth", runSimulate},
@@ -57,7 +59,7 @@ func commands() []command {
 func usage() {
 	fmt.Fprintf(os.Stderr, "siglake %s: the siglake compactor sidecar\n\nUsage: siglake COMMAND [flags]\n\nCommands:\n", buildVersion())
 	for _, c := range commands() {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(os.Stderr, "  %-14s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun 'siglake COMMAND -h' for a command's flags. Options: docs/configuration.md.\n")
 }

@@ -95,6 +95,25 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, owner, last, snap, segs, rows, files, depth, levels, pass)
 	}
 	tw.Flush()
+	var pending []string
+	for _, n := range names {
+		d := r.Tables[n].Deletes
+		if d == nil {
+			continue
+		}
+		for _, p := range d.Pending {
+			pending = append(pending, fmt.Sprintf("  %s %s: %s (deleted %d rows in %d files so far)", n, p.ID, p.Predicate, p.RowsDeleted, p.FilesRewritten))
+		}
+		if !d.Sweeps && len(d.Pending) > 0 {
+			pending = append(pending, fmt.Sprintf("  %s: SIGLAKE_DELETE_TASKS is off; run siglake delete-sweep --apply", n))
+		}
+	}
+	if len(pending) > 0 {
+		fmt.Fprintln(w, "\nPENDING DELETION REQUESTS")
+		for _, l := range pending {
+			fmt.Fprintln(w, l)
+		}
+	}
 	if len(r.Members) > 0 {
 		fmt.Fprintln(w, "\nMEMBERS")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

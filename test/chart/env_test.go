@@ -132,6 +132,7 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 			eq(t, "snapshots retained", c.SnapshotRetain, 100)
 			eq(t, "inverted index", c.InvertedIndex, true)
 			eq(t, "index rebuild", c.IndexRebuild, false)
+			eq(t, "delete tasks (default on, nothing rendered)", c.DeleteTasks, true)
 			eq(t, "http", c.HTTPAddr, "0.0.0.0:9464")
 			eq(t, "gossip bind", c.GossipBind, "0.0.0.0:7946")
 			eq(t, "gossip advertise", c.GossipAdvertise, fakePodIP+":7946")
@@ -148,6 +149,8 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 		},
 		"all-off-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
 			eq(t, "inverted index", c.InvertedIndex, false)
+			eq(t, "delete tasks", c.DeleteTasks, false)
+			eq(t, "SIGLAKE_DELETE_TASKS", env["SIGLAKE_DELETE_TASKS"], "0")
 			eq(t, "recluster interval", c.ReclusterInterval, time.Duration(0))
 			eq(t, "leveled", c.Leveled, false)
 			eq(t, "backpressure compact every", c.BackpressureCompactEvery, 0)
@@ -264,7 +267,6 @@ func TestSpecValuesNotYetInBinary(t *testing.T) {
 		accepted[n] = true
 	}
 	for env, value := range map[string]string{
-		"SIGLAKE_DELETE_TASKS":  "compactor.deleteTasks",
 		"SIGLAKE_CATALOG_CLAIM": "compactor.catalogClaim",
 	} {
 		if accepted[env] {

@@ -197,6 +197,10 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.invertedIndex.enabled | quote }}
 - name: SIGLAKE_INDEX_REBUILD
   value: {{ $v.compactor.indexRebuild | quote }}
+{{- if not $v.compactor.deleteTasks }}
+- name: SIGLAKE_DELETE_TASKS
+  value: "0"
+{{- end }}
 {{- end }}
 
 {{/* The sidecar's volume mounts. */}}

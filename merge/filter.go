@@ -1,0 +1,291 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	icebergio "github.com/apache/iceberg-go/io"
+)
+
+// RowFilter selects the rows a delete-task rewrite drops: a row is dropped
+// when any of its predicates matches it. It is evaluated on decoded batches;
+// choosing which files to rewrite is the caller's job (Iceberg scan planning).
+type RowFilter struct {
+	Predicates []Predicate
+}
+
+// Predicate is a conjunction: every column test and the time range must hold.
+// A null value never matches.
+type Predicate struct {
+	Columns []ColumnIn
+	// From and To bound the timestamp column in microseconds, [From, To); nil
+	// leaves that side open.
+	From, To *int64
+}
+
+// ColumnIn holds when the column's value is one of Values (text, parsed per
+// the column's type: strings as is, integers in decimal, booleans true/false).
+type ColumnIn struct {
+	Column string
+	Values []string
+}
+
+// FilterableType says whether delete predicates may test a column of type t,
+// and if not, what they accept.
+func FilterableType(t arrow.DataType) error {
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.BOOL:
+		return nil
+	}
+	return fmt.Errorf("type %s is not accepted: delete predicates test string, integer and boolean columns", t)
+}
+
+// rowMatcher is a RowFilter bound to a schema, with values parsed once.
+type rowMatcher struct {
+	preds   []boundPredicate
+	deleted []int64 // rows dropped, per predicate (a row counts for the first that matches)
+}
+
+type boundPredicate struct {
+	cols     []boundColumn
+	from, to *int64
+}
+
+type boundColumn struct {
+	idx   int // in the schema the batches are conformed to
+	strs  map[string]struct{}
+	ints  map[int64]struct{}
+	bools map[bool]struct{}
+}
+
+// compileFilter binds f to sc; it fails on a column sc lacks, a type
+// FilterableType refuses, or a value that does not parse as the column's type.
+func compileFilter(f *RowFilter, sc *arrow.Schema) (*rowMatcher, error) {
+	m := &rowMatcher{deleted: make([]int64, len(f.Predicates))}
+	for pi, p := range f.Predicates {
+		bp := boundPredicate{from: p.From, to: p.To}
+		for _, c := range p.Columns {
+			idx := sc.FieldIndices(c.Column)
+			if len(idx) == 0 {
+				return nil, fmt.Errorf("delete predicate %d: no column %q", pi, c.Column)
+			}
+			typ := sc.Field(idx[0]).Type
+			if err := FilterableType(typ); err != nil {
+				return nil, fmt.Errorf("delete predicate %d: column %q: %w", pi, c.Column, err)
+			}
+			bc := boundColumn{idx: idx[0]}
+			for _, v := range c.Values {
+				switch typ.ID() {
+				case arrow.STRING, arrow.LARGE_STRING:
+					if bc.strs == nil {
+						bc.strs = map[string]struct{}{}
+					}
+					bc.strs[v] = struct{}{}
+				case arrow.BOOL:
+					b, err := strconv.ParseBool(v)
+					if err != nil {
+						return nil, fmt.Errorf("delete predicate %d: column %q value %q: accepted: true, false", pi, c.Column, v)
+					}
+					if bc.bools == nil {
+						bc.bools = map[bool]struct{}{}
+					}
+					bc.bools[b] = struct{}{}
+				default:
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						return nil, fmt.Errorf("delete predicate %d: column %q value %q: accepted: a decimal integer", pi, c.Column, v)
+					}
+					if bc.ints == nil {
+						bc.ints = map[int64]struct{}{}
+					}
+					bc.ints[n] = struct{}{}
+				}
+			}
+			bp.cols = append(bp.cols, bc)
+		}
+		m.preds = append(m.preds, bp)
+	}
+	return m, nil
+}
+
+// matches reports which predicate (index) matches row i, or -1.
+func (m *rowMatcher) matches(rec arrow.RecordBatch, ts []int64, i int) int {
+next:
+	for pi, p := range m.preds {
+		if p.from != nil && ts[i] < *p.from || p.to != nil && ts[i] >= *p.to {
+			continue
+		}
+		for _, c := range p.cols {
+			if !c.holds(rec.Column(c.idx), i) {
+				continue next
+			}
+		}
+		return pi
+	}
+	return -1
+}
+
+func (c *boundColumn) holds(a arrow.Array, i int) bool {
+	if a.IsNull(i) {
+		return false
+	}
+	var ok bool
+	switch v := a.(type) {
+	case *array.String:
+		_, ok = c.strs[v.Value(i)]
+	case *array.LargeString:
+		_, ok = c.strs[v.Value(i)]
+	case *array.Boolean:
+		_, ok = c.bools[v.Value(i)]
+	case *array.Int8:
+		_, ok = c.ints[int64(v.Value(i))]
+	case *array.Int16:
+		_, ok = c.ints[int64(v.Value(i))]
+	case *array.Int32:
+		_, ok = c.ints[int64(v.Value(i))]
+	case *array.Int64:
+		_, ok = c.ints[v.Value(i)]
+	}
+	return ok
+}
+
+// apply drops b's matching rows and counts them. It keeps b as is when no row
+// matches; otherwise it releases b's record and returns the kept rows, copied
+// run by run (deletions are usually a few runs of one user or service).
+func (m *rowMatcher) apply(b batch, sc *arrow.Schema, mem memory.Allocator) (batch, error) {
+	n := len(b.ts)
+	var runs [][2]int // kept [from, to)
+	start, dropped := 0, 0
+	for i := 0; i < n; i++ {
+		p := m.matches(b.rec, b.ts, i)
+		if p < 0 {
+			continue
+		}
+		m.deleted[p]++
+		dropped++
+		if i > start {
+			runs = append(runs, [2]int{start, i})
+		}
+		start = i + 1
+	}
+	if dropped == 0 {
+		return b, nil
+	}
+	if start < n {
+		runs = append(runs, [2]int{start, n})
+	}
+	defer b.rec.Release()
+	out := batch{ts: make([]int64, 0, n-dropped)}
+	if len(runs) == 0 {
+		out.rec = b.rec.NewSlice(0, 0)
+		return out, nil
+	}
+	pieces := make([]arrow.RecordBatch, len(runs))
+	for i, r := range runs {
+		pieces[i] = b.rec.NewSlice(int64(r[0]), int64(r[1]))
+		out.ts = append(out.ts, b.ts[r[0]:r[1]]...)
+	}
+	defer func() {
+		for _, p := range pieces {
+			p.Release()
+		}
+	}()
+	if len(pieces) == 1 {
+		pieces[0].Retain()
+		out.rec = pieces[0]
+		return out, nil
+	}
+	rec, err := concatRecords(sc, pieces, mem)
+	if err != nil {
+		return batch{}, err
+	}
+	out.rec = rec
+	return out, nil
+}
+
+// filterSource drops the matching rows of a full-width source's batches.
+type filterSource struct {
+	src    source
+	m      *rowMatcher
+	schema *arrow.Schema
+	mem    memory.Allocator
+}
+
+func (s *filterSource) next(ctx context.Context) (batch, bool, error) {
+	b, ok, err := s.src.next(ctx)
+	if err != nil || !ok {
+		return b, ok, err
+	}
+	b, err = s.m.apply(b, s.schema, s.mem)
+	return b, err == nil, err
+}
+
+func (s *filterSource) close() error { return s.src.close() }
+
+// filtered wraps src in the rewrite's row filter, if it has one: the one hook
+// the merge paths need for delete tasks.
+func (o *RewriteOptions) filtered(src source, schema *arrow.Schema) source {
+	if o.matcher == nil {
+		return src
+	}
+	return &filterSource{src: src, m: o.matcher, schema: schema, mem: o.Allocator}
+}
+
+// CountMatches reads only the timestamp column and the columns f tests from
+// the data file at path and returns, per predicate, how many rows it would
+// drop (a row counts for the first predicate that matches), and the file's
+// row count. schema is the table's Arrow schema; columns a file lacks are null.
+func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arrow.Schema, tsName string, f *RowFilter, mem memory.Allocator) (perPredicate []int64, rows int64, err error) {
+	defer recoverAbort(&err, nil)
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	need := map[string]bool{tsName: true}
+	for _, p := range f.Predicates {
+		for _, c := range p.Columns {
+			need[c.Column] = true
+		}
+	}
+	var fields []arrow.Field
+	for _, fl := range schema.Fields() {
+		if need[fl.Name] {
+			fields = append(fields, fl)
+		}
+	}
+	sub := arrow.NewSchema(fields, nil)
+	m, err := compileFilter(f, sub)
+	if err != nil {
+		return nil, 0, err
+	}
+	in, err := openInput(fs, path, mem, kwayBatchRows)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer in.Close()
+	src, err := newPQSource(ctx, in, sub, tsName, false, mem)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer src.close()
+	for {
+		b, ok, err := src.next(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading input %s: %w", path, err)
+		}
+		if !ok {
+			break
+		}
+		rows += int64(len(b.ts))
+		for i := range b.ts {
+			if p := m.matches(b.rec, b.ts, i); p >= 0 {
+				m.deleted[p]++
+			}
+		}
+		b.rec.Release()
+	}
+	return m.deleted, rows, nil
+}

@@ -1,0 +1,198 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// randFilter draws 1-3 predicates over service (IN), level (=) and a time
+// window, and returns the filter and an independent evaluator over the
+// rendered rows of rowStrings (ts|service|raw|level|trace_id|).
+func randFilter(r *rand.Rand, base int64) (*RowFilter, func(row string) bool) {
+	f := &RowFilter{}
+	type pred struct {
+		svcs     []string
+		level    string
+		from, to int64
+	}
+	var ps []pred
+	for n := 1 + r.IntN(3); n > 0; n-- {
+		var p Predicate
+		var q pred
+		if r.IntN(4) != 0 {
+			for _, s := range services {
+				if r.IntN(3) == 0 {
+					q.svcs = append(q.svcs, s)
+				}
+			}
+			if len(q.svcs) == 0 {
+				q.svcs = []string{services[r.IntN(len(services))]}
+			}
+			p.Columns = append(p.Columns, ColumnIn{Column: "service", Values: q.svcs})
+		}
+		if r.IntN(3) == 0 {
+			q.level = strconv.Itoa(r.IntN(6))
+			p.Columns = append(p.Columns, ColumnIn{Column: "level", Values: []string{q.level}})
+		}
+		q.from, q.to = -1<<62, 1<<62
+		if r.IntN(2) == 0 {
+			q.from = base + r.Int64N(3000)
+			p.From = &q.from
+		}
+		if r.IntN(2) == 0 {
+			q.to = base + r.Int64N(6000)
+			p.To = &q.to
+		}
+		f.Predicates = append(f.Predicates, p)
+		ps = append(ps, q)
+	}
+	match := func(row string) bool {
+		cols := strings.Split(row, "|")
+		ts, _ := strconv.ParseInt(cols[0], 10, 64)
+		for _, q := range ps {
+			if ts < q.from || ts >= q.to {
+				continue
+			}
+			if q.svcs != nil && !slices.Contains(q.svcs, cols[1]) {
+				continue
+			}
+			if q.level != "" && cols[3] != q.level {
+				continue
+			}
+			return true
+		}
+		return false
+	}
+	return f, match
+}
+
+// TestDeleteRewriteDropsExactlyTheMatchingRows: a delete-task rewrite's output
+// is exactly the input multiset minus the rows the filter matches, sorted,
+// time-disjoint, at generation 0, on the in-memory path and on a streamed path
+// (forced k-way, and a budget so small that ChoosePath would go page-bounded).
+func TestDeleteRewriteDropsExactlyTheMatchingRows(t *testing.T) {
+	sc := testArrowSchema(t)
+	seeds := 12
+	if long() {
+		seeds = 120
+	}
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		dir := t.TempDir()
+		s := randScenario(t, r, sc, dir)
+		f, match := randFilter(r, 1_700_000_000_000_000)
+		var want []string
+		for _, row := range s.want {
+			if !match(row) {
+				want = append(want, row)
+			}
+		}
+		for _, c := range []struct {
+			force  PathKind
+			budget int64
+			want   PathKind
+		}{{PathInMemory, 0, PathInMemory}, {PathKWay, 0, PathKWay}, {"", 1, PathKWay}} {
+			what := fmt.Sprintf("seed %d path %q budget %d", seed, c.force, c.budget)
+			opts := RewriteOptions{
+				WriterOptions: WriterOptions{RowGroupRows: int64(200 + r.IntN(800)), TargetFileBytes: int64(20_000 + r.IntN(60_000)),
+					Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}, IndexAtFlush: true}},
+				ForcePath: c.force, MemoryBudget: c.budget, DeleteTask: true, RowFilter: f,
+			}
+			res, err := Rewrite(context.Background(), localFS, s.inputs, sc, pathGen(filepath.Join(dir, "out-"+string(c.force)), 0), opts)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if res.Path != c.want {
+				t.Fatalf("%s: took path %s (%s), want %s", what, res.Path, res.Reason, c.want)
+			}
+			var got []string
+			for i, o := range res.Outputs {
+				if o.Generation != 0 {
+					t.Fatalf("%s: output generation %d, want 0", what, o.Generation)
+				}
+				if i > 0 && res.Outputs[i-1].MaxTimestamp >= o.MinTimestamp {
+					t.Fatalf("%s: outputs %d and %d overlap", what, i-1, i)
+				}
+				got = append(got, readFileRows(t, localFS, o.Path, sc)...)
+			}
+			if !slices.Equal(got, want) {
+				diffRows(t, got, want)
+				t.Fatalf("%s: %d rows out, want %d of %d", what, len(got), len(want), len(s.want))
+			}
+			var deleted int64
+			for _, n := range res.Deleted {
+				deleted += n
+			}
+			if deleted != int64(len(s.want)-len(want)) {
+				t.Fatalf("%s: result says %d rows deleted, %d were", what, deleted, len(s.want)-len(want))
+			}
+		}
+		// CountMatches agrees with the rewrite, file by file.
+		for _, in := range s.inputs {
+			per, rows, err := CountMatches(context.Background(), localFS, in.Path, sc, "timestamp", f, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n, wantN int64
+			for _, c := range per {
+				n += c
+			}
+			all := readFileRows(t, localFS, in.Path, sc)
+			for _, row := range all {
+				if match(row) {
+					wantN++
+				}
+			}
+			if n != wantN || rows != int64(len(all)) {
+				t.Fatalf("seed %d: CountMatches(%s) = %d of %d rows, want %d of %d", seed, in.Path, n, rows, wantN, len(all))
+			}
+		}
+	}
+}
+
+// TestDeleteEverythingWritesNothing: a file whose every row matches leaves no output.
+func TestDeleteEverythingWritesNothing(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(3, 3))
+	dir := t.TempDir()
+	rec := randRecord(r, sc, 500, 1_700_000_000_000_000, 3, true, true)
+	in := writeInput(t, dir, sc, rec, 2, 100)
+	rec.Release()
+	for _, p := range []PathKind{PathInMemory, PathKWay} {
+		res, err := Rewrite(context.Background(), localFS, []Input{in}, sc, pathGen(filepath.Join(dir, string(p)), 0),
+			RewriteOptions{ForcePath: p, DeleteTask: true, RowFilter: &RowFilter{Predicates: []Predicate{{}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Outputs) != 0 || res.Deleted[0] != 500 {
+			t.Fatalf("%s: %d outputs, %v deleted; want none and 500", p, len(res.Outputs), res.Deleted)
+		}
+	}
+}
+
+func TestRowFilterRejectsBadPredicates(t *testing.T) {
+	sc := testArrowSchema(t)
+	for _, c := range []struct {
+		f    RowFilter
+		want string
+	}{
+		{RowFilter{[]Predicate{{Columns: []ColumnIn{{"user_id", []string{"a"}}}}}}, `no column "user_id"`},
+		{RowFilter{[]Predicate{{Columns: []ColumnIn{{"level", []string{"high"}}}}}}, "accepted: a decimal integer"},
+		{RowFilter{[]Predicate{{Columns: []ColumnIn{{"timestamp", []string{"1"}}}}}}, "accepted: delete predicates test string, integer and boolean"},
+	} {
+		_, err := compileFilter(&c.f, sc)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%+v: error %v, want it to mention %q", c.f, err, c.want)
+		}
+	}
+	if _, err := Rewrite(context.Background(), localFS, nil, sc, pathGen(t.TempDir(), 0),
+		RewriteOptions{ForcePath: PathPageBounded, RowFilter: &RowFilter{}}); err == nil {
+		t.Fatal("a forced page-bounded rewrite with a row filter was accepted")
+	}
+}

@@ -1,0 +1,341 @@
+// Package deletes holds deletion requests ("delete the rows of user X"): their format, how they
+// are validated against a table's schema, stored in the table's properties, and turned into an
+// Iceberg row filter (for scan planning) and a merge.RowFilter (for the rewrite).
+// Format and semantics: docs/deletes.md.
+package deletes
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/siglake/siglake/merge"
+)
+
+// Version is the format version of a stored request; readers refuse newer ones.
+const Version = 1
+
+// States of a request.
+const (
+	Pending = "pending"
+	Done    = "done"
+)
+
+// Request is one deletion request: rows matching every Where condition and, when set, the time
+// range [From, To) on the timestamp column. It is stored as JSON in one table property.
+type Request struct {
+	Version int    `json:"version"`
+	ID      string `json:"id"`
+	// Where is a conjunction: each condition holds when the column's value is one of Values.
+	Where []Condition `json:"where"`
+	// From and To bound the timestamp column, [From, To), in RFC 3339 with microseconds; empty
+	// leaves that side open.
+	From      string    `json:"from,omitempty"`
+	To        string    `json:"to,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+
+	State string `json:"state"`
+	// Progress, updated in the commit that deletes the rows (whose snapshot summary names the
+	// request in siglake.delete.requests).
+	RowsDeleted    int64 `json:"rows_deleted"`
+	FilesRewritten int64 `json:"files_rewritten"`
+	// DoneAt and DoneSnapshotID say when a sweep found no live file with matching rows: rows
+	// committed after DoneSnapshotID are not deleted.
+	DoneAt         *time.Time `json:"done_at,omitempty"`
+	DoneSnapshotID int64      `json:"done_snapshot_id,omitempty"`
+}
+
+// Condition is COLUMN IN (VALUES...); one value is an equality. Values are text in the column's
+// type: strings as is, integers in decimal, booleans true/false.
+type Condition struct {
+	Column string   `json:"column"`
+	Values []string `json:"values"`
+}
+
+// PropertyPrefix prefixes the table property holding a request: siglake.delete.<id>.
+const PropertyPrefix = "siglake.delete."
+
+// Key is the table property of request id.
+func Key(id string) string { return PropertyPrefix + id }
+
+// NewID returns a request id that sorts by creation time: UTC time plus 6 random hex digits.
+func NewID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Encode is the stored form of r.
+func (r Request) Encode() (string, error) {
+	b, err := json.Marshal(r)
+	return string(b), err
+}
+
+// Decode parses the stored form of a request; key names the property in errors.
+func Decode(key, v string) (Request, error) {
+	var r Request
+	dec := json.NewDecoder(strings.NewReader(v))
+	if err := dec.Decode(&r); err != nil {
+		return Request{}, fmt.Errorf("table property %s: not a deletion request (JSON): %w", key, err)
+	}
+	if r.Version < 1 || r.Version > Version {
+		return Request{}, fmt.Errorf("table property %s: request format version %d, this siglake reads 1..%d", key, r.Version, Version)
+	}
+	if r.State != Pending && r.State != Done {
+		return Request{}, fmt.Errorf("table property %s: state %q, accepted: %s, %s", key, r.State, Pending, Done)
+	}
+	return r, nil
+}
+
+// List returns the requests stored in a table's properties, sorted by id, and an error for each
+// property under PropertyPrefix that does not decode (those are left alone, never executed).
+func List(props iceberg.Properties) ([]Request, []error) {
+	var out []Request
+	var errs []error
+	for k, v := range props {
+		if !strings.HasPrefix(k, PropertyPrefix) {
+			continue
+		}
+		r, err := Decode(k, v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, errs
+}
+
+// PendingOf returns the pending requests of rs.
+func PendingOf(rs []Request) []Request {
+	var out []Request
+	for _, r := range rs {
+		if r.State == Pending {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ParseTime accepts RFC 3339 (2026-11-29T10:00:00Z, fractions allowed) or a UTC day (2026-11-29).
+func ParseTime(flag, v string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%s %q: accepted: RFC 3339 (2026-11-29T10:00:00Z) or a UTC day (2026-11-29)", flag, v)
+}
+
+// Validate checks r against a table schema: every column exists, is a top-level scalar the
+// filter accepts (string, int, long, boolean; not the timestamp column, which --from/--to bound),
+// appears once, and every value parses; the times parse and From < To. A request with neither
+// a condition nor a time range is refused: it would delete the whole table.
+func (r *Request) Validate(sc *iceberg.Schema, tsColumn string) error {
+	if len(r.Where) == 0 && r.From == "" && r.To == "" {
+		return fmt.Errorf("a deletion request needs at least one --where/--in condition or a --from/--to range (it would delete every row)")
+	}
+	seen := map[string]bool{}
+	for _, c := range r.Where {
+		if c.Column == tsColumn {
+			return fmt.Errorf("column %q: bound the timestamp column with --from/--to, not a condition", c.Column)
+		}
+		f, ok := sc.FindFieldByName(c.Column)
+		if !ok || strings.Contains(c.Column, ".") {
+			return fmt.Errorf("column %q: the table has no such top-level column; columns: %s", c.Column, columnNames(sc))
+		}
+		if seen[c.Column] {
+			return fmt.Errorf("column %q: more than one condition; list the values of one column in one --in", c.Column)
+		}
+		seen[c.Column] = true
+		switch f.Type.(type) {
+		case iceberg.StringType, iceberg.Int32Type, iceberg.Int64Type, iceberg.BooleanType:
+		default:
+			return fmt.Errorf("column %q has type %s: conditions accept string, int, long and boolean columns", c.Column, f.Type)
+		}
+		if len(c.Values) == 0 {
+			return fmt.Errorf("column %q: a condition needs at least one value", c.Column)
+		}
+		for _, v := range c.Values {
+			if err := parseValue(f.Type, v); err != nil {
+				return fmt.Errorf("column %q value %q: %w", c.Column, v, err)
+			}
+		}
+	}
+	from, to, err := r.Range()
+	if err != nil {
+		return err
+	}
+	if from != nil && to != nil && *from >= *to {
+		return fmt.Errorf("--from %s is not before --to %s: the range is [from, to)", r.From, r.To)
+	}
+	return nil
+}
+
+func parseValue(t iceberg.Type, v string) error {
+	switch t.(type) {
+	case iceberg.Int32Type:
+		if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+			return fmt.Errorf("accepted: a decimal 32-bit integer")
+		}
+	case iceberg.Int64Type:
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return fmt.Errorf("accepted: a decimal integer")
+		}
+	case iceberg.BooleanType:
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("accepted: true, false")
+		}
+	}
+	return nil
+}
+
+func columnNames(sc *iceberg.Schema) string {
+	var names []string
+	for _, f := range sc.Fields() {
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Range returns From and To in microseconds (nil when open).
+func (r *Request) Range() (from, to *int64, err error) {
+	if r.From != "" {
+		t, err := ParseTime("--from", r.From)
+		if err != nil {
+			return nil, nil, err
+		}
+		us := t.UnixMicro()
+		from = &us
+	}
+	if r.To != "" {
+		t, err := ParseTime("--to", r.To)
+		if err != nil {
+			return nil, nil, err
+		}
+		us := t.UnixMicro()
+		to = &us
+	}
+	return from, to, nil
+}
+
+// Expr is r as an Iceberg row filter, for scan planning (partition and column-metrics pruning).
+// r must have been validated against sc.
+func (r *Request) Expr(sc *iceberg.Schema, tsColumn string) (iceberg.BooleanExpression, error) {
+	var parts []iceberg.BooleanExpression
+	for _, c := range r.Where {
+		f, _ := sc.FindFieldByName(c.Column)
+		ref := iceberg.Reference(c.Column)
+		switch f.Type.(type) {
+		case iceberg.StringType:
+			parts = append(parts, iceberg.IsIn(ref, c.Values...))
+		case iceberg.Int32Type:
+			vs := make([]int32, len(c.Values))
+			for i, v := range c.Values {
+				n, _ := strconv.ParseInt(v, 10, 32)
+				vs[i] = int32(n)
+			}
+			parts = append(parts, iceberg.IsIn(ref, vs...))
+		case iceberg.Int64Type:
+			vs := make([]int64, len(c.Values))
+			for i, v := range c.Values {
+				vs[i], _ = strconv.ParseInt(v, 10, 64)
+			}
+			parts = append(parts, iceberg.IsIn(ref, vs...))
+		case iceberg.BooleanType:
+			vs := make([]bool, len(c.Values))
+			for i, v := range c.Values {
+				vs[i], _ = strconv.ParseBool(v)
+			}
+			parts = append(parts, iceberg.IsIn(ref, vs...))
+		default:
+			return nil, fmt.Errorf("column %q has type %s: conditions accept string, int, long and boolean columns", c.Column, f.Type)
+		}
+	}
+	from, to, err := r.Range()
+	if err != nil {
+		return nil, err
+	}
+	if from != nil {
+		parts = append(parts, iceberg.GreaterThanEqual(iceberg.Reference(tsColumn), iceberg.Timestamp(*from)))
+	}
+	if to != nil {
+		parts = append(parts, iceberg.LessThan(iceberg.Reference(tsColumn), iceberg.Timestamp(*to)))
+	}
+	switch len(parts) {
+	case 0:
+		return iceberg.AlwaysTrue{}, nil
+	case 1:
+		return parts[0], nil
+	}
+	return iceberg.NewAnd(parts[0], parts[1], parts[2:]...), nil
+}
+
+// AnyExpr is the Iceberg filter of rows any of rs matches.
+func AnyExpr(rs []Request, sc *iceberg.Schema, tsColumn string) (iceberg.BooleanExpression, error) {
+	var parts []iceberg.BooleanExpression
+	for i := range rs {
+		e, err := rs[i].Expr(sc, tsColumn)
+		if err != nil {
+			return nil, fmt.Errorf("request %s: %w", rs[i].ID, err)
+		}
+		parts = append(parts, e)
+	}
+	switch len(parts) {
+	case 0:
+		return iceberg.AlwaysFalse{}, nil
+	case 1:
+		return parts[0], nil
+	}
+	return iceberg.NewOr(parts[0], parts[1], parts[2:]...), nil
+}
+
+// RowFilter is the merge filter of rows any of rs matches; predicate i is rs[i].
+func RowFilter(rs []Request) (*merge.RowFilter, error) {
+	f := &merge.RowFilter{}
+	for _, r := range rs {
+		from, to, err := r.Range()
+		if err != nil {
+			return nil, fmt.Errorf("request %s: %w", r.ID, err)
+		}
+		p := merge.Predicate{From: from, To: to}
+		for _, c := range r.Where {
+			p.Columns = append(p.Columns, merge.ColumnIn{Column: c.Column, Values: c.Values})
+		}
+		f.Predicates = append(f.Predicates, p)
+	}
+	return f, nil
+}
+
+// Describe renders r's predicate for logs and the CLI: service IN (billing) AND timestamp >= ....
+func (r *Request) Describe() string {
+	var parts []string
+	for _, c := range r.Where {
+		if len(c.Values) == 1 {
+			parts = append(parts, fmt.Sprintf("%s = %q", c.Column, c.Values[0]))
+		} else {
+			q := make([]string, len(c.Values))
+			for i, v := range c.Values {
+				q[i] = strconv.Quote(v)
+			}
+			parts = append(parts, fmt.Sprintf("%s IN (%s)", c.Column, strings.Join(q, ", ")))
+		}
+	}
+	if r.From != "" {
+		parts = append(parts, "timestamp >= "+r.From)
+	}
+	if r.To != "" {
+		parts = append(parts, "timestamp < "+r.To)
+	}
+	return strings.Join(parts, " AND ")
+}

@@ -1,0 +1,510 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// DeleteSweeper executes the deletion requests recorded in tables (docs/deletes.md): candidate
+// files come from Iceberg scan planning with the requests' row filter; each candidate with
+// matching rows is rewritten once without them (generation 0) and replaced in a validated commit
+// that also updates the requests' progress. A request is done when a sweep finds no live file
+// with rows it matches.
+type DeleteSweeper struct {
+	Cfg     Config
+	Lake    *lake.Lake
+	Metrics *Metrics
+	Status  *Status
+	Log     *zap.Logger
+	Now     func() time.Time
+
+	// clean remembers (file, request) pairs known to have no matching row. Data files never
+	// change, so this holds until the file is replaced; it lets a capped sweep move on to files
+	// it has not examined instead of reading the same clean ones every time.
+	clean map[string]bool
+}
+
+// SweepOptions say how one sweep runs.
+type SweepOptions struct {
+	// Apply rewrites files and marks requests done; without it the sweep only reports
+	// candidates and matching rows (siglake delete-sweep without --apply).
+	Apply bool
+	// NoCaps examines every candidate (the dry run); otherwise SIGLAKE_DELETE_SWEEP_MAX_FILES
+	// and SIGLAKE_DELETE_SWEEP_MAX_MB bound the sweep.
+	NoCaps bool
+}
+
+// SweepReport says what one sweep of a table found and did.
+type SweepReport struct {
+	Table      string            `json:"table"`
+	Requests   []deletes.Request `json:"requests"` // every request, as stored after the sweep
+	Invalid    []string          `json:"invalid,omitempty"`
+	Candidates []CandidateFile   `json:"candidates"`
+	Outcome    string            `json:"outcome"`
+	Rewritten  int               `json:"rewritten"`
+	Deleted    int64             `json:"rows_deleted"`
+	Done       []string          `json:"done,omitempty"`
+	Capped     bool              `json:"capped,omitempty"`
+	Conflicts  int               `json:"conflicts,omitempty"`
+	ByRequest  map[string]int64  `json:"matching_rows_by_request,omitempty"`
+	Snapshots  []int64           `json:"snapshot_ids,omitempty"` // of the committed rewrites
+	examined   int
+	pending    []deletes.Request
+}
+
+// CandidateFile is a file scan planning could not rule out for some pending request.
+type CandidateFile struct {
+	Path     string           `json:"path"`
+	Bytes    int64            `json:"bytes"`
+	Rows     int64            `json:"rows"`
+	Matching map[string]int64 `json:"matching_rows,omitempty"` // by request id; absent = not examined
+	Result   string           `json:"result"`
+}
+
+func (s *DeleteSweeper) cleanKey(file, id string) string { return file + "\x00" + id }
+
+// Sweep runs one delete sweep of table name.
+func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep SweepReport, err error) {
+	rep.Table = name
+	if s.clean == nil {
+		s.clean = map[string]bool{}
+	}
+	log := s.Log.With(zap.String("table", name))
+	defer func() {
+		if err != nil {
+			rep.Outcome = "failed"
+		}
+		if o.Apply && rep.Outcome != "" {
+			s.Metrics.DeleteSweeps.WithLabelValues(rep.Outcome).Inc()
+		}
+		s.publish(name, rep, err)
+	}()
+	t, err := s.Lake.LoadTable(ctx, name)
+	if err != nil {
+		return rep, err
+	}
+	all, bad := deletes.List(t.Properties())
+	for _, e := range bad {
+		rep.Invalid = append(rep.Invalid, e.Error())
+		log.Warn("ignoring a table property that is not a valid deletion request", zap.Error(e))
+	}
+	rep.Requests = all
+	rep.pending = deletes.PendingOf(all)
+	if len(rep.pending) == 0 || t.CurrentSnapshot() == nil {
+		return rep, nil
+	}
+	expr, err := deletes.AnyExpr(rep.pending, t.Schema(), lake.TimestampColumn)
+	if err != nil {
+		return rep, err
+	}
+	tasks, err := t.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("plan candidate files of %s: %w", name, err)
+	}
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i].File.FilePath() < tasks[j].File.FilePath() })
+	sc, err := lake.ArrowSchema(t)
+	if err != nil {
+		return rep, err
+	}
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.ByRequest = map[string]int64{}
+	var bytes int64
+	var firstErr error
+	for _, task := range tasks {
+		df := task.File
+		c := CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count()}
+		// Requests this file may still hold rows of.
+		var open []deletes.Request
+		for _, r := range rep.pending {
+			if o.NoCaps || !s.clean[s.cleanKey(c.Path, r.ID)] {
+				open = append(open, r)
+			}
+		}
+		switch {
+		case len(open) == 0:
+			c.Result = "clean (examined before)"
+		case ctx.Err() != nil:
+			c.Result = "not examined: shutting down"
+		case !o.NoCaps && rep.examined > 0 && (rep.examined >= s.Cfg.DeleteSweepMaxFiles || bytes+c.Bytes > s.Cfg.DeleteSweepMaxBytes):
+			c.Result = "not examined: sweep cap reached"
+			rep.Capped = true
+		default:
+			rep.examined++
+			bytes += c.Bytes
+			err := s.examine(ctx, t, fsys, sc, df, open, o, &c, &rep, log)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+		rep.Candidates = append(rep.Candidates, c)
+	}
+	switch {
+	case firstErr != nil:
+		return rep, firstErr
+	case rep.Rewritten > 0:
+		rep.Outcome = "deleted"
+	case rep.Conflicts > 0:
+		rep.Outcome = "conflict"
+	case rep.Capped:
+		rep.Outcome = "capped"
+	default:
+		rep.Outcome = "clean"
+	}
+	if o.Apply && !rep.Capped && rep.Conflicts == 0 && ctx.Err() == nil {
+		if err := s.markDone(ctx, name, &rep, log); err != nil {
+			return rep, err
+		}
+	}
+	// Report what is stored now.
+	if t, err := s.Lake.LoadTable(ctx, name); err == nil {
+		rep.Requests, _ = deletes.List(t.Properties())
+	}
+	return rep, nil
+}
+
+// examine counts a candidate's matching rows per open request and, when applying, rewrites it
+// without them.
+func (s *DeleteSweeper) examine(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, df iceberg.DataFile,
+	open []deletes.Request, o SweepOptions, c *CandidateFile, rep *SweepReport, log *zap.Logger) error {
+	f, err := deletes.RowFilter(open)
+	if err != nil {
+		return err
+	}
+	per, _, err := merge.CountMatches(ctx, fsys, c.Path, sc, lake.TimestampColumn, f, nil)
+	if err != nil {
+		c.Result = "failed: " + err.Error()
+		return fmt.Errorf("count matching rows of %s: %w", c.Path, err)
+	}
+	c.Matching = map[string]int64{}
+	var matched []deletes.Request
+	for i, r := range open {
+		c.Matching[r.ID] = per[i]
+		rep.ByRequest[r.ID] += per[i]
+		if per[i] == 0 {
+			if o.Apply || o.NoCaps {
+				s.clean[s.cleanKey(c.Path, r.ID)] = true
+			}
+			continue
+		}
+		matched = append(matched, r)
+	}
+	if len(matched) == 0 {
+		c.Result = "no matching rows: not rewritten"
+		return nil
+	}
+	if !o.Apply {
+		c.Result = "would rewrite (dry run)"
+		return nil
+	}
+	snap, deleted, outs, err := s.rewrite(ctx, t, df, matched, log)
+	switch {
+	case err == nil:
+		c.Result = fmt.Sprintf("rewritten into %d files, snapshot %d", outs, snap)
+		rep.Rewritten++
+		rep.Deleted += deleted
+		rep.Snapshots = append(rep.Snapshots, snap)
+		return nil
+	case errors.Is(err, errConflict):
+		c.Result = "conflict: " + err.Error()
+		rep.Conflicts++
+		return nil
+	}
+	c.Result = "failed: " + err.Error()
+	return err
+}
+
+// rewrite writes df without the rows of matched and commits the replace together with the
+// requests' progress. The commit pins the branch head it read (so progress written by someone
+// else is never overwritten) and is retried on fresh metadata while df is still live.
+func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFile, matched []deletes.Request, log *zap.Logger) (snap, deleted int64, outputs int, err error) {
+	start := s.Now()
+	name := t.Identifier()[len(t.Identifier())-1]
+	log = log.With(zap.String("path", df.FilePath()))
+	sc, err := lake.ArrowSchema(t)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("FileIO of %s cannot write", t.Location())
+	}
+	f, err := deletes.RowFilter(matched)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	gen, _ := merge.ParseGeneration(df.FilePath())
+	// The output goes beside the input (same partition directory). Not path.Dir: it would fold
+	// "s3://bucket" into "s3:/bucket" (see lake.DataDir).
+	dir := df.FilePath()[:strings.LastIndex(df.FilePath(), "/")]
+	res, err := merge.Rewrite(ctx, wfs, []merge.Input{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen}}, sc,
+		func(int) string { return dir + "/" + merge.DataFileName(0) },
+		merge.RewriteOptions{
+			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: max(s.Cfg.TargetFileBytes, df.FileSizeBytes()),
+				Metadata: s.Cfg.metadataOptions(t)},
+			MemoryBudget: s.Cfg.MergeMemoryBytes, ChunkRows: s.Cfg.MergeChunkRows, MaxFanIn: s.Cfg.MaxFanIn, Metrics: s.Metrics.Merge,
+			DeleteTask: true, RowFilter: f,
+		})
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("delete-task rewrite of %s: %w", df.FilePath(), err)
+	}
+	for _, n := range res.Deleted {
+		deleted += n
+	}
+	added, err := describeOutputs(t, res.Outputs)
+	if err != nil {
+		removeFiles(fsys, res.Outputs, log)
+		return 0, 0, 0, err
+	}
+	ids := make([]string, len(matched))
+	for i, r := range matched {
+		ids[i] = r.ID
+	}
+	props := iceberg.Properties{"siglake.rewrite.kind": "delete-task", "siglake.rewrite.path": string(res.Path),
+		"siglake.rewrite.inputs": "1", "siglake.delete.requests": strings.Join(ids, ","), "siglake.delete.rows": fmt.Sprint(deleted)}
+	cur := t
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		if attempt > 0 {
+			if cur, err = s.Lake.LoadTable(ctx, name); err != nil {
+				lastErr = err
+				break
+			}
+		}
+		// Progress goes on top of what the table holds now.
+		stored, _ := deletes.List(cur.Properties())
+		byID := map[string]deletes.Request{}
+		for _, r := range stored {
+			byID[r.ID] = r
+		}
+		var upd []deletes.Request
+		for i, r := range matched {
+			if sr, ok := byID[r.ID]; ok {
+				sr.RowsDeleted += res.Deleted[i]
+				sr.FilesRewritten++
+				upd = append(upd, sr)
+			}
+		}
+		txn := cur.NewTransaction()
+		if err := txn.AssertRefSnapshotID(""); err != nil {
+			lastErr = err
+			break
+		}
+		if err := txn.ReplaceDataFilesWithDataFiles(ctx, []iceberg.DataFile{df}, added, props); err != nil {
+			// The file is no longer live: a maintenance rewrite (or another sweeper) replaced it.
+			removeFiles(fsys, res.Outputs, log)
+			s.Metrics.Rewrites.WithLabelValues("delete-task", "conflict").Inc()
+			log.Info("delete-task rewrite lost to a concurrent change; outputs removed", zap.Error(err))
+			return 0, 0, 0, fmt.Errorf("%w: %v", errConflict, err)
+		}
+		if err := deletes.Stage(txn, upd...); err != nil {
+			lastErr = err
+			break
+		}
+		nt, err := txn.Commit(ctx)
+		if err == nil {
+			snap = nt.CurrentSnapshot().SnapshotID
+			lastErr = nil
+			break
+		}
+		lastErr = err
+		if !lake.IsConflict(err) {
+			break
+		}
+	}
+	if lastErr != nil {
+		if lake.IsConflict(lastErr) {
+			removeFiles(fsys, res.Outputs, log)
+			s.Metrics.Rewrites.WithLabelValues("delete-task", "conflict").Inc()
+			log.Info("delete-task rewrite kept losing to concurrent commits; outputs removed, next sweep retries", zap.Error(lastErr))
+			return 0, 0, 0, fmt.Errorf("%w: %v", errConflict, lastErr)
+		}
+		s.Metrics.Rewrites.WithLabelValues("delete-task", "failed").Inc()
+		log.Warn("delete-task commit failed with an unknown outcome; outputs kept for gc", zap.Error(lastErr))
+		return 0, 0, 0, fmt.Errorf("commit delete-task rewrite of %s: %w", df.FilePath(), lastErr)
+	}
+	s.Metrics.Rewrites.WithLabelValues("delete-task", "committed").Inc()
+	s.Metrics.RewriteBytesRead.WithLabelValues("delete-task").Add(float64(res.BytesRead))
+	s.Metrics.RewriteBytesWritten.WithLabelValues("delete-task").Add(float64(res.BytesWritten))
+	s.Metrics.DeleteRows.WithLabelValues(name).Add(float64(deleted))
+	s.Metrics.DeleteFilesRewritten.WithLabelValues(name).Inc()
+	outPaths := make([]string, len(res.Outputs))
+	for i, o := range res.Outputs {
+		outPaths[i] = path.Base(o.Path)
+	}
+	log.Info("delete task rewrote file", zap.Strings("request_ids", ids), zap.Int64("snapshot_id", snap),
+		zap.Int64("rows_deleted", deleted), zap.Int64("rows_before", df.Count()), zap.String("merge_path", string(res.Path)),
+		zap.Strings("output_files", outPaths), zap.Int64("bytes_read", res.BytesRead), zap.Int64("bytes_written", res.BytesWritten),
+		zap.Duration("took", s.Now().Sub(start)))
+	return snap, deleted, len(res.Outputs), nil
+}
+
+// markDone marks done each pending request that every candidate of this sweep was clean for,
+// after checking again on the table's newest metadata (rows appended since the sweep planned
+// must be examined first). The commit pins that metadata's branch head.
+func (s *DeleteSweeper) markDone(ctx context.Context, name string, rep *SweepReport, log *zap.Logger) error {
+	for attempt := 0; attempt < 4; attempt++ {
+		t, err := s.Lake.LoadTable(ctx, name)
+		if err != nil {
+			return err
+		}
+		stored, _ := deletes.List(t.Properties())
+		var done []deletes.Request
+		for _, r := range deletes.PendingOf(stored) {
+			expr, err := r.Expr(t.Schema(), lake.TimestampColumn)
+			if err != nil {
+				return err
+			}
+			tasks, err := t.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
+			if err != nil {
+				return fmt.Errorf("plan candidate files of %s: %w", name, err)
+			}
+			clean := true
+			for _, task := range tasks {
+				if !s.clean[s.cleanKey(task.File.FilePath(), r.ID)] {
+					clean = false
+					break
+				}
+			}
+			if !clean {
+				continue
+			}
+			now := s.Now().UTC()
+			r.State, r.DoneAt = deletes.Done, &now
+			if snap := t.CurrentSnapshot(); snap != nil {
+				r.DoneSnapshotID = snap.SnapshotID
+			}
+			done = append(done, r)
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		txn := t.NewTransaction()
+		if err := txn.AssertRefSnapshotID(""); err != nil {
+			return err
+		}
+		if err := deletes.Stage(txn, done...); err != nil {
+			return err
+		}
+		if _, err := txn.Commit(ctx); err != nil {
+			if lake.IsConflict(err) {
+				continue
+			}
+			return fmt.Errorf("mark deletion requests done in %s: %w", name, err)
+		}
+		for _, r := range done {
+			rep.Done = append(rep.Done, r.ID)
+			s.Metrics.DeleteRequestsDone.WithLabelValues(name).Inc()
+			log.Info("deletion request done", zap.String("request_id", r.ID), zap.String("predicate", r.Describe()),
+				zap.Int64("rows_deleted", r.RowsDeleted), zap.Int64("files_rewritten", r.FilesRewritten),
+				zap.Int64("snapshot_id", r.DoneSnapshotID))
+			for k := range s.clean {
+				if strings.HasSuffix(k, "\x00"+r.ID) {
+					delete(s.clean, k)
+				}
+			}
+		}
+		return nil
+	}
+	return nil // the table kept moving: the next sweep checks again
+}
+
+// publish updates the pending gauge and /debug/status from a sweep.
+func (s *DeleteSweeper) publish(name string, rep SweepReport, err error) {
+	var pending []PendingRequest
+	for _, r := range rep.Requests {
+		if r.State == deletes.Pending {
+			pending = append(pending, PendingRequest{ID: r.ID, Predicate: r.Describe(), CreatedAt: r.CreatedAt,
+				RowsDeleted: r.RowsDeleted, FilesRewritten: r.FilesRewritten})
+		}
+	}
+	if err == nil || rep.Requests != nil {
+		s.Metrics.DeletePending.WithLabelValues(name).Set(float64(len(pending)))
+	}
+	sum := &SweepSummary{Time: s.Now(), Outcome: rep.Outcome, Candidates: len(rep.Candidates), Examined: rep.examined,
+		Rewritten: rep.Rewritten, RowsDeleted: rep.Deleted, Done: rep.Done, Capped: rep.Capped}
+	if err != nil {
+		sum.Error = err.Error()
+	}
+	s.Status.Update(func(r *StatusReport) {
+		tr := r.Table(name)
+		last := sum
+		if rep.Outcome == "" && err == nil && tr.Deletes != nil {
+			last = tr.Deletes.LastSweep // a look without a sweep keeps the last sweep's summary
+		}
+		tr.Deletes = &DeleteState{CheckedAt: s.Now(), Sweeps: s.Cfg.DeleteTasks, Pending: pending, Invalid: rep.Invalid, LastSweep: last}
+	})
+}
+
+// Pending refreshes a table's pending requests (gauge and status) without sweeping: what an idle
+// cycle does when SIGLAKE_DELETE_TASKS is off.
+func (s *DeleteSweeper) Pending(ctx context.Context, name string) error {
+	t, err := s.Lake.LoadTable(ctx, name)
+	if err != nil {
+		return err
+	}
+	all, bad := deletes.List(t.Properties())
+	rep := SweepReport{Table: name, Requests: all}
+	for _, e := range bad {
+		rep.Invalid = append(rep.Invalid, e.Error())
+	}
+	s.publish(name, rep, nil)
+	return nil
+}
+
+// DeleteSweep is `siglake delete-sweep`: without apply, one uncapped dry run per table (requests,
+// candidate files, matching rows); with apply, sweeps each table until no request is pending or
+// a sweep makes no progress, whatever SIGLAKE_DELETE_TASKS says. tables empty = every table.
+func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, apply bool) ([]SweepReport, error) {
+	if len(tables) == 0 {
+		var err error
+		if tables, err = l.ListTables(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s := &DeleteSweeper{Cfg: cfg, Lake: l, Metrics: NewMetrics(), Status: NewStatus("delete-sweep", cfg.Role, "", time.Now()), Log: log, Now: time.Now}
+	var out []SweepReport
+	for _, name := range tables {
+		if !apply {
+			rep, err := s.Sweep(ctx, name, SweepOptions{NoCaps: true})
+			out = append(out, rep)
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
+		for i := 0; ctx.Err() == nil; i++ {
+			rep, err := s.Sweep(ctx, name, SweepOptions{Apply: true})
+			out = append(out, rep)
+			if err != nil {
+				return out, err
+			}
+			progress := rep.Rewritten > 0 || len(rep.Done) > 0 || rep.Capped || rep.Conflicts > 0 && i < 10
+			if len(deletes.PendingOf(rep.Requests)) == 0 || !progress {
+				break
+			}
+		}
+	}
+	return out, ctx.Err()
+}
