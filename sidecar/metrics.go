@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -41,6 +42,8 @@ type Metrics struct {
 
 	// Merge counts rewrites by merge path (registered on the same registry).
 	Merge *merge.Metrics
+	// Claims are the catalog claim metrics (registered on the same registry).
+	Claims *claim.Metrics
 }
 
 // NewMetrics registers the sidecar's metrics, plus Go runtime and process collectors, on a new registry.
@@ -98,6 +101,7 @@ func NewMetrics() *Metrics {
 	reg.MustRegister(m.OverlapDepth, m.LiveFiles, m.LiveBytes, m.GaugesSampledAt, m.SkippedBackpressure,
 		m.ThrottledBackpressure, m.Rewrites, m.RewriteBytesRead, m.RewriteBytesWritten, m.Expirations)
 	m.Merge = merge.NewMetrics(reg)
+	m.Claims = claim.NewMetrics(reg)
 	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.CatalogUp, m.LastCommitSeconds)

@@ -136,4 +136,3 @@ func eq[T any](t *testing.T, what string, got, want T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

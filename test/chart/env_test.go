@@ -254,7 +254,7 @@ func TestOptionsHaveChartValues(t *testing.T) {
 	}
 }
 
-// TestSpecValuesNotYetInBinary keeps the chart and the binary in step for the three values the
+// TestSpecValuesNotYetInBinary keeps the chart and the binary in step for the values the
 // spec names but the binary does not accept yet: once it does, the chart must render them.
 func TestSpecValuesNotYetInBinary(t *testing.T) {
 	accepted := map[string]bool{}
@@ -263,7 +263,6 @@ func TestSpecValuesNotYetInBinary(t *testing.T) {
 	}
 	for env, value := range map[string]string{
 		"SIGLAKE_DELETE_TASKS":  "compactor.deleteTasks",
-		"SIGLAKE_CATALOG_CLAIM": "compactor.catalogClaim",
 		"SIGLAKE_INDEX_REBUILD": "compactor.indexRebuild",
 	} {
 		if accepted[env] {

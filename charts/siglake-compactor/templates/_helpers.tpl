@@ -79,9 +79,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{- define "siglake-compactor.validate" -}}
-{{- if .Values.compactor.catalogClaim }}
-{{- fail "compactor.catalogClaim: true is not yet supported by the siglake binary (no SIGLAKE_CATALOG_CLAIM option); leave it false" }}
-{{- end }}
 {{- if .Values.compactor.indexRebuild }}
 {{- fail "compactor.indexRebuild: true is not yet supported by the siglake binary (no SIGLAKE_INDEX_REBUILD option); leave it false" }}
 {{- end }}
@@ -198,6 +195,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.indexFooterMaxBytes | int64 | quote }}
 - name: SIGLAKE_INVERTED_INDEX
   value: {{ $v.compactor.invertedIndex.enabled | quote }}
+- name: SIGLAKE_CATALOG_CLAIM
+  value: {{ $v.compactor.catalogClaim | quote }}
 {{- end }}
 
 {{/* The sidecar's volume mounts. */}}
