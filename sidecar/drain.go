@@ -352,10 +352,11 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	}
 	d.catalogState(nil)
 	if res.Outcome == lake.AlreadyCommitted {
-		// Segments above the mark were filtered before writing, so the only way the mark can have
-		// reached this batch is an earlier attempt of this very commit: its files are ours and
-		// referenced. Keep them.
-		log.Warn("a commit response was lost; the stream mark shows the batch committed, not appending again",
+		// Segments above the mark were filtered before writing, so the mark reached this batch
+		// through an earlier attempt of this very commit (its files are ours and referenced), or
+		// through another process draining the same stream (a claim holder past its fence; its
+		// files hold the rows and ours are orphans for gc). Either way: append nothing again.
+		log.Warn("the stream mark shows the batch committed (a lost commit response, or another process drained this stream); not appending again",
 			zap.Stringer("mark", req.Last), zap.Int64("snapshot_id", res.SnapshotID))
 	}
 
