@@ -230,8 +230,10 @@ func (m *Manager) tick(ctx context.Context) error {
 			m.mu.Unlock()
 			if errors.Is(err, lake.ErrCASConflict) && attempt < conflictRetries {
 				m.Metrics.Commits.WithLabelValues("conflict").Inc()
-				if err := sleep(ctx, time.Duration(rand.Int64N(int64(50*time.Millisecond)))); err != nil {
-					return err
+				select { // a little jitter so the losers do not collide again
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(time.Duration(rand.Int64N(int64(50 * time.Millisecond)))):
 				}
 				continue
 			}
@@ -363,15 +365,4 @@ func boolSet(m map[string]int) map[string]bool {
 		}
 	}
 	return out
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-	}
-	return nil
 }

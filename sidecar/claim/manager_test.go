@@ -248,3 +248,30 @@ func TestFairShare(t *testing.T) {
 		t.Fatalf("siglake_claim_streams_held = %v, want 2", n)
 	}
 }
+
+// TestClaimsTableStaysSmall: every claim commit adds a snapshot and a metadata file; trimming
+// keeps both bounded however long the claimers run.
+func TestClaimsTableStaysSmall(t *testing.T) {
+	s := newSite(t)
+	a := s.manager("pod-a", 0, "s1", "s2")
+	for i := 0; i < 65; i++ {
+		tick(t, a)
+		s.clock.Add(time.Second)
+	}
+	tbl, ok, err := a.Lake.LoadClaimsTable(context.Background())
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n > 30 {
+		t.Fatalf("claims table keeps %d snapshots after 65 commits", n)
+	}
+	var files []string
+	for _, pat := range []string{"*.metadata.json", "snap-*.avro"} {
+		m, _ := filepath.Glob(filepath.Join(s.cfg.Warehouse, "*", "*", "metadata", pat))
+		files = append(files, m...)
+	}
+	t.Logf("%d snapshots, %d metadata files and manifest lists", len(tbl.Metadata().Snapshots()), len(files))
+	if len(files) == 0 || len(files) > 60 {
+		t.Fatalf("%d metadata files and manifest lists after 65 commits, want a bounded few", len(files))
+	}
+}
