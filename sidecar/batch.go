@@ -10,6 +10,7 @@ import (
 // batch is the sealed segments of one table that go into one catalog commit, oldest first.
 type batch struct {
 	table string
+	dir   string // the WAL dir its segments are in (a stream subdirectory with claims)
 	segs  []localwal.SegmentInfo
 	bytes int64
 }

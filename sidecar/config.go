@@ -54,6 +54,11 @@ type Config struct {
 	DrainPollInterval      time.Duration
 	TargetFileBytes        int64
 
+	// Catalog claims (docs/claims.md): WALDir is a root of stream subdirectories shared by
+	// several drain processes, each draining the streams whose claim it holds.
+	CatalogClaim    bool
+	CatalogClaimTTL time.Duration
+
 	// Maintenance.
 	ReclusterInterval        time.Duration
 	Leveled                  bool
@@ -178,6 +183,19 @@ func Options() []Option {
 		{"drain-poll-interval", "SIGLAKE_DRAIN_POLL_INTERVAL", "1s", "",
 			"How often the drain scans the WAL directory for sealed segments.",
 			setDuration(func(c *Config) *time.Duration { return &c.DrainPollInterval }, true)},
+		{"catalog-claim", "SIGLAKE_CATALOG_CLAIM", "false", "compactor.catalogClaim",
+			"Catalog claims so several drain processes share one WAL root: each subdirectory of --wal-dir is a stream, drained only by the process holding its claim (docs/claims.md).",
+			setBool(func(c *Config) *bool { return &c.CatalogClaim })},
+		{"catalog-claim-ttl", "SIGLAKE_CATALOG_CLAIM_TTL", "30s", "",
+			"A claim not renewed for this long may be taken over; renewed every third of it, and its holder stops committing after two thirds (the last third covers a commit in flight and clock skew).",
+			func(c *Config, v string) error {
+				d, err := time.ParseDuration(strings.TrimSpace(v))
+				if err != nil || d < 300*time.Millisecond {
+					return fmt.Errorf("accepted: a Go duration of at least 300ms, such as 30s")
+				}
+				c.CatalogClaimTTL = d
+				return nil
+			}},
 		{"target-file-mb", "SIGLAKE_TARGET_FILE_MB", "256", "",
 			"Output files split (only where the timestamp changes) once they reach this many MiB.",
 			func(c *Config, v string) error {

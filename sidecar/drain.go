@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -37,6 +39,9 @@ type Drain struct {
 	Retry   lake.Retry
 	// Stop, when done, makes Cycle take no new batch (SIGTERM); the batch in flight finishes.
 	Stop context.Context
+	// Claims, when set (SIGLAKE_CATALOG_CLAIM), makes WALDir a root of stream subdirectories of
+	// which the drain takes only those whose catalog claim this process holds.
+	Claims *claim.Manager
 
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
@@ -45,6 +50,9 @@ type Drain struct {
 
 // errWALDir marks a cycle that could not list the WAL directory.
 var errWALDir = errors.New("cannot scan the WAL dir")
+
+// errNotClaimed stops a batch whose stream claim this process no longer holds validly.
+var errNotClaimed = errors.New("catalog claim not held (lost, expiring or being released); another process drains it")
 
 // scanBacklog lists the sealed segments waiting in dir.
 func scanBacklog(dir string) ([]localwal.SegmentInfo, error) { return localwal.Scan(dir) }
@@ -58,13 +66,44 @@ type CycleResult struct {
 	Pending   int // sealed segments still waiting (not due, or failed)
 }
 
+// walDirs are the directories this cycle drains: the WAL dir itself, or with claims the
+// subdirectories of the WAL root whose claims this process holds.
+func (d *Drain) walDirs() []string {
+	if d.Claims == nil {
+		return []string{d.Cfg.WALDir}
+	}
+	var dirs []string
+	for _, s := range d.Claims.Held() {
+		dirs = append(dirs, filepath.Join(d.Cfg.WALDir, s))
+	}
+	return dirs
+}
+
+// scanDirs lists the sealed segments of every dir; each batch remembers its dir.
+func scanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, error) {
+	var all []localwal.SegmentInfo
+	dirOf := map[string]string{}
+	for _, dir := range dirs {
+		segs, err := localwal.Scan(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, s := range segs {
+			dirOf[s.Path] = dir
+		}
+		all = append(all, segs...)
+	}
+	return all, dirOf, nil
+}
+
 // Cycle scans the WAL once and commits every batch that is due. flush commits everything
 // regardless of batch age. Errors of one batch are logged, counted and recorded in the status;
 // they do not stop the other batches. The returned error is the first batch error.
 func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	var res CycleResult
 	now := d.Now()
-	segs, err := localwal.Scan(d.Cfg.WALDir)
+	dirs := d.walDirs()
+	segs, dirOf, err := scanDirs(dirs)
 	if err != nil {
 		d.Metrics.DrainErrors.WithLabelValues("scan").Inc()
 		d.Status.AddError(now, "scan", "", err)
@@ -76,13 +115,17 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		if ctx.Err() != nil || d.Stop != nil && d.Stop.Err() != nil {
 			break // shutting down: take no new batch
 		}
-		if until, ok := d.backoffUntil[b.table]; ok && now.Before(until) && !flush {
+		b.dir = dirOf[b.segs[0].Path]
+		// The backoff also keeps a stream's batches of one table in order: a later batch must not
+		// commit (and move the mark past) an earlier one that failed.
+		key := b.dir + "\x00" + b.table
+		if until, ok := d.backoffUntil[key]; ok && now.Before(until) && !flush {
 			continue
 		}
 		res.Batches++
 		n, rows, err := d.commitBatch(ctx, b)
 		if err != nil {
-			d.noteFailure(b.table, now)
+			d.noteFailure(key, now)
 			d.Status.AddError(d.Now(), "drain", b.table, err)
 			d.Log.Warn("drain batch failed; segments kept for the next cycle",
 				zap.String("table", b.table), zap.Int("segments", len(b.segs)), zap.Error(err))
@@ -91,26 +134,26 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 			}
 			continue
 		}
-		delete(d.backoffUntil, b.table)
-		delete(d.failures, b.table)
+		delete(d.backoffUntil, key)
+		delete(d.failures, key)
 		res.Committed++
 		res.Segments += n
 		res.Rows += rows
 	}
-	if after, err := localwal.Scan(d.Cfg.WALDir); err == nil {
+	if after, _, err := scanDirs(dirs); err == nil {
 		d.observeBacklog(after, d.Now())
 		res.Pending = len(after)
 	}
 	return res, firstErr
 }
 
-func (d *Drain) noteFailure(tbl string, now time.Time) {
+func (d *Drain) noteFailure(key string, now time.Time) {
 	if d.backoffUntil == nil {
 		d.backoffUntil, d.failures = map[string]time.Time{}, map[string]int{}
 	}
-	d.failures[tbl]++
-	wait := time.Second << min(d.failures[tbl]-1, 5) // 1 s .. 32 s
-	d.backoffUntil[tbl] = now.Add(wait)
+	d.failures[key]++
+	wait := time.Second << min(d.failures[key]-1, 5) // 1 s .. 32 s
+	d.backoffUntil[key] = now.Add(wait)
 }
 
 func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time) {
@@ -145,6 +188,19 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	start := d.Now()
 	cost0 := lake.ObjectStoreCost(b.table) // includes concurrent work on the same table (its rewrites)
 	log := d.Log.With(zap.String("table", b.table))
+	var epoch uint64
+	if d.Claims != nil {
+		// While the batch is in flight its stream is not released; Valid fences the commit itself.
+		stream := filepath.Base(b.dir)
+		e, ok := d.Claims.Begin(stream)
+		if !ok {
+			d.Claims.Fenced()
+			return 0, 0, fmt.Errorf("stream %s: %w", stream, errNotClaimed)
+		}
+		defer d.Claims.End(stream)
+		epoch = e
+		log = log.With(zap.String("stream_dir", stream), zap.Uint64("claim_epoch", epoch))
+	}
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
 	var segs []loaded
@@ -158,7 +214,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{Mem: d.Mem})
 		var se *localwal.SegmentError
 		if errors.As(err, &se) && se.Reason != localwal.ReasonIO {
-			d.quarantine(info, se.Reason, err)
+			d.quarantine(b.dir, info, se.Reason, err)
 			continue
 		}
 		if err != nil {
@@ -168,7 +224,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		decoded = append(decoded, seg)
 		if len(segs) > 0 && seg.Header.Stream != segs[0].seg.Header.Stream {
 			seg.Release()
-			d.quarantine(info, localwal.ReasonBadHeader, fmt.Errorf("stream %q differs from stream %q of the other segments in this WAL dir", seg.Header.Stream, segs[0].seg.Header.Stream))
+			d.quarantine(b.dir, info, localwal.ReasonBadHeader, fmt.Errorf("stream %q differs from stream %q of the other segments in this WAL dir", seg.Header.Stream, segs[0].seg.Header.Stream))
 			continue
 		}
 		segs = append(segs, loaded{info, seg})
@@ -186,7 +242,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		var schemaErr *lake.SchemaError
 		if errors.As(err, &schemaErr) {
 			l.seg.Release()
-			d.quarantine(l.info, "incompatible_schema", err)
+			d.quarantine(b.dir, l.info, "incompatible_schema", err)
 			continue
 		}
 		if err != nil {
@@ -200,7 +256,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		}
 		if err := conforms(sc, l.seg, d.Mem); err != nil {
 			l.seg.Release()
-			d.quarantine(l.info, "incompatible_schema", err)
+			d.quarantine(b.dir, l.info, "incompatible_schema", err)
 			continue
 		}
 		t = nt
@@ -223,7 +279,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		m := lake.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
 		if hasMark && !mark.Less(m) {
 			l.seg.Release()
-			if err := localwal.Remove(d.Cfg.WALDir, l.info); err != nil {
+			if err := localwal.Remove(b.dir, l.info); err != nil {
 				return removed, 0, fmt.Errorf("remove already-committed segment %s: %w", l.info.Path, err)
 			}
 			log.Info("removed segment an earlier commit already holds",
@@ -272,6 +328,17 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 			"siglake.rows":     strconv.FormatInt(rows, 10),
 		},
 	}
+	if d.Claims != nil {
+		req.Summary["siglake.claim.holder"] = d.Cfg.NodeName
+		req.Summary["siglake.claim.epoch"] = strconv.FormatUint(epoch, 10)
+		// The fence: past it another process may take the stream over, so this one must not
+		// start the commit. (A commit that started in time and lands late is caught by the mark.)
+		if !d.Claims.Valid(filepath.Base(b.dir)) {
+			d.Claims.Fenced()
+			d.removeOutputs(ctx, t, outputs)
+			return removed, 0, fmt.Errorf("stream %s: %w", filepath.Base(b.dir), errNotClaimed)
+		}
+	}
 	log.Debug("committing batch", zap.Int("segments", len(segs)), zap.Int("files", len(files)), zap.Stringer("mark", req.Last))
 	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
 	if err != nil {
@@ -285,16 +352,17 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	}
 	d.catalogState(nil)
 	if res.Outcome == lake.AlreadyCommitted {
-		// Segments above the mark were filtered before writing, so the only way the mark can have
-		// reached this batch is an earlier attempt of this very commit: its files are ours and
-		// referenced. Keep them.
-		log.Warn("a commit response was lost; the stream mark shows the batch committed, not appending again",
+		// Segments above the mark were filtered before writing, so the mark reached this batch
+		// through an earlier attempt of this very commit (its files are ours and referenced), or
+		// through another process draining the same stream (a claim holder past its fence; its
+		// files hold the rows and ours are orphans for gc). Either way: append nothing again.
+		log.Warn("the stream mark shows the batch committed (a lost commit response, or another process drained this stream); not appending again",
 			zap.Stringer("mark", req.Last), zap.Int64("snapshot_id", res.SnapshotID))
 	}
 
 	// 6. Only now may the segments go.
 	for _, l := range segs {
-		if err := localwal.Remove(d.Cfg.WALDir, l.info); err != nil {
+		if err := localwal.Remove(b.dir, l.info); err != nil {
 			d.Metrics.DrainErrors.WithLabelValues("remove").Inc()
 			return removed, rows, fmt.Errorf("remove drained segment %s (its rows are committed; the mark drops it next cycle): %w", l.info.Path, err)
 		}
@@ -459,8 +527,8 @@ func (d *Drain) removeOutputs(ctx context.Context, t *table.Table, outs []merge.
 	}
 }
 
-func (d *Drain) quarantine(info localwal.SegmentInfo, reason string, cause error) {
-	dest, err := localwal.Quarantine(d.Cfg.WALDir, info, reason, cause.Error())
+func (d *Drain) quarantine(dir string, info localwal.SegmentInfo, reason string, cause error) {
+	dest, err := localwal.Quarantine(dir, info, reason, cause.Error())
 	d.Status.AddError(d.Now(), "quarantine", info.Table, cause)
 	if err != nil {
 		// Not counted: the metric counts segments moved, and this one is retried every cycle.

@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
@@ -51,6 +52,8 @@ type Metrics struct {
 	Merge *merge.Metrics
 	// Rebuild counts the post-rewrite Puffin index rebuild (SIGLAKE_INDEX_REBUILD).
 	Rebuild *puffinidx.Metrics
+	// Claims are the catalog claim metrics (registered on the same registry).
+	Claims *claim.Metrics
 }
 
 // NewMetrics registers the sidecar's metrics, plus Go runtime and process collectors, on a new registry.
@@ -120,6 +123,7 @@ func NewMetrics() *Metrics {
 	reg.MustRegister(m.DeletePending, m.DeleteRows, m.DeleteFilesRewritten, m.DeleteRequestsDone, m.DeleteSweeps)
 	m.Merge = merge.NewMetrics(reg)
 	m.Rebuild = puffinidx.NewMetrics(reg)
+	m.Claims = claim.NewMetrics(reg)
 	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.CatalogUp, m.LastCommitSeconds)

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -239,13 +243,58 @@ func (p *Process) owns(table string) bool {
 	return p.cluster.Owns(table)
 }
 
+// claimManager builds the catalog claim manager over the WAL root's stream subdirectories.
+func (p *Process) claimManager(l *lake.Lake) *claim.Manager {
+	root := p.Cfg.WALDir
+	warned := false
+	return &claim.Manager{
+		Lake: l, Holder: p.Cfg.NodeName, TTL: p.Cfg.CatalogClaimTTL, Now: time.Now, Log: p.Log, Metrics: p.Metrics.Claims,
+		Streams: func() ([]string, error) {
+			streams, loose, err := StreamDirs(root)
+			if loose > 0 && !warned {
+				warned = true
+				p.Log.Error("catalog claims are on but sealed segments lie directly in the WAL root; they are not drained until moved into a stream subdirectory (or claims are turned off)",
+					zap.String("wal_dir", root), zap.Int("segments", loose))
+			}
+			return streams, err
+		},
+		OnReport: func(r claim.Report) { p.Status.Update(func(s *StatusReport) { s.Claims = &r }) },
+	}
+}
+
+// StreamDirs lists the stream subdirectories of a WAL root (claims on): every directory except
+// quarantine and hidden ones. loose counts sealed segments lying in the root itself.
+func StreamDirs(root string) (streams []string, loose int, err error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list WAL root %s (--wal-dir / SIGLAKE_WAL_DIR): %w", root, err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != localwal.QuarantineDir && !strings.HasPrefix(e.Name(), ".") {
+			streams = append(streams, e.Name())
+		}
+	}
+	if segs, err := localwal.Scan(root); err == nil {
+		loose = len(segs)
+	}
+	return streams, loose, nil
+}
+
 // backlog is the sealed WAL backlog that grades maintenance backpressure (0 for a process that
 // does not drain: its maintenance competes with no drain).
 func (p *Process) backlog() int {
 	if !p.Cfg.Role.Drains() {
 		return 0
 	}
-	segs, err := scanBacklog(p.Cfg.WALDir)
+	dirs := []string{p.Cfg.WALDir}
+	if p.Cfg.CatalogClaim {
+		streams, _, _ := StreamDirs(p.Cfg.WALDir)
+		for i, s := range streams {
+			streams[i] = filepath.Join(p.Cfg.WALDir, s)
+		}
+		dirs = streams
+	}
+	segs, _, err := scanDirs(dirs)
 	if err != nil {
 		return 0
 	}
@@ -260,6 +309,27 @@ func (p *Process) newDrain(l *lake.Lake) *Drain {
 func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) error {
 	d := p.newDrain(l)
 	d.Stop = stop
+	if p.Cfg.CatalogClaim {
+		m := p.claimManager(l)
+		if err := m.Tick(stop); err != nil && stop.Err() == nil {
+			p.Log.Warn("first claim tick failed; retrying every third of the TTL", zap.Error(err))
+		}
+		ticks, cancelTicks := context.WithCancel(stop)
+		done := make(chan struct{})
+		go func() { defer close(done); m.Run(ticks) }()
+		defer func() {
+			// The drain loop returned, so no batch is in flight: stop renewing, then release so
+			// the other processes take the streams now instead of after the TTL.
+			cancelTicks()
+			<-done
+			rctx, cancel := context.WithTimeout(work, 10*time.Second)
+			defer cancel()
+			if err := m.Release(rctx); err != nil {
+				p.Log.Warn("could not release claims; the others take the streams once they expire", zap.Error(err))
+			}
+		}()
+		d.Claims = m
+	}
 	t := time.NewTicker(p.Cfg.DrainPollInterval)
 	defer t.Stop()
 	for {

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/claim"
 )
 
 // Status is what /debug/status shows and `siglake status` prints. The loops update it; the HTTP
@@ -32,6 +34,8 @@ type StatusReport struct {
 	Owned []string `json:"owned"`
 	// Members is the gossip view; empty without gossip.
 	Members []MemberReport `json:"members,omitempty"`
+	// Claims are the catalog claims of this process; nil unless SIGLAKE_CATALOG_CLAIM is on.
+	Claims *claim.Report `json:"claims,omitempty"`
 }
 
 // Backlog is the sealed WAL waiting to be drained.

@@ -123,6 +123,26 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 		}
 		tw.Flush()
 	}
+	if c := r.Claims; c != nil {
+		fmt.Fprintf(w, "\nCLAIMS  holder %s, ttl %.0fs, %d live claimers, fair share %d\n", c.Holder, c.TTLSeconds, c.Live, c.Share)
+		if c.LastError != "" {
+			fmt.Fprintf(w, "  last tick failed: %s\n", c.LastError)
+		}
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STREAM\tHOLDER\tEPOCH\tVALID FOR")
+		for _, h := range c.Held {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", h.Stream, c.Holder, h.Epoch, h.ValidUntil.Sub(r.Now).Round(time.Second))
+		}
+		others := make([]string, 0, len(c.Others))
+		for s := range c.Others {
+			others = append(others, s)
+		}
+		sort.Strings(others)
+		for _, s := range others {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\n", s, c.Others[s])
+		}
+		tw.Flush()
+	}
 	if len(r.Errors) > 0 {
 		fmt.Fprintln(w, "\nRECENT ERRORS (newest first)")
 		for _, e := range r.Errors {

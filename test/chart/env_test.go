@@ -259,22 +259,6 @@ func TestOptionsHaveChartValues(t *testing.T) {
 	}
 }
 
-// TestSpecValuesNotYetInBinary keeps the chart and the binary in step for the values the
-// spec names but the binary does not accept yet: once it does, the chart must render them.
-func TestSpecValuesNotYetInBinary(t *testing.T) {
-	accepted := map[string]bool{}
-	for _, n := range sidecar.EnvNames() {
-		accepted[n] = true
-	}
-	for env, value := range map[string]string{
-		"SIGLAKE_CATALOG_CLAIM": "compactor.catalogClaim",
-	} {
-		if accepted[env] {
-			t.Errorf("the binary accepts %s now: render it from %s in charts/siglake-compactor/templates/_helpers.tpl and drop it from the README's \"Not yet supported\" list", env, value)
-		}
-	}
-}
-
 func eq[T any](t *testing.T, what string, got, want T) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {

@@ -190,7 +190,6 @@ func TestRenderFailures(t *testing.T) {
 		{"negative batch", []string{"--set", "commitBatch.targetMb=-1"}, "targetMb"},
 		{"bad catalog", []string{"--set", "catalog.uri=mysql://x"}, "catalog.uri"},
 		{"bad port", []string{"--set", "gossip.port=70000"}, "gossip.port"},
-		{"catalog claim unsupported", []string{"--set", "compactor.catalogClaim=true"}, "compactor.catalogClaim"},
 		{"no selector without the example", []string{"--set", "example.enabled=false"}, "gossip.service.selector"},
 		{"service monitor without service", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "gossip.service.enabled=false"}, "gossip.service.enabled"},
 	}

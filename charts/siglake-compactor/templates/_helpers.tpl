@@ -78,12 +78,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if or (hasPrefix "sqlite:" $uri) (not (contains "://" $wh)) (hasPrefix "file://" $wh) }}true{{ end }}
 {{- end }}
 
-{{- define "siglake-compactor.validate" -}}
-{{- if .Values.compactor.catalogClaim }}
-{{- fail "compactor.catalogClaim: true is not yet supported by the siglake binary (no SIGLAKE_CATALOG_CLAIM option); leave it false" }}
-{{- end }}
-{{- end }}
-
 {{/* Environment of the sidecar container: the chart's variables, minus those extraEnv names (so
 extraEnv overrides without duplicate names, which would break upgrade patches), then extraEnv. */}}
 {{- define "siglake-compactor.env" -}}
@@ -100,7 +94,6 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{/* The chart's own variables. Every SIGLAKE_* name is an option of `siglake compactor`
 (docs/configuration.md); POD_IP only feeds SIGLAKE_GOSSIP_ADVERTISE. */}}
 {{- define "siglake-compactor.baseEnv" -}}
-{{- include "siglake-compactor.validate" . }}
 {{- $v := .Values }}
 - name: SIGLAKE_NODE_NAME
   valueFrom:
@@ -201,6 +194,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 - name: SIGLAKE_DELETE_TASKS
   value: "0"
 {{- end }}
+- name: SIGLAKE_CATALOG_CLAIM
+  value: {{ $v.compactor.catalogClaim | quote }}
 {{- end }}
 
 {{/* The sidecar's volume mounts. */}}
