@@ -30,8 +30,13 @@ const (
 	DefaultChunkRows = 64 * 1024
 	// pageBytes is the data page size siglake writes (writerProperties).
 	pageBytes = 256 << 10
-	// kwayBatchRows is the k-way path's decoded batch per input.
-	kwayBatchRows = 4 * 1024
+	// kwayRows bounds the rows the k-way path's input batches hold together:
+	// each input decodes kwayRows/fan-in rows at a time (kwayBatchRows), so
+	// its decoded memory does not grow with the fan-in.
+	kwayRows = 32 * 1024
+	// kwayChunkRows is the k-way path's output chunk, the rows assembled and
+	// handed to the encoder at a time.
+	kwayChunkRows = 4 * 1024
 	// inMemoryFactor: the in-memory path holds inputs, the assembled chunk
 	// and the writer's buffers; it is chosen when this many times the
 	// estimated decoded size fits the budget.
@@ -143,7 +148,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	}()
 	var est, rows int64
 	for _, in := range inputs {
-		o, err := openInputCounted(fs, in.Path, opts.Allocator, kwayBatchRows, readBufferBytes, &read)
+		o, err := openInputCounted(fs, in.Path, opts.Allocator, kwayBatchRows(len(inputs)), readBufferBytes, &read)
 		if err != nil {
 			return RewriteResult{}, err
 		}
@@ -156,7 +161,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	// pages (compressed and decompressed).
 	perInput := int64(schema.NumFields()) * (streamReadBuffer(opts.MemoryBudget, len(inputs), schema.NumFields()) + 2*pageBytes)
 	if rows > 0 {
-		perInput += 2 * kwayBatchRows * (est/rows + 1)
+		perInput += 2 * kwayBatchRows(len(inputs)) * (est/rows + 1)
 	}
 	res := RewriteResult{Path: opts.ForcePath, Reason: "forced by options"}
 	if res.Path == "" {
@@ -190,12 +195,21 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	return res, nil
 }
 
+// kwayBatchRows is the decoded batch of each input of a k-way merge of
+// fanIn inputs: kwayRows shared, between 1024 rows (smaller batches cost
+// per-batch decoding overhead) and 4096.
+func kwayBatchRows(fanIn int) int64 {
+	return min(max(kwayRows/int64(max(fanIn, 1)), 1024), 4*1024)
+}
+
 // streamReadBuffer sizes the read-ahead of each column stream of a streamed
-// merge: an eighth of the budget over all streams, between 64 KiB (fewer,
+// merge: a 32nd of the budget over all streams, between 64 KiB (fewer,
 // larger ranged reads matter on object stores) and 256 KiB (past that, a
 // larger range saves little time and costs fan-in x columns of memory).
+// With the default 512 MiB budget, 8 inputs of 6 columns get 256 KiB and
+// 32 inputs 83 KiB: the buffers together stay at 16 MiB.
 func streamReadBuffer(budget int64, inputs, columns int) int64 {
-	b := budget / 8 / int64(max(inputs*columns, 1))
+	b := budget / 32 / int64(max(inputs*columns, 1))
 	return min(max(b, 64<<10), pageBoundedReadBuffer)
 }
 
@@ -290,7 +304,7 @@ func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedIn
 	}
 	as := newAsyncSink(ctx, s)
 	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return as.write(ctx, r) })
-	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayBatchRows), as, asm, asm.release)
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), as, asm, asm.release)
 }
 
 // recoverAbort turns a panic in the Parquet decoder (corrupt input it did not
