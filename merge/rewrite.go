@@ -77,6 +77,9 @@ type RewriteResult struct {
 	Outputs      []Output
 	BytesRead    int64
 	BytesWritten int64
+	// tsSkipped: rows the page-bounded timestamp pass took from the page
+	// index instead of decoding them (tests).
+	tsSkipped int64
 }
 
 // Budget is what ChoosePath weighs a bin against.
@@ -179,7 +182,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		}
 		outs, err = mergeKWay(ctx, fs, opened, schema, newPath, opts)
 	case PathPageBounded:
-		outs, err = mergePageBounded(ctx, fs, inputs, schema, newPath, opts, &read)
+		outs, err = mergePageBounded(ctx, fs, inputs, schema, newPath, opts, &read, &res.tsSkipped)
 	default:
 		err = fmt.Errorf("unknown merge path %q", res.Path)
 	}
