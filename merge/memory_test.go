@@ -89,7 +89,10 @@ func TestPageBoundedMemoryIndependentOfInputSize(t *testing.T) {
 	if decoded[0] < 10*chunkBytes {
 		t.Fatalf("input (%d bytes) is not 10x the chunk budget", decoded[0])
 	}
-	if pb[1] > pb[0]+pb[0]/4 {
+	// Half of the smaller peak as slack: which batches happen to be in flight
+	// in the decode and encode goroutines at the peak moves it by up to a
+	// third between runs; a peak that followed the input would grow 10x.
+	if pb[1] > pb[0]+pb[0]/2 {
 		t.Errorf("page-bounded peak grew with the input: %d -> %d bytes", pb[0], pb[1])
 	}
 	// The constant: per-input batches and read buffers, the writer's row group
