@@ -35,8 +35,11 @@ const (
 	// its decoded memory does not grow with the fan-in.
 	kwayRows = 32 * 1024
 	// kwayChunkRows is the k-way path's output chunk, the rows assembled and
-	// handed to the encoder at a time.
-	kwayChunkRows = 4 * 1024
+	// handed to the encoder at a time. Each chunk costs a fixed overhead in
+	// the Parquet writer and the metadata builder (per column buffers,
+	// levels, statistics): 16 Ki rows spent about 10% less CPU than 4 Ki
+	// for about 12 MB more peak memory (bench/merge inputs, 8 inputs).
+	kwayChunkRows = 16 * 1024
 	// inMemoryFactor: the in-memory path holds inputs, the assembled chunk
 	// and the writer's buffers; it is chosen when this many times the
 	// estimated decoded size fits the budget.
