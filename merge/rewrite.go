@@ -30,6 +30,13 @@ const (
 	DefaultChunkRows = 64 * 1024
 	// pageBytes is the data page size siglake writes (writerProperties).
 	pageBytes = 256 << 10
+	// dictPageBytes is the dictionary size at which a column chunk falls
+	// back to plain encoding (arrow-go's default is 1 MiB). A column that
+	// needs a bigger dictionary has mostly distinct values (trace ids), so
+	// the dictionary buys little, while it is hashed for every value
+	// written and decoded again by every reader of the chunk, which the
+	// page-bounded path does once per chunk and input.
+	dictPageBytes = 256 << 10
 	// kwayRows bounds the rows the k-way path's input batches hold together:
 	// each input decodes kwayRows/fan-in rows at a time (kwayBatchRows), so
 	// its decoded memory does not grow with the fan-in.
