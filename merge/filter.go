@@ -261,7 +261,7 @@ func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arr
 	if err != nil {
 		return nil, 0, err
 	}
-	in, err := openInput(fs, path, mem, kwayBatchRows)
+	in, err := openInput(fs, path, mem, kwayBatchRows(1))
 	if err != nil {
 		return nil, 0, err
 	}

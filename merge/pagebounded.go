@@ -25,7 +25,7 @@ const pageBoundedReadBuffer = 256 << 10
 // memory is about one chunk (plus small per-input batches), whatever the
 // input sizes; the plan for one chunk has at most ChunkRows runs. The price
 // is decoding the timestamp column twice.
-func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, read *int64) (outs []Output, err error) {
+func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, read, tsSkipped *int64) (outs []Output, err error) {
 	s, err := newSink(fs, newPath, schema, opts.WriterOptions, metaStreamed(opts.Metadata))
 	if err != nil {
 		return nil, err
@@ -71,12 +71,26 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 			}
 		}
 		p.readers = append(p.readers, rr)
+		p.keys = append(p.keys, &cursor{idx: i})
+	}
+	// The page index says which timestamp pages no other input overlaps:
+	// the timestamp pass skips those instead of reading and decoding them.
+	pages, indexed := make([][]tsPage, len(inputs)), make([]bool, len(inputs))
+	for i := range inputs {
+		pages[i], indexed[i] = timestampPages(files[2*i], opts.TimestampColumn)
+	}
+	skip := isolatedRuns(pages, indexed)
+	for i, in := range inputs {
+		tsIn := files[2*i]
 		tsSrc, err := newPQSource(ctx, tsIn, nil, opts.TimestampColumn, true, opts.Allocator)
 		if err != nil {
 			return nil, err
 		}
-		cursors = append(cursors, &cursor{idx: i, name: in.Path, src: newPrefetchSource(ctx, tsSrc)})
-		p.keys = append(p.keys, &cursor{idx: i})
+		var src source = tsSrc
+		if skip != nil && len(skip[i]) > 0 {
+			src = &skippingTsSource{src: tsSrc, skip: skip[i], rows: tsIn.pf.NumRows(), batch: tsBatch, skipped: tsSkipped, fileName: in.Path}
+		}
+		cursors = append(cursors, &cursor{idx: i, name: in.Path, src: newPrefetchSource(ctx, src)})
 	}
 	p.need = make([]int64, len(inputs))
 	p.consumed = make([]int64, len(inputs))

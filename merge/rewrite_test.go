@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/siglake/siglake/merge/index"
@@ -62,17 +63,28 @@ type scenario struct {
 }
 
 // randScenario makes 1-8 sorted inputs with overlapping ranges, identical
-// timestamps, nulls, some without the added column, some empty.
+// timestamps, nulls, some without the added column, some empty. In half the
+// scenarios the inputs follow each other in time, overlapping only near
+// their ends (or sharing an edge timestamp), as consecutive flushes do: the
+// page-bounded path then skips the pages no other input overlaps.
 func randScenario(t testing.TB, r *rand.Rand, sc *arrow.Schema, dir string) scenario {
 	var s scenario
 	n := 1 + r.IntN(8)
+	chained := r.IntN(2) == 0
+	next := int64(1_700_000_000_000_000)
 	for i := 0; i < n; i++ {
 		rows := r.IntN(2500)
 		if r.IntN(6) == 0 {
 			rows = 0
 		}
 		base := int64(1_700_000_000_000_000) + r.Int64N(3000)
+		if chained {
+			base = next - r.Int64N(20)
+		}
 		rec := randRecord(r, sc, rows, base, int64(1+r.IntN(4)), true, r.IntN(3) != 0)
+		if rows > 0 {
+			next = int64(rec.Column(0).(*array.Timestamp).Value(rows - 1))
+		}
 		in := writeInput(t, dir, sc, rec, r.IntN(4), 100+r.IntN(900))
 		s.inputs = append(s.inputs, in)
 		s.want = append(s.want, rowStrings(t, rec, sc)...)
@@ -306,5 +318,54 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	if DefaultMemoryBudget() <= 0 {
 		t.Fatal("DefaultMemoryBudget is not positive")
+	}
+}
+
+// TestPageBoundedSkipsIsolatedPages: inputs that follow each other in time
+// overlap only at their ends; the page-bounded timestamp pass takes the other
+// pages' rows from the page index, and the rows come out as the k-way path
+// writes them. The inputs are listed latest first and some share their edge
+// timestamp, so ties between a skipped page and another input's first row
+// must go to the input listed first.
+func TestPageBoundedSkipsIsolatedPages(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	dir := t.TempDir()
+	var ins []Input
+	var total int64
+	shared := 0
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 6; i++ {
+		overlap := []int64{0, 0, 30}[i%3]
+		rec := randRecord(r, sc, 3000, next-overlap, 3, true, true)
+		ts := rec.Column(0).(*array.Timestamp)
+		if i > 0 && int64(ts.Value(0)) == next {
+			shared++
+		}
+		next = int64(ts.Value(2999))
+		ins = append([]Input{writeInput(t, dir, sc, rec, 0, 250)}, ins...) // one timestamp page per row group
+		total += rec.NumRows()
+		rec.Release()
+	}
+	if shared == 0 {
+		t.Fatal("test setup: no two inputs share an edge timestamp")
+	}
+	rows := map[PathKind][]string{}
+	for _, path := range []PathKind{PathKWay, PathPageBounded} {
+		out := filepath.Join(dir, "out-"+string(path))
+		res, err := Rewrite(context.Background(), localFS, ins, sc, pathGen(out, 1), RewriteOptions{ForcePath: path, ChunkRows: 700})
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, o := range res.Outputs {
+			rows[path] = append(rows[path], readFileRows(t, localFS, o.Path, sc)...)
+		}
+		if path == PathPageBounded && (res.tsSkipped < total/2 || res.tsSkipped >= total) {
+			t.Fatalf("timestamp pass took %d of %d rows from the page index, want most but not all", res.tsSkipped, total)
+		}
+	}
+	if int64(len(rows[PathKWay])) != total || !slices.Equal(rows[PathKWay], rows[PathPageBounded]) {
+		diffRows(t, rows[PathPageBounded], rows[PathKWay])
+		t.Fatalf("page-bounded rows differ from k-way's (%d vs %d rows)", len(rows[PathPageBounded]), len(rows[PathKWay]))
 	}
 }

@@ -33,6 +33,8 @@ type sink struct {
 	rgRows  int64 // rows in that row group
 	closing bool  // current file is full: close it at the next timestamp change
 	lastTs  int64 // timestamp of the last row of the last full row group
+	prevTs  int64 // timestamp of the last row written, to check the order
+	wrote   bool
 }
 
 type outFile struct {
@@ -68,6 +70,15 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 		return fmt.Errorf("timestamp column %q has %d null values", s.opts.TimestampColumn, ts.NullN())
 	}
 	micros := appendMicros(make([]int64, 0, ts.Len()), ts)
+	// The merge orders rows by plans made from the inputs' sort order and
+	// page indexes; a file that lies about either must fail the rewrite,
+	// not produce an unsorted output.
+	for _, t := range micros {
+		if s.wrote && t < s.prevTs {
+			return fmt.Errorf("merge produced rows out of timestamp order (%d after %d): an input's rows disagree with its sort order or page index", t, s.prevTs)
+		}
+		s.prevTs, s.wrote = t, true
+	}
 	n := int64(len(micros))
 	for off := int64(0); off < n; {
 		if s.closing && micros[off] != s.lastTs {

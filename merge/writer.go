@@ -237,6 +237,7 @@ func writerProperties(opts WriterOptions) *parquet.WriterProperties {
 		parquet.WithStats(true),
 		parquet.WithPageIndexEnabled(true),
 		parquet.WithDictionaryDefault(true),
+		parquet.WithDictionaryPageSizeLimit(dictPageBytes),
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
 		parquet.WithDataPageSize(pageBytes),
 		parquet.WithCreatedBy("siglake"),

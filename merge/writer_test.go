@@ -3,6 +3,7 @@ package merge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -10,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -160,5 +164,46 @@ func TestWriteSortedRemovesOutputsOnFailure(t *testing.T) {
 		if len(left) != 0 {
 			t.Fatalf("limit %d: %d files left behind after failure: %v", limit, len(left), err)
 		}
+	}
+}
+
+// TestDictionaryFallsBackAt256KiB: a column of distinct values (trace ids)
+// gets a dictionary page of at most 256 KiB (file-format.md), then plain
+// pages.
+func TestDictionaryFallsBackAt256KiB(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(1, 1))
+	rec := randRecord(r, sc, 60_000, 1_700_000_000_000_000, 3, true, true)
+	defer rec.Release()
+	// Replace trace_id by distinct 32-byte hex ids: about 1.9 MB of values.
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	for i := 0; i < int(rec.NumRows()); i++ {
+		b.Append(fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64()))
+	}
+	ids := b.NewArray()
+	b.Release()
+	defer ids.Release()
+	cols := slices.Clone(rec.Columns())
+	cols[4] = ids
+	rec2 := array.NewRecordBatch(sc, cols, rec.NumRows())
+	defer rec2.Release()
+	dir := t.TempDir()
+	outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, []arrow.RecordBatch{rec2},
+		WriterOptions{Metadata: MetadataOptions{RawColumn: "raw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := outs[0].Meta.RowGroup(0).ColumnChunk(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cc.HasDictionaryPage() {
+		t.Fatal("trace_id has no dictionary page")
+	}
+	if n := cc.DataPageOffset() - cc.DictionaryPageOffset(); n > 256<<10 {
+		t.Fatalf("trace_id dictionary page takes %d bytes, want at most 256 KiB", n)
+	}
+	if !slices.Contains(cc.Encodings(), parquet.Encodings.Plain) {
+		t.Fatalf("trace_id encodings %v: no plain pages after the dictionary filled", cc.Encodings())
 	}
 }

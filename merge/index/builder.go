@@ -182,11 +182,10 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 			if !ok {
 				continue
 			}
-			b.rgTri.addText(v)
+			b.addRaw(v)
 			if b.fileTri != nil {
 				b.fileTri.addText(v)
 			}
-			forEachToken(v, b.addToken)
 		}
 	}
 	for j, c := range b.idxCols {
@@ -253,10 +252,37 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// addToken adds a token to the row group's set, skipping the set when the
-// direct-mapped cache says the key was just added.
-func (b *Builder) addToken(tok []byte) {
-	k := tokenKey(tok)
+// addRaw adds the trigrams and tokens of one raw value to the row group's
+// sets in one pass over its bytes: each token's key is hashed while the scan
+// looks for its end, giving what forEachToken and tokenKey give.
+func (b *Builder) addRaw(v []byte) {
+	tri := b.rgTri
+	var t uint32
+	h, in := uint64(fnvOffset), false
+	for i, c := range v {
+		t = (t<<8 | uint32(c)) & 0xffffff
+		if i >= 2 {
+			w, m := &tri.bits[t>>6], uint64(1)<<(t&63)
+			if *w&m == 0 {
+				*w |= m
+				tri.count++
+			}
+		}
+		if tokenByte[c] {
+			h, in = fnvByte(h, c), true
+		} else if in {
+			b.addTokenKey(tokenKeyOf(h))
+			h, in = fnvOffset, false
+		}
+	}
+	if in {
+		b.addTokenKey(tokenKeyOf(h))
+	}
+}
+
+// addTokenKey adds a token key to the row group's set, skipping the set when
+// the direct-mapped cache says the key was just added.
+func (b *Builder) addTokenKey(k uint64) {
 	slot := &b.tokCache[k&uint64(len(b.tokCache)-1)]
 	if *slot == k {
 		return

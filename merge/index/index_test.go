@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -318,5 +319,70 @@ func TestPostingsStandalone(t *testing.T) {
 		if _, err := DecodeInverted(bad); err == nil {
 			t.Fatalf("malformed index of %d bytes accepted", len(bad))
 		}
+	}
+}
+
+// BenchmarkAddRows measures the row-group metadata of access-log lines (the
+// bloom's token and trigram sets dominate):
+// go test ./merge/index -run '^$' -bench AddRows
+func BenchmarkAddRows(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields("request completed started failed retry timeout connection refused upstream cache miss hit slow query token expired ok")
+	rows := make([]row, 64*1024)
+	ts := int64(1_700_000_000_000_000)
+	var n int64
+	for i := range rows {
+		ts += r.Int64N(30_000)
+		raw := fmt.Sprintf("GET /api/v1/users/%d status=%d latency_ms=%d user=u%05d msg=%s %s %s", r.IntN(100000),
+			[]int{200, 404, 500}[r.IntN(3)], r.IntN(2000), r.IntN(50000), words[r.IntN(len(words))], words[r.IntN(len(words))], words[r.IntN(len(words))])
+		n += int64(len(raw))
+		rows[i] = row{ts: ts, service: strp("api"), raw: strp(raw), trace: strp(fmt.Sprintf("%016x", r.Uint64()))}
+	}
+	rec, tss := record(rows)
+	defer rec.Release()
+	b.SetBytes(n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bl := NewBuilder(Config{}, sc)
+		bl.AddRows(rec, tss)
+		bl.EndRowGroup()
+	}
+}
+
+// TestAddRawMatchesReferenceScan: the fused scan adds exactly the trigrams
+// and token keys that the reader's definitions (forEachToken, tokenKey,
+// trigramSet.addText) give, or probes would miss (false negatives).
+func TestAddRawMatchesReferenceScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "Z", "9", "_", " ", "=", "/", "ä", "é", "\xff", "-", "x"}
+	b := NewBuilder(Config{}, sc)
+	want := newTrigramSet()
+	for n := 0; n < 2000; n++ {
+		var sb strings.Builder
+		for j := 0; j < r.IntN(40); j++ {
+			sb.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		v := []byte(sb.String())
+		b.rgTri.reset()
+		b.rgTok.reset()
+		clear(b.tokCache[:])
+		want.reset()
+		b.addRaw(v)
+		want.addText(v)
+		if b.rgTri.count != want.count || !slices.Equal(b.rgTri.bits, want.bits) {
+			t.Fatalf("%q: trigrams differ (%d vs %d)", v, b.rgTri.count, want.count)
+		}
+		var wantKeys keySet
+		forEachToken(v, func(tok []byte) { wantKeys.add(tokenKey(tok)) })
+		if b.rgTok.n != wantKeys.n {
+			t.Fatalf("%q: %d token keys, want %d", v, b.rgTok.n, wantKeys.n)
+		}
+		wantKeys.forEach(func(k uint64) {
+			var got keySet
+			b.rgTok.forEach(got.add)
+			if n := got.n; func() bool { got.add(k); return got.n != n }() {
+				t.Fatalf("%q: token key %x missing", v, k)
+			}
+		})
 	}
 }

@@ -3,9 +3,16 @@ package index
 // isTokenByte reports whether b belongs to a token. Letters, digits and '_'
 // do, and so does every byte of a multi-byte UTF-8 sequence, so non-ASCII
 // words stay whole; everything else separates tokens.
-func isTokenByte(b byte) bool {
-	return b >= 0x80 || b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')
-}
+func isTokenByte(b byte) bool { return tokenByte[b] }
+
+// tokenByte is isTokenByte as a table: the scan loops test every byte of raw.
+var tokenByte = func() (t [256]bool) {
+	for i := range t {
+		b := byte(i)
+		t[i] = b >= 0x80 || b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')
+	}
+	return t
+}()
 
 // forEachToken calls fn with every token of s (see isTokenByte).
 func forEachToken(s []byte, fn func(tok []byte)) {
@@ -47,12 +54,24 @@ func trigram(a, b, c byte) uint32 { return uint32(a)<<16 | uint32(b)<<8 | uint32
 func trigramKey(t uint32) uint64 { return mix64(uint64(t) | 1<<62) }
 
 func tokenKey(tok []byte) uint64 {
-	h := uint64(14695981039346656037) // FNV-1a offset basis
+	h := uint64(fnvOffset)
 	for _, b := range tok {
-		h ^= uint64(b)
-		h *= 1099511628211
+		h = fnvByte(h, b)
 	}
-	if k := mix64(h &^ (1 << 62)); k != 0 {
+	return tokenKeyOf(h)
+}
+
+// FNV-1a over a token's bytes, then tokenKeyOf: split so a scan can hash a
+// token while it finds its end (Builder.addRaw).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+func tokenKeyOf(fnv uint64) uint64 {
+	if k := mix64(fnv &^ (1 << 62)); k != 0 {
 		return k
 	}
 	return 1 // keySet reserves 0 for empty slots

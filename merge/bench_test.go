@@ -1,0 +1,85 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// benchInputs writes fanIn sorted files of rowsPer access-log rows each, all
+// covering the same hour, so every pair overlaps (the merge's hard case, as in
+// bench/merge). It returns the inputs and their decoded size.
+func benchInputs(b *testing.B, sc *arrow.Schema, fanIn, rowsPer int) ([]Input, int64) {
+	b.Helper()
+	dir := b.TempDir()
+	r := rand.New(rand.NewPCG(uint64(fanIn), 7))
+	const span = int64(3600_000_000)
+	step := span / int64(rowsPer)
+	var ins []Input
+	var decoded int64
+	for f := 0; f < fanIn; f++ {
+		rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		ts := int64(1_767_225_600_000_000) + r.Int64N(step+1)
+		for i := 0; i < rowsPer; i++ {
+			ts += r.Int64N(2*step + 1)
+			svc := services[r.IntN(len(services))]
+			rb.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(ts))
+			rb.Field(1).(*array.StringBuilder).Append(svc)
+			rb.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("GET /api/v1/%s/%d status=%d latency_ms=%d user=u%05d msg=%s %s %s",
+				svc, r.IntN(100000), []int{200, 200, 404, 500}[r.IntN(4)], r.IntN(2000), r.IntN(50000),
+				words[r.IntN(len(words))], words[r.IntN(len(words))], words[r.IntN(len(words))]))
+			rb.Field(3).(*array.Int32Builder).Append(int32(r.IntN(5)))
+			if r.IntN(4) == 0 {
+				rb.Field(4).AppendNull()
+			} else {
+				rb.Field(4).(*array.StringBuilder).Append(fmt.Sprintf("%016x", r.Uint64()))
+			}
+		}
+		rec := rb.NewRecordBatch()
+		rb.Release()
+		decoded += recordBytes(rec)
+		outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, []arrow.RecordBatch{rec}, WriterOptions{})
+		rec.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range outs {
+			ins = append(ins, Input{Path: o.Path, Size: o.Size, Rows: o.Rows})
+		}
+	}
+	return ins, decoded
+}
+
+// BenchmarkKWay measures the streaming k-way merge (search metadata
+// included) over 8 and 32 overlapping inputs of 256k rows in total:
+// go test ./merge -run '^$' -bench KWay -benchmem
+func BenchmarkKWay(b *testing.B) {
+	for _, fanIn := range []int{8, 32} {
+		b.Run(fmt.Sprintf("inputs=%d", fanIn), func(b *testing.B) {
+			sc := testArrowSchema(b)
+			ins, decoded := benchInputs(b, sc, fanIn, 256*1024/fanIn)
+			out := b.TempDir()
+			b.SetBytes(decoded)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res, err := Rewrite(context.Background(), localFS, ins, sc, pathGen(out, 1), RewriteOptions{ForcePath: PathKWay})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				for _, o := range res.Outputs {
+					if err := localFS.Remove(o.Path); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(256*1024*b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
