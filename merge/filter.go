@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -158,14 +159,18 @@ func (c *boundColumn) holds(a arrow.Array, i int) bool {
 // run by run (deletions are usually a few runs of one user or service).
 func (m *rowMatcher) apply(b batch, sc *arrow.Schema, mem memory.Allocator) (batch, error) {
 	n := len(b.ts)
-	var runs [][2]int // kept [from, to)
+	var runs [][2]int  // kept [from, to)
+	var counts []int64 // per predicate, added to m.deleted once per batch
 	start, dropped := 0, 0
 	for i := 0; i < n; i++ {
 		p := m.matches(b.rec, b.ts, i)
 		if p < 0 {
 			continue
 		}
-		m.deleted[p]++
+		if counts == nil {
+			counts = make([]int64, len(m.deleted))
+		}
+		counts[p]++
 		dropped++
 		if i > start {
 			runs = append(runs, [2]int{start, i})
@@ -174,6 +179,10 @@ func (m *rowMatcher) apply(b batch, sc *arrow.Schema, mem memory.Allocator) (bat
 	}
 	if dropped == 0 {
 		return b, nil
+	}
+	// The k-way path filters each input in its own prefetch goroutine.
+	for p, c := range counts {
+		atomic.AddInt64(&m.deleted[p], c)
 	}
 	if start < n {
 		runs = append(runs, [2]int{start, n})
