@@ -256,3 +256,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// ParquetWriterProperties are the Parquet settings siglake writes every data file with
+// (docs/file-format.md), for tools that must write the same way (bench/merge's codec floor).
+func ParquetWriterProperties(opts WriterOptions) *parquet.WriterProperties {
+	return writerProperties(opts.withDefaults())
+}

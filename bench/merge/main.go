@@ -240,6 +240,8 @@ func runChild(contender, setDir string) (childResult, error) {
 		return r, nil
 	case "iceberg-go":
 		return icebergRewrite(ctx, s, out)
+	case "arrow-go-copy":
+		return codecFloor(ctx, s, out)
 	}
 	return childResult{}, fmt.Errorf("unknown contender %q", contender)
 }
