@@ -25,15 +25,21 @@ type FileIndexes struct {
 	Built map[string][]byte
 	// InFooter lists requested columns the footer already indexes (nothing built).
 	InFooter []string
+	// TooLarge lists requested columns whose index would have held more than the
+	// memory cap while being built (nothing built; they stay unindexed).
+	TooLarge []string
 	// NotInFile lists requested columns the file does not have.
 	NotInFile []string
 }
 
 // BuildIndexes reads a data file's footer and builds the inverted index of each
-// of columns that the footer does not carry. It reads only those columns, a
-// batch of reindexBatchRows at a time, so decoded memory is one batch of them
-// whatever the file size; the postings themselves grow with the file.
-func BuildIndexes(ctx context.Context, fs icebergio.IO, path string, columns []string, mem memory.Allocator) (FileIndexes, error) {
+// of columns that the footer does not carry. It reads one column at a time, a
+// batch of reindexBatchRows at a time, so decoded memory is one batch of one
+// column whatever the file size. The postings grow with the file's distinct
+// values: a column whose index would hold more than maxMemBytes (estimated;
+// 0 = no cap) is given up and listed in TooLarge, so a nearly unique column
+// of a large file cannot exhaust the pod's memory.
+func BuildIndexes(ctx context.Context, fs icebergio.IO, path string, columns []string, mem memory.Allocator, maxMemBytes int64) (FileIndexes, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -50,7 +56,6 @@ func BuildIndexes(ctx context.Context, fs icebergio.IO, path string, columns []s
 		return out, fmt.Errorf("reading schema of %s: %w", path, err)
 	}
 	var want []string
-	var leaves []int
 	for _, c := range columns {
 		switch {
 		case footer.HasInvertedIndex(c):
@@ -59,42 +64,48 @@ func BuildIndexes(ctx context.Context, fs icebergio.IO, path string, columns []s
 			out.NotInFile = append(out.NotInFile, c)
 		default:
 			want = append(want, c)
-			leaves = append(leaves, leafIndices(in, c)...)
 		}
 	}
-	if len(want) == 0 {
-		return out, nil
+	for _, c := range want {
+		enc, err := buildColumnIndex(ctx, in, c, maxMemBytes)
+		if err != nil {
+			return out, fmt.Errorf("indexing %s of %s: %w", c, path, err)
+		}
+		if enc == nil {
+			out.TooLarge = append(out.TooLarge, c)
+			continue
+		}
+		out.Built[c] = enc
 	}
-	rr, err := in.fr.GetRecordReader(ctx, leaves, nil)
+	return out, nil
+}
+
+// buildColumnIndex reads one column of in and returns its encoded inverted index, or nil once
+// the index holds more than maxMemBytes (0 = no cap).
+func buildColumnIndex(ctx context.Context, in *openedInput, column string, maxMemBytes int64) ([]byte, error) {
+	rr, err := in.fr.GetRecordReader(ctx, leafIndices(in, column), nil)
 	if err != nil {
-		return out, fmt.Errorf("reading columns %v of %s: %w", want, path, err)
+		return nil, err
 	}
 	defer rr.Release()
-	posts := make([]*index.Postings, len(want))
-	cols := make([]int, len(want))
-	for i, c := range want {
-		posts[i] = index.NewPostings()
-		cols[i] = rr.Schema().FieldIndices(c)[0]
-	}
+	p := index.NewPostings()
+	col := rr.Schema().FieldIndices(column)[0]
 	for rr.Next() {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return nil, err
 		}
-		rec := rr.RecordBatch()
-		for i, c := range cols {
-			posts[i].Add(rec.Column(c))
+		p.Add(rr.RecordBatch().Column(col))
+		if maxMemBytes > 0 && p.MemBytes() > maxMemBytes {
+			return nil, nil
 		}
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return out, fmt.Errorf("reading columns %v of %s: %w", want, path, err)
+		return nil, err
 	}
-	for i, c := range want {
-		if int64(posts[i].Rows()) != out.Rows {
-			return out, fmt.Errorf("indexing %s of %s: read %d rows, the footer says %d", c, path, posts[i].Rows(), out.Rows)
-		}
-		out.Built[c] = posts[i].Encode()
+	if rows := in.pf.NumRows(); int64(p.Rows()) != rows {
+		return nil, fmt.Errorf("read %d rows, the footer says %d", p.Rows(), rows)
 	}
-	return out, nil
+	return p.Encode(), nil
 }
 
 // ReadFooter decodes the search metadata in a data file's footer, reading only the footer.

@@ -383,7 +383,15 @@ func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs iceb
 	for i, o := range outs {
 		files[i] = o.Path
 	}
-	rb := &puffinidx.Rebuilder{Metrics: m.Metrics.Rebuild, Log: m.Log}
+	budget := m.Cfg.MergeMemoryBytes
+	if budget <= 0 {
+		budget = merge.DefaultMemoryBudget()
+	}
+	// Half the merge budget: the postings' size is an estimate, and encoding them needs a
+	// buffer of the encoded size on top (bench/reindex: a 128 MiB cap peaked at 241 MiB RSS
+	// under GOMEMLIMIT=256MiB). At least 16 MiB, so a budget made small to keep merges streamed
+	// still indexes the columns of ordinary files.
+	rb := &puffinidx.Rebuilder{Metrics: m.Metrics.Rebuild, Log: m.Log, MaxMemBytes: max(budget/2, 16<<20)}
 	start := m.Now()
 	res, err := rb.Run(ctx, t, fs, snap, files, IndexColumns(t))
 	if err != nil {

@@ -32,9 +32,10 @@ func main() {
 	dir := flag.String("dir", "", "work directory (the data file is generated once and reused)")
 	rows := flag.Int("rows", 2_000_000, "rows of the data file")
 	child := flag.String("child", "", "internal: index this data file and print JSON")
+	maxMem := flag.Int64("max-mem-mb", 0, "memory cap of one column's index while it is built (0: none); the sidecar uses the merge memory budget")
 	flag.Parse()
 	if *child != "" {
-		if err := index(*child); err != nil {
+		if err := index(*child, *maxMem<<20); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -44,7 +45,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: reindex -dir DIR [-rows N]")
 		os.Exit(2)
 	}
-	if err := run(*dir, *rows); err != nil {
+	if err := run(*dir, *rows, *maxMem); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -94,21 +95,23 @@ func prepare(dir string, rows int) (string, error) {
 }
 
 type result struct {
-	Seconds     float64 `json:"seconds"`
-	DataBytes   int64   `json:"data_bytes"`
-	PuffinBytes int64   `json:"puffin_bytes"`
-	Rows        int64   `json:"rows"`
-	Terms       []int   `json:"terms"`
+	Seconds     float64  `json:"seconds"`
+	DataBytes   int64    `json:"data_bytes"`
+	PuffinBytes int64    `json:"puffin_bytes"`
+	Rows        int64    `json:"rows"`
+	Terms       []int    `json:"terms"`
+	Indexed     []string `json:"indexed"`
+	GivenUp     []string `json:"given_up"`
 }
 
 // index is what the rebuild does for one data file: build the missing indexes, write the Puffin.
-func index(dataFile string) error {
+func index(dataFile string, maxMem int64) error {
 	isc, err := table.ArrowSchemaToIcebergWithFreshIDs(schema(), false)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	built, err := merge.BuildIndexes(context.Background(), icebergio.LocalFS{}, dataFile, columns, nil)
+	built, err := merge.BuildIndexes(context.Background(), icebergio.LocalFS{}, dataFile, columns, nil, maxMem)
 	if err != nil {
 		return err
 	}
@@ -116,17 +119,23 @@ func index(dataFile string) error {
 	if err != nil {
 		return err
 	}
-	if err := puffinidx.WritePuffin(f, isc, dataFile, columns, built, 1, 1); err != nil {
+	var indexed []string
+	for _, c := range columns {
+		if _, ok := built.Built[c]; ok {
+			indexed = append(indexed, c)
+		}
+	}
+	if err := puffinidx.WritePuffin(f, isc, dataFile, indexed, built, 1, 1); err != nil {
 		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	r := result{Seconds: time.Since(start).Seconds(), Rows: built.Rows}
-	if len(built.Built) != len(columns) {
+	r := result{Seconds: time.Since(start).Seconds(), Rows: built.Rows, Indexed: indexed, GivenUp: built.TooLarge}
+	if len(built.Built)+len(built.TooLarge) != len(columns) {
 		return fmt.Errorf("built %d of %d indexes (footer had %v)", len(built.Built), len(columns), built.InFooter)
 	}
-	for _, c := range columns {
+	for _, c := range indexed {
 		r.Terms = append(r.Terms, len(built.Built[c]))
 	}
 	st, _ := os.Stat(dataFile)
@@ -135,7 +144,7 @@ func index(dataFile string) error {
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
-func run(dir string, rows int) error {
+func run(dir string, rows int, maxMemMB int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -147,7 +156,7 @@ func run(dir string, rows int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "-child", data)
+	cmd := exec.Command(self, "-child", data, "-max-mem-mb", fmt.Sprint(maxMemMB))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -162,8 +171,12 @@ func run(dir string, rows int) error {
 		rss = ru.Maxrss * 1024
 	}
 	mib := float64(r.DataBytes) / (1 << 20)
-	fmt.Printf("| rows | data file | rebuild | Puffin | Puffin per MiB of data | peak RSS |\n|---|---|---|---|---|---|\n")
-	fmt.Printf("| %d | %.1f MiB | %.2f s | %.2f MiB | %.0f KiB | %.0f MiB |\n", r.Rows, mib, r.Seconds,
+	capText := "none"
+	if maxMemMB > 0 {
+		capText = fmt.Sprintf("%d MiB", maxMemMB)
+	}
+	fmt.Printf("| rows | data file | memory cap | indexed | given up | rebuild | Puffin | Puffin per MiB of data | peak RSS |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| %d | %.1f MiB | %s | %v | %v | %.2f s | %.2f MiB | %.0f KiB | %.0f MiB |\n", r.Rows, mib, capText, r.Indexed, r.GivenUp, r.Seconds,
 		float64(r.PuffinBytes)/(1<<20), float64(r.PuffinBytes)/1024/mib, float64(rss)/(1<<20))
 	return nil
 }

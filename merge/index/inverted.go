@@ -17,7 +17,15 @@ type Postings struct {
 	terms    map[string][]uint32
 	rows     uint32
 	minBytes int64 // lower bound of len(Encode())
+	memBytes int64 // estimate of the Go memory the terms and postings hold
 }
+
+// Memory estimate per distinct term (string and slice headers, the map entry and its share of
+// the map's buckets) and per posting (4 bytes, plus the slack of append's doubling).
+const (
+	termMemBytes    = 96
+	postingMemBytes = 6
+)
 
 // NewPostings returns an empty index whose first added row is ordinal 0.
 func NewPostings() *Postings { return &Postings{terms: map[string][]uint32{}, minBytes: 1} }
@@ -35,15 +43,21 @@ func (p *Postings) Add(col arrow.Array) {
 		rows, seen := p.terms[string(v)]
 		if !seen {
 			p.minBytes += int64(len(v)) + 2 // length and count varints
+			p.memBytes += int64(len(v)) + termMemBytes
 		}
 		p.terms[string(v)] = append(rows, p.rows+uint32(i))
 		p.minBytes++ // at least one byte per posting
+		p.memBytes += postingMemBytes
 	}
 	p.rows += uint32(n)
 }
 
 // Rows is the number of rows added so far.
 func (p *Postings) Rows() uint32 { return p.rows }
+
+// MemBytes estimates the memory the index holds while it is built: a builder
+// with a memory cap stops once it is over it.
+func (p *Postings) MemBytes() int64 { return p.memBytes }
 
 // MinEncodedBytes is a lower bound of len(Encode()), cheap to keep up to date:
 // a builder with a size cap stops once even this is over it.

@@ -9,6 +9,8 @@ type Metrics struct {
 	Bytes    *prometheus.CounterVec // table
 	Failures *prometheus.CounterVec // table
 	Dropped  *prometheus.CounterVec // table
+	// SkippedColumns: column indexes not built because they outgrew the memory cap.
+	SkippedColumns *prometheus.CounterVec // table
 }
 
 // NewMetrics registers the rebuild's metrics on reg.
@@ -24,9 +26,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_index_rebuild_failures_total", Help: "Data files the rebuild could not index, write or register; they stay unindexed and the rewrite stays committed."}, []string{"table"}),
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_index_rebuild_registrations_dropped_total", Help: "Index registrations dropped because their data file is no longer live."}, []string{"table"}),
+		SkippedColumns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_index_rebuild_skipped_columns_total", Help: "Column indexes the rebuild gave up because building them would hold more than the merge memory budget; those columns stay unindexed (scanned)."}, []string{"table"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Files, m.Blobs, m.Bytes, m.Failures, m.Dropped)
+		reg.MustRegister(m.Files, m.Blobs, m.Bytes, m.Failures, m.Dropped, m.SkippedColumns)
 	}
 	return m
 }

@@ -52,6 +52,9 @@ type Rebuilder struct {
 	Metrics *Metrics
 	Log     *zap.Logger
 	Mem     memory.Allocator
+	// MaxMemBytes caps the memory one column's index may hold while it is built (the merge
+	// memory budget): a column over it is skipped, counted and left unindexed; 0 = no cap.
+	MaxMemBytes int64
 }
 
 // Run indexes the data files of one committed rewrite (snapshot snap of t): for each file and
@@ -146,9 +149,16 @@ type writtenSidecar struct {
 // writeSidecar builds the missing indexes of one data file and writes them as one Puffin file;
 // a zero Sidecar when the footer already carries them all (or the file lacks the columns).
 func (r *Rebuilder) writeSidecar(ctx context.Context, t *table.Table, fs icebergio.WriteFileIO, dataFile string, columns []string, snap, seq int64) (writtenSidecar, error) {
-	built, err := merge.BuildIndexes(ctx, fs, dataFile, columns, r.Mem)
+	built, err := merge.BuildIndexes(ctx, fs, dataFile, columns, r.Mem, r.MaxMemBytes)
 	if err != nil {
 		return writtenSidecar{}, fmt.Errorf("build indexes %v of %s: %w", columns, dataFile, err)
+	}
+	if len(built.TooLarge) > 0 {
+		name := t.Identifier()[len(t.Identifier())-1]
+		r.Metrics.SkippedColumns.WithLabelValues(name).Add(float64(len(built.TooLarge)))
+		r.Log.Warn("index rebuild skipped columns whose index would exceed the merge memory budget; they stay unindexed (scanned)",
+			zap.String("table", name), zap.String("data_file", dataFile), zap.Strings("columns", built.TooLarge),
+			zap.Int64("max_bytes", r.MaxMemBytes))
 	}
 	var cols []string
 	for _, c := range columns {
