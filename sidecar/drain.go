@@ -79,21 +79,25 @@ func (d *Drain) walDirs() []string {
 	return dirs
 }
 
-// scanDirs lists the sealed segments of every dir; each batch remembers its dir.
-func scanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, error) {
+// scanDirs lists the sealed segments of every dir; each batch remembers its dir. A dir that
+// cannot be scanned is left out and its error returned with the others' segments, so one bad
+// stream directory does not stop the streams beside it.
+func scanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error) {
 	var all []localwal.SegmentInfo
+	var errs []error
 	dirOf := map[string]string{}
 	for _, dir := range dirs {
 		segs, err := localwal.Scan(dir)
 		if err != nil {
-			return nil, nil, err
+			errs = append(errs, err)
+			continue
 		}
 		for _, s := range segs {
 			dirOf[s.Path] = dir
 		}
 		all = append(all, segs...)
 	}
-	return all, dirOf, nil
+	return all, dirOf, errs
 }
 
 // Cycle scans the WAL once and commits every batch that is due. flush commits everything
@@ -103,22 +107,40 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	var res CycleResult
 	now := d.Now()
 	dirs := d.walDirs()
-	segs, dirOf, err := scanDirs(dirs)
-	if err != nil {
+	segs, dirOf, errs := scanDirs(dirs)
+	for _, err := range errs {
 		d.Metrics.DrainErrors.WithLabelValues("scan").Inc()
 		d.Status.AddError(now, "scan", "", err)
-		return res, fmt.Errorf("%w (--wal-dir / SIGLAKE_WAL_DIR): %w", errWALDir, err)
+		if d.Claims == nil { // the one WAL dir: nothing to drain
+			return res, fmt.Errorf("%w (--wal-dir / SIGLAKE_WAL_DIR): %w", errWALDir, err)
+		}
+		d.Log.Warn("a claimed stream directory cannot be scanned; the other streams go on", zap.Error(err))
 	}
 	d.observeBacklog(segs, now)
 	var firstErr error
-	for _, b := range planBatches(segs, now, d.Cfg.CommitBatchTargetBytes, d.Cfg.CommitBatchMaxAge, flush) {
+	// Batches never mix WAL dirs: each dir is one stream, and a batch commits one stream's mark.
+	byDir := map[string][]localwal.SegmentInfo{}
+	for _, s := range segs {
+		byDir[dirOf[s.Path]] = append(byDir[dirOf[s.Path]], s)
+	}
+	var batches []batch
+	for _, dir := range dirs {
+		for _, b := range planBatches(byDir[dir], now, d.Cfg.CommitBatchTargetBytes, d.Cfg.CommitBatchMaxAge, flush) {
+			b.dir = dir
+			batches = append(batches, b)
+		}
+	}
+	failed := map[string]bool{}
+	for _, b := range batches {
 		if ctx.Err() != nil || d.Stop != nil && d.Stop.Err() != nil {
 			break // shutting down: take no new batch
 		}
-		b.dir = dirOf[b.segs[0].Path]
 		// The backoff also keeps a stream's batches of one table in order: a later batch must not
 		// commit (and move the mark past) an earlier one that failed.
 		key := b.dir + "\x00" + b.table
+		if failed[key] {
+			continue // an earlier batch of this dir and table failed: never overtake it, even on flush
+		}
 		if until, ok := d.backoffUntil[key]; ok && now.Before(until) && !flush {
 			continue
 		}
@@ -126,6 +148,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		n, rows, err := d.commitBatch(ctx, b)
 		if err != nil {
 			d.noteFailure(key, now)
+			failed[key] = true
 			d.Status.AddError(d.Now(), "drain", b.table, err)
 			d.Log.Warn("drain batch failed; segments kept for the next cycle",
 				zap.String("table", b.table), zap.Int("segments", len(b.segs)), zap.Error(err))

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -270,7 +269,8 @@ func StreamDirs(root string) (streams []string, loose int, err error) {
 		return nil, 0, fmt.Errorf("list WAL root %s (--wal-dir / SIGLAKE_WAL_DIR): %w", root, err)
 	}
 	for _, e := range ents {
-		if e.IsDir() && e.Name() != localwal.QuarantineDir && !strings.HasPrefix(e.Name(), ".") {
+		// A stream directory is named by its stream id (lost+found on an ext4 volume root is not).
+		if e.IsDir() && e.Name() != localwal.QuarantineDir && localwal.ValidStream(e.Name()) {
 			streams = append(streams, e.Name())
 		}
 	}
@@ -294,10 +294,7 @@ func (p *Process) backlog() int {
 		}
 		dirs = streams
 	}
-	segs, _, err := scanDirs(dirs)
-	if err != nil {
-		return 0
-	}
+	segs, _, _ := scanDirs(dirs) // what can be scanned: a bad dir is reported by the drain
 	return len(segs)
 }
 

@@ -226,6 +226,9 @@ func (m *Manager) tick(ctx context.Context) error {
 			m.mu.Lock()
 			for _, s := range p.Release {
 				delete(m.releasing, s)
+				if !errors.Is(err, lake.ErrCASConflict) {
+					delete(m.held, s) // the release may have landed: stop draining it
+				}
 			}
 			m.mu.Unlock()
 			if errors.Is(err, lake.ErrCASConflict) && attempt < conflictRetries {

@@ -134,6 +134,11 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 			props[k] = v
 		}
 		txn := t.NewTransaction()
+		// Pin main to the snapshot the mark was read from: iceberg-go must not replay this
+		// append on a newer head (commit.retry.num-retries), which would skip the mark check.
+		if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
+			return CommitResult{Attempts: attempt}, err
+		}
 		// File names are fresh UUIDs, so the duplicate check (a walk of every manifest) buys nothing.
 		if err := txn.AddDataFiles(ctx, req.Files, props, table.WithoutDuplicateCheck()); err != nil {
 			return CommitResult{Attempts: attempt}, fmt.Errorf("stage append to %s: %w", req.Table, err)
