@@ -2,8 +2,11 @@ package sidecar
 
 import (
 	"context"
+	"errors"
+	"github.com/apache/iceberg-go/table"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,5 +207,65 @@ func TestOneBadStreamDirStallsAll(t *testing.T) {
 	t.Logf("cycle: %+v %v", res, err)
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("ingest-0 not drained because another held stream's directory is gone: %v", err)
+	}
+}
+
+// conflictOnceCatalog answers the first armed commit with a conflict after letting onConflict
+// run (here: the claim's fence passes while the commit was in flight).
+type conflictOnceCatalog struct {
+	catalog.Catalog
+	armed      atomic.Bool
+	onConflict func()
+}
+
+func (c *conflictOnceCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	t, err := c.Catalog.LoadTable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
+}
+
+func (c *conflictOnceCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
+	if c.armed.CompareAndSwap(true, false) {
+		c.onConflict()
+		return nil, "", errors.New("requirement failed: branch main has changed")
+	}
+	return c.Catalog.CommitTable(ctx, id, reqs, ups)
+}
+
+// TestFenceCheckedBeforeEveryCommitAttempt: a batch whose first commit attempt loses a conflict
+// while its claim's fence passes must not retry: another process may hold the stream by then.
+func TestFenceCheckedBeforeEveryCommitAttempt(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.CatalogClaim = true
+		c.CatalogClaimTTL = 30 * time.Second
+		c.CommitBatchTargetBytes = 0
+	})
+	root := e.cfg.WALDir
+	now := time.Now()
+	clock := func() time.Time { return now }
+	m := &claim.Manager{Lake: e.lake, Holder: "drain-0", TTL: 30 * time.Second, Now: clock,
+		Streams: func() ([]string, error) { s, _, err := StreamDirs(root); return s, err },
+		Log:     zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: claim.NewMetrics(prometheus.NewRegistry())}
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	first := writeStreamDir(t, filepath.Join(root, "ingest-0"), "ingest-0", "events", 1, 500, 1, start)
+	if err := m.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.drain.Claims = m
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil { // creates the table
+		t.Fatal(err)
+	}
+	writeStreamDir(t, filepath.Join(root, "ingest-0"), "ingest-0", "events", 1, 500, 2, start.Add(time.Hour))
+	cc := &conflictOnceCatalog{onConflict: func() { now = now.Add(claim.Fence(30 * time.Second)) }}
+	e.lake.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { cc.Catalog = c; return cc })
+	cc.armed.Store(true)
+	_, err := e.drain.Cycle(context.Background(), true)
+	if !errors.Is(err, errNotClaimed) {
+		t.Fatalf("cycle error %v, want the fence (%v)", err, errNotClaimed)
+	}
+	if got := e.tableSum("events"); got != first {
+		t.Fatalf("table %+v, want only the first batch %+v: a retry committed past the fence", got, first)
 	}
 }

@@ -356,10 +356,19 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		req.Summary["siglake.claim.epoch"] = strconv.FormatUint(epoch, 10)
 		// The fence: past it another process may take the stream over, so this one must not
 		// start the commit. (A commit that started in time and lands late is caught by the mark.)
-		if !d.Claims.Valid(filepath.Base(b.dir)) {
+		stream := filepath.Base(b.dir)
+		if !d.Claims.Valid(stream) {
 			d.Claims.Fenced()
 			d.removeOutputs(ctx, t, outputs)
-			return removed, 0, fmt.Errorf("stream %s: %w", filepath.Base(b.dir), errNotClaimed)
+			return removed, 0, fmt.Errorf("stream %s: %w", stream, errNotClaimed)
+		}
+		// And before every retry: CommitAppend's attempts can take seconds.
+		req.Fence = func() error {
+			if !d.Claims.Valid(stream) {
+				d.Claims.Fenced()
+				return fmt.Errorf("stream %s: %w", stream, errNotClaimed)
+			}
+			return nil
 		}
 	}
 	log.Debug("committing batch", zap.Int("segments", len(segs)), zap.Int("files", len(files)), zap.Stringer("mark", req.Last))

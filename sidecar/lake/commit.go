@@ -73,6 +73,9 @@ type AppendRequest struct {
 	First, Last Mark
 	// Summary goes into the snapshot summary (segment counts, rows) for people reading history.
 	Summary iceberg.Properties
+	// Fence, if set, is asked right before every commit attempt; an error stops the retries
+	// with that error (a catalog claim whose holder may no longer start commits).
+	Fence func() error
 }
 
 // CommitResult describes a successful CommitAppend.
@@ -145,6 +148,11 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 		}
 		if err := txn.SetProperties(iceberg.Properties{MarkPropertyPrefix + req.Stream: req.Last.String()}); err != nil {
 			return CommitResult{Attempts: attempt}, fmt.Errorf("stage mark of %s: %w", req.Table, err)
+		}
+		if req.Fence != nil {
+			if err := req.Fence(); err != nil {
+				return CommitResult{Attempts: attempt - 1, MaybeCommitted: maybe}, err
+			}
 		}
 		nt, err := txn.Commit(ctx)
 		if err != nil {
