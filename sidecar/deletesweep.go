@@ -99,12 +99,13 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 		return rep, err
 	}
 	all, bad := deletes.List(t.Properties())
-	for _, e := range bad {
+	pending, invalid := deletes.Executable(deletes.PendingOf(all), t.Schema(), lake.TimestampColumn)
+	for _, e := range append(bad, invalid...) {
 		rep.Invalid = append(rep.Invalid, e.Error())
-		log.Warn("ignoring a table property that is not a valid deletion request", zap.Error(e))
+		log.Warn("ignoring a table property that is not a valid deletion request; it is never executed", zap.Error(e))
 	}
 	rep.Requests = all
-	rep.pending = deletes.PendingOf(all)
+	rep.pending = pending
 	if len(rep.pending) == 0 || t.CurrentSnapshot() == nil {
 		return rep, nil
 	}
@@ -312,8 +313,13 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 			break
 		}
 		if err := txn.ReplaceDataFilesWithDataFiles(ctx, []iceberg.DataFile{df}, added, props); err != nil {
-			// The file is no longer live: a maintenance rewrite (or another sweeper) replaced it.
 			removeFiles(fsys, res.Outputs, log)
+			if !strings.Contains(err.Error(), "do not belong to the table") {
+				// Reading manifests or writing the new ones failed: a fault, not a lost race.
+				s.Metrics.Rewrites.WithLabelValues("delete-task", "failed").Inc()
+				return 0, 0, 0, fmt.Errorf("stage delete-task replace of %s in %s: %w", df.FilePath(), name, err)
+			}
+			// The file is no longer live: a maintenance rewrite (or another sweeper) replaced it.
 			s.Metrics.Rewrites.WithLabelValues("delete-task", "conflict").Inc()
 			log.Info("delete-task rewrite lost to a concurrent change; outputs removed", zap.Error(err))
 			return 0, 0, 0, fmt.Errorf("%w: %v", errConflict, err)
@@ -370,8 +376,9 @@ func (s *DeleteSweeper) markDone(ctx context.Context, name string, rep *SweepRep
 			return err
 		}
 		stored, _ := deletes.List(t.Properties())
+		pending, _ := deletes.Executable(deletes.PendingOf(stored), t.Schema(), lake.TimestampColumn)
 		var done []deletes.Request
-		for _, r := range deletes.PendingOf(stored) {
+		for _, r := range pending {
 			expr, err := r.Expr(t.Schema(), lake.TimestampColumn)
 			if err != nil {
 				return err

@@ -426,6 +426,8 @@ func TestDeleteRequestsRejected(t *testing.T) {
 		{deletes.Request{From: "yesterday"}, `--from "yesterday": accepted: RFC 3339`},
 		{deletes.Request{From: hour(3), To: hour(2)}, "is not before --to"},
 		{deletes.Request{Where: []deletes.Condition{{Column: "service"}}}, "at least one value"},
+		{deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{""}}}}, `column "service": an empty value`},
+		{deletes.Request{From: "2026-11-29T00:00:00.0000005Z"}, "stored to the microsecond"},
 	} {
 		_, err := deletes.Record(context.Background(), e.lake, "events", c.r, time.Now())
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -476,4 +478,41 @@ func gaugeValue(g interface{ Write(*dto.Metric) error }) float64 {
 	var m dto.Metric
 	_ = g.Write(&m)
 	return m.GetGauge().GetValue()
+}
+
+// TestStoredRequestsRevalidated: a request written straight into the table properties (by another
+// tool, or before a schema change) is checked before every sweep. One that Record would refuse
+// (here: no condition and no range, which matches every row), or one stored under another
+// request's key, is reported as invalid and never executed.
+func TestStoredRequestsRevalidated(t *testing.T) {
+	e := newDeleteEnv(t, nil)
+	deleteTable(t, e, 3)
+	before := e.tableSum("events")
+	tbl, err := e.lake.LoadTable(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{
+		"siglake.delete.manual": `{"version":1,"id":"manual","state":"pending","where":[]}`,
+		"siglake.delete.other":  `{"version":1,"id":"elsewhere","state":"pending","where":[{"column":"service","values":["billing"]}]}`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := DeleteSweep(context.Background(), e.lake, e.cfg, e.drain.Log, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.tableSum("events"); got != before {
+		t.Fatalf("table %+v after the sweep, want it untouched %+v", got, before)
+	}
+	invalid := strings.Join(reps[len(reps)-1].Invalid, "\n")
+	for _, want := range []string{"siglake.delete.manual: a deletion request needs at least one", `siglake.delete.other: holds request id "elsewhere"`} {
+		if !strings.Contains(invalid, want) {
+			t.Errorf("invalid requests reported %q, want %q", invalid, want)
+		}
+	}
 }

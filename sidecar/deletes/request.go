@@ -92,7 +92,27 @@ func Decode(key, v string) (Request, error) {
 	if r.State != Pending && r.State != Done {
 		return Request{}, fmt.Errorf("table property %s: state %q, accepted: %s, %s", key, r.State, Pending, Done)
 	}
+	if Key(r.ID) != key {
+		return Request{}, fmt.Errorf("table property %s: holds request id %q, which belongs under %s", key, r.ID, Key(r.ID))
+	}
 	return r, nil
+}
+
+// Executable returns the requests of rs that validate against the table schema now, and an
+// error for each that does not. A stored request is checked again before every sweep: it may
+// have been written by another tool, or the schema may have changed since it was recorded, and
+// an unchecked one could delete rows nobody asked for (an empty one matches every row).
+func Executable(rs []Request, sc *iceberg.Schema, tsColumn string) ([]Request, []error) {
+	var ok []Request
+	var errs []error
+	for _, r := range rs {
+		if err := r.Validate(sc, tsColumn); err != nil {
+			errs = append(errs, fmt.Errorf("table property %s: %w", Key(r.ID), err))
+			continue
+		}
+		ok = append(ok, r)
+	}
+	return ok, errs
 }
 
 // List returns the requests stored in a table's properties, sorted by id, and an error for each
@@ -167,6 +187,11 @@ func (r *Request) Validate(sc *iceberg.Schema, tsColumn string) error {
 			return fmt.Errorf("column %q: a condition needs at least one value", c.Column)
 		}
 		for _, v := range c.Values {
+			if v == "" {
+				// Most often an unset shell variable (--where user_id=$USER_ID), which would
+				// delete every row whose column is empty.
+				return fmt.Errorf("column %q: an empty value; give the value to delete", c.Column)
+			}
 			if err := parseValue(f.Type, v); err != nil {
 				return fmt.Errorf("column %q value %q: %w", c.Column, v, err)
 			}
@@ -215,6 +240,9 @@ func (r *Request) Range() (from, to *int64, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := microseconds("--from", r.From, t); err != nil {
+			return nil, nil, err
+		}
 		us := t.UnixMicro()
 		from = &us
 	}
@@ -223,10 +251,22 @@ func (r *Request) Range() (from, to *int64, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := microseconds("--to", r.To, t); err != nil {
+			return nil, nil, err
+		}
 		us := t.UnixMicro()
 		to = &us
 	}
 	return from, to, nil
+}
+
+// microseconds refuses a time finer than the table's timestamps: flooring it would move a bound
+// past rows the user meant to keep or to delete.
+func microseconds(flag, v string, t time.Time) error {
+	if t.Nanosecond()%1000 != 0 {
+		return fmt.Errorf("%s %q: timestamps are stored to the microsecond; give at most 6 fractional digits", flag, v)
+	}
+	return nil
 }
 
 // Expr is r as an Iceberg row filter, for scan planning (partition and column-metrics pruning).
