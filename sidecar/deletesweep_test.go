@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -514,5 +515,35 @@ func TestStoredRequestsRevalidated(t *testing.T) {
 		if !strings.Contains(invalid, want) {
 			t.Errorf("invalid requests reported %q, want %q", invalid, want)
 		}
+	}
+}
+
+// TestFailingTableDoesNotStarveDeletes: one owned table whose pass fails every cycle (its
+// manifest list is unreadable) must not keep the other tables' deletion requests from being
+// swept, and the pending gauge is published in busy cycles too.
+func TestFailingTableDoesNotStarveDeletes(t *testing.T) {
+	e := newDeleteEnv(t, func(c *Config) { c.DeleteTasks = true })
+	deleteTable(t, e, 3)
+	r := record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	e.writeSegments("other", 2, 2000, 9, delBase)
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	ot, err := e.lake.LoadTable(context.Background(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strings.TrimPrefix(ot.CurrentSnapshot().ManifestList, "file://"), []byte("not avro"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newMaintainer(t, e, e.lake, time.Now)
+	for i := 0; i < 4; i++ {
+		if _, err := m.Cycle(context.Background()); err == nil {
+			t.Fatal("the broken table's pass did not fail: the test does not test anything")
+		}
+	}
+	if st := storedRequests(t, e.lake)[r.ID]; st.State != deletes.Done {
+		t.Fatalf("after 4 cycles the request on events is %s, pending gauge %v", st.State,
+			gaugeValue(m.Metrics.DeletePending.WithLabelValues("events")))
 	}
 }

@@ -40,6 +40,7 @@ type Maintainer struct {
 	backlogged int // consecutive backlogged cycles, process-wide (the backlog is the process's)
 	lastExpire time.Time
 	deletes    *DeleteSweeper
+	published  map[string]bool // tables whose pending-deletion gauge this process set
 }
 
 // PlanConfig maps the process options onto the planner's configuration.
@@ -90,9 +91,7 @@ func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []SweepRep
 			break
 		}
 		if !m.Cfg.DeleteTasks {
-			if err := d.Pending(ctx, name); err != nil {
-				m.Log.Warn("reading deletion requests failed", zap.String("table", name), zap.Error(err))
-			}
+			m.publishPending(ctx, []string{name})
 			continue
 		}
 		rep, err := d.Sweep(ctx, name, SweepOptions{Apply: true})
@@ -103,6 +102,30 @@ func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []SweepRep
 		out = append(out, rep)
 	}
 	return out
+}
+
+// publishPending updates the pending-deletion gauge and status of tables without sweeping them.
+func (m *Maintainer) publishPending(ctx context.Context, tables []string) {
+	for _, name := range tables {
+		if err := m.Deletes().Pending(ctx, name); err != nil {
+			m.Log.Warn("reading deletion requests failed", zap.String("table", name), zap.Error(err))
+		}
+	}
+}
+
+// forgetPending drops the pending-deletion gauge of tables this process no longer owns: their
+// new owner reports them, and a stale value would alert forever or count twice in a sum.
+func (m *Maintainer) forgetPending(owned []string) {
+	now := map[string]bool{}
+	for _, name := range owned {
+		now[name] = true
+	}
+	for name := range m.published {
+		if !now[name] {
+			m.Metrics.DeletePending.DeleteLabelValues(name)
+		}
+	}
+	m.published = now
 }
 
 // Cycle runs one maintenance cycle over the owned tables.
@@ -131,6 +154,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	// Graded backpressure is a property of the process's cycle, so one decision serves every table.
 	decided := false
 	var firstErr error
+	var healthy []string // owned tables whose pass did not fail
 	for _, name := range owned {
 		if ctx.Err() != nil {
 			break
@@ -147,6 +171,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 			}
 			continue
 		}
+		healthy = append(healthy, name)
 		m.states[name] = pass.Next
 		if !decided {
 			decided = true
@@ -160,11 +185,17 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 			}
 		}
 	}
-	// Delete tasks run in the idle cycle: no rewrite work and no backpressure anywhere.
-	idle := firstErr == nil && rep.Planned == 0 && rep.Decision != plan.DecisionSkippedBackpressure.String() &&
+	// Delete tasks run in the idle cycle: no rewrite work and no backpressure. A table whose pass
+	// failed is left out rather than holding back the sweeps of every other table.
+	idle := rep.Planned == 0 && rep.Decision != plan.DecisionSkippedBackpressure.String() &&
 		rep.Decision != plan.DecisionThrottledBackpressure.String()
-	if idle && ctx.Err() == nil {
-		rep.DeleteSweeps = m.idleDeletes(ctx, owned)
+	if ctx.Err() == nil {
+		if idle {
+			rep.DeleteSweeps = m.idleDeletes(ctx, healthy)
+		} else {
+			m.publishPending(ctx, healthy) // the pending gauge stays current in busy cycles too
+		}
+		m.forgetPending(owned)
 	}
 	if m.Cfg.SnapshotExpireInterval > 0 && now.Sub(m.lastExpire) >= m.Cfg.SnapshotExpireInterval {
 		m.lastExpire = now
