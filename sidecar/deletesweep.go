@@ -78,6 +78,21 @@ type CandidateFile struct {
 
 func (s *DeleteSweeper) cleanKey(file, id string) string { return file + "\x00" + id }
 
+// trimClean forgets files that are no longer candidates (rewritten, expired by retention, or
+// ruled out by planning): only candidates are ever marked clean, so the rest is dead weight that
+// would grow with every file a long-pending request has seen.
+func (s *DeleteSweeper) trimClean(tasks []table.FileScanTask) {
+	live := make(map[string]bool, len(tasks))
+	for _, task := range tasks {
+		live[task.File.FilePath()] = true
+	}
+	for k := range s.clean {
+		if file, _, _ := strings.Cut(k, "\x00"); !live[file] {
+			delete(s.clean, k)
+		}
+	}
+}
+
 // Sweep runs one delete sweep of table name.
 func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep SweepReport, err error) {
 	rep.Table = name
@@ -118,6 +133,7 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 		return rep, fmt.Errorf("plan candidate files of %s: %w", name, err)
 	}
 	sort.Slice(tasks, func(i, j int) bool { return tasks[i].File.FilePath() < tasks[j].File.FilePath() })
+	s.trimClean(tasks)
 	sc, err := lake.ArrowSchema(t)
 	if err != nil {
 		return rep, err
