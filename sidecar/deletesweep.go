@@ -430,6 +430,19 @@ func (s *DeleteSweeper) markDone(ctx context.Context, name string, rep *SweepRep
 		if err := deletes.Stage(txn, done...); err != nil {
 			return err
 		}
+		// Done requests past their retention leave the table metadata in the same commit, so the
+		// metadata every later commit rewrites does not grow with every request ever made.
+		var expired []string
+		for _, r := range stored {
+			if r.State == deletes.Done && r.DoneAt != nil && s.Now().Sub(*r.DoneAt) > deletes.DoneRetention {
+				expired = append(expired, deletes.Key(r.ID))
+			}
+		}
+		if len(expired) > 0 {
+			if err := txn.RemoveProperties(expired); err != nil {
+				return err
+			}
+		}
 		if _, err := txn.Commit(ctx); err != nil {
 			if lake.IsConflict(err) {
 				continue

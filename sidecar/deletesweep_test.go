@@ -547,3 +547,46 @@ func TestFailingTableDoesNotStarveDeletes(t *testing.T) {
 			gaugeValue(m.Metrics.DeletePending.WithLabelValues("events")))
 	}
 }
+
+// TestDoneRequestsExpire: the commit that completes a request removes done requests older than
+// deletes.DoneRetention and keeps younger ones.
+func TestDoneRequestsExpire(t *testing.T) {
+	e := newDeleteEnv(t, nil)
+	deleteTable(t, e, 2)
+	old, young := time.Now().Add(-deletes.DoneRetention-time.Hour), time.Now().Add(-time.Hour)
+	var props = iceberg.Properties{}
+	for id, at := range map[string]time.Time{"old": old, "young": young} {
+		r := deletes.Request{Version: 1, ID: id, State: deletes.Done, DoneAt: &at,
+			Where: []deletes.Condition{{Column: "service", Values: []string{"nothing"}}}}
+		v, err := r.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		props[deletes.Key(id)] = v
+	}
+	tbl, err := e.lake.LoadTable(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(props); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	if _, err := DeleteSweep(context.Background(), e.lake, e.cfg, e.drain.Log, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	stored := storedRequests(t, e.lake)
+	if _, ok := stored["old"]; ok {
+		t.Error("a request done longer ago than the retention is still stored")
+	}
+	if _, ok := stored["young"]; !ok {
+		t.Error("a request done within the retention was removed")
+	}
+	if stored[r.ID].State != deletes.Done {
+		t.Errorf("the new request is %s, want done", stored[r.ID].State)
+	}
+}

@@ -66,6 +66,11 @@ const PropertyPrefix = "siglake.delete."
 // Key is the table property of request id.
 func Key(id string) string { return PropertyPrefix + id }
 
+// DoneRetention is how long a done request stays in the table properties (for status pages and
+// audits) before the commit that completes a later request removes it. The snapshot that did
+// the deleting names the request in its summary for as long as snapshots are kept.
+const DoneRetention = 30 * 24 * time.Hour
+
 // NewID returns a request id that sorts by creation time: UTC time plus 6 random hex digits.
 func NewID(now time.Time) string {
 	var b [3]byte
