@@ -300,14 +300,14 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 	}
 	props := iceberg.Properties{"siglake.rewrite.kind": "delete-task", "siglake.rewrite.path": string(res.Path),
 		"siglake.rewrite.inputs": "1", "siglake.delete.requests": strings.Join(ids, ","), "siglake.delete.rows": fmt.Sprint(deleted)}
-	cur := t
+	var cur *table.Table
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
-		if attempt > 0 {
-			if cur, err = s.Lake.LoadTable(ctx, name); err != nil {
-				lastErr = err
-				break
-			}
+		// Fresh metadata every attempt: the sweep's own earlier commits (and the drain's) have
+		// moved the branch since it planned, and a stale head always loses its first attempt.
+		if cur, err = s.Lake.LoadTable(ctx, name); err != nil {
+			lastErr = err
+			break
 		}
 		// Progress goes on top of what the table holds now.
 		stored, _ := deletes.List(cur.Properties())
