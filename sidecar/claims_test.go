@@ -24,11 +24,9 @@ func TestDrainOnlyClaimedStreams(t *testing.T) {
 	root := e.cfg.WALDir
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	var want RowSum
-	for _, s := range []string{"pod-a", "pod-b"} {
-		e.cfg.WALDir = filepath.Join(root, s)
-		want.Merge(e.writeSegments("events", 2, 1000, 3, start))
+	for i, s := range []string{"pod-a", "pod-b"} {
+		want.Merge(writeStreamDir(t, filepath.Join(root, s), s, "events", 2, 1000, uint64(3+i), start))
 	}
-	e.cfg.WALDir = root
 	streams, loose, err := StreamDirs(root)
 	if err != nil || loose != 0 || len(streams) != 2 {
 		t.Fatalf("StreamDirs = %v, %d, %v", streams, loose, err)
@@ -68,8 +66,7 @@ func TestDrainOnlyClaimedStreams(t *testing.T) {
 	}
 
 	// Past the fence (a stopped renewing) the drain commits nothing, not even its own stream.
-	e.cfg.WALDir = filepath.Join(root, mine[0])
-	want.Merge(e.writeSegments("events", 1, 1000, 4, start.Add(time.Hour)))
+	want.Merge(writeStreamDir(t, filepath.Join(root, mine[0]), mine[0], "events", 1, 1000, 9, start.Add(time.Hour)))
 	mu.Lock()
 	now = now.Add(claim.Fence(30 * time.Second))
 	mu.Unlock()

@@ -245,6 +245,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 			return 0, 0, fmt.Errorf("read segment %s: %w", info.Path, err)
 		}
 		decoded = append(decoded, seg)
+		// With claims the directory name is the claim key: a stream written under another name
+		// could be drained by two claim holders at once (two directories, one mark).
+		if d.Claims != nil && seg.Header.Stream != filepath.Base(b.dir) {
+			seg.Release()
+			d.quarantine(b.dir, info, localwal.ReasonBadHeader, fmt.Errorf("stream %q in the stream directory %q: with catalog claims each stream directory is named by its stream", seg.Header.Stream, filepath.Base(b.dir)))
+			continue
+		}
 		if len(segs) > 0 && seg.Header.Stream != segs[0].seg.Header.Stream {
 			seg.Release()
 			d.quarantine(b.dir, info, localwal.ReasonBadHeader, fmt.Errorf("stream %q differs from stream %q of the other segments in this WAL dir", seg.Header.Stream, segs[0].seg.Header.Stream))
