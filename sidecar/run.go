@@ -311,7 +311,9 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 		if err := m.Tick(stop); err != nil && stop.Err() == nil {
 			p.Log.Warn("first claim tick failed; retrying every third of the TTL", zap.Error(err))
 		}
-		ticks, cancelTicks := context.WithCancel(stop)
+		// Renewal follows work, not stop: after SIGTERM a batch in flight must keep its claim
+		// valid until it commits; the deferred release ends the ticks once the loop returned.
+		ticks, cancelTicks := context.WithCancel(work)
 		done := make(chan struct{})
 		go func() { defer close(done); m.Run(ticks) }()
 		defer func() {
