@@ -26,7 +26,8 @@ func runDeleteRequest(args []string) error {
 	fs.Var(&where, "where", "COLUMN=VALUE: rows whose column equals the value (repeatable; conditions are ANDed)")
 	fs.Var(&in, "in", "COLUMN=V1,V2,...: rows whose column is one of the values (repeatable; values cannot contain commas)")
 	from := fs.String("from", "", "only rows with timestamp >= this (RFC 3339 or YYYY-MM-DD, UTC)")
-	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC)")
+	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC); default: the time of the request")
+	future := fs.Bool("include-future", false, "without --to, leave the range open: also delete matching rows with later timestamps for as long as the request is pending")
 	reason := fs.String("reason", "", "why (a ticket id, a legal reference); stored with the request")
 	asJSON := fs.Bool("json", false, "print the stored request as JSON")
 	cfg, help, err := toolConfig(fs, args)
@@ -37,6 +38,11 @@ func runDeleteRequest(args []string) error {
 		return fmt.Errorf("--table is required")
 	}
 	r := deletes.Request{From: *from, To: *to, Reason: *reason}
+	if r.To == "" && !*future {
+		// What exists now: an open range would keep the request pending, and rewriting every
+		// new file that matches, for as long as matching rows keep arriving.
+		r.To = time.Now().UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	}
 	for _, w := range where {
 		col, val, ok := strings.Cut(w, "=")
 		if !ok || col == "" {

@@ -51,7 +51,7 @@ func TestDeleteRequestSweptByRunningCompactor(t *testing.T) {
 	}
 
 	cmd := exec.Command(bin, "delete-request", "--catalog", s.catalog, "--warehouse", s.warehouse,
-		"--table", "events", "--where", "service=billing", "--reason", "e2e", "--json")
+		"--table", "events", "--where", "service=billing", "--reason", "e2e", "--json", "--include-future")
 	cmd.Env = append(os.Environ(), s.extraEnv...)
 	out, err := cmd.Output()
 	if err != nil {
@@ -60,6 +60,9 @@ func TestDeleteRequestSweptByRunningCompactor(t *testing.T) {
 	var req deletes.Request
 	if err := json.Unmarshal(out, &req); err != nil || req.ID == "" || req.State != deletes.Pending {
 		t.Fatalf("delete-request printed %q (%v)", out, err)
+	}
+	if req.To != "" {
+		t.Fatalf("request to = %q with --include-future, want an open range", req.To)
 	}
 
 	waitFor(t, 90*time.Second, "the idle-cycle sweep to finish the request", func() bool {
@@ -77,5 +80,27 @@ func TestDeleteRequestSweptByRunningCompactor(t *testing.T) {
 	rs, _ := deletes.List(tbl.Properties())
 	if len(rs) != 1 || rs[0].ID != req.ID || rs[0].State != deletes.Done || rs[0].RowsDeleted != int64(before.Rows) {
 		t.Fatalf("stored requests: %+v", rs)
+	}
+}
+
+// TestDeleteRequestDefaultsToNow: without --to (and without --include-future) a request covers
+// the rows with timestamps before the time it was recorded.
+func TestDeleteRequestDefaultsToNow(t *testing.T) {
+	s := newSite(t)
+	s.walgen("pod-0", 1000, 3)
+	s.drainOnce()
+	cmd := exec.Command(bin, "delete-request", "--catalog", s.catalog, "--warehouse", s.warehouse,
+		"--table", "events", "--where", "service=billing", "--json")
+	cmd.Env = append(os.Environ(), s.extraEnv...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("delete-request: %v", err)
+	}
+	var req deletes.Request
+	if err := json.Unmarshal(out, &req); err != nil {
+		t.Fatalf("delete-request printed %q (%v)", out, err)
+	}
+	if to, err := time.Parse(time.RFC3339Nano, req.To); err != nil || time.Since(to) < 0 || time.Since(to) > time.Minute {
+		t.Fatalf("request to = %q (%v), want the time of the request", req.To, err)
 	}
 }
