@@ -49,6 +49,17 @@ func writeStreamDir(t *testing.T, dir, stream, table string, segments, rows int,
 	return sum
 }
 
+// testClaimManager is a claim manager of holder over the stream subdirectories of root, with a
+// 30 s TTL and the given clock (time.Now when nil).
+func testClaimManager(t *testing.T, l *lake.Lake, root, holder string, clock func() time.Time) *claim.Manager {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &claim.Manager{Lake: l, Holder: holder, TTL: 30 * time.Second, Now: clock,
+		Streams: func() ([]string, error) { s, _, err := StreamDirs(root); return s, err },
+		Log:     zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: claim.NewMetrics(prometheus.NewRegistry())}
+}
+
 // TestOneHolderTwoStreamsOneTable: one drain process holds the claims of two streams (each
 // ingest pod names its stream after itself) that write the same table. Every row must land.
 func TestOneHolderTwoStreamsOneTable(t *testing.T) {
@@ -59,9 +70,7 @@ func TestOneHolderTwoStreamsOneTable(t *testing.T) {
 	for i, s := range []string{"ingest-0", "ingest-1"} {
 		want.Merge(writeStreamDir(t, filepath.Join(root, s), s, "events", 2, 500, uint64(i+1), start))
 	}
-	m := &claim.Manager{Lake: e.lake, Holder: "drain-0", TTL: 30 * time.Second, Now: time.Now,
-		Streams: func() ([]string, error) { s, _, err := StreamDirs(root); return s, err },
-		Log:     zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: claim.NewMetrics(prometheus.NewRegistry())}
+	m := testClaimManager(t, e.lake, root, "drain-0", nil)
 	if err := m.Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -139,12 +148,7 @@ func TestLostReleaseResponseTwoHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := func(l *lake.Lake, holder string) *claim.Manager {
-		return &claim.Manager{Lake: l, Holder: holder, TTL: 30 * time.Second, Now: time.Now,
-			Streams: func() ([]string, error) { s, _, err := StreamDirs(root); return s, err },
-			Log:     zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: claim.NewMetrics(prometheus.NewRegistry())}
-	}
-	a, b := mgr(e.lake, "drain-a"), mgr(l2, "drain-b")
+	a, b := testClaimManager(t, e.lake, root, "drain-a", nil), testClaimManager(t, l2, root, "drain-b", nil)
 	ctx := context.Background()
 	if err := a.Tick(ctx); err != nil { // a takes both
 		t.Fatal(err)
@@ -193,9 +197,7 @@ func TestOneBadStreamDirStallsAll(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "ingest-gone"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m := &claim.Manager{Lake: e.lake, Holder: "drain-0", TTL: 30 * time.Second, Now: time.Now,
-		Streams: func() ([]string, error) { s, _, err := StreamDirs(root); return s, err },
-		Log:     zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: claim.NewMetrics(prometheus.NewRegistry())}
+	m := testClaimManager(t, e.lake, root, "drain-0", nil)
 	if err := m.Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -245,9 +247,7 @@ func TestFenceCheckedBeforeEveryCommitAttempt(t *testing.T) {
 	root := e.cfg.WALDir
 	now := time.Now()
 	clock := func() time.Time { return now }
-	m := &claim.Manager{Lake: e.lake, Holder: "drain-0", TTL: 30 * time.Second, Now: clock,
-		Streams: func() ([]string, error) { s, _, err := StreamDirs(root); return s, err },
-		Log:     zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: claim.NewMetrics(prometheus.NewRegistry())}
+	m := testClaimManager(t, e.lake, root, "drain-0", clock)
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	first := writeStreamDir(t, filepath.Join(root, "ingest-0"), "ingest-0", "events", 1, 500, 1, start)
 	if err := m.Tick(context.Background()); err != nil {

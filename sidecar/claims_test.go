@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
-
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -35,12 +31,7 @@ func TestDrainOnlyClaimedStreams(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	mgr := func(holder string) *claim.Manager {
-		return &claim.Manager{Lake: e.lake, Holder: holder, TTL: 30 * time.Second, Now: clock,
-			Streams: func() ([]string, error) { s, _, err := StreamDirs(root); return s, err },
-			Log:     zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: claim.NewMetrics(prometheus.NewRegistry())}
-	}
-	a, b := mgr("pod-x"), mgr("pod-y")
+	a, b := testClaimManager(t, e.lake, root, "pod-x", clock), testClaimManager(t, e.lake, root, "pod-y", clock)
 	for _, m := range []*claim.Manager{a, b, a, b} { // a takes both, b goes live, a releases one, b takes it
 		if err := m.Tick(context.Background()); err != nil {
 			t.Fatal(err)
