@@ -300,16 +300,8 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 	}
 	props := iceberg.Properties{"siglake.rewrite.kind": "delete-task", "siglake.rewrite.path": string(res.Path),
 		"siglake.rewrite.inputs": "1", "siglake.delete.requests": strings.Join(ids, ","), "siglake.delete.rows": fmt.Sprint(deleted)}
-	var cur *table.Table
-	var lastErr error
-	for attempt := 0; attempt < 4; attempt++ {
-		// Fresh metadata every attempt: the sweep's own earlier commits (and the drain's) have
-		// moved the branch since it planned, and a stale head always loses its first attempt.
-		if cur, err = s.Lake.LoadTable(ctx, name); err != nil {
-			lastErr = err
-			break
-		}
-		// Progress goes on top of what the table holds now.
+	// Progress goes on top of what the table holds at the commit, in the same commit.
+	stage := func(cur *table.Table, txn *table.Transaction) error {
 		stored, _ := deletes.List(cur.Properties())
 		byID := map[string]deletes.Request{}
 		for _, r := range stored {
@@ -323,49 +315,28 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 				upd = append(upd, sr)
 			}
 		}
-		txn := cur.NewTransaction()
-		if err := txn.AssertRefSnapshotID(""); err != nil {
-			lastErr = err
-			break
-		}
-		if err := txn.ReplaceDataFilesWithDataFiles(ctx, []iceberg.DataFile{df}, added, props); err != nil {
-			removeFiles(fsys, res.Outputs, log)
-			if !strings.Contains(err.Error(), "do not belong to the table") {
-				// Reading manifests or writing the new ones failed: a fault, not a lost race.
-				s.Metrics.Rewrites.WithLabelValues("delete-task", "failed").Inc()
-				return 0, 0, 0, fmt.Errorf("stage delete-task replace of %s in %s: %w", df.FilePath(), name, err)
-			}
-			// The file is no longer live: a maintenance rewrite (or another sweeper) replaced it.
-			s.Metrics.Rewrites.WithLabelValues("delete-task", "conflict").Inc()
-			log.Info("delete-task rewrite lost to a concurrent change; outputs removed", zap.Error(err))
-			return 0, 0, 0, fmt.Errorf("%w: %v", errConflict, err)
-		}
-		if err := deletes.Stage(txn, upd...); err != nil {
-			lastErr = err
-			break
-		}
-		nt, err := txn.Commit(ctx)
-		if err == nil {
-			snap = nt.CurrentSnapshot().SnapshotID
-			lastErr = nil
-			break
-		}
-		lastErr = err
-		if !lake.IsConflict(err) {
-			break
-		}
+		return deletes.Stage(txn, upd...)
 	}
-	if lastErr != nil {
-		if lake.IsConflict(lastErr) {
-			removeFiles(fsys, res.Outputs, log)
-			s.Metrics.Rewrites.WithLabelValues("delete-task", "conflict").Inc()
-			log.Info("delete-task rewrite kept losing to concurrent commits; outputs removed, next sweep retries", zap.Error(lastErr))
-			return 0, 0, 0, fmt.Errorf("%w: %v", errConflict, lastErr)
-		}
+	cr, err := s.Lake.CommitReplace(ctx, name, []iceberg.DataFile{df}, added, props, stage)
+	switch {
+	case err == nil:
+	case errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err):
+		// The file is no longer live (a maintenance rewrite or another sweeper replaced it), or
+		// the table kept moving through every attempt: the next sweep retries.
+		removeFiles(fsys, res.Outputs, log)
+		s.Metrics.Rewrites.WithLabelValues("delete-task", "conflict").Inc()
+		log.Info("delete-task rewrite lost to a concurrent change; outputs removed", zap.Error(err))
+		return 0, 0, 0, fmt.Errorf("%w: %v", errConflict, err)
+	case !cr.MaybeCommitted:
+		removeFiles(fsys, res.Outputs, log)
 		s.Metrics.Rewrites.WithLabelValues("delete-task", "failed").Inc()
-		log.Warn("delete-task commit failed with an unknown outcome; outputs kept for gc", zap.Error(lastErr))
-		return 0, 0, 0, fmt.Errorf("commit delete-task rewrite of %s: %w", df.FilePath(), lastErr)
+		return 0, 0, 0, fmt.Errorf("delete-task rewrite of %s: %w", df.FilePath(), err)
+	default:
+		s.Metrics.Rewrites.WithLabelValues("delete-task", "failed").Inc()
+		log.Warn("delete-task commit failed with an unknown outcome; outputs kept for gc", zap.Error(err))
+		return 0, 0, 0, fmt.Errorf("commit delete-task rewrite of %s: %w", df.FilePath(), err)
 	}
+	snap = cr.Table.CurrentSnapshot().SnapshotID
 	s.Metrics.Rewrites.WithLabelValues("delete-task", "committed").Inc()
 	s.Metrics.RewriteBytesRead.WithLabelValues("delete-task").Add(float64(res.BytesRead))
 	s.Metrics.RewriteBytesWritten.WithLabelValues("delete-task").Add(float64(res.BytesWritten))

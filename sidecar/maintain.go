@@ -7,7 +7,6 @@ import (
 	"path"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -365,21 +364,28 @@ func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, by
 	}
 	props := iceberg.Properties{"siglake.rewrite.kind": b.Kind.String(), "siglake.rewrite.path": string(res.Path),
 		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
-	snap, nt, err := m.commitReplace(ctx, t, old, added, props)
+	cr, err := m.Lake.CommitReplace(ctx, name, old, added, props, nil)
 	if err != nil {
 		// A replace validates that its inputs are still live; losing that race (another owner or a
 		// retention/delete pass rewrote them), or a head that kept moving through every attempt,
 		// commits nothing, so our outputs are garbage.
-		if errors.Is(err, errInputsGone) || lake.IsConflict(err) {
+		if errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err) {
 			removeFiles(fsys, res.Outputs, log)
 			m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "conflict").Inc()
 			log.Info("rewrite lost to a concurrent change; outputs removed", zap.Error(err))
 			return res, fmt.Errorf("%w: %v", errConflict, err)
 		}
 		m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "failed").Inc()
+		if !cr.MaybeCommitted {
+			removeFiles(fsys, res.Outputs, log)
+			log.Warn("rewrite commit failed; nothing committed, outputs removed", zap.Error(err))
+			return res, fmt.Errorf("commit rewrite: %w", err)
+		}
 		log.Warn("rewrite commit failed with an unknown outcome; outputs kept for gc", zap.Error(err))
 		return res, fmt.Errorf("commit rewrite: %w", err)
 	}
+	nt := cr.Table
+	snap := nt.CurrentSnapshot().SnapshotID
 	m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "committed").Inc()
 	m.Metrics.RewriteBytesRead.WithLabelValues(b.Kind.String()).Add(float64(res.BytesRead))
 	m.Metrics.RewriteBytesWritten.WithLabelValues(b.Kind.String()).Add(float64(res.BytesWritten))
@@ -478,49 +484,6 @@ func describeOutputs(t *table.Table, outs []merge.Output) ([]iceberg.DataFile, e
 		added = append(added, df)
 	}
 	return added, nil
-}
-
-// errInputsGone: a rewrite's inputs are no longer live at the table's head (another rewrite,
-// retention or a delete task replaced them first); its outputs are garbage.
-var errInputsGone = errors.New("rewrite inputs are no longer live")
-
-// replaceAttempts bounds the commits of one rewrite's replace: each retry follows a table that
-// moved (a drain append) while the inputs stayed live.
-const replaceAttempts = 5
-
-// commitReplace commits the replace of old by added. The drains of every pod append to the table
-// all the time, so the head the pass planned on has usually moved by the time a merge ends; an
-// append leaves the inputs live, and the replace is still right on the new head. So each attempt
-// stages on the newest metadata (staging refuses inputs that are no longer live: another rewrite,
-// retention or a delete task took them) and pins main to that head, so the catalog commits it
-// only there; a head that moved again in between is retried. A lost race for the inputs is an
-// errConflict-compatible error (lake.IsConflict).
-func (m *Maintainer) commitReplace(ctx context.Context, t *table.Table, old, added []iceberg.DataFile, props iceberg.Properties) (int64, *table.Table, error) {
-	name := t.Identifier()[len(t.Identifier())-1]
-	var err error
-	for attempt := 1; attempt <= replaceAttempts; attempt++ {
-		if t, err = m.Lake.LoadTable(ctx, name); err != nil { // the merge took a while: start from now
-			return 0, nil, err
-		}
-		txn := t.NewTransaction()
-		if err = txn.AssertRefSnapshotID(table.MainBranch); err != nil {
-			return 0, nil, err
-		}
-		if err = txn.ReplaceDataFilesWithDataFiles(ctx, old, added, props); err != nil {
-			if strings.Contains(err.Error(), "do not belong to the table") {
-				return 0, nil, fmt.Errorf("%w: %v", errInputsGone, err)
-			}
-			return 0, nil, fmt.Errorf("stage replace: %w", err)
-		}
-		nt, cerr := txn.Commit(ctx)
-		if cerr == nil {
-			return nt.CurrentSnapshot().SnapshotID, nt, nil
-		}
-		if err = cerr; !lake.IsConflict(err) {
-			return 0, nil, err // outcome unknown: never retried, outputs kept for gc
-		}
-	}
-	return 0, nil, err
 }
 
 func removeFiles(fsys icebergio.IO, outs []merge.Output, log *zap.Logger) {

@@ -1,0 +1,68 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// ErrInputsGone: files a replace would remove are no longer live at the table's head (another
+// rewrite, retention or a delete task replaced them first). Nothing was committed.
+var ErrInputsGone = errors.New("replaced files are no longer live")
+
+// ReplaceAttempts bounds the commits of one replace: each retry follows a table that moved (a
+// drain append) while the replaced files stayed live.
+const ReplaceAttempts = 5
+
+// ReplaceResult describes a CommitReplace, successful or not.
+type ReplaceResult struct {
+	Table *table.Table // after the commit (nil on failure)
+	// MaybeCommitted is set on failure when the last attempt's outcome is unknown (not a clean
+	// conflict, not a staging error), so the added files may be referenced and must be kept.
+	MaybeCommitted bool
+}
+
+// CommitReplace replaces old by added in table name. The drains of every pod append to a table
+// all the time, so the head a rewrite planned on has usually moved by the time its merge ends;
+// an append leaves the replaced files live, and the replace is still right on the new head. So
+// each attempt loads the newest metadata, stages there (staging refuses files that are no longer
+// live: ErrInputsGone), lets stage add its own changes to the same commit (nil: none), and pins
+// main to that head so the catalog commits it only there; a head that moved again is retried.
+// After ReplaceAttempts conflicts the error satisfies IsConflict.
+func (l *Lake) CommitReplace(ctx context.Context, name string, old, added []iceberg.DataFile, props iceberg.Properties,
+	stage func(t *table.Table, txn *table.Transaction) error) (ReplaceResult, error) {
+	var err error
+	for attempt := 1; attempt <= ReplaceAttempts; attempt++ {
+		t, lerr := l.LoadTable(ctx, name)
+		if lerr != nil {
+			return ReplaceResult{}, lerr
+		}
+		txn := t.NewTransaction()
+		if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
+			return ReplaceResult{}, err
+		}
+		if err := txn.ReplaceDataFilesWithDataFiles(ctx, old, added, props); err != nil {
+			if strings.Contains(err.Error(), "do not belong to the table") {
+				return ReplaceResult{}, fmt.Errorf("%w: %v", ErrInputsGone, err)
+			}
+			return ReplaceResult{}, fmt.Errorf("stage replace in %s: %w", name, err)
+		}
+		if stage != nil {
+			if err := stage(t, txn); err != nil {
+				return ReplaceResult{}, fmt.Errorf("stage replace in %s: %w", name, err)
+			}
+		}
+		nt, cerr := txn.Commit(ctx)
+		if cerr == nil {
+			return ReplaceResult{Table: nt}, nil
+		}
+		if err = cerr; !IsConflict(err) {
+			return ReplaceResult{MaybeCommitted: true}, err // outcome unknown: never retried
+		}
+	}
+	return ReplaceResult{}, err
+}
