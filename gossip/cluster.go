@@ -63,7 +63,7 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 		log = zap.NewNop()
 	}
 	log = log.Named("gossip")
-	metaBytes, err := encodeMeta(meta{Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr}, memberlist.MetaMaxSize)
+	metaBytes, err := encodeMeta(meta{Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr, Catalog: cfg.Catalog}, memberlist.MetaMaxSize)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 			return net.DefaultResolver.LookupIP(ctx, "ip", host)
 		},
 	}
-	self := Member{Name: cfg.NodeName, State: StateAlive, Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr}
+	self := Member{Name: cfg.NodeName, State: StateAlive, Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr, Catalog: cfg.Catalog}
 	standalone := cfg.Disabled || len(cfg.Join) == 0
 	c.v = newView(self, cfg.SettlePeriod, standalone, !standalone, c.now())
 	if cfg.Disabled {
@@ -194,6 +194,48 @@ func (c *Cluster) Owner(table string) (string, bool) {
 	defer c.mu.Unlock()
 	o := c.v.track(table).Owner
 	return o, o != ""
+}
+
+// Catalog is this process's catalog identity, "" until SetCatalog.
+func (c *Cluster) Catalog() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v.catalog
+}
+
+// SetCatalog records the identity of the catalog this process maintains
+// tables of and gossips it, waiting up to timeout for the update to go out.
+// From then on the process competes for a table only with members that
+// advertise the same identity. Calling it again with the same id does
+// nothing; a changed id (the stored identity was replaced) moves leases.
+func (c *Cluster) SetCatalog(id string, timeout time.Duration) error {
+	c.mu.Lock()
+	if id == c.v.catalog {
+		c.mu.Unlock()
+		return nil
+	}
+	changes := c.v.setCatalog(c.now(), id)
+	leaving := c.v.leaving
+	c.mu.Unlock()
+	c.log.Info("gossip catalog identity set", zap.String("catalog", id))
+	c.logChanges(changes)
+	if c.ml == nil || leaving {
+		return nil
+	}
+	b, err := encodeMeta(meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Catalog: id}, memberlist.MetaMaxSize)
+	if err != nil {
+		return err
+	}
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.down {
+		return nil
+	}
+	c.meta.set(b)
+	if err := c.ml.UpdateNode(timeout); err != nil {
+		return fmt.Errorf("gossiping catalog identity: %w", err)
+	}
+	return nil
 }
 
 // Track starts following tables, so their lease changes are logged and
@@ -361,7 +403,10 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	if c.down {
 		return errors.New("gossip leave: already shut down")
 	}
-	b, err := encodeMeta(meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Leaving: true}, memberlist.MetaMaxSize)
+	c.mu.Lock()
+	catalog := c.v.catalog
+	c.mu.Unlock()
+	b, err := encodeMeta(meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Catalog: catalog, Leaving: true}, memberlist.MetaMaxSize)
 	if err != nil {
 		return fmt.Errorf("gossip leave: %w", err)
 	}
@@ -648,6 +693,6 @@ func (c *Cluster) member(n *memberlist.Node, state string) Member {
 		c.log.Warn("gossip member metadata unreadable; it will own no table", zap.String("member", n.Name), zap.Error(err))
 		return m
 	}
-	m.Roles, m.Version, m.HTTPAddr, m.Leaving = md.Roles, md.Version, md.HTTPAddr, md.Leaving
+	m.Roles, m.Version, m.HTTPAddr, m.Catalog, m.Leaving = md.Roles, md.Version, md.HTTPAddr, md.Catalog, md.Leaving
 	return m
 }

@@ -673,3 +673,59 @@ func TestClusterLifecycleOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterCatalogIdentityGossiped: SetCatalog reaches the peers through memberlist's metadata
+// updates. Two members with different catalogs each own every table; once both advertise the
+// same catalog they split the tables between them.
+func TestClusterCatalogIdentityGossiped(t *testing.T) {
+	tc := startCluster(t, 2, fastConfig)
+	tables := tableNames(40)
+	a, b := tc.members[0], tc.members[1]
+	deadline := time.Now().Add(raceSlowdown * 20 * time.Second)
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; a: %+v, b: %+v", what, a.Leases(tables[0]), b.Leases(tables[0]))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	ownsAll := func(c *Cluster) bool {
+		for _, tb := range tables {
+			if !c.Owns(tb) {
+				return false
+			}
+		}
+		return true
+	}
+	if err := a.SetCatalog("cat-a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetCatalog("cat-b", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wait("each member to own all tables of its own catalog", func() bool { return ownsAll(a) && ownsAll(b) })
+	if m := a.Members(); len(m) != 2 || m[1].Catalog != "cat-b" {
+		t.Fatalf("a does not see b's catalog: %+v", m)
+	}
+	if err := b.SetCatalog("cat-a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wait("the shared catalog's tables to be split", func() bool {
+		na, nb := 0, 0
+		for _, tb := range tables {
+			oa, _ := a.Owner(tb)
+			ob, _ := b.Owner(tb)
+			if oa != ob {
+				return false
+			}
+			if oa == a.Name() {
+				na++
+			} else {
+				nb++
+			}
+		}
+		return na > 0 && nb > 0 && len(a.Leases(tables[0])[0].Candidates) == 2
+	})
+}

@@ -43,6 +43,12 @@ type Config struct {
 	// Roles this member advertises (RoleDrain, RoleMaintenance). Only
 	// members with RoleMaintenance own leases.
 	Roles []string
+	// Catalog is the identity of the catalog this member maintains tables
+	// of (see Member.Catalog). Default "": such a member competes only with
+	// members that advertise none. The sidecar learns it from the catalog
+	// after Start, so it sets it with Cluster.SetCatalog before it
+	// maintains anything.
+	Catalog string
 	// Version and HTTPAddr are advertised for status pages and tooling.
 	Version  string
 	HTTPAddr string
@@ -144,8 +150,8 @@ func (c Config) Validate() error {
 		}
 	}
 	if !c.Disabled {
-		pos("probe interval (SIGLAKE_GOSSIP_PROBE_INTERVAL_MS)", c.ProbeInterval)
-		pos("probe timeout (SIGLAKE_GOSSIP_PROBE_TIMEOUT_MS)", c.ProbeTimeout)
+		pos("probe interval (SIGLAKE_GOSSIP_PROBE_INTERVAL)", c.ProbeInterval)
+		pos("probe timeout (SIGLAKE_GOSSIP_PROBE_TIMEOUT)", c.ProbeTimeout)
 		pos("gossip interval", c.GossipInterval)
 		pos("push/pull interval", c.PushPullInterval)
 		pos("TCP timeout", c.TCPTimeout)

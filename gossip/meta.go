@@ -40,6 +40,11 @@ type meta struct {
 	Roles    []string `json:"roles,omitempty"`
 	Version  string   `json:"version,omitempty"`
 	HTTPAddr string   `json:"http,omitempty"`
+	// Catalog is the identity of the catalog (and namespace) this member
+	// maintains tables of. Members compete for a table only when they
+	// advertise the same identity; one that advertises none (catalog not
+	// reached yet, or an older version) competes only with such members.
+	Catalog string `json:"cat,omitempty"`
 	// Leaving is set by Leave just before the leave message: peers drop
 	// the member from the owner set at once, and report its departure as
 	// "left" rather than "dead" (memberlist's leave event does not say

@@ -19,14 +19,18 @@ const (
 
 // Member is one node of the cluster as this process sees it.
 type Member struct {
-	Name     string    `json:"name"`
-	Addr     string    `json:"addr"` // gossip host:port
-	State    string    `json:"state"`
-	Roles    []string  `json:"roles"`
-	Version  string    `json:"version,omitempty"`
-	HTTPAddr string    `json:"http_addr,omitempty"`
-	Since    time.Time `json:"since"` // when this process saw it enter State
-	Self     bool      `json:"self,omitempty"`
+	Name     string   `json:"name"`
+	Addr     string   `json:"addr"` // gossip host:port
+	State    string   `json:"state"`
+	Roles    []string `json:"roles"`
+	Version  string   `json:"version,omitempty"`
+	HTTPAddr string   `json:"http_addr,omitempty"`
+	// Catalog is the identity of the catalog the member maintains tables
+	// of; "" while it does not know it. Only members advertising the same
+	// identity as this process are candidates for its tables' leases.
+	Catalog string    `json:"catalog,omitempty"`
+	Since   time.Time `json:"since"` // when this process saw it enter State
+	Self    bool      `json:"self,omitempty"`
 	// Leaving is true once the member announced it is leaving; it owns
 	// nothing from then on.
 	Leaving bool `json:"leaving,omitempty"`
@@ -47,6 +51,9 @@ type Lease struct {
 	Active bool `json:"active"`
 	// Local reports whether Owner is this process.
 	Local bool `json:"local,omitempty"`
+	// Candidates are the members the owner was chosen among: the alive
+	// maintenance members that share this process's catalog, by name.
+	Candidates []string `json:"candidates"`
 }
 
 // LeaseChange is one table changing owner in this view.
@@ -86,9 +93,18 @@ type view struct {
 	heldUntil time.Time
 	conflicts uint64
 
+	// catalog is this process's catalog identity ("" until known). It is
+	// authoritative for the self member: gossip may echo older metadata.
+	catalog string
+
 	members map[string]Member
-	// cands are the alive members with the maintenance role, sorted by
-	// name: the only input of the lease math.
+	// cands are the alive members with the maintenance role that share
+	// this process's catalog, sorted by name: the only input of the lease
+	// math. Members of other catalogs maintain other lakes (a private
+	// embedded catalog per pod is a lake per pod), so they never compete
+	// for this process's tables. Members that advertise no catalog (not
+	// known yet, or a version before catalog identities) compete among
+	// themselves only.
 	cands []candidate
 	// changedAt is when cands last changed.
 	changedAt time.Time
@@ -100,6 +116,7 @@ type view struct {
 func newView(self Member, settle time.Duration, standalone, joinPending bool, now time.Time) *view {
 	v := &view{
 		self:        self.Name,
+		catalog:     self.Catalog,
 		settle:      settle,
 		standalone:  standalone,
 		joinPending: joinPending,
@@ -122,6 +139,9 @@ func (v *view) observe(now time.Time, m Member) []LeaseChange {
 	}
 	m.Roles = slices.Clone(m.Roles)
 	m.Self = m.Name == v.self
+	if m.Self {
+		m.Catalog = v.catalog
+	}
 	if !m.Self && m.State == StateAlive {
 		v.sawPeer = true
 	}
@@ -150,8 +170,9 @@ func (v *view) pruneDeparted() {
 // whose owner changed.
 func (v *view) recompute(now time.Time) []LeaseChange {
 	var cands []candidate
+	catalog := v.catalog
 	for _, m := range v.members {
-		if m.State == StateAlive && !m.Leaving && hasRole(m.Roles, RoleMaintenance) {
+		if m.State == StateAlive && !m.Leaving && hasRole(m.Roles, RoleMaintenance) && m.Catalog == catalog {
 			cands = append(cands, newCandidate(m.Name))
 		}
 	}
@@ -185,6 +206,18 @@ func (v *view) activeFrom(since time.Time) time.Time {
 		since = v.joinedAt
 	}
 	return since.Add(v.settle)
+}
+
+// setCatalog records this process's catalog identity and returns the lease
+// changes that follow (a process that learns its catalog becomes a candidate
+// among the members that share it, and stops competing with any other).
+func (v *view) setCatalog(now time.Time, id string) []LeaseChange {
+	if id == v.catalog {
+		return nil
+	}
+	v.catalog = id
+	self := v.members[v.self]
+	return v.observe(now, self)
 }
 
 // joinDone records the end of the first join attempt: leases this view
@@ -239,6 +272,10 @@ func (v *view) owns(now time.Time, table string) bool {
 func (v *view) lease(now time.Time, table string) Lease {
 	lp := v.track(table)
 	l := *lp
+	l.Candidates = make([]string, len(v.cands))
+	for i, c := range v.cands {
+		l.Candidates[i] = c.name
+	}
 	l.Local = l.Owner == v.self
 	if l.Local {
 		l.Active = v.localMayAct(now, lp)

@@ -189,3 +189,85 @@ func TestViewJoinPendingAndHold(t *testing.T) {
 		t.Fatal("hold does not end")
 	}
 }
+
+func inCatalog(m Member, catalog string) Member { m.Catalog = catalog; return m }
+
+// TestViewLeasesPerCatalog: members compete for a table only when they share its catalog. Three
+// pods with private embedded catalogs each own all their tables; two pods on one shared catalog
+// split them, and the member of the private catalog is no candidate for theirs.
+func TestViewLeasesPerCatalog(t *testing.T) {
+	tables := tableNames(200)
+	private := func(self string) *view {
+		v := newView(inCatalog(alive(self, both()...), "cat-"+self), 0, false, false, t0)
+		for _, p := range []string{"a", "b", "c"} {
+			if p != self {
+				v.observe(t0, inCatalog(alive(p, both()...), "cat-"+p))
+			}
+		}
+		return v
+	}
+	for _, self := range []string{"a", "b", "c"} {
+		v := private(self)
+		for _, tb := range tables {
+			if !v.owns(t0, tb) {
+				t.Fatalf("%s has a private catalog but does not own %s (owner %q)", self, tb, v.lease(t0, tb).Owner)
+			}
+		}
+		if l := v.lease(t0, tables[0]); len(l.Candidates) != 1 || l.Candidates[0] != self {
+			t.Fatalf("%s: candidates %v, want only itself", self, l.Candidates)
+		}
+	}
+
+	// a and b share a catalog; c has its own.
+	shared := func(self string) *view {
+		cat := map[string]string{"a": "shared", "b": "shared", "c": "own"}
+		v := newView(inCatalog(alive(self, both()...), cat[self]), 0, false, false, t0)
+		for p, c := range cat {
+			if p != self {
+				v.observe(t0, inCatalog(alive(p, both()...), c))
+			}
+		}
+		return v
+	}
+	va, vb := shared("a"), shared("b")
+	owned := map[string]int{}
+	for _, tb := range tables {
+		oa, ob := va.lease(t0, tb).Owner, vb.lease(t0, tb).Owner
+		if oa != ob || (oa != "a" && oa != "b") {
+			t.Fatalf("%s: a says owner %q, b says %q; want one of a, b", tb, oa, ob)
+		}
+		owned[oa]++
+	}
+	if owned["a"] == 0 || owned["b"] == 0 {
+		t.Fatalf("shared catalog not split between a and b: %v", owned)
+	}
+	if c := va.lease(t0, tables[0]).Candidates; len(c) != 2 || c[0] != "a" || c[1] != "b" {
+		t.Fatalf("candidates on the shared catalog %v, want [a b]", c)
+	}
+}
+
+// TestViewSetCatalogMovesLeases: a process that learns its catalog stops competing with members of
+// other (or no) catalogs and starts competing with those of its own.
+func TestViewSetCatalogMovesLeases(t *testing.T) {
+	v := newView(alive("a", both()...), 0, false, false, t0)
+	v.observe(t0, inCatalog(alive("b", both()...), "x"))
+	v.observe(t0, alive("c", both()...)) // advertises no catalog yet
+	tb := tableOwnedBy(t, "c", []string{"a", "c"})
+	if o := v.lease(t0, tb).Owner; o != "c" {
+		t.Fatalf("before a knows its catalog, owner %q, want c (both advertise none)", o)
+	}
+	changes := v.setCatalog(t0.Add(time.Second), "x")
+	if len(changes) == 0 {
+		t.Fatalf("learning the catalog moved no lease")
+	}
+	for _, tb := range tableNames(100) {
+		if o := v.lease(t0, tb).Owner; o != "a" && o != "b" {
+			t.Fatalf("%s owned by %q after a joined catalog x; want a or b", tb, o)
+		}
+	}
+	// Gossip echoing a's older metadata (no catalog) does not undo it.
+	v.observe(t0.Add(2*time.Second), alive("a", both()...))
+	if c := v.lease(t0, tb).Candidates; len(c) != 2 || c[0] != "a" || c[1] != "b" {
+		t.Fatalf("candidates %v after a stale self update, want [a b]", c)
+	}
+}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // GossipConfig maps the process options onto the gossip configuration. ok is false when
@@ -92,22 +94,28 @@ func (p *Process) watchMembership(ctx context.Context) {
 		var known []string
 		p.Status.Update(func(r *StatusReport) {
 			for name := range r.Tables {
-				known = append(known, name)
+				known = append(known, lake.LeaseKey(p.Cfg.Namespace, name))
 			}
 		})
 		p.cluster.Track(known...) // a drain-only process shows its tables' owners too
 		members := p.cluster.Members()
 		leases := p.cluster.Leases()
+		prefix := lake.LeaseKey(p.Cfg.Namespace, "")
 		p.Status.Update(func(r *StatusReport) {
-			r.Members = r.Members[:0]
+			r.Members = make([]MemberReport, 0, len(members)) // a new slice: the last one may be being encoded
 			for _, m := range members {
-				r.Members = append(r.Members, MemberReport{Name: m.Name, Addr: m.Addr, State: m.State, Roles: m.Roles})
+				r.Members = append(r.Members, MemberReport{Name: m.Name, Addr: m.Addr, State: m.State, Roles: m.Roles, Catalog: m.Catalog})
 			}
 			for _, l := range leases {
-				tr := r.Table(l.Table)
+				name, ok := strings.CutPrefix(l.Table, prefix)
+				if !ok {
+					continue
+				}
+				tr := r.Table(name)
 				tr.Owner = l.Owner
 				since := l.Since
 				tr.OwnerSince = &since
+				tr.Candidates = l.Candidates
 			}
 		})
 		select {

@@ -145,6 +145,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 		return err
 	}
 	defer l.Close()
+	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)
 
 	var wg sync.WaitGroup
@@ -217,7 +218,8 @@ func (p *Process) setCatalog(err error) {
 	p.Status.Update(func(r *StatusReport) { r.CatalogReady, r.CatalogError = false, err.Error() })
 }
 
-// watchCatalog pings the catalog so /readyz follows an outage even while nothing commits.
+// watchCatalog checks the catalog every 5 s so /readyz follows an outage even while nothing
+// commits, and so the catalog identity this process gossips follows the one stored.
 func (p *Process) watchCatalog(ctx context.Context, l *lake.Lake) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
@@ -227,19 +229,39 @@ func (p *Process) watchCatalog(ctx context.Context, l *lake.Lake) {
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := l.Ping(pctx)
-		cancel()
-		p.setCatalog(err)
+		p.checkCatalog(ctx, l)
 	}
 }
 
-// owns says whether this process maintains table now; without gossip it owns every table.
+// checkCatalog reads the catalog identity (which also proves the catalog answers), publishes it
+// in /debug/status and gossips it, so leases are shared only with members of the same catalog.
+func (p *Process) checkCatalog(ctx context.Context, l *lake.Lake) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	id, err := l.CatalogID(cctx)
+	if err != nil {
+		err = fmt.Errorf("catalog unreachable: %w", err)
+	}
+	p.setCatalog(err)
+	if err != nil {
+		return
+	}
+	p.Status.Update(func(r *StatusReport) { r.CatalogID = id })
+	if p.cluster != nil && p.cluster.Catalog() != id {
+		if err := p.cluster.SetCatalog(id, 5*time.Second); err != nil {
+			p.Log.Warn("gossiping the catalog identity failed; peers learn it at the next state exchange", zap.String("catalog_id", id), zap.Error(err))
+		}
+	}
+}
+
+// owns says whether this process maintains table now; without gossip it owns every table. With
+// gossip it owns nothing until it knows its catalog's identity: before that it cannot tell which
+// members share its tables.
 func (p *Process) owns(table string) bool {
 	if p.cluster == nil {
 		return true
 	}
-	return p.cluster.Owns(table)
+	return p.cluster.Catalog() != "" && p.cluster.Owns(lake.LeaseKey(p.Cfg.Namespace, table))
 }
 
 // claimManager builds the catalog claim manager over the WAL root's stream subdirectories.

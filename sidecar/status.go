@@ -25,6 +25,9 @@ type StatusReport struct {
 
 	CatalogReady bool   `json:"catalog_ready"`
 	CatalogError string `json:"catalog_error,omitempty"`
+	// CatalogID is the identity of the catalog and namespace (docs/gossip.md): members compete for
+	// a table only when they share it. Empty until the catalog was reached.
+	CatalogID string `json:"catalog_id,omitempty"`
 
 	Backlog Backlog                 `json:"backlog"`
 	Tables  map[string]*TableReport `json:"tables"`
@@ -48,9 +51,11 @@ type Backlog struct {
 
 // TableReport is one table's drain and maintenance state.
 type TableReport struct {
-	LastCommit  *CommitReport     `json:"last_commit,omitempty"`
-	Owner       string            `json:"owner,omitempty"`
-	OwnerSince  *time.Time        `json:"owner_since,omitempty"`
+	LastCommit *CommitReport `json:"last_commit,omitempty"`
+	Owner      string        `json:"owner,omitempty"`
+	OwnerSince *time.Time    `json:"owner_since,omitempty"`
+	// Candidates are the members the owner was chosen among (those sharing this catalog).
+	Candidates  []string          `json:"candidates,omitempty"`
 	Maintenance *MaintenanceState `json:"maintenance,omitempty"`
 	Deletes     *DeleteState      `json:"deletes,omitempty"`
 }
@@ -147,6 +152,8 @@ type MemberReport struct {
 	Addr  string   `json:"addr"`
 	State string   `json:"state"`
 	Roles []string `json:"roles"`
+	// Catalog is the catalog identity the member advertises ("" before it reached its catalog).
+	Catalog string `json:"catalog,omitempty"`
 }
 
 // ErrorEntry is a recent error, kept so an operator sees what went wrong without reading logs.

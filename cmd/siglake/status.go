@@ -57,6 +57,9 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 	if !r.CatalogReady {
 		cat = "NOT READY: " + r.CatalogError
 	}
+	if r.CatalogID != "" {
+		cat += "  id " + r.CatalogID
+	}
 	fmt.Fprintf(w, "catalog  %s\n", cat)
 	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d quarantined\n\n",
 		r.Backlog.Segments, sidecar.HumanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.Quarantined)
@@ -67,7 +70,7 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 	}
 	sort.Strings(names)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tOWNER\tLAST COMMIT\tSNAPSHOT\tSEGMENTS\tROWS\tFILES\tDEPTH\tFILES/LEVEL\tLAST PASS")
+	fmt.Fprintln(tw, "TABLE\tOWNER\tCANDIDATES\tLAST COMMIT\tSNAPSHOT\tSEGMENTS\tROWS\tFILES\tDEPTH\tFILES/LEVEL\tLAST PASS")
 	for _, n := range names {
 		t := r.Tables[n]
 		last, snap, segs, rows, files := "-", "-", "-", "-", "-"
@@ -92,7 +95,11 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 		if owner == "" {
 			owner = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, owner, last, snap, segs, rows, files, depth, levels, pass)
+		cands := strings.Join(t.Candidates, ",")
+		if cands == "" {
+			cands = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, owner, cands, last, snap, segs, rows, files, depth, levels, pass)
 	}
 	tw.Flush()
 	var pending []string
@@ -117,9 +124,13 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 	if len(r.Members) > 0 {
 		fmt.Fprintln(w, "\nMEMBERS")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tADDRESS\tSTATE\tROLES")
+		fmt.Fprintln(tw, "NAME\tADDRESS\tSTATE\tROLES\tCATALOG")
 		for _, m := range r.Members {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Addr, m.State, strings.Join(m.Roles, ","))
+			cat := m.Catalog
+			if cat == "" {
+				cat = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.Addr, m.State, strings.Join(m.Roles, ","), cat)
 		}
 		tw.Flush()
 	}

@@ -229,3 +229,61 @@ func TestDoubleOwner(t *testing.T) {
 	}
 	s.checkDuckDB("events")
 }
+
+// TestPrivateCatalogsEachOwnTheirTables: the chart's single-pod default, scaled out by mistake or
+// by design: three sidecars gossip with each other but each has its own embedded catalog. Each is
+// a lake of its own, so each must own and maintain its own `events` (ownership by table name
+// alone left two of the three never compacted), and each shows its catalog id and itself as the
+// only candidate.
+func TestPrivateCatalogsEachOwnTheirTables(t *testing.T) {
+	var sites []*site
+	var ms []*member
+	for i := 0; i < 3; i++ {
+		s := newSite(t)
+		m := newMember(t, s, fmt.Sprintf("private-%d", i), i)
+		(&site{t: t, wal: m.wal}).walgen(m.name, 6000, 30+i)
+		sites, ms = append(sites, s), append(ms, m)
+	}
+	for i, m := range ms {
+		var join []string
+		for j, o := range ms {
+			if j != i {
+				join = append(join, o.gossip)
+			}
+		}
+		startMember(t, sites[i], m, join)
+	}
+	ids := map[string]string{}
+	for _, m := range ms {
+		waitUntil(t, m.name+" to own and maintain its events among peers it sees", 90*time.Second, func() (bool, string) {
+			r, err := status(m.httpAddr)
+			if err != nil {
+				return false, err.Error()
+			}
+			tr := r.Tables["events"]
+			if r.CatalogID == "" || tr == nil || len(r.Members) < 3 {
+				return false, fmt.Sprintf("catalog %q, %d members, table %v", r.CatalogID, len(r.Members), tr != nil)
+			}
+			for _, pm := range r.Members {
+				if pm.Catalog == "" {
+					return false, pm.Name + " advertises no catalog yet"
+				}
+			}
+			if tr.Owner != m.name || len(tr.Candidates) != 1 || tr.Candidates[0] != m.name {
+				return false, fmt.Sprintf("owner %q, candidates %v", tr.Owner, tr.Candidates)
+			}
+			if tr.Maintenance == nil || tr.Maintenance.LastPass == nil {
+				return false, "no maintenance pass yet"
+			}
+			ids[m.name] = r.CatalogID
+			return true, ""
+		})
+	}
+	if len(map[string]bool{ids[ms[0].name]: true, ids[ms[1].name]: true, ids[ms[2].name]: true}) != 3 {
+		t.Fatalf("three private catalogs, catalog ids %v", ids)
+	}
+	for _, m := range ms {
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		_ = m.cmd.Wait()
+	}
+}
