@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
@@ -519,9 +520,11 @@ const IndexAtFlushProperty = "siglake.index_at_flush"
 const IndexColumnsProperty = "siglake.index_columns"
 
 // IndexColumns returns the columns t's index specification names, in order, without repeats.
-func IndexColumns(t *table.Table) []string {
+func IndexColumns(t *table.Table) []string { return indexColumns(t.Properties()) }
+
+func indexColumns(props iceberg.Properties) []string {
 	var out []string
-	for _, c := range strings.Split(t.Properties()[IndexColumnsProperty], ",") {
+	for _, c := range strings.Split(props[IndexColumnsProperty], ",") {
 		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
 			out = append(out, c)
 		}

@@ -239,7 +239,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep 
 			return plan.Pass{}, err
 		}
 	}
-	m.updateRebuildState(name, t, nil)
+	m.updateRebuildState(name, t.Properties(), nil)
 	pass := plan.Plan(m.Plan, in)
 	rep.Planned += len(pass.Bins)
 	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped}
@@ -271,14 +271,15 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep 
 			return pass, err
 		}
 	}
-	m.Status.Update(func(r *StatusReport) {
-		tr := r.Table(name)
-		if tr.Maintenance == nil {
-			tr.Maintenance = &MaintenanceState{}
-		}
-		tr.Maintenance.LastPass = report
-	})
+	m.publishPass(name, report)
 	return pass, nil
+}
+
+// publishPass shows a table's last pass in /debug/status.
+func (m *Maintainer) publishPass(name string, report *PassReport) {
+	m.Status.Update(func(r *StatusReport) {
+		r.EditMaintenance(name, func(ms *MaintenanceState) { ms.LastPass = report })
+	})
 }
 
 // sampleGauges publishes a table's overlap depth and live files and bytes per level.
@@ -304,12 +305,10 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 	}
 	m.Metrics.GaugesSampledAt.WithLabelValues(name).Set(float64(now.UnixNano()) / 1e9)
 	m.Status.Update(func(r *StatusReport) {
-		tr := r.Table(name)
-		if tr.Maintenance == nil {
-			tr.Maintenance = &MaintenanceState{}
-		}
-		tr.Maintenance.SampledAt, tr.Maintenance.OverlapDepth = now, depth
-		tr.Maintenance.FilesPerLevel, tr.Maintenance.BytesPerLevel = count, bytes
+		r.EditMaintenance(name, func(ms *MaintenanceState) {
+			ms.SampledAt, ms.OverlapDepth = now, depth
+			ms.FilesPerLevel, ms.BytesPerLevel = count, bytes
+		})
 	})
 }
 
@@ -435,7 +434,7 @@ func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs iceb
 	if fresh, lerr := m.Lake.LoadTable(ctx, name); lerr == nil {
 		t = fresh
 	}
-	m.updateRebuildState(name, t, &rebuildRun{at: start, res: res, err: err})
+	m.updateRebuildState(name, t.Properties(), &rebuildRun{at: start, res: res, err: err})
 }
 
 type rebuildRun struct {
@@ -446,26 +445,24 @@ type rebuildRun struct {
 
 // updateRebuildState refreshes the table's rebuild state in /debug/status (run: the last run, if
 // one just happened).
-func (m *Maintainer) updateRebuildState(name string, t *table.Table, run *rebuildRun) {
-	reg, _ := puffinidx.Parse(t.Properties())
+func (m *Maintainer) updateRebuildState(name string, props iceberg.Properties, run *rebuildRun) {
+	reg, _ := puffinidx.Parse(props)
+	cols := indexColumns(props)
 	m.Status.Update(func(r *StatusReport) {
-		tr := r.Table(name)
-		if tr.Maintenance == nil {
-			tr.Maintenance = &MaintenanceState{}
-		}
-		st := tr.Maintenance.IndexRebuild
-		if st == nil {
-			st = &RebuildState{}
-			tr.Maintenance.IndexRebuild = st
-		}
-		st.Enabled, st.Columns, st.Registered = m.Cfg.IndexRebuild, IndexColumns(t), len(reg)
-		if run != nil {
-			at := run.at
-			st.LastRun, st.LastFiles, st.LastBytes, st.LastError = &at, run.res.Files, run.res.Bytes, ""
-			if run.err != nil {
-				st.LastError = run.err.Error()
+		r.EditMaintenance(name, func(ms *MaintenanceState) {
+			if ms.IndexRebuild == nil {
+				ms.IndexRebuild = &RebuildState{}
 			}
-		}
+			st := ms.IndexRebuild
+			st.Enabled, st.Columns, st.Registered = m.Cfg.IndexRebuild, cols, len(reg)
+			if run != nil {
+				at := run.at
+				st.LastRun, st.LastFiles, st.LastBytes, st.LastError = &at, run.res.Files, run.res.Bytes, ""
+				if run.err != nil {
+					st.LastError = run.err.Error()
+				}
+			}
+		})
 	})
 }
 

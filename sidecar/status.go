@@ -8,8 +8,10 @@ import (
 	"github.com/siglake/siglake/sidecar/claim"
 )
 
-// Status is what /debug/status shows and `siglake status` prints. The loops update it; the HTTP
-// handler takes a copy under the lock.
+// Status is what /debug/status shows and `siglake status` prints. The loops update it under the
+// lock; the HTTP handler takes a copy under the lock and encodes it outside. Everything a report
+// points to is therefore immutable once published: a loop replaces a value (a new
+// MaintenanceState, a new slice), never writes into the one it published.
 type Status struct {
 	mu sync.Mutex
 	s  StatusReport
@@ -188,6 +190,22 @@ func (r *StatusReport) Table(name string) *TableReport {
 	return t
 }
 
+// EditMaintenance replaces the table's maintenance state with a copy that f changes; call inside
+// Update. The published state may be being encoded by /debug/status, so it is never written.
+func (r *StatusReport) EditMaintenance(table string, f func(ms *MaintenanceState)) {
+	tr := r.Table(table)
+	var ms MaintenanceState
+	if tr.Maintenance != nil {
+		ms = *tr.Maintenance
+	}
+	if ms.IndexRebuild != nil {
+		rb := *ms.IndexRebuild
+		ms.IndexRebuild = &rb
+	}
+	f(&ms)
+	tr.Maintenance = &ms
+}
+
 // AddError records an error, newest first.
 func (s *Status) AddError(now time.Time, stage, table string, err error) {
 	s.Update(func(r *StatusReport) {
@@ -198,7 +216,8 @@ func (s *Status) AddError(now time.Time, stage, table string, err error) {
 	})
 }
 
-// Snapshot returns a deep enough copy to encode without the lock.
+// Snapshot returns a copy to encode without the lock: the maps and slices it owns are copied, and
+// the values they point to are never written after they were published (see Status).
 func (s *Status) Snapshot(now time.Time) StatusReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
