@@ -40,16 +40,10 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log *zap.Logger)
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
 		return err
 	}
-	cfg, err := Load(nil, func(string) string { return "" })
+	cfg, err := demoConfig(o.Dir)
 	if err != nil {
 		return err
 	}
-	cfg.WALDir = walDir
-	cfg.Catalog = "sqlite:" + filepath.Join(o.Dir, "catalog.db")
-	cfg.Warehouse = filepath.Join(o.Dir, "warehouse")
-	cfg.HTTPAddr = "127.0.0.1:0"
-	cfg.CommitBatchMaxAge = 2 * time.Second // livelier than production's 10 s for a short demo
-	cfg.NodeName = "demo"
 	p := NewProcess(cfg, log, "demo")
 
 	runCtx, stopSidecar := context.WithCancel(ctx)
@@ -132,7 +126,22 @@ progress:
 	if err := demoCompact(ctx, out, cfg, log); err != nil {
 		return err
 	}
-	return demoSummary(ctx, out, cfg, o.Tables, sealed, peak)
+	return demoSummary(ctx, out, cfg, o.Dir, o.Tables, sealed, peak)
+}
+
+// demoConfig is the demo's sidecar configuration: WAL, embedded catalog and warehouse under dir.
+func demoConfig(dir string) (Config, error) {
+	cfg, err := Load(nil, func(string) string { return "" })
+	if err != nil {
+		return cfg, err
+	}
+	cfg.WALDir = filepath.Join(dir, "wal")
+	cfg.Catalog = "sqlite:" + filepath.Join(dir, "catalog.db")
+	cfg.Warehouse = filepath.Join(dir, "warehouse")
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.CommitBatchMaxAge = 2 * time.Second // livelier than production's 10 s for a short demo
+	cfg.NodeName = "demo"
+	return cfg, nil
 }
 
 // printProgress prints one progress line and returns the overlap depth per table it saw.
@@ -188,7 +197,9 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 	return false
 }
 
-func demoSummary(ctx context.Context, out io.Writer, cfg Config, tables []string, sealed map[string]*RowSum, peak map[string]int) error {
+// demoSummary prints each table's summary and the commands to look further. It writes the live
+// data files of each table's current snapshot to DIR/TABLE.live-files.txt for the DuckDB hint.
+func demoSummary(ctx context.Context, out io.Writer, cfg Config, dir string, tables []string, sealed map[string]*RowSum, peak map[string]int) error {
 	l, err := lake.Open(ctx, LakeConfig(cfg))
 	if err != nil {
 		return err
@@ -199,6 +210,7 @@ func demoSummary(ctx context.Context, out io.Writer, cfg Config, tables []string
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TABLE\tROWS\tFILES\tBYTES\tPARTITIONS\tPEAK DEPTH\tDEPTH NOW\tROWS SEALED\tEXACTLY ONCE")
 	ok := true
+	metadata := map[string]string{} // current metadata file per table
 	for _, name := range tables {
 		t, err := l.LoadTable(ctx, name)
 		if err != nil {
@@ -208,6 +220,10 @@ func demoSummary(ctx context.Context, out io.Writer, cfg Config, tables []string
 		if err != nil {
 			return err
 		}
+		if err := writeLiveFileList(demoLiveFileList(dir, name), files); err != nil {
+			return err
+		}
+		metadata[name] = localPath(t.MetadataLocation())
 		var rows, bytes int64
 		parts := map[string][]plan.File{}
 		for _, f := range files {
@@ -233,11 +249,62 @@ func demoSummary(ctx context.Context, out io.Writer, cfg Config, tables []string
 	fmt.Fprintf(out, "\"exactly once\" compares an order-independent fingerprint of every sealed row with the table read back through iceberg-go.\n")
 	fmt.Fprintf(out, "Inspect further (in a checkout without the binary installed, write `go run ./cmd/siglake` for `siglake`):\n  siglake inspect events --catalog %s --warehouse %s\n  siglake compactor --wal-dir %s --catalog %s --warehouse %s --http-addr 127.0.0.1:9464\n  siglake status --addr 127.0.0.1:9464\n",
 		cfg.Catalog, cfg.Warehouse, cfg.WALDir, cfg.Catalog, cfg.Warehouse)
-	fmt.Fprintf(out, "  duckdb -c \"SELECT count(*) FROM read_parquet('%s/siglake.db/events/data/*/*.parquet')\"\n", cfg.Warehouse)
+	if m, ok := metadata[walgen.EventsTable]; ok {
+		iceberg, parquet := demoDuckDBHints(m, demoLiveFileList(dir, walgen.EventsTable))
+		fmt.Fprintf(out, "Count a table's rows with DuckDB (the warehouse also keeps files that rewrites replaced, so a glob over its data/ counts rows twice or more):\n")
+		fmt.Fprintf(out, "  %s\n", shellDuckDB(iceberg))
+		fmt.Fprintf(out, "without DuckDB's iceberg extension, over the current snapshot's data files (listed in %s; other tables alike):\n", demoLiveFileList(dir, walgen.EventsTable))
+		fmt.Fprintf(out, "  %s\n", shellDuckDB(parquet))
+	}
 	if !ok {
 		return fmt.Errorf("a table's rows differ from the rows sealed into the WAL")
 	}
 	return nil
+}
+
+// demoLiveFileList is where the demo lists table's live data files.
+func demoLiveFileList(dir, table string) string {
+	return filepath.Join(dir, table+".live-files.txt")
+}
+
+// writeLiveFileList writes the local paths of files to path, one a line.
+func writeLiveFileList(path string, files []lake.File) error {
+	var b strings.Builder
+	for _, f := range files {
+		b.WriteString(localPath(f.Path))
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write the live file list: %w", err)
+	}
+	return nil
+}
+
+// localPath turns a file:// location of the local warehouse into a plain path.
+func localPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, "file://"); ok {
+		return rest
+	}
+	return p
+}
+
+// demoDuckDBHints returns two DuckDB scripts that count a table's rows: iceberg_scan on its
+// current metadata file (needs the iceberg extension), and read_parquet over the data files
+// listed in liveList. A table function takes no subquery, so the list goes through a variable.
+func demoDuckDBHints(metadata, liveList string) (iceberg, parquet string) {
+	iceberg = fmt.Sprintf("INSTALL iceberg; LOAD iceberg; SELECT count(*) FROM iceberg_scan(%s)", sqlString(metadata))
+	parquet = fmt.Sprintf("SET VARIABLE live = (SELECT list(path) FROM read_csv(%s, header = false, columns = {'path': 'VARCHAR'})); "+
+		"SELECT count(*) FROM read_parquet(getvariable('live'))", sqlString(liveList))
+	return iceberg, parquet
+}
+
+// sqlString quotes s as a SQL string literal.
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// shellDuckDB is a `duckdb -c` command line that runs script, in double quotes for a POSIX shell.
+func shellDuckDB(script string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
+	return `duckdb -c "` + r.Replace(script) + `"`
 }
 
 // demoCompact runs maintenance passes (the real planner and merges) until the planner finds

@@ -99,8 +99,6 @@ func registry(t *testing.T, tbl *table.Table) puffinidx.Registry {
 	return reg
 }
 
-func localPath(p string) string { return strings.TrimPrefix(p, "file://") }
-
 // textColumn returns one string column of rec, in row order (nil for null).
 func textColumn(rec arrow.RecordBatch, column string) []*string {
 	s := rec.Column(rec.Schema().FieldIndices(column)[0]).(*array.String)
