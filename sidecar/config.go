@@ -228,7 +228,7 @@ func Options() []Option {
 			"Generation cap for level selection (overlap rewrites may still take capped files); 0 = no cap.",
 			setNonNegInt(func(c *Config) *int { return &c.LevelMaxGen })},
 		{"max-fan-in", "SIGLAKE_COMPACTOR_MAX_FANIN", "32", "compactor.maxFanIn",
-			"Most input files one rewrite bin may take.",
+			"Most input files one rewrite bin may take; at least 2.",
 			setPosInt(func(c *Config) *int { return &c.MaxFanIn })},
 		{"snapshot-expire-interval-secs", "SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS", "60", "snapshotExpire.intervalSecs",
 			"How often snapshots are expired; 0 disables expiry.",
