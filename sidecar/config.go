@@ -1,8 +1,11 @@
 package sidecar
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -226,7 +229,7 @@ func Options() []Option {
 			"Generation cap for level selection (overlap rewrites may still take capped files); 0 = no cap.",
 			setNonNegInt(func(c *Config) *int { return &c.LevelMaxGen })},
 		{"max-fan-in", "SIGLAKE_COMPACTOR_MAX_FANIN", "32", "compactor.maxFanIn",
-			"Most input files one rewrite bin may take.",
+			"Most input files one rewrite bin may take; at least 2.",
 			setPosInt(func(c *Config) *int { return &c.MaxFanIn })},
 		{"snapshot-expire-interval-secs", "SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS", "60", "snapshotExpire.intervalSecs",
 			"How often snapshots are expired; 0 disables expiry.",
@@ -352,6 +355,14 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("invalid value %q for --%s / %s: %v", e.Value, e.Opt.Flag, e.Opt.Env, e.Err)
 }
 
+// FlagError is a command line Load's flag parser refused (an unknown flag, a flag without its
+// value, a stray argument); Load has printed it to stderr with the usage. A bad value of a known
+// option is a *ConfigError instead.
+type FlagError struct{ Err error }
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
 // Load builds a Config from defaults, then the environment, then command-line flags (flags win).
 // getenv is os.Getenv in production; tests pass their own.
 func Load(args []string, getenv func(string) string) (Config, error) {
@@ -369,32 +380,69 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 			}
 		}
 	}
-	fs := flag.NewFlagSet("siglake compactor", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
 	var cfgErr error
-	for _, o := range opts {
-		o := o
-		fs.Func(o.Flag, o.Usage+" (env "+o.Env+", default "+quoteDefault(o.Default)+")", func(v string) error {
-			if err := o.set(&c, v); err != nil {
-				cfgErr = &ConfigError{o, v, err}
-				return cfgErr
-			}
-			return nil
-		})
+	fs := flagSet(&c, &cfgErr)
+	// -h prints the options to stdout (help asked for); a bad flag prints the error and the options
+	// to stderr.
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Stdout.Write(out.Bytes())
+	} else {
+		os.Stderr.Write(out.Bytes())
 	}
-	if err := fs.Parse(args); err != nil {
+	if err != nil {
 		if cfgErr != nil {
 			return c, cfgErr
 		}
-		return c, err
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, &FlagError{err}
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q: siglake compactor takes only flags", fs.Args())
+		err := fmt.Errorf("unexpected arguments %q: siglake compactor takes only flags", fs.Args())
+		fmt.Fprintf(os.Stderr, "%v\nRun 'siglake compactor -h' for the options.\n", err)
+		return c, &FlagError{err}
 	}
 	if c.NodeName == "" {
 		c.NodeName, _ = os.Hostname()
 	}
 	return c, nil
+}
+
+// flagSet defines every option as a flag that sets c; a value an option rejects is kept in cfgErr
+// (the flag package's own error loses its type).
+func flagSet(c *Config, cfgErr *error) *flag.FlagSet {
+	fs := flag.NewFlagSet("siglake compactor", flag.ContinueOnError)
+	for _, o := range Options() {
+		o := o
+		fs.Func(o.Flag, flagUsage(o), func(v string) error {
+			if err := o.set(c, v); err != nil {
+				*cfgErr = &ConfigError{o, v, err}
+				return *cfgErr
+			}
+			return nil
+		})
+	}
+	return fs
+}
+
+// flagUsage is an option's usage line for -h. The flag package takes a back-quoted word of a usage
+// as the flag's value placeholder (`-role all`), so the back quotes Option.Usage carries for the
+// Markdown of docs/configuration.md become single quotes here.
+func flagUsage(o Option) string {
+	return strings.ReplaceAll(o.Usage, "`", "'") + " (env " + o.Env + ", default " + quoteDefault(o.Default) + ")"
+}
+
+// PrintFlags writes the option flags the way -h lists them, for a command that adds flags of its
+// own to the compactor's (`siglake compactor --once`).
+func PrintFlags(w io.Writer) {
+	var cfgErr error
+	fs := flagSet(&Config{}, &cfgErr)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
 }
 
 // EnvNames returns every environment variable the compactor reads, sorted (the chart test uses it).

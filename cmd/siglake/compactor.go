@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,6 +20,10 @@ func runCompactor(args []string) error {
 	once := false
 	var rest []string
 	for _, a := range args {
+		if isHelp(a) {
+			compactorUsage(os.Stdout)
+			return nil
+		}
 		if a == "--once" || a == "-once" {
 			once = true
 			continue
@@ -29,7 +35,7 @@ func runCompactor(args []string) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return loadError(err)
 	}
 	log, err := sidecar.NewLogger(cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
@@ -44,4 +50,21 @@ func runCompactor(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// compactorUsage is `siglake compactor -h`: the --once mode, then every option (flags win over
+// their SIGLAKE_* environment variables; docs/configuration.md).
+func compactorUsage(w io.Writer) {
+	fmt.Fprintf(w, `Usage: siglake compactor [--once] [flags]
+
+Runs the sidecar: drains sealed WAL segments into Iceberg tables and maintains the tables. Every
+flag also has a SIGLAKE_* environment variable; a flag wins over its variable.
+
+  -once
+    	drain every sealed segment regardless of batch age, then exit 0; no maintenance runs (for
+    	jobs and tests; a mode of this invocation, so it has no environment variable)
+
+Options (docs/configuration.md):
+`)
+	sidecar.PrintFlags(w)
 }

@@ -18,10 +18,7 @@ func runDemo(args []string) error {
 	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "how long to generate load")
 	fs.Int64Var(&o.Rate, "rate", 20000, "rows per second per table")
 	verbose := fs.Bool("v", false, "show the sidecar's log lines")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
 	level := "error"

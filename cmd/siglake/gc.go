@@ -89,19 +89,31 @@ func toolConfig(fs *flag.FlagSet, args []string) (cfg sidecar.Config, help bool,
 			}
 			continue
 		}
-		if args[i] == "-h" || args[i] == "--help" {
+		if isHelp(args[i]) {
+			fs.SetOutput(os.Stdout)
 			fs.Usage()
-			fmt.Fprintln(os.Stderr, "\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+			fmt.Println("\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
 			return cfg, true, nil
 		}
 		rest = append(rest, args[i])
 	}
-	if err := fs.Parse(own); err != nil {
+	if _, err := parseFlags(fs, own); err != nil {
 		return cfg, false, err
 	}
 	cfg, err = sidecar.Load(rest, nil)
 	if errors.Is(err, flag.ErrHelp) {
 		return cfg, true, nil
 	}
-	return cfg, false, err
+	return cfg, false, loadError(err)
+}
+
+// loadError marks an error of sidecar.Load that is a wrong command line (an unknown flag, a
+// stray argument: Load printed it with the usage) as a usageError; any other error, such as a bad
+// option value, stays an error of the command, which main prints.
+func loadError(err error) error {
+	var fe *sidecar.FlagError
+	if errors.As(err, &fe) {
+		return usageError{err}
+	}
+	return err
 }

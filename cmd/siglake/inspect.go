@@ -53,9 +53,9 @@ func runInspect(args []string) error {
 			asJSON = true
 		case a == "--all" || a == "-all":
 			maxRows = 1 << 30
-		case a == "-h" || a == "--help":
-			fmt.Fprintln(os.Stderr, "usage: siglake inspect TABLE [--json] [--all] [--catalog ...] [--warehouse ...] [--namespace ...] [--s3-* ...]\n"+
-				"Shows a table's live files per partition and level, generations, overlap depth and a timeline of file time ranges.\n"+
+		case isHelp(a):
+			fmt.Println("usage: siglake inspect TABLE [--json] [--all] [--catalog ...] [--warehouse ...] [--namespace ...] [--s3-* ...]\n" +
+				"Shows a table's live files per partition and level, generations, overlap depth and a timeline of file time ranges.\n" +
 				"Catalog options are the compactor's (flags or SIGLAKE_* env; docs/configuration.md).")
 			return nil
 		case !strings.HasPrefix(a, "-") && table == "":
@@ -65,14 +65,16 @@ func runInspect(args []string) error {
 		}
 	}
 	if table == "" {
-		return errors.New("usage: siglake inspect TABLE [--json] [--all] [catalog flags]")
+		err := errors.New("a TABLE is required")
+		fmt.Fprintf(os.Stderr, "siglake inspect: %v\nusage: siglake inspect TABLE [--json] [--all] [catalog flags] (-h for more)\n", err)
+		return usageError{err}
 	}
 	cfg, err := sidecar.Load(rest, nil)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	if err != nil {
-		return err
+		return loadError(err)
 	}
 	ctx := context.Background()
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))

@@ -2,7 +2,11 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 )
@@ -52,36 +56,96 @@ func commands() []command {
 		{"inspect", "show a table's files per partition and level, generations, overlap depth and a timeline", runInspect},
 		{"simulate", "run the real compaction planner against a modelled ingest and report write amplification and depth", runSimulate},
 		{"demo", "run walgen and the sidecar together on the embedded default and summarise the tables", runDemo},
-		{"version", "print the version", func([]string) error { fmt.Println(buildVersion()); return nil }},
+		{"version", "print the version (also --version)", runVersion},
 	}
 }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, "siglake %s: the siglake compactor sidecar\n\nUsage: siglake COMMAND [flags]\n\nCommands:\n", buildVersion())
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "siglake %s: the siglake compactor sidecar\n\nUsage: siglake COMMAND [flags]\n\nCommands:\n", buildVersion())
 	for _, c := range commands() {
-		fmt.Fprintf(os.Stderr, "  %-14s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun 'siglake COMMAND -h' for a command's flags. Options: docs/configuration.md.\n")
+	fmt.Fprintf(w, "\nRun 'siglake COMMAND -h' for a command's flags. Options: docs/configuration.md.\n")
 }
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
-		}
-		return
+// usageError is a command line the flag parser refused; the parser has already printed the error
+// and the usage to stderr, so main only sets the exit status.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// isHelp reports whether a is one of the spellings the flag package takes as a request for help.
+func isHelp(a string) bool {
+	switch a {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// parseFlags parses a command's flags. Help asked for (-h) prints the usage to stdout and returns
+// help true; a bad flag prints the error and the usage to stderr and returns a usageError.
+func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err = fs.Parse(args)
+	fs.SetOutput(os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Stdout.Write(out.Bytes())
+		return true, nil
+	}
+	os.Stderr.Write(out.Bytes())
+	if err != nil {
+		return false, usageError{err}
+	}
+	return false, nil
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run runs one command line and returns the exit status: 0, 1 when the command failed, 2 when the
+// command line is wrong. Help goes to stdout, errors to stderr.
+func run(args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
+	}
+	name, rest := args[0], args[1:]
+	switch {
+	case isHelp(name) || name == "help" && len(rest) == 0:
+		usage(os.Stdout)
+		return 0
+	case name == "help":
+		name, rest = rest[0], []string{"-h"} // siglake help COMMAND: that command's flags
+	case name == "-version" || name == "--version":
+		name = "version"
 	}
 	for _, c := range commands() {
-		if c.name == os.Args[1] {
-			if err := c.run(os.Args[2:]); err != nil {
-				fmt.Fprintf(os.Stderr, "siglake %s: %v\n", c.name, err)
-				os.Exit(1)
-			}
-			return
+		if c.name != name {
+			continue
 		}
+		err := c.run(rest)
+		var ue usageError
+		switch {
+		case errors.As(err, &ue):
+			return 2
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "siglake %s: %v\n", c.name, err)
+			return 1
+		}
+		return 0
 	}
-	fmt.Fprintf(os.Stderr, "siglake: unknown command %q\n\n", os.Args[1])
-	usage()
-	os.Exit(2)
+	fmt.Fprintf(os.Stderr, "siglake: unknown command %q\n\n", name)
+	usage(os.Stderr)
+	return 2
+}
+
+func runVersion(args []string) error {
+	fs := flag.NewFlagSet("siglake version", flag.ContinueOnError)
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	fmt.Println(buildVersion())
+	return nil
 }

@@ -28,10 +28,7 @@ func runSimulate(args []string) error {
 	both := fs.Bool("compare", true, "simulate leveled and legacy side by side")
 	svg := fs.String("svg", "", "write a plot of depth and file count over time to this SVG file")
 	asJSON := fs.Bool("json", false, "print the results as JSON (without the time series)")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
 	s.IngestBytesPerSec = *mbps * 1e6

@@ -19,10 +19,7 @@ func runStatus(args []string) error {
 	fs := flag.NewFlagSet("siglake status", flag.ContinueOnError)
 	addr := fs.String("addr", envOr("SIGLAKE_HTTP_ADDR", "127.0.0.1:9464"), "the sidecar's HTTP address (env SIGLAKE_HTTP_ADDR)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
 	url := "http://" + strings.TrimPrefix(*addr, "http://") + "/debug/status"

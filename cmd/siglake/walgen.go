@@ -34,10 +34,7 @@ func runWalgen(args []string) error {
 	start := fs.String("start", "", "timestamp of the first row (RFC 3339); default now")
 	fs.DurationVar(&o.Step, "step", time.Millisecond, "timestamp step between consecutive rows")
 	asJSON := fs.Bool("json", false, "print the result, with a row fingerprint, as JSON")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
 	for _, t := range strings.Split(*tables, ",") {

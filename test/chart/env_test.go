@@ -144,6 +144,8 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 		},
 		"drain-only-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
 			eq(t, "role", c.Role, sidecar.RoleDrain)
+			eq(t, "catalog (shared: 5 replicas)", c.Catalog, "postgres://siglake@postgres.db.svc:5432/siglake?sslmode=require")
+			eq(t, "warehouse (shared: 5 replicas)", c.Warehouse, "s3://lake/siglake")
 			eq(t, "commit batch bytes", c.CommitBatchTargetBytes, int64(0))
 			eq(t, "commit batch age", c.CommitBatchMaxAge, 5*time.Second)
 		},

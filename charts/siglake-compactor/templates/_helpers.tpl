@@ -78,6 +78,29 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if or (hasPrefix "sqlite:" $uri) (not (contains "://" $wh)) (hasPrefix "file://" $wh) }}true{{ end }}
 {{- end }}
 
+{{/* Fails the render when several pods would run the sidecar on per-pod storage. A table's
+maintenance owner is picked among the members that share one catalog: with the embedded catalog
+(sqlite:) every pod has a private catalog, and with a local warehouse every pod's data files are on
+its own volume, so several such pods are unrelated lakes, not one. Takes a dict: "chart" (this
+chart's context) and "replicas" (the pod count), plus "value" (the name of the replica setting, for
+the message). */}}
+{{- define "siglake-compactor.requireSharedLake" -}}
+{{- $v := .chart.Values }}
+{{- $n := int .replicas }}
+{{- if gt $n 1 }}
+{{- $why := list }}
+{{- if and (not $v.catalog.existingSecret) (hasPrefix "sqlite:" $v.catalog.uri) }}
+{{- $why = append $why (printf "catalog.uri %q is the embedded SQLite catalog, private to each pod" $v.catalog.uri) }}
+{{- end }}
+{{- if or (not (contains "://" $v.warehouse.uri)) (hasPrefix "file://" $v.warehouse.uri) }}
+{{- $why = append $why (printf "warehouse.uri %q is a local path, on each pod's own volume" $v.warehouse.uri) }}
+{{- end }}
+{{- if $why }}
+{{- fail (printf "%s is %d, but %s: the %d pods would be %d unrelated lakes (a table's maintenance owner is picked among members sharing one catalog). Set a shared catalog (catalog.uri postgres://... or rest+https://..., or catalog.existingSecret) and an s3:// warehouse.uri, or set %s: 1." .value $n (join ", and " $why) $n $n .value) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Environment of the sidecar container: the chart's variables, minus those extraEnv names (so
 extraEnv overrides without duplicate names, which would break upgrade patches), then extraEnv. */}}
 {{- define "siglake-compactor.env" -}}
