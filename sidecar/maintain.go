@@ -152,6 +152,9 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		backlog = m.Backlog()
 	}
 	// Graded backpressure is a property of the process's cycle, so one decision serves every table.
+	// A skipped cycle makes no catalog commit (no rewrite, registration clean-up, delete task or
+	// expiry): the drain, which has priority, commits to the same tables.
+	skipping := plan.SkipsBackpressure(m.Plan, backlog, m.backlogged)
 	decided := false
 	var firstErr error
 	var healthy []string // owned tables whose pass did not fail
@@ -162,7 +165,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		rep.Tables++
 		st := m.states[name]
 		st.BackloggedCycles = m.backlogged
-		pass, err := m.table(ctx, name, plan.Input{Now: now, SealedBacklog: backlog, State: st}, &rep)
+		pass, err := m.table(ctx, name, plan.Input{Now: now, SealedBacklog: backlog, State: st}, skipping, &rep)
 		if err != nil {
 			m.Status.AddError(m.Now(), "maintenance", name, err)
 			m.Log.Warn("maintenance of table failed", zap.String("table", name), zap.Error(err))
@@ -190,14 +193,14 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	idle := rep.Planned == 0 && rep.Decision != plan.DecisionSkippedBackpressure.String() &&
 		rep.Decision != plan.DecisionThrottledBackpressure.String()
 	if ctx.Err() == nil {
-		if idle {
+		if idle && !skipping {
 			rep.DeleteSweeps = m.idleDeletes(ctx, healthy)
 		} else {
 			m.publishPending(ctx, healthy) // the pending gauge stays current in busy cycles too
 		}
 		m.forgetPending(owned)
 	}
-	if m.Cfg.SnapshotExpireInterval > 0 && now.Sub(m.lastExpire) >= m.Cfg.SnapshotExpireInterval {
+	if !skipping && m.Cfg.SnapshotExpireInterval > 0 && plan.Due(m.lastExpire, now, m.Cfg.SnapshotExpireInterval) {
 		m.lastExpire = now
 		for _, name := range owned {
 			if err := ExpireSnapshots(ctx, m.Lake, name, m.Cfg.SnapshotRetain); err != nil {
@@ -212,8 +215,9 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	return rep, firstErr
 }
 
-// table samples a table's gauges, plans a pass and runs its bins.
-func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep *CycleReport) (plan.Pass, error) {
+// table samples a table's gauges, plans a pass and runs its bins. In a skipped backlogged cycle it
+// only samples the gauges and records the decision: it commits nothing.
+func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skipping bool, rep *CycleReport) (plan.Pass, error) {
 	t, err := m.Lake.LoadTable(ctx, name)
 	if err != nil {
 		return plan.Pass{}, err
@@ -231,11 +235,8 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep 
 	// Registrations of files no longer live (rewritten, retained away, by us or another owner)
 	// are dropped whatever the switch says: properties and live files come from one version.
 	live := func(p string) bool { _, ok := byPath[p]; return ok }
-	if n, err := puffinidx.DropStale(ctx, t, live, m.Metrics.Rebuild, m.Log); err != nil {
-		m.Status.AddError(m.Now(), "index-rebuild", name, err)
-		m.Log.Warn("dropping stale index registrations failed; next pass retries", zap.String("table", name), zap.Error(err))
-	} else if n > 0 {
-		if t, err = m.Lake.LoadTable(ctx, name); err != nil {
+	if !skipping { // the clean-up is a commit: a skipped cycle leaves it to the next one
+		if err := m.dropStaleRegistrations(ctx, name, &t, live); err != nil {
 			return plan.Pass{}, err
 		}
 	}
@@ -273,6 +274,23 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep 
 	}
 	m.publishPass(name, report)
 	return pass, nil
+}
+
+// dropStaleRegistrations drops the index registrations of files no longer live and reloads t
+// when it did. A failed clean-up is reported and retried next pass; only a failed reload fails.
+func (m *Maintainer) dropStaleRegistrations(ctx context.Context, name string, t **table.Table, live func(string) bool) error {
+	n, err := puffinidx.DropStale(ctx, *t, live, m.Metrics.Rebuild, m.Log)
+	if err != nil {
+		m.Status.AddError(m.Now(), "index-rebuild", name, err)
+		m.Log.Warn("dropping stale index registrations failed; next pass retries", zap.String("table", name), zap.Error(err))
+		return nil
+	}
+	if n > 0 {
+		if *t, err = m.Lake.LoadTable(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // publishPass shows a table's last pass in /debug/status.

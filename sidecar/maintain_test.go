@@ -215,3 +215,48 @@ func allReferencedFiles(t *testing.T, l *lake.Lake) map[string]bool {
 	}
 	return out
 }
+
+// TestSkippedBackloggedCycleCommitsNothing: while the sealed WAL backlog is above
+// SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER, a skipped cycle makes no catalog commit (no
+// rewrite, no expiry, no delete task) on the tables the drain is committing to; it still samples
+// the gauges. The first unskipped cycle expires as usual.
+func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.SnapshotRetain = 2 })
+	smallFilesTable(t, e, 12) // 12 commits: expiry has work, L0 has work
+	m := newMaintainer(t, e, e.lake, time.Now)
+	backlog := 1000
+	m.Backlog = func() int { return backlog }
+	metadata := func() (string, int) {
+		tbl, err := e.lake.LoadTable(context.Background(), "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl.MetadataLocation(), len(tbl.Metadata().Snapshots())
+	}
+	loc0, snaps0 := metadata()
+	rep, err := m.Cycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Decision != plan.DecisionSkippedBackpressure.String() {
+		t.Fatalf("decision %q, want skipped_backpressure", rep.Decision)
+	}
+	if loc, snaps := metadata(); loc != loc0 || snaps != snaps0 {
+		t.Fatalf("a skipped cycle committed: metadata %s -> %s, snapshots %d -> %d", loc0, loc, snaps0, snaps)
+	}
+	if got := counterValue(t, m.Metrics, "siglake_snapshot_expirations_total", "ok"); got != 0 {
+		t.Fatalf("expiry ran %v times in a skipped cycle", got)
+	}
+	var sampled bool
+	m.Status.Update(func(r *StatusReport) { sampled = r.Tables["events"].Maintenance != nil && !r.Tables["events"].Maintenance.SampledAt.IsZero() })
+	if !sampled {
+		t.Fatalf("a skipped cycle did not sample the gauges")
+	}
+	backlog = 0
+	if _, err := m.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(t, m.Metrics, "siglake_snapshot_expirations_total", "ok"); got != 1 {
+		t.Fatalf("the unskipped cycle expired %v times, want 1", got)
+	}
+}

@@ -204,16 +204,16 @@ func Plan(cfg Config, in Input) Pass {
 		return p
 	}
 
-	if in.SealedBacklog > cfg.MaxSealedForRecluster {
-		n := in.State.BackloggedCycles + 1
-		p.Next.BackloggedCycles = n
-		if cfg.BackpressureCompactEvery == 0 || n%cfg.BackpressureCompactEvery != 0 {
-			p.Decision = DecisionSkippedBackpressure
-			p.Skipped = append(p.Skipped, fmt.Sprintf("sealed WAL backlog %d > %d: drain has priority (backlogged cycle %d)",
-				in.SealedBacklog, cfg.MaxSealedForRecluster, n))
-			return p
-		}
-		p.Decision = DecisionThrottledBackpressure
+	d, n := backpressure(cfg, in.SealedBacklog, in.State.BackloggedCycles)
+	p.Next.BackloggedCycles = n
+	switch d {
+	case DecisionSkippedBackpressure:
+		p.Decision = d
+		p.Skipped = append(p.Skipped, fmt.Sprintf("sealed WAL backlog %d > %d: drain has priority (backlogged cycle %d)",
+			in.SealedBacklog, cfg.MaxSealedForRecluster, n))
+		return p
+	case DecisionThrottledBackpressure:
+		p.Decision = d
 		b := newBudget(cfg.MaxFilesPerPass, cfg.BackpressureMaxBins)
 		cands := levelCandidates(cfg, files, L0, KindBackpressureL0)
 		p.Checked = []Level{L0}
@@ -221,10 +221,9 @@ func Plan(cfg Config, in Input) Pass {
 		p.Next.LastCheck[L0] = in.Now
 		return p
 	}
-	p.Next.BackloggedCycles = 0
 
 	if !cfg.Leveled {
-		if !due(in.State.LastLegacy, in.Now, cfg.ReclusterInterval) {
+		if !Due(in.State.LastLegacy, in.Now, cfg.ReclusterInterval) {
 			p.Decision = DecisionNothingDue
 			return p
 		}
@@ -238,7 +237,7 @@ func Plan(cfg Config, in Input) Pass {
 
 	var cands []candidate
 	for l := L0; l < NumLevels; l++ {
-		if !due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l]) {
+		if !Due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l]) {
 			continue
 		}
 		p.Checked = append(p.Checked, l)
@@ -266,9 +265,46 @@ func Plan(cfg Config, in Input) Pass {
 	return p
 }
 
-func due(last, now time.Time, every time.Duration) bool {
-	return last.IsZero() || now.Sub(last) >= every
+// SkipsBackpressure reports whether a cycle with this sealed backlog, after backloggedCycles
+// backlogged cycles in a row, is a skipped one: the drain has priority and the cycle does no
+// rewrites, no delete tasks and no snapshot expiry, so it makes no catalog commit that could
+// conflict with the drain's (gauge sampling, which only reads, still runs). Plan makes the same
+// decision for each table.
+func SkipsBackpressure(cfg Config, sealedBacklog, backloggedCycles int) bool {
+	cfg = cfg.sane()
+	if cfg.ReclusterInterval == 0 {
+		return false
+	}
+	d, _ := backpressure(cfg, sealedBacklog, backloggedCycles)
+	return d == DecisionSkippedBackpressure
 }
+
+// backpressure is graded backpressure: above the backlog limit every BackpressureCompactEvery-th
+// backlogged cycle is throttled (a restricted L0 pass) and the others are skipped; at or below
+// it the cycle runs (DecisionRun) and the count restarts. n is the next BackloggedCycles.
+func backpressure(cfg Config, sealedBacklog, backloggedCycles int) (d Decision, n int) {
+	if sealedBacklog <= cfg.MaxSealedForRecluster {
+		return DecisionRun, 0
+	}
+	n = backloggedCycles + 1
+	if cfg.BackpressureCompactEvery == 0 || n%cfg.BackpressureCompactEvery != 0 {
+		return DecisionSkippedBackpressure, n
+	}
+	return DecisionThrottledBackpressure, n
+}
+
+// Due reports whether a cadence of period every that last ran at last is due at now. The caller
+// ticks on a timer whose ticks jitter (scheduling, a cycle that started late), so a check is due
+// CadenceSlack(every) early: with exactly every, a tick a few milliseconds early would push the
+// check to the next tick, and a 10 s cadence on a 10 s tick would run every 10 or 20 s. With the
+// slack, a cadence that is a multiple of the tick runs on every k-th tick.
+func Due(last, now time.Time, every time.Duration) bool {
+	return last.IsZero() || now.Sub(last) >= every-CadenceSlack(every)
+}
+
+// CadenceSlack is how early Due lets a cadence run: a tenth of its period, at most one second.
+// So a cadence runs at its period within one second (a tick of the caller's timer late).
+func CadenceSlack(every time.Duration) time.Duration { return min(every/10, time.Second) }
 
 // sane clamps settings Validate would reject, so Plan stays total; the
 // caller is expected to have validated already.

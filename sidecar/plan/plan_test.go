@@ -97,7 +97,7 @@ func TestCheckCadence(t *testing.T) {
 		{0, "[L0 L1 L2]"},
 		{5 * time.Second, "[]"},
 		{10 * time.Second, "[L0]"},
-		{19 * time.Second, "[]"},
+		{18900 * time.Millisecond, "[]"}, // 8.9 s after the last: before the 1 s slack
 		{60 * time.Second, "[L0 L1]"},
 		{3600 * time.Second, "[L0 L1 L2]"},
 	} {
@@ -340,7 +340,7 @@ func TestLegacy(t *testing.T) {
 	}
 	// Cadence: ReclusterInterval.
 	st := p.Next
-	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(9 * time.Second), State: st}); p.Decision != DecisionNothingDue {
+	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(8900 * time.Millisecond), State: st}); p.Decision != DecisionNothingDue {
 		t.Errorf("legacy ran before its interval: %v", p.Decision)
 	}
 	if p := Plan(cfg, Input{Files: fs, Now: t0.Add(10 * time.Second), State: st}); len(p.Bins) != 3 {
