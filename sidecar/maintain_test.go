@@ -248,7 +248,9 @@ func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
 		t.Fatalf("expiry ran %v times in a skipped cycle", got)
 	}
 	var sampled bool
-	m.Status.Update(func(r *StatusReport) { sampled = r.Tables["events"].Maintenance != nil && !r.Tables["events"].Maintenance.SampledAt.IsZero() })
+	m.Status.Update(func(r *StatusReport) {
+		sampled = r.Tables["events"].Maintenance != nil && !r.Tables["events"].Maintenance.SampledAt.IsZero()
+	})
 	if !sampled {
 		t.Fatalf("a skipped cycle did not sample the gauges")
 	}
