@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
@@ -40,7 +41,7 @@ type Maintainer struct {
 	backlogged int // consecutive backlogged cycles, process-wide (the backlog is the process's)
 	lastExpire time.Time
 	deletes    *DeleteSweeper
-	published  map[string]bool // tables whose pending-deletion gauge this process set
+	reported   map[string]bool // owned tables of the last cycle: their per-table gauges are exported
 }
 
 // PlanConfig maps the process options onto the planner's configuration.
@@ -113,19 +114,26 @@ func (m *Maintainer) publishPending(ctx context.Context, tables []string) {
 	}
 }
 
-// forgetPending drops the pending-deletion gauge of tables this process no longer owns: their
-// new owner reports them, and a stale value would alert forever or count twice in a sum.
-func (m *Maintainer) forgetPending(owned []string) {
+// forgetTables drops the per-table gauges (overlap depth, live files and bytes per level, gauge
+// sample time, pending deletions) of tables this process no longer owns, or that are gone: their
+// new owner exports them, and a stale value would alert forever or count twice in a sum.
+// Counters stay: they count what this process did.
+func (m *Maintainer) forgetTables(owned []string) {
 	now := map[string]bool{}
 	for _, name := range owned {
 		now[name] = true
 	}
-	for name := range m.published {
-		if !now[name] {
-			m.Metrics.DeletePending.DeleteLabelValues(name)
+	for name := range m.reported {
+		if now[name] {
+			continue
 		}
+		m.Metrics.DeletePending.DeleteLabelValues(name)
+		m.Metrics.OverlapDepth.DeleteLabelValues(name)
+		m.Metrics.GaugesSampledAt.DeleteLabelValues(name)
+		m.Metrics.LiveFiles.DeletePartialMatch(prometheus.Labels{"table": name})
+		m.Metrics.LiveBytes.DeletePartialMatch(prometheus.Labels{"table": name})
 	}
-	m.published = now
+	m.reported = now
 }
 
 // Cycle runs one maintenance cycle over the owned tables.
@@ -198,7 +206,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		} else {
 			m.publishPending(ctx, healthy) // the pending gauge stays current in busy cycles too
 		}
-		m.forgetPending(owned)
+		m.forgetTables(owned)
 	}
 	if !skipping && m.Cfg.SnapshotExpireInterval > 0 && plan.Due(m.lastExpire, now, m.Cfg.SnapshotExpireInterval) {
 		m.lastExpire = now

@@ -262,3 +262,52 @@ func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
 		t.Fatalf("the unskipped cycle expired %v times, want 1", got)
 	}
 }
+
+// TestGaugesOfTablesNoLongerOwnedDisappear: when a table's lease moves away, this process stops
+// exporting its table gauges (docs/metrics.md): the new owner exports them, and a former owner's
+// stale series would double count in a sum over the fleet.
+func TestGaugesOfTablesNoLongerOwnedDisappear(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.ReclusterInterval = 0 })
+	smallFilesTable(t, e, 3)
+	m := newMaintainer(t, e, e.lake, time.Now)
+	owns := true
+	m.Owns = func(string) bool { return owns }
+	series := func() map[string]int {
+		mfs, err := m.Metrics.Reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, mf := range mfs {
+			for _, mt := range mf.GetMetric() {
+				for _, lp := range mt.GetLabel() {
+					if lp.GetName() == "table" && lp.GetValue() == "events" {
+						out[mf.GetName()]++
+					}
+				}
+			}
+		}
+		return out
+	}
+	gauges := []string{"siglake_table_overlap_depth", "siglake_table_live_files", "siglake_table_live_bytes",
+		"siglake_table_gauges_sampled_at_seconds", "siglake_delete_requests_pending"}
+	if _, err := m.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := series()
+	for _, g := range gauges {
+		if got[g] == 0 {
+			t.Fatalf("owner exports no %s for events: %v", g, got)
+		}
+	}
+	owns = false
+	if _, err := m.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got = series()
+	for _, g := range gauges {
+		if got[g] != 0 {
+			t.Fatalf("former owner still exports %d series of %s for events", got[g], g)
+		}
+	}
+}
