@@ -32,6 +32,11 @@ type DeleteSweeper struct {
 	Status  *Status
 	Log     *zap.Logger
 	Now     func() time.Time
+	// Rebuild, when set, runs after each committed delete-task rewrite on its outputs: the Puffin
+	// index rebuild under SIGLAKE_INDEX_REBUILD (a delete-task rewrite writes generation 0, often
+	// streamed, so its outputs lack footer indexes like any streamed rewrite's). It never fails
+	// the rewrite.
+	Rebuild func(ctx context.Context, t *table.Table, fs icebergio.WriteFileIO, snap int64, outs []merge.Output)
 
 	// clean remembers (file, request) pairs known to have no matching row. Data files never
 	// change, so this holds until the file is replaced; it lets a capped sweep move on to files
@@ -350,6 +355,9 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 		zap.Int64("rows_deleted", deleted), zap.Int64("rows_before", df.Count()), zap.String("merge_path", string(res.Path)),
 		zap.Strings("output_files", outPaths), zap.Int64("bytes_read", res.BytesRead), zap.Int64("bytes_written", res.BytesWritten),
 		zap.Duration("took", s.Now().Sub(start)))
+	if s.Rebuild != nil && len(res.Outputs) > 0 {
+		s.Rebuild(ctx, cr.Table, wfs, snap, res.Outputs)
+	}
 	return snap, deleted, len(res.Outputs), nil
 }
 
@@ -490,7 +498,9 @@ func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger,
 			return nil, err
 		}
 	}
-	s := &DeleteSweeper{Cfg: cfg, Lake: l, Metrics: NewMetrics(), Status: NewStatus("delete-sweep", cfg.Role, "", time.Now()), Log: log, Now: time.Now}
+	// The sweeper of a maintainer, so delete-task rewrites by hand get the same index rebuild.
+	m := &Maintainer{Cfg: cfg, Lake: l, Metrics: NewMetrics(), Status: NewStatus("delete-sweep", cfg.Role, "", time.Now()), Log: log, Now: time.Now}
+	s := m.Deletes()
 	var out []SweepReport
 	for _, name := range tables {
 		if !apply {

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
@@ -472,5 +473,58 @@ func TestIndexRebuildFailureKeepsRewrite(t *testing.T) {
 	st := m.Status.Snapshot(time.Now()).Tables["events"].Maintenance.IndexRebuild
 	if st == nil || st.LastError == "" || st.Registered != 0 {
 		t.Fatalf("status: %+v", st)
+	}
+}
+
+// TestIndexRebuildFollowsDeleteTasks: a delete-task rewrite is a rewrite. With the switch on, its
+// generation-0 output (streamed here, so without a footer index) gets a registered Puffin sidecar
+// too, both from the maintenance loop's sweeper and from `siglake delete-sweep --apply`; with the
+// switch off it stays unindexed.
+func TestIndexRebuildFollowsDeleteTasks(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		on      bool
+		byHand  bool
+		wantReg bool
+	}{{"on", true, false, true}, {"on, by hand", true, true, true}, {"off", false, false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, m, _ := rebuildEnv(t, tc.on, 1<<20)
+			before := map[string]bool{}
+			_, files := liveTable(t, e)
+			for _, f := range files {
+				before[f.Path] = true
+			}
+			record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+			if tc.byHand {
+				if _, err := DeleteSweep(context.Background(), e.lake, e.cfg, e.drain.Log, []string{"events"}, true); err != nil {
+					t.Fatal(err)
+				}
+			} else if rep, err := m.Deletes().Sweep(context.Background(), "events", SweepOptions{Apply: true}); err != nil || rep.Rewritten == 0 {
+				t.Fatalf("sweep rewrote %d files, %v", rep.Rewritten, err)
+			}
+			tbl, files := liveTable(t, e)
+			reg := registry(t, tbl)
+			var outs []string
+			for _, f := range files {
+				if !before[f.Path] {
+					outs = append(outs, f.Path)
+				}
+			}
+			if len(outs) == 0 {
+				t.Fatalf("the delete task wrote no new file")
+			}
+			for _, p := range outs {
+				if ft, err := merge.ReadFooter(icebergio.LocalFS{}, p); err != nil || ft.HasInvertedIndex("trace_id") {
+					t.Fatalf("delete-task output %s has a footer index (%v); the test needs a streamed one", p, err)
+				}
+				r, ok := reg[p]
+				if ok != tc.wantReg {
+					t.Fatalf("delete-task output %s registered: %v, want %v", p, ok, tc.wantReg)
+				}
+				if ok {
+					checkSidecarIndexes(t, tbl, p, r.Sidecars[0])
+				}
+			}
+		})
 	}
 }

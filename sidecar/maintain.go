@@ -78,6 +78,9 @@ type CycleReport struct {
 func (m *Maintainer) Deletes() *DeleteSweeper {
 	if m.deletes == nil {
 		m.deletes = &DeleteSweeper{Cfg: m.Cfg, Lake: m.Lake, Metrics: m.Metrics, Status: m.Status, Log: m.Log, Now: m.Now}
+		if m.Cfg.IndexRebuild {
+			m.deletes.Rebuild = m.rebuildIndexes
+		}
 	}
 	return m.deletes
 }
