@@ -121,7 +121,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first setting that cannot work.
+// Validate reports every setting that cannot work, each with the sidecar's environment variable
+// where one sets it.
 func (c Config) Validate() error {
 	var errs []error
 	if c.NodeName == "" {
@@ -157,7 +158,7 @@ func (c Config) Validate() error {
 		pos("TCP timeout", c.TCPTimeout)
 		pos("rejoin interval (SIGLAKE_GOSSIP_REJOIN_SECS)", c.RejoinInterval)
 		if c.ProbeTimeout >= c.ProbeInterval {
-			errs = append(errs, fmt.Errorf("probe timeout %s must be shorter than the probe interval %s", c.ProbeTimeout, c.ProbeInterval))
+			errs = append(errs, fmt.Errorf("probe timeout %s (SIGLAKE_GOSSIP_PROBE_TIMEOUT) must be shorter than the probe interval %s (SIGLAKE_GOSSIP_PROBE_INTERVAL)", c.ProbeTimeout, c.ProbeInterval))
 		}
 		if c.SuspicionMult < 1 {
 			errs = append(errs, fmt.Errorf("suspicion multiplier (SIGLAKE_GOSSIP_SUSPICION_MULT) must be at least 1, got %d", c.SuspicionMult))

@@ -17,7 +17,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/plan"
 )
 
 // Role says which loops a process runs (spec "Roles").
@@ -110,6 +112,12 @@ type Option struct {
 	Usage   string
 	set     func(c *Config, v string) error
 }
+
+// planDefaults are the planner's own defaults: the options that map onto the planner take their
+// defaults from it, so the binary, the simulator and the docs cannot drift apart.
+var planDefaults = plan.DefaultConfig()
+
+func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
 
 // Options lists every option a `siglake compactor` accepts, in documentation order.
 func Options() []Option {
@@ -210,39 +218,49 @@ func Options() []Option {
 				c.TargetFileBytes = int64(n) << 20
 				return err
 			}},
-		{"recluster-interval-secs", "SIGLAKE_RECLUSTER_INTERVAL_SECS", "10", "compactor.reclusterIntervalSecs",
+		{"recluster-interval-secs", "SIGLAKE_RECLUSTER_INTERVAL_SECS", seconds(planDefaults.ReclusterInterval), "compactor.reclusterIntervalSecs",
 			"Maintenance tick for file rewrites; 0 disables file rewrites but keeps the other maintenance (it does not make the process drain-only).",
 			setSeconds(func(c *Config) *time.Duration { return &c.ReclusterInterval })},
-		{"leveled", "SIGLAKE_COMPACTOR_LEVELED", "true", "compactor.leveled",
+		{"leveled", "SIGLAKE_COMPACTOR_LEVELED", strconv.FormatBool(planDefaults.Leveled), "compactor.leveled",
 			"Leveled compaction; 0/off/false selects the legacy flat whole-partition pass.",
 			setBool(func(c *Config) *bool { return &c.Leveled })},
-		{"max-overlap-depth", "SIGLAKE_COMPACTOR_MAX_OVERLAP_DEPTH", "12", "compactor.maxOverlapDepth",
+		{"max-overlap-depth", "SIGLAKE_COMPACTOR_MAX_OVERLAP_DEPTH", strconv.Itoa(planDefaults.MaxOverlapDepth), "compactor.maxOverlapDepth",
 			"Depth trigger: above this overlap depth the deepest overlapping cluster is rewritten.",
 			setPosInt(func(c *Config) *int { return &c.MaxOverlapDepth })},
-		{"max-sealed-for-recluster", "SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER", "256", "compactor.maxSealedForRecluster",
+		{"max-sealed-for-recluster", "SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER", strconv.Itoa(planDefaults.MaxSealedForRecluster), "compactor.maxSealedForRecluster",
 			"Sealed-WAL backlog (segments) above which draining gets priority over maintenance.",
 			setPosInt(func(c *Config) *int { return &c.MaxSealedForRecluster })},
-		{"backpressure-compact-every", "SIGLAKE_COMPACTOR_BACKPRESSURE_COMPACT_EVERY", "4", "compactor.backpressureCompactEvery",
+		{"backpressure-compact-every", "SIGLAKE_COMPACTOR_BACKPRESSURE_COMPACT_EVERY", strconv.Itoa(planDefaults.BackpressureCompactEvery), "compactor.backpressureCompactEvery",
 			"Every Nth backlogged cycle runs a restricted L0 pass; 0 disables compaction while backlogged.",
 			setNonNegInt(func(c *Config) *int { return &c.BackpressureCompactEvery })},
-		{"level-max-gen", "SIGLAKE_COMPACTOR_LEVEL_MAX_GEN", "8", "compactor.levelMaxGen",
+		{"level-max-gen", "SIGLAKE_COMPACTOR_LEVEL_MAX_GEN", strconv.Itoa(planDefaults.LevelMaxGen), "compactor.levelMaxGen",
 			"Generation cap for level selection (overlap rewrites may still take capped files); 0 = no cap.",
 			setNonNegInt(func(c *Config) *int { return &c.LevelMaxGen })},
-		{"max-fan-in", "SIGLAKE_COMPACTOR_MAX_FANIN", "32", "compactor.maxFanIn",
-			"Most input files one rewrite bin may take; at least 2.",
-			setPosInt(func(c *Config) *int { return &c.MaxFanIn })},
+		{"max-fan-in", "SIGLAKE_COMPACTOR_MAX_FANIN", strconv.Itoa(planDefaults.MaxFanIn), "compactor.maxFanIn",
+			"Most input files one rewrite bin may take; 2 to 1024.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err != nil || n < 2 || n > maxMergeFanIn {
+					return fmt.Errorf("accepted: a whole number from 2 to %d (a bin of one file merges nothing)", maxMergeFanIn)
+				}
+				c.MaxFanIn = n
+				return nil
+			}},
 		{"snapshot-expire-interval-secs", "SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS", "60", "snapshotExpire.intervalSecs",
 			"How often snapshots are expired; 0 disables expiry.",
 			setSeconds(func(c *Config) *time.Duration { return &c.SnapshotExpireInterval })},
 		{"snapshot-retain", "SIGLAKE_SNAPSHOT_RETAIN", "100", "snapshotExpire.retain",
 			"Snapshots kept by expiry (the latest N).",
 			setPosInt(func(c *Config) *int { return &c.SnapshotRetain })},
-		{"index-footer-max-bytes", "SIGLAKE_INDEX_FOOTER_MAX_BYTES", "1048576", "compactor.indexFooterMaxBytes",
-			"Largest inverted index kept in a Parquet footer, per column, in bytes.",
+		{"index-footer-max-bytes", "SIGLAKE_INDEX_FOOTER_MAX_BYTES", strconv.Itoa(index.DefaultFooterMaxBytes), "compactor.indexFooterMaxBytes",
+			"Largest inverted index kept in a Parquet footer, per column, in bytes (at least 1; to write no footer index, turn off --inverted-index).",
 			func(c *Config, v string) error {
 				n, err := parseNonNegInt(v)
+				if err != nil || n == 0 {
+					return fmt.Errorf("accepted: a whole number of bytes >= 1; to keep no inverted index in footers set SIGLAKE_INVERTED_INDEX=off")
+				}
 				c.IndexFooterMaxBytes = int64(n)
-				return err
+				return nil
 			}},
 		{"inverted-index", "SIGLAKE_INVERTED_INDEX", "true", "compactor.invertedIndex.enabled",
 			"Footer inverted indexes on in-memory rewrites.",
@@ -257,7 +275,7 @@ func Options() []Option {
 				c.MergeMemoryBytes = int64(n)
 				return err
 			}},
-		{"merge-chunk-rows", "SIGLAKE_MERGE_CHUNK_ROWS", "65536", "",
+		{"merge-chunk-rows", "SIGLAKE_MERGE_CHUNK_ROWS", strconv.Itoa(merge.DefaultChunkRows), "",
 			"Rows the page-bounded merge decodes at a time; its decoded memory is about this many rows whatever the input size.",
 			func(c *Config, v string) error {
 				n, err := parseNonNegInt(v)
@@ -409,8 +427,34 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if c.NodeName == "" {
 		c.NodeName, _ = os.Hostname()
 	}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
 	return c, nil
 }
+
+// Validate checks the settings together as the planner, the merges and gossip will use them, so
+// a configuration that parses option by option but cannot work fails at start with the options'
+// names (promise 8) instead of in every maintenance cycle. Load calls it.
+func (c Config) Validate() error {
+	var errs []error
+	if _, err := PlanConfig(c); err != nil {
+		errs = append(errs, fmt.Errorf("%w (options --recluster-interval-secs, --max-overlap-depth, --level-max-gen, --max-fan-in / SIGLAKE_COMPACTOR_MAX_FANIN, --max-sealed-for-recluster, --backpressure-compact-every)", err))
+	}
+	if c.MaxFanIn > maxMergeFanIn {
+		errs = append(errs, fmt.Errorf("invalid value %d for --max-fan-in / SIGLAKE_COMPACTOR_MAX_FANIN: accepted: 2 to %d (each k-way input holds a row group and a file handle)", c.MaxFanIn, maxMergeFanIn))
+	}
+	if c.GossipBind != "" {
+		if _, _, err := GossipConfig(c, c.HTTPAddr, ""); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxMergeFanIn bounds --max-fan-in: a k-way merge keeps one decoded row group and one open file
+// per input, so thousands of inputs exhaust memory or descriptors before they save a pass.
+const maxMergeFanIn = 1024
 
 // flagSet defines every option as a flag that sets c; a value an option rejects is kept in cfgErr
 // (the flag package's own error loses its type).

@@ -124,6 +124,14 @@ func TestBadOptionsFailAtStart(t *testing.T) {
 			[]string{"--catalog", "SIGLAKE_CATALOG", "sqlite:PATH"}},
 		{"poll_interval", []string{"SIGLAKE_DRAIN_POLL_INTERVAL=soon"}, nil,
 			[]string{"--drain-poll-interval", "SIGLAKE_DRAIN_POLL_INTERVAL", "duration"}},
+		// Parses as a number, yet the planner could never run a bin: refused at start, not in
+		// every maintenance cycle while the process reports ready.
+		{"max_fan_in_one", []string{"SIGLAKE_COMPACTOR_MAX_FANIN=1"}, nil,
+			[]string{`"1"`, "--max-fan-in", "SIGLAKE_COMPACTOR_MAX_FANIN", "from 2 to"}},
+		{"footer_max_bytes_zero", []string{"SIGLAKE_INDEX_FOOTER_MAX_BYTES=0"}, nil,
+			[]string{"--index-footer-max-bytes", "SIGLAKE_INDEX_FOOTER_MAX_BYTES", ">= 1", "SIGLAKE_INVERTED_INDEX=off"}},
+		{"gossip_probe_timeout", nil, []string{"--gossip-bind", "127.0.0.1:0", "--gossip-probe-timeout", "2s"},
+			[]string{"SIGLAKE_GOSSIP_PROBE_TIMEOUT", "SIGLAKE_GOSSIP_PROBE_INTERVAL", "shorter"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
