@@ -7,17 +7,28 @@ FUZZTIME  ?= 10s
 # go test's own per-binary limit: a hung test fails with a goroutine dump instead of hanging CI.
 TESTFLAGS ?= -timeout 20m
 
-.PHONY: build test unit image-check fuzz services services-down demo clean
+.PHONY: build test race unit image-check fuzz services services-down demo clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/siglake ./cmd/siglake
 
-# Everything: services up, all packages (unit, integration, e2e with the real binary), a short fuzz run.
+# The packages whose loops run concurrently (drain, maintenance, claims, gossip, HTTP status):
+# `make test` runs them under the race detector, where a finding is a bug, never a flake.
+RACE_PKGS  := ./sidecar/... ./gossip ./localwal
+OTHER_PKGS  = $(shell $(GO) list ./... | grep -v -E 'siglake/siglake/(sidecar|gossip|localwal)(/|$$)')
+
+# Everything: services up, all packages (unit, integration, e2e with the real binary; the
+# concurrent ones under -race), a short fuzz run.
 test: services
 	$(GO) vet ./...
-	$(GO) test $(TESTFLAGS) ./...
+	$(GO) test -race $(TESTFLAGS) $(RACE_PKGS)
+	$(GO) test $(TESTFLAGS) $(OTHER_PKGS)
 	$(MAKE) image-check
 	$(MAKE) fuzz
+
+# The concurrent packages under the race detector alone.
+race:
+	$(GO) test -race $(TESTFLAGS) $(RACE_PKGS)
 
 # The Dockerfile, checked without a Docker daemon (test/image is a module of its own).
 image-check:

@@ -228,7 +228,10 @@ func (c *Cluster) SetCatalog(id string, timeout time.Duration) error {
 	}
 	c.life.Lock()
 	defer c.life.Unlock()
-	if c.down {
+	c.mu.Lock()
+	leaving = c.v.leaving // Leave may have begun meanwhile: never overwrite its leaving metadata
+	c.mu.Unlock()
+	if c.down || leaving {
 		return nil
 	}
 	c.meta.set(b)

@@ -84,13 +84,18 @@ func TestTwoDrainersReplay(t *testing.T) {
 			defer l2.Close()
 			other := *e.drain
 			other.Lake, other.Metrics, other.Status = l2, NewMetrics(), NewStatus("other", e.cfg.Role, "test", time.Now())
+			var otherCommitted int
 			rc := &raceCatalog{rest: c.rest, first: func() {
 				res, err := other.Cycle(context.Background(), true)
+				otherCommitted = res.Committed
 				t.Logf("other drainer: %+v %v", res, err)
 			}}
 			e.lake.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { rc.Catalog = c; return rc })
 			res, err := e.drain.Cycle(context.Background(), true)
 			t.Logf("this drainer: %+v %v", res, err)
+			if !rc.done.Load() || otherCommitted != 1 {
+				t.Fatalf("the race did not happen: injected %v, the other drainer committed %d batches (want 1)", rc.done.Load(), otherCommitted)
+			}
 			if got := e.tableSum("events"); got != want {
 				t.Fatalf("table %+v, want %+v: one batch committed twice", got, want)
 			}

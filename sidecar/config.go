@@ -405,9 +405,13 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	var out bytes.Buffer
 	fs.SetOutput(&out)
 	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		os.Stdout.Write(out.Bytes())
-	} else {
+	case cfgErr != nil:
+		// A value an option rejects: the returned error names the option and what it accepts, and
+		// the caller prints it once; the whole usage would bury that line in a container's log.
+	default:
 		os.Stderr.Write(out.Bytes())
 	}
 	if err != nil {

@@ -253,7 +253,7 @@ func demoSummary(ctx context.Context, out io.Writer, cfg Config, dir string, tab
 		iceberg, parquet := demoDuckDBHints(m, demoLiveFileList(dir, walgen.EventsTable))
 		fmt.Fprintf(out, "Count a table's rows with DuckDB (the warehouse also keeps files that rewrites replaced, so a glob over its data/ counts rows twice or more):\n")
 		fmt.Fprintf(out, "  %s\n", shellDuckDB(iceberg))
-		fmt.Fprintf(out, "without DuckDB's iceberg extension, over the current snapshot's data files (listed in %s; other tables alike):\n", demoLiveFileList(dir, walgen.EventsTable))
+		fmt.Fprintf(out, "without DuckDB's iceberg extension, over the data files live when the demo ended (listed in %s; other tables alike; after further compaction or gc the list is stale, and the iceberg_scan above reads the metadata it names):\n", demoLiveFileList(dir, walgen.EventsTable))
 		fmt.Fprintf(out, "  %s\n", shellDuckDB(parquet))
 	}
 	if !ok {
@@ -293,7 +293,7 @@ func localPath(p string) string {
 // listed in liveList. A table function takes no subquery, so the list goes through a variable.
 func demoDuckDBHints(metadata, liveList string) (iceberg, parquet string) {
 	iceberg = fmt.Sprintf("INSTALL iceberg; LOAD iceberg; SELECT count(*) FROM iceberg_scan(%s)", sqlString(metadata))
-	parquet = fmt.Sprintf("SET VARIABLE live = (SELECT list(path) FROM read_csv(%s, header = false, columns = {'path': 'VARCHAR'})); "+
+	parquet = fmt.Sprintf("SET VARIABLE live = (SELECT list(path) FROM read_csv(%s, header = false, delim = '\\t', quote = '', columns = {'path': 'VARCHAR'})); "+
 		"SELECT count(*) FROM read_parquet(getvariable('live'))", sqlString(liveList))
 	return iceberg, parquet
 }

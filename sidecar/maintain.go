@@ -165,7 +165,9 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	// Graded backpressure is a property of the process's cycle, so one decision serves every table.
 	// A skipped cycle makes no catalog commit (no rewrite, registration clean-up, delete task or
 	// expiry): the drain, which has priority, commits to the same tables.
+	// Every table plans with the count from before this cycle, so all get the same decision.
 	skipping := plan.SkipsBackpressure(m.Plan, backlog, m.backlogged)
+	backlogged := m.backlogged
 	decided := false
 	var firstErr error
 	var healthy []string // owned tables whose pass did not fail
@@ -175,7 +177,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		}
 		rep.Tables++
 		st := m.states[name]
-		st.BackloggedCycles = m.backlogged
+		st.BackloggedCycles = backlogged
 		pass, err := m.table(ctx, name, plan.Input{Now: now, SealedBacklog: backlog, State: st}, skipping, &rep)
 		if err != nil {
 			m.Status.AddError(m.Now(), "maintenance", name, err)

@@ -90,6 +90,7 @@ func (p *Process) watchMembership(ctx context.Context) {
 	}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	apart := map[string]string{} // members seen advertising another catalog, and which
 	for {
 		var known []string
 		p.Status.Update(func(r *StatusReport) {
@@ -100,6 +101,16 @@ func (p *Process) watchMembership(ctx context.Context) {
 		p.cluster.Track(known...) // a drain-only process shows its tables' owners too
 		members := p.cluster.Members()
 		leases := p.cluster.Leases()
+		self := p.cluster.Catalog()
+		for _, m := range members {
+			if self != "" && m.Catalog != "" && m.Catalog != self && m.State == gossip.StateAlive && apart[m.Name] != m.Catalog {
+				apart[m.Name] = m.Catalog
+				// Legitimate for another namespace of a shared catalog; for the same namespace it
+				// means per-pod catalogs gossiping together (a StatefulSet scaled past the chart's check).
+				p.Log.Warn("gossip peer maintains another catalog or namespace: it shares no table with this process",
+					zap.String("member", m.Name), zap.String("member_catalog_id", m.Catalog), zap.String("catalog_id", self))
+			}
+		}
 		prefix := lake.LeaseKey(p.Cfg.Namespace, "")
 		p.Status.Update(func(r *StatusReport) {
 			r.Members = make([]MemberReport, 0, len(members)) // a new slice: the last one may be being encoded

@@ -63,6 +63,9 @@ func TestRewriteCommitsDespiteConcurrentAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if appends != 3 {
+		t.Fatalf("the concurrent drain committed %d times before the rewrite's commits, want 3: the fault did not fire", appends)
+	}
 	if rep.Rewrites == 0 {
 		t.Fatalf("cycle %+v: no rewrite committed while other streams appended", rep)
 	}

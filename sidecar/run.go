@@ -233,20 +233,39 @@ func (p *Process) watchCatalog(ctx context.Context, l *lake.Lake) {
 	}
 }
 
-// checkCatalog reads the catalog identity (which also proves the catalog answers), publishes it
-// in /debug/status and gossips it, so leases are shared only with members of the same catalog.
+// checkCatalog pings the catalog for /readyz, then reads the catalog identity, publishes it in
+// /debug/status and gossips it, so leases are shared only with members of the same catalog. An
+// identity that cannot be read or created (a catalog that refuses this principal namespace
+// creation, say) does not make the pod unready: the drain still commits. It is logged when it
+// changes and shown in /debug/status, and the process owns no table until it knows its catalog.
 func (p *Process) checkCatalog(ctx context.Context, l *lake.Lake) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	id, err := l.CatalogID(cctx)
-	if err != nil {
-		err = fmt.Errorf("catalog unreachable: %w", err)
-	}
+	err := l.Ping(cctx)
 	p.setCatalog(err)
 	if err != nil {
 		return
 	}
-	p.Status.Update(func(r *StatusReport) { r.CatalogID = id })
+	id, err := l.CatalogID(cctx)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	var prev string
+	p.Status.Update(func(r *StatusReport) {
+		prev = r.CatalogIDError
+		r.CatalogIDError = msg
+		if err == nil {
+			r.CatalogID = id
+		}
+	})
+	if err != nil {
+		if msg != prev && p.cluster != nil { // without gossip the identity only shows in status
+			p.Log.Error("catalog identity unknown: this process maintains no table until it is (the drain goes on)",
+				zap.String("namespace", lake.IdentityNamespace(p.Cfg.Namespace)), zap.Error(err))
+		}
+		return
+	}
 	if p.cluster != nil && p.cluster.Catalog() != id {
 		if err := p.cluster.SetCatalog(id, 5*time.Second); err != nil {
 			p.Log.Warn("gossiping the catalog identity failed; peers learn it at the next state exchange", zap.String("catalog_id", id), zap.Error(err))

@@ -30,6 +30,9 @@ type StatusReport struct {
 	// CatalogID is the identity of the catalog and namespace (docs/gossip.md): members compete for
 	// a table only when they share it. Empty until the catalog was reached.
 	CatalogID string `json:"catalog_id,omitempty"`
+	// CatalogIDError says why the identity could not be read or created; the process owns no
+	// table meanwhile.
+	CatalogIDError string `json:"catalog_id_error,omitempty"`
 
 	Backlog Backlog                 `json:"backlog"`
 	Tables  map[string]*TableReport `json:"tables"`

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
@@ -8,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -52,4 +56,29 @@ func TestStatusPublishedValuesAreNotMutated(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestCatalogIdentityFailureKeepsReadiness: an identity the catalog will not keep (here: its
+// namespace exists without the property) is shown in /debug/status, and the pod stays ready, since
+// the drain still commits; once it can be read, status shows it and the error is gone.
+func TestCatalogIdentityFailureKeepsReadiness(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	ns := table.Identifier{lake.IdentityNamespace(e.cfg.Namespace)}
+	if err := e.lake.Catalog().CreateNamespace(ctx, ns, iceberg.Properties{"other": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	p := NewProcess(e.cfg, zap.NewNop(), "test")
+	p.checkCatalog(ctx, e.lake)
+	r := p.Status.Snapshot(time.Now())
+	if !p.Ready.ready.Load() || !r.CatalogReady || r.CatalogIDError == "" || r.CatalogID != "" {
+		t.Fatalf("ready %v, catalog ready %v, id %q, id error %q; want ready with the error shown", p.Ready.ready.Load(), r.CatalogReady, r.CatalogID, r.CatalogIDError)
+	}
+	if err := e.lake.Catalog().DropNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	p.checkCatalog(ctx, e.lake)
+	if r := p.Status.Snapshot(time.Now()); r.CatalogID == "" || r.CatalogIDError != "" {
+		t.Fatalf("after the repair: id %q, error %q", r.CatalogID, r.CatalogIDError)
+	}
 }

@@ -137,6 +137,10 @@ func TestCommandLineErrors(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "SIGLAKE_COMPACTOR_ROLE") {
 		t.Errorf("compactor --role compact: exit %d, stderr %q; want exit 1 naming the option", r.code, head(r.stderr))
 	}
+	// ... once, without the whole usage burying it in a container's log.
+	if n := strings.Count(r.stderr, "SIGLAKE_COMPACTOR_ROLE"); n != 1 || strings.Count(r.stderr, "\n") > 2 {
+		t.Errorf("compactor --role compact: stderr names the option %d times in %d lines; want one short message:\n%s", n, strings.Count(r.stderr, "\n"), r.stderr)
+	}
 }
 
 // head is the first line of s, for failure messages (a usage runs to a hundred lines).

@@ -57,6 +57,9 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 	if r.CatalogID != "" {
 		cat += "  id " + r.CatalogID
 	}
+	if r.CatalogIDError != "" {
+		cat += "  IDENTITY UNKNOWN (owns no table): " + r.CatalogIDError
+	}
 	fmt.Fprintf(w, "catalog  %s\n", cat)
 	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d quarantined\n\n",
 		r.Backlog.Segments, sidecar.HumanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.Quarantined)

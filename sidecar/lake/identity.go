@@ -4,16 +4,23 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 )
 
-// CatalogIDProperty is the namespace property that holds the identity of siglake's catalog and
-// namespace. Gossip members compete for a table's maintenance lease only when they advertise the
-// same identity (docs/gossip.md "Leases per catalog"): pods with private embedded catalogs each
-// own all their tables, pods on one shared catalog share them.
+// CatalogIDProperty is the property that holds the identity of siglake's catalog and namespace.
+// Gossip members compete for a table's maintenance lease only when they advertise the same
+// identity (docs/gossip.md "Leases per catalog"): pods with private embedded catalogs each own
+// all their tables, pods on one shared catalog share them.
 const CatalogIDProperty = "siglake.catalog-id"
+
+// IdentityNamespace is the namespace whose properties hold the identity of the catalog and
+// siglake's namespace ns: `<ns>_identity`, beside the claims' `<ns>_claims`. It holds no table.
+func IdentityNamespace(ns string) string { return ns + "_identity" }
 
 // newCatalogID is 96 random bits, hex: unique across every catalog there will ever be, and short
 // enough for gossip's 512-byte member metadata.
@@ -23,32 +30,35 @@ func newCatalogID() string {
 	return hex.EncodeToString(b)
 }
 
-// CatalogID returns the identity stored in the namespace's properties, writing one when there is
-// none. A namespace siglake creates gets its identity in the same atomic create (Open), so only a
-// namespace made before identities existed, or whose property was removed, is written here. That
-// write is last-writer-wins on every catalog, so two processes racing on it may first see
-// different identities; each re-reads the property on every catalog check and adopts what is
-// stored, so they agree within one check interval (both act as owners meanwhile, which the
-// replace commit's validation makes safe).
+// CatalogID returns the identity of the catalog and namespace, creating it on first use. The
+// identity is written exactly once, by compare-and-swap: it is the property of the identity
+// namespace, and a namespace is created with its properties in one atomic create that fails for
+// every caller but one (the SQL catalog's unique key, the REST catalog's 409), so processes that
+// start together all read the one identity that won. It lives in the catalog, so it survives
+// restarts and is the same for every process on a shared catalog and different for every private
+// one.
 func (l *Lake) CatalogID(ctx context.Context) (string, error) {
-	props, err := l.cat.LoadNamespaceProperties(ctx, l.ns)
+	ns := table.Identifier{IdentityNamespace(l.ns[0])}
+	props, err := l.cat.LoadNamespaceProperties(ctx, ns)
+	switch {
+	case err == nil && props[CatalogIDProperty] != "":
+		return props[CatalogIDProperty], nil
+	case err == nil:
+		return "", fmt.Errorf("namespace %s exists without property %s: it is siglake's catalog identity; drop the namespace and siglake creates it again", ns[0], CatalogIDProperty)
+	case !errors.Is(err, catalog.ErrNoSuchNamespace):
+		return "", fmt.Errorf("read catalog identity (namespace %s): %w", ns[0], err)
+	}
+	if err := l.cat.CreateNamespace(ctx, ns, iceberg.Properties{CatalogIDProperty: newCatalogID()}); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return "", fmt.Errorf("create catalog identity (namespace %s): %w", ns[0], err)
+	}
+	props, err = l.cat.LoadNamespaceProperties(ctx, ns) // ours, or the one that won the create
 	if err != nil {
-		return "", fmt.Errorf("read catalog identity (namespace %s): %w", l.ns[0], err)
+		return "", fmt.Errorf("read catalog identity (namespace %s): %w", ns[0], err)
 	}
 	if id := props[CatalogIDProperty]; id != "" {
 		return id, nil
 	}
-	if _, err := l.cat.UpdateNamespaceProperties(ctx, l.ns, nil, iceberg.Properties{CatalogIDProperty: newCatalogID()}); err != nil {
-		return "", fmt.Errorf("write catalog identity (namespace %s): %w", l.ns[0], err)
-	}
-	props, err = l.cat.LoadNamespaceProperties(ctx, l.ns)
-	if err != nil {
-		return "", fmt.Errorf("read catalog identity (namespace %s): %w", l.ns[0], err)
-	}
-	if id := props[CatalogIDProperty]; id != "" {
-		return id, nil
-	}
-	return "", fmt.Errorf("catalog identity of namespace %s is not kept by the catalog (property %s)", l.ns[0], CatalogIDProperty)
+	return "", fmt.Errorf("catalog identity of %s is not kept by the catalog (property %s of namespace %s)", l.ns[0], CatalogIDProperty, ns[0])
 }
 
 // LeaseKey is the name a table's maintenance lease goes by: namespace and table, so tables of the

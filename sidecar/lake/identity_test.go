@@ -3,9 +3,11 @@ package lake
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -33,19 +35,20 @@ func TestCatalogIDPerCatalog(t *testing.T) {
 		}
 		return s
 	}
-	// Concurrent first starts on one catalog agree (the identity is written by the create).
+	// Processes that start together on one catalog agree: the identity is created by one atomic
+	// create that only one of them wins.
+	ls := []*Lake{open("shared"), open("shared"), open("shared")}
+	ids := make([]string, len(ls))
 	var wg sync.WaitGroup
-	ls := make([]*Lake, 3)
-	for i := range ls {
+	for i, l := range ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := Open(ctx, Config{Catalog: "sqlite:" + filepath.Join(dir, "shared.db"), Warehouse: filepath.Join(dir, "wh"), Namespace: "siglake"})
+			s, err := l.CatalogID(ctx)
 			if err != nil {
 				t.Error(err)
-				return
 			}
-			ls[i] = l
+			ids[i] = s
 		}()
 	}
 	wg.Wait()
@@ -53,11 +56,10 @@ func TestCatalogIDPerCatalog(t *testing.T) {
 		t.FailNow()
 	}
 	shared := id(ls[0])
-	for _, l := range ls {
-		if got := id(l); got != shared {
-			t.Fatalf("one catalog, two identities: %s and %s", shared, got)
+	for _, got := range ids {
+		if got != shared {
+			t.Fatalf("one catalog, several identities: %v", ids)
 		}
-		l.Close()
 	}
 	if again := id(open("shared")); again != shared {
 		t.Fatalf("identity changed across a restart: %s then %s", shared, again)
@@ -67,24 +69,34 @@ func TestCatalogIDPerCatalog(t *testing.T) {
 	}
 }
 
-// TestCatalogIDForOlderNamespace: a namespace created before identities existed (no property)
-// gets one on first read, and keeps it.
-func TestCatalogIDForOlderNamespace(t *testing.T) {
+// TestCatalogIDRecreatedAndBroken: an identity namespace dropped by hand is created again (a new
+// identity: the members re-form their candidate sets around it); one that exists without the
+// property is an error that says what to do, never a silent second identity.
+func TestCatalogIDRecreatedAndBroken(t *testing.T) {
 	ctx := context.Background()
 	l := openTestLake(t)
-	if err := l.cat.CreateNamespace(ctx, table.Identifier{"older"}, nil); err != nil { // as siglake did before
+	a, err := l.CatalogID(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	l.ns = table.Identifier{"older"}
-	a, err := l.CatalogID(ctx)
-	if err != nil || a == "" {
-		t.Fatalf("identity %q, %v", a, err)
+	ns := table.Identifier{IdentityNamespace("siglake")}
+	if err := l.cat.DropNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
 	}
 	b, err := l.CatalogID(ctx)
-	if err != nil || b != a {
-		t.Fatalf("second read %q (%v), want %q", b, err, a)
+	if err != nil || b == "" || b == a {
+		t.Fatalf("after the drop: identity %q (%v), want a new one", b, err)
 	}
-	if k := LeaseKey(l.Namespace(), "events"); k != "older.events" {
+	if _, err := l.cat.UpdateNamespaceProperties(ctx, ns, nil, iceberg.Properties{"other": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.cat.UpdateNamespaceProperties(ctx, ns, []string{CatalogIDProperty}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CatalogID(ctx); err == nil || !strings.Contains(err.Error(), "drop the namespace") {
+		t.Fatalf("identity namespace without the property: %v", err)
+	}
+	if k := LeaseKey(l.Namespace(), "events"); k != "siglake.events" {
 		t.Fatalf("lease key %q", k)
 	}
 }

@@ -114,6 +114,14 @@ func (l *Lake) Close() error {
 	return nil
 }
 
+// Ping checks the catalog answers; /readyz reports its result.
+func (l *Lake) Ping(ctx context.Context) error {
+	if _, err := l.cat.CheckNamespaceExists(ctx, l.ns); err != nil {
+		return fmt.Errorf("catalog unreachable: %w", err)
+	}
+	return nil
+}
+
 // Ident is the identifier of table name in siglake's namespace.
 func (l *Lake) Ident(name string) table.Identifier { return table.Identifier{l.ns[0], name} }
 
@@ -146,8 +154,7 @@ func (l *Lake) ensureNamespace(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	// The identity goes in with the namespace: one atomic create, so concurrent first starts agree.
-	if err := l.cat.CreateNamespace(ctx, l.ns, iceberg.Properties{CatalogIDProperty: newCatalogID()}); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+	if err := l.cat.CreateNamespace(ctx, l.ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace %s: %w", l.ns[0], err)
 	}
 	return nil
