@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
 // DeleteSweeper executes the deletion requests recorded in tables (docs/deletes.md): candidate
@@ -32,11 +32,10 @@ type DeleteSweeper struct {
 	Status  *Status
 	Log     *zap.Logger
 	Now     func() time.Time
-	// Rebuild, when set, runs after each committed delete-task rewrite on its outputs: the Puffin
-	// index rebuild under SIGLAKE_INDEX_REBUILD (a delete-task rewrite writes generation 0, often
-	// streamed, so its outputs lack footer indexes like any streamed rewrite's). It never fails
-	// the rewrite.
-	Rebuild func(ctx context.Context, t *table.Table, fs icebergio.WriteFileIO, snap int64, outs []merge.Output)
+	// Executor runs the delete-task rewrites; its AfterCommit is the Puffin index rebuild under
+	// SIGLAKE_INDEX_REBUILD (a delete-task rewrite writes generation 0, often streamed, so its
+	// outputs lack footer indexes like any streamed rewrite's).
+	Executor *rewrite.Executor
 
 	// clean remembers (file, request) pairs known to have no matching row. Data files never
 	// change, so this holds until the file is replaced; it lets a capped sweep move on to files
@@ -254,112 +253,73 @@ func (s *DeleteSweeper) examine(ctx context.Context, t *table.Table, fsys iceber
 }
 
 // rewrite writes df without the rows of matched and commits the replace together with the
-// requests' progress. The commit pins the branch head it read (so progress written by someone
-// else is never overwritten) and is retried on fresh metadata while df is still live.
+// requests' progress, through the rewrite executor. The commit pins the branch head it read (so
+// progress written by someone else is never overwritten) and is retried on fresh metadata while
+// df is still live.
 func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFile, matched []deletes.Request, log *zap.Logger) (snap, deleted int64, outputs int, err error) {
-	start := s.Now()
 	name := t.Identifier()[len(t.Identifier())-1]
-	log = log.With(zap.String("path", df.FilePath()))
-	sc, err := lake.ArrowSchema(t)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	fsys, err := t.FS(ctx)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
-	if !ok {
-		return 0, 0, 0, fmt.Errorf("FileIO of %s cannot write", t.Location())
-	}
 	f, err := deletes.RowFilter(matched)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	gen, _ := merge.ParseGeneration(df.FilePath())
-	// The output goes beside the input (same partition directory). Not path.Dir: it would fold
-	// "s3://bucket" into "s3:/bucket" (see lake.DataDir).
-	dir := df.FilePath()[:strings.LastIndex(df.FilePath(), "/")]
-	res, err := merge.Rewrite(ctx, wfs, []merge.Input{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen}}, sc,
-		func(int) string { return dir + "/" + merge.DataFileName(0) },
-		merge.RewriteOptions{
-			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: max(s.Cfg.TargetFileBytes, df.FileSizeBytes()),
-				Metadata: s.Cfg.metadataOptions(t)},
-			MemoryBudget: s.Cfg.MergeMemoryBytes, ChunkRows: s.Cfg.MergeChunkRows, MaxFanIn: s.Cfg.MaxFanIn, Metrics: s.Metrics.Merge,
-			DeleteTask: true, RowFilter: f,
-		})
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("delete-task rewrite of %s: %w", df.FilePath(), err)
-	}
-	for _, n := range res.Deleted {
-		deleted += n
-	}
-	added, err := describeOutputs(t, res.Outputs)
-	if err != nil {
-		removeFiles(fsys, res.Outputs, log)
-		return 0, 0, 0, err
-	}
 	ids := make([]string, len(matched))
 	for i, r := range matched {
 		ids[i] = r.ID
 	}
-	props := iceberg.Properties{"siglake.rewrite.kind": "delete-task", "siglake.rewrite.path": string(res.Path),
-		"siglake.rewrite.inputs": "1", "siglake.delete.requests": strings.Join(ids, ","), "siglake.delete.rows": fmt.Sprint(deleted)}
-	// Progress goes on top of what the table holds at the commit, in the same commit.
-	stage := func(cur *table.Table, txn *table.Transaction) error {
-		stored, _ := deletes.List(cur.Properties())
-		byID := map[string]deletes.Request{}
-		for _, r := range stored {
-			byID[r.ID] = r
+	sum := func(res merge.RewriteResult) (n int64) {
+		for _, d := range res.Deleted {
+			n += d
 		}
-		var upd []deletes.Request
-		for i, r := range matched {
-			if sr, ok := byID[r.ID]; ok {
-				sr.RowsDeleted += res.Deleted[i]
-				sr.FilesRewritten++
-				upd = append(upd, sr)
+		return n
+	}
+	job := rewrite.Job{
+		Kind:   deleteTaskKind,
+		Inputs: []lake.File{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen, DataFile: df}},
+		// The output goes beside the input (same partition directory). Not path.Dir: it would fold
+		// "s3://bucket" into "s3:/bucket" (see lake.DataDir).
+		Dir:             df.FilePath()[:strings.LastIndex(df.FilePath(), "/")],
+		Generation:      0,
+		TargetFileBytes: max(s.Cfg.TargetFileBytes, df.FileSizeBytes()),
+		Metadata:        s.Cfg.metadataOptions(t),
+		RowFilter:       f,
+		DeleteTask:      true,
+		Reason:          "deletion requests " + strings.Join(ids, ","),
+		Props: func(res merge.RewriteResult) iceberg.Properties {
+			return iceberg.Properties{"siglake.delete.requests": strings.Join(ids, ","), "siglake.delete.rows": fmt.Sprint(sum(res))}
+		},
+		// Progress goes on top of what the table holds at the commit, in the same commit.
+		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
+			stored, _ := deletes.List(cur.Properties())
+			byID := map[string]deletes.Request{}
+			for _, r := range stored {
+				byID[r.ID] = r
 			}
-		}
-		return deletes.Stage(txn, upd...)
+			var upd []deletes.Request
+			for i, r := range matched {
+				if sr, ok := byID[r.ID]; ok {
+					sr.RowsDeleted += res.Deleted[i]
+					sr.FilesRewritten++
+					upd = append(upd, sr)
+				}
+			}
+			return deletes.Stage(txn, upd...)
+		},
 	}
-	cr, err := s.Lake.CommitReplace(ctx, name, []iceberg.DataFile{df}, added, props, stage)
-	switch {
-	case err == nil:
-	case errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err):
-		// The file is no longer live (a maintenance rewrite or another sweeper replaced it), or
-		// the table kept moving through every attempt: the next sweep retries.
-		removeFiles(fsys, res.Outputs, log)
-		s.Metrics.Rewrites.WithLabelValues("delete-task", "conflict").Inc()
-		log.Info("delete-task rewrite lost to a concurrent change; outputs removed", zap.Error(err))
-		return 0, 0, 0, fmt.Errorf("%w: %v", errConflict, err)
-	case !cr.MaybeCommitted:
-		removeFiles(fsys, res.Outputs, log)
-		s.Metrics.Rewrites.WithLabelValues("delete-task", "failed").Inc()
-		return 0, 0, 0, fmt.Errorf("delete-task rewrite of %s: %w", df.FilePath(), err)
-	default:
-		s.Metrics.Rewrites.WithLabelValues("delete-task", "failed").Inc()
-		log.Warn("delete-task commit failed with an unknown outcome; outputs kept for gc", zap.Error(err))
-		return 0, 0, 0, fmt.Errorf("commit delete-task rewrite of %s: %w", df.FilePath(), err)
+	out := s.Executor.Run(ctx, t, job)
+	rewrite.Observer{Metrics: s.Metrics.Rewrite, Log: log}.Observe(name, job, out, zap.String("path", df.FilePath()),
+		zap.Strings("request_ids", ids), zap.Int64("rows_deleted", sum(out.Merge)), zap.Int64("rows_before", df.Count()))
+	if err := rewriteErr(out); err != nil {
+		return 0, 0, 0, err
 	}
-	snap = cr.Table.CurrentSnapshot().SnapshotID
-	s.Metrics.Rewrites.WithLabelValues("delete-task", "committed").Inc()
-	s.Metrics.RewriteBytesRead.WithLabelValues("delete-task").Add(float64(res.BytesRead))
-	s.Metrics.RewriteBytesWritten.WithLabelValues("delete-task").Add(float64(res.BytesWritten))
+	deleted = sum(out.Merge)
 	s.Metrics.DeleteRows.WithLabelValues(name).Add(float64(deleted))
 	s.Metrics.DeleteFilesRewritten.WithLabelValues(name).Inc()
-	outPaths := make([]string, len(res.Outputs))
-	for i, o := range res.Outputs {
-		outPaths[i] = path.Base(o.Path)
-	}
-	log.Info("delete task rewrote file", zap.Strings("request_ids", ids), zap.Int64("snapshot_id", snap),
-		zap.Int64("rows_deleted", deleted), zap.Int64("rows_before", df.Count()), zap.String("merge_path", string(res.Path)),
-		zap.Strings("output_files", outPaths), zap.Int64("bytes_read", res.BytesRead), zap.Int64("bytes_written", res.BytesWritten),
-		zap.Duration("took", s.Now().Sub(start)))
-	if s.Rebuild != nil && len(res.Outputs) > 0 {
-		s.Rebuild(ctx, cr.Table, wfs, snap, res.Outputs)
-	}
-	return snap, deleted, len(res.Outputs), nil
+	return out.SnapshotID, deleted, len(out.Merge.Outputs), nil
 }
+
+// deleteTaskKind is the kind delete-task rewrites are counted and recorded under.
+const deleteTaskKind = "delete-task"
 
 // markDone marks done each pending request that every candidate of this sweep was clean for,
 // after checking again on the table's newest metadata (rows appended since the sweep planned

@@ -14,14 +14,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -164,7 +163,7 @@ func storedRequests(t *testing.T, l *lake.Lake) map[string]deletes.Request {
 }
 
 func sweeper(e *env, m *Metrics) *DeleteSweeper {
-	return &DeleteSweeper{Cfg: e.cfg, Lake: e.lake, Metrics: m, Status: NewStatus("t", RoleAll, "test", time.Now()), Log: e.drain.Log, Now: time.Now}
+	return (&Maintainer{Cfg: e.cfg, Lake: e.lake, Metrics: m, Status: NewStatus("t", RoleAll, "test", time.Now()), Log: e.drain.Log, Now: time.Now}).Deletes()
 }
 
 func hour(h int) string { return delBase.Add(time.Duration(h) * time.Hour).Format(time.RFC3339) }
@@ -316,25 +315,10 @@ func TestDeleteRewriteLosesToConcurrentRewrite(t *testing.T) {
 	victim := files[0].DataFile
 
 	// The concurrent maintenance rewrite: same rows, new file, generation 1.
-	sc, _ := lake.ArrowSchema(stale)
-	fsys, _ := stale.FS(context.Background())
-	wfs := fsys.(icebergio.WriteFileIO)
 	dir := victim.FilePath()[:strings.LastIndex(victim.FilePath(), "/")]
-	res, err := merge.Rewrite(context.Background(), wfs, []merge.Input{{Path: victim.FilePath(), Size: victim.FileSizeBytes(), Rows: victim.Count()}}, sc,
-		func(int) string { return dir + "/" + merge.DataFileName(1) }, merge.RewriteOptions{WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	added, err := describeOutputs(stale, res.Outputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	txn := stale.NewTransaction()
-	if err := txn.ReplaceDataFilesWithDataFiles(context.Background(), []iceberg.DataFile{victim}, added, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(context.Background()); err != nil {
-		t.Fatal(err)
+	ex := &rewrite.Executor{Lake: e.lake, Now: time.Now}
+	if out := ex.Run(context.Background(), stale, rewrite.Job{Kind: "l0", Inputs: files[:1], Generation: 1, Dir: dir}); out.Status != rewrite.Committed {
+		t.Fatalf("concurrent rewrite: %s %v", out.Status, out.Err)
 	}
 
 	s := sweeper(e, NewMetrics())

@@ -142,9 +142,9 @@ func TestMetricsDocumented(t *testing.T) {
 	m.LiveFiles.WithLabelValues("t", "L0").Set(1)
 	m.LiveBytes.WithLabelValues("t", "L0").Set(1)
 	m.GaugesSampledAt.WithLabelValues("t").Set(1)
-	m.Rewrites.WithLabelValues("l0", "committed").Inc()
-	m.RewriteBytesRead.WithLabelValues("l0").Inc()
-	m.RewriteBytesWritten.WithLabelValues("l0").Inc()
+	m.Rewrite.Rewrites.WithLabelValues("l0", "committed").Inc()
+	m.Rewrite.BytesRead.WithLabelValues("l0").Inc()
+	m.Rewrite.BytesWritten.WithLabelValues("l0").Inc()
 	m.Expirations.WithLabelValues("ok").Inc()
 	for _, v := range []*prometheus.CounterVec{m.Rebuild.Files, m.Rebuild.Blobs, m.Rebuild.Bytes, m.Rebuild.Failures, m.Rebuild.Dropped} {
 		v.WithLabelValues("t").Inc()

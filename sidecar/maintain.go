@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"sort"
-	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -19,6 +16,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
 // Maintainer runs table maintenance on the tables this process owns: planned rewrites (each bin
@@ -78,9 +76,7 @@ type CycleReport struct {
 func (m *Maintainer) Deletes() *DeleteSweeper {
 	if m.deletes == nil {
 		m.deletes = &DeleteSweeper{Cfg: m.Cfg, Lake: m.Lake, Metrics: m.Metrics, Status: m.Status, Log: m.Log, Now: m.Now}
-		if m.Cfg.IndexRebuild {
-			m.deletes.Rebuild = m.rebuildIndexes
-		}
+		m.deletes.Executor = m.executor()
 	}
 	return m.deletes
 }
@@ -347,92 +343,44 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 // committed and its outputs were removed; the next cycle replans from fresh metadata.
 var errConflict = errors.New("input files changed concurrently")
 
-// rewrite merges one bin and commits it as one replace of exactly its input files.
+// executor is the rewrite executor with this process's merge settings; committed rewrites get the
+// index rebuild under SIGLAKE_INDEX_REBUILD.
+func (m *Maintainer) executor() *rewrite.Executor {
+	e := &rewrite.Executor{Lake: m.Lake, MemoryBudget: m.Cfg.MergeMemoryBytes, ChunkRows: m.Cfg.MergeChunkRows,
+		MaxFanIn: m.Cfg.MaxFanIn, MergeMetrics: m.Metrics.Merge, Now: m.Now}
+	if m.Cfg.IndexRebuild {
+		e.AfterCommit = m.rebuildIndexes
+	}
+	return e
+}
+
+// rewriteErr is an outcome as an error for the pass report: nil when committed, errConflict
+// wrapped when it lost a race.
+func rewriteErr(out rewrite.Outcome) error {
+	switch out.Status {
+	case rewrite.Committed:
+		return nil
+	case rewrite.Conflict:
+		return fmt.Errorf("%w: %v", errConflict, out.Err)
+	}
+	return out.Err
+}
+
+// rewrite runs one bin through the executor: one replace of exactly its input files.
 func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (merge.RewriteResult, error) {
-	start := m.Now()
 	name := t.Identifier()[len(t.Identifier())-1]
-	cost0 := lake.ObjectStoreCost(name) // includes concurrent work on the same table (its drain)
-	log := m.Log.With(zap.String("table", name), zap.String("partition", b.Partition), zap.String("kind", b.Kind.String()))
-	sc, err := lake.ArrowSchema(t)
-	if err != nil {
-		return merge.RewriteResult{}, err
-	}
-	fsys, err := t.FS(ctx)
-	if err != nil {
-		return merge.RewriteResult{}, err
-	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
-	if !ok {
-		return merge.RewriteResult{}, fmt.Errorf("FileIO of %s cannot write", t.Location())
-	}
-	inputs := make([]merge.Input, 0, len(b.Files))
-	old := make([]iceberg.DataFile, 0, len(b.Files))
+	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
+		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, Metadata: m.Cfg.metadataOptions(t), Reason: b.Reason}
 	for _, f := range b.Files {
 		lf, ok := byPath[f.Path]
 		if !ok {
 			return merge.RewriteResult{}, fmt.Errorf("planned file %s is not live", f.Path)
 		}
-		inputs = append(inputs, merge.Input{Path: f.Path, Size: f.SizeBytes, Rows: f.Rows, Generation: f.Generation})
-		old = append(old, lf.DataFile)
+		job.Inputs = append(job.Inputs, lf)
 	}
-	dir := lake.DataDir(t, b.Partition)
-	gen := b.OutputGeneration()
-	res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return dir + "/" + merge.DataFileName(gen) },
-		merge.RewriteOptions{
-			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: b.TargetFileBytes,
-				Metadata: m.Cfg.metadataOptions(t)},
-			MemoryBudget: m.Cfg.MergeMemoryBytes, ChunkRows: m.Cfg.MergeChunkRows, MaxFanIn: m.Cfg.MaxFanIn, Metrics: m.Metrics.Merge,
-		})
-	if err != nil {
-		m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "failed").Inc()
-		return res, fmt.Errorf("merge %d files of partition %s: %w", len(inputs), b.Partition, err)
-	}
-	added, err := describeOutputs(t, res.Outputs)
-	if err != nil {
-		removeFiles(fsys, res.Outputs, log)
-		return res, err
-	}
-	props := iceberg.Properties{"siglake.rewrite.kind": b.Kind.String(), "siglake.rewrite.path": string(res.Path),
-		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
-	cr, err := m.Lake.CommitReplace(ctx, name, old, added, props, nil)
-	if err != nil {
-		// A replace validates that its inputs are still live; losing that race (another owner or a
-		// retention/delete pass rewrote them), or a head that kept moving through every attempt,
-		// commits nothing, so our outputs are garbage.
-		if errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err) {
-			removeFiles(fsys, res.Outputs, log)
-			m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "conflict").Inc()
-			log.Info("rewrite lost to a concurrent change; outputs removed", zap.Error(err))
-			return res, fmt.Errorf("%w: %v", errConflict, err)
-		}
-		m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "failed").Inc()
-		if !cr.MaybeCommitted {
-			removeFiles(fsys, res.Outputs, log)
-			log.Warn("rewrite commit failed; nothing committed, outputs removed", zap.Error(err))
-			return res, fmt.Errorf("commit rewrite: %w", err)
-		}
-		log.Warn("rewrite commit failed with an unknown outcome; outputs kept for gc", zap.Error(err))
-		return res, fmt.Errorf("commit rewrite: %w", err)
-	}
-	nt := cr.Table
-	snap := nt.CurrentSnapshot().SnapshotID
-	m.Metrics.Rewrites.WithLabelValues(b.Kind.String(), "committed").Inc()
-	m.Metrics.RewriteBytesRead.WithLabelValues(b.Kind.String()).Add(float64(res.BytesRead))
-	m.Metrics.RewriteBytesWritten.WithLabelValues(b.Kind.String()).Add(float64(res.BytesWritten))
-	outPaths := make([]string, len(res.Outputs))
-	for i, o := range res.Outputs {
-		outPaths[i] = path.Base(o.Path)
-	}
-	sort.Strings(outPaths)
-	log.Info("rewrote bin", zap.Int64("snapshot_id", snap), zap.String("merge_path", string(res.Path)),
-		zap.Int("inputs", len(inputs)), zap.Int("outputs", len(res.Outputs)), zap.Strings("output_files", outPaths),
-		zap.Int64("bytes_read", res.BytesRead), zap.Int64("bytes_written", res.BytesWritten),
-		zap.Int("generation", gen), zap.String("reason", b.Reason), zap.Duration("took", m.Now().Sub(start)),
-		lake.CostField(lake.ObjectStoreCost(name).Sub(cost0)))
-	if m.Cfg.IndexRebuild {
-		m.rebuildIndexes(ctx, nt, wfs, snap, res.Outputs)
-	}
-	return res, nil
+	out := m.executor().Run(ctx, t, job)
+	rewrite.Observer{Metrics: m.Metrics.Rewrite, Log: m.Log}.Observe(name, job, out)
+	return out.Merge, rewriteErr(out)
 }
 
 // rebuildIndexes runs the Puffin index rebuild over one committed rewrite's outputs. It never
@@ -495,31 +443,6 @@ func (m *Maintainer) updateRebuildState(name string, props iceberg.Properties, r
 			}
 		})
 	})
-}
-
-// describeOutputs turns rewrite outputs into Iceberg data files of t (metrics from their footers).
-func describeOutputs(t *table.Table, outs []merge.Output) ([]iceberg.DataFile, error) {
-	added := make([]iceberg.DataFile, 0, len(outs))
-	for _, o := range outs {
-		df, err := table.DataFileFromMetadata(table.DataFileArgs{
-			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
-			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
-			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("describe output %s: %w", o.Path, err)
-		}
-		added = append(added, df)
-	}
-	return added, nil
-}
-
-func removeFiles(fsys icebergio.IO, outs []merge.Output, log *zap.Logger) {
-	for _, o := range outs {
-		if err := fsys.Remove(o.Path); err != nil {
-			log.Warn("could not remove uncommitted output; gc will", zap.String("path", o.Path), zap.Error(err))
-		}
-	}
 }
 
 // maintain ticks the maintainer until stop is done; gauges and expiry keep running with rewrites off.

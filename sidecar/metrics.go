@@ -8,6 +8,7 @@ import (
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
 // Metrics are the sidecar's own Prometheus metrics. Every one has a row in docs/metrics.md
@@ -36,9 +37,6 @@ type Metrics struct {
 	GaugesSampledAt       *prometheus.GaugeVec   // table
 	SkippedBackpressure   prometheus.Counter     //
 	ThrottledBackpressure prometheus.Counter     //
-	Rewrites              *prometheus.CounterVec // kind, outcome
-	RewriteBytesRead      *prometheus.CounterVec // kind
-	RewriteBytesWritten   *prometheus.CounterVec // kind
 	Expirations           *prometheus.CounterVec // outcome
 
 	// Delete tasks.
@@ -48,6 +46,8 @@ type Metrics struct {
 	DeleteRequestsDone   *prometheus.CounterVec // table
 	DeleteSweeps         *prometheus.CounterVec // outcome
 
+	// Rewrite counts rewrites by kind and outcome (the executor's observer).
+	Rewrite *rewrite.Metrics
 	// Merge counts rewrites by merge path (registered on the same registry).
 	Merge *merge.Metrics
 	// Rebuild counts the post-rewrite Puffin index rebuild (SIGLAKE_INDEX_REBUILD).
@@ -100,16 +100,10 @@ func NewMetrics() *Metrics {
 		Name: "siglake_compactor_maintenance_skipped_backpressure_total", Help: "Maintenance cycles skipped because the sealed WAL backlog exceeded SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER."})
 	m.ThrottledBackpressure = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "siglake_compactor_maintenance_throttled_backpressure_total", Help: "Backlogged maintenance cycles that ran the restricted L0 pass."})
-	m.Rewrites = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "siglake_compactor_rewrites_total", Help: "Rewrite bins by kind and outcome (committed, conflict, failed)."}, []string{"kind", "outcome"})
-	m.RewriteBytesRead = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "siglake_compactor_rewrite_read_bytes_total", Help: "Bytes read by committed rewrites, by kind."}, []string{"kind"})
-	m.RewriteBytesWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "siglake_compactor_rewrite_written_bytes_total", Help: "Bytes written by committed rewrites, by kind (write amplification = this over siglake_drain_bytes_total)."}, []string{"kind"})
 	m.Expirations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "siglake_snapshot_expirations_total", Help: "Snapshot expiry runs by outcome (ok, failed)."}, []string{"outcome"})
 	reg.MustRegister(m.OverlapDepth, m.LiveFiles, m.LiveBytes, m.GaugesSampledAt, m.SkippedBackpressure,
-		m.ThrottledBackpressure, m.Rewrites, m.RewriteBytesRead, m.RewriteBytesWritten, m.Expirations)
+		m.ThrottledBackpressure, m.Expirations)
 	m.DeletePending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "siglake_delete_requests_pending", Help: "Deletion requests recorded in the table and not done yet (from the last maintenance look at the table)."}, []string{"table"})
 	m.DeleteRows = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -121,6 +115,7 @@ func NewMetrics() *Metrics {
 	m.DeleteSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "siglake_delete_sweeps_total", Help: "Delete sweeps of a table by outcome: deleted (committed a rewrite), clean (no live file had matching rows), capped (stopped at the per-sweep file or byte cap with nothing to rewrite yet), conflict (a rewrite lost to a concurrent change; retried on a later sweep), failed."}, []string{"outcome"})
 	reg.MustRegister(m.DeletePending, m.DeleteRows, m.DeleteFilesRewritten, m.DeleteRequestsDone, m.DeleteSweeps)
+	m.Rewrite = rewrite.NewMetrics(reg)
 	m.Merge = merge.NewMetrics(reg)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Claims = claim.NewMetrics(reg)

@@ -1,0 +1,210 @@
+// Package rewrite is siglake's one rewrite executor: given a table, the live files to replace and
+// how to write their rows, it merges them (merge.Rewrite picks the path), stages the replace on the
+// table's newest head (lake.CommitReplace) and returns an Outcome. Maintenance bins and delete
+// tasks run through it; retention and aggregate folding will. It decides nothing (the planner
+// does) and observes nothing itself: Observer turns outcomes into metrics and log lines.
+package rewrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// Job is one rewrite: which live files of a table to replace and how to write their rows.
+type Job struct {
+	// Kind names the work for metrics, logs and the snapshot summary: the planner's bin kinds
+	// (l0, l1, depth, ...) or delete-task.
+	Kind      string
+	Partition string
+	// Inputs are the live files to replace, as the caller listed them.
+	Inputs []lake.File
+	// Generation is the outputs' generation: max input generation + 1 for a level or overlap
+	// rewrite, 0 for a delete task (promise 5).
+	Generation int
+	// Dir is where outputs go (a partition's data directory).
+	Dir string
+	// TargetFileBytes splits outputs (only where the timestamp changes) at this size.
+	TargetFileBytes int64
+	// Metadata is the search metadata the outputs carry.
+	Metadata merge.MetadataOptions
+	// RowFilter drops the rows it matches (delete tasks); nil keeps every row (promise 2).
+	RowFilter *merge.RowFilter
+	// DeleteTask marks a delete-task rewrite (merge.RewriteOptions.DeleteTask).
+	DeleteTask bool
+	// Props adds snapshot summary properties once the merge is known (nil: none beyond kind, merge
+	// path and input count, which every rewrite records).
+	Props func(res merge.RewriteResult) iceberg.Properties
+	// Stage adds the caller's own changes to the replace's commit, on the head it commits on (a
+	// delete task's progress); nil: none.
+	Stage func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error
+	// Reason is the planner's printable reason, for logs.
+	Reason string
+}
+
+// Status is how a rewrite ended.
+type Status string
+
+const (
+	// Committed: the replace committed; the inputs are gone from the table, the outputs live.
+	Committed Status = "committed"
+	// Conflict: the inputs were replaced first (another owner, a delete task) or the head kept
+	// moving through every attempt. Nothing was committed and the outputs were removed; the next
+	// cycle replans from fresh metadata.
+	Conflict Status = "conflict"
+	// Failed: the merge, the storage or the commit failed and nothing was committed; the outputs
+	// written so far were removed.
+	Failed Status = "failed"
+	// MaybeCommitted: the commit's outcome is unknown (the response was lost). The outputs are
+	// kept, since the table may reference them; gc removes them if it does not.
+	MaybeCommitted Status = "maybe_committed"
+)
+
+// Outcome is what one Run did.
+type Outcome struct {
+	Status Status
+	// Err says why for every status but Committed.
+	Err error
+	// Merge is the merge's result: path, outputs, bytes read and written, rows deleted.
+	Merge merge.RewriteResult
+	// Table is the table after the commit (Committed only).
+	Table *table.Table
+	// SnapshotID is the replace's snapshot (Committed only).
+	SnapshotID int64
+	// Took is the wall time of merge and commit.
+	Took time.Duration
+	// Cost is the object-store requests of the table while the rewrite ran (it includes
+	// concurrent work on the same table, such as its drain).
+	Cost lake.Cost
+	// Orphans are outputs of an uncommitted rewrite that could not be removed (left for gc).
+	Orphans []string
+}
+
+// Executor runs rewrites against one lake with the process's merge settings.
+type Executor struct {
+	Lake *lake.Lake
+	// MemoryBudget, ChunkRows and MaxFanIn are the merges' bounds (merge.RewriteOptions).
+	MemoryBudget int64
+	ChunkRows    int64
+	MaxFanIn     int
+	// MergeMetrics counts merges by path; nil counts nothing.
+	MergeMetrics *merge.Metrics
+	Now          func() time.Time
+	// AfterCommit, when set, runs after each committed rewrite with its outputs (the Puffin index
+	// rebuild); it cannot fail the rewrite.
+	AfterCommit func(ctx context.Context, t *table.Table, fs icebergio.WriteFileIO, snap int64, outs []merge.Output)
+}
+
+// Run merges job's inputs of t (the table as the caller planned on) and commits one replace of
+// exactly those files.
+func (e *Executor) Run(ctx context.Context, t *table.Table, job Job) Outcome {
+	start := e.Now()
+	name := t.Identifier()[len(t.Identifier())-1]
+	cost0 := lake.ObjectStoreCost(name)
+	out := e.run(ctx, t, name, job)
+	out.Took = e.Now().Sub(start)
+	out.Cost = lake.ObjectStoreCost(name).Sub(cost0)
+	return out
+}
+
+func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job) Outcome {
+	failed := func(err error) Outcome { return Outcome{Status: Failed, Err: err} }
+	sc, err := lake.ArrowSchema(t)
+	if err != nil {
+		return failed(err)
+	}
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return failed(err)
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return failed(fmt.Errorf("FileIO of %s cannot write", t.Location()))
+	}
+	inputs := make([]merge.Input, len(job.Inputs))
+	old := make([]iceberg.DataFile, len(job.Inputs))
+	for i, f := range job.Inputs {
+		inputs[i] = merge.Input{Path: f.Path, Size: f.Size, Rows: f.Rows, Generation: f.Generation}
+		old[i] = f.DataFile
+	}
+	res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) },
+		merge.RewriteOptions{
+			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, Metadata: job.Metadata},
+			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, Metrics: e.MergeMetrics,
+			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter,
+		})
+	if err != nil {
+		// merge.Rewrite removes what it wrote before it failed.
+		return Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}
+	}
+	discard := func(st Status, err error) Outcome {
+		return Outcome{Status: st, Err: err, Merge: res, Orphans: removeOutputs(fsys, res.Outputs)}
+	}
+	added, err := describeOutputs(t, res.Outputs)
+	if err != nil {
+		return discard(Failed, err)
+	}
+	props := iceberg.Properties{"siglake.rewrite.kind": job.Kind, "siglake.rewrite.path": string(res.Path),
+		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
+	if job.Props != nil {
+		for k, v := range job.Props(res) {
+			props[k] = v
+		}
+	}
+	var stage func(cur *table.Table, txn *table.Transaction) error
+	if job.Stage != nil {
+		stage = func(cur *table.Table, txn *table.Transaction) error { return job.Stage(res, cur, txn) }
+	}
+	cr, err := e.Lake.CommitReplace(ctx, name, old, added, props, stage)
+	switch {
+	case err == nil:
+	case errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err):
+		return discard(Conflict, err)
+	case !cr.MaybeCommitted:
+		return discard(Failed, fmt.Errorf("commit rewrite: %w", err))
+	default:
+		return Outcome{Status: MaybeCommitted, Err: fmt.Errorf("commit rewrite: %w", err), Merge: res}
+	}
+	snap := cr.Table.CurrentSnapshot().SnapshotID
+	if e.AfterCommit != nil && len(res.Outputs) > 0 {
+		e.AfterCommit(ctx, cr.Table, wfs, snap, res.Outputs)
+	}
+	return Outcome{Status: Committed, Merge: res, Table: cr.Table, SnapshotID: snap}
+}
+
+// describeOutputs turns rewrite outputs into Iceberg data files of t (metrics from their footers).
+func describeOutputs(t *table.Table, outs []merge.Output) ([]iceberg.DataFile, error) {
+	added := make([]iceberg.DataFile, 0, len(outs))
+	for _, o := range outs {
+		df, err := table.DataFileFromMetadata(table.DataFileArgs{
+			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
+			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
+			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("describe output %s: %w", o.Path, err)
+		}
+		added = append(added, df)
+	}
+	return added, nil
+}
+
+// removeOutputs deletes outputs nothing references and returns those it could not remove (orphans
+// for `siglake gc`; the outcome is the same either way).
+func removeOutputs(fsys icebergio.IO, outs []merge.Output) (orphans []string) {
+	for _, o := range outs {
+		if err := fsys.Remove(o.Path); err != nil {
+			orphans = append(orphans, o.Path)
+		}
+	}
+	return orphans
+}

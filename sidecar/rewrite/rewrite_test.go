@@ -1,0 +1,218 @@
+package rewrite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/walgen"
+)
+
+// testTable makes table events on the embedded catalog with n overlapping generation-0 files of
+// rows rows each, committed one append each, and returns the lake and the table's warehouse dir.
+func testTable(t *testing.T, n, rows int) (*lake.Lake, string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := lake.Open(ctx, lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh"), Namespace: "siglake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	g := walgen.New(walgen.Options{Seed: 7, LateFraction: 0.1, MaxLateness: time.Minute})
+	start := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	for i := 0; i < n; i++ {
+		rec := g.Batch(memory.DefaultAllocator, start.Add(time.Duration(i)*time.Second), rows, time.Millisecond)
+		fields := append([]arrow.Field(nil), rec.Schema().Fields()...)
+		for j := range fields {
+			fields[j].Metadata = arrow.Metadata{}
+		}
+		sc := arrow.NewSchema(fields, nil)
+		tbl, err := l.EnsureTable(ctx, "events", sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys, _ := tbl.FS(ctx)
+		part := "2026-11-29"
+		outs, err := merge.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return lake.DataDir(tbl, part) + "/" + merge.DataFileName(0) },
+			sc, []arrow.RecordBatch{rec}, merge.WriterOptions{TimestampColumn: lake.TimestampColumn})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := describeOutputs(tbl, outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.CommitAppend(ctx, lake.AppendRequest{Table: "events", Files: files, Stream: "s",
+			First: lake.Mark{Incarnation: 1, Seq: uint64(i)}, Last: lake.Mark{Incarnation: 1, Seq: uint64(i)}}, lake.Retry{Attempts: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l, filepath.Join(dir, "wh")
+}
+
+func live(t *testing.T, l *lake.Lake) (*table.Table, []lake.File, int64) {
+	t.Helper()
+	tbl, err := l.LoadTable(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := lake.LiveFiles(context.Background(), tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, f := range files {
+		rows += f.Rows
+	}
+	return tbl, files, rows
+}
+
+// parquetOnDisk lists every data file in the warehouse, live or not.
+func parquetOnDisk(t *testing.T, wh string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	_ = filepath.Walk(wh, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(p, ".parquet") {
+			out["file://"+p] = true
+		}
+		return nil
+	})
+	return out
+}
+
+func executor(l *lake.Lake) *Executor { return &Executor{Lake: l, Now: time.Now} }
+
+func job(t *table.Table, files []lake.File) Job {
+	gen := 0
+	for _, f := range files {
+		gen = max(gen, f.Generation+1)
+	}
+	return Job{Kind: "l0", Partition: files[0].Partition, Inputs: files, Generation: gen, Dir: lake.DataDir(t, files[0].Partition)}
+}
+
+func TestRunCommitted(t *testing.T) {
+	l, _ := testTable(t, 4, 500)
+	tbl, files, rows := live(t, l)
+	var after []int64
+	e := executor(l)
+	e.AfterCommit = func(_ context.Context, _ *table.Table, _ icebergio.WriteFileIO, snap int64, outs []merge.Output) {
+		after = append(after, snap, int64(len(outs)))
+	}
+	out := e.Run(context.Background(), tbl, job(tbl, files))
+	if out.Status != Committed || out.Err != nil || out.Table == nil || out.SnapshotID == 0 {
+		t.Fatalf("outcome %s %v", out.Status, out.Err)
+	}
+	_, now, got := live(t, l)
+	if got != rows || len(now) != len(out.Merge.Outputs) || now[0].Generation != 1 {
+		t.Fatalf("after the rewrite: %d rows in %d files (gen %d), want %d rows in %d outputs of generation 1", got, len(now), now[0].Generation, rows, len(out.Merge.Outputs))
+	}
+	if len(after) != 2 || after[0] != out.SnapshotID {
+		t.Fatalf("AfterCommit saw %v, want the rewrite's snapshot %d", after, out.SnapshotID)
+	}
+	if out.Table.CurrentSnapshot().Summary.Properties["siglake.rewrite.kind"] != "l0" {
+		t.Fatalf("snapshot summary %v", out.Table.CurrentSnapshot().Summary.Properties)
+	}
+}
+
+// TestRunConflictRemovesOutputs: the inputs were replaced after the caller planned (another owner);
+// the replace commits nothing and the outputs leave the warehouse.
+func TestRunConflictRemovesOutputs(t *testing.T) {
+	l, wh := testTable(t, 4, 500)
+	stale, files, rows := live(t, l)
+	if out := executor(l).Run(context.Background(), stale, job(stale, files[:2])); out.Status != Committed {
+		t.Fatalf("first rewrite: %s %v", out.Status, out.Err)
+	}
+	before := parquetOnDisk(t, wh)
+	out := executor(l).Run(context.Background(), stale, job(stale, files))
+	if out.Status != Conflict || !errors.Is(out.Err, lake.ErrInputsGone) || len(out.Merge.Outputs) == 0 {
+		t.Fatalf("outcome %s %v (%d outputs), want a conflict after writing outputs", out.Status, out.Err, len(out.Merge.Outputs))
+	}
+	if after := parquetOnDisk(t, wh); len(after) != len(before) {
+		t.Fatalf("%d data files on disk after the lost rewrite, %d before: its outputs were not removed", len(after), len(before))
+	}
+	if _, _, got := live(t, l); got != rows {
+		t.Fatalf("rows %d after the conflict, want %d", got, rows)
+	}
+}
+
+// TestRunStorageFault: an input that cannot be read fails the merge; nothing is committed and no
+// output stays behind.
+func TestRunStorageFault(t *testing.T) {
+	l, wh := testTable(t, 3, 500)
+	tbl, files, rows := live(t, l)
+	if err := os.WriteFile(strings.TrimPrefix(files[1].Path, "file://"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := parquetOnDisk(t, wh)
+	out := executor(l).Run(context.Background(), tbl, job(tbl, files))
+	if out.Status != Failed || out.Err == nil || !strings.Contains(out.Err.Error(), files[1].Path) {
+		t.Fatalf("outcome %s %v, want a failure naming %s", out.Status, out.Err, files[1].Path)
+	}
+	if after := parquetOnDisk(t, wh); len(after) != len(before) {
+		t.Fatalf("%d data files on disk after the failed merge, %d before", len(after), len(before))
+	}
+	if _, now, got := live(t, l); got != rows || len(now) != len(files) {
+		t.Fatalf("table changed by a failed rewrite: %d rows in %d files", got, len(now))
+	}
+}
+
+// lostResponse commits, then reports a failure that is not a conflict: the response was lost.
+type lostResponse struct {
+	catalog.Catalog
+	lost int
+}
+
+func (c *lostResponse) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	t, err := c.Catalog.LoadTable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
+}
+
+func (c *lostResponse) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
+	if _, _, err := c.Catalog.CommitTable(ctx, id, reqs, ups); err != nil {
+		return nil, "", err
+	}
+	c.lost++
+	return nil, "", errors.New("connection reset by peer")
+}
+
+// TestRunMaybeCommitted: a commit whose response is lost may have committed, so its outputs are
+// kept (here the table does reference them: removing them would lose rows).
+func TestRunMaybeCommitted(t *testing.T) {
+	l, _ := testTable(t, 3, 500)
+	tbl, files, rows := live(t, l)
+	lr := &lostResponse{}
+	l.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { lr.Catalog = c; return lr })
+	out := executor(l).Run(context.Background(), tbl, job(tbl, files))
+	if lr.lost != 1 {
+		t.Fatalf("the lost response was injected %d times, want 1", lr.lost)
+	}
+	if out.Status != MaybeCommitted || out.Err == nil {
+		t.Fatalf("outcome %s %v, want maybe_committed", out.Status, out.Err)
+	}
+	_, now, got := live(t, l)
+	if got != rows {
+		t.Fatalf("rows %d, want %d", got, rows)
+	}
+	for _, f := range now {
+		if _, err := os.Stat(strings.TrimPrefix(f.Path, "file://")); err != nil {
+			t.Fatalf("live file %s is gone: the executor removed outputs of a commit that happened", f.Path)
+		}
+	}
+}
