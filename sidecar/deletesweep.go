@@ -17,6 +17,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
@@ -147,29 +148,36 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 		return rep, err
 	}
 	rep.ByRequest = map[string]int64{}
-	var bytes int64
-	var firstErr error
-	for _, task := range tasks {
-		df := task.File
-		c := CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count()}
-		// Requests this file may still hold rows of.
-		var open []deletes.Request
+	// Which candidates this sweep examines is the planner's decision (plan.PlanDeletes).
+	cands := make([]plan.DeleteCandidate, len(tasks))
+	for i, task := range tasks {
+		cands[i] = plan.DeleteCandidate{Path: task.File.FilePath(), Bytes: task.File.FileSizeBytes()}
 		for _, r := range rep.pending {
-			if o.NoCaps || !s.clean[s.cleanKey(c.Path, r.ID)] {
-				open = append(open, r)
+			if o.NoCaps || !s.clean[s.cleanKey(cands[i].Path, r.ID)] {
+				cands[i].Open = append(cands[i].Open, r.ID)
 			}
 		}
+	}
+	dp := plan.PlanDeletes(cands, plan.DeleteCaps{MaxFiles: s.Cfg.DeleteSweepMaxFiles, MaxBytes: s.Cfg.DeleteSweepMaxBytes, NoCaps: o.NoCaps})
+	rep.Capped = dp.Capped
+	byID := map[string]deletes.Request{}
+	for _, r := range rep.pending {
+		byID[r.ID] = r
+	}
+	var firstErr error
+	for i, pick := range dp.Picks {
+		df := tasks[i].File
+		c := CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(), Result: pick.Reason}
 		switch {
-		case len(open) == 0:
-			c.Result = "clean (examined before)"
+		case pick.Action != plan.DeleteExamine:
 		case ctx.Err() != nil:
 			c.Result = "not examined: shutting down"
-		case !o.NoCaps && rep.examined > 0 && (rep.examined >= s.Cfg.DeleteSweepMaxFiles || bytes+c.Bytes > s.Cfg.DeleteSweepMaxBytes):
-			c.Result = "not examined: sweep cap reached"
-			rep.Capped = true
 		default:
 			rep.examined++
-			bytes += c.Bytes
+			open := make([]deletes.Request, len(pick.Requests))
+			for j, id := range pick.Requests {
+				open[j] = byID[id]
+			}
 			err := s.examine(ctx, t, fsys, sc, df, open, o, &c, &rep, log)
 			if err != nil && firstErr == nil {
 				firstErr = err
@@ -274,7 +282,7 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 		return n
 	}
 	job := rewrite.Job{
-		Kind:   deleteTaskKind,
+		Kind:   plan.KindDeleteTask.String(),
 		Inputs: []lake.File{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen, DataFile: df}},
 		// The output goes beside the input (same partition directory). Not path.Dir: it would fold
 		// "s3://bucket" into "s3:/bucket" (see lake.DataDir).
@@ -317,9 +325,6 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 	s.Metrics.DeleteFilesRewritten.WithLabelValues(name).Inc()
 	return out.SnapshotID, deleted, len(out.Merge.Outputs), nil
 }
-
-// deleteTaskKind is the kind delete-task rewrites are counted and recorded under.
-const deleteTaskKind = "delete-task"
 
 // markDone marks done each pending request that every candidate of this sweep was clean for,
 // after checking again on the table's newest metadata (rows appended since the sweep planned

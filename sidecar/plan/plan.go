@@ -43,9 +43,13 @@ const (
 	KindLegacy
 	// KindBackpressureL0 is the restricted L0 pass of a backlogged cycle.
 	KindBackpressureL0
+	// KindDeleteTask rewrites one file without the rows of deletion requests (PlanDeletes), at
+	// generation 0, like Pebble's delete-only compactions: chosen by what it must remove, not by
+	// size or overlap.
+	KindDeleteTask
 )
 
-var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0"}
+var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
