@@ -277,7 +277,7 @@ func TestDeleteRequestsSurviveExpiry(t *testing.T) {
 	r := record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
 	// More commits, then expire all but the newest snapshot.
 	deleteTable(t, e, 0)
-	if err := ExpireSnapshots(context.Background(), e.lake, "events", 1); err != nil {
+	if err := e.lake.ExpireSnapshots(context.Background(), "events", 1); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ := e.lake.LoadTable(context.Background(), "events")

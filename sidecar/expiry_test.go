@@ -56,7 +56,7 @@ func TestMarkSurvivesSnapshotExpiry(t *testing.T) {
 	if _, err := d2.Cycle(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	if err := ExpireSnapshots(context.Background(), e.lake, "events", 1); err != nil {
+	if err := e.lake.ExpireSnapshots(context.Background(), "events", 1); err != nil {
 		t.Fatal(err)
 	}
 	tbl, err := e.lake.LoadTable(context.Background(), "events")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
 // TestGCEmbedded runs gc on the embedded default (local warehouse): an old unreferenced file is
@@ -45,7 +46,7 @@ func TestGCEmbedded(t *testing.T) {
 		return nil
 	})
 
-	dry, err := GC(ctx, e.lake, GCOptions{OlderThan: time.Hour})
+	dry, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestGCEmbedded(t *testing.T) {
 	if _, err := os.Stat(old); err != nil {
 		t.Fatalf("the dry run deleted %s: %v", old, err)
 	}
-	applied, err := GC(ctx, e.lake, GCOptions{OlderThan: time.Hour, Apply: true})
+	applied, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestGCEmbedded(t *testing.T) {
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("after gc the table holds %d rows, want %d", got.Rows, want.Rows)
 	}
-	if _, err := GC(ctx, e.lake, GCOptions{}); err == nil {
+	if _, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced}); err == nil {
 		t.Fatal("gc without a positive --older-than ran")
 	}
 }

@@ -163,7 +163,7 @@ func TestIndexRebuildStreamedRewrite(t *testing.T) {
 	if _, err := e.drain.Cycle(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := ExpireSnapshots(ctx, e.lake, "events", 1); err != nil {
+	if err := e.lake.ExpireSnapshots(ctx, "events", 1); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = liveTable(t, e)
@@ -431,7 +431,7 @@ func ageAll(t *testing.T, tbl *table.Table) {
 
 func gcApply(t *testing.T, e *env) {
 	t.Helper()
-	if _, err := GC(context.Background(), e.lake, GCOptions{OlderThan: time.Hour, Apply: true}); err != nil {
+	if _, err := e.lake.GC(context.Background(), lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, Apply: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.tableSum("events"); got.Rows == 0 {

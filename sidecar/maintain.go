@@ -212,7 +212,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	if !skipping && m.Cfg.SnapshotExpireInterval > 0 && plan.Due(m.lastExpire, now, m.Cfg.SnapshotExpireInterval) {
 		m.lastExpire = now
 		for _, name := range owned {
-			if err := ExpireSnapshots(ctx, m.Lake, name, m.Cfg.SnapshotRetain); err != nil {
+			if err := m.Lake.ExpireSnapshots(ctx, name, m.Cfg.SnapshotRetain); err != nil {
 				m.Metrics.Expirations.WithLabelValues("failed").Inc()
 				m.Status.AddError(m.Now(), "expire", name, err)
 				m.Log.Warn("snapshot expiry failed", zap.String("table", name), zap.Error(err))
@@ -470,24 +470,4 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 			p.Log.Warn("maintenance cycle had errors", zap.Error(err))
 		}
 	}
-}
-
-// ExpireSnapshots drops all but the latest retain snapshots of a table. It removes metadata
-// references only: data files go to orphan collection (spec "Snapshot expiry trade-off"), so a
-// query still reading an expired snapshot is never cut off. Stream marks live in table
-// properties and are untouched.
-func ExpireSnapshots(ctx context.Context, l *lake.Lake, name string, retain int) error {
-	t, err := l.LoadTable(ctx, name)
-	if err != nil {
-		return err
-	}
-	if len(t.Metadata().Snapshots()) <= retain {
-		return nil
-	}
-	txn := t.NewTransaction()
-	if err := txn.ExpireSnapshots(table.WithRetainLast(retain), table.WithOlderThan(0), table.WithPostCommit(false)); err != nil {
-		return err
-	}
-	_, err = txn.Commit(ctx)
-	return err
 }

@@ -14,13 +14,14 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
 // runGC is `siglake gc --older-than DURATION [--apply] [--table T]... [--json] [compactor options]`.
 // The catalog, warehouse and S3 options are the compactor's (flags or SIGLAKE_* env).
 func runGC(args []string) error {
 	gcFlags := flag.NewFlagSet("siglake gc", flag.ContinueOnError)
-	olderThan := gcFlags.Duration("older-than", sidecar.DefaultGCOlderThan, "only objects older than this are removed; must exceed the longest write-to-commit time")
+	olderThan := gcFlags.Duration("older-than", lake.DefaultGCOlderThan, "only objects older than this are removed; must exceed the longest write-to-commit time")
 	apply := gcFlags.Bool("apply", false, "delete the orphans (default: dry run, list them)")
 	asJSON := gcFlags.Bool("json", false, "print the result as JSON")
 	var tables multiFlag
@@ -37,7 +38,7 @@ func runGC(args []string) error {
 		return err
 	}
 	defer l.Close()
-	results, err := sidecar.GC(ctx, l, sidecar.GCOptions{OlderThan: *olderThan, Apply: *apply, Tables: tables})
+	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, Apply: *apply, Tables: tables, Keep: puffinidx.Referenced})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/apache/iceberg-go/table"
 )
 
 // PropertyPrefix prefixes the table property registering one data file's sidecars; the data
@@ -116,4 +118,21 @@ func StaleKeys(props map[string]string, live func(dataFile string) bool) []strin
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Referenced returns the Puffin files t's registrations name: objects that only a table property
+// references, which `siglake gc` must keep (lake.GCOptions.Keep). A malformed registration is an
+// error, so gc deletes nothing in a table whose registrations it cannot read: fix or remove those
+// properties first.
+func Referenced(t *table.Table) ([]string, error) {
+	reg, err := Parse(t.Properties())
+	if err != nil {
+		return nil, fmt.Errorf("%w (fix or remove those properties)", err)
+	}
+	out := make([]string, 0, len(reg))
+	for p := range reg.PuffinPaths() {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package sidecar
+package lake
 
 import (
 	"context"
@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/siglake/siglake/sidecar/lake"
-	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
 // Orphan cleanup (`siglake gc`). A crash between writing a data file and committing it, a commit
@@ -22,7 +19,8 @@ import (
 // iceberg-go's orphan cleanup does the work (table.PlanOrphanFiles / ExecuteOrphanCleanup): it walks
 // the table location and keeps everything the table metadata reaches: the current and logged
 // metadata files, every snapshot's manifest list, manifests and data files, statistics files.
-// On top of that, gc keeps the Puffin index sidecars registered in table properties (puffinidx).
+// On top of that, gc keeps what GCOptions.Keep names: the Puffin index sidecars registered in
+// table properties (puffinidx.Referenced), which iceberg-go's walk does not read.
 
 // DefaultGCOlderThan is the default age limit: only objects older than this are candidates. It
 // must exceed the longest time between writing a file and committing it (a drain batch's
@@ -37,6 +35,10 @@ type GCOptions struct {
 	Apply bool
 	// Tables limits gc to these tables; empty means every table in the namespace.
 	Tables []string
+	// Keep returns objects of t that something other than the table metadata references (the
+	// registered Puffin sidecars); they are never orphans. An error stops gc of that table: it
+	// deletes nothing it cannot tell is unreferenced. nil keeps nothing more.
+	Keep func(t *table.Table) ([]string, error)
 }
 
 // GCResult is what gc found (and deleted) in one table.
@@ -50,7 +52,7 @@ type GCResult struct {
 
 // GC finds (and with Apply deletes) the orphans of the lake's tables. It goes on with the next
 // table after one fails and returns the first error.
-func GC(ctx context.Context, l *lake.Lake, opts GCOptions) ([]GCResult, error) {
+func (l *Lake) GC(ctx context.Context, opts GCOptions) ([]GCResult, error) {
 	if opts.OlderThan <= 0 {
 		return nil, fmt.Errorf("--older-than must be a positive duration, got %v", opts.OlderThan)
 	}
@@ -75,7 +77,7 @@ func GC(ctx context.Context, l *lake.Lake, opts GCOptions) ([]GCResult, error) {
 	return out, errors.Join(errs...)
 }
 
-func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GCResult, error) {
+func gcTable(ctx context.Context, l *Lake, name string, opts GCOptions) (GCResult, error) {
 	t, err := l.LoadTable(ctx, name)
 	if err != nil {
 		return GCResult{}, err
@@ -84,15 +86,15 @@ func gcTable(ctx context.Context, l *lake.Lake, name string, opts GCOptions) (GC
 	if err != nil {
 		return GCResult{}, fmt.Errorf("gc of %s: list orphans under %s: %w", name, t.Location(), err)
 	}
-	// Registered index sidecars are referenced by a table property, which iceberg-go's walk does not
-	// read: they are kept here. One whose registration was dropped is an orphan like any other.
-	reg, err := puffinidx.Parse(t.Properties())
-	if err != nil {
-		return GCResult{}, fmt.Errorf("gc of %s: %w (fix or remove those properties; gc deletes nothing until then)", name, err)
-	}
 	keep := map[string]bool{}
-	for p := range reg.PuffinPaths() {
-		keep[gcPathKey(p)] = true
+	if opts.Keep != nil {
+		paths, err := opts.Keep(t)
+		if err != nil {
+			return GCResult{}, fmt.Errorf("gc of %s: %w (gc deletes nothing in it until then)", name, err)
+		}
+		for _, p := range paths {
+			keep[gcPathKey(p)] = true
+		}
 	}
 	r := GCResult{Table: name, Cutoff: plan.Cutoff()}
 	for _, o := range plan.OrphanFiles() {
