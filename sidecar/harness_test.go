@@ -3,10 +3,12 @@ package sidecar
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -116,3 +118,15 @@ func counterValue(t *testing.T, m *Metrics, name, outcome string) float64 {
 	}
 	return total
 }
+
+func hasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
+
+// localPath is a local warehouse URI as a path.
+func localPath(p string) string { return strings.TrimPrefix(p, "file://") }

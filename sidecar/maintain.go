@@ -471,3 +471,9 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 		}
 	}
 }
+
+// PlanFile is the planner's view of a live file.
+func PlanFile(f lake.File) plan.File {
+	return plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation,
+		MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
+}

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -236,4 +237,18 @@ func (s *Status) Snapshot(now time.Time) StatusReport {
 	sort.Strings(out.Owned)
 	out.Members = append([]MemberReport(nil), s.s.Members...)
 	return out
+}
+
+// HumanBytes renders a byte count in binary units for people (status pages, summaries).
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

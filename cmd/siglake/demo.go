@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/demo"
 )
 
 func runDemo(args []string) error {
 	fs := flag.NewFlagSet("siglake demo", flag.ContinueOnError)
-	var o sidecar.DemoOptions
+	var o demo.Options
 	fs.StringVar(&o.Dir, "dir", "./siglake-demo", "directory for the demo's WAL, catalog and warehouse")
 	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "how long to generate load")
 	fs.Int64Var(&o.Rate, "rate", 20000, "rows per second per table")
@@ -32,5 +33,5 @@ func runDemo(args []string) error {
 	defer log.Sync()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return sidecar.RunDemo(ctx, o, os.Stdout, log)
+	return demo.Run(ctx, o, os.Stdout, log)
 }

@@ -1,4 +1,6 @@
-package sidecar
+// Package demo is `siglake demo`: load generation and a sidecar in one process on the embedded
+// default, with progress and a summary that checks every sealed row is in its table exactly once.
+package demo
 
 import (
 	"context"
@@ -16,23 +18,24 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
-// DemoOptions configure `siglake demo`.
-type DemoOptions struct {
+// Options configure `siglake demo`.
+type Options struct {
 	Dir      string
 	Duration time.Duration
 	Rate     int64 // rows per second per table
 	Tables   []string
 }
 
-// RunDemo runs load generation and a sidecar (role all) in one process on the embedded default,
+// Run runs load generation and a sidecar (role all) in one process on the embedded default,
 // prints progress, then drains what is left and prints a summary of each table, checking that
 // every sealed row is in its table exactly once.
-func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log *zap.Logger) error {
+func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	if len(o.Tables) == 0 {
 		o.Tables = []string{walgen.EventsTable, "audit"}
 	}
@@ -44,7 +47,7 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log *zap.Logger)
 	if err != nil {
 		return err
 	}
-	p := NewProcess(cfg, log, "demo")
+	p := sidecar.NewProcess(cfg, log, "demo")
 
 	runCtx, stopSidecar := context.WithCancel(ctx)
 	defer stopSidecar()
@@ -65,12 +68,12 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log *zap.Logger)
 	defer stopGen()
 	var (
 		mu     sync.Mutex
-		sealed = map[string]*RowSum{}
+		sealed = map[string]*sidecar.RowSum{}
 		genErr error
 		wg     sync.WaitGroup
 	)
 	for _, tbl := range o.Tables {
-		sealed[tbl] = &RowSum{}
+		sealed[tbl] = &sidecar.RowSum{}
 	}
 	wg.Add(1)
 	go func() {
@@ -80,7 +83,7 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer, log *zap.Logger)
 			Gen: walgen.Options{Seed: 1, LateFraction: 0.02, MaxLateness: 5 * time.Minute}}
 		_, err := walgen.Run(genCtx, ro, func(tbl string, rec arrow.RecordBatch) {
 			mu.Lock()
-			sealed[tbl].Add(rec, EventColumns)
+			sealed[tbl].Add(rec, sidecar.EventColumns)
 			mu.Unlock()
 		})
 		if err != nil {
@@ -118,7 +121,7 @@ progress:
 		return err
 	}
 	fmt.Fprintf(out, "\nload stopped; draining what is left...\n")
-	p2 := NewProcess(cfg, log, "demo")
+	p2 := sidecar.NewProcess(cfg, log, "demo")
 	go func() { <-p2.Addr }()
 	if err := p2.Run(ctx, true); err != nil {
 		return err
@@ -130,8 +133,8 @@ progress:
 }
 
 // demoConfig is the demo's sidecar configuration: WAL, embedded catalog and warehouse under dir.
-func demoConfig(dir string) (Config, error) {
-	cfg, err := Load(nil, func(string) string { return "" })
+func demoConfig(dir string) (sidecar.Config, error) {
+	cfg, err := sidecar.Load(nil, func(string) string { return "" })
 	if err != nil {
 		return cfg, err
 	}
@@ -145,7 +148,7 @@ func demoConfig(dir string) (Config, error) {
 }
 
 // printProgress prints one progress line and returns the overlap depth per table it saw.
-func printProgress(out io.Writer, p *Process, elapsed time.Duration) map[string]int {
+func printProgress(out io.Writer, p *sidecar.Process, elapsed time.Duration) map[string]int {
 	fams, _ := p.Metrics.Reg.Gather()
 	sum := func(name string, label ...string) float64 {
 		total := 0.0
@@ -199,8 +202,8 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 
 // demoSummary prints each table's summary and the commands to look further. It writes the live
 // data files of each table's current snapshot to DIR/TABLE.live-files.txt for the DuckDB hint.
-func demoSummary(ctx context.Context, out io.Writer, cfg Config, dir string, tables []string, sealed map[string]*RowSum, peak map[string]int) error {
-	l, err := lake.Open(ctx, LakeConfig(cfg))
+func demoSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir string, tables []string, sealed map[string]*sidecar.RowSum, peak map[string]int) error {
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -229,20 +232,20 @@ func demoSummary(ctx context.Context, out io.Writer, cfg Config, dir string, tab
 		for _, f := range files {
 			rows += f.Rows
 			bytes += f.Size
-			parts[f.Partition] = append(parts[f.Partition], PlanFile(f))
+			parts[f.Partition] = append(parts[f.Partition], sidecar.PlanFile(f))
 		}
 		depth := 0
 		for _, pf := range parts {
 			d, _ := plan.Depth(pf)
 			depth = max(depth, d)
 		}
-		got, err := TableRowSum(ctx, t, EventColumns)
+		got, err := sidecar.TableRowSum(ctx, t, sidecar.EventColumns)
 		if err != nil {
 			return err
 		}
 		same := got == *sealed[name]
 		ok = ok && same
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%v\n", name, rows, len(files), HumanBytes(bytes), len(parts), max(peak[name], depth), depth, sealed[name].Rows, same)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%v\n", name, rows, len(files), sidecar.HumanBytes(bytes), len(parts), max(peak[name], depth), depth, sealed[name].Rows, same)
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "\nPEAK DEPTH is the deepest overlap the maintenance loop measured during the run; leveled rewrites bring it down.\n")
@@ -309,20 +312,20 @@ func shellDuckDB(script string) string {
 
 // demoCompact runs maintenance passes (the real planner and merges) until the planner finds
 // nothing to do, so the summary shows where leveled compaction takes the tables.
-func demoCompact(ctx context.Context, out io.Writer, cfg Config, log *zap.Logger) error {
-	l, err := lake.Open(ctx, LakeConfig(cfg))
+func demoCompact(ctx context.Context, out io.Writer, cfg sidecar.Config, log *zap.Logger) error {
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	pc, err := PlanConfig(cfg)
+	pc, err := sidecar.PlanConfig(cfg)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "running maintenance passes until the planner has nothing left to do...\n")
 	for pass := 1; pass <= 6; pass++ {
 		// A fresh maintainer has every level check due, like a newly elected owner.
-		m := &Maintainer{Cfg: cfg, Plan: pc, Lake: l, Metrics: NewMetrics(), Status: NewStatus("demo", RoleAll, "demo", time.Now()),
+		m := &sidecar.Maintainer{Cfg: cfg, Plan: pc, Lake: l, Metrics: sidecar.NewMetrics(), Status: sidecar.NewStatus("demo", sidecar.RoleAll, "demo", time.Now()),
 			Log: log, Now: time.Now}
 		rep, err := m.Cycle(ctx)
 		if err != nil {
@@ -343,31 +346,11 @@ func demoCompact(ctx context.Context, out io.Writer, cfg Config, log *zap.Logger
 	return nil
 }
 
-func sortedTables(m map[string]*TableReport) []string {
+func sortedTables(m map[string]*sidecar.TableReport) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out
-}
-
-// PlanFile is the planner's view of a live file.
-func PlanFile(f lake.File) plan.File {
-	return plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation,
-		MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
-}
-
-// HumanBytes renders a byte count in binary units for people (status pages, summaries).
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -1,4 +1,4 @@
-package sidecar
+package demo
 
 import (
 	"bytes"
@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
@@ -22,7 +25,7 @@ import (
 // compacts and finds every sealed row in its table exactly once, and prints its DuckDB commands.
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
-	err := RunDemo(context.Background(), DemoOptions{Dir: t.TempDir(), Duration: 4 * time.Second, Rate: 5000}, &out, zap.NewNop())
+	err := Run(context.Background(), Options{Dir: t.TempDir(), Duration: 4 * time.Second, Rate: 5000}, &out, zap.NewNop())
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
@@ -55,30 +58,62 @@ func summaryRow(out, table string) string {
 // through DuckDB, on a demo-like table that a rewrite has compacted: it counts the table's rows,
 // where the glob over the warehouse that the demo printed before counts the replaced files too.
 func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0 }) // one commit, one file per segment
-	dir := filepath.Dir(e.cfg.WALDir)
+	dir := t.TempDir()
+	cfg, err := demoConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CommitBatchTargetBytes = 0 // one commit, one file per segment
 	ctx := context.Background()
-	want := e.writeSegments(walgen.EventsTable, 10, 500, 3, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	if _, err := e.drain.Cycle(ctx, true); err != nil {
+	// Ten sealed segments of overlapping rows, as an ingest pod would leave them.
+	w, err := localwal.NewWriter(cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := walgen.New(walgen.Options{Seed: 3, LateFraction: 0.05, MaxLateness: time.Minute})
+	var want sidecar.RowSum
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for i := 0; i < 10; i++ {
+		rec := g.Batch(memory.DefaultAllocator, start.Add(time.Duration(i*500)*time.Millisecond), 500, time.Millisecond)
+		want.Add(rec, sidecar.EventColumns)
+		if err := w.Append(walgen.EventsTable, rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		if err := w.SealDue(time.Now().Add(2 * time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d := &sidecar.Drain{Cfg: cfg, Lake: l, Metrics: sidecar.NewMetrics(), Status: sidecar.NewStatus("t", cfg.Role, "test", time.Now()),
+		Log: zap.NewNop(), Now: time.Now, Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
+	if _, err := d.Cycle(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := demoCompact(ctx, &out, e.cfg, zap.NewNop()); err != nil {
+	if err := demoCompact(ctx, &out, cfg, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
-	if err := demoSummary(ctx, &out, e.cfg, dir, []string{walgen.EventsTable}, map[string]*RowSum{walgen.EventsTable: &want}, map[string]int{}); err != nil {
+	if err := demoSummary(ctx, &out, cfg, dir, []string{walgen.EventsTable}, map[string]*sidecar.RowSum{walgen.EventsTable: &want}, map[string]int{}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("\n%s", out.String())
-	testDemoDuckDBHint(t, e.cfg, out.String())
+	testDemoDuckDBHint(t, cfg, out.String())
 }
 
 // testDemoDuckDBHint runs the printed read_parquet command through DuckDB and checks it counts
 // the events table's rows, where a glob over the warehouse counts the replaced files too.
-func testDemoDuckDBHint(t *testing.T, cfg Config, out string) {
+func testDemoDuckDBHint(t *testing.T, cfg sidecar.Config, out string) {
 	iceberg, parquet := printedDuckDBScript(t, out, "iceberg_scan("), printedDuckDBScript(t, out, "read_parquet(getvariable(")
 	ctx := context.Background()
-	l, err := lake.Open(ctx, LakeConfig(cfg))
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +122,7 @@ func testDemoDuckDBHint(t *testing.T, cfg Config, out string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := TableRowSum(ctx, tbl, EventColumns)
+	sum, err := sidecar.TableRowSum(ctx, tbl, sidecar.EventColumns)
 	if err != nil {
 		t.Fatal(err)
 	}
