@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -313,12 +314,7 @@ func Options() []Option {
 		{"gossip-join", "SIGLAKE_GOSSIP_JOIN", "", "gossip.join",
 			"Comma-separated host:port peers or DNS names (a headless Service) to join.",
 			func(c *Config, v string) error {
-				c.GossipJoin = nil
-				for _, p := range strings.Split(v, ",") {
-					if p = strings.TrimSpace(p); p != "" {
-						c.GossipJoin = append(c.GossipJoin, p)
-					}
-				}
+				c.GossipJoin = gossip.ParseJoin(v)
 				return nil
 			}},
 		{"gossip-settle-secs", "SIGLAKE_GOSSIP_SETTLE_SECS", "5", "",
