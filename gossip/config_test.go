@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,19 @@ func TestSplitJoin(t *testing.T) {
 		h, p, err := splitJoin(c.in, DefaultPort)
 		if (err != nil) != c.bad || (!c.bad && (h != c.host || p != c.port)) {
 			t.Errorf("splitJoin(%q) = %q %d %v", c.in, h, p, err)
+		}
+	}
+}
+
+func TestParseJoin(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":                       nil,
+		" , ,":                   nil,
+		"a:7946":                 {"a:7946"},
+		" a:1 ,, siglake-peers ": {"a:1", "siglake-peers"},
+	} {
+		if got := ParseJoin(in); !slices.Equal(got, want) {
+			t.Errorf("ParseJoin(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

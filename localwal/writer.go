@@ -115,7 +115,7 @@ type openSegment struct {
 	path    string
 	f       *os.File
 	buf     *bufio.Writer
-	size    *countingWriter
+	size    int64 // bytes in the file as of the last flush: its offset, as it is written front to back
 	enc     *ipc.Writer
 	rows    int64
 	batches int
@@ -255,12 +255,12 @@ func (w *Writer) Append(table string, rec arrow.RecordBatch) error {
 	// Hand the batch to the kernel now: a process crash then loses
 	// nothing appended (Recover salvages it); only a power loss can take
 	// the unsealed tail.
-	if err := seg.buf.Flush(); err != nil {
+	if err := seg.flush(); err != nil {
 		return w.fail(fmt.Errorf("writing record batch to %s: %w", seg.path, err))
 	}
 	seg.rows += rec.NumRows()
 	seg.batches++
-	if seg.size.n >= w.opts.RollBytes {
+	if seg.size >= w.opts.RollBytes {
 		return w.seal(seg)
 	}
 	return nil
@@ -359,9 +359,8 @@ func (w *Writer) create(table string, schema *arrow.Schema, now time.Time) (*ope
 	}
 	seg := &openSegment{hdr: hdr, schema: schema, path: path, f: f}
 	seg.buf = bufio.NewWriterSize(f, 256<<10)
-	seg.size = &countingWriter{w: seg.buf}
 	opts := append([]ipc.Option{ipc.WithSchema(segmentSchema(schema, hdr))}, w.ipcOpt...)
-	seg.enc = ipc.NewWriter(seg.size, opts...)
+	seg.enc = ipc.NewWriter(seg.buf, opts...)
 	w.open[table] = seg
 	return seg, nil
 }
@@ -390,7 +389,7 @@ func (w *Writer) seal(seg *openSegment) error {
 		seg.f.Close()
 		return w.fail(fmt.Errorf("ending stream of %s: %w", seg.path, err))
 	}
-	if err := seg.buf.Flush(); err != nil {
+	if err := seg.flush(); err != nil {
 		seg.f.Close()
 		return w.fail(fmt.Errorf("flushing %s: %w", seg.path, err))
 	}
@@ -413,7 +412,7 @@ func (w *Writer) seal(seg *openSegment) error {
 			SegmentInfo: SegmentInfo{
 				Path: final, Name: filepath.Base(final), Table: seg.hdr.Table,
 				Incarnation: seg.hdr.Incarnation, Seq: seg.hdr.Seq,
-				Size: seg.size.n, ModTime: w.opts.Now(),
+				Size: seg.size, ModTime: w.opts.Now(),
 			},
 			Stream: seg.hdr.Stream, Rows: seg.rows, Batches: seg.batches,
 		})
@@ -421,13 +420,16 @@ func (w *Writer) seal(seg *openSegment) error {
 	return nil
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+// flush hands the buffered bytes to the kernel and records the segment's size from the file's
+// offset. (localwal imports arrow only, so it takes no counting writer from merge, and needs none.)
+func (seg *openSegment) flush() error {
+	if err := seg.buf.Flush(); err != nil {
+		return err
+	}
+	off, err := seg.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	seg.size = off
+	return nil
 }

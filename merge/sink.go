@@ -40,7 +40,7 @@ type sink struct {
 type outFile struct {
 	path         string
 	w            icebergio.FileWriter
-	cw           *countingWriter
+	cw           *CountingWriter
 	fw           *pqarrow.FileWriter
 	meta         *metaBuilder
 	rows         int64
@@ -164,7 +164,7 @@ func (s *sink) openFile() error {
 		return fmt.Errorf("creating %s: %w", p, err)
 	}
 	s.created = append(s.created, p)
-	cw := &countingWriter{w: w}
+	cw := &CountingWriter{W: w}
 	aprops := pqarrow.NewArrowWriterProperties(
 		pqarrow.WithAllocator(s.opts.Allocator),
 		pqarrow.WithCoerceTimestamps(arrow.Microsecond),
@@ -217,7 +217,7 @@ func (s *sink) closeFile() error {
 		return fmt.Errorf("writing %s: reading back footer: %w", f.path, err)
 	}
 	s.outputs = append(s.outputs, Output{
-		Path: f.path, Size: f.cw.n, Rows: f.rows,
+		Path: f.path, Size: f.cw.N, Rows: f.rows,
 		MinTimestamp: f.minTs, MaxTimestamp: f.maxTs,
 		Generation: s.opts.Generation, Meta: md, SkippedIndexes: f.skipped,
 	})

@@ -244,16 +244,16 @@ func writerProperties(opts WriterOptions) *parquet.WriterProperties {
 	)
 }
 
-// countingWriter counts bytes so a file's size is known without a Stat call
-// on the object store.
-type countingWriter struct {
-	w io.Writer
-	n int64
+// CountingWriter counts the bytes written through it, so a file's size is known without a Stat
+// call on the object store. The merge sinks and the Puffin index sidecars use it.
+type CountingWriter struct {
+	W io.Writer
+	N int64 // bytes W accepted so far
 }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
+func (c *CountingWriter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.N += int64(n)
 	return n, err
 }
 

@@ -9,40 +9,29 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// raceCatalog runs `first` (another drainer's whole commit of the same stream) right before the
-// first data commit of this drainer reaches the catalog: both read the same mark.
-type raceCatalog struct {
-	catalog.Catalog
-	first func()
-	done  atomic.Bool
-	rest  bool
-}
-
-func (c *raceCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
-	t, err := c.Catalog.LoadTable(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
-}
-
-func (c *raceCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
-	if c.done.CompareAndSwap(false, true) {
-		c.first()
-	}
-	m, loc, err := c.Catalog.CommitTable(ctx, id, reqs, ups)
-	if err != nil && c.rest && strings.Contains(err.Error(), "requirement failed") {
-		// A REST catalog answers a failed requirement with 409 CommitFailedException, which
-		// iceberg-go's REST client maps to table.ErrCommitFailed.
-		err = fmt.Errorf("%w: %v", table.ErrCommitFailed, err)
-	}
-	return m, loc, err
+// raceCommits runs first (another drainer's whole commit of the same stream) right before the
+// first data commit through l reaches the catalog: both read the same mark. rest makes a failed
+// requirement look as a REST catalog reports it. done says whether first ran.
+func raceCommits(l *lake.Lake, rest bool, first func()) (done *atomic.Bool) {
+	done = &atomic.Bool{}
+	hookCommits(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error) {
+		if done.CompareAndSwap(false, true) {
+			first()
+		}
+		m, loc, err := next(ctx, id, reqs, ups)
+		if err != nil && rest && strings.Contains(err.Error(), "requirement failed") {
+			// A REST catalog answers a failed requirement with 409 CommitFailedException, which
+			// iceberg-go's REST client maps to table.ErrCommitFailed.
+			err = fmt.Errorf("%w: %v", table.ErrCommitFailed, err)
+		}
+		return m, loc, err
+	})
+	return done
 }
 
 // TestTwoDrainersReplay: two drainers of one stream (a holder past its fence and the taker)
@@ -85,16 +74,15 @@ func TestTwoDrainersReplay(t *testing.T) {
 			other := *e.drain
 			other.Lake, other.Metrics, other.Status = l2, NewMetrics(), NewStatus("other", e.cfg.Role, "test", time.Now())
 			var otherCommitted int
-			rc := &raceCatalog{rest: c.rest, first: func() {
+			raced := raceCommits(e.lake, c.rest, func() {
 				res, err := other.Cycle(context.Background(), true)
 				otherCommitted = res.Committed
 				t.Logf("other drainer: %+v %v", res, err)
-			}}
-			e.lake.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { rc.Catalog = c; return rc })
+			})
 			res, err := e.drain.Cycle(context.Background(), true)
 			t.Logf("this drainer: %+v %v", res, err)
-			if !rc.done.Load() || otherCommitted != 1 {
-				t.Fatalf("the race did not happen: injected %v, the other drainer committed %d batches (want 1)", rc.done.Load(), otherCommitted)
+			if !raced.Load() || otherCommitted != 1 {
+				t.Fatalf("the race did not happen: injected %v, the other drainer committed %d batches (want 1)", raced.Load(), otherCommitted)
 			}
 			if got := e.tableSum("events"); got != want {
 				t.Fatalf("table %+v, want %+v: one batch committed twice", got, want)

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"context"
 	"errors"
-	"github.com/apache/iceberg-go/table"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -11,11 +10,10 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-
-	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
@@ -164,8 +162,7 @@ func TestLostReleaseResponseTwoHolders(t *testing.T) {
 	if err := b.Tick(ctx); err != nil { // b goes live, holds nothing yet
 		t.Fatal(err)
 	}
-	lossy := &lossyCatalog{}
-	e.lake.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { lossy.Catalog = c; return lossy })
+	lossy := loseResponses(e.lake)
 	lossy.lose.Store(1)
 	err = a.Tick(ctx) // a releases one stream; the commit lands, the response is lost
 	t.Logf("a's tick: %v", err)
@@ -223,30 +220,6 @@ func TestBadStreamDirDoesNotStallOthers(t *testing.T) {
 	}
 }
 
-// conflictOnceCatalog answers the first armed commit with a conflict after letting onConflict
-// run (here: the claim's fence passes while the commit was in flight).
-type conflictOnceCatalog struct {
-	catalog.Catalog
-	armed      atomic.Bool
-	onConflict func()
-}
-
-func (c *conflictOnceCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
-	t, err := c.Catalog.LoadTable(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
-}
-
-func (c *conflictOnceCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
-	if c.armed.CompareAndSwap(true, false) {
-		c.onConflict()
-		return nil, "", errors.New("requirement failed: branch main has changed")
-	}
-	return c.Catalog.CommitTable(ctx, id, reqs, ups)
-}
-
 // TestFenceCheckedBeforeEveryCommitAttempt: a batch whose first commit attempt loses a conflict
 // while its claim's fence passes must not retry: another process may hold the stream by then.
 func TestFenceCheckedBeforeEveryCommitAttempt(t *testing.T) {
@@ -269,9 +242,16 @@ func TestFenceCheckedBeforeEveryCommitAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeStreamDir(t, filepath.Join(root, "ingest-0"), "ingest-0", "events", 1, 500, 2, start.Add(time.Hour))
-	cc := &conflictOnceCatalog{onConflict: func() { now = now.Add(claim.Fence(30 * time.Second)) }}
-	e.lake.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { cc.Catalog = c; return cc })
-	cc.armed.Store(true)
+	// The first commit meets a conflict, and the claim's fence passes while it is in flight.
+	var armed atomic.Bool
+	hookCommits(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error) {
+		if armed.CompareAndSwap(true, false) {
+			now = now.Add(claim.Fence(30 * time.Second))
+			return nil, "", errors.New("requirement failed: branch main has changed")
+		}
+		return next(ctx, id, reqs, ups)
+	})
+	armed.Store(true)
 	_, err := e.drain.Cycle(context.Background(), true)
 	if !errors.Is(err, errNotClaimed) {
 		t.Fatalf("cycle error %v, want the fence (%v)", err, errNotClaimed)

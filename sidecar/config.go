@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -41,65 +42,148 @@ func (r Role) Maintains() bool { return r == RoleAll || r == RoleMaintenance }
 // Option below; Options() is the single source for flags, environment variables, defaults and
 // docs/configuration.md.
 type Config struct {
-	Role      Role
-	WALDir    string
-	Catalog   string // sqlite:PATH, postgres://..., rest+http(s)://...
-	Warehouse string // local path, file://..., s3://bucket/prefix
+	// Role says which loops run. Default all (--role): one process per pod drains and maintains;
+	// drain or maintenance split the work across deployments (the spec's roles).
+	Role Role
+	// WALDir is where ingest seals WAL segments, on the volume both containers mount. Default
+	// /var/lib/siglake/wal (--wal-dir), the chart's mount path. With CatalogClaim, a root of streams.
+	WALDir string
+	// Catalog is the Iceberg catalog: sqlite:PATH, postgres://... or rest+http(s)://... Default
+	// sqlite:/var/lib/siglake/catalog.db (--catalog): the embedded catalog runs with nothing else.
+	Catalog string
+	// Warehouse is where data files go: a local path, file://... or s3://bucket/prefix. Default
+	// /var/lib/siglake/warehouse (--warehouse), beside the embedded catalog.
+	Warehouse string
+	// Namespace is the Iceberg namespace of siglake's tables. Default siglake (--namespace).
 	Namespace string
-	HTTPAddr  string
+	// HTTPAddr serves /metrics, /debug/status, /healthz and /readyz. Default 127.0.0.1:9464
+	// (--http-addr): loopback unless the deployment exposes it.
+	HTTPAddr string
 
-	S3Endpoint  string
-	S3Region    string
+	// S3Endpoint is the URL of an S3-compatible store. Default empty (--s3-endpoint): AWS's own.
+	S3Endpoint string
+	// S3Region is the S3 region. Default us-east-1 (--s3-region).
+	S3Region string
+	// S3AccessKey and S3SecretKey are static S3 credentials. Default empty (--s3-access-key,
+	// --s3-secret-key): the standard AWS_* environment from a Secret is preferred.
 	S3AccessKey string
 	S3SecretKey string
+	// S3PathStyle addresses buckets by path, not host name. Default true (--s3-path-style): most
+	// S3-compatible servers need it.
 	S3PathStyle bool
 
-	// Drain commit batching (spec "Commit-accumulation batching").
+	// CommitBatchTargetBytes closes a table's drain batch once its segments reach this size; 0
+	// commits each segment alone. Default 32 MiB (--commit-batch-target-mb): fewer catalog commits
+	// and fewer, larger generation-0 files (spec "Commit-accumulation batching").
 	CommitBatchTargetBytes int64
-	CommitBatchMaxAge      time.Duration
-	DrainPollInterval      time.Duration
-	TargetFileBytes        int64
+	// CommitBatchMaxAge commits a batch once its oldest segment is this old, even below the target.
+	// Default 10 s (--commit-batch-max-age-secs): bounds how late rows reach the lake.
+	CommitBatchMaxAge time.Duration
+	// DrainPollInterval is how often the drain scans the WAL directory. Default 1 s
+	// (--drain-poll-interval): a scan is one directory listing, and the batch age decides commits.
+	DrainPollInterval time.Duration
+	// TargetFileBytes splits output files (only where the timestamp changes) at this size.
+	// Default 256 MiB (--target-file-mb): the usual Iceberg target, past which another merge buys
+	// little read speed for its write cost (docs/compaction.md).
+	TargetFileBytes int64
 
-	// Catalog claims (docs/claims.md): WALDir is a root of stream subdirectories shared by
-	// several drain processes, each draining the streams whose claim it holds.
-	CatalogClaim    bool
+	// CatalogClaim makes WALDir a root of stream subdirectories shared by several drain
+	// processes, each draining the streams whose catalog claim it holds (docs/claims.md).
+	// Default off (--catalog-claim): each pod drains its own WAL.
+	CatalogClaim bool
+	// CatalogClaimTTL is how long an unrenewed claim lasts before another process may take it;
+	// renewed every third. Default 30 s (--catalog-claim-ttl): one claim commit per process per 10 s.
 	CatalogClaimTTL time.Duration
 
-	// Maintenance.
-	ReclusterInterval        time.Duration
-	Leveled                  bool
-	MaxOverlapDepth          int
-	MaxSealedForRecluster    int
+	// ReclusterInterval is the maintenance tick for file rewrites; 0 disables rewrites but not
+	// the other maintenance. Default 10 s (--recluster-interval-secs), the planner's, the L0 check.
+	ReclusterInterval time.Duration
+	// Leveled selects leveled compaction; false is the legacy flat whole-partition pass. Default
+	// true (--leveled), the planner's.
+	Leveled bool
+	// MaxOverlapDepth triggers a rewrite of the deepest overlapping cluster above this depth.
+	// Default 12 (--max-overlap-depth), the planner's and the spec's.
+	MaxOverlapDepth int
+	// MaxSealedForRecluster is the sealed-WAL backlog (segments) above which draining gets
+	// priority over maintenance. Default 256 (--max-sealed-for-recluster), the spec's.
+	MaxSealedForRecluster int
+	// BackpressureCompactEvery runs a restricted L0 pass every Nth backlogged cycle, so L0 does not
+	// pile up under a long backlog; 0 disables it. Default 4 (--backpressure-compact-every).
 	BackpressureCompactEvery int
-	LevelMaxGen              int
-	MaxFanIn                 int
-	SnapshotExpireInterval   time.Duration
-	SnapshotRetain           int
-	IndexFooterMaxBytes      int64
-	InvertedIndex            bool
-	IndexRebuild             bool
-	MergeMemoryBytes         int64
-	MergeChunkRows           int64
+	// LevelMaxGen takes files of this generation out of level selection; 0 = no cap. Default 8
+	// (--level-max-gen): caps write amplification on slow tables (docs/compaction.md).
+	LevelMaxGen int
+	// MaxFanIn is the most input files one rewrite bin takes, 2 to 1024. Default 32
+	// (--max-fan-in), the planner's: bounds open inputs and merge memory per bin.
+	MaxFanIn int
+	// SnapshotExpireInterval is how often snapshots are expired; 0 disables expiry. Default 60 s
+	// (--snapshot-expire-interval-secs): drain commits add snapshots every few seconds.
+	SnapshotExpireInterval time.Duration
+	// SnapshotRetain is how many of the latest snapshots expiry keeps. Default 100
+	// (--snapshot-retain): room for time travel and readers of a recent snapshot.
+	SnapshotRetain int
+	// IndexFooterMaxBytes is the largest inverted index kept in a Parquet footer, per column.
+	// Default 1 MiB (--index-footer-max-bytes): footers stay cheap to read.
+	IndexFooterMaxBytes int64
+	// InvertedIndex writes footer inverted indexes on in-memory rewrites. Default true
+	// (--inverted-index): search prunes files by them.
+	InvertedIndex bool
+	// IndexRebuild registers Puffin index sidecars for rewrite outputs that lack an index (streamed
+	// merges write none). Default false (--index-rebuild): it costs a second read of each output.
+	IndexRebuild bool
+	// MergeMemoryBytes is the merges' decoded-memory budget; 0 derives it from GOMEMLIMIT or the
+	// container limit. Default 0 (--merge-memory-bytes): the limit is already set per pod.
+	MergeMemoryBytes int64
+	// MergeChunkRows is how many rows the page-bounded merge decodes at a time, which bounds its
+	// memory whatever the input size. Default 64 Ki rows (--merge-chunk-rows), merge's default.
+	MergeChunkRows int64
 
-	// Delete tasks (docs/deletes.md).
-	DeleteTasks         bool
+	// DeleteTasks runs the idle-cycle delete-task sweep over owned tables (docs/deletes.md);
+	// requests are recorded either way. Default true (--delete-tasks), the spec's.
+	DeleteTasks bool
+	// DeleteSweepMaxFiles and DeleteSweepMaxBytes bound the candidate files one sweep of a table
+	// examines, so a big request cannot starve the drain. Defaults 8 files (--delete-sweep-max-files)
+	// and 1024 MiB (--delete-sweep-max-mb); at least one file is always examined.
 	DeleteSweepMaxFiles int
 	DeleteSweepMaxBytes int64
 
-	// Gossip.
-	NodeName        string
-	GossipBind      string
+	// NodeName is the gossip member name. Default empty (--node-name): the hostname, which is the
+	// pod name on Kubernetes and so stable across restarts.
+	NodeName string
+	// GossipBind is the gossip host:port. Default empty (--gossip-bind): no gossip, and this
+	// process owns every table, which is right for a single process.
+	GossipBind string
+	// GossipAdvertise is the address peers reach this member at. Default empty
+	// (--gossip-advertise): the bind address; set it to the pod IP.
 	GossipAdvertise string
-	GossipJoin      []string
-	GossipSettle    time.Duration
-	GossipRejoin    time.Duration
+	// GossipJoin lists the peers or DNS names (a headless Service) to join. Default none
+	// (--gossip-join, comma-separated).
+	GossipJoin []string
+	// GossipSettle is how long a member's view must be stable before it acts as a table's owner.
+	// Default 5 s (--gossip-settle-secs): a joining view converges first (docs/gossip.md).
+	GossipSettle time.Duration
+	// GossipRejoin is how often the join list is re-resolved and re-joined. Default 30 s
+	// (--gossip-rejoin-secs): a member that started alone finds the others.
+	GossipRejoin time.Duration
 
+	// GossipProbeInterval is how often a member probes one random peer (memberlist). Default 1 s
+	// (--gossip-probe-interval), memberlist's LAN default: failure detection in seconds.
 	GossipProbeInterval time.Duration
-	GossipProbeTimeout  time.Duration
+	// GossipProbeTimeout is how long a direct probe waits for its ack before indirect probes.
+	// Default 500 ms (--gossip-probe-timeout), memberlist's LAN default; below the interval.
+	GossipProbeTimeout time.Duration
+	// GossipSuspicionMult scales how long a suspected member may refute before it is declared
+	// dead. Default 4 (--gossip-suspicion-mult), memberlist's LAN default.
 	GossipSuspicionMult int
 
-	LogFormat       string // json, console, auto
-	LogLevel        string
+	// LogFormat is json, console or auto. Default auto (--log-format): console on a terminal,
+	// JSON in a container.
+	LogFormat string
+	// LogLevel is debug, info, warn or error. Default info (--log-level).
+	LogLevel string
+	// ShutdownTimeout is how long, on SIGTERM, the in-flight commit may take before it is
+	// abandoned (its segments stay in the WAL). Default 30 s (--shutdown-timeout): below the
+	// chart's 60 s termination grace period.
 	ShutdownTimeout time.Duration
 }
 
@@ -313,12 +397,7 @@ func Options() []Option {
 		{"gossip-join", "SIGLAKE_GOSSIP_JOIN", "", "gossip.join",
 			"Comma-separated host:port peers or DNS names (a headless Service) to join.",
 			func(c *Config, v string) error {
-				c.GossipJoin = nil
-				for _, p := range strings.Split(v, ",") {
-					if p = strings.TrimSpace(p); p != "" {
-						c.GossipJoin = append(c.GossipJoin, p)
-					}
-				}
+				c.GossipJoin = gossip.ParseJoin(v)
 				return nil
 			}},
 		{"gossip-settle-secs", "SIGLAKE_GOSSIP_SETTLE_SECS", "5", "",

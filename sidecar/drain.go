@@ -48,6 +48,10 @@ type Drain struct {
 	failures     map[string]int
 }
 
+// drainBackoff delays a table after failed batches: 1 s, 2 s, ... 32 s. No jitter: the delay
+// is a deadline against the drain's own clock, and each table backs off on its own.
+var drainBackoff = lake.Backoff{Min: time.Second, Max: 32 * time.Second, Factor: 2, Jitter: lake.NoJitter}
+
 // errWALDir marks a cycle that could not list the WAL directory.
 var errWALDir = errors.New("cannot scan the WAL dir")
 
@@ -175,8 +179,7 @@ func (d *Drain) noteFailure(key string, now time.Time) {
 		d.backoffUntil, d.failures = map[string]time.Time{}, map[string]int{}
 	}
 	d.failures[key]++
-	wait := time.Second << min(d.failures[key]-1, 5) // 1 s .. 32 s
-	d.backoffUntil[key] = now.Add(wait)
+	d.backoffUntil[key] = now.Add(drainBackoff.Wait(d.failures[key], nil))
 }
 
 func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time) {

@@ -7,33 +7,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// lossyCatalog commits for real but, while lose > 0, reports failure: the response was lost.
-type lossyCatalog struct {
-	catalog.Catalog
-	lose   atomic.Int32
-	losses atomic.Int32
+// lostResponses counts the commit responses loseResponses drops.
+type lostResponses struct {
+	lose   atomic.Int32 // responses still to lose
+	losses atomic.Int32 // responses lost
 }
 
-func (c *lossyCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
-	t, err := c.Catalog.LoadTable(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	// Bind the table to this wrapper so its commits come through CommitTable below.
-	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
-}
-
-func (c *lossyCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
-	m, loc, err := c.Catalog.CommitTable(ctx, id, reqs, ups)
-	if err == nil && c.lose.Add(-1) >= 0 {
-		c.losses.Add(1)
-		return nil, "", errors.New("read tcp: connection reset by peer (the commit went through; its response did not)")
-	}
-	return m, loc, err
+// loseResponses makes l's catalog commit for real but, while lose > 0, report failure: the
+// response was lost.
+func loseResponses(l *lake.Lake) *lostResponses {
+	lr := &lostResponses{}
+	hookCommits(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error) {
+		m, loc, err := next(ctx, id, reqs, ups)
+		if err == nil && lr.lose.Add(-1) >= 0 {
+			lr.losses.Add(1)
+			return nil, "", errors.New("read tcp: connection reset by peer (the commit went through; its response did not)")
+		}
+		return m, loc, err
+	})
+	return lr
 }
 
 // TestLostCommitResponseNoDuplicate: the catalog commits the batch but the drain sees an error.
@@ -46,8 +43,7 @@ func TestLostCommitResponseNoDuplicate(t *testing.T) {
 	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	lossy := &lossyCatalog{}
-	e.lake.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { lossy.Catalog = c; return lossy })
+	lossy := loseResponses(e.lake)
 	want.Merge(e.writeSegments("events", 3, 5000, 8, start.Add(time.Hour)))
 	lossy.lose.Store(3) // each of the three segments' commits loses its response once
 

@@ -6,32 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
-
-// appendFirstCatalog runs before() ahead of every commit that reaches it while armed: another
-// writer (the drain of another pod) commits to the table while a rewrite is being committed.
-type appendFirstCatalog struct {
-	catalog.Catalog
-	armed  atomic.Bool
-	before func()
-}
-
-func (c *appendFirstCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
-	t, err := c.Catalog.LoadTable(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
-}
-
-func (c *appendFirstCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
-	if c.armed.CompareAndSwap(true, false) {
-		c.before()
-	}
-	return c.Catalog.CommitTable(ctx, id, reqs, ups)
-}
 
 // TestRewriteCommitsDespiteConcurrentAppends: in production the drains of every pod append to a
 // table all the time, so a rewrite's replace nearly always meets a table that moved since the
@@ -42,9 +18,11 @@ func TestRewriteCommitsDespiteConcurrentAppends(t *testing.T) {
 	want := smallFilesTable(t, e, 60)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	m := newMaintainer(t, e, e.lake, func() time.Time { return now })
-	ac := &appendFirstCatalog{}
+	// While armed, before runs ahead of the commit that reaches the catalog: another writer (the
+	// drain of another pod) commits to the table while a rewrite is being committed.
+	var armed atomic.Bool
 	seed, appends := uint64(900), 0
-	ac.before = func() {
+	before := func() {
 		// The drain commits new segments first: the table moves under the replace.
 		seed++
 		appends++
@@ -53,13 +31,18 @@ func TestRewriteCommitsDespiteConcurrentAppends(t *testing.T) {
 			t.Errorf("concurrent drain: %v", err)
 		}
 		if appends < 3 {
-			ac.armed.Store(true) // and again before the next commit
+			armed.Store(true) // and again before the next commit
 		}
 	}
-	m.Lake.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { ac.Catalog = c; return ac })
-	ac.armed.Store(true)
+	hookCommits(m.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error) {
+		if armed.CompareAndSwap(true, false) {
+			before()
+		}
+		return next(ctx, id, reqs, ups)
+	})
+	armed.Store(true)
 	rep, err := m.Cycle(context.Background())
-	ac.armed.Store(false)
+	armed.Store(false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,8 +169,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 // openLake connects to the catalog, retrying with backoff while it is unreachable; meanwhile the
 // drain cannot commit, so the backlog is kept and reported.
 func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
-	wait := time.Second
-	for {
+	for failures := 1; ; failures++ {
 		l, err := lake.Open(ctx, LakeConfig(p.Cfg))
 		if err == nil {
 			p.setCatalog(nil)
@@ -180,6 +179,7 @@ func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
 			return nil, err
 		}
 		p.setCatalog(err)
+		wait := catalogBackoff.Wait(failures, nil)
 		p.Log.Warn("catalog unreachable; retrying", zap.Error(err), zap.Duration("retry_in", wait))
 		observe := func() {
 			if p.Cfg.Role.Drains() {
@@ -189,7 +189,7 @@ func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
 			}
 		}
 		observe()
-		// The backoff grows to 30 s; the backlog gauges keep the drain's scan cadence meanwhile.
+		// The backlog gauges keep the drain's scan cadence meanwhile.
 		retry := time.After(wait)
 	sleep:
 		for {
@@ -202,9 +202,11 @@ func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
 				observe()
 			}
 		}
-		wait = min(wait*2, 30*time.Second)
 	}
 }
+
+// catalogBackoff paces openLake: 1 s, 2 s, ... 30 s between attempts to reach the catalog.
+var catalogBackoff = lake.Backoff{Min: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: lake.NoJitter}
 
 func (p *Process) setCatalog(err error) {
 	if err == nil {

@@ -195,7 +195,9 @@ func (r *StatusReport) Table(name string) *TableReport {
 }
 
 // EditMaintenance replaces the table's maintenance state with a copy that f changes; call inside
-// Update. The published state may be being encoded by /debug/status, so it is never written.
+// Update. The published state may be being encoded by /debug/status, so it is never written. The
+// copy is shallow but for IndexRebuild: f replaces the maps and slices it changes (FilesPerLevel,
+// LastPass, ...), never writes into them.
 func (r *StatusReport) EditMaintenance(table string, f func(ms *MaintenanceState)) {
 	tr := r.Table(table)
 	var ms MaintenanceState

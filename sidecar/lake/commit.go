@@ -89,10 +89,18 @@ type CommitResult struct {
 }
 
 // Retry bounds CommitAppend's own retries; the drain keeps the batch and tries again later after that.
+// The k-th retry waits between MinWait·2^(k-1) and MinWait·2^k, never more than MaxWait (Backoff).
 type Retry struct {
 	Attempts int
-	MinWait  time.Duration
-	MaxWait  time.Duration
+	MinWait  time.Duration // least wait, before the first retry
+	MaxWait  time.Duration // most wait, before any retry
+}
+
+// Backoff is the retries' policy: doubling, with equal jitter so concurrent committers on one
+// table do not retry in lockstep. Its ceiling starts at 2·MinWait, so the first retry waits at
+// least MinWait.
+func (r Retry) Backoff() Backoff {
+	return Backoff{Min: 2 * r.MinWait, Max: r.MaxWait, Factor: 2, Jitter: EqualJitter}
 }
 
 // DefaultRetry is what the drain uses.
@@ -106,9 +114,10 @@ var DefaultRetry = Retry{Attempts: 6, MinWait: 100 * time.Millisecond, MaxWait: 
 func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry) (CommitResult, error) {
 	var lastErr error
 	maybe := false
+	policy := retry.Backoff()
 	for attempt := 1; attempt <= max(1, retry.Attempts); attempt++ {
 		if attempt > 1 {
-			if err := sleep(ctx, backoff(attempt-1, retry)); err != nil {
+			if err := sleep(ctx, policy.Wait(attempt-1, rand.Int64N)); err != nil {
 				return CommitResult{Attempts: attempt - 1, MaybeCommitted: maybe}, fmt.Errorf("commit to %s: %w (last error: %v)", req.Table, err, lastErr)
 			}
 		}
@@ -172,15 +181,6 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 func IsConflict(err error) bool {
 	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) ||
 		strings.Contains(err.Error(), "requirement failed:")
-}
-
-func backoff(n int, r Retry) time.Duration {
-	d := r.MinWait << min(n, 16)
-	if d > r.MaxWait || d <= 0 {
-		d = r.MaxWait
-	}
-	// Full jitter keeps concurrent committers on one table from retrying in lockstep.
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -51,7 +51,7 @@ type GCResult struct {
 }
 
 // GC finds (and with Apply deletes) the orphans of the lake's tables. It goes on with the next
-// table after one fails and returns the first error.
+// table after one fails and returns every table's error, joined.
 func (l *Lake) GC(ctx context.Context, opts GCOptions) ([]GCResult, error) {
 	if opts.OlderThan <= 0 {
 		return nil, fmt.Errorf("--older-than must be a positive duration, got %v", opts.OlderThan)

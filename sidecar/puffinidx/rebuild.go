@@ -175,7 +175,7 @@ func (r *Rebuilder) writeSidecar(ctx context.Context, t *table.Table, fs iceberg
 	if err != nil {
 		return writtenSidecar{}, fmt.Errorf("create index sidecar %s: %w", p, err)
 	}
-	cw := &countingWriter{w: out}
+	cw := &merge.CountingWriter{W: out}
 	err = WritePuffin(cw, t.Schema(), dataFile, cols, built, snap, seq)
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -184,7 +184,7 @@ func (r *Rebuilder) writeSidecar(ctx context.Context, t *table.Table, fs iceberg
 		_ = fs.Remove(p)
 		return writtenSidecar{}, fmt.Errorf("write index sidecar %s: %w", p, err)
 	}
-	return writtenSidecar{sidecar: Sidecar{Path: p, Columns: cols, SnapshotID: snap}, bytes: cw.n}, nil
+	return writtenSidecar{sidecar: Sidecar{Path: p, Columns: cols, SnapshotID: snap}, bytes: cw.N}, nil
 }
 
 // WritePuffin writes one blob per column with iceberg-go's Puffin writer (uncompressed: the
@@ -219,15 +219,4 @@ func WritePuffin(w io.Writer, sc *iceberg.Schema, dataFile string, cols []string
 		}
 	}
 	return pw.Finish()
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
