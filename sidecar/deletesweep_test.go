@@ -111,7 +111,7 @@ func expectAfter(recs []arrow.RecordBatch, rs []deletes.Request) (RowSum, map[st
 			}
 			if !hit {
 				s := rec.NewSlice(int64(i), int64(i+1))
-				sum.Add(s, eventColumns)
+				sum.Add(s, eventColumns...)
 				s.Release()
 			}
 		}

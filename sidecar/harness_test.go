@@ -65,7 +65,7 @@ func (e *env) writeSegments(table string, segments, rows int, seed uint64, start
 	var sum RowSum
 	for i := 0; i < segments; i++ {
 		rec := g.Batch(memory.DefaultAllocator, start.Add(time.Duration(i*rows)*time.Millisecond), rows, time.Millisecond)
-		sum.Add(rec, eventColumns)
+		sum.Add(rec, eventColumns...)
 		if err := w.Append(table, rec); err != nil {
 			e.t.Fatal(err)
 		}

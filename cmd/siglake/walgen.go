@@ -59,7 +59,15 @@ func runWalgen(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	var sum sidecar.RowSum
-	res, err := walgen.Run(ctx, o, func(_ string, rec arrow.RecordBatch) { sum.Add(rec, sidecar.EventColumns) })
+	var sumErr error
+	res, err := walgen.Run(ctx, o, func(_ string, rec arrow.RecordBatch) {
+		if err := sum.Add(rec, sidecar.EventColumns...); err != nil && sumErr == nil {
+			sumErr = fmt.Errorf("fingerprint of the sealed rows: %w", err)
+		}
+	})
+	if err == nil {
+		err = sumErr
+	}
 	if err != nil {
 		return err
 	}

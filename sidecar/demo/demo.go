@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 			Gen: walgen.Options{Seed: 1, LateFraction: 0.02, MaxLateness: 5 * time.Minute}}
 		_, err := walgen.Run(genCtx, ro, func(tbl string, rec arrow.RecordBatch) {
 			mu.Lock()
-			sealed[tbl].Add(rec, sidecar.EventColumns)
+			_ = sealed[tbl].Add(rec, sidecar.EventColumns...) // walgen's own schema: every column type is fingerprinted
 			mu.Unlock()
 		})
 		if err != nil {

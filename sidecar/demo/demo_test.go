@@ -75,7 +75,7 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	for i := 0; i < 10; i++ {
 		rec := g.Batch(memory.DefaultAllocator, start.Add(time.Duration(i*500)*time.Millisecond), 500, time.Millisecond)
-		want.Add(rec, sidecar.EventColumns)
+		want.Add(rec, sidecar.EventColumns...)
 		if err := w.Append(walgen.EventsTable, rec); err != nil {
 			t.Fatal(err)
 		}
@@ -157,14 +157,14 @@ func testDemoDuckDBHint(t *testing.T, cfg sidecar.Config, out string) {
 		return 0
 	}
 	got := count(parquet)
-	if got != sum.Rows {
+	if int64(got) != sum.Rows {
 		t.Errorf("the printed read_parquet command counts %d rows, the table holds %d (%d live files)", got, sum.Rows, len(live))
 	}
 	// The hint it replaces read every Parquet file under the table's data directory, including the
 	// inputs of committed rewrites; the demo's maintenance passes leave some, so it counts more.
 	files, _ := filepath.Glob(filepath.Join(cfg.Warehouse, "siglake.db", "events", "data", "*", "*.parquet"))
 	old := count(fmt.Sprintf("SELECT count(*) FROM read_parquet(%s)", sqlString(filepath.Join(cfg.Warehouse, "siglake.db/events/data/*/*.parquet"))))
-	if len(files) <= len(live) || old <= sum.Rows {
+	if len(files) <= len(live) || int64(old) <= sum.Rows {
 		t.Errorf("no replaced files (%d on disk, %d live; the glob counts %d rows, the table %d): the demo committed no rewrite of events", len(files), len(live), old, sum.Rows)
 	}
 	t.Logf("events: %d rows in %d live files; the old glob read %d rows from %d files", sum.Rows, len(live), old, len(files))

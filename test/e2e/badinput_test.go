@@ -365,7 +365,7 @@ func TestQuarantineThroughBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rec := range l.Records {
-			want.Add(rec, sidecar.EventColumns)
+			want.Add(rec, sidecar.EventColumns...)
 		}
 		l.Release()
 	}

@@ -28,7 +28,7 @@ func (s *site) scanSum(name string, filter iceberg.BooleanExpression) sidecar.Ro
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		sum.Add(rec, sidecar.EventColumns)
+		sum.Add(rec, sidecar.EventColumns...)
 		rec.Release()
 	}
 	return sum
@@ -46,7 +46,7 @@ func TestDeleteRequestSweptByRunningCompactor(t *testing.T) {
 	billing := iceberg.EqualTo(iceberg.Reference("service"), "billing")
 	keep := s.scanSum("events", iceberg.NewNot(billing))
 	before := s.scanSum("events", billing)
-	if before.Rows == 0 || keep.Rows+before.Rows != uint64(w.Rows) {
+	if before.Rows == 0 || keep.Rows+before.Rows != w.Rows {
 		t.Fatalf("setup: %d billing and %d other rows of %d", before.Rows, keep.Rows, w.Rows)
 	}
 
