@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/gossip"
@@ -599,15 +597,7 @@ func quoteDefault(d string) string {
 }
 
 // ParseBool accepts the spellings DESIGN.md promises: 1/0, true/false, on/off, yes/no.
-func ParseBool(v string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "1", "true", "on", "yes":
-		return true, nil
-	case "0", "false", "off", "no":
-		return false, nil
-	}
-	return false, fmt.Errorf("accepted: 1/0, true/false, on/off, yes/no")
-}
+func ParseBool(v string) (bool, error) { return lake.ParseBool(v) }
 
 func validName(v string) bool {
 	if v == "" || len(v) > 128 || v[0] < 'a' || v[0] > 'z' {
@@ -685,32 +675,8 @@ func LakeConfig(c Config) lake.Config {
 		S3Endpoint: c.S3Endpoint, S3Region: c.S3Region, S3AccessKey: c.S3AccessKey, S3SecretKey: c.S3SecretKey, S3PathStyle: c.S3PathStyle}
 }
 
-// IndexAtFlushProperty is the table property behind the table setting index_at_flush: "true" makes
-// generation-0 writes (drain flushes) do the whole-file index work too; default false.
-const IndexAtFlushProperty = "siglake.index_at_flush"
-
-// IndexColumnsProperty is the table property behind the table's index specification: the
-// comma-separated columns that get an inverted index (footer, or a Puffin sidecar from the
-// rebuild). Unset: none.
-const IndexColumnsProperty = "siglake.index_columns"
-
-// IndexColumns returns the columns t's index specification names, in order, without repeats.
-func IndexColumns(t *table.Table) []string { return indexColumns(t.Properties()) }
-
-func indexColumns(props iceberg.Properties) []string {
-	var out []string
-	for _, c := range strings.Split(props[IndexColumnsProperty], ",") {
-		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // metadataOptions is the search metadata a write to t produces, from the process options and the
-// table's index_at_flush setting and index specification.
+// table's settings (lake.WriteMetadata).
 func (c Config) metadataOptions(t *table.Table) merge.MetadataOptions {
-	atFlush, _ := ParseBool(t.Properties()[IndexAtFlushProperty])
-	return merge.MetadataOptions{InvertedIndexOff: !c.InvertedIndex, FooterMaxBytes: c.IndexFooterMaxBytes, IndexAtFlush: atFlush,
-		IndexColumns: IndexColumns(t)}
+	return lake.WriteMetadata(t, !c.InvertedIndex, c.IndexFooterMaxBytes)
 }

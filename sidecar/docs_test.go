@@ -125,14 +125,14 @@ func TestMetricsDocumented(t *testing.T) {
 		}
 	}
 	// Give every vector a child so promlint sees it.
-	m.Commits.WithLabelValues("t", "committed").Inc()
-	m.SegmentsDrained.WithLabelValues("t").Inc()
-	m.RowsCommitted.WithLabelValues("t").Inc()
-	m.BytesCommitted.WithLabelValues("t").Inc()
-	m.CommitDuration.WithLabelValues("t").Observe(1)
-	m.Quarantined.WithLabelValues("corrupt").Inc()
-	m.DrainErrors.WithLabelValues("commit").Inc()
-	m.LastCommitSeconds.WithLabelValues("t").Set(1)
+	m.Drain.Commits.WithLabelValues("t", "committed").Inc()
+	m.Drain.SegmentsDrained.WithLabelValues("t").Inc()
+	m.Drain.RowsCommitted.WithLabelValues("t").Inc()
+	m.Drain.BytesCommitted.WithLabelValues("t").Inc()
+	m.Drain.CommitDuration.WithLabelValues("t").Observe(1)
+	m.Drain.Quarantined.WithLabelValues("corrupt").Inc()
+	m.Drain.DrainErrors.WithLabelValues("commit").Inc()
+	m.Drain.LastCommitSeconds.WithLabelValues("t").Set(1)
 	m.Merge.Rewrites.WithLabelValues("kway").Inc()
 	m.Merge.InputBytes.WithLabelValues("kway").Inc()
 	m.Merge.OutputBytes.WithLabelValues("kway").Inc()

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -25,7 +26,7 @@ type env struct {
 	dir   string
 	cfg   Config
 	lake  *lake.Lake
-	drain *Drain
+	drain *drain.Drain
 }
 
 func newEnv(t *testing.T, mutate func(*Config)) *env {
@@ -48,7 +49,7 @@ func newEnv(t *testing.T, mutate func(*Config)) *env {
 	}
 	t.Cleanup(func() { l.Close() })
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	d := &Drain{Cfg: cfg, Lake: l, Metrics: NewMetrics(), Status: NewStatus("test", cfg.Role, "test", time.Now()),
+	d := &drain.Drain{Cfg: DrainConfig(cfg), Lake: l, Metrics: NewMetrics().Drain, Publish: NewStatus("test", cfg.Role, "test", time.Now()),
 		Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Retry: lake.Retry{Attempts: 3, MinWait: time.Millisecond, MaxWait: 10 * time.Millisecond}}
 	return &env{t: t, dir: dir, cfg: cfg, lake: l, drain: d}
 }

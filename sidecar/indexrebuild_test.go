@@ -42,7 +42,7 @@ func rebuildEnv(t *testing.T, on bool, mergeBytes int64) (*env, *Maintainer, *ti
 	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	setProps(t, e, iceberg.Properties{IndexColumnsProperty: strings.Join(rebuildCols, ",")})
+	setProps(t, e, iceberg.Properties{lake.IndexColumnsProperty: strings.Join(rebuildCols, ",")})
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	return e, newMaintainer(t, e, e.lake, clock), &now

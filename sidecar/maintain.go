@@ -401,7 +401,7 @@ func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs iceb
 	// still indexes the columns of ordinary files.
 	rb := &puffinidx.Rebuilder{Metrics: m.Metrics.Rebuild, Log: m.Log, MaxMemBytes: max(budget/2, 16<<20)}
 	start := m.Now()
-	res, err := rb.Run(ctx, t, fs, snap, files, IndexColumns(t))
+	res, err := rb.Run(ctx, t, fs, snap, files, lake.IndexColumns(t))
 	if err != nil {
 		m.Status.AddError(m.Now(), "index-rebuild", name, err)
 		m.Log.Warn("index rebuild had failures; the rewrite stays committed", zap.String("table", name),
@@ -426,7 +426,7 @@ type rebuildRun struct {
 // one just happened).
 func (m *Maintainer) updateRebuildState(name string, props iceberg.Properties, run *rebuildRun) {
 	reg, _ := puffinidx.Parse(props)
-	cols := indexColumns(props)
+	cols := lake.IndexColumnsOf(props)
 	m.Status.Update(func(r *StatusReport) {
 		r.EditMaintenance(name, func(ms *MaintenanceState) {
 			if ms.IndexRebuild == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -16,19 +17,9 @@ import (
 type Metrics struct {
 	Reg *prometheus.Registry
 
-	SealedSegments  prometheus.Gauge
-	SealedBytes     prometheus.Gauge
-	OldestSealedAge prometheus.Gauge
-
-	SegmentsDrained   *prometheus.CounterVec // table
-	RowsCommitted     *prometheus.CounterVec // table
-	BytesCommitted    *prometheus.CounterVec // table
-	Commits           *prometheus.CounterVec // table, outcome
-	CommitDuration    *prometheus.HistogramVec
-	Quarantined       *prometheus.CounterVec // reason
-	DrainErrors       *prometheus.CounterVec // stage
-	CatalogUp         prometheus.Gauge
-	LastCommitSeconds *prometheus.GaugeVec // table
+	CatalogUp prometheus.Gauge
+	// Drain are the drain loop's metrics (sidecar/drain).
+	Drain *drain.Metrics
 
 	// Maintenance.
 	OverlapDepth          *prometheus.GaugeVec   // table
@@ -62,31 +53,8 @@ func NewMetrics() *Metrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{
 		Reg: reg,
-		SealedSegments: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_wal_sealed_segments", Help: "Sealed WAL segments waiting to be drained."}),
-		SealedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_wal_sealed_bytes", Help: "Bytes of sealed WAL segments waiting to be drained."}),
-		OldestSealedAge: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_wal_oldest_sealed_age_seconds", Help: "Age of the oldest sealed WAL segment waiting to be drained; 0 when none wait."}),
-		SegmentsDrained: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_drain_segments_total", Help: "WAL segments whose rows were committed and that were removed."}, []string{"table"}),
-		RowsCommitted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_drain_rows_total", Help: "Rows committed by the drain."}, []string{"table"}),
-		BytesCommitted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_drain_bytes_total", Help: "Parquet bytes committed by the drain."}, []string{"table"}),
-		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_drain_commits_total", Help: "Drain commits by outcome: committed, already_committed (a lost response was detected by the stream mark), failed."}, []string{"table", "outcome"}),
-		CommitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "siglake_drain_commit_duration_seconds", Help: "Time from reading a batch's segments to its catalog commit.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"table"}),
-		Quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_wal_quarantined_segments_total", Help: "Segments moved to quarantine, by reason."}, []string{"reason"}),
-		DrainErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_drain_errors_total", Help: "Drain errors by stage (scan, table, write, commit, remove); the batch is kept and retried."}, []string{"stage"}),
 		CatalogUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_catalog_up", Help: "1 when the last catalog call succeeded, 0 when the catalog is unreachable."}),
-		LastCommitSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "siglake_drain_last_commit_timestamp_seconds", Help: "Unix time of the table's last successful drain commit."}, []string{"table"}),
 	}
 	m.OverlapDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "siglake_table_overlap_depth", Help: "Largest number of live file time ranges of one partition that contain the same instant (from the last metadata walk)."}, []string{"table"})
@@ -117,10 +85,10 @@ func NewMetrics() *Metrics {
 	reg.MustRegister(m.DeletePending, m.DeleteRows, m.DeleteFilesRewritten, m.DeleteRequestsDone, m.DeleteSweeps)
 	m.Rewrite = rewrite.NewMetrics(reg)
 	m.Merge = merge.NewMetrics(reg)
+	reg.MustRegister(m.CatalogUp)
+	m.Drain = drain.NewMetrics(reg, m.CatalogUp, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Claims = claim.NewMetrics(reg)
 	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
-	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
-		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.CatalogUp, m.LastCommitSeconds)
 	return m
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 )
 
 // TestRewriteCommitsDespiteConcurrentAppends: in production the drains of every pod append to a
@@ -34,7 +35,7 @@ func TestRewriteCommitsDespiteConcurrentAppends(t *testing.T) {
 			armed.Store(true) // and again before the next commit
 		}
 	}
-	hookCommits(m.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error) {
+	catalogtest.Hook(m.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
 		if armed.CompareAndSwap(true, false) {
 			before()
 		}

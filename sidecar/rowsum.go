@@ -6,10 +6,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/sidecar/walgen"
 )
 
 // EventColumns are the columns of the built-in events table, in schema order.
-var EventColumns = []string{"timestamp", "service", "host", "severity", "trace_id", "span_id", "raw", "attributes"}
+var EventColumns = walgen.Columns
 
 // RowSum is siglake's one row fingerprint (package rowsum): walgen, the demo and the tests use it
 // to show that a drain or rewrite kept every row exactly once, and DuckDB reproduces it.

@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -183,8 +184,8 @@ func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
 		p.Log.Warn("catalog unreachable; retrying", zap.Error(err), zap.Duration("retry_in", wait))
 		observe := func() {
 			if p.Cfg.Role.Drains() {
-				if segs, serr := scanBacklog(p.Cfg.WALDir); serr == nil {
-					p.newDrain(nil).observeBacklog(segs, p.Now())
+				if segs, serr := localwal.Scan(p.Cfg.WALDir); serr == nil {
+					p.newDrain(nil).ObserveBacklog(segs, p.Now())
 				}
 			}
 		}
@@ -292,7 +293,7 @@ func (p *Process) claimManager(l *lake.Lake) *claim.Manager {
 	return &claim.Manager{
 		Lake: l, Holder: p.Cfg.NodeName, TTL: p.Cfg.CatalogClaimTTL, Now: time.Now, Log: p.Log, Metrics: p.Metrics.Claims,
 		Streams: func() ([]string, error) {
-			streams, loose, err := StreamDirs(root)
+			streams, loose, err := drain.StreamDirs(root)
 			if loose > 0 && !warned {
 				warned = true
 				p.Log.Error("catalog claims are on but sealed segments lie directly in the WAL root; they are not drained until moved into a stream subdirectory (or claims are turned off)",
@@ -304,25 +305,6 @@ func (p *Process) claimManager(l *lake.Lake) *claim.Manager {
 	}
 }
 
-// StreamDirs lists the stream subdirectories of a WAL root (claims on): every directory except
-// quarantine and hidden ones. loose counts sealed segments lying in the root itself.
-func StreamDirs(root string) (streams []string, loose int, err error) {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list WAL root %s (--wal-dir / SIGLAKE_WAL_DIR): %w", root, err)
-	}
-	for _, e := range ents {
-		// A stream directory is named by its stream id (lost+found on an ext4 volume root is not).
-		if e.IsDir() && e.Name() != localwal.QuarantineDir && localwal.ValidStream(e.Name()) {
-			streams = append(streams, e.Name())
-		}
-	}
-	if segs, err := localwal.Scan(root); err == nil {
-		loose = len(segs)
-	}
-	return streams, loose, nil
-}
-
 // backlog is the sealed WAL backlog that grades maintenance backpressure (0 for a process that
 // does not drain: its maintenance competes with no drain).
 func (p *Process) backlog() int {
@@ -331,19 +313,25 @@ func (p *Process) backlog() int {
 	}
 	dirs := []string{p.Cfg.WALDir}
 	if p.Cfg.CatalogClaim {
-		streams, _, _ := StreamDirs(p.Cfg.WALDir)
+		streams, _, _ := drain.StreamDirs(p.Cfg.WALDir)
 		for i, s := range streams {
 			streams[i] = filepath.Join(p.Cfg.WALDir, s)
 		}
 		dirs = streams
 	}
-	segs, _, _ := scanDirs(dirs) // what can be scanned: a bad dir is reported by the drain
+	segs, _, _ := drain.ScanDirs(dirs) // what can be scanned: a bad dir is reported by the drain
 	return len(segs)
 }
 
-func (p *Process) newDrain(l *lake.Lake) *Drain {
-	return &Drain{Cfg: p.Cfg, Lake: l, Metrics: p.Metrics, Status: p.Status, Log: p.Log, Now: p.Now,
+func (p *Process) newDrain(l *lake.Lake) *drain.Drain {
+	return &drain.Drain{Cfg: DrainConfig(p.Cfg), Lake: l, Metrics: p.Metrics.Drain, Publish: p.Status, Log: p.Log, Now: p.Now,
 		Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
+}
+
+// DrainConfig is the part of the options the drain needs.
+func DrainConfig(c Config) drain.Config {
+	return drain.Config{WALDir: c.WALDir, NodeName: c.NodeName, CommitBatchTargetBytes: c.CommitBatchTargetBytes,
+		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, Metadata: c.metadataOptions}
 }
 
 func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) error {
@@ -378,7 +366,7 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 		res, err := d.Cycle(work, once)
 		if err != nil {
 			p.Log.Warn("drain cycle had errors", zap.Error(err))
-			if errors.Is(err, errWALDir) {
+			if errors.Is(err, drain.ErrWALDir) {
 				p.Ready.Set(false, err.Error())
 			}
 		} else if res.Committed > 0 && !p.Ready.ready.Load() {

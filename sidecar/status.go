@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/drain"
 )
 
 // Status is what /debug/status shows and `siglake status` prints. The loops update it under the
@@ -35,7 +36,7 @@ type StatusReport struct {
 	// table meanwhile.
 	CatalogIDError string `json:"catalog_id_error,omitempty"`
 
-	Backlog Backlog                 `json:"backlog"`
+	Backlog drain.Backlog           `json:"backlog"`
 	Tables  map[string]*TableReport `json:"tables"`
 	Errors  []ErrorEntry            `json:"errors"` // newest first, at most maxErrors
 
@@ -47,19 +48,11 @@ type StatusReport struct {
 	Claims *claim.Report `json:"claims,omitempty"`
 }
 
-// Backlog is the sealed WAL waiting to be drained.
-type Backlog struct {
-	Segments         int     `json:"segments"`
-	Bytes            int64   `json:"bytes"`
-	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
-	Quarantined      int64   `json:"quarantined_total"`
-}
-
 // TableReport is one table's drain and maintenance state.
 type TableReport struct {
-	LastCommit *CommitReport `json:"last_commit,omitempty"`
-	Owner      string        `json:"owner,omitempty"`
-	OwnerSince *time.Time    `json:"owner_since,omitempty"`
+	LastCommit *drain.CommitReport `json:"last_commit,omitempty"`
+	Owner      string              `json:"owner,omitempty"`
+	OwnerSince *time.Time          `json:"owner_since,omitempty"`
 	// Candidates are the members the owner was chosen among (those sharing this catalog).
 	Candidates  []string          `json:"candidates,omitempty"`
 	Maintenance *MaintenanceState `json:"maintenance,omitempty"`
@@ -95,19 +88,6 @@ type SweepSummary struct {
 	Done        []string  `json:"done,omitempty"`
 	Capped      bool      `json:"capped,omitempty"`
 	Error       string    `json:"error,omitempty"`
-}
-
-// CommitReport describes a drain commit.
-type CommitReport struct {
-	Time       time.Time `json:"time"`
-	SnapshotID int64     `json:"snapshot_id"`
-	Outcome    string    `json:"outcome"`
-	Segments   int       `json:"segments"`
-	Rows       int64     `json:"rows"`
-	Files      int       `json:"files"`
-	Bytes      int64     `json:"bytes"`
-	Mark       string    `json:"mark"`
-	Seconds    float64   `json:"seconds"`
 }
 
 // MaintenanceState is filled in by the maintenance loop.
@@ -210,6 +190,22 @@ func (r *StatusReport) EditMaintenance(table string, f func(ms *MaintenanceState
 	}
 	f(&ms)
 	tr.Maintenance = &ms
+}
+
+// The drain publishes its status here (drain.Publisher).
+var _ drain.Publisher = (*Status)(nil)
+
+// Backlog shows the sealed backlog.
+func (s *Status) Backlog(b drain.Backlog) { s.Update(func(r *StatusReport) { r.Backlog = b }) }
+
+// Committed shows a table's last drain commit.
+func (s *Status) Committed(table string, c *drain.CommitReport) {
+	s.Update(func(r *StatusReport) { r.Table(table).LastCommit = c })
+}
+
+// Error records an error of a loop, newest first.
+func (s *Status) Error(at time.Time, stage, table string, err error) {
+	s.AddError(at, stage, table, err)
 }
 
 // AddError records an error, newest first.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
@@ -92,7 +93,7 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	d := &sidecar.Drain{Cfg: cfg, Lake: l, Metrics: sidecar.NewMetrics(), Status: sidecar.NewStatus("t", cfg.Role, "test", time.Now()),
+	d := &drain.Drain{Cfg: sidecar.DrainConfig(cfg), Lake: l, Metrics: sidecar.NewMetrics().Drain,
 		Log: zap.NewNop(), Now: time.Now, Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
 	if _, err := d.Cycle(ctx, true); err != nil {
 		t.Fatal(err)

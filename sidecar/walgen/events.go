@@ -28,3 +28,13 @@ var EventsSchema = arrow.NewSchema([]arrow.Field{
 	// Free-form key/value pairs (http.method, user, region, ...).
 	{Name: "attributes", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String), Nullable: true},
 }, nil)
+
+// Columns are the columns of the built-in events table, in schema order (what row fingerprints
+// are taken over).
+var Columns = func() []string {
+	out := make([]string, 0, EventsSchema.NumFields())
+	for _, f := range EventsSchema.Fields() {
+		out = append(out, f.Name)
+	}
+	return out
+}()

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
@@ -29,7 +29,7 @@ func TestIndexRebuildByRunningCompactor(t *testing.T) {
 	d.stop()
 	tbl, _ := s.table("events")
 	txn := tbl.NewTransaction()
-	if err := txn.SetProperties(iceberg.Properties{sidecar.IndexColumnsProperty: "service"}); err != nil {
+	if err := txn.SetProperties(iceberg.Properties{lake.IndexColumnsProperty: "service"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := txn.Commit(context.Background()); err != nil {

@@ -1,4 +1,4 @@
-package sidecar
+package drain
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func TestIndexAtFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	txn := tbl.NewTransaction()
-	if err := txn.SetProperties(iceberg.Properties{IndexAtFlushProperty: "true"}); err != nil {
+	if err := txn.SetProperties(iceberg.Properties{lake.IndexAtFlushProperty: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := txn.Commit(context.Background()); err != nil {

@@ -1,4 +1,4 @@
-package sidecar
+package drain
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // TestDrainOnlyClaimedStreams: with claims, the WAL dir is a root of stream subdirectories and a
 // drain commits only the streams whose claim it holds; past its fence it commits none.
 func TestDrainOnlyClaimedStreams(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CatalogClaim = true; c.CatalogClaimTTL = 30 * time.Second })
+	e := newEnv(t, func(c *testConfig) { c.CatalogClaim = true; c.CatalogClaimTTL = 30 * time.Second })
 	root := e.cfg.WALDir
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	var want RowSum
@@ -86,16 +86,16 @@ func TestDrainOnlyClaimedStreams(t *testing.T) {
 // processes that both believe they own one stream (a paused holder past its fence, a split
 // view) race on the same WAL dir, and the stream mark still keeps every row exactly once.
 func TestConcurrentDrainersOfOneStreamExactlyOnce(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 })
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	want := e.writeSegments("events", 24, 300, 5, start)
-	l2, err := lake.Open(context.Background(), LakeConfig(e.cfg))
+	l2, err := lake.Open(context.Background(), e.cfg.Lake)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l2.Close()
 	d2 := *e.drain
-	d2.Lake, d2.Metrics, d2.Status = l2, NewMetrics(), NewStatus("other", e.cfg.Role, "test", time.Now())
+	d2.Lake, d2.Metrics, d2.Publish = l2, newMetrics(), nil
 	var wg sync.WaitGroup
 	for _, d := range []*Drain{e.drain, &d2} {
 		wg.Add(1)

@@ -1,4 +1,4 @@
-package sidecar
+package drain
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -19,7 +20,7 @@ import (
 // requirement look as a REST catalog reports it. done says whether first ran.
 func raceCommits(l *lake.Lake, rest bool, first func()) (done *atomic.Bool) {
 	done = &atomic.Bool{}
-	hookCommits(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error) {
+	catalogtest.Hook(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
 		if done.CompareAndSwap(false, true) {
 			first()
 		}
@@ -45,7 +46,7 @@ func TestTwoDrainersReplay(t *testing.T) {
 	}{{"", false}, {"4", false}, {"", true}, {"4", true}} {
 		retries := c.retries
 		t.Run(fmt.Sprintf("num-retries=%s,rest=%v", retries, c.rest), func(t *testing.T) {
-			e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0 })
+			e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 })
 			start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 			want := e.writeSegments("events", 1, 500, 3, start)
 			if _, err := e.drain.Cycle(context.Background(), true); err != nil {
@@ -66,13 +67,13 @@ func TestTwoDrainersReplay(t *testing.T) {
 			}
 			want.Merge(e.writeSegments("events", 1, 500, 4, start.Add(time.Hour)))
 
-			l2, err := lake.Open(context.Background(), LakeConfig(e.cfg))
+			l2, err := lake.Open(context.Background(), e.cfg.Lake)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer l2.Close()
 			other := *e.drain
-			other.Lake, other.Metrics, other.Status = l2, NewMetrics(), NewStatus("other", e.cfg.Role, "test", time.Now())
+			other.Lake, other.Metrics, other.Publish = l2, newMetrics(), nil
 			var otherCommitted int
 			raced := raceCommits(e.lake, c.rest, func() {
 				res, err := other.Cycle(context.Background(), true)

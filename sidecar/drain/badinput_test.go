@@ -1,4 +1,4 @@
-package sidecar
+package drain
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -126,7 +127,7 @@ func replaceColumn(rec arrow.RecordBatch, name string, typ arrow.DataType, arr a
 // quarantinedByReason reads siglake_wal_quarantined_segments_total{reason}.
 func quarantinedByReason(t *testing.T, m *Metrics, reason string) float64 {
 	t.Helper()
-	fams, err := m.Reg.Gather()
+	fams, err := registries[m].Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +488,7 @@ func TestNewOptionalColumnAddedAsNull(t *testing.T) {
 			if !ok || f.Required || f.Type.String() != "string" {
 				t.Fatalf("table schema %v: want an optional string column tenant", tbl.Schema())
 			}
-			got, err := TableRowSum(context.Background(), tbl, columns)
+			got, err := rowsum.Table(context.Background(), tbl, columns...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package sidecar
+package drain
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -22,7 +23,7 @@ type lostResponses struct {
 // response was lost.
 func loseResponses(l *lake.Lake) *lostResponses {
 	lr := &lostResponses{}
-	hookCommits(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error) {
+	catalogtest.Hook(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
 		m, loc, err := next(ctx, id, reqs, ups)
 		if err == nil && lr.lose.Add(-1) >= 0 {
 			lr.losses.Add(1)
@@ -36,7 +37,7 @@ func loseResponses(l *lake.Lake) *lostResponses {
 // TestLostCommitResponseNoDuplicate: the catalog commits the batch but the drain sees an error.
 // The retry re-reads the stream mark, sees the batch is in, and appends nothing again.
 func TestLostCommitResponseNoDuplicate(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 })
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	want := e.writeSegments("events", 2, 5000, 7, start)
 	// Create the table first so the lossy wrapper only meets data commits.

@@ -1,9 +1,10 @@
-package sidecar
+package drain
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -32,7 +33,8 @@ type Drain struct {
 	Cfg     Config
 	Lake    *lake.Lake
 	Metrics *Metrics
-	Status  *Status
+	// Publish receives the drain's status values; nil publishes nothing.
+	Publish Publisher
 	Log     *zap.Logger
 	Now     func() time.Time
 	Mem     memory.Allocator
@@ -46,20 +48,68 @@ type Drain struct {
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
 	failures     map[string]int
+	// quarantined counts segments this drain moved to quarantine (shown with the backlog).
+	quarantined int64
+}
+
+// StreamDirs lists the stream subdirectories of a WAL root (claims on): every directory except
+// quarantine and hidden ones. loose counts sealed segments lying in the root itself.
+func StreamDirs(root string) (streams []string, loose int, err error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list WAL root %s (--wal-dir / SIGLAKE_WAL_DIR): %w", root, err)
+	}
+	for _, e := range ents {
+		// A stream directory is named by its stream id (lost+found on an ext4 volume root is not).
+		if e.IsDir() && e.Name() != localwal.QuarantineDir && localwal.ValidStream(e.Name()) {
+			streams = append(streams, e.Name())
+		}
+	}
+	if segs, err := localwal.Scan(root); err == nil {
+		loose = len(segs)
+	}
+	return streams, loose, nil
+}
+
+// Config is what the drain is told; the process maps its options onto it.
+type Config struct {
+	// WALDir is the WAL directory, or with catalog claims the root of stream subdirectories.
+	WALDir string
+	// NodeName is recorded as the claim holder in commits made under a catalog claim.
+	NodeName string
+	// CommitBatchTargetBytes and CommitBatchMaxAge close a batch (spec "Commit-accumulation
+	// batching"): at this many bytes of segments, or once its oldest segment is this old.
+	CommitBatchTargetBytes int64
+	CommitBatchMaxAge      time.Duration
+	// TargetFileBytes splits the drain's output files (where the timestamp changes).
+	TargetFileBytes int64
+	// Metadata is the search metadata a drain write to t carries (index_at_flush, index columns).
+	Metadata func(t *table.Table) merge.MetadataOptions
+}
+
+func (d *Drain) metadata(t *table.Table) merge.MetadataOptions {
+	if d.Cfg.Metadata == nil {
+		return merge.MetadataOptions{}
+	}
+	return d.Cfg.Metadata(t)
+}
+
+func (d *Drain) publisher() Publisher {
+	if d.Publish == nil {
+		return nopPublisher{}
+	}
+	return d.Publish
 }
 
 // drainBackoff delays a table after failed batches: 1 s, 2 s, ... 32 s. No jitter: the delay
 // is a deadline against the drain's own clock, and each table backs off on its own.
 var drainBackoff = lake.Backoff{Min: time.Second, Max: 32 * time.Second, Factor: 2, Jitter: lake.NoJitter}
 
-// errWALDir marks a cycle that could not list the WAL directory.
-var errWALDir = errors.New("cannot scan the WAL dir")
+// ErrWALDir marks a cycle that could not list the WAL directory.
+var ErrWALDir = errors.New("cannot scan the WAL dir")
 
 // errNotClaimed stops a batch whose stream claim this process no longer holds validly.
 var errNotClaimed = errors.New("catalog claim not held (lost, expiring or being released); another process drains it")
-
-// scanBacklog lists the sealed segments waiting in dir.
-func scanBacklog(dir string) ([]localwal.SegmentInfo, error) { return localwal.Scan(dir) }
 
 // CycleResult summarises one drain cycle.
 type CycleResult struct {
@@ -83,10 +133,10 @@ func (d *Drain) walDirs() []string {
 	return dirs
 }
 
-// scanDirs lists the sealed segments of every dir; each batch remembers its dir. A dir that
+// ScanDirs lists the sealed segments of every dir; each batch remembers its dir. A dir that
 // cannot be scanned is left out and its error returned with the others' segments, so one bad
 // stream directory does not stop the streams beside it.
-func scanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error) {
+func ScanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error) {
 	var all []localwal.SegmentInfo
 	var errs []error
 	dirOf := map[string]string{}
@@ -111,16 +161,16 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	var res CycleResult
 	now := d.Now()
 	dirs := d.walDirs()
-	segs, dirOf, errs := scanDirs(dirs)
+	segs, dirOf, errs := ScanDirs(dirs)
 	for _, err := range errs {
 		d.Metrics.DrainErrors.WithLabelValues("scan").Inc()
-		d.Status.AddError(now, "scan", "", err)
+		d.publisher().Error(now, "scan", "", err)
 		if d.Claims == nil { // the one WAL dir: nothing to drain
-			return res, fmt.Errorf("%w (--wal-dir / SIGLAKE_WAL_DIR): %w", errWALDir, err)
+			return res, fmt.Errorf("%w (--wal-dir / SIGLAKE_WAL_DIR): %w", ErrWALDir, err)
 		}
 		d.Log.Warn("a claimed stream directory cannot be scanned; the other streams go on", zap.Error(err))
 	}
-	d.observeBacklog(segs, now)
+	d.ObserveBacklog(segs, now)
 	var firstErr error
 	// Batches never mix WAL dirs: each dir is one stream, and a batch commits one stream's mark.
 	byDir := map[string][]localwal.SegmentInfo{}
@@ -149,26 +199,24 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 			continue
 		}
 		res.Batches++
-		n, rows, err := d.commitBatch(ctx, b)
-		if err != nil {
+		out := d.commitBatch(ctx, b)
+		d.observe(out)
+		if out.Err != nil {
 			d.noteFailure(key, now)
 			failed[key] = true
-			d.Status.AddError(d.Now(), "drain", b.table, err)
-			d.Log.Warn("drain batch failed; segments kept for the next cycle",
-				zap.String("table", b.table), zap.Int("segments", len(b.segs)), zap.Error(err))
 			if firstErr == nil {
-				firstErr = err
+				firstErr = out.Err
 			}
 			continue
 		}
 		delete(d.backoffUntil, key)
 		delete(d.failures, key)
 		res.Committed++
-		res.Segments += n
-		res.Rows += rows
+		res.Segments += out.Removed
+		res.Rows += out.Rows
 	}
-	if after, _, err := scanDirs(dirs); err == nil {
-		d.observeBacklog(after, d.Now())
+	if after, _, err := ScanDirs(dirs); err == nil {
+		d.ObserveBacklog(after, d.Now())
 		res.Pending = len(after)
 	}
 	return res, firstErr
@@ -182,7 +230,9 @@ func (d *Drain) noteFailure(key string, now time.Time) {
 	d.backoffUntil[key] = now.Add(drainBackoff.Wait(d.failures[key], nil))
 }
 
-func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time) {
+// ObserveBacklog publishes the sealed backlog segs (gauges and status); the process calls it
+// while the catalog is unreachable, when no cycle runs.
+func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
 	var bytes int64
 	var oldest time.Time
 	for _, s := range segs {
@@ -198,9 +248,7 @@ func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time) {
 	d.Metrics.SealedSegments.Set(float64(len(segs)))
 	d.Metrics.SealedBytes.Set(float64(bytes))
 	d.Metrics.OldestSealedAge.Set(age)
-	d.Status.Update(func(r *StatusReport) {
-		r.Backlog.Segments, r.Backlog.Bytes, r.Backlog.OldestAgeSeconds = len(segs), bytes, age
-	})
+	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: d.quarantined})
 }
 
 // loaded is a decoded segment of a batch.
@@ -209,10 +257,14 @@ type loaded struct {
 	seg  *localwal.Segment
 }
 
-// commitBatch drains one batch; it returns the segments removed and rows committed.
-func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
+// commitBatch runs the exactly-once protocol for one batch and returns what it did; it records
+// nothing itself (observe does).
+func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	start := d.Now()
 	cost0 := lake.ObjectStoreCost(b.table) // includes concurrent work on the same table (its rewrites)
+	out = BatchOutcome{Table: b.table, Dir: b.dir}
+	defer func() { out.Took, out.Cost = d.Now().Sub(start), lake.ObjectStoreCost(b.table).Sub(cost0) }()
+	fail := func(stage string, err error) BatchOutcome { out.Stage, out.Err = stage, err; return out }
 	log := d.Log.With(zap.String("table", b.table))
 	var epoch uint64
 	if d.Claims != nil {
@@ -221,7 +273,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		e, ok := d.Claims.Begin(stream)
 		if !ok {
 			d.Claims.Fenced()
-			return 0, 0, fmt.Errorf("stream %s: %w", stream, errNotClaimed)
+			return fail("", fmt.Errorf("stream %s: %w", stream, errNotClaimed))
 		}
 		defer d.Claims.End(stream)
 		epoch = e
@@ -244,8 +296,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 			continue
 		}
 		if err != nil {
-			d.Metrics.DrainErrors.WithLabelValues("read").Inc()
-			return 0, 0, fmt.Errorf("read segment %s: %w", info.Path, err)
+			return fail("read", fmt.Errorf("read segment %s: %w", info.Path, err))
 		}
 		decoded = append(decoded, seg)
 		// With claims the directory name is the claim key: a stream written under another name
@@ -263,9 +314,10 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		segs = append(segs, loaded{info, seg})
 	}
 	if len(segs) == 0 {
-		return 0, 0, nil
+		return out
 	}
 	stream := segs[0].seg.Header.Stream
+	out.Stream = stream
 
 	// 2. Make sure the table exists and holds every column; a type conflict quarantines that segment.
 	var t *table.Table
@@ -279,13 +331,12 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 			continue
 		}
 		if err != nil {
-			d.Metrics.DrainErrors.WithLabelValues("table").Inc()
 			d.catalogState(err)
-			return 0, 0, err
+			return fail("table", err)
 		}
 		sc, err := lake.ArrowSchema(nt)
 		if err != nil {
-			return 0, 0, err
+			return fail("", err)
 		}
 		if err := conforms(sc, l.seg, d.Mem); err != nil {
 			l.seg.Release()
@@ -297,42 +348,39 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	}
 	segs = kept
 	if len(segs) == 0 {
-		return 0, 0, nil
+		return out
 	}
 	d.catalogState(nil)
 
 	// 3. Drop what an earlier commit already holds (a crash between commit and removal).
 	mark, hasMark, err := lake.ReadMark(t, stream)
 	if err != nil {
-		return 0, 0, err
+		return fail("", err)
 	}
-	removed := 0
 	fresh := segs[:0]
 	for _, l := range segs {
 		m := lake.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
 		if hasMark && !mark.Less(m) {
 			l.seg.Release()
 			if err := localwal.Remove(b.dir, l.info); err != nil {
-				return removed, 0, fmt.Errorf("remove already-committed segment %s: %w", l.info.Path, err)
+				return fail("remove", fmt.Errorf("remove already-committed segment %s: %w", l.info.Path, err))
 			}
 			log.Info("removed segment an earlier commit already holds",
 				zap.String("path", l.info.Path), zap.Stringer("mark", mark))
-			d.Metrics.SegmentsDrained.WithLabelValues(b.table).Inc()
-			removed++
+			out.Removed++
 			continue
 		}
 		fresh = append(fresh, l)
 	}
 	segs = fresh
 	if len(segs) == 0 {
-		return removed, 0, nil
+		return out
 	}
 
 	// 4. Write generation-0 Parquet, one sorted file per day partition.
 	outputs, rows, err := d.writeFiles(ctx, t, segs)
 	if err != nil {
-		d.Metrics.DrainErrors.WithLabelValues("write").Inc()
-		return removed, 0, err
+		return fail("write", err)
 	}
 	files := make([]iceberg.DataFile, 0, len(outputs))
 	var bytes int64
@@ -344,7 +392,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		})
 		if err != nil {
 			d.removeOutputs(ctx, t, outputs)
-			return removed, 0, fmt.Errorf("describe data file %s: %w", o.Path, err)
+			return fail("", fmt.Errorf("describe data file %s: %w", o.Path, err))
 		}
 		files = append(files, df)
 		bytes += o.Size
@@ -370,7 +418,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 		if !d.Claims.Valid(stream) {
 			d.Claims.Fenced()
 			d.removeOutputs(ctx, t, outputs)
-			return removed, 0, fmt.Errorf("stream %s: %w", stream, errNotClaimed)
+			return fail("", fmt.Errorf("stream %s: %w", stream, errNotClaimed))
 		}
 		// And before every retry: CommitAppend's attempts can take seconds.
 		req.Fence = func() error {
@@ -384,14 +432,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	log.Debug("committing batch", zap.Int("segments", len(segs)), zap.Int("files", len(files)), zap.Stringer("mark", req.Last))
 	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
 	if err != nil {
-		d.Metrics.Commits.WithLabelValues(b.table, "failed").Inc()
-		d.Metrics.DrainErrors.WithLabelValues("commit").Inc()
 		d.catalogState(err)
 		if !res.MaybeCommitted {
 			d.removeOutputs(ctx, t, outputs) // nothing references them
 		}
-		return removed, 0, err
+		return fail("commit", err)
 	}
+	out.Commit, out.Mark, out.Rows, out.Files, out.Bytes = res, req.Last, rows, len(files), bytes
 	d.catalogState(nil)
 	if res.Outcome == lake.AlreadyCommitted {
 		// Segments above the mark were filtered before writing, so the mark reached this batch
@@ -405,29 +452,12 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (int, int64, error) {
 	// 6. Only now may the segments go.
 	for _, l := range segs {
 		if err := localwal.Remove(b.dir, l.info); err != nil {
-			d.Metrics.DrainErrors.WithLabelValues("remove").Inc()
-			return removed, rows, fmt.Errorf("remove drained segment %s (its rows are committed; the mark drops it next cycle): %w", l.info.Path, err)
+			return fail("remove", fmt.Errorf("remove drained segment %s (its rows are committed; the mark drops it next cycle): %w", l.info.Path, err))
 		}
-		removed++
+		out.Removed++
 	}
-	elapsed := d.Now().Sub(start)
-	d.Metrics.Commits.WithLabelValues(b.table, string(res.Outcome)).Inc()
-	d.Metrics.SegmentsDrained.WithLabelValues(b.table).Add(float64(len(segs)))
-	d.Metrics.RowsCommitted.WithLabelValues(b.table).Add(float64(rows))
-	d.Metrics.BytesCommitted.WithLabelValues(b.table).Add(float64(bytes))
-	d.Metrics.CommitDuration.WithLabelValues(b.table).Observe(elapsed.Seconds())
-	d.Metrics.LastCommitSeconds.WithLabelValues(b.table).Set(float64(d.Now().Unix()))
-	d.Status.Update(func(r *StatusReport) {
-		r.Table(b.table).LastCommit = &CommitReport{
-			Time: d.Now(), SnapshotID: res.SnapshotID, Outcome: string(res.Outcome), Segments: len(segs),
-			Rows: rows, Files: len(files), Bytes: bytes, Mark: req.Last.String(), Seconds: elapsed.Seconds(),
-		}
-	})
-	log.Info("drained batch", zap.Int64("snapshot_id", res.SnapshotID), zap.String("outcome", string(res.Outcome)),
-		zap.Int("segments", len(segs)), zap.Int64("rows", rows), zap.Int("files", len(files)),
-		zap.Int64("bytes", bytes), zap.Stringer("mark", req.Last), zap.Duration("took", elapsed),
-		lake.CostField(lake.ObjectStoreCost(b.table).Sub(cost0)))
-	return removed, rows, nil
+	out.Segments = len(segs)
+	return out
 }
 
 // conforms checks that every record of seg converts to the table schema sc. Some do not although the
@@ -487,7 +517,7 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
 		o, err := merge.WriteSorted(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
 			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, Generation: 0, Allocator: d.Mem,
-				Metadata: d.Cfg.metadataOptions(t)})
+				Metadata: d.metadata(t)})
 		if err != nil {
 			d.removeOutputs(ctx, t, outs)
 			return nil, 0, fmt.Errorf("write %s: %w", dir, err)
@@ -571,7 +601,7 @@ func (d *Drain) removeOutputs(ctx context.Context, t *table.Table, outs []merge.
 
 func (d *Drain) quarantine(dir string, info localwal.SegmentInfo, reason string, cause error) {
 	dest, err := localwal.Quarantine(dir, info, reason, cause.Error())
-	d.Status.AddError(d.Now(), "quarantine", info.Table, cause)
+	d.publisher().Error(d.Now(), "quarantine", info.Table, cause)
 	if err != nil {
 		// Not counted: the metric counts segments moved, and this one is retried every cycle.
 		d.Log.Error("could not quarantine bad segment; it stays in place", zap.String("path", info.Path),
@@ -579,7 +609,7 @@ func (d *Drain) quarantine(dir string, info localwal.SegmentInfo, reason string,
 		return
 	}
 	d.Metrics.Quarantined.WithLabelValues(reason).Inc()
-	d.Status.Update(func(r *StatusReport) { r.Backlog.Quarantined++ })
+	d.quarantined++
 	d.Log.Error("quarantined bad segment", zap.String("table", info.Table), zap.String("path", info.Path),
 		zap.String("quarantined_to", dest), zap.String("reason", reason), zap.NamedError("cause", cause))
 }

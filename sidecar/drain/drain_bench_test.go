@@ -1,4 +1,4 @@
-package sidecar
+package drain
 
 import (
 	"context"
@@ -111,11 +111,7 @@ func BenchmarkDrain(b *testing.B) {
 
 // benchConfig is the drain's default configuration (batching 32 MiB / 10 s, flushed by Cycle).
 func benchConfig(b *testing.B) Config {
-	cfg, err := Load(nil, func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
-	return cfg
+	return defaultConfig(b.TempDir()).Config
 }
 
 func benchLake(b *testing.B, dir string) *lake.Lake {
@@ -128,7 +124,7 @@ func benchLake(b *testing.B, dir string) *lake.Lake {
 }
 
 func benchDrain(b *testing.B, cfg Config, dir string) *Drain {
-	return &Drain{Cfg: cfg, Lake: benchLake(b, dir), Metrics: NewMetrics(), Status: NewStatus("bench", cfg.Role, "bench", time.Now()),
+	return &Drain{Cfg: cfg, Lake: benchLake(b, dir), Metrics: newMetrics(),
 		Log: zap.NewNop(), Now: time.Now, Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
 }
 

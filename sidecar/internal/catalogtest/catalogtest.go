@@ -1,4 +1,6 @@
-package sidecar
+// Package catalogtest is the tests' one fault-injection double for catalog commits: a real
+// catalog whose table commits go through a hook. Only tests import it.
+package catalogtest
 
 import (
 	"context"
@@ -9,18 +11,18 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// commitFunc is catalog.Catalog's CommitTable.
-type commitFunc func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error)
+// CommitFunc is catalog.Catalog's CommitTable.
+type CommitFunc func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error)
 
 // hookCatalog is the fault-injection double for table commits: a real catalog whose every table
 // commits through commit, which is handed the real CommitTable as next (to call, skip or wrap).
 type hookCatalog struct {
 	catalog.Catalog
-	commit func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error)
+	commit func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next CommitFunc) (table.Metadata, string, error)
 }
 
-// hookCommits wraps l's catalog in a hookCatalog; from then on l's table commits go through commit.
-func hookCommits(l *lake.Lake, commit func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error)) {
+// Hook wraps l's catalog in a hookCatalog; from then on l's table commits go through commit.
+func Hook(l *lake.Lake, commit func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next CommitFunc) (table.Metadata, string, error)) {
 	h := &hookCatalog{commit: commit}
 	l.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { h.Catalog = c; return h })
 }

@@ -1,4 +1,4 @@
-package sidecar
+package drain
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -61,7 +62,7 @@ func testClaimManager(t *testing.T, l *lake.Lake, root, holder string, clock fun
 // TestOneHolderTwoStreamsOneTable: one drain process holds the claims of two streams (each
 // ingest pod names its stream after itself) that write the same table. Every row must land.
 func TestOneHolderTwoStreamsOneTable(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CatalogClaim = true; c.CatalogClaimTTL = 30 * time.Second })
+	e := newEnv(t, func(c *testConfig) { c.CatalogClaim = true; c.CatalogClaimTTL = 30 * time.Second })
 	root := e.cfg.WALDir
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	var want RowSum
@@ -97,7 +98,7 @@ func TestOneHolderTwoStreamsOneTable(t *testing.T) {
 // past the failed batch, and the next run would remove the failed segment as "already committed"
 // although its rows never were. The next cycle commits all three in order.
 func TestFailedBatchIsNotOvertaken(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 })
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	want := e.writeSegments("events", 3, 500, 7, start)
 	segs, err := localwal.Scan(e.cfg.WALDir)
@@ -143,7 +144,7 @@ func TestFailedBatchIsNotOvertaken(t *testing.T) {
 // commits, but its response is lost. The process keeps the stream as held and valid (only the
 // "releasing" mark is undone), while the table shows it free: the other process takes it at once.
 func TestLostReleaseResponseTwoHolders(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CatalogClaim = true; c.CatalogClaimTTL = 30 * time.Second })
+	e := newEnv(t, func(c *testConfig) { c.CatalogClaim = true; c.CatalogClaimTTL = 30 * time.Second })
 	root := e.cfg.WALDir
 	for _, s := range []string{"ingest-0", "ingest-1"} {
 		if err := os.MkdirAll(filepath.Join(root, s), 0o755); err != nil {
@@ -187,7 +188,7 @@ func TestLostReleaseResponseTwoHolders(t *testing.T) {
 }
 
 func openLakeOf(t *testing.T, e *env) (*lake.Lake, error) {
-	l, err := lake.Open(context.Background(), LakeConfig(e.cfg))
+	l, err := lake.Open(context.Background(), e.cfg.Lake)
 	if err == nil {
 		t.Cleanup(func() { l.Close() })
 	}
@@ -198,7 +199,7 @@ func openLakeOf(t *testing.T, e *env) (*lake.Lake, error) {
 // after the tick; or lost+found on an ext4 volume root, unreadable for uid 65532) is logged and
 // skipped; the other held streams are still drained in the same cycle.
 func TestBadStreamDirDoesNotStallOthers(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CatalogClaim = true; c.CatalogClaimTTL = 30 * time.Second })
+	e := newEnv(t, func(c *testConfig) { c.CatalogClaim = true; c.CatalogClaimTTL = 30 * time.Second })
 	root := e.cfg.WALDir
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	want := writeStreamDir(t, filepath.Join(root, "ingest-0"), "ingest-0", "events", 2, 500, 1, start)
@@ -223,7 +224,7 @@ func TestBadStreamDirDoesNotStallOthers(t *testing.T) {
 // TestFenceCheckedBeforeEveryCommitAttempt: a batch whose first commit attempt loses a conflict
 // while its claim's fence passes must not retry: another process may hold the stream by then.
 func TestFenceCheckedBeforeEveryCommitAttempt(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
+	e := newEnv(t, func(c *testConfig) {
 		c.CatalogClaim = true
 		c.CatalogClaimTTL = 30 * time.Second
 		c.CommitBatchTargetBytes = 0
@@ -244,7 +245,7 @@ func TestFenceCheckedBeforeEveryCommitAttempt(t *testing.T) {
 	writeStreamDir(t, filepath.Join(root, "ingest-0"), "ingest-0", "events", 1, 500, 2, start.Add(time.Hour))
 	// The first commit meets a conflict, and the claim's fence passes while it is in flight.
 	var armed atomic.Bool
-	hookCommits(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next commitFunc) (table.Metadata, string, error) {
+	catalogtest.Hook(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
 		if armed.CompareAndSwap(true, false) {
 			now = now.Add(claim.Fence(30 * time.Second))
 			return nil, "", errors.New("requirement failed: branch main has changed")

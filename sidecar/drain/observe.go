@@ -1,0 +1,160 @@
+package drain
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// Metrics are the drain's metrics (docs/metrics.md "Drain").
+type Metrics struct {
+	SealedSegments  prometheus.Gauge
+	SealedBytes     prometheus.Gauge
+	OldestSealedAge prometheus.Gauge
+
+	SegmentsDrained   *prometheus.CounterVec // table
+	RowsCommitted     *prometheus.CounterVec // table
+	BytesCommitted    *prometheus.CounterVec // table
+	Commits           *prometheus.CounterVec // table, outcome
+	CommitDuration    *prometheus.HistogramVec
+	Quarantined       *prometheus.CounterVec // reason
+	DrainErrors       *prometheus.CounterVec // stage
+	LastCommitSeconds *prometheus.GaugeVec   // table
+	// CatalogUp is the process's catalog gauge; the drain sets it from each commit it attempts.
+	CatalogUp prometheus.Gauge
+	// Merge counts the files the drain writes (skipped footer indexes); shared with the rewrites.
+	Merge *merge.Metrics
+}
+
+// NewMetrics registers the drain's metrics on reg. catalogUp and mergeMetrics belong to the
+// process and are shared.
+func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetrics *merge.Metrics) *Metrics {
+	m := &Metrics{
+		SealedSegments: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "siglake_wal_sealed_segments", Help: "Sealed WAL segments waiting to be drained."}),
+		SealedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "siglake_wal_sealed_bytes", Help: "Bytes of sealed WAL segments waiting to be drained."}),
+		OldestSealedAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "siglake_wal_oldest_sealed_age_seconds", Help: "Age of the oldest sealed WAL segment waiting to be drained; 0 when none wait."}),
+		SegmentsDrained: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_drain_segments_total", Help: "WAL segments whose rows were committed and that were removed."}, []string{"table"}),
+		RowsCommitted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_drain_rows_total", Help: "Rows committed by the drain."}, []string{"table"}),
+		BytesCommitted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_drain_bytes_total", Help: "Parquet bytes committed by the drain."}, []string{"table"}),
+		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_drain_commits_total", Help: "Drain commits by outcome: committed, already_committed (a lost commit response was detected by the stream mark), failed."}, []string{"table", "outcome"}),
+		CommitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "siglake_drain_commit_duration_seconds", Help: "Time from reading a batch's segments to its catalog commit.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"table"}),
+		Quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_wal_quarantined_segments_total", Help: "Segments moved to quarantine, by reason."}, []string{"reason"}),
+		DrainErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_drain_errors_total", Help: "Drain errors by stage (scan, table, write, commit, remove); the batch is kept and retried."}, []string{"stage"}),
+		LastCommitSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_drain_last_commit_timestamp_seconds", Help: "Unix time of the table's last successful drain commit."}, []string{"table"}),
+		CatalogUp: catalogUp,
+		Merge:     mergeMetrics,
+	}
+	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
+		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds)
+	return m
+}
+
+// Backlog is the sealed WAL waiting to be drained.
+type Backlog struct {
+	Segments         int     `json:"segments"`
+	Bytes            int64   `json:"bytes"`
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+	Quarantined      int64   `json:"quarantined_total"`
+}
+
+// CommitReport describes a drain commit.
+type CommitReport struct {
+	Time       time.Time `json:"time"`
+	SnapshotID int64     `json:"snapshot_id"`
+	Outcome    string    `json:"outcome"`
+	Segments   int       `json:"segments"`
+	Rows       int64     `json:"rows"`
+	Files      int       `json:"files"`
+	Bytes      int64     `json:"bytes"`
+	Mark       string    `json:"mark"`
+	Seconds    float64   `json:"seconds"`
+}
+
+// Publisher receives the drain's status as values it never writes again (the process shows them
+// in /debug/status). Every method is called from the drain loop only.
+type Publisher interface {
+	Backlog(b Backlog)
+	Committed(table string, c *CommitReport)
+	Error(at time.Time, stage, table string, err error)
+}
+
+// BatchOutcome is what one batch's commit protocol did; observe turns it into metrics, status and
+// log lines.
+type BatchOutcome struct {
+	Table    string
+	Stream   string
+	Dir      string
+	Segments int // segments whose rows this commit holds, removed
+	Removed  int // segments removed in all (the above, plus those an earlier commit already held)
+	Rows     int64
+	Files    int
+	Bytes    int64
+	Commit   lake.CommitResult
+	Mark     lake.Mark
+	Took     time.Duration
+	Cost     lake.Cost
+	// Stage is where a failed batch failed (read, table, write, commit, remove), for
+	// siglake_drain_errors_total; "" when it did not, or failed where no stage is counted.
+	Stage string
+	Err   error
+}
+
+// observe records one batch's outcome.
+func (d *Drain) observe(out BatchOutcome) {
+	if out.Stage != "" {
+		d.Metrics.DrainErrors.WithLabelValues(out.Stage).Inc()
+	}
+	if out.Stage == "commit" {
+		d.Metrics.Commits.WithLabelValues(out.Table, "failed").Inc()
+	}
+	if out.Removed > 0 { // committed now, or found committed by an earlier commit
+		d.Metrics.SegmentsDrained.WithLabelValues(out.Table).Add(float64(out.Removed))
+	}
+	log := d.Log.With(zap.String("table", out.Table))
+	if out.Err != nil {
+		d.publisher().Error(d.Now(), "drain", out.Table, out.Err)
+		log.Warn("drain batch failed; segments kept for the next cycle", zap.String("stream", out.Stream),
+			zap.Int("segments_removed", out.Removed), zap.Error(out.Err))
+		return
+	}
+	if out.Segments == 0 {
+		return // nothing committed: every segment was quarantined or already committed
+	}
+	res := out.Commit
+	d.Metrics.Commits.WithLabelValues(out.Table, string(res.Outcome)).Inc()
+	d.Metrics.RowsCommitted.WithLabelValues(out.Table).Add(float64(out.Rows))
+	d.Metrics.BytesCommitted.WithLabelValues(out.Table).Add(float64(out.Bytes))
+	d.Metrics.CommitDuration.WithLabelValues(out.Table).Observe(out.Took.Seconds())
+	d.Metrics.LastCommitSeconds.WithLabelValues(out.Table).Set(float64(d.Now().Unix()))
+	d.publisher().Committed(out.Table, &CommitReport{
+		Time: d.Now(), SnapshotID: res.SnapshotID, Outcome: string(res.Outcome), Segments: out.Segments,
+		Rows: out.Rows, Files: out.Files, Bytes: out.Bytes, Mark: out.Mark.String(), Seconds: out.Took.Seconds(),
+	})
+	log.Info("drained batch", zap.Int64("snapshot_id", res.SnapshotID), zap.String("outcome", string(res.Outcome)),
+		zap.Int("segments", out.Segments), zap.Int64("rows", out.Rows), zap.Int("files", out.Files),
+		zap.Int64("bytes", out.Bytes), zap.Stringer("mark", out.Mark), zap.Duration("took", out.Took),
+		lake.CostField(out.Cost))
+}
+
+// nopPublisher publishes nothing (a drain without a process around it: tools, benchmarks).
+type nopPublisher struct{}
+
+func (nopPublisher) Backlog(Backlog)                         {}
+func (nopPublisher) Committed(string, *CommitReport)         {}
+func (nopPublisher) Error(time.Time, string, string, error) {}

@@ -1,0 +1,58 @@
+package lake
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge"
+)
+
+// Table settings siglake reads from a table's properties (docs/configuration.md "Table properties").
+
+// IndexAtFlushProperty is the table property behind the table setting index_at_flush: "true" makes
+// generation-0 writes (drain flushes) do the whole-file index work too; default false.
+const IndexAtFlushProperty = "siglake.index_at_flush"
+
+// IndexColumnsProperty is the table property behind the table's index specification: the
+// comma-separated columns that get an inverted index (footer, or a Puffin sidecar from the
+// rebuild). Unset: none.
+const IndexColumnsProperty = "siglake.index_columns"
+
+// IndexColumns returns the columns t's index specification names, in order, without repeats.
+func IndexColumns(t *table.Table) []string { return IndexColumnsOf(t.Properties()) }
+
+// IndexColumnsOf is IndexColumns over a table's properties.
+func IndexColumnsOf(props iceberg.Properties) []string {
+	var out []string
+	for _, c := range strings.Split(props[IndexColumnsProperty], ",") {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WriteMetadata is the search metadata a write to t produces: the table's index_at_flush setting
+// and index specification, with the process's switch for footer inverted indexes and their size
+// limit.
+func WriteMetadata(t *table.Table, invertedIndexOff bool, footerMaxBytes int64) merge.MetadataOptions {
+	atFlush, _ := ParseBool(t.Properties()[IndexAtFlushProperty])
+	return merge.MetadataOptions{InvertedIndexOff: invertedIndexOff, FooterMaxBytes: footerMaxBytes, IndexAtFlush: atFlush,
+		IndexColumns: IndexColumns(t)}
+}
+
+// ParseBool accepts the spellings DESIGN.md promises for every switch, option or table setting:
+// 1/0, true/false, on/off, yes/no.
+func ParseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "on", "yes":
+		return true, nil
+	case "0", "false", "off", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("accepted: 1/0, true/false, on/off, yes/no")
+}
