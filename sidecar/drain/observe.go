@@ -155,6 +155,6 @@ func (d *Drain) observe(out BatchOutcome) {
 // nopPublisher publishes nothing (a drain without a process around it: tools, benchmarks).
 type nopPublisher struct{}
 
-func (nopPublisher) Backlog(Backlog)                         {}
-func (nopPublisher) Committed(string, *CommitReport)         {}
+func (nopPublisher) Backlog(Backlog)                        {}
+func (nopPublisher) Committed(string, *CommitReport)        {}
 func (nopPublisher) Error(time.Time, string, string, error) {}
