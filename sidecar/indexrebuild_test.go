@@ -22,6 +22,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
@@ -494,12 +495,12 @@ func TestIndexRebuildFollowsDeleteTasks(t *testing.T) {
 			for _, f := range files {
 				before[f.Path] = true
 			}
-			record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+			testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
 			if tc.byHand {
 				if _, err := DeleteSweep(context.Background(), e.lake, e.cfg, e.drain.Log, []string{"events"}, true); err != nil {
 					t.Fatal(err)
 				}
-			} else if rep, err := m.Deletes().Sweep(context.Background(), "events", SweepOptions{Apply: true}); err != nil || rep.Rewritten == 0 {
+			} else if rep, err := m.Deletes().Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true}); err != nil || rep.Rewritten == 0 {
 				t.Fatalf("sweep rewrote %d files, %v", rep.Rewritten, err)
 			}
 			tbl, files := liveTable(t, e)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
@@ -38,7 +39,7 @@ type Maintainer struct {
 	states     map[string]plan.State
 	backlogged int // consecutive backlogged cycles, process-wide (the backlog is the process's)
 	lastExpire time.Time
-	deletes    *DeleteSweeper
+	sweeper    *deletes.Sweeper
 	reported   map[string]bool // owned tables of the last cycle: their per-table gauges are exported
 }
 
@@ -68,24 +69,38 @@ type CycleReport struct {
 	Conflicts int // bins whose replace lost to a concurrent change (outputs removed)
 	Failed    int
 	// DeleteSweeps are the delete sweeps of an idle cycle (none when SIGLAKE_DELETE_TASKS is off).
-	DeleteSweeps []SweepReport
+	DeleteSweeps []deletes.SweepReport
 }
 
 // Deletes is the maintainer's delete sweeper (created on first use; it keeps what it learnt
-// about clean files between cycles).
-func (m *Maintainer) Deletes() *DeleteSweeper {
-	if m.deletes == nil {
-		m.deletes = &DeleteSweeper{Cfg: m.Cfg, Lake: m.Lake, Metrics: m.Metrics, Status: m.Status, Log: m.Log, Now: m.Now}
-		m.deletes.Executor = m.executor()
+// about clean files between cycles). Its rewrites run through the maintainer's executor, so they
+// get the index rebuild under SIGLAKE_INDEX_REBUILD like every other rewrite.
+func (m *Maintainer) Deletes() *deletes.Sweeper {
+	if m.sweeper == nil {
+		m.sweeper = &deletes.Sweeper{Cfg: SweepConfig(m.Cfg), Lake: m.Lake, Metrics: m.Metrics.Deletes, RewriteMetrics: m.Metrics.Rewrite,
+			Publish: m.Status, Log: m.Log, Now: m.Now, Executor: m.executor()}
 	}
-	return m.deletes
+	return m.sweeper
+}
+
+// SweepConfig is the part of the options the delete sweeper needs.
+func SweepConfig(c Config) deletes.SweepConfig {
+	return deletes.SweepConfig{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
+		Sweeps: c.DeleteTasks, Metadata: c.metadataOptions}
+}
+
+// DeleteSweep is `siglake delete-sweep` (deletes.Sweeper.SweepTables) with this process's
+// options: its rewrites get the same index rebuild as the maintenance loop's.
+func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, apply bool) ([]deletes.SweepReport, error) {
+	m := &Maintainer{Cfg: cfg, Lake: l, Metrics: NewMetrics(), Status: NewStatus("delete-sweep", cfg.Role, "", time.Now()), Log: log, Now: time.Now}
+	return m.Deletes().SweepTables(ctx, tables, apply)
 }
 
 // idleDeletes sweeps each owned table's pending deletion requests, or with SIGLAKE_DELETE_TASKS
 // off only publishes them (requests are still recorded and counted; delete-sweep --apply runs them).
-func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []SweepReport {
+func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []deletes.SweepReport {
 	d := m.Deletes()
-	var out []SweepReport
+	var out []deletes.SweepReport
 	for _, name := range owned {
 		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
 			break
@@ -94,7 +109,7 @@ func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []SweepRep
 			m.publishPending(ctx, []string{name})
 			continue
 		}
-		rep, err := d.Sweep(ctx, name, SweepOptions{Apply: true})
+		rep, err := d.Sweep(ctx, name, deletes.SweepOptions{Apply: true})
 		if err != nil {
 			m.Status.AddError(m.Now(), "delete-sweep", name, err)
 			m.Log.Warn("delete sweep failed", zap.String("table", name), zap.Error(err))
@@ -126,7 +141,7 @@ func (m *Maintainer) forgetTables(owned []string) {
 		if now[name] {
 			continue
 		}
-		m.Metrics.DeletePending.DeleteLabelValues(name)
+		m.Metrics.Deletes.Pending.DeleteLabelValues(name)
 		m.Metrics.OverlapDepth.DeleteLabelValues(name)
 		m.Metrics.GaugesSampledAt.DeleteLabelValues(name)
 		m.Metrics.LiveFiles.DeletePartialMatch(prometheus.Labels{"table": name})
@@ -265,7 +280,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 		case err == nil:
 			br.Result = "committed"
 			rep.Rewrites++
-		case errors.Is(err, errConflict):
+		case errors.Is(err, rewrite.ErrConflict):
 			br.Result = "conflict: " + err.Error()
 			rep.Conflicts++
 		default:
@@ -339,10 +354,6 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 	})
 }
 
-// errConflict marks a replace that lost to a concurrent change of its input files: nothing was
-// committed and its outputs were removed; the next cycle replans from fresh metadata.
-var errConflict = errors.New("input files changed concurrently")
-
 // executor is the rewrite executor with this process's merge settings; committed rewrites get the
 // index rebuild under SIGLAKE_INDEX_REBUILD.
 func (m *Maintainer) executor() *rewrite.Executor {
@@ -352,18 +363,6 @@ func (m *Maintainer) executor() *rewrite.Executor {
 		e.AfterCommit = m.rebuildIndexes
 	}
 	return e
-}
-
-// rewriteErr is an outcome as an error for the pass report: nil when committed, errConflict
-// wrapped when it lost a race.
-func rewriteErr(out rewrite.Outcome) error {
-	switch out.Status {
-	case rewrite.Committed:
-		return nil
-	case rewrite.Conflict:
-		return fmt.Errorf("%w: %v", errConflict, out.Err)
-	}
-	return out.Err
 }
 
 // rewrite runs one bin through the executor: one replace of exactly its input files.
@@ -380,7 +379,7 @@ func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, by
 	}
 	out := m.executor().Run(ctx, t, job)
 	rewrite.Observer{Metrics: m.Metrics.Rewrite, Log: m.Log}.Observe(name, job, out)
-	return out.Merge, rewriteErr(out)
+	return out.Merge, out.Error()
 }
 
 // rebuildIndexes runs the Puffin index rebuild over one committed rewrite's outputs. It never

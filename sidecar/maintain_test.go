@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
@@ -236,7 +237,7 @@ func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
 	stale := "file:///nowhere/g0001-gone.parquet"
 	setProps(t, e, iceberg.Properties{puffinidx.Key(stale): `{"data_file":"` + stale + `","sidecars":[]}`})
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
@@ -30,12 +31,8 @@ type Metrics struct {
 	ThrottledBackpressure prometheus.Counter     //
 	Expirations           *prometheus.CounterVec // outcome
 
-	// Delete tasks.
-	DeletePending        *prometheus.GaugeVec   // table
-	DeleteRows           *prometheus.CounterVec // table
-	DeleteFilesRewritten *prometheus.CounterVec // table
-	DeleteRequestsDone   *prometheus.CounterVec // table
-	DeleteSweeps         *prometheus.CounterVec // outcome
+	// Deletes are the delete tasks' metrics (sidecar/deletes).
+	Deletes *deletes.Metrics
 
 	// Rewrite counts rewrites by kind and outcome (the executor's observer).
 	Rewrite *rewrite.Metrics
@@ -72,17 +69,7 @@ func NewMetrics() *Metrics {
 		Name: "siglake_snapshot_expirations_total", Help: "Snapshot expiry runs by outcome (ok, failed)."}, []string{"outcome"})
 	reg.MustRegister(m.OverlapDepth, m.LiveFiles, m.LiveBytes, m.GaugesSampledAt, m.SkippedBackpressure,
 		m.ThrottledBackpressure, m.Expirations)
-	m.DeletePending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "siglake_delete_requests_pending", Help: "Deletion requests recorded in the table and not done yet (from the last maintenance look at the table)."}, []string{"table"})
-	m.DeleteRows = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "siglake_delete_rows_deleted_total", Help: "Rows removed by committed delete-task rewrites."}, []string{"table"})
-	m.DeleteFilesRewritten = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "siglake_delete_files_rewritten_total", Help: "Data files replaced by committed delete-task rewrites (a file left with no rows is removed without a replacement)."}, []string{"table"})
-	m.DeleteRequestsDone = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "siglake_delete_requests_done_total", Help: "Deletion requests marked done (a sweep found no live file with matching rows)."}, []string{"table"})
-	m.DeleteSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "siglake_delete_sweeps_total", Help: "Delete sweeps of a table by outcome: deleted (committed a rewrite), clean (no live file had matching rows), capped (stopped at the per-sweep file or byte cap with nothing to rewrite yet), conflict (a rewrite lost to a concurrent change; retried on a later sweep), failed."}, []string{"outcome"})
-	reg.MustRegister(m.DeletePending, m.DeleteRows, m.DeleteFilesRewritten, m.DeleteRequestsDone, m.DeleteSweeps)
+	m.Deletes = deletes.NewMetrics(reg)
 	m.Rewrite = rewrite.NewMetrics(reg)
 	m.Merge = merge.NewMetrics(reg)
 	reg.MustRegister(m.CatalogUp)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 )
 
@@ -56,38 +57,7 @@ type TableReport struct {
 	// Candidates are the members the owner was chosen among (those sharing this catalog).
 	Candidates  []string          `json:"candidates,omitempty"`
 	Maintenance *MaintenanceState `json:"maintenance,omitempty"`
-	Deletes     *DeleteState      `json:"deletes,omitempty"`
-}
-
-// DeleteState is a table's deletion requests as the last sweep (or idle-cycle look) saw them.
-type DeleteState struct {
-	CheckedAt time.Time        `json:"checked_at"`
-	Sweeps    bool             `json:"sweeps"` // SIGLAKE_DELETE_TASKS
-	Pending   []PendingRequest `json:"pending"`
-	LastSweep *SweepSummary    `json:"last_sweep,omitempty"`
-	Invalid   []string         `json:"invalid,omitempty"` // properties that do not decode
-}
-
-// PendingRequest is one pending deletion request.
-type PendingRequest struct {
-	ID             string    `json:"id"`
-	Predicate      string    `json:"predicate"`
-	CreatedAt      time.Time `json:"created_at"`
-	RowsDeleted    int64     `json:"rows_deleted"`
-	FilesRewritten int64     `json:"files_rewritten"`
-}
-
-// SweepSummary is what one delete sweep of a table did.
-type SweepSummary struct {
-	Time        time.Time `json:"time"`
-	Outcome     string    `json:"outcome"`
-	Candidates  int       `json:"candidates"`
-	Examined    int       `json:"examined"`
-	Rewritten   int       `json:"rewritten"`
-	RowsDeleted int64     `json:"rows_deleted"`
-	Done        []string  `json:"done,omitempty"`
-	Capped      bool      `json:"capped,omitempty"`
-	Error       string    `json:"error,omitempty"`
+	Deletes     *deletes.State    `json:"deletes,omitempty"`
 }
 
 // MaintenanceState is filled in by the maintenance loop.
@@ -201,6 +171,11 @@ func (s *Status) Backlog(b drain.Backlog) { s.Update(func(r *StatusReport) { r.B
 // Committed shows a table's last drain commit.
 func (s *Status) Committed(table string, c *drain.CommitReport) {
 	s.Update(func(r *StatusReport) { r.Table(table).LastCommit = c })
+}
+
+// Deletes shows a table's deletion requests (deletes.Publisher).
+func (s *Status) Deletes(table string, st *deletes.State) {
+	s.Update(func(r *StatusReport) { r.Table(table).Deletes = st })
 }
 
 // Error records an error of a loop, newest first.

@@ -114,8 +114,8 @@ func runDeleteSweep(args []string) error {
 	return err
 }
 
-func printSweeps(reps []sidecar.SweepReport, apply bool) {
-	last := map[string]sidecar.SweepReport{}
+func printSweeps(reps []deletes.SweepReport, apply bool) {
+	last := map[string]deletes.SweepReport{}
 	var order []string
 	for i, r := range reps {
 		if _, ok := last[r.Table]; !ok {

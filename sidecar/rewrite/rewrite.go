@@ -69,6 +69,21 @@ const (
 	MaybeCommitted Status = "maybe_committed"
 )
 
+// ErrConflict marks an outcome that lost to a concurrent change of its input files: nothing was
+// committed and the outputs were removed; the next cycle replans from fresh metadata.
+var ErrConflict = errors.New("input files changed concurrently")
+
+// Error is the outcome as an error: nil when committed, wrapping ErrConflict when it lost a race.
+func (o Outcome) Error() error {
+	switch o.Status {
+	case Committed:
+		return nil
+	case Conflict:
+		return fmt.Errorf("%w: %v", ErrConflict, o.Err)
+	}
+	return o.Err
+}
+
 // Outcome is what one Run did.
 type Outcome struct {
 	Status Status

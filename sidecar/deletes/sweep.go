@@ -1,4 +1,4 @@
-package sidecar
+package deletes
 
 import (
 	"context"
@@ -12,25 +12,28 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
-// DeleteSweeper executes the deletion requests recorded in tables (docs/deletes.md): candidate
+// DeleteSweeper executes the deletion requests recorded in tables (docs/md): candidate
 // files come from Iceberg scan planning with the requests' row filter; each candidate with
 // matching rows is rewritten once without them (generation 0) and replaced in a validated commit
 // that also updates the requests' progress. A request is done when a sweep finds no live file
 // with rows it matches.
-type DeleteSweeper struct {
-	Cfg     Config
+type Sweeper struct {
+	Cfg     SweepConfig
 	Lake    *lake.Lake
 	Metrics *Metrics
-	Status  *Status
+	// RewriteMetrics count the delete-task rewrites with every other rewrite.
+	RewriteMetrics *rewrite.Metrics
+	// Publish receives each table's deletion state; nil publishes nothing.
+	Publish Publisher
 	Log     *zap.Logger
 	Now     func() time.Time
 	// Executor runs the delete-task rewrites; its AfterCommit is the Puffin index rebuild under
@@ -42,6 +45,86 @@ type DeleteSweeper struct {
 	// change, so this holds until the file is replaced; it lets a capped sweep move on to files
 	// it has not examined instead of reading the same clean ones every time.
 	clean map[string]bool
+	// published is the last state published per table (a look without a sweep keeps its sweep).
+	published map[string]*State
+}
+
+// SweepConfig is what the sweeper is told; the process maps its options onto it.
+type SweepConfig struct {
+	// MaxFiles and MaxBytes cap one sweep of a table (SIGLAKE_DELETE_SWEEP_MAX_FILES,
+	// SIGLAKE_DELETE_SWEEP_MAX_MB), so a big request cannot starve the drain.
+	MaxFiles int
+	MaxBytes int64
+	// TargetFileBytes splits a rewrite's output (at least the input's size: a delete task never
+	// splits a file for size alone).
+	TargetFileBytes int64
+	// Sweeps is SIGLAKE_DELETE_TASKS, shown in the state: whether idle cycles sweep at all.
+	Sweeps bool
+	// Metadata is the search metadata a rewrite's output carries.
+	Metadata func(t *table.Table) merge.MetadataOptions
+}
+
+// Publisher receives each table's deletion state as a value it never writes again.
+type Publisher interface {
+	Deletes(table string, st *State)
+}
+
+// State is a table's deletion requests as the last sweep (or idle-cycle look) saw them.
+type State struct {
+	CheckedAt time.Time        `json:"checked_at"`
+	Sweeps    bool             `json:"sweeps"` // SIGLAKE_DELETE_TASKS
+	Pending   []PendingRequest `json:"pending"`
+	LastSweep *SweepSummary    `json:"last_sweep,omitempty"`
+	Invalid   []string         `json:"invalid,omitempty"` // properties that do not decode
+}
+
+// PendingRequest is one pending deletion request.
+type PendingRequest struct {
+	ID             string    `json:"id"`
+	Predicate      string    `json:"predicate"`
+	CreatedAt      time.Time `json:"created_at"`
+	RowsDeleted    int64     `json:"rows_deleted"`
+	FilesRewritten int64     `json:"files_rewritten"`
+}
+
+// SweepSummary is what one delete sweep of a table did.
+type SweepSummary struct {
+	Time        time.Time `json:"time"`
+	Outcome     string    `json:"outcome"`
+	Candidates  int       `json:"candidates"`
+	Examined    int       `json:"examined"`
+	Rewritten   int       `json:"rewritten"`
+	RowsDeleted int64     `json:"rows_deleted"`
+	Done        []string  `json:"done,omitempty"`
+	Capped      bool      `json:"capped,omitempty"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// Metrics are the delete tasks' metrics (docs/metrics.md "Delete tasks").
+type Metrics struct {
+	Pending        *prometheus.GaugeVec   // table
+	RowsDeleted    *prometheus.CounterVec // table
+	FilesRewritten *prometheus.CounterVec // table
+	RequestsDone   *prometheus.CounterVec // table
+	Sweeps         *prometheus.CounterVec // outcome
+}
+
+// NewMetrics registers the delete tasks' metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_delete_requests_pending", Help: "Deletion requests recorded in the table and not done yet (from the last maintenance look at the table)."}, []string{"table"}),
+		RowsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_delete_rows_deleted_total", Help: "Rows removed by committed delete-task rewrites."}, []string{"table"}),
+		FilesRewritten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_delete_files_rewritten_total", Help: "Data files replaced by committed delete-task rewrites (a file left with no rows is removed without a replacement)."}, []string{"table"}),
+		RequestsDone: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_delete_requests_done_total", Help: "Deletion requests marked done (a sweep found no live file with matching rows)."}, []string{"table"}),
+		Sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_delete_sweeps_total", Help: "Delete sweeps of a table by outcome: deleted (committed a rewrite), clean (no live file had matching rows), capped (stopped at the per-sweep file or byte cap with nothing to rewrite yet), conflict (a rewrite lost to a concurrent change; retried on a later sweep), failed."}, []string{"outcome"}),
+	}
+	reg.MustRegister(m.Pending, m.RowsDeleted, m.FilesRewritten, m.RequestsDone, m.Sweeps)
+	return m
 }
 
 // SweepOptions say how one sweep runs.
@@ -56,20 +139,20 @@ type SweepOptions struct {
 
 // SweepReport says what one sweep of a table found and did.
 type SweepReport struct {
-	Table      string            `json:"table"`
-	Requests   []deletes.Request `json:"requests"` // every request, as stored after the sweep
-	Invalid    []string          `json:"invalid,omitempty"`
-	Candidates []CandidateFile   `json:"candidates"`
-	Outcome    string            `json:"outcome"`
-	Rewritten  int               `json:"rewritten"`
-	Deleted    int64             `json:"rows_deleted"`
-	Done       []string          `json:"done,omitempty"`
-	Capped     bool              `json:"capped,omitempty"`
-	Conflicts  int               `json:"conflicts,omitempty"`
-	ByRequest  map[string]int64  `json:"matching_rows_by_request,omitempty"`
-	Snapshots  []int64           `json:"snapshot_ids,omitempty"` // of the committed rewrites
+	Table      string           `json:"table"`
+	Requests   []Request        `json:"requests"` // every request, as stored after the sweep
+	Invalid    []string         `json:"invalid,omitempty"`
+	Candidates []CandidateFile  `json:"candidates"`
+	Outcome    string           `json:"outcome"`
+	Rewritten  int              `json:"rewritten"`
+	Deleted    int64            `json:"rows_deleted"`
+	Done       []string         `json:"done,omitempty"`
+	Capped     bool             `json:"capped,omitempty"`
+	Conflicts  int              `json:"conflicts,omitempty"`
+	ByRequest  map[string]int64 `json:"matching_rows_by_request,omitempty"`
+	Snapshots  []int64          `json:"snapshot_ids,omitempty"` // of the committed rewrites
 	examined   int
-	pending    []deletes.Request
+	pending    []Request
 }
 
 // CandidateFile is a file scan planning could not rule out for some pending request.
@@ -81,12 +164,12 @@ type CandidateFile struct {
 	Result   string           `json:"result"`
 }
 
-func (s *DeleteSweeper) cleanKey(file, id string) string { return file + "\x00" + id }
+func (s *Sweeper) cleanKey(file, id string) string { return file + "\x00" + id }
 
 // trimClean forgets files that are no longer candidates (rewritten, expired by retention, or
 // ruled out by planning): only candidates are ever marked clean, so the rest is dead weight that
 // would grow with every file a long-pending request has seen.
-func (s *DeleteSweeper) trimClean(tasks []table.FileScanTask) {
+func (s *Sweeper) trimClean(tasks []table.FileScanTask) {
 	live := make(map[string]bool, len(tasks))
 	for _, task := range tasks {
 		live[task.File.FilePath()] = true
@@ -99,7 +182,7 @@ func (s *DeleteSweeper) trimClean(tasks []table.FileScanTask) {
 }
 
 // Sweep runs one delete sweep of table name.
-func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep SweepReport, err error) {
+func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep SweepReport, err error) {
 	rep.Table = name
 	if s.clean == nil {
 		s.clean = map[string]bool{}
@@ -110,7 +193,7 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 			rep.Outcome = "failed"
 		}
 		if o.Apply && rep.Outcome != "" {
-			s.Metrics.DeleteSweeps.WithLabelValues(rep.Outcome).Inc()
+			s.Metrics.Sweeps.WithLabelValues(rep.Outcome).Inc()
 		}
 		s.publish(name, rep, err)
 	}()
@@ -118,8 +201,8 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 	if err != nil {
 		return rep, err
 	}
-	all, bad := deletes.List(t.Properties())
-	pending, invalid := deletes.Executable(deletes.PendingOf(all), t.Schema(), lake.TimestampColumn)
+	all, bad := List(t.Properties())
+	pending, invalid := Executable(PendingOf(all), t.Schema(), lake.TimestampColumn)
 	for _, e := range append(bad, invalid...) {
 		rep.Invalid = append(rep.Invalid, e.Error())
 		log.Warn("ignoring a table property that is not a valid deletion request; it is never executed", zap.Error(e))
@@ -129,7 +212,7 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 	if len(rep.pending) == 0 || t.CurrentSnapshot() == nil {
 		return rep, nil
 	}
-	expr, err := deletes.AnyExpr(rep.pending, t.Schema(), lake.TimestampColumn)
+	expr, err := AnyExpr(rep.pending, t.Schema(), lake.TimestampColumn)
 	if err != nil {
 		return rep, err
 	}
@@ -158,9 +241,9 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 			}
 		}
 	}
-	dp := plan.PlanDeletes(cands, plan.DeleteCaps{MaxFiles: s.Cfg.DeleteSweepMaxFiles, MaxBytes: s.Cfg.DeleteSweepMaxBytes, NoCaps: o.NoCaps})
+	dp := plan.PlanDeletes(cands, plan.DeleteCaps{MaxFiles: s.Cfg.MaxFiles, MaxBytes: s.Cfg.MaxBytes, NoCaps: o.NoCaps})
 	rep.Capped = dp.Capped
-	byID := map[string]deletes.Request{}
+	byID := map[string]Request{}
 	for _, r := range rep.pending {
 		byID[r.ID] = r
 	}
@@ -174,7 +257,7 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 			c.Result = "not examined: shutting down"
 		default:
 			rep.examined++
-			open := make([]deletes.Request, len(pick.Requests))
+			open := make([]Request, len(pick.Requests))
 			for j, id := range pick.Requests {
 				open[j] = byID[id]
 			}
@@ -204,16 +287,16 @@ func (s *DeleteSweeper) Sweep(ctx context.Context, name string, o SweepOptions) 
 	}
 	// Report what is stored now.
 	if t, err := s.Lake.LoadTable(ctx, name); err == nil {
-		rep.Requests, _ = deletes.List(t.Properties())
+		rep.Requests, _ = List(t.Properties())
 	}
 	return rep, nil
 }
 
 // examine counts a candidate's matching rows per open request and, when applying, rewrites it
 // without them.
-func (s *DeleteSweeper) examine(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, df iceberg.DataFile,
-	open []deletes.Request, o SweepOptions, c *CandidateFile, rep *SweepReport, log *zap.Logger) error {
-	f, err := deletes.RowFilter(open)
+func (s *Sweeper) examine(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, df iceberg.DataFile,
+	open []Request, o SweepOptions, c *CandidateFile, rep *SweepReport, log *zap.Logger) error {
+	f, err := RowFilter(open)
 	if err != nil {
 		return err
 	}
@@ -223,7 +306,7 @@ func (s *DeleteSweeper) examine(ctx context.Context, t *table.Table, fsys iceber
 		return fmt.Errorf("count matching rows of %s: %w", c.Path, err)
 	}
 	c.Matching = map[string]int64{}
-	var matched []deletes.Request
+	var matched []Request
 	for i, r := range open {
 		c.Matching[r.ID] = per[i]
 		rep.ByRequest[r.ID] += per[i]
@@ -251,7 +334,7 @@ func (s *DeleteSweeper) examine(ctx context.Context, t *table.Table, fsys iceber
 		rep.Deleted += deleted
 		rep.Snapshots = append(rep.Snapshots, snap)
 		return nil
-	case errors.Is(err, errConflict):
+	case errors.Is(err, rewrite.ErrConflict):
 		c.Result = "conflict: " + err.Error()
 		rep.Conflicts++
 		return nil
@@ -264,9 +347,9 @@ func (s *DeleteSweeper) examine(ctx context.Context, t *table.Table, fsys iceber
 // requests' progress, through the rewrite executor. The commit pins the branch head it read (so
 // progress written by someone else is never overwritten) and is retried on fresh metadata while
 // df is still live.
-func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFile, matched []deletes.Request, log *zap.Logger) (snap, deleted int64, outputs int, err error) {
+func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFile, matched []Request, log *zap.Logger) (snap, deleted int64, outputs int, err error) {
 	name := t.Identifier()[len(t.Identifier())-1]
-	f, err := deletes.RowFilter(matched)
+	f, err := RowFilter(matched)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -289,7 +372,7 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 		Dir:             df.FilePath()[:strings.LastIndex(df.FilePath(), "/")],
 		Generation:      0,
 		TargetFileBytes: max(s.Cfg.TargetFileBytes, df.FileSizeBytes()),
-		Metadata:        s.Cfg.metadataOptions(t),
+		Metadata:        s.metadata(t),
 		RowFilter:       f,
 		DeleteTask:      true,
 		Reason:          "deletion requests " + strings.Join(ids, ","),
@@ -298,12 +381,12 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 		},
 		// Progress goes on top of what the table holds at the commit, in the same commit.
 		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
-			stored, _ := deletes.List(cur.Properties())
-			byID := map[string]deletes.Request{}
+			stored, _ := List(cur.Properties())
+			byID := map[string]Request{}
 			for _, r := range stored {
 				byID[r.ID] = r
 			}
-			var upd []deletes.Request
+			var upd []Request
 			for i, r := range matched {
 				if sr, ok := byID[r.ID]; ok {
 					sr.RowsDeleted += res.Deleted[i]
@@ -311,33 +394,33 @@ func (s *DeleteSweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.
 					upd = append(upd, sr)
 				}
 			}
-			return deletes.Stage(txn, upd...)
+			return Stage(txn, upd...)
 		},
 	}
 	out := s.Executor.Run(ctx, t, job)
-	rewrite.Observer{Metrics: s.Metrics.Rewrite, Log: log}.Observe(name, job, out, zap.String("path", df.FilePath()),
+	rewrite.Observer{Metrics: s.RewriteMetrics, Log: log}.Observe(name, job, out, zap.String("path", df.FilePath()),
 		zap.Strings("request_ids", ids), zap.Int64("rows_deleted", sum(out.Merge)), zap.Int64("rows_before", df.Count()))
-	if err := rewriteErr(out); err != nil {
+	if err := out.Error(); err != nil {
 		return 0, 0, 0, err
 	}
 	deleted = sum(out.Merge)
-	s.Metrics.DeleteRows.WithLabelValues(name).Add(float64(deleted))
-	s.Metrics.DeleteFilesRewritten.WithLabelValues(name).Inc()
+	s.Metrics.RowsDeleted.WithLabelValues(name).Add(float64(deleted))
+	s.Metrics.FilesRewritten.WithLabelValues(name).Inc()
 	return out.SnapshotID, deleted, len(out.Merge.Outputs), nil
 }
 
 // markDone marks done each pending request that every candidate of this sweep was clean for,
 // after checking again on the table's newest metadata (rows appended since the sweep planned
 // must be examined first). The commit pins that metadata's branch head.
-func (s *DeleteSweeper) markDone(ctx context.Context, name string, rep *SweepReport, log *zap.Logger) error {
+func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, log *zap.Logger) error {
 	for attempt := 0; attempt < 4; attempt++ {
 		t, err := s.Lake.LoadTable(ctx, name)
 		if err != nil {
 			return err
 		}
-		stored, _ := deletes.List(t.Properties())
-		pending, _ := deletes.Executable(deletes.PendingOf(stored), t.Schema(), lake.TimestampColumn)
-		var done []deletes.Request
+		stored, _ := List(t.Properties())
+		pending, _ := Executable(PendingOf(stored), t.Schema(), lake.TimestampColumn)
+		var done []Request
 		for _, r := range pending {
 			expr, err := r.Expr(t.Schema(), lake.TimestampColumn)
 			if err != nil {
@@ -358,7 +441,7 @@ func (s *DeleteSweeper) markDone(ctx context.Context, name string, rep *SweepRep
 				continue
 			}
 			now := s.Now().UTC()
-			r.State, r.DoneAt = deletes.Done, &now
+			r.State, r.DoneAt = Done, &now
 			if snap := t.CurrentSnapshot(); snap != nil {
 				r.DoneSnapshotID = snap.SnapshotID
 			}
@@ -371,15 +454,15 @@ func (s *DeleteSweeper) markDone(ctx context.Context, name string, rep *SweepRep
 		if err := txn.AssertRefSnapshotID(""); err != nil {
 			return err
 		}
-		if err := deletes.Stage(txn, done...); err != nil {
+		if err := Stage(txn, done...); err != nil {
 			return err
 		}
 		// Done requests past their retention leave the table metadata in the same commit, so the
 		// metadata every later commit rewrites does not grow with every request ever made.
 		var expired []string
 		for _, r := range stored {
-			if r.State == deletes.Done && r.DoneAt != nil && s.Now().Sub(*r.DoneAt) > deletes.DoneRetention {
-				expired = append(expired, deletes.Key(r.ID))
+			if r.State == Done && r.DoneAt != nil && s.Now().Sub(*r.DoneAt) > DoneRetention {
+				expired = append(expired, Key(r.ID))
 			}
 		}
 		if len(expired) > 0 {
@@ -395,7 +478,7 @@ func (s *DeleteSweeper) markDone(ctx context.Context, name string, rep *SweepRep
 		}
 		for _, r := range done {
 			rep.Done = append(rep.Done, r.ID)
-			s.Metrics.DeleteRequestsDone.WithLabelValues(name).Inc()
+			s.Metrics.RequestsDone.WithLabelValues(name).Inc()
 			log.Info("deletion request done", zap.String("request_id", r.ID), zap.String("predicate", r.Describe()),
 				zap.Int64("rows_deleted", r.RowsDeleted), zap.Int64("files_rewritten", r.FilesRewritten),
 				zap.Int64("snapshot_id", r.DoneSnapshotID))
@@ -411,40 +494,52 @@ func (s *DeleteSweeper) markDone(ctx context.Context, name string, rep *SweepRep
 }
 
 // publish updates the pending gauge and /debug/status from a sweep.
-func (s *DeleteSweeper) publish(name string, rep SweepReport, err error) {
+func (s *Sweeper) publish(name string, rep SweepReport, err error) {
 	var pending []PendingRequest
 	for _, r := range rep.Requests {
-		if r.State == deletes.Pending {
+		if r.State == Pending {
 			pending = append(pending, PendingRequest{ID: r.ID, Predicate: r.Describe(), CreatedAt: r.CreatedAt,
 				RowsDeleted: r.RowsDeleted, FilesRewritten: r.FilesRewritten})
 		}
 	}
 	if err == nil || rep.Requests != nil {
-		s.Metrics.DeletePending.WithLabelValues(name).Set(float64(len(pending)))
+		s.Metrics.Pending.WithLabelValues(name).Set(float64(len(pending)))
 	}
 	sum := &SweepSummary{Time: s.Now(), Outcome: rep.Outcome, Candidates: len(rep.Candidates), Examined: rep.examined,
 		Rewritten: rep.Rewritten, RowsDeleted: rep.Deleted, Done: rep.Done, Capped: rep.Capped}
 	if err != nil {
 		sum.Error = err.Error()
 	}
-	s.Status.Update(func(r *StatusReport) {
-		tr := r.Table(name)
-		last := sum
-		if rep.Outcome == "" && err == nil && tr.Deletes != nil {
-			last = tr.Deletes.LastSweep // a look without a sweep keeps the last sweep's summary
-		}
-		tr.Deletes = &DeleteState{CheckedAt: s.Now(), Sweeps: s.Cfg.DeleteTasks, Pending: pending, Invalid: rep.Invalid, LastSweep: last}
-	})
+	last := sum
+	if prev := s.published[name]; rep.Outcome == "" && err == nil && prev != nil {
+		last = prev.LastSweep // a look without a sweep keeps the last sweep's summary
+	}
+	st := &State{CheckedAt: s.Now(), Sweeps: s.Cfg.Sweeps, Pending: pending, Invalid: rep.Invalid, LastSweep: last}
+	if s.published == nil {
+		s.published = map[string]*State{}
+	}
+	s.published[name] = st
+	if s.Publish != nil {
+		s.Publish.Deletes(name, st)
+	}
+}
+
+// metadata is the search metadata a rewrite of t writes.
+func (s *Sweeper) metadata(t *table.Table) merge.MetadataOptions {
+	if s.Cfg.Metadata == nil {
+		return merge.MetadataOptions{}
+	}
+	return s.Cfg.Metadata(t)
 }
 
 // Pending refreshes a table's pending requests (gauge and status) without sweeping: what an idle
 // cycle does when SIGLAKE_DELETE_TASKS is off.
-func (s *DeleteSweeper) Pending(ctx context.Context, name string) error {
+func (s *Sweeper) Pending(ctx context.Context, name string) error {
 	t, err := s.Lake.LoadTable(ctx, name)
 	if err != nil {
 		return err
 	}
-	all, bad := deletes.List(t.Properties())
+	all, bad := List(t.Properties())
 	rep := SweepReport{Table: name, Requests: all}
 	for _, e := range bad {
 		rep.Invalid = append(rep.Invalid, e.Error())
@@ -453,19 +548,16 @@ func (s *DeleteSweeper) Pending(ctx context.Context, name string) error {
 	return nil
 }
 
-// DeleteSweep is `siglake delete-sweep`: without apply, one uncapped dry run per table (requests,
+// SweepTables is `siglake delete-sweep`: without apply, one uncapped dry run per table (requests,
 // candidate files, matching rows); with apply, sweeps each table until no request is pending or
 // a sweep makes no progress, whatever SIGLAKE_DELETE_TASKS says. tables empty = every table.
-func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, apply bool) ([]SweepReport, error) {
+func (s *Sweeper) SweepTables(ctx context.Context, tables []string, apply bool) ([]SweepReport, error) {
 	if len(tables) == 0 {
 		var err error
-		if tables, err = l.ListTables(ctx); err != nil {
+		if tables, err = s.Lake.ListTables(ctx); err != nil {
 			return nil, err
 		}
 	}
-	// The sweeper of a maintainer, so delete-task rewrites by hand get the same index rebuild.
-	m := &Maintainer{Cfg: cfg, Lake: l, Metrics: NewMetrics(), Status: NewStatus("delete-sweep", cfg.Role, "", time.Now()), Log: log, Now: time.Now}
-	s := m.Deletes()
 	var out []SweepReport
 	for _, name := range tables {
 		if !apply {
@@ -483,7 +575,7 @@ func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger,
 				return out, err
 			}
 			progress := rep.Rewritten > 0 || len(rep.Done) > 0 || rep.Capped || rep.Conflicts > 0 && i < 10
-			if len(deletes.PendingOf(rep.Requests)) == 0 || !progress {
+			if len(PendingOf(rep.Requests)) == 0 || !progress {
 				break
 			}
 		}
