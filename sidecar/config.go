@@ -17,7 +17,9 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -679,4 +681,34 @@ func LakeConfig(c Config) lake.Config {
 // table's settings (lake.WriteMetadata).
 func (c Config) metadataOptions(t *table.Table) merge.MetadataOptions {
 	return lake.WriteMetadata(t, !c.InvertedIndex, c.IndexFooterMaxBytes)
+}
+
+// PlanConfig maps the process options onto the planner's configuration.
+func PlanConfig(c Config) (plan.Config, error) {
+	p := plan.DefaultConfig()
+	p.Leveled = c.Leveled
+	p.ReclusterInterval = c.ReclusterInterval
+	p.MaxOverlapDepth = c.MaxOverlapDepth
+	p.LevelMaxGen = c.LevelMaxGen
+	p.MaxFanIn = c.MaxFanIn
+	p.MaxFilesPerPass = max(p.MaxFilesPerPass, c.MaxFanIn)
+	p.MaxSealedForRecluster = c.MaxSealedForRecluster
+	p.BackpressureCompactEvery = c.BackpressureCompactEvery
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("compaction settings: %w", err)
+	}
+	return p, nil
+}
+
+// MaintainConfig is the part of the options the maintenance loop needs.
+func MaintainConfig(c Config) maintain.Config {
+	return maintain.Config{SnapshotExpireInterval: c.SnapshotExpireInterval, SnapshotRetain: c.SnapshotRetain,
+		DeleteTasks: c.DeleteTasks, Sweep: SweepConfig(c), IndexRebuild: c.IndexRebuild, MergeMemoryBytes: c.MergeMemoryBytes,
+		MergeChunkRows: c.MergeChunkRows, MaxFanIn: c.MaxFanIn, Metadata: c.metadataOptions}
+}
+
+// SweepConfig is the part of the options the delete sweeper needs.
+func SweepConfig(c Config) deletes.SweepConfig {
+	return deletes.SweepConfig{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
+		Sweeps: c.DeleteTasks, Metadata: c.metadataOptions}
 }

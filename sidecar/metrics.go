@@ -9,6 +9,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
@@ -22,14 +23,8 @@ type Metrics struct {
 	// Drain are the drain loop's metrics (sidecar/drain).
 	Drain *drain.Metrics
 
-	// Maintenance.
-	OverlapDepth          *prometheus.GaugeVec   // table
-	LiveFiles             *prometheus.GaugeVec   // table, level
-	LiveBytes             *prometheus.GaugeVec   // table, level
-	GaugesSampledAt       *prometheus.GaugeVec   // table
-	SkippedBackpressure   prometheus.Counter     //
-	ThrottledBackpressure prometheus.Counter     //
-	Expirations           *prometheus.CounterVec // outcome
+	// Maintain are the maintenance loop's metrics (sidecar/maintain).
+	Maintain *maintain.Metrics
 
 	// Deletes are the delete tasks' metrics (sidecar/deletes).
 	Deletes *deletes.Metrics
@@ -53,28 +48,13 @@ func NewMetrics() *Metrics {
 		CatalogUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_catalog_up", Help: "1 when the last catalog call succeeded, 0 when the catalog is unreachable."}),
 	}
-	m.OverlapDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "siglake_table_overlap_depth", Help: "Largest number of live file time ranges of one partition that contain the same instant (from the last metadata walk)."}, []string{"table"})
-	m.LiveFiles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "siglake_table_live_files", Help: "Live data files by level (from the last metadata walk)."}, []string{"table", "level"})
-	m.LiveBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "siglake_table_live_bytes", Help: "Bytes of live data files by level (from the last metadata walk)."}, []string{"table", "level"})
-	m.GaugesSampledAt = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "siglake_table_gauges_sampled_at_seconds", Help: "Unix time of the metadata walk the table gauges come from."}, []string{"table"})
-	m.SkippedBackpressure = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "siglake_compactor_maintenance_skipped_backpressure_total", Help: "Maintenance cycles skipped because the sealed WAL backlog exceeded SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER."})
-	m.ThrottledBackpressure = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "siglake_compactor_maintenance_throttled_backpressure_total", Help: "Backlogged maintenance cycles that ran the restricted L0 pass."})
-	m.Expirations = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "siglake_snapshot_expirations_total", Help: "Snapshot expiry runs by outcome (ok, failed)."}, []string{"outcome"})
-	reg.MustRegister(m.OverlapDepth, m.LiveFiles, m.LiveBytes, m.GaugesSampledAt, m.SkippedBackpressure,
-		m.ThrottledBackpressure, m.Expirations)
 	m.Deletes = deletes.NewMetrics(reg)
 	m.Rewrite = rewrite.NewMetrics(reg)
 	m.Merge = merge.NewMetrics(reg)
 	reg.MustRegister(m.CatalogUp)
 	m.Drain = drain.NewMetrics(reg, m.CatalogUp, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
+	m.Maintain = maintain.NewMetrics(reg, m.Rewrite, m.Merge, m.Rebuild, m.Deletes)
 	m.Claims = claim.NewMetrics(reg)
 	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	return m

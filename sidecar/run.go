@@ -18,8 +18,10 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/maintain"
 )
 
 // NewLogger builds the process logger: JSON in a container, console on a terminal (format "auto").
@@ -383,4 +385,38 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 		case <-t.C:
 		}
 	}
+}
+
+// maintain ticks the maintainer until stop is done; gauges and expiry keep running with rewrites off.
+func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
+	pc, err := PlanConfig(p.Cfg)
+	if err != nil {
+		p.Log.Error("maintenance disabled: bad compaction settings", zap.Error(err))
+		return
+	}
+	m := &maintain.Maintainer{Cfg: MaintainConfig(p.Cfg), Plan: pc, Lake: l, Metrics: p.Metrics.Maintain, Publish: p.Status, Log: p.Log, Now: p.Now,
+		Owns: p.owns, Backlog: p.backlog}
+	tick := p.Cfg.ReclusterInterval
+	if tick == 0 || tick > 10*time.Second {
+		tick = 10 * time.Second // gauges and expiry keep running with rewrites off
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := m.Cycle(work); err != nil {
+			p.Log.Warn("maintenance cycle had errors", zap.Error(err))
+		}
+	}
+}
+
+// DeleteSweep is `siglake delete-sweep` (deletes.Sweeper.SweepTables) with this process's
+// options: its rewrites get the same index rebuild as the maintenance loop's.
+func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, apply bool) ([]deletes.SweepReport, error) {
+	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
+	return m.Deletes().SweepTables(ctx, tables, apply)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/maintain"
 )
 
 // Status is what /debug/status shows and `siglake status` prints. The loops update it under the
@@ -55,51 +56,9 @@ type TableReport struct {
 	Owner      string              `json:"owner,omitempty"`
 	OwnerSince *time.Time          `json:"owner_since,omitempty"`
 	// Candidates are the members the owner was chosen among (those sharing this catalog).
-	Candidates  []string          `json:"candidates,omitempty"`
-	Maintenance *MaintenanceState `json:"maintenance,omitempty"`
-	Deletes     *deletes.State    `json:"deletes,omitempty"`
-}
-
-// MaintenanceState is filled in by the maintenance loop.
-type MaintenanceState struct {
-	SampledAt     time.Time      `json:"sampled_at"`
-	FilesPerLevel map[string]int `json:"files_per_level"`
-	BytesPerLevel map[string]int `json:"bytes_per_level"`
-	OverlapDepth  int            `json:"overlap_depth"`
-	LastPass      *PassReport    `json:"last_pass,omitempty"`
-	// IndexRebuild is the post-rewrite Puffin index rebuild of this table (SIGLAKE_INDEX_REBUILD).
-	IndexRebuild *RebuildState `json:"index_rebuild,omitempty"`
-}
-
-// RebuildState is the index rebuild's state for one table: its switch, what the table's
-// registry holds, and the last run.
-type RebuildState struct {
-	Enabled    bool       `json:"enabled"`
-	Columns    []string   `json:"columns"`    // the table's index specification
-	Registered int        `json:"registered"` // data files with a registered sidecar
-	LastRun    *time.Time `json:"last_run,omitempty"`
-	LastFiles  int        `json:"last_files"`
-	LastBytes  int64      `json:"last_bytes"`
-	LastError  string     `json:"last_error,omitempty"`
-}
-
-// PassReport is the last maintenance pass of a table.
-type PassReport struct {
-	Time     time.Time   `json:"time"`
-	Decision string      `json:"decision"`
-	Bins     []BinReport `json:"bins"`
-	Skipped  []string    `json:"skipped,omitempty"`
-}
-
-// BinReport is one rewrite of a pass.
-type BinReport struct {
-	Kind      string `json:"kind"`
-	Partition string `json:"partition"`
-	Files     int    `json:"files"`
-	Bytes     int64  `json:"bytes"`
-	Path      string `json:"merge_path,omitempty"`
-	Reason    string `json:"reason"`
-	Result    string `json:"result"`
+	Candidates  []string        `json:"candidates,omitempty"`
+	Maintenance *maintain.State `json:"maintenance,omitempty"`
+	Deletes     *deletes.State  `json:"deletes,omitempty"`
 }
 
 // MemberReport is one gossip member.
@@ -144,34 +103,28 @@ func (r *StatusReport) Table(name string) *TableReport {
 	return t
 }
 
-// EditMaintenance replaces the table's maintenance state with a copy that f changes; call inside
-// Update. The published state may be being encoded by /debug/status, so it is never written. The
-// copy is shallow but for IndexRebuild: f replaces the maps and slices it changes (FilesPerLevel,
-// LastPass, ...), never writes into them.
-func (r *StatusReport) EditMaintenance(table string, f func(ms *MaintenanceState)) {
-	tr := r.Table(table)
-	var ms MaintenanceState
-	if tr.Maintenance != nil {
-		ms = *tr.Maintenance
-	}
-	if ms.IndexRebuild != nil {
-		rb := *ms.IndexRebuild
-		ms.IndexRebuild = &rb
-	}
-	f(&ms)
-	tr.Maintenance = &ms
-}
+// The loops publish their status here.
+var (
+	_ drain.Publisher    = (*Status)(nil)
+	_ maintain.Publisher = (*Status)(nil)
+	_ deletes.Publisher  = (*Status)(nil)
+)
 
-// The drain publishes its status here (drain.Publisher).
-var _ drain.Publisher = (*Status)(nil)
-
-// Backlog shows the sealed backlog.
+// Backlog shows the sealed backlog (drain.Publisher).
 func (s *Status) Backlog(b drain.Backlog) { s.Update(func(r *StatusReport) { r.Backlog = b }) }
 
 // Committed shows a table's last drain commit.
 func (s *Status) Committed(table string, c *drain.CommitReport) {
 	s.Update(func(r *StatusReport) { r.Table(table).LastCommit = c })
 }
+
+// Maintenance shows a table's maintenance state (maintain.Publisher).
+func (s *Status) Maintenance(table string, st *maintain.State) {
+	s.Update(func(r *StatusReport) { r.Table(table).Maintenance = st })
+}
+
+// Owned shows the tables this process maintains.
+func (s *Status) Owned(tables []string) { s.Update(func(r *StatusReport) { r.Owned = tables }) }
 
 // Deletes shows a table's deletion requests (deletes.Publisher).
 func (s *Status) Deletes(table string, st *deletes.State) {

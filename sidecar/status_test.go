@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"sync"
@@ -13,19 +14,19 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
-	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/maintain"
 )
 
-// TestStatusPublishedValuesAreNotMutated: the maintenance loop updates a table's state while
-// /debug/status encodes a snapshot outside the lock. Run under -race (make test does): a loop
-// that mutates a published value in place is a data race the detector reports.
+// TestStatusPublishedValuesAreNotMutated: the loops publish into Status while /debug/status
+// encodes a snapshot outside the lock. Run under -race (make test does): a Status that handed out
+// a value it later writes is a data race the detector reports.
 func TestStatusPublishedValuesAreNotMutated(t *testing.T) {
 	st := NewStatus("n", RoleAll, "test", time.Now())
-	m := &Maintainer{Plan: plan.DefaultConfig(), Metrics: NewMetrics(), Status: st, Log: zap.NewNop(), Now: time.Now}
-	srv := httptest.NewServer(Handler(m.Metrics, st, &Readiness{}, time.Now))
+	srv := httptest.NewServer(Handler(NewMetrics(), st, &Readiness{}, time.Now))
 	defer srv.Close()
-	files := []plan.File{{Path: "a", SizeBytes: 1 << 20, MinTime: 0, MaxTime: 10, Rows: 5}}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -37,9 +38,13 @@ func TestStatusPublishedValuesAreNotMutated(t *testing.T) {
 				return
 			default:
 			}
-			m.sampleGauges("events", files, time.Now())
-			m.publishPass("events", &PassReport{Time: time.Now(), Decision: "run"})
-			m.updateRebuildState("events", nil, &rebuildRun{at: time.Now()})
+			st.Maintenance("events", &maintain.State{SampledAt: time.Now(), OverlapDepth: i, FilesPerLevel: map[string]int{"L0": i},
+				LastPass: &maintain.PassReport{Time: time.Now(), Decision: "run"}})
+			st.Owned([]string{"events"})
+			st.Committed("events", &drain.CommitReport{Time: time.Now(), Rows: int64(i)})
+			st.Backlog(drain.Backlog{Segments: i})
+			st.Deletes("events", &deletes.State{CheckedAt: time.Now()})
+			st.Error(time.Now(), "test", "events", fmt.Errorf("error %d", i))
 		}
 	}()
 	for i := 0; i < 200; i++ {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -136,7 +137,7 @@ func inspectPartitions(files []lake.File, pc plan.Config) []inspectPartition {
 			p.MaxGeneration = max(p.MaxGeneration, f.Generation)
 			p.Files = append(p.Files, inspectFile{Path: f.Path, Level: lvl, Generation: f.Generation, Bytes: f.Size, Rows: f.Rows,
 				Min: time.UnixMicro(f.MinTime).UTC(), Max: time.UnixMicro(f.MaxTime).UTC()})
-			pf = append(pf, sidecar.PlanFile(f))
+			pf = append(pf, maintain.PlanFile(f))
 		}
 		p.OverlapDepth, _ = plan.Depth(pf)
 		p.Clusters = len(plan.Clusters(pf))

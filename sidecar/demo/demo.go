@@ -20,6 +20,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -232,7 +233,7 @@ func demoSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir str
 		for _, f := range files {
 			rows += f.Rows
 			bytes += f.Size
-			parts[f.Partition] = append(parts[f.Partition], sidecar.PlanFile(f))
+			parts[f.Partition] = append(parts[f.Partition], maintain.PlanFile(f))
 		}
 		depth := 0
 		for _, pf := range parts {
@@ -325,13 +326,14 @@ func demoCompact(ctx context.Context, out io.Writer, cfg sidecar.Config, log *za
 	fmt.Fprintf(out, "running maintenance passes until the planner has nothing left to do...\n")
 	for pass := 1; pass <= 6; pass++ {
 		// A fresh maintainer has every level check due, like a newly elected owner.
-		m := &sidecar.Maintainer{Cfg: cfg, Plan: pc, Lake: l, Metrics: sidecar.NewMetrics(), Status: sidecar.NewStatus("demo", sidecar.RoleAll, "demo", time.Now()),
+		st := sidecar.NewStatus("demo", sidecar.RoleAll, "demo", time.Now())
+		m := &maintain.Maintainer{Cfg: sidecar.MaintainConfig(cfg), Plan: pc, Lake: l, Metrics: sidecar.NewMetrics().Maintain, Publish: st,
 			Log: log, Now: time.Now}
 		rep, err := m.Cycle(ctx)
 		if err != nil {
 			return err
 		}
-		snap := m.Status.Snapshot(time.Now())
+		snap := st.Snapshot(time.Now())
 		var parts []string
 		for _, name := range sortedTables(snap.Tables) {
 			if ms := snap.Tables[name].Maintenance; ms != nil && ms.LastPass != nil {

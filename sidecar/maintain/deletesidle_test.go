@@ -1,4 +1,4 @@
-package sidecar
+package maintain
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 )
 
-func newDeleteEnv(t *testing.T, mutate func(*Config)) *env {
-	return newEnv(t, func(c *Config) {
+func newDeleteEnv(t *testing.T, mutate func(*testConfig)) *env {
+	return newEnv(t, func(c *testConfig) {
 		c.CommitBatchTargetBytes = 0
 		c.SnapshotExpireInterval = 0
 		if mutate != nil {
@@ -28,7 +28,7 @@ func newDeleteEnv(t *testing.T, mutate func(*Config)) *env {
 func TestDeleteTasksSwitch(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		t.Run(fmt.Sprintf("on=%v", on), func(t *testing.T) {
-			e := newDeleteEnv(t, func(c *Config) { c.DeleteTasks = on })
+			e := newDeleteEnv(t, func(c *testConfig) { c.DeleteTasks = on })
 			recs := e.te.DeleteTable(3)
 			r := testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
 			want, _ := testlake.ExpectAfter(recs, []deletes.Request{r})
@@ -53,13 +53,13 @@ func TestDeleteTasksSwitch(t *testing.T) {
 					t.Fatalf("siglake_delete_requests_pending = %v, want 1", v)
 				}
 				var shown []deletes.PendingRequest
-				m.Status.Update(func(s *StatusReport) { shown = s.Table("events").Deletes.Pending })
+				if st := published(m).deletes["events"]; st != nil {
+					shown = st.Pending
+				}
 				if len(shown) != 1 || shown[0].ID != r.ID {
 					t.Fatalf("/debug/status pending requests: %+v", shown)
 				}
-				if _, err := DeleteSweep(context.Background(), e.lake, e.cfg, e.drain.Log, []string{"events"}, true); err != nil {
-					t.Fatal(err)
-				}
+				deleteSweep(t, e, []string{"events"})
 				st = testlake.StoredRequests(t, e.lake)[r.ID]
 			}
 			if got := e.tableSum("events"); got != want || st.State != deletes.Done {
@@ -73,7 +73,7 @@ func TestDeleteTasksSwitch(t *testing.T) {
 // manifest list is unreadable) must not keep the other tables' deletion requests from being
 // swept, and the pending gauge is published in busy cycles too.
 func TestFailingTableDoesNotStarveDeletes(t *testing.T) {
-	e := newDeleteEnv(t, func(c *Config) { c.DeleteTasks = true })
+	e := newDeleteEnv(t, func(c *testConfig) { c.DeleteTasks = true })
 	e.te.DeleteTable(3)
 	r := testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
 	e.writeSegments("other", 2, 2000, 9, testlake.DeleteBase)

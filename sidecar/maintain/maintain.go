@@ -1,4 +1,8 @@
-package sidecar
+// Package maintain is the maintenance loop: per owned table it samples the gauges, asks the
+// planner for a pass and runs the pass's bins through the rewrite executor, sweeps deletion
+// requests in idle cycles and expires snapshots. The planner decides; this loop only does I/O,
+// and publishes what it saw as values it never writes again.
+package maintain
 
 import (
 	"context"
@@ -28,7 +32,8 @@ type Maintainer struct {
 	Plan    plan.Config
 	Lake    *lake.Lake
 	Metrics *Metrics
-	Status  *Status
+	// Publish receives the maintenance state of each table and the owned set; nil publishes nothing.
+	Publish Publisher
 	Log     *zap.Logger
 	Now     func() time.Time
 	// Owns says whether this process maintains a table now (gossip lease); nil owns every table.
@@ -41,24 +46,148 @@ type Maintainer struct {
 	lastExpire time.Time
 	sweeper    *deletes.Sweeper
 	reported   map[string]bool // owned tables of the last cycle: their per-table gauges are exported
+	published  map[string]*State
 }
 
-// PlanConfig maps the process options onto the planner's configuration.
-func PlanConfig(c Config) (plan.Config, error) {
-	p := plan.DefaultConfig()
-	p.Leveled = c.Leveled
-	p.ReclusterInterval = c.ReclusterInterval
-	p.MaxOverlapDepth = c.MaxOverlapDepth
-	p.LevelMaxGen = c.LevelMaxGen
-	p.MaxFanIn = c.MaxFanIn
-	p.MaxFilesPerPass = max(p.MaxFilesPerPass, c.MaxFanIn)
-	p.MaxSealedForRecluster = c.MaxSealedForRecluster
-	p.BackpressureCompactEvery = c.BackpressureCompactEvery
-	if err := p.Validate(); err != nil {
-		return p, fmt.Errorf("compaction settings: %w", err)
-	}
-	return p, nil
+// Config is what the maintenance loop is told; the process maps its options onto it (the
+// planner's own settings are Maintainer.Plan).
+type Config struct {
+	// SnapshotExpireInterval and SnapshotRetain are snapshotExpire.intervalSecs and .retain:
+	// expiry's cadence (0 = off) and how many snapshots it keeps.
+	SnapshotExpireInterval time.Duration
+	SnapshotRetain         int
+	// DeleteTasks is SIGLAKE_DELETE_TASKS: idle cycles sweep deletion requests.
+	DeleteTasks bool
+	// Sweep configures the delete sweeper.
+	Sweep deletes.SweepConfig
+	// IndexRebuild is SIGLAKE_INDEX_REBUILD: committed rewrites get Puffin index sidecars.
+	IndexRebuild bool
+	// MergeMemoryBytes, MergeChunkRows and MaxFanIn bound the merges (0 = merge's defaults).
+	MergeMemoryBytes int64
+	MergeChunkRows   int64
+	MaxFanIn         int
+	// Metadata is the search metadata a rewrite's output carries.
+	Metadata func(t *table.Table) merge.MetadataOptions
 }
+
+// Publisher receives the loop's status as values it never writes again.
+type Publisher interface {
+	Maintenance(table string, st *State)
+	Owned(tables []string)
+	Error(at time.Time, stage, table string, err error)
+}
+
+// State is one table's maintenance state in /debug/status.
+type State struct {
+	SampledAt     time.Time      `json:"sampled_at"`
+	FilesPerLevel map[string]int `json:"files_per_level"`
+	BytesPerLevel map[string]int `json:"bytes_per_level"`
+	OverlapDepth  int            `json:"overlap_depth"`
+	LastPass      *PassReport    `json:"last_pass,omitempty"`
+	// IndexRebuild is the post-rewrite Puffin index rebuild of this table (SIGLAKE_INDEX_REBUILD).
+	IndexRebuild *RebuildState `json:"index_rebuild,omitempty"`
+}
+
+// RebuildState is the index rebuild's state for one table: its switch, what the table's
+// registry holds, and the last run.
+type RebuildState struct {
+	Enabled    bool       `json:"enabled"`
+	Columns    []string   `json:"columns"`    // the table's index specification
+	Registered int        `json:"registered"` // data files with a registered sidecar
+	LastRun    *time.Time `json:"last_run,omitempty"`
+	LastFiles  int        `json:"last_files"`
+	LastBytes  int64      `json:"last_bytes"`
+	LastError  string     `json:"last_error,omitempty"`
+}
+
+// PassReport is the last maintenance pass of a table.
+type PassReport struct {
+	Time     time.Time   `json:"time"`
+	Decision string      `json:"decision"`
+	Bins     []BinReport `json:"bins"`
+	Skipped  []string    `json:"skipped,omitempty"`
+}
+
+// BinReport is one rewrite of a pass.
+type BinReport struct {
+	Kind      string `json:"kind"`
+	Partition string `json:"partition"`
+	Files     int    `json:"files"`
+	Bytes     int64  `json:"bytes"`
+	Path      string `json:"merge_path,omitempty"`
+	Reason    string `json:"reason"`
+	Result    string `json:"result"`
+}
+
+// Metrics are the maintenance loop's metrics (docs/metrics.md "Maintenance"), and the shared
+// ones its parts count into.
+type Metrics struct {
+	OverlapDepth          *prometheus.GaugeVec   // table
+	LiveFiles             *prometheus.GaugeVec   // table, level
+	LiveBytes             *prometheus.GaugeVec   // table, level
+	GaugesSampledAt       *prometheus.GaugeVec   // table
+	SkippedBackpressure   prometheus.Counter     //
+	ThrottledBackpressure prometheus.Counter     //
+	Expirations           *prometheus.CounterVec // outcome
+
+	Rewrite *rewrite.Metrics
+	Merge   *merge.Metrics
+	Rebuild *puffinidx.Metrics
+	Deletes *deletes.Metrics
+}
+
+// NewMetrics registers the maintenance loop's own metrics on reg and takes the shared ones.
+func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *merge.Metrics, rb *puffinidx.Metrics, dm *deletes.Metrics) *Metrics {
+	m := &Metrics{Rewrite: rw, Merge: mm, Rebuild: rb, Deletes: dm,
+		OverlapDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_table_overlap_depth", Help: "Largest number of live file time ranges of one partition that contain the same instant (from the last metadata walk)."}, []string{"table"}),
+		LiveFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_table_live_files", Help: "Live data files by level (from the last metadata walk)."}, []string{"table", "level"}),
+		LiveBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_table_live_bytes", Help: "Bytes of live data files by level (from the last metadata walk)."}, []string{"table", "level"}),
+		GaugesSampledAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_table_gauges_sampled_at_seconds", Help: "Unix time of the metadata walk the table gauges come from."}, []string{"table"}),
+		SkippedBackpressure: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "siglake_compactor_maintenance_skipped_backpressure_total", Help: "Maintenance cycles skipped because the sealed WAL backlog exceeded SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER."}),
+		ThrottledBackpressure: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "siglake_compactor_maintenance_throttled_backpressure_total", Help: "Backlogged maintenance cycles that ran the restricted L0 pass."}),
+		Expirations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_snapshot_expirations_total", Help: "Snapshot expiry runs by outcome (ok, failed)."}, []string{"outcome"}),
+	}
+	reg.MustRegister(m.OverlapDepth, m.LiveFiles, m.LiveBytes, m.GaugesSampledAt, m.SkippedBackpressure,
+		m.ThrottledBackpressure, m.Expirations)
+	return m
+}
+
+func (m *Maintainer) error(stage, table string, err error) {
+	if m.Publish != nil {
+		m.Publish.Error(m.Now(), stage, table, err)
+	}
+}
+
+// edit publishes a new state of table: a copy of the last one that f changes. The last one may be
+// being encoded by /debug/status, so it is never written.
+func (m *Maintainer) edit(table string, f func(st *State)) {
+	var st State
+	if prev := m.published[table]; prev != nil {
+		st = *prev
+	}
+	if st.IndexRebuild != nil {
+		rb := *st.IndexRebuild
+		st.IndexRebuild = &rb
+	}
+	f(&st)
+	if m.published == nil {
+		m.published = map[string]*State{}
+	}
+	m.published[table] = &st
+	if m.Publish != nil {
+		m.Publish.Maintenance(table, &st)
+	}
+}
+
+// State returns the last published state of table (nil before the first pass).
+func (m *Maintainer) State(table string) *State { return m.published[table] }
 
 // CycleReport summarises one maintenance cycle.
 type CycleReport struct {
@@ -77,23 +206,13 @@ type CycleReport struct {
 // get the index rebuild under SIGLAKE_INDEX_REBUILD like every other rewrite.
 func (m *Maintainer) Deletes() *deletes.Sweeper {
 	if m.sweeper == nil {
-		m.sweeper = &deletes.Sweeper{Cfg: SweepConfig(m.Cfg), Lake: m.Lake, Metrics: m.Metrics.Deletes, RewriteMetrics: m.Metrics.Rewrite,
-			Publish: m.Status, Log: m.Log, Now: m.Now, Executor: m.executor()}
+		m.sweeper = &deletes.Sweeper{Cfg: m.Cfg.Sweep, Lake: m.Lake, Metrics: m.Metrics.Deletes, RewriteMetrics: m.Metrics.Rewrite,
+			Log: m.Log, Now: m.Now, Executor: m.executor()}
+		if p, ok := m.Publish.(deletes.Publisher); ok {
+			m.sweeper.Publish = p
+		}
 	}
 	return m.sweeper
-}
-
-// SweepConfig is the part of the options the delete sweeper needs.
-func SweepConfig(c Config) deletes.SweepConfig {
-	return deletes.SweepConfig{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
-		Sweeps: c.DeleteTasks, Metadata: c.metadataOptions}
-}
-
-// DeleteSweep is `siglake delete-sweep` (deletes.Sweeper.SweepTables) with this process's
-// options: its rewrites get the same index rebuild as the maintenance loop's.
-func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, apply bool) ([]deletes.SweepReport, error) {
-	m := &Maintainer{Cfg: cfg, Lake: l, Metrics: NewMetrics(), Status: NewStatus("delete-sweep", cfg.Role, "", time.Now()), Log: log, Now: time.Now}
-	return m.Deletes().SweepTables(ctx, tables, apply)
 }
 
 // idleDeletes sweeps each owned table's pending deletion requests, or with SIGLAKE_DELETE_TASKS
@@ -111,7 +230,7 @@ func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []deletes.
 		}
 		rep, err := d.Sweep(ctx, name, deletes.SweepOptions{Apply: true})
 		if err != nil {
-			m.Status.AddError(m.Now(), "delete-sweep", name, err)
+			m.error("delete-sweep", name, err)
 			m.Log.Warn("delete sweep failed", zap.String("table", name), zap.Error(err))
 		}
 		out = append(out, rep)
@@ -159,7 +278,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	now := m.Now()
 	tables, err := m.Lake.ListTables(ctx)
 	if err != nil {
-		m.Status.AddError(now, "maintenance", "", err)
+		m.error("maintenance", "", err)
 		return rep, err
 	}
 	var owned []string
@@ -168,7 +287,9 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 			owned = append(owned, t)
 		}
 	}
-	m.Status.Update(func(r *StatusReport) { r.Owned = owned })
+	if m.Publish != nil {
+		m.Publish.Owned(owned)
+	}
 	backlog := 0
 	if m.Backlog != nil {
 		backlog = m.Backlog()
@@ -191,7 +312,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		st.BackloggedCycles = backlogged
 		pass, err := m.table(ctx, name, plan.Input{Now: now, SealedBacklog: backlog, State: st}, skipping, &rep)
 		if err != nil {
-			m.Status.AddError(m.Now(), "maintenance", name, err)
+			m.error("maintenance", name, err)
 			m.Log.Warn("maintenance of table failed", zap.String("table", name), zap.Error(err))
 			if firstErr == nil {
 				firstErr = err
@@ -229,7 +350,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		for _, name := range owned {
 			if err := m.Lake.ExpireSnapshots(ctx, name, m.Cfg.SnapshotRetain); err != nil {
 				m.Metrics.Expirations.WithLabelValues("failed").Inc()
-				m.Status.AddError(m.Now(), "expire", name, err)
+				m.error("expire", name, err)
 				m.Log.Warn("snapshot expiry failed", zap.String("table", name), zap.Error(err))
 				continue
 			}
@@ -286,7 +407,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 		default:
 			br.Result = "failed: " + err.Error()
 			rep.Failed++
-			m.Status.AddError(m.Now(), "rewrite", name, err)
+			m.error("rewrite", name, err)
 		}
 		report.Bins = append(report.Bins, br)
 		if err != nil {
@@ -305,7 +426,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 func (m *Maintainer) dropStaleRegistrations(ctx context.Context, name string, t **table.Table, live func(string) bool) error {
 	n, err := puffinidx.DropStale(ctx, *t, live, m.Metrics.Rebuild, m.Log)
 	if err != nil {
-		m.Status.AddError(m.Now(), "index-rebuild", name, err)
+		m.error("index-rebuild", name, err)
 		m.Log.Warn("dropping stale index registrations failed; next pass retries", zap.String("table", name), zap.Error(err))
 		return nil
 	}
@@ -319,9 +440,7 @@ func (m *Maintainer) dropStaleRegistrations(ctx context.Context, name string, t 
 
 // publishPass shows a table's last pass in /debug/status.
 func (m *Maintainer) publishPass(name string, report *PassReport) {
-	m.Status.Update(func(r *StatusReport) {
-		r.EditMaintenance(name, func(ms *MaintenanceState) { ms.LastPass = report })
-	})
+	m.edit(name, func(st *State) { st.LastPass = report })
 }
 
 // sampleGauges publishes a table's overlap depth and live files and bytes per level.
@@ -346,11 +465,9 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 		m.Metrics.LiveBytes.WithLabelValues(name, l).Set(float64(bytes[l]))
 	}
 	m.Metrics.GaugesSampledAt.WithLabelValues(name).Set(float64(now.UnixNano()) / 1e9)
-	m.Status.Update(func(r *StatusReport) {
-		r.EditMaintenance(name, func(ms *MaintenanceState) {
-			ms.SampledAt, ms.OverlapDepth = now, depth
-			ms.FilesPerLevel, ms.BytesPerLevel = count, bytes
-		})
+	m.edit(name, func(st *State) {
+		st.SampledAt, st.OverlapDepth = now, depth
+		st.FilesPerLevel, st.BytesPerLevel = count, bytes
 	})
 }
 
@@ -369,7 +486,7 @@ func (m *Maintainer) executor() *rewrite.Executor {
 func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (merge.RewriteResult, error) {
 	name := t.Identifier()[len(t.Identifier())-1]
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
-		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, Metadata: m.Cfg.metadataOptions(t), Reason: b.Reason}
+		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, Metadata: m.metadata(t), Reason: b.Reason}
 	for _, f := range b.Files {
 		lf, ok := byPath[f.Path]
 		if !ok {
@@ -402,7 +519,7 @@ func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs iceb
 	start := m.Now()
 	res, err := rb.Run(ctx, t, fs, snap, files, lake.IndexColumns(t))
 	if err != nil {
-		m.Status.AddError(m.Now(), "index-rebuild", name, err)
+		m.error("index-rebuild", name, err)
 		m.Log.Warn("index rebuild had failures; the rewrite stays committed", zap.String("table", name),
 			zap.Int64("snapshot_id", snap), zap.Int("failures", res.Failures), zap.Error(err))
 	} else if res.Files > 0 {
@@ -426,49 +543,27 @@ type rebuildRun struct {
 func (m *Maintainer) updateRebuildState(name string, props iceberg.Properties, run *rebuildRun) {
 	reg, _ := puffinidx.Parse(props)
 	cols := lake.IndexColumnsOf(props)
-	m.Status.Update(func(r *StatusReport) {
-		r.EditMaintenance(name, func(ms *MaintenanceState) {
-			if ms.IndexRebuild == nil {
-				ms.IndexRebuild = &RebuildState{}
+	m.edit(name, func(ms *State) {
+		if ms.IndexRebuild == nil {
+			ms.IndexRebuild = &RebuildState{}
+		}
+		st := ms.IndexRebuild
+		st.Enabled, st.Columns, st.Registered = m.Cfg.IndexRebuild, cols, len(reg)
+		if run != nil {
+			at := run.at
+			st.LastRun, st.LastFiles, st.LastBytes, st.LastError = &at, run.res.Files, run.res.Bytes, ""
+			if run.err != nil {
+				st.LastError = run.err.Error()
 			}
-			st := ms.IndexRebuild
-			st.Enabled, st.Columns, st.Registered = m.Cfg.IndexRebuild, cols, len(reg)
-			if run != nil {
-				at := run.at
-				st.LastRun, st.LastFiles, st.LastBytes, st.LastError = &at, run.res.Files, run.res.Bytes, ""
-				if run.err != nil {
-					st.LastError = run.err.Error()
-				}
-			}
-		})
+		}
 	})
 }
 
-// maintain ticks the maintainer until stop is done; gauges and expiry keep running with rewrites off.
-func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
-	pc, err := PlanConfig(p.Cfg)
-	if err != nil {
-		p.Log.Error("maintenance disabled: bad compaction settings", zap.Error(err))
-		return
+func (m *Maintainer) metadata(t *table.Table) merge.MetadataOptions {
+	if m.Cfg.Metadata == nil {
+		return merge.MetadataOptions{}
 	}
-	m := &Maintainer{Cfg: p.Cfg, Plan: pc, Lake: l, Metrics: p.Metrics, Status: p.Status, Log: p.Log, Now: p.Now,
-		Owns: p.owns, Backlog: p.backlog}
-	tick := p.Cfg.ReclusterInterval
-	if tick == 0 || tick > 10*time.Second {
-		tick = 10 * time.Second // gauges and expiry keep running with rewrites off
-	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := m.Cycle(work); err != nil {
-			p.Log.Warn("maintenance cycle had errors", zap.Error(err))
-		}
-	}
+	return m.Cfg.Metadata(t)
 }
 
 // PlanFile is the planner's view of a live file.

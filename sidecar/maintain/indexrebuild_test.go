@@ -1,4 +1,4 @@
-package sidecar
+package maintain
 
 import (
 	"context"
@@ -33,7 +33,7 @@ var rebuildCols = []string{"trace_id", "service"}
 // rebuildCols; mergeBytes decides the merge path of the rewrite that follows.
 func rebuildEnv(t *testing.T, on bool, mergeBytes int64) (*env, *Maintainer, *time.Time) {
 	t.Helper()
-	e := newEnv(t, func(c *Config) {
+	e := newEnv(t, func(c *testConfig) {
 		c.CommitBatchTargetBytes = 0
 		c.SnapshotExpireInterval = 0
 		c.IndexRebuild = on
@@ -73,7 +73,7 @@ func rewriteOnce(t *testing.T, m *Maintainer) []string {
 		t.Fatalf("cycle: %+v, %v; want a committed rewrite", rep, err)
 	}
 	var paths []string
-	for _, b := range m.Status.Snapshot(time.Now()).Tables["events"].Maintenance.LastPass.Bins {
+	for _, b := range m.State("events").LastPass.Bins {
 		paths = append(paths, b.Path)
 	}
 	return paths
@@ -154,7 +154,7 @@ func TestIndexRebuildStreamedRewrite(t *testing.T) {
 	if got := counterValue(t, m.Metrics, "siglake_index_rebuild_blobs_total", ""); got != float64(2*len(outs)) {
 		t.Fatalf("blobs_total %v, want %d", got, 2*len(outs))
 	}
-	st := m.Status.Snapshot(time.Now()).Tables["events"].Maintenance.IndexRebuild
+	st := m.State("events").IndexRebuild
 	if st == nil || !st.Enabled || st.Registered != len(outs) || st.LastFiles != len(outs) || st.LastBytes <= 0 {
 		t.Fatalf("status: %+v", st)
 	}
@@ -471,7 +471,7 @@ func TestIndexRebuildFailureKeepsRewrite(t *testing.T) {
 	if got := counterValue(t, m.Metrics, "siglake_index_rebuild_failures_total", ""); got != float64(rewritten) {
 		t.Fatalf("failures_total %v, want %d", got, rewritten)
 	}
-	st := m.Status.Snapshot(time.Now()).Tables["events"].Maintenance.IndexRebuild
+	st := m.State("events").IndexRebuild
 	if st == nil || st.LastError == "" || st.Registered != 0 {
 		t.Fatalf("status: %+v", st)
 	}
@@ -497,9 +497,7 @@ func TestIndexRebuildFollowsDeleteTasks(t *testing.T) {
 			}
 			testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
 			if tc.byHand {
-				if _, err := DeleteSweep(context.Background(), e.lake, e.cfg, e.drain.Log, []string{"events"}, true); err != nil {
-					t.Fatal(err)
-				}
+				deleteSweep(t, e, []string{"events"})
 			} else if rep, err := m.Deletes().Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true}); err != nil || rep.Rewritten == 0 {
 				t.Fatalf("sweep rewrote %d files, %v", rep.Rewritten, err)
 			}

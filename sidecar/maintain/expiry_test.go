@@ -1,4 +1,4 @@
-package sidecar
+package maintain
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // Snapshot expiry must run every snapshotExpire.intervalSecs (60 s) within plan.CadenceSlack, not
 // every 60 or 70 s as a strict "at least 60 s since the last" made it.
 func TestExpiryCadenceUnderJitter(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.ReclusterInterval = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.ReclusterInterval = 0 })
 	e.writeSegments("events", 2, 100, 9, time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
-package sidecar
+package maintain
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"maps"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
@@ -38,12 +40,12 @@ func smallFilesTable(t *testing.T, e *env, n int) RowSum {
 
 func newMaintainer(t *testing.T, e *env, l *lake.Lake, clock func() time.Time) *Maintainer {
 	t.Helper()
-	pc, err := PlanConfig(e.cfg)
-	if err != nil {
+	pc := plan.DefaultConfig()
+	pc.ReclusterInterval = e.cfg.ReclusterInterval
+	if err := pc.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return &Maintainer{Cfg: e.cfg, Plan: pc, Lake: l, Metrics: NewMetrics(), Status: NewStatus("m", RoleAll, "test", clock()),
-		Log: e.drain.Log, Now: clock}
+	return &Maintainer{Cfg: e.cfg.Config, Plan: pc, Lake: l, Metrics: newTestMetrics(), Publish: &recorder{}, Log: e.te.Log, Now: clock}
 }
 
 func tableState(t *testing.T, l *lake.Lake, pc plan.Config) (files []plan.File, depth, l0 int) {
@@ -72,7 +74,7 @@ func tableState(t *testing.T, l *lake.Lake, pc plan.Config) (files []plan.File, 
 // TestMaintenanceConverges: 200+ small overlapping files converge, by repeated bounded passes, to
 // overlap depth <= 2 and fewer than 8 L0 files, with exactly the same rows.
 func TestMaintenanceConverges(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
 	want := smallFilesTable(t, e, 220)
 	files, depth, _ := tableState(t, e.lake, plan.DefaultConfig())
 	if len(files) < 200 || depth < 13 {
@@ -89,7 +91,7 @@ func TestMaintenanceConverges(t *testing.T) {
 			t.Fatal(err)
 		}
 		if rep.Failed > 0 || rep.Conflicts > 0 {
-			t.Fatalf("cycle %d: %+v: %+v", cycles, rep, m.Status.Snapshot(now).Errors)
+			t.Fatalf("cycle %d: %+v: %+v", cycles, rep, published(m).errors)
 		}
 		// Five simulated minutes a cycle: L0 and L1 checks are due every cycle, the hourly L2
 		// check (which sweeps straggler overlap the level rules leave alone) every 12th.
@@ -114,7 +116,7 @@ func TestMaintenanceConverges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	duck := testenv.DuckDB(t).SummarizeWith(testenv.TableFiles(t, tbl, testenv.S3Env{}), testenv.SummaryOptions{ChecksumColumns: EventColumns})
+	duck := testenv.DuckDB(t).SummarizeWith(testenv.TableFiles(t, tbl, testenv.S3Env{}), testenv.SummaryOptions{ChecksumColumns: eventColumns})
 	var viaIceberg testenv.RowSum
 	_, recs, err := tbl.Scan().ToArrowRecords(context.Background())
 	if err != nil {
@@ -124,7 +126,7 @@ func TestMaintenanceConverges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := viaIceberg.Add(rec, EventColumns...); err != nil {
+		if err := viaIceberg.Add(rec, eventColumns...); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()
@@ -139,9 +141,9 @@ func TestMaintenanceConverges(t *testing.T) {
 // catalog's validation lets at most one replace of the same files commit; no row is lost or
 // duplicated, and the losers remove their outputs.
 func TestTwoMaintainersAtOnce(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
 	want := smallFilesTable(t, e, 120)
-	other, err := lake.Open(context.Background(), LakeConfig(e.cfg))
+	other, err := lake.Open(context.Background(), e.te.Cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestTwoMaintainersAtOnce(t *testing.T) {
 				t.Fatalf("round %d maintainer %d: %v", round, i, errs[i])
 			}
 			if reps[i].Failed > 0 {
-				t.Fatalf("round %d maintainer %d failed a rewrite: %+v: %+v", round, i, reps[i], []*Maintainer{a, b}[i].Status.Snapshot(now).Errors)
+				t.Fatalf("round %d maintainer %d failed a rewrite: %+v: %+v", round, i, reps[i], published([]*Maintainer{a, b}[i]).errors)
 			}
 			conflicts += reps[i].Conflicts
 			rewrites += reps[i].Rewrites
@@ -186,7 +188,7 @@ func TestTwoMaintainersAtOnce(t *testing.T) {
 	}
 	// Losers clean up: every data file on disk is referenced by some snapshot (nothing expired).
 	referenced := allReferencedFiles(t, e.lake)
-	dataDir := filepath.Join(e.cfg.Warehouse, "siglake.db", "events", "data")
+	dataDir := filepath.Join(e.te.Cfg.Warehouse, "siglake.db", "events", "data")
 	_ = filepath.WalkDir(dataDir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") && !referenced[p] {
 			t.Errorf("orphan output left behind: %s", p)
@@ -228,7 +230,7 @@ func allReferencedFiles(t *testing.T, l *lake.Lake) map[string]bool {
 // drain is committing to; it still samples the gauges. Every table of a cycle gets the same
 // decision, so a throttled cycle is throttled for all of them. The first unskipped cycle expires.
 func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.SnapshotRetain = 2 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotRetain = 2 })
 	smallFilesTable(t, e, 12) // 12 commits: expiry has work, L0 has work
 	start := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	for i := 0; i < 12; i++ { // a second table with the same work
@@ -270,9 +272,8 @@ func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
 		if rep.Decision != want {
 			t.Fatalf("cycle %d: decision %q, want %q", cycle, rep.Decision, want)
 		}
-		snap := m.Status.Snapshot(time.Now())
 		for _, name := range []string{"events", "other"} {
-			ms := snap.Tables[name].Maintenance
+			ms := m.State(name)
 			if ms == nil || ms.LastPass == nil || ms.LastPass.Decision != want || ms.SampledAt.IsZero() {
 				t.Fatalf("cycle %d: table %s pass %+v, want decision %s and sampled gauges", cycle, name, ms, want)
 			}
@@ -304,13 +305,14 @@ func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
 // exporting its table gauges (docs/metrics.md): the new owner exports them, and a former owner's
 // stale series would double count in a sum over the fleet.
 func TestGaugesOfTablesNoLongerOwnedDisappear(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.ReclusterInterval = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.ReclusterInterval = 0 })
 	smallFilesTable(t, e, 3)
 	m := newMaintainer(t, e, e.lake, time.Now)
 	owns := true
 	m.Owns = func(string) bool { return owns }
 	series := func() map[string]int {
-		mfs, err := m.Metrics.Reg.Gather()
+		reg, _ := registries.Load(m.Metrics)
+		mfs, err := reg.(*prometheus.Registry).Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,5 +348,30 @@ func TestGaugesOfTablesNoLongerOwnedDisappear(t *testing.T) {
 		if got[g] != 0 {
 			t.Fatalf("former owner still exports %d series of %s for events", got[g], g)
 		}
+	}
+}
+
+// TestPublishedStateIsNeverWritten: a state the maintainer published may be being encoded by
+// /debug/status outside any lock, so every change publishes a copy and leaves the published value
+// as it was (the race the detector found when passes were written into the shown state).
+func TestPublishedStateIsNeverWritten(t *testing.T) {
+	m := &Maintainer{Plan: plan.DefaultConfig(), Metrics: newTestMetrics(), Publish: &recorder{}, Now: time.Now}
+	files := []plan.File{{Path: "a", SizeBytes: 1 << 20, MinTime: 0, MaxTime: 10, Rows: 5}}
+	m.sampleGauges("events", files, time.Now())
+	first := m.State("events")
+	saved := *first
+	m.publishPass("events", &PassReport{Time: time.Now(), Decision: "run"})
+	m.updateRebuildState("events", nil, &rebuildRun{at: time.Now()})
+	second := m.State("events")
+	rb := *second.IndexRebuild
+	m.updateRebuildState("events", nil, &rebuildRun{at: time.Now(), err: errors.New("boom")})
+	if first.LastPass != saved.LastPass || first.IndexRebuild != nil || first.OverlapDepth != saved.OverlapDepth {
+		t.Fatalf("the first published state was written: %+v, was %+v", *first, saved)
+	}
+	if second.IndexRebuild.LastError != rb.LastError {
+		t.Fatalf("a published rebuild state was written: %+v, was %+v", *second.IndexRebuild, rb)
+	}
+	if got := m.State("events"); got.LastPass == nil || got.IndexRebuild == nil || got.IndexRebuild.LastError != "boom" {
+		t.Fatalf("the newest state lost a change: %+v", *got)
 	}
 }

@@ -1,4 +1,4 @@
-package sidecar
+package maintain
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // pass loaded it. An append does not touch the rewrite's inputs: the replace must commit on the
 // new head (inputs still live), not be thrown away as a conflict. Rows stay exactly once.
 func TestRewriteCommitsDespiteConcurrentAppends(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
 	want := smallFilesTable(t, e, 60)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	m := newMaintainer(t, e, e.lake, func() time.Time { return now })
