@@ -61,7 +61,7 @@ type SweepConfig struct {
 	// Sweeps is SIGLAKE_DELETE_TASKS, shown in the state: whether idle cycles sweep at all.
 	Sweeps bool
 	// Metadata is the search metadata a rewrite's output carries.
-	Metadata func(t *table.Table) merge.MetadataOptions
+	Metadata lake.MetadataFunc
 }
 
 // Publisher receives each table's deletion state as a value it never writes again.
@@ -372,7 +372,7 @@ func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFi
 		Dir:             df.FilePath()[:strings.LastIndex(df.FilePath(), "/")],
 		Generation:      0,
 		TargetFileBytes: max(s.Cfg.TargetFileBytes, df.FileSizeBytes()),
-		Metadata:        s.metadata(t),
+		Metadata:        s.Cfg.Metadata.For(t),
 		RowFilter:       f,
 		DeleteTask:      true,
 		Reason:          "deletion requests " + strings.Join(ids, ","),
@@ -522,14 +522,6 @@ func (s *Sweeper) publish(name string, rep SweepReport, err error) {
 	if s.Publish != nil {
 		s.Publish.Deletes(name, st)
 	}
-}
-
-// metadata is the search metadata a rewrite of t writes.
-func (s *Sweeper) metadata(t *table.Table) merge.MetadataOptions {
-	if s.Cfg.Metadata == nil {
-		return merge.MetadataOptions{}
-	}
-	return s.Cfg.Metadata(t)
 }
 
 // Pending refreshes a table's pending requests (gauge and status) without sweeping: what an idle

@@ -84,14 +84,7 @@ type Config struct {
 	// TargetFileBytes splits the drain's output files (where the timestamp changes).
 	TargetFileBytes int64
 	// Metadata is the search metadata a drain write to t carries (index_at_flush, index columns).
-	Metadata func(t *table.Table) merge.MetadataOptions
-}
-
-func (d *Drain) metadata(t *table.Table) merge.MetadataOptions {
-	if d.Cfg.Metadata == nil {
-		return merge.MetadataOptions{}
-	}
-	return d.Cfg.Metadata(t)
+	Metadata lake.MetadataFunc
 }
 
 func (d *Drain) publisher() Publisher {
@@ -517,7 +510,7 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
 		o, err := merge.WriteSorted(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
 			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, Generation: 0, Allocator: d.Mem,
-				Metadata: d.metadata(t)})
+				Metadata: d.Cfg.Metadata.For(t)})
 		if err != nil {
 			d.removeOutputs(ctx, t, outs)
 			return nil, 0, fmt.Errorf("write %s: %w", dir, err)

@@ -56,3 +56,15 @@ func ParseBool(v string) (bool, error) {
 	}
 	return false, fmt.Errorf("accepted: 1/0, true/false, on/off, yes/no")
 }
+
+// MetadataFunc says what search metadata a write to a table produces (the process's WriteMetadata
+// with its options bound); the loops take one in their configuration.
+type MetadataFunc func(t *table.Table) merge.MetadataOptions
+
+// For is f's metadata for t; a nil f writes the defaults.
+func (f MetadataFunc) For(t *table.Table) merge.MetadataOptions {
+	if f == nil {
+		return merge.MetadataOptions{}
+	}
+	return f(t)
+}

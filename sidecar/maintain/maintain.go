@@ -67,7 +67,7 @@ type Config struct {
 	MergeChunkRows   int64
 	MaxFanIn         int
 	// Metadata is the search metadata a rewrite's output carries.
-	Metadata func(t *table.Table) merge.MetadataOptions
+	Metadata lake.MetadataFunc
 }
 
 // Publisher receives the loop's status as values it never writes again.
@@ -486,7 +486,7 @@ func (m *Maintainer) executor() *rewrite.Executor {
 func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (merge.RewriteResult, error) {
 	name := t.Identifier()[len(t.Identifier())-1]
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
-		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, Metadata: m.metadata(t), Reason: b.Reason}
+		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
 	for _, f := range b.Files {
 		lf, ok := byPath[f.Path]
 		if !ok {
@@ -557,13 +557,6 @@ func (m *Maintainer) updateRebuildState(name string, props iceberg.Properties, r
 			}
 		}
 	})
-}
-
-func (m *Maintainer) metadata(t *table.Table) merge.MetadataOptions {
-	if m.Cfg.Metadata == nil {
-		return merge.MetadataOptions{}
-	}
-	return m.Cfg.Metadata(t)
 }
 
 // PlanFile is the planner's view of a live file.
