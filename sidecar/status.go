@@ -14,8 +14,8 @@ import (
 
 // Status is what /debug/status shows and `siglake status` prints. The loops update it under the
 // lock; the HTTP handler takes a copy under the lock and encodes it outside. Everything a report
-// points to is therefore immutable once published: a loop replaces a value (a new
-// MaintenanceState, a new slice), never writes into the one it published.
+// points to is therefore immutable once published: a loop publishes a new value (a new
+// maintain.State, a new slice), never writes into the one it published.
 type Status struct {
 	mu sync.Mutex
 	s  StatusReport

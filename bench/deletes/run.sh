@@ -46,7 +46,7 @@ for i in $(seq "$count"); do
 	rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$run/time.txt")
 	wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$run/time.txt")
 	cpu=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {print u+s}' "$run/time.txt")
-	line=$(grep 'delete task rewrote file' "$run/time.txt")
+	line=$(grep 'rewrote files' "$run/time.txt" | grep 'delete-task')
 	[ "$(echo "$line" | wc -l)" = 1 ] || { echo "want one rewrite, got: $line" >&2; exit 1; }
 	took=$(echo "$line" | grep -o '"took": "[^"]*"' | cut -d'"' -f4)
 	deleted=$(echo "$line" | grep -o '"rows_deleted": [0-9]*' | awk '{print $2}')

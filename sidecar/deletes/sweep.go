@@ -21,7 +21,7 @@ import (
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
-// DeleteSweeper executes the deletion requests recorded in tables (docs/md): candidate
+// Sweeper executes the deletion requests recorded in tables (docs/deletes.md): candidate
 // files come from Iceberg scan planning with the requests' row filter; each candidate with
 // matching rows is rewritten once without them (generation 0) and replaced in a validated commit
 // that also updates the requests' progress. A request is done when a sweep finds no live file
@@ -47,6 +47,16 @@ type Sweeper struct {
 	clean map[string]bool
 	// published is the last state published per table (a look without a sweep keeps its sweep).
 	published map[string]*State
+}
+
+// partitionOf is the partition of a data file from its directory (`.../timestamp_day=2026-11-29/`),
+// for logs; "" when the path does not say.
+func partitionOf(path string) string {
+	dir := path[:max(strings.LastIndex(path, "/"), 0)]
+	if _, v, ok := strings.Cut(dir[strings.LastIndex(dir, "/")+1:], "="); ok {
+		return v
+	}
+	return ""
 }
 
 // SweepConfig is what the sweeper is told; the process maps its options onto it.
@@ -365,8 +375,9 @@ func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFi
 		return n
 	}
 	job := rewrite.Job{
-		Kind:   plan.KindDeleteTask.String(),
-		Inputs: []lake.File{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen, DataFile: df}},
+		Kind:      plan.KindDeleteTask.String(),
+		Partition: partitionOf(df.FilePath()),
+		Inputs:    []lake.File{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen, DataFile: df}},
 		// The output goes beside the input (same partition directory). Not path.Dir: it would fold
 		// "s3://bucket" into "s3:/bucket" (see lake.DataDir).
 		Dir:             df.FilePath()[:strings.LastIndex(df.FilePath(), "/")],
@@ -398,10 +409,10 @@ func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFi
 		},
 	}
 	out := s.Executor.Run(ctx, t, job)
-	rewrite.Observer{Metrics: s.RewriteMetrics, Log: log}.Observe(name, job, out, zap.String("path", df.FilePath()),
+	rewrite.Observer{Metrics: s.RewriteMetrics, Log: s.Log}.Observe(name, job, out, zap.String("path", df.FilePath()),
 		zap.Strings("request_ids", ids), zap.Int64("rows_deleted", sum(out.Merge)), zap.Int64("rows_before", df.Count()))
 	if err := out.Error(); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, fmt.Errorf("delete-task rewrite of %s: %w", df.FilePath(), err)
 	}
 	deleted = sum(out.Merge)
 	s.Metrics.RowsDeleted.WithLabelValues(name).Add(float64(deleted))

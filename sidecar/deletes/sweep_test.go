@@ -350,3 +350,16 @@ func TestDoneRequestsExpire(t *testing.T) {
 		t.Errorf("the new request is %s, want done", stored[r.ID].State)
 	}
 }
+
+func TestPartitionOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"s3://b/wh/siglake.db/events/data/timestamp_day=2026-11-29/g0000-x.parquet": "2026-11-29",
+		"file:///wh/events/data/timestamp_day=2026-01-02/g0003-y.parquet":           "2026-01-02",
+		"file:///wh/events/data/g0000-z.parquet":                                    "",
+		"g0000-z.parquet":                                                           "",
+	} {
+		if got := deletes.PartitionOf(path); got != want {
+			t.Errorf("partition of %s = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -76,7 +76,9 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	for i := 0; i < 10; i++ {
 		rec := g.Batch(memory.DefaultAllocator, start.Add(time.Duration(i*500)*time.Millisecond), 500, time.Millisecond)
-		want.Add(rec, sidecar.EventColumns...)
+		if err := want.Add(rec, sidecar.EventColumns...); err != nil {
+			t.Fatal(err)
+		}
 		if err := w.Append(walgen.EventsTable, rec); err != nil {
 			t.Fatal(err)
 		}

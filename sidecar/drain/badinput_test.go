@@ -52,7 +52,9 @@ func (e *env) writeEach(n, rows int, seed uint64, start time.Time) *sealedRun {
 	for i := 0; i < n; i++ {
 		rec := g.Batch(memory.DefaultAllocator, start.Add(time.Duration(i*rows)*time.Millisecond), rows, time.Millisecond)
 		var sum RowSum
-		sum.Add(rec, eventColumns...)
+		if err := sum.Add(rec, eventColumns...); err != nil {
+			e.t.Fatal(err)
+		}
 		run.sums, run.recs = append(run.sums, sum), append(run.recs, rec)
 		if err := w.Append("events", rec); err != nil {
 			e.t.Fatal(err)
@@ -127,7 +129,7 @@ func replaceColumn(rec arrow.RecordBatch, name string, typ arrow.DataType, arr a
 // quarantinedByReason reads siglake_wal_quarantined_segments_total{reason}.
 func quarantinedByReason(t *testing.T, m *Metrics, reason string) float64 {
 	t.Helper()
-	fams, err := registries[m].Gather()
+	fams, err := registryOf(m).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

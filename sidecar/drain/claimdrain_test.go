@@ -33,7 +33,9 @@ func writeStreamDir(t *testing.T, dir, stream, table string, segments, rows int,
 	var sum RowSum
 	for i := 0; i < segments; i++ {
 		rec := g.Batch(memory.DefaultAllocator, start.Add(time.Duration(i*rows)*time.Millisecond), rows, time.Millisecond)
-		sum.Add(rec, eventColumns...)
+		if err := sum.Add(rec, eventColumns...); err != nil {
+			t.Fatal(err)
+		}
 		if err := w.Append(table, rec); err != nil {
 			t.Fatal(err)
 		}

@@ -250,8 +250,9 @@ type loaded struct {
 	seg  *localwal.Segment
 }
 
-// commitBatch runs the exactly-once protocol for one batch and returns what it did; it records
-// nothing itself (observe does).
+// commitBatch runs the exactly-once protocol for one batch and returns what it did; observe turns
+// that into metrics, status and log lines. (A quarantine is recorded where it happens: it is the
+// end of that segment, not of the batch.)
 func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	start := d.Now()
 	cost0 := lake.ObjectStoreCost(b.table) // includes concurrent work on the same table (its rewrites)

@@ -45,7 +45,9 @@ func TestMarkSurvivesSnapshotExpiry(t *testing.T) {
 	}
 	g := walgen.New(walgen.Options{Seed: 99})
 	rec := g.Batch(memory.DefaultAllocator, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), 500, time.Millisecond)
-	want.Add(rec, eventColumns...)
+	if err := want.Add(rec, eventColumns...); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Append("events", rec); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,12 +82,17 @@ func newMetrics() *Metrics {
 	up := prometheus.NewGauge(prometheus.GaugeOpts{Name: "siglake_catalog_up", Help: "test"})
 	reg.MustRegister(up)
 	m := NewMetrics(reg, up, merge.NewMetrics(reg))
-	registries[m] = reg
+	registries.Store(m, reg)
 	return m
 }
 
-// registries finds the registry of the metrics newMetrics made.
-var registries = map[*Metrics]*prometheus.Registry{}
+// registries finds the registry of the metrics newMetrics made (tests run in parallel).
+var registries sync.Map // *Metrics -> *prometheus.Registry
+
+func registryOf(m *Metrics) *prometheus.Registry {
+	r, _ := registries.Load(m)
+	return r.(*prometheus.Registry)
+}
 
 // writeSegments seals `segments` segments of `rows` generated rows each into the WAL and returns
 // the fingerprint of what was sealed.
@@ -138,7 +144,7 @@ func tableRowSum(t *testing.T, l *lake.Lake, name string) RowSum {
 
 func counterValue(t *testing.T, m *Metrics, name, outcome string) float64 {
 	t.Helper()
-	fams, err := registries[m].Gather()
+	fams, err := registryOf(m).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,8 @@ type GCOptions struct {
 	Tables []string
 	// Keep returns objects of t that something other than the table metadata references (the
 	// registered Puffin sidecars); they are never orphans. An error stops gc of that table: it
-	// deletes nothing it cannot tell is unreferenced. nil keeps nothing more.
+	// deletes nothing it cannot tell is unreferenced. Required: a caller that forgot it would
+	// delete the registered sidecars (the lake cannot read their registrations itself).
 	Keep func(t *table.Table) ([]string, error)
 }
 
@@ -55,6 +56,9 @@ type GCResult struct {
 func (l *Lake) GC(ctx context.Context, opts GCOptions) ([]GCResult, error) {
 	if opts.OlderThan <= 0 {
 		return nil, fmt.Errorf("--older-than must be a positive duration, got %v", opts.OlderThan)
+	}
+	if opts.Keep == nil {
+		return nil, errors.New("gc: GCOptions.Keep is required (puffinidx.Referenced keeps the registered index sidecars)")
 	}
 	names := opts.Tables
 	if len(names) == 0 {
@@ -87,14 +91,12 @@ func gcTable(ctx context.Context, l *Lake, name string, opts GCOptions) (GCResul
 		return GCResult{}, fmt.Errorf("gc of %s: list orphans under %s: %w", name, t.Location(), err)
 	}
 	keep := map[string]bool{}
-	if opts.Keep != nil {
-		paths, err := opts.Keep(t)
-		if err != nil {
-			return GCResult{}, fmt.Errorf("gc of %s: %w (gc deletes nothing in it until then)", name, err)
-		}
-		for _, p := range paths {
-			keep[gcPathKey(p)] = true
-		}
+	paths, err := opts.Keep(t)
+	if err != nil {
+		return GCResult{}, fmt.Errorf("gc of %s: %w (gc deletes nothing in it until then)", name, err)
+	}
+	for _, p := range paths {
+		keep[gcPathKey(p)] = true
 	}
 	r := GCResult{Table: name, Cutoff: plan.Cutoff()}
 	for _, o := range plan.OrphanFiles() {

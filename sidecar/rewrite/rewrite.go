@@ -95,7 +95,7 @@ type Outcome struct {
 	Table *table.Table
 	// SnapshotID is the replace's snapshot (Committed only).
 	SnapshotID int64
-	// Took is the wall time of merge and commit.
+	// Took is the wall time of merge and commit (not of AfterCommit).
 	Took time.Duration
 	// Cost is the object-store requests of the table while the rewrite ran (it includes
 	// concurrent work on the same table, such as its drain).
@@ -125,14 +125,22 @@ func (e *Executor) Run(ctx context.Context, t *table.Table, job Job) Outcome {
 	start := e.Now()
 	name := t.Identifier()[len(t.Identifier())-1]
 	cost0 := lake.ObjectStoreCost(name)
-	out := e.run(ctx, t, name, job)
-	out.Took = e.Now().Sub(start)
-	out.Cost = lake.ObjectStoreCost(name).Sub(cost0)
+	// Merge and commit only: the index rebuild that may follow is not the rewrite's cost.
+	done := func(o Outcome) Outcome {
+		o.Took, o.Cost = e.Now().Sub(start), lake.ObjectStoreCost(name).Sub(cost0)
+		return o
+	}
+	out, fs := e.run(ctx, t, name, job)
+	out = done(out)
+	if out.Status == Committed && e.AfterCommit != nil && len(out.Merge.Outputs) > 0 {
+		e.AfterCommit(ctx, out.Table, fs, out.SnapshotID, out.Merge.Outputs)
+	}
 	return out
 }
 
-func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job) Outcome {
-	failed := func(err error) Outcome { return Outcome{Status: Failed, Err: err} }
+// run merges and commits; it returns the FileIO the outputs were written with, for AfterCommit.
+func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job) (Outcome, icebergio.WriteFileIO) {
+	failed := func(err error) (Outcome, icebergio.WriteFileIO) { return Outcome{Status: Failed, Err: err}, nil }
 	sc, err := lake.ArrowSchema(t)
 	if err != nil {
 		return failed(err)
@@ -159,10 +167,10 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		})
 	if err != nil {
 		// merge.Rewrite removes what it wrote before it failed.
-		return Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}
+		return Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}, wfs
 	}
-	discard := func(st Status, err error) Outcome {
-		return Outcome{Status: st, Err: err, Merge: res, Orphans: removeOutputs(fsys, res.Outputs)}
+	discard := func(st Status, err error) (Outcome, icebergio.WriteFileIO) {
+		return Outcome{Status: st, Err: err, Merge: res, Orphans: removeOutputs(fsys, res.Outputs)}, wfs
 	}
 	added, err := describeOutputs(t, res.Outputs)
 	if err != nil {
@@ -187,13 +195,9 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	case !cr.MaybeCommitted:
 		return discard(Failed, fmt.Errorf("commit rewrite: %w", err))
 	default:
-		return Outcome{Status: MaybeCommitted, Err: fmt.Errorf("commit rewrite: %w", err), Merge: res}
+		return Outcome{Status: MaybeCommitted, Err: fmt.Errorf("commit rewrite: %w", err), Merge: res}, wfs
 	}
-	snap := cr.Table.CurrentSnapshot().SnapshotID
-	if e.AfterCommit != nil && len(res.Outputs) > 0 {
-		e.AfterCommit(ctx, cr.Table, wfs, snap, res.Outputs)
-	}
-	return Outcome{Status: Committed, Merge: res, Table: cr.Table, SnapshotID: snap}
+	return Outcome{Status: Committed, Merge: res, Table: cr.Table, SnapshotID: cr.Table.CurrentSnapshot().SnapshotID}, wfs
 }
 
 // describeOutputs turns rewrite outputs into Iceberg data files of t (metrics from their footers).

@@ -11,11 +11,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -170,38 +170,22 @@ func TestRunStorageFault(t *testing.T) {
 	}
 }
 
-// lostResponse commits, then reports a failure that is not a conflict: the response was lost.
-type lostResponse struct {
-	catalog.Catalog
-	lost int
-}
-
-func (c *lostResponse) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
-	t, err := c.Catalog.LoadTable(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
-}
-
-func (c *lostResponse) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
-	if _, _, err := c.Catalog.CommitTable(ctx, id, reqs, ups); err != nil {
-		return nil, "", err
-	}
-	c.lost++
-	return nil, "", errors.New("connection reset by peer")
-}
-
 // TestRunMaybeCommitted: a commit whose response is lost may have committed, so its outputs are
 // kept (here the table does reference them: removing them would lose rows).
 func TestRunMaybeCommitted(t *testing.T) {
 	l, _ := testTable(t, 3, 500)
 	tbl, files, rows := live(t, l)
-	lr := &lostResponse{}
-	l.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { lr.Catalog = c; return lr })
+	lost := 0 // the commit happens, then its response is lost
+	catalogtest.Hook(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if _, _, err := next(ctx, id, reqs, ups); err != nil {
+			return nil, "", err
+		}
+		lost++
+		return nil, "", errors.New("connection reset by peer")
+	})
 	out := executor(l).Run(context.Background(), tbl, job(tbl, files))
-	if lr.lost != 1 {
-		t.Fatalf("the lost response was injected %d times, want 1", lr.lost)
+	if lost != 1 {
+		t.Fatalf("the lost response was injected %d times, want 1", lost)
 	}
 	if out.Status != MaybeCommitted || out.Err == nil {
 		t.Fatalf("outcome %s %v, want maybe_committed", out.Status, out.Err)

@@ -365,7 +365,9 @@ func TestQuarantineThroughBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rec := range l.Records {
-			want.Add(rec, sidecar.EventColumns...)
+			if err := want.Add(rec, sidecar.EventColumns...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		l.Release()
 	}

@@ -28,7 +28,9 @@ func (s *site) scanSum(name string, filter iceberg.BooleanExpression) sidecar.Ro
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		sum.Add(rec, sidecar.EventColumns...)
+		if err := sum.Add(rec, sidecar.EventColumns...); err != nil {
+			s.t.Fatal(err)
+		}
 		rec.Release()
 	}
 	return sum
