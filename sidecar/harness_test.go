@@ -9,9 +9,14 @@ import (
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/sidecar/walgen"
 )
 
-var eventColumns = EventColumns
+var eventColumns = walgen.Columns
+
+// RowSum is the row fingerprint the tests compare tables with.
+type RowSum = rowsum.Sum
 
 // env is a drain on the embedded catalog (SQLite file + local warehouse) in a temp dir, with the
 // process options the maintenance under test reads.

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -58,10 +59,10 @@ func runWalgen(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	var sum sidecar.RowSum
+	var sum rowsum.Sum
 	var sumErr error
 	res, err := walgen.Run(ctx, o, func(_ string, rec arrow.RecordBatch) {
-		if err := sum.Add(rec, sidecar.EventColumns...); err != nil && sumErr == nil {
+		if err := sum.Add(rec, walgen.Columns...); err != nil && sumErr == nil {
 			sumErr = fmt.Errorf("fingerprint of the sealed rows: %w", err)
 		}
 	})
@@ -74,7 +75,7 @@ func runWalgen(args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(struct {
 			walgen.Result
-			Fingerprint sidecar.RowSum `json:"fingerprint"`
+			Fingerprint rowsum.Sum `json:"fingerprint"`
 		}{res, sum})
 	}
 	fmt.Printf("sealed %d rows in %d segments (%s) into %s\n", res.Rows, res.Segments, sidecar.HumanBytes(res.Bytes), o.WALDir)

@@ -22,6 +22,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -69,12 +70,12 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	defer stopGen()
 	var (
 		mu     sync.Mutex
-		sealed = map[string]*sidecar.RowSum{}
+		sealed = map[string]*rowsum.Sum{}
 		genErr error
 		wg     sync.WaitGroup
 	)
 	for _, tbl := range o.Tables {
-		sealed[tbl] = &sidecar.RowSum{}
+		sealed[tbl] = &rowsum.Sum{}
 	}
 	wg.Add(1)
 	go func() {
@@ -84,7 +85,7 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 			Gen: walgen.Options{Seed: 1, LateFraction: 0.02, MaxLateness: 5 * time.Minute}}
 		_, err := walgen.Run(genCtx, ro, func(tbl string, rec arrow.RecordBatch) {
 			mu.Lock()
-			_ = sealed[tbl].Add(rec, sidecar.EventColumns...) // walgen's own schema: every column type is fingerprinted
+			_ = sealed[tbl].Add(rec, walgen.Columns...) // walgen's own schema: every column type is fingerprinted
 			mu.Unlock()
 		})
 		if err != nil {
@@ -203,7 +204,7 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 
 // demoSummary prints each table's summary and the commands to look further. It writes the live
 // data files of each table's current snapshot to DIR/TABLE.live-files.txt for the DuckDB hint.
-func demoSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir string, tables []string, sealed map[string]*sidecar.RowSum, peak map[string]int) error {
+func demoSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir string, tables []string, sealed map[string]*rowsum.Sum, peak map[string]int) error {
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		return err
@@ -240,7 +241,7 @@ func demoSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir str
 			d, _ := plan.Depth(pf)
 			depth = max(depth, d)
 		}
-		got, err := sidecar.TableRowSum(ctx, t, sidecar.EventColumns)
+		got, err := rowsum.Table(ctx, t, walgen.Columns...)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -72,11 +73,11 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := walgen.New(walgen.Options{Seed: 3, LateFraction: 0.05, MaxLateness: time.Minute})
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	for i := 0; i < 10; i++ {
 		rec := g.Batch(memory.DefaultAllocator, start.Add(time.Duration(i*500)*time.Millisecond), 500, time.Millisecond)
-		if err := want.Add(rec, sidecar.EventColumns...); err != nil {
+		if err := want.Add(rec, walgen.Columns...); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Append(walgen.EventsTable, rec); err != nil {
@@ -104,7 +105,7 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 	if err := demoCompact(ctx, &out, cfg, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
-	if err := demoSummary(ctx, &out, cfg, dir, []string{walgen.EventsTable}, map[string]*sidecar.RowSum{walgen.EventsTable: &want}, map[string]int{}); err != nil {
+	if err := demoSummary(ctx, &out, cfg, dir, []string{walgen.EventsTable}, map[string]*rowsum.Sum{walgen.EventsTable: &want}, map[string]int{}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("\n%s", out.String())
@@ -125,7 +126,7 @@ func testDemoDuckDBHint(t *testing.T, cfg sidecar.Config, out string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := sidecar.TableRowSum(ctx, tbl, sidecar.EventColumns)
+	sum, err := rowsum.Table(ctx, tbl, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/test/faults"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -30,7 +30,7 @@ func long() bool { return os.Getenv("SIGLAKE_LONG") == "1" }
 // holds exactly the sealed rows, read back through iceberg-go (S3) and DuckDB (the POSIX root).
 func TestBackendsDrainExactlyOnce(t *testing.T) {
 	s := newBackendSite(t, "", "")
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	for i, stream := range []int{1, 2} {
 		r := s.walgen("pod-a", 10000, stream)
 		want.Merge(r.Fingerprint)
@@ -185,7 +185,7 @@ func TestBackendsObjectStoreFaults(t *testing.T) {
 	if long() {
 		rows = 40000
 	}
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	want.Merge(s.walgen("pod-a", rows, 1).Fingerprint)
 
 	lines := make(chan string, 100000)
@@ -233,7 +233,7 @@ func TestBackendsObjectStoreFaults(t *testing.T) {
 func TestBackendsCatalogOutage(t *testing.T) {
 	pg, dsn := testenv.OwnPostgres(t)
 	s := newBackendSite(t, dsn, "")
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	want.Merge(s.walgen("pod-a", 5000, 1).Fingerprint)
 	c := s.start(nil)
 	c.waitDrained(2 * time.Minute)
@@ -424,7 +424,7 @@ func TestBackendsCatalogPartition(t *testing.T) {
 	defer proxy.Close()
 	u.Host = proxy.Addr
 	s := newBackendSite(t, u.String(), "")
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	want.Merge(s.walgen("pod-a", 8000, 1).Fingerprint)
 
 	lines := make(chan string, 100000)

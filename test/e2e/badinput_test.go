@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -196,7 +197,7 @@ func TestCatalogClosedPort(t *testing.T) {
 	t.Cleanup(r.kill)
 	waitFor(t, 30*time.Second, "the HTTP server", func() bool { code, _ := r.get("/healthz"); return code == http.StatusOK })
 
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	backlog := 0.0
 	for round := 1; round <= 3; round++ {
 		code, body := r.get("/readyz")
@@ -255,7 +256,7 @@ func TestCatalogDownAtStartThenBack(t *testing.T) {
 	pg.Stop(t)
 
 	c := s.start(nil, "--drain-poll-interval", "100ms")
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	prev := 0.0
 	for round := 1; round <= 3; round++ {
 		want.Merge(s.walgen("pod-a", 2000, round).Fingerprint)
@@ -291,7 +292,7 @@ func TestCatalogDownAtStartThenBack(t *testing.T) {
 func TestSIGTERMDuringDrain(t *testing.T) {
 	const shutdownTimeout = 15 * time.Second
 	s := newSite(t)
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	want.Merge(s.walgen("pod-a", 30000, 1).Fingerprint)
 
 	lines := make(chan string, 4096)
@@ -355,7 +356,7 @@ func TestQuarantineThroughBinary(t *testing.T) {
 		t.Fatalf("walgen sealed %d segments (%v), want at least 3", len(segs), err)
 	}
 	bad := segs[1]
-	var want sidecar.RowSum // every segment's rows but the one about to be truncated
+	var want rowsum.Sum // every segment's rows but the one about to be truncated
 	for _, seg := range segs {
 		if seg.Name == bad.Name {
 			continue
@@ -365,7 +366,7 @@ func TestQuarantineThroughBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rec := range l.Records {
-			if err := want.Add(rec, sidecar.EventColumns...); err != nil {
+			if err := want.Add(rec, walgen.Columns...); err != nil {
 				t.Fatal(err)
 			}
 		}

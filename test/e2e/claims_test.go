@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rowsum"
 )
 
 // TestClaimsTakeoverExactlyOnce runs three `siglake compactor --role drain` processes with
@@ -51,7 +51,7 @@ const claimStreams = 6
 func claimsTakeover(t *testing.T, s *site) claimsResult {
 	const ttl = 3 * time.Second
 	res := claimsResult{TTL: ttl}
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	seed := 10
 	feed := func(i, rows int) {
 		sub := *s

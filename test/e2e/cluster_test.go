@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/rowsum"
 )
 
 // member is one `siglake compactor` of a cluster test: its own WAL, a shared catalog and warehouse.
@@ -125,7 +126,7 @@ func converged(m *member, table string) (bool, string) {
 func TestClusterFailover(t *testing.T) {
 	s := newSite(t)
 	var ms []*member
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	for i := 0; i < 3; i++ {
 		m := newMember(t, s, fmt.Sprintf("sidecar-%d", i), i)
 		want.Merge((&site{t: t, wal: m.wal}).walgen(m.name, 12000, 10+i).Fingerprint)
@@ -202,7 +203,7 @@ func TestClusterFailover(t *testing.T) {
 func TestDoubleOwner(t *testing.T) {
 	s := newSite(t)
 	var ms []*member
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	for i := 0; i < 2; i++ {
 		m := newMember(t, s, fmt.Sprintf("island-%d", i), i)
 		want.Merge((&site{t: t, wal: m.wal}).walgen(m.name, 12000, 20+i).Fingerprint)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/rowsum"
 )
 
 // TestBackendsConcurrentCommitters runs N drain processes (the real binary, --role drain), each
@@ -57,7 +57,7 @@ func (r committersResult) String() string {
 // table, waits until every WAL is empty, and checks the table holds exactly the rows sealed.
 func concurrentCommitters(t *testing.T, n, rowsEach int) committersResult {
 	base := newBackendSite(t, "", "")
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	sites := make([]*site, n)
 	segs := 0
 	for i := range sites {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/rowsum"
 )
 
 // TestCrashLoopExactlyOnce kills the real binary with SIGKILL at random moments while it drains,
@@ -29,7 +29,7 @@ func TestCrashLoopExactlyOnce(t *testing.T) {
 // iceberg-go and DuckDB.
 func crashLoop(t *testing.T, s *site, kills int) {
 	rng := rand.New(rand.NewPCG(42, uint64(time.Now().UnixNano())))
-	var want sidecar.RowSum
+	var want rowsum.Sum
 	seed := 1
 	feed := func(rows int) {
 		r := s.walgen("pod-a", rows, seed)

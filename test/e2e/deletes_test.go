@@ -11,24 +11,25 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/sidecar/walgen"
 )
 
 // scanSum fingerprints the rows of a table that filter selects, read through iceberg-go.
-func (s *site) scanSum(name string, filter iceberg.BooleanExpression) sidecar.RowSum {
+func (s *site) scanSum(name string, filter iceberg.BooleanExpression) rowsum.Sum {
 	s.t.Helper()
 	tbl, _ := s.table(name)
 	_, recs, err := tbl.Scan(table.WithRowFilter(filter)).ToArrowRecords(context.Background())
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	var sum sidecar.RowSum
+	var sum rowsum.Sum
 	for rec, err := range recs {
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		if err := sum.Add(rec, sidecar.EventColumns...); err != nil {
+		if err := sum.Add(rec, walgen.Columns...); err != nil {
 			s.t.Fatal(err)
 		}
 		rec.Release()

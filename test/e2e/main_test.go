@@ -16,8 +16,9 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -103,9 +104,9 @@ func (s *site) localPath(loc string) string {
 }
 
 type walgenResult struct {
-	Rows        int64          `json:"rows"`
-	Segments    int            `json:"segments"`
-	Fingerprint sidecar.RowSum `json:"fingerprint"`
+	Rows        int64      `json:"rows"`
+	Segments    int        `json:"segments"`
+	Fingerprint rowsum.Sum `json:"fingerprint"`
 }
 
 // walgen writes rows into the site's WAL with the real binary and returns what it sealed.
@@ -188,10 +189,10 @@ func (s *site) table(name string) (*table.Table, []lake.File) {
 }
 
 // tableSum reads the table back through iceberg-go.
-func (s *site) tableSum(name string) sidecar.RowSum {
+func (s *site) tableSum(name string) rowsum.Sum {
 	s.t.Helper()
 	tbl, _ := s.table(name)
-	sum, err := sidecar.TableRowSum(context.Background(), tbl, sidecar.EventColumns)
+	sum, err := rowsum.Table(context.Background(), tbl, walgen.Columns...)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func (s *site) checkDuckDB(name string) {
 	ctx := context.Background()
 	tbl, files := s.table(name)
 	paths := testenv.TableFiles(s.t, tbl, s.s3)
-	got := duck.SummarizeWith(paths, testenv.SummaryOptions{ChecksumColumns: sidecar.EventColumns})
+	got := duck.SummarizeWith(paths, testenv.SummaryOptions{ChecksumColumns: walgen.Columns})
 	byPath := map[string]testenv.FileSummary{}
 	for _, f := range got.Files {
 		byPath[f.Path] = f
@@ -220,7 +221,7 @@ func (s *site) checkDuckDB(name string) {
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		if err := want.Add(rec, sidecar.EventColumns...); err != nil {
+		if err := want.Add(rec, walgen.Columns...); err != nil {
 			s.t.Fatal(err)
 		}
 		rec.Release()
