@@ -199,6 +199,10 @@ type CycleReport struct {
 	Failed    int
 	// DeleteSweeps are the delete sweeps of an idle cycle (none when SIGLAKE_DELETE_TASKS is off).
 	DeleteSweeps []deletes.SweepReport
+	// Expired are the tables whose snapshots this cycle expired.
+	Expired []string
+	// TableErrors are the tables whose pass or expiry failed; the others went on.
+	TableErrors []TableError
 }
 
 // Deletes is the maintainer's delete sweeper (created on first use; it keeps what it learnt
@@ -312,8 +316,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		st.BackloggedCycles = backlogged
 		pass, err := m.table(ctx, name, plan.Input{Now: now, SealedBacklog: backlog, State: st}, skipping, &rep)
 		if err != nil {
-			m.error("maintenance", name, err)
-			m.Log.Warn("maintenance of table failed", zap.String("table", name), zap.Error(err))
+			rep.TableErrors = append(rep.TableErrors, TableError{Table: name, Stage: "maintenance", Err: err})
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -325,12 +328,6 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 			decided = true
 			rep.Decision = pass.Decision.String()
 			m.backlogged = pass.Next.BackloggedCycles
-			switch pass.Decision {
-			case plan.DecisionSkippedBackpressure:
-				m.Metrics.SkippedBackpressure.Inc()
-			case plan.DecisionThrottledBackpressure:
-				m.Metrics.ThrottledBackpressure.Inc()
-			}
 		}
 	}
 	// Delete tasks run in the idle cycle: no rewrite work and no backpressure. A table whose pass
@@ -349,15 +346,42 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		m.lastExpire = now
 		for _, name := range owned {
 			if err := m.Lake.ExpireSnapshots(ctx, name, m.Cfg.SnapshotRetain); err != nil {
-				m.Metrics.Expirations.WithLabelValues("failed").Inc()
-				m.error("expire", name, err)
-				m.Log.Warn("snapshot expiry failed", zap.String("table", name), zap.Error(err))
+				rep.TableErrors = append(rep.TableErrors, TableError{Table: name, Stage: "expire", Err: err})
 				continue
 			}
-			m.Metrics.Expirations.WithLabelValues("ok").Inc()
+			rep.Expired = append(rep.Expired, name)
 		}
 	}
+	m.observe(rep)
 	return rep, firstErr
+}
+
+// observe turns a cycle's report into metrics, status and log lines.
+func (m *Maintainer) observe(rep CycleReport) {
+	switch rep.Decision {
+	case plan.DecisionSkippedBackpressure.String():
+		m.Metrics.SkippedBackpressure.Inc()
+	case plan.DecisionThrottledBackpressure.String():
+		m.Metrics.ThrottledBackpressure.Inc()
+	}
+	m.Metrics.Expirations.WithLabelValues("ok").Add(float64(len(rep.Expired)))
+	for _, e := range rep.TableErrors {
+		m.error(e.Stage, e.Table, e.Err)
+		switch e.Stage {
+		case "expire":
+			m.Metrics.Expirations.WithLabelValues("failed").Inc()
+			m.Log.Warn("snapshot expiry failed", zap.String("table", e.Table), zap.Error(e.Err))
+		default:
+			m.Log.Warn("maintenance of table failed", zap.String("table", e.Table), zap.Error(e.Err))
+		}
+	}
+}
+
+// TableError is one table's failure in a cycle.
+type TableError struct {
+	Table string
+	Stage string // maintenance (its pass) or expire
+	Err   error
 }
 
 // table samples a table's gauges, plans a pass and runs its bins. In a skipped backlogged cycle it
