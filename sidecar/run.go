@@ -362,10 +362,7 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 		}()
 		d.Claims = m
 	}
-	t := time.NewTicker(p.Cfg.DrainPollInterval)
-	defer t.Stop()
-	for {
-		res, err := d.Cycle(work, once)
+	return d.Run(stop, work, p.Cfg.DrainPollInterval, once, func(res drain.CycleResult, err error) {
 		if err != nil {
 			p.Log.Warn("drain cycle had errors", zap.Error(err))
 			if errors.Is(err, drain.ErrWALDir) {
@@ -376,15 +373,7 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 			// backoff returns no error either. An idle process recovers through watchCatalog.
 			p.setCatalog(nil)
 		}
-		if once && (res.Pending == 0 || err != nil) {
-			return err
-		}
-		select {
-		case <-stop.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // maintain ticks the maintainer until stop is done; gauges and expiry keep running with rewrites off.
@@ -400,18 +389,7 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 	if tick == 0 || tick > 10*time.Second {
 		tick = 10 * time.Second // gauges and expiry keep running with rewrites off
 	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := m.Cycle(work); err != nil {
-			p.Log.Warn("maintenance cycle had errors", zap.Error(err))
-		}
-	}
+	m.Run(stop, work, tick)
 }
 
 // DeleteSweep is `siglake delete-sweep` (deletes.Sweeper.SweepTables) with this process's

@@ -147,6 +147,28 @@ func ScanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error
 	return all, dirOf, errs
 }
 
+// Run cycles every poll until stop is done, or with once until nothing sealed is left or a cycle
+// fails. Batches run under work, which outlives stop by the shutdown timeout so that a batch in
+// flight at SIGTERM can finish. after, when set, sees every cycle's result.
+func (d *Drain) Run(stop, work context.Context, poll time.Duration, once bool, after func(CycleResult, error)) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		res, err := d.Cycle(work, once)
+		if after != nil {
+			after(res, err)
+		}
+		if once && (res.Pending == 0 || err != nil) {
+			return err
+		}
+		select {
+		case <-stop.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
 // Cycle scans the WAL once and commits every batch that is due. flush commits everything
 // regardless of batch age. Errors of one batch are logged, counted and recorded in the status;
 // they do not stop the other batches. The returned error is the first batch error.

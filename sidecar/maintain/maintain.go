@@ -273,6 +273,23 @@ func (m *Maintainer) forgetTables(owned []string) {
 	m.reported = now
 }
 
+// Run runs a cycle every tick until stop is done; cycles run under work, which outlives stop by
+// the shutdown timeout so that a rewrite in flight can commit.
+func (m *Maintainer) Run(stop, work context.Context, tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := m.Cycle(work); err != nil {
+			m.Log.Warn("maintenance cycle had errors", zap.Error(err))
+		}
+	}
+}
+
 // Cycle runs one maintenance cycle over the owned tables.
 func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	var rep CycleReport
