@@ -398,19 +398,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	if err != nil {
 		return fail("write", err)
 	}
-	files := make([]iceberg.DataFile, 0, len(outputs))
+	files, err := lake.DataFiles(t, outputs)
+	if err != nil {
+		d.removeOutputs(ctx, t, outputs)
+		return fail("", err)
+	}
 	var bytes int64
 	for _, o := range outputs {
-		df, err := table.DataFileFromMetadata(table.DataFileArgs{
-			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
-			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
-			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
-		})
-		if err != nil {
-			d.removeOutputs(ctx, t, outputs)
-			return fail("", fmt.Errorf("describe data file %s: %w", o.Path, err))
-		}
-		files = append(files, df)
 		bytes += o.Size
 	}
 
@@ -608,10 +602,8 @@ func (d *Drain) removeOutputs(ctx context.Context, t *table.Table, outs []merge.
 	if err != nil {
 		return
 	}
-	for _, o := range outs {
-		if err := fsys.Remove(o.Path); err != nil {
-			d.Log.Warn("could not remove uncommitted output; gc will", zap.String("path", o.Path), zap.Error(err))
-		}
+	if orphans := lake.RemoveFiles(fsys, outs); len(orphans) > 0 {
+		d.Log.Warn("could not remove uncommitted outputs; gc will", zap.Strings("paths", orphans))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
@@ -90,4 +91,33 @@ func DataDir(t *table.Table, partition string) string { return dataDir(t.Locatio
 
 func dataDir(location, partition string) string {
 	return strings.TrimRight(location, "/") + "/" + path.Join("data", PartitionField+"="+partition)
+}
+
+// DataFiles describes written Parquet files as data files of t, with the column metrics from
+// their footers: what an append or a replace commits.
+func DataFiles(t *table.Table, outs []merge.Output) ([]iceberg.DataFile, error) {
+	files := make([]iceberg.DataFile, 0, len(outs))
+	for _, o := range outs {
+		df, err := table.DataFileFromMetadata(table.DataFileArgs{
+			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
+			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
+			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("describe data file %s: %w", o.Path, err)
+		}
+		files = append(files, df)
+	}
+	return files, nil
+}
+
+// RemoveFiles deletes written files that no commit references and returns those it could not
+// remove: orphans for `siglake gc`, harmless either way.
+func RemoveFiles(fsys icebergio.IO, outs []merge.Output) (orphans []string) {
+	for _, o := range outs {
+		if err := fsys.Remove(o.Path); err != nil {
+			orphans = append(orphans, o.Path)
+		}
+	}
+	return orphans
 }

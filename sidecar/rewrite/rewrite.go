@@ -170,9 +170,9 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		return Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}, wfs
 	}
 	discard := func(st Status, err error) (Outcome, icebergio.WriteFileIO) {
-		return Outcome{Status: st, Err: err, Merge: res, Orphans: removeOutputs(fsys, res.Outputs)}, wfs
+		return Outcome{Status: st, Err: err, Merge: res, Orphans: lake.RemoveFiles(fsys, res.Outputs)}, wfs
 	}
-	added, err := describeOutputs(t, res.Outputs)
+	added, err := lake.DataFiles(t, res.Outputs)
 	if err != nil {
 		return discard(Failed, err)
 	}
@@ -198,32 +198,4 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		return Outcome{Status: MaybeCommitted, Err: fmt.Errorf("commit rewrite: %w", err), Merge: res}, wfs
 	}
 	return Outcome{Status: Committed, Merge: res, Table: cr.Table, SnapshotID: cr.Table.CurrentSnapshot().SnapshotID}, wfs
-}
-
-// describeOutputs turns rewrite outputs into Iceberg data files of t (metrics from their footers).
-func describeOutputs(t *table.Table, outs []merge.Output) ([]iceberg.DataFile, error) {
-	added := make([]iceberg.DataFile, 0, len(outs))
-	for _, o := range outs {
-		df, err := table.DataFileFromMetadata(table.DataFileArgs{
-			Schema: t.Schema(), Spec: t.Spec(), Format: iceberg.ParquetFile, Metadata: o.Meta,
-			FilePath: o.Path, FileSize: o.Size, Content: iceberg.EntryContentData,
-			SortOrderID: t.SortOrder().OrderID(), Properties: t.Properties(), FormatVersion: t.Metadata().Version(),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("describe output %s: %w", o.Path, err)
-		}
-		added = append(added, df)
-	}
-	return added, nil
-}
-
-// removeOutputs deletes outputs nothing references and returns those it could not remove (orphans
-// for `siglake gc`; the outcome is the same either way).
-func removeOutputs(fsys icebergio.IO, outs []merge.Output) (orphans []string) {
-	for _, o := range outs {
-		if err := fsys.Remove(o.Path); err != nil {
-			orphans = append(orphans, o.Path)
-		}
-	}
-	return orphans
 }

@@ -52,7 +52,7 @@ func testTable(t *testing.T, n, rows int) (*lake.Lake, string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files, err := describeOutputs(tbl, outs)
+		files, err := lake.DataFiles(tbl, outs)
 		if err != nil {
 			t.Fatal(err)
 		}
