@@ -14,6 +14,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/membership"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -95,7 +96,7 @@ func TestMetricsDocumented(t *testing.T) {
 	var names []string
 	descs := make(chan *prometheus.Desc, 1000)
 	m.Reg.Describe(descs)
-	(&gossipCollector{}).Describe(descs) // registered only when gossip runs
+	membership.Collector(nil).Describe(descs) // registered only when gossip runs
 	close(descs)
 	re := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range descs {

@@ -22,6 +22,7 @@ import (
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/membership"
 )
 
 // NewLogger builds the process logger: JSON in a container, console on a terminal (format "auto").
@@ -119,7 +120,9 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 		return err
 	}
 	defer p.stopGossip()
-	go p.watchMembership(ctx)
+	if p.cluster != nil {
+		go membership.Watch(ctx, p.cluster, p.Cfg.Namespace, p.Status, p.Log)
+	}
 	p.Ready.Set(false, "connecting to the catalog")
 	p.Log.Info("siglake compactor starting", zap.String("role", string(p.Cfg.Role)), zap.String("node", p.Cfg.NodeName),
 		zap.String("wal_dir", p.Cfg.WALDir), zap.String("catalog", lake.Redact(p.Cfg.Catalog)), zap.String("warehouse", p.Cfg.Warehouse),

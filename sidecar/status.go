@@ -6,10 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/membership"
 )
 
 // Status is what /debug/status shows and `siglake status` prints. The loops update it under the
@@ -105,9 +107,10 @@ func (r *StatusReport) Table(name string) *TableReport {
 
 // The loops publish their status here.
 var (
-	_ drain.Publisher    = (*Status)(nil)
-	_ maintain.Publisher = (*Status)(nil)
-	_ deletes.Publisher  = (*Status)(nil)
+	_ drain.Publisher      = (*Status)(nil)
+	_ maintain.Publisher   = (*Status)(nil)
+	_ deletes.Publisher    = (*Status)(nil)
+	_ membership.Publisher = (*Status)(nil)
 )
 
 // Backlog shows the sealed backlog (drain.Publisher).
@@ -129,6 +132,37 @@ func (s *Status) Owned(tables []string) { s.Update(func(r *StatusReport) { r.Own
 // Deletes shows a table's deletion requests (deletes.Publisher).
 func (s *Status) Deletes(table string, st *deletes.State) {
 	s.Update(func(r *StatusReport) { r.Table(table).Deletes = st })
+}
+
+// Tables are the tables the status knows of (membership.Publisher).
+func (s *Status) Tables() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.s.Tables))
+	for name := range s.s.Tables {
+		out = append(out, name)
+	}
+	return out
+}
+
+// Members shows the gossip members.
+func (s *Status) Members(members []gossip.Member) {
+	out := make([]MemberReport, 0, len(members))
+	for _, m := range members {
+		out = append(out, MemberReport{Name: m.Name, Addr: m.Addr, State: m.State, Roles: m.Roles, Catalog: m.Catalog})
+	}
+	s.Update(func(r *StatusReport) { r.Members = out })
+}
+
+// Leases shows each table's owner and the candidates it was chosen among.
+func (s *Status) Leases(leases map[string]gossip.Lease) {
+	s.Update(func(r *StatusReport) {
+		for name, l := range leases {
+			tr := r.Table(name)
+			since := l.Since
+			tr.Owner, tr.OwnerSince, tr.Candidates = l.Owner, &since, l.Candidates
+		}
+	})
 }
 
 // Error records an error of a loop, newest first.
