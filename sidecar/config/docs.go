@@ -1,4 +1,4 @@
-package sidecar
+package config
 
 import (
 	"fmt"

@@ -1,0 +1,743 @@
+// Package config is the sidecar's configuration: every option with its flag, environment
+// variable, default and Helm value (the one source of docs/configuration.md), how values parse,
+// and the checks that run when the configuration loads.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/plan"
+)
+
+// Role says which loops a process runs (spec "Roles").
+type Role string
+
+const (
+	RoleAll         Role = "all"         // drain and maintenance
+	RoleDrain       Role = "drain"       // drain only; never owns a maintenance lease
+	RoleMaintenance Role = "maintenance" // maintenance only; drains nothing
+)
+
+// Drains reports whether the role runs the WAL drain.
+func (r Role) Drains() bool { return r == RoleAll || r == RoleDrain }
+
+// Maintains reports whether the role runs table maintenance.
+func (r Role) Maintains() bool { return r == RoleAll || r == RoleMaintenance }
+
+// Config is everything a `siglake compactor` process is told. Every field is set from exactly one
+// Option below; Options() is the single source for flags, environment variables, defaults and
+// docs/configuration.md.
+type Config struct {
+	// Role says which loops run. Default all (--role): one process per pod drains and maintains;
+	// drain or maintenance split the work across deployments (the spec's roles).
+	Role Role
+	// WALDir is where ingest seals WAL segments, on the volume both containers mount. Default
+	// /var/lib/siglake/wal (--wal-dir), the chart's mount path. With CatalogClaim, a root of streams.
+	WALDir string
+	// Catalog is the Iceberg catalog: sqlite:PATH, postgres://... or rest+http(s)://... Default
+	// sqlite:/var/lib/siglake/catalog.db (--catalog): the embedded catalog runs with nothing else.
+	Catalog string
+	// Warehouse is where data files go: a local path, file://... or s3://bucket/prefix. Default
+	// /var/lib/siglake/warehouse (--warehouse), beside the embedded catalog.
+	Warehouse string
+	// Namespace is the Iceberg namespace of siglake's tables. Default siglake (--namespace).
+	Namespace string
+	// HTTPAddr serves /metrics, /debug/status, /healthz and /readyz. Default 127.0.0.1:9464
+	// (--http-addr): loopback unless the deployment exposes it.
+	HTTPAddr string
+
+	// S3Endpoint is the URL of an S3-compatible store. Default empty (--s3-endpoint): AWS's own.
+	S3Endpoint string
+	// S3Region is the S3 region. Default us-east-1 (--s3-region).
+	S3Region string
+	// S3AccessKey and S3SecretKey are static S3 credentials. Default empty (--s3-access-key,
+	// --s3-secret-key): the standard AWS_* environment from a Secret is preferred.
+	S3AccessKey string
+	S3SecretKey string
+	// S3PathStyle addresses buckets by path, not host name. Default true (--s3-path-style): most
+	// S3-compatible servers need it.
+	S3PathStyle bool
+
+	// CommitBatchTargetBytes closes a table's drain batch once its segments reach this size; 0
+	// commits each segment alone. Default 32 MiB (--commit-batch-target-mb): fewer catalog commits
+	// and fewer, larger generation-0 files (spec "Commit-accumulation batching").
+	CommitBatchTargetBytes int64
+	// CommitBatchMaxAge commits a batch once its oldest segment is this old, even below the target.
+	// Default 10 s (--commit-batch-max-age-secs): bounds how late rows reach the lake.
+	CommitBatchMaxAge time.Duration
+	// DrainPollInterval is how often the drain scans the WAL directory. Default 1 s
+	// (--drain-poll-interval): a scan is one directory listing, and the batch age decides commits.
+	DrainPollInterval time.Duration
+	// TargetFileBytes splits output files (only where the timestamp changes) at this size.
+	// Default 256 MiB (--target-file-mb): the usual Iceberg target, past which another merge buys
+	// little read speed for its write cost (docs/compaction.md).
+	TargetFileBytes int64
+
+	// CatalogClaim makes WALDir a root of stream subdirectories shared by several drain
+	// processes, each draining the streams whose catalog claim it holds (docs/claims.md).
+	// Default off (--catalog-claim): each pod drains its own WAL.
+	CatalogClaim bool
+	// CatalogClaimTTL is how long an unrenewed claim lasts before another process may take it;
+	// renewed every third. Default 30 s (--catalog-claim-ttl): one claim commit per process per 10 s.
+	CatalogClaimTTL time.Duration
+
+	// ReclusterInterval is the maintenance tick for file rewrites; 0 disables rewrites but not
+	// the other maintenance. Default 10 s (--recluster-interval-secs), the planner's, the L0 check.
+	ReclusterInterval time.Duration
+	// Leveled selects leveled compaction; false is the legacy flat whole-partition pass. Default
+	// true (--leveled), the planner's.
+	Leveled bool
+	// MaxOverlapDepth triggers a rewrite of the deepest overlapping cluster above this depth.
+	// Default 12 (--max-overlap-depth), the planner's and the spec's.
+	MaxOverlapDepth int
+	// MaxSealedForRecluster is the sealed-WAL backlog (segments) above which draining gets
+	// priority over maintenance. Default 256 (--max-sealed-for-recluster), the spec's.
+	MaxSealedForRecluster int
+	// BackpressureCompactEvery runs a restricted L0 pass every Nth backlogged cycle, so L0 does not
+	// pile up under a long backlog; 0 disables it. Default 4 (--backpressure-compact-every).
+	BackpressureCompactEvery int
+	// LevelMaxGen takes files of this generation out of level selection; 0 = no cap. Default 8
+	// (--level-max-gen): caps write amplification on slow tables (docs/compaction.md).
+	LevelMaxGen int
+	// MaxFanIn is the most input files one rewrite bin takes, 2 to 1024. Default 32
+	// (--max-fan-in), the planner's: bounds open inputs and merge memory per bin.
+	MaxFanIn int
+	// SnapshotExpireInterval is how often snapshots are expired; 0 disables expiry. Default 60 s
+	// (--snapshot-expire-interval-secs): drain commits add snapshots every few seconds.
+	SnapshotExpireInterval time.Duration
+	// SnapshotRetain is how many of the latest snapshots expiry keeps. Default 100
+	// (--snapshot-retain): room for time travel and readers of a recent snapshot.
+	SnapshotRetain int
+	// IndexFooterMaxBytes is the largest inverted index kept in a Parquet footer, per column.
+	// Default 1 MiB (--index-footer-max-bytes): footers stay cheap to read.
+	IndexFooterMaxBytes int64
+	// InvertedIndex writes footer inverted indexes on in-memory rewrites. Default true
+	// (--inverted-index): search prunes files by them.
+	InvertedIndex bool
+	// IndexRebuild registers Puffin index sidecars for rewrite outputs that lack an index (streamed
+	// merges write none). Default false (--index-rebuild): it costs a second read of each output.
+	IndexRebuild bool
+	// MergeMemoryBytes is the merges' decoded-memory budget; 0 derives it from GOMEMLIMIT or the
+	// container limit. Default 0 (--merge-memory-bytes): the limit is already set per pod.
+	MergeMemoryBytes int64
+	// MergeChunkRows is how many rows the page-bounded merge decodes at a time, which bounds its
+	// memory whatever the input size. Default 64 Ki rows (--merge-chunk-rows), merge's default.
+	MergeChunkRows int64
+
+	// DeleteTasks runs the idle-cycle delete-task sweep over owned tables (docs/deletes.md);
+	// requests are recorded either way. Default true (--delete-tasks), the spec's.
+	DeleteTasks bool
+	// DeleteSweepMaxFiles and DeleteSweepMaxBytes bound the candidate files one sweep of a table
+	// examines, so a big request cannot starve the drain. Defaults 8 files (--delete-sweep-max-files)
+	// and 1024 MiB (--delete-sweep-max-mb); at least one file is always examined.
+	DeleteSweepMaxFiles int
+	DeleteSweepMaxBytes int64
+
+	// NodeName is the gossip member name. Default empty (--node-name): the hostname, which is the
+	// pod name on Kubernetes and so stable across restarts.
+	NodeName string
+	// GossipBind is the gossip host:port. Default empty (--gossip-bind): no gossip, and this
+	// process owns every table, which is right for a single process.
+	GossipBind string
+	// GossipAdvertise is the address peers reach this member at. Default empty
+	// (--gossip-advertise): the bind address; set it to the pod IP.
+	GossipAdvertise string
+	// GossipJoin lists the peers or DNS names (a headless Service) to join. Default none
+	// (--gossip-join, comma-separated).
+	GossipJoin []string
+	// GossipSettle is how long a member's view must be stable before it acts as a table's owner.
+	// Default 5 s (--gossip-settle-secs): a joining view converges first (docs/gossip.md).
+	GossipSettle time.Duration
+	// GossipRejoin is how often the join list is re-resolved and re-joined. Default 30 s
+	// (--gossip-rejoin-secs): a member that started alone finds the others.
+	GossipRejoin time.Duration
+
+	// GossipProbeInterval is how often a member probes one random peer (memberlist). Default 1 s
+	// (--gossip-probe-interval), memberlist's LAN default: failure detection in seconds.
+	GossipProbeInterval time.Duration
+	// GossipProbeTimeout is how long a direct probe waits for its ack before indirect probes.
+	// Default 500 ms (--gossip-probe-timeout), memberlist's LAN default; below the interval.
+	GossipProbeTimeout time.Duration
+	// GossipSuspicionMult scales how long a suspected member may refute before it is declared
+	// dead. Default 4 (--gossip-suspicion-mult), memberlist's LAN default.
+	GossipSuspicionMult int
+
+	// LogFormat is json, console or auto. Default auto (--log-format): console on a terminal,
+	// JSON in a container.
+	LogFormat string
+	// LogLevel is debug, info, warn or error. Default info (--log-level).
+	LogLevel string
+	// ShutdownTimeout is how long, on SIGTERM, the in-flight commit may take before it is
+	// abandoned (its segments stay in the WAL). Default 30 s (--shutdown-timeout): below the
+	// chart's 60 s termination grace period.
+	ShutdownTimeout time.Duration
+}
+
+// Option is one setting: its flag, its environment variable, its default and how a value parses.
+type Option struct {
+	Flag    string // without the leading dashes
+	Env     string
+	Default string
+	Chart   string // Helm value that renders it, "" when the chart does not expose it
+	Usage   string
+	set     func(c *Config, v string) error
+}
+
+// planDefaults are the planner's own defaults: the options that map onto the planner take their
+// defaults from it, so the binary, the simulator and the docs cannot drift apart.
+var planDefaults = plan.DefaultConfig()
+
+func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
+
+// Options lists every option a `siglake compactor` accepts, in documentation order.
+func Options() []Option {
+	return []Option{
+		{"role", "SIGLAKE_COMPACTOR_ROLE", "all", "compactor.role",
+			"Which loops run: `all`, `drain` (never runs maintenance) or `maintenance`.",
+			func(c *Config, v string) error {
+				switch Role(v) {
+				case RoleAll, RoleDrain, RoleMaintenance:
+					c.Role = Role(v)
+					return nil
+				}
+				return fmt.Errorf("accepted: all, drain, maintenance")
+			}},
+		{"wal-dir", "SIGLAKE_WAL_DIR", "/var/lib/siglake/wal", "wal.mountPath",
+			"Directory of the pod's WAL segments (shared with the ingest container).",
+			setString(func(c *Config) *string { return &c.WALDir })},
+		{"catalog", "SIGLAKE_CATALOG", "sqlite:/var/lib/siglake/catalog.db", "catalog.uri",
+			"Iceberg catalog: `sqlite:PATH` (embedded), `postgres://...` (SQL catalog) or `rest+http(s)://...` (REST catalog).",
+			func(c *Config, v string) error {
+				if !strings.HasPrefix(v, "sqlite:") && !strings.HasPrefix(v, "postgres://") &&
+					!strings.HasPrefix(v, "postgresql://") && !strings.HasPrefix(v, "rest+http://") &&
+					!strings.HasPrefix(v, "rest+https://") {
+					return fmt.Errorf("accepted: sqlite:PATH, postgres://..., rest+http(s)://...")
+				}
+				c.Catalog = v
+				return nil
+			}},
+		{"warehouse", "SIGLAKE_WAREHOUSE", "/var/lib/siglake/warehouse", "warehouse.uri",
+			"Where table data goes: a local path, `file://PATH` or `s3://bucket/prefix`.",
+			func(c *Config, v string) error {
+				if v == "" || strings.Contains(v, "://") && !strings.HasPrefix(v, "file://") && !strings.HasPrefix(v, "s3://") {
+					return fmt.Errorf("accepted: a local path, file://PATH, s3://bucket/prefix")
+				}
+				c.Warehouse = v
+				return nil
+			}},
+		{"namespace", "SIGLAKE_NAMESPACE", "siglake", "catalog.namespace",
+			"Iceberg namespace that tables are created in.",
+			func(c *Config, v string) error {
+				if !validName(v) {
+					return fmt.Errorf("accepted: lower-case letters, digits and _ starting with a letter")
+				}
+				c.Namespace = v
+				return nil
+			}},
+		{"http-addr", "SIGLAKE_HTTP_ADDR", "127.0.0.1:9464", "http.port",
+			"Address of the HTTP server (/metrics, /debug/status, /healthz, /readyz).",
+			setString(func(c *Config) *string { return &c.HTTPAddr })},
+		{"s3-endpoint", "SIGLAKE_S3_ENDPOINT", "", "warehouse.s3.endpoint",
+			"S3 endpoint URL for S3-compatible stores; empty uses AWS defaults. Credentials also come from the standard AWS_* environment.",
+			setString(func(c *Config) *string { return &c.S3Endpoint })},
+		{"s3-region", "SIGLAKE_S3_REGION", "us-east-1", "warehouse.s3.region",
+			"S3 region.",
+			setString(func(c *Config) *string { return &c.S3Region })},
+		{"s3-access-key", "SIGLAKE_S3_ACCESS_KEY", "", "warehouse.s3.existingSecret",
+			"S3 access key id (prefer AWS_ACCESS_KEY_ID from a Secret).",
+			setString(func(c *Config) *string { return &c.S3AccessKey })},
+		{"s3-secret-key", "SIGLAKE_S3_SECRET_KEY", "", "warehouse.s3.existingSecret",
+			"S3 secret access key (prefer AWS_SECRET_ACCESS_KEY from a Secret).",
+			setString(func(c *Config) *string { return &c.S3SecretKey })},
+		{"s3-path-style", "SIGLAKE_S3_PATH_STYLE", "true", "warehouse.s3.pathStyle",
+			"Path-style S3 addressing (most S3-compatible servers need it).",
+			setBool(func(c *Config) *bool { return &c.S3PathStyle })},
+		{"commit-batch-target-mb", "SIGLAKE_COMMIT_BATCH_TARGET_MB", "32", "commitBatch.targetMb",
+			"Drain batches sealed segments per table until their size reaches this many MiB; 0 commits every segment on its own.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.CommitBatchTargetBytes = int64(n) << 20
+				return err
+			}},
+		{"commit-batch-max-age-secs", "SIGLAKE_COMMIT_BATCH_MAX_AGE_SECS", "10", "commitBatch.maxAgeSecs",
+			"A batch commits once its oldest segment is this old, even below the target size.",
+			setSeconds(func(c *Config) *time.Duration { return &c.CommitBatchMaxAge })},
+		{"drain-poll-interval", "SIGLAKE_DRAIN_POLL_INTERVAL", "1s", "",
+			"How often the drain scans the WAL directory for sealed segments.",
+			setDuration(func(c *Config) *time.Duration { return &c.DrainPollInterval }, true)},
+		{"catalog-claim", "SIGLAKE_CATALOG_CLAIM", "false", "compactor.catalogClaim",
+			"Catalog claims so several drain processes share one WAL root: each subdirectory of --wal-dir is a stream, drained only by the process holding its claim (docs/claims.md).",
+			setBool(func(c *Config) *bool { return &c.CatalogClaim })},
+		{"catalog-claim-ttl", "SIGLAKE_CATALOG_CLAIM_TTL", "30s", "",
+			"A claim not renewed for this long may be taken over; renewed every third of it, and its holder stops committing after two thirds (the last third covers a commit in flight and clock skew).",
+			func(c *Config, v string) error {
+				d, err := time.ParseDuration(strings.TrimSpace(v))
+				if err != nil || d < 300*time.Millisecond {
+					return fmt.Errorf("accepted: a Go duration of at least 300ms, such as 30s")
+				}
+				c.CatalogClaimTTL = d
+				return nil
+			}},
+		{"target-file-mb", "SIGLAKE_TARGET_FILE_MB", "256", "",
+			"Output files split (only where the timestamp changes) once they reach this many MiB.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of MiB above 0")
+				}
+				c.TargetFileBytes = int64(n) << 20
+				return err
+			}},
+		{"recluster-interval-secs", "SIGLAKE_RECLUSTER_INTERVAL_SECS", seconds(planDefaults.ReclusterInterval), "compactor.reclusterIntervalSecs",
+			"Maintenance tick for file rewrites; 0 disables file rewrites but keeps the other maintenance (it does not make the process drain-only).",
+			setSeconds(func(c *Config) *time.Duration { return &c.ReclusterInterval })},
+		{"leveled", "SIGLAKE_COMPACTOR_LEVELED", strconv.FormatBool(planDefaults.Leveled), "compactor.leveled",
+			"Leveled compaction; 0/off/false selects the legacy flat whole-partition pass.",
+			setBool(func(c *Config) *bool { return &c.Leveled })},
+		{"max-overlap-depth", "SIGLAKE_COMPACTOR_MAX_OVERLAP_DEPTH", strconv.Itoa(planDefaults.MaxOverlapDepth), "compactor.maxOverlapDepth",
+			"Depth trigger: above this overlap depth the deepest overlapping cluster is rewritten.",
+			setPosInt(func(c *Config) *int { return &c.MaxOverlapDepth })},
+		{"max-sealed-for-recluster", "SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER", strconv.Itoa(planDefaults.MaxSealedForRecluster), "compactor.maxSealedForRecluster",
+			"Sealed-WAL backlog (segments) above which draining gets priority over maintenance.",
+			setPosInt(func(c *Config) *int { return &c.MaxSealedForRecluster })},
+		{"backpressure-compact-every", "SIGLAKE_COMPACTOR_BACKPRESSURE_COMPACT_EVERY", strconv.Itoa(planDefaults.BackpressureCompactEvery), "compactor.backpressureCompactEvery",
+			"Every Nth backlogged cycle runs a restricted L0 pass; 0 disables compaction while backlogged.",
+			setNonNegInt(func(c *Config) *int { return &c.BackpressureCompactEvery })},
+		{"level-max-gen", "SIGLAKE_COMPACTOR_LEVEL_MAX_GEN", strconv.Itoa(planDefaults.LevelMaxGen), "compactor.levelMaxGen",
+			"Generation cap for level selection (overlap rewrites may still take capped files); 0 = no cap.",
+			setNonNegInt(func(c *Config) *int { return &c.LevelMaxGen })},
+		{"max-fan-in", "SIGLAKE_COMPACTOR_MAX_FANIN", strconv.Itoa(planDefaults.MaxFanIn), "compactor.maxFanIn",
+			"Most input files one rewrite bin may take; 2 to 1024.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err != nil || n < 2 || n > maxMergeFanIn {
+					return fmt.Errorf("accepted: a whole number from 2 to %d (a bin of one file merges nothing)", maxMergeFanIn)
+				}
+				c.MaxFanIn = n
+				return nil
+			}},
+		{"snapshot-expire-interval-secs", "SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS", "60", "snapshotExpire.intervalSecs",
+			"How often snapshots are expired; 0 disables expiry.",
+			setSeconds(func(c *Config) *time.Duration { return &c.SnapshotExpireInterval })},
+		{"snapshot-retain", "SIGLAKE_SNAPSHOT_RETAIN", "100", "snapshotExpire.retain",
+			"Snapshots kept by expiry (the latest N).",
+			setPosInt(func(c *Config) *int { return &c.SnapshotRetain })},
+		{"index-footer-max-bytes", "SIGLAKE_INDEX_FOOTER_MAX_BYTES", strconv.Itoa(index.DefaultFooterMaxBytes), "compactor.indexFooterMaxBytes",
+			"Largest inverted index kept in a Parquet footer, per column, in bytes (at least 1; to write no footer index, turn off --inverted-index).",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err != nil || n == 0 {
+					return fmt.Errorf("accepted: a whole number of bytes >= 1; to keep no inverted index in footers set SIGLAKE_INVERTED_INDEX=off")
+				}
+				c.IndexFooterMaxBytes = int64(n)
+				return nil
+			}},
+		{"inverted-index", "SIGLAKE_INVERTED_INDEX", "true", "compactor.invertedIndex.enabled",
+			"Footer inverted indexes on in-memory rewrites.",
+			setBool(func(c *Config) *bool { return &c.InvertedIndex })},
+		{"index-rebuild", "SIGLAKE_INDEX_REBUILD", "false", "compactor.indexRebuild",
+			"After a rewrite commits, build the inverted indexes its output files lack (streamed merges write none) as Puffin sidecars and register them; nothing already committed is backfilled.",
+			setBool(func(c *Config) *bool { return &c.IndexRebuild })},
+		{"merge-memory-bytes", "SIGLAKE_MERGE_MEMORY_BYTES", "0", "",
+			"Decoded-memory budget for merges in bytes; 0 derives it from GOMEMLIMIT or the container memory limit.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.MergeMemoryBytes = int64(n)
+				return err
+			}},
+		{"merge-chunk-rows", "SIGLAKE_MERGE_CHUNK_ROWS", strconv.Itoa(merge.DefaultChunkRows), "",
+			"Rows the page-bounded merge decodes at a time; its decoded memory is about this many rows whatever the input size.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of rows above 0")
+				}
+				c.MergeChunkRows = int64(n)
+				return err
+			}},
+		{"delete-tasks", "SIGLAKE_DELETE_TASKS", "true", "compactor.deleteTasks",
+			"Idle-cycle delete-task sweep over owned tables; 0/off/false/no disables it. Requests are still recorded, and `siglake delete-sweep --apply` still executes them.",
+			setBool(func(c *Config) *bool { return &c.DeleteTasks })},
+		{"delete-sweep-max-files", "SIGLAKE_DELETE_SWEEP_MAX_FILES", "8", "",
+			"Most candidate files one delete sweep of a table examines (and rewrites), so a big request cannot starve the drain; the rest wait for the next idle cycle.",
+			setPosInt(func(c *Config) *int { return &c.DeleteSweepMaxFiles })},
+		{"delete-sweep-max-mb", "SIGLAKE_DELETE_SWEEP_MAX_MB", "1024", "",
+			"Most MiB of candidate files one delete sweep of a table examines (at least one file is always examined).",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of MiB above 0")
+				}
+				c.DeleteSweepMaxBytes = int64(n) << 20
+				return err
+			}},
+		{"node-name", "SIGLAKE_NODE_NAME", "", "",
+			"Gossip member name; empty uses the hostname (the pod name on Kubernetes).",
+			setString(func(c *Config) *string { return &c.NodeName })},
+		{"gossip-bind", "SIGLAKE_GOSSIP_BIND", "", "gossip.port",
+			"Gossip bind host:port (port 7946 by convention); empty runs without gossip and owns every table.",
+			setString(func(c *Config) *string { return &c.GossipBind })},
+		{"gossip-advertise", "SIGLAKE_GOSSIP_ADVERTISE", "", "",
+			"Address peers use to reach this member; empty uses the bind address (set it to the pod IP).",
+			setString(func(c *Config) *string { return &c.GossipAdvertise })},
+		{"gossip-join", "SIGLAKE_GOSSIP_JOIN", "", "gossip.join",
+			"Comma-separated host:port peers or DNS names (a headless Service) to join.",
+			func(c *Config, v string) error {
+				c.GossipJoin = gossip.ParseJoin(v)
+				return nil
+			}},
+		{"gossip-settle-secs", "SIGLAKE_GOSSIP_SETTLE_SECS", "5", "",
+			"A member acts as a table's owner only after its membership view was stable this long.",
+			setSeconds(func(c *Config) *time.Duration { return &c.GossipSettle })},
+		{"gossip-rejoin-secs", "SIGLAKE_GOSSIP_REJOIN_SECS", "30", "",
+			"How often a member re-resolves and re-joins the join list, so one that started alone finds the others.",
+			setSeconds(func(c *Config) *time.Duration { return &c.GossipRejoin })},
+		{"gossip-probe-interval", "SIGLAKE_GOSSIP_PROBE_INTERVAL", "1s", "",
+			"How often a member probes one random peer (memberlist). Failure detection takes about probe interval x (suspicion mult x max(1, log10(members)) + 1); docs/gossip.md has measurements.",
+			setDuration(func(c *Config) *time.Duration { return &c.GossipProbeInterval }, true)},
+		{"gossip-probe-timeout", "SIGLAKE_GOSSIP_PROBE_TIMEOUT", "500ms", "",
+			"How long a direct probe waits for its ack before peers are asked to probe indirectly.",
+			setDuration(func(c *Config) *time.Duration { return &c.GossipProbeTimeout }, true)},
+		{"gossip-suspicion-mult", "SIGLAKE_GOSSIP_SUSPICION_MULT", "4", "",
+			"Scales how long a suspected member may refute the suspicion before it is declared dead.",
+			setPosInt(func(c *Config) *int { return &c.GossipSuspicionMult })},
+		{"log-format", "SIGLAKE_LOG_FORMAT", "auto", "",
+			"Log encoding: `json`, `console`, or `auto` (console on a terminal, JSON otherwise).",
+			func(c *Config, v string) error {
+				switch v {
+				case "json", "console", "auto":
+					c.LogFormat = v
+					return nil
+				}
+				return fmt.Errorf("accepted: json, console, auto")
+			}},
+		{"log-level", "SIGLAKE_LOG_LEVEL", "info", "",
+			"Log level: debug, info, warn, error.",
+			func(c *Config, v string) error {
+				switch v {
+				case "debug", "info", "warn", "error":
+					c.LogLevel = v
+					return nil
+				}
+				return fmt.Errorf("accepted: debug, info, warn, error")
+			}},
+		{"shutdown-timeout", "SIGLAKE_SHUTDOWN_TIMEOUT", "30s", "",
+			"On SIGTERM, how long the in-flight commit may take before it is abandoned (uncommitted segments stay in the WAL).",
+			setDuration(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, true)},
+	}
+}
+
+// ConfigError names the option, both its spellings, the bad value and what is accepted.
+type ConfigError struct {
+	Opt   Option
+	Value string
+	Err   error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("invalid value %q for --%s / %s: %v", e.Value, e.Opt.Flag, e.Opt.Env, e.Err)
+}
+
+// FlagError is a command line Load's flag parser refused (an unknown flag, a flag without its
+// value, a stray argument); Load has printed it to stderr with the usage. A bad value of a known
+// option is a *ConfigError instead.
+type FlagError struct{ Err error }
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// Load builds a Config from defaults, then the environment, then command-line flags (flags win).
+// getenv is os.Getenv in production; tests pass their own.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	opts := Options()
+	for _, o := range opts {
+		if err := o.set(&c, o.Default); err != nil && o.Default != "" {
+			panic(fmt.Sprintf("default of %s does not parse: %v", o.Flag, err)) // a bug, caught by tests
+		}
+	}
+	for _, o := range opts {
+		if v, ok := lookup(getenv, o.Env); ok {
+			if err := o.set(&c, v); err != nil {
+				return c, &ConfigError{o, v, err}
+			}
+		}
+	}
+	var cfgErr error
+	fs := flagSet(&c, &cfgErr)
+	// -h prints the options to stdout (help asked for); a bad flag prints the error and the options
+	// to stderr.
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Stdout.Write(out.Bytes())
+	case cfgErr != nil:
+		// A value an option rejects: the returned error names the option and what it accepts, and
+		// the caller prints it once; the whole usage would bury that line in a container's log.
+	default:
+		os.Stderr.Write(out.Bytes())
+	}
+	if err != nil {
+		if cfgErr != nil {
+			return c, cfgErr
+		}
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, &FlagError{err}
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected arguments %q: siglake compactor takes only flags", fs.Args())
+		fmt.Fprintf(os.Stderr, "%v\nRun 'siglake compactor -h' for the options.\n", err)
+		return c, &FlagError{err}
+	}
+	if c.NodeName == "" {
+		c.NodeName, _ = os.Hostname()
+	}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Validate checks the settings together as the planner, the merges and gossip will use them, so
+// a configuration that parses option by option but cannot work fails at start with the options'
+// names (promise 8) instead of in every maintenance cycle. Load calls it.
+func (c Config) Validate() error {
+	var errs []error
+	if _, err := PlanConfig(c); err != nil {
+		errs = append(errs, fmt.Errorf("%w (options --recluster-interval-secs, --max-overlap-depth, --level-max-gen, --max-fan-in / SIGLAKE_COMPACTOR_MAX_FANIN, --max-sealed-for-recluster, --backpressure-compact-every)", err))
+	}
+	if c.MaxFanIn > maxMergeFanIn {
+		errs = append(errs, fmt.Errorf("invalid value %d for --max-fan-in / SIGLAKE_COMPACTOR_MAX_FANIN: accepted: 2 to %d (each k-way input holds a row group and a file handle)", c.MaxFanIn, maxMergeFanIn))
+	}
+	if c.GossipBind != "" {
+		if _, _, err := GossipConfig(c, c.HTTPAddr, ""); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxMergeFanIn bounds --max-fan-in: a k-way merge keeps one decoded row group and one open file
+// per input, so thousands of inputs exhaust memory or descriptors before they save a pass.
+const maxMergeFanIn = 1024
+
+// flagSet defines every option as a flag that sets c; a value an option rejects is kept in cfgErr
+// (the flag package's own error loses its type).
+func flagSet(c *Config, cfgErr *error) *flag.FlagSet {
+	fs := flag.NewFlagSet("siglake compactor", flag.ContinueOnError)
+	for _, o := range Options() {
+		o := o
+		fs.Func(o.Flag, flagUsage(o), func(v string) error {
+			if err := o.set(c, v); err != nil {
+				*cfgErr = &ConfigError{o, v, err}
+				return *cfgErr
+			}
+			return nil
+		})
+	}
+	return fs
+}
+
+// flagUsage is an option's usage line for -h. The flag package takes a back-quoted word of a usage
+// as the flag's value placeholder (`-role all`), so the back quotes Option.Usage carries for the
+// Markdown of docs/configuration.md become single quotes here.
+func flagUsage(o Option) string {
+	return strings.ReplaceAll(o.Usage, "`", "'") + " (env " + o.Env + ", default " + quoteDefault(o.Default) + ")"
+}
+
+// PrintFlags writes the option flags the way -h lists them, for a command that adds flags of its
+// own to the compactor's (`siglake compactor --once`).
+func PrintFlags(w io.Writer) {
+	var cfgErr error
+	fs := flagSet(&Config{}, &cfgErr)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// EnvNames returns every environment variable the compactor reads, sorted (the chart test uses it).
+func EnvNames() []string {
+	var out []string
+	for _, o := range Options() {
+		out = append(out, o.Env)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lookup(getenv func(string) string, key string) (string, bool) {
+	if getenv == nil {
+		v, ok := os.LookupEnv(key)
+		return v, ok
+	}
+	v := getenv(key)
+	return v, v != ""
+}
+
+func quoteDefault(d string) string {
+	if d == "" {
+		return `""`
+	}
+	return d
+}
+
+// ParseBool accepts the spellings DESIGN.md promises: 1/0, true/false, on/off, yes/no.
+func ParseBool(v string) (bool, error) { return lake.ParseBool(v) }
+
+func validName(v string) bool {
+	if v == "" || len(v) > 128 || v[0] < 'a' || v[0] > 'z' {
+		return false
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func parseNonNegInt(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("accepted: a whole number >= 0")
+	}
+	return n, nil
+}
+
+func setString(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func setBool(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := ParseBool(v)
+		*field(c) = b
+		return err
+	}
+}
+
+func setNonNegInt(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseNonNegInt(v)
+		*field(c) = n
+		return err
+	}
+}
+
+func setPosInt(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseNonNegInt(v)
+		if err == nil && n == 0 {
+			return fmt.Errorf("accepted: a whole number >= 1")
+		}
+		*field(c) = n
+		return err
+	}
+}
+
+func setSeconds(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseNonNegInt(v)
+		*field(c) = time.Duration(n) * time.Second
+		return err
+	}
+}
+
+func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 || positive && d == 0 {
+			return fmt.Errorf("accepted: a positive Go duration such as 500ms, 10s, 2m")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// LakeConfig is the part of Config the lake needs.
+func LakeConfig(c Config) lake.Config {
+	return lake.Config{Catalog: c.Catalog, Warehouse: c.Warehouse, Namespace: c.Namespace,
+		S3Endpoint: c.S3Endpoint, S3Region: c.S3Region, S3AccessKey: c.S3AccessKey, S3SecretKey: c.S3SecretKey, S3PathStyle: c.S3PathStyle}
+}
+
+// MetadataOptions is the search metadata a write to t produces, from the process options and the
+// table's settings (lake.WriteMetadata).
+func (c Config) MetadataOptions(t *table.Table) merge.MetadataOptions {
+	return lake.WriteMetadata(t, !c.InvertedIndex, c.IndexFooterMaxBytes)
+}
+
+// PlanConfig maps the process options onto the planner's configuration.
+func PlanConfig(c Config) (plan.Config, error) {
+	p := plan.DefaultConfig()
+	p.Leveled = c.Leveled
+	p.ReclusterInterval = c.ReclusterInterval
+	p.MaxOverlapDepth = c.MaxOverlapDepth
+	p.LevelMaxGen = c.LevelMaxGen
+	p.MaxFanIn = c.MaxFanIn
+	p.MaxFilesPerPass = max(p.MaxFilesPerPass, c.MaxFanIn)
+	p.MaxSealedForRecluster = c.MaxSealedForRecluster
+	p.BackpressureCompactEvery = c.BackpressureCompactEvery
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("compaction settings: %w", err)
+	}
+	return p, nil
+}
+
+// GossipConfig maps the process options onto the gossip configuration. ok is false when
+// --gossip-bind is empty: the process runs alone and owns every table.
+func GossipConfig(c Config, httpAddr, version string) (gc gossip.Config, ok bool, err error) {
+	if c.GossipBind == "" {
+		return gc, false, nil
+	}
+	gc = gossip.DefaultConfig()
+	if c.NodeName != "" {
+		gc.NodeName = c.NodeName
+	}
+	host, port, err := gossip.ParseHostPort(c.GossipBind, gossip.DefaultPort)
+	if err != nil {
+		return gc, false, fmt.Errorf("--gossip-bind / SIGLAKE_GOSSIP_BIND %q: %w; accepted: host:port", c.GossipBind, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	gc.BindAddr, gc.BindPort = host, port
+	if c.GossipAdvertise != "" {
+		h, p, err := gossip.ParseHostPort(c.GossipAdvertise, port)
+		if err != nil || h == "" {
+			return gc, false, fmt.Errorf("--gossip-advertise / SIGLAKE_GOSSIP_ADVERTISE %q: accepted: ip or ip:port", c.GossipAdvertise)
+		}
+		gc.AdvertiseAddr, gc.AdvertisePort = h, p
+	}
+	gc.Join = c.GossipJoin
+	if gc.Roles, err = gossip.RolesFor(string(c.Role)); err != nil {
+		return gc, false, err
+	}
+	gc.Version, gc.HTTPAddr = version, httpAddr
+	gc.SettlePeriod = c.GossipSettle
+	gc.RejoinInterval = c.GossipRejoin
+	gc.ProbeInterval = c.GossipProbeInterval
+	gc.ProbeTimeout = c.GossipProbeTimeout
+	gc.SuspicionMult = c.GossipSuspicionMult
+	if err := gc.Validate(); err != nil {
+		return gc, false, fmt.Errorf("gossip settings: %w", err)
+	}
+	return gc, true, nil
+}
