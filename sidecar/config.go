@@ -3,6 +3,7 @@ package sidecar
 import (
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
 )
 
@@ -30,6 +31,12 @@ var (
 	PlanConfig   = config.PlanConfig
 	GossipConfig = config.GossipConfig
 )
+
+// DrainConfig is the part of the options the drain needs.
+func DrainConfig(c Config) drain.Config {
+	return drain.Config{WALDir: c.WALDir, NodeName: c.NodeName, CommitBatchTargetBytes: c.CommitBatchTargetBytes,
+		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, Metadata: c.MetadataOptions}
+}
 
 // MaintainConfig is the part of the options the maintenance loop needs.
 func MaintainConfig(c Config) maintain.Config {

@@ -17,7 +17,6 @@ const (
 	metricsDoc = "../docs/metrics.md"
 )
 
-// TestConfigurationDocInStep keeps docs/configuration.md's option table identical to Options().
 // TestMetricsDocumented keeps docs/metrics.md and the registered metrics in step, and lints them.
 func TestMetricsDocumented(t *testing.T) {
 	m := NewMetrics()

@@ -333,12 +333,6 @@ func (p *Process) newDrain(l *lake.Lake) *drain.Drain {
 		Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
 }
 
-// DrainConfig is the part of the options the drain needs.
-func DrainConfig(c Config) drain.Config {
-	return drain.Config{WALDir: c.WALDir, NodeName: c.NodeName, CommitBatchTargetBytes: c.CommitBatchTargetBytes,
-		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, Metadata: c.MetadataOptions}
-}
-
 func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) error {
 	d := p.newDrain(l)
 	d.Stop = stop

@@ -32,7 +32,7 @@ echo "input: $(cat "$tmpl.json" | cut -c1-80)... in $tmpl"
 # machine is shared: compare them pairwise).
 : >"$work/bench.txt"
 for i in $(seq "$count"); do
-	SIGLAKE_BENCH_WAL="$tmpl" go test ./sidecar -run '^$' -bench '^BenchmarkDrain$' -benchtime 1x -count 1 -cpu 1 \
+	SIGLAKE_BENCH_WAL="$tmpl" go test ./sidecar/drain -run '^$' -bench '^BenchmarkDrain$' -benchtime 1x -count 1 -cpu 1 \
 		-timeout 60m | tee -a "$work/bench.txt"
 done
 

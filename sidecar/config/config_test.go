@@ -20,7 +20,6 @@ const (
 )
 
 // TestConfigurationDocInStep keeps docs/configuration.md's option table identical to Options().
-// TestConfigurationDocInStep keeps docs/configuration.md's option table identical to Options().
 func TestConfigurationDocInStep(t *testing.T) {
 	raw, err := os.ReadFile(configDoc)
 	if err != nil {

@@ -602,8 +602,8 @@ func (d *Drain) removeOutputs(ctx context.Context, t *table.Table, outs []merge.
 	if err != nil {
 		return
 	}
-	if orphans := lake.RemoveFiles(fsys, outs); len(orphans) > 0 {
-		d.Log.Warn("could not remove uncommitted outputs; gc will", zap.Strings("paths", orphans))
+	if orphans, err := lake.RemoveFiles(fsys, outs); len(orphans) > 0 {
+		d.Log.Warn("could not remove uncommitted outputs; gc will", zap.Strings("paths", orphans), zap.Error(err))
 	}
 }
 

@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -112,12 +113,14 @@ func DataFiles(t *table.Table, outs []merge.Output) ([]iceberg.DataFile, error) 
 }
 
 // RemoveFiles deletes written files that no commit references and returns those it could not
-// remove: orphans for `siglake gc`, harmless either way.
-func RemoveFiles(fsys icebergio.IO, outs []merge.Output) (orphans []string) {
+// remove, with why: orphans for `siglake gc`, harmless either way.
+func RemoveFiles(fsys icebergio.IO, outs []merge.Output) (orphans []string, err error) {
+	var errs []error
 	for _, o := range outs {
-		if err := fsys.Remove(o.Path); err != nil {
+		if e := fsys.Remove(o.Path); e != nil {
 			orphans = append(orphans, o.Path)
+			errs = append(errs, fmt.Errorf("remove %s: %w", o.Path, e))
 		}
 	}
-	return orphans
+	return orphans, errors.Join(errs...)
 }

@@ -333,7 +333,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		st.BackloggedCycles = backlogged
 		pass, err := m.table(ctx, name, plan.Input{Now: now, SealedBacklog: backlog, State: st}, skipping, &rep)
 		if err != nil {
-			rep.TableErrors = append(rep.TableErrors, TableError{Table: name, Stage: "maintenance", Err: err})
+			rep.TableErrors = append(rep.TableErrors, TableError{At: m.Now(), Table: name, Stage: "maintenance", Err: err})
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -363,7 +363,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		m.lastExpire = now
 		for _, name := range owned {
 			if err := m.Lake.ExpireSnapshots(ctx, name, m.Cfg.SnapshotRetain); err != nil {
-				rep.TableErrors = append(rep.TableErrors, TableError{Table: name, Stage: "expire", Err: err})
+				rep.TableErrors = append(rep.TableErrors, TableError{At: m.Now(), Table: name, Stage: "expire", Err: err})
 				continue
 			}
 			rep.Expired = append(rep.Expired, name)
@@ -381,9 +381,13 @@ func (m *Maintainer) observe(rep CycleReport) {
 	case plan.DecisionThrottledBackpressure.String():
 		m.Metrics.ThrottledBackpressure.Inc()
 	}
-	m.Metrics.Expirations.WithLabelValues("ok").Add(float64(len(rep.Expired)))
+	if len(rep.Expired) > 0 {
+		m.Metrics.Expirations.WithLabelValues("ok").Add(float64(len(rep.Expired)))
+	}
 	for _, e := range rep.TableErrors {
-		m.error(e.Stage, e.Table, e.Err)
+		if m.Publish != nil {
+			m.Publish.Error(e.At, e.Stage, e.Table, e.Err)
+		}
 		switch e.Stage {
 		case "expire":
 			m.Metrics.Expirations.WithLabelValues("failed").Inc()
@@ -396,6 +400,7 @@ func (m *Maintainer) observe(rep CycleReport) {
 
 // TableError is one table's failure in a cycle.
 type TableError struct {
+	At    time.Time // when it failed (the cycle reports at its end)
 	Table string
 	Stage string // maintenance (its pass) or expire
 	Err   error

@@ -47,7 +47,7 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 	log := o.Log.With(append([]zap.Field{zap.String("table", table), zap.String("partition", job.Partition),
 		zap.String("kind", job.Kind), zap.Int("inputs", len(job.Inputs))}, fields...)...)
 	if len(out.Orphans) > 0 {
-		log.Warn("could not remove uncommitted outputs; gc will", zap.Strings("paths", out.Orphans))
+		log.Warn("could not remove uncommitted outputs; gc will", zap.Strings("paths", out.Orphans), zap.Error(out.OrphanErr))
 	}
 	switch out.Status {
 	case Committed:

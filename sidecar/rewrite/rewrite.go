@@ -100,8 +100,10 @@ type Outcome struct {
 	// Cost is the object-store requests of the table while the rewrite ran (it includes
 	// concurrent work on the same table, such as its drain).
 	Cost lake.Cost
-	// Orphans are outputs of an uncommitted rewrite that could not be removed (left for gc).
-	Orphans []string
+	// Orphans are outputs of an uncommitted rewrite that could not be removed (left for gc), and
+	// OrphanErr says why.
+	Orphans   []string
+	OrphanErr error
 }
 
 // Executor runs rewrites against one lake with the process's merge settings.
@@ -170,7 +172,8 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		return Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}, wfs
 	}
 	discard := func(st Status, err error) (Outcome, icebergio.WriteFileIO) {
-		return Outcome{Status: st, Err: err, Merge: res, Orphans: lake.RemoveFiles(fsys, res.Outputs)}, wfs
+		orphans, rerr := lake.RemoveFiles(fsys, res.Outputs)
+		return Outcome{Status: st, Err: err, Merge: res, Orphans: orphans, OrphanErr: rerr}, wfs
 	}
 	added, err := lake.DataFiles(t, res.Outputs)
 	if err != nil {
