@@ -7,6 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -60,10 +61,10 @@ func (e *env) tableSum(name string) RowSum {
 
 func counterValue(t *testing.T, m *Metrics, name, outcome string) float64 {
 	t.Helper()
-	return testlake.Counter(t, m.Reg, name, outcome)
+	return promtest.Counter(t, m.Reg, name, outcome)
 }
 
-func hasLabel(m *dto.Metric, name, value string) bool { return testlake.HasLabel(m, name, value) }
+func hasLabel(m *dto.Metric, name, value string) bool { return promtest.HasLabel(m, name, value) }
 
 // localPath is a local warehouse URI as a path.
 func localPath(p string) string { return testlake.LocalPath(p) }

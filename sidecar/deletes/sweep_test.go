@@ -15,6 +15,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -108,7 +109,7 @@ func TestDeleteSweepRemovesExactlyTheMatchingRows(t *testing.T) {
 	if st := stored[rs[0].ID]; st.FilesRewritten != 1 {
 		t.Fatalf("request %s rewrote %d files, want 1", rs[0].ID, st.FilesRewritten)
 	}
-	if got := testlake.Counter(t, reg, "siglake_delete_rows_deleted_total", ""); got != float64(counts[rs[0].ID]+counts[rs[1].ID]) {
+	if got := promtest.Counter(t, reg, "siglake_delete_rows_deleted_total", ""); got != float64(counts[rs[0].ID]+counts[rs[1].ID]) {
 		t.Fatalf("siglake_delete_rows_deleted_total = %v", got)
 	}
 

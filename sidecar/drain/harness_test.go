@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -144,32 +145,10 @@ func tableRowSum(t *testing.T, l *lake.Lake, name string) RowSum {
 
 func counterValue(t *testing.T, m *Metrics, name, outcome string) float64 {
 	t.Helper()
-	fams, err := registryOf(m).Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, mm := range f.GetMetric() {
-			if outcome == "" || hasLabel(mm, "outcome", outcome) {
-				total += mm.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
+	return promtest.Counter(t, registryOf(m), name, outcome)
 }
 
-func hasLabel(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name && l.GetValue() == value {
-			return true
-		}
-	}
-	return false
-}
+func hasLabel(m *dto.Metric, name, value string) bool { return promtest.HasLabel(m, name, value) }
 
 // localPath is a local warehouse URI as a path.
 func localPath(p string) string { return strings.TrimPrefix(p, "file://") }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 )
 
@@ -49,7 +50,7 @@ func TestDeleteTasksSwitch(t *testing.T) {
 				if got := e.tableSum("events"); got != all || st.State != deletes.Pending {
 					t.Fatalf("switch off: table %+v (want %+v), request %s", got, all, st.State)
 				}
-				if v := testlake.Gauge(pending); v != 1 {
+				if v := promtest.Gauge(pending); v != 1 {
 					t.Fatalf("siglake_delete_requests_pending = %v, want 1", v)
 				}
 				var shown []deletes.PendingRequest
@@ -95,6 +96,6 @@ func TestFailingTableDoesNotStarveDeletes(t *testing.T) {
 	}
 	if st := testlake.StoredRequests(t, e.lake)[r.ID]; st.State != deletes.Done {
 		t.Fatalf("after 4 cycles the request on events is %s, pending gauge %v", st.State,
-			testlake.Gauge(m.Metrics.Deletes.Pending.WithLabelValues("events")))
+			promtest.Gauge(m.Metrics.Deletes.Pending.WithLabelValues("events")))
 	}
 }

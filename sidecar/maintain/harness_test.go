@@ -12,6 +12,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
@@ -115,7 +116,7 @@ func newTestMetrics() *Metrics {
 func counterValue(t *testing.T, m *Metrics, name, outcome string) float64 {
 	t.Helper()
 	reg, _ := registries.Load(m)
-	return testlake.Counter(t, reg.(*prometheus.Registry), name, outcome)
+	return promtest.Counter(t, reg.(*prometheus.Registry), name, outcome)
 }
 
 // published is the recorder of m.

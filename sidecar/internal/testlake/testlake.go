@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -132,44 +131,6 @@ func (e *Env) Sum(name string) rowsum.Sum {
 		e.T.Fatal(err)
 	}
 	return s
-}
-
-// Counter sums the counter name over the series whose label outcome is outcome ("" = all).
-func Counter(t testing.TB, reg prometheus.Gatherer, name, outcome string) float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if outcome == "" || HasLabel(m, "outcome", outcome) {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
-}
-
-// Gauge is the value of one gauge.
-func Gauge(g interface{ Write(*dto.Metric) error }) float64 {
-	var m dto.Metric
-	_ = g.Write(&m)
-	return m.GetGauge().GetValue()
-}
-
-// HasLabel reports whether m has label name=value.
-func HasLabel(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name && l.GetValue() == value {
-			return true
-		}
-	}
-	return false
 }
 
 // LocalPath is a local warehouse URI as a path.

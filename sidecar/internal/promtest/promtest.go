@@ -1,0 +1,48 @@
+// Package promtest reads metrics back in tests: counters summed over a label, gauges, labels.
+// Only tests import it; it imports nothing of ours, so every package's tests can.
+package promtest
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Counter sums the counter name over the series whose label outcome is outcome ("" = all).
+func Counter(t testing.TB, reg prometheus.Gatherer, name, outcome string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if outcome == "" || HasLabel(m, "outcome", outcome) {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// Gauge is the value of one gauge.
+func Gauge(g interface{ Write(*dto.Metric) error }) float64 {
+	var m dto.Metric
+	_ = g.Write(&m)
+	return m.GetGauge().GetValue()
+}
+
+// HasLabel reports whether m has label name=value.
+func HasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
