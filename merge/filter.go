@@ -17,6 +17,11 @@ import (
 // choosing which files to rewrite is the caller's job (Iceberg scan planning).
 type RowFilter struct {
 	Predicates []Predicate
+	// FirstMatch makes the predicates an ordered list of classes (retention): a row belongs to
+	// the first predicate whose column tests hold, and is dropped only when that predicate's
+	// time range holds too and it is not Keep. Without it, a row is dropped when any predicate
+	// holds whole (deletion requests).
+	FirstMatch bool
 }
 
 // Predicate is a conjunction: every column test and the time range must hold.
@@ -26,6 +31,8 @@ type Predicate struct {
 	// From and To bound the timestamp column in microseconds, [From, To); nil
 	// leaves that side open.
 	From, To *int64
+	// Keep never drops the rows of this predicate (with FirstMatch: a class kept forever).
+	Keep bool
 }
 
 // ColumnIn holds when the column's value is one of Values (text, parsed per
@@ -47,13 +54,15 @@ func FilterableType(t arrow.DataType) error {
 
 // rowMatcher is a RowFilter bound to a schema, with values parsed once.
 type rowMatcher struct {
-	preds   []boundPredicate
+	preds      []boundPredicate
+	firstMatch bool
 	deleted []int64 // rows dropped, per predicate (a row counts for the first that matches)
 }
 
 type boundPredicate struct {
 	cols     []boundColumn
 	from, to *int64
+	keep     bool
 }
 
 type boundColumn struct {
@@ -66,9 +75,9 @@ type boundColumn struct {
 // compileFilter binds f to sc; it fails on a column sc lacks, a type
 // FilterableType refuses, or a value that does not parse as the column's type.
 func compileFilter(f *RowFilter, sc *arrow.Schema) (*rowMatcher, error) {
-	m := &rowMatcher{deleted: make([]int64, len(f.Predicates))}
+	m := &rowMatcher{deleted: make([]int64, len(f.Predicates)), firstMatch: f.FirstMatch}
 	for pi, p := range f.Predicates {
-		bp := boundPredicate{from: p.From, to: p.To}
+		bp := boundPredicate{from: p.From, to: p.To, keep: p.Keep}
 		for _, c := range p.Columns {
 			idx := sc.FieldIndices(c.Column)
 			if len(idx) == 0 {
@@ -117,13 +126,17 @@ func compileFilter(f *RowFilter, sc *arrow.Schema) (*rowMatcher, error) {
 func (m *rowMatcher) matches(rec arrow.RecordBatch, ts []int64, i int) int {
 next:
 	for pi, p := range m.preds {
-		if p.from != nil && ts[i] < *p.from || p.to != nil && ts[i] >= *p.to {
+		inRange := !(p.from != nil && ts[i] < *p.from || p.to != nil && ts[i] >= *p.to)
+		if !m.firstMatch && (p.keep || !inRange) {
 			continue
 		}
 		for _, c := range p.cols {
 			if !c.holds(rec.Column(c.idx), i) {
 				continue next
 			}
+		}
+		if p.keep || !inRange {
+			return -1 // FirstMatch: the row's class keeps it
 		}
 		return pi
 	}
@@ -297,4 +310,42 @@ func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arr
 		b.rec.Release()
 	}
 	return m.deleted, rows, nil
+}
+
+// FilterRecord returns rec without the rows f drops, and how many it dropped per predicate (nil
+// when none). tsName is rec's timestamp column (microseconds). The result is rec itself, retained,
+// when no row matched; the caller releases rec and the result.
+func FilterRecord(rec arrow.RecordBatch, tsName string, f *RowFilter, mem memory.Allocator) (arrow.RecordBatch, []int64, error) {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	m, err := compileFilter(f, rec.Schema())
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := rec.Schema().FieldIndices(tsName)
+	if len(idx) == 0 {
+		return nil, nil, fmt.Errorf("no timestamp column %q", tsName)
+	}
+	col, ok := rec.Column(idx[0]).(*array.Timestamp)
+	if !ok {
+		return nil, nil, fmt.Errorf("column %q is %s, not a timestamp", tsName, rec.Column(idx[0]).DataType())
+	}
+	ts := make([]int64, col.Len())
+	for i := range ts {
+		ts[i] = int64(col.Value(i))
+	}
+	rec.Retain()
+	out, err := m.apply(batch{rec: rec, ts: ts}, rec.Schema(), mem)
+	if err != nil {
+		return nil, nil, err
+	}
+	var dropped []int64
+	for _, n := range m.deleted {
+		if n > 0 {
+			dropped = m.deleted
+			break
+		}
+	}
+	return out.rec, dropped, nil
 }

@@ -182,9 +182,9 @@ func TestRowFilterRejectsBadPredicates(t *testing.T) {
 		f    RowFilter
 		want string
 	}{
-		{RowFilter{[]Predicate{{Columns: []ColumnIn{{"user_id", []string{"a"}}}}}}, `no column "user_id"`},
-		{RowFilter{[]Predicate{{Columns: []ColumnIn{{"level", []string{"high"}}}}}}, "accepted: a decimal integer"},
-		{RowFilter{[]Predicate{{Columns: []ColumnIn{{"timestamp", []string{"1"}}}}}}, "accepted: delete predicates test string, integer and boolean"},
+		{RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"user_id", []string{"a"}}}}}}, `no column "user_id"`},
+		{RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"level", []string{"high"}}}}}}, "accepted: a decimal integer"},
+		{RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"timestamp", []string{"1"}}}}}}, "accepted: delete predicates test string, integer and boolean"},
 	} {
 		_, err := compileFilter(&c.f, sc)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

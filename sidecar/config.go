@@ -5,6 +5,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/retention"
 )
 
 // The process's configuration lives in sidecar/config; these names keep the process's API.
@@ -35,14 +36,22 @@ var (
 // DrainConfig is the part of the options the drain needs.
 func DrainConfig(c Config) drain.Config {
 	return drain.Config{WALDir: c.WALDir, NodeName: c.NodeName, CommitBatchTargetBytes: c.CommitBatchTargetBytes,
-		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, Metadata: c.MetadataOptions}
+		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, Metadata: c.MetadataOptions,
+		RetentionPeriod: c.RetentionPeriod}
 }
 
 // MaintainConfig is the part of the options the maintenance loop needs.
 func MaintainConfig(c Config) maintain.Config {
 	return maintain.Config{SnapshotExpireInterval: c.SnapshotExpireInterval, SnapshotRetain: c.SnapshotRetain,
 		DeleteTasks: c.DeleteTasks, Sweep: SweepConfig(c), IndexRebuild: c.IndexRebuild, MergeMemoryBytes: c.MergeMemoryBytes,
-		MergeChunkRows: c.MergeChunkRows, MaxFanIn: c.MaxFanIn, Metadata: c.MetadataOptions}
+		MergeChunkRows: c.MergeChunkRows, MaxFanIn: c.MaxFanIn, Metadata: c.MetadataOptions,
+		RetentionInterval: c.RetentionInterval, Retention: RetentionConfig(c)}
+}
+
+// RetentionConfig is the part of the options retention needs.
+func RetentionConfig(c Config) retention.Config {
+	return retention.Config{DefaultPeriod: c.RetentionPeriod, DeleteDelay: c.RetentionDeleteDelay, MaxFiles: c.RetentionMaxFiles,
+		MaxBytes: c.RetentionMaxBytes, TargetFileBytes: c.TargetFileBytes, Metadata: c.MetadataOptions}
 }
 
 // SweepConfig is the part of the options the delete sweeper needs.

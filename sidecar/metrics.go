@@ -11,6 +11,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
@@ -28,6 +29,8 @@ type Metrics struct {
 
 	// Deletes are the delete tasks' metrics (sidecar/deletes).
 	Deletes *deletes.Metrics
+	// Retention are retention's metrics (sidecar/retention).
+	Retention *retention.Metrics
 
 	// Rewrite counts rewrites by kind and outcome (the executor's observer).
 	Rewrite *rewrite.Metrics
@@ -54,7 +57,8 @@ func NewMetrics() *Metrics {
 	reg.MustRegister(m.CatalogUp)
 	m.Drain = drain.NewMetrics(reg, m.CatalogUp, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
-	m.Maintain = maintain.NewMetrics(reg, m.Rewrite, m.Merge, m.Rebuild, m.Deletes)
+	m.Retention = retention.NewMetrics(reg)
+	m.Maintain = maintain.NewMetrics(reg, m.Rewrite, m.Merge, m.Rebuild, m.Deletes, m.Retention)
 	m.Claims = claim.NewMetrics(reg)
 	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	return m

@@ -12,6 +12,7 @@ import (
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membership"
+	"github.com/siglake/siglake/sidecar/retention"
 )
 
 // Status is what /debug/status shows and `siglake status` prints. The loops update it under the
@@ -58,9 +59,10 @@ type TableReport struct {
 	Owner      string              `json:"owner,omitempty"`
 	OwnerSince *time.Time          `json:"owner_since,omitempty"`
 	// Candidates are the members the owner was chosen among (those sharing this catalog).
-	Candidates  []string        `json:"candidates,omitempty"`
-	Maintenance *maintain.State `json:"maintenance,omitempty"`
-	Deletes     *deletes.State  `json:"deletes,omitempty"`
+	Candidates  []string         `json:"candidates,omitempty"`
+	Maintenance *maintain.State  `json:"maintenance,omitempty"`
+	Deletes     *deletes.State   `json:"deletes,omitempty"`
+	Retention   *retention.State `json:"retention,omitempty"`
 }
 
 // MemberReport is one gossip member.
@@ -110,6 +112,7 @@ var (
 	_ drain.Publisher      = (*Status)(nil)
 	_ maintain.Publisher   = (*Status)(nil)
 	_ deletes.Publisher    = (*Status)(nil)
+	_ retention.Publisher  = (*Status)(nil)
 	_ membership.Publisher = (*Status)(nil)
 )
 
@@ -132,6 +135,11 @@ func (s *Status) Owned(tables []string) { s.Update(func(r *StatusReport) { r.Own
 // Deletes shows a table's deletion requests (deletes.Publisher).
 func (s *Status) Deletes(table string, st *deletes.State) {
 	s.Update(func(r *StatusReport) { r.Table(table).Deletes = st })
+}
+
+// Retention shows a table's retention (retention.Publisher).
+func (s *Status) Retention(table string, st *retention.State) {
+	s.Update(func(r *StatusReport) { r.Table(table).Retention = st })
 }
 
 // Tables are the tables the status knows of (membership.Publisher).

@@ -22,6 +22,7 @@ import (
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/retention"
 )
 
 // Role says which loops a process runs (spec "Roles").
@@ -147,6 +148,20 @@ type Config struct {
 	// and 1024 MiB (--delete-sweep-max-mb); at least one file is always examined.
 	DeleteSweepMaxFiles int
 	DeleteSweepMaxBytes int64
+
+	// RetentionPeriod is the period of tables without a policy of their own (docs/retention.md).
+	// Default 0 (--retention-period): keep for ever, since deleting data is never a default.
+	RetentionPeriod time.Duration
+	// RetentionInterval is how often owned tables get a retention run; 0 disables retention.
+	// Default 3600 s (--retention-interval-secs): cutoffs move by the hour, not the second.
+	RetentionInterval time.Duration
+	// RetentionDeleteDelay is how long objects retention removed stay in storage, for readers
+	// still on an older snapshot. Default 2h (--retention-delete-delay).
+	RetentionDeleteDelay time.Duration
+	// RetentionMaxFiles and RetentionMaxBytes cap one run's rewrites of a table, so retention
+	// cannot starve the drain. Defaults 8 files and 1024 MiB; drops (metadata only) are not capped.
+	RetentionMaxFiles int
+	RetentionMaxBytes int64
 
 	// NodeName is the gossip member name. Default empty (--node-name): the hostname, which is the
 	// pod name on Kubernetes and so stable across restarts.
@@ -384,6 +399,32 @@ func Options() []Option {
 					err = fmt.Errorf("accepted: a whole number of MiB above 0")
 				}
 				c.DeleteSweepMaxBytes = int64(n) << 20
+				return err
+			}},
+		{"retention-period", "SIGLAKE_RETENTION_PERIOD", "0", "compactor.retention.period",
+			"Retention period of tables without their own policy (`siglake retention set`): rows older than this leave the table. Days (30d), weeks (4w) or hours (36h), at least 1d; 0 keeps rows for ever.",
+			func(c *Config, v string) error {
+				d, err := retention.ParsePeriod("the period", v)
+				c.RetentionPeriod = d
+				return err
+			}},
+		{"retention-interval-secs", "SIGLAKE_RETENTION_INTERVAL_SECS", "3600", "compactor.retention.intervalSecs",
+			"How often each owned table gets a retention run; 0 disables retention (policies stay stored and shown).",
+			setSeconds(func(c *Config) *time.Duration { return &c.RetentionInterval })},
+		{"retention-delete-delay", "SIGLAKE_RETENTION_DELETE_DELAY", "2h", "compactor.retention.deleteDelay",
+			"How long objects that retention removed from a table stay in storage (for readers on an older snapshot) before retention deletes them; they also wait until no retained snapshot references them.",
+			setDuration(func(c *Config) *time.Duration { return &c.RetentionDeleteDelay }, false)},
+		{"retention-max-files", "SIGLAKE_RETENTION_MAX_FILES", "8", "",
+			"Most files one retention run of a table rewrites (files straddling a cutoff); the rest wait for the next run. Whole-file drops are not capped.",
+			setPosInt(func(c *Config) *int { return &c.RetentionMaxFiles })},
+		{"retention-max-mb", "SIGLAKE_RETENTION_MAX_MB", "1024", "",
+			"Most MiB of files one retention run of a table rewrites (at least one file is always rewritten).",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of MiB above 0")
+				}
+				c.RetentionMaxBytes = int64(n) << 20
 				return err
 			}},
 		{"node-name", "SIGLAKE_NODE_NAME", "", "",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/retention"
 )
 
 // Drain turns sealed WAL segments into committed Iceberg data files, exactly once: files are written,
@@ -85,6 +87,10 @@ type Config struct {
 	TargetFileBytes int64
 	// Metadata is the search metadata a drain write to t carries (index_at_flush, index columns).
 	Metadata lake.MetadataFunc
+	// RetentionPeriod is SIGLAKE_RETENTION_PERIOD, the period of tables without their own
+	// policy: rows already past their table's retention are dropped before writing, so a
+	// replayed old WAL cannot bring deleted days back.
+	RetentionPeriod time.Duration
 }
 
 func (d *Drain) publisher() Publisher {
@@ -394,10 +400,11 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 
 	// 4. Write generation-0 Parquet, one sorted file per day partition.
-	outputs, rows, err := d.writeFiles(ctx, t, segs)
+	outputs, rows, past, err := d.writeFiles(ctx, t, segs)
 	if err != nil {
 		return fail("write", err)
 	}
+	out.PastRetention = past
 	files, err := lake.DataFiles(t, outputs)
 	if err != nil {
 		d.removeOutputs(ctx, t, outputs)
@@ -484,21 +491,23 @@ func conforms(sc *arrow.Schema, seg *localwal.Segment, mem memory.Allocator) err
 	return nil
 }
 
-// writeFiles conforms every record to the table schema, splits rows by day and writes one sorted
-// generation-0 file per day.
-func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) ([]merge.Output, int64, error) {
+// writeFiles conforms every record to the table schema, drops the rows already past the table's
+// retention, splits the rest by day and writes one sorted generation-0 file per day. It returns
+// the rows written and the rows dropped.
+func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) ([]merge.Output, int64, int64, error) {
 	sc, err := lake.ArrowSchema(t)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	fsys, err := t.FS(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("open FileIO of %s: %w", t.Location(), err)
+		return nil, 0, 0, fmt.Errorf("open FileIO of %s: %w", t.Location(), err)
 	}
 	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
-		return nil, 0, fmt.Errorf("FileIO of %s cannot write", t.Location())
+		return nil, 0, 0, fmt.Errorf("FileIO of %s cannot write", t.Location())
 	}
+	expired, cutoff := d.retentionFilter(t)
 	byDay := map[int64][]arrow.RecordBatch{}
 	defer func() {
 		for _, rs := range byDay {
@@ -507,18 +516,30 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 			}
 		}
 	}()
-	var rows int64
+	var rows, past int64
+	tsIdx := sc.FieldIndices(lake.TimestampColumn)[0]
 	for _, l := range segs {
 		for _, rec := range l.seg.Records {
 			c, err := merge.Conform(rec, sc, d.Mem)
 			if err != nil {
-				return nil, 0, fmt.Errorf("segment %s: %w", l.info.Path, err)
+				return nil, 0, 0, fmt.Errorf("segment %s: %w", l.info.Path, err)
+			}
+			if expired != nil && minTimestamp(c, tsIdx) < cutoff {
+				kept, dropped, err := merge.FilterRecord(c, lake.TimestampColumn, expired, d.Mem)
+				c.Release()
+				if err != nil {
+					return nil, 0, 0, fmt.Errorf("segment %s: drop rows past retention: %w", l.info.Path, err)
+				}
+				for _, n := range dropped {
+					past += n
+				}
+				c = kept
 			}
 			rows += c.NumRows()
-			err = splitByDay(ctx, c, sc.FieldIndices(lake.TimestampColumn)[0], d.Mem, byDay)
+			err = splitByDay(ctx, c, tsIdx, d.Mem, byDay)
 			c.Release()
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
 		}
 	}
@@ -530,12 +551,43 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 				Metadata: d.Cfg.Metadata.For(t)})
 		if err != nil {
 			d.removeOutputs(ctx, t, outs)
-			return nil, 0, fmt.Errorf("write %s: %w", dir, err)
+			return nil, 0, 0, fmt.Errorf("write %s: %w", dir, err)
 		}
 		d.Metrics.Merge.CountSkipped(o)
 		outs = append(outs, o...)
 	}
-	return outs, rows, nil
+	return outs, rows, past, nil
+}
+
+// retentionFilter is the row filter of rows already past t's retention, and the latest cutoff
+// (no row at or after it is past); nil when the policy keeps every row. A policy that does not
+// validate drops nothing here: the maintenance loop reports it.
+func (d *Drain) retentionFilter(t *table.Table) (*merge.RowFilter, int64) {
+	pol, _, err := retention.Of(t.Properties())
+	if err == nil {
+		err = pol.Validate(t.Schema(), lake.TimestampColumn)
+	}
+	if err != nil {
+		return nil, 0
+	}
+	cs := pol.Classes(d.Now(), d.Cfg.RetentionPeriod)
+	cut := retention.Cutoffs(cs)
+	if cut.Latest == nil {
+		return nil, 0
+	}
+	return retention.RowFilter(cs), *cut.Latest
+}
+
+// minTimestamp is the smallest value of rec's timestamp column ts (microseconds).
+func minTimestamp(rec arrow.RecordBatch, ts int) int64 {
+	col := rec.Column(ts).(*array.Timestamp)
+	m := int64(math.MaxInt64)
+	for i := 0; i < col.Len(); i++ {
+		if col.IsValid(i) {
+			m = min(m, int64(col.Value(i)))
+		}
+	}
+	return m
 }
 
 // splitByDay appends rec's rows to out by UTC day of column ts (microseconds).

@@ -24,6 +24,7 @@ type Metrics struct {
 	Quarantined       *prometheus.CounterVec // reason
 	DrainErrors       *prometheus.CounterVec // stage
 	LastCommitSeconds *prometheus.GaugeVec   // table
+	RowsPastRetention *prometheus.CounterVec // table
 	// CatalogUp is the process's catalog gauge; the drain sets it from each commit it attempts.
 	CatalogUp prometheus.Gauge
 	// Merge counts the files the drain writes (skipped footer indexes); shared with the rewrites.
@@ -57,11 +58,13 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 			Name: "siglake_drain_errors_total", Help: "Drain errors by stage (scan, table, write, commit, remove); the batch is kept and retried."}, []string{"stage"}),
 		LastCommitSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_drain_last_commit_timestamp_seconds", Help: "Unix time of the table's last successful drain commit."}, []string{"table"}),
+		RowsPastRetention: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_drain_rows_past_retention_total", Help: "Rows the drain dropped instead of committing because they were already past their table's retention (like Loki's reject_old_samples)."}, []string{"table"}),
 		CatalogUp: catalogUp,
 		Merge:     mergeMetrics,
 	}
 	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
-		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds)
+		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds, m.RowsPastRetention)
 	return m
 }
 
@@ -103,12 +106,14 @@ type BatchOutcome struct {
 	Segments int // segments whose rows this commit holds, removed
 	Removed  int // segments removed in all (the above, plus those an earlier commit already held)
 	Rows     int64
-	Files    int
-	Bytes    int64
-	Commit   lake.CommitResult
-	Mark     lake.Mark
-	Took     time.Duration
-	Cost     lake.Cost
+	// PastRetention are rows dropped before writing: already past their table's retention.
+	PastRetention int64
+	Files         int
+	Bytes         int64
+	Commit        lake.CommitResult
+	Mark          lake.Mark
+	Took          time.Duration
+	Cost          lake.Cost
 	// Stage is where a failed batch failed (read, table, write, commit, remove), for
 	// siglake_drain_errors_total; "" when it did not, or failed where no stage is counted.
 	Stage string
@@ -127,6 +132,12 @@ func (d *Drain) observe(out BatchOutcome) {
 		d.Metrics.SegmentsDrained.WithLabelValues(out.Table).Add(float64(out.Removed))
 	}
 	log := d.Log.With(zap.String("table", out.Table))
+	if out.PastRetention > 0 && out.Err == nil {
+		d.Metrics.RowsPastRetention.WithLabelValues(out.Table).Add(float64(out.PastRetention))
+		log.Warn("dropped rows already past the table's retention (an old WAL replayed, or a clock far behind)",
+			zap.String("stream", out.Stream), zap.Int("segments", out.Segments), zap.Int64("rows_dropped", out.PastRetention),
+			zap.Int64("rows_kept", out.Rows))
+	}
 	if out.Err != nil {
 		d.publisher().Error(d.Now(), "drain", out.Table, out.Err)
 		log.Warn("drain batch failed; segments kept for the next cycle", zap.String("stream", out.Stream),

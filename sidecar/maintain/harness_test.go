@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -108,7 +109,7 @@ var registries sync.Map // *Metrics -> *prometheus.Registry
 
 func newTestMetrics() *Metrics {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, rewrite.NewMetrics(reg), merge.NewMetrics(reg), puffinidx.NewMetrics(reg), deletes.NewMetrics(reg))
+	m := NewMetrics(reg, rewrite.NewMetrics(reg), merge.NewMetrics(reg), puffinidx.NewMetrics(reg), deletes.NewMetrics(reg), retention.NewMetrics(reg))
 	registries.Store(m, reg)
 	return m
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
@@ -44,9 +45,12 @@ type Maintainer struct {
 	states     map[string]plan.State
 	backlogged int // consecutive backlogged cycles, process-wide (the backlog is the process's)
 	lastExpire time.Time
-	sweeper    *deletes.Sweeper
-	reported   map[string]bool // owned tables of the last cycle: their per-table gauges are exported
-	published  map[string]*State
+	// lastRetention is the process's last retention run (its cadence is the process's, like expiry).
+	lastRetention time.Time
+	sweeper       *deletes.Sweeper
+	retention     *retention.Runner
+	reported      map[string]bool // owned tables of the last cycle: their per-table gauges are exported
+	published     map[string]*State
 }
 
 // Config is what the maintenance loop is told; the process maps its options onto it (the
@@ -60,6 +64,10 @@ type Config struct {
 	DeleteTasks bool
 	// Sweep configures the delete sweeper.
 	Sweep deletes.SweepConfig
+	// RetentionInterval is SIGLAKE_RETENTION_INTERVAL_SECS: how often owned tables get a
+	// retention run (0 = never); Retention configures the runs.
+	RetentionInterval time.Duration
+	Retention         retention.Config
 	// IndexRebuild is SIGLAKE_INDEX_REBUILD: committed rewrites get Puffin index sidecars.
 	IndexRebuild bool
 	// MergeMemoryBytes, MergeChunkRows and MaxFanIn bound the merges (0 = merge's defaults).
@@ -130,15 +138,16 @@ type Metrics struct {
 	ThrottledBackpressure prometheus.Counter     //
 	Expirations           *prometheus.CounterVec // outcome
 
-	Rewrite *rewrite.Metrics
-	Merge   *merge.Metrics
-	Rebuild *puffinidx.Metrics
-	Deletes *deletes.Metrics
+	Rewrite   *rewrite.Metrics
+	Merge     *merge.Metrics
+	Rebuild   *puffinidx.Metrics
+	Deletes   *deletes.Metrics
+	Retention *retention.Metrics
 }
 
 // NewMetrics registers the maintenance loop's own metrics on reg and takes the shared ones.
-func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *merge.Metrics, rb *puffinidx.Metrics, dm *deletes.Metrics) *Metrics {
-	m := &Metrics{Rewrite: rw, Merge: mm, Rebuild: rb, Deletes: dm,
+func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *merge.Metrics, rb *puffinidx.Metrics, dm *deletes.Metrics, rm *retention.Metrics) *Metrics {
+	m := &Metrics{Rewrite: rw, Merge: mm, Rebuild: rb, Deletes: dm, Retention: rm,
 		OverlapDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_table_overlap_depth", Help: "Largest number of live file time ranges of one partition that contain the same instant (from the last metadata walk)."}, []string{"table"}),
 		LiveFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -199,6 +208,8 @@ type CycleReport struct {
 	Failed    int
 	// DeleteSweeps are the delete sweeps of an idle cycle (none when SIGLAKE_DELETE_TASKS is off).
 	DeleteSweeps []deletes.SweepReport
+	// Retention are the retention runs of this cycle (one per owned table when due).
+	Retention []retention.Report
 	// Expired are the tables whose snapshots this cycle expired.
 	Expired []string
 	// TableErrors are the tables whose pass or expiry failed; the others went on.
@@ -217,6 +228,33 @@ func (m *Maintainer) Deletes() *deletes.Sweeper {
 		}
 	}
 	return m.sweeper
+}
+
+// Retention is the maintainer's retention runner (created on first use). Its rewrites run through
+// the maintainer's executor, like every other rewrite.
+func (m *Maintainer) Retention() *retention.Runner {
+	if m.retention == nil {
+		m.retention = &retention.Runner{Cfg: m.Cfg.Retention, Lake: m.Lake, Executor: m.executor(), Metrics: m.Metrics.Retention,
+			RewriteMetrics: m.Metrics.Rewrite, Log: m.Log, Now: m.Now}
+		if p, ok := m.Publish.(retention.Publisher); ok {
+			m.retention.Publish = p
+		}
+	}
+	return m.retention
+}
+
+// runRetention runs retention on each table still owned; a table's failure does not stop the others.
+func (m *Maintainer) runRetention(ctx context.Context, tables []string, rep *CycleReport) {
+	for _, name := range tables {
+		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
+			break
+		}
+		rr, err := m.Retention().Run(ctx, name, retention.Options{Apply: true})
+		rep.Retention = append(rep.Retention, rr)
+		if err != nil {
+			rep.TableErrors = append(rep.TableErrors, TableError{At: m.Now(), Table: name, Stage: "retention", Err: err})
+		}
+	}
 }
 
 // idleDeletes sweeps each owned table's pending deletion requests, or with SIGLAKE_DELETE_TASKS
@@ -265,6 +303,7 @@ func (m *Maintainer) forgetTables(owned []string) {
 			continue
 		}
 		m.Metrics.Deletes.Pending.DeleteLabelValues(name)
+		m.Metrics.Retention.Forget(name)
 		m.Metrics.OverlapDepth.DeleteLabelValues(name)
 		m.Metrics.GaugesSampledAt.DeleteLabelValues(name)
 		m.Metrics.LiveFiles.DeletePartialMatch(prometheus.Labels{"table": name})
@@ -359,6 +398,11 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		}
 		m.forgetTables(owned)
 	}
+	// Retention runs in busy cycles too (its caps keep it small beside the drain), not in skipped ones.
+	if !skipping && ctx.Err() == nil && m.Cfg.RetentionInterval > 0 && plan.Due(m.lastRetention, now, m.Cfg.RetentionInterval) {
+		m.lastRetention = now
+		m.runRetention(ctx, healthy, &rep)
+	}
 	if !skipping && m.Cfg.SnapshotExpireInterval > 0 && plan.Due(m.lastExpire, now, m.Cfg.SnapshotExpireInterval) {
 		m.lastExpire = now
 		for _, name := range owned {
@@ -392,6 +436,7 @@ func (m *Maintainer) observe(rep CycleReport) {
 		case "expire":
 			m.Metrics.Expirations.WithLabelValues("failed").Inc()
 			m.Log.Warn("snapshot expiry failed", zap.String("table", e.Table), zap.Error(e.Err))
+		case "retention": // the runner logged it
 		default:
 			m.Log.Warn("maintenance of table failed", zap.String("table", e.Table), zap.Error(e.Err))
 		}
@@ -402,7 +447,7 @@ func (m *Maintainer) observe(rep CycleReport) {
 type TableError struct {
 	At    time.Time // when it failed (the cycle reports at its end)
 	Table string
-	Stage string // maintenance (its pass) or expire
+	Stage string // maintenance (its pass), retention or expire
 	Err   error
 }
 

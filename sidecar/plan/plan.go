@@ -47,9 +47,12 @@ const (
 	// generation 0, like Pebble's delete-only compactions: chosen by what it must remove, not by
 	// size or overlap.
 	KindDeleteTask
+	// KindRetention rewrites one file without its rows past retention (PlanRetention): a file
+	// that straddles a cutoff, or whose older rows a rule covers in part.
+	KindRetention
 )
 
-var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task"}
+var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task", "retention"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

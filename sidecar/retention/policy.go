@@ -1,0 +1,284 @@
+// Package retention removes rows older than their table's retention period and frees their
+// storage (docs/retention.md). The policy (a period and rules with their own periods) lives in
+// the table's properties; the planner (plan.PlanRetention) picks what a run drops whole and what
+// it rewrites; the runner commits through the lake and the rewrite executor and deletes the
+// removed objects after the delete delay, from a pending list kept in the table's properties.
+package retention
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/plan"
+)
+
+// Property is the table property holding the policy (JSON, docs/retention.md).
+const Property = "siglake.retention"
+
+// Version is the format version of a stored policy; readers refuse newer ones.
+const Version = 1
+
+// MinPeriod is the shortest period accepted: a shorter one is far more often a typo (30m for
+// 30d) than a wish, and it would drop rows commit batching and late ingest still deliver.
+const MinPeriod = 24 * time.Hour
+
+// Policy is a table's retention: rows older than Period leave the table, except rows a rule
+// matches, which keep that rule's period.
+type Policy struct {
+	Version int `json:"version"`
+	// Period is the table's period ("30d"); "" takes the process default
+	// (SIGLAKE_RETENTION_PERIOD); "0" keeps rows for ever.
+	Period string `json:"period,omitempty"`
+	Rules  []Rule `json:"rules,omitempty"`
+}
+
+// Rule gives the rows its conditions match (a conjunction, the deletion-request grammar) their
+// own period. Precedence: the highest Priority wins; among equal priorities the shortest period
+// (Loki's per-stream retention).
+type Rule struct {
+	Where    []deletes.Condition `json:"where"`
+	Period   string              `json:"period"` // "0" keeps matching rows for ever
+	Priority int                 `json:"priority,omitempty"`
+}
+
+// ParsePeriod reads a period: a number of days (30d) or weeks (2w), a Go duration (36h), or 0
+// (keep for ever). flag names the input in errors.
+func ParsePeriod(flag, v string) (time.Duration, error) {
+	bad := fmt.Errorf("%s %q: accepted: 0 (keep for ever), days (30d), weeks (4w) or hours (36h), at least %s", flag, v, FormatPeriod(MinPeriod))
+	s := strings.TrimSpace(v)
+	var d time.Duration
+	switch {
+	case s == "0" || s == "forever":
+		return 0, nil
+	case strings.HasSuffix(s, "d") || strings.HasSuffix(s, "w"):
+		n, err := strconv.ParseFloat(s[:len(s)-1], 64)
+		if err != nil || n <= 0 {
+			return 0, bad
+		}
+		unit := 24 * time.Hour
+		if strings.HasSuffix(s, "w") {
+			unit *= 7
+		}
+		d = time.Duration(n * float64(unit))
+	default:
+		var err error
+		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
+			return 0, bad
+		}
+	}
+	if d < MinPeriod {
+		return 0, fmt.Errorf("%s %q: below the minimum of %s (0 keeps rows for ever)", flag, v, FormatPeriod(MinPeriod))
+	}
+	return d, nil
+}
+
+// FormatPeriod renders d as ParsePeriod reads it: whole days as 30d, 0 as 0.
+func FormatPeriod(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+// Of reads the policy stored in props; ok is false when the table has none.
+func Of(props iceberg.Properties) (p Policy, ok bool, err error) {
+	v, ok := props[Property]
+	if !ok {
+		return Policy{}, false, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Policy{}, true, fmt.Errorf("table property %s: not a retention policy (JSON): %w", Property, err)
+	}
+	if p.Version < 1 || p.Version > Version {
+		return Policy{}, true, fmt.Errorf("table property %s: policy format version %d, this siglake reads 1..%d", Property, p.Version, Version)
+	}
+	return p, true, nil
+}
+
+// Encode is the stored form of p.
+func (p Policy) Encode() (string, error) {
+	p.Version = Version
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// Validate checks p against a table schema: periods parse and are at least MinPeriod (or 0),
+// every rule has a condition, and its conditions pass the deletion-request checks (the columns
+// exist and take conditions, the values parse). Stored policies are checked again before every
+// use: another tool may have written them, or the schema may have changed.
+func (p Policy) Validate(sc *iceberg.Schema, tsColumn string) error {
+	if p.Period != "" {
+		if _, err := ParsePeriod("--period", p.Period); err != nil {
+			return err
+		}
+	}
+	for i, r := range p.Rules {
+		if len(r.Where) == 0 {
+			return fmt.Errorf("rule %d: a rule needs at least one condition (the table period covers every row)", i+1)
+		}
+		if _, err := ParsePeriod(fmt.Sprintf("rule %d period", i+1), r.Period); err != nil {
+			return err
+		}
+		req := deletes.Request{Where: r.Where}
+		if err := req.Validate(sc, tsColumn); err != nil {
+			return fmt.Errorf("rule %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// Class is one retention class at an instant: the rows matching Where (all rows when empty)
+// that no earlier class took, kept while newer than Cutoff.
+type Class struct {
+	Name   string              `json:"class"`
+	Where  []deletes.Condition `json:"-"`
+	Period time.Duration       `json:"-"`
+	// Cutoff in microseconds; nil keeps the class for ever.
+	Cutoff *int64 `json:"-"`
+}
+
+// Classes are p's classes in precedence order at now, the table period's last. def is the
+// process default for a policy without its own period. p must be valid.
+func (p Policy) Classes(now time.Time, def time.Duration) []Class {
+	type ranked struct {
+		r   Rule
+		d   time.Duration
+		idx int
+	}
+	rs := make([]ranked, len(p.Rules))
+	for i, r := range p.Rules {
+		d, _ := ParsePeriod("", r.Period)
+		rs[i] = ranked{r, d, i}
+	}
+	forever := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return 1<<63 - 1
+		}
+		return d
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].r.Priority != rs[j].r.Priority {
+			return rs[i].r.Priority > rs[j].r.Priority
+		}
+		return forever(rs[i].d) < forever(rs[j].d)
+	})
+	cut := func(d time.Duration) *int64 {
+		if d == 0 {
+			return nil
+		}
+		us := now.Add(-d).UnixMicro()
+		return &us
+	}
+	var out []Class
+	for _, r := range rs {
+		req := deletes.Request{Where: r.r.Where}
+		out = append(out, Class{Name: fmt.Sprintf("rule %d: %s", r.idx+1, req.Describe()), Where: r.r.Where, Period: r.d, Cutoff: cut(r.d)})
+	}
+	d := p.TablePeriod(def)
+	out = append(out, Class{Name: "table period", Period: d, Cutoff: cut(d)})
+	return out
+}
+
+// TablePeriod is the period of rows no rule matches: p's own, else def.
+func (p Policy) TablePeriod(def time.Duration) time.Duration {
+	if p.Period == "" {
+		return def
+	}
+	d, _ := ParsePeriod("", p.Period)
+	return d
+}
+
+// Longest is the age past which no row of the table is kept (0: some class keeps for ever):
+// what siglake_retention_period_seconds exports and the oldest-data alert compares with.
+func Longest(cs []Class) time.Duration {
+	var l time.Duration
+	for _, c := range cs {
+		if c.Period == 0 {
+			return 0
+		}
+		l = max(l, c.Period)
+	}
+	return l
+}
+
+// Cutoffs are the planner's bounds for classes cs.
+func Cutoffs(cs []Class) plan.RetentionCutoffs {
+	var c plan.RetentionCutoffs
+	whole := true
+	for _, cl := range cs {
+		if cl.Cutoff == nil {
+			whole = false
+			continue
+		}
+		if c.Latest == nil || *cl.Cutoff > *c.Latest {
+			v := *cl.Cutoff
+			c.Latest = &v
+		}
+		if c.Whole == nil || *cl.Cutoff < *c.Whole {
+			v := *cl.Cutoff
+			c.Whole = &v
+		}
+	}
+	if !whole {
+		c.Whole = nil
+	}
+	return c
+}
+
+// RowFilter drops the rows past their class's cutoff: the merge evaluates classes in order and
+// a row takes the first whose conditions hold.
+func RowFilter(cs []Class) *merge.RowFilter {
+	f := &merge.RowFilter{FirstMatch: true}
+	for _, c := range cs {
+		p := merge.Predicate{To: c.Cutoff, Keep: c.Cutoff == nil}
+		for _, w := range c.Where {
+			p.Columns = append(p.Columns, merge.ColumnIn{Column: w.Column, Values: w.Values})
+		}
+		f.Predicates = append(f.Predicates, p)
+	}
+	return f
+}
+
+// Expr is the Iceberg filter of rows that may be past their class's cutoff, for scan planning:
+// any class's conditions with its cutoff. It ignores precedence (a wider set, never a narrower
+// one): planning only rules files out.
+func Expr(cs []Class, sc *iceberg.Schema, tsColumn string) (iceberg.BooleanExpression, error) {
+	var rs []deletes.Request
+	for _, c := range cs {
+		if c.Cutoff == nil {
+			continue
+		}
+		rs = append(rs, deletes.Request{Where: c.Where, To: time.UnixMicro(*c.Cutoff).UTC().Format(time.RFC3339Nano)})
+	}
+	return deletes.AnyExpr(rs, sc, tsColumn)
+}
+
+// Describe renders p for the CLI and logs, with def for a policy without its own period.
+func (p Policy) Describe(def time.Duration) string {
+	src := ""
+	if p.Period == "" {
+		src = " (process default)"
+	}
+	s := "period " + FormatPeriod(p.TablePeriod(def)) + src
+	for i, r := range p.Rules {
+		req := deletes.Request{Where: r.Where}
+		s += fmt.Sprintf("; rule %d: %s keeps %s", i+1, req.Describe(), r.Period)
+		if r.Priority != 0 {
+			s += fmt.Sprintf(" (priority %d)", r.Priority)
+		}
+	}
+	return s
+}

@@ -1,0 +1,624 @@
+package retention
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/rewrite"
+)
+
+// Config is what retention is told; the process maps its options onto it.
+type Config struct {
+	// DefaultPeriod is SIGLAKE_RETENTION_PERIOD: the period of tables without their own
+	// (0 = keep for ever).
+	DefaultPeriod time.Duration
+	// DeleteDelay is SIGLAKE_RETENTION_DELETE_DELAY: how long removed objects stay in storage
+	// for readers still on an older snapshot.
+	DeleteDelay time.Duration
+	// MaxFiles and MaxBytes cap one run's rewrites (SIGLAKE_RETENTION_MAX_FILES, _MAX_MB).
+	MaxFiles int
+	MaxBytes int64
+	// TargetFileBytes splits a rewrite's output (at least the input's size: retention never
+	// splits a file for size alone).
+	TargetFileBytes int64
+	// Metadata is the search metadata a rewrite's output carries.
+	Metadata lake.MetadataFunc
+}
+
+// Runner runs retention on tables.
+type Runner struct {
+	Cfg            Config
+	Lake           *lake.Lake
+	Executor       *rewrite.Executor
+	Metrics        *Metrics
+	RewriteMetrics *rewrite.Metrics
+	// Publish receives each table's retention state; nil publishes nothing.
+	Publish Publisher
+	Log     *zap.Logger
+	Now     func() time.Time
+}
+
+// Options say how one run goes.
+type Options struct {
+	// Apply drops, rewrites and deletes; without it the run only reports what would go.
+	Apply bool
+	// NoCaps plans every rewrite (the dry run of `siglake retention show`).
+	NoCaps bool
+}
+
+// ErrBadPolicy marks a table whose stored policy does not validate: nothing of it is removed
+// until it is fixed (`siglake retention set`).
+var ErrBadPolicy = errors.New("invalid retention policy")
+
+// Report says what one run found and did.
+type Report struct {
+	Table   string        `json:"table"`
+	Time    time.Time     `json:"time"`
+	Policy  string        `json:"policy"`
+	Invalid string        `json:"invalid,omitempty"`
+	Classes []ClassCutoff `json:"classes,omitempty"`
+	// Outcome: dropped (committed something), clean (nothing past retention), capped (rewrites
+	// left for a later run), conflict (lost to a concurrent change; the next run replans), keep
+	// (the policy keeps every row), failed, dry_run.
+	Outcome string `json:"outcome"`
+	// What the run removed (or, dry run, would remove), by path.
+	Paths map[string]*PathCount `json:"paths"`
+	Picks []Pick                `json:"files,omitempty"`
+	// Capped rewrites wait for a later run.
+	Capped    int     `json:"capped,omitempty"`
+	Conflicts int     `json:"conflicts,omitempty"`
+	Snapshots []int64 `json:"snapshot_ids,omitempty"`
+	// Freed are the objects deleted from storage in this run.
+	FreedFiles int           `json:"freed_files"`
+	FreedBytes int64         `json:"freed_bytes"`
+	Pending    []PendingView `json:"pending,omitempty"`
+	OldestRow  *time.Time    `json:"oldest_row,omitempty"`
+	Longest    time.Duration `json:"-"`
+	Error      string        `json:"error,omitempty"`
+}
+
+// ClassCutoff is a class and its cutoff at the run.
+type ClassCutoff struct {
+	Class  string     `json:"class"`
+	Period string     `json:"period"`
+	Cutoff *time.Time `json:"cutoff,omitempty"` // absent: kept for ever
+}
+
+// PathCount adds up one path's removals.
+type PathCount struct {
+	Files int   `json:"files"`
+	Rows  int64 `json:"rows"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Pick is one file's decision and result.
+type Pick struct {
+	Path      string `json:"path"`
+	Partition string `json:"partition"`
+	Action    string `json:"action"` // partition, file, rewrite, capped
+	Bytes     int64  `json:"bytes"`
+	Rows      int64  `json:"rows"`
+	// Expired is the rows past retention (all rows of a drop; counted for a rewrite).
+	Expired int64  `json:"rows_past_retention"`
+	Reason  string `json:"reason"`
+	Result  string `json:"result,omitempty"`
+}
+
+// PendingView is a pending deletion as status pages show it.
+type PendingView struct {
+	ID        string    `json:"id"`
+	Files     int       `json:"files"`
+	Bytes     int64     `json:"bytes"`
+	RemovedAt time.Time `json:"removed_at"`
+	DueAt     time.Time `json:"due_at"`
+	Waiting   string    `json:"waiting_for,omitempty"`
+}
+
+func (r *Report) count(path string, files int, rows, bytes int64) {
+	if r.Paths == nil {
+		r.Paths = map[string]*PathCount{}
+	}
+	c := r.Paths[path]
+	if c == nil {
+		c = &PathCount{}
+		r.Paths[path] = c
+	}
+	c.Files += files
+	c.Rows += rows
+	c.Bytes += bytes
+}
+
+func newID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Run runs retention on table name once.
+func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, err error) {
+	rep = Report{Table: name, Time: r.Now()}
+	log := r.Log.With(zap.String("table", name))
+	defer func() {
+		if err != nil && rep.Outcome == "" {
+			rep.Outcome = "failed"
+		}
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		if o.Apply {
+			r.observe(rep, err, log)
+		}
+	}()
+	t, err := r.Lake.LoadTable(ctx, name)
+	if err != nil {
+		return rep, err
+	}
+	pol, _, err := Of(t.Properties())
+	if err == nil {
+		err = pol.Validate(t.Schema(), lake.TimestampColumn)
+	}
+	if err != nil {
+		rep.Invalid = err.Error()
+		return rep, fmt.Errorf("%w in %s: %v; nothing is removed until `siglake retention set` fixes it", ErrBadPolicy, name, err)
+	}
+	rep.Policy = pol.Describe(r.Cfg.DefaultPeriod)
+	now := r.Now()
+	classes := pol.Classes(now, r.Cfg.DefaultPeriod)
+	rep.Longest = Longest(classes)
+	for _, c := range classes {
+		cc := ClassCutoff{Class: c.Name, Period: FormatPeriod(c.Period)}
+		if c.Cutoff != nil {
+			at := time.UnixMicro(*c.Cutoff).UTC()
+			cc.Cutoff = &at
+		}
+		rep.Classes = append(rep.Classes, cc)
+	}
+	files, err := lake.LiveFiles(ctx, t)
+	if err != nil {
+		return rep, err
+	}
+	live := make(map[string]lake.File, len(files))
+	pfs := make([]plan.File, len(files))
+	for i, f := range files {
+		live[f.Path] = f
+		pfs[i] = plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
+		if at := time.UnixMicro(f.MinTime).UTC(); rep.OldestRow == nil || at.Before(*rep.OldestRow) {
+			rep.OldestRow = &at
+		}
+	}
+	cut := Cutoffs(classes)
+	var mayHold func(string) bool
+	if cut.Latest != nil && len(pol.Rules) > 0 {
+		// Rules narrow what may be past retention by column values: let scan planning rule
+		// files out by their column bounds before any is read.
+		expr, err := Expr(classes, t.Schema(), lake.TimestampColumn)
+		if err != nil {
+			return rep, err
+		}
+		tasks, err := t.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("plan retention candidates of %s: %w", name, err)
+		}
+		cand := make(map[string]bool, len(tasks))
+		for _, task := range tasks {
+			cand[task.File.FilePath()] = true
+		}
+		mayHold = func(p string) bool { return cand[p] }
+	}
+	rp := plan.PlanRetention(pfs, cut, plan.RetentionCaps{MaxFiles: r.Cfg.MaxFiles, MaxBytes: r.Cfg.MaxBytes, NoCaps: o.NoCaps}, mayHold)
+	rep.Capped = len(rp.Capped)
+	if cut.Latest == nil {
+		rep.Outcome = "keep"
+	}
+	filter := RowFilter(classes)
+	sc, err := lake.ArrowSchema(t)
+	if err != nil {
+		return rep, err
+	}
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return rep, err
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return rep, fmt.Errorf("FileIO of %s cannot write", t.Location())
+	}
+	if err := r.drop(ctx, t, wfs, rp.Drops, live, o, &rep, log); err != nil {
+		return rep, err
+	}
+	var firstErr error
+	for _, pick := range rp.Rewrites {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := r.rewrite(ctx, t, fsys, sc, live, filter, pick, o, &rep, log); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, pick := range rp.Capped {
+		rep.Picks = append(rep.Picks, Pick{Path: pick.File.Path, Partition: pick.File.Partition, Action: pick.Path.String(),
+			Bytes: pick.File.SizeBytes, Rows: pick.File.Rows, Reason: pick.Reason})
+	}
+	if firstErr != nil {
+		return rep, firstErr
+	}
+	if o.Apply {
+		if len(rep.Snapshots) > 0 {
+			// The age gauge is of what stays: read the live files again.
+			if err := r.oldest(ctx, name, &rep); err != nil {
+				return rep, err
+			}
+		}
+		if err := r.free(ctx, name, &rep, log); err != nil {
+			return rep, err
+		}
+	} else if err := r.pendingView(t, &rep); err != nil {
+		return rep, err
+	}
+	switch {
+	case !o.Apply:
+		rep.Outcome = "dry_run"
+	case rep.Outcome == "keep":
+	case len(rep.Snapshots) > 0:
+		rep.Outcome = "dropped"
+	case rep.Conflicts > 0:
+		rep.Outcome = "conflict"
+	case rep.Capped > 0:
+		rep.Outcome = "capped"
+	default:
+		rep.Outcome = "clean"
+	}
+	return rep, nil
+}
+
+// oldest sets rep.OldestRow from the table's live files now.
+func (r *Runner) oldest(ctx context.Context, name string, rep *Report) error {
+	t, err := r.Lake.LoadTable(ctx, name)
+	if err != nil {
+		return err
+	}
+	files, err := lake.LiveFiles(ctx, t)
+	if err != nil {
+		return err
+	}
+	rep.OldestRow = nil
+	for _, f := range files {
+		if at := time.UnixMicro(f.MinTime).UTC(); rep.OldestRow == nil || at.Before(*rep.OldestRow) {
+			rep.OldestRow = &at
+		}
+	}
+	return nil
+}
+
+// drop removes the files wholly past retention in one metadata-only replace (no outputs, no data
+// read or written), recording them as pending deletion in the same commit.
+func (r *Runner) drop(ctx context.Context, t *table.Table, wfs icebergio.WriteFileIO, picks []plan.RetentionPick, live map[string]lake.File, o Options, rep *Report, log *zap.Logger) error {
+	if len(picks) == 0 {
+		return nil
+	}
+	name := t.Identifier()[len(t.Identifier())-1]
+	old := make([]iceberg.DataFile, 0, len(picks))
+	paths := make([]string, 0, len(picks))
+	var bytes, rows int64
+	parts := map[string]bool{}
+	for _, p := range picks {
+		pk := Pick{Path: p.File.Path, Partition: p.File.Partition, Action: p.Path.String(), Bytes: p.File.SizeBytes,
+			Rows: p.File.Rows, Expired: p.File.Rows, Reason: p.Reason}
+		if !o.Apply {
+			pk.Result = "would drop (dry run)"
+			rep.count(p.Path.String(), 1, p.File.Rows, p.File.SizeBytes)
+		}
+		rep.Picks = append(rep.Picks, pk)
+		if p.Path == plan.RetentionPartition {
+			parts[p.File.Partition] = true
+		}
+		paths = append(paths, p.File.Path)
+		bytes += p.File.SizeBytes
+		rows += p.File.Rows
+	}
+	if !o.Apply {
+		return nil
+	}
+	for _, p := range picks {
+		old = append(old, live[p.File.Path].DataFile)
+	}
+	now := r.Now()
+	pending := Pending{ID: newID(now), Bytes: bytes, RemovedAt: now}
+	var list string
+	props := iceberg.Properties{"siglake.rewrite.kind": plan.KindRetention.String(), "siglake.retention.dropped-files": strconv.Itoa(len(old)),
+		"siglake.retention.dropped-rows": strconv.FormatInt(rows, 10), "siglake.retention.pending": pending.ID}
+	cr, err := r.Lake.CommitReplace(ctx, name, old, nil, props, func(cur *table.Table, txn *table.Transaction) error {
+		pending.AfterSequence = cur.CurrentSnapshot().SequenceNumber
+		if list != "" { // a retried attempt: the list object is already written
+			return stageWritten(txn, pending, list, len(paths))
+		}
+		var err error
+		list, err = stagePending(txn, wfs, t.Location(), pending, paths)
+		return err
+	})
+	result := ""
+	switch {
+	case err == nil:
+		rep.Snapshots = append(rep.Snapshots, cr.Table.CurrentSnapshot().SnapshotID)
+		result = fmt.Sprintf("dropped, snapshot %d", cr.Table.CurrentSnapshot().SnapshotID)
+		for _, p := range picks {
+			rep.count(p.Path.String(), 1, p.File.Rows, p.File.SizeBytes)
+		}
+		log.Info("retention dropped files past the cutoff (metadata only)", zap.Int("files", len(old)), zap.Int("partitions", len(parts)),
+			zap.Int64("rows", rows), zap.Int64("bytes", bytes), zap.Int64("snapshot_id", cr.Table.CurrentSnapshot().SnapshotID),
+			zap.String("pending_id", pending.ID), zap.Strings("partitions_dropped", keys(parts)))
+	case errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err):
+		rep.Conflicts++
+		result = "conflict: " + err.Error()
+		r.removeList(wfs, list, cr.MaybeCommitted, log)
+		log.Info("retention drop lost to a concurrent change; the next run replans", zap.Error(err))
+		err = nil
+	default:
+		r.removeList(wfs, list, cr.MaybeCommitted, log)
+		result = "failed: " + err.Error()
+	}
+	for i := len(rep.Picks) - len(picks); i < len(rep.Picks); i++ {
+		rep.Picks[i].Result = result
+	}
+	if err != nil {
+		return fmt.Errorf("retention drop of %d files of %s: %w", len(old), name, err)
+	}
+	return nil
+}
+
+// stageWritten stages p again with its already written list object.
+func stageWritten(txn *table.Transaction, p Pending, list string, n int) error {
+	p.Version, p.List, p.Count = Version, list, n
+	v, err := jsonString(p)
+	if err != nil {
+		return err
+	}
+	return txn.SetProperties(iceberg.Properties{PendingPrefix + p.ID: v})
+}
+
+func (r *Runner) removeList(wfs icebergio.WriteFileIO, list string, maybe bool, log *zap.Logger) {
+	if list == "" || maybe { // an unknown outcome may have committed the entry: keep its list
+		return
+	}
+	if err := wfs.Remove(list); err != nil && !isNotExist(err) {
+		log.Warn("could not remove the list of an uncommitted retention drop; gc will", zap.String("path", list), zap.Error(err))
+	}
+}
+
+// rewrite counts a straddling file's rows past retention and, if any and applying, rewrites it
+// without them through the rewrite executor; the replaced file goes on the pending list in the
+// same commit.
+func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, live map[string]lake.File, filter *merge.RowFilter,
+	pick plan.RetentionPick, o Options, rep *Report, log *zap.Logger) error {
+	name := t.Identifier()[len(t.Identifier())-1]
+	f := live[pick.File.Path]
+	pk := Pick{Path: f.Path, Partition: f.Partition, Action: pick.Path.String(), Bytes: f.Size, Rows: f.Rows, Reason: pick.Reason}
+	own := true // false when a drop recorded the file itself
+	defer func() {
+		if own {
+			rep.Picks = append(rep.Picks, pk)
+		}
+	}()
+	per, _, err := merge.CountMatches(ctx, fsys, f.Path, sc, lake.TimestampColumn, filter, nil)
+	if err != nil {
+		pk.Result = "failed: " + err.Error()
+		return fmt.Errorf("count rows past retention in %s: %w", f.Path, err)
+	}
+	for _, n := range per {
+		pk.Expired += n
+	}
+	if pk.Expired == 0 {
+		pk.Result = "no rows past retention: not rewritten"
+		return nil
+	}
+	if !o.Apply {
+		pk.Result = "would rewrite (dry run)"
+		rep.count(plan.RetentionRewrite.String(), 1, pk.Expired, 0)
+		return nil
+	}
+	if pk.Expired == f.Rows {
+		// Every row is past its class's cutoff (rules keep none of them): a drop, no rewrite.
+		own = false
+		wfs, _ := fsys.(icebergio.WriteFileIO)
+		return r.drop(ctx, t, wfs, []plan.RetentionPick{{File: pick.File, Path: plan.RetentionFile, Reason: "every row past its class's cutoff"}}, live, o, rep, log)
+	}
+	now := r.Now()
+	pending := Pending{ID: newID(now), Bytes: f.Size, RemovedAt: now}
+	job := rewrite.Job{
+		Kind:      plan.KindRetention.String(),
+		Partition: f.Partition,
+		Inputs:    []lake.File{f},
+		// The output goes beside the input (lake.DataDir would fold s3://bucket).
+		Dir:             f.Path[:strings.LastIndex(f.Path, "/")],
+		Generation:      f.Generation + 1,
+		TargetFileBytes: max(r.Cfg.TargetFileBytes, f.Size),
+		Metadata:        r.Cfg.Metadata.For(t),
+		RowFilter:       filter,
+		Reason:          "rows past retention",
+		Props: func(res merge.RewriteResult) iceberg.Properties {
+			return iceberg.Properties{"siglake.retention.dropped-rows": strconv.FormatInt(sum(res.Deleted), 10), "siglake.retention.pending": pending.ID}
+		},
+		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
+			pending.AfterSequence = cur.CurrentSnapshot().SequenceNumber
+			_, err := stagePending(txn, nil, t.Location(), pending, []string{f.Path})
+			return err
+		},
+	}
+	out := r.Executor.Run(ctx, t, job)
+	rewrite.Observer{Metrics: r.RewriteMetrics, Log: r.Log}.Observe(name, job, out, zap.String("path", f.Path),
+		zap.Int64("rows_past_retention", sum(out.Merge.Deleted)), zap.Int64("rows_before", f.Rows))
+	switch err := out.Error(); {
+	case err == nil:
+		dropped := sum(out.Merge.Deleted)
+		pk.Result = fmt.Sprintf("rewritten into %d files without %d rows, snapshot %d", len(out.Merge.Outputs), dropped, out.SnapshotID)
+		rep.Snapshots = append(rep.Snapshots, out.SnapshotID)
+		rep.count(plan.RetentionRewrite.String(), 1, dropped, f.Size)
+		return nil
+	case errors.Is(err, rewrite.ErrConflict):
+		pk.Result = "conflict: " + err.Error()
+		rep.Conflicts++
+		return nil
+	default:
+		pk.Result = "failed: " + err.Error()
+		return fmt.Errorf("retention rewrite of %s: %w", f.Path, err)
+	}
+}
+
+// free deletes the objects of pending deletions that are due, then removes their entries in one
+// commit. Deleting is idempotent (an object already gone counts as deleted), so a process that
+// dies in between leaves the next owner the same work, never a leak or a second deletion of
+// anything live.
+func (r *Runner) free(ctx context.Context, name string, rep *Report, log *zap.Logger) error {
+	t, err := r.Lake.LoadTable(ctx, name)
+	if err != nil {
+		return err
+	}
+	ps, errs := PendingOf(t.Properties())
+	for _, e := range errs {
+		log.Warn("ignoring a table property that is not a pending retention deletion; nothing of it is deleted", zap.Error(e))
+	}
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return err
+	}
+	var done []string
+	now := r.Now()
+	var live map[string]bool // of the same metadata as the entries, read once one is due
+	for _, p := range ps {
+		if ok, _ := p.Due(t, now, r.Cfg.DeleteDelay); !ok || ctx.Err() != nil {
+			continue
+		}
+		if live == nil {
+			files, err := lake.LiveFiles(ctx, t)
+			if err != nil {
+				return err
+			}
+			live = make(map[string]bool, len(files))
+			for _, f := range files {
+				live[f.Path] = true
+			}
+		}
+		paths, _, err := p.paths(fsys)
+		if err != nil {
+			return err
+		}
+		var failed error
+		freed := 0
+		for _, path := range paths {
+			if live[path] {
+				// Never delete a live file, whatever a list says (a hand-edited property).
+				failed = fmt.Errorf("pending deletion %s lists %s, which is live: not deleting it", p.ID, path)
+				continue
+			}
+			if err := fsys.Remove(path); err != nil && !isNotExist(err) {
+				failed = fmt.Errorf("delete %s of pending deletion %s: %w", path, p.ID, err)
+				continue
+			}
+			freed++
+		}
+		if failed != nil {
+			log.Warn("retention could not delete every object of a pending deletion; the next run retries", zap.String("pending_id", p.ID), zap.Error(failed))
+			continue
+		}
+		if p.List != "" {
+			if err := fsys.Remove(p.List); err != nil && !isNotExist(err) {
+				log.Warn("could not delete a pending deletion list; the next run retries", zap.String("path", p.List), zap.Error(err))
+				continue
+			}
+		}
+		rep.FreedFiles += freed
+		rep.FreedBytes += p.Bytes
+		done = append(done, PendingPrefix+p.ID)
+		log.Info("retention freed storage", zap.String("pending_id", p.ID), zap.Int("files", freed), zap.Int64("bytes", p.Bytes),
+			zap.Time("removed_at", p.RemovedAt))
+	}
+	if len(done) > 0 {
+		if err := r.removeEntries(ctx, name, done); err != nil {
+			return err
+		}
+		if t, err = r.Lake.LoadTable(ctx, name); err != nil {
+			return err
+		}
+	}
+	return r.pendingView(t, rep)
+}
+
+// removeEntries removes freed pending entries; a concurrent commit is retried on fresh metadata.
+func (r *Runner) removeEntries(ctx context.Context, name string, keys []string) error {
+	var err error
+	for attempt := 0; attempt < lake.ReplaceAttempts; attempt++ {
+		var t *table.Table
+		if t, err = r.Lake.LoadTable(ctx, name); err != nil {
+			return err
+		}
+		var present []string
+		for _, k := range keys {
+			if _, ok := t.Properties()[k]; ok {
+				present = append(present, k)
+			}
+		}
+		if len(present) == 0 {
+			return nil
+		}
+		txn := t.NewTransaction()
+		if err = txn.RemoveProperties(present); err != nil {
+			return err
+		}
+		if _, err = txn.Commit(ctx); err == nil || !lake.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("remove freed retention entries of %s (deleted again next run, harmlessly): %w", name, err)
+	}
+	return nil
+}
+
+func (r *Runner) pendingView(t *table.Table, rep *Report) error {
+	ps, _ := PendingOf(t.Properties())
+	rep.Pending = nil
+	for _, p := range ps {
+		_, why := p.Due(t, r.Now(), r.Cfg.DeleteDelay)
+		rep.Pending = append(rep.Pending, PendingView{ID: p.ID, Files: p.Count, Bytes: p.Bytes, RemovedAt: p.RemovedAt,
+			DueAt: p.RemovedAt.Add(r.Cfg.DeleteDelay), Waiting: why})
+	}
+	return nil
+}
+
+func jsonString(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func sum(ns []int64) (s int64) {
+	for _, n := range ns {
+		s += n
+	}
+	return s
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,388 @@
+package retention_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
+	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/rewrite"
+	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/sidecar/walgen"
+	"github.com/siglake/siglake/test/testenv"
+)
+
+// now is the tests' clock: day D is 2026-11-29, and it is noon.
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+const day = 24 * time.Hour
+
+// clock is a controllable clock.
+type clock struct{ t time.Time }
+
+func (c *clock) Now() time.Time { return c.t }
+
+// runner is a retention runner over e's lake with the process defaults, its metrics on reg.
+func runner(e *testlake.Env, c *clock, delay time.Duration) (*retention.Runner, *prometheus.Registry) {
+	reg := prometheus.NewRegistry()
+	return &retention.Runner{
+		Cfg: retention.Config{DeleteDelay: delay, MaxFiles: 8, MaxBytes: 1 << 30, TargetFileBytes: 256 << 20,
+			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }},
+		Lake: e.Lake, Executor: &rewrite.Executor{Lake: e.Lake, Now: c.Now}, Metrics: retention.NewMetrics(reg),
+		RewriteMetrics: rewrite.NewMetrics(reg), Log: e.Log, Now: c.Now,
+	}, reg
+}
+
+// days drains one file per day for days D-from..D-to (from > to), 600 rows from 00:30 to about
+// 23:50 of the day, no late rows, and returns the records (released at cleanup).
+func days(e *testlake.Env, from, to int) []arrow.RecordBatch {
+	e.T.Helper()
+	g := walgen.New(walgen.Options{Seed: 7})
+	d0 := now.Truncate(day)
+	var recs []arrow.RecordBatch
+	for d := from; d >= to; d-- {
+		recs = append(recs, g.Batch(memory.DefaultAllocator, d0.Add(-time.Duration(d)*day+30*time.Minute), 600, 139*time.Second))
+	}
+	e.Seal("events", recs...)
+	e.T.Cleanup(func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	})
+	e.DrainAll()
+	return recs
+}
+
+// keep fingerprints the rows of recs keep says stay, by the test's own evaluation.
+func keep(recs []arrow.RecordBatch, keep func(rec arrow.RecordBatch, i int) bool) rowsum.Sum {
+	var sum rowsum.Sum
+	for _, rec := range recs {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if keep(rec, i) {
+				s := rec.NewSlice(int64(i), int64(i+1))
+				_ = sum.Add(s, walgen.Columns...)
+				s.Release()
+			}
+		}
+	}
+	return sum
+}
+
+func ts(rec arrow.RecordBatch, i int) time.Time {
+	return time.UnixMicro(int64(rec.Column(0).(*array.Timestamp).Value(i))).UTC()
+}
+
+func str(rec arrow.RecordBatch, col string, i int) string {
+	c := rec.Column(rec.Schema().FieldIndices(col)[0]).(*array.String)
+	if c.IsNull(i) {
+		return ""
+	}
+	return c.Value(i)
+}
+
+// setPolicy stores p on events.
+func setPolicy(t *testing.T, e *testlake.Env, p retention.Policy) {
+	t.Helper()
+	if _, err := retention.Set(context.Background(), e.Lake, "events", p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func snapshots(t *testing.T, e *testlake.Env) int {
+	return len(e.Table("events").Metadata().Snapshots())
+}
+
+// duckRows is DuckDB's count and fingerprint of the live files of events.
+func duckCheck(t *testing.T, e *testlake.Env, want rowsum.Sum) {
+	t.Helper()
+	duck := testenv.DuckDB(t)
+	if duck == nil {
+		return
+	}
+	s := duck.SummarizeWith(testenv.TableFiles(t, e.Table("events"), testenv.S3Env{}), testenv.SummaryOptions{ChecksumColumns: walgen.Columns})
+	if s.Rows != want.Rows || s.Checksum != want.Sum {
+		t.Fatalf("DuckDB reads %d rows (checksum %d), want %d (%d)", s.Rows, s.Checksum, want.Rows, want.Sum)
+	}
+}
+
+// TestRetentionDropsExpiredDays: days D-40..D with a 30-day period. One run drops the days wholly
+// before the cutoff in one metadata-only commit (no data file added, nothing read), rewrites the
+// day that straddles it without its old rows, and leaves exactly the rows at or after the cutoff
+// (iceberg-go and DuckDB agree); a second run commits nothing.
+func TestRetentionDropsExpiredDays(t *testing.T) {
+	e := testlake.New(t)
+	recs := days(e, 40, 0)
+	setPolicy(t, e, retention.Policy{Period: "30d"})
+	c := &clock{now}
+	r, _ := runner(e, c, 2*time.Hour)
+	cutoff := now.Add(-30 * day)
+	want := keep(recs, func(rec arrow.RecordBatch, i int) bool { return !ts(rec, i).Before(cutoff) })
+	before := snapshots(t, e)
+
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != "dropped" || rep.Paths["partition"] == nil || rep.Paths["partition"].Files != 10 || rep.Paths["rewrite"] == nil || rep.Paths["rewrite"].Files != 1 {
+		t.Fatalf("run: outcome %s, paths %+v; want 10 partitions dropped and 1 file rewritten", rep.Outcome, fmtPaths(rep.Paths))
+	}
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("table holds %+v, want %+v (the rows at or after the cutoff)", got, want)
+	}
+	duckCheck(t, e, want)
+	// The drop is metadata only: its snapshot adds no data file and no bytes.
+	tbl := e.Table("events")
+	var dropSnap *table.Snapshot
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties["siglake.retention.dropped-files"] == "10" {
+			dropSnap = &s
+		}
+	}
+	if dropSnap == nil {
+		t.Fatal("no snapshot records the drop of 10 files")
+	}
+	if n := dropSnap.Summary.Properties["added-data-files"]; n != "" && n != "0" {
+		t.Fatalf("the drop's snapshot added %s data files, want none", n)
+	}
+	if got := snapshots(t, e) - before; got != 2 {
+		t.Fatalf("%d snapshots added, want 2 (the drop and the rewrite)", got)
+	}
+	if got := testutil.ToFloat64(r.Metrics.FilesDropped.WithLabelValues("events", "partition")); got != 10 {
+		t.Fatalf("siglake_retention_files_dropped_total{path=partition} = %v", got)
+	}
+	if got := testutil.ToFloat64(r.Metrics.PendingFiles.WithLabelValues("events")); got != 11 {
+		t.Fatalf("siglake_retention_pending_delete_files = %v, want 11 (10 dropped, 1 rewritten)", got)
+	}
+	if got := testutil.ToFloat64(r.Metrics.OldestAge.WithLabelValues("events")); got > (30 * day).Seconds() {
+		t.Fatalf("oldest data age %v s after retention, want at most the period", got)
+	}
+
+	// A second run finds nothing past retention.
+	before = snapshots(t, e)
+	rep, err = r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != "clean" || snapshots(t, e) != before {
+		t.Fatalf("second run: outcome %s, %d new snapshots; want clean and none", rep.Outcome, snapshots(t, e)-before)
+	}
+}
+
+func fmtPaths(m map[string]*retention.PathCount) string {
+	var s []string
+	for k, v := range m {
+		s = append(s, fmt.Sprintf("%s:%+v", k, *v))
+	}
+	return strings.Join(s, " ")
+}
+
+// TestRetentionRule: a table kept for ever with a 3-day rule for debug rows. Only debug rows older
+// than 3 days go; files without such rows keep their paths (nothing read or rewritten there).
+func TestRetentionRule(t *testing.T) {
+	e := testlake.New(t)
+	recs := days(e, 6, 0)
+	setPolicy(t, e, retention.Policy{Period: "0", Rules: []retention.Rule{{Where: where("severity", "debug"), Period: "3d"}}})
+	beforeFiles := testlake.LiveByPath(t, e.Lake)
+	c := &clock{now}
+	r, _ := runner(e, c, 2*time.Hour)
+	cutoff := now.Add(-3 * day)
+	want := keep(recs, func(rec arrow.RecordBatch, i int) bool {
+		return str(rec, "severity", i) != "debug" || !ts(rec, i).Before(cutoff)
+	})
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("table holds %+v, want %+v", got, want)
+	}
+	duckCheck(t, e, want)
+	if rep.Paths["partition"] != nil || rep.Paths["file"] != nil {
+		t.Fatalf("a rule must not drop whole files of a table kept for ever: %s", fmtPaths(rep.Paths))
+	}
+	// Days D-6..D-4 are wholly older than the rule's cutoff and D-3 straddles it: four rewrites.
+	// D-2..D keep their files.
+	after := testlake.LiveByPath(t, e.Lake)
+	kept := 0
+	for p := range beforeFiles {
+		if _, ok := after[p]; ok {
+			kept++
+		}
+	}
+	if rep.Paths["rewrite"] == nil || rep.Paths["rewrite"].Files != 4 || kept != 3 {
+		t.Fatalf("rewrote %s, kept %d files; want 4 rewritten and 3 untouched", fmtPaths(rep.Paths), kept)
+	}
+}
+
+// TestRetentionFreesStorageAfterTheDelay: dropped objects stay in storage until the delete delay
+// has passed and no retained snapshot references them; `siglake gc` keeps them meanwhile; then
+// a new runner (another owner, nothing in memory) deletes them and empties the pending list.
+func TestRetentionFreesStorageAfterTheDelay(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 35, 31)
+	days(e, 2, 1) // newer days that stay, and no day straddling the cutoff
+	setPolicy(t, e, retention.Policy{Period: "30d"})
+	c := &clock{now}
+	r, _ := runner(e, c, 2*time.Hour)
+	dropped := map[string]bool{}
+	for p, f := range testlake.LiveByPath(t, e.Lake) {
+		if time.UnixMicro(f.MaxTime).Before(now.Add(-30 * day)) {
+			dropped[p] = true
+		}
+	}
+	if len(dropped) != 5 {
+		t.Fatalf("setup: %d files before the cutoff, want 5", len(dropped))
+	}
+	if _, err := r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	exists := func() int {
+		n := 0
+		for p := range dropped {
+			if _, err := os.Stat(testlake.LocalPath(p)); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	// gc right away, even with every snapshot but the last expired: the pending list keeps them.
+	if err := e.Lake.ExpireSnapshots(context.Background(), "events", 1); err != nil {
+		t.Fatal(err)
+	}
+	keepAll := func(t *table.Table) ([]string, error) {
+		a, err := puffinidx.Referenced(t)
+		if err != nil {
+			return nil, err
+		}
+		b, err := retention.Referenced(t)
+		return append(a, b...), err
+	}
+	if _, err := e.Lake.GC(context.Background(), lake.GCOptions{OlderThan: time.Nanosecond, Apply: true, Keep: keepAll}); err != nil {
+		t.Fatal(err)
+	}
+	if n := exists(); n != 5 {
+		t.Fatalf("%d of 5 dropped objects exist after gc before the delay, want all", n)
+	}
+	// An hour later: still waiting for the delay.
+	c.t = now.Add(time.Hour)
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FreedFiles != 0 || exists() != 5 || len(rep.Pending) == 0 || !strings.Contains(rep.Pending[0].Waiting, "delete delay") {
+		t.Fatalf("before the delay: freed %d, %d exist, pending %+v", rep.FreedFiles, exists(), rep.Pending)
+	}
+	// Past the delay, on another owner: everything goes and the list is empty.
+	c.t = now.Add(3 * time.Hour)
+	other, reg := runner(e, c, 2*time.Hour)
+	rep, err = other.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := exists(); n != 0 || rep.FreedFiles != 5 {
+		t.Fatalf("after the delay: %d objects still exist, %d freed", n, rep.FreedFiles)
+	}
+	if ps, _ := retention.PendingOf(e.Table("events").Properties()); len(ps) != 0 {
+		t.Fatalf("pending list not empty: %+v", ps)
+	}
+	if got := promtest.Counter(t, reg, "siglake_retention_freed_files_total", ""); got != 5 {
+		t.Fatalf("siglake_retention_freed_files_total = %v", got)
+	}
+}
+
+// TestRetentionWaitsForSnapshots: past the delay, objects an older retained snapshot references
+// are kept until expiry removes that snapshot.
+func TestRetentionWaitsForSnapshots(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 33, 31)
+	setPolicy(t, e, retention.Policy{Period: "30d"})
+	c := &clock{now}
+	r, _ := runner(e, c, 0)
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FreedFiles != 0 || len(rep.Pending) != 1 || !strings.Contains(rep.Pending[0].Waiting, "still references") {
+		t.Fatalf("with the snapshots that reference them retained: freed %d, pending %+v", rep.FreedFiles, rep.Pending)
+	}
+	if err := e.Lake.ExpireSnapshots(context.Background(), "events", 1); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if rep.FreedFiles != 3 || len(rep.Pending) != 0 {
+		t.Fatalf("after expiry: freed %d, pending %+v", rep.FreedFiles, rep.Pending)
+	}
+}
+
+// TestRetentionBadPolicy: a stored policy that does not validate removes nothing and says why;
+// Set refuses it before writing anything.
+func TestRetentionBadPolicy(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 40, 38)
+	bad := retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("no_such_column", "x"), Period: "3d"}}}
+	if _, err := retention.Set(context.Background(), e.Lake, "events", bad); err == nil || !strings.Contains(err.Error(), "no_such_column") {
+		t.Fatalf("Set of a bad policy: %v, want an error naming the column", err)
+	}
+	if _, ok := e.Table("events").Properties()[retention.Property]; ok {
+		t.Fatal("a refused policy was written")
+	}
+	// Written by another tool: the run refuses it.
+	v, _ := bad.Encode()
+	tbl := e.Table("events")
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{retention.Property: v}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := e.Sum("events")
+	r, _ := runner(e, &clock{now}, 0)
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err == nil || rep.Invalid == "" || e.Sum("events") != before {
+		t.Fatalf("bad stored policy: err %v, invalid %q; want an error and nothing removed", err, rep.Invalid)
+	}
+}
+
+// TestDryRunChangesNothing: the dry run reports files, rows and bytes that would go and commits
+// nothing.
+func TestDryRunChangesNothing(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 32, 29)
+	setPolicy(t, e, retention.Policy{Period: "30d"})
+	before, snaps := e.Sum("events"), snapshots(t, e)
+	r, _ := runner(e, &clock{now}, 0)
+	rep, err := r.Run(context.Background(), "events", retention.Options{NoCaps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != "dry_run" || rep.Paths["partition"] == nil || rep.Paths["partition"].Files != 2 || rep.Paths["rewrite"] == nil || rep.Paths["rewrite"].Rows == 0 {
+		t.Fatalf("dry run: %s %s", rep.Outcome, fmtPaths(rep.Paths))
+	}
+	if e.Sum("events") != before || snapshots(t, e) != snaps {
+		t.Fatal("the dry run changed the table")
+	}
+}
+
+func where(col string, vs ...string) []deletes.Condition {
+	return []deletes.Condition{{Column: col, Values: vs}}
+}
