@@ -2,9 +2,11 @@ package retention_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -385,4 +388,73 @@ func TestDryRunChangesNothing(t *testing.T) {
 
 func where(col string, vs ...string) []deletes.Condition {
 	return []deletes.Condition{{Column: col, Values: vs}}
+}
+
+// TestRetentionLosesToARewrite: a level rewrite replaces the files retention planned to drop
+// between its planning and its commit. The catalog's validation makes retention's commit lose
+// (nothing committed, nothing resurrected, the pending entry not recorded), and the next run
+// drops the rewrite's output instead.
+func TestRetentionLosesToARewrite(t *testing.T) {
+	e := testlake.New(t)
+	recs := days(e, 33, 33)
+	recs = append(recs, days(e, 33, 33)...) // two files in D-33: something to merge
+	recs = append(recs, days(e, 1, 1)...)
+	setPolicy(t, e, retention.Policy{Period: "30d"})
+	c := &clock{now}
+	r, _ := runner(e, c, 0)
+	var fired atomic.Int32
+	catalogtest.Hook(e.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if isRetentionCommit(ups) && fired.Add(1) == 1 {
+			// The competing level rewrite of the two D-33 files commits first.
+			tbl := e.Table("events")
+			files, err := lake.LiveFiles(ctx, tbl)
+			if err != nil {
+				return nil, "", err
+			}
+			var in []lake.File
+			for _, f := range files {
+				if f.Partition == now.Add(-33*day).Format("2006-01-02") {
+					in = append(in, f)
+				}
+			}
+			out := (&rewrite.Executor{Lake: e.Lake, Now: c.Now}).Run(ctx, tbl, rewrite.Job{Kind: "l0", Partition: in[0].Partition,
+				Inputs: in, Generation: 1, Dir: in[0].Path[:strings.LastIndex(in[0].Path, "/")], TargetFileBytes: 256 << 20})
+			if out.Error() != nil {
+				t.Errorf("competing rewrite: %v", out.Error())
+			}
+		}
+		return next(ctx, id, reqs, ups)
+	})
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fired.Load() == 0 || rep.Outcome != "conflict" || len(rep.Snapshots) != 0 {
+		t.Fatalf("fault fired %d times; run outcome %s, snapshots %v; want a lost drop", fired.Load(), rep.Outcome, rep.Snapshots)
+	}
+	if ps, _ := retention.PendingOf(e.Table("events").Properties()); len(ps) != 0 {
+		t.Fatalf("a lost drop recorded pending deletions: %+v", ps)
+	}
+	all := keep(recs, func(arrow.RecordBatch, int) bool { return true })
+	if got := e.Sum("events"); got != all {
+		t.Fatalf("after the lost drop the table holds %+v, want every row %+v", got, all)
+	}
+	if rep, err = r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil || rep.Outcome != "dropped" {
+		t.Fatalf("next run: %s, %v; want dropped", rep.Outcome, err)
+	}
+	want := keep(recs, func(rec arrow.RecordBatch, i int) bool { return !ts(rec, i).Before(now.Add(-30 * day)) })
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("after the next run the table holds %+v, want %+v", got, want)
+	}
+}
+
+// isRetentionCommit: the commit adds a snapshot of a retention removal.
+func isRetentionCommit(ups []table.Update) bool {
+	for _, u := range ups {
+		b, _ := json.Marshal(u)
+		if strings.Contains(string(b), `"siglake.retention.pending"`) {
+			return true
+		}
+	}
+	return false
 }
