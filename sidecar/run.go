@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -23,6 +24,8 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membership"
+	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/retention"
 )
 
 // NewLogger builds the process logger: JSON in a container, console on a terminal (format "auto").
@@ -394,4 +397,25 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, apply bool) ([]deletes.SweepReport, error) {
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
 	return m.Deletes().SweepTables(ctx, tables, apply)
+}
+
+// RetentionRunner is the retention of `siglake retention`: the process's options, the
+// maintainer's executor, metrics nobody scrapes.
+func RetentionRunner(l *lake.Lake, cfg Config, log *zap.Logger) *retention.Runner {
+	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
+	return m.Retention()
+}
+
+// GCKeep is what `siglake gc` keeps beyond the table metadata: the registered Puffin index
+// sidecars, and the objects retention removed and deletes itself after the delete delay.
+func GCKeep(t *table.Table) ([]string, error) {
+	idx, err := puffinidx.Referenced(t)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := retention.Referenced(t)
+	if err != nil {
+		return nil, fmt.Errorf("pending retention deletions: %w", err)
+	}
+	return append(idx, pending...), nil
 }

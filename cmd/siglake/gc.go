@@ -14,7 +14,6 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
-	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
 // runGC is `siglake gc --older-than DURATION [--apply] [--table T]... [--json] [compactor options]`.
@@ -38,7 +37,7 @@ func runGC(args []string) error {
 		return err
 	}
 	defer l.Close()
-	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, Apply: *apply, Tables: tables, Keep: puffinidx.Referenced})
+	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, Apply: *apply, Tables: tables, Keep: sidecar.GCKeep})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

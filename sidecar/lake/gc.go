@@ -20,7 +20,8 @@ import (
 // the table location and keeps everything the table metadata reaches: the current and logged
 // metadata files, every snapshot's manifest list, manifests and data files, statistics files.
 // On top of that, gc keeps what GCOptions.Keep names: the Puffin index sidecars registered in
-// table properties (puffinidx.Referenced), which iceberg-go's walk does not read.
+// table properties and the objects retention removed and deletes itself after its delay
+// (sidecar.GCKeep: puffinidx.Referenced, retention.Referenced), which iceberg-go's walk does not read.
 
 // DefaultGCOlderThan is the default age limit: only objects older than this are candidates. It
 // must exceed the longest time between writing a file and committing it (a drain batch's
@@ -58,7 +59,7 @@ func (l *Lake) GC(ctx context.Context, opts GCOptions) ([]GCResult, error) {
 		return nil, fmt.Errorf("--older-than must be a positive duration, got %v", opts.OlderThan)
 	}
 	if opts.Keep == nil {
-		return nil, errors.New("gc: GCOptions.Keep is required (puffinidx.Referenced keeps the registered index sidecars)")
+		return nil, errors.New("gc: GCOptions.Keep is required (sidecar.GCKeep keeps the registered index sidecars and pending retention deletions)")
 	}
 	names := opts.Tables
 	if len(names) == 0 {

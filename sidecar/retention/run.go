@@ -61,6 +61,8 @@ type Options struct {
 	Apply bool
 	// NoCaps plans every rewrite (the dry run of `siglake retention show`).
 	NoCaps bool
+	// Policy, when set, is used instead of the stored one (`siglake retention set --dry-run`).
+	Policy *Policy
 }
 
 // ErrBadPolicy marks a table whose stored policy does not validate: nothing of it is removed
@@ -171,6 +173,9 @@ func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, e
 		return rep, err
 	}
 	pol, _, err := Of(t.Properties())
+	if o.Policy != nil {
+		pol, err = *o.Policy, nil
+	}
 	if err == nil {
 		err = pol.Validate(t.Schema(), lake.TimestampColumn)
 	}

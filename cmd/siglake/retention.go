@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/retention"
+)
+
+const retentionUsage = `usage: siglake retention show [TABLE] [--json] [compactor options]
+       siglake retention set TABLE [--period 30d] [--rule COND[&COND]:PERIOD[:PRIORITY]]... [--clear] [--dry-run] [compactor options]
+
+COND is COLUMN=VALUE or COLUMN=V1,V2 (one of the values), as in delete-request; a rule keeps the
+rows it matches for its own PERIOD (0 = for ever). The highest PRIORITY wins (default 0), ties
+take the shortest period. Periods: 30d, 4w, 36h, at least 1d; 0 keeps for ever. See docs/retention.md.`
+
+// runRetention is `siglake retention show|set`.
+func runRetention(args []string) error {
+	if len(args) == 0 || isHelp(args[0]) {
+		fmt.Fprintln(os.Stdout, retentionUsage)
+		if len(args) == 0 {
+			return usageError{fmt.Errorf("a subcommand is required")}
+		}
+		return nil
+	}
+	action, rest := args[0], args[1:]
+	var table string
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		table, rest = rest[0], rest[1:]
+	}
+	switch action {
+	case "show":
+		return retentionShow(table, rest)
+	case "set":
+		return retentionSet(table, rest)
+	}
+	fmt.Fprintln(os.Stderr, retentionUsage)
+	return usageError{fmt.Errorf("retention %q: accepted subcommands: show, set", action)}
+}
+
+// ruleFlag parses --rule COND[&COND]:PERIOD[:PRIORITY].
+func parseRule(v string) (retention.Rule, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("--rule %q: %s; accepted: COLUMN=VALUE[&COLUMN=V1,V2]:PERIOD[:PRIORITY], e.g. severity=debug:3d", v, why)
+	}
+	parts := strings.Split(v, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return retention.Rule{}, bad("conditions and a period separated by ':'")
+	}
+	r := retention.Rule{Period: parts[1]}
+	if _, err := retention.ParsePeriod("--rule period", parts[1]); err != nil {
+		return retention.Rule{}, err
+	}
+	if len(parts) == 3 {
+		p, err := strconv.Atoi(parts[2])
+		if err != nil {
+			return retention.Rule{}, bad("the priority is a whole number")
+		}
+		r.Priority = p
+	}
+	for _, c := range strings.Split(parts[0], "&") {
+		col, vals, ok := strings.Cut(c, "=")
+		if !ok || col == "" || vals == "" {
+			return retention.Rule{}, bad(fmt.Sprintf("condition %q is not COLUMN=VALUE", c))
+		}
+		r.Where = append(r.Where, deletes.Condition{Column: col, Values: strings.Split(vals, ",")})
+	}
+	return r, nil
+}
+
+func retentionSet(table string, args []string) error {
+	fs := flag.NewFlagSet("siglake retention set", flag.ContinueOnError)
+	period := fs.String("period", "", "the table's period (30d, 4w, 36h; at least 1d; 0 keeps for ever); empty takes --retention-period")
+	var rules multiFlag
+	fs.Var(&rules, "rule", "COND[&COND]:PERIOD[:PRIORITY]: rows matching the conditions keep PERIOD (repeatable)")
+	clear := fs.Bool("clear", false, "remove the table's own policy: the process default (--retention-period) applies")
+	dry := fs.Bool("dry-run", false, "show what the policy would remove now, and write nothing")
+	cfg, help, err := toolConfig(fs, args)
+	if help || err != nil {
+		return err
+	}
+	if table == "" {
+		return fmt.Errorf("a table is required: siglake retention set TABLE --period 30d")
+	}
+	p := retention.Policy{Period: *period}
+	if *period != "" {
+		if _, err := retention.ParsePeriod("--period", *period); err != nil {
+			return err
+		}
+	}
+	for _, v := range rules {
+		r, err := parseRule(v)
+		if err != nil {
+			return err
+		}
+		p.Rules = append(p.Rules, r)
+	}
+	switch {
+	case *clear && (p.Period != "" || len(p.Rules) > 0):
+		return fmt.Errorf("--clear removes the policy; it takes no --period or --rule")
+	case !*clear && p.Period == "" && len(p.Rules) == 0:
+		return fmt.Errorf("give --period and/or --rule (or --clear to remove the table's policy)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	log, err := sidecar.NewLogger("console", "warn")
+	if err != nil {
+		return err
+	}
+	r := sidecar.RetentionRunner(l, cfg, log)
+	if *dry {
+		rep, err := r.Run(ctx, table, retention.Options{NoCaps: true, Policy: &p})
+		if err != nil {
+			return err
+		}
+		fmt.Println("dry run: nothing written")
+		printRetention([]retention.Report{rep}, cfg.RetentionInterval.Seconds() > 0)
+		return nil
+	}
+	if _, err := retention.Set(ctx, l, table, p); err != nil {
+		return err
+	}
+	if *clear {
+		fmt.Printf("removed the retention policy of %s: the process default (%s) applies\n", table, retention.FormatPeriod(cfg.RetentionPeriod))
+	} else {
+		fmt.Printf("stored the retention policy of %s: %s\n", table, p.Describe(cfg.RetentionPeriod))
+	}
+	if cfg.RetentionInterval <= 0 {
+		fmt.Println("note: --retention-interval-secs / SIGLAKE_RETENTION_INTERVAL_SECS is 0 here, so no sidecar with these options runs retention")
+	}
+	return nil
+}
+
+func retentionShow(table string, args []string) error {
+	fs := flag.NewFlagSet("siglake retention show", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the reports as JSON")
+	cfg, help, err := toolConfig(fs, args)
+	if help || err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	tables := []string{table}
+	if table == "" {
+		if tables, err = l.ListTables(ctx); err != nil {
+			return err
+		}
+		sort.Strings(tables)
+	}
+	log, err := sidecar.NewLogger("console", "warn")
+	if err != nil {
+		return err
+	}
+	r := sidecar.RetentionRunner(l, cfg, log)
+	var reps []retention.Report
+	var firstErr error
+	for _, name := range tables {
+		rep, err := r.Run(ctx, name, retention.Options{NoCaps: true})
+		if err != nil {
+			rep.Error = err.Error()
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		reps = append(reps, rep)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reps); err != nil {
+			return err
+		}
+		return firstErr
+	}
+	printRetention(reps, cfg.RetentionInterval > 0)
+	return firstErr
+}
+
+func printRetention(reps []retention.Report, running bool) {
+	for _, rep := range reps {
+		fmt.Printf("table %s\n", rep.Table)
+		if rep.Error != "" {
+			fmt.Printf("  error: %s\n", rep.Error)
+			if rep.Policy == "" {
+				continue
+			}
+		}
+		fmt.Printf("  policy: %s\n", rep.Policy)
+		if !running {
+			fmt.Println("  (retention runs are off: --retention-interval-secs 0)")
+		}
+		for _, c := range rep.Classes {
+			cut := "kept for ever"
+			if c.Cutoff != nil {
+				cut = "rows before " + c.Cutoff.Format("2006-01-02T15:04:05Z") + " go"
+			}
+			fmt.Printf("  %-40s %-6s %s\n", c.Class, c.Period, cut)
+		}
+		if rep.OldestRow != nil {
+			fmt.Printf("  oldest row: %s\n", rep.OldestRow.Format("2006-01-02T15:04:05Z"))
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  would remove\tfiles\trows\tbytes")
+		total := 0
+		for _, path := range retention.Paths {
+			c := rep.Paths[path]
+			if c == nil {
+				continue
+			}
+			total += c.Files
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\n", path, c.Files, c.Rows, c.Bytes)
+		}
+		if total == 0 {
+			fmt.Fprintln(tw, "  nothing\t0\t0\t0")
+		}
+		_ = tw.Flush()
+		for _, p := range rep.Pending {
+			wait := p.Waiting
+			if wait == "" {
+				wait = "due: deleted by the next run"
+			}
+			fmt.Printf("  pending deletion %s: %d objects, %d bytes, removed %s (%s)\n", p.ID, p.Files, p.Bytes, p.RemovedAt.Format("2006-01-02T15:04:05Z"), wait)
+		}
+	}
+}
