@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/retention"
 )
 
 func runStatus(args []string) error {
@@ -118,6 +119,49 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 	if len(pending) > 0 {
 		fmt.Fprintln(w, "\nPENDING DELETION REQUESTS")
 		for _, l := range pending {
+			fmt.Fprintln(w, l)
+		}
+	}
+	var ret []string
+	for _, n := range names {
+		st := r.Tables[n].Retention
+		if st == nil {
+			continue
+		}
+		line := fmt.Sprintf("  %s: %s", n, st.Policy)
+		if st.Invalid != "" {
+			line = fmt.Sprintf("  %s: INVALID POLICY, nothing is removed: %s", n, st.Invalid)
+		}
+		for _, c := range st.Classes {
+			if c.Cutoff != nil {
+				line += fmt.Sprintf("\n    %s: cutoff %s", c.Class, c.Cutoff.Format(time.RFC3339))
+			}
+		}
+		if lr := st.LastRun; lr != nil {
+			line += fmt.Sprintf("\n    last run %s ago: %s", r.Now.Sub(lr.Time).Round(time.Second), lr.Outcome)
+			for _, path := range retention.Paths {
+				if c := lr.Removed[path]; c != nil {
+					line += fmt.Sprintf(", %s %d files %d rows", path, c.Files, c.Rows)
+				}
+			}
+			if lr.Error != "" {
+				line += " (" + lr.Error + ")"
+			}
+		}
+		var files int
+		var bytes int64
+		for _, p := range st.Pending {
+			files += p.Files
+			bytes += p.Bytes
+		}
+		if files > 0 {
+			line += fmt.Sprintf("\n    pending deletion: %d objects, %s", files, sidecar.HumanBytes(bytes))
+		}
+		ret = append(ret, line)
+	}
+	if len(ret) > 0 {
+		fmt.Fprintln(w, "\nRETENTION")
+		for _, l := range ret {
 			fmt.Fprintln(w, l)
 		}
 	}

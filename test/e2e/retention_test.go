@@ -81,6 +81,10 @@ func TestBackendsRetention(t *testing.T) {
 		return b.scrape().sum("siglake_retention_freed_files_total", `table="events"`) >= float64(len(expired))
 	})
 	m := b.scrape()
+	st, err := exec.Command(bin, "status", "--addr", b.addr).CombinedOutput()
+	if err != nil || !strings.Contains(string(st), "RETENTION") || !strings.Contains(string(st), "events: period 30d (process default)") {
+		t.Errorf("siglake status does not show the table's retention (%v):\n%s", err, st)
+	}
 	b.stop()
 	if n := present(); n != 0 {
 		t.Fatalf("%d dropped objects still in the bucket after the new owner freed them", n)

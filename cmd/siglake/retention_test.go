@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/siglake/siglake/sidecar/retention"
+)
+
+// TestRetentionCommand: bad input is refused with the input named and nothing written; a dry
+// run writes nothing; set stores the policy and show prints it.
+func TestRetentionCommand(t *testing.T) {
+	dir := t.TempDir()
+	wal, cat, wh := filepath.Join(dir, "wal"), "sqlite:"+filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")
+	if r := siglake(t, "walgen", "--wal-dir", wal, "--rows", "2000"); r.code != 0 {
+		t.Fatalf("walgen: %d %s", r.code, r.stderr)
+	}
+	if r := siglake(t, "compactor", "--once", "--wal-dir", wal, "--catalog", cat, "--warehouse", wh, "--http-addr", "127.0.0.1:0"); r.code != 0 {
+		t.Fatalf("compactor --once: %d %s", r.code, r.stderr)
+	}
+	lakeArgs := []string{"--catalog", cat, "--warehouse", wh}
+	set := func(args ...string) result {
+		return siglake(t, append(append([]string{"retention", "set", "events"}, args...), lakeArgs...)...)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--period", "12h"}, "--period"},
+		{[]string{"--period", "thirty"}, "--period"},
+		{[]string{"--rule", "nope=x:3d"}, `column "nope"`},
+		{[]string{"--rule", "severity=debug"}, "--rule"},
+		{[]string{"--rule", "severity=debug:3m"}, "--rule period"},
+		{[]string{"--rule", "severity=debug:3d:high"}, "priority"},
+		{[]string{}, "give --period"},
+	} {
+		r := set(c.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("retention set %v: exit %d, stderr %q; want an error naming %q", c.args, r.code, head(r.stderr), c.want)
+		}
+	}
+	show := func() []retention.Report {
+		r := siglake(t, append([]string{"retention", "show", "events", "--json"}, lakeArgs...)...)
+		if r.code != 0 {
+			t.Fatalf("retention show: %d %s", r.code, r.stderr)
+		}
+		var reps []retention.Report
+		if err := json.Unmarshal([]byte(r.stdout), &reps); err != nil || len(reps) != 1 {
+			t.Fatalf("retention show --json: %v: %s", err, r.stdout)
+		}
+		return reps
+	}
+	if p := show()[0].Policy; p != "period 0 (process default)" {
+		t.Fatalf("before any set (and after refused ones) the policy is %q", p)
+	}
+	if r := set("--period", "30d", "--rule", "severity=debug,trace:3d", "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "dry run: nothing written") {
+		t.Fatalf("dry run: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if p := show()[0].Policy; p != "period 0 (process default)" {
+		t.Fatalf("the dry run wrote the policy: %q", p)
+	}
+	if r := set("--period", "30d", "--rule", "severity=debug,trace&service=api:3d:5"); r.code != 0 {
+		t.Fatalf("set: %d %s", r.code, r.stderr)
+	}
+	rep := show()[0]
+	if !strings.Contains(rep.Policy, "period 30d; rule 1: severity IN (\"debug\", \"trace\") AND service = \"api\" keeps 3d (priority 5)") || len(rep.Classes) != 2 {
+		t.Fatalf("stored policy: %q, classes %+v", rep.Policy, rep.Classes)
+	}
+	if r := siglake(t, append([]string{"retention", "show"}, lakeArgs...)...); r.code != 0 || !strings.Contains(r.stdout, "table events") || !strings.Contains(r.stdout, "would remove") {
+		t.Fatalf("retention show: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := set("--clear"); r.code != 0 || show()[0].Policy != "period 0 (process default)" {
+		t.Fatalf("clear: %d %s", r.code, r.stderr)
+	}
+	if r := siglake(t, "retention", "prune"); r.code != 2 {
+		t.Fatalf("retention prune: exit %d, want 2", r.code)
+	}
+}
