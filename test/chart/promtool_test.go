@@ -115,6 +115,18 @@ tests:
         values: '2x90'
       - series: 'siglake_gossip_members{namespace="siglake-test", pod="p1", state="alive"}'
         values: '1x90'
+      - series: 'siglake_retention_oldest_data_age_seconds{namespace="siglake-test", pod="p0", table="events"}'
+        values: '3456000x90'
+      - series: 'siglake_retention_period_seconds{namespace="siglake-test", pod="p0", table="events"}'
+        values: '2592000x90'
+      - series: 'siglake_retention_oldest_data_age_seconds{namespace="siglake-test", pod="p0", table="audit"}'
+        values: '90000000x90'
+      - series: 'siglake_retention_period_seconds{namespace="siglake-test", pod="p0", table="audit"}'
+        values: '0x90'
+      - series: 'siglake_retention_oldest_data_age_seconds{namespace="siglake-test", pod="p1", table="metrics"}'
+        values: '2595600x90'
+      - series: 'siglake_retention_period_seconds{namespace="siglake-test", pod="p1", table="metrics"}'
+        values: '2592000x90'
     alert_rule_test:
       - eval_time: 8m
         alertname: SiglakeWALBacklogAge
@@ -160,6 +172,16 @@ tests:
             exp_annotations:
               summary: "siglake on p1 cannot reach the Iceberg catalog"
               description: "Nothing is committed while the catalog does not answer; segments wait in the WAL until it does."
+      - eval_time: 30m
+        alertname: SiglakeRetentionBehind
+        exp_alerts: []
+      - eval_time: 70m
+        alertname: SiglakeRetentionBehind
+        exp_alerts:
+          - exp_labels: {severity: warning, namespace: siglake-test, table: events}
+            exp_annotations:
+              summary: "siglake table events holds rows older than its retention"
+              description: "The oldest row is 10d 0h 0m 0s past the longest period of the table's policy: retention is off (SIGLAKE_RETENTION_INTERVAL_SECS=0), failing (siglake_retention_runs_total{outcome=\"failed\"}, /debug/status) or capped behind. Rows past retention may be a compliance problem."
       - eval_time: 15m
         alertname: SiglakeGossipSplitView
         exp_alerts:

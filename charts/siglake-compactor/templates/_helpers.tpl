@@ -219,6 +219,12 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{- end }}
 - name: SIGLAKE_CATALOG_CLAIM
   value: {{ $v.compactor.catalogClaim | quote }}
+- name: SIGLAKE_RETENTION_PERIOD
+  value: {{ $v.compactor.retention.period | quote }}
+- name: SIGLAKE_RETENTION_INTERVAL_SECS
+  value: {{ $v.compactor.retention.intervalSecs | int | quote }}
+- name: SIGLAKE_RETENTION_DELETE_DELAY
+  value: {{ $v.compactor.retention.deleteDelay | quote }}
 {{- end }}
 
 {{/* The sidecar's volume mounts. */}}
