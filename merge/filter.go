@@ -333,6 +333,10 @@ func FilterRecord(rec arrow.RecordBatch, tsName string, f *RowFilter, mem memory
 	}
 	ts := make([]int64, col.Len())
 	for i := range ts {
+		if col.IsNull(i) {
+			// The table's timestamp is required; a null one would count as 1970 here.
+			return nil, nil, fmt.Errorf("row %d has a null %s: rows need a time", i, tsName)
+		}
 		ts[i] = int64(col.Value(i))
 	}
 	rec.Retain()

@@ -37,7 +37,7 @@ var (
 func DrainConfig(c Config) drain.Config {
 	return drain.Config{WALDir: c.WALDir, NodeName: c.NodeName, CommitBatchTargetBytes: c.CommitBatchTargetBytes,
 		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, Metadata: c.MetadataOptions,
-		RetentionPeriod: c.RetentionPeriod}
+		PastRetention: retention.DrainFilter(c.RetentionPeriod)}
 }
 
 // MaintainConfig is the part of the options the maintenance loop needs.

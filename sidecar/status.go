@@ -138,8 +138,13 @@ func (s *Status) Deletes(table string, st *deletes.State) {
 }
 
 // Retention shows a table's retention (retention.Publisher).
+// A nil state clears it (the table moved to another owner).
 func (s *Status) Retention(table string, st *retention.State) {
-	s.Update(func(r *StatusReport) { r.Table(table).Retention = st })
+	s.Update(func(r *StatusReport) {
+		if _, ok := r.Tables[table]; ok || st != nil {
+			r.Table(table).Retention = st
+		}
+	})
 }
 
 // Tables are the tables the status knows of (membership.Publisher).

@@ -4,8 +4,8 @@
 #   1. drop: a table of 40 days x 250 live files (10,000); one retention run with a 10-day period
 #      drops 30 day partitions. On the local embedded catalog, then (when scripts/test-services.sh
 #      can start them) on PostgreSQL + versitygw S3. COUNT runs each; prints every run's JSON.
-#   2. rewrite: one day of ROWS walgen rows in one data file; retention with the cutoff at noon
-#      (half the rows go) against the k-way merge of the same file, COUNT runs each, alternating,
+#   2. rewrite: one day of ROWS walgen rows in one data file; retention with a rule that expires
+#      the day's debug rows (a tenth) against the k-way merge of the same file, COUNT runs each, alternating,
 #      each in its own process under /usr/bin/time -v for the peak RSS.
 # Work files go to $SIGLAKE_BENCH_DIR (default .cache/bench-retention).
 set -euo pipefail
@@ -18,12 +18,15 @@ mkdir -p "$work"
 cd "$repo"
 go build -o "$work/retention" ./bench/retention
 
-echo "== drop, sqlite + local"
+# SIGLAKE_BENCH_ONLY=rewrite skips the drop part.
+only="${SIGLAKE_BENCH_ONLY:-}"
+[ "$only" = rewrite ] || echo "== drop, sqlite + local"
 for i in $(seq "$count"); do
+	[ "$only" = rewrite ] && break
 	rm -rf "$work/drop"
 	env -u SIGLAKE_TEST_POSTGRES_DSN -u SIGLAKE_TEST_S3_ENDPOINT "$work/retention" drop -dir "$work/drop"
 done
-if eval "$(scripts/test-services.sh up 2>/dev/null)"; then
+if [ "$only" != rewrite ] && eval "$(scripts/test-services.sh up 2>/dev/null)"; then
 	echo "== drop, PostgreSQL + S3"
 	for i in $(seq "$count"); do
 		rm -rf "$work/drop"

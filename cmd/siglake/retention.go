@@ -130,7 +130,7 @@ func retentionSet(table string, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Println("dry run: nothing written")
+		fmt.Printf("dry run: nothing written (\"process default\" is this command's --retention-period, %s)\n", retention.FormatPeriod(cfg.RetentionPeriod))
 		printRetention([]retention.Report{rep}, cfg.RetentionInterval.Seconds() > 0)
 		return nil
 	}
@@ -194,6 +194,8 @@ func retentionShow(table string, args []string) error {
 		}
 		return firstErr
 	}
+	fmt.Printf("(\"process default\" is this command's --retention-period / SIGLAKE_RETENTION_PERIOD, %s; the sidecars may run with another: pass theirs)\n\n",
+		retention.FormatPeriod(cfg.RetentionPeriod))
 	printRetention(reps, cfg.RetentionInterval > 0)
 	return firstErr
 }

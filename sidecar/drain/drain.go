@@ -23,7 +23,6 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
-	"github.com/siglake/siglake/sidecar/retention"
 )
 
 // Drain turns sealed WAL segments into committed Iceberg data files, exactly once: files are written,
@@ -87,10 +86,11 @@ type Config struct {
 	TargetFileBytes int64
 	// Metadata is the search metadata a drain write to t carries (index_at_flush, index columns).
 	Metadata lake.MetadataFunc
-	// RetentionPeriod is SIGLAKE_RETENTION_PERIOD, the period of tables without their own
-	// policy: rows already past their table's retention are dropped before writing, so a
-	// replayed old WAL cannot bring deleted days back.
-	RetentionPeriod time.Duration
+	// PastRetention, when set, gives the filter of t's rows already past retention at now and
+	// the latest cutoff (no row at or after it is past); the drain drops those rows before
+	// writing, so a replayed old WAL cannot bring deleted days back. nil filter: none can be.
+	// The process wires retention.DrainFilter here, so the drain does not import retention.
+	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
 }
 
 func (d *Drain) publisher() Publisher {
@@ -559,23 +559,13 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 	return outs, rows, past, nil
 }
 
-// retentionFilter is the row filter of rows already past t's retention, and the latest cutoff
-// (no row at or after it is past); nil when the policy keeps every row. A policy that does not
-// validate drops nothing here: the maintenance loop reports it.
+// retentionFilter is the row filter of rows already past t's retention, and the latest cutoff;
+// nil when retention is not wired or keeps every row.
 func (d *Drain) retentionFilter(t *table.Table) (*merge.RowFilter, int64) {
-	pol, _, err := retention.Of(t.Properties())
-	if err == nil {
-		err = pol.Validate(t.Schema(), lake.TimestampColumn)
-	}
-	if err != nil {
+	if d.Cfg.PastRetention == nil {
 		return nil, 0
 	}
-	cs := pol.Classes(d.Now(), d.Cfg.RetentionPeriod)
-	cut := retention.Cutoffs(cs)
-	if cut.Latest == nil {
-		return nil, 0
-	}
-	return retention.RowFilter(cs), *cut.Latest
+	return d.Cfg.PastRetention(t, d.Now())
 }
 
 // minTimestamp is the smallest value of rec's timestamp column ts (microseconds).

@@ -136,7 +136,7 @@ func (d *Drain) observe(out BatchOutcome) {
 		d.Metrics.RowsPastRetention.WithLabelValues(out.Table).Add(float64(out.PastRetention))
 		log.Warn("dropped rows already past the table's retention (an old WAL replayed, or a clock far behind)",
 			zap.String("stream", out.Stream), zap.Int("segments", out.Segments), zap.Int64("rows_dropped", out.PastRetention),
-			zap.Int64("rows_kept", out.Rows))
+			zap.Int64("rows_kept", out.Rows), zap.Int64("snapshot_id", out.Commit.SnapshotID), zap.Stringer("mark", out.Mark))
 	}
 	if out.Err != nil {
 		d.publisher().Error(d.Now(), "drain", out.Table, out.Err)

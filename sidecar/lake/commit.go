@@ -169,7 +169,11 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 			maybe = maybe || !IsConflict(err)
 			continue
 		}
-		return CommitResult{Outcome: Committed, SnapshotID: nt.CurrentSnapshot().SnapshotID, Attempts: attempt}, nil
+		var snap int64 // none when the batch had no files (every row past retention) on a new table
+		if cs := nt.CurrentSnapshot(); cs != nil {
+			snap = cs.SnapshotID
+		}
+		return CommitResult{Outcome: Committed, SnapshotID: snap, Attempts: attempt}, nil
 	}
 	return CommitResult{Attempts: retry.Attempts, MaybeCommitted: maybe}, lastErr
 }

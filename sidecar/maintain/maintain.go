@@ -246,8 +246,11 @@ func (m *Maintainer) Retention() *retention.Runner {
 // runRetention runs retention on each table still owned; a table's failure does not stop the others.
 func (m *Maintainer) runRetention(ctx context.Context, tables []string, rep *CycleReport) {
 	for _, name := range tables {
-		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
+		if ctx.Err() != nil {
 			break
+		}
+		if m.Owns != nil && !m.Owns(name) {
+			continue // lost since the cycle began; the others are still ours
 		}
 		rr, err := m.Retention().Run(ctx, name, retention.Options{Apply: true})
 		rep.Retention = append(rep.Retention, rr)
@@ -263,8 +266,11 @@ func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []deletes.
 	d := m.Deletes()
 	var out []deletes.SweepReport
 	for _, name := range owned {
-		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
+		if ctx.Err() != nil {
 			break
+		}
+		if m.Owns != nil && !m.Owns(name) {
+			continue
 		}
 		if !m.Cfg.DeleteTasks {
 			m.publishPending(ctx, []string{name})
@@ -304,6 +310,9 @@ func (m *Maintainer) forgetTables(owned []string) {
 		}
 		m.Metrics.Deletes.Pending.DeleteLabelValues(name)
 		m.Metrics.Retention.Forget(name)
+		if p, ok := m.Publish.(retention.Publisher); ok {
+			p.Retention(name, nil) // the new owner shows it
+		}
 		m.Metrics.OverlapDepth.DeleteLabelValues(name)
 		m.Metrics.GaugesSampledAt.DeleteLabelValues(name)
 		m.Metrics.LiveFiles.DeletePartialMatch(prometheus.Labels{"table": name})
@@ -401,7 +410,8 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	// Retention runs in busy cycles too (its caps keep it small beside the drain), not in skipped ones.
 	if !skipping && ctx.Err() == nil && m.Cfg.RetentionInterval > 0 && plan.Due(m.lastRetention, now, m.Cfg.RetentionInterval) {
 		m.lastRetention = now
-		m.runRetention(ctx, healthy, &rep)
+		// Every owned table, also one whose pass failed: retention does not depend on rewrites.
+		m.runRetention(ctx, owned, &rep)
 	}
 	if !skipping && m.Cfg.SnapshotExpireInterval > 0 && plan.Due(m.lastExpire, now, m.Cfg.SnapshotExpireInterval) {
 		m.lastExpire = now

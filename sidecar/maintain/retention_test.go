@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -83,7 +84,7 @@ func TestRetentionInTheCycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cutoff := now.Add(-30 * 24 * time.Hour)
+	cutoff := now.Add(-30 * 24 * time.Hour).Truncate(24 * time.Hour)
 	want := expect(recs, func(ts time.Time, _ string) bool { return !ts.Before(cutoff) })
 	if len(rep.Retention) != 1 || rep.Retention[0].Outcome != "dropped" || e.tableSum("events") != want {
 		t.Fatalf("first cycle: %+v; want one retention run that dropped the days before the cutoff", rep.Retention)
@@ -134,13 +135,22 @@ func TestRetentionRacesDrainRewriteDeleteTask(t *testing.T) {
 			}
 		}()
 	}
-	// The drain: segments of today and, replayed, of day D-31 (past retention).
+	// The drain, from now on with retention wired as the process wires it: segments of today and,
+	// replayed, of day D-31 (past retention, dropped on arrival).
+	e.drain.Cfg.PastRetention = retention.DrainFilter(e.cfg.Retention.DefaultPeriod)
+	e.drain.Now = clock
 	fresh = sealDays(e, 11, 0, 0, 3)
 	replayed = sealDays(e, 13, 31, 31, 1)
 	run(func() error { _, err := e.drain.Cycle(context.Background(), true); return err })
 	run(func() error { _, err := m.Cycle(context.Background()); return err })
-	run(func() error { _, err := r.Run(context.Background(), "events", retention.Options{Apply: true}); return err })
-	run(func() error { _, err := sweeper.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true}); return err })
+	run(func() error {
+		_, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+		return err
+	})
+	run(func() error {
+		_, err := sweeper.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+		return err
+	})
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -156,14 +166,17 @@ func TestRetentionRacesDrainRewriteDeleteTask(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cutoff := retentionNow.Add(-30 * 24 * time.Hour)
+	cutoff := retentionNow.Add(-30 * 24 * time.Hour).Truncate(24 * time.Hour)
 	reqTo := retentionNow.Add(-20 * 24 * time.Hour)
-	want := expect(old, func(ts time.Time, svc string) bool { return !ts.Before(cutoff) && !(svc == "billing" && ts.Before(reqTo)) })
+	want := expect(old, func(ts time.Time, svc string) bool {
+		return !ts.Before(cutoff) && !(svc == "billing" && ts.Before(reqTo))
+	})
 	want.Merge(expect(fresh, func(time.Time, string) bool { return true }))
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("after the race the table holds %+v, want %+v", got, want)
 	}
-	if n := expect(replayed, func(ts time.Time, _ string) bool { return !ts.Before(cutoff) }); n.Rows != 0 {
-		t.Fatalf("setup: %d replayed rows are not past retention", n.Rows)
+	all := expect(replayed, func(time.Time, string) bool { return true })
+	if got := testutil.ToFloat64(e.drain.Metrics.RowsPastRetention.WithLabelValues("events")); got != float64(all.Rows) {
+		t.Fatalf("the drain dropped %v rows past retention, want the %d replayed ones", got, all.Rows)
 	}
 }

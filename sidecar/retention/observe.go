@@ -114,6 +114,10 @@ func (r *Runner) observe(rep Report, err error, log *zap.Logger) {
 		log.Warn("retention run failed; the next run retries", zap.Error(err))
 	} else {
 		m.LastSuccess.WithLabelValues(rep.Table).Set(float64(rep.Time.UnixNano()) / 1e9)
+	}
+	// The gauges follow what the run could see, failed or not: a failing run must not freeze
+	// the age the SiglakeRetentionBehind alert watches.
+	if rep.pendingKnown {
 		var files int
 		var bytes int64
 		for _, p := range rep.Pending {
@@ -122,12 +126,14 @@ func (r *Runner) observe(rep Report, err error, log *zap.Logger) {
 		}
 		m.PendingFiles.WithLabelValues(rep.Table).Set(float64(files))
 		m.PendingBytes.WithLabelValues(rep.Table).Set(float64(bytes))
+	}
+	if rep.Longest != nil {
 		m.Period.WithLabelValues(rep.Table).Set(rep.Longest.Seconds())
-		age := 0.0
-		if rep.OldestRow != nil {
-			age = max(rep.Time.Sub(*rep.OldestRow).Seconds(), 0)
-		}
-		m.OldestAge.WithLabelValues(rep.Table).Set(age)
+	}
+	if rep.OldestRow != nil {
+		m.OldestAge.WithLabelValues(rep.Table).Set(max(rep.Time.Sub(*rep.OldestRow).Seconds(), 0))
+	} else if rep.listed {
+		m.OldestAge.WithLabelValues(rep.Table).Set(0) // an empty table
 	}
 	if r.Publish != nil {
 		r.Publish.Retention(rep.Table, &State{Policy: rep.Policy, Invalid: rep.Invalid, Classes: rep.Classes, OldestRow: rep.OldestRow,

@@ -42,6 +42,19 @@ type Pending struct {
 	// referenced only by snapshots at or below it, so once every retained snapshot is above it,
 	// none references them.
 	AfterSequence int64 `json:"after_sequence"`
+	// AfterSnapshotID and AfterTimestampMs are that head: on a format-version 1 table (no
+	// sequence numbers) the entry waits until every retained snapshot is newer than it.
+	AfterSnapshotID  int64 `json:"after_snapshot_id,omitempty"`
+	AfterTimestampMs int64 `json:"after_timestamp_ms,omitempty"`
+	// Deleting is set in the commit before the objects are deleted: a run that finds it set
+	// deletes again (an object already gone is fine) without counting them as freed again.
+	Deleting bool `json:"deleting,omitempty"`
+}
+
+// after records the head a removal is staged on.
+func (p *Pending) after(cur *table.Table) {
+	s := cur.CurrentSnapshot()
+	p.AfterSequence, p.AfterSnapshotID, p.AfterTimestampMs = s.SequenceNumber, s.SnapshotID, s.TimestampMs
 }
 
 // pendingList is the stored form of a list object.
@@ -82,7 +95,11 @@ func (p Pending) Due(t *table.Table, now time.Time, delay time.Duration) (bool, 
 		return false, fmt.Sprintf("delete delay: %s left", wait.Round(time.Second))
 	}
 	for _, s := range t.Metadata().Snapshots() {
-		if s.SequenceNumber <= p.AfterSequence {
+		older := s.SequenceNumber <= p.AfterSequence
+		if p.AfterSequence == 0 { // format version 1: no sequence numbers
+			older = s.SnapshotID == p.AfterSnapshotID || s.TimestampMs <= p.AfterTimestampMs
+		}
+		if older {
 			return false, fmt.Sprintf("snapshot %d (retained) still references the files; snapshot expiry removes it", s.SnapshotID)
 		}
 	}

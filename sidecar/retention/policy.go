@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -150,7 +152,8 @@ type Class struct {
 	Cutoff *int64 `json:"-"`
 }
 
-// Classes are p's classes in precedence order at now, the table period's last. def is the
+// Classes are p's classes in precedence order at now, the table period's last; each cutoff is
+// now minus the class's period, floored to UTC midnight. def is the
 // process default for a policy without its own period. p must be valid.
 func (p Policy) Classes(now time.Time, def time.Duration) []Class {
 	type ranked struct {
@@ -175,11 +178,15 @@ func (p Policy) Classes(now time.Time, def time.Duration) []Class {
 		}
 		return forever(rs[i].d) < forever(rs[j].d)
 	})
+	// Cutoffs fall on UTC midnight, the day partitions' boundary: a row stays up to a day past
+	// its period, and in exchange the table period's cutoff never splits a partition (its days
+	// go whole, metadata only) and every cutoff moves once a day, so a file is read for rows past
+	// retention at most once a day, not at every run.
 	cut := func(d time.Duration) *int64 {
 		if d == 0 {
 			return nil
 		}
-		us := now.Add(-d).UnixMicro()
+		us := now.Add(-d).UTC().Truncate(24 * time.Hour).UnixMicro()
 		return &us
 	}
 	var out []Class
@@ -281,4 +288,26 @@ func (p Policy) Describe(def time.Duration) string {
 		}
 	}
 	return s
+}
+
+// DrainFilter is retention as the drain sees it (drain.Config.PastRetention): for a table at an
+// instant, the filter of rows already past retention and the latest cutoff; nil when the policy
+// keeps every row. A stored policy that does not validate drops nothing here: the maintenance
+// run reports it. def is SIGLAKE_RETENTION_PERIOD.
+func DrainFilter(def time.Duration) func(t *table.Table, now time.Time) (*merge.RowFilter, int64) {
+	return func(t *table.Table, now time.Time) (*merge.RowFilter, int64) {
+		pol, _, err := Of(t.Properties())
+		if err == nil {
+			err = pol.Validate(t.Schema(), lake.TimestampColumn)
+		}
+		if err != nil {
+			return nil, 0
+		}
+		cs := pol.Classes(now, def)
+		cut := Cutoffs(cs)
+		if cut.Latest == nil {
+			return nil, 0
+		}
+		return RowFilter(cs), *cut.Latest
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -53,6 +54,13 @@ type Runner struct {
 	Publish Publisher
 	Log     *zap.Logger
 	Now     func() time.Time
+
+	// clean remembers files read without a row past retention, by path: the key of the policy and
+	// cutoffs they were read under. Data files never change, so this holds until the cutoffs move
+	// (once a day) or the policy changes; without it a run would spend its caps re-reading the
+	// same clean files (a rule keeping rows longer than the table period) and never reach others.
+	mu    sync.Mutex
+	clean map[string]string
 }
 
 // Options say how one run goes.
@@ -92,8 +100,11 @@ type Report struct {
 	FreedBytes int64         `json:"freed_bytes"`
 	Pending    []PendingView `json:"pending,omitempty"`
 	OldestRow  *time.Time    `json:"oldest_row,omitempty"`
-	Longest    time.Duration `json:"-"`
-	Error      string        `json:"error,omitempty"`
+	// Longest is the policy's longest period (nil when the policy was not read).
+	Longest *time.Duration `json:"-"`
+	// listed and pendingKnown say the run read the live files and the pending entries.
+	listed, pendingKnown bool
+	Error   string         `json:"error,omitempty"`
 }
 
 // ClassCutoff is a class and its cutoff at the run.
@@ -153,7 +164,10 @@ func newID(now time.Time) string {
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// Run runs retention on table name once.
+// Run runs retention on table name once: it removes what is past retention (remove) and, when
+// applying, frees the storage of earlier removals that are due, whatever the removal found:
+// freeing does not depend on the policy, so an invalid policy or a failing rewrite never holds
+// storage back.
 func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, err error) {
 	rep = Report{Table: name, Time: r.Now()}
 	log := r.Log.With(zap.String("table", name))
@@ -172,109 +186,15 @@ func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, e
 	if err != nil {
 		return rep, err
 	}
-	pol, _, err := Of(t.Properties())
-	if o.Policy != nil {
-		pol, err = *o.Policy, nil
-	}
-	if err == nil {
-		err = pol.Validate(t.Schema(), lake.TimestampColumn)
-	}
-	if err != nil {
-		rep.Invalid = err.Error()
-		return rep, fmt.Errorf("%w in %s: %v; nothing is removed until `siglake retention set` fixes it", ErrBadPolicy, name, err)
-	}
-	rep.Policy = pol.Describe(r.Cfg.DefaultPeriod)
-	now := r.Now()
-	classes := pol.Classes(now, r.Cfg.DefaultPeriod)
-	rep.Longest = Longest(classes)
-	for _, c := range classes {
-		cc := ClassCutoff{Class: c.Name, Period: FormatPeriod(c.Period)}
-		if c.Cutoff != nil {
-			at := time.UnixMicro(*c.Cutoff).UTC()
-			cc.Cutoff = &at
-		}
-		rep.Classes = append(rep.Classes, cc)
-	}
-	files, err := lake.LiveFiles(ctx, t)
-	if err != nil {
-		return rep, err
-	}
-	live := make(map[string]lake.File, len(files))
-	pfs := make([]plan.File, len(files))
-	for i, f := range files {
-		live[f.Path] = f
-		pfs[i] = plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
-		if at := time.UnixMicro(f.MinTime).UTC(); rep.OldestRow == nil || at.Before(*rep.OldestRow) {
-			rep.OldestRow = &at
-		}
-	}
-	cut := Cutoffs(classes)
-	var mayHold func(string) bool
-	if cut.Latest != nil && len(pol.Rules) > 0 {
-		// Rules narrow what may be past retention by column values: let scan planning rule
-		// files out by their column bounds before any is read.
-		expr, err := Expr(classes, t.Schema(), lake.TimestampColumn)
-		if err != nil {
-			return rep, err
-		}
-		tasks, err := t.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
-		if err != nil {
-			return rep, fmt.Errorf("plan retention candidates of %s: %w", name, err)
-		}
-		cand := make(map[string]bool, len(tasks))
-		for _, task := range tasks {
-			cand[task.File.FilePath()] = true
-		}
-		mayHold = func(p string) bool { return cand[p] }
-	}
-	rp := plan.PlanRetention(pfs, cut, plan.RetentionCaps{MaxFiles: r.Cfg.MaxFiles, MaxBytes: r.Cfg.MaxBytes, NoCaps: o.NoCaps}, mayHold)
-	rep.Capped = len(rp.Capped)
-	if cut.Latest == nil {
-		rep.Outcome = "keep"
-	}
-	filter := RowFilter(classes)
-	sc, err := lake.ArrowSchema(t)
-	if err != nil {
-		return rep, err
-	}
-	fsys, err := t.FS(ctx)
-	if err != nil {
-		return rep, err
-	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
-	if !ok {
-		return rep, fmt.Errorf("FileIO of %s cannot write", t.Location())
-	}
-	if err := r.drop(ctx, t, wfs, rp.Drops, live, o, &rep, log); err != nil {
-		return rep, err
-	}
-	var firstErr error
-	for _, pick := range rp.Rewrites {
-		if ctx.Err() != nil {
-			break
-		}
-		if err := r.rewrite(ctx, t, fsys, sc, live, filter, pick, o, &rep, log); err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
-	for _, pick := range rp.Capped {
-		rep.Picks = append(rep.Picks, Pick{Path: pick.File.Path, Partition: pick.File.Partition, Action: pick.Path.String(),
-			Bytes: pick.File.SizeBytes, Rows: pick.File.Rows, Reason: pick.Reason})
-	}
-	if firstErr != nil {
-		return rep, firstErr
-	}
+	err = r.remove(ctx, t, o, &rep, log)
 	if o.Apply {
-		if len(rep.Snapshots) > 0 {
-			// The age gauge is of what stays: read the live files again.
-			if err := r.oldest(ctx, name, &rep); err != nil {
-				return rep, err
-			}
+		if ferr := r.free(ctx, name, &rep, log); ferr != nil {
+			err = errors.Join(err, ferr)
 		}
-		if err := r.free(ctx, name, &rep, log); err != nil {
-			return rep, err
-		}
-	} else if err := r.pendingView(t, &rep); err != nil {
+	} else {
+		r.pendingView(t, &rep)
+	}
+	if err != nil {
 		return rep, err
 	}
 	switch {
@@ -291,6 +211,175 @@ func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, e
 		rep.Outcome = "clean"
 	}
 	return rep, nil
+}
+
+// remove plans and commits the removal of what is past retention in t.
+func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Report, log *zap.Logger) error {
+	name := rep.Table
+	// The live files first: the oldest-row gauge stays current even when the policy is invalid.
+	files, err := lake.LiveFiles(ctx, t)
+	if err != nil {
+		return err
+	}
+	rep.listed = true
+	live := make(map[string]lake.File, len(files))
+	pfs := make([]plan.File, len(files))
+	for i, f := range files {
+		live[f.Path] = f
+		pfs[i] = plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
+		if at := time.UnixMicro(f.MinTime).UTC(); rep.OldestRow == nil || at.Before(*rep.OldestRow) {
+			rep.OldestRow = &at
+		}
+	}
+	pol, _, err := Of(t.Properties())
+	if o.Policy != nil {
+		pol, err = *o.Policy, nil
+	}
+	if err == nil {
+		err = pol.Validate(t.Schema(), lake.TimestampColumn)
+	}
+	if err != nil {
+		rep.Invalid = err.Error()
+		return fmt.Errorf("%w in %s: %v; nothing is removed until `siglake retention set` fixes it", ErrBadPolicy, name, err)
+	}
+	rep.Policy = pol.Describe(r.Cfg.DefaultPeriod)
+	classes := pol.Classes(r.Now(), r.Cfg.DefaultPeriod)
+	longest := Longest(classes)
+	rep.Longest = &longest
+	for _, c := range classes {
+		cc := ClassCutoff{Class: c.Name, Period: FormatPeriod(c.Period)}
+		if c.Cutoff != nil {
+			at := time.UnixMicro(*c.Cutoff).UTC()
+			cc.Cutoff = &at
+		}
+		rep.Classes = append(rep.Classes, cc)
+	}
+	cut := Cutoffs(classes)
+	if cut.Latest == nil {
+		rep.Outcome = "keep"
+		return nil
+	}
+	key := cleanKey(pol, classes)
+	r.trimClean(live)
+	mayHold := func(p string) bool { return !r.knownClean(live[p], key, classes) }
+	if len(pol.Rules) > 0 {
+		// Rules narrow what may be past retention by column values: let scan planning rule
+		// files out by their column bounds before any is read.
+		expr, err := Expr(classes, t.Schema(), lake.TimestampColumn)
+		if err != nil {
+			return err
+		}
+		tasks, err := t.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
+		if err != nil {
+			return fmt.Errorf("plan retention candidates of %s: %w", name, err)
+		}
+		cand := make(map[string]bool, len(tasks))
+		for _, task := range tasks {
+			cand[task.File.FilePath()] = true
+		}
+		mayHold = func(p string) bool { return cand[p] && !r.knownClean(live[p], key, classes) }
+	}
+	rp := plan.PlanRetention(pfs, cut, plan.RetentionCaps{MaxFiles: r.Cfg.MaxFiles, MaxBytes: r.Cfg.MaxBytes, NoCaps: o.NoCaps}, mayHold)
+	rep.Capped = len(rp.Capped)
+	filter := RowFilter(classes)
+	sc, err := lake.ArrowSchema(t)
+	if err != nil {
+		return err
+	}
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return err
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return fmt.Errorf("FileIO of %s cannot write", t.Location())
+	}
+	if err := r.drop(ctx, t, wfs, rp.Drops, live, o, rep, log); err != nil {
+		return err
+	}
+	var firstErr error
+	for _, pick := range rp.Rewrites {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := r.rewrite(ctx, t, fsys, sc, live, filter, pick, o, key, classes, rep, log); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, pick := range rp.Capped {
+		rep.Picks = append(rep.Picks, Pick{Path: pick.File.Path, Partition: pick.File.Partition, Action: pick.Path.String(),
+			Bytes: pick.File.SizeBytes, Rows: pick.File.Rows, Reason: pick.Reason})
+	}
+	if o.Apply && len(rep.Snapshots) > 0 {
+		// The age gauge is of what stays: read the live files again.
+		if err := r.oldest(ctx, name, rep); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// cleanKey identifies a policy and its cutoffs: a file found without rows past retention under
+// it stays so until a cutoff moves (once a day) or the policy changes.
+func cleanKey(p Policy, cs []Class) string {
+	k, _ := p.Encode()
+	for _, c := range cs {
+		if c.Cutoff != nil {
+			k += fmt.Sprintf("|%d", *c.Cutoff)
+		} else {
+			k += "|-"
+		}
+	}
+	return k
+}
+
+// knownClean: f was read under this key (or, holding only rows kept for ever, under this
+// policy) and had no row past retention.
+func (r *Runner) knownClean(f lake.File, key string, cs []Class) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k, ok := r.clean[f.Path]
+	return ok && (k == key || k == forGood(key))
+}
+
+// forGood is the key of a file clean for as long as the policy stands: every row of it is older
+// than every finite cutoff, so the rows it still holds belong to classes kept for ever.
+func forGood(key string) string {
+	pol, _, _ := strings.Cut(key, "|")
+	return "forever:" + pol
+}
+
+// markClean records that f had no row past retention under key.
+func (r *Runner) markClean(f lake.File, key string, cs []Class) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clean == nil {
+		r.clean = map[string]string{}
+	}
+	k := key
+	if whole := Cutoffs(cs).Whole; whole == nil {
+		old := true
+		for _, c := range cs {
+			if c.Cutoff != nil && f.MaxTime >= *c.Cutoff {
+				old = false
+			}
+		}
+		if old {
+			k = forGood(key)
+		}
+	}
+	r.clean[f.Path] = k
+}
+
+// trimClean forgets files that are no longer live.
+func (r *Runner) trimClean(live map[string]lake.File) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p := range r.clean {
+		if _, ok := live[p]; !ok {
+			delete(r.clean, p)
+		}
+	}
 }
 
 // oldest sets rep.OldestRow from the table's live files now.
@@ -350,7 +439,7 @@ func (r *Runner) drop(ctx context.Context, t *table.Table, wfs icebergio.WriteFi
 	props := iceberg.Properties{"siglake.rewrite.kind": plan.KindRetention.String(), "siglake.retention.dropped-files": strconv.Itoa(len(old)),
 		"siglake.retention.dropped-rows": strconv.FormatInt(rows, 10), "siglake.retention.pending": pending.ID}
 	cr, err := r.Lake.CommitReplace(ctx, name, old, nil, props, func(cur *table.Table, txn *table.Transaction) error {
-		pending.AfterSequence = cur.CurrentSnapshot().SequenceNumber
+		pending.after(cur)
 		if list != "" { // a retried attempt: the list object is already written
 			return stageWritten(txn, pending, list, len(paths))
 		}
@@ -411,7 +500,7 @@ func (r *Runner) removeList(wfs icebergio.WriteFileIO, list string, maybe bool, 
 // without them through the rewrite executor; the replaced file goes on the pending list in the
 // same commit.
 func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, live map[string]lake.File, filter *merge.RowFilter,
-	pick plan.RetentionPick, o Options, rep *Report, log *zap.Logger) error {
+	pick plan.RetentionPick, o Options, key string, classes []Class, rep *Report, log *zap.Logger) error {
 	name := t.Identifier()[len(t.Identifier())-1]
 	f := live[pick.File.Path]
 	pk := Pick{Path: f.Path, Partition: f.Partition, Action: pick.Path.String(), Bytes: f.Size, Rows: f.Rows, Reason: pick.Reason}
@@ -444,6 +533,11 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 		wfs, _ := fsys.(icebergio.WriteFileIO)
 		return r.drop(ctx, t, wfs, []plan.RetentionPick{{File: pick.File, Path: plan.RetentionFile, Reason: "every row past its class's cutoff"}}, live, o, rep, log)
 	}
+	if !o.Apply {
+		pk.Result = "would rewrite (dry run)"
+		rep.count(plan.RetentionRewrite.String(), 1, pk.Expired, f.Size)
+		return nil
+	}
 	now := r.Now()
 	pending := Pending{ID: newID(now), Bytes: f.Size, RemovedAt: now}
 	job := rewrite.Job{
@@ -461,7 +555,7 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 			return iceberg.Properties{"siglake.retention.dropped-rows": strconv.FormatInt(sum(res.Deleted), 10), "siglake.retention.pending": pending.ID}
 		},
 		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
-			pending.AfterSequence = cur.CurrentSnapshot().SequenceNumber
+			pending.after(cur)
 			_, err := stagePending(txn, nil, t.Location(), pending, []string{f.Path})
 			return err
 		},
@@ -472,6 +566,10 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 	switch err := out.Error(); {
 	case err == nil:
 		dropped := sum(out.Merge.Deleted)
+		// The outputs hold no row past retention under this key: the next run need not read them.
+		for _, o := range out.Merge.Outputs {
+			r.markClean(lake.File{Path: o.Path, MaxTime: f.MaxTime}, key, classes)
+		}
 		pk.Result = fmt.Sprintf("rewritten into %d files without %d rows, snapshot %d", len(out.Merge.Outputs), dropped, out.SnapshotID)
 		rep.Snapshots = append(rep.Snapshots, out.SnapshotID)
 		rep.count(plan.RetentionRewrite.String(), 1, dropped, f.Size)
@@ -486,10 +584,10 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 	}
 }
 
-// free deletes the objects of pending deletions that are due, then removes their entries in one
-// commit. Deleting is idempotent (an object already gone counts as deleted), so a process that
-// dies in between leaves the next owner the same work, never a leak or a second deletion of
-// anything live.
+// free deletes the objects of pending deletions that are due, then removes their entries. Before
+// deleting, one commit marks the due entries as being deleted, so an entry's objects and bytes
+// count in the freed metrics once: a process that dies halfway leaves the marked entry, and the
+// next owner deletes again (an object already gone is fine) without counting it again.
 func (r *Runner) free(ctx context.Context, name string, rep *Report, log *zap.Logger) error {
 	t, err := r.Lake.LoadTable(ctx, name)
 	if err != nil {
@@ -499,33 +597,67 @@ func (r *Runner) free(ctx context.Context, name string, rep *Report, log *zap.Lo
 	for _, e := range errs {
 		log.Warn("ignoring a table property that is not a pending retention deletion; nothing of it is deleted", zap.Error(e))
 	}
+	now := r.Now()
+	var due, mark []Pending
+	for _, p := range ps {
+		if ok, _ := p.Due(t, now, r.Cfg.DeleteDelay); ok {
+			due = append(due, p)
+			if !p.Deleting {
+				mark = append(mark, p)
+			}
+		}
+	}
+	if len(due) == 0 || ctx.Err() != nil {
+		r.pendingView(t, rep)
+		return nil
+	}
+	if len(mark) > 0 {
+		if err := r.updateEntries(ctx, name, func(cur iceberg.Properties, txn *table.Transaction) error {
+			props := iceberg.Properties{}
+			for _, p := range mark {
+				if _, ok := cur[PendingPrefix+p.ID]; !ok {
+					continue // another owner finished it
+				}
+				p.Deleting = true
+				v, err := jsonString(p)
+				if err != nil {
+					return err
+				}
+				props[PendingPrefix+p.ID] = v
+			}
+			if len(props) == 0 {
+				return errNothingToCommit
+			}
+			return txn.SetProperties(props)
+		}); err != nil {
+			return err
+		}
+		if t, err = r.Lake.LoadTable(ctx, name); err != nil {
+			return err
+		}
+	}
 	fsys, err := t.FS(ctx)
 	if err != nil {
 		return err
 	}
+	files, err := lake.LiveFiles(ctx, t)
+	if err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(files))
+	for _, f := range files {
+		live[f.Path] = true
+	}
 	var done []string
-	now := r.Now()
-	var live map[string]bool // of the same metadata as the entries, read once one is due
-	for _, p := range ps {
-		if ok, _ := p.Due(t, now, r.Cfg.DeleteDelay); !ok || ctx.Err() != nil {
+	for _, p := range due {
+		if _, ok := t.Properties()[PendingPrefix+p.ID]; !ok {
 			continue
-		}
-		if live == nil {
-			files, err := lake.LiveFiles(ctx, t)
-			if err != nil {
-				return err
-			}
-			live = make(map[string]bool, len(files))
-			for _, f := range files {
-				live[f.Path] = true
-			}
 		}
 		paths, _, err := p.paths(fsys)
 		if err != nil {
 			return err
 		}
 		var failed error
-		freed := 0
 		for _, path := range paths {
 			if live[path] {
 				// Never delete a live file, whatever a list says (a hand-edited property).
@@ -534,77 +666,82 @@ func (r *Runner) free(ctx context.Context, name string, rep *Report, log *zap.Lo
 			}
 			if err := fsys.Remove(path); err != nil && !isNotExist(err) {
 				failed = fmt.Errorf("delete %s of pending deletion %s: %w", path, p.ID, err)
-				continue
 			}
-			freed++
+		}
+		if failed == nil && p.List != "" {
+			if err := fsys.Remove(p.List); err != nil && !isNotExist(err) {
+				failed = fmt.Errorf("delete the pending deletion list %s: %w", p.List, err)
+			}
 		}
 		if failed != nil {
 			log.Warn("retention could not delete every object of a pending deletion; the next run retries", zap.String("pending_id", p.ID), zap.Error(failed))
 			continue
 		}
-		if p.List != "" {
-			if err := fsys.Remove(p.List); err != nil && !isNotExist(err) {
-				log.Warn("could not delete a pending deletion list; the next run retries", zap.String("path", p.List), zap.Error(err))
-				continue
-			}
+		if !p.Deleting { // marked by this run: count it once
+			rep.FreedFiles += p.Count
+			rep.FreedBytes += p.Bytes
 		}
-		rep.FreedFiles += freed
-		rep.FreedBytes += p.Bytes
 		done = append(done, PendingPrefix+p.ID)
-		log.Info("retention freed storage", zap.String("pending_id", p.ID), zap.Int("files", freed), zap.Int64("bytes", p.Bytes),
-			zap.Time("removed_at", p.RemovedAt))
+		log.Info("retention freed storage", zap.String("pending_id", p.ID), zap.Int("files", p.Count), zap.Int64("bytes", p.Bytes),
+			zap.Time("removed_at", p.RemovedAt), zap.Bool("retried", p.Deleting))
 	}
 	if len(done) > 0 {
-		if err := r.removeEntries(ctx, name, done); err != nil {
-			return err
+		if err := r.updateEntries(ctx, name, func(cur iceberg.Properties, txn *table.Transaction) error {
+			var present []string
+			for _, k := range done {
+				if _, ok := cur[k]; ok {
+					present = append(present, k)
+				}
+			}
+			if len(present) == 0 {
+				return errNothingToCommit
+			}
+			return txn.RemoveProperties(present)
+		}); err != nil {
+			return fmt.Errorf("remove freed retention entries of %s (their objects are gone; the next run removes the entries): %w", name, err)
 		}
 		if t, err = r.Lake.LoadTable(ctx, name); err != nil {
 			return err
 		}
 	}
-	return r.pendingView(t, rep)
+	r.pendingView(t, rep)
+	return nil
 }
 
-// removeEntries removes freed pending entries; a concurrent commit is retried on fresh metadata.
-func (r *Runner) removeEntries(ctx context.Context, name string, keys []string) error {
+// errNothingToCommit ends updateEntries without a commit.
+var errNothingToCommit = errors.New("nothing to commit")
+
+// updateEntries commits what stage sets on the newest metadata, retried on a concurrent commit.
+func (r *Runner) updateEntries(ctx context.Context, name string, stage func(cur iceberg.Properties, txn *table.Transaction) error) error {
 	var err error
 	for attempt := 0; attempt < lake.ReplaceAttempts; attempt++ {
 		var t *table.Table
 		if t, err = r.Lake.LoadTable(ctx, name); err != nil {
 			return err
 		}
-		var present []string
-		for _, k := range keys {
-			if _, ok := t.Properties()[k]; ok {
-				present = append(present, k)
-			}
-		}
-		if len(present) == 0 {
-			return nil
-		}
 		txn := t.NewTransaction()
-		if err = txn.RemoveProperties(present); err != nil {
+		if err = stage(t.Properties(), txn); err != nil {
+			if errors.Is(err, errNothingToCommit) {
+				return nil
+			}
 			return err
 		}
 		if _, err = txn.Commit(ctx); err == nil || !lake.IsConflict(err) {
-			break
+			return err
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("remove freed retention entries of %s (deleted again next run, harmlessly): %w", name, err)
-	}
-	return nil
+	return err
 }
 
-func (r *Runner) pendingView(t *table.Table, rep *Report) error {
+// pendingView shows t's pending deletions in rep.
+func (r *Runner) pendingView(t *table.Table, rep *Report) {
 	ps, _ := PendingOf(t.Properties())
-	rep.Pending = nil
+	rep.Pending, rep.pendingKnown = nil, true
 	for _, p := range ps {
 		_, why := p.Due(t, r.Now(), r.Cfg.DeleteDelay)
 		rep.Pending = append(rep.Pending, PendingView{ID: p.ID, Files: p.Count, Bytes: p.Bytes, RemovedAt: p.RemovedAt,
 			DueAt: p.RemovedAt.Add(r.Cfg.DeleteDelay), Waiting: why})
 	}
-	return nil
 }
 
 func jsonString(v any) (string, error) {

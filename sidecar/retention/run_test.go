@@ -135,7 +135,7 @@ func TestRetentionDropsExpiredDays(t *testing.T) {
 	setPolicy(t, e, retention.Policy{Period: "30d"})
 	c := &clock{now}
 	r, _ := runner(e, c, 2*time.Hour)
-	cutoff := now.Add(-30 * day)
+	cutoff := now.Add(-30 * day).Truncate(day) // cutoffs fall on midnight: D-30 stays whole
 	want := keep(recs, func(rec arrow.RecordBatch, i int) bool { return !ts(rec, i).Before(cutoff) })
 	before := snapshots(t, e)
 
@@ -143,8 +143,8 @@ func TestRetentionDropsExpiredDays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Outcome != "dropped" || rep.Paths["partition"] == nil || rep.Paths["partition"].Files != 10 || rep.Paths["rewrite"] == nil || rep.Paths["rewrite"].Files != 1 {
-		t.Fatalf("run: outcome %s, paths %+v; want 10 partitions dropped and 1 file rewritten", rep.Outcome, fmtPaths(rep.Paths))
+	if rep.Outcome != "dropped" || rep.Paths["partition"] == nil || rep.Paths["partition"].Files != 10 || rep.Paths["rewrite"] != nil {
+		t.Fatalf("run: outcome %s, paths %+v; want 10 partitions dropped and nothing rewritten", rep.Outcome, fmtPaths(rep.Paths))
 	}
 	if got := e.Sum("events"); got != want {
 		t.Fatalf("table holds %+v, want %+v (the rows at or after the cutoff)", got, want)
@@ -164,17 +164,17 @@ func TestRetentionDropsExpiredDays(t *testing.T) {
 	if n := dropSnap.Summary.Properties["added-data-files"]; n != "" && n != "0" {
 		t.Fatalf("the drop's snapshot added %s data files, want none", n)
 	}
-	if got := snapshots(t, e) - before; got != 2 {
-		t.Fatalf("%d snapshots added, want 2 (the drop and the rewrite)", got)
+	if got := snapshots(t, e) - before; got != 1 {
+		t.Fatalf("%d snapshots added, want 1 (the drop)", got)
 	}
 	if got := testutil.ToFloat64(r.Metrics.FilesDropped.WithLabelValues("events", "partition")); got != 10 {
 		t.Fatalf("siglake_retention_files_dropped_total{path=partition} = %v", got)
 	}
-	if got := testutil.ToFloat64(r.Metrics.PendingFiles.WithLabelValues("events")); got != 11 {
-		t.Fatalf("siglake_retention_pending_delete_files = %v, want 11 (10 dropped, 1 rewritten)", got)
+	if got := testutil.ToFloat64(r.Metrics.PendingFiles.WithLabelValues("events")); got != 10 {
+		t.Fatalf("siglake_retention_pending_delete_files = %v, want 10", got)
 	}
-	if got := testutil.ToFloat64(r.Metrics.OldestAge.WithLabelValues("events")); got > (30 * day).Seconds() {
-		t.Fatalf("oldest data age %v s after retention, want at most the period", got)
+	if got := testutil.ToFloat64(r.Metrics.OldestAge.WithLabelValues("events")); got > (31 * day).Seconds() {
+		t.Fatalf("oldest data age %v s after retention, want at most the period and a day", got)
 	}
 
 	// A second run finds nothing past retention.
@@ -205,7 +205,7 @@ func TestRetentionRule(t *testing.T) {
 	beforeFiles := testlake.LiveByPath(t, e.Lake)
 	c := &clock{now}
 	r, _ := runner(e, c, 2*time.Hour)
-	cutoff := now.Add(-3 * day)
+	cutoff := now.Add(-3 * day).Truncate(day)
 	want := keep(recs, func(rec arrow.RecordBatch, i int) bool {
 		return str(rec, "severity", i) != "debug" || !ts(rec, i).Before(cutoff)
 	})
@@ -220,8 +220,8 @@ func TestRetentionRule(t *testing.T) {
 	if rep.Paths["partition"] != nil || rep.Paths["file"] != nil {
 		t.Fatalf("a rule must not drop whole files of a table kept for ever: %s", fmtPaths(rep.Paths))
 	}
-	// Days D-6..D-4 are wholly older than the rule's cutoff and D-3 straddles it: four rewrites.
-	// D-2..D keep their files.
+	// Days D-6..D-4 are older than the rule's cutoff (midnight of D-3): three rewrites. D-3..D
+	// keep their files.
 	after := testlake.LiveByPath(t, e.Lake)
 	kept := 0
 	for p := range beforeFiles {
@@ -229,8 +229,8 @@ func TestRetentionRule(t *testing.T) {
 			kept++
 		}
 	}
-	if rep.Paths["rewrite"] == nil || rep.Paths["rewrite"].Files != 4 || kept != 3 {
-		t.Fatalf("rewrote %s, kept %d files; want 4 rewritten and 3 untouched", fmtPaths(rep.Paths), kept)
+	if rep.Paths["rewrite"] == nil || rep.Paths["rewrite"].Files != 3 || kept != 4 {
+		t.Fatalf("rewrote %s, kept %d files; want 3 rewritten and 4 untouched", fmtPaths(rep.Paths), kept)
 	}
 }
 
@@ -371,7 +371,7 @@ func TestRetentionBadPolicy(t *testing.T) {
 func TestDryRunChangesNothing(t *testing.T) {
 	e := testlake.New(t)
 	days(e, 32, 29)
-	setPolicy(t, e, retention.Policy{Period: "30d"})
+	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "debug"), Period: "3d"}}})
 	before, snaps := e.Sum("events"), snapshots(t, e)
 	r, _ := runner(e, &clock{now}, 0)
 	rep, err := r.Run(context.Background(), "events", retention.Options{NoCaps: true})
@@ -457,4 +457,150 @@ func isRetentionCommit(ups []table.Update) bool {
 		}
 	}
 	return false
+}
+
+// TestRetentionDoesNotStallOnCleanFiles: a rule keeps error rows for ever beside a 30-day period,
+// so nothing is dropped whole and every old file is a rewrite candidate. Files already read clean
+// (and the rewrites' own outputs) must not use up the per-run caps again: each run reaches new
+// files until none is left.
+func TestRetentionDoesNotStallOnCleanFiles(t *testing.T) {
+	e := testlake.New(t)
+	recs := days(e, 50, 31) // 20 files
+	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "error"), Period: "0"}}})
+	c := &clock{now}
+	r, _ := runner(e, c, 0)
+	var rewritten []int
+	for run := 0; run < 5; run++ {
+		rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if p := rep.Paths["rewrite"]; p != nil {
+			n = p.Files
+		}
+		rewritten = append(rewritten, n)
+	}
+	if fmt.Sprint(rewritten) != "[8 8 4 0 0]" {
+		t.Fatalf("files rewritten per run %v, want [8 8 4 0 0] (8 per run until all 20 are done)", rewritten)
+	}
+	cutoff := now.Add(-30 * day).Truncate(day)
+	want := keep(recs, func(rec arrow.RecordBatch, i int) bool {
+		return str(rec, "severity", i) == "error" || !ts(rec, i).Before(cutoff)
+	})
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("table holds %+v, want %+v (only the error rows)", got, want)
+	}
+}
+
+// TestRetentionFreesWhileThePolicyIsInvalid: storage removed earlier is freed when due even
+// though the policy no longer validates (freeing does not depend on it).
+func TestRetentionFreesWhileThePolicyIsInvalid(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 33, 31)
+	setPolicy(t, e, retention.Policy{Period: "30d"})
+	c := &clock{now}
+	r, _ := runner(e, c, time.Hour)
+	if _, err := r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("gone_column", "x"), Period: "3d"}}}.Encode()
+	txn := e.Table("events").NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{retention.Property: v}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Lake.ExpireSnapshots(context.Background(), "events", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.t = now.Add(2 * time.Hour)
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err == nil || rep.Invalid == "" {
+		t.Fatalf("run with an invalid policy: %v, want it reported", err)
+	}
+	if rep.FreedFiles != 3 {
+		t.Fatalf("freed %d objects with the policy invalid, want the 3 removed before", rep.FreedFiles)
+	}
+}
+
+// TestFreedCountedOnce: the commit that removes freed entries fails once, after the objects are
+// deleted; the next run deletes again and removes the entries, and the freed metrics count the
+// objects once.
+func TestFreedCountedOnce(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 35, 31)
+	setPolicy(t, e, retention.Policy{Period: "30d"})
+	c := &clock{now}
+	r, _ := runner(e, c, 0)
+	if _, err := r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Lake.ExpireSnapshots(context.Background(), "events", 1); err != nil {
+		t.Fatal(err)
+	}
+	var failed atomic.Int32
+	catalogtest.Hook(e.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		b, _ := json.Marshal(ups)
+		if strings.Contains(string(b), `"remove-properties"`) && strings.Contains(string(b), retention.PendingPrefix) && failed.Add(1) == 1 {
+			return nil, "", fmt.Errorf("injected: the catalog is unreachable")
+		}
+		return next(ctx, id, reqs, ups)
+	})
+	c.t = now.Add(time.Minute)
+	if _, err := r.Run(context.Background(), "events", retention.Options{Apply: true}); err == nil {
+		t.Fatal("the failed entry removal was not reported")
+	}
+	if _, err := r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if failed.Load() < 2 {
+		t.Fatal("the fault did not fire")
+	}
+	if got := testutil.ToFloat64(r.Metrics.FreedFiles.WithLabelValues("events")); got != 5 {
+		t.Fatalf("siglake_retention_freed_files_total = %v, want 5 (each object once)", got)
+	}
+	if ps, _ := retention.PendingOf(e.Table("events").Properties()); len(ps) != 0 {
+		t.Fatalf("entries left: %+v", ps)
+	}
+}
+
+// TestPendingFollowsTheHead: a drain append commits between retention's planning and its drop. The
+// drop is staged again on the new head, and its pending entry waits for the snapshots up to that
+// head, which still reference the dropped files, not only for those up to the head it planned on.
+func TestPendingFollowsTheHead(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 33, 31)
+	setPolicy(t, e, retention.Policy{Period: "30d"})
+	e.SealRows("events", 1, 100, 9, now.Add(-time.Hour)) // waits in the WAL for the hook
+	c := &clock{now}
+	r, _ := runner(e, c, 0)
+	var fired atomic.Int32
+	catalogtest.Hook(e.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if isRetentionCommit(ups) && fired.Add(1) == 1 {
+			if _, err := e.Drain.Cycle(ctx, true); err != nil {
+				t.Errorf("concurrent drain: %v", err)
+			}
+		}
+		return next(ctx, id, reqs, ups)
+	})
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil || rep.Outcome != "dropped" || fired.Load() == 0 {
+		t.Fatalf("run: %v, outcome %s, fault fired %d times", err, rep.Outcome, fired.Load())
+	}
+	tbl := e.Table("events")
+	ps, _ := retention.PendingOf(tbl.Properties())
+	if len(ps) != 1 {
+		t.Fatalf("pending entries %+v, want one", ps)
+	}
+	drop := tbl.CurrentSnapshot()
+	parent := tbl.SnapshotByID(*drop.ParentSnapshotID)
+	if parent.Summary.Properties["siglake.stream"] == "" || ps[0].AfterSequence != parent.SequenceNumber {
+		t.Fatalf("after_sequence %d; the drop's parent is snapshot %d (sequence %d, %v): want the drain's append, the head the drop committed on",
+			ps[0].AfterSequence, parent.SnapshotID, parent.SequenceNumber, parent.Summary.Properties)
+	}
+	if ok, why := ps[0].Due(tbl, now, 0); ok || !strings.Contains(why, fmt.Sprint(parent.SnapshotID)) && !strings.Contains(why, "still references") {
+		t.Fatalf("due %v (%s) while the append's snapshot is retained", ok, why)
+	}
 }

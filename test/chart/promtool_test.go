@@ -181,7 +181,7 @@ tests:
           - exp_labels: {severity: warning, namespace: siglake-test, table: events}
             exp_annotations:
               summary: "siglake table events holds rows older than its retention"
-              description: "The oldest row is 10d 0h 0m 0s past the longest period of the table's policy: retention is off (SIGLAKE_RETENTION_INTERVAL_SECS=0), failing (siglake_retention_runs_total{outcome=\"failed\"}, /debug/status) or capped behind. Rows past retention may be a compliance problem."
+              description: "The oldest row is 10d 0h 0m 0s past the longest period of the table's policy: retention runs fail (siglake_retention_runs_total{outcome=\"failed\"}; the table's retention in /debug/status, siglake retention show) or stay capped behind. Rows past retention may be a compliance problem."
       - eval_time: 15m
         alertname: SiglakeGossipSplitView
         exp_alerts:
