@@ -36,7 +36,7 @@ func Conform(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) 
 		if len(idx) == 0 {
 			if !f.Nullable {
 				release()
-				return nil, fmt.Errorf("conform: required column %q (%s) is missing", f.Name, f.Type)
+				return nil, fmt.Errorf("%w: required column %q (%s) is missing", ErrSchema, f.Name, f.Type)
 			}
 			cols = append(cols, array.MakeArrayOfNull(mem, f.Type, n))
 			continue
@@ -44,7 +44,7 @@ func Conform(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) 
 		src := rec.Column(idx[0])
 		if !f.Nullable && src.NullN() > 0 {
 			release()
-			return nil, fmt.Errorf("conform: column %q has %d nulls but the schema declares it required", f.Name, src.NullN())
+			return nil, fmt.Errorf("%w: column %q has %d nulls but the schema declares it required", ErrSchema, f.Name, src.NullN())
 		}
 		if arrow.TypeEqual(src.DataType(), f.Type) {
 			src.Retain()
@@ -53,13 +53,13 @@ func Conform(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) 
 		}
 		if !widens(src.DataType(), f.Type) {
 			release()
-			return nil, fmt.Errorf("conform: column %q has type %s, accepted: %s or a type that widens to it", f.Name, src.DataType(), f.Type)
+			return nil, fmt.Errorf("%w: column %q has type %s, accepted: %s or a type that widens to it", ErrSchema, f.Name, src.DataType(), f.Type)
 		}
 		ctx := compute.WithAllocator(context.Background(), mem)
 		out, err := compute.CastArray(ctx, src, compute.SafeCastOptions(f.Type))
 		if err != nil {
 			release()
-			return nil, fmt.Errorf("conform: casting column %q from %s to %s: %w", f.Name, src.DataType(), f.Type, err)
+			return nil, fmt.Errorf("%w: casting column %q from %s to %s: %v", ErrSchema, f.Name, src.DataType(), f.Type, err)
 		}
 		cols = append(cols, out)
 	}

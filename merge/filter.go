@@ -296,7 +296,7 @@ func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arr
 	for {
 		b, ok, err := src.next(ctx)
 		if err != nil {
-			return nil, 0, fmt.Errorf("reading input %s: %w", path, err)
+			return nil, 0, inputErr("reading input", path, err)
 		}
 		if !ok {
 			break

@@ -1,7 +1,6 @@
 package merge
 
 import (
-	"fmt"
 	"io"
 	"sync/atomic"
 
@@ -37,7 +36,7 @@ func openInput(fs icebergio.IO, path string, mem memory.Allocator, batchRows int
 func openInputCounted(fs icebergio.IO, path string, mem memory.Allocator, batchRows, bufBytes int64, read *int64) (*openedInput, error) {
 	f, err := fs.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening input %s: %w", path, err)
+		return nil, inputErr("opening input", path, err)
 	}
 	props := parquet.NewReaderProperties(mem)
 	props.BufferedStreamEnabled = true
@@ -45,13 +44,13 @@ func openInputCounted(fs icebergio.IO, path string, mem memory.Allocator, batchR
 	pf, err := file.NewParquetReader(readerAtSeeker{f, read}, file.WithReadProps(props))
 	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("reading Parquet footer of input %s: %w", path, err)
+		return nil, inputErr("reading Parquet footer of input", path, err)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, mem)
 	if err != nil {
 		_ = pf.Close()
 		_ = f.Close()
-		return nil, fmt.Errorf("reading Arrow schema of input %s: %w", path, err)
+		return nil, inputErr("reading Arrow schema of input", path, err)
 	}
 	return &openedInput{path: path, read: read, f: f, props: props, pf: pf, fr: fr}, nil
 }

@@ -47,7 +47,7 @@ func (c *cursor) load(ctx context.Context) (bool, error) {
 	for {
 		b, ok, err := c.src.next(ctx)
 		if err != nil {
-			return false, fmt.Errorf("reading input %s: %w", c.name, err)
+			return false, inputErr("reading input", c.name, err)
 		}
 		if !ok {
 			return false, nil
@@ -63,7 +63,7 @@ func (c *cursor) load(ctx context.Context) (bool, error) {
 				if b.rec != nil {
 					b.rec.Release()
 				}
-				return false, fmt.Errorf("input %s is not sorted by timestamp at row %d (%d after %d)", c.name, c.base+int64(i), t, c.lastTs)
+				return false, inputErr("reading input", c.name, fmt.Errorf("not sorted by timestamp at row %d (%d after %d)", c.base+int64(i), t, c.lastTs))
 			}
 			c.lastTs, c.seen = t, true
 		}

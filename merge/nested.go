@@ -75,7 +75,7 @@ func (s *seqReader) read(ctx context.Context, name string, n int64) (arrow.Recor
 		if s.pending == nil {
 			b, ok, err := s.src.next(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("reading input %s: %w", name, err)
+				return nil, inputErr("reading input", name, err)
 			}
 			if !ok {
 				return nil, fmt.Errorf("input %s: data pass ended before the rows the timestamp pass planned", name)

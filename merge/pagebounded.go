@@ -238,7 +238,7 @@ func (r *rowReader) readFlat(ctx context.Context, n int64) (arrow.RecordBatch, e
 	for left := n; left > 0; {
 		b, ok, err := src.next(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading input %s: %w", r.name, err)
+			return nil, inputErr("reading input", r.name, err)
 		}
 		if !ok {
 			return nil, fmt.Errorf("input %s: data pass ended before the rows the timestamp pass planned", r.name)

@@ -309,7 +309,7 @@ func mergeInMemory(ctx context.Context, fs icebergio.WriteFileIO, opened []*open
 			if err != nil {
 				_ = src.close()
 				releaseAll()
-				return nil, fmt.Errorf("reading input %s: %w", in.path, err)
+				return nil, inputErr("reading input", in.path, err)
 			}
 			if !ok {
 				break

@@ -30,11 +30,11 @@ func newPQSource(ctx context.Context, in *openedInput, schema *arrow.Schema, tsN
 func newPQSourceRG(ctx context.Context, in *openedInput, schema *arrow.Schema, tsName string, tsOnly bool, mem memory.Allocator, rgs []int) (*pqSource, error) {
 	fsc, err := in.fr.Schema()
 	if err != nil {
-		return nil, fmt.Errorf("reading schema of input %s: %w", in.path, err)
+		return nil, inputErr("reading schema of input", in.path, err)
 	}
 	tsIdx := fsc.FieldIndices(tsName)
 	if len(tsIdx) == 0 {
-		return nil, fmt.Errorf("input %s has no timestamp column %q", in.path, tsName)
+		return nil, inputErr("reading schema of input", in.path, fmt.Errorf("no timestamp column %q", tsName))
 	}
 	var cols []int
 	if tsOnly {

@@ -149,6 +149,10 @@ type Config struct {
 	DeleteSweepMaxFiles int
 	DeleteSweepMaxBytes int64
 
+	// SkipAfterFailures is how many permanent rewrite failures (a corrupt, truncated, missing or
+	// unreadable input) set the input aside. Default 3 (--compactor-skip-after-failures).
+	SkipAfterFailures int
+
 	// RetentionPeriod is the period of tables without a policy of their own (docs/retention.md).
 	// Default 0 (--retention-period): keep for ever, since deleting data is never a default.
 	RetentionPeriod time.Duration
@@ -401,6 +405,9 @@ func Options() []Option {
 				c.DeleteSweepMaxBytes = int64(n) << 20
 				return err
 			}},
+		{"compactor-skip-after-failures", "SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES", "3", "",
+			"Permanent rewrite failures blamed on one input file (corrupt, truncated, missing, unreadable) before it is set aside: recorded in the table's properties and left out of planning until `siglake skipped clear` (docs/operations.md).",
+			setPosInt(func(c *Config) *int { return &c.SkipAfterFailures })},
 		{"retention-period", "SIGLAKE_RETENTION_PERIOD", "0", "compactor.retention.period",
 			"Retention period of tables without their own policy (`siglake retention set`): rows older than this leave the table. Days (30d), weeks (4w) or hours (36h), at least 1d; 0 keeps rows for ever.",
 			func(c *Config, v string) error {

@@ -49,13 +49,20 @@ type Maintainer struct {
 	lastRetention time.Time
 	sweeper       *deletes.Sweeper
 	retention     *retention.Runner
-	reported      map[string]bool // owned tables of the last cycle: their per-table gauges are exported
-	published     map[string]*State
+	// failures counts permanent rewrite failures per table and blamed input (table NUL path);
+	// backoff holds bins whose last rewrite failed transiently (binKey).
+	failures  map[string]int
+	backoff   map[string]backoff
+	reported  map[string]bool // owned tables of the last cycle: their per-table gauges are exported
+	published map[string]*State
 }
 
 // Config is what the maintenance loop is told; the process maps its options onto it (the
 // planner's own settings are Maintainer.Plan).
 type Config struct {
+	// SkipAfterFailures is SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES: permanent rewrite failures
+	// blamed on one input before it is set aside (0 = 3).
+	SkipAfterFailures int
 	// SnapshotExpireInterval and SnapshotRetain are snapshotExpire.intervalSecs and .retain:
 	// expiry's cadence (0 = off) and how many snapshots it keeps.
 	SnapshotExpireInterval time.Duration
@@ -87,7 +94,9 @@ type Publisher interface {
 
 // State is one table's maintenance state in /debug/status.
 type State struct {
-	SampledAt     time.Time      `json:"sampled_at"`
+	SampledAt time.Time `json:"sampled_at"`
+	// Skipped are the files set aside after failed rewrites (siglake skipped list).
+	Skipped       []lake.Skipped `json:"skipped_files,omitempty"`
 	FilesPerLevel map[string]int `json:"files_per_level"`
 	BytesPerLevel map[string]int `json:"bytes_per_level"`
 	OverlapDepth  int            `json:"overlap_depth"`
@@ -134,6 +143,7 @@ type Metrics struct {
 	LiveFiles             *prometheus.GaugeVec   // table, level
 	LiveBytes             *prometheus.GaugeVec   // table, level
 	GaugesSampledAt       *prometheus.GaugeVec   // table
+	SkippedFiles          *prometheus.GaugeVec   // table
 	SkippedBackpressure   prometheus.Counter     //
 	ThrottledBackpressure prometheus.Counter     //
 	Expirations           *prometheus.CounterVec // outcome
@@ -154,6 +164,8 @@ func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *merge.Metric
 			Name: "siglake_table_live_files", Help: "Live data files by level (from the last metadata walk)."}, []string{"table", "level"}),
 		LiveBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_table_live_bytes", Help: "Bytes of live data files by level (from the last metadata walk)."}, []string{"table", "level"}),
+		SkippedFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_compactor_skipped_files", Help: "Live data files set aside after failed rewrites (docs/operations.md \"Skipped files\"): maintenance plans without them until siglake skipped clear."}, []string{"table"}),
 		GaugesSampledAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_table_gauges_sampled_at_seconds", Help: "Unix time of the metadata walk the table gauges come from."}, []string{"table"}),
 		SkippedBackpressure: prometheus.NewCounter(prometheus.CounterOpts{
@@ -163,7 +175,7 @@ func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *merge.Metric
 		Expirations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_snapshot_expirations_total", Help: "Snapshot expiry runs by outcome (ok, failed)."}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.OverlapDepth, m.LiveFiles, m.LiveBytes, m.GaugesSampledAt, m.SkippedBackpressure,
+	reg.MustRegister(m.OverlapDepth, m.LiveFiles, m.LiveBytes, m.GaugesSampledAt, m.SkippedFiles, m.SkippedBackpressure,
 		m.ThrottledBackpressure, m.Expirations)
 	return m
 }
@@ -315,6 +327,7 @@ func (m *Maintainer) forgetTables(owned []string) {
 		}
 		m.Metrics.OverlapDepth.DeleteLabelValues(name)
 		m.Metrics.GaugesSampledAt.DeleteLabelValues(name)
+		m.Metrics.SkippedFiles.DeleteLabelValues(name)
 		m.Metrics.LiveFiles.DeletePartialMatch(prometheus.Labels{"table": name})
 		m.Metrics.LiveBytes.DeletePartialMatch(prometheus.Labels{"table": name})
 	}
@@ -473,11 +486,22 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 		return plan.Pass{}, err
 	}
 	byPath := make(map[string]lake.File, len(files))
+	// Set-aside files stay in the gauges (depth is reported with them) but out of planning: their
+	// clusters are planned without them, so the rest of the partition still compacts.
+	skipped := lake.SkippedFiles(t.Properties())
+	all := make([]plan.File, 0, len(files))
 	for _, f := range files {
-		in.Files = append(in.Files, PlanFile(f))
+		all = append(all, PlanFile(f))
 		byPath[f.Path] = f
+		if _, ok := skipped[f.Path]; !ok {
+			in.Files = append(in.Files, PlanFile(f))
+		}
 	}
-	m.sampleGauges(name, in.Files, in.Now)
+	m.sampleGauges(name, all, in.Now)
+	m.publishSkipped(name, skipped, byPath)
+	if !skipping {
+		m.dropStaleSkipped(ctx, name, skipped, byPath)
+	}
 	// Registrations of files no longer live (rewritten, retained away, by us or another owner)
 	// are dropped whatever the switch says: properties and live files come from one version.
 	live := func(p string) bool { _, ok := byPath[p]; return ok }
@@ -496,12 +520,19 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 			break
 		}
 		br := BinReport{Kind: b.Kind.String(), Partition: b.Partition, Files: len(b.Files), Bytes: b.EstimatedBytes, Reason: b.Reason}
-		res, err := m.rewrite(ctx, t, b, byPath)
-		br.Path = string(res.Path)
+		key := binKey(name, b)
+		if until, ok := m.backingOff(key, in.Now); ok {
+			report.Skipped = append(report.Skipped, fmt.Sprintf("%s bin of %d files in %s: backing off after a transient failure until %s",
+				b.Kind, len(b.Files), b.Partition, until.UTC().Format(time.RFC3339)))
+			continue
+		}
+		out, err := m.rewrite(ctx, t, b, byPath)
+		br.Path = string(out.Merge.Path)
 		switch {
 		case err == nil:
 			br.Result = "committed"
 			rep.Rewrites++
+			m.succeeded(name, key, b)
 		case errors.Is(err, rewrite.ErrConflict):
 			br.Result = "conflict: " + err.Error()
 			rep.Conflicts++
@@ -509,6 +540,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 			br.Result = "failed: " + err.Error()
 			rep.Failed++
 			m.error("rewrite", name, err)
+			m.failed(ctx, name, key, b, out, in.Now)
 		}
 		report.Bins = append(report.Bins, br)
 		if err != nil {
@@ -584,20 +616,20 @@ func (m *Maintainer) executor() *rewrite.Executor {
 }
 
 // rewrite runs one bin through the executor: one replace of exactly its input files.
-func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (merge.RewriteResult, error) {
+func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (rewrite.Outcome, error) {
 	name := t.Identifier()[len(t.Identifier())-1]
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
 		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
 	for _, f := range b.Files {
 		lf, ok := byPath[f.Path]
 		if !ok {
-			return merge.RewriteResult{}, fmt.Errorf("planned file %s is not live", f.Path)
+			return rewrite.Outcome{}, fmt.Errorf("planned file %s is not live", f.Path)
 		}
 		job.Inputs = append(job.Inputs, lf)
 	}
 	out := m.executor().Run(ctx, t, job)
 	rewrite.Observer{Metrics: m.Metrics.Rewrite, Log: m.Log}.Observe(name, job, out)
-	return out.Merge, out.Error()
+	return out, out.Error()
 }
 
 // rebuildIndexes runs the Puffin index rebuild over one committed rewrite's outputs. It never

@@ -13,6 +13,7 @@ import (
 // Metrics count rewrites by kind and outcome (docs/metrics.md "Maintenance").
 type Metrics struct {
 	Rewrites     *prometheus.CounterVec // kind, outcome
+	Failures     *prometheus.CounterVec // kind, class
 	BytesRead    *prometheus.CounterVec // kind
 	BytesWritten *prometheus.CounterVec // kind
 }
@@ -26,8 +27,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_compactor_rewrite_read_bytes_total", Help: "Bytes read by committed rewrites, by kind."}, []string{"kind"}),
 		BytesWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_compactor_rewrite_written_bytes_total", Help: "Bytes written by committed rewrites, by kind (write amplification = this over siglake_drain_bytes_total)."}, []string{"kind"}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_compactor_rewrite_failures_total", Help: "Failed rewrites by kind and cause class: transient (store, network; retried with back-off), corrupt, missing, schema, permission (permanent for the input they blame, which is set aside after SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES)."}, []string{"kind", "class"}),
 	}
-	reg.MustRegister(m.Rewrites, m.BytesRead, m.BytesWritten)
+	reg.MustRegister(m.Rewrites, m.BytesRead, m.BytesWritten, m.Failures)
 	return m
 }
 
@@ -66,7 +69,13 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 	case Conflict:
 		log.Info("rewrite lost to a concurrent change; outputs removed", zap.Error(out.Err))
 	case Failed:
-		log.Warn("rewrite failed; nothing committed, outputs removed", zap.Error(out.Err))
+		o.Metrics.Failures.WithLabelValues(job.Kind, string(out.Class)).Inc()
+		paths := make([]string, len(job.Inputs))
+		for i, f := range job.Inputs {
+			paths[i] = f.Path
+		}
+		log.Error("rewrite failed; nothing committed, outputs removed", zap.String("cause_class", string(out.Class)),
+			zap.String("blamed_input", out.Input), zap.Strings("input_paths", paths), zap.Error(out.Err))
 	case MaybeCommitted:
 		log.Warn("rewrite commit failed with an unknown outcome; outputs kept for gc", zap.Error(out.Err))
 	}

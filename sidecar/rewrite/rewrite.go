@@ -89,6 +89,10 @@ type Outcome struct {
 	Status Status
 	// Err says why for every status but Committed.
 	Err error
+	// Class is what kind of failure a Failed rewrite met, and Input the input file it blames (a
+	// permanent failure; "" for a transient one).
+	Class Class
+	Input string
 	// Merge is the merge's result: path, outputs, bytes read and written, rows deleted.
 	Merge merge.RewriteResult
 	// Table is the table after the commit (Committed only).
@@ -134,6 +138,9 @@ func (e *Executor) Run(ctx context.Context, t *table.Table, job Job) Outcome {
 	}
 	out, fs := e.run(ctx, t, name, job)
 	out = done(out)
+	if out.Status == Failed {
+		out.Class, out.Input = Classify(out.Err)
+	}
 	if out.Status == Committed && e.AfterCommit != nil && len(out.Merge.Outputs) > 0 {
 		e.AfterCommit(ctx, out.Table, fs, out.SnapshotID, out.Merge.Outputs)
 	}

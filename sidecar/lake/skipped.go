@@ -1,0 +1,134 @@
+package lake
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+)
+
+// SkippedPrefix prefixes the table properties that set a data file aside: its rewrites failed
+// permanently (a corrupt, truncated, missing or unreadable object) SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES
+// times, so maintenance plans without it (docs/operations.md "Skipped files"). They live with
+// the table, so every owner, after restarts and lease moves, knows.
+const SkippedPrefix = "siglake.skipped."
+
+// Skipped is one set-aside data file.
+type Skipped struct {
+	Path     string    `json:"path"`
+	Class    string    `json:"class"` // corrupt, missing, schema, permission
+	Cause    string    `json:"cause"`
+	At       time.Time `json:"at"`
+	Failures int       `json:"failures"`
+	Kind     string    `json:"kind"` // the rewrite that failed last
+}
+
+// SkippedKey is the property of path: a hash, since paths are long and hold any character.
+func SkippedKey(path string) string {
+	h := sha256.Sum256([]byte(path))
+	return SkippedPrefix + hex.EncodeToString(h[:12])
+}
+
+// SkippedFiles are the files props sets aside, by path; entries that do not decode are left
+// alone (and do not set anything aside).
+func SkippedFiles(props iceberg.Properties) map[string]Skipped {
+	out := map[string]Skipped{}
+	for k, v := range props {
+		if !strings.HasPrefix(k, SkippedPrefix) {
+			continue
+		}
+		var s Skipped
+		if json.Unmarshal([]byte(v), &s) == nil && s.Path != "" && SkippedKey(s.Path) == k {
+			out[s.Path] = s
+		}
+	}
+	return out
+}
+
+// SortedSkipped lists m by path.
+func SortedSkipped(m map[string]Skipped) []Skipped {
+	out := make([]Skipped, 0, len(m))
+	for _, s := range m {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// SetSkipped records s in table name, retried on a concurrent commit.
+func (l *Lake) SetSkipped(ctx context.Context, name string, s Skipped) error {
+	v, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return l.updateProperties(ctx, name, func(iceberg.Properties) (iceberg.Properties, []string) {
+		return iceberg.Properties{SkippedKey(s.Path): string(v)}, nil
+	})
+}
+
+// ClearSkipped removes the set-aside records of paths (every one when paths is empty) from table
+// name and returns the paths cleared: maintenance plans them again.
+func (l *Lake) ClearSkipped(ctx context.Context, name string, paths []string) ([]string, error) {
+	var cleared []string
+	err := l.updateProperties(ctx, name, func(props iceberg.Properties) (iceberg.Properties, []string) {
+		cur := SkippedFiles(props)
+		cleared = nil
+		if len(paths) == 0 {
+			for p := range cur {
+				cleared = append(cleared, p)
+			}
+		}
+		for _, p := range paths {
+			if _, ok := cur[p]; ok {
+				cleared = append(cleared, p)
+			}
+		}
+		keys := make([]string, len(cleared))
+		for i, p := range cleared {
+			keys[i] = SkippedKey(p)
+		}
+		return nil, keys
+	})
+	sort.Strings(cleared)
+	return cleared, err
+}
+
+// updateProperties commits the properties f sets and removes on the newest metadata, retried on a
+// concurrent commit; nothing to change commits nothing.
+func (l *Lake) updateProperties(ctx context.Context, name string, f func(iceberg.Properties) (iceberg.Properties, []string)) error {
+	var err error
+	for attempt := 0; attempt < ReplaceAttempts; attempt++ {
+		t, lerr := l.LoadTable(ctx, name)
+		if lerr != nil {
+			return lerr
+		}
+		set, remove := f(t.Properties())
+		if len(set) == 0 && len(remove) == 0 {
+			return nil
+		}
+		txn := t.NewTransaction()
+		if len(set) > 0 {
+			if err = txn.SetProperties(set); err != nil {
+				return err
+			}
+		}
+		if len(remove) > 0 {
+			if err = txn.RemoveProperties(remove); err != nil {
+				return err
+			}
+		}
+		if _, err = txn.Commit(ctx); err == nil || !IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update the properties of %s: %w", name, err)
+	}
+	return nil
+}
