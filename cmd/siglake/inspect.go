@@ -96,6 +96,7 @@ func runInspect(args []string) error {
 		return err
 	}
 	parts := inspectPartitions(files, pc)
+	skipped := lake.SortedSkipped(lake.SkippedFiles(t.Properties()))
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -104,11 +105,18 @@ func runInspect(args []string) error {
 			Location   string             `json:"location"`
 			Snapshot   int64              `json:"snapshot_id"`
 			Partitions []inspectPartition `json:"partitions"`
-		}{table, t.Location(), snapshotID(t.CurrentSnapshot()), parts})
+			Skipped    []lake.Skipped     `json:"skipped_files,omitempty"`
+		}{table, t.Location(), snapshotID(t.CurrentSnapshot()), parts, skipped})
 	}
 	fmt.Printf("table %s.%s at %s, snapshot %d, %d live files\n", l.Namespace(), table, t.Location(), snapshotID(t.CurrentSnapshot()), len(files))
 	for _, p := range parts {
 		printPartition(os.Stdout, p, maxRows)
+	}
+	if len(skipped) > 0 {
+		fmt.Printf("\n%d file(s) set aside after failed rewrites (left out of planning; siglake skipped clear %s PATH once repaired):\n", len(skipped), table)
+		for _, s := range skipped {
+			fmt.Printf("  %s\n    %s, %d failures, %s: %s\n", s.Path, s.Class, s.Failures, s.At.Format(time.RFC3339), s.Cause)
+		}
 	}
 	return nil
 }

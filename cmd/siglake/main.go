@@ -53,6 +53,7 @@ func commands() []command {
 		{"delete-request", "record a deletion request (rows matching column conditions and a time range) and print its id", runDeleteRequest},
 		{"delete-sweep", "show deletion requests, candidate files and matching rows (with --apply, delete them now)", runDeleteSweep},
 		{"retention", "show a table's retention and what it would remove now, or set its policy (period and rules)", runRetention},
+		{"skipped", "list data files set aside after failed rewrites, or clear them so maintenance plans them again", runSkipped},
 		{"walgen", "write WAL segments of realistic log rows, as an ingest pod would", runWalgen},
 		{"inspect", "show a table's files per partition and level, generations, overlap depth and a timeline", runInspect},
 		{"simulate", "run the real compaction planner against a modelled ingest and report write amplification and depth", runSimulate},

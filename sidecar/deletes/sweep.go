@@ -149,20 +149,23 @@ type SweepOptions struct {
 
 // SweepReport says what one sweep of a table found and did.
 type SweepReport struct {
-	Table      string           `json:"table"`
-	Requests   []Request        `json:"requests"` // every request, as stored after the sweep
-	Invalid    []string         `json:"invalid,omitempty"`
-	Candidates []CandidateFile  `json:"candidates"`
-	Outcome    string           `json:"outcome"`
-	Rewritten  int              `json:"rewritten"`
-	Deleted    int64            `json:"rows_deleted"`
-	Done       []string         `json:"done,omitempty"`
-	Capped     bool             `json:"capped,omitempty"`
-	Conflicts  int              `json:"conflicts,omitempty"`
-	ByRequest  map[string]int64 `json:"matching_rows_by_request,omitempty"`
-	Snapshots  []int64          `json:"snapshot_ids,omitempty"` // of the committed rewrites
-	examined   int
-	pending    []Request
+	Table      string          `json:"table"`
+	Requests   []Request       `json:"requests"` // every request, as stored after the sweep
+	Invalid    []string        `json:"invalid,omitempty"`
+	Candidates []CandidateFile `json:"candidates"`
+	Outcome    string          `json:"outcome"`
+	Rewritten  int             `json:"rewritten"`
+	Deleted    int64           `json:"rows_deleted"`
+	Done       []string        `json:"done,omitempty"`
+	Capped     bool            `json:"capped,omitempty"`
+	Conflicts  int             `json:"conflicts,omitempty"`
+	// SetAside candidates were not read: set aside after failed rewrites. Their requests stay
+	// pending.
+	SetAside  int              `json:"set_aside,omitempty"`
+	ByRequest map[string]int64 `json:"matching_rows_by_request,omitempty"`
+	Snapshots []int64          `json:"snapshot_ids,omitempty"` // of the committed rewrites
+	examined  int
+	pending   []Request
 }
 
 // CandidateFile is a file scan planning could not rule out for some pending request.
@@ -257,12 +260,21 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	for _, r := range rep.pending {
 		byID[r.ID] = r
 	}
+	skipped := map[string]bool{}
+	for p := range lake.SkippedFiles(t.Properties()) {
+		skipped[p] = true
+	}
 	var firstErr error
 	for i, pick := range dp.Picks {
 		df := tasks[i].File
 		c := CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(), Result: pick.Reason}
 		switch {
 		case pick.Action != plan.DeleteExamine:
+		case skipped[c.Path]:
+			// Reading it fails (siglake skipped list): the request stays pending until the file
+			// is repaired and cleared, or gone.
+			c.Result = "not examined: set aside after failed rewrites (siglake skipped list)"
+			rep.SetAside++
 		case ctx.Err() != nil:
 			c.Result = "not examined: shutting down"
 		default:
@@ -290,7 +302,7 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	default:
 		rep.Outcome = "clean"
 	}
-	if o.Apply && !rep.Capped && rep.Conflicts == 0 && ctx.Err() == nil {
+	if o.Apply && !rep.Capped && rep.Conflicts == 0 && rep.SetAside == 0 && ctx.Err() == nil {
 		if err := s.markDone(ctx, name, &rep, log); err != nil {
 			return rep, err
 		}

@@ -3,6 +3,7 @@ package deletes_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -362,5 +363,36 @@ func TestPartitionOf(t *testing.T) {
 		if got := deletes.PartitionOf(path); got != want {
 			t.Errorf("partition of %s = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// TestDeleteSweepLeavesSetAsideFiles: a candidate set aside after failed rewrites is not read; the
+// sweep goes on with the other files, and the request stays pending (the set-aside file may hold
+// its rows).
+func TestDeleteSweepLeavesSetAsideFiles(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(3)
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}, Reason: "t"})
+	var bad string
+	for p := range testlake.LiveByPath(t, e.Lake) {
+		bad = p
+		break
+	}
+	if err := os.WriteFile(testlake.LocalPath(bad), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Lake.SetSkipped(context.Background(), "events", lake.Skipped{Path: bad, Class: "corrupt", Cause: "test", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sweeper(e)
+	rep, err := s.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+	if err != nil {
+		t.Fatalf("sweep over a set-aside file: %v", err)
+	}
+	if rep.SetAside != 1 || rep.Rewritten != 2 {
+		t.Fatalf("set aside %d, rewritten %d; want 1 and the other 2", rep.SetAside, rep.Rewritten)
+	}
+	if st := testlake.StoredRequests(t, e.Lake)[r.ID]; st.State != deletes.Pending {
+		t.Fatalf("request %s is %s with a set-aside candidate unread, want pending", r.ID, st.State)
 	}
 }

@@ -91,8 +91,10 @@ type Report struct {
 	// What the run removed (or, dry run, would remove), by path.
 	Paths map[string]*PathCount `json:"paths"`
 	Picks []Pick                `json:"files,omitempty"`
-	// Capped rewrites wait for a later run.
+	// Capped rewrites wait for a later run; SetAside files may hold rows past retention but are
+	// set aside after failed rewrites and not read.
 	Capped    int     `json:"capped,omitempty"`
+	SetAside  int     `json:"set_aside,omitempty"`
 	Conflicts int     `json:"conflicts,omitempty"`
 	Snapshots []int64 `json:"snapshot_ids,omitempty"`
 	// Freed are the objects deleted from storage in this run.
@@ -104,7 +106,7 @@ type Report struct {
 	Longest *time.Duration `json:"-"`
 	// listed and pendingKnown say the run read the live files and the pending entries.
 	listed, pendingKnown bool
-	Error   string         `json:"error,omitempty"`
+	Error                string `json:"error,omitempty"`
 }
 
 // ClassCutoff is a class and its cutoff at the run.
@@ -261,7 +263,17 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 	}
 	key := cleanKey(pol, classes)
 	r.trimClean(live)
-	mayHold := func(p string) bool { return !r.knownClean(live[p], key, classes) }
+	// A set-aside file (siglake skipped list) is never read: it still goes when it is past the
+	// cutoff whole (a drop reads nothing), and is reported otherwise.
+	skipped := lake.SkippedFiles(t.Properties())
+	for _, f := range files {
+		if _, ok := skipped[f.Path]; ok && f.MinTime < *cut.Latest && (cut.Whole == nil || f.MaxTime >= *cut.Whole) {
+			rep.Picks = append(rep.Picks, Pick{Path: f.Path, Partition: f.Partition, Action: "set_aside", Bytes: f.Size, Rows: f.Rows,
+				Reason: "may hold rows past retention, but it is set aside after failed rewrites (siglake skipped list): not read"})
+			rep.SetAside++
+		}
+	}
+	mayHold := func(p string) bool { _, bad := skipped[p]; return !bad && !r.knownClean(live[p], key, classes) }
 	if len(pol.Rules) > 0 {
 		// Rules narrow what may be past retention by column values: let scan planning rule
 		// files out by their column bounds before any is read.
@@ -277,7 +289,10 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 		for _, task := range tasks {
 			cand[task.File.FilePath()] = true
 		}
-		mayHold = func(p string) bool { return cand[p] && !r.knownClean(live[p], key, classes) }
+		mayHold = func(p string) bool {
+			_, bad := skipped[p]
+			return cand[p] && !bad && !r.knownClean(live[p], key, classes)
+		}
 	}
 	rp := plan.PlanRetention(pfs, cut, plan.RetentionCaps{MaxFiles: r.Cfg.MaxFiles, MaxBytes: r.Cfg.MaxBytes, NoCaps: o.NoCaps}, mayHold)
 	rep.Capped = len(rp.Capped)

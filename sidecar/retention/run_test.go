@@ -604,3 +604,30 @@ func TestPendingFollowsTheHead(t *testing.T) {
 		t.Fatalf("due %v (%s) while the append's snapshot is retained", ok, why)
 	}
 }
+
+// TestRetentionAndSetAsideFiles: a set-aside file (corrupt here) is never read: past the cutoff
+// whole it is still dropped (metadata only), and one that may hold rows past a rule's cutoff is
+// reported as set aside instead of failing the run.
+func TestRetentionAndSetAsideFiles(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 40, 40)
+	days(e, 5, 5)
+	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "debug"), Period: "3d"}}})
+	files := testlake.LiveByPath(t, e.Lake)
+	for p := range files {
+		if err := os.WriteFile(testlake.LocalPath(p), []byte("garbage"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Lake.SetSkipped(context.Background(), "events", lake.Skipped{Path: p, Class: "corrupt", Cause: "test", At: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, _ := runner(e, &clock{now}, 0)
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatalf("run over set-aside files: %v", err)
+	}
+	if rep.Paths["partition"] == nil || rep.Paths["partition"].Files != 1 || rep.SetAside != 1 || rep.Paths["rewrite"] != nil {
+		t.Fatalf("paths %s, set aside %d; want D-40 dropped and D-5 reported as set aside", fmtPaths(rep.Paths), rep.SetAside)
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+const skippedUsage = `usage: siglake skipped list [TABLE] [--json] [compactor options]
+       siglake skipped clear TABLE [PATH...] [compactor options]
+
+Data files whose rewrites failed permanently (corrupt, truncated, missing, unreadable) are set
+aside: maintenance plans their partition without them. list shows them with their causes; clear
+(every file of the table, or the PATHs given) brings them back into planning once repaired.
+See docs/operations.md "Skipped files".`
+
+// runSkipped is `siglake skipped list|clear`.
+func runSkipped(args []string) error {
+	if len(args) == 0 || isHelp(args[0]) {
+		if len(args) == 0 {
+			fmt.Fprintln(os.Stderr, skippedUsage)
+			return usageError{fmt.Errorf("a subcommand is required")}
+		}
+		fmt.Fprintln(os.Stdout, skippedUsage)
+		return nil
+	}
+	action, rest := args[0], args[1:]
+	var pos []string
+	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		pos, rest = append(pos, rest[0]), rest[1:]
+	}
+	fs := flag.NewFlagSet("siglake skipped "+action, flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	cfg, help, err := toolConfig(fs, rest)
+	if help || err != nil {
+		return err
+	}
+	switch action {
+	case "list", "clear":
+	default:
+		fmt.Fprintln(os.Stderr, skippedUsage)
+		return usageError{fmt.Errorf("skipped %q: accepted subcommands: list, clear", action)}
+	}
+	if action == "clear" && len(pos) == 0 {
+		return fmt.Errorf("a table is required: siglake skipped clear TABLE [PATH...]")
+	}
+	if action == "list" && len(pos) > 1 {
+		return fmt.Errorf("list takes at most one table, got %q", pos)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if action == "clear" {
+		cleared, err := l.ClearSkipped(ctx, pos[0], pos[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) > 1 && len(cleared) < len(pos)-1 {
+			fmt.Fprintf(os.Stderr, "%d of the %d paths given were not set aside in %s\n", len(pos)-1-len(cleared), len(pos)-1, pos[0])
+		}
+		fmt.Printf("cleared %d set-aside file(s) of %s; maintenance plans them again\n", len(cleared), pos[0])
+		for _, p := range cleared {
+			fmt.Println("  " + p)
+		}
+		return nil
+	}
+	tables := pos
+	if len(tables) == 0 {
+		if tables, err = l.ListTables(ctx); err != nil {
+			return err
+		}
+		sort.Strings(tables)
+	}
+	out := map[string][]lake.Skipped{}
+	for _, name := range tables {
+		t, err := l.LoadTable(ctx, name)
+		if err != nil {
+			return err
+		}
+		out[name] = lake.SortedSkipped(lake.SkippedFiles(t.Properties()))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	n := 0
+	for _, name := range tables {
+		for _, s := range out[name] {
+			n++
+			fmt.Printf("%s  %s\n    %s after %d failed %s rewrites, set aside %s: %s\n", name, s.Path, s.Class, s.Failures, s.Kind,
+				s.At.Format(time.RFC3339), s.Cause)
+		}
+	}
+	if n == 0 {
+		fmt.Println("no file is set aside")
+	}
+	return nil
+}
