@@ -2,7 +2,9 @@
 # service the tests need (PostgreSQL, versitygw, the DuckDB checker) through scripts/.
 GO        ?= go
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+# The commit, for siglake_build_info and `siglake version -v` (empty outside a checkout).
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 FUZZTIME  ?= 10s
 # go test's own per-binary limit: a hung test fails with a goroutine dump instead of hanging CI.
 TESTFLAGS ?= -timeout 20m
@@ -52,7 +54,7 @@ services-down:
 	scripts/test-services.sh down
 
 demo:
-	$(GO) run ./cmd/siglake demo
+	$(GO) run -ldflags '-X main.version=$(VERSION) -X main.revision=$(REVISION)' ./cmd/siglake demo
 
 clean:
 	rm -rf bin siglake-demo

@@ -1,8 +1,15 @@
 package merge
 
 import (
+	"strings"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// pathLabel is a merge path as a metric label value: snake_case like every label value
+// (k_way, in_memory, page_bounded); logs and /debug/status keep the path's own name.
+func pathLabel(p PathKind) string { return strings.ReplaceAll(string(p), "-", "_") }
 
 // Metrics are the merge engine's Prometheus collectors. A nil *Metrics is
 // valid and records nothing.
@@ -33,6 +40,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name:    "siglake_merge_duration_seconds",
 			Help:    "Wall time of completed rewrites, by merge path.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+			// Also a native histogram where the scrape negotiates one.
+			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 100, NativeHistogramMinResetDuration: time.Hour,
 		}, []string{"path"}),
 		IndexSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_index_footer_skipped_total",
@@ -42,6 +51,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Rewrites, m.InputBytes, m.OutputBytes, m.Duration, m.IndexSkipped)
 	}
+	for _, p := range []PathKind{PathInMemory, PathKWay, PathPageBounded} { // at 0 from the start
+		l := pathLabel(p)
+		m.Rewrites.WithLabelValues(l)
+		m.InputBytes.WithLabelValues(l)
+		m.OutputBytes.WithLabelValues(l)
+		m.Duration.WithLabelValues(l)
+	}
 	return m
 }
 
@@ -49,7 +65,7 @@ func (m *Metrics) observe(res RewriteResult, seconds float64) {
 	if m == nil {
 		return
 	}
-	p := string(res.Path)
+	p := pathLabel(res.Path)
 	m.Rewrites.WithLabelValues(p).Inc()
 	m.InputBytes.WithLabelValues(p).Add(float64(res.BytesRead))
 	m.OutputBytes.WithLabelValues(p).Add(float64(res.BytesWritten))

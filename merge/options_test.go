@@ -87,17 +87,17 @@ func TestRewriteGenerationsAndMetrics(t *testing.T) {
 	if res.Outputs[0].Generation != 6 {
 		t.Fatalf("generation %d, want 6", res.Outputs[0].Generation)
 	}
-	if got := testutil.ToFloat64(m.Rewrites.WithLabelValues("k-way")); got != 1 {
-		t.Fatalf("rewrites_total{k-way} = %v", got)
+	if got := testutil.ToFloat64(m.Rewrites.WithLabelValues("k_way")); got != 1 {
+		t.Fatalf("rewrites_total{k_way} = %v", got)
 	}
-	if got := testutil.ToFloat64(m.InputBytes.WithLabelValues("k-way")); got != float64(res.BytesRead) || got <= 0 {
+	if got := testutil.ToFloat64(m.InputBytes.WithLabelValues("k_way")); got != float64(res.BytesRead) || got <= 0 {
 		t.Fatalf("input_bytes_total = %v, bytes read %d", got, res.BytesRead)
 	}
-	if got := testutil.ToFloat64(m.OutputBytes.WithLabelValues("k-way")); got != float64(res.Outputs[0].Size) {
+	if got := testutil.ToFloat64(m.OutputBytes.WithLabelValues("k_way")); got != float64(res.Outputs[0].Size) {
 		t.Fatalf("output_bytes_total = %v, output size %d", got, res.Outputs[0].Size)
 	}
-	if n := testutil.CollectAndCount(m.Duration); n != 1 {
-		t.Fatalf("duration histogram has %d series", n)
+	if n := testutil.CollectAndCount(m.Duration); n != 3 {
+		t.Fatalf("duration histogram has %d series, want one per merge path (exported from the start)", n)
 	}
 	res, err = Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "b"), 0),
 		RewriteOptions{DeleteTask: true, Metrics: m, WriterOptions: WriterOptions{Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}, FooterMaxBytes: 10}}})

@@ -1,6 +1,8 @@
 package sidecar
 
 import (
+	"runtime"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -19,6 +22,9 @@ import (
 // (TestMetricsDocumented keeps the two in step).
 type Metrics struct {
 	Reg *prometheus.Registry
+
+	// BuildInfo is siglake_build_info{version, revision, goversion} 1 (SetBuildInfo).
+	BuildInfo *prometheus.GaugeVec
 
 	CatalogUp prometheus.Gauge
 	// Drain are the drain loop's metrics (sidecar/drain).
@@ -50,11 +56,19 @@ func NewMetrics() *Metrics {
 		Reg: reg,
 		CatalogUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_catalog_up", Help: "1 when the last catalog call succeeded, 0 when the catalog is unreachable."}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_build_info", Help: "Always 1; the labels say which build runs: version, VCS revision, Go version."},
+			[]string{"version", "revision", "goversion"}),
 	}
 	m.Deletes = deletes.NewMetrics(reg)
 	m.Rewrite = rewrite.NewMetrics(reg)
+	kinds := make([]string, len(plan.Kinds))
+	for i, k := range plan.Kinds {
+		kinds[i] = k.String()
+	}
+	m.Rewrite.Init(kinds)
 	m.Merge = merge.NewMetrics(reg)
-	reg.MustRegister(m.CatalogUp)
+	reg.MustRegister(m.CatalogUp, m.BuildInfo)
 	m.Drain = drain.NewMetrics(reg, m.CatalogUp, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Retention = retention.NewMetrics(reg)
@@ -62,4 +76,11 @@ func NewMetrics() *Metrics {
 	m.Claims = claim.NewMetrics(reg)
 	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	return m
+}
+
+// SetBuildInfo publishes siglake_build_info{version, revision, goversion} 1, replacing an earlier
+// one (NewProcess sets the version; the command adds the revision it was stamped with).
+func (m *Metrics) SetBuildInfo(version, revision string) {
+	m.BuildInfo.Reset()
+	m.BuildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 }

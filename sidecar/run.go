@@ -40,7 +40,10 @@ func NewLogger(format, level string) (*zap.Logger, error) {
 	if format == "console" {
 		cfg = zap.NewDevelopmentConfig()
 		cfg.Development = false
-		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
+		if colour() {
+			cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
 	} else {
 		cfg = zap.NewProductionConfig()
 		cfg.EncoderConfig.TimeKey = "ts"
@@ -54,6 +57,16 @@ func NewLogger(format, level string) (*zap.Logger, error) {
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
 	cfg.OutputPaths, cfg.ErrorOutputPaths = []string{"stderr"}, []string{"stderr"}
 	return cfg.Build()
+}
+
+// colour says whether console logs colour their levels: only on a terminal, and not with
+// NO_COLOR set (no-color.org), so a redirected or piped log has no escape codes.
+func colour() bool {
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	fi, err := os.Stderr.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // Process is a running `siglake compactor`.
@@ -74,8 +87,10 @@ type Process struct {
 
 // NewProcess prepares a process from cfg.
 func NewProcess(cfg Config, log *zap.Logger, version string) *Process {
-	return &Process{Cfg: cfg, Log: log, Metrics: NewMetrics(), Version: version, Now: time.Now,
+	p := &Process{Cfg: cfg, Log: log, Metrics: NewMetrics(), Version: version, Now: time.Now,
 		Status: NewStatus(cfg.NodeName, cfg.Role, version, time.Now()), Addr: make(chan string, 1)}
+	p.Metrics.SetBuildInfo(version, "")
+	return p
 }
 
 // CheckWALDir fails with the option's names when the WAL dir is missing or unreadable.
@@ -378,6 +393,7 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 
 // maintain ticks the maintainer until stop is done; gauges and expiry keep running with rewrites off.
 func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
+	p.Metrics.Maintain.LastSuccess.WithLabelValues() // exported (at 0) even if maintenance cannot start
 	pc, err := PlanConfig(p.Cfg)
 	if err != nil {
 		p.Log.Error("maintenance disabled: bad compaction settings", zap.Error(err))

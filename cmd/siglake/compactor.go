@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/siglake/siglake/sidecar"
 )
@@ -45,9 +46,11 @@ func runCompactor(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	p := sidecar.NewProcess(cfg, log, buildVersion())
+	p.Metrics.SetBuildInfo(buildVersion(), buildRevision())
 	if err := p.Run(ctx, once); err != nil {
-		log.Error("siglake compactor failed", zap.Error(err))
-		return err
+		// The message says what to fix; a stack trace of main would only bury it.
+		log.WithOptions(zap.AddStacktrace(zapcore.DPanicLevel)).Error("siglake compactor failed", zap.Error(err))
+		return reportedError{err} // logged: main does not print it again
 	}
 	return nil
 }

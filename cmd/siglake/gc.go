@@ -73,38 +73,50 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-// toolConfig parses a tool's own flags (those fs defines) and reads the compactor options (flags
-// or SIGLAKE_* env) from the rest, so tools reach the catalog and warehouse the sidecar uses.
-// help is true when -h was asked for and printed.
+// toolConfig parses a tool's own flags (those fs defines, plus --dir) and reads the compactor
+// options (flags or SIGLAKE_* env) from the rest, so tools reach the catalog and warehouse the
+// sidecar uses. help is true when -h was asked for and printed. A tool takes no positional
+// argument; an embedded catalog must exist (requireCatalog).
 func toolConfig(fs *flag.FlagSet, args []string) (cfg sidecar.Config, help bool, err error) {
-	var own, rest []string
-	for i := 0; i < len(args); i++ {
-		name := strings.TrimLeft(strings.SplitN(args[i], "=", 2)[0], "-")
-		if f := fs.Lookup(name); f != nil && strings.HasPrefix(args[i], "-") {
-			own = append(own, args[i])
-			_, isBool := f.Value.(interface{ IsBoolFlag() bool })
-			if !strings.Contains(args[i], "=") && !isBool && i+1 < len(args) {
-				i++
-				own = append(own, args[i])
-			}
-			continue
-		}
-		if isHelp(args[i]) {
-			fs.SetOutput(os.Stdout)
-			fs.Usage()
-			fmt.Println("\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
-			return cfg, true, nil
-		}
-		rest = append(rest, args[i])
+	cfg, positional, help, err := toolConfigArgs(fs, args)
+	if help || err != nil {
+		return cfg, help, err
+	}
+	if len(positional) > 0 {
+		err := fmt.Errorf("unexpected arguments %q: %s takes only flags", positional, fs.Name())
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		return cfg, false, usageError{err}
+	}
+	return cfg, false, requireCatalog(cfg)
+}
+
+// toolConfigArgs is toolConfig for a tool that takes positional arguments: it returns them, and
+// leaves requireCatalog to the caller, after it has checked them.
+func toolConfigArgs(fs *flag.FlagSet, args []string) (cfg sidecar.Config, positional []string, help bool, err error) {
+	dir := fs.Lookup("dir")
+	if dir == nil {
+		fs.String("dir", "", dirUsage)
+		dir = fs.Lookup("dir")
+	}
+	own, rest, positional, help := splitArgs(fs, args)
+	if help {
+		toolHelp(fs)
+		return cfg, nil, true, nil
 	}
 	if _, err := parseFlags(fs, own); err != nil {
-		return cfg, false, err
+		return cfg, nil, false, err
+	}
+	if rest, err = withDir(dir.Value.String(), rest); err != nil {
+		return cfg, nil, false, err
 	}
 	cfg, err = sidecar.Load(rest, nil)
 	if errors.Is(err, flag.ErrHelp) {
-		return cfg, true, nil
+		return cfg, nil, true, nil
 	}
-	return cfg, false, loadError(err)
+	if err != nil {
+		return cfg, nil, false, loadError(err)
+	}
+	return cfg, positional, false, nil
 }
 
 // loadError marks an error of sidecar.Load that is a wrong command line (an unknown flag, a

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -44,38 +44,30 @@ type inspectPartition struct {
 }
 
 func runInspect(args []string) error {
-	var table string
-	asJSON, maxRows := false, 40
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--json" || a == "-json":
-			asJSON = true
-		case a == "--all" || a == "-all":
-			maxRows = 1 << 30
-		case isHelp(a):
-			fmt.Println("usage: siglake inspect TABLE [--json] [--all] [--catalog ...] [--warehouse ...] [--namespace ...] [--s3-* ...]\n" +
-				"Shows a table's live files per partition and level, generations, overlap depth and a timeline of file time ranges.\n" +
-				"Catalog options are the compactor's (flags or SIGLAKE_* env; docs/configuration.md).")
-			return nil
-		case !strings.HasPrefix(a, "-") && table == "":
-			table = a
-		default:
-			rest = append(rest, a)
-		}
+	fs := flag.NewFlagSet("siglake inspect", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: siglake inspect [TABLE] [--json] [--all] [--dir DIR | catalog options]\n\n"+
+			"With a TABLE: its live files per partition and level, generations, overlap depth and a timeline of\n"+
+			"file time ranges. Without: the tables of the namespace, with their live files, rows and depth.\n\n")
+		fs.PrintDefaults()
 	}
-	if table == "" {
-		err := errors.New("a TABLE is required")
-		fmt.Fprintf(os.Stderr, "siglake inspect: %v\nusage: siglake inspect TABLE [--json] [--all] [catalog flags] (-h for more)\n", err)
+	asJSON := fs.Bool("json", false, "print JSON")
+	all := fs.Bool("all", false, "show every file (default: the first 40 of each partition)")
+	cfg, positional, help, err := toolConfigArgs(fs, args)
+	if help || err != nil {
+		return err
+	}
+	if len(positional) > 1 {
+		err := fmt.Errorf("one TABLE at most, got %q", positional)
+		fmt.Fprintf(os.Stderr, "siglake inspect: %v\nusage: siglake inspect [TABLE] [--json] [--all] [--dir DIR | catalog options] (-h for more)\n", err)
 		return usageError{err}
 	}
-	cfg, err := sidecar.Load(rest, nil)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
+	if err := requireCatalog(cfg); err != nil {
+		return err
 	}
-	if err != nil {
-		return loadError(err)
+	maxRows := 40
+	if *all {
+		maxRows = 1 << 30
 	}
 	ctx := context.Background()
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
@@ -83,6 +75,14 @@ func runInspect(args []string) error {
 		return err
 	}
 	defer l.Close()
+	pc, err := sidecar.PlanConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if len(positional) == 0 {
+		return listTables(ctx, l, pc, *asJSON)
+	}
+	table := positional[0]
 	t, err := l.LoadTable(ctx, table)
 	if err != nil {
 		return err
@@ -91,13 +91,9 @@ func runInspect(args []string) error {
 	if err != nil {
 		return err
 	}
-	pc, err := sidecar.PlanConfig(cfg)
-	if err != nil {
-		return err
-	}
 	parts := inspectPartitions(files, pc)
 	skipped := lake.SortedSkipped(lake.SkippedFiles(t.Properties()))
-	if asJSON {
+	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -118,6 +114,66 @@ func runInspect(args []string) error {
 			fmt.Printf("  %s\n    %s, %d failures, %s: %s\n", s.Path, s.Class, s.Failures, s.At.Format(time.RFC3339), s.Cause)
 		}
 	}
+	return nil
+}
+
+// tableSummary is one table in `siglake inspect` without a TABLE.
+type tableSummary struct {
+	Table        string `json:"table"`
+	Snapshot     int64  `json:"snapshot_id"`
+	Files        int    `json:"live_files"`
+	Bytes        int64  `json:"bytes"`
+	Rows         int64  `json:"rows"`
+	Partitions   int    `json:"partitions"`
+	OverlapDepth int    `json:"overlap_depth"`
+}
+
+// listTables prints the namespace's tables, one line each, and how to look at one.
+func listTables(ctx context.Context, l *lake.Lake, pc plan.Config, asJSON bool) error {
+	names, err := l.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	out := []tableSummary{}
+	for _, name := range names {
+		t, err := l.LoadTable(ctx, name)
+		if err != nil {
+			return err
+		}
+		files, err := lake.LiveFiles(ctx, t)
+		if err != nil {
+			return err
+		}
+		s := tableSummary{Table: name, Snapshot: snapshotID(t.CurrentSnapshot()), Files: len(files)}
+		for _, p := range inspectPartitions(files, pc) {
+			s.Bytes += p.Bytes
+			s.Rows += p.Rows
+			s.Partitions++
+			s.OverlapDepth = max(s.OverlapDepth, p.OverlapDepth)
+		}
+		out = append(out, s)
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Namespace string         `json:"namespace"`
+			Tables    []tableSummary `json:"tables"`
+		}{l.Namespace(), out})
+	}
+	if len(out) == 0 {
+		fmt.Printf("namespace %s has no tables yet (the drain creates a table with its first commit)\n", l.Namespace())
+		return nil
+	}
+	fmt.Printf("namespace %s: %d tables\n\n", l.Namespace(), len(out))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tSNAPSHOT\tFILES\tBYTES\tROWS\tPARTITIONS\tDEPTH")
+	for _, s := range out {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\n", s.Table, s.Snapshot, s.Files, sidecar.HumanBytes(s.Bytes), s.Rows, s.Partitions, s.OverlapDepth)
+	}
+	tw.Flush()
+	fmt.Printf("\nsiglake inspect TABLE (with the same catalog options) shows a table's files and their overlap.\n")
 	return nil
 }
 

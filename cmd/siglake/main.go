@@ -8,37 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
+	"runtime"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; otherwise the module version.
-var version = ""
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		rev, dirty := "", ""
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "-dirty"
-				}
-			}
-		}
-		if rev != "" {
-			return "dev-" + rev[:min(12, len(rev))] + dirty
-		}
-		if bi.Main.Version != "" {
-			return bi.Main.Version
-		}
-	}
-	return "dev"
-}
+// version and revision are stamped at build time with -ldflags "-X main.version=... -X
+// main.revision=..." (make build, the image). Without them buildVersion and buildRevision find
+// what the build recorded (build.go).
+var version, revision = "", ""
 
 type command struct {
 	name, summary string
@@ -76,6 +52,13 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
+
+// reportedError is a failure the command has already logged; main only sets the exit status, so
+// a container's log shows the error once.
+type reportedError struct{ err error }
+
+func (e reportedError) Error() string { return e.err.Error() }
+func (e reportedError) Unwrap() error { return e.err }
 
 // isHelp reports whether a is one of the spellings the flag package takes as a request for help.
 func isHelp(a string) bool {
@@ -129,9 +112,12 @@ func run(args []string) int {
 		}
 		err := c.run(rest)
 		var ue usageError
+		var re reportedError
 		switch {
 		case errors.As(err, &ue):
 			return 2
+		case errors.As(err, &re):
+			return 1 // already logged, once
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "siglake %s: %v\n", c.name, err)
 			return 1
@@ -145,9 +131,17 @@ func run(args []string) int {
 
 func runVersion(args []string) error {
 	fs := flag.NewFlagSet("siglake version", flag.ContinueOnError)
+	verbose := fs.Bool("v", false, "also print the VCS revision, the Go version and the platform")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
 	fmt.Println(buildVersion())
+	if *verbose {
+		rev := buildRevision()
+		if rev == "" {
+			rev = "unknown"
+		}
+		fmt.Printf("revision %s\n%s %s/%s\n", rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	}
 	return nil
 }

@@ -120,7 +120,8 @@ func TestCommandLineErrors(t *testing.T) {
 		{"compactor", "stray"},
 		{"status", "--no-such-flag"},
 		{"gc", "--older-than", "soon"},
-		{"inspect"},
+		{"gc", "stray"},
+		{"inspect", "events", "audit"},
 	} {
 		r := siglake(t, args...)
 		if r.code != 2 || r.stdout != "" || r.stderr == "" {

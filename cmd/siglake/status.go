@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/demo"
 	"github.com/siglake/siglake/sidecar/retention"
 )
 
@@ -20,14 +21,27 @@ func runStatus(args []string) error {
 	fs := flag.NewFlagSet("siglake status", flag.ContinueOnError)
 	addr := fs.String("addr", envOr("SIGLAKE_HTTP_ADDR", "127.0.0.1:9464"), "the sidecar's HTTP address (env SIGLAKE_HTTP_ADDR)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
+	dir := fs.String("dir", "", "a demo directory: the address of the sidecar `siglake demo --dir DIR` runs on it")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
+	}
+	if *dir != "" {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "addr" })
+		if explicit {
+			return fmt.Errorf("--dir %s names the sidecar's address; give either --dir or --addr", *dir)
+		}
+		a, err := demo.RunningAddr(*dir)
+		if err != nil {
+			return err
+		}
+		*addr = a
 	}
 	url := "http://" + strings.TrimPrefix(*addr, "http://") + "/debug/status"
 	c := &http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
-		return fmt.Errorf("is the sidecar running? %w", err)
+		return fmt.Errorf("is the sidecar running? (siglake demo --keep-running starts one; --addr or SIGLAKE_HTTP_ADDR names another) %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -90,6 +104,9 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 			levels = strings.Join(parts, " ")
 			if m.LastPass != nil {
 				pass = fmt.Sprintf("%s, %d bins", m.LastPass.Decision, len(m.LastPass.Bins))
+				if n := m.LastPass.OutstandingBins; n > 0 {
+					pass += fmt.Sprintf(", %d outstanding", n)
+				}
 			}
 		}
 		owner := t.Owner

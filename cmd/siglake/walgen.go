@@ -32,8 +32,8 @@ func runWalgen(args []string) error {
 	fs.Float64Var(&o.Gen.LateFraction, "late-fraction", 0.02, "fraction of rows timestamped up to --max-lateness in the past (makes files overlap)")
 	fs.DurationVar(&o.Gen.MaxLateness, "max-lateness", 5*time.Minute, "how late a late row can be")
 	fs.Uint64Var(&o.Gen.Seed, "seed", 1, "random seed; the same seed gives the same rows")
-	start := fs.String("start", "", "timestamp of the first row (RFC 3339); default now")
-	fs.DurationVar(&o.Step, "step", time.Millisecond, "timestamp step between consecutive rows")
+	start := fs.String("start", "", "timestamp of the first row (RFC 3339); default: the rows end now, none later than the clock")
+	fs.DurationVar(&o.Step, "step", 0, "timestamp step between a table's consecutive rows; 0: with --rate, each table's timestamps keep pace with the clock, else 1ms")
 	asJSON := fs.Bool("json", false, "print the result, with a row fingerprint, as JSON")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err

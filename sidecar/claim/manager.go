@@ -92,6 +92,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_claim_fenced_batches_total", Help: "Drain batches not committed because the stream's claim was lost, expiring or being released."}),
 	}
 	reg.MustRegister(m.Held, m.Commits, m.Others, m.Takeovers, m.FencedSkip)
+	for _, o := range []string{"committed", "conflict", "failed"} {
+		m.Commits.WithLabelValues(o) // at 0, so the first failed claim commit shows in increase()
+	}
 	return m
 }
 

@@ -110,6 +110,9 @@ type SweepSummary struct {
 	Error       string    `json:"error,omitempty"`
 }
 
+// SweepOutcomes are the outcome label values of siglake_delete_sweeps_total.
+var SweepOutcomes = []string{"deleted", "clean", "capped", "conflict", "failed"}
+
 // Metrics are the delete tasks' metrics (docs/metrics.md "Delete tasks").
 type Metrics struct {
 	Pending        *prometheus.GaugeVec   // table
@@ -134,6 +137,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_delete_sweeps_total", Help: "Delete sweeps of a table by outcome: deleted (committed a rewrite), clean (no live file had matching rows), capped (stopped at the per-sweep file or byte cap with nothing to rewrite yet), conflict (a rewrite lost to a concurrent change; retried on a later sweep), failed."}, []string{"outcome"}),
 	}
 	reg.MustRegister(m.Pending, m.RowsDeleted, m.FilesRewritten, m.RequestsDone, m.Sweeps)
+	for _, o := range SweepOutcomes {
+		m.Sweeps.WithLabelValues(o) // at 0, so the first failed sweep shows in increase()
+	}
 	return m
 }
 

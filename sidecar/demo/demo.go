@@ -4,8 +4,10 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,6 +34,70 @@ type Options struct {
 	Duration time.Duration
 	Rate     int64 // rows per second per table
 	Tables   []string
+	// HTTPAddr is where the sidecar serves /metrics and /debug/status; empty: a free loopback
+	// port. When the address is taken, a free port is used instead.
+	HTTPAddr string
+	// KeepRunning leaves a sidecar up on the demo's lake after the summary, until ctx is done, so
+	// `siglake status` and `curl /metrics` can be tried.
+	KeepRunning bool
+	// Version and Revision are the build's (siglake_build_info); empty: "demo".
+	Version, Revision string
+}
+
+// addrFile holds the HTTP address of the sidecar running on a demo directory, while it runs
+// (siglake status --dir reads it).
+const addrFile = "sidecar.addr"
+
+// RunningAddr is the HTTP address of the sidecar `siglake demo` runs on dir, or an error saying how
+// to start one.
+func RunningAddr(dir string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, addrFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("no sidecar runs on %s (siglake demo --dir %s --keep-running starts one and keeps it up)", dir, dir)
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(raw)), nil
+}
+
+// startSidecar runs a sidecar (role all) on the demo's lake and returns its HTTP address, recorded
+// in dir for siglake status --dir until the sidecar stops; its error arrives on the channel.
+func startSidecar(ctx context.Context, o Options, cfg sidecar.Config, log *zap.Logger) (*sidecar.Process, string, <-chan error, error) {
+	p := sidecar.NewProcess(cfg, log, o.Version)
+	p.Metrics.SetBuildInfo(o.Version, o.Revision)
+	done := make(chan error, 1)
+	go func() {
+		err := p.Run(ctx, false)
+		_ = os.Remove(filepath.Join(o.Dir, addrFile))
+		done <- err
+	}()
+	select {
+	case addr := <-p.Addr:
+		if err := os.WriteFile(filepath.Join(o.Dir, addrFile), []byte(addr+"\n"), 0o644); err != nil {
+			return nil, "", nil, err
+		}
+		return p, addr, done, nil
+	case err := <-done:
+		return nil, "", nil, err
+	}
+}
+
+// httpAddr is the address the demo's sidecars listen on: want if it can be bound now (so the
+// sidecar comes back on the same address after the summary), else a free loopback port.
+func httpAddr(want string) string {
+	if want == "" {
+		want = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", want)
+	if err != nil {
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "127.0.0.1:0"
+		}
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Run runs load generation and a sidecar (role all) in one process on the embedded default,
@@ -41,6 +107,9 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	if len(o.Tables) == 0 {
 		o.Tables = []string{walgen.EventsTable, "audit"}
 	}
+	if o.Version == "" {
+		o.Version = "demo"
+	}
 	walDir := filepath.Join(o.Dir, "wal")
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
 		return err
@@ -49,20 +118,16 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	p := sidecar.NewProcess(cfg, log, "demo")
+	cfg.HTTPAddr = httpAddr(o.HTTPAddr)
 
 	runCtx, stopSidecar := context.WithCancel(ctx)
 	defer stopSidecar()
-	sidecarErr := make(chan error, 1)
-	go func() { sidecarErr <- p.Run(runCtx, false) }()
-	var addr string
-	select {
-	case addr = <-p.Addr:
-	case err := <-sidecarErr:
+	p, addr, sidecarErr, err := startSidecar(runCtx, o, cfg, log)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "siglake demo: embedded catalog %s, warehouse %s\n", cfg.Catalog, cfg.Warehouse)
-	fmt.Fprintf(out, "sidecar HTTP on %s (try: siglake status --addr %s)\n", addr, addr)
+	fmt.Fprintf(out, "sidecar HTTP on %s (try: %s)\n", addr, statusCommand(o.Dir, addr))
 	fmt.Fprintf(out, "writing %d rows/s into each of %v for %s, 2%% of them late (so files overlap)\n\n", o.Rate, o.Tables, o.Duration)
 
 	// One walgen stream, as one ingest pod writes one WAL, feeding several tables.
@@ -123,7 +188,9 @@ progress:
 		return err
 	}
 	fmt.Fprintf(out, "\nload stopped; draining what is left...\n")
-	p2 := sidecar.NewProcess(cfg, log, "demo")
+	once := cfg
+	once.HTTPAddr = "127.0.0.1:0" // its own port: the address above is for the long-running sidecar
+	p2 := sidecar.NewProcess(once, log, o.Version)
 	go func() { <-p2.Addr }()
 	if err := p2.Run(ctx, true); err != nil {
 		return err
@@ -131,7 +198,38 @@ progress:
 	if err := demoCompact(ctx, out, cfg, log); err != nil {
 		return err
 	}
-	return demoSummary(ctx, out, cfg, o.Dir, o.Tables, sealed, peak)
+	if err := demoSummary(ctx, out, cfg, o.Dir, o.Tables, sealed, peak); err != nil || !o.KeepRunning {
+		return err
+	}
+	return keepRunning(ctx, out, o, cfg, log)
+}
+
+// statusCommand is the `siglake status` command line for the demo's sidecar: plain on the
+// default address, else with --dir (the address is recorded there while the sidecar runs).
+func statusCommand(dir, addr string) string {
+	if addr == "127.0.0.1:9464" {
+		return "siglake status"
+	}
+	return "siglake status --dir " + dir
+}
+
+// keepRunning runs a sidecar on the demo's lake until ctx is done (Ctrl-C), with its address
+// printed and recorded in the directory.
+func keepRunning(ctx context.Context, out io.Writer, o Options, cfg sidecar.Config, log *zap.Logger) error {
+	cfg.HTTPAddr = httpAddr(cfg.HTTPAddr)
+	_, addr, done, err := startSidecar(ctx, o, cfg, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nthe sidecar keeps running on the demo's lake, HTTP on %s; try:\n", addr)
+	fmt.Fprintf(out, "  %s\n  curl -s http://%s/metrics | grep ^siglake_\n  siglake inspect --dir %s\n", statusCommand(o.Dir, addr), addr, o.Dir)
+	fmt.Fprintf(out, "more segments for it to drain: siglake walgen --wal-dir %s --rows 50000 --tables events,audit\n", cfg.WALDir)
+	fmt.Fprintf(out, "Ctrl-C stops it.\n")
+	err = <-done
+	if ctx.Err() != nil {
+		fmt.Fprintf(out, "sidecar stopped\n")
+	}
+	return err
 }
 
 // demoConfig is the demo's sidecar configuration: WAL, embedded catalog and warehouse under dir.
@@ -252,8 +350,8 @@ func demoSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir str
 	tw.Flush()
 	fmt.Fprintf(out, "\nPEAK DEPTH is the deepest overlap the maintenance loop measured during the run; leveled rewrites bring it down.\n")
 	fmt.Fprintf(out, "\"exactly once\" compares an order-independent fingerprint of every sealed row with the table read back through iceberg-go.\n")
-	fmt.Fprintf(out, "Inspect further (in a checkout without the binary installed, write `go run ./cmd/siglake` for `siglake`):\n  siglake inspect events --catalog %s --warehouse %s\n  siglake compactor --wal-dir %s --catalog %s --warehouse %s --http-addr 127.0.0.1:9464\n  siglake status --addr 127.0.0.1:9464\n",
-		cfg.Catalog, cfg.Warehouse, cfg.WALDir, cfg.Catalog, cfg.Warehouse)
+	fmt.Fprintf(out, "Inspect further (in a checkout without the binary installed, write `go run ./cmd/siglake` for `siglake`):\n  siglake inspect --dir %s\n  siglake inspect events --dir %s\n  siglake compactor --wal-dir %s --catalog %s --warehouse %s --http-addr 127.0.0.1:9464\n  siglake status\n(siglake demo --keep-running leaves a sidecar up on the lake at the end.)\n",
+		dir, dir, cfg.WALDir, cfg.Catalog, cfg.Warehouse)
 	if m, ok := metadata[walgen.EventsTable]; ok {
 		iceberg, parquet := demoDuckDBHints(m, demoLiveFileList(dir, walgen.EventsTable))
 		fmt.Fprintf(out, "Count a table's rows with DuckDB (the warehouse also keeps files that rewrites replaced, so a glob over its data/ counts rows twice or more):\n")

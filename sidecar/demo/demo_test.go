@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,3 +190,106 @@ func printedDuckDBScript(t *testing.T, out, marker string) string {
 	t.Fatalf("the demo prints no duckdb command with %q:\n%s", marker, out)
 	return ""
 }
+
+// TestDemoKeepRunning: with KeepRunning the demo leaves a sidecar up on its lake after the
+// summary, with its address printed and recorded for `siglake status --dir`, serving /metrics
+// and /debug/status; cancelling stops it and removes the record. The timestamps of the rows
+// the demo wrote are at or before the time they were written.
+func TestDemoKeepRunning(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	began := time.Now()
+	go func() {
+		done <- Run(ctx, Options{Dir: dir, Duration: 2 * time.Second, Rate: 2000, KeepRunning: true, Version: "v-test", Revision: "abc"}, &out, zap.NewNop())
+	}()
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(out.String(), "Ctrl-C stops it") {
+		select {
+		case err := <-done:
+			t.Fatalf("the demo returned before keeping a sidecar: %v\n%s", err, out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no running sidecar after 90 s:\n%s", out.String())
+		}
+	}
+	addr, err := RunningAddr(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "HTTP on "+addr) {
+		t.Errorf("the recorded address %s is not the one printed:\n%s", addr, out.String())
+	}
+	body := httpGet(t, "http://"+addr+"/metrics")
+	for _, want := range []string{`siglake_build_info{goversion="`, `revision="abc",version="v-test"} 1`, "siglake_drain_errors_total{stage=\"commit\"} 0"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics of the kept sidecar lacks %q", want)
+		}
+	}
+	if st := httpGet(t, "http://"+addr+"/debug/status"); !strings.Contains(st, `"version": "v-test"`) {
+		t.Errorf("/debug/status: %s", st)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("demo after cancel: %v", err)
+	}
+	if _, err := RunningAddr(dir); err == nil || !strings.Contains(err.Error(), "--keep-running") {
+		t.Errorf("after the sidecar stopped: RunningAddr %v, want an error naming --keep-running", err)
+	}
+
+	// No row the demo wrote is from the future.
+	cfg, err := demoConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(context.Background(), sidecar.LakeConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, name := range []string{walgen.EventsTable, "audit"} {
+		tbl, err := l.LoadTable(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := lake.LiveFiles(context.Background(), tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if maxT := time.UnixMicro(f.MaxTime); maxT.After(began.Add(10 * time.Second)) {
+				t.Errorf("table %s file %s holds a row at %v, after the demo's load ended", name, f.Path, maxT)
+			}
+		}
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// syncBuffer is a bytes.Buffer the demo writes to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -349,7 +349,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		var schemaErr *lake.SchemaError
 		if errors.As(err, &schemaErr) {
 			l.seg.Release()
-			d.quarantine(b.dir, l.info, "incompatible_schema", err)
+			d.quarantine(b.dir, l.info, ReasonIncompatibleSchema, err)
 			continue
 		}
 		if err != nil {
@@ -362,7 +362,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		}
 		if err := conforms(sc, l.seg, d.Mem); err != nil {
 			l.seg.Release()
-			d.quarantine(b.dir, l.info, "incompatible_schema", err)
+			d.quarantine(b.dir, l.info, ReasonIncompatibleSchema, err)
 			continue
 		}
 		t = nt

@@ -6,11 +6,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// Metrics are the drain's metrics (docs/metrics.md "Drain").
+// ReasonIncompatibleSchema quarantines a segment whose schema the table cannot take (the
+// localwal reasons cover the segment's own bytes).
+const ReasonIncompatibleSchema = "incompatible_schema"
+
+// QuarantineReasons are the reason label values of siglake_wal_quarantined_segments_total:
+// localwal's reject reasons except io (an unreadable file is retried, never quarantined), and
+// ReasonIncompatibleSchema.
+var QuarantineReasons = []string{localwal.ReasonTruncated, localwal.ReasonCorrupt, localwal.ReasonEmpty,
+	localwal.ReasonBadHeader, localwal.ReasonBadSchema, localwal.ReasonBadTableName, ReasonIncompatibleSchema}
+
+// ErrorStages are the stage label values of siglake_drain_errors_total.
+var ErrorStages = []string{"scan", "read", "table", "write", "commit", "remove"}
+
+// CommitOutcomes are the outcome label values of siglake_drain_commits_total.
+var CommitOutcomes = []string{string(lake.Committed), string(lake.AlreadyCommitted), "failed"}
+
+// Metrics are the drain's metrics (docs/metrics.md "Drain"). Labelled counters are exported at 0
+// for every known label value (for the table label once the drain has seen the table), so the
+// first error or quarantine shows in increase() and rate().
 type Metrics struct {
 	SealedSegments  prometheus.Gauge
 	SealedBytes     prometheus.Gauge
@@ -49,13 +68,16 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 			Name: "siglake_drain_bytes_total", Help: "Parquet bytes committed by the drain."}, []string{"table"}),
 		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_drain_commits_total", Help: "Drain commits by outcome: committed, already_committed (a lost commit response was detected by the stream mark), failed."}, []string{"table", "outcome"}),
+		// Classic buckets for every Prometheus, plus a native histogram where the scrape
+		// negotiates one (one series per table instead of one per bucket).
 		CommitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "siglake_drain_commit_duration_seconds", Help: "Time from reading a batch's segments to its catalog commit.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"table"}),
+			Buckets:                     prometheus.ExponentialBuckets(0.01, 2, 14),
+			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 100, NativeHistogramMinResetDuration: time.Hour}, []string{"table"}),
 		Quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_wal_quarantined_segments_total", Help: "Segments moved to quarantine, by reason."}, []string{"reason"}),
 		DrainErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_drain_errors_total", Help: "Drain errors by stage (scan, table, write, commit, remove); the batch is kept and retried."}, []string{"stage"}),
+			Name: "siglake_drain_errors_total", Help: "Drain errors by stage (scan, read, table, write, commit, remove); the batch is kept and retried."}, []string{"stage"}),
 		LastCommitSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_drain_last_commit_timestamp_seconds", Help: "Unix time of the table's last successful drain commit."}, []string{"table"}),
 		RowsPastRetention: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -65,7 +87,21 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 	}
 	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds, m.RowsPastRetention)
+	for _, r := range QuarantineReasons {
+		m.Quarantined.WithLabelValues(r)
+	}
+	for _, s := range ErrorStages {
+		m.DrainErrors.WithLabelValues(s)
+	}
 	return m
+}
+
+// seeTable exports the table's commit counters at 0 for every outcome, so its first failed
+// commit shows in increase() (idempotent: a lookup once the series exist).
+func (m *Metrics) seeTable(table string) {
+	for _, o := range CommitOutcomes {
+		m.Commits.WithLabelValues(table, o)
+	}
 }
 
 // Backlog is the sealed WAL waiting to be drained.
@@ -122,6 +158,9 @@ type BatchOutcome struct {
 
 // observe records one batch's outcome.
 func (d *Drain) observe(out BatchOutcome) {
+	if out.Table != "" {
+		d.Metrics.seeTable(out.Table)
+	}
 	if out.Stage != "" {
 		d.Metrics.DrainErrors.WithLabelValues(out.Stage).Inc()
 	}

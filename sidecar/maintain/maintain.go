@@ -51,10 +51,12 @@ type Maintainer struct {
 	retention     *retention.Runner
 	// failures counts permanent rewrite failures per table and blamed input (table NUL path);
 	// backoff holds bins whose last rewrite failed transiently (binKey).
-	failures  map[string]int
-	backoff   map[string]backoff
-	reported  map[string]bool // owned tables of the last cycle: their per-table gauges are exported
-	published map[string]*State
+	failures map[string]int
+	backoff  map[string]backoff
+	reported map[string]bool // owned tables of the last cycle: their per-table gauges are exported
+	// lastOutstanding is each owned table's outstanding work as its last pass found it.
+	lastOutstanding map[string]work
+	published       map[string]*State
 }
 
 // Config is what the maintenance loop is told; the process maps its options onto it (the
@@ -123,6 +125,10 @@ type PassReport struct {
 	Decision string      `json:"decision"`
 	Bins     []BinReport `json:"bins"`
 	Skipped  []string    `json:"skipped,omitempty"`
+	// OutstandingBins and OutstandingBytes are the rewrites the planner found due that this pass
+	// did not commit (siglake_compactor_outstanding_bins and _bytes; see outstanding).
+	OutstandingBins  int   `json:"outstanding_bins"`
+	OutstandingBytes int64 `json:"outstanding_bytes"`
 }
 
 // BinReport is one rewrite of a pass.
@@ -147,6 +153,12 @@ type Metrics struct {
 	SkippedBackpressure   prometheus.Counter     //
 	ThrottledBackpressure prometheus.Counter     //
 	Expirations           *prometheus.CounterVec // outcome
+	OutstandingBins       *prometheus.GaugeVec   // table
+	OutstandingBytes      *prometheus.GaugeVec   // table
+	// LastSuccess has no labels; it is a vector so that its one series appears only once a
+	// maintenance loop runs (Run creates it at 0): a drain-only process exports none, and the
+	// alert on it does not fire there.
+	LastSuccess *prometheus.GaugeVec
 
 	Rewrite   *rewrite.Metrics
 	Merge     *merge.Metrics
@@ -174,9 +186,18 @@ func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *merge.Metric
 			Name: "siglake_compactor_maintenance_throttled_backpressure_total", Help: "Backlogged maintenance cycles that ran the restricted L0 pass."}),
 		Expirations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_snapshot_expirations_total", Help: "Snapshot expiry runs by outcome (ok, failed)."}, []string{"outcome"}),
+		OutstandingBins: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_compactor_outstanding_bins", Help: "Rewrite bins the planner found due in the table's last pass that were not committed (deferred for budget, not started, failed, or skipped for backpressure)."}, []string{"table"}),
+		OutstandingBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_compactor_outstanding_bytes", Help: "Input bytes of the outstanding rewrite bins."}, []string{"table"}),
+		LastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_maintenance_last_success_timestamp_seconds", Help: "Unix time of this process's last maintenance cycle that completed without an error (also when it owns no table); 0 until the first."}, nil),
 	}
 	reg.MustRegister(m.OverlapDepth, m.LiveFiles, m.LiveBytes, m.GaugesSampledAt, m.SkippedFiles, m.SkippedBackpressure,
-		m.ThrottledBackpressure, m.Expirations)
+		m.ThrottledBackpressure, m.Expirations, m.OutstandingBins, m.OutstandingBytes, m.LastSuccess)
+	for _, o := range []string{"ok", "failed"} {
+		m.Expirations.WithLabelValues(o) // exported at 0, so the first failure shows in increase()
+	}
 	return m
 }
 
@@ -218,6 +239,13 @@ type CycleReport struct {
 	Rewrites  int // bins committed
 	Conflicts int // bins whose replace lost to a concurrent change (outputs removed)
 	Failed    int
+	// OutstandingBins and OutstandingBytes sum the tables' outstanding work (PassReport).
+	OutstandingBins  int
+	OutstandingBytes int64
+	// Succeeded: the cycle completed without an error (the tables listed; every owned table's
+	// pass, rewrites other than conflicts, delete sweeps and expiry), owning tables or not. It
+	// sets siglake_maintenance_last_success_timestamp_seconds.
+	Succeeded bool
 	// DeleteSweeps are the delete sweeps of an idle cycle (none when SIGLAKE_DELETE_TASKS is off).
 	DeleteSweeps []deletes.SweepReport
 	// Retention are the retention runs of this cycle (one per owned table when due).
@@ -328,6 +356,9 @@ func (m *Maintainer) forgetTables(owned []string) {
 		m.Metrics.OverlapDepth.DeleteLabelValues(name)
 		m.Metrics.GaugesSampledAt.DeleteLabelValues(name)
 		m.Metrics.SkippedFiles.DeleteLabelValues(name)
+		m.Metrics.OutstandingBins.DeleteLabelValues(name)
+		m.Metrics.OutstandingBytes.DeleteLabelValues(name)
+		delete(m.lastOutstanding, name)
 		m.Metrics.LiveFiles.DeletePartialMatch(prometheus.Labels{"table": name})
 		m.Metrics.LiveBytes.DeletePartialMatch(prometheus.Labels{"table": name})
 	}
@@ -337,6 +368,7 @@ func (m *Maintainer) forgetTables(owned []string) {
 // Run runs a cycle every tick until stop is done; cycles run under work, which outlives stop by
 // the shutdown timeout so that a rewrite in flight can commit.
 func (m *Maintainer) Run(stop, work context.Context, tick time.Duration) {
+	m.Metrics.LastSuccess.WithLabelValues() // this process maintains: export the gauge, at 0 until a cycle succeeds
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -426,6 +458,10 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		// Every owned table, also one whose pass failed: retention does not depend on rewrites.
 		m.runRetention(ctx, owned, &rep)
 	}
+	sweepFailed := false
+	for _, s := range rep.DeleteSweeps {
+		sweepFailed = sweepFailed || s.Outcome == "failed"
+	}
 	if !skipping && m.Cfg.SnapshotExpireInterval > 0 && plan.Due(m.lastExpire, now, m.Cfg.SnapshotExpireInterval) {
 		m.lastExpire = now
 		for _, name := range owned {
@@ -436,6 +472,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 			rep.Expired = append(rep.Expired, name)
 		}
 	}
+	rep.Succeeded = ctx.Err() == nil && firstErr == nil && len(rep.TableErrors) == 0 && rep.Failed == 0 && !sweepFailed
 	m.observe(rep)
 	return rep, firstErr
 }
@@ -450,6 +487,9 @@ func (m *Maintainer) observe(rep CycleReport) {
 	}
 	if len(rep.Expired) > 0 {
 		m.Metrics.Expirations.WithLabelValues("ok").Add(float64(len(rep.Expired)))
+	}
+	if rep.Succeeded {
+		m.Metrics.LastSuccess.WithLabelValues().Set(float64(m.Now().UnixNano()) / 1e9)
 	}
 	for _, e := range rep.TableErrors {
 		if m.Publish != nil {
@@ -514,6 +554,8 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 	pass := plan.Plan(m.Plan, in)
 	rep.Planned += len(pass.Bins)
 	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped}
+	committed := 0 // bins run in order and stop at the first that does not commit
+	var committedBytes int64
 	for i, b := range pass.Bins {
 		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
 			report.Skipped = append(report.Skipped, fmt.Sprintf("%d bins not started: lease lost or shutting down", len(pass.Bins)-i))
@@ -533,6 +575,8 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 			br.Result = "committed"
 			rep.Rewrites++
 			m.succeeded(name, key, b)
+			committed++
+			committedBytes += b.EstimatedBytes
 		case errors.Is(err, rewrite.ErrConflict):
 			br.Result = "conflict: " + err.Error()
 			rep.Conflicts++
@@ -550,8 +594,61 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 			return pass, err
 		}
 	}
+	m.outstanding(name, in, pass, committed, committedBytes, report, rep)
 	m.publishPass(name, report)
 	return pass, nil
+}
+
+// work is an amount of outstanding rewrite work.
+type work struct {
+	bins  int
+	bytes int64
+}
+
+func (w *work) add(bins []plan.Bin) {
+	for _, b := range bins {
+		w.bins++
+		w.bytes += b.EstimatedBytes
+	}
+}
+
+// outstanding sets the table's outstanding-work gauges (like Tempo's
+// tempodb_compaction_outstanding_blocks), and the pass report's fields, from what the planner
+// found due that this pass did not commit: the bins from the first one that did not commit on
+// (it failed or lost to a conflict, and the rest were not started: a failure, the lease lost,
+// shutdown) and the bins the pass's budget deferred. A backlogged cycle (skipped, or the
+// restricted L0 pass) looks at nothing else, so its outstanding work is what an unrestricted
+// pass would plan now, less what the restricted pass committed: the gauge grows while the drain
+// has priority. When no check was due the gauges keep the last pass's values; with rewrites
+// disabled nothing is outstanding.
+func (m *Maintainer) outstanding(name string, in plan.Input, pass plan.Pass, committed int, committedBytes int64, report *PassReport, rep *CycleReport) {
+	if m.lastOutstanding == nil {
+		m.lastOutstanding = map[string]work{}
+	}
+	var w work
+	switch pass.Decision {
+	case plan.DecisionRewritesDisabled:
+	case plan.DecisionSkippedBackpressure, plan.DecisionThrottledBackpressure:
+		full := plan.Plan(m.Plan, plan.Input{Files: in.Files, Now: in.Now, State: in.State}) // pure: the state is not kept
+		if full.Decision == plan.DecisionNothingDue {
+			w = m.lastOutstanding[name]
+			break
+		}
+		w.add(full.Bins)
+		w.add(full.Deferred)
+		w.bins, w.bytes = max(w.bins-committed, 0), max(w.bytes-committedBytes, 0)
+	case plan.DecisionNothingDue:
+		w = m.lastOutstanding[name]
+	default:
+		w.add(pass.Bins[committed:])
+		w.add(pass.Deferred)
+	}
+	m.lastOutstanding[name] = w
+	m.Metrics.OutstandingBins.WithLabelValues(name).Set(float64(w.bins))
+	m.Metrics.OutstandingBytes.WithLabelValues(name).Set(float64(w.bytes))
+	report.OutstandingBins, report.OutstandingBytes = w.bins, w.bytes
+	rep.OutstandingBins += w.bins
+	rep.OutstandingBytes += w.bytes
 }
 
 // dropStaleRegistrations drops the index registrations of files no longer live and reloads t

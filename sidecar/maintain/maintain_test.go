@@ -329,7 +329,8 @@ func TestGaugesOfTablesNoLongerOwnedDisappear(t *testing.T) {
 		return out
 	}
 	gauges := []string{"siglake_table_overlap_depth", "siglake_table_live_files", "siglake_table_live_bytes",
-		"siglake_table_gauges_sampled_at_seconds", "siglake_delete_requests_pending"}
+		"siglake_table_gauges_sampled_at_seconds", "siglake_delete_requests_pending",
+		"siglake_compactor_outstanding_bins", "siglake_compactor_outstanding_bytes"}
 	if _, err := m.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}

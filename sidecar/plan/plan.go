@@ -54,6 +54,9 @@ const (
 
 var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task", "retention"}
 
+// Kinds lists every kind, for pre-registering metric labels.
+var Kinds = []Kind{KindL0, KindL1, KindDepth, KindLegacy, KindBackpressureL0, KindDeleteTask}
+
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
@@ -163,6 +166,10 @@ type Pass struct {
 	Bins     []Bin
 	// Skipped lists, in words, work that was due but not planned and why.
 	Skipped []string
+	// Deferred are the bins a due check built but the pass's budget refused: work left for a
+	// later pass (no two share a file, and none shares one with Bins). With Bins not yet run it
+	// is the table's outstanding compaction work.
+	Deferred []Bin
 	// Depth is the overlap depth of every partition of the input.
 	Depth map[string]int
 	// Checked lists the level checks that ran in this pass.
@@ -383,6 +390,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	})
 	starved := map[Level]bool{}
 	taken := map[string]bool{}
+	deferred := map[string]bool{} // files of the bins in p.Deferred
 	for _, c := range cands {
 		bins := c.build(taken)
 		if len(bins) == 0 {
@@ -397,6 +405,13 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 		for _, bin := range bins {
 			if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
 				refused++
+				if !anyTaken(bin.Files, taken) && !anyTaken(bin.Files, deferred) {
+					for _, f := range bin.Files {
+						deferred[f.Path] = true
+					}
+					bin.Score = c.score
+					p.Deferred = append(p.Deferred, bin)
+				}
 				continue
 			}
 			b.bins--
@@ -413,6 +428,8 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 				c.kind, c.level, c.partition, refused, len(bins), b.bins, b.files))
 		}
 	}
+	// A later, smaller bin may have taken files of a deferred one: that work is being done.
+	p.Deferred = slices.DeleteFunc(p.Deferred, func(d Bin) bool { return anyTaken(d.Files, taken) })
 	return starved
 }
 

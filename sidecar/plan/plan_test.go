@@ -287,6 +287,25 @@ func TestDepthBinsObeyFanInAndBudget(t *testing.T) {
 	}
 }
 
+// TestDeferredIsTheRefusedWork: bins a due check built but the budget refused are in Deferred
+// (the outstanding-work gauge counts them); none when the budget covers the work.
+func TestDeferredIsTheRefusedWork(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxBinsPerPass = 1
+	fs := append(disjoint("a", 9, 100, 0), disjoint("b", 20, 100, 0)...)
+	p := run(cfg, fs)
+	if len(p.Bins) != 1 || len(p.Deferred) != 1 || p.Deferred[0].Partition != "a" {
+		t.Fatalf("bins %s, deferred %v; want one bin served (b) and a's bin deferred", kinds(p), p.Deferred)
+	}
+	if d := p.Deferred[0]; len(d.Files) != 9 || d.EstimatedBytes != 9*100*kib {
+		t.Errorf("deferred bin %v: want a's 9 files, 900 KiB", d)
+	}
+	cfg.MaxBinsPerPass = 100
+	if p := run(cfg, fs); len(p.Bins) != 2 || len(p.Deferred) != 0 {
+		t.Errorf("ample budget: bins %s, deferred %v; want 2 bins and nothing deferred", kinds(p), p.Deferred)
+	}
+}
+
 func TestPressureOrdersLevelsAndPartitions(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxBinsPerPass = 1

@@ -144,6 +144,29 @@ func checkPass(cfg Config, in Input, p Pass) error {
 	}
 	seen := map[string]bool{}
 	levelBinOf := map[string]int{} // path -> index of the level bin holding it
+	// Deferred bins are real bins of input files, disjoint from each other and from Bins.
+	deferred := map[string]bool{}
+	for di, b := range p.Deferred {
+		if len(b.Files) < 2 {
+			return fmt.Errorf("deferred bin %d has %d files", di, len(b.Files))
+		}
+		for _, f := range b.Files {
+			if orig, ok := byPath[f.Path]; !ok || orig != f {
+				return fmt.Errorf("deferred bin %d holds a file not in the input: %v", di, f)
+			}
+			if deferred[f.Path] {
+				return fmt.Errorf("file %s in two deferred bins", f.Path)
+			}
+			deferred[f.Path] = true
+		}
+	}
+	for _, b := range p.Bins {
+		for _, f := range b.Files {
+			if deferred[f.Path] {
+				return fmt.Errorf("file %s both in a bin and a deferred bin", f.Path)
+			}
+		}
+	}
 	for bi, b := range p.Bins {
 		if len(b.Files) < 2 || len(b.Files) > cfg.MaxFanIn {
 			return fmt.Errorf("bin %d has %d files (fan-in %d)", bi, len(b.Files), cfg.MaxFanIn)

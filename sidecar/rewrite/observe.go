@@ -3,12 +3,37 @@ package rewrite
 import (
 	"path"
 	"sort"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/lake"
 )
+
+// Outcomes are the outcome label values of siglake_compactor_rewrites_total.
+var Outcomes = []string{string(Committed), string(Conflict), string(Failed)}
+
+// KindLabel is a rewrite kind as a metric label value: snake_case like every label value
+// (delete_task beside backpressure_l0). Logs, /debug/status and the snapshot properties keep
+// the kind's own name.
+func KindLabel(kind string) string { return strings.ReplaceAll(kind, "-", "_") }
+
+// Init exports the rewrite counters at 0 for kinds (every kind the planner has) and every outcome,
+// so the first failure of a kind shows in increase().
+func (m *Metrics) Init(kinds []string) {
+	for _, k := range kinds {
+		k = KindLabel(k)
+		for _, o := range Outcomes {
+			m.Rewrites.WithLabelValues(k, o)
+		}
+		m.BytesRead.WithLabelValues(k)
+		m.BytesWritten.WithLabelValues(k)
+		for _, c := range Classes {
+			m.Failures.WithLabelValues(k, string(c))
+		}
+	}
+}
 
 // Metrics count rewrites by kind and outcome (docs/metrics.md "Maintenance").
 type Metrics struct {
@@ -46,7 +71,8 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 	if out.Status == MaybeCommitted {
 		outcome = string(Failed) // the metric's outcomes: committed, conflict, failed
 	}
-	o.Metrics.Rewrites.WithLabelValues(job.Kind, outcome).Inc()
+	kind := KindLabel(job.Kind)
+	o.Metrics.Rewrites.WithLabelValues(kind, outcome).Inc()
 	log := o.Log.With(append([]zap.Field{zap.String("table", table), zap.String("partition", job.Partition),
 		zap.String("kind", job.Kind), zap.Int("inputs", len(job.Inputs))}, fields...)...)
 	if len(out.Orphans) > 0 {
@@ -54,8 +80,8 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 	}
 	switch out.Status {
 	case Committed:
-		o.Metrics.BytesRead.WithLabelValues(job.Kind).Add(float64(out.Merge.BytesRead))
-		o.Metrics.BytesWritten.WithLabelValues(job.Kind).Add(float64(out.Merge.BytesWritten))
+		o.Metrics.BytesRead.WithLabelValues(kind).Add(float64(out.Merge.BytesRead))
+		o.Metrics.BytesWritten.WithLabelValues(kind).Add(float64(out.Merge.BytesWritten))
 		names := make([]string, len(out.Merge.Outputs))
 		for i, f := range out.Merge.Outputs {
 			names[i] = path.Base(f.Path)
@@ -69,7 +95,7 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 	case Conflict:
 		log.Info("rewrite lost to a concurrent change; outputs removed", zap.Error(out.Err))
 	case Failed:
-		o.Metrics.Failures.WithLabelValues(job.Kind, string(out.Class)).Inc()
+		o.Metrics.Failures.WithLabelValues(kind, string(out.Class)).Inc()
 		paths := make([]string, len(job.Inputs))
 		for i, f := range job.Inputs {
 			paths[i] = f.Path

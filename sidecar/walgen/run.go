@@ -26,9 +26,14 @@ type RunOptions struct {
 	BatchRows   int
 	SegmentSize int64         // roll a segment at this many bytes
 	RollAge     time.Duration // roll a segment at this age
-	Start       time.Time     // timestamp of the first row
-	Step        time.Duration // timestamp step between rows
-	Gen         Options
+	// Start is the timestamp of the first row. Zero: the rows end at about the time they are
+	// written and none is ever later than that (ingest does not see the future): with Rows and
+	// no Rate they end at the start of the run, and every batch is kept at or before the clock.
+	Start time.Time
+	// Step is the timestamp step between a table's consecutive rows. Zero: with a Rate, the
+	// step at which each table's timestamps keep pace with the clock; else 1 ms.
+	Step time.Duration
+	Gen  Options
 	// OnSeal is told about every sealed segment (the demo counts them).
 	OnSeal func(localwal.SealedSegment)
 }
@@ -55,11 +60,19 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 	if o.BatchRows <= 0 {
 		o.BatchRows = 1000
 	}
+	tables := int64(len(o.Tables))
 	if o.Step <= 0 {
 		o.Step = time.Millisecond
+		if o.Rate > 0 { // each table gets Rate/tables rows a second
+			o.Step = max(time.Duration(tables*int64(time.Second)/o.Rate), time.Microsecond)
+		}
 	}
-	if o.Start.IsZero() {
+	clamp := o.Start.IsZero()
+	if clamp {
 		o.Start = time.Now().UTC()
+		if o.Rows > 0 && o.Rate == 0 { // as fast as possible: the rows end now, not minutes ahead
+			o.Start = o.Start.Add(-time.Duration((o.Rows+tables-1)/tables) * o.Step)
+		}
 	}
 	var res Result
 	w, err := localwal.NewWriter(o.WALDir, localwal.WriterOptions{
@@ -93,6 +106,9 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 		n := int64(o.BatchRows)
 		if o.Rows > 0 && o.Rows-written < n {
 			n = o.Rows - written
+		}
+		if last := ts.Add(time.Duration(n-1) * o.Step); clamp && last.After(time.Now()) {
+			ts = time.Now().UTC().Add(-time.Duration(n-1) * o.Step) // never a row from the future
 		}
 		rec := g.Batch(memory.DefaultAllocator, ts, int(n), o.Step)
 		if each != nil {

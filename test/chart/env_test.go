@@ -19,7 +19,7 @@ import (
 // auxEnv are the variables the chart renders that are not options of `siglake compactor`, each
 // with the reason it is there. Every other rendered name must be an option the binary accepts.
 var auxEnv = map[string]string{
-	"GOMEMLIMIT":            "Go runtime soft memory limit, from the container's memory limit",
+	"GOMEMLIMIT":            "Go runtime soft memory limit: goMemLimitRatio of the container's memory limit",
 	"AWS_ACCESS_KEY_ID":     "S3 credentials from warehouse.s3.existingSecret (the AWS default chain reads them)",
 	"AWS_SECRET_ACCESS_KEY": "S3 credentials from warehouse.s3.existingSecret",
 	"POD_IP":                "downward API input of SIGLAKE_GOSSIP_ADVERTISE",
@@ -140,7 +140,7 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 			eq(t, "node name", c.NodeName, fakePodName)
 			eq(t, "wal dir", c.WALDir, "/var/lib/siglake/wal")
 			eq(t, "catalog", c.Catalog, "sqlite:/var/lib/siglake/data/catalog.db")
-			eq(t, "GOMEMLIMIT", env["GOMEMLIMIT"], "1073741824")
+			eq(t, "GOMEMLIMIT (0.9 of 1Gi)", env["GOMEMLIMIT"], "966367641")
 		},
 		"drain-only-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
 			eq(t, "role", c.Role, sidecar.RoleDrain)
@@ -178,7 +178,7 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 			eq(t, "snapshot expiry", c.SnapshotExpireInterval, 120*time.Second)
 			eq(t, "snapshots retained", c.SnapshotRetain, 50)
 			eq(t, "log level (extraEnv)", c.LogLevel, "warn")
-			eq(t, "GOMEMLIMIT", env["GOMEMLIMIT"], "2147483648")
+			eq(t, "GOMEMLIMIT (0.9 of 2Gi)", env["GOMEMLIMIT"], "1932735283")
 		},
 	}
 	dir := chartDir(t)

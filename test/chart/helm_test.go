@@ -192,6 +192,10 @@ func TestRenderFailures(t *testing.T) {
 		{"bad port", []string{"--set", "gossip.port=70000"}, "gossip.port"},
 		{"no selector without the example", []string{"--set", "example.enabled=false"}, "gossip.service.selector"},
 		{"service monitor without service", []string{"--set", "metrics.serviceMonitor.enabled=true", "--set", "gossip.service.enabled=false"}, "gossip.service.enabled"},
+		{"scraped twice", []string{"--set", "metrics.podMonitor.enabled=true"}, "metrics.scrapeAnnotations and metrics.podMonitor.enabled are on together"},
+		{"memory limit not a quantity", []string{"--set", "resources.limits.memory=lots"}, "resources.limits"},
+		{"ratio above 1", []string{"--set-json", "goMemLimitRatio=1.2"}, "goMemLimitRatio"},
+		{"unknown scheme", []string{"--set", "metrics.podMonitor.scheme=ftp"}, "scheme"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -52,6 +53,8 @@ func typed(apiVersion, kind string) any {
 		return &monitoringv1.PodMonitor{}
 	case "monitoring.coreos.com/v1 PrometheusRule":
 		return &monitoringv1.PrometheusRule{}
+	case "policy/v1 PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}
 	}
 	return nil
 }
@@ -65,6 +68,7 @@ type rendered struct {
 	svcMonitors  []*monitoringv1.ServiceMonitor
 	podMonitors  []*monitoringv1.PodMonitor
 	rules        []*monitoringv1.PrometheusRule
+	pdbs         []*policyv1.PodDisruptionBudget
 }
 
 func decodeAll(t testing.TB, objs []object) rendered {
@@ -93,6 +97,8 @@ func decodeAll(t testing.TB, objs []object) rendered {
 			r.podMonitors = append(r.podMonitors, x)
 		case *monitoringv1.PrometheusRule:
 			r.rules = append(r.rules, x)
+		case *policyv1.PodDisruptionBudget:
+			r.pdbs = append(r.pdbs, x)
 		}
 	}
 	return r
@@ -213,12 +219,30 @@ func checkObjects(t *testing.T, r rendered) {
 			t.Errorf("PodMonitor/%s selects no rendered pod", m.Name)
 		}
 	}
+	for _, b := range r.pdbs {
+		checkMeta(t, "PodDisruptionBudget/"+b.Name, b.ObjectMeta)
+		if (b.Spec.MaxUnavailable == nil) == (b.Spec.MinAvailable == nil) {
+			t.Errorf("PodDisruptionBudget/%s: want exactly one of maxUnavailable and minAvailable", b.Name)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || sel.Empty() {
+			t.Errorf("PodDisruptionBudget/%s: selector %v: %v", b.Name, b.Spec.Selector, err)
+			continue
+		}
+		found := false
+		for _, s := range r.statefulSets {
+			found = found || sel.Matches(labels.Set(s.Spec.Template.Labels))
+		}
+		if !found {
+			t.Errorf("PodDisruptionBudget/%s selects no rendered pod", b.Name)
+		}
+	}
 	for _, pr := range r.rules {
 		checkMeta(t, "PrometheusRule/"+pr.Name, pr.ObjectMeta)
 		for _, g := range pr.Spec.Groups {
 			for _, rule := range g.Rules {
-				if rule.Alert == "" || rule.Expr.String() == "" {
-					t.Errorf("PrometheusRule/%s: a rule without alert name or expression", pr.Name)
+				if (rule.Alert == "") == (rule.Record == "") || rule.Expr.String() == "" {
+					t.Errorf("PrometheusRule/%s: a rule without one alert or record name, or without an expression", pr.Name)
 				}
 				if strings.Count(rule.Expr.String(), "(") != strings.Count(rule.Expr.String(), ")") ||
 					strings.Count(rule.Expr.String(), "{") != strings.Count(rule.Expr.String(), "}") {

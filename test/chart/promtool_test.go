@@ -84,7 +84,8 @@ func TestAlertRules(t *testing.T) {
 }
 
 // alertTests: one healthy pod (p0) and one unhealthy (p1) in the test release's namespace, and
-// an unhealthy pod in another namespace that the rules must ignore.
+// an unhealthy pod in another namespace that the rules must ignore. The s3-postgres values add
+// the label team=observability to every alert; every alert links its runbook section.
 const alertTests = `
 rule_files: [rules.yaml]
 evaluation_interval: 1m
@@ -115,6 +116,10 @@ tests:
         values: '2x90'
       - series: 'siglake_gossip_members{namespace="siglake-test", pod="p1", state="alive"}'
         values: '1x90'
+      - series: 'siglake_compactor_skipped_files{namespace="siglake-test", pod="p0", table="events"}'
+        values: '2x90'
+      - series: 'siglake_compactor_skipped_files{namespace="siglake-test", pod="p0", table="audit"}'
+        values: '0x90'
       - series: 'siglake_retention_oldest_data_age_seconds{namespace="siglake-test", pod="p0", table="events"}'
         values: '3456000x90'
       - series: 'siglake_retention_period_seconds{namespace="siglake-test", pod="p0", table="events"}'
@@ -134,61 +139,173 @@ tests:
       - eval_time: 17m
         alertname: SiglakeWALBacklogAge
         exp_alerts:
-          - exp_labels: {severity: warning, namespace: siglake-test, pod: p1}
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p1}
             exp_annotations:
               summary: "siglake drain is behind on p1"
               description: "The oldest sealed WAL segment has waited 17m 0s: the drain cannot keep up or cannot commit (check siglake_catalog_up and siglake_drain_errors_total)."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakewalbacklogage"
       - eval_time: 35m
         alertname: SiglakeOverlapDepthHigh
         exp_alerts:
-          - exp_labels: {severity: warning, namespace: siglake-test, table: events}
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, table: events}
             exp_annotations:
               summary: "siglake table events has overlap depth 30"
               description: "Leveled compaction is not keeping file time ranges disjoint; queries read more files than they should. Check maintenance ownership and backpressure."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakeoverlapdepthhigh"
       - eval_time: 50m
         alertname: SiglakeMaintenanceSkippedBackpressure
         exp_alerts: []
       - eval_time: 80m
         alertname: SiglakeMaintenanceSkippedBackpressure
         exp_alerts:
-          - exp_labels: {severity: warning, namespace: siglake-test, pod: p1}
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p1}
             exp_annotations:
               summary: "siglake on p1 skips maintenance for backpressure"
               description: "The sealed-WAL backlog has stayed above SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER for an hour; the sidecar needs more CPU or memory, or the ingest more replicas."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakemaintenanceskippedbackpressure"
       - eval_time: 5m
         alertname: SiglakeSegmentsQuarantined
         exp_alerts:
-          - exp_labels: {severity: warning, namespace: siglake-test, pod: p1, reason: corrupt}
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p1, reason: corrupt}
             exp_annotations:
               summary: "siglake quarantined WAL segments on p1 (corrupt)"
               description: "Segments were moved to <wal-dir>/quarantine; their rows are not in the lake. Read quarantine/*.reason.json in the pod."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakesegmentsquarantined"
       - eval_time: 25m
         alertname: SiglakeSegmentsQuarantined
         exp_alerts: []
       - eval_time: 12m
         alertname: SiglakeCatalogDown
         exp_alerts:
-          - exp_labels: {severity: critical, namespace: siglake-test, pod: p1}
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p1}
             exp_annotations:
               summary: "siglake on p1 cannot reach the Iceberg catalog"
               description: "Nothing is committed while the catalog does not answer; segments wait in the WAL until it does."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalogdown"
       - eval_time: 30m
         alertname: SiglakeRetentionBehind
         exp_alerts: []
       - eval_time: 70m
         alertname: SiglakeRetentionBehind
         exp_alerts:
-          - exp_labels: {severity: warning, namespace: siglake-test, table: events}
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, table: events}
             exp_annotations:
               summary: "siglake table events holds rows older than its retention"
               description: "The oldest row is 10d 0h 0m 0s past the longest period of the table's policy: retention runs fail (siglake_retention_runs_total{outcome=\"failed\"}; the table's retention in /debug/status, siglake retention show) or stay capped behind. Rows past retention may be a compliance problem."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakeretentionbehind"
+      - eval_time: 10m
+        alertname: SiglakeFilesSkipped
+        exp_alerts: []
+      - eval_time: 20m
+        alertname: SiglakeFilesSkipped
+        exp_alerts:
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, table: events}
+            exp_annotations:
+              summary: "siglake set 2 data file(s) of events aside"
+              description: "Rewrites of these files failed permanently (corrupt, truncated, missing or unreadable objects), so maintenance plans their partitions without them and queries may fail on them. siglake skipped list shows them with their causes; repair or remove each, then siglake skipped clear."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakefilesskipped"
       - eval_time: 15m
         alertname: SiglakeGossipSplitView
         exp_alerts:
-          - exp_labels: {severity: warning, namespace: siglake-test}
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test}
             exp_annotations:
               summary: "siglake sidecars in siglake-test do not all see each other"
               description: "Some sidecar's gossip view has fewer alive members than there are sidecars: tables may have two owners (safe, but wasted rewrites) or none. Check that TCP and UDP on the gossip port are open between pods."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakegossipsplitview"
+
+  # SiglakeCatalogDown is a warning while the WAL absorbs the outage, and critical once the oldest
+  # sealed segment has waited catalogDownCriticalBacklogAgeSecs (1800 s): c1's catalog is down from
+  # the start and its backlog ages a minute a minute; c0's catalog is down but its backlog young.
+  - interval: 1m
+    input_series:
+      - series: 'siglake_catalog_up{namespace="siglake-test", pod="c0"}'
+        values: '0x60'
+      - series: 'siglake_wal_oldest_sealed_age_seconds{namespace="siglake-test", pod="c0"}'
+        values: '0x60'
+      - series: 'siglake_catalog_up{namespace="siglake-test", pod="c1"}'
+        values: '0x60'
+      - series: 'siglake_wal_oldest_sealed_age_seconds{namespace="siglake-test", pod="c1"}'
+        values: '0+60x60'
+    alert_rule_test:
+      - eval_time: 3m
+        alertname: SiglakeCatalogDown
+        exp_alerts: []
+      - eval_time: 20m
+        alertname: SiglakeCatalogDown
+        exp_alerts:
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: c0}
+            exp_annotations:
+              summary: "siglake on c0 cannot reach the Iceberg catalog"
+              description: "Nothing is committed while the catalog does not answer; segments wait in the WAL until it does."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalogdown"
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: c1}
+            exp_annotations:
+              summary: "siglake on c1 cannot reach the Iceberg catalog"
+              description: "Nothing is committed while the catalog does not answer; segments wait in the WAL until it does."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalogdown"
+      - eval_time: 40m
+        alertname: SiglakeCatalogDown
+        exp_alerts:
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: c0}
+            exp_annotations:
+              summary: "siglake on c0 cannot reach the Iceberg catalog"
+              description: "Nothing is committed while the catalog does not answer; segments wait in the WAL until it does."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalogdown"
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: c1}
+            exp_annotations:
+              summary: "siglake on c1 cannot reach the Iceberg catalog"
+              description: "Nothing is committed while the catalog does not answer; segments wait in the WAL until it does."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalogdown"
+          - exp_labels: {severity: critical, team: observability, namespace: siglake-test, pod: c1}
+            exp_annotations:
+              summary: "siglake on c1 cannot reach the Iceberg catalog and its WAL is filling"
+              description: "The catalog does not answer and the oldest sealed WAL segment has waited 40m 0s: the WAL volume holds every row until the catalog is back; once it is full, ingest can no longer write."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalogdown"
+
+  # SiglakeMaintenanceNotSucceeding (like Mimir's CompactorHasNotSuccessfullyRunCompaction), on a
+  # real clock: m0 succeeds every cycle; m1 stops succeeding at 10m; m2 never succeeds (its gauge
+  # stays 0); m3 never succeeds but started only at 60m; the ingest container of m1's pod (another
+  # instance) restarted late, which must not hide m1's alert. A drain-only process exports no gauge.
+  - interval: 1m
+    start_timestamp: 1700000000
+    input_series:
+      - series: 'siglake_maintenance_last_success_timestamp_seconds{namespace="siglake-test", pod="m0", instance="10.0.0.1:9464"}'
+        values: '1700000000+60x120'
+      - series: 'process_start_time_seconds{namespace="siglake-test", pod="m0", instance="10.0.0.1:9464"}'
+        values: '1699990000x120'
+      - series: 'siglake_maintenance_last_success_timestamp_seconds{namespace="siglake-test", pod="m1", instance="10.0.0.2:9464"}'
+        values: '1700000000+60x10 1700000600x110'
+      - series: 'process_start_time_seconds{namespace="siglake-test", pod="m1", instance="10.0.0.2:9464"}'
+        values: '1700000000x120'
+      - series: 'process_start_time_seconds{namespace="siglake-test", pod="m1", instance="10.0.0.2:8080"}'
+        values: '1700006000x120'
+      - series: 'siglake_maintenance_last_success_timestamp_seconds{namespace="siglake-test", pod="m2", instance="10.0.0.3:9464"}'
+        values: '0x120'
+      - series: 'process_start_time_seconds{namespace="siglake-test", pod="m2", instance="10.0.0.3:9464"}'
+        values: '1700000000x120'
+      - series: 'siglake_maintenance_last_success_timestamp_seconds{namespace="siglake-test", pod="m3", instance="10.0.0.4:9464"}'
+        values: '0x120'
+      - series: 'process_start_time_seconds{namespace="siglake-test", pod="m3", instance="10.0.0.4:9464"}'
+        values: '1700003600x120'
+      - series: 'process_start_time_seconds{namespace="siglake-test", pod="d0", instance="10.0.0.5:9464"}'
+        values: '1700000000x120'
+    alert_rule_test:
+      - eval_time: 70m
+        alertname: SiglakeMaintenanceNotSucceeding
+        exp_alerts: []
+      - eval_time: 90m
+        alertname: SiglakeMaintenanceNotSucceeding
+        exp_alerts:
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: m1}
+            exp_annotations:
+              summary: "siglake on m1 has not completed a maintenance cycle"
+              description: "No maintenance cycle of this process has completed without an error for 1h 20m 0s: rewrites, snapshot expiry and delete tasks of the tables it owns are not happening. See /debug/status errors (siglake status) and the logs."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakemaintenancenotsucceeding"
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: m2}
+            exp_annotations:
+              summary: "siglake on m2 has not completed a maintenance cycle"
+              description: "No maintenance cycle of this process has completed without an error since it started: rewrites, snapshot expiry and delete tasks of the tables it owns are not happening. See /debug/status errors (siglake status) and the logs."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakemaintenancenotsucceeding"
 `
 
 // TestOperationsAlertsCheck: the alert rules written out in docs/operations.md are valid.
@@ -225,10 +342,14 @@ func TestDashboardQueriesParse(t *testing.T) {
 	if err := json.Unmarshal(raw, &dash); err != nil {
 		t.Fatal(err)
 	}
-	vars := strings.NewReplacer("$__rate_interval", "5m", "$namespace", "siglake-test", "$pod", ".*")
+	vars := strings.NewReplacer("$__rate_interval", "5m", "$namespace", "siglake-test", "$pod", ".*", "$cluster", ".*")
 	var rules []map[string]string
 	for _, p := range dash.Panels {
 		for _, q := range p.Targets {
+			// Every query follows the cluster variable (All matches series without the label).
+			if !strings.Contains(q.Expr, `cluster=~"$cluster"`) {
+				t.Errorf("dashboard query %q does not select cluster=~\"$cluster\"", q.Expr)
+			}
 			rules = append(rules, map[string]string{"record": fmt.Sprintf("dashboard_query_%d", len(rules)), "expr": vars.Replace(q.Expr)})
 		}
 	}

@@ -135,6 +135,8 @@ func TestRenderedSidecarRuns(t *testing.T) {
 	})
 	if code, body := get(base + "/metrics"); code != http.StatusOK || !strings.Contains(body, "siglake_drain_rows_total") {
 		t.Errorf("/metrics: %d, siglake_drain_rows_total missing", code)
+	} else if !strings.Contains(body, `version="`+buildVersion+`"} 1`) || !strings.Contains(body, "siglake_build_info{") {
+		t.Errorf("/metrics: no siglake_build_info with the version make build stamped (%s)", buildVersion)
 	}
 
 	// kubectl exec <pod> -c siglake-compactor -- /siglake status: same binary, same environment.

@@ -122,12 +122,9 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   valueFrom:
     fieldRef:
       fieldPath: metadata.name
-{{- if dig "limits" "memory" "" ($v.resources | default dict) }}
+{{- with include "siglake-compactor.goMemLimit" . }}
 - name: GOMEMLIMIT
-  valueFrom:
-    resourceFieldRef:
-      containerName: siglake-compactor
-      resource: limits.memory
+  value: {{ . | quote }}
 {{- end }}
 - name: SIGLAKE_COMPACTOR_ROLE
   value: {{ $v.compactor.role | quote }}
@@ -227,6 +224,33 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.retention.deleteDelay | quote }}
 {{- end }}
 
+{{/* GOMEMLIMIT in bytes: goMemLimitRatio of resources.limits.memory, rounded down; nothing
+without a memory limit or with the ratio 0. */}}
+{{- define "siglake-compactor.goMemLimit" -}}
+{{- $limit := dig "limits" "memory" "" (.Values.resources | default dict) }}
+{{- $ratio := float64 (.Values.goMemLimitRatio | default 0) }}
+{{- if and $limit (gt $ratio 0.0) }}
+{{- mulf (include "siglake-compactor.quantityBytes" $limit) $ratio | floor | int64 }}
+{{- end }}
+{{- end }}
+
+{{/* A Kubernetes quantity (512Mi, 1.5Gi, 2G, 1e9, or a number of bytes) in bytes, as a number
+without a fraction where it has none. */}}
+{{- define "siglake-compactor.quantityBytes" -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) }}
+{{- . | float64 }}
+{{- else }}
+{{- $q := toString . }}
+{{- $m := regexFindAll "^([0-9]+(?:\\.[0-9]+)?(?:[eE][0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$" $q 1 }}
+{{- if not $m }}
+{{- fail (printf "resources.limits.memory %q is not a Kubernetes quantity (e.g. 512Mi, 1Gi, 2G)" $q) }}
+{{- end }}
+{{- $units := dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 "m" 1e-3 }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?([eE][0-9]+)?" $q }}
+{{- mulf $number (index $units (trimPrefix $number $q)) }}
+{{- end }}
+{{- end }}
+
 {{/* The sidecar's volume mounts. */}}
 {{- define "siglake-compactor.volumeMounts" -}}
 - name: {{ .Values.wal.volumeName }}
@@ -263,9 +287,12 @@ WAL volume belongs to the ingest pod. */}}
 - name: {{ .Values.data.volumeName }}
   emptyDir: {}
 {{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
-{{/* Container ports: HTTP, and gossip on TCP and UDP. */}}
+{{/* Container ports: HTTP, and gossip on TCP and (unless gossip.udp is false) UDP. */}}
 {{- define "siglake-compactor.ports" -}}
 - name: siglake-http
   containerPort: {{ .Values.http.port }}
@@ -274,9 +301,59 @@ WAL volume belongs to the ingest pod. */}}
 - name: siglake-tcp
   containerPort: {{ .Values.gossip.port }}
   protocol: TCP
+{{- if .Values.gossip.udp }}
 - name: siglake-udp
   containerPort: {{ .Values.gossip.port }}
   protocol: UDP
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The label the Grafana charts (Loki, Tempo, Mimir) put on the members of a memberlist
+cluster: on the example pods and the gossip Service. */}}
+{{- define "siglake-compactor.memberlistLabels" -}}
+app.kubernetes.io/part-of: memberlist
+{{- end }}
+
+{{/* The sidecar's probes: a full probe object (livenessProbe, readinessProbe, startupProbe)
+wins; otherwise the defaults of probes.liveness and probes.readiness. */}}
+{{- define "siglake-compactor.probes" -}}
+{{- with .Values.livenessProbe }}
+livenessProbe:
+  {{- toYaml . | nindent 2 }}
+{{- else }}
+{{- with .Values.probes.liveness }}
+{{- if .enabled }}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: siglake-http
+  initialDelaySeconds: {{ .initialDelaySeconds }}
+  periodSeconds: {{ .periodSeconds }}
+  timeoutSeconds: {{ .timeoutSeconds }}
+  failureThreshold: {{ .failureThreshold }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.readinessProbe }}
+readinessProbe:
+  {{- toYaml . | nindent 2 }}
+{{- else }}
+{{- with .Values.probes.readiness }}
+{{- if .enabled }}
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: siglake-http
+  periodSeconds: {{ .periodSeconds }}
+  timeoutSeconds: {{ .timeoutSeconds }}
+  failureThreshold: {{ .failureThreshold }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.startupProbe }}
+startupProbe:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
 
@@ -287,34 +364,21 @@ WAL volume belongs to the ingest pod. */}}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
   args:
     - compactor
+    {{- with .Values.extraArgs }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
   ports:
     {{- include "siglake-compactor.ports" . | nindent 4 }}
   env:
     {{- include "siglake-compactor.env" . | nindent 4 }}
+  {{- with .Values.extraEnvFrom }}
+  envFrom:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   volumeMounts:
     {{- include "siglake-compactor.volumeMounts" . | nindent 4 }}
-  {{- with .Values.probes.liveness }}
-  {{- if .enabled }}
-  livenessProbe:
-    httpGet:
-      path: /healthz
-      port: siglake-http
-    initialDelaySeconds: {{ .initialDelaySeconds }}
-    periodSeconds: {{ .periodSeconds }}
-    timeoutSeconds: {{ .timeoutSeconds }}
-    failureThreshold: {{ .failureThreshold }}
-  {{- end }}
-  {{- end }}
-  {{- with .Values.probes.readiness }}
-  {{- if .enabled }}
-  readinessProbe:
-    httpGet:
-      path: /readyz
-      port: siglake-http
-    periodSeconds: {{ .periodSeconds }}
-    timeoutSeconds: {{ .timeoutSeconds }}
-    failureThreshold: {{ .failureThreshold }}
-  {{- end }}
+  {{- with include "siglake-compactor.probes" . | trim }}
+  {{- . | nindent 2 }}
   {{- end }}
   {{- with .Values.resources }}
   resources:
@@ -324,6 +388,63 @@ WAL volume belongs to the ingest pod. */}}
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+{{- end }}
+
+{{/* "true" when the prometheus-operator objects render: the cluster reports the
+monitoring.coreos.com/v1 API (helm template: --api-versions monitoring.coreos.com/v1), or
+metrics.forceMonitoringApi. */}}
+{{- define "siglake-compactor.monitoringApi" -}}
+{{- if or .Values.metrics.forceMonitoringApi (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") }}true{{ end }}
+{{- end }}
+
+{{/* Fails the render when more than one way of scraping the sidecars is on: the scrape
+annotations, the ServiceMonitor and the PodMonitor each scrape every pod, so two of them would
+scrape each pod twice (every series twice, sums and rates doubled). */}}
+{{- define "siglake-compactor.checkScrape" -}}
+{{- $m := .Values.metrics }}
+{{- $on := list }}
+{{- if $m.scrapeAnnotations }}{{ $on = append $on "metrics.scrapeAnnotations" }}{{ end }}
+{{- if $m.serviceMonitor.enabled }}{{ $on = append $on "metrics.serviceMonitor.enabled" }}{{ end }}
+{{- if $m.podMonitor.enabled }}{{ $on = append $on "metrics.podMonitor.enabled" }}{{ end }}
+{{- if gt (len $on) 1 }}
+{{- fail (printf "%s are on together: each scrapes every sidecar, so every pod would be scraped %d times (each series duplicated, sums and rates multiplied). Keep one and set the others false (with a prometheus-operator Prometheus: metrics.scrapeAnnotations=false)." (join " and " $on) (len $on)) }}
+{{- end }}
+{{- end }}
+
+{{/* One scrape endpoint of the ServiceMonitor or PodMonitor (the dict's "v" is its values). */}}
+{{- define "siglake-compactor.scrapeEndpoint" -}}
+{{- $v := .v -}}
+- port: siglake-http
+  path: /metrics
+  interval: {{ $v.interval }}
+  {{- with $v.scrapeTimeout }}
+  scrapeTimeout: {{ . }}
+  {{- end }}
+  {{- with $v.scheme }}
+  scheme: {{ . }}
+  {{- end }}
+  {{- with $v.tlsConfig }}
+  tlsConfig:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.relabelings }}
+  relabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.metricRelabelings }}
+  metricRelabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+
+{{/* The namespaceSelector of a monitor: the value, else the release's namespace. */}}
+{{- define "siglake-compactor.namespaceSelector" -}}
+{{- with .v.namespaceSelector }}
+{{- toYaml . }}
+{{- else }}
+matchNames:
+  - {{ .ns }}
+{{- end }}
 {{- end }}
 
 {{/* Scrape annotations for the pod template (Prometheus' kubernetes-pods convention). */}}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/siglake/siglake/sidecar"
+)
+
+// defaultDemoDir is where `siglake demo` puts its WAL, catalog and warehouse by default.
+const defaultDemoDir = "./siglake-demo"
+
+const dirUsage = "a demo directory (siglake demo --dir): shortcut for --catalog sqlite:DIR/catalog.db --warehouse DIR/warehouse"
+
+// demoLake is what --dir DIR stands for: the demo's embedded catalog and local warehouse.
+func demoLake(dir string) (catalog, warehouse string) {
+	return "sqlite:" + filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")
+}
+
+// withDir turns --dir DIR into the catalog and warehouse options of a tool's remaining command
+// line. Giving --dir and --catalog or --warehouse together is refused: one says what the other does.
+func withDir(dir string, rest []string) ([]string, error) {
+	if dir == "" {
+		return rest, nil
+	}
+	for _, a := range rest {
+		name := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-")
+		if strings.HasPrefix(a, "-") && (name == "catalog" || name == "warehouse") {
+			return nil, fmt.Errorf("--dir %s sets the catalog and the warehouse; give either --dir or --%s", dir, name)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("--dir %s: no such directory (siglake demo --dir %s --keep-running creates one and keeps a sidecar on it)", dir, dir)
+	}
+	cat, wh := demoLake(dir)
+	return append(rest, "--catalog="+cat, "--warehouse="+wh), nil
+}
+
+// requireCatalog fails, saying what to pass, when the catalog is an embedded one whose file does
+// not exist. A tool would otherwise get SQLite's "unable to open database file (14)" for a missing
+// directory, or silently create an empty catalog and find no table.
+func requireCatalog(cfg sidecar.Config) error {
+	path, ok := strings.CutPrefix(cfg.Catalog, "sqlite:")
+	if !ok {
+		return nil
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	hint := ""
+	if cat, _ := demoLake(defaultDemoDir); cat != cfg.Catalog {
+		if _, err := os.Stat(filepath.Join(defaultDemoDir, "catalog.db")); err == nil {
+			hint = fmt.Sprintf(" (%s holds one: --dir %s)", defaultDemoDir, defaultDemoDir)
+		}
+	}
+	return fmt.Errorf("catalog %s: no such file. Pass --dir DIR for a demo directory%s, "+
+		"--catalog sqlite:PATH (or SIGLAKE_CATALOG) for a sidecar's embedded catalog, "+
+		"or --catalog postgres://... / rest+https://... for a shared one", cfg.Catalog, hint)
+}
+
+// splitArgs sorts a tool's command line into its own flags (those fs defines), the compactor
+// options for sidecar.Load, and positional arguments. Every compactor option takes a value, so
+// "--name value" is one option; a tool's own boolean flag takes none.
+func splitArgs(fs *flag.FlagSet, args []string) (own, rest, positional []string, help bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if isHelp(a) {
+			return nil, nil, nil, true
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		name := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-")
+		takesValue := !strings.Contains(a, "=")
+		into := &rest
+		if f := fs.Lookup(name); f != nil {
+			into = &own
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				takesValue = false
+			}
+		}
+		*into = append(*into, a)
+		if takesValue && i+1 < len(args) {
+			i++
+			*into = append(*into, args[i])
+		}
+	}
+	return own, rest, positional, false
+}
+
+// toolHelp prints a tool's flags and where the catalog options are documented.
+func toolHelp(fs *flag.FlagSet) {
+	fs.SetOutput(os.Stdout)
+	fs.Usage()
+	fmt.Println("\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+}
