@@ -38,11 +38,17 @@ type Env struct {
 
 // New opens a fresh lake whose drain commits every segment on its own (one file per segment and
 // day), so tests decide the file layout by the segments they write.
-func New(t testing.TB) *Env {
+func New(t testing.TB) *Env { return NewWith(t, nil) }
+
+// NewWith is New with the lake configuration changed by mutate (an S3 warehouse, say).
+func NewWith(t testing.TB, mutate func(*lake.Config)) *Env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &Env{T: t, Dir: dir, WAL: filepath.Join(dir, "wal"),
 		Cfg: lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse"), Namespace: "siglake"}}
+	if mutate != nil {
+		mutate(&e.Cfg)
+	}
 	l, err := lake.Open(context.Background(), e.Cfg)
 	if err != nil {
 		t.Fatal(err)
