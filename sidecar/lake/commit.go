@@ -166,7 +166,9 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 		nt, err := txn.Commit(ctx)
 		if err != nil {
 			lastErr = fmt.Errorf("commit append to %s: %w", req.Table, err)
-			maybe = maybe || !IsConflict(err)
+			// Unknown outcome (a REST 5xx, a cut connection): the next attempt's mark re-read above
+			// finds out whether it landed, and the files must stay even if every attempt fails.
+			maybe = maybe || IsCommitStateUnknown(err)
 			continue
 		}
 		var snap int64 // none when the batch had no files (every row past retention) on a new table
@@ -180,8 +182,10 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 
 // IsConflict reports whether a commit error is a definite conflict: the catalog refused the
 // commit because the table changed, so nothing was committed and retrying on fresh metadata is
-// safe. iceberg-go wraps CAS failures in table.ErrCommitFailed, but its SQL catalog returns a
-// failed requirement (the branch moved before the update) as a plain error, recognised by its text.
+// safe. iceberg-go wraps CAS failures in table.ErrCommitFailed, and so does its REST client's
+// answer to a 409 CommitFailedException (rest.ErrCommitFailed wraps it), but its SQL catalog
+// returns a failed requirement (the branch moved before the update) as a plain error, recognised
+// by its text. The other side, a commit that may have landed, is IsCommitStateUnknown (rest.go).
 func IsConflict(err error) bool {
 	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) ||
 		strings.Contains(err.Error(), "requirement failed:")

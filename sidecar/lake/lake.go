@@ -46,6 +46,9 @@ type Lake struct {
 	// ioProps are the FileIO properties (S3 endpoint, credentials) for the warehouse.
 	ioProps   iceberg.Properties
 	warehouse string
+	// closeIdle releases the REST catalog's pooled connections (iceberg-go leaves a transport it
+	// was given to its owner); nil for the SQL catalogs.
+	closeIdle func()
 }
 
 // Open connects to the catalog named by cfg.Catalog and makes sure the namespace exists.
@@ -76,21 +79,29 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 		props[k] = v
 	}
 	var cat catalog.Catalog
+	var closeIdle func()
 	switch {
 	case strings.HasPrefix(cfg.Catalog, "sqlite:"):
 		cat, err = openSQLite(strings.TrimPrefix(cfg.Catalog, "sqlite:"), props)
 	case strings.HasPrefix(cfg.Catalog, "postgres://"), strings.HasPrefix(cfg.Catalog, "postgresql://"):
 		cat, err = openSQL("postgres", cfg.Catalog, sqlcat.Postgres, props)
 	case strings.HasPrefix(cfg.Catalog, "rest+"):
-		cat, err = rest.NewCatalog(ctx, "siglake", strings.TrimPrefix(cfg.Catalog, "rest+"), rest.WithWarehouseLocation(warehouse), rest.WithAdditionalProps(props))
+		tr := newRESTTransport() // waits out a 429's Retry-After (rest.go)
+		closeIdle = tr.CloseIdleConnections
+		cat, err = rest.NewCatalog(ctx, "siglake", strings.TrimPrefix(cfg.Catalog, "rest+"), rest.WithWarehouseLocation(warehouse),
+			rest.WithAdditionalProps(props), rest.WithCustomTransport(tr))
 	default:
 		return nil, fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %q: accepted forms are sqlite:PATH, postgres://..., rest+http(s)://...", ErrBadConfig, Redact(cfg.Catalog))
 	}
 	if err != nil {
+		if closeIdle != nil {
+			closeIdle()
+		}
 		return nil, fmt.Errorf("open catalog %s: %w", Redact(cfg.Catalog), err)
 	}
-	l := &Lake{cat: cat, ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse}
+	l := &Lake{cat: cat, ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle}
 	if err := l.ensureNamespace(ctx); err != nil {
+		l.Close()
 		return nil, err
 	}
 	return l, nil
@@ -108,6 +119,9 @@ func (l *Lake) Namespace() string { return l.ns[0] }
 
 // Close releases the catalog's connections.
 func (l *Lake) Close() error {
+	if l.closeIdle != nil {
+		defer l.closeIdle()
+	}
 	if c, ok := l.cat.(interface{ Close() error }); ok {
 		return c.Close()
 	}

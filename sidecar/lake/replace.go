@@ -61,7 +61,8 @@ func (l *Lake) CommitReplace(ctx context.Context, name string, old, added []iceb
 			return ReplaceResult{Table: nt}, nil
 		}
 		if err = cerr; !IsConflict(err) {
-			return ReplaceResult{MaybeCommitted: true}, err // outcome unknown: never retried
+			// Never retried: an unknown outcome may have landed, and a refusal will not change.
+			return ReplaceResult{MaybeCommitted: IsCommitStateUnknown(err)}, err
 		}
 	}
 	return ReplaceResult{}, err

@@ -40,8 +40,10 @@ func (s *site) scanSum(name string, filter iceberg.BooleanExpression) rowsum.Sum
 // TestDeleteRequestSweptByRunningCompactor: a request recorded with `siglake delete-request`
 // while `siglake compactor` runs is executed by the idle-cycle sweep: the table ends with
 // exactly the rows the request does not match, and the request is done.
-func TestDeleteRequestSweptByRunningCompactor(t *testing.T) {
-	s := newSite(t)
+func TestDeleteRequestSweptByRunningCompactor(t *testing.T) { deleteRequestSwept(t, newSite(t)) }
+
+// deleteRequestSwept is TestDeleteRequestSweptByRunningCompactor on any site.
+func deleteRequestSwept(t *testing.T, s *site) {
 	w := s.walgen("pod-0", 20000, 7)
 	r := s.start(nil, "--recluster-interval-secs", "1")
 	r.waitDrained(60 * time.Second)

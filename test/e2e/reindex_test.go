@@ -20,8 +20,10 @@ import (
 // enough to stream every rewrite (no footer inverted index), the real binary's maintenance
 // registers Puffin sidecars for the rewrite outputs, and every service value of a rewritten
 // file is found at exactly its rows through them.
-func TestIndexRebuildByRunningCompactor(t *testing.T) {
-	s := newSite(t)
+func TestIndexRebuildByRunningCompactor(t *testing.T) { indexRebuild(t, newSite(t)) }
+
+// indexRebuild is TestIndexRebuildByRunningCompactor on any site.
+func indexRebuild(t *testing.T, s *site) {
 	w := s.walgen("pod-0", 20000, 11)
 	// Drain first without rewrites (one small file per segment), then name the index column.
 	d := s.start(nil, "--recluster-interval-secs", "0")

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql" // registers catalog type "sql"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/test/restcat"
 )
 
 // PostgresCatalogProps are the iceberg-go catalog.Load properties of an Iceberg SQL
@@ -31,11 +33,12 @@ func PostgresCatalogProps(dsn string, s3 S3Env, warehouse string) iceberg.Proper
 	return p
 }
 
-// Backends is an Iceberg SQL catalog on PostgreSQL with its warehouse on S3.
+// Backends is an Iceberg catalog (SQL on PostgreSQL, or REST) with its warehouse on S3.
 type Backends struct {
 	Catalog   catalog.Catalog
 	Props     iceberg.Properties // what Catalog was loaded with; load it again with these
-	DSN       string             // the test's own PostgreSQL database
+	DSN       string             // the test's own PostgreSQL database (PostgresCatalog)
+	REST      *restcat.Server    // the REST catalog server (RESTCatalog)
 	S3        S3Env
 	Warehouse string // s3://bucket/tests/<test>-<random>
 }

@@ -119,8 +119,19 @@ func TestLocalPath(t *testing.T) {
 
 // TestPostgresCatalogOnS3 proves the production backends together: an Iceberg SQL
 // catalog on PostgreSQL, data files on S3, and DuckDB reading what was committed.
-func TestPostgresCatalogOnS3(t *testing.T) {
-	be := PostgresCatalog(t)
+func TestPostgresCatalogOnS3(t *testing.T) { catalogOnS3(t, PostgresCatalog(t)) }
+
+// TestRESTCatalogOnS3 is the same through the REST catalog server (test/restcat) and iceberg-go's
+// REST client: the server writes the metadata to S3, the client the data files.
+func TestRESTCatalogOnS3(t *testing.T) {
+	be := RESTCatalog(t)
+	catalogOnS3(t, be)
+	if n := be.REST.Requests()["updateTable"]; n != 1 {
+		t.Fatalf("the REST server saw %d commits, want the one append", n)
+	}
+}
+
+func catalogOnS3(t *testing.T, be Backends) {
 	cat, s3, wh := be.Catalog, be.S3, be.Warehouse
 	duck := DuckDB(t)
 	ctx := context.Background()

@@ -7,6 +7,8 @@
 // through the env files the scripts write under $SIGLAKE_TEST_STATE (default
 // <repo>/.cache/testenv). A missing service skips the test with the command that
 // starts it; with CI=true it fails the test instead, so CI never passes by skipping.
+// The Iceberg REST catalog (REST, RESTCatalog: test/restcat) needs no script: it runs inside
+// the test process on 127.0.0.1 and stops with the test.
 package testenv
 
 import (

@@ -1,0 +1,112 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+)
+
+// IsCommitStateUnknown reports whether a failed commit may have been applied all the same: the
+// catalog said it does not know (a REST 500, 502, 503 or 504 on a commit, which iceberg-go's REST
+// client returns as rest.ErrCommitStateUnknown) or no answer came at all (a connection cut after
+// the request went out, a timeout). Such a commit is never retried blindly: the retry first
+// re-reads what the commit would have changed (CommitAppend re-reads the stream mark), and the
+// files it references are kept.
+//
+// Not unknown: a conflict (IsConflict: nothing committed) and a definite refusal (the catalog
+// answered 400, 401, 403, 404, 419 or 501: it did not apply the request). Everything else counts as
+// unknown, so an error this does not recognise is treated as the dangerous case.
+func IsCommitStateUnknown(err error) bool {
+	if err == nil || IsConflict(err) {
+		return false
+	}
+	if errors.Is(err, rest.ErrCommitStateUnknown) {
+		return true
+	}
+	for _, refusal := range []error{rest.ErrBadRequest, rest.ErrUnauthorized, rest.ErrForbidden,
+		rest.ErrAuthorizationExpired, rest.ErrEndpointNotSupported, iceberg.ErrNotImplemented,
+		catalog.ErrNoSuchTable, catalog.ErrNoSuchNamespace} {
+		if errors.Is(err, refusal) {
+			return false
+		}
+	}
+	return true
+}
+
+// restRetryAfterMax bounds the wait of one 429: a server asking for longer gets its 429 passed on
+// (an error: the drain's own backoff takes over and the batch stays in the WAL).
+const restRetryAfterMax = 30 * time.Second
+
+// restThrottleRetries bounds the 429s answered by waiting, per request.
+const restThrottleRetries = 5
+
+// throttleTransport is the HTTP transport of a REST catalog. It answers a 429 Too Many Requests
+// by waiting as long as its Retry-After says (1 s without one) and sending the request again: a
+// 429 is a refusal, the server did not process the request, so sending it again cannot apply a
+// commit twice. iceberg-go's REST client has no such wait and would return the 429 as an error of
+// unknown outcome.
+type throttleTransport struct {
+	base http.RoundTripper
+	// sleep waits d or until ctx is done (tests replace it).
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+func newRESTTransport() *throttleTransport {
+	return &throttleTransport{base: http.DefaultTransport.(*http.Transport).Clone(), sleep: sleep}
+}
+
+func (t *throttleTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	req := r
+	for attempt := 0; ; attempt++ {
+		resp, err := t.base.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || attempt >= restThrottleRetries {
+			return resp, err
+		}
+		wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if !ok {
+			wait = time.Second
+		}
+		if wait > restRetryAfterMax || (r.Body != nil && r.Body != http.NoBody && r.GetBody == nil) {
+			return resp, nil // too long to wait here, or the body cannot be sent again
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		_ = resp.Body.Close()
+		if err := t.sleep(r.Context(), wait); err != nil {
+			return nil, err
+		}
+		req = r.Clone(r.Context())
+		if r.GetBody != nil {
+			if req.Body, err = r.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// CloseIdleConnections lets the REST client's Close release the pooled connections.
+func (t *throttleTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// retryAfter parses a Retry-After header: delay-seconds or an HTTP date (RFC 9110 10.2.3).
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(0, s)) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(0, at.Sub(now)), true
+	}
+	return 0, false
+}
