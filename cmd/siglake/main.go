@@ -53,6 +53,7 @@ func commands() []command {
 		{"delete-request", "record a deletion request (rows matching column conditions and a time range) and print its id", runDeleteRequest},
 		{"delete-sweep", "show deletion requests, candidate files and matching rows (with --apply, delete them now)", runDeleteSweep},
 		{"walgen", "write WAL segments of realistic log rows, as an ingest pod would", runWalgen},
+		{"tail", "print the newest rows of a table from the lake plus the WAL buffer, without duplicates (--follow for new ones)", runTail},
 		{"inspect", "show a table's files per partition and level, generations, overlap depth and a timeline", runInspect},
 		{"simulate", "run the real compaction planner against a modelled ingest and report write amplification and depth", runSimulate},
 		{"demo", "run walgen and the sidecar together on the embedded default and summarise the tables", runDemo},

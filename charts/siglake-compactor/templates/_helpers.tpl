@@ -219,6 +219,10 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{- end }}
 - name: SIGLAKE_CATALOG_CLAIM
   value: {{ $v.compactor.catalogClaim | quote }}
+{{- if $v.compactor.walBuffer.enabled }}
+- name: SIGLAKE_BUFFER_ADDR
+  value: {{ printf "0.0.0.0:%d" (int $v.compactor.walBuffer.port) | quote }}
+{{- end }}
 {{- end }}
 
 {{/* The sidecar's volume mounts. */}}
@@ -264,6 +268,11 @@ WAL volume belongs to the ingest pod. */}}
 - name: siglake-http
   containerPort: {{ .Values.http.port }}
   protocol: TCP
+{{- if .Values.compactor.walBuffer.enabled }}
+- name: siglake-buffer
+  containerPort: {{ .Values.compactor.walBuffer.port }}
+  protocol: TCP
+{{- end }}
 {{- if .Values.gossip.enabled }}
 - name: siglake-tcp
   containerPort: {{ .Values.gossip.port }}
