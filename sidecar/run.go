@@ -161,6 +161,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 		return err
 	}
 	defer l.Close()
+	defer p.stopBuffer() // before the catalog closes under a read in flight
 	lakeRef.Store(l)
 	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)

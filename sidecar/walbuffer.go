@@ -53,8 +53,10 @@ func (p *Process) startBuffer(l *atomic.Pointer[lake.Lake]) error {
 	return nil
 }
 
+// stopBuffer stops the WAL buffer; a second call does nothing.
 func (p *Process) stopBuffer() {
 	if p.buffer != nil {
 		p.buffer.Close()
+		p.buffer = nil
 	}
 }

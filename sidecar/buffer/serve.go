@@ -311,7 +311,11 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 					cur = m
 				}
 			}
-			ref := &Refusal{Stream: g.Stream, After: plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: "draining", At: g.Mark}
+			reason := "draining"
+			if g.Retained {
+				reason = "drained" // swept from retention meanwhile
+			}
+			ref := &Refusal{Stream: g.Stream, After: plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: reason, At: g.Mark}
 			o.Refusal = ref
 			return nil, refusal(ref, cur)
 		}
