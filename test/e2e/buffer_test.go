@@ -18,9 +18,11 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
+	"github.com/siglake/siglake/test/testenv"
 )
 
 // startBuffered runs the compactor with the WAL buffer on a free loopback port and waits until
@@ -63,6 +65,20 @@ func TestBufferServesSealedRows(t *testing.T) {
 	})
 	if got != w.Fingerprint || len(ans.Segments) != w.Segments || !ans.Verified {
 		t.Fatalf("buffer %+v in %d segments, walgen sealed %+v in %d", got, len(ans.Segments), w.Fingerprint, w.Segments)
+	}
+	// Arrow JS, a reader we did not write, reads the same rows (fingerprinted in JavaScript), a
+	// filtered answer too.
+	js := testenv.ArrowJS(t, "http://"+c.Addr+"/v1/buffer/events", walgen.Columns...)
+	if js.Status != 200 || js.Rows != w.Rows || js.Checksum != w.Fingerprint.Sum || js.Metadata[buffer.MetaComplete] != "true" ||
+		js.Metadata[buffer.MetaThrough] != ans.Through.String() {
+		t.Fatalf("Arrow JS read %d rows checksum %d (%v); walgen sealed %d rows checksum %d", js.Rows, js.Checksum, js.Metadata, w.Rows, w.Fingerprint.Sum)
+	}
+	filtered, _, err := bufferSum(c, "events", buffer.Query{Filter: deletes.Request{Where: []deletes.Condition{{Column: "severity", Values: []string{"error", "fatal"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js := testenv.ArrowJS(t, "http://"+c.Addr+"/v1/buffer/events?in=severity=error,fatal", walgen.Columns...); js.Rows != filtered.Rows || js.Checksum != filtered.Sum || js.Rows == 0 {
+		t.Fatalf("filtered: Arrow JS %d rows %d, Go client %+v", js.Rows, js.Checksum, filtered)
 	}
 	// The documented curl: headers say where the answer stands; a typo is a 400 naming it.
 	resp, err := http.Get("http://" + c.Addr + "/v1/buffer/events?columns=timestamp,raw&in=severity=error,fatal")
