@@ -1,6 +1,7 @@
 package localwal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -21,8 +22,18 @@ func FuzzReadSegment(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The head alone (the WAL buffer's first look) must not panic either, and whatever
+		// ReadAll accepts it accepts with the same header.
+		hdr, _, herr := ReadHead(testName, bytes.NewReader(data))
+		var hse *SegmentError
+		if herr != nil && (!errors.As(herr, &hse) || !slices.Contains(Reasons, hse.Reason) || hse.Reason == ReasonIO) {
+			t.Fatalf("head: unexpected error %T: %v", herr, herr)
+		}
 		// A small budget keeps the fuzzer fast; the logic is the same.
 		seg, err := Decode(testName, data, ReadOptions{MaxDecodedBytes: 16 << 20})
+		if err == nil && (herr != nil || hdr != seg.Header) {
+			t.Fatalf("ReadAll accepts a segment whose head fails (%v) or differs (%+v, %+v)", herr, hdr, seg.Header)
+		}
 		if err == nil {
 			defer seg.Release()
 			if seg.Rows <= 0 || len(seg.Records) == 0 {

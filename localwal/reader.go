@@ -156,6 +156,9 @@ func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment,
 			return seg, goodEnd, nil
 		}
 		seg.Release()
+		if budget.tripped.Load() {
+			e.Err = fmt.Errorf("%w: %w", ErrDecodeBudget, e.Err)
+		}
 		return nil, 0, e
 	}
 	for rd.Next() {
@@ -226,6 +229,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// ErrDecodeBudget is wrapped by the error of a segment that needed more than
+// ReadOptions.MaxDecodedBytes to decode (its reason is corrupt: under the
+// default budget only a corrupt file gets there). A reader with a smaller
+// budget of its own, the WAL buffer, tells it apart from real corruption.
+var ErrDecodeBudget = errors.New("decode budget exceeded")
+
 // budgetAllocator refuses to allocate more than limit bytes in total while
 // a segment is decoded. Arrow's reader turns the panic into an error.
 type budgetAllocator struct {
@@ -233,6 +242,7 @@ type budgetAllocator struct {
 	limit    int64
 	used     atomic.Int64
 	disarmed atomic.Bool
+	tripped  atomic.Bool // the limit was hit
 }
 
 type budgetExceeded struct{ want, used, limit int64 }
@@ -246,6 +256,7 @@ func (b *budgetAllocator) charge(n int) {
 		return
 	}
 	if used := b.used.Add(int64(n)); used > b.limit {
+		b.tripped.Store(true)
 		panic(budgetExceeded{int64(n), used - int64(n), b.limit})
 	}
 }

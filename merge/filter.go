@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	icebergio "github.com/apache/iceberg-go/io"
 )
@@ -77,49 +78,57 @@ type boundColumn struct {
 func compileFilter(f *RowFilter, sc *arrow.Schema) (*rowMatcher, error) {
 	m := &rowMatcher{deleted: make([]int64, len(f.Predicates)), firstMatch: f.FirstMatch}
 	for pi, p := range f.Predicates {
-		bp := boundPredicate{from: p.From, to: p.To, keep: p.Keep}
-		for _, c := range p.Columns {
-			idx := sc.FieldIndices(c.Column)
-			if len(idx) == 0 {
-				return nil, fmt.Errorf("delete predicate %d: no column %q", pi, c.Column)
-			}
-			typ := sc.Field(idx[0]).Type
-			if err := FilterableType(typ); err != nil {
-				return nil, fmt.Errorf("delete predicate %d: column %q: %w", pi, c.Column, err)
-			}
-			bc := boundColumn{idx: idx[0]}
-			for _, v := range c.Values {
-				switch typ.ID() {
-				case arrow.STRING, arrow.LARGE_STRING:
-					if bc.strs == nil {
-						bc.strs = map[string]struct{}{}
-					}
-					bc.strs[v] = struct{}{}
-				case arrow.BOOL:
-					b, err := strconv.ParseBool(v)
-					if err != nil {
-						return nil, fmt.Errorf("delete predicate %d: column %q value %q: accepted: true, false", pi, c.Column, v)
-					}
-					if bc.bools == nil {
-						bc.bools = map[bool]struct{}{}
-					}
-					bc.bools[b] = struct{}{}
-				default:
-					n, err := strconv.ParseInt(v, 10, 64)
-					if err != nil {
-						return nil, fmt.Errorf("delete predicate %d: column %q value %q: accepted: a decimal integer", pi, c.Column, v)
-					}
-					if bc.ints == nil {
-						bc.ints = map[int64]struct{}{}
-					}
-					bc.ints[n] = struct{}{}
-				}
-			}
-			bp.cols = append(bp.cols, bc)
+		bp, err := compilePredicate(p, sc)
+		if err != nil {
+			return nil, fmt.Errorf("delete predicate %d: %w", pi, err)
 		}
 		m.preds = append(m.preds, bp)
 	}
 	return m, nil
+}
+
+func compilePredicate(p Predicate, sc *arrow.Schema) (boundPredicate, error) {
+	bp := boundPredicate{from: p.From, to: p.To, keep: p.Keep}
+	for _, c := range p.Columns {
+		idx := sc.FieldIndices(c.Column)
+		if len(idx) == 0 {
+			return bp, fmt.Errorf("no column %q", c.Column)
+		}
+		typ := sc.Field(idx[0]).Type
+		if err := FilterableType(typ); err != nil {
+			return bp, fmt.Errorf("column %q: %w", c.Column, err)
+		}
+		bc := boundColumn{idx: idx[0]}
+		for _, v := range c.Values {
+			switch typ.ID() {
+			case arrow.STRING, arrow.LARGE_STRING:
+				if bc.strs == nil {
+					bc.strs = map[string]struct{}{}
+				}
+				bc.strs[v] = struct{}{}
+			case arrow.BOOL:
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return bp, fmt.Errorf("column %q value %q: accepted: true, false", c.Column, v)
+				}
+				if bc.bools == nil {
+					bc.bools = map[bool]struct{}{}
+				}
+				bc.bools[b] = struct{}{}
+			default:
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return bp, fmt.Errorf("column %q value %q: accepted: a decimal integer", c.Column, v)
+				}
+				if bc.ints == nil {
+					bc.ints = map[int64]struct{}{}
+				}
+				bc.ints[n] = struct{}{}
+			}
+		}
+		bp.cols = append(bp.cols, bc)
+	}
+	return bp, nil
 }
 
 // matches reports which predicate (index) matches row i, or -1.
@@ -352,4 +361,72 @@ func FilterRecord(rec arrow.RecordBatch, tsName string, f *RowFilter, mem memory
 		}
 	}
 	return out.rec, dropped, nil
+}
+
+// Matcher is a RowFilter bound to a schema for readers that keep the rows it matches (the WAL
+// buffer's query filter) where a delete-task rewrite drops them.
+type Matcher struct {
+	m  *rowMatcher
+	ts int // index of the timestamp column, microseconds
+}
+
+// CompileFilter binds f to sc, whose column tsName is the timestamp in microseconds. It fails as
+// the rewrite's binding fails: a column sc lacks, a type FilterableType refuses, a value that
+// does not parse as the column's type.
+func CompileFilter(f *RowFilter, sc *arrow.Schema, tsName string) (*Matcher, error) {
+	idx := sc.FieldIndices(tsName)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("filter: schema has %d columns named %q", len(idx), tsName)
+	}
+	if ts, ok := sc.Field(idx[0]).Type.(*arrow.TimestampType); !ok || ts.Unit != arrow.Microsecond {
+		return nil, fmt.Errorf("filter: column %q has type %s, want timestamp[us]", tsName, sc.Field(idx[0]).Type)
+	}
+	m := &rowMatcher{deleted: make([]int64, len(f.Predicates))}
+	for pi, p := range f.Predicates {
+		bp, err := compilePredicate(p, sc)
+		if err != nil && len(f.Predicates) > 1 {
+			return nil, fmt.Errorf("predicate %d: %w", pi, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		m.preds = append(m.preds, bp)
+	}
+	return &Matcher{m: m, ts: idx[0]}, nil
+}
+
+// Keep returns the rows of rec (of the schema the matcher was compiled for) that any predicate
+// matches, in their order; rec itself, retained, when every row matches. The caller releases
+// the result.
+func (m *Matcher) Keep(ctx context.Context, rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	n := int(rec.NumRows())
+	col := rec.Column(m.ts).(*array.Timestamp)
+	ts := make([]int64, n)
+	for i := range ts {
+		ts[i] = int64(col.Value(i))
+	}
+	mb := array.NewBooleanBuilder(mem)
+	defer mb.Release()
+	kept := 0
+	for i := 0; i < n; i++ {
+		hit := m.m.matches(rec, ts, i) >= 0
+		mb.Append(hit)
+		if hit {
+			kept++
+		}
+	}
+	if kept == n {
+		rec.Retain()
+		return rec, nil
+	}
+	mask := mb.NewBooleanArray()
+	defer mask.Release()
+	out, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("filter rows: %w", err)
+	}
+	return out, nil
 }

@@ -196,3 +196,41 @@ func TestRowFilterRejectsBadPredicates(t *testing.T) {
 		t.Fatal("a forced page-bounded rewrite with a row filter was accepted")
 	}
 }
+
+// TestMatcherKeepsExactlyTheMatchingRows: the reader's side of the filter (the WAL buffer's)
+// keeps, in order, exactly the rows a delete-task rewrite would drop.
+func TestMatcherKeepsExactlyTheMatchingRows(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 200; i++ {
+		base := int64(1_700_000_000_000_000)
+		f, match := randFilter(r, base)
+		rec := randRecord(r, sc, 1+r.IntN(300), base, 40, r.IntN(2) == 0, true)
+		m, err := CompileFilter(f, sc, "timestamp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := m.Keep(context.Background(), rec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, row := range rowStrings(t, rec, sc) {
+			if match(row) {
+				want = append(want, row)
+			}
+		}
+		if got := rowStrings(t, kept, sc); !slices.Equal(got, want) {
+			t.Fatalf("case %d: kept %d rows, want %d", i, len(got), len(want))
+		}
+		kept.Release()
+		rec.Release()
+	}
+	if _, err := CompileFilter(&RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"level", []string{"x"}}}}}}, sc, "timestamp"); err == nil ||
+		strings.Contains(err.Error(), "delete") || !strings.Contains(err.Error(), `column "level" value "x"`) {
+		t.Fatalf("error %v: should name the column and value, not a delete predicate", err)
+	}
+	if _, err := CompileFilter(&RowFilter{}, sc, "service"); err == nil {
+		t.Fatal("a non-timestamp time column is accepted")
+	}
+}

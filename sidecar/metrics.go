@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
@@ -46,6 +47,8 @@ type Metrics struct {
 	Rebuild *puffinidx.Metrics
 	// Claims are the catalog claim metrics (registered on the same registry).
 	Claims *claim.Metrics
+	// Buffer are the WAL buffer's metrics (registered whether or not it runs).
+	Buffer *buffer.Metrics
 }
 
 // NewMetrics registers the sidecar's metrics, plus Go runtime and process collectors, on a new registry.
@@ -74,6 +77,7 @@ func NewMetrics() *Metrics {
 	m.Retention = retention.NewMetrics(reg)
 	m.Maintain = maintain.NewMetrics(reg, m.Rewrite, m.Merge, m.Rebuild, m.Deletes, m.Retention)
 	m.Claims = claim.NewMetrics(reg)
+	m.Buffer = buffer.NewMetrics(reg)
 	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	return m
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
@@ -81,14 +83,17 @@ type Process struct {
 
 	// Addr is the HTTP listen address once Run started serving (useful with port 0).
 	Addr chan string
+	// BufferAddr is the WAL buffer's listen address once it serves (--buffer-addr set).
+	BufferAddr chan string
 
 	cluster *gossip.Cluster
+	buffer  *buffer.Service
 }
 
 // NewProcess prepares a process from cfg.
 func NewProcess(cfg Config, log *zap.Logger, version string) *Process {
 	p := &Process{Cfg: cfg, Log: log, Metrics: NewMetrics(), Version: version, Now: time.Now,
-		Status: NewStatus(cfg.NodeName, cfg.Role, version, time.Now()), Addr: make(chan string, 1)}
+		Status: NewStatus(cfg.NodeName, cfg.Role, version, time.Now()), Addr: make(chan string, 1), BufferAddr: make(chan string, 1)}
 	p.Metrics.SetBuildInfo(version, "")
 	return p
 }
@@ -134,6 +139,11 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
+	var lakeRef atomic.Pointer[lake.Lake] // the WAL buffer's catalog, once open
+	if err := p.startBuffer(&lakeRef); err != nil {
+		return err
+	}
+	defer p.stopBuffer()
 	if err := p.startGossip(ln.Addr().String()); err != nil {
 		return err
 	}
@@ -169,6 +179,8 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 		return err
 	}
 	defer l.Close()
+	defer p.stopBuffer() // before the catalog closes under a read in flight
+	lakeRef.Store(l)
 	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)
 
@@ -354,6 +366,7 @@ func (p *Process) newDrain(l *lake.Lake) *drain.Drain {
 func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) error {
 	d := p.newDrain(l)
 	d.Stop = stop
+	d.Retire = p.buffer.Retire() // nil unless the WAL buffer retains drained segments
 	if p.Cfg.CatalogClaim {
 		m := p.claimManager(l)
 		if err := m.Tick(stop); err != nil && stop.Err() == nil {

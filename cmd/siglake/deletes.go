@@ -44,18 +44,18 @@ func runDeleteRequest(args []string) error {
 		r.To = time.Now().UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 	}
 	for _, w := range where {
-		col, val, ok := strings.Cut(w, "=")
-		if !ok || col == "" {
-			return fmt.Errorf("--where %q: accepted: COLUMN=VALUE", w)
+		c, err := deletes.ParseWhere(w)
+		if err != nil {
+			return fmt.Errorf("--where %w", err)
 		}
-		r.Where = append(r.Where, deletes.Condition{Column: col, Values: []string{val}})
+		r.Where = append(r.Where, c)
 	}
 	for _, w := range in {
-		col, vals, ok := strings.Cut(w, "=")
-		if !ok || col == "" || vals == "" {
-			return fmt.Errorf("--in %q: accepted: COLUMN=V1,V2,...", w)
+		c, err := deletes.ParseIn(w)
+		if err != nil {
+			return fmt.Errorf("--in %w", err)
 		}
-		r.Where = append(r.Where, deletes.Condition{Column: col, Values: strings.Split(vals, ",")})
+		r.Where = append(r.Where, c)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

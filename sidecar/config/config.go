@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -205,6 +206,22 @@ type Config struct {
 	// abandoned (its segments stay in the WAL). Default 30 s (--shutdown-timeout): below the
 	// chart's 60 s termination grace period.
 	ShutdownTimeout time.Duration
+
+	// BufferAddr is the WAL buffer's own listener (docs/wal-buffer.md); a bare port is loopback.
+	// Default empty (--buffer-addr): off, an opt-in read API that serves log rows.
+	BufferAddr string
+	// BufferRetainAfterDrain keeps committed segments this long so a reader of a slightly older
+	// snapshot still gets its rows instead of a 409. Default 30 s (--buffer-retain-after-drain):
+	// three times the default commit batch age, so a reader is refused only after missing three
+	// commits; 0 removes segments right after their commit.
+	BufferRetainAfterDrain time.Duration
+	// BufferMaxReaders and BufferMemoryBytes bound the buffer: reads at once (more get 429), and
+	// the memory they share (0: a quarter of the merge budget). Defaults 4 and 0.
+	BufferMaxReaders  int
+	BufferMemoryBytes int64
+	// BufferMaxResponseBytes cuts an answer at a segment boundary after this many segment bytes;
+	// the reader continues from the answer's marks. Default 256 MiB (--buffer-max-response-mb).
+	BufferMaxResponseBytes int64
 }
 
 // Option is one setting: its flag, its environment variable, its default and how a value parses.
@@ -487,6 +504,36 @@ func Options() []Option {
 		{"shutdown-timeout", "SIGLAKE_SHUTDOWN_TIMEOUT", "30s", "",
 			"On SIGTERM, how long the in-flight commit may take before it is abandoned (uncommitted segments stay in the WAL).",
 			setDuration(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, true)},
+		{"buffer-addr", "SIGLAKE_BUFFER_ADDR", "", "compactor.walBuffer.enabled",
+			"Listen address (host:port; a bare port listens on loopback) of the WAL buffer read API, its own listener: sealed rows not yet committed, as Arrow IPC (docs/wal-buffer.md). Empty turns it off.",
+			func(c *Config, v string) error {
+				addr, err := bufferAddr(v)
+				c.BufferAddr = addr
+				return err
+			}},
+		{"buffer-retain-after-drain", "SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN", "30s", "",
+			"With the WAL buffer on, committed segments are kept this long, so a reader whose snapshot is a few commits old gets its rows instead of a 409; 0 removes them at once.",
+			setDuration(func(c *Config) *time.Duration { return &c.BufferRetainAfterDrain }, false)},
+		{"buffer-max-readers", "SIGLAKE_BUFFER_MAX_READERS", "4", "",
+			"WAL buffer reads served at once; one more gets 429.",
+			setPosInt(func(c *Config) *int { return &c.BufferMaxReaders })},
+		{"buffer-memory-bytes", "SIGLAKE_BUFFER_MEMORY_BYTES", "0", "",
+			"Memory the WAL buffer's reads share (each holds at most its share of segment file and decoded rows; a segment beyond it gets 413); 0 is a quarter of the merge budget.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.BufferMemoryBytes = int64(n)
+				return err
+			}},
+		{"buffer-max-response-mb", "SIGLAKE_BUFFER_MAX_RESPONSE_MB", "256", "",
+			"A WAL buffer answer ends at a segment boundary after this many MiB of segments (or 256 segments) and says where the next page starts.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of MiB above 0")
+				}
+				c.BufferMaxResponseBytes = int64(n) << 20
+				return err
+			}},
 	}
 }
 
@@ -576,12 +623,33 @@ func (c Config) Validate() error {
 	if c.MaxFanIn > maxMergeFanIn {
 		errs = append(errs, fmt.Errorf("invalid value %d for --max-fan-in / SIGLAKE_COMPACTOR_MAX_FANIN: accepted: 2 to %d (each k-way input holds a row group and a file handle)", c.MaxFanIn, maxMergeFanIn))
 	}
+	if c.BufferAddr != "" && c.BufferAddr == c.HTTPAddr && !strings.HasSuffix(c.BufferAddr, ":0") {
+		errs = append(errs, fmt.Errorf("--buffer-addr / SIGLAKE_BUFFER_ADDR %q is also --http-addr / SIGLAKE_HTTP_ADDR: the WAL buffer has a listener of its own", c.BufferAddr))
+	}
 	if c.GossipBind != "" {
 		if _, _, err := GossipConfig(c, c.HTTPAddr, ""); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// bufferAddr accepts host:port, or a bare port for loopback (the buffer serves log rows, so
+// listening beyond the pod is asked for, never the default).
+func bufferAddr(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < 65536 {
+		return "127.0.0.1:" + v, nil
+	}
+	if _, port, err := net.SplitHostPort(v); err == nil {
+		if n, err := strconv.Atoi(port); err == nil && n >= 0 && n < 65536 {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("accepted: host:port (0.0.0.0:9465 for every interface), a bare port for loopback, or empty for off")
 }
 
 // maxMergeFanIn bounds --max-fan-in: a k-way merge keeps one decoded row group and one open file

@@ -60,6 +60,26 @@ type Condition struct {
 	Values []string `json:"values"`
 }
 
+// ParseWhere parses COLUMN=VALUE, one equality (`siglake delete-request --where`, the WAL buffer's
+// where=). The value may be empty here; Validate refuses an empty value for a deletion.
+func ParseWhere(s string) (Condition, error) {
+	col, val, ok := strings.Cut(s, "=")
+	if !ok || col == "" {
+		return Condition{}, fmt.Errorf("%q: accepted: COLUMN=VALUE", s)
+	}
+	return Condition{Column: col, Values: []string{val}}, nil
+}
+
+// ParseIn parses COLUMN=V1,V2,..., the column is one of the values (`--in`, the buffer's in=);
+// values cannot contain commas.
+func ParseIn(s string) (Condition, error) {
+	col, vals, ok := strings.Cut(s, "=")
+	if !ok || col == "" || vals == "" {
+		return Condition{}, fmt.Errorf("%q: accepted: COLUMN=V1,V2,...", s)
+	}
+	return Condition{Column: col, Values: strings.Split(vals, ",")}, nil
+}
+
 // PropertyPrefix prefixes the table property holding a request: siglake.delete.<id>.
 const PropertyPrefix = "siglake.delete."
 

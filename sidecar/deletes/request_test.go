@@ -39,3 +39,23 @@ func TestListKeepsGoodRequestsAndReportsBadOnes(t *testing.T) {
 		}
 	}
 }
+
+// TestParseConditions: the one parser of --where/--in (the CLI and the WAL buffer's where=/in=).
+func TestParseConditions(t *testing.T) {
+	if c, err := ParseWhere("user=a=b"); err != nil || c.Column != "user" || len(c.Values) != 1 || c.Values[0] != "a=b" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, err := ParseIn("service=a,b"); err != nil || c.Column != "service" || len(c.Values) != 2 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	for _, bad := range []string{"user", "=x"} {
+		if _, err := ParseWhere(bad); err == nil || !strings.Contains(err.Error(), "accepted: COLUMN=VALUE") {
+			t.Errorf("where %q: %v", bad, err)
+		}
+	}
+	for _, bad := range []string{"service", "service=", "=a"} {
+		if _, err := ParseIn(bad); err == nil || !strings.Contains(err.Error(), "accepted: COLUMN=V1,V2,...") {
+			t.Errorf("in %q: %v", bad, err)
+		}
+	}
+}

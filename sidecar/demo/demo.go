@@ -128,6 +128,14 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	}
 	fmt.Fprintf(out, "siglake demo: embedded catalog %s, warehouse %s\n", cfg.Catalog, cfg.Warehouse)
 	fmt.Fprintf(out, "sidecar HTTP on %s (try: %s)\n", addr, statusCommand(o.Dir, addr))
+	var bufAddr string
+	select {
+	case bufAddr = <-p.BufferAddr:
+	case err := <-sidecarErr:
+		return err
+	}
+	fmt.Fprintf(out, "WAL buffer on %s (try, while the demo runs: siglake tail events --follow --buffer %s --catalog %s --warehouse %s)\n",
+		bufAddr, bufAddr, cfg.Catalog, cfg.Warehouse)
 	fmt.Fprintf(out, "writing %d rows/s into each of %v for %s, 2%% of them late (so files overlap)\n\n", o.Rate, o.Tables, o.Duration)
 
 	// One walgen stream, as one ingest pod writes one WAL, feeding several tables.
@@ -190,6 +198,7 @@ progress:
 	fmt.Fprintf(out, "\nload stopped; draining what is left...\n")
 	once := cfg
 	once.HTTPAddr = "127.0.0.1:0" // its own port: the address above is for the long-running sidecar
+	once.BufferAddr = ""          // the final drain serves nothing (and, with the buffer off, clears retention)
 	p2 := sidecar.NewProcess(once, log, o.Version)
 	go func() { <-p2.Addr }()
 	if err := p2.Run(ctx, true); err != nil {
@@ -242,6 +251,7 @@ func demoConfig(dir string) (sidecar.Config, error) {
 	cfg.Catalog = "sqlite:" + filepath.Join(dir, "catalog.db")
 	cfg.Warehouse = filepath.Join(dir, "warehouse")
 	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.BufferAddr = "127.0.0.1:0"          // the rows of the commit batching delay, for siglake tail
 	cfg.CommitBatchMaxAge = 2 * time.Second // livelier than production's 10 s for a short demo
 	cfg.NodeName = "demo"
 	return cfg, nil

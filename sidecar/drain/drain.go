@@ -45,6 +45,11 @@ type Drain struct {
 	// Claims, when set (SIGLAKE_CATALOG_CLAIM), makes WALDir a root of stream subdirectories of
 	// which the drain takes only those whose catalog claim this process holds.
 	Claims *claim.Manager
+	// Retire, when set (the WAL buffer keeps drained segments for a while, sidecar/buffer), takes
+	// the segments of a batch this drain committed instead of removing them: prev is the stream's
+	// mark the commit replaced, segs are the batch's segments in order. Like localwal.Remove it
+	// takes them out of dir; segments found already committed are removed, never retired.
+	Retire func(dir string, prev lake.Mark, segs []localwal.SegmentInfo) error
 
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
@@ -467,6 +472,17 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 
 	// 6. Only now may the segments go.
+	if d.Retire != nil && res.Outcome == lake.Committed {
+		infos := make([]localwal.SegmentInfo, len(segs))
+		for i, l := range segs {
+			infos[i] = l.info
+		}
+		if err := d.Retire(b.dir, res.Prev, infos); err != nil {
+			return fail("remove", fmt.Errorf("retire drained segments of %s (their rows are committed; the mark drops them next cycle): %w", b.dir, err))
+		}
+		out.Removed, out.Segments = len(segs), len(segs)
+		return out
+	}
 	for _, l := range segs {
 		if err := localwal.Remove(b.dir, l.info); err != nil {
 			return fail("remove", fmt.Errorf("remove drained segment %s (its rows are committed; the mark drops it next cycle): %w", l.info.Path, err))

@@ -53,6 +53,25 @@ func ReadMark(t *table.Table, stream string) (m Mark, ok bool, err error) {
 	return m, true, nil
 }
 
+// Marks returns the mark of every stream that has committed to t (its siglake.mark.* properties).
+// The marks belong to the metadata t was loaded from: a reader of t's current snapshot holds
+// exactly the segments at or below them.
+func Marks(t *table.Table) (map[string]Mark, error) {
+	out := map[string]Mark{}
+	for k := range t.Properties() {
+		stream, ok := strings.CutPrefix(k, MarkPropertyPrefix)
+		if !ok {
+			continue
+		}
+		m, _, err := ReadMark(t, stream)
+		if err != nil {
+			return nil, err
+		}
+		out[stream] = m
+	}
+	return out, nil
+}
+
 // Outcome says what CommitAppend did.
 type Outcome string
 
@@ -83,6 +102,9 @@ type CommitResult struct {
 	Outcome    Outcome
 	SnapshotID int64
 	Attempts   int
+	// Prev is the stream's mark the commit replaced (zero when the stream had none): the segments
+	// of the commit are exactly those of the stream above Prev up to Last.
+	Prev Mark
 	// MaybeCommitted is set on failure when some attempt's outcome is unknown (not a clean
 	// conflict), so the files may be referenced and must not be deleted.
 	MaybeCommitted bool
@@ -175,7 +197,7 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 		if cs := nt.CurrentSnapshot(); cs != nil {
 			snap = cs.SnapshotID
 		}
-		return CommitResult{Outcome: Committed, SnapshotID: snap, Attempts: attempt}, nil
+		return CommitResult{Outcome: Committed, SnapshotID: snap, Attempts: attempt, Prev: cur}, nil
 	}
 	return CommitResult{Attempts: retry.Attempts, MaybeCommitted: maybe}, lastErr
 }

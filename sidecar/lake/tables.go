@@ -92,6 +92,13 @@ func (l *Lake) createTable(ctx context.Context, name string, sc *arrow.Schema) (
 		catalog.WithPartitionSpec(&spec), catalog.WithSortOrder(order), catalog.WithProperties(props))
 }
 
+// CheckColumns is EnsureTable's check without the change: the top-level fields of sc that t lacks
+// (which EnsureTable would add as optional), or a *SchemaError for a field whose type differs, for
+// which the drain quarantines the segment. sc as for EnsureTable.
+func CheckColumns(t *table.Table, sc *arrow.Schema) ([]iceberg.NestedField, error) {
+	return missingColumns(t.Identifier()[len(t.Identifier())-1], t.Schema(), sc)
+}
+
 // missingColumns lists the top-level fields of sc that the table schema lacks (as Iceberg fields
 // with throwaway ids; AddColumn assigns real ones), and fails on a field whose type differs.
 func missingColumns(name string, tsc *iceberg.Schema, sc *arrow.Schema) ([]iceberg.NestedField, error) {

@@ -222,6 +222,10 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.retention.intervalSecs | int | quote }}
 - name: SIGLAKE_RETENTION_DELETE_DELAY
   value: {{ $v.compactor.retention.deleteDelay | quote }}
+{{- if $v.compactor.walBuffer.enabled }}
+- name: SIGLAKE_BUFFER_ADDR
+  value: {{ printf "0.0.0.0:%d" (int $v.compactor.walBuffer.port) | quote }}
+{{- end }}
 {{- end }}
 
 {{/* GOMEMLIMIT in bytes: goMemLimitRatio of resources.limits.memory, rounded down; nothing
@@ -297,6 +301,11 @@ WAL volume belongs to the ingest pod. */}}
 - name: siglake-http
   containerPort: {{ .Values.http.port }}
   protocol: TCP
+{{- if .Values.compactor.walBuffer.enabled }}
+- name: siglake-buffer
+  containerPort: {{ .Values.compactor.walBuffer.port }}
+  protocol: TCP
+{{- end }}
 {{- if .Values.gossip.enabled }}
 - name: siglake-tcp
   containerPort: {{ .Values.gossip.port }}

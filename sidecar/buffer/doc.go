@@ -1,0 +1,16 @@
+// Package buffer is the WAL buffer: an opt-in read API (its own listener) that serves the rows
+// of sealed WAL segments not yet committed, as Arrow IPC streams, so a reader sees the last
+// seconds of logs during the commit batching delay (spec "Commit-accumulation batching").
+//
+// The promise (DESIGN.md, promise 12): a reader that passes the marks of the snapshot it read
+// gets exactly the sealed rows above them, or a refusal to retry (409), never a gap or a
+// duplicate. The stream marks the drain commits with each batch's files are the sequence numbers
+// that make this checkable; Decide is the pure rule, docs/wal-buffer.md its proof sketch.
+//
+// The parts: Decide (pure) picks the segments of an answer from the directory listings, the
+// retained segments and the table's marks; Retention keeps committed segments a short while
+// (the drain's Retire hook) with the chain of marks in their names; Server is the thin HTTP
+// handler that opens, decodes, filters (the delete-request grammar, merge.Matcher) and streams
+// segment by segment within a memory share; Client, Buffers and ReadConsistent are the reader's
+// side, which `siglake tail` and a query engine use.
+package buffer

@@ -1,0 +1,720 @@
+package buffer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// ContentType is the media type of an answer: an Arrow IPC stream.
+const ContentType = "application/vnd.apache.arrow.stream"
+
+// Schema-level metadata keys of an answer (also sent as Siglake-Buffer-* response headers).
+const (
+	MetaTable    = "siglake.buffer.table"
+	MetaAfter    = "siglake.buffer.after"    // the marks the rows are above
+	MetaMarks    = "siglake.buffer.marks"    // the table's marks the buffer read (empty: unverified)
+	MetaThrough  = "siglake.buffer.through"  // after= of the next request: past every served segment
+	MetaComplete = "siglake.buffer.complete" // "false": the limits cut the answer; continue from through
+	MetaSegments = "siglake.buffer.segments" // the segments served, comma-separated file names
+	MetaVerified = "siglake.buffer.verified" // "false" for unverified=true answers
+)
+
+// DefaultMaxSegments bounds the segments of one answer: each is an open file while it is answered.
+const DefaultMaxSegments = 256
+
+// Config places and bounds the buffer (docs/wal-buffer.md "Limits").
+type Config struct {
+	// WALDir is the WAL dir, or under catalog claims (Claims) the root of stream directories.
+	WALDir string
+	Claims bool
+	// MaxReaders is how many reads run at once; one more gets 429.
+	MaxReaders int
+	// MemoryBytes is the decoded memory all reads together may hold; each gets an equal share.
+	MemoryBytes int64
+	// MaxResponseBytes and MaxSegments cut an answer at a segment boundary (segment file bytes,
+	// segments); the reader continues from the answer's through marks.
+	MaxResponseBytes int64
+	MaxSegments      int
+}
+
+// Server answers reads of the buffer.
+type Server struct {
+	Cfg Config
+	// LoadTable loads a table from the catalog; errors wrap catalog.ErrNoSuchTable when the
+	// table does not exist (lake.Lake.LoadTable).
+	LoadTable func(ctx context.Context, name string) (*table.Table, error)
+	Metrics   *Metrics
+	Log       *zap.Logger
+	Now       func() time.Time
+	Mem       memory.Allocator
+
+	once  sync.Once
+	slots chan struct{}
+}
+
+// Handler serves GET /v1/buffer/{table} (the rows) and GET /v1/buffer (what waits, as JSON).
+func (s *Server) Handler() http.Handler {
+	s.once.Do(func() { s.slots = make(chan struct{}, max(1, s.Cfg.MaxReaders)) })
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/buffer/{table}", s.serveTable)
+	mux.HandleFunc("GET /v1/buffer", s.serveList)
+	return mux
+}
+
+// perRead is the decoded memory one read may hold.
+func (s *Server) perRead() int64 { return s.Cfg.MemoryBytes / int64(max(1, s.Cfg.MaxReaders)) }
+
+func (s *Server) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+// httpError is an answer other than 200, with its JSON body.
+type httpError struct {
+	code int
+	body errorBody
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	// Parameter names the malformed parameter (400).
+	Parameter string `json:"parameter,omitempty"`
+	// Reason, Stream and Marks explain a refusal (409): Marks are the table's marks now, in the
+	// after= form; reload the table (its marks are these or newer) and ask again.
+	Reason string `json:"reason,omitempty"`
+	Stream string `json:"stream,omitempty"`
+	Marks  string `json:"marks,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, e *httpError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	switch e.code {
+	case http.StatusConflict:
+		w.Header().Set("Retry-After", "0")
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(e.code)
+	_ = json.NewEncoder(w).Encode(e.body)
+}
+
+func paramError(err error) *httpError {
+	var pe *ParamError
+	if errors.As(err, &pe) {
+		return &httpError{http.StatusBadRequest, errorBody{Error: pe.Error(), Parameter: pe.Param}}
+	}
+	return &httpError{http.StatusBadRequest, errorBody{Error: err.Error()}}
+}
+
+func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
+	start := s.now()
+	o := Outcome{Table: r.PathValue("table")}
+	defer func() {
+		o.Took = s.now().Sub(start)
+		s.observe(o)
+	}()
+	fail := func(e *httpError) {
+		o.Code, o.Error = strconv.Itoa(e.code), e.body.Error
+		writeError(w, e)
+	}
+	if !localwal.ValidTable(o.Table) {
+		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("table %q: accepted: ^[a-z][a-z0-9_]{0,127}$", o.Table), Parameter: "table"}})
+		return
+	}
+	q, err := ParseQuery(r.URL.Query())
+	if err != nil {
+		fail(paramError(err))
+		return
+	}
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		fail(&httpError{http.StatusTooManyRequests, errorBody{Error: fmt.Sprintf("%d reads are running, the most SIGLAKE_BUFFER_MAX_READERS allows; retry shortly", cap(s.slots))}})
+		return
+	}
+	if s.Metrics != nil {
+		s.Metrics.Readers.Inc()
+		defer s.Metrics.Readers.Dec()
+	}
+	ans, herr := s.prepare(r.Context(), o.Table, q, &o)
+	if herr != nil {
+		fail(herr)
+		return
+	}
+	defer ans.close()
+	s.stream(w, ans, &o)
+}
+
+// source is one segment an answer serves, open since before the answer started: an open file
+// stays readable when the drain removes or retires the segment meanwhile.
+type source struct {
+	seg    Segment
+	f      *os.File
+	schema *arrow.Schema // the segment's own
+}
+
+// answer is a read ready to stream.
+type answer struct {
+	table    string
+	verified bool
+	plan     Plan
+	current  Marks
+	srcs     []source
+	schema   *arrow.Schema // every column, what each record is conformed to
+	out      *arrow.Schema // the projection, with the answer's metadata
+	proj     []int
+	match    *merge.Matcher // nil: every row
+	budget   int64
+	first    *localwal.Segment // srcs[0] decoded before the status was sent
+	skipped  map[string]int
+}
+
+func (a *answer) close() {
+	for _, s := range a.srcs {
+		s.f.Close()
+	}
+	if a.first != nil {
+		a.first.Release()
+	}
+}
+
+func (a *answer) skip(reason string) {
+	if a.skipped == nil {
+		a.skipped = map[string]int{}
+	}
+	a.skipped[reason]++
+}
+
+// prepare does everything that can still fail with a status: list, read the marks, decide, open
+// the segments, build the schema, bind the query, decode the first segment.
+func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (*answer, *httpError) {
+	unavailable := func(format string, args ...any) *httpError {
+		return &httpError{http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf(format, args...)}}
+	}
+	// 1. The WAL dirs, then retention, then the catalog: the order Decide's proof needs.
+	dirs, err := Dirs(s.Cfg.WALDir, s.Cfg.Claims)
+	if err != nil {
+		return nil, unavailable("listing the WAL root: %v", err)
+	}
+	var req Request
+	streamOf := map[string]string{} // dir -> stream
+	for _, dir := range dirs {
+		segs, err := localwal.Scan(dir)
+		if err != nil {
+			return nil, unavailable("%v", err)
+		}
+		stream := dirStream(dir, s.Cfg.Claims, segs)
+		if stream == "" {
+			continue // no stream has written here yet
+		}
+		streamOf[dir] = stream
+		req.Streams = append(req.Streams, stream)
+		for _, g := range segs {
+			if g.Table == tbl {
+				req.Live = append(req.Live, Segment{Name: g.Name, Path: g.Path, Stream: stream,
+					Mark: lake.Mark{Incarnation: g.Incarnation, Seq: g.Seq}, Size: g.Size})
+			}
+		}
+	}
+	for _, dir := range dirs {
+		if streamOf[dir] == "" {
+			continue
+		}
+		rs, err := listRetained(dir, tbl)
+		if err != nil {
+			return nil, unavailable("%v", err)
+		}
+		for _, r := range rs {
+			r.Stream = streamOf[dir]
+			req.Retained = append(req.Retained, r)
+		}
+	}
+	t, loadErr := s.LoadTable(ctx, tbl)
+	if errors.Is(loadErr, catalog.ErrNoSuchTable) {
+		t, loadErr = nil, nil
+	}
+	if loadErr != nil && !q.Unverified {
+		return nil, unavailable("reading the table's marks from the catalog: %v (without them the buffer cannot prove an answer has no gap; unverified=true answers anyway)", loadErr)
+	}
+	req.Current = Marks{}
+	if t != nil {
+		if req.Current, err = TableMarks(t); err != nil {
+			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+		}
+	}
+	req.After, req.Unverified = q.After, q.Unverified
+	req.MaxSegments, req.MaxBytes = s.Cfg.MaxSegments, s.Cfg.MaxResponseBytes
+	if req.MaxSegments <= 0 {
+		req.MaxSegments = DefaultMaxSegments
+	}
+
+	// 2. Decide.
+	plan, ref := Decide(req)
+	if ref != nil {
+		o.Refusal = ref
+		return nil, refusal(ref, req.Current)
+	}
+	a := &answer{table: tbl, verified: !q.Unverified, plan: plan, current: req.Current, budget: s.perRead()}
+	ok := false
+	defer func() {
+		if !ok {
+			a.close()
+		}
+	}()
+
+	// 3. Open every segment now; one gone since the listing was drained or quarantined meanwhile.
+	for i, g := range plan.Serve {
+		f, err := os.Open(g.Path)
+		if errors.Is(err, fs.ErrNotExist) && !g.Retained {
+			if rg, found := findRetained(filepath.Dir(g.Path), g.Name); found {
+				rg.Stream = g.Stream
+				g = rg
+				f, err = os.Open(g.Path)
+			}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			if q.Unverified {
+				continue
+			}
+			// Committed (or quarantined) after the marks were read: report the marks of now.
+			cur := req.Current
+			if nt, err := s.LoadTable(ctx, tbl); err == nil {
+				if m, err := TableMarks(nt); err == nil {
+					cur = m
+				}
+			}
+			reason := "draining"
+			if g.Retained {
+				reason = "drained" // swept from retention meanwhile
+			}
+			ref := &Refusal{Stream: g.Stream, After: plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: reason, At: g.Mark}
+			o.Refusal = ref
+			return nil, refusal(ref, cur)
+		}
+		if err != nil {
+			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("open segment: %v", err)}}
+		}
+		hdr, sc, err := localwal.ReadHead(g.Name, f)
+		var se *localwal.SegmentError
+		switch {
+		case errors.As(err, &se) && se.Reason != localwal.ReasonIO:
+			f.Close()
+			a.skip(se.Reason) // the drain quarantines it: its rows never reach the table
+			continue
+		case err != nil:
+			f.Close()
+			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+		case hdr.Stream != g.Stream:
+			f.Close()
+			a.skip(localwal.ReasonBadHeader)
+			continue
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			f.Close()
+			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+		}
+		plan.Serve[i] = g
+		a.srcs = append(a.srcs, source{seg: g, f: f, schema: sc})
+	}
+
+	// 4. The answer's columns: the table's, then new ones the segments bring (as the drain adds
+	// them). A segment whose column type conflicts is left out: the drain quarantines it.
+	a.schema = s.answerSchema(t, a)
+	if a.schema == nil {
+		if loadErr != nil {
+			return nil, unavailable("the catalog is unreachable (%v) and no sealed segment of %s is here to give its columns", loadErr, tbl)
+		}
+		return nil, &httpError{http.StatusNotFound, errorBody{Error: fmt.Sprintf("table %s: not in the catalog and no sealed segment of it is waiting", tbl)}}
+	}
+	match, proj, err := q.bind(a.schema)
+	if err != nil {
+		return nil, paramError(err)
+	}
+	a.match, a.proj = match, proj
+
+	// 5. Memory: a segment's file and its decoded records are held while it is answered.
+	for i, src := range a.srcs {
+		if 2*src.seg.Size <= a.budget {
+			continue
+		}
+		if i == 0 {
+			return nil, &httpError{http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf(
+				"segment %s is %d bytes; a read may hold %d bytes of file and decoded rows (SIGLAKE_BUFFER_MEMORY_BYTES / SIGLAKE_BUFFER_MAX_READERS), which needs at least twice the file",
+				src.seg.Name, src.seg.Size, a.budget)}}
+		}
+		for _, rest := range a.srcs[i:] {
+			rest.f.Close()
+		}
+		a.srcs = a.srcs[:i]
+		a.plan = a.plan.cut(src.seg)
+		break
+	}
+
+	// 6. Decode the first segment before the status goes out, so its failures are statuses.
+	for len(a.srcs) > 0 {
+		seg, herr := a.decode(s.Mem, a.srcs[0])
+		if herr != nil {
+			return nil, herr
+		}
+		if seg != nil {
+			a.first = seg
+			break
+		}
+		a.srcs[0].f.Close()
+		a.srcs = a.srcs[1:]
+	}
+	a.out = a.outSchema()
+	ok = true
+	return a, nil
+}
+
+// cut ends p before segment g (and everything after it): the limits stop the answer there.
+func (p Plan) cut(g Segment) Plan {
+	out := Plan{After: p.After, Through: p.After.Clone(), Complete: false}
+	for _, s := range p.Serve {
+		if s.Name == g.Name && s.Stream == g.Stream {
+			break
+		}
+		out.Serve = append(out.Serve, s)
+		out.Through[s.Stream] = s.Mark
+	}
+	return out
+}
+
+func refusal(ref *Refusal, current Marks) *httpError {
+	return &httpError{http.StatusConflict, errorBody{Error: ref.Error(), Reason: ref.Reason, Stream: ref.Stream, Marks: current.String()}}
+}
+
+// dirStream is the stream a WAL dir holds: under claims its name, otherwise its STREAM file's,
+// or the header of its oldest segment (a writer without a STREAM file of ours); "" for none.
+func dirStream(dir string, claims bool, segs []localwal.SegmentInfo) string {
+	if claims {
+		return filepath.Base(dir)
+	}
+	if id, ok, err := localwal.ReadStreamID(dir); err == nil && ok {
+		return id
+	}
+	for _, g := range segs {
+		f, err := os.Open(g.Path)
+		if err != nil {
+			continue
+		}
+		hdr, _, err := localwal.ReadHead(g.Name, f)
+		f.Close()
+		if err == nil {
+			return hdr.Stream
+		}
+	}
+	return ""
+}
+
+// answerSchema is the table's columns (without Iceberg field ids) followed by the new columns
+// the served segments bring, all optional; nil when there is neither a table nor a segment.
+// It drops the sources whose columns conflict, as the drain would quarantine them.
+func (s *Server) answerSchema(t *table.Table, a *answer) *arrow.Schema {
+	var fields []arrow.Field
+	fromTable := map[string]bool{}
+	if t != nil {
+		if sc, err := lake.ArrowSchema(t); err == nil {
+			for _, f := range sc.Fields() {
+				f.Metadata = arrow.Metadata{}
+				fields = append(fields, f)
+				fromTable[f.Name] = true
+			}
+		}
+	}
+	index := map[string]int{}
+	for i, f := range fields {
+		index[f.Name] = i
+	}
+	kept := a.srcs[:0]
+	for _, src := range a.srcs {
+		tsc := segmentTableSchema(src.schema)
+		if t != nil {
+			if _, err := lake.CheckColumns(t, tsc); err != nil {
+				src.f.Close()
+				a.skip("incompatible_schema")
+				continue
+			}
+		}
+		compatible := true
+		for _, f := range tsc.Fields() {
+			if i, ok := index[f.Name]; ok && !fromTable[f.Name] && !arrow.TypeEqual(fields[i].Type, f.Type) {
+				compatible = false
+			}
+		}
+		if !compatible {
+			src.f.Close()
+			a.skip("incompatible_schema")
+			continue
+		}
+		defines := len(fields) == 0 // no table: the first segment's columns are the table's
+		for _, f := range tsc.Fields() {
+			if _, ok := index[f.Name]; !ok {
+				f.Nullable = f.Nullable || !defines
+				index[f.Name] = len(fields)
+				fields = append(fields, f)
+			}
+		}
+		kept = append(kept, src)
+	}
+	a.srcs = kept
+	if len(fields) == 0 {
+		return nil
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// segmentTableSchema is the table schema a segment asks for, as the drain computes it: its
+// columns, the timestamp in microseconds UTC, no metadata.
+func segmentTableSchema(sc *arrow.Schema) *arrow.Schema {
+	fields := append([]arrow.Field(nil), sc.Fields()...)
+	for i, f := range fields {
+		if f.Name == lake.TimestampColumn {
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+		}
+		fields[i].Metadata = arrow.Metadata{}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// outSchema is the projection with the answer's metadata.
+func (a *answer) outSchema() *arrow.Schema {
+	fields := make([]arrow.Field, len(a.proj))
+	for i, c := range a.proj {
+		fields[i] = a.schema.Field(c)
+	}
+	md := a.metadata()
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	vals := make([]string, len(keys))
+	for i, k := range keys {
+		vals[i] = md[k]
+	}
+	m := arrow.NewMetadata(keys, vals)
+	return arrow.NewSchema(fields, &m)
+}
+
+func (a *answer) metadata() map[string]string {
+	names := make([]string, len(a.srcs))
+	for i, s := range a.srcs {
+		names[i] = s.seg.Name
+	}
+	marks := ""
+	if a.verified {
+		marks = a.current.String()
+	}
+	return map[string]string{
+		MetaTable: a.table, MetaAfter: a.plan.After.String(), MetaMarks: marks, MetaThrough: a.plan.Through.String(),
+		MetaComplete: strconv.FormatBool(a.plan.Complete), MetaSegments: strings.Join(names, ","), MetaVerified: strconv.FormatBool(a.verified),
+	}
+}
+
+// decode reads and decodes one segment inside the read's memory share. It returns nil without an
+// error for a segment the drain will quarantine (corrupt batches, rows that do not fit the
+// answer's columns), which the answer leaves out.
+func (a *answer) decode(mem memory.Allocator, src source) (*localwal.Segment, *httpError) {
+	data, err := io.ReadAll(io.LimitReader(src.f, src.seg.Size+1))
+	if err == nil && int64(len(data)) != src.seg.Size {
+		err = fmt.Errorf("%d bytes, listed with %d", len(data), src.seg.Size)
+	}
+	if err != nil {
+		return nil, &httpError{http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("read segment %s: %v", src.seg.Name, err)}}
+	}
+	seg, err := localwal.Decode(src.seg.Name, data, localwal.ReadOptions{Mem: mem, MaxDecodedBytes: max(1, a.budget-int64(len(data)))})
+	var se *localwal.SegmentError
+	switch {
+	case errors.Is(err, localwal.ErrDecodeBudget):
+		return nil, &httpError{http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf(
+			"segment %s decodes to more than a read may hold (%d bytes: SIGLAKE_BUFFER_MEMORY_BYTES / SIGLAKE_BUFFER_MAX_READERS)", src.seg.Name, a.budget)}}
+	case errors.As(err, &se) && se.Reason != localwal.ReasonIO:
+		a.skip(se.Reason)
+		return nil, nil
+	case err != nil:
+		return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+	}
+	for _, rec := range seg.Records {
+		c, err := merge.Conform(rec, a.schema, mem)
+		if err != nil {
+			seg.Release()
+			a.skip("incompatible_schema")
+			return nil, nil
+		}
+		c.Release()
+	}
+	return seg, nil
+}
+
+// stream writes the answer: the status, then segment by segment its rows, flushed after each.
+// A failure after the status was sent cuts the connection (no end-of-stream marker, no final
+// chunk), so no reader mistakes a partial answer for a whole one.
+func (s *Server) stream(w http.ResponseWriter, a *answer, o *Outcome) {
+	h := w.Header()
+	h.Set("Content-Type", ContentType)
+	h.Set("Cache-Control", "no-store")
+	for k, v := range map[string]string{"After": MetaAfter, "Marks": MetaMarks, "Through": MetaThrough, "Complete": MetaComplete, "Verified": MetaVerified} {
+		h.Set("Siglake-Buffer-"+k, a.metadata()[v])
+	}
+	h.Set("Siglake-Buffer-Segments", strconv.Itoa(len(a.srcs)))
+	w.WriteHeader(http.StatusOK)
+	o.Code = "200"
+	cw := &countingWriter{w: w}
+	defer func() { o.Bytes = cw.n; o.Skipped = a.skipped }()
+	abort := func(err error) {
+		o.Code, o.Error, o.Bytes, o.Skipped = "aborted", err.Error(), cw.n, a.skipped
+		panic(http.ErrAbortHandler)
+	}
+	mem := s.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	iw := ipc.NewWriter(cw, ipc.WithSchema(a.out), ipc.WithAllocator(mem))
+	rc := http.NewResponseController(w)
+	ctx := context.Background()
+	for i, src := range a.srcs {
+		seg := a.first
+		a.first = nil
+		if i > 0 {
+			var herr *httpError
+			if seg, herr = a.decode(mem, src); herr != nil {
+				abort(errors.New(herr.body.Error))
+			}
+			if seg == nil {
+				continue
+			}
+		}
+		err := a.write(ctx, iw, seg, mem, o)
+		seg.Release()
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			abort(err)
+		}
+		o.Segments++
+	}
+	if err := iw.Close(); err != nil {
+		abort(err)
+	}
+}
+
+func (a *answer) write(ctx context.Context, iw *ipc.Writer, seg *localwal.Segment, mem memory.Allocator, o *Outcome) error {
+	for _, rec := range seg.Records {
+		c, err := merge.Conform(rec, a.schema, mem)
+		if err != nil {
+			return err // decode checked every record
+		}
+		kept := c
+		if a.match != nil {
+			kept, err = a.match.Keep(ctx, c, mem)
+			c.Release()
+			if err != nil {
+				return err
+			}
+		}
+		if kept.NumRows() > 0 {
+			cols := make([]arrow.Array, len(a.proj))
+			for i, p := range a.proj {
+				cols[i] = kept.Column(p)
+			}
+			out := array.NewRecordBatch(a.out, cols, kept.NumRows())
+			err = iw.Write(out)
+			o.Rows += out.NumRows()
+			out.Release()
+		}
+		kept.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TableBacklog is what waits for one table in GET /v1/buffer.
+type TableBacklog struct {
+	Segments         int   `json:"segments"`
+	Bytes            int64 `json:"bytes"`
+	RetainedSegments int   `json:"retained_segments"`
+	RetainedBytes    int64 `json:"retained_bytes"`
+}
+
+// serveList answers GET /v1/buffer: per table, the sealed segments waiting and those retained.
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
+	dirs, err := Dirs(s.Cfg.WALDir, s.Cfg.Claims)
+	if err != nil {
+		writeError(w, &httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+		return
+	}
+	tables := map[string]*TableBacklog{}
+	get := func(t string) *TableBacklog {
+		if tables[t] == nil {
+			tables[t] = &TableBacklog{}
+		}
+		return tables[t]
+	}
+	for _, dir := range dirs {
+		segs, err := localwal.Scan(dir)
+		if err != nil {
+			writeError(w, &httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+			return
+		}
+		for _, g := range segs {
+			b := get(g.Table)
+			b.Segments++
+			b.Bytes += g.Size
+		}
+		rs, _ := listRetained(dir, "")
+		for _, g := range rs {
+			t, _, _, _ := localwal.ParseSegmentName(g.Name)
+			b := get(t)
+			b.RetainedSegments++
+			b.RetainedBytes += g.Size
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(map[string]any{"tables": tables})
+}

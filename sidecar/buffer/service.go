@@ -1,0 +1,131 @@
+package buffer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// Options are the process options the buffer takes (SIGLAKE_BUFFER_*).
+type Options struct {
+	Addr             string
+	WALDir           string
+	Claims           bool
+	RetainAfterDrain time.Duration
+	MaxReaders       int
+	// MemoryBytes is shared by the reads; 0 is a quarter of the merge budget.
+	MemoryBytes      int64
+	MaxResponseBytes int64
+}
+
+// Service is the buffer in a running process: its listener, and the retention sweep.
+type Service struct {
+	Server    *Server
+	Retention *Retention // nil when nothing is retained
+	ln        net.Listener
+	srv       *http.Server
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// Start listens on o.Addr and serves reads; load reads the table's marks (nil until the catalog
+// is open: reads get 503 meanwhile). It also sweeps retention every quarter of its duration.
+func Start(o Options, load func(ctx context.Context, name string) (*table.Table, error), m *Metrics, log *zap.Logger) (*Service, error) {
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --buffer-addr / SIGLAKE_BUFFER_ADDR %q: %w", o.Addr, err)
+	}
+	mem := o.MemoryBytes
+	if mem <= 0 {
+		mem = merge.DefaultMemoryBudget() / 4
+	}
+	s := &Service{ln: ln, Server: &Server{
+		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
+			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments},
+		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator}}
+	if o.RetainAfterDrain > 0 {
+		s.Retention = &Retention{Keep: o.RetainAfterDrain, Now: time.Now}
+	}
+	s.srv = &http.Server{Handler: s.Server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("WAL buffer server stopped", zap.Error(err))
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	// Swept also with retention off: segments a run with it on left behind.
+	keep := &Retention{Now: time.Now}
+	if s.Retention != nil {
+		keep = s.Retention
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(max(time.Second, keep.Keep/4))
+		defer tick.Stop()
+		for {
+			if dirs, err := Dirs(o.WALDir, o.Claims); err == nil {
+				n, b, err := keep.Sweep(dirs)
+				if err != nil {
+					log.Warn("sweeping retained WAL segments", zap.Error(err))
+				}
+				if m != nil {
+					m.Retained.Set(float64(n))
+					m.RetainedB.Set(float64(b))
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	log.Info("WAL buffer serving", zap.String("buffer_addr", ln.Addr().String()), zap.Duration("retain_after_drain", o.RetainAfterDrain),
+		zap.Int("max_readers", o.MaxReaders), zap.Int64("memory_bytes", mem))
+	return s, nil
+}
+
+// Addr is the address the buffer listens on.
+func (s *Service) Addr() string { return s.ln.Addr().String() }
+
+// Retire is the drain's hook: nil (remove at once) when nothing is retained.
+func (s *Service) Retire() func(dir string, prev lake.Mark, segs []localwal.SegmentInfo) error {
+	if s == nil || s.Retention == nil {
+		return nil
+	}
+	return s.Retention.Retire
+}
+
+// Close stops serving (reads in flight get up to 5 s) and the sweep.
+func (s *Service) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+	s.stop()
+	s.wg.Wait()
+}
+
+// Cleanup removes every retained segment under the WAL dir: a process with the buffer off calls
+// it once, so segments a run with it on kept do not stay forever.
+func Cleanup(walDir string, claims bool) error {
+	dirs, err := Dirs(walDir, claims)
+	if err != nil {
+		return err
+	}
+	_, _, err = (&Retention{}).Sweep(dirs)
+	return err
+}

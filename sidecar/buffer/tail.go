@@ -1,0 +1,374 @@
+package buffer
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// TailOptions configure Tail (`siglake tail`).
+type TailOptions struct {
+	Table string
+	// Query is the filter and the columns; its After is ignored (Tail reads the table's marks).
+	Query Query
+	// Lines is how many of the newest rows (by timestamp) are printed first.
+	Lines int
+	// Since bounds how far back the lake is scanned for them: rows older than now-Since are
+	// left out of the lake and the buffer alike. 0 scans the whole table.
+	Since time.Duration
+	// Follow keeps printing rows as they are sealed, polling the buffers every Interval.
+	Follow   bool
+	Interval time.Duration
+	// JSON prints one JSON object per row instead of text.
+	JSON bool
+	// Attempts bounds the consistent read's retries after refusals.
+	Attempts int
+	Now      func() time.Time
+}
+
+// Tail prints the newest rows of a table from the lake plus the buffers without duplicates (one
+// ReadConsistent), then with Follow the rows sealed since, as they come. Warnings go to errOut.
+func Tail(ctx context.Context, load func(context.Context) (*table.Table, error), bs Buffers, o TailOptions, out, errOut io.Writer) error {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Lines <= 0 {
+		o.Lines = 20
+	}
+	q := o.Query
+	if o.Since > 0 {
+		since := o.Now().Add(-o.Since).UTC().Truncate(time.Microsecond)
+		from, _, err := q.Filter.Range()
+		if err != nil {
+			return err
+		}
+		if from == nil || *from < since.UnixMicro() {
+			q.Filter.From = since.Format(time.RFC3339Nano)
+		}
+	}
+	fmtRow := formatter(o.JSON)
+	var top *rowHeap
+	add := func(rec arrow.RecordBatch) error {
+		return eachRow(rec, func(ts int64) bool { return top.keeps(ts, o.Lines) }, fmtRow, func(ts int64, line string) { top.add(ts, line, o.Lines) })
+	}
+	lakeRead := func(_ int, t *table.Table) error {
+		top = &rowHeap{}
+		if t == nil {
+			return nil
+		}
+		return scanLake(ctx, t, q, add)
+	}
+	through, err := ReadConsistent(ctx, load, bs, o.Table, q, max(1, o.Attempts), lakeRead, func(_ int, rec arrow.RecordBatch) error { return add(rec) })
+	if errors.Is(err, ErrNoTable) && o.Follow {
+		err = nil // nothing yet: follow from the first segment sealed
+	}
+	if through == nil {
+		through = Marks{}
+	}
+	if err != nil && unreachable(err) && !o.Follow {
+		fmt.Fprintf(errOut, "siglake tail: %v\nsiglake tail: showing committed rows only: the rows of the last commit batch (up to commitBatch.maxAgeSecs) may be missing\n", err)
+		t, lerr := load(ctx)
+		if lerr != nil {
+			return lerr
+		}
+		if t == nil {
+			return fmt.Errorf("table %s is not in the catalog", o.Table)
+		}
+		if err = lakeRead(1, t); err == nil {
+			top.print(out)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	top.print(out)
+	if !o.Follow {
+		return nil
+	}
+	tick := time.NewTicker(max(10*time.Millisecond, o.Interval))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		q.After = through
+		next, err := bs.Read(ctx, o.Table, q, func(rec arrow.RecordBatch) error {
+			return eachRow(rec, nil, fmtRow, func(_ int64, line string) { fmt.Fprintln(out, line) })
+		})
+		var ref *RefusedError
+		switch {
+		case errors.As(err, &ref):
+			// Segments were committed and left the buffer between two polls: their rows are in the
+			// lake, not shown here. Say so, and go on from the table's marks.
+			fmt.Fprintf(errOut, "siglake tail: fell behind: %s; rows committed meanwhile are in the lake but not shown (run siglake tail again to see them; SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN makes this rarer)\n", ref.Message)
+			through.Advance(ref.Marks)
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrNoTable):
+			// Nothing sealed or committed yet.
+		case errors.Is(err, ErrCutShort) || unreachable(err):
+			fmt.Fprintf(errOut, "siglake tail: %v (retrying)\n", err)
+		case err != nil:
+			return err
+		default:
+			through = next
+		}
+	}
+}
+
+// unreachable reports an error reaching a buffer at all (nothing answered).
+func unreachable(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &op) || errors.As(err, &dns)
+}
+
+// scanLake reads t's rows matching q through iceberg-go's scan (the filter prunes files by
+// partition and column bounds, then rows).
+func scanLake(ctx context.Context, t *table.Table, q Query, fn func(arrow.RecordBatch) error) error {
+	if t.CurrentSnapshot() == nil {
+		return nil
+	}
+	sc := t.Schema()
+	var expr iceberg.BooleanExpression = iceberg.AlwaysTrue{}
+	if len(q.Filter.Where) > 0 || q.Filter.From != "" || q.Filter.To != "" {
+		r := q.Filter
+		if err := r.Validate(sc, lake.TimestampColumn); err != nil {
+			return fmt.Errorf("table %s: %w", t.Identifier(), err)
+		}
+		e, err := r.Expr(sc, lake.TimestampColumn)
+		if err != nil {
+			return err
+		}
+		expr = e
+	}
+	opts := []table.ScanOption{table.WithRowFilter(expr)}
+	if len(q.Columns) > 0 {
+		fields := []string{lake.TimestampColumn}
+		for _, c := range q.Columns {
+			if _, ok := sc.FindFieldByName(c); ok && c != lake.TimestampColumn {
+				fields = append(fields, c)
+			}
+		}
+		opts = append(opts, table.WithSelectedFields(fields...))
+	}
+	_, recs, err := t.Scan(opts...).ToArrowRecords(ctx)
+	if err != nil {
+		return fmt.Errorf("scan %v: %w", t.Identifier(), err)
+	}
+	for rec, err := range recs {
+		if err != nil {
+			return fmt.Errorf("scan %v: %w", t.Identifier(), err)
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachRow formats the rows of rec that keep (nil: all) takes by their timestamp (microseconds).
+func eachRow(rec arrow.RecordBatch, keep func(ts int64) bool, format func(arrow.RecordBatch, int) string, fn func(ts int64, line string)) error {
+	idx := rec.Schema().FieldIndices(lake.TimestampColumn)
+	var ts *array.Timestamp
+	var unit arrow.TimeUnit
+	if len(idx) == 1 {
+		ts, _ = rec.Column(idx[0]).(*array.Timestamp)
+		if ts != nil {
+			unit = ts.DataType().(*arrow.TimestampType).Unit
+		}
+	}
+	for i := 0; i < int(rec.NumRows()); i++ {
+		var us int64
+		if ts != nil && ts.IsValid(i) {
+			us = ts.Value(i).ToTime(unit).UnixMicro()
+		}
+		if keep == nil || keep(us) {
+			fn(us, format(rec, i))
+		}
+	}
+	return nil
+}
+
+// formatter renders a row as text (timestamp first, then column=value, logfmt quoting, nulls
+// left out) or as a JSON object in column order.
+func formatter(asJSON bool) func(arrow.RecordBatch, int) string {
+	return func(rec arrow.RecordBatch, i int) string {
+		var b strings.Builder
+		if asJSON {
+			b.WriteByte('{')
+		}
+		first := true
+		for c, f := range rec.Schema().Fields() {
+			col := rec.Column(c)
+			if col.IsNull(i) {
+				continue
+			}
+			var text string
+			if ts, ok := col.(*array.Timestamp); ok {
+				text = ts.Value(i).ToTime(ts.DataType().(*arrow.TimestampType).Unit).UTC().Format("2006-01-02T15:04:05.000000Z")
+			}
+			if asJSON {
+				if !first {
+					b.WriteByte(',')
+				}
+				k, _ := json.Marshal(f.Name)
+				b.Write(k)
+				b.WriteByte(':')
+				var v []byte
+				switch m, isMap := col.(*array.Map); {
+				case text != "":
+					v, _ = json.Marshal(text)
+				case isMap:
+					v = mapJSON(m, i)
+				default:
+					v, _ = json.Marshal(col.GetOneForMarshal(i))
+				}
+				b.Write(v)
+				first = false
+				continue
+			}
+			switch {
+			case text != "" && f.Name == lake.TimestampColumn:
+			case text != "":
+				text = f.Name + "=" + text
+			default:
+				text = f.Name + "=" + logfmtValue(col, i)
+			}
+			if !first {
+				b.WriteByte(' ')
+			}
+			b.WriteString(text)
+			first = false
+		}
+		if asJSON {
+			b.WriteByte('}')
+		}
+		return b.String()
+	}
+}
+
+// mapJSON renders entry i of a map column as a JSON object in entry order (keys as text).
+func mapJSON(m *array.Map, i int) []byte {
+	start, end := m.ValueOffsets(i)
+	keys, items := m.Keys(), m.Items()
+	var b strings.Builder
+	b.WriteByte('{')
+	for j := start; j < end; j++ {
+		if j > start {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(keys.ValueStr(int(j)))
+		b.Write(k)
+		b.WriteByte(':')
+		if items.IsNull(int(j)) {
+			b.WriteString("null")
+			continue
+		}
+		v, _ := json.Marshal(items.GetOneForMarshal(int(j)))
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return []byte(b.String())
+}
+
+func logfmtValue(col arrow.Array, i int) string {
+	var s string
+	switch a := col.(type) {
+	case *array.String:
+		s = a.Value(i)
+	case *array.LargeString:
+		s = a.Value(i)
+	case *array.Map:
+		j := string(mapJSON(a, i))
+		if strings.ContainsAny(j, " \t\n") {
+			return strconv.Quote(j)
+		}
+		return j
+	default:
+		if v, err := json.Marshal(col.GetOneForMarshal(i)); err == nil {
+			s = string(v)
+		} else {
+			s = col.ValueStr(i)
+		}
+		if !strings.ContainsAny(s, " \"=") {
+			return s
+		}
+		return strconv.Quote(s)
+	}
+	if s == "" || strings.ContainsAny(s, " \"=\t\n") {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// rowHeap keeps the newest rows: a min-heap on (timestamp, arrival) of at most n entries.
+type rowHeap struct {
+	rows []tailRow
+	seq  int
+}
+
+type tailRow struct {
+	ts   int64
+	seq  int
+	line string
+}
+
+func (h *rowHeap) Len() int { return len(h.rows) }
+func (h *rowHeap) Less(i, j int) bool {
+	if h.rows[i].ts != h.rows[j].ts {
+		return h.rows[i].ts < h.rows[j].ts
+	}
+	return h.rows[i].seq < h.rows[j].seq
+}
+func (h *rowHeap) Swap(i, j int) { h.rows[i], h.rows[j] = h.rows[j], h.rows[i] }
+func (h *rowHeap) Push(x any)    { h.rows = append(h.rows, x.(tailRow)) }
+func (h *rowHeap) Pop() any {
+	x := h.rows[len(h.rows)-1]
+	h.rows = h.rows[:len(h.rows)-1]
+	return x
+}
+
+// keeps says whether a row at ts would be among the newest n (formatting it is the cost).
+func (h *rowHeap) keeps(ts int64, n int) bool { return h.Len() < n || ts >= h.rows[0].ts }
+
+func (h *rowHeap) add(ts int64, line string, n int) {
+	h.seq++
+	heap.Push(h, tailRow{ts, h.seq, line})
+	if h.Len() > n {
+		heap.Pop(h)
+	}
+}
+
+func (h *rowHeap) print(out io.Writer) {
+	rows := append([]tailRow(nil), h.rows...)
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].ts != rows[j].ts {
+			return rows[i].ts < rows[j].ts
+		}
+		return rows[i].seq < rows[j].seq
+	})
+	for _, r := range rows {
+		fmt.Fprintln(out, r.line)
+	}
+}

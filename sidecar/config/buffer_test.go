@@ -1,0 +1,36 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBufferOptions: the WAL buffer is off by default, a bare port means loopback, and it never
+// shares the metrics listener.
+func TestBufferOptions(t *testing.T) {
+	load := func(env map[string]string) (Config, error) {
+		return Load(nil, func(k string) string { return env[k] })
+	}
+	c, err := load(nil)
+	if err != nil || c.BufferAddr != "" || c.BufferRetainAfterDrain != 30*time.Second || c.BufferMaxReaders != 4 || c.BufferMaxResponseBytes != 256<<20 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	for in, want := range map[string]string{"9465": "127.0.0.1:9465", "0.0.0.0:9465": "0.0.0.0:9465", ":9465": ":9465", "[::1]:9465": "[::1]:9465"} {
+		if c, err := load(map[string]string{"SIGLAKE_BUFFER_ADDR": in}); err != nil || c.BufferAddr != want {
+			t.Errorf("SIGLAKE_BUFFER_ADDR=%s: %q %v, want %q", in, c.BufferAddr, err, want)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"SIGLAKE_BUFFER_ADDR": "localhost"}, {"SIGLAKE_BUFFER_ADDR": "99999"},
+		{"SIGLAKE_BUFFER_ADDR": "127.0.0.1:9464"}, // the default --http-addr
+		{"SIGLAKE_BUFFER_MAX_READERS": "0"}, {"SIGLAKE_BUFFER_MAX_RESPONSE_MB": "0"}, {"SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN": "-1s"},
+	} {
+		if _, err := load(bad); err == nil || !strings.Contains(err.Error(), "SIGLAKE_BUFFER_") {
+			t.Errorf("%v: %v, want an error naming the option", bad, err)
+		}
+	}
+	if c, err := load(map[string]string{"SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN": "0s"}); err != nil || c.BufferRetainAfterDrain != 0 {
+		t.Errorf("retain 0: %v %v", c.BufferRetainAfterDrain, err)
+	}
+}

@@ -1,0 +1,62 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// BufferOptions is the part of the options the WAL buffer needs.
+func BufferOptions(c Config) buffer.Options {
+	return buffer.Options{Addr: c.BufferAddr, WALDir: c.WALDir, Claims: c.CatalogClaim, RetainAfterDrain: c.BufferRetainAfterDrain,
+		MaxReaders: c.BufferMaxReaders, MemoryBytes: c.BufferMemoryBytes, MaxResponseBytes: c.BufferMaxResponseBytes}
+}
+
+// errCatalogNotOpen answers buffer reads (503) until the catalog is open.
+var errCatalogNotOpen = errors.New("the catalog is not open yet")
+
+// startBuffer starts the WAL buffer on its own listener when --buffer-addr is set and this
+// process drains (the buffer serves the WAL it reads). Reads load tables through *l once it is
+// set. With the buffer off it removes segments an earlier run retained.
+func (p *Process) startBuffer(l *atomic.Pointer[lake.Lake]) error {
+	if p.Cfg.BufferAddr == "" || !p.Cfg.Role.Drains() {
+		if p.Cfg.BufferAddr != "" {
+			p.Log.Warn("--buffer-addr is ignored: a process of role maintenance has no WAL to serve", zap.String("role", string(p.Cfg.Role)))
+		} else if p.Cfg.Role.Drains() {
+			if err := buffer.Cleanup(p.Cfg.WALDir, p.Cfg.CatalogClaim); err != nil {
+				p.Log.Warn("removing segments a run with the WAL buffer on retained", zap.Error(err))
+			}
+		}
+		return nil
+	}
+	load := func(ctx context.Context, name string) (*table.Table, error) {
+		if lk := l.Load(); lk != nil {
+			return lk.LoadTable(ctx, name)
+		}
+		return nil, errCatalogNotOpen
+	}
+	s, err := buffer.Start(BufferOptions(p.Cfg), load, p.Metrics.Buffer, p.Log)
+	if err != nil {
+		return err
+	}
+	p.buffer = s
+	select {
+	case p.BufferAddr <- s.Addr():
+	default:
+	}
+	return nil
+}
+
+// stopBuffer stops the WAL buffer; a second call does nothing.
+func (p *Process) stopBuffer() {
+	if p.buffer != nil {
+		p.buffer.Close()
+		p.buffer = nil
+	}
+}

@@ -1,0 +1,109 @@
+package sidecar
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/sidecar/buffer"
+)
+
+// TestProcessServesTheBuffer: with --buffer-addr set the process serves the WAL buffer on its own
+// listener (not the metrics one), and its drain retires committed segments into retention, from
+// which a reader of an older snapshot is answered; with it off, a start removes what a run with it
+// on retained.
+func TestProcessServesTheBuffer(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.HTTPAddr, c.BufferAddr = "127.0.0.1:0", "127.0.0.1:0"
+		c.DrainPollInterval, c.CommitBatchMaxAge = 10*time.Millisecond, time.Hour
+		c.Role, c.BufferRetainAfterDrain = RoleDrain, time.Hour
+	})
+	sealed := e.writeSegments("events", 3, 100, 1, time.Now().UTC())
+	p := NewProcess(e.cfg, zap.NewNop(), "test")
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx, false) }()
+	httpAddr, bufAddr := <-p.Addr, <-p.BufferAddr
+	if httpAddr == bufAddr {
+		t.Fatalf("the buffer shares the HTTP listener %s", httpAddr)
+	}
+	c := &buffer.Client{Addr: bufAddr}
+	var got RowSum
+	read := func(q buffer.Query) buffer.Answer {
+		t.Helper()
+		got = RowSum{}
+		var ans buffer.Answer
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if ans, err = c.Read(ctx, "events", q, func(rec arrow.RecordBatch) error { return got.Add(rec, eventColumns...) }); err == nil || time.Now().After(deadline) {
+				break // 503 until the catalog is open
+			}
+			got = RowSum{}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ans
+	}
+	read(buffer.Query{})
+	if got != sealed {
+		t.Fatalf("buffer %+v, sealed %+v", got, sealed)
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+
+	// Drain everything (--once), as the same process would: the segments go into retention, and a
+	// reader whose snapshot has none of them still gets them all.
+	p = NewProcess(e.cfg, zap.NewNop(), "test")
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go func() { ran <- p.Run(ctx, true) }()
+	<-p.Addr
+	c.Addr = <-p.BufferAddr
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(e.cfg.WALDir, buffer.RetainedDir, "events.*"))
+	if len(kept) != 3 || e.tableSum("events") != sealed {
+		t.Fatalf("retained %v, table %+v", kept, e.tableSum("events"))
+	}
+	p = NewProcess(e.cfg, zap.NewNop(), "test")
+	go func() { ran <- p.Run(ctx, false) }()
+	<-p.Addr
+	c.Addr = <-p.BufferAddr
+	read(buffer.Query{After: buffer.Marks{}})
+	if got != sealed {
+		t.Fatalf("from retention %+v, want %+v", got, sealed)
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+
+	// Off: the retained segments go at start.
+	e.cfg.BufferAddr = ""
+	p = NewProcess(e.cfg, zap.NewNop(), "test")
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { ran <- p.Run(ctx, false) }()
+	<-p.Addr
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if kept, _ = filepath.Glob(filepath.Join(e.cfg.WALDir, buffer.RetainedDir, "events.*")); len(kept) == 0 {
+			break
+		}
+	}
+	cancel()
+	<-ran
+	if len(kept) != 0 {
+		t.Fatalf("a process with the buffer off left %v", kept)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.WALDir, buffer.RetainedDir)); err != nil {
+		t.Fatal(err) // the directory itself may stay
+	}
+}

@@ -1,0 +1,293 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/sidecar/walgen"
+	"github.com/siglake/siglake/test/testenv"
+)
+
+// startBuffered runs the compactor with the WAL buffer on a free loopback port and waits until
+// it answers; it returns the running process and a client.
+func (s *site) startBuffered(args ...string) (*running, *buffer.Client) {
+	s.t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(s.t))
+	r := s.start(nil, append([]string{"--buffer-addr", addr}, args...)...)
+	c := &buffer.Client{Addr: addr}
+	waitFor(s.t, 30*time.Second, "the WAL buffer", func() bool {
+		resp, err := http.Get("http://" + addr + "/v1/buffer")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	return r, c
+}
+
+// bufferSum reads table from the buffer with q and fingerprints the answer.
+func bufferSum(c *buffer.Client, table string, q buffer.Query) (rowsum.Sum, buffer.Answer, error) {
+	var s rowsum.Sum
+	ans, err := c.Read(context.Background(), table, q, func(rec arrow.RecordBatch) error { return s.Add(rec, walgen.Columns...) })
+	return s, ans, err
+}
+
+// TestBufferServesSealedRows: the real binary serves the rows `siglake walgen` sealed, before
+// any commit, on its own listener (not /metrics'), refuses a malformed query with 400, counts its
+// reads in /metrics, and `siglake tail` prints them.
+func TestBufferServesSealedRows(t *testing.T) {
+	s := newSite(t)
+	w := s.walgen("pod-0", 3000, 1)
+	r, c := s.startBuffered("--commit-batch-max-age-secs", "3600", "--commit-batch-target-mb", "1000")
+	var got rowsum.Sum
+	var ans buffer.Answer
+	waitFor(t, 30*time.Second, "the buffer to answer (the catalog opens first)", func() bool {
+		var err error
+		got, ans, err = bufferSum(c, "events", buffer.Query{})
+		return err == nil
+	})
+	if got != w.Fingerprint || len(ans.Segments) != w.Segments || !ans.Verified {
+		t.Fatalf("buffer %+v in %d segments, walgen sealed %+v in %d", got, len(ans.Segments), w.Fingerprint, w.Segments)
+	}
+	// Arrow JS, a reader we did not write, reads the same rows (fingerprinted in JavaScript), a
+	// filtered answer too.
+	js := testenv.ArrowJS(t, "http://"+c.Addr+"/v1/buffer/events", walgen.Columns...)
+	if js.Status != 200 || js.Rows != w.Rows || js.Checksum != w.Fingerprint.Sum || js.Metadata[buffer.MetaComplete] != "true" ||
+		js.Metadata[buffer.MetaThrough] != ans.Through.String() {
+		t.Fatalf("Arrow JS read %d rows checksum %d (%v); walgen sealed %d rows checksum %d", js.Rows, js.Checksum, js.Metadata, w.Rows, w.Fingerprint.Sum)
+	}
+	filtered, _, err := bufferSum(c, "events", buffer.Query{Filter: deletes.Request{Where: []deletes.Condition{{Column: "severity", Values: []string{"error", "fatal"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js := testenv.ArrowJS(t, "http://"+c.Addr+"/v1/buffer/events?in=severity=error,fatal", walgen.Columns...); js.Rows != filtered.Rows || js.Checksum != filtered.Sum || js.Rows == 0 {
+		t.Fatalf("filtered: Arrow JS %d rows %d, Go client %+v", js.Rows, js.Checksum, filtered)
+	}
+	// The documented curl: headers say where the answer stands; a typo is a 400 naming it.
+	resp, err := http.Get("http://" + c.Addr + "/v1/buffer/events?columns=timestamp,raw&in=severity=error,fatal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != buffer.ContentType || resp.Header.Get("Siglake-Buffer-Complete") != "true" {
+		t.Fatalf("GET: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, err = http.Get("http://" + c.Addr + "/v1/buffer/events?columns=timestamp&whre=service=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eb struct{ Error, Parameter string }
+	_ = json.NewDecoder(resp.Body).Decode(&eb)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || eb.Parameter != "whre" {
+		t.Fatalf("typo: %d %+v", resp.StatusCode, eb)
+	}
+	if code, _ := r.get("/v1/buffer/events"); code != http.StatusNotFound {
+		t.Fatalf("the metrics listener serves the buffer: %d", code)
+	}
+	if m := r.scrape(); !strings.Contains(string(m), `siglake_buffer_requests_total{code="400"} 1`) || !strings.Contains(string(m), "siglake_buffer_rows_total") {
+		t.Fatalf("metrics lack the buffer's reads:\n%s", grepLines(string(m), "siglake_buffer_"))
+	}
+	// siglake tail: every row, oldest first, once.
+	out, err := exec.Command(bin, "tail", "events", "--buffer", c.Addr, "--catalog", s.catalog, "--warehouse", s.warehouse,
+		"-n", "100000", "--since", "0", "--columns", "timestamp,service").Output()
+	if err != nil {
+		t.Fatalf("siglake tail: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != int(w.Rows) || !sortedByTimestamp(lines) {
+		t.Fatalf("siglake tail printed %d lines (sorted %v), walgen sealed %d rows", len(lines), sortedByTimestamp(lines), w.Rows)
+	}
+	r.stop()
+}
+
+// TestBufferExactlyOnceWhileTheBinaryDrains is promise 12 against the real binary: while it
+// commits a backlog segment by segment, a reader loops "load the table, read it, read the buffer
+// with its marks" with pauses between the two reads. Every answered round's lake plus buffer rows
+// must be exactly the rows walgen sealed; every other round a 409 that names the newer marks. With
+// retention off a commit between the reads must be refused; with it on the answer comes from
+// retention.
+func TestBufferExactlyOnceWhileTheBinaryDrains(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		retain string
+	}{{"retention off", "0s"}, {"retention on", "30s"}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSite(t)
+			w := s.walgen("pod-0", 40000, 2)
+			rt, bc := s.startBuffered("--buffer-retain-after-drain", c.retain, "--drain-poll-interval", "50ms")
+			l, err := lake.Open(context.Background(), s.lakeConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			rng := rand.New(rand.NewPCG(3, 4))
+			answered, raced, refused := 0, 0, 0
+			ctx := context.Background()
+			for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
+				tbl, err := l.LoadTable(ctx, "events")
+				marks := buffer.Marks{}
+				var lakeSum rowsum.Sum
+				if err == nil {
+					if marks, err = buffer.TableMarks(tbl); err != nil {
+						t.Fatal(err)
+					}
+					if lakeSum, err = rowsum.Table(ctx, tbl, walgen.Columns...); err != nil {
+						t.Fatal(err)
+					}
+				} else if !errors.Is(err, catalog.ErrNoSuchTable) {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
+				bufSum, ans, err := bufferSum(bc, "events", buffer.Query{After: marks})
+				var ref *buffer.RefusedError
+				var se *buffer.StatusError
+				switch {
+				case errors.As(err, &ref):
+					if !marks.Get("pod-0").Less(ref.Marks.Get("pod-0")) {
+						t.Fatalf("409 with marks %v, not past the reader's %v", ref.Marks, marks)
+					}
+					refused++
+					continue
+				case errors.As(err, &se) && se.Code == http.StatusServiceUnavailable:
+					continue // the catalog is not open yet
+				case err != nil:
+					t.Fatal(err)
+				}
+				answered++
+				if marks.Get("pod-0").Less(ans.Marks.Get("pod-0")) {
+					raced++
+				}
+				lakeSum.Merge(bufSum)
+				if lakeSum != w.Fingerprint {
+					t.Fatalf("reader at %v, table at %v: lake + buffer %+v, walgen sealed %+v", marks, ans.Marks, lakeSum, w.Fingerprint)
+				}
+				if bufSum.Rows == 0 && lakeSum.Rows == w.Rows && answered > 3 {
+					break // all committed
+				}
+			}
+			t.Logf("%d rounds answered (%d with commits between the two reads), %d refused", answered, raced, refused)
+			if answered < 3 {
+				t.Fatalf("only %d rounds answered", answered)
+			}
+			if c.retain == "0s" && refused == 0 {
+				t.Fatal("no round was refused: the race of a commit between the reads did not happen")
+			}
+			if c.retain != "0s" && raced == 0 {
+				t.Fatal("no answered round had a commit between the reads")
+			}
+			m := rt.scrape()
+			if c.retain == "0s" && !strings.Contains(string(m), `siglake_buffer_refusals_total{reason="drained"}`) {
+				t.Fatalf("refusals not counted:\n%s", grepLines(string(m), "siglake_buffer_"))
+			}
+			rt.stop()
+		})
+	}
+}
+
+// TestTailOnTheDemo: `siglake demo` prints its WAL buffer and a `siglake tail` command line that
+// works while it runs.
+func TestTailOnTheDemo(t *testing.T) {
+	dir := t.TempDir()
+	demo := exec.Command(bin, "demo", "--dir", dir, "--duration", "20s", "--rate", "2000")
+	stdout, err := demo.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = demo.Process.Signal(syscall.SIGINT)
+		done := make(chan struct{})
+		go func() { _ = demo.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = demo.Process.Kill()
+		}
+	}()
+	sc := bufio.NewScanner(stdout)
+	var hint string
+	for sc.Scan() {
+		if i := strings.Index(sc.Text(), "(try, while the demo runs: siglake tail"); i >= 0 {
+			hint = strings.TrimSuffix(sc.Text()[i+len("(try, while the demo runs: siglake "):], ")")
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if hint == "" {
+		t.Fatal("the demo printed no siglake tail command")
+	}
+	args := strings.Fields(strings.Replace(hint, "--follow", "-n 5 --columns timestamp,service", 1))
+	time.Sleep(3 * time.Second) // some rows sealed, some committed
+	cmd := exec.Command(bin, args...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("siglake %s: %v", strings.Join(args, " "), err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 5 || !strings.Contains(lines[0], "service=") {
+		t.Fatalf("siglake tail on the demo printed %q", out)
+	}
+	// And --follow keeps printing as segments are sealed (the demo seals one every 2 s per table).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	follow := exec.CommandContext(ctx, bin, append(strings.Fields(hint), "-n", "1", "--columns", "timestamp")...)
+	var stderr strings.Builder
+	follow.Stderr = &stderr
+	pipe, err := follow.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for fs := bufio.NewScanner(pipe); n < 1000 && fs.Scan(); n++ {
+	}
+	cancel()
+	_ = follow.Wait()
+	if n < 1000 {
+		t.Fatalf("siglake tail --follow printed %d lines in 20 s of a 4,000 rows/s demo (stderr %q)", n, stderr.String())
+	}
+}
+
+func sortedByTimestamp(lines []string) bool {
+	for i := 1; i < len(lines); i++ {
+		if strings.Fields(lines[i])[0] < strings.Fields(lines[i-1])[0] {
+			return false
+		}
+	}
+	return true
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
