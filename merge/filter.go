@@ -57,7 +57,7 @@ func FilterableType(t arrow.DataType) error {
 type rowMatcher struct {
 	preds      []boundPredicate
 	firstMatch bool
-	deleted []int64 // rows dropped, per predicate (a row counts for the first that matches)
+	deleted    []int64 // rows dropped, per predicate (a row counts for the first that matches)
 }
 
 type boundPredicate struct {

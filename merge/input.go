@@ -36,7 +36,7 @@ func openInput(fs icebergio.IO, path string, mem memory.Allocator, batchRows int
 func openInputCounted(fs icebergio.IO, path string, mem memory.Allocator, batchRows, bufBytes int64, read *int64) (*openedInput, error) {
 	f, err := fs.Open(path)
 	if err != nil {
-		return nil, inputErr("opening input", path, err)
+		return nil, inputErr("opening input", path, &IOError{Err: err})
 	}
 	props := parquet.NewReaderProperties(mem)
 	props.BufferedStreamEnabled = true
@@ -73,10 +73,11 @@ type readerAtSeeker struct {
 func (r readerAtSeeker) ReadAt(p []byte, off int64) (int, error) {
 	n, err := r.f.ReadAt(p, off)
 	atomic.AddInt64(r.read, int64(n))
-	return n, err
+	return n, ioErr(err)
 }
 func (r readerAtSeeker) Seek(off int64, whence int) (int64, error) {
-	return r.f.Seek(off, whence)
+	n, err := r.f.Seek(off, whence)
+	return n, ioErr(err)
 }
 
 var _ io.ReaderAt = readerAtSeeker{}

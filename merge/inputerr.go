@@ -3,6 +3,7 @@ package merge
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ErrSchema marks rows that do not fit the table schema (Conform): a missing required column, a
@@ -23,3 +24,19 @@ func (e *InputError) Error() string { return fmt.Sprintf("%s %s: %v", e.Op, e.Pa
 func (e *InputError) Unwrap() error { return e.Err }
 
 func inputErr(op, path string, err error) error { return &InputError{Path: path, Op: op, Err: err} }
+
+// IOError marks a failure of the storage under an input (opening it, a read or seek the store or
+// the network failed), as opposed to bytes that do not decode: the first may heal by itself (a
+// 503, a reset), the second does not. io.EOF is not one: a short file ends in it, and the
+// decoder tells that apart.
+type IOError struct{ Err error }
+
+func (e *IOError) Error() string { return e.Err.Error() }
+func (e *IOError) Unwrap() error { return e.Err }
+
+func ioErr(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	return &IOError{Err: err}
+}

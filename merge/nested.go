@@ -2,7 +2,7 @@ package merge
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -78,7 +78,7 @@ func (s *seqReader) read(ctx context.Context, name string, n int64) (arrow.Recor
 				return nil, inputErr("reading input", name, err)
 			}
 			if !ok {
-				return nil, fmt.Errorf("input %s: data pass ended before the rows the timestamp pass planned", name)
+				return nil, inputErr("reading input", name, errors.New("data pass ended before the rows the timestamp pass planned"))
 			}
 			s.pending = b.rec
 		}

@@ -102,7 +102,7 @@ func mergePageBounded(ctx context.Context, fs icebergio.WriteFileIO, inputs []In
 	}
 	for i, r := range p.readers {
 		if p.consumed[i] != r.in.pf.NumRows() {
-			return nil, errors.Join(fmt.Errorf("input %s: the timestamp pass planned %d of its %d rows", inputs[i].Path, p.consumed[i], r.in.pf.NumRows()), as.abort())
+			return nil, errors.Join(inputErr("reading input", inputs[i].Path, fmt.Errorf("the timestamp pass planned %d of its %d rows", p.consumed[i], r.in.pf.NumRows())), as.abort())
 		}
 	}
 	return as.finish()
@@ -226,7 +226,7 @@ func (r *rowReader) readFlat(ctx context.Context, n int64) (arrow.RecordBatch, e
 	defer src.close()
 	if skip := r.next - before; skip > 0 {
 		if err := src.rr.SeekToRow(skip); err != nil {
-			return nil, fmt.Errorf("input %s: seeking to row %d: %w", r.name, r.next, err)
+			return nil, inputErr("reading input", r.name, fmt.Errorf("seeking to row %d: %w", r.next, err))
 		}
 	}
 	var pieces []arrow.RecordBatch
@@ -241,7 +241,7 @@ func (r *rowReader) readFlat(ctx context.Context, n int64) (arrow.RecordBatch, e
 			return nil, inputErr("reading input", r.name, err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("input %s: data pass ended before the rows the timestamp pass planned", r.name)
+			return nil, inputErr("reading input", r.name, errors.New("data pass ended before the rows the timestamp pass planned"))
 		}
 		take := min(left, b.rec.NumRows())
 		pieces = append(pieces, b.rec.NewSlice(0, take))

@@ -186,7 +186,7 @@ func (s *skippingTsSource) next(ctx context.Context) (batch, bool, error) {
 	}
 	if s.seek {
 		if err := s.src.rr.SeekToRow(s.pos); err != nil {
-			return batch{}, false, fmt.Errorf("input %s: seeking the timestamp pass to row %d: %w", s.fileName, s.pos, err)
+			return batch{}, false, inputErr("reading input", s.fileName, fmt.Errorf("seeking the timestamp pass to row %d: %w", s.pos, err))
 		}
 		s.seek = false
 	}

@@ -48,7 +48,7 @@ func newPQSourceRG(ctx context.Context, in *openedInput, schema *arrow.Schema, t
 	}
 	rr, err := in.fr.GetRecordReader(ctx, cols, rgs)
 	if err != nil {
-		return nil, fmt.Errorf("reading input %s: %w", in.path, err)
+		return nil, inputErr("reading input", in.path, err)
 	}
 	s := &pqSource{in: in, rr: rr, tsName: tsName, mem: mem}
 	if !tsOnly {

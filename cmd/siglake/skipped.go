@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -34,28 +33,31 @@ func runSkipped(args []string) error {
 		fmt.Fprintln(os.Stdout, skippedUsage)
 		return nil
 	}
-	action, rest := args[0], args[1:]
-	var pos []string
-	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		pos, rest = append(pos, rest[0]), rest[1:]
-	}
-	fs := flag.NewFlagSet("siglake skipped "+action, flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
-	cfg, help, err := toolConfig(fs, rest)
-	if help || err != nil {
-		return err
-	}
+	action := args[0]
 	switch action {
 	case "list", "clear":
 	default:
 		fmt.Fprintln(os.Stderr, skippedUsage)
 		return usageError{fmt.Errorf("skipped %q: accepted subcommands: list, clear", action)}
 	}
+	fs := flag.NewFlagSet("siglake skipped "+action, flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	cfg, pos, help, err := toolConfigArgs(fs, args[1:])
+	if help || err != nil {
+		return err
+	}
+	bad := func(err error) error {
+		fmt.Fprintf(os.Stderr, "%v\n%s\n", err, skippedUsage)
+		return usageError{err}
+	}
 	if action == "clear" && len(pos) == 0 {
-		return fmt.Errorf("a table is required: siglake skipped clear TABLE [PATH...]")
+		return bad(fmt.Errorf("a table is required: siglake skipped clear TABLE [PATH...]"))
 	}
 	if action == "list" && len(pos) > 1 {
-		return fmt.Errorf("list takes at most one table, got %q", pos)
+		return bad(fmt.Errorf("list takes at most one table, got %q", pos))
+	}
+	if err := requireCatalog(cfg); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -70,7 +72,8 @@ func runSkipped(args []string) error {
 			return err
 		}
 		if len(pos) > 1 && len(cleared) < len(pos)-1 {
-			fmt.Fprintf(os.Stderr, "%d of the %d paths given were not set aside in %s\n", len(pos)-1-len(cleared), len(pos)-1, pos[0])
+			return fmt.Errorf("%d of the %d paths given are not set aside in %s (siglake skipped list %s shows those that are); cleared %v",
+				len(pos)-1-len(cleared), len(pos)-1, pos[0], pos[0], cleared)
 		}
 		fmt.Printf("cleared %d set-aside file(s) of %s; maintenance plans them again\n", len(cleared), pos[0])
 		for _, p := range cleared {

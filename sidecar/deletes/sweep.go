@@ -36,6 +36,9 @@ type Sweeper struct {
 	Publish Publisher
 	Log     *zap.Logger
 	Now     func() time.Time
+	// OnFailure, when set, receives every failed delete-task rewrite or read of a candidate (the
+	// maintainer's set-aside accounting).
+	OnFailure rewrite.FailureFunc
 	// Executor runs the delete-task rewrites; its AfterCommit is the Puffin index rebuild under
 	// SIGLAKE_INDEX_REBUILD (a delete-task rewrite writes generation 0, often streamed, so its
 	// outputs lack footer indexes like any streamed rewrite's).
@@ -251,6 +254,21 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	}
 	rep.ByRequest = map[string]int64{}
 	// Which candidates this sweep examines is the planner's decision (plan.PlanDeletes).
+	// A set-aside file (siglake skipped list) is never read: it takes no part in the planning (so
+	// it uses up no cap) and is reported; the requests it may hold rows of stay pending.
+	skipped := lake.SkippedFiles(t.Properties())
+	kept := tasks[:0]
+	for _, task := range tasks {
+		if _, ok := skipped[task.File.FilePath()]; ok {
+			df := task.File
+			rep.Candidates = append(rep.Candidates, CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(),
+				Result: "not examined: set aside after failed rewrites (siglake skipped list)"})
+			rep.SetAside++
+			continue
+		}
+		kept = append(kept, task)
+	}
+	tasks = kept
 	cands := make([]plan.DeleteCandidate, len(tasks))
 	for i, task := range tasks {
 		cands[i] = plan.DeleteCandidate{Path: task.File.FilePath(), Bytes: task.File.FileSizeBytes()}
@@ -266,21 +284,12 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	for _, r := range rep.pending {
 		byID[r.ID] = r
 	}
-	skipped := map[string]bool{}
-	for p := range lake.SkippedFiles(t.Properties()) {
-		skipped[p] = true
-	}
 	var firstErr error
 	for i, pick := range dp.Picks {
 		df := tasks[i].File
 		c := CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(), Result: pick.Reason}
 		switch {
 		case pick.Action != plan.DeleteExamine:
-		case skipped[c.Path]:
-			// Reading it fails (siglake skipped list): the request stays pending until the file
-			// is repaired and cleared, or gone.
-			c.Result = "not examined: set aside after failed rewrites (siglake skipped list)"
-			rep.SetAside++
 		case ctx.Err() != nil:
 			c.Result = "not examined: shutting down"
 		default:
@@ -308,7 +317,9 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	default:
 		rep.Outcome = "clean"
 	}
-	if o.Apply && !rep.Capped && rep.Conflicts == 0 && rep.SetAside == 0 && ctx.Err() == nil {
+	// markDone decides per request: one whose candidates include a set-aside file is never found
+	// clean there, so it stays pending; the others can be done.
+	if o.Apply && !rep.Capped && rep.Conflicts == 0 && ctx.Err() == nil {
 		if err := s.markDone(ctx, name, &rep, log); err != nil {
 			return rep, err
 		}
@@ -331,6 +342,14 @@ func (s *Sweeper) examine(ctx context.Context, t *table.Table, fsys icebergio.IO
 	per, _, err := merge.CountMatches(ctx, fsys, c.Path, sc, lake.TimestampColumn, f, nil)
 	if err != nil {
 		c.Result = "failed: " + err.Error()
+		name := t.Identifier()[len(t.Identifier())-1]
+		gen, _ := merge.ParseGeneration(df.FilePath())
+		job := rewrite.Job{Kind: plan.KindDeleteTask.String(), Partition: partitionOf(df.FilePath()),
+			Inputs: []lake.File{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen, DataFile: df}}}
+		out := rewrite.Observer{Metrics: s.RewriteMetrics, Log: s.Log}.ReadFailed(name, job, err)
+		if s.OnFailure != nil {
+			s.OnFailure(ctx, name, job, out)
+		}
 		return fmt.Errorf("count matching rows of %s: %w", c.Path, err)
 	}
 	c.Matching = map[string]int64{}
@@ -427,6 +446,9 @@ func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFi
 		},
 	}
 	out := s.Executor.Run(ctx, t, job)
+	if out.Status == rewrite.Failed && s.OnFailure != nil {
+		defer s.OnFailure(ctx, name, job, out)
+	}
 	rewrite.Observer{Metrics: s.RewriteMetrics, Log: s.Log}.Observe(name, job, out, zap.String("path", df.FilePath()),
 		zap.Strings("request_ids", ids), zap.Int64("rows_deleted", sum(out.Merge)), zap.Int64("rows_before", df.Count()))
 	if err := out.Error(); err != nil {

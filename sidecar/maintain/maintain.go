@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -52,6 +53,7 @@ type Maintainer struct {
 	// failures counts permanent rewrite failures per table and blamed input (table NUL path);
 	// backoff holds bins whose last rewrite failed transiently (binKey).
 	failures map[string]int
+	failMu   sync.Mutex // failures: delete tasks and retention count into it too
 	backoff  map[string]backoff
 	reported map[string]bool // owned tables of the last cycle: their per-table gauges are exported
 	// lastOutstanding is each owned table's outstanding work as its last pass found it.
@@ -262,7 +264,7 @@ type CycleReport struct {
 func (m *Maintainer) Deletes() *deletes.Sweeper {
 	if m.sweeper == nil {
 		m.sweeper = &deletes.Sweeper{Cfg: m.Cfg.Sweep, Lake: m.Lake, Metrics: m.Metrics.Deletes, RewriteMetrics: m.Metrics.Rewrite,
-			Log: m.Log, Now: m.Now, Executor: m.executor()}
+			Log: m.Log, Now: m.Now, Executor: m.executor(), OnFailure: m.readFailed}
 		if p, ok := m.Publish.(deletes.Publisher); ok {
 			m.sweeper.Publish = p
 		}
@@ -275,7 +277,7 @@ func (m *Maintainer) Deletes() *deletes.Sweeper {
 func (m *Maintainer) Retention() *retention.Runner {
 	if m.retention == nil {
 		m.retention = &retention.Runner{Cfg: m.Cfg.Retention, Lake: m.Lake, Executor: m.executor(), Metrics: m.Metrics.Retention,
-			RewriteMetrics: m.Metrics.Rewrite, Log: m.Log, Now: m.Now}
+			RewriteMetrics: m.Metrics.Rewrite, Log: m.Log, Now: m.Now, OnFailure: m.readFailed}
 		if p, ok := m.Publish.(retention.Publisher); ok {
 			m.retention.Publish = p
 		}
@@ -356,6 +358,7 @@ func (m *Maintainer) forgetTables(owned []string) {
 		m.Metrics.OverlapDepth.DeleteLabelValues(name)
 		m.Metrics.GaugesSampledAt.DeleteLabelValues(name)
 		m.Metrics.SkippedFiles.DeleteLabelValues(name)
+		m.pruneFailures(name, nil, m.Now())
 		m.Metrics.OutstandingBins.DeleteLabelValues(name)
 		m.Metrics.OutstandingBytes.DeleteLabelValues(name)
 		delete(m.lastOutstanding, name)
@@ -539,6 +542,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 	}
 	m.sampleGauges(name, all, in.Now)
 	m.publishSkipped(name, skipped, byPath)
+	m.pruneFailures(name, byPath, in.Now)
 	if !skipping {
 		m.dropStaleSkipped(ctx, name, skipped, byPath)
 	}

@@ -2,7 +2,6 @@ package maintain
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"time"
 
@@ -30,14 +29,32 @@ type backoff struct {
 	delay time.Duration
 }
 
-// binKey names a bin by its table and input files.
+// binKey names the work a bin belongs to: its table, partition and kind. Not its exact files: a
+// bin that gains a newly drained file must not escape the back-off of the one that failed.
 func binKey(table string, b plan.Bin) string {
-	paths := make([]string, len(b.Files))
-	for i, f := range b.Files {
-		paths[i] = f.Path
+	return table + "\x00" + b.Partition + "\x00" + b.Kind.String()
+}
+
+// pruneFailures forgets back-offs long past and the failure counts of files no longer live in
+// table (live nil: every count of table, which this process no longer maintains).
+func (m *Maintainer) pruneFailures(table string, live map[string]lake.File, now time.Time) {
+	for k, b := range m.backoff {
+		t, _, _ := strings.Cut(k, "\x00")
+		if now.After(b.until.Add(backoffMax)) || live == nil && t == table {
+			delete(m.backoff, k)
+		}
 	}
-	sort.Strings(paths)
-	return table + "\x00" + strings.Join(paths, "\x00")
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	for k := range m.failures {
+		t, path, _ := strings.Cut(k, "\x00")
+		if t != table {
+			continue
+		}
+		if _, ok := live[path]; !ok {
+			delete(m.failures, k)
+		}
+	}
 }
 
 // backingOff says whether the bin waits after a transient failure, and until when.
@@ -48,6 +65,8 @@ func (m *Maintainer) backingOff(key string, now time.Time) (time.Time, bool) {
 
 func (m *Maintainer) succeeded(table, key string, b plan.Bin) {
 	delete(m.backoff, key)
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
 	for _, f := range b.Files {
 		delete(m.failures, table+"\x00"+f.Path)
 	}
@@ -57,12 +76,34 @@ func (m *Maintainer) succeeded(table, key string, b plan.Bin) {
 // input for a permanent one, and the input set aside once the count reaches the limit.
 func (m *Maintainer) failed(ctx context.Context, table, key string, b plan.Bin, out rewrite.Outcome, now time.Time) {
 	if m.backoff == nil {
-		m.backoff, m.failures = map[string]backoff{}, map[string]int{}
+		m.backoff = map[string]backoff{}
 	}
 	if !out.Class.Permanent() || out.Input == "" {
 		d := min(max(m.backoff[key].delay*2, backoffMin), backoffMax)
 		m.backoff[key] = backoff{until: now.Add(d), delay: d}
 		return
+	}
+	// A permanent failure waits too (not doubling): the failures that set a file aside then span
+	// minutes, not three ticks, in case the "permanent" cause was not.
+	m.backoff[key] = backoff{until: now.Add(backoffMin), delay: backoffMin}
+	m.countPermanent(ctx, table, b.Partition, b.Kind.String(), out, now)
+}
+
+// readFailed is rewrite.FailureFunc for the delete tasks and retention: they run at their own
+// cadence (no back-off here), but their permanent failures count against the input like a bin's.
+func (m *Maintainer) readFailed(ctx context.Context, table string, job rewrite.Job, out rewrite.Outcome) {
+	if out.Class.Permanent() && out.Input != "" {
+		m.countPermanent(ctx, table, job.Partition, job.Kind, out, m.Now())
+	}
+}
+
+// countPermanent counts a permanent failure against the input it blames and sets the input aside
+// at the limit.
+func (m *Maintainer) countPermanent(ctx context.Context, table, partition, kind string, out rewrite.Outcome, now time.Time) {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	if m.failures == nil {
+		m.failures = map[string]int{}
 	}
 	limit := m.Cfg.SkipAfterFailures
 	if limit <= 0 {
@@ -73,14 +114,14 @@ func (m *Maintainer) failed(ctx context.Context, table, key string, b plan.Bin, 
 	if m.failures[k] < limit {
 		return
 	}
-	s := lake.Skipped{Path: out.Input, Class: string(out.Class), Cause: out.Err.Error(), At: now.UTC(), Failures: m.failures[k], Kind: b.Kind.String()}
+	s := lake.Skipped{Path: out.Input, Class: string(out.Class), Cause: out.Err.Error(), At: now.UTC(), Failures: m.failures[k], Kind: kind}
 	if err := m.Lake.SetSkipped(ctx, table, s); err != nil {
 		m.Log.Error("could not record a file to set aside; it is tried again", zap.String("table", table), zap.String("path", out.Input), zap.Error(err))
 		return
 	}
 	delete(m.failures, k)
 	m.Log.Error("set a data file aside after failed rewrites: maintenance plans its partition without it until `siglake skipped clear`",
-		zap.String("table", table), zap.String("partition", b.Partition), zap.String("path", out.Input), zap.String("cause_class", s.Class),
+		zap.String("table", table), zap.String("partition", partition), zap.String("path", out.Input), zap.String("cause_class", s.Class),
 		zap.Int("failures", s.Failures), zap.String("cause", s.Cause))
 }
 

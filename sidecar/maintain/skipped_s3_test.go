@@ -2,10 +2,13 @@ package maintain
 
 import (
 	"context"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -37,13 +40,25 @@ func TestPoisonInputsOnS3(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	m := newMaintainer(t, e, e.lake, func() time.Time { return now })
 
-	// 503 for a while: failures, no file set aside.
-	proxy.Set(faults.Config{FailRate: 1, Kinds: []faults.Kind{faults.Status503}})
-	for i := 0; i < 2; i++ {
-		if rep, err := m.Cycle(context.Background()); err == nil && rep.Failed == 0 {
-			t.Fatalf("cycle %d under 503s: %+v, want it to fail", i, rep)
+	// Reads of data files answered 503 (then cut short) for a while: the rewrite fails as transient
+	// and backs off; no file is set aside; once the fault ends, it commits.
+	dataGET := func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/data/")
+	}
+	for i, kind := range []faults.Kind{faults.Status503, faults.Truncate} {
+		proxy.Set(faults.Config{FailRate: 1, Kinds: []faults.Kind{kind}, Match: dataGET})
+		rep, _ := m.Cycle(context.Background())
+		if rep.Failed != 1 {
+			t.Fatalf("cycle under %s: %+v, want the rewrite failed", kind, rep)
+		}
+		if got := testutil.ToFloat64(m.Metrics.Rewrite.Failures.WithLabelValues("l0", string(rewrite.ClassTransient))); got != float64(i+1) {
+			t.Fatalf("transient failures %v after %s, want %d", got, kind, i+1)
 		}
 		now = now.Add(10 * time.Second)
+		if rep, _ := m.Cycle(context.Background()); rep.Failed != 0 || !strings.Contains(strings.Join(m.State("events").LastPass.Skipped, " "), "backing off") {
+			t.Fatalf("cycle 10 s after a transient failure: %+v; want the bin skipped, backing off", rep)
+		}
+		now = now.Add(backoffMax)
 	}
 	if proxy.Faults() == 0 {
 		t.Fatal("the fault did not fire")
@@ -52,7 +67,6 @@ func TestPoisonInputsOnS3(t *testing.T) {
 	if n := len(lake.SkippedFiles(te.Table("events").Properties())); n != 0 {
 		t.Fatalf("%d files set aside after transient failures, want none", n)
 	}
-	now = now.Add(backoffMax)
 	if rep, err := m.Cycle(context.Background()); err != nil || rep.Rewrites != 1 {
 		t.Fatalf("cycle after the fault ended: %+v, %v; want the rewrite committed", rep, err)
 	}
@@ -79,14 +93,14 @@ func TestPoisonInputsOnS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		now = now.Add(10 * time.Second)
+		now = now.Add(backoffMin + time.Second)
 		_, _ = m.Cycle(context.Background())
 	}
 	sk := lake.SkippedFiles(te.Table("events").Properties())
 	if s, ok := sk[bad]; !ok || s.Class != string(rewrite.ClassMissing) {
 		t.Fatalf("skip list %+v: want %s set aside as missing", sk, bad)
 	}
-	now = now.Add(10 * time.Second)
+	now = now.Add(backoffMin + time.Second)
 	if rep, err := m.Cycle(context.Background()); err != nil || rep.Rewrites != 1 {
 		t.Fatalf("cycle after the set-aside: %+v, %v; want the other eight rewritten", rep, err)
 	}

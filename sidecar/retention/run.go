@@ -54,6 +54,9 @@ type Runner struct {
 	Publish Publisher
 	Log     *zap.Logger
 	Now     func() time.Time
+	// OnFailure, when set, receives every failed retention rewrite or read of a file (the
+	// maintainer's set-aside accounting).
+	OnFailure rewrite.FailureFunc
 
 	// clean remembers files read without a row past retention, by path: the key of the policy and
 	// cutoffs they were read under. Data files never change, so this holds until the cutoffs move
@@ -528,6 +531,13 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 	per, _, err := merge.CountMatches(ctx, fsys, f.Path, sc, lake.TimestampColumn, filter, nil)
 	if err != nil {
 		pk.Result = "failed: " + err.Error()
+		if o.Apply {
+			job := rewrite.Job{Kind: plan.KindRetention.String(), Partition: f.Partition, Inputs: []lake.File{f}}
+			out := rewrite.Observer{Metrics: r.RewriteMetrics, Log: r.Log}.ReadFailed(name, job, err)
+			if r.OnFailure != nil {
+				r.OnFailure(ctx, name, job, out)
+			}
+		}
 		return fmt.Errorf("count rows past retention in %s: %w", f.Path, err)
 	}
 	for _, n := range per {
@@ -576,6 +586,9 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 		},
 	}
 	out := r.Executor.Run(ctx, t, job)
+	if out.Status == rewrite.Failed && r.OnFailure != nil {
+		defer r.OnFailure(ctx, name, job, out)
+	}
 	rewrite.Observer{Metrics: r.RewriteMetrics, Log: r.Log}.Observe(name, job, out, zap.String("path", f.Path),
 		zap.Int64("rows_past_retention", sum(out.Merge.Deleted)), zap.Int64("rows_before", f.Rows))
 	switch err := out.Error(); {

@@ -39,22 +39,30 @@ var Classes = []Class{ClassTransient, ClassCorrupt, ClassMissing, ClassSchema, C
 func (c Class) Permanent() bool { return c != ClassTransient }
 
 // Classify returns the class of a failed rewrite's error and, for a permanent one, the input file
-// it blames (merge.InputError).
+// it blames (merge.InputError). Only what went wrong with that input counts (not an error joined
+// to it while the outputs were being removed), and only bytes that do not decode are corrupt: a
+// read the store or the network failed (merge.IOError) is transient unless the object is gone.
+// A 403 from the object store is transient too: it is nearly always the credentials or a bucket
+// policy, which fail every file alike, not this file (a local permission error is this file's).
 func Classify(err error) (Class, string) {
-	if err == nil || transient(err) {
-		return ClassTransient, ""
-	}
 	var ie *merge.InputError
-	if !errors.As(err, &ie) {
+	if err == nil || !errors.As(err, &ie) {
 		return ClassTransient, ""
 	}
-	code := statusCode(err)
+	cause := ie.Err
+	var ioe *merge.IOError
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || code == 404 || gcerrors.Code(err) == gcerrors.NotFound:
+	case errors.Is(cause, fs.ErrNotExist) || statusCode(cause) == 404 || gcerrors.Code(cause) == gcerrors.NotFound:
 		return ClassMissing, ie.Path
-	case errors.Is(err, fs.ErrPermission) || code == 403 || gcerrors.Code(err) == gcerrors.PermissionDenied:
+	case errors.Is(cause, fs.ErrPermission):
 		return ClassPermission, ie.Path
-	case errors.Is(err, merge.ErrSchema):
+	case errors.Is(cause, syscall.EISDIR) || errors.Is(cause, syscall.EIO):
+		// Something that is not a file at its path, or a disk that fails to read it: retrying
+		// reads the same.
+		return ClassCorrupt, ie.Path
+	case errors.As(cause, &ioe) || transient(cause):
+		return ClassTransient, ""
+	case errors.Is(cause, merge.ErrSchema):
 		return ClassSchema, ie.Path
 	}
 	return ClassCorrupt, ie.Path

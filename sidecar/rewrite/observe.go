@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"context"
 	"path"
 	"sort"
 	"strings"
@@ -106,3 +107,17 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 		log.Warn("rewrite commit failed with an unknown outcome; outputs kept for gc", zap.Error(out.Err))
 	}
 }
+
+// ReadFailed is a failure to read job's inputs before any rewrite ran (a delete task or retention
+// counting the rows it would drop): classified, logged and counted like a failed rewrite, and
+// returned as its outcome, so the caller's failure accounting treats both alike.
+func (o Observer) ReadFailed(table string, job Job, err error) Outcome {
+	out := Outcome{Status: Failed, Err: err}
+	out.Class, out.Input = Classify(err)
+	o.Observe(table, job, out)
+	return out
+}
+
+// FailureFunc receives every failed outcome of a rewrite or of reading its inputs, for the
+// maintainer's back-off and set-aside accounting.
+type FailureFunc func(ctx context.Context, table string, job Job, out Outcome)

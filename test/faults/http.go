@@ -53,6 +53,9 @@ type Config struct {
 	Latency time.Duration
 	// Seed makes the fault sequence repeatable for a given request order.
 	Seed uint64
+	// Match, when set, limits faults to the requests it accepts (say, GETs of data files); the
+	// others pass untouched.
+	Match func(r *http.Request) bool
 }
 
 // HTTPProxy is a loopback HTTP proxy in front of one backend (e.g. versitygw). Point the client's
@@ -129,12 +132,15 @@ func (p *HTTPProxy) count(k Kind) {
 }
 
 // decide picks this request's fault and delay.
-func (p *HTTPProxy) decide() (Kind, time.Duration) {
+func (p *HTTPProxy) decide(r *http.Request) (Kind, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var d time.Duration
 	if p.cfg.Latency > 0 {
 		d = time.Duration(p.rng.Int64N(int64(p.cfg.Latency) + 1))
+	}
+	if p.cfg.Match != nil && !p.cfg.Match(r) {
+		return Pass, d
 	}
 	if p.rng.Float64() >= p.cfg.FailRate {
 		return Pass, d
@@ -143,7 +149,7 @@ func (p *HTTPProxy) decide() (Kind, time.Duration) {
 }
 
 func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	kind, delay := p.decide()
+	kind, delay := p.decide(r)
 	if kind == Truncate && r.Method != http.MethodGet {
 		kind = Status503
 	}
