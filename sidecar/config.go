@@ -45,7 +45,8 @@ func MaintainConfig(c Config) maintain.Config {
 	return maintain.Config{SnapshotExpireInterval: c.SnapshotExpireInterval, SnapshotRetain: c.SnapshotRetain,
 		DeleteTasks: c.DeleteTasks, Sweep: SweepConfig(c), IndexRebuild: c.IndexRebuild, MergeMemoryBytes: c.MergeMemoryBytes,
 		MergeChunkRows: c.MergeChunkRows, MaxFanIn: c.MaxFanIn, Metadata: c.MetadataOptions,
-		RetentionInterval: c.RetentionInterval, Retention: RetentionConfig(c), SkipAfterFailures: c.SkipAfterFailures}
+		RetentionInterval: c.RetentionInterval, Retention: RetentionConfig(c), SkipAfterFailures: c.SkipAfterFailures,
+		FailureBackoff: c.FailureBackoff}
 }
 
 // RetentionConfig is the part of the options retention needs.

@@ -153,6 +153,9 @@ type Config struct {
 	// SkipAfterFailures is how many permanent rewrite failures (a corrupt, truncated, missing or
 	// unreadable input) set the input aside. Default 3 (--compactor-skip-after-failures).
 	SkipAfterFailures int
+	// FailureBackoff is the first wait before a bin whose rewrite failed is tried again (doubling
+	// to 30 min for transient causes). Default 30 s (--compactor-failure-backoff-secs).
+	FailureBackoff time.Duration
 
 	// RetentionPeriod is the period of tables without a policy of their own (docs/retention.md).
 	// Default 0 (--retention-period): keep for ever, since deleting data is never a default.
@@ -425,6 +428,16 @@ func Options() []Option {
 		{"compactor-skip-after-failures", "SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES", "3", "",
 			"Permanent rewrite failures blamed on one input file (corrupt, truncated, missing, unreadable) before it is set aside: recorded in the table's properties and left out of planning until `siglake skipped clear` (docs/operations.md).",
 			setPosInt(func(c *Config) *int { return &c.SkipAfterFailures })},
+		{"compactor-failure-backoff-secs", "SIGLAKE_COMPACTOR_FAILURE_BACKOFF_SECS", "30", "",
+			"Seconds before a bin whose rewrite failed is tried again: a transient cause doubles it per failure up to 30 minutes, a permanent one waits this long each time.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("accepted: a whole number of seconds >= 1")
+				}
+				c.FailureBackoff = time.Duration(n) * time.Second
+				return err
+			}},
 		{"retention-period", "SIGLAKE_RETENTION_PERIOD", "0", "compactor.retention.period",
 			"Retention period of tables without their own policy (`siglake retention set`): rows older than this leave the table. Days (30d), weeks (4w) or hours (36h), at least 1d; 0 keeps rows for ever.",
 			func(c *Config, v string) error {

@@ -67,6 +67,9 @@ type Config struct {
 	// SkipAfterFailures is SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES: permanent rewrite failures
 	// blamed on one input before it is set aside (0 = 3).
 	SkipAfterFailures int
+	// FailureBackoff is SIGLAKE_COMPACTOR_FAILURE_BACKOFF_SECS: the first wait before a failed
+	// bin is tried again (0 = 30 s).
+	FailureBackoff time.Duration
 	// SnapshotExpireInterval and SnapshotRetain are snapshotExpire.intervalSecs and .retain:
 	// expiry's cadence (0 = off) and how many snapshots it keeps.
 	SnapshotExpireInterval time.Duration

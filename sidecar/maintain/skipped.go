@@ -18,7 +18,8 @@ import (
 // SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES the input is set aside in the table's properties
 // (lake.SetSkipped), and the planner plans its partition without it (IOx's skipped_compactions).
 
-// Back-off of a bin after a transient failure: 30 s doubling to 30 min.
+// Back-off of a bin after a transient failure: 30 s (SIGLAKE_COMPACTOR_FAILURE_BACKOFF_SECS)
+// doubling to 30 min.
 const (
 	backoffMin = 30 * time.Second
 	backoffMax = 30 * time.Minute
@@ -78,14 +79,18 @@ func (m *Maintainer) failed(ctx context.Context, table, key string, b plan.Bin, 
 	if m.backoff == nil {
 		m.backoff = map[string]backoff{}
 	}
+	first := m.Cfg.FailureBackoff
+	if first <= 0 {
+		first = backoffMin
+	}
 	if !out.Class.Permanent() || out.Input == "" {
-		d := min(max(m.backoff[key].delay*2, backoffMin), backoffMax)
+		d := min(max(m.backoff[key].delay*2, first), backoffMax)
 		m.backoff[key] = backoff{until: now.Add(d), delay: d}
 		return
 	}
 	// A permanent failure waits too (not doubling): the failures that set a file aside then span
 	// minutes, not three ticks, in case the "permanent" cause was not.
-	m.backoff[key] = backoff{until: now.Add(backoffMin), delay: backoffMin}
+	m.backoff[key] = backoff{until: now.Add(first), delay: first}
 	m.countPermanent(ctx, table, b.Partition, b.Kind.String(), out, now)
 }
 

@@ -70,7 +70,8 @@ func TestSkippedFiles(t *testing.T) {
 
 	// 2. Compactor A sets it aside after two failed rewrites and rewrites the others without it.
 	lines := make(chan string, 100000)
-	a := s.start(lines, "--node-name", "compactor-a", "--recluster-interval-secs", "1", "--compactor-skip-after-failures", "2")
+	a := s.start(lines, "--node-name", "compactor-a", "--recluster-interval-secs", "1", "--compactor-skip-after-failures", "2",
+		"--compactor-failure-backoff-secs", "1")
 	waitFor(t, 60*time.Second, "A to set the broken file aside and rewrite the rest of its partition", func() bool {
 		if a.scrape().sum("siglake_compactor_skipped_files", `table="events"`) != 1 {
 			return false
