@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -24,14 +25,27 @@ import (
 )
 
 // freePort asks the kernel for a free loopback port.
+// freePort is a port free for TCP and UDP on 127.0.0.1, below the kernel's ephemeral range
+// (32768 and up): a port the kernel handed out would be handed out again to the outgoing
+// connections of the tests running beside this one, and the sidecar's bind would fail.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; i < 200; i++ {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err != nil {
+			continue
+		}
+		u.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-32000")
+	return 0
 }
 
 // TestRenderedSidecarRuns starts the real binary with exactly the environment the chart renders
