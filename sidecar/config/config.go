@@ -636,6 +636,11 @@ func (c Config) Validate() error {
 	if c.MaxFanIn > maxMergeFanIn {
 		errs = append(errs, fmt.Errorf("invalid value %d for --max-fan-in / SIGLAKE_COMPACTOR_MAX_FANIN: accepted: 2 to %d (each k-way input holds a row group and a file handle)", c.MaxFanIn, maxMergeFanIn))
 	}
+	if c.BufferAddr != "" && c.CatalogClaim {
+		// Under claims every pod sees every stream of the shared WAL root, so a reader asking all
+		// pods would get each waiting row once per pod (promise 12): not supported yet.
+		errs = append(errs, fmt.Errorf("--buffer-addr / SIGLAKE_BUFFER_ADDR with --catalog-claim / SIGLAKE_CATALOG_CLAIM: the WAL buffer does not serve a shared WAL root yet (each pod would serve every stream); turn one of them off"))
+	}
 	if c.BufferAddr != "" && c.BufferAddr == c.HTTPAddr && !strings.HasSuffix(c.BufferAddr, ":0") {
 		errs = append(errs, fmt.Errorf("--buffer-addr / SIGLAKE_BUFFER_ADDR %q is also --http-addr / SIGLAKE_HTTP_ADDR: the WAL buffer has a listener of its own", c.BufferAddr))
 	}

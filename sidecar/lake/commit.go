@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -148,9 +149,11 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 			lastErr = err
 			continue
 		}
+		// Every return below keeps `maybe`: an earlier attempt whose outcome is unknown may still
+		// land, so its files must stay whatever this attempt ran into.
 		cur, ok, err := ReadMark(t, req.Stream)
 		if err != nil {
-			return CommitResult{Attempts: attempt}, err
+			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, err
 		}
 		if ok && !cur.Less(req.Last) {
 			snap := int64(0)
@@ -160,7 +163,7 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 			return CommitResult{Outcome: AlreadyCommitted, SnapshotID: snap, Attempts: attempt}, nil
 		}
 		if ok && !cur.Less(req.First) {
-			return CommitResult{Attempts: attempt}, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w",
+			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w",
 				req.Table, req.Stream, cur, req.First, req.Last, ErrMarkAhead)
 		}
 		props := iceberg.Properties{"siglake.stream": req.Stream, "siglake.mark": req.Last.String()}
@@ -171,14 +174,14 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 		// Pin main to the snapshot the mark was read from: iceberg-go must not replay this
 		// append on a newer head (commit.retry.num-retries), which would skip the mark check.
 		if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
-			return CommitResult{Attempts: attempt}, err
+			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, err
 		}
 		// File names are fresh UUIDs, so the duplicate check (a walk of every manifest) buys nothing.
 		if err := txn.AddDataFiles(ctx, req.Files, props, table.WithoutDuplicateCheck()); err != nil {
-			return CommitResult{Attempts: attempt}, fmt.Errorf("stage append to %s: %w", req.Table, err)
+			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, fmt.Errorf("stage append to %s: %w", req.Table, err)
 		}
 		if err := txn.SetProperties(iceberg.Properties{MarkPropertyPrefix + req.Stream: req.Last.String()}); err != nil {
-			return CommitResult{Attempts: attempt}, fmt.Errorf("stage mark of %s: %w", req.Table, err)
+			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, fmt.Errorf("stage mark of %s: %w", req.Table, err)
 		}
 		if req.Fence != nil {
 			if err := req.Fence(); err != nil {
@@ -209,6 +212,10 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 // returns a failed requirement (the branch moved before the update) as a plain error, recognised
 // by its text. The other side, a commit that may have landed, is IsCommitStateUnknown (rest.go).
 func IsConflict(err error) bool {
+	if errors.Is(err, rest.ErrCommitStateUnknown) {
+		// A REST 5xx whose message happens to quote a failed requirement is still unknown.
+		return false
+	}
 	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) ||
 		strings.Contains(err.Error(), "requirement failed:")
 }

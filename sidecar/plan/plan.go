@@ -55,7 +55,7 @@ const (
 var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task", "retention"}
 
 // Kinds lists every kind, for pre-registering metric labels.
-var Kinds = []Kind{KindL0, KindL1, KindDepth, KindLegacy, KindBackpressureL0, KindDeleteTask}
+var Kinds = []Kind{KindL0, KindL1, KindDepth, KindLegacy, KindBackpressureL0, KindDeleteTask, KindRetention}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

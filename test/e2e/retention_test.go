@@ -14,8 +14,15 @@ import (
 // owner) deletes their objects from the bucket once the delay has passed, and drops, counts and
 // never commits rows replayed from an old WAL for an expired day. The table ends with exactly
 // the newer days' rows.
-func TestBackendsRetention(t *testing.T) {
-	s := newBackendSite(t, "", "")
+func TestBackendsRetention(t *testing.T) { retentionScenario(t, newBackendSite(t, "", "")) }
+
+// TestRESTRetention is the same on the REST catalog (test/restcat) with the S3 warehouse.
+func TestRESTRetention(t *testing.T) {
+	s, _ := newRESTSite(t)
+	retentionScenario(t, s)
+}
+
+func retentionScenario(t *testing.T, s *site) {
 	now := time.Now().UTC()
 	day := 24 * time.Hour
 	step := "86400ms" // 1,000 rows a day
