@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -67,7 +66,7 @@ func (l *Lake) SetSkipped(ctx context.Context, name string, s Skipped) error {
 	if err != nil {
 		return err
 	}
-	return l.updateProperties(ctx, name, func(iceberg.Properties) (iceberg.Properties, []string) {
+	return l.UpdateProperties(ctx, name, func(iceberg.Properties) (iceberg.Properties, []string) {
 		return iceberg.Properties{SkippedKey(s.Path): string(v)}, nil
 	})
 }
@@ -76,7 +75,7 @@ func (l *Lake) SetSkipped(ctx context.Context, name string, s Skipped) error {
 // name and returns the paths cleared: maintenance plans them again.
 func (l *Lake) ClearSkipped(ctx context.Context, name string, paths []string) ([]string, error) {
 	var cleared []string
-	err := l.updateProperties(ctx, name, func(props iceberg.Properties) (iceberg.Properties, []string) {
+	err := l.UpdateProperties(ctx, name, func(props iceberg.Properties) (iceberg.Properties, []string) {
 		cur := SkippedFiles(props)
 		cleared = nil
 		if len(paths) == 0 {
@@ -97,38 +96,4 @@ func (l *Lake) ClearSkipped(ctx context.Context, name string, paths []string) ([
 	})
 	sort.Strings(cleared)
 	return cleared, err
-}
-
-// updateProperties commits the properties f sets and removes on the newest metadata, retried on a
-// concurrent commit; nothing to change commits nothing.
-func (l *Lake) updateProperties(ctx context.Context, name string, f func(iceberg.Properties) (iceberg.Properties, []string)) error {
-	var err error
-	for attempt := 0; attempt < ReplaceAttempts; attempt++ {
-		t, lerr := l.LoadTable(ctx, name)
-		if lerr != nil {
-			return lerr
-		}
-		set, remove := f(t.Properties())
-		if len(set) == 0 && len(remove) == 0 {
-			return nil
-		}
-		txn := t.NewTransaction()
-		if len(set) > 0 {
-			if err = txn.SetProperties(set); err != nil {
-				return err
-			}
-		}
-		if len(remove) > 0 {
-			if err = txn.RemoveProperties(remove); err != nil {
-				return err
-			}
-		}
-		if _, err = txn.Commit(ctx); err == nil || !IsConflict(err) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("update the properties of %s: %w", name, err)
-	}
-	return nil
 }

@@ -640,23 +640,23 @@ func (r *Runner) free(ctx context.Context, name string, rep *Report, log *zap.Lo
 		return nil
 	}
 	if len(mark) > 0 {
-		if err := r.updateEntries(ctx, name, func(cur iceberg.Properties, txn *table.Transaction) error {
-			props := iceberg.Properties{}
-			for _, p := range mark {
-				if _, ok := cur[PendingPrefix+p.ID]; !ok {
-					continue // another owner finished it
-				}
-				p.Deleting = true
-				v, err := jsonString(p)
-				if err != nil {
-					return err
-				}
-				props[PendingPrefix+p.ID] = v
+		marked := iceberg.Properties{}
+		for _, p := range mark {
+			p.Deleting = true
+			v, err := jsonString(p)
+			if err != nil {
+				return err
 			}
-			if len(props) == 0 {
-				return errNothingToCommit
+			marked[PendingPrefix+p.ID] = v
+		}
+		if err := r.Lake.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
+			set := iceberg.Properties{}
+			for k, v := range marked {
+				if _, ok := cur[k]; ok { // not finished by another owner meanwhile
+					set[k] = v
+				}
 			}
-			return txn.SetProperties(props)
+			return set, nil
 		}); err != nil {
 			return err
 		}
@@ -714,17 +714,14 @@ func (r *Runner) free(ctx context.Context, name string, rep *Report, log *zap.Lo
 			zap.Time("removed_at", p.RemovedAt), zap.Bool("retried", p.Deleting))
 	}
 	if len(done) > 0 {
-		if err := r.updateEntries(ctx, name, func(cur iceberg.Properties, txn *table.Transaction) error {
+		if err := r.Lake.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
 			var present []string
 			for _, k := range done {
 				if _, ok := cur[k]; ok {
 					present = append(present, k)
 				}
 			}
-			if len(present) == 0 {
-				return errNothingToCommit
-			}
-			return txn.RemoveProperties(present)
+			return nil, present
 		}); err != nil {
 			return fmt.Errorf("remove freed retention entries of %s (their objects are gone; the next run removes the entries): %w", name, err)
 		}
@@ -734,31 +731,6 @@ func (r *Runner) free(ctx context.Context, name string, rep *Report, log *zap.Lo
 	}
 	r.pendingView(t, rep)
 	return nil
-}
-
-// errNothingToCommit ends updateEntries without a commit.
-var errNothingToCommit = errors.New("nothing to commit")
-
-// updateEntries commits what stage sets on the newest metadata, retried on a concurrent commit.
-func (r *Runner) updateEntries(ctx context.Context, name string, stage func(cur iceberg.Properties, txn *table.Transaction) error) error {
-	var err error
-	for attempt := 0; attempt < lake.ReplaceAttempts; attempt++ {
-		var t *table.Table
-		if t, err = r.Lake.LoadTable(ctx, name); err != nil {
-			return err
-		}
-		txn := t.NewTransaction()
-		if err = stage(t.Properties(), txn); err != nil {
-			if errors.Is(err, errNothingToCommit) {
-				return nil
-			}
-			return err
-		}
-		if _, err = txn.Commit(ctx); err == nil || !lake.IsConflict(err) {
-			return err
-		}
-	}
-	return err
 }
 
 // pendingView shows t's pending deletions in rep.

@@ -13,38 +13,30 @@ import (
 // policy that does not validate is refused and nothing is written. A zero Policy (no period, no
 // rules) removes the table's own policy, so the process default applies.
 func Set(ctx context.Context, l *lake.Lake, name string, p Policy) (Policy, error) {
-	var err error
-	for attempt := 0; attempt < lake.ReplaceAttempts; attempt++ {
-		t, lerr := l.LoadTable(ctx, name)
-		if lerr != nil {
-			return Policy{}, lerr
-		}
-		if err := p.Validate(t.Schema(), lake.TimestampColumn); err != nil {
-			return Policy{}, fmt.Errorf("retention policy for %s: %w", name, err)
-		}
-		txn := t.NewTransaction()
-		if p.Period == "" && len(p.Rules) == 0 {
-			if _, ok := t.Properties()[Property]; !ok {
-				return p, nil
-			}
-			err = txn.RemoveProperties([]string{Property})
-		} else {
-			p.Version = Version
-			v, eerr := p.Encode()
-			if eerr != nil {
-				return Policy{}, eerr
-			}
-			err = txn.SetProperties(iceberg.Properties{Property: v})
-		}
-		if err != nil {
-			return Policy{}, err
-		}
-		if _, err = txn.Commit(ctx); err == nil {
-			return p, nil
-		}
-		if !lake.IsConflict(err) {
-			break
-		}
+	t, err := l.LoadTable(ctx, name)
+	if err != nil {
+		return Policy{}, err
 	}
-	return Policy{}, fmt.Errorf("store the retention policy of %s: %w", name, err)
+	if err := p.Validate(t.Schema(), lake.TimestampColumn); err != nil {
+		return Policy{}, fmt.Errorf("retention policy for %s: %w", name, err)
+	}
+	p.Version = Version
+	v, err := p.Encode()
+	if err != nil {
+		return Policy{}, err
+	}
+	clear := p.Period == "" && len(p.Rules) == 0
+	err = l.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
+		if !clear {
+			return iceberg.Properties{Property: v}, nil
+		}
+		if _, ok := cur[Property]; ok {
+			return nil, []string{Property}
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return Policy{}, fmt.Errorf("store the retention policy of %s: %w", name, err)
+	}
+	return p, nil
 }

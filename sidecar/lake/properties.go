@@ -1,0 +1,42 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+)
+
+// UpdateProperties commits the properties f sets and removes on the newest metadata, retried on a
+// concurrent commit; nothing to change commits nothing.
+func (l *Lake) UpdateProperties(ctx context.Context, name string, f func(iceberg.Properties) (iceberg.Properties, []string)) error {
+	var err error
+	for attempt := 0; attempt < ReplaceAttempts; attempt++ {
+		t, lerr := l.LoadTable(ctx, name)
+		if lerr != nil {
+			return lerr
+		}
+		set, remove := f(t.Properties())
+		if len(set) == 0 && len(remove) == 0 {
+			return nil
+		}
+		txn := t.NewTransaction()
+		if len(set) > 0 {
+			if err = txn.SetProperties(set); err != nil {
+				return err
+			}
+		}
+		if len(remove) > 0 {
+			if err = txn.RemoveProperties(remove); err != nil {
+				return err
+			}
+		}
+		if _, err = txn.Commit(ctx); err == nil || !IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update the properties of %s: %w", name, err)
+	}
+	return nil
+}
