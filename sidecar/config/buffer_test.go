@@ -23,7 +23,7 @@ func TestBufferOptions(t *testing.T) {
 	}
 	for _, bad := range []map[string]string{
 		{"SIGLAKE_BUFFER_ADDR": "localhost"}, {"SIGLAKE_BUFFER_ADDR": "99999"},
-		{"SIGLAKE_BUFFER_ADDR": "127.0.0.1:9464"}, // the default --http-addr
+		{"SIGLAKE_BUFFER_ADDR": "127.0.0.1:9464"},                                  // the default --http-addr
 		{"SIGLAKE_BUFFER_ADDR": "127.0.0.1:9465", "SIGLAKE_CATALOG_CLAIM": "true"}, // a shared WAL root: every pod would serve every stream
 		{"SIGLAKE_BUFFER_MAX_READERS": "0"}, {"SIGLAKE_BUFFER_MAX_RESPONSE_MB": "0"}, {"SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN": "-1s"},
 	} {
