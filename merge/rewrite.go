@@ -186,6 +186,9 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		est += estimateDecoded(o)
 		rows += o.pf.NumRows()
 	}
+	if opts.SplitSparse > 0 && rows >= SplitSparseMinRows {
+		opts.cutBefore = binCuts(opened, opts.SplitSparse)
+	}
 	// A k-way stream holds two decoded batches (the one being merged and the
 	// one being assembled), and per column a read-ahead buffer and about two
 	// pages (compressed and decompressed).

@@ -39,6 +39,15 @@ type WriterOptions struct {
 	Generation int
 	// Metadata selects the search metadata written to the footer.
 	Metadata MetadataOptions
+	// SplitSparse > 0 also cuts outputs where the row density falls below
+	// this fraction of the median density (SparseCuts), so a sparse tail of
+	// late rows gets files of its own instead of stretching a dense one
+	// (SIGLAKE_COMPACTOR_SPLIT_SPARSE). 0 = cut by size only.
+	SplitSparse float64
+	// cutBefore holds the density cuts WriteSorted and Rewrite derive from
+	// SplitSparse: the sink starts a new file before the first row at or
+	// after each of them.
+	cutBefore []int64
 	// Allocator for decoded and encoded buffers; nil = memory.DefaultAllocator.
 	// Tests pass an accounting allocator to measure peak memory.
 	Allocator memory.Allocator
@@ -93,6 +102,10 @@ func WriteSorted(ctx context.Context, fs icebergio.WriteFileIO, newPath func(i i
 	}
 	if sorted != nil {
 		defer sorted.Release()
+		if opts.SplitSparse > 0 && sorted.NumRows() >= SplitSparseMinRows {
+			ts := appendMicros(nil, sorted.Column(s.tsIdx))
+			s.cuts = SparseCuts(histogramOfSorted(ts, drainBucketMicros), opts.SplitSparse)
+		}
 		if err := s.write(ctx, sorted); err != nil {
 			s.abort()
 			return nil, err

@@ -88,6 +88,9 @@ type Config struct {
 	MergeMemoryBytes int64
 	MergeChunkRows   int64
 	MaxFanIn         int
+	// SplitSparse cuts the outputs of planned rewrites where the row density falls
+	// (merge.WriterOptions.SplitSparse); delete tasks and retention keep their one output.
+	SplitSparse float64
 	// Metadata is the search metadata a rewrite's output carries.
 	Metadata lake.MetadataFunc
 }
@@ -723,7 +726,7 @@ func (m *Maintainer) executor() *rewrite.Executor {
 func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (rewrite.Outcome, error) {
 	name := t.Identifier()[len(t.Identifier())-1]
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
-		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
+		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, SplitSparse: m.Cfg.SplitSparse, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
 	for _, f := range b.Files {
 		lf, ok := byPath[f.Path]
 		if !ok {

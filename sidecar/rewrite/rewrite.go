@@ -35,6 +35,9 @@ type Job struct {
 	Dir string
 	// TargetFileBytes splits outputs (only where the timestamp changes) at this size.
 	TargetFileBytes int64
+	// SplitSparse also cuts outputs where the bin's row density falls, read from the inputs'
+	// time-bucket footers (merge.WriterOptions.SplitSparse); 0 cuts by size only.
+	SplitSparse float64
 	// Metadata is the search metadata the outputs carry.
 	Metadata merge.MetadataOptions
 	// RowFilter drops the rows it matches (delete tasks); nil keeps every row (promise 2).
@@ -170,7 +173,7 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	}
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) },
 		merge.RewriteOptions{
-			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, Metadata: job.Metadata},
+			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, SplitSparse: job.SplitSparse, Metadata: job.Metadata},
 			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, Metrics: e.MergeMetrics,
 			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter,
 		})
