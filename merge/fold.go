@@ -547,3 +547,10 @@ func withEnd(rs runSink, end func() error) runSink {
 	}
 	return endSink{runSink: rs, end: end}
 }
+
+// CheckFold says whether f can fold tables of schema sc (timestamp column tsName): every column
+// is the timestamp, a key or aggregated, the types fit, the buckets divide a day.
+func CheckFold(f Fold, sc *arrow.Schema, tsName string) error {
+	_, err := compileFold(f, sc, tsName)
+	return err
+}

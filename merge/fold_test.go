@@ -436,3 +436,16 @@ func TestFoldRefusesBadSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestFoldedFileName(t *testing.T) {
+	n := FoldedFileName(3, 2)
+	if g, ok := ParseGeneration("dir/" + n); !ok || g != 3 {
+		t.Fatalf("%s: generation %d %v", n, g, ok)
+	}
+	if tier, ok := ParseFoldTier("s3://b/dir/" + n); !ok || tier != 2 {
+		t.Fatalf("%s: tier %d %v", n, tier, ok)
+	}
+	if _, ok := ParseFoldTier(DataFileName(3)); ok {
+		t.Fatal("an unfolded file has a tier")
+	}
+}
