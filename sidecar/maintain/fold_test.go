@@ -14,9 +14,11 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -386,4 +388,46 @@ func TestFoldTwoOwnersAndDrains(t *testing.T) {
 		t.Fatal("the owners never collided; the test did not exercise two owners")
 	}
 	checkFolded(t, e, want)
+}
+
+// TestFoldDeletesAndRetention: on a folded rollup table, a deletion request on a key column
+// removes that key's rows (one on an aggregated column is refused), and retention drops the rows
+// past its period; every other group keeps its aggregates.
+func TestFoldDeletesAndRetention(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.SnapshotExpireInterval = 0 })
+	recent := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	old := recent.Add(-40 * 24 * time.Hour)
+	want := sealRollup(e, 8, 2000, 21, recent, 200*time.Millisecond)
+	oldRows := sealRollup(e, 8, 2000, 23, old, 200*time.Millisecond)
+	e.te.DrainAll()
+	newRollup(t, e, rollupSpec)
+	m := newMaintainer(t, e, e.lake, time.Now)
+	if _, err := m.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}, time.Now()); err == nil || !strings.Contains(err.Error(), `column "events"`) || !strings.Contains(err.Error(), fold.Property) {
+		t.Fatalf("a deletion request on an aggregated column: %v", err)
+	}
+	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	deleteSweep(t, e, []string{walgen.RollupTable})
+	if _, err := retention.Set(ctx, e.lake, walgen.RollupTable, retention.Policy{Period: "10d"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Retention().Run(ctx, walgen.RollupTable, retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	for k := range want {
+		if strings.Contains(k, "|billing|") {
+			delete(want, k)
+		}
+	}
+	if len(oldRows) == 0 {
+		t.Fatal("no old rows to retain away")
+	}
+	got := viaIceberg(t, e)
+	sameGroups(t, "after the delete and retention", got.coarsen(1), want.coarsen(1))
+	sameGroups(t, "hourly after the delete and retention", got.coarsen(60), want.coarsen(60))
 }
