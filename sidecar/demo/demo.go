@@ -148,8 +148,8 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 		mu         sync.Mutex
 		sealed     = map[string]*rowsum.Sum{}
 		rollupRows int64
-		genErr error
-		wg     sync.WaitGroup
+		genErr     error
+		wg         sync.WaitGroup
 	)
 	for _, tbl := range o.Tables {
 		sealed[tbl] = &rowsum.Sum{}

@@ -8,6 +8,5 @@ var Builtin = Spec{Bucket: "1m", Keys: []string{"service", "severity"},
 	Aggregates: []Aggregate{{Column: "events", Func: "count"}, {Column: "bytes", Func: "sum"}, {Column: "max_bytes", Func: "max"}},
 	Tiers:      []Tier{{After: "7d", Bucket: "1h"}, {After: "30d", Bucket: "1d"}}}
 
-
 // BuiltinTable is the table Builtin folds.
 const BuiltinTable = walgen.RollupTable
