@@ -57,10 +57,11 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 	if len(o.Tables) == 0 {
 		o.Tables = []string{EventsTable}
 	}
-	for _, t := range append(o.Tables, o.Rollup) {
-		if t == o.Rollup && t == "" {
-			continue
-		}
+	names := o.Tables
+	if o.Rollup != "" {
+		names = append(names[:len(names):len(names)], o.Rollup)
+	}
+	for _, t := range names {
 		if !localwal.ValidTable(t) {
 			return Result{}, fmt.Errorf("table %q: accepted names match ^[a-z][a-z0-9_]{0,127}$", t)
 		}
