@@ -35,6 +35,28 @@ func (m *Maintainer) rollup(name string, t *table.Table, now time.Time) *fold.Ro
 	return r
 }
 
+// plan is the table's pass: for a rollup table its fold bins first (folding shrinks what the
+// level bins read), planned on the same files, and the level planner on the files they leave. A
+// cycle that runs no ordinary rewrites (backpressure, rewrites off) runs no fold either and is
+// planned on every file.
+func (m *Maintainer) plan(roll *fold.Rollup, in plan.Input, skipping bool) plan.Pass {
+	if roll == nil || skipping {
+		return plan.Plan(m.Plan, in)
+	}
+	folds, rest := m.planFold(roll, in.Files)
+	if len(folds) == 0 {
+		return plan.Plan(m.Plan, in)
+	}
+	left := in
+	left.Files = rest
+	pass := plan.Plan(m.Plan, left)
+	if pass.Decision != plan.DecisionRun && pass.Decision != plan.DecisionNothingDue {
+		return plan.Plan(m.Plan, in)
+	}
+	pass.Bins = append(folds, pass.Bins...)
+	return pass
+}
+
 // planFold plans the fold bins of a rollup table and returns them with the files they leave for
 // the level planner.
 func (m *Maintainer) planFold(r *fold.Rollup, files []plan.File) ([]plan.Bin, []plan.File) {

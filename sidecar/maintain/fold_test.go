@@ -431,3 +431,20 @@ func TestFoldDeletesAndRetention(t *testing.T) {
 	sameGroups(t, "after the delete and retention", got.coarsen(1), want.coarsen(1))
 	sameGroups(t, "hourly after the delete and retention", got.coarsen(60), want.coarsen(60))
 }
+
+// TestFoldNotWithRewritesOff: with SIGLAKE_RECLUSTER_INTERVAL_SECS=0 a rollup table is not
+// folded either.
+func TestFoldNotWithRewritesOff(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.SnapshotExpireInterval = 0; c.ReclusterInterval = 0 })
+	want := sealRollup(e, 10, 1000, 9, time.Now().UTC().Add(-time.Hour), 200*time.Millisecond)
+	e.te.DrainAll()
+	newRollup(t, e, rollupSpec)
+	m := newMaintainer(t, e, e.lake, time.Now)
+	rep, err := m.Cycle(context.Background())
+	if err != nil || rep.Rewrites != 0 {
+		t.Fatalf("rewrites off: %+v %v", rep, err)
+	}
+	if got := viaIceberg(t, e).rows(); got != want.rows() {
+		t.Fatalf("%d rows, sealed %d: folded with rewrites off", got, want.rows())
+	}
+}

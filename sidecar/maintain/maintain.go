@@ -569,14 +569,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 	}
 	m.updateRebuildState(name, t.Properties(), nil)
 	roll := m.rollup(name, t, in.Now)
-	var folds []plan.Bin
-	if roll != nil && !skipping {
-		folds, in.Files = m.planFold(roll, in.Files)
-	}
-	pass := plan.Plan(m.Plan, in)
-	if pass.Decision == plan.DecisionRun || pass.Decision == plan.DecisionNothingDue {
-		pass.Bins = append(folds, pass.Bins...) // folding first: it shrinks what the level bins read
-	}
+	pass := m.plan(roll, in, skipping)
 	rep.Planned += len(pass.Bins)
 	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped}
 	committed := 0 // bins run in order and stop at the first that does not commit
