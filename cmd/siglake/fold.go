@@ -27,26 +27,8 @@ See docs/folding.md.`
 
 // runFold is `siglake fold show|set`.
 func runFold(args []string) error {
-	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprintln(os.Stdout, foldUsage)
-		if len(args) == 0 {
-			return usageError{fmt.Errorf("a subcommand is required")}
-		}
-		return nil
-	}
-	action, rest := args[0], args[1:]
-	var table string
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		table, rest = rest[0], rest[1:]
-	}
-	switch action {
-	case "show":
-		return foldShow(table, rest)
-	case "set":
-		return foldSet(table, rest)
-	}
-	fmt.Fprintln(os.Stderr, foldUsage)
-	return usageError{fmt.Errorf("fold %q: accepted subcommands: show, set", action)}
+	return tableSubcommand("fold", foldUsage, args, map[string]func(table string, args []string) error{
+		"show": foldShow, "set": foldSet})
 }
 
 // parseFoldFlags builds a specification from the flags of `fold set`.

@@ -273,16 +273,7 @@ func Set(ctx context.Context, l *lake.Lake, name string, s Spec) (Spec, error) {
 			return Spec{}, err
 		}
 	}
-	err = l.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
-		if !clear {
-			return iceberg.Properties{Property: v}, nil
-		}
-		if _, ok := cur[Property]; ok {
-			return nil, []string{Property}
-		}
-		return nil, nil
-	})
-	if err != nil {
+	if err := l.SetProperty(ctx, name, Property, v, clear); err != nil {
 		return Spec{}, fmt.Errorf("store the fold specification of %s: %w", name, err)
 	}
 	return s, nil
