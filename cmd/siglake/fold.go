@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -116,12 +115,9 @@ func foldShow(table string, args []string) error {
 		return err
 	}
 	defer l.Close()
-	tables := []string{table}
-	if table == "" {
-		if tables, err = l.ListTables(ctx); err != nil {
-			return err
-		}
-		sort.Strings(tables)
+	tables, err := tableOrAll(ctx, l, table)
+	if err != nil {
+		return err
 	}
 	var reps []foldReport
 	var firstErr error

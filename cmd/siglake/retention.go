@@ -59,6 +59,16 @@ func tableSubcommand(name, usage string, args []string, actions map[string]func(
 	return usageError{fmt.Errorf("%s %q: accepted subcommands: %s", name, action, strings.Join(names, ", "))}
 }
 
+// tableOrAll is table, or every table of l in name order when it is empty.
+func tableOrAll(ctx context.Context, l *lake.Lake, table string) ([]string, error) {
+	if table != "" {
+		return []string{table}, nil
+	}
+	tables, err := l.ListTables(ctx)
+	sort.Strings(tables)
+	return tables, err
+}
+
 // ruleFlag parses --rule COND[&COND]:PERIOD[:PRIORITY].
 func parseRule(v string) (retention.Rule, error) {
 	bad := func(why string) error {
@@ -171,12 +181,9 @@ func retentionShow(table string, args []string) error {
 		return err
 	}
 	defer l.Close()
-	tables := []string{table}
-	if table == "" {
-		if tables, err = l.ListTables(ctx); err != nil {
-			return err
-		}
-		sort.Strings(tables)
+	tables, err := tableOrAll(ctx, l, table)
+	if err != nil {
+		return err
 	}
 	log, err := sidecar.NewLogger("console", "warn")
 	if err != nil {
