@@ -432,13 +432,25 @@ func TestFoldDeletesAndRetention(t *testing.T) {
 	sameGroups(t, "hourly after the delete and retention", got.coarsen(60), want.coarsen(60))
 }
 
-// TestFoldNotWithRewritesOff: with SIGLAKE_RECLUSTER_INTERVAL_SECS=0 a rollup table is not
-// folded either.
+// TestFoldNotWithRewritesOff: the drain does not fold (generation 0 keeps the partial rows as
+// they came), and with SIGLAKE_RECLUSTER_INTERVAL_SECS=0 maintenance does not either.
 func TestFoldNotWithRewritesOff(t *testing.T) {
 	e := newEnv(t, func(c *testConfig) { c.SnapshotExpireInterval = 0; c.ReclusterInterval = 0 })
-	want := sealRollup(e, 10, 1000, 9, time.Now().UTC().Add(-time.Hour), 200*time.Millisecond)
+	at := time.Now().UTC().Add(-time.Hour)
+	want := sealRollup(e, 2, 1000, 9, at, 200*time.Millisecond)
 	e.te.DrainAll()
 	newRollup(t, e, rollupSpec)
+	for k, g := range sealRollup(e, 8, 1000, 19, at, 200*time.Millisecond) { // drained under the spec
+		if w := want[k]; w != nil {
+			w.rows += g.rows
+		} else {
+			want[k] = g
+		}
+	}
+	e.te.DrainAll()
+	if got := viaIceberg(t, e).rows(); got != want.rows() {
+		t.Fatalf("%d rows after the drain, sealed %d: the drain folded", got, want.rows())
+	}
 	m := newMaintainer(t, e, e.lake, time.Now)
 	rep, err := m.Cycle(context.Background())
 	if err != nil || rep.Rewrites != 0 {
@@ -446,5 +458,28 @@ func TestFoldNotWithRewritesOff(t *testing.T) {
 	}
 	if got := viaIceberg(t, e).rows(); got != want.rows() {
 		t.Fatalf("%d rows, sealed %d: folded with rewrites off", got, want.rows())
+	}
+}
+
+// TestFoldPartialFlushes: a group budget below a bucket's keys (SIGLAKE_FOLD_MAX_GROUPS) flushes
+// partial rows, counted in siglake_fold_partial_flushes_total, and the aggregates still hold.
+func TestFoldPartialFlushes(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.SnapshotExpireInterval = 0; c.FoldMaxGroups = 7 })
+	want := sealRollup(e, 10, 2000, 31, time.Now().UTC().Truncate(time.Hour).Add(-2*time.Hour), 200*time.Millisecond)
+	e.te.DrainAll()
+	newRollup(t, e, rollupSpec)
+	m := newMaintainer(t, e, e.lake, time.Now)
+	if rep, err := m.Cycle(context.Background()); err != nil || rep.Rewrites == 0 {
+		t.Fatalf("cycle: %+v %v", rep, err)
+	}
+	if n := counterValue(t, m.Metrics, "siglake_fold_partial_flushes_total", ""); n == 0 {
+		t.Fatal("no partial flush counted with a budget of 7 groups")
+	}
+	got := viaIceberg(t, e)
+	if got.rows() <= int64(len(want)) {
+		t.Fatalf("%d rows for %d groups: the budget did not bind", got.rows(), len(want))
+	}
+	for _, minutes := range []int64{1, 60} {
+		sameGroups(t, fmt.Sprintf("GROUP BY %d min", minutes), got.coarsen(minutes), want.coarsen(minutes))
 	}
 }
