@@ -46,7 +46,7 @@ func MaintainConfig(c Config) maintain.Config {
 		DeleteTasks: c.DeleteTasks, Sweep: SweepConfig(c), IndexRebuild: c.IndexRebuild, MergeMemoryBytes: c.MergeMemoryBytes,
 		MergeChunkRows: c.MergeChunkRows, MaxFanIn: c.MaxFanIn, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
 		RetentionInterval: c.RetentionInterval, Retention: RetentionConfig(c), SkipAfterFailures: c.SkipAfterFailures,
-		FailureBackoff: c.FailureBackoff}
+		FailureBackoff: c.FailureBackoff, FoldMaxGroups: c.FoldMaxGroups, FoldMinFiles: c.FoldMinFiles}
 }
 
 // RetentionConfig is the part of the options retention needs.

@@ -176,6 +176,13 @@ type Config struct {
 	RetentionMaxFiles int
 	RetentionMaxBytes int64
 
+	// FoldMaxGroups bounds the groups a fold of a rollup table holds for one bucket before it
+	// writes them out as partial rows. Default 262144 (--fold-max-groups), some 25 MB.
+	FoldMaxGroups int
+	// FoldMinFiles is the count of unfolded files at which a rollup table's partition gets a
+	// fold bin. Default 8 (--fold-min-files), the level trigger.
+	FoldMinFiles int
+
 	// NodeName is the gossip member name. Default empty (--node-name): the hostname, which is the
 	// pod name on Kubernetes and so stable across restarts.
 	NodeName string
@@ -479,6 +486,12 @@ func Options() []Option {
 				c.RetentionMaxBytes = int64(n) << 20
 				return err
 			}},
+		{"fold-max-groups", "SIGLAKE_FOLD_MAX_GROUPS", "262144", "",
+			"Most groups (key values of one time bucket) a fold of a rollup table holds before it writes them out as partial rows, which a later fold folds again (docs/folding.md).",
+			setPosInt(func(c *Config) *int { return &c.FoldMaxGroups })},
+		{"fold-min-files", "SIGLAKE_FOLD_MIN_FILES", "8", "",
+			"Unfolded files (drain output, late rows) of one partition of a rollup table at which maintenance folds them; coarsening to a tier does not wait for it.",
+			setPosInt(func(c *Config) *int { return &c.FoldMinFiles })},
 		{"node-name", "SIGLAKE_NODE_NAME", "", "",
 			"Gossip member name; empty uses the hostname (the pod name on Kubernetes).",
 			setString(func(c *Config) *string { return &c.NodeName })},

@@ -1,7 +1,7 @@
 // Package rewrite is siglake's one rewrite executor: given a table, the live files to replace and
 // how to write their rows, it merges them (merge.Rewrite picks the path), stages the replace on the
-// table's newest head (lake.CommitReplace) and returns an Outcome. Maintenance bins and delete
-// tasks run through it; retention and aggregate folding will. It decides nothing (the planner
+// table's newest head (lake.CommitReplace) and returns an Outcome. Maintenance bins (aggregate
+// folding among them), delete tasks and retention run through it. It decides nothing (the planner
 // does) and observes nothing itself: Observer turns outcomes into metrics and log lines.
 package rewrite
 
@@ -44,6 +44,10 @@ type Job struct {
 	RowFilter *merge.RowFilter
 	// DeleteTask marks a delete-task rewrite (merge.RewriteOptions.DeleteTask).
 	DeleteTask bool
+	// Fold folds the rows of a rollup table (merge.RewriteOptions.Fold); FoldTier is the tier
+	// every output row reaches, recorded in the outputs' names (merge.FoldedFileName).
+	Fold     *merge.Fold
+	FoldTier int
 	// Props adds snapshot summary properties once the merge is known (nil: none beyond kind, merge
 	// path and input count, which every rewrite records).
 	Props func(res merge.RewriteResult) iceberg.Properties
@@ -171,11 +175,15 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		inputs[i] = merge.Input{Path: f.Path, Size: f.Size, Rows: f.Rows, Generation: f.Generation}
 		old[i] = f.DataFile
 	}
-	res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) },
+	newPath := func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) }
+	if job.Fold != nil {
+		newPath = func(int) string { return job.Dir + "/" + merge.FoldedFileName(job.Generation, job.FoldTier) }
+	}
+	res, err := merge.Rewrite(ctx, wfs, inputs, sc, newPath,
 		merge.RewriteOptions{
 			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, SplitSparse: job.SplitSparse, Metadata: job.Metadata},
 			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, Metrics: e.MergeMetrics,
-			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter,
+			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter, Fold: job.Fold,
 		})
 	if err != nil {
 		// merge.Rewrite removes what it wrote before it failed.
@@ -191,6 +199,10 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	}
 	props := iceberg.Properties{"siglake.rewrite.kind": job.Kind, "siglake.rewrite.path": string(res.Path),
 		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
+	if res.Fold != nil {
+		props["siglake.fold.rows-in"] = strconv.FormatInt(res.Fold.RowsIn, 10)
+		props["siglake.fold.rows-out"] = strconv.FormatInt(res.Fold.RowsOut, 10)
+	}
 	if job.Props != nil {
 		for k, v := range job.Props(res) {
 			props[k] = v
