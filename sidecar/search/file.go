@@ -1,0 +1,519 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/puffinidx"
+)
+
+// ioCount counts what reads through a countingIO cost: bytes and read calls. Every ReadAt of
+// iceberg-go's S3 FileIO is one ranged GET, so calls are requests there.
+type ioCount struct {
+	bytes, requests atomic.Int64
+}
+
+// countingIO is a FileIO whose files count their reads.
+type countingIO struct {
+	icebergio.IO
+	n *ioCount
+}
+
+func (c countingIO) Open(name string) (icebergio.File, error) {
+	f, err := c.IO.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &countingFile{File: f, n: c.n}, nil
+}
+
+type countingFile struct {
+	icebergio.File
+	n *ioCount
+}
+
+func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	f.n.bytes.Add(int64(n))
+	f.n.requests.Add(1)
+	return n, err
+}
+
+func (f *countingFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	f.n.bytes.Add(int64(n))
+	f.n.requests.Add(1)
+	return n, err
+}
+
+// readShape is how one stream reads: rows per decoded batch and the read-ahead per column.
+type readShape struct {
+	batchRows int64
+	bufBytes  int64
+}
+
+// shapeFor divides the memory budget among the streams the merge may hold open: each gets two
+// batches of its decoded width and a read-ahead per column, within fixed bounds.
+func shapeFor(budget int64, streams, columns int, rowBytes int64) readShape {
+	share := budget / int64(max(streams, 1))
+	s := readShape{
+		batchRows: clamp(share/4/max(rowBytes, 1), 1024, 64<<10),
+		bufBytes:  clamp(share/4/int64(max(columns, 1)), 64<<10, 1<<20),
+	}
+	return s
+}
+
+func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }
+
+// fileSource opens one data file at a time for the merge.
+type fileSource struct {
+	c        *compiled
+	fsys     countingIO
+	registry puffinidx.Registry // nil when metadata is skipped
+	skipMeta bool
+	mem      memory.Allocator
+	shape    readShape
+	ex       *Explain
+	// dropKey hides footer entries of a file (tests: every mix of present and absent metadata
+	// over the same rows).
+	dropKey func(path, key string) bool
+}
+
+// open reads path's footer and decides the footer and row-group stages; nil when the file is
+// pruned whole.
+func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
+	before := fs.fsys.n.snapshot()
+	f, err := fs.fsys.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open data file %s: %w", path, err)
+	}
+	props := parquet.NewReaderProperties(fs.mem)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = fs.shape.bufBytes
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("read Parquet footer of %s: %w", path, err)
+	}
+	closeAll := pf.Close // it closes f too
+	md := pf.MetaData()
+	facts, err := fs.facts(path, md)
+	if err != nil {
+		_ = closeAll()
+		return nil, err
+	}
+	reason := pruneFile(fs.c, facts)
+	var rgReasons []Reason
+	if reason == notPruned {
+		rgReasons = pruneRowGroups(fs.c, facts)
+	}
+	fs.ex.footerRead(fs.fsys.n.snapshot().sub(before))
+	if reason != notPruned {
+		fs.ex.Files.prune(reason)
+		return nil, closeAll()
+	}
+	fs.ex.Files.Read++
+	var read []int
+	for rg, r := range rgReasons {
+		fs.ex.RowGroups.Considered++
+		if r != notPruned {
+			fs.ex.RowGroups.prune(r)
+			continue
+		}
+		read = append(read, rg)
+	}
+	if fs.c.desc {
+		slices.Reverse(read)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: fs.shape.batchRows}, fs.mem)
+	if err != nil {
+		_ = closeAll()
+		return nil, fmt.Errorf("read Arrow schema of %s: %w", path, err)
+	}
+	return &fileStream{fs: fs, path: path, closeAll: closeAll, fr: fr, md: md, rgs: read, leaves: leaves(md, fs.c.decode),
+		lastTs: lastStart(fs.c.desc)}, nil
+}
+
+func lastStart(desc bool) int64 {
+	if desc {
+		return maxTime
+	}
+	return minTime
+}
+
+// facts gathers what the footer stage decides on: the footer's search metadata, the row groups
+// and, for --where columns with an inverted index, the matching rows.
+func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts, error) {
+	f := &fileFacts{postings: map[string][]uint32{}}
+	if !fs.skipMeta && fs.dropKey == nil {
+		// A malformed entry is absent ("maybe"): DecodeFooter's error only lists them.
+		f.footer, _ = merge.DecodeFooter(md)
+	} else if !fs.skipMeta {
+		kv := map[string]string{}
+		for _, e := range md.KeyValueMetadata().Keys() {
+			if v := md.KeyValueMetadata().FindValue(e); v != nil && !fs.dropKey(path, e) {
+				kv[e] = *v
+			}
+		}
+		f.footer, _ = index.Decode(kv)
+	}
+	tsCol := md.Schema.ColumnIndexByName(fs.c.tsColumn)
+	var first int64
+	for i := 0; i < md.NumRowGroups(); i++ {
+		rg := md.RowGroup(i)
+		g := rowGroupFacts{firstRow: first, rows: rg.NumRows()}
+		first += g.rows
+		if tsCol >= 0 && isMicros(md, tsCol) {
+			g.minTs, g.maxTs, g.hasBounds = timestampBounds(rg, tsCol)
+		}
+		f.rowGroups = append(f.rowGroups, g)
+	}
+	for _, w := range fs.c.where {
+		if md.Schema.ColumnIndexByName(w.Column) < 0 {
+			f.missing = append(f.missing, w.Column)
+			continue
+		}
+		if fs.skipMeta {
+			continue
+		}
+		ix, err := fs.inverted(path, f.footer, w.Column)
+		if err != nil {
+			return nil, err
+		}
+		if ix == nil {
+			continue
+		}
+		var rows []uint32
+		for _, v := range w.Values {
+			rows = append(rows, ix.Lookup(indexTerm(fs.c.filterSchema, w.Column, v))...)
+		}
+		slices.Sort(rows)
+		f.postings[w.Column] = slices.Compact(rows)
+	}
+	return f, nil
+}
+
+// inverted returns the file's index of column from its footer, else from a registered Puffin
+// sidecar, else nil (scan).
+func (fs *fileSource) inverted(path string, ft *index.Footer, column string) (*index.Inverted, error) {
+	if ix, ok := ft.Inverted(column); ok {
+		return ix, nil
+	}
+	reg, ok := fs.registry[path]
+	if !ok {
+		return nil, nil
+	}
+	for _, sc := range reg.Sidecars {
+		if !slices.Contains(sc.Columns, column) {
+			continue
+		}
+		ix, err := puffinidx.ReadSidecar(fs.fsys, sc.Path, path, column)
+		if err != nil {
+			// A sidecar we cannot read costs pruning, never rows: scan the file.
+			fs.ex.Warnings = append(fs.ex.Warnings, err.Error())
+			return nil, nil
+		}
+		return ix, nil
+	}
+	return nil, nil
+}
+
+// indexTerm is a condition value as the inverted index holds it: strings as is, integers and
+// booleans as Arrow prints them.
+func indexTerm(sc *arrow.Schema, column, v string) string {
+	idx := sc.FieldIndices(column)
+	if len(idx) != 1 {
+		return v
+	}
+	switch sc.Field(idx[0]).Type.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return strconv.FormatInt(n, 10)
+		}
+	case arrow.BOOL:
+		if b, err := strconv.ParseBool(v); err == nil {
+			return strconv.FormatBool(b)
+		}
+	}
+	return v
+}
+
+// timestampBounds reads a row group's timestamp statistics (µs; siglake writes MICROS).
+func timestampBounds(rg *metadata.RowGroupMetaData, col int) (lo, hi int64, ok bool) {
+	cc, err := rg.ColumnChunk(col)
+	if err != nil {
+		return 0, 0, false
+	}
+	if set, err := cc.StatsSet(); err != nil || !set {
+		return 0, 0, false
+	}
+	st, err := cc.Statistics()
+	if err != nil || st == nil || !st.HasMinMax() {
+		return 0, 0, false
+	}
+	is, ok := st.(*metadata.Int64Statistics)
+	if !ok {
+		return 0, 0, false
+	}
+	return is.Min(), is.Max(), true
+}
+
+// isMicros reports whether leaf column col is a timestamp in microseconds (what siglake writes;
+// other units' statistics are not used).
+func isMicros(md *metadata.FileMetaData, col int) bool {
+	lt, ok := md.Schema.Column(col).LogicalType().(*schema.TimestampLogicalType)
+	return ok && lt.TimeUnit() == schema.TimeUnitMicros
+}
+
+// leaves lists the Parquet leaf columns of the top-level columns in names that the file has.
+func leaves(md *metadata.FileMetaData, names []string) []int {
+	var out []int
+	for i := 0; i < md.Schema.NumColumns(); i++ {
+		if p := md.Schema.Column(i).ColumnPath(); len(p) > 0 && slices.Contains(names, p[0]) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// fileStream reads the row groups a file kept, in scan order, and evaluates their rows.
+type fileStream struct {
+	fs       *fileSource
+	path     string
+	closeAll func() error
+	fr       *pqarrow.FileReader
+	md       *metadata.FileMetaData
+	rgs      []int // left to read, in scan order
+	leaves   []int
+	lastTs   int64 // the previous row group's edge in scan order: files must be sorted
+	queued   []*rows
+	// matcher is the query's filter bound to this file's record schema.
+	matcher       *merge.Matcher
+	matcherSchema *arrow.Schema
+}
+
+func (s *fileStream) next(ctx context.Context) (*rows, error) {
+	for len(s.queued) == 0 {
+		if len(s.rgs) == 0 {
+			return nil, nil
+		}
+		rg := s.rgs[0]
+		s.rgs = s.rgs[1:]
+		batches, err := s.readRowGroup(ctx, rg)
+		if err != nil {
+			return nil, err
+		}
+		s.queued = batches
+	}
+	r := s.queued[0]
+	s.queued = s.queued[1:]
+	return r, nil
+}
+
+// readRowGroup decodes row group rg and returns its matching rows in scan order. Ascending, a
+// batch could go out as soon as it is decoded; descending needs the row group's last rows first,
+// so it holds the row group's matches (one row group per open stream: the bound on memory).
+func (s *fileStream) readRowGroup(ctx context.Context, rg int) ([]*rows, error) {
+	s.fs.ex.RowGroups.Read++
+	rr, err := s.fr.GetRecordReader(ctx, s.leaves, []int{rg})
+	if err != nil {
+		return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
+	}
+	defer rr.Release()
+	var out []*rows
+	release := func() {
+		for _, r := range out {
+			r.rec.Release()
+		}
+	}
+	first, last := maxTime, minTime
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		ts, err := micros(rec, s.fs.c.tsColumn)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
+		}
+		for i := range ts {
+			if i > 0 && ts[i] < ts[i-1] || i == 0 && last != minTime && ts[0] < last {
+				release()
+				return nil, fmt.Errorf("data file %s is not sorted by %s (row group %d): an ordered search needs sorted files", s.path, s.fs.c.tsColumn, rg)
+			}
+		}
+		if len(ts) > 0 {
+			first, last = min(first, ts[0]), ts[len(ts)-1]
+		}
+		s.fs.ex.RowsExamined += int64(len(ts))
+		kept, keptTs, err := s.evaluate(ctx, rec)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("evaluate rows of %s: %w", s.path, err)
+		}
+		s.fs.ex.RowsMatched += int64(len(keptTs))
+		out = append(out, &rows{rec: kept, ts: keptTs, reverse: s.fs.c.desc})
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		release()
+		return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
+	}
+	if first != maxTime {
+		desc := s.fs.c.desc
+		if !desc && first < s.lastTs || desc && last > s.lastTs {
+			release()
+			return nil, fmt.Errorf("data file %s is not sorted by %s (row group %d): an ordered search needs sorted files", s.path, s.fs.c.tsColumn, rg)
+		}
+		s.lastTs = last
+		if desc {
+			s.lastTs = first
+		}
+	}
+	if s.fs.c.desc {
+		slices.Reverse(out)
+	}
+	return out, nil
+}
+
+func (s *fileStream) close() error {
+	for _, r := range s.queued {
+		r.rec.Release()
+	}
+	s.queued = nil
+	if err := s.closeAll(); err != nil {
+		return fmt.Errorf("close data file %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// micros returns rec's timestamps in microseconds.
+func micros(rec arrow.RecordBatch, tsColumn string) ([]int64, error) {
+	idx := rec.Schema().FieldIndices(tsColumn)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("no timestamp column %q", tsColumn)
+	}
+	col, ok := rec.Column(idx[0]).(*array.Timestamp)
+	if !ok {
+		return nil, fmt.Errorf("column %q has type %s, not a timestamp", tsColumn, rec.Column(idx[0]).DataType())
+	}
+	unit := col.DataType().(*arrow.TimestampType).Unit
+	out := make([]int64, col.Len())
+	for i := range out {
+		if col.IsNull(i) {
+			return nil, fmt.Errorf("row %d has a null %s", i, tsColumn)
+		}
+		out[i] = toMicros(int64(col.Value(i)), unit)
+	}
+	return out, nil
+}
+
+func toMicros(v int64, u arrow.TimeUnit) int64 {
+	switch u {
+	case arrow.Second:
+		return v * 1e6
+	case arrow.Millisecond:
+		return v * 1e3
+	case arrow.Nanosecond:
+		return v / 1e3
+	}
+	return v
+}
+
+// evaluate returns the rows of rec that match the query exactly, and their timestamps: the time
+// range and --where through the merge filter (the delete tasks' and the WAL buffer's semantics:
+// a null never matches), then --contains/--token on raw. The caller keeps its reference to rec;
+// the result holds its own.
+func (s *fileStream) evaluate(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, []int64, error) {
+	c, mem := s.fs.c, s.fs.mem
+	if s.matcher == nil || s.matcherSchema != rec.Schema() {
+		m, err := merge.CompileFilter(c.filter, rec.Schema(), c.tsColumn)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.matcher, s.matcherSchema = m, rec.Schema()
+	}
+	kept, err := s.matcher.Keep(ctx, rec, mem)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.contains != nil || c.token != nil {
+		kept, err = keepRaw(ctx, c, kept, mem)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	ts, err := micros(kept, c.tsColumn)
+	if err != nil {
+		kept.Release()
+		return nil, nil, err
+	}
+	return kept, ts, nil
+}
+
+// keepRaw returns the rows of rec whose raw value passes --contains and --token; it takes over
+// the caller's reference to rec.
+func keepRaw(ctx context.Context, c *compiled, rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	defer rec.Release()
+	raw := -1
+	if idx := rec.Schema().FieldIndices(c.rawColumn); len(idx) == 1 {
+		raw = idx[0]
+	}
+	n := int(rec.NumRows())
+	mask := make([]bool, n)
+	kept := 0
+	for i := range mask {
+		if mask[i] = rawMatches(c, rec, raw, i); mask[i] {
+			kept++
+		}
+	}
+	if kept == n {
+		rec.Retain()
+		return rec, nil
+	}
+	b := array.NewBooleanBuilder(mem)
+	defer b.Release()
+	b.AppendValues(mask, nil)
+	arr := b.NewBooleanArray()
+	defer arr.Release()
+	out, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, arr, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("filter rows on %s: %w", c.rawColumn, err)
+	}
+	return out, nil
+}
+
+func rawMatches(c *compiled, rec arrow.RecordBatch, raw, i int) bool {
+	if raw < 0 || rec.Column(raw).IsNull(i) {
+		return false
+	}
+	var s string
+	switch a := rec.Column(raw).(type) {
+	case *array.String:
+		s = a.Value(i)
+	case *array.LargeString:
+		s = a.Value(i)
+	default:
+		return false
+	}
+	if c.contains != nil && !strings.Contains(s, *c.contains) {
+		return false
+	}
+	return c.token == nil || index.ContainsToken(s, *c.token)
+}
