@@ -149,7 +149,8 @@ func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
 		_ = closeAll()
 		return nil, fmt.Errorf("read Arrow schema of %s: %w", path, err)
 	}
-	return &fileStream{fs: fs, path: path, closeAll: closeAll, fr: fr, md: md, rgs: read, leaves: leaves(md, fs.c.decode),
+	return &fileStream{fs: fs, path: path, closeAll: closeAll, fr: fr, md: md, rgs: read,
+		testLeaves: leaves(md, fs.c.tested), outLeaves: leaves(md, fs.c.output), onePhase: subset(fs.c.output, fs.c.tested),
 		lastTs: lastStart(fs.c.desc)}, nil
 }
 
@@ -303,9 +304,13 @@ type fileStream struct {
 	fr       *pqarrow.FileReader
 	md       *metadata.FileMetaData
 	rgs      []int // left to read, in scan order
-	leaves   []int
-	lastTs   int64 // the previous row group's edge in scan order: files must be sorted
-	queued   []*rows
+	// testLeaves are the leaf columns of the predicate, outLeaves those of the output; with
+	// onePhase the output is all tested, so the first read is the only one.
+	testLeaves, outLeaves []int
+	onePhase              bool
+	produced              int64 // rows handed to the merge
+	lastTs                int64 // the previous row group's edge in scan order: files must be sorted
+	queued                []*rows
 	// matcher is the query's filter bound to this file's record schema.
 	matcher       *merge.Matcher
 	matcherSchema *arrow.Schema
@@ -313,7 +318,7 @@ type fileStream struct {
 
 func (s *fileStream) next(ctx context.Context) (*rows, error) {
 	for len(s.queued) == 0 {
-		if len(s.rgs) == 0 {
+		if len(s.rgs) == 0 || s.remaining() == 0 {
 			return nil, nil
 		}
 		rg := s.rgs[0]
@@ -326,70 +331,181 @@ func (s *fileStream) next(ctx context.Context) (*rows, error) {
 	}
 	r := s.queued[0]
 	s.queued = s.queued[1:]
+	s.produced += int64(len(r.ts))
 	return r, nil
 }
 
-// readRowGroup decodes row group rg and returns its matching rows in scan order. Ascending, a
-// batch could go out as soon as it is decoded; descending needs the row group's last rows first,
-// so it holds the row group's matches (one row group per open stream: the bound on memory).
+// remaining is how many more rows this stream could contribute (-1: no limit). The merge returns
+// at most limit rows, so no stream needs more than that many: the rest of a file is left unread.
+func (s *fileStream) remaining() int64 {
+	if s.fs.c.limit == 0 {
+		return -1
+	}
+	return max(int64(s.fs.c.limit)-s.produced, 0)
+}
+
+// readRowGroup returns row group rg's matching rows in scan order, in two reads: the tested
+// columns select the rows, and only when some match are the other output columns decoded and cut
+// to them. Descending needs a row group's last rows first, so a stream holds one row group's
+// matches at a time (the bound on its memory).
 func (s *fileStream) readRowGroup(ctx context.Context, rg int) ([]*rows, error) {
 	s.fs.ex.RowGroups.Read++
-	rr, err := s.fr.GetRecordReader(ctx, s.leaves, []int{rg})
+	sel, selTs, out, err := s.selectRows(ctx, rg)
+	if n := s.remaining(); n >= 0 && int64(len(sel)) > n && !s.onePhase {
+		// The stream can give no more than n rows: the first n in scan order (descending, the
+		// row group's last).
+		if s.fs.c.desc {
+			sel, selTs = sel[int64(len(sel))-n:], selTs[int64(len(selTs))-n:]
+		} else {
+			sel, selTs = sel[:n], selTs[:n]
+		}
+	}
+	if err == nil && len(sel) > 0 && !s.onePhase {
+		out, err = s.fetch(ctx, rg, sel, selTs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
 	}
-	defer rr.Release()
-	var out []*rows
-	release := func() {
-		for _, r := range out {
-			r.rec.Release()
-		}
+	if s.fs.c.desc {
+		slices.Reverse(out)
 	}
+	return out, nil
+}
+
+// selectRows reads the tested columns of row group rg and returns the matching rows' offsets in
+// the row group and timestamps; with onePhase, also the matching rows themselves.
+func (s *fileStream) selectRows(ctx context.Context, rg int) (sel []int64, selTs []int64, out []*rows, err error) {
+	c := s.fs.c
+	rr, err := s.fr.GetRecordReader(ctx, s.testLeaves, []int{rg})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer rr.Release()
+	defer func() {
+		if err != nil {
+			releaseAll(out)
+			out = nil
+		}
+	}()
+	var base int64
 	first, last := maxTime, minTime
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		ts, err := micros(rec, s.fs.c.tsColumn)
+		ts, err := micros(rec, c.tsColumn)
 		if err != nil {
-			release()
-			return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
+			return nil, nil, out, err
 		}
 		for i := range ts {
 			if i > 0 && ts[i] < ts[i-1] || i == 0 && last != minTime && ts[0] < last {
-				release()
-				return nil, fmt.Errorf("data file %s is not sorted by %s (row group %d): an ordered search needs sorted files", s.path, s.fs.c.tsColumn, rg)
+				return nil, nil, out, s.unsorted()
 			}
 		}
 		if len(ts) > 0 {
 			first, last = min(first, ts[0]), ts[len(ts)-1]
 		}
 		s.fs.ex.RowsExamined += int64(len(ts))
-		kept, keptTs, err := s.evaluate(ctx, rec)
+		mask, err := s.match(rec)
 		if err != nil {
-			release()
-			return nil, fmt.Errorf("evaluate rows of %s: %w", s.path, err)
+			return nil, nil, out, err
 		}
+		var keptTs []int64
+		for i, ok := range mask {
+			if ok {
+				sel = append(sel, base+int64(i))
+				keptTs = append(keptTs, ts[i])
+			}
+		}
+		selTs = append(selTs, keptTs...)
 		s.fs.ex.RowsMatched += int64(len(keptTs))
-		out = append(out, &rows{rec: kept, ts: keptTs, reverse: s.fs.c.desc})
+		base += int64(len(ts))
+		if s.onePhase && len(keptTs) > 0 {
+			kept, err := filterRows(ctx, rec, mask, s.fs.mem)
+			if err != nil {
+				return nil, nil, out, err
+			}
+			out = append(out, &rows{rec: kept, ts: keptTs, reverse: c.desc})
+		}
+		if n := s.remaining(); !c.desc && n >= 0 && int64(len(sel)) >= n {
+			// Ascending, the first matches are all this stream can still give.
+			return sel, selTs, out, nil
+		}
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		release()
-		return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
+		return nil, nil, out, err
 	}
 	if first != maxTime {
-		desc := s.fs.c.desc
-		if !desc && first < s.lastTs || desc && last > s.lastTs {
-			release()
-			return nil, fmt.Errorf("data file %s is not sorted by %s (row group %d): an ordered search needs sorted files", s.path, s.fs.c.tsColumn, rg)
+		// Row groups come in scan order: the file must be sorted across them too.
+		if !c.desc && first < s.lastTs || c.desc && last > s.lastTs {
+			return nil, nil, out, s.unsorted()
 		}
 		s.lastTs = last
-		if desc {
+		if c.desc {
 			s.lastTs = first
 		}
 	}
-	if s.fs.c.desc {
-		slices.Reverse(out)
+	return sel, selTs, out, nil
+}
+
+func (s *fileStream) unsorted() error {
+	return fmt.Errorf("data file %s is not sorted by %s: an ordered search needs sorted files", s.path, s.fs.c.tsColumn)
+}
+
+// fetch reads the output columns of row group rg and keeps the rows at the offsets sel (ascending;
+// selTs are their timestamps).
+func (s *fileStream) fetch(ctx context.Context, rg int, sel, selTs []int64) (out []*rows, err error) {
+	rr, err := s.fr.GetRecordReader(ctx, s.outLeaves, []int{rg})
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Release()
+	defer func() {
+		if err != nil {
+			releaseAll(out)
+			out = nil
+		}
+	}()
+	var base int64
+	j := 0
+	for rr.Next() && j < len(sel) {
+		rec := rr.RecordBatch()
+		n := rec.NumRows()
+		mask := make([]bool, n)
+		j0 := j
+		for ; j < len(sel) && sel[j] < base+n; j++ {
+			mask[sel[j]-base] = true
+		}
+		base += n
+		if j == j0 {
+			continue
+		}
+		kept, err := filterRows(ctx, rec, mask, s.fs.mem)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, &rows{rec: kept, ts: selTs[j0:j], reverse: s.fs.c.desc})
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return out, err
+	}
+	if j != len(sel) {
+		return out, fmt.Errorf("the output columns hold %d rows, the tested ones more", base)
 	}
 	return out, nil
+}
+
+func releaseAll(rs []*rows) {
+	for _, r := range rs {
+		r.rec.Release()
+	}
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *fileStream) close() error {
@@ -436,54 +552,35 @@ func toMicros(v int64, u arrow.TimeUnit) int64 {
 	return v
 }
 
-// evaluate returns the rows of rec that match the query exactly, and their timestamps: the time
-// range and --where through the merge filter (the delete tasks' and the WAL buffer's semantics:
-// a null never matches), then --contains/--token on raw. The caller keeps its reference to rec;
-// the result holds its own.
-func (s *fileStream) evaluate(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, []int64, error) {
-	c, mem := s.fs.c, s.fs.mem
+// match says which rows of rec match the query exactly: the time range and --where through the
+// merge filter (the delete tasks' and the WAL buffer's semantics: a null never matches), then
+// --contains/--token on raw.
+func (s *fileStream) match(rec arrow.RecordBatch) ([]bool, error) {
+	c := s.fs.c
 	if s.matcher == nil || s.matcherSchema != rec.Schema() {
 		m, err := merge.CompileFilter(c.filter, rec.Schema(), c.tsColumn)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		s.matcher, s.matcherSchema = m, rec.Schema()
 	}
-	kept, err := s.matcher.Keep(ctx, rec, mem)
-	if err != nil {
-		return nil, nil, err
-	}
+	mask := s.matcher.Match(rec)
 	if c.contains != nil || c.token != nil {
-		kept, err = keepRaw(ctx, c, kept, mem)
-		if err != nil {
-			return nil, nil, err
+		raw := -1
+		if idx := rec.Schema().FieldIndices(c.rawColumn); len(idx) == 1 {
+			raw = idx[0]
+		}
+		for i, ok := range mask {
+			mask[i] = ok && rawMatches(c, rec, raw, i)
 		}
 	}
-	ts, err := micros(kept, c.tsColumn)
-	if err != nil {
-		kept.Release()
-		return nil, nil, err
-	}
-	return kept, ts, nil
+	return mask, nil
 }
 
-// keepRaw returns the rows of rec whose raw value passes --contains and --token; it takes over
-// the caller's reference to rec.
-func keepRaw(ctx context.Context, c *compiled, rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
-	defer rec.Release()
-	raw := -1
-	if idx := rec.Schema().FieldIndices(c.rawColumn); len(idx) == 1 {
-		raw = idx[0]
-	}
-	n := int(rec.NumRows())
-	mask := make([]bool, n)
-	kept := 0
-	for i := range mask {
-		if mask[i] = rawMatches(c, rec, raw, i); mask[i] {
-			kept++
-		}
-	}
-	if kept == n {
+// filterRows returns the rows of rec that mask selects (rec itself, retained, when it selects
+// all); the caller keeps its reference to rec.
+func filterRows(ctx context.Context, rec arrow.RecordBatch, mask []bool, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if !slices.Contains(mask, false) {
 		rec.Retain()
 		return rec, nil
 	}
@@ -494,7 +591,7 @@ func keepRaw(ctx context.Context, c *compiled, rec arrow.RecordBatch, mem memory
 	defer arr.Release()
 	out, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, arr, compute.DefaultFilterOptions())
 	if err != nil {
-		return nil, fmt.Errorf("filter rows on %s: %w", c.rawColumn, err)
+		return nil, fmt.Errorf("filter rows: %w", err)
 	}
 	return out, nil
 }

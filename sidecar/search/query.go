@@ -38,16 +38,19 @@ type Query struct {
 
 // compiled is a Query bound to a table schema, with its values parsed.
 type compiled struct {
-	from, to       int64 // [from, to) µs; math.MinInt64/MaxInt64 when open
-	where          []deletes.Condition
-	contains       *string
-	token          *string
-	limit          int
-	desc           bool
-	tsColumn       string
-	rawColumn      string
-	output         []string // columns returned, timestamp first
-	decode         []string // columns read from the files: output plus what the predicate tests
+	from, to  int64 // [from, to) µs; math.MinInt64/MaxInt64 when open
+	where     []deletes.Condition
+	contains  *string
+	token     *string
+	limit     int
+	desc      bool
+	tsColumn  string
+	rawColumn string
+	output    []string // columns returned, timestamp first
+	// tested are the columns the predicate reads (the timestamp first): a row group's rows are
+	// selected on them before the other output columns are decoded, and only when some match.
+	tested         []string
+	decode         []string // every column read: output plus tested
 	filter         *merge.RowFilter
 	filterSchema   *arrow.Schema // the table's Arrow schema: the filter is checked against it
 	hasRowCriteria bool          // some test beyond the time range
@@ -140,14 +143,18 @@ func compile(q Query, sc *iceberg.Schema, tsColumn, rawColumn string) (*compiled
 			c.output = append(c.output, col)
 		}
 	}
-	c.decode = slices.Clone(c.output)
+	c.tested = []string{tsColumn}
 	for _, w := range q.Where {
-		if !slices.Contains(c.decode, w.Column) {
-			c.decode = append(c.decode, w.Column)
-		}
+		c.tested = append(c.tested, w.Column)
 	}
-	if (q.Contains != nil || q.Token != nil) && !slices.Contains(c.decode, rawColumn) {
-		c.decode = append(c.decode, rawColumn)
+	if (q.Contains != nil || q.Token != nil) && !slices.Contains(c.tested, rawColumn) {
+		c.tested = append(c.tested, rawColumn)
+	}
+	c.decode = slices.Clone(c.output)
+	for _, col := range c.tested {
+		if !slices.Contains(c.decode, col) {
+			c.decode = append(c.decode, col)
+		}
 	}
 	return c, nil
 }
