@@ -166,23 +166,11 @@ func rebuildIndexes(ctx context.Context, after, indexed string) error {
 	if err := exec.Command("cp", "-a", after, indexed).Run(); err != nil {
 		return fmt.Errorf("copy the lake: %w", err)
 	}
-	cfg, err := config(indexed, filepath.Join(indexed, "no-wal"))
-	if err != nil {
-		return err
-	}
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, t, live, err := openEvents(ctx, indexed)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	t, err := l.LoadTable(ctx, walgen.EventsTable)
-	if err != nil {
-		return err
-	}
-	live, err := lake.LiveFiles(ctx, t)
-	if err != nil {
-		return err
-	}
 	var paths []string
 	for _, f := range live {
 		paths = append(paths, f.Path)
@@ -198,6 +186,28 @@ func rebuildIndexes(ctx context.Context, after, indexed string) error {
 		err = fmt.Errorf("%d files failed to index", res.Failures)
 	}
 	return err
+}
+
+// openEvents opens the lake in lakeDir and its events table with the live files.
+func openEvents(ctx context.Context, lakeDir string) (*lake.Lake, *table.Table, []lake.File, error) {
+	cfg, err := config(lakeDir, filepath.Join(lakeDir, "no-wal"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := l.LoadTable(ctx, walgen.EventsTable)
+	var live []lake.File
+	if err == nil {
+		live, err = lake.LiveFiles(ctx, t)
+	}
+	if err != nil {
+		l.Close()
+		return nil, nil, nil, err
+	}
+	return l, t, live, nil
 }
 
 // query is one typical query for search and for DuckDB.
@@ -266,23 +276,11 @@ type duckResult struct {
 }
 
 func measure(ctx context.Context, name, lakeDir string, runs int, duckDir string) error {
-	cfg, err := config(lakeDir, filepath.Join(lakeDir, "no-wal"))
-	if err != nil {
-		return err
-	}
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, t, live, err := openEvents(ctx, lakeDir)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	t, err := l.LoadTable(ctx, walgen.EventsTable)
-	if err != nil {
-		return err
-	}
-	live, err := lake.LiveFiles(ctx, t)
-	if err != nil {
-		return err
-	}
 	var files []string
 	var end int64
 	for _, f := range live {

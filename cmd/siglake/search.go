@@ -16,7 +16,6 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/search"
 )
@@ -86,19 +85,8 @@ func runSearch(args []string) error {
 		}
 		q.From = time.Now().Add(-*since).UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 	}
-	for _, w := range where {
-		c, err := deletes.ParseWhere(w)
-		if err != nil {
-			return fmt.Errorf("--where %w", err)
-		}
-		q.Where = append(q.Where, c)
-	}
-	for _, w := range in {
-		c, err := deletes.ParseIn(w)
-		if err != nil {
-			return fmt.Errorf("--in %w", err)
-		}
-		q.Where = append(q.Where, c)
+	if q.Where, err = conditions(where, in); err != nil {
+		return err
 	}
 	for _, c := range strings.Split(*columns, ",") {
 		if c = strings.TrimSpace(c); c != "" {

@@ -41,6 +41,11 @@ type Explain struct {
 	// ObjectStore is what the S3 client measured for the table during the search (manifests
 	// included); empty on a local warehouse.
 	ObjectStore *lake.OpCost `json:"object_store,omitempty"`
+	// PuffinIndexesRead counts Puffin index blobs read (and used) for --where columns.
+	PuffinIndexesRead int64 `json:"puffin_indexes_read"`
+	// IndexesNotRead counts Puffin index blobs left unread because they are larger than the tested
+	// columns of their file: scanning those was cheaper than reading the index.
+	IndexesNotRead int64 `json:"indexes_not_read"`
 	// Warnings are metadata the search could not use (it scanned instead).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -114,6 +119,12 @@ func (e *Explain) Print(w io.Writer) error {
 		e.MaxOpenStreams, e.OverlapDepth, e.BatchRows, e.MemoryBudget)
 	if e.ObjectStore != nil {
 		fmt.Fprintf(tw, "object store\t%d requests\t\t\t%d bytes read (manifests included)\n", e.ObjectStore.Requests, e.ObjectStore.BytesRead)
+	}
+	if e.PuffinIndexesRead+e.IndexesNotRead > 0 {
+		fmt.Fprintf(tw, "puffin indexes read\t%d\n", e.PuffinIndexesRead)
+	}
+	if e.IndexesNotRead > 0 {
+		fmt.Fprintf(tw, "indexes not read\t%d\t\t\tPuffin index blobs larger than the columns they would spare: scanned instead\n", e.IndexesNotRead)
 	}
 	for _, w := range e.Warnings {
 		fmt.Fprintf(tw, "warning\t%s\n", w)

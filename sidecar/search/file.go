@@ -196,7 +196,7 @@ func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts,
 		if fs.skipMeta {
 			continue
 		}
-		ix, err := fs.inverted(path, f.footer, w.Column)
+		ix, err := fs.inverted(path, f.footer, w.Column, testedBytes(md, fs.c.tested))
 		if err != nil {
 			return nil, err
 		}
@@ -214,8 +214,10 @@ func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts,
 }
 
 // inverted returns the file's index of column from its footer, else from a registered Puffin
-// sidecar, else nil (scan).
-func (fs *fileSource) inverted(path string, ft *index.Footer, column string) (*index.Inverted, error) {
+// sidecar, else nil (scan). A footer index is already read; a sidecar's is read only when its blob
+// is smaller than scanBytes, what scanning the tested columns costs: an index of a nearly unique
+// column can be larger than the column itself, and reading it would cost more than it saves.
+func (fs *fileSource) inverted(path string, ft *index.Footer, column string, scanBytes int64) (*index.Inverted, error) {
 	if ix, ok := ft.Inverted(column); ok {
 		return ix, nil
 	}
@@ -227,15 +229,35 @@ func (fs *fileSource) inverted(path string, ft *index.Footer, column string) (*i
 		if !slices.Contains(sc.Columns, column) {
 			continue
 		}
-		ix, err := puffinidx.ReadSidecar(fs.fsys, sc.Path, path, column)
+		ix, _, err := puffinidx.ReadSidecarUpTo(fs.fsys, sc.Path, path, column, max(scanBytes, 1))
 		if err != nil {
 			// A sidecar we cannot read costs pruning, never rows: scan the file.
 			fs.ex.Warnings = append(fs.ex.Warnings, err.Error())
 			return nil, nil
 		}
+		if ix == nil {
+			fs.ex.IndexesNotRead++
+		} else {
+			fs.ex.PuffinIndexesRead++
+		}
 		return ix, nil
 	}
 	return nil, nil
+}
+
+// testedBytes is what reading the tested columns of every row group costs (compressed chunks).
+func testedBytes(md *metadata.FileMetaData, tested []string) int64 {
+	cols := leaves(md, tested)
+	var n int64
+	for i := 0; i < md.NumRowGroups(); i++ {
+		rg := md.RowGroup(i)
+		for _, c := range cols {
+			if cc, err := rg.ColumnChunk(c); err == nil {
+				n += cc.TotalCompressedSize()
+			}
+		}
+	}
+	return n
 }
 
 // indexTerm is a condition value as the inverted index holds it: strings as is, integers and
@@ -348,9 +370,14 @@ func (s *fileStream) remaining() int64 {
 // columns select the rows, and only when some match are the other output columns decoded and cut
 // to them. Descending needs a row group's last rows first, so a stream holds one row group's
 // matches at a time (the bound on its memory).
-func (s *fileStream) readRowGroup(ctx context.Context, rg int) ([]*rows, error) {
+func (s *fileStream) readRowGroup(ctx context.Context, rg int) (_ []*rows, err error) {
 	s.fs.ex.RowGroups.Read++
 	sel, selTs, out, err := s.selectRows(ctx, rg)
+	defer func() {
+		if err != nil {
+			releaseAll(out)
+		}
+	}()
 	if n := s.remaining(); n >= 0 && int64(len(sel)) > n && !s.onePhase {
 		// The stream can give no more than n rows: the first n in scan order (descending, the
 		// row group's last).
@@ -373,7 +400,8 @@ func (s *fileStream) readRowGroup(ctx context.Context, rg int) ([]*rows, error) 
 }
 
 // selectRows reads the tested columns of row group rg and returns the matching rows' offsets in
-// the row group and timestamps; with onePhase, also the matching rows themselves.
+// the row group and timestamps; with onePhase, also the matching rows themselves (which the
+// caller releases, on an error too).
 func (s *fileStream) selectRows(ctx context.Context, rg int) (sel []int64, selTs []int64, out []*rows, err error) {
 	c := s.fs.c
 	rr, err := s.fr.GetRecordReader(ctx, s.testLeaves, []int{rg})
@@ -381,12 +409,6 @@ func (s *fileStream) selectRows(ctx context.Context, rg int) (sel []int64, selTs
 		return nil, nil, nil, err
 	}
 	defer rr.Release()
-	defer func() {
-		if err != nil {
-			releaseAll(out)
-			out = nil
-		}
-	}()
 	var base int64
 	first, last := maxTime, minTime
 	for rr.Next() {
@@ -451,19 +473,13 @@ func (s *fileStream) unsorted() error {
 }
 
 // fetch reads the output columns of row group rg and keeps the rows at the offsets sel (ascending;
-// selTs are their timestamps).
+// selTs are their timestamps). The caller releases what it returns, on an error too.
 func (s *fileStream) fetch(ctx context.Context, rg int, sel, selTs []int64) (out []*rows, err error) {
 	rr, err := s.fr.GetRecordReader(ctx, s.outLeaves, []int{rg})
 	if err != nil {
 		return nil, err
 	}
 	defer rr.Release()
-	defer func() {
-		if err != nil {
-			releaseAll(out)
-			out = nil
-		}
-	}()
 	var base int64
 	j := 0
 	for rr.Next() && j < len(sel) {
@@ -535,21 +551,9 @@ func micros(rec arrow.RecordBatch, tsColumn string) ([]int64, error) {
 		if col.IsNull(i) {
 			return nil, fmt.Errorf("row %d has a null %s", i, tsColumn)
 		}
-		out[i] = toMicros(int64(col.Value(i)), unit)
+		out[i] = col.Value(i).ToTime(unit).UnixMicro()
 	}
 	return out, nil
-}
-
-func toMicros(v int64, u arrow.TimeUnit) int64 {
-	switch u {
-	case arrow.Second:
-		return v * 1e6
-	case arrow.Millisecond:
-		return v * 1e3
-	case arrow.Nanosecond:
-		return v / 1e3
-	}
-	return v
 }
 
 // match says which rows of rec match the query exactly: the time range and --where through the

@@ -137,7 +137,7 @@ func formatMicros(us int64) string {
 func textValue(a arrow.Array, i int) string {
 	switch v := a.(type) {
 	case *array.Timestamp:
-		return formatMicros(toMicros(int64(v.Value(i)), v.DataType().(*arrow.TimestampType).Unit))
+		return formatMicros(v.Value(i).ToTime(v.DataType().(*arrow.TimestampType).Unit).UnixMicro())
 	case *array.String:
 		return v.Value(i)
 	case *array.LargeString:
