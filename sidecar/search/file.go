@@ -71,8 +71,10 @@ type readShape struct {
 	bufBytes  int64
 }
 
-// shapeFor divides the memory budget among the streams the merge may hold open: each gets two
-// batches of its decoded width and a read-ahead per column, within fixed bounds.
+// shapeFor divides the memory budget among the streams the merge may hold open: of each stream's
+// share, a quarter goes to its decoded batch (at rowBytes a row) and a quarter to its read-ahead,
+// split over the columns it reads, within fixed bounds; the rest is headroom for the filtered
+// copies and the Arrow builders.
 func shapeFor(budget int64, streams, columns int, rowBytes int64) readShape {
 	share := budget / int64(max(streams, 1))
 	s := readShape{
@@ -114,11 +116,11 @@ func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("read Parquet footer of %s: %w", path, err)
 	}
-	closeAll := pf.Close // it closes f too
+	closeFile := pf.Close // it closes f too
 	md := pf.MetaData()
 	facts, err := fs.facts(path, md)
 	if err != nil {
-		_ = closeAll()
+		_ = closeFile()
 		return nil, err
 	}
 	reason := pruneFile(fs.c, facts)
@@ -129,7 +131,7 @@ func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
 	fs.ex.footerRead(fs.fsys.n.snapshot().sub(before))
 	if reason != notPruned {
 		fs.ex.Files.prune(reason)
-		return nil, closeAll()
+		return nil, closeFile()
 	}
 	fs.ex.Files.Read++
 	var read []int
@@ -146,10 +148,10 @@ func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: fs.shape.batchRows}, fs.mem)
 	if err != nil {
-		_ = closeAll()
+		_ = closeFile()
 		return nil, fmt.Errorf("read Arrow schema of %s: %w", path, err)
 	}
-	return &fileStream{fs: fs, path: path, closeAll: closeAll, fr: fr, md: md, rgs: read,
+	return &fileStream{fs: fs, path: path, closeFile: closeFile, fr: fr, rgs: read,
 		testLeaves: leaves(md, fs.c.tested), outLeaves: leaves(md, fs.c.output), onePhase: subset(fs.c.output, fs.c.tested),
 		lastTs: lastStart(fs.c.desc)}, nil
 }
@@ -320,12 +322,11 @@ func leaves(md *metadata.FileMetaData, names []string) []int {
 
 // fileStream reads the row groups a file kept, in scan order, and evaluates their rows.
 type fileStream struct {
-	fs       *fileSource
-	path     string
-	closeAll func() error
-	fr       *pqarrow.FileReader
-	md       *metadata.FileMetaData
-	rgs      []int // left to read, in scan order
+	fs        *fileSource
+	path      string
+	closeFile func() error
+	fr        *pqarrow.FileReader
+	rgs       []int // left to read, in scan order
 	// testLeaves are the leaf columns of the predicate, outLeaves those of the output; with
 	// onePhase the output is all tested, so the first read is the only one.
 	testLeaves, outLeaves []int
@@ -529,7 +530,7 @@ func (s *fileStream) close() error {
 		r.rec.Release()
 	}
 	s.queued = nil
-	if err := s.closeAll(); err != nil {
+	if err := s.closeFile(); err != nil {
 		return fmt.Errorf("close data file %s: %w", s.path, err)
 	}
 	return nil
