@@ -151,8 +151,11 @@ func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
 		_ = closeFile()
 		return nil, fmt.Errorf("read Arrow schema of %s: %w", path, err)
 	}
+	// A nil column list would read every column: a file without the other printed columns is read
+	// in one phase.
+	other := leaves(md, minus(fs.c.output, fs.c.tested))
 	return &fileStream{fs: fs, path: path, closeFile: closeFile, fr: fr, rgs: read,
-		testLeaves: leaves(md, fs.c.tested), outLeaves: leaves(md, fs.c.output), onePhase: subset(fs.c.output, fs.c.tested),
+		testLeaves: leaves(md, fs.c.tested), otherLeaves: other, onePhase: len(other) == 0,
 		lastTs: lastStart(fs.c.desc)}, nil
 }
 
@@ -327,13 +330,13 @@ type fileStream struct {
 	closeFile func() error
 	fr        *pqarrow.FileReader
 	rgs       []int // left to read, in scan order
-	// testLeaves are the leaf columns of the predicate, outLeaves those of the output; with
-	// onePhase the output is all tested, so the first read is the only one.
-	testLeaves, outLeaves []int
-	onePhase              bool
-	produced              int64 // rows handed to the merge
-	lastTs                int64 // the previous row group's edge in scan order: files must be sorted
-	queued                []*rows
+	// testLeaves are the leaf columns of the predicate, otherLeaves those of the printed columns
+	// it does not test; with onePhase there are none, so the first read is the only one.
+	testLeaves, otherLeaves []int
+	onePhase                bool
+	produced                int64 // rows handed to the merge
+	lastTs                  int64 // the previous row group's edge in scan order: files must be sorted
+	queued                  []*rows
 	// matcher is the query's filter bound to this file's record schema.
 	matcher       *merge.Matcher
 	matcherSchema *arrow.Schema
@@ -368,28 +371,35 @@ func (s *fileStream) remaining() int64 {
 }
 
 // readRowGroup returns row group rg's matching rows in scan order, in two reads: the tested
-// columns select the rows, and only when some match are the other output columns decoded and cut
-// to them. Descending needs a row group's last rows first, so a stream holds one row group's
-// matches at a time (the bound on its memory).
-func (s *fileStream) readRowGroup(ctx context.Context, rg int) (_ []*rows, err error) {
+// columns select the rows, and only when some match are the other printed columns decoded, cut
+// to them and put beside the tested ones (so no column is read twice). Both reads take the same
+// batch length over the same row group, so their batches cover the same rows. Descending needs a
+// row group's last rows first, so a stream holds one row group's matches at a time (the bound on
+// its memory).
+func (s *fileStream) readRowGroup(ctx context.Context, rg int) (out []*rows, err error) {
 	s.fs.ex.RowGroups.Read++
-	sel, selTs, out, err := s.selectRows(ctx, rg)
+	sel, err := s.selectRows(ctx, rg)
 	defer func() {
+		for _, b := range sel {
+			b.kept.Release()
+		}
 		if err != nil {
 			releaseAll(out)
+			out = nil
 		}
 	}()
-	if n := s.remaining(); n >= 0 && int64(len(sel)) > n && !s.onePhase {
-		// The stream can give no more than n rows: the first n in scan order (descending, the
-		// row group's last).
-		if s.fs.c.desc {
-			sel, selTs = sel[int64(len(sel))-n:], selTs[int64(len(selTs))-n:]
-		} else {
-			sel, selTs = sel[:n], selTs[:n]
+	if err == nil {
+		s.keepFirst(sel)
+		if s.onePhase {
+			for _, b := range sel {
+				if len(b.ts) > 0 {
+					b.kept.Retain()
+					out = append(out, &rows{rec: b.kept, ts: b.ts, reverse: s.fs.c.desc})
+				}
+			}
+		} else if anyKept(sel) {
+			out, err = s.fetch(ctx, rg, sel)
 		}
-	}
-	if err == nil && len(sel) > 0 && !s.onePhase {
-		out, err = s.fetch(ctx, rg, sel, selTs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
@@ -400,27 +410,42 @@ func (s *fileStream) readRowGroup(ctx context.Context, rg int) (_ []*rows, err e
 	return out, nil
 }
 
-// selectRows reads the tested columns of row group rg and returns the matching rows' offsets in
-// the row group and timestamps; with onePhase, also the matching rows themselves (which the
-// caller releases, on an error too).
-func (s *fileStream) selectRows(ctx context.Context, rg int) (sel []int64, selTs []int64, out []*rows, err error) {
+// selected is one batch of the tested columns: which rows match, those rows, their timestamps.
+type selected struct {
+	mask []bool
+	kept arrow.RecordBatch
+	ts   []int64
+}
+
+func anyKept(sel []selected) bool {
+	for _, b := range sel {
+		if len(b.ts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// selectRows reads the tested columns of row group rg batch by batch and evaluates every row.
+// The caller releases the kept records, on an error too.
+func (s *fileStream) selectRows(ctx context.Context, rg int) (sel []selected, err error) {
 	c := s.fs.c
 	rr, err := s.fr.GetRecordReader(ctx, s.testLeaves, []int{rg})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	defer rr.Release()
-	var base int64
 	first, last := maxTime, minTime
+	matched := int64(0)
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		ts, err := micros(rec, c.tsColumn)
 		if err != nil {
-			return nil, nil, out, err
+			return sel, err
 		}
 		for i := range ts {
 			if i > 0 && ts[i] < ts[i-1] || i == 0 && last != minTime && ts[0] < last {
-				return nil, nil, out, s.unsorted()
+				return sel, s.unsorted()
 			}
 		}
 		if len(ts) > 0 {
@@ -429,85 +454,128 @@ func (s *fileStream) selectRows(ctx context.Context, rg int) (sel []int64, selTs
 		s.fs.ex.RowsExamined += int64(len(ts))
 		mask, err := s.match(rec)
 		if err != nil {
-			return nil, nil, out, err
+			return sel, err
 		}
-		var keptTs []int64
+		b := selected{mask: mask}
 		for i, ok := range mask {
 			if ok {
-				sel = append(sel, base+int64(i))
-				keptTs = append(keptTs, ts[i])
+				b.ts = append(b.ts, ts[i])
 			}
 		}
-		selTs = append(selTs, keptTs...)
-		s.fs.ex.RowsMatched += int64(len(keptTs))
-		base += int64(len(ts))
-		if s.onePhase && len(keptTs) > 0 {
-			kept, err := filterRows(ctx, rec, mask, s.fs.mem)
-			if err != nil {
-				return nil, nil, out, err
-			}
-			out = append(out, &rows{rec: kept, ts: keptTs, reverse: c.desc})
+		if b.kept, err = filterRows(ctx, rec, mask, s.fs.mem); err != nil {
+			return sel, err
 		}
-		if n := s.remaining(); !c.desc && n >= 0 && int64(len(sel)) >= n {
+		sel = append(sel, b)
+		matched += int64(len(b.ts))
+		s.fs.ex.RowsMatched += int64(len(b.ts))
+		if n := s.remaining(); !c.desc && n >= 0 && matched >= n {
 			// Ascending, the first matches are all this stream can still give.
-			return sel, selTs, out, nil
+			return sel, nil
 		}
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return nil, nil, out, err
+		return sel, err
 	}
 	if first != maxTime {
 		// Row groups come in scan order: the file must be sorted across them too.
 		if !c.desc && first < s.lastTs || c.desc && last > s.lastTs {
-			return nil, nil, out, s.unsorted()
+			return sel, s.unsorted()
 		}
 		s.lastTs = last
 		if c.desc {
 			s.lastTs = first
 		}
 	}
-	return sel, selTs, out, nil
+	return sel, nil
+}
+
+// keepFirst cuts the selection to the rows this stream can still give, the first in scan order
+// (descending, the row group's last), so no more is decoded than the limit can use.
+func (s *fileStream) keepFirst(sel []selected) {
+	n := s.remaining()
+	if n < 0 {
+		return
+	}
+	order := make([]int, len(sel))
+	for i := range order {
+		order[i] = i
+	}
+	if s.fs.c.desc {
+		slices.Reverse(order)
+	}
+	for _, i := range order {
+		b := &sel[i]
+		k := int64(len(b.ts))
+		if k <= n {
+			n -= k
+			continue
+		}
+		// Keep n of b's k rows: the first n ascending, the last n descending.
+		lo, hi := int64(0), n
+		if s.fs.c.desc {
+			lo, hi = k-n, k
+		}
+		seen := int64(0)
+		for r, ok := range b.mask {
+			if ok {
+				b.mask[r] = seen >= lo && seen < hi
+				seen++
+			}
+		}
+		cut := b.kept.NewSlice(lo, hi)
+		b.kept.Release()
+		b.kept, b.ts = cut, b.ts[lo:hi]
+		n = 0
+	}
 }
 
 func (s *fileStream) unsorted() error {
 	return fmt.Errorf("data file %s is not sorted by %s: an ordered search needs sorted files", s.path, s.fs.c.tsColumn)
 }
 
-// fetch reads the output columns of row group rg and keeps the rows at the offsets sel (ascending;
-// selTs are their timestamps). The caller releases what it returns, on an error too.
-func (s *fileStream) fetch(ctx context.Context, rg int, sel, selTs []int64) (out []*rows, err error) {
-	rr, err := s.fr.GetRecordReader(ctx, s.outLeaves, []int{rg})
+// fetch reads the printed columns that were not tested, batch by batch beside sel, keeps the
+// selected rows and puts them beside the tested columns' rows. The caller releases what it
+// returns, on an error too.
+func (s *fileStream) fetch(ctx context.Context, rg int, sel []selected) (out []*rows, err error) {
+	rr, err := s.fr.GetRecordReader(ctx, s.otherLeaves, []int{rg})
 	if err != nil {
 		return nil, err
 	}
 	defer rr.Release()
-	var base int64
-	j := 0
-	for rr.Next() && j < len(sel) {
-		rec := rr.RecordBatch()
-		n := rec.NumRows()
-		mask := make([]bool, n)
-		j0 := j
-		for ; j < len(sel) && sel[j] < base+n; j++ {
-			mask[sel[j]-base] = true
+	i := 0
+	for ; i < len(sel) && anyKept(sel[i:]); i++ {
+		if !rr.Next() {
+			break
 		}
-		base += n
-		if j == j0 {
+		rec := rr.RecordBatch()
+		b := sel[i]
+		if int(rec.NumRows()) != len(b.mask) {
+			return out, fmt.Errorf("batch %d: %d rows of the printed columns beside %d of the tested ones", i, rec.NumRows(), len(b.mask))
+		}
+		if len(b.ts) == 0 {
 			continue
 		}
-		kept, err := filterRows(ctx, rec, mask, s.fs.mem)
+		other, err := filterRows(ctx, rec, b.mask, s.fs.mem)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, &rows{rec: kept, ts: selTs[j0:j], reverse: s.fs.c.desc})
+		out = append(out, &rows{rec: beside(b.kept, other), ts: b.ts, reverse: s.fs.c.desc})
+		other.Release()
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return out, err
 	}
-	if j != len(sel) {
-		return out, fmt.Errorf("the output columns hold %d rows, the tested ones more", base)
+	if i < len(sel) && anyKept(sel[i:]) {
+		return out, fmt.Errorf("the printed columns end before the tested ones")
 	}
 	return out, nil
+}
+
+// beside is one record of a's columns then b's (the same rows).
+func beside(a, b arrow.RecordBatch) arrow.RecordBatch {
+	fields := append(slices.Clone(a.Schema().Fields()), b.Schema().Fields()...)
+	cols := append(slices.Clone(a.Columns()), b.Columns()...)
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, a.NumRows())
 }
 
 func releaseAll(rs []*rows) {
@@ -516,13 +584,15 @@ func releaseAll(rs []*rows) {
 	}
 }
 
-func subset(a, b []string) bool {
+// minus is a without the names in b.
+func minus(a, b []string) []string {
+	var out []string
 	for _, x := range a {
 		if !slices.Contains(b, x) {
-			return false
+			out = append(out, x)
 		}
 	}
-	return true
+	return out
 }
 
 func (s *fileStream) close() error {
