@@ -3,9 +3,9 @@
 // compaction and with the search metadata ignored, with DuckDB beside it answering the same
 // queries over the same live files (plain read_parquet with filters). Results: docs/benchmarks.md.
 //
-//	go run ./bench/search -dir /tmp/search-bench [-rows 2000000] [-runs 5]
+//	go run ./bench/search -dir "$(mktemp -d)" [-rows 2000000] [-runs 5]
 //
-// The work directory keeps the generated lakes, so a second run only measures.
+// The work directory is emptied first.
 package main
 
 import (
@@ -62,24 +62,41 @@ var start = time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
 
 const step = 40 * time.Millisecond
 
+// run builds one lake and measures it in three states, one after the other: as the drain left
+// it, after compaction, and with Puffin index sidecars. (A copied lake would not do: the SQLite
+// catalog holds absolute metadata paths, so a copy's commits land in the original's directory.)
 func run(ctx context.Context, dir string, rows int64, runs int, duckDir string) error {
-	before, after, indexed := filepath.Join(dir, "before"), filepath.Join(dir, "after"), filepath.Join(dir, "indexed")
-	if _, err := os.Stat(after); err != nil {
-		if err := prepare(ctx, dir, rows); err != nil {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	lakeDir, wal := filepath.Join(dir, "lake"), filepath.Join(dir, "wal")
+	for _, d := range []string{lakeDir, wal} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	if _, err := os.Stat(indexed); err != nil {
-		if err := rebuildIndexes(ctx, after, indexed); err != nil {
-			return err
-		}
+	cfg, err := config(lakeDir, wal)
+	if err != nil {
+		return err
+	}
+	if err := ingest(ctx, cfg, wal, rows); err != nil {
+		return err
 	}
 	fmt.Printf("%d events rows, %s apart from %s; %d runs each, medians; 2 cores shared with other work\n\n", rows, step, start.Format(time.RFC3339), runs)
 	fmt.Println("| table | query | rows | search: files read / live | row groups read / considered | bytes read | requests | read amplification | time | metadata ignored: bytes read | requests | read amplification | time | DuckDB: bytes read | read calls | time |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, st := range []struct{ name, dir string }{{"before compaction", before}, {"after compaction", after},
-		{"after compaction + Puffin indexes", indexed}} {
-		if err := measure(ctx, st.name, st.dir, runs, duckDir); err != nil {
+	for _, st := range []struct {
+		name    string
+		prepare func() error
+	}{
+		{"before compaction", func() error { return nil }},
+		{"after compaction", func() error { return compact(ctx, cfg) }},
+		{"after compaction + Puffin indexes", func() error { return rebuildIndexes(ctx, cfg) }},
+	} {
+		if err := st.prepare(); err != nil {
+			return fmt.Errorf("%s: %w", st.name, err)
+		}
+		if err := measure(ctx, st.name, cfg, runs, duckDir); err != nil {
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
 	}
@@ -91,36 +108,20 @@ func config(lakeDir, wal string) (sidecar.Config, error) {
 		"--warehouse", filepath.Join(lakeDir, "warehouse")}, func(string) string { return "" })
 }
 
-// prepare writes the WAL, drains it into the "before" lake, copies that to "after", names
-// trace_id in the table's index specification and compacts "after" until the planner rests.
-func prepare(ctx context.Context, dir string, rows int64) error {
-	wal, before, after := filepath.Join(dir, "wal"), filepath.Join(dir, "before"), filepath.Join(dir, "after")
-	for _, d := range []string{wal, before, after} {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-	}
-	for _, d := range []string{wal, before} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
+// ingest writes the rows to the WAL and drains them with the real drain.
+func ingest(ctx context.Context, cfg sidecar.Config, wal string, rows int64) error {
 	fmt.Fprintf(os.Stderr, "writing %d rows to the WAL\n", rows)
 	if _, err := walgen.Run(ctx, walgen.RunOptions{WALDir: wal, Stream: "pod-0", Tables: []string{walgen.EventsTable}, Rows: rows,
 		BatchRows: 2000, SegmentSize: 4 << 20, RollAge: time.Hour, Start: start, Step: step,
 		Gen: walgen.Options{Seed: 1, LateFraction: 0.02, MaxLateness: 5 * time.Minute}}, nil); err != nil {
 		return fmt.Errorf("walgen: %w", err)
 	}
-	cfg, err := config(before, wal)
-	if err != nil {
-		return err
-	}
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
-	log := zap.NewNop()
-	d := &drain.Drain{Cfg: sidecar.DrainConfig(cfg), Lake: l, Metrics: sidecar.NewMetrics().Drain, Log: log, Now: time.Now,
+	defer l.Close()
+	d := &drain.Drain{Cfg: sidecar.DrainConfig(cfg), Lake: l, Metrics: sidecar.NewMetrics().Drain, Log: zap.NewNop(), Now: time.Now,
 		Publish: sidecar.NewStatus("bench", sidecar.RoleAll, "bench", time.Now()), Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
 	fmt.Fprintln(os.Stderr, "draining")
 	for {
@@ -129,23 +130,18 @@ func prepare(ctx context.Context, dir string, rows int64) error {
 			return err
 		}
 		if len(segs) == 0 {
-			break
+			return nil
 		}
 		if _, err := d.Cycle(ctx, true); err != nil {
 			return fmt.Errorf("drain: %w", err)
 		}
 	}
-	if err := l.Close(); err != nil {
-		return err
-	}
-	if err := exec.Command("cp", "-a", before, after).Run(); err != nil {
-		return fmt.Errorf("copy the lake: %w", err)
-	}
-	cfg, err = config(after, wal)
-	if err != nil {
-		return err
-	}
-	l, err = lake.Open(ctx, sidecar.LakeConfig(cfg))
+}
+
+// compact names trace_id in the table's index specification and runs maintenance passes until
+// the planner rests.
+func compact(ctx context.Context, cfg sidecar.Config) error {
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -156,17 +152,14 @@ func prepare(ctx context.Context, dir string, rows int64) error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "compacting")
-	return demo.Compact(ctx, os.Stderr, cfg, log)
+	return demo.Compact(ctx, os.Stderr, cfg, zap.NewNop())
 }
 
-// rebuildIndexes copies the compacted lake and gives its live files the Puffin index sidecars of
-// trace_id and service that SIGLAKE_INDEX_REBUILD would register after the rewrite (a streamed
-// rewrite writes no footer index).
-func rebuildIndexes(ctx context.Context, after, indexed string) error {
-	if err := exec.Command("cp", "-a", after, indexed).Run(); err != nil {
-		return fmt.Errorf("copy the lake: %w", err)
-	}
-	l, t, live, err := openEvents(ctx, indexed)
+// rebuildIndexes gives the live files the Puffin index sidecars of trace_id and service that
+// SIGLAKE_INDEX_REBUILD would register after the rewrite (a streamed rewrite writes no footer
+// index).
+func rebuildIndexes(ctx context.Context, cfg sidecar.Config) error {
+	l, t, live, err := openEvents(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -188,12 +181,8 @@ func rebuildIndexes(ctx context.Context, after, indexed string) error {
 	return err
 }
 
-// openEvents opens the lake in lakeDir and its events table with the live files.
-func openEvents(ctx context.Context, lakeDir string) (*lake.Lake, *table.Table, []lake.File, error) {
-	cfg, err := config(lakeDir, filepath.Join(lakeDir, "no-wal"))
-	if err != nil {
-		return nil, nil, nil, err
-	}
+// openEvents opens the lake and its events table with the live files.
+func openEvents(ctx context.Context, cfg sidecar.Config) (*lake.Lake, *table.Table, []lake.File, error) {
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		return nil, nil, nil, err
@@ -275,8 +264,8 @@ type duckResult struct {
 	ReadCalls int64   `json:"read_calls"`
 }
 
-func measure(ctx context.Context, name, lakeDir string, runs int, duckDir string) error {
-	l, t, live, err := openEvents(ctx, lakeDir)
+func measure(ctx context.Context, name string, cfg sidecar.Config, runs int, duckDir string) error {
+	l, t, live, err := openEvents(ctx, cfg)
 	if err != nil {
 		return err
 	}
