@@ -186,3 +186,14 @@ func conditions(where, in multiFlag) ([]deletes.Condition, error) {
 	}
 	return out, nil
 }
+
+// columnList parses a --columns A,B,C flag (tail, search); blanks are dropped.
+func columnList(s string) []string {
+	var out []string
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}

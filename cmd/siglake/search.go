@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -88,11 +87,7 @@ func runSearch(args []string) error {
 	if q.Where, err = conditions(where, in); err != nil {
 		return err
 	}
-	for _, c := range strings.Split(*columns, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			q.Columns = append(q.Columns, c)
-		}
-	}
+	q.Columns = columnList(*columns)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))

@@ -57,11 +57,7 @@ func runTail(args []string) error {
 	if _, _, err := q.Filter.Range(); err != nil {
 		return err
 	}
-	for _, c := range strings.Split(*columns, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			q.Columns = append(q.Columns, c)
-		}
-	}
+	q.Columns = columnList(*columns)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	addr := *bufs
