@@ -403,17 +403,12 @@ func (m *Matcher) Keep(ctx context.Context, rec arrow.RecordBatch, mem memory.Al
 		mem = memory.DefaultAllocator
 	}
 	n := int(rec.NumRows())
-	col := rec.Column(m.ts).(*array.Timestamp)
-	ts := make([]int64, n)
-	for i := range ts {
-		ts[i] = int64(col.Value(i))
-	}
+	hits := m.Match(rec)
 	mb := array.NewBooleanBuilder(mem)
 	defer mb.Release()
+	mb.AppendValues(hits, nil)
 	kept := 0
-	for i := 0; i < n; i++ {
-		hit := m.m.matches(rec, ts, i) >= 0
-		mb.Append(hit)
+	for _, hit := range hits {
 		if hit {
 			kept++
 		}
@@ -429,4 +424,20 @@ func (m *Matcher) Keep(ctx context.Context, rec arrow.RecordBatch, mem memory.Al
 		return nil, fmt.Errorf("filter rows: %w", err)
 	}
 	return out, nil
+}
+
+// Match reports, per row of rec (of the schema the matcher was compiled for), whether some
+// predicate matches it: the rows Keep keeps.
+func (m *Matcher) Match(rec arrow.RecordBatch) []bool {
+	n := int(rec.NumRows())
+	col := rec.Column(m.ts).(*array.Timestamp)
+	ts := make([]int64, n)
+	for i := range ts {
+		ts[i] = int64(col.Value(i))
+	}
+	hits := make([]bool, n)
+	for i := range hits {
+		hits[i] = m.m.matches(rec, ts, i) >= 0
+	}
+	return hits
 }

@@ -44,19 +44,8 @@ func runDeleteRequest(args []string) error {
 		// new file that matches, for as long as matching rows keep arriving.
 		r.To = time.Now().UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 	}
-	for _, w := range where {
-		c, err := deletes.ParseWhere(w)
-		if err != nil {
-			return fmt.Errorf("--where %w", err)
-		}
-		r.Where = append(r.Where, c)
-	}
-	for _, w := range in {
-		c, err := deletes.ParseIn(w)
-		if err != nil {
-			return fmt.Errorf("--in %w", err)
-		}
-		r.Where = append(r.Where, c)
+	if r.Where, err = conditions(where, in); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -176,4 +165,36 @@ func orNone(s string) string {
 		return "nothing pending"
 	}
 	return s
+}
+
+// conditions parses the --where COLUMN=VALUE and --in COLUMN=V1,V2 flags of delete-request, tail
+// and search (the delete-request grammar).
+func conditions(where, in multiFlag) ([]deletes.Condition, error) {
+	var out []deletes.Condition
+	for _, w := range where {
+		c, err := deletes.ParseWhere(w)
+		if err != nil {
+			return nil, fmt.Errorf("--where %w", err)
+		}
+		out = append(out, c)
+	}
+	for _, w := range in {
+		c, err := deletes.ParseIn(w)
+		if err != nil {
+			return nil, fmt.Errorf("--in %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// columnList parses a --columns A,B,C flag (tail, search); blanks are dropped.
+func columnList(s string) []string {
+	var out []string
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }

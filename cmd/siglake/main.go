@@ -33,6 +33,7 @@ func commands() []command {
 		{"skipped", "list data files set aside after failed rewrites, or clear them so maintenance plans them again", runSkipped},
 		{"walgen", "write WAL segments of realistic log rows, as an ingest pod would", runWalgen},
 		{"tail", "print the newest rows of a table from the lake plus the WAL buffer, without duplicates (--follow for new ones)", runTail},
+		{"search", "print a table's rows matching a time range, column values, a substring or a token, in time order, pruned by the search metadata (--explain: what it read)", runSearch},
 		{"inspect", "show a table's files per partition and level, generations, overlap depth and a timeline", runInspect},
 		{"simulate", "run the real compaction planner against a modelled ingest and report write amplification and depth", runSimulate},
 		{"demo", "run walgen and the sidecar together on the embedded default and summarise the tables", runDemo},

@@ -51,28 +51,13 @@ func runTail(args []string) error {
 		return usageError{errors.New("TABLE is required")}
 	}
 	q := buffer.Query{Filter: deletes.Request{From: *from, To: *to}}
-	for _, w := range where {
-		c, err := deletes.ParseWhere(w)
-		if err != nil {
-			return fmt.Errorf("--where %w", err)
-		}
-		q.Filter.Where = append(q.Filter.Where, c)
-	}
-	for _, w := range in {
-		c, err := deletes.ParseIn(w)
-		if err != nil {
-			return fmt.Errorf("--in %w", err)
-		}
-		q.Filter.Where = append(q.Filter.Where, c)
+	if q.Filter.Where, err = conditions(where, in); err != nil {
+		return err
 	}
 	if _, _, err := q.Filter.Range(); err != nil {
 		return err
 	}
-	for _, c := range strings.Split(*columns, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			q.Columns = append(q.Columns, c)
-		}
-	}
+	q.Columns = columnList(*columns)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	addr := *bufs

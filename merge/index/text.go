@@ -1,5 +1,7 @@
 package index
 
+import "strings"
+
 // isTokenByte reports whether b belongs to a token. Letters, digits and '_'
 // do, and so does every byte of a multi-byte UTF-8 sequence, so non-ASCII
 // words stay whole; everything else separates tokens.
@@ -85,4 +87,26 @@ func mix64(x uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
+}
+
+// ContainsToken reports whether t occurs in s as a whole token (the exact
+// answer MayContainToken approximates): a run of token bytes equal to t with
+// a non-token byte, or the string's edge, on either side.
+func ContainsToken(s, t string) bool {
+	if !IsToken(t) {
+		return false
+	}
+	for from := 0; from+len(t) <= len(s); {
+		i := strings.Index(s[from:], t)
+		if i < 0 {
+			return false
+		}
+		i += from
+		end := i + len(t)
+		if (i == 0 || !isTokenByte(s[i-1])) && (end == len(s) || !isTokenByte(s[end])) {
+			return true
+		}
+		from = i + 1
+	}
+	return false
 }

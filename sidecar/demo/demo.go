@@ -206,7 +206,7 @@ progress:
 	if err := p2.Run(ctx, true); err != nil {
 		return err
 	}
-	if err := demoCompact(ctx, out, cfg, log); err != nil {
+	if err := Compact(ctx, out, cfg, log); err != nil {
 		return err
 	}
 	if err := demoSummary(ctx, out, cfg, o.Dir, o.Tables, sealed, peak); err != nil {
@@ -429,9 +429,10 @@ func shellDuckDB(script string) string {
 	return `duckdb -c "` + r.Replace(script) + `"`
 }
 
-// demoCompact runs maintenance passes (the real planner and merges) until the planner finds
-// nothing to do, so the summary shows where leveled compaction takes the tables.
-func demoCompact(ctx context.Context, out io.Writer, cfg sidecar.Config, log *zap.Logger) error {
+// Compact runs maintenance passes (the real planner and merges) until the planner finds
+// nothing to do, so the summary shows where leveled compaction takes the tables (and
+// bench/search measures reads after compaction).
+func Compact(ctx context.Context, out io.Writer, cfg sidecar.Config, log *zap.Logger) error {
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		return err

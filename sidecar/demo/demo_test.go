@@ -105,7 +105,7 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := demoCompact(ctx, &out, cfg, zap.NewNop()); err != nil {
+	if err := Compact(ctx, &out, cfg, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	if err := demoSummary(ctx, &out, cfg, dir, []string{walgen.EventsTable}, map[string]*rowsum.Sum{walgen.EventsTable: &want}, map[string]int{}); err != nil {

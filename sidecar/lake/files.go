@@ -34,6 +34,12 @@ type File struct {
 
 // LiveFiles lists the data files of t's current snapshot, sorted by partition then MinTime.
 func LiveFiles(ctx context.Context, t *table.Table) ([]File, error) {
+	return LiveFilesMatching(ctx, t, iceberg.AlwaysTrue{})
+}
+
+// LiveFilesMatching is LiveFiles for the files iceberg-go's scan planning keeps for a row filter
+// (partition values and column bounds in the manifests): those that may hold a matching row.
+func LiveFilesMatching(ctx context.Context, t *table.Table, filter iceberg.BooleanExpression) ([]File, error) {
 	if t.CurrentSnapshot() == nil {
 		return nil, nil
 	}
@@ -41,7 +47,7 @@ func LiveFiles(ctx context.Context, t *table.Table) ([]File, error) {
 	if !ok {
 		return nil, fmt.Errorf("table %v has no %q column", t.Identifier(), TimestampColumn)
 	}
-	tasks, err := t.Scan().PlanFiles(ctx)
+	tasks, err := t.Scan(table.WithRowFilter(filter)).PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list live files of %v: %w", t.Identifier(), err)
 	}

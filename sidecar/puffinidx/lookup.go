@@ -52,30 +52,41 @@ func Index(ctx context.Context, t *table.Table, dataFile, column string) (*index
 
 // ReadSidecar reads the index of column of dataFile from a Puffin file with iceberg-go's reader.
 func ReadSidecar(fsys icebergio.IO, puffinPath, dataFile, column string) (*index.Inverted, error) {
+	ix, _, err := ReadSidecarUpTo(fsys, puffinPath, dataFile, column, 0)
+	return ix, err
+}
+
+// ReadSidecarUpTo is ReadSidecar for a reader with a cost limit: when the blob is longer than
+// maxBytes (0: no limit) it reads only the Puffin footer and returns nil and the blob's length, so
+// a search can scan instead of reading an index that costs more than the scan it saves.
+func ReadSidecarUpTo(fsys icebergio.IO, puffinPath, dataFile, column string, maxBytes int64) (*index.Inverted, int64, error) {
 	f, err := fsys.Open(puffinPath)
 	if err != nil {
-		return nil, fmt.Errorf("open index sidecar %s: %w", puffinPath, err)
+		return nil, 0, fmt.Errorf("open index sidecar %s: %w", puffinPath, err)
 	}
 	defer f.Close()
 	pr, err := puffin.NewReader(f)
 	if err != nil {
-		return nil, fmt.Errorf("read index sidecar %s: %w", puffinPath, err)
+		return nil, 0, fmt.Errorf("read index sidecar %s: %w", puffinPath, err)
 	}
 	for _, b := range pr.Blobs() {
 		if b.Type != BlobType || b.Properties[PropColumn] != column || b.Properties[PropDataFile] != dataFile {
 			continue
 		}
+		if maxBytes > 0 && b.Length > maxBytes {
+			return nil, b.Length, nil
+		}
 		raw, err := pr.ReadBlobByMetadata(b)
 		if err != nil {
-			return nil, fmt.Errorf("read %s blob of %s in %s: %w", column, dataFile, puffinPath, err)
+			return nil, b.Length, fmt.Errorf("read %s blob of %s in %s: %w", column, dataFile, puffinPath, err)
 		}
 		ix, err := index.DecodeInverted(raw)
 		if err != nil {
-			return nil, fmt.Errorf("decode %s blob of %s in %s: %w", column, dataFile, puffinPath, err)
+			return nil, b.Length, fmt.Errorf("decode %s blob of %s in %s: %w", column, dataFile, puffinPath, err)
 		}
-		return ix, nil
+		return ix, b.Length, nil
 	}
-	return nil, fmt.Errorf("index sidecar %s has no %s blob for column %s of %s", puffinPath, BlobType, column, dataFile)
+	return nil, 0, fmt.Errorf("index sidecar %s has no %s blob for column %s of %s", puffinPath, BlobType, column, dataFile)
 }
 
 // DropStale removes, in one property commit, the registrations of data files that are not live in

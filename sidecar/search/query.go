@@ -1,0 +1,192 @@
+package search
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/deletes"
+)
+
+// Query is one search as the command line gives it.
+type Query struct {
+	// From and To bound the timestamp column, [From, To), in the deletion-request syntax (RFC 3339
+	// or a UTC day); empty leaves that side open.
+	From, To string
+	// Where is a conjunction of COLUMN IN (VALUES) conditions (the delete-request grammar).
+	Where []deletes.Condition
+	// Contains keeps rows whose raw column contains the substring (nil: no test). An empty
+	// substring is refused: it would match every row and prune nothing, most often by mistake.
+	Contains *string
+	// Token keeps rows whose raw column holds the token as a whole word (nil: no test).
+	Token *string
+	// Limit is the most rows returned; 0 returns every match.
+	Limit int
+	// Desc returns the newest rows first.
+	Desc bool
+	// Columns to return; empty: every column of the table. The timestamp always comes first.
+	Columns []string
+}
+
+// compiled is a Query bound to a table schema, with its values parsed.
+type compiled struct {
+	from, to  int64 // [from, to) µs; math.MinInt64/MaxInt64 when open
+	where     []deletes.Condition
+	contains  *string
+	token     *string
+	limit     int
+	desc      bool
+	tsColumn  string
+	rawColumn string
+	output    []string // columns returned, timestamp first
+	// tested are the columns the predicate reads (the timestamp first): a row group's rows are
+	// selected on them before the other output columns are decoded, and only when some match.
+	tested         []string
+	decode         []string // every column read: output plus tested
+	filter         *merge.RowFilter
+	filterSchema   *arrow.Schema // the table's Arrow schema: the filter is checked against it
+	hasRowCriteria bool          // some test beyond the time range
+}
+
+// compile checks q against the table schema and returns it ready to run. Errors name the flag and
+// value at fault and what is accepted.
+func compile(q Query, sc *iceberg.Schema, tsColumn, rawColumn string) (*compiled, error) {
+	c := &compiled{from: minTime, to: maxTime, where: q.Where, contains: q.Contains, token: q.Token,
+		limit: q.Limit, desc: q.Desc, tsColumn: tsColumn, rawColumn: rawColumn}
+	if q.Limit < 0 {
+		return nil, fmt.Errorf("--limit %d: accepted: 0 (every row) or more", q.Limit)
+	}
+	r := deletes.Request{From: q.From, To: q.To}
+	from, to, err := r.Range()
+	if err != nil {
+		return nil, err
+	}
+	if from != nil {
+		c.from = *from
+	}
+	if to != nil {
+		c.to = *to
+	}
+	if from != nil && to != nil && *from >= *to {
+		return nil, fmt.Errorf("--from %s is not before --to %s: the range is [from, to)", q.From, q.To)
+	}
+	asc, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("table schema as Arrow: %w", err)
+	}
+	c.filterSchema = asc
+	names := columnNames(sc)
+	seen := map[string]bool{}
+	for _, w := range q.Where {
+		f, ok := sc.FindFieldByName(w.Column)
+		if !ok || strings.Contains(w.Column, ".") {
+			return nil, fmt.Errorf("--where column %q: the table has no such column; columns: %s", w.Column, strings.Join(names, ", "))
+		}
+		if w.Column == tsColumn {
+			return nil, fmt.Errorf("--where column %q: bound the timestamp with --from/--to", w.Column)
+		}
+		if seen[w.Column] {
+			return nil, fmt.Errorf("--where column %q: more than one condition; a row has one value", w.Column)
+		}
+		seen[w.Column] = true
+		switch f.Type.(type) {
+		case iceberg.StringType, iceberg.Int32Type, iceberg.Int64Type, iceberg.BooleanType:
+		default:
+			return nil, fmt.Errorf("--where column %q has type %s: accepted: string, int, long and boolean columns", w.Column, f.Type)
+		}
+	}
+	pred := merge.Predicate{From: from, To: to}
+	for _, w := range q.Where {
+		pred.Columns = append(pred.Columns, merge.ColumnIn{Column: w.Column, Values: w.Values})
+	}
+	c.filter = &merge.RowFilter{Predicates: []merge.Predicate{pred}}
+	if _, err := merge.CompileFilter(c.filter, asc, tsColumn); err != nil {
+		return nil, fmt.Errorf("--where: %w", err)
+	}
+	if q.Contains != nil && *q.Contains == "" {
+		return nil, errors.New("--contains \"\": an empty substring matches every row; give at least one character")
+	}
+	if q.Token != nil && !index.IsToken(*q.Token) {
+		return nil, fmt.Errorf("--token %q: not a single token (letters, digits, _ and non-ASCII characters); use --contains for other text", *q.Token)
+	}
+	if q.Contains != nil || q.Token != nil {
+		f, ok := sc.FindFieldByName(rawColumn)
+		if !ok {
+			return nil, fmt.Errorf("--contains/--token search the %q column, which the table does not have", rawColumn)
+		}
+		if _, ok := f.Type.(iceberg.StringType); !ok {
+			return nil, fmt.Errorf("--contains/--token search the %q column, which has type %s, not string", rawColumn, f.Type)
+		}
+	}
+	c.hasRowCriteria = len(q.Where) > 0 || q.Contains != nil || q.Token != nil
+	c.output = []string{tsColumn}
+	if len(q.Columns) == 0 {
+		for _, n := range names {
+			if n != tsColumn {
+				c.output = append(c.output, n)
+			}
+		}
+	}
+	for _, col := range q.Columns {
+		if _, ok := sc.FindFieldByName(col); !ok || strings.Contains(col, ".") {
+			return nil, fmt.Errorf("--columns %q: the table has no such column; columns: %s", col, strings.Join(names, ", "))
+		}
+		if !slices.Contains(c.output, col) {
+			c.output = append(c.output, col)
+		}
+	}
+	c.tested = []string{tsColumn}
+	for _, w := range q.Where {
+		c.tested = append(c.tested, w.Column)
+	}
+	if (q.Contains != nil || q.Token != nil) && !slices.Contains(c.tested, rawColumn) {
+		c.tested = append(c.tested, rawColumn)
+	}
+	c.decode = slices.Clone(c.output)
+	for _, col := range c.tested {
+		if !slices.Contains(c.decode, col) {
+			c.decode = append(c.decode, col)
+		}
+	}
+	return c, nil
+}
+
+// The open ends of a time range.
+const (
+	minTime int64 = math.MinInt64
+	maxTime int64 = math.MaxInt64
+)
+
+func columnNames(sc *iceberg.Schema) []string {
+	var out []string
+	for _, f := range sc.Fields() {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// icebergFilter is the query as an Iceberg row filter for scan planning (manifest bounds).
+func (c *compiled) icebergFilter(sc *iceberg.Schema) (iceberg.BooleanExpression, error) {
+	r := deletes.Request{Where: c.where}
+	if c.from != minTime || c.to != maxTime {
+		// Expr takes the range as text; the compiled bounds are exact microseconds.
+		r.From, r.To = microText(c.from, minTime), microText(c.to, maxTime)
+	}
+	return r.Expr(sc, c.tsColumn)
+}
+
+// microText renders µs as RFC 3339 with six fractional digits ("" for the open end).
+func microText(us, open int64) string {
+	if us == open {
+		return ""
+	}
+	return formatMicros(us)
+}
