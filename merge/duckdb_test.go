@@ -47,7 +47,7 @@ func TestDuckDBReadsOutputs(t *testing.T) {
 		}
 		for _, path := range allPaths {
 			res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 2),
-				RewriteOptions{ForcePath: path, ChunkRows: 900, WriterOptions: WriterOptions{RowGroupRows: 1000, TargetFileBytes: 40_000,
+				RewriteOptions{ForcePath: path, ChunkRows: 900, SpliceMinRows: 100, WriterOptions: WriterOptions{RowGroupRows: 1000, TargetFileBytes: 40_000,
 					Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}}}})
 			if err != nil {
 				t.Fatal(err)

@@ -51,7 +51,7 @@ func TestIcebergScannerReadsOutputs(t *testing.T) {
 	var dfs []iceberg.DataFile
 	for _, path := range allPaths {
 		res, err := Rewrite(ctx, localFS, inputs, sc, pathGen(filepath.Join(dir, "wh", "logs", "data", string(path)), 1),
-			RewriteOptions{ForcePath: path, WriterOptions: WriterOptions{RowGroupRows: 700, TargetFileBytes: 50_000}})
+			RewriteOptions{ForcePath: path, SpliceMinRows: 100, WriterOptions: WriterOptions{RowGroupRows: 700, TargetFileBytes: 50_000}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func TestPageBoundedNestedColumns(t *testing.T) {
 	got := map[PathKind][]string{}
 	for _, path := range []PathKind{PathKWay, PathPageBounded} {
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 2),
-			RewriteOptions{ForcePath: path, ChunkRows: 700})
+			RewriteOptions{ForcePath: path, ChunkRows: 700, SpliceMinRows: 100})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
