@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	icebergio "github.com/apache/iceberg-go/io"
 
@@ -321,7 +323,51 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		j.release()
 		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d holds %d timestamps, its footer says %d rows", rg, len(j.ts), want))
 	}
+	if err := verifyPages(s.in, rg, leaves); err != nil {
+		j.release()
+		return nil, err
+	}
 	return j, nil
+}
+
+// verifyPages reads every page of row group rg's columns except the leaves
+// already decoded: each page header must parse and its data decompress (zstd
+// frames carry a checksum), and the pages must hold the values the footer
+// says. Values are not decoded. A copy does not re-encode, so this is what
+// keeps damaged input from being carried into the output unnoticed.
+func verifyPages(in *openedInput, rg int, decoded []int) error {
+	r := in.pf.RowGroup(rg)
+	for i := 0; i < r.NumColumns(); i++ {
+		if slices.Contains(decoded, i) {
+			continue
+		}
+		fail := func(err error) error {
+			return inputErr("reading input", in.path, fmt.Errorf("row group %d column %d: %w", rg, i, err))
+		}
+		cc, err := r.MetaData().ColumnChunk(i)
+		if err != nil {
+			return fail(err)
+		}
+		pr, err := r.GetColumnPageReader(i)
+		if err != nil {
+			return fail(err)
+		}
+		var values int64
+		for pr.Next() {
+			if dp, ok := pr.Page().(file.DataPage); ok {
+				values += int64(dp.NumValues())
+			}
+		}
+		err = pr.Err()
+		_ = pr.Close()
+		if err != nil {
+			return fail(err)
+		}
+		if values != cc.NumValues() {
+			return fail(fmt.Errorf("pages hold %d values, the footer says %d", values, cc.NumValues()))
+		}
+	}
+	return nil
 }
 
 func (s *spliceSource) close() error {
