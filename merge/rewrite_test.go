@@ -306,6 +306,28 @@ func TestChoosePath(t *testing.T) {
 	if got, _ := ChoosePath(10<<30, 8, b); got != PathPageBounded {
 		t.Errorf("wide rows: got %s, want page-bounded", got)
 	}
+	// Mostly copyable bins splice, even small ones, as long as the rest
+	// streams within the budget.
+	b.StreamBytesPerInput = 4 << 20
+	for _, c := range []struct {
+		copyable, total int64
+		fan             int
+		want            PathKind
+	}{
+		{60, 100, 8, PathSplice},
+		{60, 100, 33, PathPageBounded}, // the re-encoded rest cannot stream
+		{40, 100, 8, PathKWay},
+		{0, 0, 8, PathKWay},
+	} {
+		b.SpliceBytes, b.InputBytes = c.copyable<<20, c.total<<20
+		if got, reason := ChoosePath(10<<30, c.fan, b); got != c.want || reason == "" {
+			t.Errorf("splice %d of %d MiB, fan-in %d: got %s (%s), want %s", c.copyable, c.total, c.fan, got, reason, c.want)
+		}
+	}
+	b.SpliceBytes, b.InputBytes = 60<<20, 100<<20
+	if got, _ := ChoosePath(10<<20, 4, b); got != PathSplice {
+		t.Errorf("a small mostly disjoint bin: got %s, want splice", got)
+	}
 }
 
 func TestMemoryBudget(t *testing.T) {

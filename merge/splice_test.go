@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -137,7 +138,8 @@ func TestSpliceMatchesKWay(t *testing.T) {
 			for _, in := range s.inputs {
 				gen = max(gen, in.Generation+1)
 			}
-			opts := RewriteOptions{SpliceMinRows: 200, ChunkRows: 500, WriterOptions: WriterOptions{RowGroupRows: 400, TargetFileBytes: int64(30_000 + r.IntN(60_000))}}
+			m := NewMetrics(nil)
+			opts := RewriteOptions{Metrics: m, SpliceMinRows: 200, ChunkRows: 500, WriterOptions: WriterOptions{RowGroupRows: 400, TargetFileBytes: int64(30_000 + r.IntN(60_000))}}
 			outs := map[PathKind]RewriteResult{}
 			for _, p := range []PathKind{PathKWay, PathSplice} {
 				opts.ForcePath = p
@@ -155,6 +157,16 @@ func TestSpliceMatchesKWay(t *testing.T) {
 			sp := outs[PathSplice]
 			if (sp.SplicedBytes > 0) != shape.wantCopies {
 				t.Fatalf("%s: spliced %d bytes, want copies=%v", what, sp.SplicedBytes, shape.wantCopies)
+			}
+			if got := testutil.ToFloat64(m.SplicedBytes); got != float64(sp.SplicedBytes) {
+				t.Fatalf("%s: spliced_bytes_total %v, the result says %d", what, got, sp.SplicedBytes)
+			}
+			// Left to choose, the splice takes a bin that is mostly copyable.
+			opts.ForcePath = ""
+			if res, err := Rewrite(context.Background(), localFS, s.inputs, sc, pathGen(filepath.Join(dir, "chosen"), gen), opts); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			} else if sp.SplicedBytes*2 >= sp.BytesWritten && res.Path != PathSplice {
+				t.Fatalf("%s: %d of %d bytes copyable, ChoosePath took %s (%s)", what, sp.SplicedBytes, sp.BytesWritten, res.Path, res.Reason)
 			}
 			if a, b := groupTotals(t, outs[PathKWay].Outputs), groupTotals(t, sp.Outputs); a != b {
 				t.Fatalf("%s: group counts differ:\n k-way  %s\n splice %s", what, a, b)

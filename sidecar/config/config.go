@@ -140,6 +140,11 @@ type Config struct {
 	// MergeChunkRows is how many rows the page-bounded merge decodes at a time, which bounds its
 	// memory whatever the input size. Default 64 Ki rows (--merge-chunk-rows), merge's default.
 	MergeChunkRows int64
+	// MergeSpliceMinRows is the smallest row group the splice merge copies without re-encoding;
+	// smaller ones are re-encoded so outputs do not keep small row groups. Default 64 Ki rows
+	// (--merge-splice-min-rows), half the row-group length; 0 turns the splice off (stored as -1,
+	// merge's "off", since merge reads 0 as its default).
+	MergeSpliceMinRows int64
 
 	// DeleteTasks runs the idle-cycle delete-task sweep over owned tables (docs/deletes.md);
 	// requests are recorded either way. Default true (--delete-tasks), the spec's.
@@ -407,6 +412,16 @@ func Options() []Option {
 					err = fmt.Errorf("accepted: a whole number of rows above 0")
 				}
 				c.MergeChunkRows = int64(n)
+				return err
+			}},
+		{"merge-splice-min-rows", "SIGLAKE_MERGE_SPLICE_MIN_ROWS", strconv.Itoa(merge.DefaultSpliceMinRows), "",
+			"Smallest row group the splice merge copies without re-encoding (smaller ones are re-encoded with the rows around them); 0 turns the splice path off.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.MergeSpliceMinRows = int64(n)
+				if n == 0 {
+					c.MergeSpliceMinRows = -1
+				}
 				return err
 			}},
 		{"delete-tasks", "SIGLAKE_DELETE_TASKS", "true", "compactor.deleteTasks",
