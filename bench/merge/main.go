@@ -35,7 +35,7 @@ import (
 func main() {
 	var (
 		dir        = flag.String("dir", "", "work directory (inputs are generated once and reused)")
-		shapes     = flag.String("shapes", "overlap", "bin shapes to run (shapes.go): overlap, disjoint, sliver, tail")
+		shapes     = flag.String("shapes", "overlap", "bin shapes to run (shapes.go): overlap, disjoint, sliver, tail, foreign")
 		mb         = flag.Int("mb", 256, "decoded MiB of each input set")
 		fanins     = flag.String("fanins", "8,32", "input file counts, each over the same total size")
 		contenders = flag.String("contenders", "in-memory,k-way,page-bounded,duckdb,iceberg-go", "what to run")
@@ -285,10 +285,21 @@ func orchestrate(dir, shapes string, mb int, fanins, contenders, duckDir string,
 		// In its own process: a child forked from a process that held the
 		// generated rows would report that process's peak RSS as its own.
 		if _, err := loadSet(setDir); err != nil {
-			cmd := exec.Command(self, "-gen", shape, "-set", setDir, "-fanins", strconv.Itoa(n), "-mb", strconv.Itoa(mb))
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("generating inputs: %w", err)
+			genShape, genDir := shape, setDir
+			if shape == "foreign" {
+				genShape, genDir = "overlap", filepath.Join(dir, fmt.Sprintf("set-overlap-%d-%dmb", n, mb))
+			}
+			if _, err := loadSet(genDir); err != nil {
+				cmd := exec.Command(self, "-gen", genShape, "-set", genDir, "-fanins", strconv.Itoa(n), "-mb", strconv.Itoa(mb))
+				cmd.Stderr = os.Stderr
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("generating inputs: %w", err)
+				}
+			}
+			if shape == "foreign" {
+				if err := rewriteWithDuckDB(self, genDir, setDir, duckDir); err != nil {
+					return fmt.Errorf("generating inputs: %w", err)
+				}
 			}
 		}
 		s, err := loadSet(setDir)
@@ -496,4 +507,35 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// rewriteWithDuckDB writes each input of the set in src again with DuckDB
+// (its own row groups of 122,880 rows and its own page sizes) into dst: the
+// "foreign" shape, inputs written by another tool.
+func rewriteWithDuckDB(self, src, dst, duckDir string) error {
+	s, err := loadSet(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	out := s
+	out.Inputs, out.FileBytes = nil, 0
+	for i, in := range s.Inputs {
+		p := filepath.Join(dst, fmt.Sprintf("duckdb-%02d.parquet", i))
+		cmd := exec.Command("node", filepath.Join(filepath.Dir(self), "duckdb_copy.mjs"), duckDir, p, "2", in.Path)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("DuckDB rewriting %s: %w: %s", in.Path, err, b)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Dir(dst), p)
+		out.Inputs = append(out.Inputs, merge.Input{Path: rel, Size: st.Size(), Rows: in.Rows})
+		out.FileBytes += st.Size()
+	}
+	b, _ := json.Marshal(out)
+	return os.WriteFile(filepath.Join(dst, "set.json"), b, 0o644)
 }

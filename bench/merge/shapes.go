@@ -27,6 +27,7 @@ var shapeDoc = map[string]string{
 	"disjoint": "(a) consecutive time windows, one per file, touching nothing else: an L1 bin of time-disjoint files into one L2 file.",
 	"sliver":   "(b) one big file covering the hour plus three small files of late rows inside its last 36 seconds: a terminal file absorbing a late sliver.",
 	"tail":     "(c) consecutive windows, each file also holding a 5% late tail that falls in the last tenth of the previous file's window.",
+	"foreign":  "the overlap inputs written again by DuckDB (122,880-row row groups, its own page sizes): inputs written by another tool.",
 }
 
 // layout returns, per file, its segments in time order, for about total rows.
@@ -59,7 +60,7 @@ func layout(shape string, n int, total int64) ([][]segment, error) {
 			files = append(files, []segment{{shapeT0 + int64(f)*w - w/10, w / 10, tail}, {shapeT0 + int64(f)*w, w, per - tail}})
 		}
 	default:
-		return nil, fmt.Errorf("unknown shape %q (accepted: overlap, disjoint, sliver, tail)", shape)
+		return nil, fmt.Errorf("unknown shape %q (accepted: overlap, disjoint, sliver, tail; foreign is made from overlap)", shape)
 	}
 	return files, nil
 }
