@@ -316,6 +316,11 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 	if left, _ := os.ReadDir(out); len(left) != 0 {
 		t.Fatalf("%d output files left behind", len(left))
 	}
+	// Unverified, the damage is copied on: what SIGLAKE_MERGE_SPLICE_VERIFY=off trades.
+	if _, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, SpliceUnverified: true, WriterOptions: WriterOptions{RowGroupRows: 1000}}); err != nil {
+		t.Fatalf("unverified splice: %v", err)
+	}
 }
 
 // TestArrowGoPiecesTheSpliceUses pins what the splice relies on in arrow-go:

@@ -232,17 +232,21 @@ func runChild(contender, setDir string) (childResult, error) {
 	_ = os.RemoveAll(out)
 	ctx := context.Background()
 	switch contender {
-	case "in-memory", "k-way", "page-bounded", "splice", "chosen":
+	case "in-memory", "k-way", "page-bounded", "splice", "splice-unverified", "chosen":
 		path := merge.PathKind(contender)
-		if contender == "chosen" {
+		switch contender {
+		case "chosen":
 			path = "" // what ChoosePath takes
+		case "splice-unverified":
+			path = merge.PathSplice
 		}
 		start := time.Now()
 		res, err := merge.Rewrite(ctx, icebergio.LocalFS{}, s.Inputs, arrowSchema(), func(int) string {
 			return filepath.Join(out, merge.DataFileName(1))
 		}, merge.RewriteOptions{
-			ForcePath:     path,
-			WriterOptions: merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id"}}},
+			ForcePath:        path,
+			SpliceUnverified: contender == "splice-unverified",
+			WriterOptions:    merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id"}}},
 		})
 		if err != nil {
 			return childResult{}, err
@@ -427,7 +431,7 @@ func ratios(rows []measured) string {
 	}
 	var b strings.Builder
 	kw, duck, pb, ice := get("k-way"), get("duckdb"), get("page-bounded"), get("iceberg-go")
-	for _, name := range []string{"splice", "chosen"} {
+	for _, name := range []string{"splice", "splice-unverified", "chosen"} {
 		if sp := get(name); sp != nil && duck != nil {
 			fmt.Fprintf(&b, "- %s vs DuckDB: %.2fx DuckDB's throughput per process CPU second, %.2fx its speed (%.2fx by median times), %.2f of its peak RSS\n",
 				name, duck.cpu/sp.cpu, duck.res.Seconds/sp.res.Seconds, duck.median/sp.median, float64(sp.maxRSS)/float64(duck.maxRSS))

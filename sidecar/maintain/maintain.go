@@ -90,6 +90,9 @@ type Config struct {
 	MaxFanIn         int
 	// MergeSpliceMinRows is SIGLAKE_MERGE_SPLICE_MIN_ROWS (merge.RewriteOptions.SpliceMinRows).
 	MergeSpliceMinRows int64
+	// MergeSpliceUnverified is SIGLAKE_MERGE_SPLICE_VERIFY=off (merge.RewriteOptions.SpliceUnverified);
+	// the zero value verifies.
+	MergeSpliceUnverified bool
 	// Metadata is the search metadata a rewrite's output carries.
 	Metadata lake.MetadataFunc
 }
@@ -714,7 +717,8 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 // index rebuild under SIGLAKE_INDEX_REBUILD.
 func (m *Maintainer) executor() *rewrite.Executor {
 	e := &rewrite.Executor{Lake: m.Lake, MemoryBudget: m.Cfg.MergeMemoryBytes, ChunkRows: m.Cfg.MergeChunkRows,
-		MaxFanIn: m.Cfg.MaxFanIn, SpliceMinRows: m.Cfg.MergeSpliceMinRows, MergeMetrics: m.Metrics.Merge, Now: m.Now}
+		MaxFanIn: m.Cfg.MaxFanIn, SpliceMinRows: m.Cfg.MergeSpliceMinRows,
+		SpliceUnverified: m.Cfg.MergeSpliceUnverified, MergeMetrics: m.Metrics.Merge, Now: m.Now}
 	if m.Cfg.IndexRebuild {
 		e.AfterCommit = m.rebuildIndexes
 	}

@@ -119,6 +119,8 @@ type Executor struct {
 	MaxFanIn     int
 	// SpliceMinRows is the smallest row group the splice path copies (merge.RewriteOptions).
 	SpliceMinRows int64
+	// SpliceUnverified skips the splice's page checks (merge.RewriteOptions).
+	SpliceUnverified bool
 	// MergeMetrics counts merges by path; nil counts nothing.
 	MergeMetrics *merge.Metrics
 	Now          func() time.Time
@@ -173,7 +175,7 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) },
 		merge.RewriteOptions{
 			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, Metadata: job.Metadata},
-			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, SpliceMinRows: e.SpliceMinRows, Metrics: e.MergeMetrics,
+			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, SpliceMinRows: e.SpliceMinRows, SpliceUnverified: e.SpliceUnverified, Metrics: e.MergeMetrics,
 			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter,
 		})
 	if err != nil {
