@@ -435,3 +435,42 @@ func checkDuckDBSame(t *testing.T, duck *testenv.Duck, what string, want, got []
 		}
 	}
 }
+
+// TestSpliceMemoryIndependentOfInputSize: the splice's peak allocation does
+// not grow with the row groups it copies (DESIGN promise 4): copies stream
+// through a fixed buffer, and what it decodes of them is one row group's
+// timestamp and group columns.
+func TestSpliceMemoryIndependentOfInputSize(t *testing.T) {
+	sc := testArrowSchema(t)
+	var peaks, decoded [2]int64
+	for si, perInput := range testSizes {
+		dir := t.TempDir()
+		r := rand.New(rand.NewPCG(9, uint64(si)))
+		var inputs []Input
+		next := int64(1_700_000_000_000_000)
+		for i := 0; i < 4; i++ {
+			rec := randRecord(r, sc, perInput, next+10, 3, true, true)
+			next = lastTs(rec)
+			decoded[si] += recordBytes(rec)
+			inputs = append(inputs, writeInput(t, dir, sc, rec, 1, 8192))
+			rec.Release()
+		}
+		alloc := newPeakAllocator()
+		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 2),
+			RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 4096, WriterOptions: WriterOptions{RowGroupRows: 8192, Allocator: alloc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SplicedBytes == 0 {
+			t.Fatal("the splice copied nothing")
+		}
+		if left := alloc.cur.Load(); left > 512*int64(len(res.Outputs)*64) {
+			t.Errorf("%d bytes still allocated after the rewrite (leak)", left)
+		}
+		peaks[si] = alloc.peak.Load()
+	}
+	t.Logf("decoded input %v bytes, splice peak allocated %v bytes", decoded, peaks)
+	if growth, inputGrowth := peaks[1]-peaks[0], decoded[1]-decoded[0]; growth > inputGrowth/20 {
+		t.Errorf("splice peak grew with the input: %d -> %d bytes (+%d, more than 1/20 of the input's +%d)", peaks[0], peaks[1], growth, inputGrowth)
+	}
+}
