@@ -212,13 +212,7 @@ func TestSpliceMatchesKWay(t *testing.T) {
 // TestSpliceNestedColumns: map and list columns are copied and merged like
 // the others.
 func TestSpliceNestedColumns(t *testing.T) {
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-		{Name: "service", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "attributes", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String), Nullable: true},
-		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-		{Name: "raw", Type: arrow.BinaryTypes.String, Nullable: true},
-	}, nil)
+	sc := nestedSchema()
 	r := rand.New(rand.NewPCG(8, 8))
 	dir := t.TempDir()
 	var inputs []Input

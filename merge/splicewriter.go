@@ -137,14 +137,7 @@ func (w *spliceWriter) write(ctx context.Context, rec arrow.RecordBatch) error {
 		if w.rg != nil {
 			rgRows = w.rg.rows
 		}
-		end := off + min(n-off, w.opts.RowGroupRows-rgRows)
-		if w.closing {
-			j := off
-			for j < end && micros[j] == w.lastTs {
-				j++
-			}
-			end = j
-		}
+		end := rowGroupCut(micros, off, w.opts.RowGroupRows-rgRows, w.closing, w.lastTs)
 		if err := w.encode(rec, off, end, micros[off:end]); err != nil {
 			return err
 		}
