@@ -47,7 +47,7 @@ func TestCorruptInputFailsWithoutOutput(t *testing.T) {
 		for _, path := range allPaths {
 			out := filepath.Join(dir, "out", name, string(path))
 			res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
-				RewriteOptions{ForcePath: path, ChunkRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000, TargetFileBytes: 30_000}})
+				RewriteOptions{ForcePath: path, ChunkRows: 500, SpliceMinRows: 100, WriterOptions: WriterOptions{RowGroupRows: 1000, TargetFileBytes: 30_000}})
 			if err == nil {
 				t.Fatalf("%s/%s: merge succeeded with %d outputs", name, path, len(res.Outputs))
 			}
@@ -84,7 +84,7 @@ func TestRandomCorruptionNeverPanics(t *testing.T) {
 		for _, path := range allPaths {
 			out := filepath.Join(dir, "out", string(path))
 			_, err := Rewrite(context.Background(), localFS, []Input{good, {Path: bad}}, sc, pathGen(out, 1),
-				RewriteOptions{ForcePath: path, ChunkRows: 300, WriterOptions: WriterOptions{RowGroupRows: 500}})
+				RewriteOptions{ForcePath: path, ChunkRows: 300, SpliceMinRows: 100, WriterOptions: WriterOptions{RowGroupRows: 500}})
 			if err != nil {
 				if left, _ := os.ReadDir(out); len(left) != 0 {
 					t.Fatalf("iteration %d %s: failed but left %d files", i, path, len(left))

@@ -32,7 +32,11 @@ func TestDuckDBReadsOutputs(t *testing.T) {
 		var inputs []Input
 		var want []arrow.RecordBatch
 		for i := 0; i < 2+r.IntN(4); i++ {
-			rec := randRecord(r, sc, 500+r.IntN(3000), 1_700_000_000_000_000+r.Int64N(2000), 3, true, r.IntN(2) == 0)
+			base := 1_700_000_000_000_000 + r.Int64N(2000)
+			if i == 0 {
+				base -= 100_000 // before the others: the splice copies it
+			}
+			rec := randRecord(r, sc, 500+r.IntN(3000), base, 3, true, r.IntN(2) == 0)
 			inputs = append(inputs, writeInput(t, dir, sc, rec, 1, 700))
 			c, err := Conform(rec, sc, memory.DefaultAllocator)
 			if err != nil {
@@ -47,10 +51,13 @@ func TestDuckDBReadsOutputs(t *testing.T) {
 		}
 		for _, path := range allPaths {
 			res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 2),
-				RewriteOptions{ForcePath: path, ChunkRows: 900, WriterOptions: WriterOptions{RowGroupRows: 1000, TargetFileBytes: 40_000,
+				RewriteOptions{ForcePath: path, ChunkRows: 900, SpliceMinRows: 100, WriterOptions: WriterOptions{RowGroupRows: 1000, TargetFileBytes: 40_000,
 					Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}}}})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if path == PathSplice && res.SplicedBytes == 0 {
+				t.Fatalf("seed %d: the splice copied nothing", seed)
 			}
 			var files []string
 			for _, o := range res.Outputs {

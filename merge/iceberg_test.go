@@ -43,7 +43,8 @@ func TestIcebergScannerReadsOutputs(t *testing.T) {
 	var inputs []Input
 	var want []string
 	for i := 0; i < 3; i++ {
-		rec := randRecord(r, sc, 2000, 1_700_000_000_000_000, 3, true, i > 0)
+		// The last input lies after the others: the splice copies it.
+		rec := randRecord(r, sc, 2000, 1_700_000_000_000_000+int64(i/2)*20_000, 3, true, i > 0)
 		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 500))
 		want = append(want, rowStrings(t, rec, sc)...)
 		rec.Release()
@@ -51,9 +52,12 @@ func TestIcebergScannerReadsOutputs(t *testing.T) {
 	var dfs []iceberg.DataFile
 	for _, path := range allPaths {
 		res, err := Rewrite(ctx, localFS, inputs, sc, pathGen(filepath.Join(dir, "wh", "logs", "data", string(path)), 1),
-			RewriteOptions{ForcePath: path, WriterOptions: WriterOptions{RowGroupRows: 700, TargetFileBytes: 50_000}})
+			RewriteOptions{ForcePath: path, SpliceMinRows: 100, WriterOptions: WriterOptions{RowGroupRows: 700, TargetFileBytes: 50_000}})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if path == PathSplice && res.SplicedBytes == 0 {
+			t.Fatal("the splice copied nothing")
 		}
 		for _, o := range res.Outputs {
 			df, err := table.DataFileFromMetadata(table.DataFileArgs{

@@ -8,7 +8,7 @@ import (
 )
 
 // pathLabel is a merge path as a metric label value: snake_case like every label value
-// (k_way, in_memory, page_bounded); logs and /debug/status keep the path's own name.
+// (k_way, in_memory, page_bounded, splice); logs and /debug/status keep the path's own name.
 func pathLabel(p PathKind) string { return strings.ReplaceAll(string(p), "-", "_") }
 
 // Metrics are the merge engine's Prometheus collectors. A nil *Metrics is
@@ -19,6 +19,7 @@ type Metrics struct {
 	OutputBytes  *prometheus.CounterVec
 	Duration     *prometheus.HistogramVec
 	IndexSkipped *prometheus.CounterVec
+	SplicedBytes prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg (if not nil).
@@ -47,11 +48,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_index_footer_skipped_total",
 			Help: "Footer inverted indexes left out because they exceeded SIGLAKE_INDEX_FOOTER_MAX_BYTES, by column.",
 		}, []string{"column"}),
+		SplicedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "siglake_merge_spliced_bytes_total",
+			Help: "Bytes of output row groups the splice path copied from input files without re-encoding them.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Rewrites, m.InputBytes, m.OutputBytes, m.Duration, m.IndexSkipped)
+		reg.MustRegister(m.Rewrites, m.InputBytes, m.OutputBytes, m.Duration, m.IndexSkipped, m.SplicedBytes)
 	}
-	for _, p := range []PathKind{PathInMemory, PathKWay, PathPageBounded} { // at 0 from the start
+	for _, p := range []PathKind{PathInMemory, PathKWay, PathPageBounded, PathSplice} { // at 0 from the start
 		l := pathLabel(p)
 		m.Rewrites.WithLabelValues(l)
 		m.InputBytes.WithLabelValues(l)
@@ -70,6 +75,7 @@ func (m *Metrics) observe(res RewriteResult, seconds float64) {
 	m.InputBytes.WithLabelValues(p).Add(float64(res.BytesRead))
 	m.OutputBytes.WithLabelValues(p).Add(float64(res.BytesWritten))
 	m.Duration.WithLabelValues(p).Observe(seconds)
+	m.SplicedBytes.Add(float64(res.SplicedBytes))
 	m.CountSkipped(res.Outputs)
 }
 

@@ -16,13 +16,7 @@ import (
 // small chunks so the data pass's reads start in the middle of those pages. arrow-go cannot
 // seek there (nested.go); the page-bounded path must still give the k-way path's rows.
 func TestPageBoundedNestedColumns(t *testing.T) {
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-		{Name: "service", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "attributes", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String), Nullable: true},
-		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-		{Name: "raw", Type: arrow.BinaryTypes.String, Nullable: true},
-	}, nil)
+	sc := nestedSchema()
 	r := rand.New(rand.NewPCG(7, 7))
 	dir := t.TempDir()
 	var inputs []Input
@@ -35,7 +29,7 @@ func TestPageBoundedNestedColumns(t *testing.T) {
 	got := map[PathKind][]string{}
 	for _, path := range []PathKind{PathKWay, PathPageBounded} {
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 2),
-			RewriteOptions{ForcePath: path, ChunkRows: 700})
+			RewriteOptions{ForcePath: path, ChunkRows: 700, SpliceMinRows: 100})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -47,6 +41,17 @@ func TestPageBoundedNestedColumns(t *testing.T) {
 		t.Fatalf("k-way wrote %d rows, want %d", len(got[PathKWay]), 3*rows)
 	}
 	diffRows(t, got[PathPageBounded], got[PathKWay])
+}
+
+// nestedSchema has a map and a list column beside the usual ones.
+func nestedSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "service", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "attributes", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String), Nullable: true},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		{Name: "raw", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
 }
 
 // nestedRecord: n rows sorted by timestamp (input i interleaves with the others), each with a

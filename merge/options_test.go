@@ -96,7 +96,7 @@ func TestRewriteGenerationsAndMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(m.OutputBytes.WithLabelValues("k_way")); got != float64(res.Outputs[0].Size) {
 		t.Fatalf("output_bytes_total = %v, output size %d", got, res.Outputs[0].Size)
 	}
-	if n := testutil.CollectAndCount(m.Duration); n != 3 {
+	if n := testutil.CollectAndCount(m.Duration); n != 4 {
 		t.Fatalf("duration histogram has %d series, want one per merge path (exported from the start)", n)
 	}
 	res, err = Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "b"), 0),

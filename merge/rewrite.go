@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	icebergio "github.com/apache/iceberg-go/io"
 )
 
@@ -17,6 +18,7 @@ const (
 	PathInMemory    PathKind = "in-memory"
 	PathKWay        PathKind = "k-way"
 	PathPageBounded PathKind = "page-bounded"
+	PathSplice      PathKind = "splice"
 )
 
 // Defaults for RewriteOptions' zero values.
@@ -71,6 +73,14 @@ type RewriteOptions struct {
 	ChunkRows int64
 	// MaxFanIn is the most inputs the k-way path takes; 0 = DefaultMaxFanIn.
 	MaxFanIn int
+	// SpliceMinRows is the smallest row group the splice path copies
+	// (SIGLAKE_MERGE_SPLICE_MIN_ROWS); 0 = DefaultSpliceMinRows, negative
+	// turns the splice path off.
+	SpliceMinRows int64
+	// SpliceUnverified skips reading the pages of the row groups the splice
+	// copies (SIGLAKE_MERGE_SPLICE_VERIFY=off): about half of its CPU, at
+	// the price of carrying damaged pages into the output unnoticed.
+	SpliceUnverified bool
 	// ForcePath skips ChoosePath (tests, benchmarks).
 	ForcePath PathKind
 	// DeleteTask marks a delete-task rewrite: output generation 0, and the
@@ -99,6 +109,9 @@ type RewriteResult struct {
 	Outputs      []Output
 	BytesRead    int64
 	BytesWritten int64
+	// SplicedBytes is the part of BytesWritten the splice path copied from
+	// inputs without re-encoding.
+	SplicedBytes int64
 	// Deleted counts the rows RowFilter dropped, per predicate (a row counts
 	// for the first predicate that matches); nil without a filter.
 	Deleted []int64
@@ -117,13 +130,25 @@ type Budget struct {
 	// input (its batch plus the batch being assembled); Rewrite estimates
 	// it from the inputs' row width.
 	StreamBytesPerInput int64
+	// SpliceBytes is the compressed bytes of the bin's row groups the splice
+	// path would copy unchanged (full-size, and no other input's rows inside
+	// their time range), of InputBytes in all.
+	SpliceBytes, InputBytes int64
 }
 
 // ChoosePath picks the merge path for a bin with the given estimated decoded
-// size and fan-in, and says why. The in-memory path writes the most search
-// metadata, so it wins whenever it fits; the k-way path reads each input
-// once, so it comes next; the page-bounded path fits any bin.
+// size and fan-in, and says why. When most of the bin's bytes are row
+// groups that overlap nothing, the splice path copies them for a few percent
+// of a re-encode, so it wins if its re-encoded rest fits the k-way streams.
+// Otherwise the in-memory path writes the most search metadata, so it wins
+// whenever it fits; the k-way path reads each input once, so it comes next;
+// the page-bounded path fits any bin.
 func ChoosePath(estDecodedBytes int64, fanIn int, b Budget) (PathKind, string) {
+	streams := int64(fanIn) * b.StreamBytesPerInput
+	if b.InputBytes > 0 && float64(b.SpliceBytes) >= spliceShare*float64(b.InputBytes) && fanIn <= b.MaxFanIn && streams <= b.MemoryBytes {
+		return PathSplice, fmt.Sprintf("%s of the bin's %s are row groups no other input overlaps: copied; the rest streams through %d inputs of %s",
+			mib(b.SpliceBytes), mib(b.InputBytes), fanIn, mib(b.StreamBytesPerInput))
+	}
 	if need := estDecodedBytes * inMemoryFactor; need <= b.MemoryBytes {
 		return PathInMemory, fmt.Sprintf("estimated decoded size %s x%d fits the merge budget %s",
 			mib(estDecodedBytes), inMemoryFactor, mib(b.MemoryBytes))
@@ -138,6 +163,18 @@ func ChoosePath(estDecodedBytes int64, fanIn int, b Budget) (PathKind, string) {
 	}
 	return PathPageBounded, fmt.Sprintf("estimated decoded size %s x%d exceeds the merge budget %s and %d streams of %s do too",
 		mib(estDecodedBytes), inMemoryFactor, mib(b.MemoryBytes), fanIn, mib(b.StreamBytesPerInput))
+}
+
+// spliceMinRows resolves RewriteOptions.SpliceMinRows: 0 is the default, a
+// negative value turns the splice off.
+func spliceMinRows(n int64) int64 {
+	switch {
+	case n == 0:
+		return DefaultSpliceMinRows
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
@@ -215,8 +252,22 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		perInput += 2 * kwayBatchRows(len(inputs)) * (est/rows + 1)
 	}
 	res := RewriteResult{Path: opts.ForcePath, Reason: "forced by options"}
+	var plan *splicePlan
+	var tmpl *metadata.FileMetaData
+	if opts.matcher == nil && (res.Path == "" || res.Path == PathSplice) {
+		if tmpl, err = spliceTemplate(schema, opts.WriterOptions); err != nil {
+			return RewriteResult{}, err
+		}
+		plan = planSplice(opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows))
+	} else if res.Path == PathSplice {
+		return RewriteResult{}, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathSplice)
+	}
 	if res.Path == "" {
-		res.Path, res.Reason = ChoosePath(est, len(inputs), Budget{MemoryBytes: opts.MemoryBudget, MaxFanIn: opts.MaxFanIn, StreamBytesPerInput: perInput})
+		b := Budget{MemoryBytes: opts.MemoryBudget, MaxFanIn: opts.MaxFanIn, StreamBytesPerInput: perInput}
+		if plan != nil {
+			b.SpliceBytes, b.InputBytes = plan.copyBytes, plan.totalBytes
+		}
+		res.Path, res.Reason = ChoosePath(est, len(inputs), b)
 		if opts.matcher != nil && res.Path == PathPageBounded {
 			// The timestamp pass cannot see the filtered columns; a delete
 			// task's bin is one file, which one k-way stream reads.
@@ -238,6 +289,12 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 			in.props.BufferSize = buf
 		}
 		outs, err = mergeKWay(ctx, fs, opened, schema, newPath, opts)
+	case PathSplice:
+		buf := streamReadBuffer(opts.MemoryBudget, len(opened), schema.NumFields())
+		for _, in := range opened {
+			in.props.BufferSize = buf
+		}
+		outs, res.SplicedBytes, err = mergeSplice(ctx, fs, opened, schema, newPath, opts, plan, tmpl)
 	case PathPageBounded:
 		outs, err = mergePageBounded(ctx, fs, inputs, schema, newPath, opts, &read, &res.tsSkipped)
 	default:

@@ -18,7 +18,7 @@ import (
 	"github.com/siglake/siglake/merge/index"
 )
 
-var allPaths = []PathKind{PathInMemory, PathKWay, PathPageBounded}
+var allPaths = []PathKind{PathInMemory, PathKWay, PathPageBounded, PathSplice}
 
 // writeInput writes rec as one sorted input file of generation gen and
 // returns it as an Input; a zero-row rec gives a valid empty Parquet file.
@@ -108,6 +108,12 @@ func TestRewritePathsAgree(t *testing.T) {
 	if long() {
 		seeds = 60
 	}
+	var spliced int64
+	defer func() {
+		if spliced == 0 && !t.Failed() {
+			t.Errorf("the splice path copied no row group in %d scenarios", seeds)
+		}
+	}()
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		r := rand.New(rand.NewPCG(seed, 99))
 		dir := t.TempDir()
@@ -119,7 +125,8 @@ func TestRewritePathsAgree(t *testing.T) {
 		opts := RewriteOptions{
 			WriterOptions: WriterOptions{RowGroupRows: int64(200 + r.IntN(800)), TargetFileBytes: int64(20_000 + r.IntN(60_000)),
 				Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}}},
-			ChunkRows: int64(64 + r.IntN(2000)),
+			ChunkRows:     int64(64 + r.IntN(2000)),
+			SpliceMinRows: int64(50 + r.IntN(200)),
 		}
 		var first []Output
 		for _, path := range allPaths {
@@ -129,6 +136,9 @@ func TestRewritePathsAgree(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d %s: %v", seed, path, err)
 			}
+			if path == PathSplice {
+				spliced += res.SplicedBytes
+			}
 			if res.Path != path || res.BytesRead <= 0 && len(s.want) > 0 {
 				t.Fatalf("seed %d: result path %s, bytes read %d", seed, res.Path, res.BytesRead)
 			}
@@ -137,7 +147,11 @@ func TestRewritePathsAgree(t *testing.T) {
 				diffRows(t, got, s.want)
 				t.Fatalf("seed %d %s: rows differ (%d vs %d)", seed, path, len(got), len(s.want))
 			}
-			// Same rows in the same files: split points do not depend on the path.
+			// Same rows in the same files: split points do not depend on the
+			// path, except the splice's: copied row groups keep their length.
+			if path == PathSplice {
+				continue
+			}
 			if first == nil {
 				first = res.Outputs
 			} else if len(first) != len(res.Outputs) {
@@ -291,6 +305,28 @@ func TestChoosePath(t *testing.T) {
 	b.StreamBytesPerInput = 64 << 20
 	if got, _ := ChoosePath(10<<30, 8, b); got != PathPageBounded {
 		t.Errorf("wide rows: got %s, want page-bounded", got)
+	}
+	// Mostly copyable bins splice, even small ones, as long as the rest
+	// streams within the budget.
+	b.StreamBytesPerInput = 4 << 20
+	for _, c := range []struct {
+		copyable, total int64
+		fan             int
+		want            PathKind
+	}{
+		{60, 100, 8, PathSplice},
+		{60, 100, 33, PathPageBounded}, // the re-encoded rest cannot stream
+		{40, 100, 8, PathKWay},
+		{0, 0, 8, PathKWay},
+	} {
+		b.SpliceBytes, b.InputBytes = c.copyable<<20, c.total<<20
+		if got, reason := ChoosePath(10<<30, c.fan, b); got != c.want || reason == "" {
+			t.Errorf("splice %d of %d MiB, fan-in %d: got %s (%s), want %s", c.copyable, c.total, c.fan, got, reason, c.want)
+		}
+	}
+	b.SpliceBytes, b.InputBytes = 60<<20, 100<<20
+	if got, _ := ChoosePath(10<<20, 4, b); got != PathSplice {
+		t.Errorf("a small mostly disjoint bin: got %s, want splice", got)
 	}
 }
 

@@ -43,7 +43,7 @@ func TestRewriteOnS3(t *testing.T) {
 	sort.SliceStable(want, func(a, b int) bool { return rowTs(want[a]) < rowTs(want[b]) })
 	for _, path := range allPaths {
 		res, err := Rewrite(context.Background(), fio, inputs, sc, func(int) string { return base + "/out/" + DataFileName(1) },
-			RewriteOptions{ForcePath: path, ChunkRows: 1500, WriterOptions: WriterOptions{RowGroupRows: 2000, TargetFileBytes: 100_000}})
+			RewriteOptions{ForcePath: path, ChunkRows: 1500, SpliceMinRows: 100, WriterOptions: WriterOptions{RowGroupRows: 2000, TargetFileBytes: 100_000}})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -104,16 +104,9 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 				}
 			}
 		}
-		end := off + min(n-off, s.opts.RowGroupRows-s.rgRows)
+		end := rowGroupCut(micros, off, s.opts.RowGroupRows-s.rgRows, s.closing, s.lastTs)
 		if len(s.cuts) > 0 {
 			end = off + int64(sort.Search(int(end-off), func(i int) bool { return micros[off+int64(i)] >= s.cuts[0] }))
-		}
-		if s.closing {
-			j := off
-			for j < end && micros[j] == s.lastTs {
-				j++
-			}
-			end = j
 		}
 		if err := s.append(rec, off, end, micros[off:end]); err != nil {
 			return err
@@ -129,6 +122,21 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 		}
 	}
 	return nil
+}
+
+// rowGroupCut is where the rows of a write from off on stop going into the
+// current row group: after room rows, and, while a full file is closing,
+// at the first row past its last timestamp lastTs (the file ends there).
+func rowGroupCut(micros []int64, off, room int64, closing bool, lastTs int64) int64 {
+	end := off + min(int64(len(micros))-off, room)
+	if closing {
+		j := off
+		for j < end && micros[j] == lastTs {
+			j++
+		}
+		end = j
+	}
+	return end
 }
 
 // append encodes rows [from, to) of rec into the current row group.

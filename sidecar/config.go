@@ -44,7 +44,7 @@ func DrainConfig(c Config) drain.Config {
 func MaintainConfig(c Config) maintain.Config {
 	return maintain.Config{SnapshotExpireInterval: c.SnapshotExpireInterval, SnapshotRetain: c.SnapshotRetain,
 		DeleteTasks: c.DeleteTasks, Sweep: SweepConfig(c), IndexRebuild: c.IndexRebuild, MergeMemoryBytes: c.MergeMemoryBytes,
-		MergeChunkRows: c.MergeChunkRows, MaxFanIn: c.MaxFanIn, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
+		MergeChunkRows: c.MergeChunkRows, MergeSpliceMinRows: c.MergeSpliceMinRows, MergeSpliceUnverified: !c.MergeSpliceVerify, MaxFanIn: c.MaxFanIn, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
 		RetentionInterval: c.RetentionInterval, Retention: RetentionConfig(c), SkipAfterFailures: c.SkipAfterFailures,
 		FailureBackoff: c.FailureBackoff, FoldMaxGroups: c.FoldMaxGroups, FoldMinFiles: c.FoldMinFiles}
 }

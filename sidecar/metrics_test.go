@@ -61,7 +61,7 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 			"kind":    {"backpressure_l0", "delete_task", "depth", "fold", "l0", "l1", "legacy", "retention"},
 			"outcome": {"committed", "conflict", "failed"},
 		},
-		"siglake_merge_rewrites_total":       {"path": {"in_memory", "k_way", "page_bounded"}},
+		"siglake_merge_rewrites_total":       {"path": {"in_memory", "k_way", "page_bounded", "splice"}},
 		"siglake_snapshot_expirations_total": {"outcome": {"failed", "ok"}},
 		"siglake_delete_sweeps_total":        {"outcome": {"capped", "clean", "conflict", "deleted", "failed"}},
 		"siglake_claim_commits_total":        {"outcome": {"committed", "conflict", "failed"}},

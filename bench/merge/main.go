@@ -35,6 +35,7 @@ import (
 func main() {
 	var (
 		dir        = flag.String("dir", "", "work directory (inputs are generated once and reused)")
+		shapes     = flag.String("shapes", "overlap", "bin shapes to run (shapes.go): overlap, disjoint, sliver, tail, foreign")
 		mb         = flag.Int("mb", 256, "decoded MiB of each input set")
 		fanins     = flag.String("fanins", "8,32", "input file counts, each over the same total size")
 		contenders = flag.String("contenders", "in-memory,k-way,page-bounded,duckdb,iceberg-go", "what to run")
@@ -43,10 +44,22 @@ func main() {
 		repeat     = flag.Int("repeat", 3, "runs per contender (round-robin); the table shows the fastest")
 		child      = flag.String("child", "", "internal: run one contender on -set and print JSON")
 		set        = flag.String("set", "", "internal: input set directory")
+		genShape   = flag.String("gen", "", "internal: generate the input set -set of this shape, -fanins files, -mb MiB")
 		cpuProf    = flag.String("cpuprofile", "", "with -child: write a CPU profile here")
 		memProf    = flag.String("memprofile", "", "with -child: write the heap profile taken at the largest sampled heap here")
 	)
 	flag.Parse()
+	if *genShape != "" {
+		n, err := strconv.Atoi(*fanins)
+		if err == nil {
+			_, err = gen(*set, *genShape, n, *mb)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *child != "" {
 		if *cpuProf != "" {
 			f, err := os.Create(*cpuProf)
@@ -71,7 +84,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-dir is required")
 		os.Exit(2)
 	}
-	if err := orchestrate(*dir, *mb, *fanins, *contenders, *duckDir, *duckThr, max(*repeat, 1)); err != nil {
+	if err := orchestrate(*dir, *shapes, *mb, *fanins, *contenders, *duckDir, *duckThr, max(*repeat, 1)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -112,10 +125,9 @@ func arrowSchema() *arrow.Schema {
 	return sc
 }
 
-// gen writes n files whose rows together decode to about mb MiB. Every file
-// spans the same hour, so every pair overlaps: the merge interleaves all of
-// them, the hard case.
-func gen(dir string, n, mb int) (inputSet, error) {
+// gen writes n files whose rows together decode to about mb MiB, laid out in
+// time as shape says (shapes.go).
+func gen(dir, shape string, n, mb int) (inputSet, error) {
 	if s, err := loadSet(dir); err == nil {
 		return s, nil
 	}
@@ -125,21 +137,19 @@ func gen(dir string, n, mb int) (inputSet, error) {
 	sc := arrowSchema()
 	r := rand.New(rand.NewPCG(uint64(n), 42))
 	const rowBytes = 230 // measured below; only sizes the row count
-	rowsPer := int64(mb) << 20 / rowBytes / int64(n)
+	files, err := layout(shape, n, int64(mb)<<20/rowBytes)
+	if err != nil {
+		return inputSet{}, err
+	}
 	var s inputSet
 	services := []string{"api", "auth", "billing", "db", "queue", "search", "web"}
 	methods := []string{"GET", "POST", "PUT", "DELETE"}
 	resources := []string{"users", "orders", "items", "sessions", "carts", "invoices"}
 	words := strings.Fields("request completed started failed retry timeout connection refused reset upstream cache miss hit slow query lock acquired released token expired rate limited ok")
-	const t0 = int64(1_767_225_600_000_000) // 2026-01-01T00:00:00Z
-	const span = int64(3600_000_000)
-	for f := 0; f < n; f++ {
+	for _, segs := range files {
 		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-		step := span / rowsPer
-		ts := t0 + r.Int64N(step+1)
 		var sb strings.Builder
-		for i := int64(0); i < rowsPer; i++ {
-			ts += r.Int64N(2*step + 1)
+		for _, ts := range timestamps(r, segs) {
 			svc := services[r.IntN(len(services))]
 			lvl := int32(r.IntN(5))
 			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(ts))
@@ -222,13 +232,21 @@ func runChild(contender, setDir string) (childResult, error) {
 	_ = os.RemoveAll(out)
 	ctx := context.Background()
 	switch contender {
-	case "in-memory", "k-way", "page-bounded":
+	case "in-memory", "k-way", "page-bounded", "splice", "splice-unverified", "chosen":
+		path := merge.PathKind(contender)
+		switch contender {
+		case "chosen":
+			path = "" // what ChoosePath takes
+		case "splice-unverified":
+			path = merge.PathSplice
+		}
 		start := time.Now()
 		res, err := merge.Rewrite(ctx, icebergio.LocalFS{}, s.Inputs, arrowSchema(), func(int) string {
 			return filepath.Join(out, merge.DataFileName(1))
 		}, merge.RewriteOptions{
-			ForcePath:     merge.PathKind(contender),
-			WriterOptions: merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id"}}},
+			ForcePath:        path,
+			SpliceUnverified: contender == "splice-unverified",
+			WriterOptions:    merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id"}}},
 		})
 		if err != nil {
 			return childResult{}, err
@@ -256,7 +274,7 @@ type measured struct {
 	err       error
 }
 
-func orchestrate(dir string, mb int, fanins, contenders, duckDir string, duckThreads, repeat int) error {
+func orchestrate(dir, shapes string, mb int, fanins, contenders, duckDir string, duckThreads, repeat int) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -264,19 +282,36 @@ func orchestrate(dir string, mb int, fanins, contenders, duckDir string, duckThr
 	var report strings.Builder
 	fmt.Fprintf(&report, "Machine: %d CPUs (%s/%s), %s, load average at start %s. DuckDB threads: %d. Go merge paths: GOMAXPROCS %d (decoding, merging, encoding and metadata run in separate goroutines).\n\n",
 		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, memTotal(), loadAvg(), duckThreads, runtime.GOMAXPROCS(0))
-	for _, fs := range strings.Split(fanins, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(fs))
-		if err != nil {
-			return fmt.Errorf("-fanins: %w", err)
+	for _, run := range shapeRuns(shapes, fanins) {
+		n, shape := run.n, run.shape
+		setDir := filepath.Join(dir, fmt.Sprintf("set-%s-%d-%dmb", shape, n, mb))
+		fmt.Fprintf(os.Stderr, "generating %d inputs (%d MiB decoded, %s) in %s\n", n, mb, shape, setDir)
+		// In its own process: a child forked from a process that held the
+		// generated rows would report that process's peak RSS as its own.
+		if _, err := loadSet(setDir); err != nil {
+			genShape, genDir := shape, setDir
+			if shape == "foreign" {
+				genShape, genDir = "overlap", filepath.Join(dir, fmt.Sprintf("set-overlap-%d-%dmb", n, mb))
+			}
+			if _, err := loadSet(genDir); err != nil {
+				cmd := exec.Command(self, "-gen", genShape, "-set", genDir, "-fanins", strconv.Itoa(n), "-mb", strconv.Itoa(mb))
+				cmd.Stderr = os.Stderr
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("generating inputs: %w", err)
+				}
+			}
+			if shape == "foreign" {
+				if err := rewriteWithDuckDB(self, genDir, setDir, duckDir); err != nil {
+					return fmt.Errorf("generating inputs: %w", err)
+				}
+			}
 		}
-		setDir := filepath.Join(dir, fmt.Sprintf("set-%d-%dmb", n, mb))
-		fmt.Fprintf(os.Stderr, "generating %d inputs (%d MiB decoded) in %s\n", n, mb, setDir)
-		s, err := gen(setDir, n, mb)
+		s, err := loadSet(setDir)
 		if err != nil {
 			return fmt.Errorf("generating inputs: %w", err)
 		}
-		fmt.Fprintf(&report, "### %d inputs: %d rows, %.1f MiB decoded, %.1f MiB of Parquet\n\n", len(s.Inputs), s.Rows,
-			float64(s.DecodedBytes)/(1<<20), float64(s.FileBytes)/(1<<20))
+		fmt.Fprintf(&report, "### %s: %d inputs, %d rows, %.1f MiB decoded, %.1f MiB of Parquet\n\n%s\n\n", shape, len(s.Inputs), s.Rows,
+			float64(s.DecodedBytes)/(1<<20), float64(s.FileBytes)/(1<<20), shapeDoc[shape])
 		fmt.Fprintf(&report, "| contender | seconds | median s | process CPU s | decoded MB/s in | file MB/s in | rows/s | peak RSS MiB | output MiB | files | rows ok |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		names := strings.Split(contenders, ",")
 		best := make([]measured, len(names))
@@ -396,6 +431,16 @@ func ratios(rows []measured) string {
 	}
 	var b strings.Builder
 	kw, duck, pb, ice := get("k-way"), get("duckdb"), get("page-bounded"), get("iceberg-go")
+	for _, name := range []string{"splice", "splice-unverified", "chosen"} {
+		if sp := get(name); sp != nil && duck != nil {
+			fmt.Fprintf(&b, "- %s vs DuckDB: %.2fx DuckDB's throughput per process CPU second, %.2fx its speed (%.2fx by median times), %.2f of its peak RSS\n",
+				name, duck.cpu/sp.cpu, duck.res.Seconds/sp.res.Seconds, duck.median/sp.median, float64(sp.maxRSS)/float64(duck.maxRSS))
+		}
+		if sp := get(name); sp != nil && ice != nil {
+			fmt.Fprintf(&b, "- %s vs iceberg-go: %.2fx its throughput per process CPU second, %.2fx its speed, %.2f of its peak RSS\n",
+				name, ice.cpu/sp.cpu, ice.res.Seconds/sp.res.Seconds, float64(sp.maxRSS)/float64(ice.maxRSS))
+		}
+	}
 	if kw != nil && duck != nil {
 		fmt.Fprintf(&b, "- k-way vs DuckDB: %.2fx DuckDB's speed (target >= 1; %.2fx by median times), %.2f of its process CPU seconds, %.2f of its peak RSS (target <= 0.25)\n",
 			duck.res.Seconds/kw.res.Seconds, duck.median/kw.median, kw.cpu/duck.cpu, float64(kw.maxRSS)/float64(duck.maxRSS))
@@ -466,4 +511,35 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// rewriteWithDuckDB writes each input of the set in src again with DuckDB
+// (its own row groups of 122,880 rows and its own page sizes) into dst: the
+// "foreign" shape, inputs written by another tool.
+func rewriteWithDuckDB(self, src, dst, duckDir string) error {
+	s, err := loadSet(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	out := s
+	out.Inputs, out.FileBytes = nil, 0
+	for i, in := range s.Inputs {
+		p := filepath.Join(dst, fmt.Sprintf("duckdb-%02d.parquet", i))
+		cmd := exec.Command("node", filepath.Join(filepath.Dir(self), "duckdb_copy.mjs"), duckDir, p, "2", in.Path)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("DuckDB rewriting %s: %w: %s", in.Path, err, b)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Dir(dst), p)
+		out.Inputs = append(out.Inputs, merge.Input{Path: rel, Size: st.Size(), Rows: in.Rows})
+		out.FileBytes += st.Size()
+	}
+	b, _ := json.Marshal(out)
+	return os.WriteFile(filepath.Join(dst, "set.json"), b, 0o644)
 }

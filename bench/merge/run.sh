@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# run.sh [MiB] [FANINS] [REPEAT] [LARGE_MiB]: the merge benchmark in one
-# command. Builds bench/merge, generates (once) 8 and 32 overlapping sorted
-# input files of MiB decoded MiB in total (default 256), runs the three merge
-# paths, DuckDB's sorted COPY and iceberg-go's RewriteDataFiles on them, each
-# in its own process, REPEAT times (default 3); then, once, the streamed paths
-# and DuckDB on 8 inputs of LARGE_MiB (default 1024; 0 skips) to show how peak
-# memory scales. Writes bench/merge/RESULTS.md. Work files go to
-# $SIGLAKE_BENCH_DIR (default .cache/bench-merge in the repository).
+# run.sh [MiB] [FANINS] [REPEAT] [LARGE_MiB] [SHAPES]: the merge benchmark in
+# one command. Builds bench/merge, generates (once) the input sets of each bin
+# shape in SHAPES (default overlap: 8 and 32 overlapping sorted files; see
+# shapes.go for disjoint, sliver, tail and foreign) of MiB decoded MiB in total
+# (default 256), runs the merge paths, DuckDB's sorted COPY and iceberg-go's
+# RewriteDataFiles on them (CONTENDERS overrides the list), each in its own
+# process, REPEAT times (default 3); then, once, the streamed paths and DuckDB
+# on 8 inputs of LARGE_MiB (default 1024; 0 skips) to show how peak memory
+# scales. Writes bench/merge/RESULTS.md. Work files go to $SIGLAKE_BENCH_DIR
+# (default .cache/bench-merge in the repository).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -14,6 +16,8 @@ mb="${1:-256}"
 fanins="${2:-8,32}"
 repeat="${3:-3}"
 large="${4:-1024}"
+shapes="${5:-overlap}"
+contenders="${CONTENDERS:-in-memory,k-way,page-bounded,splice,duckdb,iceberg-go}"
 work="${SIGLAKE_BENCH_DIR:-$repo/.cache/bench-merge}"
 mkdir -p "$work"
 "$repo/scripts/duckdb.sh" install
@@ -22,7 +26,7 @@ cp "$here/duckdb_copy.mjs" "$work/"
 {
 	echo "# Merge benchmark results"
 	echo
-	echo "Produced by \`bench/merge/run.sh $mb $fanins $repeat $large\` on $(date -u +%Y-%m-%d)."
+	echo "Produced by \`CONTENDERS=$contenders bench/merge/run.sh $mb $fanins $repeat $large $shapes\` on $(date -u +%Y-%m-%d)."
 	echo "Each contender runs $repeat times, round-robin, each run in its own process. Seconds: the fastest"
 	echo "run's own timing of its merge (process start, input generation and iceberg-go's catalog setup"
 	echo "excluded); median s: the median of the runs' timings. Process CPU s: the lowest user+system time of a whole process (startup included)."
@@ -31,7 +35,7 @@ cp "$here/duckdb_copy.mjs" "$work/"
 	echo "(row-group blooms, group counts, time buckets; in-memory adds the file bloom and a trace_id"
 	echo "inverted index attempt); DuckDB and iceberg-go write plain Parquet, and iceberg-go does not sort."
 	echo
-	"$work/merge-bench" -dir "$work" -mb "$mb" -fanins "$fanins" -repeat "$repeat" -duckdb-dir "$repo/scripts/duckdb"
+	"$work/merge-bench" -dir "$work" -shapes "$shapes" -contenders "$contenders" -mb "$mb" -fanins "$fanins" -repeat "$repeat" -duckdb-dir "$repo/scripts/duckdb"
 	if [ "$large" != 0 ]; then
 		echo
 		echo "## Larger input, one run each: how peak memory scales"

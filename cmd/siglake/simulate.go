@@ -24,6 +24,7 @@ func runSimulate(args []string) error {
 	fs.DurationVar(&s.CommitMaxAge, "commit-max-age", s.CommitMaxAge, "commitBatch.maxAgeSecs of each pod")
 	targetMB := fs.Float64("commit-target-mb", s.CommitTargetBytes/(1<<20), "commitBatch.targetMb of each pod")
 	mergeMBps := fs.Float64("merge-mbps", s.MergeBytesPerSec/1e6, "rewrite throughput of the table's owner, MB/s")
+	splice := fs.Float64("splice-mbps", 0, "copy rate of merge's splice path, MB/s (bytes no other input of a bin overlaps are copied at it); 0 re-encodes every byte")
 	fs.DurationVar(&s.Tick, "tick", s.Tick, "maintenance tick (simulated)")
 	split := fs.Float64("split-sparse", merge.DefaultSplitSparse, "SIGLAKE_COMPACTOR_SPLIT_SPARSE of the modelled drain and rewriter (0: cut by size only)")
 	fs.BoolVar(&s.Config.Leveled, "leveled", true, "false simulates only the legacy flat pass")
@@ -36,6 +37,7 @@ func runSimulate(args []string) error {
 	s.IngestBytesPerSec = *mbps * 1e6
 	s.CommitTargetBytes = *targetMB * (1 << 20)
 	s.MergeBytesPerSec = *mergeMBps * 1e6
+	s.SpliceBytesPerSec = *splice * 1e6
 	s.SplitSparse, s.DrainSplitSparse = *split, *split
 	if s.Pods <= 0 || s.IngestBytesPerSec <= 0 || s.MergeBytesPerSec <= 0 || s.Duration <= 0 || s.Tick <= 0 ||
 		s.LateFraction < 0 || s.LateFraction > 1 || *split < 0 || *split >= 1 {
@@ -75,10 +77,11 @@ func runSimulate(args []string) error {
 		s.Name, s.Pods, s.IngestBytesPerSec/1e6, s.Duration, 100*s.LateFraction, s.LateMean, s.MergeBytesPerSec/1e6, s.SplitSparse,
 		time.Since(began).Round(time.Millisecond))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STRATEGY\tWRITE AMP\tDEPTH MAX\tDEPTH P50\tSETTLED DEPTH P50\tFILES P50\tFILES FINAL\tL0/L1/L2 FINAL\tREWRITER BUSY")
+	fmt.Fprintln(tw, "STRATEGY\tWRITE AMP\tDEPTH MAX\tDEPTH P50\tSETTLED DEPTH P50\tFILES P50\tFILES FINAL\tL0/L1/L2 FINAL\tREWRITER BUSY\tSPLICED\tREWRITE S")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d/%d/%d\t%.0f%%\n", r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50,
-			r.SettledDepthP50, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2], 100*r.BusyFraction)
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d/%d/%d\t%.0f%%\t%.0f%%\t%.0f\n", r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50,
+			r.SettledDepthP50, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2], 100*r.BusyFraction,
+			100*r.SplicedBytes/max(r.RewrittenBytes, 1), r.RewriteSeconds)
 	}
 	tw.Flush()
 	for _, r := range results {

@@ -166,15 +166,7 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 	b.rgRows += int64(n)
 
 	b.addGroups(rec)
-	for i := 0; i < n; {
-		k := floorDiv(ts[i], b.cfg.BucketMicros)
-		j := i + 1
-		for j < n && floorDiv(ts[j], b.cfg.BucketMicros) == k {
-			j++
-		}
-		b.buckets[k] += int64(j - i)
-		i = j
-	}
+	b.addBuckets(ts)
 	if b.rawCol >= 0 {
 		raw := newTextCol(rec.Column(b.rawCol))
 		for i := 0; i < n; i++ {
@@ -202,6 +194,59 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 	}
 }
 
+func (b *Builder) addBuckets(ts []int64) {
+	for i, n := 0, len(ts); i < n; {
+		k := floorDiv(ts[i], b.cfg.BucketMicros)
+		j := i + 1
+		for j < n && floorDiv(ts[j], b.cfg.BucketMicros) == k {
+			j++
+		}
+		b.buckets[k] += int64(j - i)
+		i = j
+	}
+}
+
+// GroupColumns returns the group columns the builder counts, in order: the
+// columns AddCopiedRowGroup takes.
+func (b *Builder) GroupColumns() []string { return b.groupNames }
+
+// AddCopiedRowGroup adds a row group copied from another file without its
+// rows: its group columns (in GroupColumns order) and timestamps count
+// towards the group-count and time-bucket entries, and its row-group entry
+// takes encodedBloom (Footer.RowGroupBloom of the file it came from; nil
+// writes no bloom, which answers maybe). The current row group must be empty.
+// Copied rows add nothing to the whole-file structures, so a builder with
+// WholeFile must not be given any.
+func (b *Builder) AddCopiedRowGroup(groupCols []arrow.Array, ts []int64, encodedBloom []byte) {
+	if b.rgRows != 0 || b.fileTri != nil || len(b.postings) > 0 {
+		panic("index: AddCopiedRowGroup on a builder with an open row group or whole-file structures")
+	}
+	if len(ts) == 0 {
+		return
+	}
+	if !b.tooMany && len(groupCols) == len(b.groupCols) {
+		cols := make([]textCol, len(groupCols))
+		for j, c := range groupCols {
+			cols[j] = newTextCol(c)
+		}
+		b.countGroups(cols, len(ts))
+	} else if len(groupCols) != len(b.groupCols) {
+		b.tooMany, b.groups = true, nil // cannot count: leave the entry out (unknown)
+	}
+	b.addBuckets(ts)
+	e := b.rowGroup
+	e = binary.AppendVarint(e, ts[0])
+	e = binary.AppendVarint(e, ts[len(ts)-1])
+	e = binary.AppendUvarint(e, uint64(len(ts)))
+	if b.rawCol < 0 || len(encodedBloom) == 0 {
+		e = append(e, 0)
+	} else {
+		e = append(e, encodedBloom...)
+	}
+	b.rowGroup = e
+	b.nRG++
+}
+
 func (b *Builder) addGroups(rec arrow.RecordBatch) {
 	if len(b.groupCols) == 0 || b.tooMany {
 		return
@@ -210,8 +255,16 @@ func (b *Builder) addGroups(rec arrow.RecordBatch) {
 	for j, c := range b.groupCols {
 		cols[j] = newTextCol(rec.Column(c))
 	}
+	b.countGroups(cols, int(rec.NumRows()))
+}
+
+// countGroups counts n rows of the group columns cols.
+func (b *Builder) countGroups(cols []textCol, n int) {
+	if len(cols) == 0 || b.tooMany {
+		return
+	}
 	var key []byte
-	for i := 0; i < int(rec.NumRows()); i++ {
+	for i := 0; i < n; i++ {
 		key = key[:0]
 		for _, c := range cols {
 			if v, ok := c.value(i); ok {

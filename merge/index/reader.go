@@ -24,6 +24,7 @@ type RowGroup struct {
 	MinMicros, MaxMicros int64
 	Rows                 int64
 	bloom                *bloom // nil: no raw column, answer maybe
+	encodedBloom         []byte // the entry's bloom part as written (flag byte, then the bloom)
 }
 
 // Decode reads the siglake entries of a footer's key-value pairs, ignoring
@@ -114,6 +115,7 @@ func decodeRowGroups(v string) ([]RowGroup, error) {
 		}
 		rg.Rows = int64(rows)
 		src = src[k1+k2+k3:]
+		entry := src
 		hasBloom := src[0]
 		src = src[1:]
 		if hasBloom == 1 {
@@ -122,6 +124,7 @@ func decodeRowGroups(v string) ([]RowGroup, error) {
 				return nil, fmt.Errorf("row group %d: %w", i, err)
 			}
 		}
+		rg.encodedBloom = entry[:len(entry)-len(src)]
 		rgs = append(rgs, rg)
 	}
 	if len(src) != 0 {
@@ -144,6 +147,16 @@ func (f *Footer) RowGroupInfo(rg int) (RowGroup, bool) {
 		return RowGroup{}, false
 	}
 	return f.rowGroups[rg], true
+}
+
+// RowGroupBloom returns row group rg's bloom as encoded in the footer (its
+// flag byte, then the bloom), for a writer that copies the row group into
+// another file; nil when the footer has no entry for it.
+func (f *Footer) RowGroupBloom(rg int) []byte {
+	if f == nil || rg < 0 || rg >= len(f.rowGroups) {
+		return nil
+	}
+	return f.rowGroups[rg].encodedBloom
 }
 
 func trigramsOf(s string) []uint64 {

@@ -145,6 +145,15 @@ type Config struct {
 	// MergeChunkRows is how many rows the page-bounded merge decodes at a time, which bounds its
 	// memory whatever the input size. Default 64 Ki rows (--merge-chunk-rows), merge's default.
 	MergeChunkRows int64
+	// MergeSpliceMinRows is the smallest row group the splice merge copies without re-encoding;
+	// smaller ones are re-encoded so outputs do not keep small row groups. Default 64 Ki rows
+	// (--merge-splice-min-rows), half the row-group length; 0 turns the splice off (stored as -1,
+	// merge's "off", since merge reads 0 as its default).
+	MergeSpliceMinRows int64
+	// MergeSpliceVerify reads the pages of every row group the splice copies (headers parsed,
+	// data decompressed, value counts checked), so damaged input fails the rewrite instead of
+	// being copied on. Default true (--merge-splice-verify); off saves about half the splice's CPU.
+	MergeSpliceVerify bool
 
 	// DeleteTasks runs the idle-cycle delete-task sweep over owned tables (docs/deletes.md);
 	// requests are recorded either way. Default true (--delete-tasks), the spec's.
@@ -431,6 +440,19 @@ func Options() []Option {
 				c.MergeChunkRows = int64(n)
 				return err
 			}},
+		{"merge-splice-min-rows", "SIGLAKE_MERGE_SPLICE_MIN_ROWS", strconv.Itoa(merge.DefaultSpliceMinRows), "",
+			"Smallest row group the splice merge copies without re-encoding (smaller ones are re-encoded with the rows around them); 0 turns the splice path off.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.MergeSpliceMinRows = int64(n)
+				if n == 0 {
+					c.MergeSpliceMinRows = -1
+				}
+				return err
+			}},
+		{"merge-splice-verify", "SIGLAKE_MERGE_SPLICE_VERIFY", "true", "",
+			"Read the pages of every row group the splice merge copies (headers parsed, data decompressed, value counts checked), so damaged input fails the rewrite instead of being copied on; off saves about half the splice's CPU.",
+			setBool(func(c *Config) *bool { return &c.MergeSpliceVerify })},
 		{"delete-tasks", "SIGLAKE_DELETE_TASKS", "true", "compactor.deleteTasks",
 			"Idle-cycle delete-task sweep over owned tables; 0/off/false/no disables it. Requests are still recorded, and `siglake delete-sweep --apply` still executes them.",
 			setBool(func(c *Config) *bool { return &c.DeleteTasks })},

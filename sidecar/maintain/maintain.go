@@ -92,6 +92,11 @@ type Config struct {
 	// SplitSparse cuts the outputs of planned rewrites where the row density falls
 	// (merge.WriterOptions.SplitSparse); delete tasks and retention keep their one output.
 	SplitSparse float64
+	// MergeSpliceMinRows is SIGLAKE_MERGE_SPLICE_MIN_ROWS (merge.RewriteOptions.SpliceMinRows).
+	MergeSpliceMinRows int64
+	// MergeSpliceUnverified is SIGLAKE_MERGE_SPLICE_VERIFY=off (merge.RewriteOptions.SpliceUnverified);
+	// the zero value verifies.
+	MergeSpliceUnverified bool
 	// Metadata is the search metadata a rewrite's output carries.
 	Metadata lake.MetadataFunc
 	// FoldMaxGroups (SIGLAKE_FOLD_MAX_GROUPS) and FoldMinFiles (SIGLAKE_FOLD_MIN_FILES) bound
@@ -726,7 +731,8 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 // index rebuild under SIGLAKE_INDEX_REBUILD.
 func (m *Maintainer) executor() *rewrite.Executor {
 	e := &rewrite.Executor{Lake: m.Lake, MemoryBudget: m.Cfg.MergeMemoryBytes, ChunkRows: m.Cfg.MergeChunkRows,
-		MaxFanIn: m.Cfg.MaxFanIn, MergeMetrics: m.Metrics.Merge, Now: m.Now}
+		MaxFanIn: m.Cfg.MaxFanIn, SpliceMinRows: m.Cfg.MergeSpliceMinRows,
+		SpliceUnverified: m.Cfg.MergeSpliceUnverified, MergeMetrics: m.Metrics.Merge, Now: m.Now}
 	if m.Cfg.IndexRebuild {
 		e.AfterCommit = m.rebuildIndexes
 	}

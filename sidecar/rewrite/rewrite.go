@@ -124,6 +124,10 @@ type Executor struct {
 	MemoryBudget int64
 	ChunkRows    int64
 	MaxFanIn     int
+	// SpliceMinRows is the smallest row group the splice path copies (merge.RewriteOptions).
+	SpliceMinRows int64
+	// SpliceUnverified skips the splice's page checks (merge.RewriteOptions).
+	SpliceUnverified bool
 	// MergeMetrics counts merges by path; nil counts nothing.
 	MergeMetrics *merge.Metrics
 	Now          func() time.Time
@@ -182,7 +186,7 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, newPath,
 		merge.RewriteOptions{
 			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, SplitSparse: job.SplitSparse, Metadata: job.Metadata},
-			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, Metrics: e.MergeMetrics,
+			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, SpliceMinRows: e.SpliceMinRows, SpliceUnverified: e.SpliceUnverified, Metrics: e.MergeMetrics,
 			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter, Fold: job.Fold,
 		})
 	if err != nil {

@@ -34,6 +34,12 @@ type Result struct {
 
 	IngestedBytes  float64
 	RewrittenBytes float64 // bytes written by rewrites (= bytes they read)
+	// SplicedBytes is the part of RewrittenBytes the splice model copied
+	// instead of re-encoding (Scenario.SpliceBytesPerSec; 0 without it).
+	SplicedBytes float64
+	// RewriteSeconds is the rewriter's time over all bins (the cost model's
+	// total, BinOverhead included).
+	RewriteSeconds float64
 	// WriteAmp is RewrittenBytes / IngestedBytes: extra bytes written per
 	// ingested byte.
 	WriteAmp float64
@@ -178,7 +184,13 @@ func run(s Scenario) *world {
 			w.res.Decisions[p.Decision.String()]++
 			at := now
 			for _, b := range p.Bins {
-				d := int64(float64(b.EstimatedBytes)/s.MergeBytesPerSec*1e6) + s.BinOverhead.Microseconds()
+				copied := w.spliceBytes(b)
+				w.res.SplicedBytes += copied
+				d := int64((float64(b.EstimatedBytes)-copied)/s.MergeBytesPerSec*1e6) + s.BinOverhead.Microseconds()
+				if copied > 0 {
+					d += int64(copied / s.SpliceBytesPerSec * 1e6)
+				}
+				w.res.RewriteSeconds += float64(d) / 1e6
 				at += d
 				w.busyUs += d
 				w.queue = append(w.queue, pending{b, at})
@@ -248,6 +260,60 @@ func (w *world) live() []plan.File {
 	out := make([]plan.File, 0, len(w.files))
 	for _, f := range w.files {
 		out = append(out, f.File)
+	}
+	return out
+}
+
+// spliceBytes is what the splice model copies of bin b: of each input, the
+// bytes of its pieces outside every other input's time range, less a row
+// group on each side of every overlap, when that leaves at least
+// SpliceMinBytes. 0 when the scenario has no splice.
+func (w *world) spliceBytes(b plan.Bin) float64 {
+	if w.s.SpliceBytesPerSec <= 0 || len(b.Files) == 0 {
+		return 0
+	}
+	var total float64
+	for i, f := range b.Files {
+		sf, ok := w.files[f.Path]
+		if !ok {
+			continue
+		}
+		var overlaps []piece // the other inputs' ranges that cut into f
+		for j, o := range b.Files {
+			if j != i && o.MinTime <= f.MaxTime && o.MaxTime >= f.MinTime {
+				overlaps = append(overlaps, piece{lo: max(o.MinTime, f.MinTime), hi: min(o.MaxTime, f.MaxTime)})
+			}
+		}
+		overlaps = mergeRanges(overlaps)
+		copied := 0.0
+		for _, p := range sf.pieces {
+			covered := int64(0)
+			for _, c := range overlaps {
+				if lo, hi := max(c.lo, p.lo), min(c.hi, p.hi); lo <= hi {
+					covered += hi - lo + 1
+				}
+			}
+			copied += p.bytes * (1 - float64(covered)/float64(p.hi-p.lo+1))
+		}
+		copied -= 2 * w.s.SpliceRowGroupBytes * float64(len(overlaps))
+		if copied >= w.s.SpliceMinBytes {
+			total += copied
+		}
+	}
+	return total
+}
+
+// mergeRanges returns the union of ranges as disjoint ranges in time order.
+func mergeRanges(rs []piece) []piece {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b piece) int { return cmp.Compare(a.lo, b.lo) })
+	var out []piece
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.lo <= out[n-1].hi+1 {
+			out[n-1].hi = max(out[n-1].hi, r.hi)
+			continue
+		}
+		out = append(out, r)
 	}
 	return out
 }

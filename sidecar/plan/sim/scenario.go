@@ -53,6 +53,15 @@ type Scenario struct {
 	// opening files).
 	MergeBytesPerSec float64
 	BinOverhead      time.Duration
+	// SpliceBytesPerSec models merge's splice path: the bytes of a bin's
+	// inputs that no other input of the bin overlaps in time (and that
+	// fill at least SpliceMinBytes, the smallest row group it copies) are
+	// copied at this rate instead of re-encoded at MergeBytesPerSec; near
+	// each overlap a row group's worth (SpliceRowGroupBytes) on each side
+	// is re-encoded too. 0 (the default) re-encodes every byte.
+	SpliceBytesPerSec   float64
+	SpliceMinBytes      float64
+	SpliceRowGroupBytes float64
 	// SplitSparse models a rewriter that also cuts its output where the
 	// row density falls below this fraction of the bin's median density,
 	// so the sparse late rows of a bin land in their own small file
@@ -166,6 +175,12 @@ func (s Scenario) withDefaults() Scenario {
 	}
 	if s.MergeBytesPerSec <= 0 {
 		s.MergeBytesPerSec = 200e6
+	}
+	if s.SpliceRowGroupBytes <= 0 {
+		s.SpliceRowGroupBytes = 128 << 10 * s.RowBytes // merge.DefaultRowGroupRows rows
+	}
+	if s.SpliceMinBytes <= 0 {
+		s.SpliceMinBytes = s.SpliceRowGroupBytes / 2 // merge.DefaultSpliceMinRows
 	}
 	s.LateFraction = min(max(s.LateFraction, 0), 1)
 	return s

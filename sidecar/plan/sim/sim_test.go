@@ -203,3 +203,34 @@ func TestSplitMinRowsMatchesMerge(t *testing.T) {
 		t.Fatalf("sim splitMinRows %d, merge.SplitSparseMinRows %d", splitMinRows, merge.SplitSparseMinRows)
 	}
 }
+
+// TestSpliceCostModel: without a splice rate every byte is re-encoded; with
+// one, disjoint parts of bins are copied, never more than the bin holds, and
+// a bin of two disjoint files costs only its copy.
+func TestSpliceCostModel(t *testing.T) {
+	s := short()
+	if r := Run(s); r.SplicedBytes != 0 || r.RewriteSeconds <= 0 {
+		t.Fatalf("no splice rate: spliced %.0f bytes, rewrite seconds %.1f", r.SplicedBytes, r.RewriteSeconds)
+	}
+	s.SpliceBytesPerSec = 20 * s.MergeBytesPerSec
+	r := Run(s)
+	if len(r.Errors) > 0 {
+		t.Fatalf("impossible events: %v", r.Errors)
+	}
+	if r.SplicedBytes <= 0 || r.SplicedBytes > r.RewrittenBytes {
+		t.Fatalf("spliced %.0f of %.0f rewritten bytes", r.SplicedBytes, r.RewrittenBytes)
+	}
+
+	w := &world{s: Scenario{SpliceBytesPerSec: 1, RowBytes: 1}.withDefaults(), files: map[string]*simFile{}, parts: map[string]*partState{}}
+	big := 10 * w.s.SpliceRowGroupBytes
+	a := w.add(0, 1, []piece{{0, 999, big}})
+	b := w.add(0, 1, []piece{{1000, 1999, big}})
+	if got := w.spliceBytes(plan.Bin{Files: []plan.File{a.File, b.File}}); got != 2*big {
+		t.Fatalf("two disjoint files: spliced %.0f, want %.0f", got, 2*big)
+	}
+	c := w.add(0, 0, []piece{{990, 995, 100}})
+	got := w.spliceBytes(plan.Bin{Files: []plan.File{a.File, b.File, c.File}})
+	if want := 2*big - 0.006*big - 2*w.s.SpliceRowGroupBytes; math.Abs(got-want) > 1 {
+		t.Fatalf("a late sliver inside the first file: spliced %.0f, want %.0f", got, want)
+	}
+}

@@ -1,0 +1,383 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/siglake/siglake/merge/index"
+)
+
+// DefaultSpliceMinRows is the smallest row group the splice path copies
+// (SIGLAKE_MERGE_SPLICE_MIN_ROWS): half the default row-group length.
+// Copied row groups keep their size, so copying small ones would keep the
+// output's row groups small (what stalled Iceberg's row-group merge); those
+// are re-encoded with the rows around them instead.
+const DefaultSpliceMinRows = DefaultRowGroupRows / 2
+
+// spliceShare is the share of a bin's bytes that must lie in copyable row
+// groups for ChoosePath to take the splice path: below it, the copies save
+// too little to give up the in-memory path's whole-file metadata.
+const spliceShare = 0.5
+
+// splicePlan says which row groups of each input are copied unchanged.
+type splicePlan struct {
+	copy       [][]bool // per input, per row group
+	copyBytes  int64    // compressed bytes of the copied row groups
+	totalBytes int64    // compressed bytes of all row groups
+}
+
+func (p *splicePlan) copies() bool { return p != nil && p.copyBytes > 0 }
+
+// spliceCopies is the plan at row-group level: a row group is copied when
+// eligible says so (schema, size) and no other input's rows can fall inside
+// its time range, bounds included: it lies inside one of isolatedRuns' runs
+// of pages. rgRows are each input's row-group lengths. Pure: the tests drive
+// it with made-up page indexes.
+func spliceCopies(pages [][]tsPage, indexed []bool, rgRows [][]int64, eligible func(in, rg int) bool) [][]bool {
+	out := make([][]bool, len(rgRows))
+	for i := range rgRows {
+		out[i] = make([]bool, len(rgRows[i]))
+	}
+	runs := isolatedRuns(pages, indexed)
+	if runs == nil {
+		return out
+	}
+	for i, rows := range rgRows {
+		var start int64
+		r := 0
+		for rg, n := range rows {
+			for r < len(runs[i]) && runs[i][r].row+runs[i][r].n <= start {
+				r++
+			}
+			if r < len(runs[i]) && runs[i][r].row <= start && start+n <= runs[i][r].row+runs[i][r].n && n > 0 && eligible(i, rg) {
+				out[i][rg] = true
+			}
+			start += n
+		}
+	}
+	return out
+}
+
+// planSplice plans the splice of opened inputs into files of tmpl's Parquet
+// schema: nil when no row group qualifies. It reads only footers and the
+// timestamp column's page index.
+func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName string, minRows int64) *splicePlan {
+	if minRows <= 0 || len(opened) == 0 {
+		return nil
+	}
+	rgRows := make([][]int64, len(opened))
+	schemaOK := make([]bool, len(opened))
+	qualifies := false
+	var total int64
+	for i, in := range opened {
+		md := in.pf.MetaData()
+		schemaOK[i] = md.Schema.Equals(tmpl.Schema) && md.FileDecryptor == nil
+		for rg := 0; rg < md.NumRowGroups(); rg++ {
+			n := md.RowGroup(rg).NumRows()
+			rgRows[i] = append(rgRows[i], n)
+			total += md.RowGroup(rg).TotalCompressedSize()
+			qualifies = qualifies || schemaOK[i] && n >= minRows
+		}
+	}
+	if !qualifies {
+		return nil
+	}
+	pages, indexed := make([][]tsPage, len(opened)), make([]bool, len(opened))
+	for i, in := range opened {
+		pages[i], indexed[i] = timestampPages(in, tsName)
+	}
+	p := &splicePlan{totalBytes: total}
+	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool { return schemaOK[i] && rgRows[i][rg] >= minRows })
+	for i, in := range opened {
+		for rg, c := range p.copy[i] {
+			if c {
+				p.copyBytes += in.pf.MetaData().RowGroup(rg).TotalCompressedSize()
+			}
+		}
+	}
+	if p.copyBytes == 0 {
+		return nil
+	}
+	return p
+}
+
+// mergeSplice is the row-group splice path: the k-way merge over every
+// input, in which each copied row group goes by as one block of timestamps
+// (decoded with the group columns, for the footer's counts) and is then
+// copied into the output byte for byte, while the rows around it are merged,
+// re-encoded and written between the copies. Memory is the k-way path's
+// plus one encoded row group.
+func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, plan *splicePlan, tmpl *metadata.FileMetaData) (outs []Output, copied int64, err error) {
+	w := newSpliceWriter(fs, newPath, schema, opts.WriterOptions, tmpl)
+	defer recoverAbort(&err, w)
+	groupCols := newMetaBuilder(w.meta, schema).GroupColumns()
+	cursors := make([]*cursor, 0, len(opened))
+	runs := &spliceRuns{w: w, pending: make([]*copyJob, len(opened)), emitted: make([]int64, len(opened))}
+	closeAll := func() error {
+		var errs []error
+		for _, c := range cursors {
+			if cerr := c.close(); cerr != nil {
+				errs = append(errs, fmt.Errorf("closing input %s: %w", c.name, cerr))
+			}
+		}
+		for _, j := range runs.pending {
+			j.release()
+		}
+		return errors.Join(errs...)
+	}
+	for i, in := range opened {
+		var copies []bool
+		if plan != nil {
+			copies = plan.copy[i]
+		}
+		footer, _ := DecodeFooter(in.pf.MetaData())
+		if n, ok := footer.NumRowGroups(); !ok || n != in.pf.MetaData().NumRowGroups() {
+			footer = nil // blooms that do not match the row groups are not copied
+		}
+		src := &spliceSource{in: in, schema: schema, tsName: opts.TimestampColumn, opts: opts, copies: copies,
+			groupCols: groupCols, footer: footer, idx: i, runs: runs}
+		cursors = append(cursors, &cursor{idx: i, name: in.path, src: src})
+	}
+	runs.asm = newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return w.write(ctx, r) })
+	err = mergeOrder(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), runs)
+	if err == nil {
+		err = runs.asm.chunkEnd()
+	}
+	runs.asm.release()
+	if cerr := closeAll(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, 0, errors.Join(err, w.abort())
+	}
+	outs, err = w.finish()
+	return outs, w.copiedBytes, err
+}
+
+// copyJob is a row group on its way through the merge as a block.
+type copyJob struct {
+	src    rgSource
+	rg     int
+	ts     []int64
+	groups []arrow.Array
+	bloom  []byte
+}
+
+func (j *copyJob) release() {
+	if j == nil {
+		return
+	}
+	for _, g := range j.groups {
+		g.Release()
+	}
+	j.groups = nil
+}
+
+// spliceRuns receives the merge order: runs of decoded rows go to the
+// assembler; once every row of a copied row group has gone by, the rows
+// assembled so far are written and the row group is copied after them.
+type spliceRuns struct {
+	asm     *assembler
+	w       *spliceWriter
+	pending []*copyJob // per input: the row group its cursor is on
+	emitted []int64    // per input: rows of pending already in the order
+}
+
+func (s *spliceRuns) run(c *cursor, from, to int) error {
+	if c.b.rec != nil {
+		return s.asm.run(c, from, to)
+	}
+	j := s.pending[c.idx]
+	if j == nil {
+		return fmt.Errorf("merge of input %s: a copied row group went by without its plan", c.name)
+	}
+	s.emitted[c.idx] += int64(to - from)
+	if s.emitted[c.idx] < int64(len(j.ts)) {
+		return nil
+	}
+	// No other input has rows inside the row group's range, so nothing can
+	// come between its first and last row: copy it as a whole.
+	if err := s.asm.chunkEnd(); err != nil {
+		return err
+	}
+	err := s.w.copyRowGroup(s.asm.ctx, j.src, j.rg, j.ts, j.groups, j.bloom)
+	j.release()
+	s.pending[c.idx], s.emitted[c.idx] = nil, 0
+	return err
+}
+
+func (s *spliceRuns) chunkEnd() error { return s.asm.chunkEnd() }
+
+// spliceSource yields one input's rows for the splice: decoded batches for
+// the row groups that are re-encoded, and for each copied row group one
+// batch of its timestamps without rows (its copyJob goes to runs).
+type spliceSource struct {
+	in        *openedInput
+	schema    *arrow.Schema
+	tsName    string
+	opts      RewriteOptions
+	copies    []bool
+	groupCols []string
+	footer    *index.Footer
+	idx       int
+	runs      *spliceRuns
+
+	rg   int    // next row group
+	cur  source // the decoded run of row groups being read
+	size int64  // of the input file, once a copy needs it
+}
+
+func (s *spliceSource) next(ctx context.Context) (batch, bool, error) {
+	n := s.in.pf.NumRowGroups()
+	for {
+		if s.cur != nil {
+			b, ok, err := s.cur.next(ctx)
+			if err != nil || ok {
+				return b, ok, err
+			}
+			err = s.cur.close()
+			s.cur = nil
+			if err != nil {
+				return batch{}, false, err
+			}
+		}
+		if s.rg >= n {
+			return batch{}, false, nil
+		}
+		if s.rg < len(s.copies) && s.copies[s.rg] {
+			j, err := s.readCopy(ctx, s.rg)
+			s.rg++
+			if err != nil {
+				return batch{}, false, err
+			}
+			s.runs.pending[s.idx] = j
+			s.runs.emitted[s.idx] = 0
+			return batch{ts: j.ts}, true, nil
+		}
+		var rgs []int
+		for ; s.rg < n && !(s.rg < len(s.copies) && s.copies[s.rg]); s.rg++ {
+			rgs = append(rgs, s.rg)
+		}
+		src, err := newPQSourceRG(ctx, s.in, s.schema, s.tsName, false, s.opts.Allocator, rgs)
+		if err != nil {
+			return batch{}, false, err
+		}
+		s.cur = newPrefetchSource(ctx, s.opts.filtered(src, s.schema))
+	}
+}
+
+// readCopy decodes the timestamp and group columns of row group rg.
+func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
+	names := append([]string{s.tsName}, s.groupCols...)
+	var leaves []int
+	for _, name := range names {
+		leaves = append(leaves, leafIndices(s.in, name)...)
+	}
+	tbl, err := s.in.fr.ReadRowGroups(ctx, leaves, []int{rg})
+	if err != nil {
+		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d: %w", rg, err))
+	}
+	defer tbl.Release()
+	if s.size == 0 {
+		st, err := s.in.f.Stat()
+		if err != nil {
+			return nil, inputErr("reading input", s.in.path, &IOError{Err: err})
+		}
+		s.size = st.Size()
+	}
+	j := &copyJob{rg: rg, src: rgSource{name: s.in.path, r: readerAtSeeker{s.in.f, s.in.read}, size: s.size, md: s.in.pf.MetaData()}}
+	if s.footer != nil {
+		j.bloom = s.footer.RowGroupBloom(rg)
+	}
+	for k, name := range names {
+		idx := tbl.Schema().FieldIndices(name)
+		if len(idx) == 0 {
+			j.release()
+			return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d has no column %q", rg, name))
+		}
+		col, err := array.Concatenate(tbl.Column(idx[0]).Data().Chunks(), s.opts.Allocator)
+		if err != nil {
+			j.release()
+			return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d column %q: %w", rg, name, err))
+		}
+		if k == 0 {
+			if col.NullN() > 0 {
+				col.Release()
+				return nil, inputErr("reading input", s.in.path, fmt.Errorf("timestamp column %q has null values", s.tsName))
+			}
+			j.ts = appendMicros(make([]int64, 0, col.Len()), col)
+			col.Release()
+			continue
+		}
+		j.groups = append(j.groups, col)
+	}
+	if want := s.in.pf.MetaData().RowGroup(rg).NumRows(); int64(len(j.ts)) != want {
+		j.release()
+		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d holds %d timestamps, its footer says %d rows", rg, len(j.ts), want))
+	}
+	if s.opts.SpliceUnverified {
+		return j, nil
+	}
+	if err := verifyPages(s.in, rg, leaves); err != nil {
+		j.release()
+		return nil, err
+	}
+	return j, nil
+}
+
+// verifyPages reads every page of row group rg's columns except the leaves
+// already decoded: each page header must parse and its data decompress (zstd
+// frames carry a checksum), and the pages must hold the values the footer
+// says. Values are not decoded. A copy does not re-encode, so this is what
+// keeps damaged input from being carried into the output unnoticed.
+func verifyPages(in *openedInput, rg int, decoded []int) error {
+	r := in.pf.RowGroup(rg)
+	for i := 0; i < r.NumColumns(); i++ {
+		if slices.Contains(decoded, i) {
+			continue
+		}
+		fail := func(err error) error {
+			return inputErr("reading input", in.path, fmt.Errorf("row group %d column %d: %w", rg, i, err))
+		}
+		cc, err := r.MetaData().ColumnChunk(i)
+		if err != nil {
+			return fail(err)
+		}
+		pr, err := r.GetColumnPageReader(i)
+		if err != nil {
+			return fail(err)
+		}
+		var values int64
+		for pr.Next() {
+			if dp, ok := pr.Page().(file.DataPage); ok {
+				values += int64(dp.NumValues())
+			}
+		}
+		err = pr.Err()
+		_ = pr.Close()
+		if err != nil {
+			return fail(err)
+		}
+		if values != cc.NumValues() {
+			return fail(fmt.Errorf("pages hold %d values, the footer says %d", values, cc.NumValues()))
+		}
+	}
+	return nil
+}
+
+func (s *spliceSource) close() error {
+	if s.cur != nil {
+		err := s.cur.close()
+		s.cur = nil
+		return err
+	}
+	return nil
+}
