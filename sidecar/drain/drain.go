@@ -509,7 +509,8 @@ func conforms(sc *arrow.Schema, seg *localwal.Segment, mem memory.Allocator) err
 
 // writeFiles conforms every record to the table schema, drops the rows already past the table's
 // retention, splits the rest by day and writes one sorted generation-0 file per day. It returns
-// the rows written and the rows dropped.
+// the rows written and the rows dropped. It releases the segments' records as it goes (their
+// headers stay): a batch's memory shrinks while its files are written.
 func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) ([]merge.Output, int64, int64, error) {
 	sc, err := lake.ArrowSchema(t)
 	if err != nil {
@@ -558,11 +559,15 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 				return nil, 0, 0, err
 			}
 		}
+		// Its rows are in byDay now (slices of the same buffers); nothing else may hold the
+		// segment's records, or its memory would outlive the write below.
+		l.seg.Release()
 	}
 	var outs []merge.Output
 	for day, recs := range byDay {
+		delete(byDay, day) // the writer owns recs now and releases each as it writes its rows
 		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
-		o, err := merge.WriteSorted(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
+		o, err := merge.WriteSortedReleasing(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
 			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, Generation: 0, Allocator: d.Mem,
 				Metadata: d.Cfg.Metadata.For(t)})
 		if err != nil {
