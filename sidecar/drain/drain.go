@@ -50,6 +50,10 @@ type Drain struct {
 	// mark the commit replaced, segs are the batch's segments in order. Like localwal.Remove it
 	// takes them out of dir; segments found already committed are removed, never retired.
 	Retire func(dir string, prev lake.Mark, segs []localwal.SegmentInfo) error
+	// Reserve, when set, takes a batch's memory from the process budget (sidecar/membudget) before
+	// its segments are read, and waits while the budget is spent; release gives it back. nil
+	// takes none.
+	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
@@ -277,6 +281,14 @@ func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
 	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: d.quarantined})
 }
 
+// batchMemoryFactor is what a batch holds at its peak per byte of segments: the segments decoded
+// in place (about their file size), the write's sort order, gathered chunk and encoded row group
+// on top. The drain benchmark's batches peaked at 1.7 times their size in live heap.
+const batchMemoryFactor = 2
+
+// BatchMemory is the share of the process memory budget a batch of segBytes takes.
+func BatchMemory(segBytes int64) int64 { return batchMemoryFactor * segBytes }
+
 // loaded is a decoded segment of a batch.
 type loaded struct {
 	info localwal.SegmentInfo
@@ -308,6 +320,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
+	if d.Reserve != nil {
+		release, err := d.Reserve(ctx, BatchMemory(b.bytes))
+		if err != nil {
+			return fail("", err) // only a shutdown ends the wait: not a drain error
+		}
+		defer release()
+	}
 	var segs []loaded
 	var decoded []*localwal.Segment // every decoded segment, released on return (Release is idempotent)
 	defer func() {
