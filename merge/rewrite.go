@@ -80,10 +80,16 @@ type RewriteOptions struct {
 	// the in-memory and k-way paths; a bin the budget would send to the
 	// page-bounded path streams through the k-way path instead.
 	RowFilter *RowFilter
+	// Fold, if set, folds the merged stream's rows of one (bucket, keys) into one (aggregate
+	// folding). Like RowFilter it needs every row decoded: it runs on the in-memory and k-way
+	// paths, never on one that copies row groups or pages.
+	Fold *Fold
 	// Metrics, if set, records the rewrite.
 	Metrics *Metrics
 
-	matcher *rowMatcher // RowFilter bound to the schema, for this rewrite
+	matcher *rowMatcher   // RowFilter bound to the schema, for this rewrite
+	fold    *compiledFold // Fold bound to the schema
+	folder  *folder       // the fold's state, for its stats
 }
 
 // RewriteResult says what a rewrite did.
@@ -96,6 +102,8 @@ type RewriteResult struct {
 	// Deleted counts the rows RowFilter dropped, per predicate (a row counts
 	// for the first predicate that matches); nil without a filter.
 	Deleted []int64
+	// Fold is what the fold did; nil without one.
+	Fold *FoldStats
 	// tsSkipped: rows the page-bounded timestamp pass took from the page
 	// index instead of decoding them (tests).
 	tsSkipped int64
@@ -169,6 +177,16 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		}
 	}
 
+	if opts.Fold != nil {
+		if opts.fold, err = compileFold(*opts.Fold, schema, opts.TimestampColumn); err != nil {
+			return RewriteResult{}, err
+		}
+		opts.folder = newFolder(opts.fold, schema, opts.Allocator, kwayChunkRows)
+		if opts.ForcePath != "" && opts.ForcePath != PathInMemory && opts.ForcePath != PathKWay {
+			return RewriteResult{}, fmt.Errorf("a fold runs on the %s and %s paths, not %s", PathInMemory, PathKWay, opts.ForcePath)
+		}
+	}
+
 	var read int64
 	opened := make([]*openedInput, 0, len(inputs))
 	defer func() {
@@ -186,6 +204,9 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		est += estimateDecoded(o)
 		rows += o.pf.NumRows()
 	}
+	if opts.SplitSparse > 0 && rows >= SplitSparseMinRows {
+		opts.cutBefore = binCuts(opened, opts.SplitSparse)
+	}
 	// A k-way stream holds two decoded batches (the one being merged and the
 	// one being assembled), and per column a read-ahead buffer and about two
 	// pages (compressed and decompressed).
@@ -200,6 +221,10 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 			// The timestamp pass cannot see the filtered columns; a delete
 			// task's bin is one file, which one k-way stream reads.
 			res.Path, res.Reason = PathKWay, res.Reason+"; a row filter streams through the k-way path"
+		}
+		if opts.fold != nil && res.Path != PathInMemory && res.Path != PathKWay {
+			// A fold re-encodes every row: no path that copies row groups or pages.
+			res.Path, res.Reason = PathKWay, res.Reason+"; a fold streams through the k-way path"
 		}
 	}
 
@@ -225,6 +250,10 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	res.BytesRead = read
 	if opts.matcher != nil {
 		res.Deleted = opts.matcher.deleted
+	}
+	if opts.folder != nil {
+		st := opts.folder.stats
+		res.Fold = &st
 	}
 	for _, o := range outs {
 		res.BytesWritten += o.Size
@@ -269,6 +298,9 @@ func estimateDecoded(in *openedInput) int64 {
 func runMerge(ctx context.Context, cursors []*cursor, chunkRows int64, s *asyncSink, rs runSink, release func()) (outs []Output, err error) {
 	defer recoverAbort(&err, s)
 	err = mergeOrder(ctx, cursors, chunkRows, rs)
+	if e, ok := rs.(endSink); ok && err == nil {
+		err = e.end()
+	}
 	release()
 	for _, c := range cursors {
 		if cerr := c.close(); err == nil && cerr != nil {
@@ -319,8 +351,9 @@ func mergeInMemory(ctx context.Context, fs icebergio.WriteFileIO, opened []*open
 		_ = src.close()
 	}
 	as := newAsyncSink(ctx, s)
-	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return as.write(ctx, r) })
-	return runMerge(ctx, cursors, min(opts.RowGroupRows, DefaultChunkRows), as, asm, asm.release)
+	out, end := opts.folded(func(r arrow.RecordBatch) error { return as.write(ctx, r) }, schema)
+	asm := newAssembler(ctx, schema, opts.Allocator, out)
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, DefaultChunkRows), as, withEnd(asm, end), asm.release)
 }
 
 // mergeKWay streams every input in batches through a heap: memory is about
@@ -342,8 +375,9 @@ func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedIn
 		cursors = append(cursors, &cursor{idx: i, name: in.path, src: newPrefetchSource(ctx, opts.filtered(src, schema))})
 	}
 	as := newAsyncSink(ctx, s)
-	asm := newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return as.write(ctx, r) })
-	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), as, asm, asm.release)
+	out, end := opts.folded(func(r arrow.RecordBatch) error { return as.write(ctx, r) }, schema)
+	asm := newAssembler(ctx, schema, opts.Allocator, out)
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), as, withEnd(asm, end), asm.release)
 }
 
 // recoverAbort turns a panic in the Parquet decoder (corrupt input it did not

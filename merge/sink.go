@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,11 +31,12 @@ type sink struct {
 	outputs []Output
 	created []string // every path Create succeeded on, removed by abort
 
-	rgOpen  bool  // the current file has a row group that is not full
-	rgRows  int64 // rows in that row group
-	closing bool  // current file is full: close it at the next timestamp change
-	lastTs  int64 // timestamp of the last row of the last full row group
-	prevTs  int64 // timestamp of the last row written, to check the order
+	rgOpen  bool    // the current file has a row group that is not full
+	rgRows  int64   // rows in that row group
+	closing bool    // current file is full: close it at the next timestamp change
+	cuts    []int64 // density cuts not yet passed (WriterOptions.cutBefore)
+	lastTs  int64   // timestamp of the last row of the last full row group
+	prevTs  int64   // timestamp of the last row written, to check the order
 	wrote   bool
 }
 
@@ -56,7 +59,8 @@ func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	if _, ok := schema.Field(idx[0]).Type.(*arrow.TimestampType); !ok {
 		return nil, fmt.Errorf("timestamp column %q has type %s, accepted: timestamp", opts.TimestampColumn, schema.Field(idx[0]).Type)
 	}
-	return &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tsIdx: idx[0]}, nil
+	return &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tsIdx: idx[0],
+		cuts: slices.Clone(opts.cutBefore)}, nil
 }
 
 // write appends rec (conformed to the schema, sorted, and not earlier than any
@@ -87,7 +91,23 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 			}
 			continue
 		}
+		if len(s.cuts) > 0 && s.cuts[0] <= micros[off] {
+			// A density cut: rows before it stay in the current file, this
+			// row starts the next one (it is later than all of them, so the
+			// files stay disjoint).
+			for len(s.cuts) > 0 && s.cuts[0] <= micros[off] {
+				s.cuts = s.cuts[1:]
+			}
+			if s.cur != nil && s.cur.rows > 0 {
+				if err := s.closeFile(); err != nil {
+					return err
+				}
+			}
+		}
 		end := off + min(n-off, s.opts.RowGroupRows-s.rgRows)
+		if len(s.cuts) > 0 {
+			end = off + int64(sort.Search(int(end-off), func(i int) bool { return micros[off+int64(i)] >= s.cuts[0] }))
+		}
 		if s.closing {
 			j := off
 			for j < end && micros[j] == s.lastTs {
@@ -189,6 +209,7 @@ func (s *sink) closeFile() error {
 		f.meta.EndRowGroup()
 		s.rgOpen = false
 	}
+	s.rgRows = 0 // a density cut closes a file inside a row group
 	s.cur = nil
 	if err := f.fw.AppendKeyValueMetadata(FooterGenerationKey, fmt.Sprint(s.opts.Generation)); err != nil {
 		return fmt.Errorf("writing %s: footer: %w", f.path, err)

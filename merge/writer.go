@@ -40,6 +40,15 @@ type WriterOptions struct {
 	Generation int
 	// Metadata selects the search metadata written to the footer.
 	Metadata MetadataOptions
+	// SplitSparse > 0 also cuts outputs where the row density falls below
+	// this fraction of the median density (SparseCuts), so a sparse tail of
+	// late rows gets files of its own instead of stretching a dense one
+	// (SIGLAKE_COMPACTOR_SPLIT_SPARSE). 0 = cut by size only.
+	SplitSparse float64
+	// cutBefore holds the density cuts WriteSorted and Rewrite derive from
+	// SplitSparse: the sink starts a new file before the first row at or
+	// after each of them.
+	cutBefore []int64
 	// Allocator for decoded and encoded buffers; nil = memory.DefaultAllocator.
 	// Tests pass an accounting allocator to measure peak memory.
 	Allocator memory.Allocator
@@ -113,7 +122,7 @@ func WriteSortedReleasing(ctx context.Context, fs icebergio.WriteFileIO, newPath
 	if err != nil {
 		return nil, err
 	}
-	if err := writeInOrder(ctx, s, schema, recs, opts.Allocator); err != nil {
+	if err := writeInOrder(ctx, s, schema, recs, opts); err != nil {
 		s.abort()
 		return nil, err
 	}
@@ -132,7 +141,8 @@ func releaseRecords(recs []arrow.RecordBatch) {
 // writeInOrder conforms recs to schema (in place in the slice), sorts their
 // rows by timestamp and hands them to s chunk by chunk, releasing each
 // record once the chunk with its last row is written.
-func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) error {
+func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) error {
+	mem := opts.Allocator
 	starts := make([]int64, 0, len(recs)+1) // global number of each record's first row
 	var total int64
 	for i, r := range recs {
@@ -178,6 +188,13 @@ func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arr
 			}
 			return cmp.Compare(a, b)
 		})
+	}
+	if opts.SplitSparse > 0 && total >= SplitSparseMinRows {
+		sorted := make([]int64, len(order))
+		for i, row := range order {
+			sorted[i] = ts[row]
+		}
+		s.cuts = SparseCuts(histogramOfSorted(sorted, drainBucketMicros), opts.SplitSparse)
 	}
 	recOf := func(row int32) int { // the record holding global row number row
 		return sort.Search(len(recs), func(i int) bool { return starts[i+1] > int64(row) })

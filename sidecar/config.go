@@ -36,7 +36,7 @@ var (
 // DrainConfig is the part of the options the drain needs.
 func DrainConfig(c Config) drain.Config {
 	return drain.Config{WALDir: c.WALDir, NodeName: c.NodeName, CommitBatchTargetBytes: c.CommitBatchTargetBytes,
-		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, Metadata: c.MetadataOptions,
+		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
 		PastRetention: retention.DrainFilter(c.RetentionPeriod)}
 }
 
@@ -44,9 +44,9 @@ func DrainConfig(c Config) drain.Config {
 func MaintainConfig(c Config) maintain.Config {
 	return maintain.Config{SnapshotExpireInterval: c.SnapshotExpireInterval, SnapshotRetain: c.SnapshotRetain,
 		DeleteTasks: c.DeleteTasks, Sweep: SweepConfig(c), IndexRebuild: c.IndexRebuild, MergeMemoryBytes: c.MergeMemoryBytes,
-		MergeChunkRows: c.MergeChunkRows, MaxFanIn: c.MaxFanIn, Metadata: c.MetadataOptions,
+		MergeChunkRows: c.MergeChunkRows, MaxFanIn: c.MaxFanIn, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
 		RetentionInterval: c.RetentionInterval, Retention: RetentionConfig(c), SkipAfterFailures: c.SkipAfterFailures,
-		FailureBackoff: c.FailureBackoff}
+		FailureBackoff: c.FailureBackoff, FoldMaxGroups: c.FoldMaxGroups, FoldMinFiles: c.FoldMinFiles}
 }
 
 // RetentionConfig is the part of the options retention needs.

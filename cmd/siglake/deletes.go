@@ -14,6 +14,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -64,7 +65,7 @@ func runDeleteRequest(args []string) error {
 		return err
 	}
 	defer l.Close()
-	got, err := deletes.Record(ctx, l, *tbl, r, time.Now())
+	got, err := fold.RecordDelete(ctx, l, *tbl, r, time.Now())
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ func commands() []command {
 		{"gc", "list (or with --apply delete) objects no retained snapshot references", runGC},
 		{"delete-request", "record a deletion request (rows matching column conditions and a time range) and print its id", runDeleteRequest},
 		{"delete-sweep", "show deletion requests, candidate files and matching rows (with --apply, delete them now)", runDeleteSweep},
+		{"fold", "show a rollup table's fold specification, or set it (keys, bucket, aggregates, tiers)", runFold},
 		{"retention", "show a table's retention and what it would remove now, or set its policy (period and rules)", runRetention},
 		{"skipped", "list data files set aside after failed rewrites, or clear them so maintenance plans them again", runSkipped},
 		{"walgen", "write WAL segments of realistic log rows, as an ingest pod would", runWalgen},

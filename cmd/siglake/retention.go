@@ -28,8 +28,15 @@ take the shortest period. Periods: 30d, 4w, 36h, at least 1d; 0 keeps for ever. 
 
 // runRetention is `siglake retention show|set`.
 func runRetention(args []string) error {
+	return tableSubcommand("retention", retentionUsage, args, map[string]func(table string, args []string) error{
+		"show": retentionShow, "set": retentionSet})
+}
+
+// tableSubcommand runs `siglake NAME ACTION [TABLE] ...`: the action's function gets the table
+// (empty when the first argument after the action is a flag) and the rest.
+func tableSubcommand(name, usage string, args []string, actions map[string]func(table string, args []string) error) error {
 	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprintln(os.Stdout, retentionUsage)
+		fmt.Fprintln(os.Stdout, usage)
 		if len(args) == 0 {
 			return usageError{fmt.Errorf("a subcommand is required")}
 		}
@@ -40,14 +47,26 @@ func runRetention(args []string) error {
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		table, rest = rest[0], rest[1:]
 	}
-	switch action {
-	case "show":
-		return retentionShow(table, rest)
-	case "set":
-		return retentionSet(table, rest)
+	if f, ok := actions[action]; ok {
+		return f(table, rest)
 	}
-	fmt.Fprintln(os.Stderr, retentionUsage)
-	return usageError{fmt.Errorf("retention %q: accepted subcommands: show, set", action)}
+	names := make([]string, 0, len(actions))
+	for a := range actions {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(os.Stderr, usage)
+	return usageError{fmt.Errorf("%s %q: accepted subcommands: %s", name, action, strings.Join(names, ", "))}
+}
+
+// tableOrAll is table, or every table of l in name order when it is empty.
+func tableOrAll(ctx context.Context, l *lake.Lake, table string) ([]string, error) {
+	if table != "" {
+		return []string{table}, nil
+	}
+	tables, err := l.ListTables(ctx)
+	sort.Strings(tables)
+	return tables, err
 }
 
 // ruleFlag parses --rule COND[&COND]:PERIOD[:PRIORITY].
@@ -162,12 +181,9 @@ func retentionShow(table string, args []string) error {
 		return err
 	}
 	defer l.Close()
-	tables := []string{table}
-	if table == "" {
-		if tables, err = l.ListTables(ctx); err != nil {
-			return err
-		}
-		sort.Strings(tables)
+	tables, err := tableOrAll(ctx, l, table)
+	if err != nil {
+		return err
 	}
 	log, err := sidecar.NewLogger("console", "warn")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/plan/sim"
 )
 
@@ -22,8 +23,9 @@ func runSimulate(args []string) error {
 	fs.DurationVar(&s.LateMean, "late-mean", s.LateMean, "mean lateness of a late row (exponential)")
 	fs.DurationVar(&s.CommitMaxAge, "commit-max-age", s.CommitMaxAge, "commitBatch.maxAgeSecs of each pod")
 	targetMB := fs.Float64("commit-target-mb", s.CommitTargetBytes/(1<<20), "commitBatch.targetMb of each pod")
-	merge := fs.Float64("merge-mbps", s.MergeBytesPerSec/1e6, "rewrite throughput of the table's owner, MB/s")
+	mergeMBps := fs.Float64("merge-mbps", s.MergeBytesPerSec/1e6, "rewrite throughput of the table's owner, MB/s")
 	fs.DurationVar(&s.Tick, "tick", s.Tick, "maintenance tick (simulated)")
+	split := fs.Float64("split-sparse", merge.DefaultSplitSparse, "SIGLAKE_COMPACTOR_SPLIT_SPARSE of the modelled drain and rewriter (0: cut by size only)")
 	fs.BoolVar(&s.Config.Leveled, "leveled", true, "false simulates only the legacy flat pass")
 	both := fs.Bool("compare", true, "simulate leveled and legacy side by side")
 	svg := fs.String("svg", "", "write a plot of depth and file count over time to this SVG file")
@@ -33,10 +35,11 @@ func runSimulate(args []string) error {
 	}
 	s.IngestBytesPerSec = *mbps * 1e6
 	s.CommitTargetBytes = *targetMB * (1 << 20)
-	s.MergeBytesPerSec = *merge * 1e6
+	s.MergeBytesPerSec = *mergeMBps * 1e6
+	s.SplitSparse, s.DrainSplitSparse = *split, *split
 	if s.Pods <= 0 || s.IngestBytesPerSec <= 0 || s.MergeBytesPerSec <= 0 || s.Duration <= 0 || s.Tick <= 0 ||
-		s.LateFraction < 0 || s.LateFraction > 1 {
-		return fmt.Errorf("accepted: --pods, --ingest-mbps, --merge-mbps, --duration, --tick above 0 and --late-fraction in [0,1]")
+		s.LateFraction < 0 || s.LateFraction > 1 || *split < 0 || *split >= 1 {
+		return fmt.Errorf("accepted: --pods, --ingest-mbps, --merge-mbps, --duration, --tick above 0, --late-fraction in [0,1] and --split-sparse in [0,1)")
 	}
 	if err := s.Config.Validate(); err != nil {
 		return err
@@ -68,8 +71,8 @@ func runSimulate(args []string) error {
 		}
 		return json.NewEncoder(os.Stdout).Encode(results)
 	}
-	fmt.Printf("scenario %s: %d pods, %.1f MB/s, %s simulated, %.0f%% late (mean %s), merges at %.0f MB/s (took %s)\n\n",
-		s.Name, s.Pods, s.IngestBytesPerSec/1e6, s.Duration, 100*s.LateFraction, s.LateMean, s.MergeBytesPerSec/1e6,
+	fmt.Printf("scenario %s: %d pods, %.1f MB/s, %s simulated, %.0f%% late (mean %s), merges at %.0f MB/s, split sparse %g (took %s)\n\n",
+		s.Name, s.Pods, s.IngestBytesPerSec/1e6, s.Duration, 100*s.LateFraction, s.LateMean, s.MergeBytesPerSec/1e6, s.SplitSparse,
 		time.Since(began).Round(time.Millisecond))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STRATEGY\tWRITE AMP\tDEPTH MAX\tDEPTH P50\tSETTLED DEPTH P50\tFILES P50\tFILES FINAL\tL0/L1/L2 FINAL\tREWRITER BUSY")

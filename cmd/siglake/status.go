@@ -209,6 +209,7 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 			fmt.Fprintln(w, l)
 		}
 	}
+	printFoldStatus(w, r, names)
 	if len(r.Members) > 0 {
 		fmt.Fprintln(w, "\nMEMBERS")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

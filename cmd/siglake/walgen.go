@@ -34,6 +34,7 @@ func runWalgen(args []string) error {
 	fs.Uint64Var(&o.Gen.Seed, "seed", 1, "random seed; the same seed gives the same rows")
 	start := fs.String("start", "", "timestamp of the first row (RFC 3339); default: the rows end now, none later than the clock")
 	fs.DurationVar(&o.Step, "step", 0, "timestamp step between a table's consecutive rows; 0: with --rate, each table's timestamps keep pace with the clock, else 1ms")
+	fs.StringVar(&o.Rollup, "rollup", "", "also write each events batch's per-minute rollup (counts and bytes per service and severity) to this table, as ingest pods write partial rows; "+walgen.RollupTable+" is the built-in one (docs/folding.md)")
 	asJSON := fs.Bool("json", false, "print the result, with a row fingerprint, as JSON")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
@@ -79,5 +80,8 @@ func runWalgen(args []string) error {
 		}{res, sum})
 	}
 	fmt.Printf("sealed %d rows in %d segments (%s) into %s\n", res.Rows, res.Segments, sidecar.HumanBytes(res.Bytes), o.WALDir)
+	if o.Rollup != "" {
+		fmt.Printf("and %d partial rollup rows for %s\n", res.RollupRows, o.Rollup)
+	}
 	return nil
 }

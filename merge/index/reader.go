@@ -324,3 +324,13 @@ func (f *Footer) Lookup(column, term string) (rows []uint32, ok bool) {
 	}
 	return ix.Lookup(term), true
 }
+
+// TimeBuckets returns the file's rows per time bucket: counts[i] rows lie in
+// [start + i*width, start + (i+1)*width), microseconds. ok is false when the
+// entry is absent.
+func (f *Footer) TimeBuckets() (start, width int64, counts []int64, ok bool) {
+	if f.buckets == nil {
+		return 0, 0, nil, false
+	}
+	return f.buckets.StartMicros, f.buckets.BucketMicros, f.buckets.Counts, true
+}

@@ -119,6 +119,9 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 		return err
 	}
 	cfg.HTTPAddr = httpAddr(o.HTTPAddr)
+	if err := prepareRollup(ctx, cfg); err != nil {
+		return fmt.Errorf("the rollup table: %w", err)
+	}
 
 	runCtx, stopSidecar := context.WithCancel(ctx)
 	defer stopSidecar()
@@ -142,10 +145,11 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	genCtx, stopGen := context.WithTimeout(ctx, o.Duration)
 	defer stopGen()
 	var (
-		mu     sync.Mutex
-		sealed = map[string]*rowsum.Sum{}
-		genErr error
-		wg     sync.WaitGroup
+		mu         sync.Mutex
+		sealed     = map[string]*rowsum.Sum{}
+		rollupRows int64
+		genErr     error
+		wg         sync.WaitGroup
 	)
 	for _, tbl := range o.Tables {
 		sealed[tbl] = &rowsum.Sum{}
@@ -154,18 +158,16 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	go func() {
 		defer wg.Done()
 		ro := walgen.RunOptions{WALDir: walDir, Stream: "demo-pod", Tables: o.Tables, Rate: o.Rate * int64(len(o.Tables)),
-			BatchRows: 2000, SegmentSize: 2 << 20, RollAge: 2 * time.Second,
+			BatchRows: 2000, SegmentSize: 2 << 20, RollAge: 2 * time.Second, Rollup: walgen.RollupTable,
 			Gen: walgen.Options{Seed: 1, LateFraction: 0.02, MaxLateness: 5 * time.Minute}}
-		_, err := walgen.Run(genCtx, ro, func(tbl string, rec arrow.RecordBatch) {
+		res, err := walgen.Run(genCtx, ro, func(tbl string, rec arrow.RecordBatch) {
 			mu.Lock()
 			_ = sealed[tbl].Add(rec, walgen.Columns...) // walgen's own schema: every column type is fingerprinted
 			mu.Unlock()
 		})
-		if err != nil {
-			mu.Lock()
-			genErr = err
-			mu.Unlock()
-		}
+		mu.Lock()
+		genErr, rollupRows = err, res.RollupRows
+		mu.Unlock()
 	}()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
@@ -207,7 +209,14 @@ progress:
 	if err := demoCompact(ctx, out, cfg, log); err != nil {
 		return err
 	}
-	if err := demoSummary(ctx, out, cfg, o.Dir, o.Tables, sealed, peak); err != nil || !o.KeepRunning {
+	if err := demoSummary(ctx, out, cfg, o.Dir, o.Tables, sealed, peak); err != nil {
+		return err
+	}
+	var events int64 // the rollup counts the events table's rows
+	if s := sealed[walgen.EventsTable]; s != nil {
+		events = s.Rows
+	}
+	if err := rollupSummary(ctx, out, cfg, rollupRows, events); err != nil || !o.KeepRunning {
 		return err
 	}
 	return keepRunning(ctx, out, o, cfg, log)

@@ -35,7 +35,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	s := out.String()
-	for _, want := range []string{"EXACTLY ONCE", "running maintenance passes", "siglake inspect events", "siglake tail events --follow --buffer 127.0.0.1:"} {
+	for _, want := range []string{"EXACTLY ONCE", "running maintenance passes", "siglake inspect events", "siglake tail events --follow --buffer 127.0.0.1:", "rows after folding"} {
 		if !strings.Contains(s, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, s)
 		}

@@ -93,6 +93,9 @@ type Config struct {
 	CommitBatchMaxAge      time.Duration
 	// TargetFileBytes splits the drain's output files (where the timestamp changes).
 	TargetFileBytes int64
+	// SplitSparse also cuts each partition's file where the batch's row density falls (its
+	// late rows), so on-time files keep tight ranges (merge.WriterOptions.SplitSparse).
+	SplitSparse float64
 	// Metadata is the search metadata a drain write to t carries (index_at_flush, index columns).
 	Metadata lake.MetadataFunc
 	// PastRetention, when set, gives the filter of t's rows already past retention at now and
@@ -587,7 +590,7 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 		delete(byDay, day) // the writer owns recs now and releases each as it writes its rows
 		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
 		o, err := merge.WriteSortedReleasing(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
-			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, Generation: 0, Allocator: d.Mem,
+			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, SplitSparse: d.Cfg.SplitSparse, Generation: 0, Allocator: d.Mem,
 				Metadata: d.Cfg.Metadata.For(t)})
 		if err != nil {
 			d.removeOutputs(ctx, t, outs)

@@ -40,3 +40,17 @@ func (l *Lake) UpdateProperties(ctx context.Context, name string, f func(iceberg
 	}
 	return nil
 }
+
+// SetProperty commits table property key = value on the newest metadata (UpdateProperties);
+// remove removes it instead (nothing to commit when it is absent).
+func (l *Lake) SetProperty(ctx context.Context, name, key, value string, remove bool) error {
+	return l.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
+		if !remove {
+			return iceberg.Properties{key: value}, nil
+		}
+		if _, ok := cur[key]; ok {
+			return nil, []string{key}
+		}
+		return nil, nil
+	})
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
@@ -91,8 +92,15 @@ type Config struct {
 	MergeMemoryBytes int64
 	MergeChunkRows   int64
 	MaxFanIn         int
+	// SplitSparse cuts the outputs of planned rewrites where the row density falls
+	// (merge.WriterOptions.SplitSparse); delete tasks and retention keep their one output.
+	SplitSparse float64
 	// Metadata is the search metadata a rewrite's output carries.
 	Metadata lake.MetadataFunc
+	// FoldMaxGroups (SIGLAKE_FOLD_MAX_GROUPS) and FoldMinFiles (SIGLAKE_FOLD_MIN_FILES) bound
+	// the folding of rollup tables (merge.Fold.MaxGroups, plan.FoldConfig.MinFiles).
+	FoldMaxGroups int
+	FoldMinFiles  int
 }
 
 // Publisher receives the loop's status as values it never writes again.
@@ -113,6 +121,8 @@ type State struct {
 	LastPass      *PassReport    `json:"last_pass,omitempty"`
 	// IndexRebuild is the post-rewrite Puffin index rebuild of this table (SIGLAKE_INDEX_REBUILD).
 	IndexRebuild *RebuildState `json:"index_rebuild,omitempty"`
+	// Fold is the table's fold specification, or why it is not folded (a bad one).
+	Fold *fold.Table `json:"fold,omitempty"`
 }
 
 // RebuildState is the index rebuild's state for one table: its switch, what the table's
@@ -173,6 +183,8 @@ type Metrics struct {
 	Rebuild   *puffinidx.Metrics
 	Deletes   *deletes.Metrics
 	Retention *retention.Metrics
+	// Fold counts folding (nil: not counted); the process sets it beside NewMetrics.
+	Fold *fold.Metrics
 }
 
 // NewMetrics registers the maintenance loop's own metrics on reg and takes the shared ones.
@@ -361,6 +373,7 @@ func (m *Maintainer) forgetTables(owned []string) {
 		if p, ok := m.Publish.(retention.Publisher); ok {
 			p.Retention(name, nil) // the new owner shows it
 		}
+		m.Metrics.Fold.Forget(name)
 		m.Metrics.OverlapDepth.DeleteLabelValues(name)
 		m.Metrics.GaugesSampledAt.DeleteLabelValues(name)
 		m.Metrics.SkippedFiles.DeleteLabelValues(name)
@@ -561,7 +574,8 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 		}
 	}
 	m.updateRebuildState(name, t.Properties(), nil)
-	pass := plan.Plan(m.Plan, in)
+	roll := m.rollup(name, t, in.Now)
+	pass := m.plan(roll, in, skipping)
 	rep.Planned += len(pass.Bins)
 	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped}
 	committed := 0 // bins run in order and stop at the first that does not commit
@@ -578,7 +592,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 				b.Kind, len(b.Files), b.Partition, until.UTC().Format(time.RFC3339)))
 			continue
 		}
-		out, err := m.rewrite(ctx, t, b, byPath)
+		out, err := m.rewrite(ctx, t, b, byPath, roll)
 		br.Path = string(out.Merge.Path)
 		switch {
 		case err == nil:
@@ -722,11 +736,12 @@ func (m *Maintainer) executor() *rewrite.Executor {
 	return e
 }
 
-// rewrite runs one bin through the executor: one replace of exactly its input files.
-func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File) (rewrite.Outcome, error) {
+// rewrite runs one bin through the executor: one replace of exactly its input files. Every bin of
+// a rollup table (roll not nil) folds.
+func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File, roll *fold.Rollup) (rewrite.Outcome, error) {
 	name := t.Identifier()[len(t.Identifier())-1]
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
-		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
+		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, SplitSparse: m.Cfg.SplitSparse, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
 	for _, f := range b.Files {
 		lf, ok := byPath[f.Path]
 		if !ok {
@@ -734,8 +749,15 @@ func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, by
 		}
 		job.Inputs = append(job.Inputs, lf)
 	}
+	if roll != nil {
+		f := roll.Fold
+		job.Fold, job.FoldTier = &f, roll.Tier(b.Files)
+	}
 	out := m.executor().Run(ctx, t, job)
 	rewrite.Observer{Metrics: m.Metrics.Rewrite, Log: m.Log}.Observe(name, job, out)
+	if out.Status == rewrite.Committed {
+		m.Metrics.Fold.Observe(out.Merge)
+	}
 	return out, out.Error()
 }
 

@@ -50,12 +50,15 @@ const (
 	// KindRetention rewrites one file without its rows past retention (PlanRetention): a file
 	// that straddles a cutoff, or whose older rows a rule covers in part.
 	KindRetention
+	// KindFold folds the rows of a rollup table's files (PlanFold): many small unfolded files
+	// of a partition, or files due for a coarser tier.
+	KindFold
 )
 
-var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task", "retention"}
+var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task", "retention", "fold"}
 
 // Kinds lists every kind, for pre-registering metric labels.
-var Kinds = []Kind{KindL0, KindL1, KindDepth, KindLegacy, KindBackpressureL0, KindDeleteTask, KindRetention}
+var Kinds = []Kind{KindL0, KindL1, KindDepth, KindLegacy, KindBackpressureL0, KindDeleteTask, KindRetention, KindFold}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

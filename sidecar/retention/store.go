@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -26,16 +24,7 @@ func Set(ctx context.Context, l *lake.Lake, name string, p Policy) (Policy, erro
 		return Policy{}, err
 	}
 	clear := p.Period == "" && len(p.Rules) == 0
-	err = l.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
-		if !clear {
-			return iceberg.Properties{Property: v}, nil
-		}
-		if _, ok := cur[Property]; ok {
-			return nil, []string{Property}
-		}
-		return nil, nil
-	})
-	if err != nil {
+	if err := l.SetProperty(ctx, name, Property, v, clear); err != nil {
 		return Policy{}, fmt.Errorf("store the retention policy of %s: %w", name, err)
 	}
 	return p, nil

@@ -1,7 +1,7 @@
 // Package rewrite is siglake's one rewrite executor: given a table, the live files to replace and
 // how to write their rows, it merges them (merge.Rewrite picks the path), stages the replace on the
-// table's newest head (lake.CommitReplace) and returns an Outcome. Maintenance bins and delete
-// tasks run through it; retention and aggregate folding will. It decides nothing (the planner
+// table's newest head (lake.CommitReplace) and returns an Outcome. Maintenance bins (aggregate
+// folding among them), delete tasks and retention run through it. It decides nothing (the planner
 // does) and observes nothing itself: Observer turns outcomes into metrics and log lines.
 package rewrite
 
@@ -35,12 +35,19 @@ type Job struct {
 	Dir string
 	// TargetFileBytes splits outputs (only where the timestamp changes) at this size.
 	TargetFileBytes int64
+	// SplitSparse also cuts outputs where the bin's row density falls, read from the inputs'
+	// time-bucket footers (merge.WriterOptions.SplitSparse); 0 cuts by size only.
+	SplitSparse float64
 	// Metadata is the search metadata the outputs carry.
 	Metadata merge.MetadataOptions
 	// RowFilter drops the rows it matches (delete tasks); nil keeps every row (promise 2).
 	RowFilter *merge.RowFilter
 	// DeleteTask marks a delete-task rewrite (merge.RewriteOptions.DeleteTask).
 	DeleteTask bool
+	// Fold folds the rows of a rollup table (merge.RewriteOptions.Fold); FoldTier is the tier
+	// every output row reaches, recorded in the outputs' names (merge.FoldedFileName).
+	Fold     *merge.Fold
+	FoldTier int
 	// Props adds snapshot summary properties once the merge is known (nil: none beyond kind, merge
 	// path and input count, which every rewrite records).
 	Props func(res merge.RewriteResult) iceberg.Properties
@@ -172,6 +179,10 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		inputs[i] = merge.Input{Path: f.Path, Size: f.Size, Rows: f.Rows, Generation: f.Generation}
 		old[i] = f.DataFile
 	}
+	newPath := func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) }
+	if job.Fold != nil {
+		newPath = func(int) string { return job.Dir + "/" + merge.FoldedFileName(job.Generation, job.FoldTier) }
+	}
 	release := func() {}
 	if e.Reserve != nil {
 		// The merge keeps to its budget by the path it picks; the commit and the index rebuild
@@ -184,11 +195,11 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 			return failed(fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err))
 		}
 	}
-	res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) },
+	res, err := merge.Rewrite(ctx, wfs, inputs, sc, newPath,
 		merge.RewriteOptions{
-			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, Metadata: job.Metadata},
+			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, SplitSparse: job.SplitSparse, Metadata: job.Metadata},
 			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, Metrics: e.MergeMetrics,
-			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter,
+			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter, Fold: job.Fold,
 		})
 	release()
 	if err != nil {
@@ -205,6 +216,10 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	}
 	props := iceberg.Properties{"siglake.rewrite.kind": job.Kind, "siglake.rewrite.path": string(res.Path),
 		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
+	if res.Fold != nil {
+		props["siglake.fold.rows-in"] = strconv.FormatInt(res.Fold.RowsIn, 10)
+		props["siglake.fold.rows-out"] = strconv.FormatInt(res.Fold.RowsOut, 10)
+	}
 	if job.Props != nil {
 		for k, v := range job.Props(res) {
 			props[k] = v

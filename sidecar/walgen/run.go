@@ -34,6 +34,9 @@ type RunOptions struct {
 	// step at which each table's timestamps keep pace with the clock; else 1 ms.
 	Step time.Duration
 	Gen  Options
+	// Rollup, if set, is the table the per-minute rollup of every events batch goes to
+	// (RollupTable): this stream's partial rows, as an ingest pod writes them.
+	Rollup string
 	// OnSeal is told about every sealed segment (the demo counts them).
 	OnSeal func(localwal.SealedSegment)
 }
@@ -43,6 +46,8 @@ type Result struct {
 	Rows     int64 `json:"rows"`
 	Segments int   `json:"segments"`
 	Bytes    int64 `json:"bytes"`
+	// RollupRows are the sealed rows of the rollup table (not in Rows).
+	RollupRows int64 `json:"rollup_rows,omitempty"`
 }
 
 // Run writes generated rows into the WAL until Rows are written or ctx is done, then seals
@@ -52,7 +57,11 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 	if len(o.Tables) == 0 {
 		o.Tables = []string{EventsTable}
 	}
-	for _, t := range o.Tables {
+	names := o.Tables
+	if o.Rollup != "" {
+		names = append(names[:len(names):len(names)], o.Rollup)
+	}
+	for _, t := range names {
 		if !localwal.ValidTable(t) {
 			return Result{}, fmt.Errorf("table %q: accepted names match ^[a-z][a-z0-9_]{0,127}$", t)
 		}
@@ -78,6 +87,10 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 	w, err := localwal.NewWriter(o.WALDir, localwal.WriterOptions{
 		Stream: o.Stream, RollBytes: o.SegmentSize, RollAge: o.RollAge,
 		OnSeal: func(s localwal.SealedSegment) {
+			if s.Table == o.Rollup {
+				res.RollupRows += s.Rows
+				return
+			}
 			res.Rows += s.Rows
 			res.Segments++
 			res.Bytes += s.Size
@@ -115,6 +128,11 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 			each(table, rec)
 		}
 		err := w.Append(table, rec)
+		if err == nil && o.Rollup != "" && table == EventsTable {
+			roll := Rollup(memory.DefaultAllocator, rec)
+			err = w.Append(o.Rollup, roll)
+			roll.Release()
+		}
 		rec.Release()
 		if err != nil {
 			w.Close()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // TestTimestampsNotInTheFuture: with the default start, no generated row is later than the clock
@@ -72,5 +73,38 @@ func TestTimestampsNotInTheFuture(t *testing.T) {
 	}
 	if !first.Equal(future.Truncate(time.Microsecond)) {
 		t.Fatalf("first row at %v, want the given start %v", first, future)
+	}
+}
+
+// TestRollup: with Rollup set, every events batch's per-minute rollup is sealed beside it (the
+// rollup's events add up to the events rows, nothing else), counted apart from the events rows.
+func TestRollup(t *testing.T) {
+	o := RunOptions{WALDir: t.TempDir(), Stream: "pod-1", Rows: 20000, BatchRows: 2000, SegmentSize: 1 << 20, RollAge: time.Hour,
+		Step: 10 * time.Millisecond, Rollup: RollupTable, Gen: Options{Seed: 4}}
+	res, err := Run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 20000 || res.RollupRows == 0 {
+		t.Fatalf("result %+v: want 20000 events rows and some rollup rows", res)
+	}
+	g := New(Options{Seed: 4})
+	rec := g.Batch(memory.DefaultAllocator, time.Date(2026, 11, 2, 0, 0, 30, 0, time.UTC), 6000, 10*time.Millisecond)
+	defer rec.Release()
+	roll := Rollup(memory.DefaultAllocator, rec)
+	defer roll.Release()
+	var events int64
+	ts := roll.Column(0).(*array.Timestamp)
+	for i := 0; i < int(roll.NumRows()); i++ {
+		events += roll.Column(3).(*array.Int64).Value(i)
+		if i > 0 && ts.Value(i) < ts.Value(i-1) {
+			t.Fatal("rollup rows not in time order")
+		}
+		if int64(ts.Value(i))%60e6 != 0 {
+			t.Fatalf("rollup row %d at %d is not a minute start", i, ts.Value(i))
+		}
+	}
+	if events != 6000 {
+		t.Fatalf("the rollup counts %d events of 6000", events)
 	}
 }

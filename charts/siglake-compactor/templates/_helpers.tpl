@@ -198,6 +198,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.backpressureCompactEvery | int | quote }}
 - name: SIGLAKE_COMPACTOR_LEVEL_MAX_GEN
   value: {{ $v.compactor.levelMaxGen | int | quote }}
+- name: SIGLAKE_COMPACTOR_SPLIT_SPARSE
+  value: {{ $v.compactor.splitSparse | toString | quote }}
 - name: SIGLAKE_COMPACTOR_MAX_FANIN
   value: {{ $v.compactor.maxFanIn | int | quote }}
 - name: SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS

@@ -150,6 +150,12 @@ func run(s Scenario) *world {
 				ws, we := int64(lastCommit[p]), int64(nextCommit[p])
 				bytes := podRate * (nextCommit[p] - lastCommit[p]) / 1e6
 				for part, ps := range g.batch(ws, we, bytes) {
+					if s.DrainSplitSparse > 0 {
+						for _, out := range cut(ps, math.Inf(1), s.DrainSplitSparse, splitMinRows*s.RowBytes) {
+							w.add(part, 0, out)
+						}
+						continue
+					}
 					w.add(part, 0, ps)
 				}
 				w.res.IngestedBytes += bytes
@@ -269,7 +275,7 @@ func (w *world) apply(b plan.Bin) {
 	total := float64(b.EstimatedBytes)
 	w.res.RewrittenBytes += total
 	w.res.RewrittenByKind[b.Kind.String()+"/"+b.Level.String()] += total
-	for _, out := range cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse) {
+	for _, out := range cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse, splitMinRows*w.s.RowBytes) {
 		w.add(part, b.OutputGeneration(), out)
 	}
 }
@@ -279,11 +285,16 @@ func (w *world) apply(b plan.Bin) {
 // pieces are compacted to at most maxPieces. With sparse > 0 it first cuts
 // wherever the density crosses sparse times the byte-median density, so a
 // thin tail of late rows becomes its own small output instead of
-// stretching a large one (see Scenario.SplitSparse).
-func cut(ins []piece, target, sparse float64) [][]piece {
+// stretching a large one (see Scenario.SplitSparse). A bin of less than
+// minBytes is cut by size only, as merge does below SplitSparseMinRows.
+func cut(ins []piece, target, sparse, minBytes float64) [][]piece {
 	iv := density(ins)
 	groups := [][]piece{iv}
-	if sparse > 0 && len(iv) > 1 {
+	var total float64
+	for _, p := range iv {
+		total += p.bytes
+	}
+	if sparse > 0 && len(iv) > 1 && total >= minBytes {
 		groups = splitSparse(iv, sparse)
 	}
 	var outs [][]piece
@@ -348,6 +359,7 @@ func splitSparse(iv []piece, frac float64) [][]piece {
 	var groups [][]piece
 	start := 0
 	dense := func(p piece) bool { return p.density() >= frac*median }
+
 	for i := 1; i <= len(iv); i++ {
 		if i == len(iv) || dense(iv[i]) != dense(iv[start]) {
 			groups = append(groups, iv[start:i])
@@ -403,6 +415,10 @@ func cutEqual(iv []piece, n int) [][]piece {
 }
 
 const maxPieces = 8
+
+// splitMinRows mirrors merge.SplitSparseMinRows: a batch or bin of fewer rows
+// is cut by size only (a test holds the two equal).
+const splitMinRows = 1 << 16
 
 // compact merges adjacent pieces (smallest gap first) until at most
 // maxPieces remain, keeping total bytes and the overall range.

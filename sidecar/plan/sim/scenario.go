@@ -59,6 +59,12 @@ type Scenario struct {
 	// instead of stretching a large one over minutes. 0 (the default)
 	// models a writer that cuts by size only, as merge does today.
 	SplitSparse float64
+	// DrainSplitSparse models a drain that cuts each partition's rows of a
+	// batch the same way before it writes them: a batch's late rows, far
+	// sparser than its on-time window, land in their own generation-0 file
+	// and the on-time file keeps a tight range. 0 writes one file per
+	// partition per batch.
+	DrainSplitSparse float64
 	// Stalls are windows in which the sealed WAL backlog is high, to see
 	// graded backpressure at work.
 	Stalls []Stall

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -57,7 +58,7 @@ func TestCutKeepsBytesAndDisjointness(t *testing.T) {
 		}
 		target := total / float64(1+r.IntN(6))
 		sparse := []float64{0, 0.05, 0.5}[r.IntN(3)]
-		outs := cut(ins, target, sparse)
+		outs := cut(ins, target, sparse, 0)
 		if n := int(math.Ceil(total / target)); sparse == 0 && len(outs) > n {
 			t.Fatalf("iter %d: %d outputs, want at most %d", iter, len(outs), n)
 		}
@@ -192,5 +193,13 @@ func TestScenarioValidate(t *testing.T) {
 	bad.Config = plan.Config{}
 	if bad.Validate() == nil {
 		t.Error("zero planner config validated")
+	}
+}
+
+// The simulator's writer model cuts by density from the same row count as
+// the real one.
+func TestSplitMinRowsMatchesMerge(t *testing.T) {
+	if splitMinRows != merge.SplitSparseMinRows {
+		t.Fatalf("sim splitMinRows %d, merge.SplitSparseMinRows %d", splitMinRows, merge.SplitSparseMinRows)
 	}
 }

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/fold"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+const foldUsage = `usage: siglake fold show [TABLE] [--json] [compactor options]
+       siglake fold set TABLE --bucket 1m --key COLUMN... --agg COLUMN=FUNC... [--tier AGE:BUCKET]... [--clear] [compactor options]
+
+Rows of one (bucket, keys) fold into one on maintenance rewrites. Every column is the timestamp, a
+--key or an --agg; FUNC is sum, min, max or count (a column holding counts; an average is a sum
+and a count). --tier 7d:1h folds rows older than 7 days into 1h buckets (tiers youngest first).
+See docs/folding.md.`
+
+// runFold is `siglake fold show|set`.
+func runFold(args []string) error {
+	return tableSubcommand("fold", foldUsage, args, map[string]func(table string, args []string) error{
+		"show": foldShow, "set": foldSet})
+}
+
+// parseFoldFlags builds a specification from the flags of `fold set`.
+func parseFoldFlags(bucket string, keys, aggs, tiers []string) (fold.Spec, error) {
+	s := fold.Spec{Bucket: bucket, Keys: keys}
+	for _, a := range aggs {
+		col, fn, ok := strings.Cut(a, "=")
+		if !ok || col == "" || fn == "" {
+			return s, fmt.Errorf("--agg %q: accepted: COLUMN=FUNC with FUNC sum, min, max or count", a)
+		}
+		s.Aggregates = append(s.Aggregates, fold.Aggregate{Column: col, Func: fn})
+	}
+	for _, t := range tiers {
+		age, b, ok := strings.Cut(t, ":")
+		if !ok || age == "" || b == "" {
+			return s, fmt.Errorf("--tier %q: accepted: AGE:BUCKET, e.g. 7d:1h", t)
+		}
+		s.Tiers = append(s.Tiers, fold.Tier{After: age, Bucket: b})
+	}
+	return s, nil
+}
+
+func foldSet(table string, args []string) error {
+	fs := flag.NewFlagSet("siglake fold set", flag.ContinueOnError)
+	bucket := fs.String("bucket", "", "the fold bucket: a duration that divides a day (1m, 5m, 1h, 1d)")
+	var keys, aggs, tiers multiFlag
+	fs.Var(&keys, "key", "a key column: folded rows share its value (repeatable)")
+	fs.Var(&aggs, "agg", "COLUMN=FUNC: an aggregated column and its function, sum, min, max or count (repeatable)")
+	fs.Var(&tiers, "tier", "AGE:BUCKET: rows older than AGE fold into BUCKET (repeatable, youngest first)")
+	clear := fs.Bool("clear", false, "remove the table's specification: it is no longer folded (folded rows stay folded)")
+	cfg, help, err := toolConfig(fs, args)
+	if help || err != nil {
+		return err
+	}
+	if table == "" {
+		return fmt.Errorf("a table is required: siglake fold set TABLE --bucket 1m --key service --agg events=count")
+	}
+	s, err := parseFoldFlags(*bucket, keys, aggs, tiers)
+	if err != nil {
+		return err
+	}
+	given := s.Bucket != "" || len(s.Keys) > 0 || len(s.Aggregates) > 0 || len(s.Tiers) > 0
+	switch {
+	case *clear && given:
+		return fmt.Errorf("--clear removes the specification; it takes no --bucket, --key, --agg or --tier")
+	case !*clear && s.Bucket == "":
+		return fmt.Errorf("--bucket is required (or --clear to remove the table's specification)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if _, err := fold.Set(ctx, l, table, s); err != nil {
+		return err
+	}
+	if *clear {
+		fmt.Printf("removed the fold specification of %s: it is no longer folded\n", table)
+		return nil
+	}
+	fmt.Printf("stored the fold specification of %s: %s\n", table, s.Describe())
+	return nil
+}
+
+// foldReport is one table in `fold show`.
+type foldReport struct {
+	Name  string     `json:"table"`
+	Spec  *fold.Spec `json:"spec,omitempty"`
+	Error string     `json:"error,omitempty"` // a bad specification: the table is not folded
+}
+
+func foldShow(table string, args []string) error {
+	fs := flag.NewFlagSet("siglake fold show", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the specifications as JSON")
+	cfg, help, err := toolConfig(fs, args)
+	if help || err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	tables, err := tableOrAll(ctx, l, table)
+	if err != nil {
+		return err
+	}
+	var reps []foldReport
+	var firstErr error
+	for _, name := range tables {
+		rep := foldReport{Name: name}
+		t, err := l.LoadTable(ctx, name)
+		if err == nil {
+			var s fold.Spec
+			var ok bool
+			if s, ok, err = fold.Load(t); ok {
+				rep.Spec = &s
+			}
+		}
+		if err != nil {
+			rep.Error = err.Error()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("table %s: %w", name, err)
+			}
+		}
+		if table == "" && rep.Spec == nil && rep.Error == "" {
+			continue // listing: only rollup tables
+		}
+		reps = append(reps, rep)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reps); err != nil {
+			return err
+		}
+		return firstErr
+	}
+	if len(reps) == 0 {
+		fmt.Println("no table has a fold specification")
+	}
+	for _, r := range reps {
+		switch {
+		case r.Error != "":
+			fmt.Printf("table %s: NOT FOLDED: %s\n", r.Name, r.Error)
+		case r.Spec == nil:
+			fmt.Printf("table %s: no fold specification\n", r.Name)
+		default:
+			fmt.Printf("table %s: %s\n", r.Name, r.Spec.Describe())
+		}
+	}
+	return firstErr
+}
+
+// printFoldStatus lists the rollup tables of a status report: their specification, or why they
+// are not folded.
+func printFoldStatus(w io.Writer, r sidecar.StatusReport, names []string) {
+	var lines []string
+	for _, n := range names {
+		m := r.Tables[n].Maintenance
+		if m == nil || m.Fold == nil {
+			continue
+		}
+		if m.Fold.Error != "" {
+			lines = append(lines, fmt.Sprintf("  %s: NOT FOLDED: %s", n, m.Fold.Error))
+		} else if m.Fold.Spec != nil {
+			lines = append(lines, fmt.Sprintf("  %s: %s", n, m.Fold.Spec.Describe()))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "\nFOLDING")
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
+}

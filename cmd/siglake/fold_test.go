@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/siglake/siglake/sidecar/walgen"
+)
+
+// TestFoldCommand: walgen writes the built-in rollup; bad specifications are refused with the
+// property and the column named and nothing stored; set stores one and show prints it.
+func TestFoldCommand(t *testing.T) {
+	dir := t.TempDir()
+	wal, cat, wh := filepath.Join(dir, "wal"), "sqlite:"+filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")
+	if r := siglake(t, "walgen", "--wal-dir", wal, "--rows", "3000", "--rollup", walgen.RollupTable); r.code != 0 || !strings.Contains(r.stdout, "partial rollup rows") {
+		t.Fatalf("walgen: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := siglake(t, "compactor", "--once", "--wal-dir", wal, "--catalog", cat, "--warehouse", wh, "--http-addr", "127.0.0.1:0"); r.code != 0 {
+		t.Fatalf("compactor --once: %d %s", r.code, r.stderr)
+	}
+	lakeArgs := []string{"--catalog", cat, "--warehouse", wh}
+	set := func(args ...string) result {
+		return siglake(t, append(append([]string{"fold", "set", walgen.RollupTable}, args...), lakeArgs...)...)
+	}
+	good := []string{"--bucket", "1m", "--key", "service", "--key", "severity", "--agg", "events=count", "--agg", "bytes=sum", "--agg", "max_bytes=max"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{good[:len(good)-2], `siglake.fold: column "max_bytes" is neither`},
+		{append(append([]string{}, good[:len(good)-2]...), "--agg", "max_bytes=count_distinct"), `column "max_bytes": count_distinct: distinct counts do not fold`},
+		{append(append([]string{}, good...), "--key", "raw"), `column "raw": the table has no such column`},
+		{append([]string{"--bucket", "7m"}, good[2:]...), `bucket "7m"`},
+		{append(append([]string{}, good...), "--tier", "7d"), `--tier "7d"`},
+		{append(append([]string{}, good...), "--tier", "7d:1h", "--tier", "30d:90m"), "tier 2: bucket 90m"},
+		{[]string{"--key", "service"}, "--bucket is required"},
+	} {
+		r := set(c.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("fold set %v: exit %d, stderr %q; want an error naming %q", c.args, r.code, head(r.stderr), c.want)
+		}
+	}
+	show := func() []foldReport {
+		r := siglake(t, append([]string{"fold", "show", "--json"}, lakeArgs...)...)
+		if r.code != 0 {
+			t.Fatalf("fold show: %d %s", r.code, r.stderr)
+		}
+		var reps []foldReport
+		if err := json.Unmarshal([]byte(r.stdout), &reps); err != nil {
+			t.Fatalf("fold show --json: %v: %s", err, r.stdout)
+		}
+		return reps
+	}
+	if reps := show(); len(reps) != 0 {
+		t.Fatalf("refused specifications were stored: %+v", reps)
+	}
+	if r := set(append(good, "--tier", "7d:1h")...); r.code != 0 || !strings.Contains(r.stdout, "stored the fold specification") {
+		t.Fatalf("fold set: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	reps := show()
+	if len(reps) != 1 || reps[0].Name != walgen.RollupTable || reps[0].Spec == nil || len(reps[0].Spec.Tiers) != 1 {
+		t.Fatalf("fold show: %+v", reps)
+	}
+	if r := set("--clear"); r.code != 0 {
+		t.Fatalf("fold set --clear: %d %s", r.code, r.stderr)
+	}
+	if reps := show(); len(reps) != 0 {
+		t.Fatalf("after --clear: %+v", reps)
+	}
+}

@@ -1,0 +1,286 @@
+// Package fold is aggregate folding's table side (docs/folding.md): the fold specification a
+// rollup table keeps in its properties, its validation against the table's schema, and the
+// merge.Fold a rewrite of the table runs with at an instant. Folding itself is a stream transform
+// of the merge paths (merge.Fold); which files fold when is the planner's (plan.PlanFold).
+package fold
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/retention"
+)
+
+// Property is the table property holding the specification (JSON, docs/folding.md).
+const Property = "siglake.fold"
+
+// Version is the format version of a stored specification; readers refuse newer ones.
+const Version = 1
+
+const day = 24 * time.Hour
+
+// Spec is a table's fold specification: rows of one (bucket, keys) fold into one.
+type Spec struct {
+	Version int `json:"version"`
+	// Bucket is the fold bucket ("1m"), a duration that divides a day.
+	Bucket string `json:"bucket"`
+	// Keys are the columns a folded row shares.
+	Keys []string `json:"keys"`
+	// Aggregates are every other column but the timestamp, with its function.
+	Aggregates []Aggregate `json:"aggregates"`
+	// Tiers coarsen older rows, youngest age first.
+	Tiers []Tier `json:"tiers,omitempty"`
+}
+
+// Aggregate is an aggregated column and its function (sum, min, max, count).
+type Aggregate struct {
+	Column string `json:"column"`
+	Func   string `json:"func"`
+}
+
+// Tier folds the rows older than After at Bucket.
+type Tier struct {
+	After  string `json:"after"`
+	Bucket string `json:"bucket"`
+}
+
+// ParseBucket reads a bucket: a Go duration (1m, 1h) or days (1d) that divides a day, at least
+// one second. what names the input in errors.
+func ParseBucket(what, v string) (time.Duration, error) {
+	d, err := parseDuration(v)
+	if err != nil || d < time.Second || d > day || day%d != 0 {
+		return 0, fmt.Errorf("%s %q: accepted: a duration that divides a day, from 1s to 1d (1m, 5m, 1h, 1d)", what, v)
+	}
+	return d, nil
+}
+
+func parseDuration(v string) (time.Duration, error) {
+	s := strings.TrimSpace(v)
+	if strings.HasSuffix(s, "d") {
+		var n int
+		if _, err := fmt.Sscanf(s, "%dd", &n); err != nil || fmt.Sprintf("%dd", n) != s {
+			return 0, fmt.Errorf("not a number of days")
+		}
+		return time.Duration(n) * day, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// distinctFuncs are the functions a fold refuses by name: a distinct count of two pods' partial
+// rows is not the sum of theirs.
+var distinctFuncs = map[string]bool{"count_distinct": true, "distinct": true, "uniq": true, "approx_count_distinct": true, "countDistinct": true}
+
+// Of reads the specification stored in props; ok is false when the table has none.
+func Of(props iceberg.Properties) (s Spec, ok bool, err error) {
+	v, ok := props[Property]
+	if !ok {
+		return Spec{}, false, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Spec{}, true, fmt.Errorf("table property %s: not a fold specification (JSON): %w", Property, err)
+	}
+	if s.Version < 1 || s.Version > Version {
+		return Spec{}, true, fmt.Errorf("table property %s: specification format version %d, this siglake reads 1..%d", Property, s.Version, Version)
+	}
+	return s, true, nil
+}
+
+// Encode is the stored form of s.
+func (s Spec) Encode() (string, error) {
+	s.Version = Version
+	b, err := json.Marshal(s)
+	return string(b), err
+}
+
+// Validate checks s against a table schema: the buckets divide a day, each tier is older and
+// coarser than the one before (a multiple of it), every column is the timestamp, a key or
+// aggregated with a function its type takes, and no distinct count. Errors name the property and
+// the column. A stored specification is checked again before every use: another tool may have
+// written it, or the drain may have added a column since.
+func (s Spec) Validate(sc *iceberg.Schema) error {
+	if err := s.validate(sc); err != nil {
+		return fmt.Errorf("table property %s: %w", Property, err)
+	}
+	return nil
+}
+
+func (s Spec) validate(sc *iceberg.Schema) error {
+	for _, a := range s.Aggregates {
+		if distinctFuncs[a.Func] {
+			return fmt.Errorf("column %q: %s: distinct counts do not fold (the distinct counts of two partial rows do not add up); accepted: sum, min, max, count", a.Column, a.Func)
+		}
+	}
+	if len(s.Keys) == 0 {
+		return fmt.Errorf("no key columns: a fold needs at least one")
+	}
+	f, err := s.mergeFold(time.Unix(0, 0))
+	if err != nil {
+		return err
+	}
+	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
+	if err != nil {
+		return fmt.Errorf("the table schema: %w", err)
+	}
+	return merge.CheckFold(f, asc, lake.TimestampColumn)
+}
+
+// tier is a parsed tier.
+type tier struct {
+	after, bucket time.Duration
+}
+
+func (s Spec) parse() (time.Duration, []tier, error) {
+	base, err := ParseBucket("bucket", s.Bucket)
+	if err != nil {
+		return 0, nil, err
+	}
+	var ts []tier
+	prevAfter, prevBucket := time.Duration(0), base
+	for i, t := range s.Tiers {
+		after, err := retention.ParsePeriod(fmt.Sprintf("tier %d after", i+1), t.After)
+		if err != nil {
+			return 0, nil, err
+		}
+		b, err := ParseBucket(fmt.Sprintf("tier %d bucket", i+1), t.Bucket)
+		if err != nil {
+			return 0, nil, err
+		}
+		if after <= prevAfter {
+			return 0, nil, fmt.Errorf("tier %d: after %s is not older than the tier before (list tiers youngest first)", i+1, t.After)
+		}
+		if b <= prevBucket || b%prevBucket != 0 {
+			return 0, nil, fmt.Errorf("tier %d: bucket %s is not a coarser multiple of %s", i+1, t.Bucket, prevBucket)
+		}
+		prevAfter, prevBucket = after, b
+		ts = append(ts, tier{after: after, bucket: b})
+	}
+	return base, ts, nil
+}
+
+// Cutoffs are the tiers' cutoffs at now, in microseconds, youngest tier first: a row older
+// than cutoff i folds at tier i+1's bucket (see plan.FoldCutoffs).
+func (s Spec) Cutoffs(now time.Time) ([]int64, error) {
+	_, ts, err := s.parse()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		out[i] = cutoff(now, t)
+	}
+	return out, nil
+}
+
+// MergeFold is the fold a rewrite of the table runs with at now; maxGroups is its group budget
+// (SIGLAKE_FOLD_MAX_GROUPS, 0 = merge's default).
+func (s Spec) MergeFold(now time.Time, maxGroups int) (merge.Fold, error) {
+	f, err := s.mergeFold(now)
+	f.MaxGroups = maxGroups
+	return f, err
+}
+
+func (s Spec) mergeFold(now time.Time) (merge.Fold, error) {
+	base, ts, err := s.parse()
+	if err != nil {
+		return merge.Fold{}, err
+	}
+	f := merge.Fold{Keys: append([]string(nil), s.Keys...), Bucket: base.Microseconds()}
+	for _, a := range s.Aggregates {
+		f.Aggregates = append(f.Aggregates, merge.Aggregate{Column: a.Column, Func: merge.AggFunc(a.Func)})
+	}
+	// merge wants the oldest cutoff first.
+	for i := len(ts) - 1; i >= 0; i-- {
+		f.Tiers = append(f.Tiers, merge.FoldTier{Before: cutoff(now, ts[i]), Bucket: ts[i].bucket.Microseconds()})
+	}
+	return f, nil
+}
+
+// cutoff is tier t's cutoff at now: rows older than the tier's age, rounded down to the start
+// of one of its buckets, so a bucket is coarsened whole or not at all.
+func cutoff(now time.Time, t tier) int64 {
+	c, b := now.Add(-t.after).UnixMicro(), t.bucket.Microseconds()
+	return c - ((c%b)+b)%b
+}
+
+// IsKey says whether column is one of the specification's keys.
+func (s Spec) IsKey(column string) bool {
+	for _, k := range s.Keys {
+		if k == column {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe renders s in words for `siglake fold show` and /debug/status.
+func (s Spec) Describe() string {
+	var aggs []string
+	for _, a := range s.Aggregates {
+		aggs = append(aggs, a.Func+"("+a.Column+")")
+	}
+	sort.Strings(aggs)
+	out := fmt.Sprintf("bucket %s by %s: %s", s.Bucket, strings.Join(s.Keys, ", "), strings.Join(aggs, ", "))
+	for _, t := range s.Tiers {
+		out += fmt.Sprintf("; after %s: %s buckets", t.After, t.Bucket)
+	}
+	return out
+}
+
+// Table is one table's fold state: its specification, or why it has none that works.
+type Table struct {
+	Spec  *Spec  `json:"spec,omitempty"`
+	Error string `json:"error,omitempty"` // a bad specification: the table is not folded
+}
+
+// Load reads and validates the specification of t: ok is false for a table without one; a bad
+// one is returned as err (the table is then not folded).
+func Load(t *table.Table) (s Spec, ok bool, err error) {
+	s, ok, err = Of(t.Properties())
+	if !ok || err != nil {
+		return s, ok, err
+	}
+	return s, true, s.Validate(t.Schema())
+}
+
+// Set validates s against table name's schema and stores it, replacing the table's
+// specification; one that does not validate is refused and nothing is written. A zero Spec
+// removes the table's specification (the table is no longer folded; folded rows stay folded).
+func Set(ctx context.Context, l *lake.Lake, name string, s Spec) (Spec, error) {
+	t, err := l.LoadTable(ctx, name)
+	if err != nil {
+		return Spec{}, err
+	}
+	clear := s.Bucket == "" && len(s.Keys) == 0 && len(s.Aggregates) == 0 && len(s.Tiers) == 0
+	var v string
+	if !clear {
+		if err := s.Validate(t.Schema()); err != nil {
+			return Spec{}, fmt.Errorf("fold specification for %s: %w", name, err)
+		}
+		s.Version = Version
+		if v, err = s.Encode(); err != nil {
+			return Spec{}, err
+		}
+	}
+	if err := l.SetProperty(ctx, name, Property, v, clear); err != nil {
+		return Spec{}, fmt.Errorf("store the fold specification of %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// PlanTiers is what the planner needs of s at now: the cutoffs, youngest tier first.
+func (s Spec) PlanTiers(now time.Time) (plan.FoldCutoffs, error) {
+	c, err := s.Cutoffs(now)
+	return plan.FoldCutoffs(c), err
+}

@@ -1,0 +1,93 @@
+package fold
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+)
+
+func rollupSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "service", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "severity", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 4, Name: "events", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 5, Name: "bytes", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 6, Name: "latency_max", Type: iceberg.PrimitiveTypes.Float64},
+	)
+}
+
+func goodSpec() Spec {
+	return Spec{Bucket: "1m", Keys: []string{"service", "severity"},
+		Aggregates: []Aggregate{{"events", "count"}, {"bytes", "sum"}, {"latency_max", "max"}},
+		Tiers:      []Tier{{After: "7d", Bucket: "1h"}, {After: "30d", Bucket: "1d"}}}
+}
+
+func TestValidate(t *testing.T) {
+	if err := goodSpec().Validate(rollupSchema()); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		edit func(*Spec)
+		want string
+	}{
+		{func(s *Spec) { s.Aggregates = s.Aggregates[:2] }, `column "latency_max" is neither`},
+		{func(s *Spec) { s.Aggregates[0].Func = "count_distinct" }, `column "events": count_distinct: distinct counts do not fold`},
+		{func(s *Spec) { s.Aggregates[2].Func = "avg" }, `column "latency_max": function "avg"`},
+		{func(s *Spec) { s.Aggregates[2].Func = "count" }, `column "latency_max": type float64 does not hold a count`},
+		{func(s *Spec) { s.Keys = append(s.Keys, "nope") }, `column "nope": the table has no such column`},
+		{func(s *Spec) { s.Keys = nil }, "no key columns"},
+		{func(s *Spec) { s.Bucket = "7m" }, `bucket "7m": accepted: a duration that divides a day`},
+		{func(s *Spec) { s.Tiers[1].Bucket = "90m" }, "tier 2: bucket 90m is not a coarser multiple of 1h0m0s"},
+		{func(s *Spec) { s.Tiers[1].After = "3d" }, "tier 2: after 3d is not older"},
+		{func(s *Spec) { s.Keys = []string{"service", "severity", "events"} }, `fold column "events": both key and aggregated`},
+	}
+	for _, c := range cases {
+		s := goodSpec()
+		s.Aggregates = append([]Aggregate(nil), s.Aggregates...)
+		s.Tiers = append([]Tier(nil), s.Tiers...)
+		c.edit(&s)
+		err := s.Validate(rollupSchema())
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), Property) {
+			t.Errorf("got %v, want an error naming %s and %q", err, Property, c.want)
+		}
+	}
+}
+
+func TestOfRoundTrip(t *testing.T) {
+	v, err := goodSpec().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok, err := Of(iceberg.Properties{Property: v})
+	if !ok || err != nil || s.Describe() != goodSpec().Describe() {
+		t.Fatalf("round trip: %+v %v %v", s, ok, err)
+	}
+	if _, _, err := Of(iceberg.Properties{Property: `{"version":1,"bucket":"1m","oops":1}`}); err == nil || !strings.Contains(err.Error(), Property) {
+		t.Fatalf("unknown field: %v", err)
+	}
+	if _, _, err := Of(iceberg.Properties{Property: `{"version":9}`}); err == nil {
+		t.Fatal("a newer version was read")
+	}
+}
+
+// TestCutoffs: cutoffs start a bucket of their tier, youngest tier first, and move with the clock.
+func TestCutoffs(t *testing.T) {
+	now := time.Date(2026, 3, 10, 13, 27, 5, 0, time.UTC)
+	c, err := goodSpec().Cutoffs(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Time{time.Date(2026, 3, 3, 13, 0, 0, 0, time.UTC), time.Date(2026, 2, 8, 0, 0, 0, 0, time.UTC)}
+	for i, w := range want {
+		if got := time.UnixMicro(c[i]).UTC(); !got.Equal(w) {
+			t.Fatalf("cutoff %d: %s, want %s", i, got, w)
+		}
+	}
+	f, err := goodSpec().MergeFold(now, 0)
+	if err != nil || len(f.Tiers) != 2 || f.Tiers[0].Before != c[1] || f.Tiers[0].Bucket != int64(24*time.Hour/time.Microsecond) {
+		t.Fatalf("merge fold tiers %+v (%v): want the oldest cutoff first", f.Tiers, err)
+	}
+}
