@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -31,6 +33,9 @@ func FuzzReadSegment(f *testing.F) {
 		}
 		// A small budget keeps the fuzzer fast; the logic is the same.
 		seg, err := Decode(testName, data, ReadOptions{MaxDecodedBytes: 16 << 20})
+		// Decoding in place must accept exactly what Arrow's copying
+		// reader accepts, with the same rows.
+		checkSameAsCopying(t, data, seg, err)
 		if err == nil && (herr != nil || hdr != seg.Header) {
 			t.Fatalf("ReadAll accepts a segment whose head fails (%v) or differs (%+v, %+v)", herr, hdr, seg.Header)
 		}
@@ -131,5 +136,58 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) == 0 {
 		t.Fatalf("no fuzz corpus in %s (%v); run with SIGLAKE_WRITE_FUZZ_CORPUS=1", dir, err)
+	}
+}
+
+// copyingMessages is Arrow's own stream reader over the segment's bytes
+// (bodies copied into allocated buffers), the reference the in-place reader
+// is checked against.
+type copyingMessages struct {
+	ipc.MessageReader
+	src *countingReader
+}
+
+func (c copyingMessages) offset() int64 { return c.src.n }
+
+func newCopyingMessages(data []byte, mem memory.Allocator) messageSource {
+	src := &countingReader{r: bytes.NewReader(data)}
+	return copyingMessages{src: src, MessageReader: ipc.NewMessageReader(src, ipc.WithAllocator(mem),
+		ipc.WithMetadataSizeLimit(MaxMetadataBytes))}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// checkSameAsCopying decodes data again through Arrow's copying reader and
+// fails unless both accept it with equal records or both reject it. (The
+// reasons may differ in one place: a body longer than the file is
+// truncation to the in-place reader, while the copying one may trip the
+// decode budget first allocating it.)
+func checkSameAsCopying(t *testing.T, data []byte, seg *Segment, err error) {
+	t.Helper()
+	ref, _, rerr := decodeFrom(testName, data, ReadOptions{MaxDecodedBytes: 16 << 20}, false, newCopyingMessages)
+	switch {
+	case (err == nil) != (rerr == nil):
+		t.Fatalf("in place: %v; copying reader: %v", err, rerr)
+	case err != nil:
+		return
+	}
+	defer ref.Release()
+	if seg.Header != ref.Header || seg.Rows != ref.Rows || len(seg.Records) != len(ref.Records) {
+		t.Fatalf("in place decoded %+v (%d rows in %d records), copying reader %+v (%d rows in %d records)",
+			seg.Header, seg.Rows, len(seg.Records), ref.Header, ref.Rows, len(ref.Records))
+	}
+	for i := range seg.Records {
+		if !array.RecordEqual(seg.Records[i], ref.Records[i]) {
+			t.Fatalf("record %d differs between in-place and copying decoding", i)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package localwal
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -40,9 +39,12 @@ const MaxMetadataBytes = 4 << 20
 // ReadOptions.MaxDecodedBytes is 0.
 func DefaultMaxDecoded(n int64) int64 { return 64<<20 + 64*n }
 
-// Segment is a decoded segment. Records own their buffers (copied out of
-// the file bytes), so they stay valid after the file is closed until
-// Release is called.
+// Segment is a decoded segment. The buffers of uncompressed records point
+// into the bytes the segment was decoded from (compressed ones are
+// decompressed into buffers of their own), so they stay valid after the
+// file is closed until Release is called, and those bytes must not change
+// meanwhile. Once nothing references a record, its memory is the garbage
+// collector's.
 type Segment struct {
 	Header  Header
 	Schema  *arrow.Schema
@@ -76,7 +78,8 @@ func ReadAll(path string, opts ReadOptions) (*Segment, error) {
 
 // Decode is the pure core of ReadAll: it validates data as the content of
 // a segment file called name (a base name or a path; only the base name is
-// parsed).
+// parsed). The records point into data (see Segment): the caller must not
+// modify it while they live.
 func Decode(name string, data []byte, opts ReadOptions) (*Segment, error) {
 	seg, _, serr := decode(name, data, opts, false)
 	if serr != nil {
@@ -90,6 +93,15 @@ func Decode(name string, data []byte, opts ReadOptions) (*Segment, error) {
 // failing, and returns the prefix read so far plus the file offset where
 // that prefix ends; header and schema problems are still errors.
 func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment, int64, *SegmentError) {
+	return decodeFrom(path, data, opts, salvage, func(data []byte, _ memory.Allocator) messageSource {
+		return newInPlaceMessages(data, MaxMetadataBytes)
+	})
+}
+
+// decodeFrom is decode with the IPC message reader as an argument: the
+// fuzz target checks that decoding in place accepts, rejects and returns
+// exactly what Arrow's own copying reader does.
+func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messages func([]byte, memory.Allocator) messageSource) (*Segment, int64, *SegmentError) {
 	np, ok := parseName(filepath.Base(path))
 	if !ok {
 		return nil, 0, segErr(path, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
@@ -118,14 +130,11 @@ func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment,
 	budget := &budgetAllocator{mem: mem, limit: limit}
 	defer budget.disarm()
 
-	src := &countingReader{r: bytes.NewReader(data)}
+	// Message bodies are read in place; what decoding allocates on top
+	// (decompressed buffers) is charged to the budget.
+	src := messages(data, budget)
 	size := int64(len(data))
-	mr := &eosWatch{MessageReader: ipc.NewMessageReader(src,
-		ipc.WithAllocator(budget),
-		// Arrow allocates a message's declared size before reading it.
-		// Bodies are charged to the budget; metadata is plain Go memory,
-		// so cap it at a size no log schema comes near.
-		ipc.WithMetadataSizeLimit(MaxMetadataBytes))}
+	mr := &eosWatch{MessageReader: src}
 	rd, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(budget))
 	if err != nil {
 		return nil, 0, streamErr(path, mr, "reading schema", err)
@@ -150,7 +159,7 @@ func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment,
 	}
 
 	seg := &Segment{Header: hdr, Schema: schema}
-	goodEnd := src.n // end of the schema message
+	goodEnd := src.offset() // end of the schema message
 	fail := func(e *SegmentError) (*Segment, int64, *SegmentError) {
 		if salvage {
 			return seg, goodEnd, nil
@@ -171,7 +180,7 @@ func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment,
 		seg.Rows += rec.NumRows()
 		// The message reader reads exactly one message per call, so
 		// this is where the batch's bytes end.
-		goodEnd = src.n
+		goodEnd = src.offset()
 	}
 	if err := rd.Err(); err != nil {
 		return fail(streamErr(path, mr, fmt.Sprintf("reading record batch %d", len(seg.Records)), err))
@@ -179,8 +188,8 @@ func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment,
 	if !mr.eos {
 		return fail(segErr(path, ReasonTruncated, "no end-of-stream marker after %d record batches", len(seg.Records)))
 	}
-	if src.n != size {
-		return fail(segErr(path, ReasonCorrupt, "%d bytes after the end-of-stream marker", size-src.n))
+	if src.offset() != size {
+		return fail(segErr(path, ReasonCorrupt, "%d bytes after the end-of-stream marker", size-src.offset()))
 	}
 	if seg.Rows == 0 && !salvage {
 		return fail(segErr(path, ReasonEmpty, "stream holds %d record batches and no rows", len(seg.Records)))
@@ -216,17 +225,6 @@ func (w *eosWatch) Message() (*ipc.Message, error) {
 		w.short = true
 	}
 	return msg, err
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // ErrDecodeBudget is wrapped by the error of a segment that needed more than

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -506,5 +507,43 @@ func TestDecodeForeignEncodings(t *testing.T) {
 	defer seg.Release()
 	if seg.Rows != 8 || !array.RecordEqual(seg.Records[1], drec) {
 		t.Fatalf("dictionary round trip: %d rows", seg.Rows)
+	}
+}
+
+// TestDecodeInPlace checks that an uncompressed segment's records point
+// into the bytes they were decoded from (no body copies), and that a
+// compressed one, which cannot, still decodes.
+func TestDecodeInPlace(t *testing.T) {
+	for _, comp := range []Compression{CompressionNone, CompressionZstd} {
+		t.Run(string(comp), func(t *testing.T) {
+			name, data := validSegment(t, comp, 3, 50)
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			seg, err := Decode(name, data, ReadOptions{Mem: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer seg.Release()
+			lo := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+			hi := lo + uintptr(len(data))
+			inside := 0
+			for _, r := range seg.Records {
+				for _, c := range r.Columns() {
+					for _, b := range c.Data().Buffers() {
+						if b == nil || b.Len() == 0 {
+							continue
+						}
+						if p := uintptr(unsafe.Pointer(unsafe.SliceData(b.Bytes()))); p >= lo && p < hi {
+							inside++
+						}
+					}
+				}
+			}
+			switch {
+			case comp == CompressionNone && (inside == 0 || mem.CurrentAlloc() != 0):
+				t.Fatalf("uncompressed: %d buffers point into the file bytes, %d bytes allocated; want all in place", inside, mem.CurrentAlloc())
+			case comp == CompressionZstd && inside != 0:
+				t.Fatalf("compressed: %d buffers point into the compressed file bytes", inside)
+			}
+		})
 	}
 }

@@ -85,6 +85,7 @@ func (a *assembler) reset() {
 	for _, p := range a.parts {
 		p.rec.Release()
 	}
+	clear(a.parts) // the GC must not keep released records alive through the backing array
 	a.parts = a.parts[:0]
 	a.runs = a.runs[:0]
 	clear(a.open)

@@ -24,12 +24,7 @@ const (
 // the two limits that are set (0 or math.MaxInt64 mean unset), times
 // fraction; DefaultUnlimitedBudget when neither is set.
 func MemoryBudget(goMemLimit, cgroupLimit int64, fraction float64) int64 {
-	limit := int64(0)
-	for _, l := range []int64{goMemLimit, cgroupLimit} {
-		if l > 0 && l != math.MaxInt64 && (limit == 0 || l < limit) {
-			limit = l
-		}
-	}
+	limit := smallerLimit(goMemLimit, cgroupLimit)
 	if limit == 0 {
 		return DefaultUnlimitedBudget
 	}
@@ -39,11 +34,34 @@ func MemoryBudget(goMemLimit, cgroupLimit int64, fraction float64) int64 {
 	return max(int64(float64(limit)*fraction), minBudget)
 }
 
+// smallerLimit is the smaller of the limits that are set (0 or
+// math.MaxInt64 mean unset); 0 when none is.
+func smallerLimit(limits ...int64) int64 {
+	limit := int64(0)
+	for _, l := range limits {
+		if l > 0 && l != math.MaxInt64 && (limit == 0 || l < limit) {
+			limit = l
+		}
+	}
+	return limit
+}
+
 // DefaultMemoryBudget derives the merge budget from GOMEMLIMIT (as the
 // runtime sees it) and the container's cgroup memory limit.
 func DefaultMemoryBudget() int64 {
 	return MemoryBudget(debug.SetMemoryLimit(-1), cgroupMemoryLimit(), DefaultMergeFraction)
 }
+
+// MemoryLimit is the process memory limit the budgets derive from: the
+// smaller of GOMEMLIMIT (as the runtime sees it) and the container's cgroup
+// limit; 0 when neither is set.
+func MemoryLimit() int64 {
+	return smallerLimit(debug.SetMemoryLimit(-1), cgroupMemoryLimit())
+}
+
+// CgroupMemoryLimit is the container's cgroup memory limit (v2, then v1);
+// 0 when none is set.
+func CgroupMemoryLimit() int64 { return cgroupMemoryLimit() }
 
 // cgroupMemoryLimit reads the cgroup v2 limit, then v1; 0 if neither is set.
 func cgroupMemoryLimit() int64 {

@@ -1,15 +1,16 @@
 package merge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -89,117 +90,159 @@ const FooterGenerationKey = "siglake.generation"
 // WriteSorted sorts the rows of recs by the timestamp column (stable: rows with
 // equal timestamps keep their order across recs) and writes them to one or
 // more Parquet files at newPath(0), newPath(1), ... through fs. Every record is
-// conformed to schema first. On error every file it created is removed.
+// conformed to schema first. On error every file it created is removed. The
+// caller keeps its references to recs; WriteSortedReleasing takes them over.
 func WriteSorted(ctx context.Context, fs icebergio.WriteFileIO, newPath func(i int) string, schema *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) ([]Output, error) {
+	own := make([]arrow.RecordBatch, len(recs))
+	for i, r := range recs {
+		if r != nil {
+			r.Retain()
+		}
+		own[i] = r
+	}
+	return WriteSortedReleasing(ctx, fs, newPath, schema, own, opts)
+}
+
+// sortedChunkRows is how many rows WriteSortedReleasing gathers into one
+// decoded chunk for the sink: small next to a commit batch, large enough
+// that the per-call cost of the Parquet encoder does not show.
+const sortedChunkRows = 16 << 10
+
+// WriteSortedReleasing is WriteSorted taking over the caller's reference to
+// each record of recs: it releases a record, and clears its slot, as soon as
+// its last row is written (and every record on return). It never makes a
+// sorted copy of the batch: it sorts row numbers and gathers rows in that
+// order a chunk at a time, and a source record's memory goes back as the
+// write passes its last timestamp. Inputs that are already in order (a WAL
+// mostly is) are handed to the encoder as slices, without a copy.
+func WriteSortedReleasing(ctx context.Context, fs icebergio.WriteFileIO, newPath func(i int) string, schema *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) ([]Output, error) {
+	defer releaseRecords(recs)
 	opts = opts.withDefaults()
 	s, err := newSink(fs, newPath, schema, opts, metaFull(opts.Metadata, opts.Generation))
 	if err != nil {
 		return nil, err
 	}
-	sorted, err := sortRecords(ctx, recs, schema, s.tsIdx, opts.Allocator)
-	if err != nil {
+	if err := writeInOrder(ctx, s, schema, recs, opts); err != nil {
+		s.abort()
 		return nil, err
-	}
-	if sorted != nil {
-		defer sorted.Release()
-		if opts.SplitSparse > 0 && sorted.NumRows() >= SplitSparseMinRows {
-			ts := appendMicros(nil, sorted.Column(s.tsIdx))
-			s.cuts = SparseCuts(histogramOfSorted(ts, drainBucketMicros), opts.SplitSparse)
-		}
-		if err := s.write(ctx, sorted); err != nil {
-			s.abort()
-			return nil, err
-		}
 	}
 	return s.finish()
 }
 
-// sortRecords conforms recs to schema and returns their rows as one record in
-// stable timestamp order, or nil if there are no rows.
-func sortRecords(ctx context.Context, recs []arrow.RecordBatch, schema *arrow.Schema, tsIdx int, mem memory.Allocator) (arrow.RecordBatch, error) {
-	conformed := make([]arrow.RecordBatch, 0, len(recs))
-	defer func() {
-		for _, r := range conformed {
+func releaseRecords(recs []arrow.RecordBatch) {
+	for i, r := range recs {
+		if r != nil {
 			r.Release()
+			recs[i] = nil
 		}
-	}()
+	}
+}
+
+// writeInOrder conforms recs to schema (in place in the slice), sorts their
+// rows by timestamp and hands them to s chunk by chunk, releasing each
+// record once the chunk with its last row is written.
+func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) error {
+	mem := opts.Allocator
+	starts := make([]int64, 0, len(recs)+1) // global number of each record's first row
 	var total int64
 	for i, r := range recs {
-		if r == nil || r.NumRows() == 0 {
+		if r == nil {
+			starts = append(starts, total)
 			continue
 		}
 		c, err := Conform(r, schema, mem)
 		if err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
+			return fmt.Errorf("record %d: %w", i, err)
 		}
-		conformed = append(conformed, c)
+		r.Release()
+		recs[i] = c
+		if col := c.Column(s.tsIdx); col.NullN() > 0 {
+			return fmt.Errorf("timestamp column %q has %d null values", schema.Field(s.tsIdx).Name, col.NullN())
+		}
+		starts = append(starts, total)
 		total += c.NumRows()
 	}
+	starts = append(starts, total)
 	if total == 0 {
-		return nil, nil
+		return nil
+	}
+	if total > math.MaxInt32 {
+		return fmt.Errorf("%d rows in one sorted write, more than %d", total, math.MaxInt32)
 	}
 	ts := make([]int64, 0, total)
-	for _, r := range conformed {
-		col := r.Column(tsIdx)
-		if col.NullN() > 0 {
-			return nil, fmt.Errorf("timestamp column %q has %d null values", schema.Field(tsIdx).Name, col.NullN())
+	for _, r := range recs {
+		if r != nil {
+			ts = appendMicros(ts, r.Column(s.tsIdx))
 		}
-		ts = appendMicros(ts, col)
 	}
-	if len(conformed) == 1 && slices.IsSorted(ts) {
-		conformed[0].Retain()
-		return conformed[0], nil
-	}
-	perm := make([]int64, total)
-	for i := range perm {
-		perm[i] = int64(i)
+	order := make([]int32, total)
+	for i := range order {
+		order[i] = int32(i)
 	}
 	if !slices.IsSorted(ts) {
-		sort.SliceStable(perm, func(a, b int) bool { return ts[perm[a]] < ts[perm[b]] })
+		// Ties broken by row number keep the sort stable; pdqsort is
+		// close to linear on the mostly ordered rows of a WAL.
+		slices.SortFunc(order, func(a, b int32) int {
+			if c := cmp.Compare(ts[a], ts[b]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
 	}
-	return gather(ctx, schema, conformed, perm, mem)
-}
+	if opts.SplitSparse > 0 && total >= SplitSparseMinRows {
+		sorted := make([]int64, len(order))
+		for i, row := range order {
+			sorted[i] = ts[row]
+		}
+		s.cuts = SparseCuts(histogramOfSorted(sorted, drainBucketMicros), opts.SplitSparse)
+	}
+	recOf := func(row int32) int { // the record holding global row number row
+		return sort.Search(len(recs), func(i int) bool { return starts[i+1] > int64(row) })
+	}
+	// lastUse[r] is the position in order of record r's last row: once the
+	// write has passed it, r can go.
+	lastUse := make([]int, len(recs))
+	for pos, row := range order {
+		lastUse[recOf(row)] = pos
+	}
+	byLastUse := make([]int, len(recs))
+	for i := range byLastUse {
+		byLastUse[i] = i
+	}
+	slices.SortFunc(byLastUse, func(a, b int) int { return cmp.Compare(lastUse[a], lastUse[b]) })
 
-// gather builds one record from the rows of recs (treated as one concatenated
-// record) in the order perm gives.
-func gather(ctx context.Context, schema *arrow.Schema, recs []arrow.RecordBatch, perm []int64, mem memory.Allocator) (arrow.RecordBatch, error) {
-	ctx = compute.WithAllocator(ctx, mem)
-	ib := array.NewInt64Builder(mem)
-	ib.AppendValues(perm, nil)
-	idx := ib.NewInt64Array()
-	ib.Release()
-	defer idx.Release()
-	cols := make([]arrow.Array, schema.NumFields())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	parts := make([]arrow.Array, len(recs))
-	for c := range cols {
-		for i, r := range recs {
-			parts[i] = r.Column(c)
-		}
-		var src arrow.Array
-		if len(parts) == 1 {
-			src = parts[0]
-			src.Retain()
-		} else {
-			var err error
-			if src, err = array.Concatenate(parts, mem); err != nil {
-				return nil, fmt.Errorf("concatenating column %q: %w", schema.Field(c).Name, err)
-			}
-		}
-		out, err := compute.TakeArray(ctx, src, idx)
-		src.Release()
-		if err != nil {
-			return nil, fmt.Errorf("reordering column %q: %w", schema.Field(c).Name, err)
-		}
-		cols[c] = out
+	a := newAssembler(ctx, schema, mem, func(rec arrow.RecordBatch) error { return s.write(ctx, rec) })
+	defer a.release()
+	keys := make([]*cursor, len(recs)) // the assembler tells sources apart by key
+	for i := range keys {
+		keys[i] = new(cursor)
 	}
-	return array.NewRecordBatch(schema, cols, int64(len(perm))), nil
+	released := 0
+	for pos := 0; pos < len(order); {
+		row := order[pos]
+		r := recOf(row)
+		end := pos + 1 // extend the run while rows are consecutive in record r
+		for end < len(order) && order[end] == order[end-1]+1 && int64(order[end]) < starts[r+1] && a.rows+int64(end-pos) < sortedChunkRows {
+			end++
+		}
+		from := int64(row) - starts[r]
+		a.add(keys[r], recs[r], from, from+int64(end-pos))
+		pos = end
+		if a.rows < sortedChunkRows && pos < len(order) {
+			continue
+		}
+		if err := a.chunkEnd(); err != nil {
+			return err
+		}
+		for ; released < len(byLastUse) && lastUse[byLastUse[released]] < pos; released++ {
+			i := byLastUse[released]
+			if recs[i] != nil {
+				recs[i].Release()
+				recs[i] = nil
+			}
+		}
+	}
+	return nil
 }
 
 // appendMicros appends the values of a timestamp array as microseconds.

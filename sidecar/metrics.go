@@ -14,6 +14,7 @@ import (
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -50,6 +51,8 @@ type Metrics struct {
 	Claims *claim.Metrics
 	// Buffer are the WAL buffer's metrics (registered whether or not it runs).
 	Buffer *buffer.Metrics
+	// Memory exports the process memory budget (sidecar/membudget).
+	Memory *membudget.Metrics
 }
 
 // NewMetrics registers the sidecar's metrics, plus Go runtime and process collectors, on a new registry.
@@ -80,6 +83,7 @@ func NewMetrics() *Metrics {
 	m.Maintain.Fold = fold.NewMetrics(reg)
 	m.Claims = claim.NewMetrics(reg)
 	m.Buffer = buffer.NewMetrics(reg)
+	m.Memory = membudget.NewMetrics(reg)
 	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	return m
 }

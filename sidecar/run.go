@@ -26,6 +26,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membership"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 )
@@ -88,6 +89,8 @@ type Process struct {
 
 	cluster *gossip.Cluster
 	buffer  *buffer.Service
+	// memory is the process memory budget the loops take their shares of; set by Run.
+	memory *membudget.Budget
 }
 
 // NewProcess prepares a process from cfg.
@@ -118,6 +121,9 @@ func CheckWALDir(dir string) error {
 // ShutdownTimeout (abandoning it after that leaves its segments in the WAL, so nothing is lost),
 // and returns nil. once drains everything sealed, then returns.
 func (p *Process) Run(ctx context.Context, once bool) error {
+	setDefaultGoMemLimit(p.Log)
+	p.memory = p.newMemoryBudget()
+	p.Status.Update(func(r *StatusReport) { s := p.memory.Snapshot(); r.Memory = &s })
 	if p.Cfg.Role.Drains() {
 		if err := CheckWALDir(p.Cfg.WALDir); err != nil {
 			return err
@@ -183,6 +189,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 	lakeRef.Store(l)
 	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)
+	returnStartupGarbage() // started: what is allocated from here on is the loops' working set
 
 	var wg sync.WaitGroup
 	if p.Cfg.Role.Maintains() && !once {
@@ -359,8 +366,12 @@ func (p *Process) backlog() int {
 }
 
 func (p *Process) newDrain(l *lake.Lake) *drain.Drain {
-	return &drain.Drain{Cfg: DrainConfig(p.Cfg), Lake: l, Metrics: p.Metrics.Drain, Publish: p.Status, Log: p.Log, Now: p.Now,
+	d := &drain.Drain{Cfg: DrainConfig(p.Cfg), Lake: l, Metrics: p.Metrics.Drain, Publish: p.Status, Log: p.Log, Now: p.Now,
 		Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
+	if p.memory != nil {
+		d.Reserve = p.memory.For(membudget.LoopDrain).Reserve
+	}
+	return d
 }
 
 func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) error {
@@ -414,6 +425,9 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 	}
 	m := &maintain.Maintainer{Cfg: MaintainConfig(p.Cfg), Plan: pc, Lake: l, Metrics: p.Metrics.Maintain, Publish: p.Status, Log: p.Log, Now: p.Now,
 		Owns: p.owns, Backlog: p.backlog}
+	if p.memory != nil {
+		m.Reserve = p.memory.Reserve
+	}
 	tick := p.Cfg.ReclusterInterval
 	if tick == 0 || tick > 10*time.Second {
 		tick = 10 * time.Second // gauges and expiry keep running with rewrites off

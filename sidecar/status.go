@@ -12,6 +12,7 @@ import (
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membership"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/retention"
 )
 
@@ -51,6 +52,8 @@ type StatusReport struct {
 	Members []MemberReport `json:"members,omitempty"`
 	// Claims are the catalog claims of this process; nil unless SIGLAKE_CATALOG_CLAIM is on.
 	Claims *claim.Report `json:"claims,omitempty"`
+	// Memory is the process memory budget and what each loop holds of it (sidecar/membudget).
+	Memory *membudget.Snapshot `json:"memory,omitempty"`
 }
 
 // TableReport is one table's drain and maintenance state.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 )
 
 // BufferOptions is the part of the options the WAL buffer needs.
@@ -41,7 +42,11 @@ func (p *Process) startBuffer(l *atomic.Pointer[lake.Lake]) error {
 		}
 		return nil, errCatalogNotOpen
 	}
-	s, err := buffer.Start(BufferOptions(p.Cfg), load, p.Metrics.Buffer, p.Log)
+	o := BufferOptions(p.Cfg)
+	if p.memory != nil {
+		o.Reserve = p.memory.For(membudget.LoopWALBuffer).Reserve
+	}
+	s, err := buffer.Start(o, load, p.Metrics.Buffer, p.Log)
 	if err != nil {
 		return err
 	}

@@ -76,8 +76,21 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 		cat += "  IDENTITY UNKNOWN (owns no table): " + r.CatalogIDError
 	}
 	fmt.Fprintf(w, "catalog  %s\n", cat)
-	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d quarantined\n\n",
+	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d quarantined\n",
 		r.Backlog.Segments, sidecar.HumanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.Quarantined)
+	if m := r.Memory; m != nil {
+		fmt.Fprintf(w, "memory   budget %s, held %s", sidecar.HumanBytes(m.LimitBytes), sidecar.HumanBytes(m.HeldBytes))
+		for _, l := range m.Loops {
+			if l.HeldBytes > 0 || l.Waiting > 0 {
+				fmt.Fprintf(w, "; %s %s", l.Loop, sidecar.HumanBytes(l.HeldBytes))
+				if l.Waiting > 0 {
+					fmt.Fprintf(w, " (%d waiting)", l.Waiting)
+				}
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
 
 	names := make([]string, 0, len(r.Tables))
 	for n := range r.Tables {

@@ -71,6 +71,9 @@ type Server struct {
 	Log       *zap.Logger
 	Now       func() time.Time
 	Mem       memory.Allocator
+	// Reserve, when set, takes each read's memory share from the process budget
+	// (sidecar/membudget) once the read has a slot; the read waits while the budget is spent.
+	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 
 	once  sync.Once
 	slots chan struct{}
@@ -159,6 +162,14 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(&httpError{http.StatusTooManyRequests, errorBody{Error: fmt.Sprintf("%d reads are running, the most SIGLAKE_BUFFER_MAX_READERS allows; retry shortly", cap(s.slots))}})
 		return
+	}
+	if s.Reserve != nil {
+		release, err := s.Reserve(r.Context(), s.perRead())
+		if err != nil {
+			fail(&httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+			return
+		}
+		defer release()
 	}
 	if s.Metrics != nil {
 		s.Metrics.Readers.Inc()

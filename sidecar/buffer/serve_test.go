@@ -23,6 +23,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -250,6 +251,38 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("after the first finished: %v", err)
 		}
 	})
+	t.Run("process budget", func(t *testing.T) {
+		// A read takes its share of the process memory budget, and waits while it is spent.
+		h := newHarness(t, func(c *Config) { c.MaxReaders = 2 })
+		h.e.Seal("events", gen(t, 9, 1, 100, t0)...)
+		b := membudget.New(h.srv.perRead(), membudget.Options{})
+		h.srv.Reserve = b.For(membudget.LoopWALBuffer).Reserve
+		other, err := b.Acquire(context.Background(), membudget.LoopDrain, b.Limit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := h.read(Query{})
+			done <- err
+		}()
+		waitUntil := time.Now().Add(10 * time.Second)
+		for loopWaiting(b, membudget.LoopWALBuffer) == 0 && time.Now().Before(waitUntil) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("read answered (%v) while the drain held the whole budget", err)
+		default:
+		}
+		other.Release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if s := b.Snapshot(); s.HeldBytes != 0 {
+			t.Fatalf("budget after the read: %+v", s)
+		}
+	})
 	t.Run("413", func(t *testing.T) {
 		h := newHarness(t, func(c *Config) { c.MemoryBytes = 64 << 10; c.MaxReaders = 1 })
 		h.e.Seal("events", gen(t, 8, 1, 2000, t0)...)
@@ -431,4 +464,13 @@ func TestSchemaOfNewColumns(t *testing.T) {
 	if len(reasons) != 1 || !strings.Contains(reasons[0], "incompatible_schema") {
 		t.Fatalf("the drain quarantined %v", reasons)
 	}
+}
+
+func loopWaiting(b *membudget.Budget, loop string) int64 {
+	for _, l := range b.Snapshot().Loops {
+		if l.Loop == loop {
+			return l.Waiting
+		}
+	}
+	return 0
 }

@@ -28,6 +28,8 @@ type Options struct {
 	// MemoryBytes is shared by the reads; 0 is a quarter of the merge budget.
 	MemoryBytes      int64
 	MaxResponseBytes int64
+	// Reserve takes each read's share of the process memory budget (Server.Reserve); nil: none.
+	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 }
 
 // Service is the buffer in a running process: its listener, and the retention sweep.
@@ -54,7 +56,7 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	s := &Service{ln: ln, Server: &Server{
 		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
 			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments},
-		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator}}
+		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve}}
 	if o.RetainAfterDrain > 0 {
 		s.Retention = &Retention{Keep: o.RetainAfterDrain, Now: time.Now}
 	}

@@ -142,6 +142,10 @@ type Config struct {
 	// MergeMemoryBytes is the merges' decoded-memory budget; 0 derives it from GOMEMLIMIT or the
 	// container limit. Default 0 (--merge-memory-bytes): the limit is already set per pod.
 	MergeMemoryBytes int64
+	// MemoryBudgetBytes is the process memory budget every loop that holds data takes its share
+	// of (sidecar/membudget); 0 derives it from GOMEMLIMIT or the container limit (0.6 of it).
+	// Default 0 (--memory-budget-bytes).
+	MemoryBudgetBytes int64
 	// MergeChunkRows is how many rows the page-bounded merge decodes at a time, which bounds its
 	// memory whatever the input size. Default 64 Ki rows (--merge-chunk-rows), merge's default.
 	MergeChunkRows int64
@@ -428,6 +432,13 @@ func Options() []Option {
 			func(c *Config, v string) error {
 				n, err := parseNonNegInt(v)
 				c.MergeMemoryBytes = int64(n)
+				return err
+			}},
+		{"memory-budget-bytes", "SIGLAKE_MEMORY_BUDGET_BYTES", "0", "",
+			"Process memory budget in bytes that drain batches, merges, index rebuilds and the WAL buffer take their shares of (a loop waits rather than exceed it); 0 is 0.6 of GOMEMLIMIT or the container memory limit, 1 GiB without either.",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				c.MemoryBudgetBytes = int64(n)
 				return err
 			}},
 		{"merge-chunk-rows", "SIGLAKE_MERGE_CHUNK_ROWS", strconv.Itoa(merge.DefaultChunkRows), "",

@@ -50,6 +50,10 @@ type Drain struct {
 	// mark the commit replaced, segs are the batch's segments in order. Like localwal.Remove it
 	// takes them out of dir; segments found already committed are removed, never retired.
 	Retire func(dir string, prev lake.Mark, segs []localwal.SegmentInfo) error
+	// Reserve, when set, takes a batch's memory from the process budget (sidecar/membudget) before
+	// its segments are read, and waits while the budget is spent; release gives it back. nil
+	// takes none.
+	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
@@ -280,6 +284,14 @@ func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
 	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: d.quarantined})
 }
 
+// batchMemoryFactor is what a batch holds at its peak per byte of segments: the segments decoded
+// in place (about their file size), the write's sort order, gathered chunk and encoded row group
+// on top. The drain benchmark's batches peaked at 1.7 times their size in live heap.
+const batchMemoryFactor = 2
+
+// BatchMemory is the share of the process memory budget a batch of segBytes takes.
+func BatchMemory(segBytes int64) int64 { return batchMemoryFactor * segBytes }
+
 // loaded is a decoded segment of a batch.
 type loaded struct {
 	info localwal.SegmentInfo
@@ -311,6 +323,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
+	if d.Reserve != nil {
+		release, err := d.Reserve(ctx, BatchMemory(b.bytes))
+		if err != nil {
+			return fail("", err) // only a shutdown ends the wait: not a drain error
+		}
+		defer release()
+	}
 	var segs []loaded
 	var decoded []*localwal.Segment // every decoded segment, released on return (Release is idempotent)
 	defer func() {
@@ -512,7 +531,8 @@ func conforms(sc *arrow.Schema, seg *localwal.Segment, mem memory.Allocator) err
 
 // writeFiles conforms every record to the table schema, drops the rows already past the table's
 // retention, splits the rest by day and writes one sorted generation-0 file per day. It returns
-// the rows written and the rows dropped.
+// the rows written and the rows dropped. It releases the segments' records as it goes (their
+// headers stay): a batch's memory shrinks while its files are written.
 func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) ([]merge.Output, int64, int64, error) {
 	sc, err := lake.ArrowSchema(t)
 	if err != nil {
@@ -561,11 +581,15 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 				return nil, 0, 0, err
 			}
 		}
+		// Its rows are in byDay now (slices of the same buffers); nothing else may hold the
+		// segment's records, or its memory would outlive the write below.
+		l.seg.Release()
 	}
 	var outs []merge.Output
 	for day, recs := range byDay {
+		delete(byDay, day) // the writer owns recs now and releases each as it writes its rows
 		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
-		o, err := merge.WriteSorted(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
+		o, err := merge.WriteSortedReleasing(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
 			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, SplitSparse: d.Cfg.SplitSparse, Generation: 0, Allocator: d.Mem,
 				Metadata: d.Cfg.Metadata.For(t)})
 		if err != nil {

@@ -43,6 +43,9 @@ type Maintainer struct {
 	Owns func(table string) bool
 	// Backlog returns the sealed WAL backlog (segments) that grades backpressure.
 	Backlog func() int
+	// Reserve, when set, takes the memory of each merge (rewrites, delete tasks, retention) and
+	// index rebuild from the process budget (sidecar/membudget); nil takes none.
+	Reserve func(ctx context.Context, what string, bytes int64) (release func(), err error)
 
 	states     map[string]plan.State
 	backlogged int // consecutive backlogged cycles, process-wide (the backlog is the process's)
@@ -732,7 +735,7 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 func (m *Maintainer) executor() *rewrite.Executor {
 	e := &rewrite.Executor{Lake: m.Lake, MemoryBudget: m.Cfg.MergeMemoryBytes, ChunkRows: m.Cfg.MergeChunkRows,
 		MaxFanIn: m.Cfg.MaxFanIn, SpliceMinRows: m.Cfg.MergeSpliceMinRows,
-		SpliceUnverified: m.Cfg.MergeSpliceUnverified, MergeMetrics: m.Metrics.Merge, Now: m.Now}
+		SpliceUnverified: m.Cfg.MergeSpliceUnverified, MergeMetrics: m.Metrics.Merge, Now: m.Now, Reserve: m.Reserve}
 	if m.Cfg.IndexRebuild {
 		e.AfterCommit = m.rebuildIndexes
 	}
@@ -781,6 +784,14 @@ func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs iceb
 	// under GOMEMLIMIT=256MiB). At least 16 MiB, so a budget made small to keep merges streamed
 	// still indexes the columns of ordinary files.
 	rb := &puffinidx.Rebuilder{Metrics: m.Metrics.Rebuild, Log: m.Log, MaxMemBytes: max(budget/2, 16<<20)}
+	if m.Reserve != nil {
+		release, err := m.Reserve(ctx, "index_rebuild", rb.MaxMemBytes)
+		if err != nil {
+			m.error("index-rebuild", name, err)
+			return
+		}
+		defer release()
+	}
 	start := m.Now()
 	res, err := rb.Run(ctx, t, fs, snap, files, lake.IndexColumns(t))
 	if err != nil {

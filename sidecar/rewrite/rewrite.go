@@ -122,8 +122,12 @@ type Executor struct {
 	Lake *lake.Lake
 	// MemoryBudget, ChunkRows and MaxFanIn are the merges' bounds (merge.RewriteOptions).
 	MemoryBudget int64
-	ChunkRows    int64
-	MaxFanIn     int
+	// Reserve, when set, takes the merge's memory budget from the process budget
+	// (sidecar/membudget) for the time of the merge, under the name what, and waits while it is
+	// spent. nil takes none.
+	Reserve   func(ctx context.Context, what string, bytes int64) (release func(), err error)
+	ChunkRows int64
+	MaxFanIn  int
 	// SpliceMinRows is the smallest row group the splice path copies (merge.RewriteOptions).
 	SpliceMinRows int64
 	// SpliceUnverified skips the splice's page checks (merge.RewriteOptions).
@@ -183,12 +187,25 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	if job.Fold != nil {
 		newPath = func(int) string { return job.Dir + "/" + merge.FoldedFileName(job.Generation, job.FoldTier) }
 	}
+	release := func() {}
+	if e.Reserve != nil {
+		// The merge keeps to its budget by the path it picks; the commit and the index rebuild
+		// after it hold no decoded rows, so the share goes back when the merge returns.
+		budget := e.MemoryBudget
+		if budget <= 0 {
+			budget = merge.DefaultMemoryBudget()
+		}
+		if release, err = e.Reserve(ctx, "merge", budget); err != nil {
+			return failed(fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err))
+		}
+	}
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, newPath,
 		merge.RewriteOptions{
 			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, SplitSparse: job.SplitSparse, Metadata: job.Metadata},
 			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, SpliceMinRows: e.SpliceMinRows, SpliceUnverified: e.SpliceUnverified, Metrics: e.MergeMetrics,
 			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter, Fold: job.Fold,
 		})
+	release()
 	if err != nil {
 		// merge.Rewrite removes what it wrote before it failed.
 		return Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}, wfs

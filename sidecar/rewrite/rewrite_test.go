@@ -200,3 +200,37 @@ func TestRunMaybeCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTakesTheMergeBudget: the merge takes its memory budget from the process budget while it
+// runs and gives it back before the commit's AfterCommit (the index rebuild takes a share of its
+// own there); a merge that cannot get its share fails without writing or committing.
+func TestRunTakesTheMergeBudget(t *testing.T) {
+	l, _ := testTable(t, 4, 500)
+	tbl, files, _ := live(t, l)
+	var held, asked int64
+	e := executor(l)
+	e.MemoryBudget = 64 << 20
+	e.Reserve = func(_ context.Context, what string, n int64) (func(), error) {
+		if what != "merge" || held != 0 {
+			t.Errorf("share %q of %d bytes asked while %d held", what, n, held)
+		}
+		held, asked = n, n
+		return func() { held = 0 }, nil
+	}
+	e.AfterCommit = func(context.Context, *table.Table, icebergio.WriteFileIO, int64, []merge.Output) {
+		if held != 0 {
+			t.Errorf("AfterCommit runs while the merge still holds %d bytes", held)
+		}
+	}
+	if out := e.Run(context.Background(), tbl, job(tbl, files)); out.Status != Committed || asked != 64<<20 || held != 0 {
+		t.Fatalf("outcome %s %v; asked %d, held %d after", out.Status, out.Err, asked, held)
+	}
+	tbl, files, _ = live(t, l)
+	e.Reserve = func(ctx context.Context, _ string, _ int64) (func(), error) { return nil, context.Canceled }
+	if out := e.Run(context.Background(), tbl, job(tbl, files)); out.Status != Failed || !errors.Is(out.Err, context.Canceled) {
+		t.Fatalf("without memory: %s %v", out.Status, out.Err)
+	}
+	if _, now, _ := live(t, l); len(now) != len(files) {
+		t.Fatalf("a merge without its share changed the table: %d files, was %d", len(now), len(files))
+	}
+}

@@ -1,0 +1,51 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/membudget"
+)
+
+// TestBatchTakesItsShareOfTheBudget: each batch takes BatchMemory of its segments from the process
+// budget before reading them and gives it back after; while another loop holds the budget, the
+// batch waits, and a cycle whose context ends meanwhile commits nothing and leaves the segments.
+func TestBatchTakesItsShareOfTheBudget(t *testing.T) {
+	e := newEnv(t, nil)
+	want := e.writeSegments("events", 3, 3000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	var asked []int64
+	b := membudget.New(1<<30, membudget.Options{})
+	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+		asked = append(asked, n)
+		return b.For(membudget.LoopDrain).Reserve(ctx, n)
+	}
+	// Another loop holds the whole budget: the batch waits, then gives up with its context.
+	other, err := b.Acquire(context.Background(), membudget.LoopMerge, b.Limit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	res, err := e.drain.Cycle(ctx, true)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Committed != 0 || res.Pending != 3 {
+		t.Fatalf("cycle without memory: %+v %v, want a context error, nothing committed, 3 pending", res, err)
+	}
+	other.Release()
+	e.drain.backoffUntil = nil // the failed batch's backoff is not what this test is about
+
+	asked = nil
+	if res, err := e.drain.Cycle(context.Background(), true); err != nil || res.Pending != 0 {
+		t.Fatalf("cycle: %+v %v", res, err)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table rows %+v, want %+v", got, want)
+	}
+	if len(asked) == 0 || asked[0] <= 0 {
+		t.Fatalf("shares asked: %v", asked)
+	}
+	if s := b.Snapshot(); s.HeldBytes != 0 {
+		t.Fatalf("budget after the cycle: %+v", s)
+	}
+}

@@ -1,0 +1,58 @@
+package sidecar
+
+import (
+	"os"
+	"runtime/debug"
+
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/membudget"
+)
+
+// DefaultGoMemLimitRatio is the share of the container memory limit the process sets as its Go
+// soft memory limit when GOMEMLIMIT is not set: the chart's goMemLimitRatio, for a sidecar run
+// without the chart. The tenth left is what the runtime's soft limit does not cover (the binary's
+// mapped pages, stacks, fragmentation).
+const DefaultGoMemLimitRatio = 0.9
+
+// setDefaultGoMemLimit sets the Go soft memory limit from the container limit when GOMEMLIMIT is
+// not set, so that the garbage collector works harder as the heap nears the limit instead of
+// letting it double past it. It returns the limit set (0: none).
+func setDefaultGoMemLimit(log *zap.Logger) int64 {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+		return 0
+	}
+	c := merge.CgroupMemoryLimit()
+	if c <= 0 {
+		return 0
+	}
+	limit := int64(float64(c) * DefaultGoMemLimitRatio)
+	debug.SetMemoryLimit(limit)
+	log.Info("GOMEMLIMIT not set: Go soft memory limit set from the container limit",
+		zap.Int64("container_limit_bytes", c), zap.Int64("gomemlimit_bytes", limit))
+	return limit
+}
+
+// newMemoryBudget is the process memory budget (SIGLAKE_MEMORY_BUDGET_BYTES, or derived from
+// GOMEMLIMIT or the container limit), published in /debug/status and as metrics.
+func (p *Process) newMemoryBudget() *membudget.Budget {
+	limit := p.Cfg.MemoryBudgetBytes
+	if limit <= 0 {
+		limit = membudget.LimitFor(merge.MemoryLimit())
+	}
+	return membudget.New(limit, membudget.Options{Metrics: p.Metrics.Memory, OnChange: func(s membudget.Snapshot) {
+		p.Status.Update(func(r *StatusReport) { r.Memory = &s })
+	}})
+}
+
+// Memory is the process memory budget once Run started (nil before): a loop wired outside this
+// package (search) takes its share under its name, membudget.LoopSearch for search.
+func (p *Process) Memory() *membudget.Budget { return p.memory }
+
+// returnStartupGarbage hands the pages freed since the process started back to the OS at once.
+// Package initialisation alone allocates about 36 MB that is garbage right after (iceberg-go
+// parses substrait's function catalogue, 32 MB, at init), while an idle process keeps about 5 MB
+// live; the runtime's background scavenger returns such pages only slowly, so an idle sidecar
+// would sit at several times its live heap for minutes.
+func returnStartupGarbage() { debug.FreeOSMemory() }
