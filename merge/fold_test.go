@@ -448,4 +448,13 @@ func TestFoldedFileName(t *testing.T) {
 	if _, ok := ParseFoldTier(DataFileName(3)); ok {
 		t.Fatal("an unfolded file has a tier")
 	}
+	// An unfolded file whose random UUID starts with "f" and digits has no tier.
+	unfolded := "g0000-f1234567-89ab-4cde-8f01-23456789abcd.parquet"
+	if tier, ok := ParseFoldTier("dir/" + unfolded); ok {
+		t.Fatalf("%s: unfolded file parsed as tier %d", unfolded, tier)
+	}
+	// Its folded form still parses.
+	if tier, ok := ParseFoldTier("g0000-f7-f1234567-89ab-4cde-8f01-23456789abcd.parquet"); !ok || tier != 7 {
+		t.Fatalf("folded name: tier %d %v", tier, ok)
+	}
 }
