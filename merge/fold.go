@@ -75,21 +75,28 @@ func FoldableKeyType(t arrow.DataType) error {
 	return nil
 }
 
-// FoldableAggregateType says whether column type t can fold with f.
+// FoldableAggregateType says whether column type t can fold with f. Sums and counts need a
+// 64-bit integer column: folding adds many rows' values, which a narrower column would wrap
+// (a query's sum widens, so the folded table would disagree with it).
 func FoldableAggregateType(t arrow.DataType, f AggFunc) error {
 	switch f {
-	case AggSum, AggMin, AggMax:
+	case AggMin, AggMax:
 		switch t.ID() {
 		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.FLOAT32, arrow.FLOAT64:
 			return nil
 		}
 		return fmt.Errorf("type %s does not fold with %s: accepted: integer and floating-point columns", t, f)
-	case AggCount:
+	case AggSum:
 		switch t.ID() {
-		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+		case arrow.INT64, arrow.FLOAT32, arrow.FLOAT64:
 			return nil
 		}
-		return fmt.Errorf("type %s does not hold a count: accepted: integer columns", t)
+		return fmt.Errorf("type %s does not fold with sum: accepted: long, float and double columns (a narrower integer would wrap)", t)
+	case AggCount:
+		if t.ID() == arrow.INT64 {
+			return nil
+		}
+		return fmt.Errorf("type %s does not hold a count: accepted: long columns (a narrower integer would wrap)", t)
 	}
 	return fmt.Errorf("function %q: accepted: sum, min, max, count", f)
 }
@@ -260,7 +267,9 @@ func (f *folder) write(rec arrow.RecordBatch) error {
 			}
 			g = f.newGroup(rec, i)
 		}
-		f.accumulate(rec, i, g)
+		if err := f.accumulate(rec, i, g); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -326,7 +335,8 @@ func (f *folder) newGroup(rec arrow.RecordBatch, i int) int {
 }
 
 // accumulate folds row i of rec into group g; nulls are left out (an all-null group stays null).
-func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) {
+// A long sum that would overflow fails the fold rather than wrap (promise 11).
+func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) error {
 	for j, col := range f.c.aggs {
 		a := rec.Column(col)
 		if a.IsNull(i) {
@@ -352,7 +362,11 @@ func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) {
 			case !ac.valid[g]:
 				ac.ints[g] = x
 			case fn == AggSum || fn == AggCount:
-				ac.ints[g] += x
+				y := ac.ints[g] + x
+				if (x > 0 && y < ac.ints[g]) || (x < 0 && y > ac.ints[g]) {
+					return fmt.Errorf("fold: %s of column %q overflows a long", fn, f.sc.Field(col).Name)
+				}
+				ac.ints[g] = y
 			case fn == AggMin:
 				ac.ints[g] = min(ac.ints[g], x)
 			case fn == AggMax:
@@ -361,6 +375,7 @@ func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) {
 		}
 		ac.valid[g] = true
 	}
+	return nil
 }
 
 // flush writes the open bucket's groups, in key order, at the bucket's start, and empties it.

@@ -458,3 +458,48 @@ func TestFoldedFileName(t *testing.T) {
 		t.Fatalf("folded name: tier %d %v", tier, ok)
 	}
 }
+
+// TestFoldRefusesNarrowSums: a sum or count on an integer column narrower than a long would
+// wrap, so the specification is refused naming the column and that long is accepted; min and
+// max on them are kept (they never leave the column's range).
+func TestFoldRefusesNarrowSums(t *testing.T) {
+	for _, typ := range []arrow.DataType{arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32} {
+		sc := arrow.NewSchema([]arrow.Field{
+			{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+			{Name: "service", Type: arrow.BinaryTypes.String},
+			{Name: "n", Type: typ, Nullable: true},
+		}, nil)
+		for _, fn := range []AggFunc{AggSum, AggCount} {
+			f := Fold{Keys: []string{"service"}, Bucket: usMinute, Aggregates: []Aggregate{{"n", fn}}}
+			err := CheckFold(f, sc, "timestamp")
+			if err == nil || !strings.Contains(err.Error(), `"n"`) || !strings.Contains(err.Error(), "long") {
+				t.Fatalf("%s of %s: got %v, want a refusal naming the column and long", fn, typ, err)
+			}
+		}
+		for _, fn := range []AggFunc{AggMin, AggMax} {
+			f := Fold{Keys: []string{"service"}, Bucket: usMinute, Aggregates: []Aggregate{{"n", fn}}}
+			if err := CheckFold(f, sc, "timestamp"); err != nil {
+				t.Fatalf("%s of %s: %v", fn, typ, err)
+			}
+		}
+	}
+}
+
+// TestFoldSumOverflowFails: a long sum past the long range fails the fold instead of wrapping.
+func TestFoldSumOverflowFails(t *testing.T) {
+	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.out = func(rec arrow.RecordBatch) error { return nil }
+	row := rollupRow{ts: 5 * usMinute, service: ptr("api"), bytes: ptr(int64(math.MaxInt64 - 10))}
+	small := row
+	small.ts, small.bytes = row.ts+1, ptr(int64(11))
+	rec := rollupRecord([]rollupRow{row, small})
+	defer rec.Release()
+	err = fo.write(rec)
+	if err == nil || !strings.Contains(err.Error(), `"bytes" overflows`) {
+		t.Fatalf("got %v, want an overflow error for bytes", err)
+	}
+}
