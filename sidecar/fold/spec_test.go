@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/retention"
 )
 
 func rollupSchema() *iceberg.Schema {
@@ -89,5 +92,68 @@ func TestCutoffs(t *testing.T) {
 	f, err := goodSpec().MergeFold(now, 0)
 	if err != nil || len(f.Tiers) != 2 || f.Tiers[0].Before != c[1] || f.Tiers[0].Bucket != int64(24*time.Hour/time.Microsecond) {
 		t.Fatalf("merge fold tiers %+v (%v): want the oldest cutoff first", f.Tiers, err)
+	}
+}
+
+// TestCheckDelete: on a rollup a deletion request tests key columns only; a stored specification
+// that does not read gives its own error, not an empty key list.
+func TestCheckDelete(t *testing.T) {
+	v, err := goodSpec().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := iceberg.Properties{Property: v}
+	key := deletes.Request{ID: "r1", Where: []deletes.Condition{{Column: "service", Values: []string{"api"}}}}
+	agg := deletes.Request{ID: "r2", Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}
+	if err := CheckDelete(props, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDelete(props, agg); err == nil || !strings.Contains(err.Error(), `column "events"`) || !strings.Contains(err.Error(), "service, severity") {
+		t.Fatalf("request on an aggregated column: %v", err)
+	}
+	if err := CheckDelete(iceberg.Properties{}, agg); err != nil {
+		t.Fatalf("not a rollup: %v", err)
+	}
+	err = CheckDelete(iceberg.Properties{Property: "{not json"}, key)
+	if err == nil || !strings.Contains(err.Error(), "not a fold specification") || strings.Contains(err.Error(), "()") {
+		t.Fatalf("bad stored specification: %v", err)
+	}
+}
+
+// TestCheckRetentionAndExisting: retention rules on a rollup test key columns only, and a
+// specification is refused over pending requests and rules that test other columns.
+func TestCheckRetentionAndExisting(t *testing.T) {
+	v, err := goodSpec().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	onBytes := retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "bytes", Values: []string{"0"}}}, Period: "7d"}}}
+	if err := CheckRetention(iceberg.Properties{Property: v}, onBytes); err == nil || !strings.Contains(err.Error(), `column "bytes"`) {
+		t.Fatalf("retention rule on an aggregated column: %v", err)
+	}
+	if err := CheckRetention(iceberg.Properties{}, onBytes); err != nil {
+		t.Fatalf("not a rollup: %v", err)
+	}
+	pv, err := onBytes.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := goodSpec().checkExisting(iceberg.Properties{retention.Property: pv}); err == nil || !strings.Contains(err.Error(), "retention rule 1") {
+		t.Fatalf("spec over a rule on an aggregated column: %v", err)
+	}
+	r := deletes.Request{Version: deletes.Version, ID: deletes.NewID(time.Now()), State: deletes.Pending,
+		Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}
+	rv, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := iceberg.Properties{deletes.Key(r.ID): rv}
+	if err := goodSpec().checkExisting(props); err == nil || !strings.Contains(err.Error(), r.ID) {
+		t.Fatalf("spec over a pending request on an aggregated column: %v", err)
+	}
+	r.State = deletes.Done
+	rv, _ = r.Encode()
+	if err := goodSpec().checkExisting(iceberg.Properties{deletes.Key(r.ID): rv}); err != nil {
+		t.Fatalf("a done request does not hold the specification back: %v", err)
 	}
 }
