@@ -157,3 +157,43 @@ func TestCheckRetentionAndExisting(t *testing.T) {
 		t.Fatalf("a done request does not hold the specification back: %v", err)
 	}
 }
+
+// TestRetentionCutoffsOnBucketBoundaries: retention never removes a folded row whose bucket
+// reaches past its cutoff (promise 10). Cutoffs fall on UTC midnight and every bucket a
+// specification accepts divides a day, so each cutoff starts a bucket of every tier: a row
+// stamped before it holds only events before it. Buckets that would break this (coarser than a
+// day, not dividing one) are refused.
+func TestRetentionCutoffsOnBucketBoundaries(t *testing.T) {
+	for _, b := range []string{"2d", "7d", "7h", "50m", "25h"} {
+		if _, err := ParseBucket("tier 1 bucket", b); err == nil {
+			t.Fatalf("bucket %s accepted: it does not divide a day", b)
+		}
+	}
+	var buckets []time.Duration
+	for s := 1; s <= 86400; s++ {
+		if d := time.Duration(s) * time.Second; day%d == 0 {
+			if _, err := ParseBucket("bucket", d.String()); err != nil {
+				t.Fatalf("%s: %v", d, err)
+			}
+			buckets = append(buckets, d)
+		}
+	}
+	p := retention.Policy{Period: "10d", Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "service", Values: []string{"api"}}}, Period: "36h"}}}
+	base := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, off := range []time.Duration{0, 7*time.Minute + 13*time.Second, 11*time.Hour + 59*time.Minute, 13 * time.Hour} {
+		now := base.Add(off)
+		for _, c := range p.Classes(now, 30*day) {
+			for _, b := range buckets {
+				us := b.Microseconds()
+				if *c.Cutoff%us != 0 {
+					t.Fatalf("now %s, %s: cutoff %d is not a %s bucket boundary", now, c.Name, *c.Cutoff, b)
+				}
+				// The bucket of the last row the cutoff removes ends at or before it.
+				last := *c.Cutoff - 1
+				if start := last - last%us; start+us > *c.Cutoff {
+					t.Fatalf("now %s, %s: a %s bucket at %d reaches past the cutoff %d", now, c.Name, b, start, *c.Cutoff)
+				}
+			}
+		}
+	}
+}
