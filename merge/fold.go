@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -314,9 +315,11 @@ func (f *folder) newGroup(rec arrow.RecordBatch, i int) int {
 		kc.valid = append(kc.valid, !a.IsNull(i))
 		switch v := a.(type) {
 		case *array.String:
-			kc.strs = append(kc.strs, v.Value(i)) // a copy: the record is released after the chunk
+			// Value is a view into the record's buffer, which is released (and may be reused)
+			// after the chunk while the group lives on: keep a copy.
+			kc.strs = append(kc.strs, strings.Clone(v.Value(i)))
 		case *array.LargeString:
-			kc.strs = append(kc.strs, v.Value(i))
+			kc.strs = append(kc.strs, strings.Clone(v.Value(i)))
 		case *array.Boolean:
 			kc.bools = append(kc.bools, !a.IsNull(i) && v.Value(i))
 		default:

@@ -503,3 +503,55 @@ func TestFoldSumOverflowFails(t *testing.T) {
 		t.Fatalf("got %v, want an overflow error for bytes", err)
 	}
 }
+
+// poisonAllocator overwrites every buffer it frees, as an allocator that reuses memory would.
+type poisonAllocator struct{ memory.GoAllocator }
+
+func (a *poisonAllocator) Free(b []byte) {
+	for i := range b {
+		b[i] = 'X'
+	}
+}
+
+func (a *poisonAllocator) Reallocate(size int, b []byte) []byte {
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+// TestFoldKeysOutliveInput: a group's string keys are copies, not views into the input
+// record's buffers, which are released before the bucket is written.
+func TestFoldKeysOutliveInput(t *testing.T) {
+	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.out = func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			got = append(got, rec.Column(1).(*array.String).Value(i)+"/"+rec.Column(2).(*array.String).Value(i))
+		}
+		return nil
+	}
+	b := array.NewRecordBuilder(&poisonAllocator{}, rollupSchema)
+	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(5 * usMinute))
+	b.Field(1).(*array.StringBuilder).Append("billing")
+	b.Field(2).(*array.StringBuilder).Append("warn")
+	for f := 3; f < 8; f++ {
+		b.Field(f).AppendNull()
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	if err := fo.write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release() // the input's buffers are freed (and overwritten) before the bucket is written
+	if err := fo.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "billing/warn" {
+		t.Fatalf("folded keys %q, want billing/warn", got)
+	}
+}
