@@ -275,6 +275,9 @@ func (f *folder) write(rec arrow.RecordBatch) error {
 	return nil
 }
 
+// encodeKey appends row i's key values to buf so that byte order is key order (column by
+// column; a null first, then the values in their order): the encoding both identifies a group
+// and sorts the bucket's rows for output.
 func (f *folder) encodeKey(rec arrow.RecordBatch, i int, buf []byte) []byte {
 	for _, k := range f.c.keys {
 		a := rec.Column(k)
@@ -285,11 +288,9 @@ func (f *folder) encodeKey(rec arrow.RecordBatch, i int, buf []byte) []byte {
 		buf = append(buf, 1)
 		switch v := a.(type) {
 		case *array.String:
-			buf = binary.AppendUvarint(buf, uint64(len(v.Value(i))))
-			buf = append(buf, v.Value(i)...)
+			buf = appendOrderedString(buf, v.Value(i))
 		case *array.LargeString:
-			buf = binary.AppendUvarint(buf, uint64(len(v.Value(i))))
-			buf = append(buf, v.Value(i)...)
+			buf = appendOrderedString(buf, v.Value(i))
 		case *array.Boolean:
 			if v.Value(i) {
 				buf = append(buf, 1)
@@ -302,6 +303,20 @@ func (f *folder) encodeKey(rec arrow.RecordBatch, i int, buf []byte) []byte {
 		}
 	}
 	return buf
+}
+
+// appendOrderedString appends s so that byte order is string order and no encoding is a
+// prefix of another: a 0 byte is escaped as 0 0xff and the string ends with 0 0 (a length
+// prefix would sort by length first).
+func appendOrderedString(buf []byte, s string) []byte {
+	for j := 0; j < len(s); j++ {
+		if s[j] == 0 {
+			buf = append(buf, 0, 0xff)
+		} else {
+			buf = append(buf, s[j])
+		}
+	}
+	return append(buf, 0, 0)
 }
 
 func (f *folder) newGroup(rec arrow.RecordBatch, i int) int {
@@ -381,7 +396,8 @@ func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) error {
 	return nil
 }
 
-// flush writes the open bucket's groups, in key order, at the bucket's start, and empties it.
+// flush writes the open bucket's groups, in key order, at the bucket's start, and empties it. A
+// partial flush (MaxGroups) ends one sorted run: the bucket's later groups follow in another.
 func (f *folder) flush() error {
 	if !f.open || len(f.keyEnc) == 0 {
 		f.open = false

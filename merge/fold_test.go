@@ -555,3 +555,40 @@ func TestFoldKeysOutliveInput(t *testing.T) {
 		t.Fatalf("folded keys %q, want billing/warn", got)
 	}
 }
+
+// TestFoldBucketInKeyOrder: a bucket's folded rows come out in key order (nulls first), not in
+// the order of an encoding that sorts shorter strings first.
+func TestFoldBucketInKeyOrder(t *testing.T) {
+	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.out = func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			got = append(got, rec.Column(1).ValueStr(i)+"|"+rec.Column(2).ValueStr(i)+"|"+rec.Column(3).ValueStr(i))
+		}
+		return nil
+	}
+	var rows []rollupRow
+	for _, k := range []struct {
+		svc, sev *string
+		code     int32
+	}{{ptr("b"), ptr("x"), 2}, {ptr("aa"), ptr("x"), 2}, {ptr("a\x00"), ptr("x"), 2}, {ptr("a"), ptr("x"), 2},
+		{ptr("a"), nil, 2}, {ptr("a"), ptr("x"), -1}, {nil, ptr("x"), 2}, {ptr("b"), ptr("x"), 2}} {
+		rows = append(rows, rollupRow{ts: 5*usMinute + int64(len(rows)), service: k.svc, severity: k.sev, code: ptr(k.code)})
+	}
+	rec := rollupRecord(rows)
+	defer rec.Release()
+	if err := fo.write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fo.flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"(null)|x|2", "a|(null)|2", "a|x|-1", "a|x|2", "a\x00|x|2", "aa|x|2", "b|x|2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("bucket rows %q, want %q", got, want)
+	}
+}
