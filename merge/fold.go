@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -75,21 +76,28 @@ func FoldableKeyType(t arrow.DataType) error {
 	return nil
 }
 
-// FoldableAggregateType says whether column type t can fold with f.
+// FoldableAggregateType says whether column type t can fold with f. Sums and counts need a
+// 64-bit integer column: folding adds many rows' values, which a narrower column would wrap
+// (a query's sum widens, so the folded table would disagree with it).
 func FoldableAggregateType(t arrow.DataType, f AggFunc) error {
 	switch f {
-	case AggSum, AggMin, AggMax:
+	case AggMin, AggMax:
 		switch t.ID() {
 		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.FLOAT32, arrow.FLOAT64:
 			return nil
 		}
 		return fmt.Errorf("type %s does not fold with %s: accepted: integer and floating-point columns", t, f)
-	case AggCount:
+	case AggSum:
 		switch t.ID() {
-		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+		case arrow.INT64, arrow.FLOAT32, arrow.FLOAT64:
 			return nil
 		}
-		return fmt.Errorf("type %s does not hold a count: accepted: integer columns", t)
+		return fmt.Errorf("type %s does not fold with sum: accepted: long, float and double columns (a narrower integer would wrap)", t)
+	case AggCount:
+		if t.ID() == arrow.INT64 {
+			return nil
+		}
+		return fmt.Errorf("type %s does not hold a count: accepted: long columns (a narrower integer would wrap)", t)
 	}
 	return fmt.Errorf("function %q: accepted: sum, min, max, count", f)
 }
@@ -260,11 +268,16 @@ func (f *folder) write(rec arrow.RecordBatch) error {
 			}
 			g = f.newGroup(rec, i)
 		}
-		f.accumulate(rec, i, g)
+		if err := f.accumulate(rec, i, g); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
+// encodeKey appends row i's key values to buf so that byte order is key order (column by
+// column; a null first, then the values in their order): the encoding both identifies a group
+// and sorts the bucket's rows for output.
 func (f *folder) encodeKey(rec arrow.RecordBatch, i int, buf []byte) []byte {
 	for _, k := range f.c.keys {
 		a := rec.Column(k)
@@ -275,11 +288,9 @@ func (f *folder) encodeKey(rec arrow.RecordBatch, i int, buf []byte) []byte {
 		buf = append(buf, 1)
 		switch v := a.(type) {
 		case *array.String:
-			buf = binary.AppendUvarint(buf, uint64(len(v.Value(i))))
-			buf = append(buf, v.Value(i)...)
+			buf = appendOrderedString(buf, v.Value(i))
 		case *array.LargeString:
-			buf = binary.AppendUvarint(buf, uint64(len(v.Value(i))))
-			buf = append(buf, v.Value(i)...)
+			buf = appendOrderedString(buf, v.Value(i))
 		case *array.Boolean:
 			if v.Value(i) {
 				buf = append(buf, 1)
@@ -294,6 +305,20 @@ func (f *folder) encodeKey(rec arrow.RecordBatch, i int, buf []byte) []byte {
 	return buf
 }
 
+// appendOrderedString appends s so that byte order is string order and no encoding is a
+// prefix of another: a 0 byte is escaped as 0 0xff and the string ends with 0 0 (a length
+// prefix would sort by length first).
+func appendOrderedString(buf []byte, s string) []byte {
+	for j := 0; j < len(s); j++ {
+		if s[j] == 0 {
+			buf = append(buf, 0, 0xff)
+		} else {
+			buf = append(buf, s[j])
+		}
+	}
+	return append(buf, 0, 0)
+}
+
 func (f *folder) newGroup(rec arrow.RecordBatch, i int) int {
 	g := len(f.keyEnc)
 	key := string(f.buf)
@@ -305,9 +330,11 @@ func (f *folder) newGroup(rec arrow.RecordBatch, i int) int {
 		kc.valid = append(kc.valid, !a.IsNull(i))
 		switch v := a.(type) {
 		case *array.String:
-			kc.strs = append(kc.strs, v.Value(i)) // a copy: the record is released after the chunk
+			// Value is a view into the record's buffer, which is released (and may be reused)
+			// after the chunk while the group lives on: keep a copy.
+			kc.strs = append(kc.strs, strings.Clone(v.Value(i)))
 		case *array.LargeString:
-			kc.strs = append(kc.strs, v.Value(i))
+			kc.strs = append(kc.strs, strings.Clone(v.Value(i)))
 		case *array.Boolean:
 			kc.bools = append(kc.bools, !a.IsNull(i) && v.Value(i))
 		default:
@@ -326,7 +353,8 @@ func (f *folder) newGroup(rec arrow.RecordBatch, i int) int {
 }
 
 // accumulate folds row i of rec into group g; nulls are left out (an all-null group stays null).
-func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) {
+// A long sum that would overflow fails the fold rather than wrap (promise 11).
+func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) error {
 	for j, col := range f.c.aggs {
 		a := rec.Column(col)
 		if a.IsNull(i) {
@@ -352,7 +380,11 @@ func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) {
 			case !ac.valid[g]:
 				ac.ints[g] = x
 			case fn == AggSum || fn == AggCount:
-				ac.ints[g] += x
+				y := ac.ints[g] + x
+				if (x > 0 && y < ac.ints[g]) || (x < 0 && y > ac.ints[g]) {
+					return fmt.Errorf("fold: %s of column %q overflows a long", fn, f.sc.Field(col).Name)
+				}
+				ac.ints[g] = y
 			case fn == AggMin:
 				ac.ints[g] = min(ac.ints[g], x)
 			case fn == AggMax:
@@ -361,9 +393,11 @@ func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) {
 		}
 		ac.valid[g] = true
 	}
+	return nil
 }
 
-// flush writes the open bucket's groups, in key order, at the bucket's start, and empties it.
+// flush writes the open bucket's groups, in key order, at the bucket's start, and empties it. A
+// partial flush (MaxGroups) ends one sorted run: the bucket's later groups follow in another.
 func (f *folder) flush() error {
 	if !f.open || len(f.keyEnc) == 0 {
 		f.open = false

@@ -448,4 +448,147 @@ func TestFoldedFileName(t *testing.T) {
 	if _, ok := ParseFoldTier(DataFileName(3)); ok {
 		t.Fatal("an unfolded file has a tier")
 	}
+	// An unfolded file whose random UUID starts with "f" and digits has no tier.
+	unfolded := "g0000-f1234567-89ab-4cde-8f01-23456789abcd.parquet"
+	if tier, ok := ParseFoldTier("dir/" + unfolded); ok {
+		t.Fatalf("%s: unfolded file parsed as tier %d", unfolded, tier)
+	}
+	// Its folded form still parses.
+	if tier, ok := ParseFoldTier("g0000-f7-f1234567-89ab-4cde-8f01-23456789abcd.parquet"); !ok || tier != 7 {
+		t.Fatalf("folded name: tier %d %v", tier, ok)
+	}
+}
+
+// TestFoldRefusesNarrowSums: a sum or count on an integer column narrower than a long would
+// wrap, so the specification is refused naming the column and that long is accepted; min and
+// max on them are kept (they never leave the column's range).
+func TestFoldRefusesNarrowSums(t *testing.T) {
+	for _, typ := range []arrow.DataType{arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32} {
+		sc := arrow.NewSchema([]arrow.Field{
+			{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+			{Name: "service", Type: arrow.BinaryTypes.String},
+			{Name: "n", Type: typ, Nullable: true},
+		}, nil)
+		for _, fn := range []AggFunc{AggSum, AggCount} {
+			f := Fold{Keys: []string{"service"}, Bucket: usMinute, Aggregates: []Aggregate{{"n", fn}}}
+			err := CheckFold(f, sc, "timestamp")
+			if err == nil || !strings.Contains(err.Error(), `"n"`) || !strings.Contains(err.Error(), "long") {
+				t.Fatalf("%s of %s: got %v, want a refusal naming the column and long", fn, typ, err)
+			}
+		}
+		for _, fn := range []AggFunc{AggMin, AggMax} {
+			f := Fold{Keys: []string{"service"}, Bucket: usMinute, Aggregates: []Aggregate{{"n", fn}}}
+			if err := CheckFold(f, sc, "timestamp"); err != nil {
+				t.Fatalf("%s of %s: %v", fn, typ, err)
+			}
+		}
+	}
+}
+
+// TestFoldSumOverflowFails: a long sum past the long range fails the fold instead of wrapping.
+func TestFoldSumOverflowFails(t *testing.T) {
+	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.out = func(rec arrow.RecordBatch) error { return nil }
+	row := rollupRow{ts: 5 * usMinute, service: ptr("api"), bytes: ptr(int64(math.MaxInt64 - 10))}
+	small := row
+	small.ts, small.bytes = row.ts+1, ptr(int64(11))
+	rec := rollupRecord([]rollupRow{row, small})
+	defer rec.Release()
+	err = fo.write(rec)
+	if err == nil || !strings.Contains(err.Error(), `"bytes" overflows`) {
+		t.Fatalf("got %v, want an overflow error for bytes", err)
+	}
+}
+
+// poisonAllocator overwrites every buffer it frees, as an allocator that reuses memory would.
+type poisonAllocator struct{ memory.GoAllocator }
+
+func (a *poisonAllocator) Free(b []byte) {
+	for i := range b {
+		b[i] = 'X'
+	}
+}
+
+func (a *poisonAllocator) Reallocate(size int, b []byte) []byte {
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+// TestFoldKeysOutliveInput: a group's string keys are copies, not views into the input
+// record's buffers, which are released before the bucket is written.
+func TestFoldKeysOutliveInput(t *testing.T) {
+	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.out = func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			got = append(got, rec.Column(1).(*array.String).Value(i)+"/"+rec.Column(2).(*array.String).Value(i))
+		}
+		return nil
+	}
+	b := array.NewRecordBuilder(&poisonAllocator{}, rollupSchema)
+	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(5 * usMinute))
+	b.Field(1).(*array.StringBuilder).Append("billing")
+	b.Field(2).(*array.StringBuilder).Append("warn")
+	for f := 3; f < 8; f++ {
+		b.Field(f).AppendNull()
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	if err := fo.write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release() // the input's buffers are freed (and overwritten) before the bucket is written
+	if err := fo.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "billing/warn" {
+		t.Fatalf("folded keys %q, want billing/warn", got)
+	}
+}
+
+// TestFoldBucketInKeyOrder: a bucket's folded rows come out in key order (nulls first), not in
+// the order of an encoding that sorts shorter strings first.
+func TestFoldBucketInKeyOrder(t *testing.T) {
+	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.out = func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			got = append(got, rec.Column(1).ValueStr(i)+"|"+rec.Column(2).ValueStr(i)+"|"+rec.Column(3).ValueStr(i))
+		}
+		return nil
+	}
+	var rows []rollupRow
+	for _, k := range []struct {
+		svc, sev *string
+		code     int32
+	}{{ptr("b"), ptr("x"), 2}, {ptr("aa"), ptr("x"), 2}, {ptr("a\x00"), ptr("x"), 2}, {ptr("a"), ptr("x"), 2},
+		{ptr("a"), nil, 2}, {ptr("a"), ptr("x"), -1}, {nil, ptr("x"), 2}, {ptr("b"), ptr("x"), 2}} {
+		rows = append(rows, rollupRow{ts: 5*usMinute + int64(len(rows)), service: k.svc, severity: k.sev, code: ptr(k.code)})
+	}
+	rec := rollupRecord(rows)
+	defer rec.Release()
+	if err := fo.write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fo.flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"(null)|x|2", "a|(null)|2", "a|x|-1", "a|x|2", "a\x00|x|2", "aa|x|2", "b|x|2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("bucket rows %q, want %q", got, want)
+	}
 }

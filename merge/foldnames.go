@@ -17,7 +17,9 @@ func FoldedFileName(generation, tier int) string {
 }
 
 // ParseFoldTier reads the tier from a path written with FoldedFileName; ok is false for a file
-// never folded (drain output, other writers).
+// never folded (drain output, other writers). The tier must be followed by a whole UUID: an
+// unfolded name whose random UUID happens to start with "f" and digits ("g0000-f1234567-89ab-…")
+// leaves only the UUID's tail after the would-be tier, so it is not mistaken for a folded one.
 func ParseFoldTier(p string) (tier int, ok bool) {
 	base := path.Base(strings.ReplaceAll(p, "\\", "/"))
 	if _, ok := ParseGeneration(p); !ok {
@@ -28,7 +30,7 @@ func ParseFoldTier(p string) (tier int, ok bool) {
 		return 0, false
 	}
 	end := strings.IndexByte(rest, '-')
-	if end < 2 {
+	if end < 2 || !isUUID(strings.TrimSuffix(rest[end+1:], ".parquet")) {
 		return 0, false
 	}
 	t, err := strconv.Atoi(rest[1:end])
@@ -36,4 +38,25 @@ func ParseFoldTier(p string) (tier int, ok bool) {
 		return 0, false
 	}
 	return t, true
+}
+
+// isUUID reports whether s has the 8-4-4-4-12 hex form DataFileName writes.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }

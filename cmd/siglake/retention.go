@@ -15,6 +15,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
 )
@@ -153,7 +154,7 @@ func retentionSet(table string, args []string) error {
 		printRetention([]retention.Report{rep}, cfg.RetentionInterval.Seconds() > 0)
 		return nil
 	}
-	if _, err := retention.Set(ctx, l, table, p); err != nil {
+	if _, err := fold.SetRetention(ctx, l, table, p); err != nil {
 		return err
 	}
 	if *clear {

@@ -43,6 +43,11 @@ type Sweeper struct {
 	// SIGLAKE_INDEX_REBUILD (a delete-task rewrite writes generation 0, often streamed, so its
 	// outputs lack footer indexes like any streamed rewrite's).
 	Executor *rewrite.Executor
+	// Check vets each pending request against its table's properties before it runs (fold's
+	// key-columns-only rule for rollup tables: deletes cannot import fold, which imports
+	// deletes); a request it refuses is reported as invalid and never executed. nil runs every
+	// request that validates against the schema.
+	Check func(props iceberg.Properties, r Request) error
 
 	// clean remembers (file, request) pairs known to have no matching row. Data files never
 	// change, so this holds until the file is replaced; it lets a capped sweep move on to files
@@ -224,7 +229,7 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 		return rep, err
 	}
 	all, bad := List(t.Properties())
-	pending, invalid := Executable(PendingOf(all), t.Schema(), lake.TimestampColumn)
+	pending, invalid := s.executable(t, all)
 	for _, e := range append(bad, invalid...) {
 		rep.Invalid = append(rep.Invalid, e.Error())
 		log.Warn("ignoring a table property that is not a valid deletion request; it is never executed", zap.Error(e))
@@ -329,6 +334,24 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 		rep.Requests, _ = List(t.Properties())
 	}
 	return rep, nil
+}
+
+// executable is the pending requests of rs that a sweep of t runs: valid against t's schema and
+// passing Check; an error for each of the others.
+func (s *Sweeper) executable(t *table.Table, rs []Request) ([]Request, []error) {
+	pending, invalid := Executable(PendingOf(rs), t.Schema(), lake.TimestampColumn)
+	if s.Check == nil {
+		return pending, invalid
+	}
+	ok := pending[:0:0]
+	for _, r := range pending {
+		if err := s.Check(t.Properties(), r); err != nil {
+			invalid = append(invalid, fmt.Errorf("table property %s: %w", Key(r.ID), err))
+			continue
+		}
+		ok = append(ok, r)
+	}
+	return ok, invalid
 }
 
 // examine counts a candidate's matching rows per open request and, when applying, rewrites it
@@ -470,7 +493,7 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 			return err
 		}
 		stored, _ := List(t.Properties())
-		pending, _ := Executable(PendingOf(stored), t.Schema(), lake.TimestampColumn)
+		pending, _ := s.executable(t, stored)
 		var done []Request
 		for _, r := range pending {
 			expr, err := r.Expr(t.Schema(), lake.TimestampColumn)

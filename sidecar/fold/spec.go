@@ -268,6 +268,9 @@ func Set(ctx context.Context, l *lake.Lake, name string, s Spec) (Spec, error) {
 		if err := s.Validate(t.Schema()); err != nil {
 			return Spec{}, fmt.Errorf("fold specification for %s: %w", name, err)
 		}
+		if err := s.checkExisting(t.Properties()); err != nil {
+			return Spec{}, fmt.Errorf("fold specification for %s: %w", name, err)
+		}
 		s.Version = Version
 		if v, err = s.Encode(); err != nil {
 			return Spec{}, err

@@ -483,3 +483,53 @@ func TestFoldPartialFlushes(t *testing.T) {
 		sameGroups(t, fmt.Sprintf("GROUP BY %d min", minutes), got.coarsen(minutes), want.coarsen(minutes))
 	}
 }
+
+// TestFoldKeyColumnsOnlyEnforced: a deletion request on an aggregated column that another tool
+// stored (bypassing siglake delete-request) is not run by the sweep on a rollup table but
+// reported and left pending; fold set is refused while it is pending; a retention rule on an
+// aggregated column is refused when set.
+func TestFoldKeyColumnsOnlyEnforced(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.SnapshotExpireInterval = 0 })
+	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	want := sealRollup(e, 2, 300, 31, start, 200*time.Millisecond)
+	e.te.DrainAll()
+	ctx := context.Background()
+	r, err := deletes.Record(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fold.Set(ctx, e.lake, walgen.RollupTable, rollupSpec); err == nil || !strings.Contains(err.Error(), r.ID) || !strings.Contains(err.Error(), `column "events"`) {
+		t.Fatalf("fold set over a pending request on an aggregated column: %v", err)
+	}
+	// Another tool stores the specification anyway.
+	v, err := rollupSpec.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.lake.SetProperty(ctx, walgen.RollupTable, fold.Property, v, false); err != nil {
+		t.Fatal(err)
+	}
+	reps := deleteSweep(t, e, []string{walgen.RollupTable})
+	last := reps[len(reps)-1]
+	if len(last.Invalid) == 0 || !strings.Contains(strings.Join(last.Invalid, "\n"), `column "events"`) {
+		t.Fatalf("sweep report invalid %q, want the request on events reported", last.Invalid)
+	}
+	tbl, err := e.lake.LoadTable(ctx, walgen.RollupTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := deletes.List(tbl.Properties())
+	if len(stored) != 1 || stored[0].State != deletes.Pending || stored[0].RowsDeleted != 0 {
+		t.Fatalf("stored requests %+v, want the one left pending and unrun", stored)
+	}
+	sameGroups(t, "after the sweep", viaIceberg(t, e).coarsen(1), want.coarsen(1))
+	_, err = fold.SetRetention(ctx, e.lake, walgen.RollupTable, retention.Policy{Period: "30d",
+		Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "bytes", Values: []string{"0"}}}, Period: "7d"}}})
+	if err == nil || !strings.Contains(err.Error(), `column "bytes"`) {
+		t.Fatalf("a retention rule on an aggregated column: %v", err)
+	}
+	if _, err := fold.SetRetention(ctx, e.lake, walgen.RollupTable, retention.Policy{Period: "30d",
+		Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}, Period: "7d"}}}); err != nil {
+		t.Fatal(err)
+	}
+}

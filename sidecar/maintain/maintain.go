@@ -287,7 +287,8 @@ type CycleReport struct {
 func (m *Maintainer) Deletes() *deletes.Sweeper {
 	if m.sweeper == nil {
 		m.sweeper = &deletes.Sweeper{Cfg: m.Cfg.Sweep, Lake: m.Lake, Metrics: m.Metrics.Deletes, RewriteMetrics: m.Metrics.Rewrite,
-			Log: m.Log, Now: m.Now, Executor: m.executor(), OnFailure: m.readFailed}
+			Log: m.Log, Now: m.Now, Executor: m.executor(), OnFailure: m.readFailed,
+			Check: fold.CheckDelete}
 		if p, ok := m.Publish.(deletes.Publisher); ok {
 			m.sweeper.Publish = p
 		}
