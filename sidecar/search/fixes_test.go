@@ -1,0 +1,154 @@
+package search
+
+import (
+	"context"
+	"path"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/walgen"
+)
+
+// spec is one data file of a fixed test table.
+type spec struct {
+	rec  arrow.RecordBatch // released by writeTable
+	day  string
+	opts merge.WriterOptions
+}
+
+// testLake opens an empty lake with the events table of sc.
+func testLake(t *testing.T, sc *arrow.Schema) (*lake.Lake, *table.Table, icebergio.WriteFileIO) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := lake.Open(ctx, lake.Config{Catalog: "sqlite:" + path.Join(dir, "catalog.db"), Warehouse: path.Join(dir, "warehouse"), Namespace: "siglake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	tbl, err := l.EnsureTable(ctx, "events", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, tbl, fsys.(icebergio.WriteFileIO)
+}
+
+// appendFiles writes each spec as one commit and returns the reloaded table and the files' paths.
+func appendFiles(t *testing.T, l *lake.Lake, tbl *table.Table, fsys icebergio.WriteFileIO, sc *arrow.Schema, specs []spec, seq0 int) (*table.Table, []string) {
+	t.Helper()
+	ctx := context.Background()
+	var paths []string
+	for i, s := range specs {
+		opts := s.opts
+		opts.TimestampColumn = lake.TimestampColumn
+		day := s.day
+		if day == "" {
+			day = "2026-11-29"
+		}
+		outs, err := merge.WriteSorted(ctx, fsys, func(int) string {
+			return lake.DataDir(tbl, day) + "/" + merge.DataFileName(opts.Generation)
+		}, sc, []arrow.RecordBatch{s.rec}, opts)
+		s.rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := lake.DataFiles(tbl, outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			paths = append(paths, o.Path)
+		}
+		m := lake.Mark{Incarnation: 1, Seq: uint64(seq0 + i + 1)}
+		if _, err := l.CommitAppend(ctx, lake.AppendRequest{Table: "events", Files: files, Stream: "s", First: m, Last: m}, lake.Retry{Attempts: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if tbl, err = l.LoadTable(ctx, "events"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tbl, paths
+}
+
+func eventsSchema() *arrow.Schema {
+	fields := slices.Clone(walgen.EventsSchema.Fields())
+	for i := range fields {
+		fields[i].Metadata = arrow.Metadata{}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// peakAllocator tracks the most bytes its allocator held at once.
+type peakAllocator struct {
+	memory.Allocator
+	cur, peak atomic.Int64
+}
+
+func (p *peakAllocator) add(n int) {
+	c := p.cur.Add(int64(n))
+	for {
+		pk := p.peak.Load()
+		if c <= pk || p.peak.CompareAndSwap(pk, c) {
+			return
+		}
+	}
+}
+
+func (p *peakAllocator) Allocate(n int) []byte { p.add(n); return p.Allocator.Allocate(n) }
+func (p *peakAllocator) Reallocate(n int, b []byte) []byte {
+	p.add(n - len(b))
+	return p.Allocator.Reallocate(n, b)
+}
+func (p *peakAllocator) Free(b []byte) { p.add(-len(b)); p.Allocator.Free(b) }
+
+// TestSearchMemoryFollowsBudget: six overlapping files of one 128Ki-row row group each, all open
+// at once, hold no more decoded memory than the budget (a stream holds a slice, not a row group).
+func TestSearchMemoryFollowsBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 768Ki rows")
+	}
+	sc := eventsSchema()
+	l, tbl, fsys := testLake(t, sc)
+	g := walgen.New(walgen.Options{Seed: 5})
+	var specs []spec
+	for i := 0; i < 6; i++ {
+		rec := g.Batch(memory.DefaultAllocator, base.Add(time.Duration(i)*time.Millisecond), 128<<10, time.Millisecond)
+		specs = append(specs, spec{rec: rec, opts: merge.WriterOptions{RowGroupRows: 128 << 10}})
+	}
+	tbl, _ = appendFiles(t, l, tbl, fsys, sc, specs, 0)
+	for _, desc := range []bool{false, true} {
+		mem := &peakAllocator{Allocator: memory.NewCheckedAllocator(memory.NewGoAllocator())}
+		const budget = 8 << 20
+		var n int64
+		ex, err := Run(context.Background(), tbl, Query{Desc: desc}, Options{MemoryBudget: budget, Mem: mem}, func(arrow.RecordBatch, int) (int64, error) {
+			n++
+			return 0, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 6*128<<10 || ex.MaxOpenStreams != 6 {
+			t.Fatalf("desc=%v: %d rows, %d streams open at once; want %d, 6", desc, n, ex.MaxOpenStreams, 6*128<<10)
+		}
+		// Slack: the Parquet readers' pages, which no batch length shrinks (shapeFor): 6 streams of
+		// 8 columns of a 256 KiB page. Before slices, a stream held its whole row group: 297 MB.
+		const slack = 6 * 8 * pageBytes
+		t.Logf("desc=%v: peak %d bytes of a %d budget, batch rows %d", desc, mem.peak.Load(), budget, ex.BatchRows)
+		if p := mem.peak.Load(); p > budget+slack {
+			t.Errorf("desc=%v: peak decoded memory %d > budget %d + %d", desc, p, budget, slack)
+		}
+	}
+}
