@@ -105,6 +105,9 @@ type fileSource struct {
 	// dropKey hides footer entries of a file (tests: every mix of present and absent metadata
 	// over the same rows).
 	dropKey func(path, key string) bool
+	// editFooter changes a file's footer entries before they are decoded (tests: entries that do
+	// not describe the file).
+	editFooter func(path string, kv map[string]string)
 }
 
 // open reads path's footer and decides the footer and row-group stages; nil when the file is
@@ -177,15 +180,18 @@ func lastStart(desc bool) int64 {
 // and, for --where columns with an inverted index, the matching rows.
 func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts, error) {
 	f := &fileFacts{postings: map[string][]uint32{}}
-	if !fs.skipMeta && fs.dropKey == nil {
+	if !fs.skipMeta && fs.dropKey == nil && fs.editFooter == nil {
 		// A malformed entry is absent ("maybe"): DecodeFooter's error only lists them.
 		f.footer, _ = merge.DecodeFooter(md)
 	} else if !fs.skipMeta {
 		kv := map[string]string{}
 		for _, e := range md.KeyValueMetadata().Keys() {
-			if v := md.KeyValueMetadata().FindValue(e); v != nil && !fs.dropKey(path, e) {
+			if v := md.KeyValueMetadata().FindValue(e); v != nil && (fs.dropKey == nil || !fs.dropKey(path, e)) {
 				kv[e] = *v
 			}
+		}
+		if fs.editFooter != nil {
+			fs.editFooter(path, kv)
 		}
 		f.footer, _ = index.Decode(kv)
 	}
