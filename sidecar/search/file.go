@@ -23,6 +23,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
@@ -137,6 +138,12 @@ func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
 	var rgReasons []Reason
 	if reason == notPruned {
 		rgReasons = pruneRowGroups(fs.c, facts)
+		// Puffin sidecars only for what the footer kept, weighed against the row groups left.
+		if fs.puffinPostings(path, md, facts, rgReasons) {
+			if reason = pruneFile(fs.c, facts); reason == notPruned {
+				rgReasons = pruneRowGroups(fs.c, facts)
+			}
+		}
 	}
 	fs.ex.footerRead(fs.fsys.n.snapshot().sub(before))
 	if reason != notPruned {
@@ -214,36 +221,61 @@ func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts,
 		if fs.skipMeta {
 			continue
 		}
-		ix, err := fs.inverted(path, f.footer, w.Column, testedBytes(md, fs.c.tested))
-		if err != nil {
-			return nil, err
-		}
-		if ix == nil {
+		ix, ok := f.footer.Inverted(w.Column)
+		if !ok {
 			continue
 		}
-		var rows []uint32
-		for _, v := range w.Values {
-			rows = append(rows, ix.Lookup(indexTerm(fs.c.filterSchema, w.Column, v))...)
-		}
-		slices.Sort(rows)
-		f.postings[w.Column] = slices.Compact(rows)
+		f.postings[w.Column] = lookup(fs.c, ix, w)
 	}
 	return f, nil
 }
 
-// inverted returns the file's index of column from its footer, else from a registered Puffin
-// sidecar, else nil (scan). A footer index is already read; a sidecar's is read only when its blob
-// is smaller than scanBytes, what scanning the tested columns costs: an index of a nearly unique
-// column can be larger than the column itself, and reading it would cost more than it saves.
-func (fs *fileSource) inverted(path string, ft *index.Footer, column string, scanBytes int64) (*index.Inverted, error) {
-	if ix, ok := ft.Inverted(column); ok {
-		return ix, nil
+// lookup returns the rows of ix whose value is one of w's.
+func lookup(c *compiled, ix *index.Inverted, w deletes.Condition) []uint32 {
+	var rows []uint32
+	for _, v := range w.Values {
+		rows = append(rows, ix.Lookup(indexTerm(c.filterSchema, w.Column, v))...)
 	}
-	reg, ok := fs.registry[path]
-	if !ok {
-		return nil, nil
+	slices.Sort(rows)
+	return slices.Compact(rows)
+}
+
+// puffinPostings adds the postings of --where columns without a footer index from registered
+// Puffin sidecars, for a file the footer stage kept; it reports whether it added any. A blob is
+// read only when it is smaller than scanning the tested columns of the row groups still kept.
+func (fs *fileSource) puffinPostings(path string, md *metadata.FileMetaData, f *fileFacts, rgReasons []Reason) bool {
+	if fs.skipMeta || fs.registry[path].Sidecars == nil {
+		return false
 	}
-	for _, sc := range reg.Sidecars {
+	var kept []int
+	for rg, r := range rgReasons {
+		if r == notPruned {
+			kept = append(kept, rg)
+		}
+	}
+	if len(kept) == 0 {
+		return false
+	}
+	scan := testedBytes(md, fs.c.tested, kept)
+	added := false
+	for _, w := range fs.c.where {
+		if _, ok := f.postings[w.Column]; ok {
+			continue
+		}
+		if ix := fs.inverted(path, w.Column, scan); ix != nil {
+			f.postings[w.Column] = lookup(fs.c, ix, w)
+			added = true
+		}
+	}
+	return added
+}
+
+// inverted returns the file's index of column from a registered Puffin sidecar, else nil (scan).
+// A sidecar's index is read only when its blob is smaller than scanBytes, what scanning the tested
+// columns costs: an index of a nearly unique column can be larger than the column itself, and
+// reading it would cost more than it saves.
+func (fs *fileSource) inverted(path, column string, scanBytes int64) *index.Inverted {
+	for _, sc := range fs.registry[path].Sidecars {
 		if !slices.Contains(sc.Columns, column) {
 			continue
 		}
@@ -251,23 +283,23 @@ func (fs *fileSource) inverted(path string, ft *index.Footer, column string, sca
 		if err != nil {
 			// A sidecar we cannot read costs pruning, never rows: scan the file.
 			fs.ex.Warnings = append(fs.ex.Warnings, err.Error())
-			return nil, nil
+			return nil
 		}
 		if ix == nil {
 			fs.ex.IndexesNotRead++
 		} else {
 			fs.ex.PuffinIndexesRead++
 		}
-		return ix, nil
+		return ix
 	}
-	return nil, nil
+	return nil
 }
 
-// testedBytes is what reading the tested columns of every row group costs (compressed chunks).
-func testedBytes(md *metadata.FileMetaData, tested []string) int64 {
+// testedBytes is what reading the tested columns of row groups rgs costs (compressed chunks).
+func testedBytes(md *metadata.FileMetaData, tested []string, rgs []int) int64 {
 	cols := leaves(md, tested)
 	var n int64
-	for i := 0; i < md.NumRowGroups(); i++ {
+	for _, i := range rgs {
 		rg := md.RowGroup(i)
 		for _, c := range cols {
 			if cc, err := rg.ColumnChunk(c); err == nil {

@@ -13,16 +13,20 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
 // spec is one data file of a fixed test table.
 type spec struct {
-	rec  arrow.RecordBatch // released by writeTable
+	rec  arrow.RecordBatch   // released by appendFiles
+	more []arrow.RecordBatch // further rows of the same file
 	day  string
 	opts merge.WriterOptions
 }
@@ -62,8 +66,11 @@ func appendFiles(t *testing.T, l *lake.Lake, tbl *table.Table, fsys icebergio.Wr
 		}
 		outs, err := merge.WriteSorted(ctx, fsys, func(int) string {
 			return lake.DataDir(tbl, day) + "/" + merge.DataFileName(opts.Generation)
-		}, sc, []arrow.RecordBatch{s.rec}, opts)
+		}, sc, append([]arrow.RecordBatch{s.rec}, s.more...), opts)
 		s.rec.Release()
+		for _, r := range s.more {
+			r.Release()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,9 +222,45 @@ func TestSearchIgnoresShiftedRowGroupEntry(t *testing.T) {
 	want := expected(all, q)
 	got, ex := collect(t, tbl, q, o)
 	if !slices.Equal(got, want) {
-		t.Fatalf("got %d rows, want %d", len(got), len(want))
+		t.Fatalf("got %d rows, want %d: %+v %+v", len(got), len(want), ex.Files, ex.RowGroups)
 	}
 	if ex.RowGroups.Pruned[ByTimeBounds] == 0 {
 		t.Fatalf("no row group pruned by time: %+v", ex.RowGroups)
+	}
+}
+
+// TestSearchPuffinAfterFooterStage: a file the time buckets prune costs no Puffin read, though a
+// sidecar of the --where column is registered for it.
+func TestSearchPuffinAfterFooterStage(t *testing.T) {
+	sc := eventsSchema()
+	l, tbl, fsys := testLake(t, sc)
+	g := walgen.New(walgen.Options{Seed: 4, Services: 2})
+	at10 := g.Batch(memory.DefaultAllocator, base, 500, time.Millisecond)
+	at12 := g.Batch(memory.DefaultAllocator, base.Add(2*time.Hour), 500, time.Millisecond)
+	opts := merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"service"}, InvertedIndexOff: true}}
+	tbl, paths := appendFiles(t, l, tbl, fsys, sc, []spec{{rec: at10, more: []arrow.RecordBatch{at12}, opts: opts}}, 0)
+	rb := &puffinidx.Rebuilder{Metrics: puffinidx.NewMetrics(nil), Log: zap.NewNop()}
+	if res, err := rb.Run(context.Background(), tbl, fsys, tbl.CurrentSnapshot().SnapshotID, paths, []string{"service"}); err != nil || res.Files != 1 {
+		t.Fatalf("index rebuild: %+v, %v", res, err)
+	}
+	tbl, err := l.LoadTable(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := fullScan(t, tbl)
+	q := Query{From: base.Add(time.Hour).Format(time.RFC3339), To: base.Add(90 * time.Minute).Format(time.RFC3339),
+		Where: []deletes.Condition{{Column: "service", Values: []string{all[0].service}}}}
+	got, ex := collect(t, tbl, q, Options{})
+	if len(got) != 0 || ex.Files.Pruned[ByTimeBuckets] != 1 {
+		t.Fatalf("%d rows; files %+v, want pruned by %s", len(got), ex.Files, ByTimeBuckets)
+	}
+	if ex.PuffinIndexesRead != 0 || ex.IndexesNotRead != 0 {
+		t.Fatalf("Puffin indexes read %d, weighed and left %d: want none for a pruned file", ex.PuffinIndexesRead, ex.IndexesNotRead)
+	}
+	// Within the range the same file's sidecar is weighed (read, or left as costlier than a scan).
+	q.From, q.To = base.Format(time.RFC3339), base.Add(time.Minute).Format(time.RFC3339)
+	got, ex = collect(t, tbl, q, Options{})
+	if want := expected(all, q); !slices.Equal(got, want) || ex.PuffinIndexesRead+ex.IndexesNotRead != 1 {
+		t.Fatalf("in range: %d rows (want %d), Puffin indexes read %d, left %d (want one weighed)", len(got), len(want), ex.PuffinIndexesRead, ex.IndexesNotRead)
 	}
 }
