@@ -27,8 +27,10 @@ import (
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
-// ioCount counts what reads through a countingIO cost: bytes and read calls. Every ReadAt of
-// iceberg-go's S3 FileIO is one ranged GET, so calls are requests there.
+// ioCount counts what reads through a countingIO cost: bytes and requests. On S3, iceberg-go's
+// FileIO (v0.7.0 blobfs) opens a file with a whole-object GET (NewReader, length -1: the size
+// comes from its response; the body is left unread and closed) and serves every ReadAt with one
+// ranged GET, so an open and each read are one request each.
 type ioCount struct {
 	bytes, requests atomic.Int64
 }
@@ -36,11 +38,15 @@ type ioCount struct {
 // countingIO is a FileIO whose files count their reads.
 type countingIO struct {
 	icebergio.IO
-	n *ioCount
+	n             *ioCount
+	openIsRequest bool // the FileIO's Open is a request (S3)
 }
 
 func (c countingIO) Open(name string) (icebergio.File, error) {
 	f, err := c.IO.Open(name)
+	if c.openIsRequest {
+		c.n.requests.Add(1)
+	}
 	if err != nil {
 		return nil, err
 	}
