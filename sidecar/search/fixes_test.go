@@ -302,3 +302,56 @@ func TestTableStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchTwoDaysInContainsToken: paths the random property test reaches rarely, each equal
+// to the full scan and pruning by its reason: two day partitions (manifest bounds), --in with
+// several values, and --contains with --token together (row-group blooms).
+func TestSearchTwoDaysInContainsToken(t *testing.T) {
+	sc := eventsSchema()
+	l, tbl, fsys := testLake(t, sc)
+	g := walgen.New(walgen.Options{Seed: 8, Services: 6})
+	opts := merge.WriterOptions{RowGroupRows: 100, Metadata: merge.MetadataOptions{IndexColumns: []string{"service"}}}
+	tbl, _ = appendFiles(t, l, tbl, fsys, sc, []spec{
+		{rec: g.Batch(memory.DefaultAllocator, base, 1000, 50*time.Millisecond), opts: opts},
+		{rec: g.Batch(memory.DefaultAllocator, base.Add(24*time.Hour), 1000, 50*time.Millisecond), day: "2026-11-30", opts: opts},
+	}, 0)
+	all := fullScan(t, tbl)
+	pick := all[len(all)/3]
+	// The picked row's rarest token, and a substring of it: blooms prune on rare terms.
+	tok, seen := "", len(all)+1
+	for _, tk := range tokensOf(*pick.raw) {
+		n := 0
+		for _, r := range all {
+			if r.raw != nil && strings.Contains(*r.raw, tk) {
+				n++
+			}
+		}
+		if n < seen {
+			tok, seen = tk, n
+		}
+	}
+	sub := tok[:max(len(tok)-1, 1)]
+	other := all[len(all)/2].service
+	for _, c := range []struct {
+		name    string
+		q       Query
+		reasons []Reason
+	}{
+		{"second day", Query{From: "2026-11-30"}, []Reason{ByManifest}},
+		{"--in two services, --contains and --token", Query{Where: []deletes.Condition{{Column: "service", Values: []string{pick.service, other}}},
+			Contains: &sub, Token: &tok}, []Reason{ByTokenBloom, ByTrigramBloom}},
+	} {
+		want := expected(all, c.q)
+		got, ex := collect(t, tbl, c.q, Options{})
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Fatalf("%s: got %d rows, want %d (non-zero)", c.name, len(got), len(want))
+		}
+		var pruned int64
+		for _, r := range c.reasons {
+			pruned += ex.Files.Pruned[r] + ex.RowGroups.Pruned[r]
+		}
+		if pruned == 0 {
+			t.Errorf("%s: nothing pruned by %v: files %+v, row groups %+v", c.name, c.reasons, ex.Files, ex.RowGroups)
+		}
+	}
+}
