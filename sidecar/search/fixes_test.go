@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -353,5 +354,59 @@ func TestSearchTwoDaysInContainsToken(t *testing.T) {
 		if pruned == 0 {
 			t.Errorf("%s: nothing pruned by %v: files %+v, row groups %+v", c.name, c.reasons, ex.Files, ex.RowGroups)
 		}
+	}
+}
+
+// TestSearchColumnAddedLater: a --where column that older files lack prunes them (missing_column:
+// every value is null there) and the rows equal the full scan's; --columns prints it as absent.
+func TestSearchColumnAddedLater(t *testing.T) {
+	ctx := context.Background()
+	sc := eventsSchema()
+	l, tbl, fsys := testLake(t, sc)
+	g := walgen.New(walgen.Options{Seed: 9})
+	tbl, _ = appendFiles(t, l, tbl, fsys, sc, []spec{{rec: g.Batch(memory.DefaultAllocator, base, 300, 10*time.Millisecond)}}, 0)
+	sc2 := arrow.NewSchema(append(slices.Clone(sc.Fields()), arrow.Field{Name: "tenant", Type: arrow.BinaryTypes.String, Nullable: true}), nil)
+	tbl, err := l.EnsureTable(ctx, "events", sc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := g.Batch(memory.DefaultAllocator, base.Add(time.Second), 300, 10*time.Millisecond)
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	for i := 0; i < int(rec.NumRows()); i++ {
+		b.Append([]string{"t1", "t2"}[i%2])
+	}
+	tenant := b.NewArray()
+	rec2 := array.NewRecordBatch(sc2, append(slices.Clone(rec.Columns()), tenant), rec.NumRows())
+	rec.Release()
+	tenant.Release()
+	tbl, _ = appendFiles(t, l, tbl, fsys, sc2, []spec{{rec: rec2}}, 1)
+	q := Query{Where: []deletes.Condition{{Column: "tenant", Values: []string{"t1"}}}, Columns: []string{"tenant"}}
+	var got int
+	ex, err := Run(ctx, tbl, q, Options{}, func(rec arrow.RecordBatch, i int) (int64, error) {
+		if v := rec.Column(rec.Schema().FieldIndices("tenant")[0]).(*array.String).Value(i); v != "t1" {
+			t.Fatalf("row with tenant %q", v)
+		}
+		got++
+		return 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 150 || ex.Files.Pruned[ByMissingColumn] != 1 {
+		t.Fatalf("%d rows (want 150), files %+v (want one pruned by %s)", got, ex.Files, ByMissingColumn)
+	}
+	// Without a condition on it, the old file's rows print the new column as absent.
+	var nulls, rows int
+	if _, err := Run(ctx, tbl, Query{Columns: []string{"tenant"}}, Options{}, func(rec arrow.RecordBatch, i int) (int64, error) {
+		rows++
+		if idx := rec.Schema().FieldIndices("tenant"); len(idx) == 0 || rec.Column(idx[0]).IsNull(i) {
+			nulls++
+		}
+		return 1, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 600 || nulls != 300 {
+		t.Fatalf("--columns tenant: %d rows, %d without tenant; want 600, 300", rows, nulls)
 	}
 }
