@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,7 +53,7 @@ func runSearch(args []string) error {
 	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC)")
 	since := fs.Duration("since", 0, "only rows of the last D (from = now - D; not with --from)")
 	fs.Var(&contains, "contains", "SUBSTR: only rows whose raw column contains it (case-sensitive bytes)")
-	fs.Var(&token, "token", "T: only rows whose raw column holds T as a whole token (letters, digits, _)")
+	fs.Var(&token, "token", "T: only rows whose raw column holds T as a whole token (runs of ASCII letters, digits, _ and any non-ASCII bytes)")
 	limit := fs.Int("limit", 100, "most rows to print; 0 prints every match")
 	order := fs.String("order", "asc", "asc (oldest first) or desc (newest first)")
 	columns := fs.String("columns", "", "columns to print, comma-separated (default: all; the timestamp is always first)")
@@ -66,6 +68,10 @@ func runSearch(args []string) error {
 		err := fmt.Errorf("one TABLE, got %q", positional)
 		fmt.Fprintf(os.Stderr, "siglake search: %v\nusage: siglake search TABLE [flags] (-h for more)\n", err)
 		return usageError{err}
+	}
+	// Refused before anything is read (docs/search.md), the catalog too.
+	if !slices.Contains(search.Formats, *format) {
+		return fmt.Errorf("--format %q: accepted: %s", *format, strings.Join(search.Formats, ", "))
 	}
 	if err := requireCatalog(cfg); err != nil {
 		return err

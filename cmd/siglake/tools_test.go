@@ -143,3 +143,12 @@ func TestVersionVerbose(t *testing.T) {
 		t.Fatalf("the version of an unstamped build is %q", v)
 	}
 }
+
+// TestSearchRefusesFormatFirst: a bad --format is refused before the catalog is opened (here it
+// does not exist, which would otherwise be the error).
+func TestSearchRefusesFormatFirst(t *testing.T) {
+	err := runSearch([]string{"events", "--dir", t.TempDir(), "--format", "xml"})
+	if err == nil || !strings.Contains(err.Error(), `--format "xml": accepted: table, json, csv`) {
+		t.Fatalf("got %v, want the --format error", err)
+	}
+}

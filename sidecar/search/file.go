@@ -23,11 +23,14 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
-// ioCount counts what reads through a countingIO cost: bytes and read calls. Every ReadAt of
-// iceberg-go's S3 FileIO is one ranged GET, so calls are requests there.
+// ioCount counts what reads through a countingIO cost: bytes and requests. On S3, iceberg-go's
+// FileIO (v0.7.0 blobfs) opens a file with a whole-object GET (NewReader, length -1: the size
+// comes from its response; the body is left unread and closed) and serves every ReadAt with one
+// ranged GET, so an open and each read are one request each.
 type ioCount struct {
 	bytes, requests atomic.Int64
 }
@@ -35,11 +38,15 @@ type ioCount struct {
 // countingIO is a FileIO whose files count their reads.
 type countingIO struct {
 	icebergio.IO
-	n *ioCount
+	n             *ioCount
+	openIsRequest bool // the FileIO's Open is a request (S3)
 }
 
 func (c countingIO) Open(name string) (icebergio.File, error) {
 	f, err := c.IO.Open(name)
+	if c.openIsRequest {
+		c.n.requests.Add(1)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -71,15 +78,22 @@ type readShape struct {
 	bufBytes  int64
 }
 
-// shapeFor divides the memory budget among the streams the merge may hold open: of each stream's
-// share, a quarter goes to its decoded batch (at rowBytes a row) and a quarter to its read-ahead,
-// split over the columns it reads, within fixed bounds; the rest is headroom for the filtered
-// copies and the Arrow builders.
+// pageBytes is the data page size merge writes: a Parquet column reader holds about one
+// decompressed page of each column it reads, whatever the batch length.
+const pageBytes = 256 << 10
+
+// shapeFor divides the memory budget among the streams the merge may hold open. Of a stream's
+// share, the reader's pages (pageBytes a column) come first: they do not shrink with the batch.
+// What is left holds one slice of decoded rows (batchRows, at rowBytes a row) of the tested
+// columns, one of the other printed columns, their filtered copies and the record beside them:
+// about five slices, so a slice gets a sixth; the read-ahead an eighth, split over the columns.
+// Within fixed bounds: a budget below the pages' floor gets the smallest slices.
 func shapeFor(budget int64, streams, columns int, rowBytes int64) readShape {
 	share := budget / int64(max(streams, 1))
+	rest := max(share-int64(max(columns, 1))*pageBytes, 0)
 	s := readShape{
-		batchRows: clamp(share/4/max(rowBytes, 1), 1024, 64<<10),
-		bufBytes:  clamp(share/4/int64(max(columns, 1)), 64<<10, 1<<20),
+		batchRows: clamp(rest/6/max(rowBytes, 1), 256, 64<<10),
+		bufBytes:  clamp(rest/8/int64(max(columns, 1)), 16<<10, 1<<20),
 	}
 	return s
 }
@@ -98,6 +112,9 @@ type fileSource struct {
 	// dropKey hides footer entries of a file (tests: every mix of present and absent metadata
 	// over the same rows).
 	dropKey func(path, key string) bool
+	// editFooter changes a file's footer entries before they are decoded (tests: entries that do
+	// not describe the file).
+	editFooter func(path string, kv map[string]string)
 }
 
 // open reads path's footer and decides the footer and row-group stages; nil when the file is
@@ -127,6 +144,12 @@ func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
 	var rgReasons []Reason
 	if reason == notPruned {
 		rgReasons = pruneRowGroups(fs.c, facts)
+		// Puffin sidecars only for what the footer kept, weighed against the row groups left.
+		if fs.puffinPostings(path, md, facts, rgReasons) {
+			if reason = pruneFile(fs.c, facts); reason == notPruned {
+				rgReasons = pruneRowGroups(fs.c, facts)
+			}
+		}
 	}
 	fs.ex.footerRead(fs.fsys.n.snapshot().sub(before))
 	if reason != notPruned {
@@ -170,15 +193,18 @@ func lastStart(desc bool) int64 {
 // and, for --where columns with an inverted index, the matching rows.
 func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts, error) {
 	f := &fileFacts{postings: map[string][]uint32{}}
-	if !fs.skipMeta && fs.dropKey == nil {
+	if !fs.skipMeta && fs.dropKey == nil && fs.editFooter == nil {
 		// A malformed entry is absent ("maybe"): DecodeFooter's error only lists them.
 		f.footer, _ = merge.DecodeFooter(md)
 	} else if !fs.skipMeta {
 		kv := map[string]string{}
 		for _, e := range md.KeyValueMetadata().Keys() {
-			if v := md.KeyValueMetadata().FindValue(e); v != nil && !fs.dropKey(path, e) {
+			if v := md.KeyValueMetadata().FindValue(e); v != nil && (fs.dropKey == nil || !fs.dropKey(path, e)) {
 				kv[e] = *v
 			}
+		}
+		if fs.editFooter != nil {
+			fs.editFooter(path, kv)
 		}
 		f.footer, _ = index.Decode(kv)
 	}
@@ -201,36 +227,61 @@ func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts,
 		if fs.skipMeta {
 			continue
 		}
-		ix, err := fs.inverted(path, f.footer, w.Column, testedBytes(md, fs.c.tested))
-		if err != nil {
-			return nil, err
-		}
-		if ix == nil {
+		ix, ok := f.footer.Inverted(w.Column)
+		if !ok {
 			continue
 		}
-		var rows []uint32
-		for _, v := range w.Values {
-			rows = append(rows, ix.Lookup(indexTerm(fs.c.filterSchema, w.Column, v))...)
-		}
-		slices.Sort(rows)
-		f.postings[w.Column] = slices.Compact(rows)
+		f.postings[w.Column] = lookup(fs.c, ix, w)
 	}
 	return f, nil
 }
 
-// inverted returns the file's index of column from its footer, else from a registered Puffin
-// sidecar, else nil (scan). A footer index is already read; a sidecar's is read only when its blob
-// is smaller than scanBytes, what scanning the tested columns costs: an index of a nearly unique
-// column can be larger than the column itself, and reading it would cost more than it saves.
-func (fs *fileSource) inverted(path string, ft *index.Footer, column string, scanBytes int64) (*index.Inverted, error) {
-	if ix, ok := ft.Inverted(column); ok {
-		return ix, nil
+// lookup returns the rows of ix whose value is one of w's.
+func lookup(c *compiled, ix *index.Inverted, w deletes.Condition) []uint32 {
+	var rows []uint32
+	for _, v := range w.Values {
+		rows = append(rows, ix.Lookup(indexTerm(c.filterSchema, w.Column, v))...)
 	}
-	reg, ok := fs.registry[path]
-	if !ok {
-		return nil, nil
+	slices.Sort(rows)
+	return slices.Compact(rows)
+}
+
+// puffinPostings adds the postings of --where columns without a footer index from registered
+// Puffin sidecars, for a file the footer stage kept; it reports whether it added any. A blob is
+// read only when it is smaller than scanning the tested columns of the row groups still kept.
+func (fs *fileSource) puffinPostings(path string, md *metadata.FileMetaData, f *fileFacts, rgReasons []Reason) bool {
+	if fs.skipMeta || fs.registry[path].Sidecars == nil {
+		return false
 	}
-	for _, sc := range reg.Sidecars {
+	var kept []int
+	for rg, r := range rgReasons {
+		if r == notPruned {
+			kept = append(kept, rg)
+		}
+	}
+	if len(kept) == 0 {
+		return false
+	}
+	scan := testedBytes(md, fs.c.tested, kept)
+	added := false
+	for _, w := range fs.c.where {
+		if _, ok := f.postings[w.Column]; ok {
+			continue
+		}
+		if ix := fs.inverted(path, w.Column, scan); ix != nil {
+			f.postings[w.Column] = lookup(fs.c, ix, w)
+			added = true
+		}
+	}
+	return added
+}
+
+// inverted returns the file's index of column from a registered Puffin sidecar, else nil (scan).
+// A sidecar's index is read only when its blob is smaller than scanBytes, what scanning the tested
+// columns costs: an index of a nearly unique column can be larger than the column itself, and
+// reading it would cost more than it saves.
+func (fs *fileSource) inverted(path, column string, scanBytes int64) *index.Inverted {
+	for _, sc := range fs.registry[path].Sidecars {
 		if !slices.Contains(sc.Columns, column) {
 			continue
 		}
@@ -238,23 +289,23 @@ func (fs *fileSource) inverted(path string, ft *index.Footer, column string, sca
 		if err != nil {
 			// A sidecar we cannot read costs pruning, never rows: scan the file.
 			fs.ex.Warnings = append(fs.ex.Warnings, err.Error())
-			return nil, nil
+			return nil
 		}
 		if ix == nil {
 			fs.ex.IndexesNotRead++
 		} else {
 			fs.ex.PuffinIndexesRead++
 		}
-		return ix, nil
+		return ix
 	}
-	return nil, nil
+	return nil
 }
 
-// testedBytes is what reading the tested columns of every row group costs (compressed chunks).
-func testedBytes(md *metadata.FileMetaData, tested []string) int64 {
+// testedBytes is what reading the tested columns of row groups rgs costs (compressed chunks).
+func testedBytes(md *metadata.FileMetaData, tested []string, rgs []int) int64 {
 	cols := leaves(md, tested)
 	var n int64
-	for i := 0; i < md.NumRowGroups(); i++ {
+	for _, i := range rgs {
 		rg := md.RowGroup(i)
 		for _, c := range cols {
 			if cc, err := rg.ColumnChunk(c); err == nil {
@@ -335,30 +386,81 @@ type fileStream struct {
 	testLeaves, otherLeaves []int
 	onePhase                bool
 	produced                int64 // rows handed to the merge
-	lastTs                  int64 // the previous row group's edge in scan order: files must be sorted
-	queued                  []*rows
+	lastTs                  int64 // the previous slice's edge in scan order: files must be sorted
+	cur                     *rowGroupRead
 	// matcher is the query's filter bound to this file's record schema.
 	matcher       *merge.Matcher
 	matcherSchema *arrow.Schema
 }
 
-func (s *fileStream) next(ctx context.Context) (*rows, error) {
-	for len(s.queued) == 0 {
-		if len(s.rgs) == 0 || s.remaining() == 0 {
-			return nil, nil
-		}
-		rg := s.rgs[0]
-		s.rgs = s.rgs[1:]
-		batches, err := s.readRowGroup(ctx, rg)
-		if err != nil {
-			return nil, err
-		}
-		s.queued = batches
+// rowGroupRead is the row group a stream is reading, slice by slice: a stream holds one slice of
+// shape.batchRows rows at a time, whatever the row group's length, so the streams' decoded memory
+// follows the budget. Descending takes the slices from the last, seeking to each.
+type rowGroupRead struct {
+	rg              int
+	slices          []int64 // first rows of the slices left, in scan order
+	test, other     pqarrow.RecordReader
+	testAt, otherAt int64 // the row each reader is at
+}
+
+func (r *rowGroupRead) release() {
+	if r.test != nil {
+		r.test.Release()
 	}
-	r := s.queued[0]
-	s.queued = s.queued[1:]
-	s.produced += int64(len(r.ts))
-	return r, nil
+	if r.other != nil {
+		r.other.Release()
+	}
+}
+
+func (s *fileStream) next(ctx context.Context) (*rows, error) {
+	for s.remaining() != 0 {
+		if s.cur == nil {
+			if len(s.rgs) == 0 {
+				return nil, nil
+			}
+			rg := s.rgs[0]
+			s.rgs = s.rgs[1:]
+			if err := s.startRowGroup(ctx, rg); err != nil {
+				return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
+			}
+		}
+		if len(s.cur.slices) == 0 {
+			s.cur.release()
+			s.cur = nil
+			continue
+		}
+		lo := s.cur.slices[0]
+		s.cur.slices = s.cur.slices[1:]
+		r, err := s.readSlice(ctx, lo)
+		if err != nil {
+			return nil, fmt.Errorf("read row group %d of %s: %w", s.cur.rg, s.path, err)
+		}
+		if r != nil {
+			s.produced += int64(len(r.ts))
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+func (s *fileStream) startRowGroup(ctx context.Context, rg int) error {
+	s.fs.ex.RowGroups.Read++
+	n := s.fr.ParquetReader().MetaData().RowGroup(rg).NumRows()
+	step := max(s.fs.shape.batchRows, 1)
+	r := &rowGroupRead{rg: rg}
+	for lo := int64(0); lo < n; lo += step {
+		r.slices = append(r.slices, lo)
+	}
+	if s.fs.c.desc {
+		slices.Reverse(r.slices)
+	}
+	rr, err := s.fr.GetRecordReader(ctx, s.testLeaves, []int{rg})
+	if err != nil {
+		return err
+	}
+	r.test = rr
+	s.cur = r
+	return nil
 }
 
 // remaining is how many more rows this stream could contribute (-1: no limit). The merge returns
@@ -370,205 +472,132 @@ func (s *fileStream) remaining() int64 {
 	return max(int64(s.fs.c.limit)-s.produced, 0)
 }
 
-// readRowGroup returns row group rg's matching rows in scan order, in two reads: the tested
-// columns select the rows, and only when some match are the other printed columns decoded, cut
-// to them and put beside the tested ones (so no column is read twice). Both reads take the same
-// batch length over the same row group, so their batches cover the same rows. Descending needs a
-// row group's last rows first, so a stream holds one row group's matches at a time (the bound on
-// its memory).
-func (s *fileStream) readRowGroup(ctx context.Context, rg int) (out []*rows, err error) {
-	s.fs.ex.RowGroups.Read++
-	sel, err := s.selectRows(ctx, rg)
-	defer func() {
-		for _, b := range sel {
-			b.kept.Release()
-		}
-		if err != nil {
-			releaseAll(out)
-			out = nil
-		}
-	}()
-	if err == nil {
-		s.keepFirst(sel)
-		if s.onePhase {
-			for _, b := range sel {
-				if len(b.ts) > 0 {
-					b.kept.Retain()
-					out = append(out, &rows{rec: b.kept, ts: b.ts, reverse: s.fs.c.desc})
-				}
-			}
-		} else if anyKept(sel) {
-			out, err = s.fetch(ctx, rg, sel)
+// sliceOf reads the batch of rr that starts at row lo (reader rows are batchRows long, so one
+// batch is one slice), seeking when rr is elsewhere.
+func sliceOf(rr pqarrow.RecordReader, at *int64, lo int64) (arrow.RecordBatch, error) {
+	if *at != lo {
+		if err := rr.SeekToRow(lo); err != nil {
+			return nil, err
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read row group %d of %s: %w", rg, s.path, err)
+	if !rr.Next() {
+		if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("no rows at row %d", lo)
 	}
-	if s.fs.c.desc {
-		slices.Reverse(out)
-	}
-	return out, nil
+	rec := rr.RecordBatch()
+	*at = lo + rec.NumRows()
+	return rec, nil
 }
 
-// selected is one batch of the tested columns: which rows match, those rows, their timestamps.
-type selected struct {
-	mask []bool
-	kept arrow.RecordBatch
-	ts   []int64
-}
-
-func anyKept(sel []selected) bool {
-	for _, b := range sel {
-		if len(b.ts) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// selectRows reads the tested columns of row group rg batch by batch and evaluates every row.
-// The caller releases the kept records, on an error too.
-func (s *fileStream) selectRows(ctx context.Context, rg int) (sel []selected, err error) {
-	c := s.fs.c
-	rr, err := s.fr.GetRecordReader(ctx, s.testLeaves, []int{rg})
+// readSlice returns the matching rows of the slice at row lo of the current row group (nil when
+// none), in two reads: the tested columns select the rows, and only when some match are the
+// other printed columns decoded, cut to them and put beside the tested ones (so no column is
+// read twice).
+func (s *fileStream) readSlice(ctx context.Context, lo int64) (*rows, error) {
+	c, r := s.fs.c, s.cur
+	rec, err := sliceOf(r.test, &r.testAt, lo)
 	if err != nil {
 		return nil, err
 	}
-	defer rr.Release()
-	first, last := maxTime, minTime
-	matched := int64(0)
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		ts, err := micros(rec, c.tsColumn)
-		if err != nil {
-			return sel, err
-		}
-		for i := range ts {
-			if i > 0 && ts[i] < ts[i-1] || i == 0 && last != minTime && ts[0] < last {
-				return sel, s.unsorted()
-			}
-		}
-		if len(ts) > 0 {
-			first, last = min(first, ts[0]), ts[len(ts)-1]
-		}
-		s.fs.ex.RowsExamined += int64(len(ts))
-		mask, err := s.match(rec)
-		if err != nil {
-			return sel, err
-		}
-		b := selected{mask: mask}
-		for i, ok := range mask {
-			if ok {
-				b.ts = append(b.ts, ts[i])
-			}
-		}
-		if b.kept, err = filterRows(ctx, rec, mask, s.fs.mem); err != nil {
-			return sel, err
-		}
-		sel = append(sel, b)
-		matched += int64(len(b.ts))
-		s.fs.ex.RowsMatched += int64(len(b.ts))
-		if n := s.remaining(); !c.desc && n >= 0 && matched >= n {
-			// Ascending, the first matches are all this stream can still give.
-			return sel, nil
+	ts, err := micros(rec, c.tsColumn)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < len(ts); i++ {
+		if ts[i] < ts[i-1] {
+			return nil, s.unsorted()
 		}
 	}
-	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return sel, err
-	}
-	if first != maxTime {
-		// Row groups come in scan order: the file must be sorted across them too.
+	if len(ts) > 0 {
+		// Slices and row groups come in scan order: the file must be sorted across them too.
+		first, last := ts[0], ts[len(ts)-1]
 		if !c.desc && first < s.lastTs || c.desc && last > s.lastTs {
-			return sel, s.unsorted()
+			return nil, s.unsorted()
 		}
 		s.lastTs = last
 		if c.desc {
 			s.lastTs = first
 		}
 	}
-	return sel, nil
+	s.fs.ex.RowsExamined += int64(len(ts))
+	mask, err := s.match(rec)
+	if err != nil {
+		return nil, err
+	}
+	b := selected{mask: mask}
+	for i, ok := range mask {
+		if ok {
+			b.ts = append(b.ts, ts[i])
+		}
+	}
+	if len(b.ts) == 0 {
+		return nil, nil
+	}
+	s.fs.ex.RowsMatched += int64(len(b.ts))
+	if b.kept, err = filterRows(ctx, rec, mask, s.fs.mem); err != nil {
+		return nil, err
+	}
+	s.keepFirst(&b)
+	if s.onePhase {
+		return &rows{rec: b.kept, ts: b.ts, reverse: c.desc}, nil
+	}
+	defer b.kept.Release()
+	if r.other == nil {
+		if r.other, err = s.fr.GetRecordReader(ctx, s.otherLeaves, []int{r.rg}); err != nil {
+			return nil, err
+		}
+	}
+	orec, err := sliceOf(r.other, &r.otherAt, lo)
+	if err != nil {
+		return nil, err
+	}
+	if int(orec.NumRows()) != len(b.mask) {
+		return nil, fmt.Errorf("row %d: %d rows of the printed columns beside %d of the tested ones", lo, orec.NumRows(), len(b.mask))
+	}
+	other, err := filterRows(ctx, orec, b.mask, s.fs.mem)
+	if err != nil {
+		return nil, err
+	}
+	defer other.Release()
+	return &rows{rec: beside(b.kept, other), ts: b.ts, reverse: c.desc}, nil
 }
 
-// keepFirst cuts the selection to the rows this stream can still give, the first in scan order
-// (descending, the row group's last), so no more is decoded than the limit can use.
-func (s *fileStream) keepFirst(sel []selected) {
+// selected is one slice of the tested columns: which rows match, those rows, their timestamps.
+type selected struct {
+	mask []bool
+	kept arrow.RecordBatch
+	ts   []int64
+}
+
+// keepFirst cuts b to the rows this stream can still give, the first in scan order (descending,
+// the slice's last), so no more is decoded than the limit can use.
+func (s *fileStream) keepFirst(b *selected) {
 	n := s.remaining()
-	if n < 0 {
+	k := int64(len(b.ts))
+	if n < 0 || k <= n {
 		return
 	}
-	order := make([]int, len(sel))
-	for i := range order {
-		order[i] = i
-	}
+	// Keep n of b's k rows: the first n ascending, the last n descending.
+	lo, hi := int64(0), n
 	if s.fs.c.desc {
-		slices.Reverse(order)
+		lo, hi = k-n, k
 	}
-	for _, i := range order {
-		b := &sel[i]
-		k := int64(len(b.ts))
-		if k <= n {
-			n -= k
-			continue
+	seen := int64(0)
+	for r, ok := range b.mask {
+		if ok {
+			b.mask[r] = seen >= lo && seen < hi
+			seen++
 		}
-		// Keep n of b's k rows: the first n ascending, the last n descending.
-		lo, hi := int64(0), n
-		if s.fs.c.desc {
-			lo, hi = k-n, k
-		}
-		seen := int64(0)
-		for r, ok := range b.mask {
-			if ok {
-				b.mask[r] = seen >= lo && seen < hi
-				seen++
-			}
-		}
-		cut := b.kept.NewSlice(lo, hi)
-		b.kept.Release()
-		b.kept, b.ts = cut, b.ts[lo:hi]
-		n = 0
 	}
+	cut := b.kept.NewSlice(lo, hi)
+	b.kept.Release()
+	b.kept, b.ts = cut, b.ts[lo:hi]
 }
 
 func (s *fileStream) unsorted() error {
 	return fmt.Errorf("data file %s is not sorted by %s: an ordered search needs sorted files", s.path, s.fs.c.tsColumn)
-}
-
-// fetch reads the printed columns that were not tested, batch by batch beside sel, keeps the
-// selected rows and puts them beside the tested columns' rows. The caller releases what it
-// returns, on an error too.
-func (s *fileStream) fetch(ctx context.Context, rg int, sel []selected) (out []*rows, err error) {
-	rr, err := s.fr.GetRecordReader(ctx, s.otherLeaves, []int{rg})
-	if err != nil {
-		return nil, err
-	}
-	defer rr.Release()
-	i := 0
-	for ; i < len(sel) && anyKept(sel[i:]); i++ {
-		if !rr.Next() {
-			break
-		}
-		rec := rr.RecordBatch()
-		b := sel[i]
-		if int(rec.NumRows()) != len(b.mask) {
-			return out, fmt.Errorf("batch %d: %d rows of the printed columns beside %d of the tested ones", i, rec.NumRows(), len(b.mask))
-		}
-		if len(b.ts) == 0 {
-			continue
-		}
-		other, err := filterRows(ctx, rec, b.mask, s.fs.mem)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, &rows{rec: beside(b.kept, other), ts: b.ts, reverse: s.fs.c.desc})
-		other.Release()
-	}
-	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return out, err
-	}
-	if i < len(sel) && anyKept(sel[i:]) {
-		return out, fmt.Errorf("the printed columns end before the tested ones")
-	}
-	return out, nil
 }
 
 // beside is one record of a's columns then b's (the same rows).
@@ -576,12 +605,6 @@ func beside(a, b arrow.RecordBatch) arrow.RecordBatch {
 	fields := append(slices.Clone(a.Schema().Fields()), b.Schema().Fields()...)
 	cols := append(slices.Clone(a.Columns()), b.Columns()...)
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, a.NumRows())
-}
-
-func releaseAll(rs []*rows) {
-	for _, r := range rs {
-		r.rec.Release()
-	}
 }
 
 // minus is a without the names in b.
@@ -596,10 +619,10 @@ func minus(a, b []string) []string {
 }
 
 func (s *fileStream) close() error {
-	for _, r := range s.queued {
-		r.rec.Release()
+	if s.cur != nil {
+		s.cur.release()
+		s.cur = nil
 	}
-	s.queued = nil
 	if err := s.closeFile(); err != nil {
 		return fmt.Errorf("close data file %s: %w", s.path, err)
 	}

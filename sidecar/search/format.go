@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
-	"text/tabwriter"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -22,7 +24,7 @@ var Formats = []string{"table", "json", "csv"}
 type Writer struct {
 	format  string
 	columns []string
-	tw      *tabwriter.Writer
+	table   *tableWriter
 	csv     *csv.Writer
 	out     io.Writer
 	idx     map[*arrow.Schema][]int // per record schema, the column of each output column (-1: absent)
@@ -34,9 +36,8 @@ func NewWriter(w io.Writer, format string, columns []string) (*Writer, error) {
 	wr := &Writer{format: format, columns: columns, out: w, idx: map[*arrow.Schema][]int{}, line: make([]string, len(columns))}
 	switch format {
 	case "table":
-		wr.tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		_, err := fmt.Fprintln(wr.tw, joinTabs(columns))
-		return wr, err
+		wr.table = &tableWriter{out: w, header: columns}
+		return wr, nil
 	case "csv":
 		wr.csv = csv.NewWriter(w)
 		return wr, wr.csv.Write(columns)
@@ -46,15 +47,64 @@ func NewWriter(w io.Writer, format string, columns []string) (*Writer, error) {
 	return nil, fmt.Errorf("--format %q: accepted: table, json, csv", format)
 }
 
-func joinTabs(s []string) string {
-	var b bytes.Buffer
-	for i, v := range s {
-		if i > 0 {
-			b.WriteByte('\t')
+// tableBlock is how many rows the table holds before it prints: the column widths are fixed
+// from the header and the first block, so output streams and memory stays at one block.
+const tableBlock = 1000
+
+// tableWriter prints aligned columns two spaces apart. Rows after the first block are padded to
+// the first block's widths; a longer value pushes the rest of its line, never the next lines.
+type tableWriter struct {
+	out    io.Writer
+	header []string
+	widths []int // nil until the first block is printed
+	block  [][]string
+	buf    bytes.Buffer
+}
+
+func (t *tableWriter) row(cells []string) error {
+	if t.widths == nil {
+		t.block = append(t.block, slices.Clone(cells))
+		if len(t.block) < tableBlock {
+			return nil
 		}
-		b.WriteString(v)
+		return t.flush()
 	}
-	return b.String()
+	return t.print(cells)
+}
+
+// flush fixes the widths if they are not yet and prints what is held.
+func (t *tableWriter) flush() error {
+	if t.widths == nil {
+		t.widths = make([]int, len(t.header))
+		for _, line := range append([][]string{t.header}, t.block...) {
+			for i, c := range line {
+				t.widths[i] = max(t.widths[i], utf8.RuneCountInString(c))
+			}
+		}
+		if err := t.print(t.header); err != nil {
+			return err
+		}
+	}
+	for _, line := range t.block {
+		if err := t.print(line); err != nil {
+			return err
+		}
+	}
+	t.block = nil
+	return nil
+}
+
+func (t *tableWriter) print(cells []string) error {
+	t.buf.Reset()
+	for i, c := range cells {
+		t.buf.WriteString(c)
+		if i < len(cells)-1 {
+			t.buf.WriteString(strings.Repeat(" ", max(t.widths[i]-utf8.RuneCountInString(c), 0)+2))
+		}
+	}
+	t.buf.WriteByte('\n')
+	_, err := t.out.Write(t.buf.Bytes())
+	return err
 }
 
 func (w *Writer) columnsOf(sc *arrow.Schema) []int {
@@ -111,15 +161,14 @@ func (w *Writer) Row(rec arrow.RecordBatch, i int) (int64, error) {
 	if w.csv != nil {
 		return n, w.csv.Write(w.line)
 	}
-	_, err := fmt.Fprintln(w.tw, joinTabs(w.line))
-	return n, err
+	return n, w.table.row(w.line)
 }
 
 // Close flushes what is buffered.
 func (w *Writer) Close() error {
 	switch {
-	case w.tw != nil:
-		return w.tw.Flush()
+	case w.table != nil:
+		return w.table.flush()
 	case w.csv != nil:
 		w.csv.Flush()
 		return w.csv.Error()

@@ -35,10 +35,9 @@ type pending struct {
 
 // mergeStats is what the merge saw.
 type mergeStats struct {
-	opened    int // files whose stream was opened (the rest were not reached)
-	maxOpen   int // most streams open at once
-	returned  int64
-	limitFull bool
+	opened   int // files whose stream was opened (the rest were not reached)
+	maxOpen  int // most streams open at once
+	returned int64
 }
 
 // orderedMerge emits the rows of the files in timestamp order (desc: newest first; equal
@@ -64,7 +63,6 @@ func orderedMerge(ctx context.Context, files []pending, desc bool, limit int, em
 	}
 	for {
 		if limit > 0 && st.returned >= int64(limit) {
-			st.limitFull = true
 			return st, nil
 		}
 		// Open every file the scan has reached: its rows may come before the heap's top.

@@ -47,11 +47,22 @@ type rowGroupFacts struct {
 	hasBounds    bool
 }
 
-// footerRowGroups reports whether the footer's row-group entry describes exactly these row groups
-// (a mismatch means another writer's file or a malformed entry: ignore it).
-func (f *fileFacts) footerRowGroups() bool {
-	n, ok := f.footer.NumRowGroups()
-	return ok && n == len(f.rowGroups)
+// footerRowGroups reports, per row group, whether the footer's row-group entry describes it: the
+// entry count matches and the entry covers the same rows (its row count, and so its first row,
+// equal the Parquet row group's). Anything else means another writer's file or a malformed entry:
+// the entry is ignored and the Parquet statistics decide.
+func (f *fileFacts) footerRowGroups() []bool {
+	out := make([]bool, len(f.rowGroups))
+	if n, ok := f.footer.NumRowGroups(); !ok || n != len(f.rowGroups) {
+		return out
+	}
+	var first int64
+	for i, g := range f.rowGroups {
+		e, ok := f.footer.RowGroupInfo(i)
+		out[i] = ok && e.Rows == g.rows && first == g.firstRow
+		first += e.Rows
+	}
+	return out
 }
 
 // pruneFile says whether the footer stage drops the whole file, and by what.
@@ -128,8 +139,9 @@ func isStringColumn(sc *arrow.Schema, name string) bool {
 // read it).
 func pruneRowGroups(c *compiled, f *fileFacts) []Reason {
 	out := make([]Reason, len(f.rowGroups))
-	useFooter := f.footer != nil && f.footerRowGroups()
+	entries := f.footerRowGroups()
 	for rg, g := range f.rowGroups {
+		useFooter := f.footer != nil && entries[rg]
 		switch {
 		case g.rows == 0:
 			out[rg] = ByTimeBounds

@@ -49,11 +49,10 @@ type compiled struct {
 	output    []string // columns returned, timestamp first
 	// tested are the columns the predicate reads (the timestamp first): a row group's rows are
 	// selected on them before the other output columns are decoded, and only when some match.
-	tested         []string
-	decode         []string // every column read: output plus tested
-	filter         *merge.RowFilter
-	filterSchema   *arrow.Schema // the table's Arrow schema: the filter is checked against it
-	hasRowCriteria bool          // some test beyond the time range
+	tested       []string
+	decode       []string // every column read: output plus tested
+	filter       *merge.RowFilter
+	filterSchema *arrow.Schema // the table's Arrow schema: the filter is checked against it
 }
 
 // compile checks q against the table schema and returns it ready to run. Errors name the flag and
@@ -126,7 +125,6 @@ func compile(q Query, sc *iceberg.Schema, tsColumn, rawColumn string) (*compiled
 			return nil, fmt.Errorf("--contains/--token search the %q column, which has type %s, not string", rawColumn, f.Type)
 		}
 	}
-	c.hasRowCriteria = len(q.Where) > 0 || q.Contains != nil || q.Token != nil
 	c.output = []string{tsColumn}
 	if len(q.Columns) == 0 {
 		for _, n := range names {

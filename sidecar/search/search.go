@@ -28,7 +28,8 @@ type Options struct {
 	RawColumn string
 	Mem       memory.Allocator
 
-	dropKey func(path, key string) bool // see fileSource.dropKey
+	dropKey    func(path, key string) bool             // see fileSource.dropKey
+	editFooter func(path string, kv map[string]string) // see fileSource.editFooter
 }
 
 // Check validates q against t's schema without reading data: the errors a search would give.
@@ -89,7 +90,10 @@ func Run(ctx context.Context, t *table.Table, q Query, o Options, emit func(rec 
 	if err != nil {
 		return nil, fmt.Errorf("search %s: open its FileIO: %w", name, err)
 	}
-	src := &fileSource{c: c, fsys: countingIO{IO: fsys, n: &ioCount{}}, skipMeta: o.SkipMetadata, mem: o.Mem, ex: ex, dropKey: o.dropKey}
+	// iceberg-go's S3 FileIO opens a file with a whole-object GET (it learns the size from it);
+	// a local open costs no request.
+	openGets := strings.HasPrefix(t.Location(), "s3")
+	src := &fileSource{c: c, fsys: countingIO{IO: fsys, n: &ioCount{}, openIsRequest: openGets}, skipMeta: o.SkipMetadata, mem: o.Mem, ex: ex, dropKey: o.dropKey, editFooter: o.editFooter}
 	if !o.SkipMetadata {
 		// A malformed registration is left out of the registry: its file is scanned.
 		src.registry, _ = puffinidx.Parse(t.Properties())
@@ -129,8 +133,9 @@ func Run(ctx context.Context, t *table.Table, q Query, o Options, emit func(rec 
 	total := src.fsys.n.snapshot()
 	ex.DataBytes, ex.DataRequests = total.bytes-ex.FooterBytes, total.requests-ex.FooterRequests
 	if strings.HasPrefix(t.Location(), "s3") {
-		d := lake.ObjectStoreCost(name).Sub(costBefore).Total()
-		ex.ObjectStore = &d
+		ops := lake.ObjectStoreCost(name).Sub(costBefore)
+		d := ops.Total()
+		ex.ObjectStore, ex.ObjectStoreOps = &d, ops
 	}
 	return ex, nil
 }

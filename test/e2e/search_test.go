@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/search"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -216,4 +217,25 @@ func TestBackendsSearch(t *testing.T) {
 			t.Errorf("%s: no object-store requests measured: %+v", name, os)
 		}
 	}
+	// What docs/search.md says a file costs on S3: its open is one whole-object GET, each read one
+	// ranged GET, and --explain counts both. Two queries with the same planning (so the same
+	// metadata and manifest GETs) that open one file and every file differ by exactly that.
+	_, one := s.runSearch("events", "--limit", "1")
+	_, all := s.runSearch("events", "--limit", "0", "--skip-metadata")
+	opened := func(ex search.Explain) int64 {
+		return ex.Files.Considered - ex.Files.Pruned[search.ByManifest] - ex.Files.Pruned[search.ByLimit]
+	}
+	if opened(all) <= opened(one) {
+		t.Fatalf("the queries open %d and %d files: the comparison tests nothing", opened(one), opened(all))
+	}
+	gets := func(ex search.Explain, op lake.Op) int64 { return ex.ObjectStoreOps[op].Requests }
+	if d, want := gets(all, lake.OpGet)-gets(one, lake.OpGet), opened(all)-opened(one); d != want {
+		t.Errorf("whole-object GETs: %d more opening %d files than %d, want one per opened file (%d)\none %+v\nall %+v",
+			d, opened(all), opened(one), want, one.ObjectStoreOps, all.ObjectStoreOps)
+	}
+	store := func(ex search.Explain) int64 { return gets(ex, lake.OpGet) + gets(ex, lake.OpRangedGet) }
+	if d, want := store(all)-store(one), all.Requests()-one.Requests(); d != want {
+		t.Errorf("GETs: %d more on the store, %d more in --explain: --explain must count every request", d, want)
+	}
+	t.Logf("one file: %d opened, %v; every file: %d opened, %v", opened(one), one.ObjectStoreOps, opened(all), all.ObjectStoreOps)
 }
