@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -79,7 +80,7 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 	var total int64
 	for i, in := range opened {
 		md := in.pf.MetaData()
-		schemaOK[i] = md.Schema.Equals(tmpl.Schema) && md.FileDecryptor == nil
+		schemaOK[i] = sameParquetSchema(md, tmpl) && md.FileDecryptor == nil
 		for rg := 0; rg < md.NumRowGroups(); rg++ {
 			n := md.RowGroup(rg).NumRows()
 			rgRows[i] = append(rgRows[i], n)
@@ -107,6 +108,36 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 		return nil
 	}
 	return p
+}
+
+// sameParquetSchema says whether md's row groups can be copied into files
+// with tmpl's footer schema. Schema.Equals compares only the leaves and
+// their levels, so a renamed map, list or struct column would pass it and
+// its copied chunks would keep the old path_in_schema (parquet-java matches
+// chunks by path). So every schema element must match: names, repetition,
+// types, logical and converted types, field ids; only the root's name is
+// free (it is not part of any path).
+func sameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
+	if !md.Schema.Equals(tmpl.Schema) {
+		return false
+	}
+	a, b := md.FileMetaData.Schema, tmpl.FileMetaData.Schema
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] == nil || b[i] == nil {
+			return false
+		}
+		x, y := *a[i], *b[i]
+		if i == 0 {
+			x.Name, y.Name = "", ""
+		}
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeSplice is the row-group splice path: the k-way merge over every

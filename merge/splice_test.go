@@ -378,6 +378,27 @@ func TestArrowGoPiecesTheSpliceUses(t *testing.T) {
 	if err != nil || !back.Equals(md) {
 		t.Fatalf("footer did not round-trip (%v)", err)
 	}
+	// The inner group names of maps and lists are part of each leaf's path,
+	// which sameParquetSchema compares and copied chunks take from the output.
+	nsc := nestedSchema()
+	nrec := nestedRecord(rand.New(rand.NewPCG(1, 3)), nsc, 50, 0)
+	nin := writeInput(t, dir, nsc, nrec, 1, 50)
+	nrec.Release()
+	npf, err := file.OpenParquetFile(nin.Path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer npf.Close()
+	var got []string
+	for j := 0; j < npf.MetaData().Schema.NumColumns(); j++ {
+		got = append(got, npf.MetaData().Schema.Column(j).ColumnPath().String())
+		if cc := npf.MetaData().RowGroups[0].Columns[j]; strings.Join(cc.MetaData.PathInSchema, ".") != got[j] {
+			t.Fatalf("column %d: chunk path %v, schema path %s", j, cc.MetaData.PathInSchema, got[j])
+		}
+	}
+	if want := "timestamp service attributes.key_value.key attributes.key_value.value tags.list.element raw"; strings.Join(got, " ") != want {
+		t.Fatalf("leaf paths %q, want %q", strings.Join(got, " "), want)
+	}
 }
 
 func paths(outs []Output) []string {
@@ -466,5 +487,50 @@ func TestSpliceMemoryIndependentOfInputSize(t *testing.T) {
 	t.Logf("decoded input %v bytes, splice peak allocated %v bytes", decoded, peaks)
 	if growth, inputGrowth := peaks[1]-peaks[0], decoded[1]-decoded[0]; growth > inputGrowth/20 {
 		t.Errorf("splice peak grew with the input: %d -> %d bytes (+%d, more than 1/20 of the input's +%d)", peaks[0], peaks[1], growth, inputGrowth)
+	}
+}
+
+// TestSpliceRenamedNestedColumn: a renamed map column leaves every leaf and
+// its levels as they were, so only the group names tell the schemas apart.
+// Inputs of the old name must not be copied under the new one: the splice
+// writes what the k-way path writes, and every chunk's path is the footer's.
+func TestSpliceRenamedNestedColumn(t *testing.T) {
+	sc := nestedSchema()
+	r := rand.New(rand.NewPCG(8, 9))
+	dir := t.TempDir()
+	var inputs []Input
+	for i := 0; i < 2; i++ {
+		rec := nestedRecord(r, sc, 3000, 0)
+		rec = shiftTimestamps(t, rec, int64(i)*1_000_000_000)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 1, 1000))
+		rec.Release()
+	}
+	fields := slices.Clone(sc.Fields())
+	fields[2].Name = "attrs"
+	renamed := arrow.NewSchema(fields, nil)
+	got := map[PathKind][]string{}
+	for _, p := range []PathKind{PathKWay, PathSplice} {
+		res, err := Rewrite(context.Background(), localFS, inputs, renamed, pathGen(filepath.Join(dir, string(p)), 2),
+			RewriteOptions{ForcePath: p, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, o := range res.Outputs {
+			got[p] = append(got[p], readFileRows(t, localFS, o.Path, renamed)...)
+			for rg := range o.Meta.RowGroups {
+				for j, c := range o.Meta.RowGroups[rg].Columns {
+					if want := o.Meta.Schema.Column(j).ColumnPath(); !slices.Equal(c.MetaData.PathInSchema, want) {
+						t.Fatalf("%s: row group %d column %d has path %v, the schema says %v", p, rg, j, c.MetaData.PathInSchema, want)
+					}
+				}
+			}
+		}
+		if p == PathSplice && res.SplicedBytes != 0 {
+			t.Errorf("the splice copied %d bytes of inputs with the old column name", res.SplicedBytes)
+		}
+	}
+	if !slices.Equal(got[PathSplice], got[PathKWay]) {
+		diffRows(t, got[PathSplice], got[PathKWay])
+		t.Fatalf("rows differ: splice %d, k-way %d", len(got[PathSplice]), len(got[PathKWay]))
 	}
 }

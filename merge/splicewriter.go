@@ -319,6 +319,8 @@ func (f *splicedFile) appendRowGroup(src rgSource, rg int) error {
 			return fail(errors.New("no plaintext column metadata"))
 		}
 		cm := *c.MetaData
+		// The output's path, not the source's: a chunk is found by it.
+		cm.PathInSchema = f.md.Schema.Column(j).ColumnPath()
 		from := cm.DataPageOffset
 		if d := cm.DictionaryPageOffset; d != nil && *d >= int64(len(parquetMagic)) && *d < from {
 			from = *d
