@@ -325,9 +325,6 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		s.size = st.Size()
 	}
 	j := &copyJob{rg: rg, src: rgSource{name: s.in.path, r: readerAtSeeker{s.in.f, s.in.read}, size: s.size, md: s.in.pf.MetaData()}}
-	if s.footer != nil {
-		j.bloom = s.footer.RowGroupBloom(rg)
-	}
 	for k, name := range names {
 		idx := tbl.Schema().FieldIndices(name)
 		if len(idx) == 0 {
@@ -353,6 +350,13 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 	if want := s.in.pf.MetaData().RowGroup(rg).NumRows(); int64(len(j.ts)) != want {
 		j.release()
 		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d holds %d timestamps, its footer says %d rows", rg, len(j.ts), want))
+	}
+	// A bloom that describes other rows would prune rows it never saw (here
+	// and in every later splice of the output): copy it only when its entry
+	// is this row group's, else the output's entry answers maybe.
+	if e, ok := s.footer.RowGroupInfo(rg); ok && e.Rows == int64(len(j.ts)) && len(j.ts) > 0 &&
+		e.MinMicros == j.ts[0] && e.MaxMicros == j.ts[len(j.ts)-1] {
+		j.bloom = s.footer.RowGroupBloom(rg)
 	}
 	if s.opts.SpliceUnverified {
 		return j, nil

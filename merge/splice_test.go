@@ -3,6 +3,8 @@ package merge
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -533,4 +536,107 @@ func TestSpliceRenamedNestedColumn(t *testing.T) {
 		diffRows(t, got[PathSplice], got[PathKWay])
 		t.Fatalf("rows differ: splice %d, k-way %d", len(got[PathSplice]), len(got[PathKWay]))
 	}
+}
+
+// rewriteFooter replaces the footer of the Parquet file at p with edit's
+// change of it; the bytes before the footer stay where they are.
+func rewriteFooter(t *testing.T, p string, edit func(md *metadata.FileMetaData)) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := pf.MetaData()
+	footerLen := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	body := b[:len(b)-8-footerLen]
+	edit(md)
+	var buf bytes.Buffer
+	if _, err := md.WriteTo(&buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := append(slices.Clone(body), buf.Bytes()...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(buf.Len()))
+	out = append(out, parquetMagic...)
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpliceMisalignedBloomNotCopied: an input whose row-group bloom entries
+// are as many as its row groups but in the wrong order (entries 0 and 1
+// swapped) must not lend row group 1's bloom to a copy of row group 0: the
+// output would then prune rows it holds.
+func TestSpliceMisalignedBloomNotCopied(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(5, 6))
+	var inputs []Input
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	rewriteFooter(t, inputs[0].Path, func(md *metadata.FileMetaData) {
+		f, err := DecodeFooter(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := f.NumRowGroups()
+		if !ok || n != md.NumRowGroups() || n < 2 {
+			t.Fatalf("input has %d row-group entries for %d row groups", n, md.NumRowGroups())
+		}
+		order := []int{1, 0}
+		for rg := 2; rg < n; rg++ {
+			order = append(order, rg)
+		}
+		e := binary.AppendUvarint(nil, uint64(n))
+		for _, rg := range order {
+			info, _ := f.RowGroupInfo(rg)
+			e = binary.AppendVarint(e, info.MinMicros)
+			e = binary.AppendVarint(e, info.MaxMicros)
+			e = binary.AppendUvarint(e, uint64(info.Rows))
+			e = append(e, f.RowGroupBloom(rg)...)
+		}
+		found := false
+		for _, kv := range md.FileMetaData.KeyValueMetadata {
+			if kv.Key == index.KeyRowGroups {
+				v := base64.StdEncoding.EncodeToString(e)
+				kv.Value, found = &v, true
+			}
+		}
+		if !found {
+			t.Fatal("input has no row-group bloom entry")
+		}
+	})
+	inputs[0].Size = fileSize(t, inputs[0].Path)
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1),
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SplicedBytes == 0 {
+		t.Fatal("the splice copied nothing")
+	}
+	for _, o := range res.Outputs {
+		f, err := DecodeFooter(o.Meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSearch(t, "misaligned bloom", f, o, readFileRows(t, localFS, o.Path, sc))
+	}
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }
