@@ -96,7 +96,9 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 		pages[i], indexed[i] = timestampPages(in, tsName)
 	}
 	p := &splicePlan{totalBytes: total}
-	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool { return schemaOK[i] && rgRows[i][rg] >= minRows })
+	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool {
+		return schemaOK[i] && rgRows[i][rg] >= minRows && !externalChunks(opened[i].pf.MetaData(), rg)
+	})
 	for i, in := range opened {
 		for rg, c := range p.copy[i] {
 			if c {
@@ -138,6 +140,18 @@ func sameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
 		}
 	}
 	return true
+}
+
+// externalChunks says whether a column chunk of row group rg lives in
+// another file (file_path set): its offsets are not into this file, so its
+// bytes cannot be copied from here.
+func externalChunks(md *metadata.FileMetaData, rg int) bool {
+	for _, c := range md.RowGroups[rg].Columns {
+		if c.FilePath != nil && *c.FilePath != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeSplice is the row-group splice path: the k-way merge over every

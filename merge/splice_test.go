@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -639,4 +640,50 @@ func fileSize(t *testing.T, p string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// TestSpliceExternalChunkNotCopied: a column chunk whose file_path names
+// another file has offsets into that file; the splice must not copy the
+// bytes at those offsets in this one.
+func TestSpliceExternalChunkNotCopied(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(7, 6))
+	var inputs []Input
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	opts := RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}}
+	all, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "all"), 1), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcMD *metadata.FileMetaData
+	rewriteFooter(t, inputs[0].Path, func(md *metadata.FileMetaData) {
+		other := "elsewhere.parquet"
+		md.RowGroups[1].Columns[2].FilePath = &other
+		srcMD = md
+	})
+	inputs[0].Size = fileSize(t, inputs[0].Path)
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg1 := srcMD.RowGroup(1).TotalCompressedSize()
+	if res.SplicedBytes == 0 || res.SplicedBytes > all.SplicedBytes-rg1 {
+		t.Fatalf("spliced %d bytes; all row groups are %d, the one with an external chunk %d", res.SplicedBytes, all.SplicedBytes, rg1)
+	}
+	// The writer refuses one too, should a plan ever let it through.
+	b, err := os.ReadFile(inputs[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &splicedFile{cw: &CountingWriter{W: io.Discard}, md: srcMD}
+	if err := f.appendRowGroup(rgSource{name: inputs[0].Path, r: bytes.NewReader(b), size: inputs[0].Size, md: srcMD}, 1); err == nil || !strings.Contains(err.Error(), "another file") {
+		t.Fatalf("copying a row group with an external chunk: %v", err)
+	}
 }

@@ -318,6 +318,9 @@ func (f *splicedFile) appendRowGroup(src rgSource, rg int) error {
 		if c.MetaData == nil || c.CryptoMetadata != nil || len(c.EncryptedColumnMetadata) > 0 {
 			return fail(errors.New("no plaintext column metadata"))
 		}
+		if c.FilePath != nil && *c.FilePath != "" {
+			return fail(fmt.Errorf("column chunk is in another file (%s)", *c.FilePath))
+		}
 		cm := *c.MetaData
 		// The output's path, not the source's: a chunk is found by it.
 		cm.PathInSchema = f.md.Schema.Column(j).ColumnPath()
