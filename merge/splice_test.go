@@ -165,11 +165,12 @@ func TestSpliceMatchesKWay(t *testing.T) {
 			if got := testutil.ToFloat64(m.SplicedBytes); got != float64(sp.SplicedBytes) {
 				t.Fatalf("%s: spliced_bytes_total %v, the result says %d", what, got, sp.SplicedBytes)
 			}
-			// Left to choose, the splice takes a bin that is mostly copyable.
+			// Left to choose, a bin that fits in memory keeps the in-memory
+			// path's whole-file metadata however much of it is copyable.
 			opts.ForcePath = ""
 			if res, err := Rewrite(context.Background(), localFS, s.inputs, sc, pathGen(filepath.Join(dir, "chosen"), gen), opts); err != nil {
 				t.Fatalf("%s: %v", what, err)
-			} else if sp.SplicedBytes*2 >= sp.BytesWritten && res.Path != PathSplice {
+			} else if res.Path != PathInMemory {
 				t.Fatalf("%s: %d of %d bytes copyable, ChoosePath took %s (%s)", what, sp.SplicedBytes, sp.BytesWritten, res.Path, res.Reason)
 			}
 			if a, b := groupTotals(t, outs[PathKWay].Outputs), groupTotals(t, sp.Outputs); a != b {
