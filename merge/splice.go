@@ -68,9 +68,11 @@ func spliceCopies(pages [][]tsPage, indexed []bool, rgRows [][]int64, eligible f
 }
 
 // planSplice plans the splice of opened inputs into files of tmpl's Parquet
-// schema: nil when no row group qualifies. It reads only footers and the
+// schema: nil when no row group qualifies. A row group whose time range
+// holds a density cut (WriterOptions.cutBefore) after its first row is not
+// copied, so the writer can cut there. It reads only footers and the
 // timestamp column's page index.
-func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName string, minRows int64) *splicePlan {
+func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName string, minRows int64, cuts []int64) *splicePlan {
 	if minRows <= 0 || len(opened) == 0 {
 		return nil
 	}
@@ -97,7 +99,8 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 	}
 	p := &splicePlan{totalBytes: total}
 	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool {
-		return schemaOK[i] && rgRows[i][rg] >= minRows && !externalChunks(opened[i].pf.MetaData(), rg)
+		return schemaOK[i] && rgRows[i][rg] >= minRows && !externalChunks(opened[i].pf.MetaData(), rg) &&
+			!spansCut(pages[i], rgRows[i], rg, cuts)
 	})
 	for i, in := range opened {
 		for rg, c := range p.copy[i] {
@@ -140,6 +143,39 @@ func sameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
 		}
 	}
 	return true
+}
+
+// spansCut says whether a density cut falls after the first row of row
+// group rg (rows per row group rgRows) and at or before its last, judged
+// from the timestamp pages inside it.
+func spansCut(pages []tsPage, rgRows []int64, rg int, cuts []int64) bool {
+	if len(cuts) == 0 {
+		return false
+	}
+	var start int64
+	for _, n := range rgRows[:rg] {
+		start += n
+	}
+	end := start + rgRows[rg]
+	lo, hi, seen := int64(0), int64(0), false
+	for _, pg := range pages {
+		if pg.row < start || pg.row >= end {
+			continue
+		}
+		if !seen {
+			lo, hi, seen = pg.min, pg.max, true
+		}
+		lo, hi = min(lo, pg.min), max(hi, pg.max)
+	}
+	if !seen {
+		return true
+	}
+	for _, c := range cuts {
+		if lo < c && c <= hi {
+			return true
+		}
+	}
+	return false
 }
 
 // externalChunks says whether a column chunk of row group rg lives in

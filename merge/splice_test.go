@@ -688,3 +688,55 @@ func TestSpliceExternalChunkNotCopied(t *testing.T) {
 		t.Fatalf("copying a row group with an external chunk: %v", err)
 	}
 }
+
+// TestSpliceCutsInsideACopyableRowGroup: a density cut inside a row group
+// the splice could copy makes it re-encoded, and the outputs are cut before
+// the first row at or past the cut, as the sink cuts them.
+func TestSpliceCutsInsideACopyableRowGroup(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(9, 6))
+	var inputs []Input
+	var cut int64
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		if i == 0 {
+			cut = rec.Column(0).(*array.Timestamp).Value(1500).ToTime(arrow.Microsecond).UnixMicro()
+		}
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	opts := RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}}
+	all, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "all"), 1), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.cutBefore = []int64{cut}
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "cut"), 1), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SplicedBytes == 0 || res.SplicedBytes >= all.SplicedBytes {
+		t.Fatalf("spliced %d bytes with the cut, %d without: the row group holding it was copied", res.SplicedBytes, all.SplicedBytes)
+	}
+	var got, want []string
+	cutAt := -1
+	for i, o := range res.Outputs {
+		got = append(got, readFileRows(t, localFS, o.Path, sc)...)
+		if o.MinTimestamp >= cut && (i == 0 || res.Outputs[i-1].MaxTimestamp < cut) {
+			cutAt = i
+		}
+	}
+	if cutAt <= 0 {
+		t.Fatalf("outputs %v: none starts at the cut %d", describe(res.Outputs), cut)
+	}
+	for _, o := range all.Outputs {
+		want = append(want, readFileRows(t, localFS, o.Path, sc)...)
+	}
+	if !slices.Equal(got, want) {
+		diffRows(t, got, want)
+		t.Fatal("rows differ")
+	}
+}
