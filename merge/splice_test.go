@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/merge/index"
@@ -316,9 +317,26 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 		t.Fatalf("%d output files left behind", len(left))
 	}
 	// Unverified, the damage is copied on: what SIGLAKE_MERGE_SPLICE_VERIFY=off trades.
-	if _, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
-		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, SpliceUnverified: true, WriterOptions: WriterOptions{RowGroupRows: 1000}}); err != nil {
+	res, err = Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, SpliceUnverified: true, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+	if err != nil {
 		t.Fatalf("unverified splice: %v", err)
+	}
+	from := cc.DataPageOffset()
+	if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < from {
+		from = cc.DictionaryPageOffset()
+	}
+	damaged := b[from : from+cc.TotalCompressedSize()]
+	carried := false
+	for _, o := range res.Outputs {
+		ob, err := os.ReadFile(o.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		carried = carried || bytes.Contains(ob, damaged)
+	}
+	if !carried {
+		t.Fatal("the unverified splice did not carry the damaged column chunk into its output byte for byte")
 	}
 }
 
@@ -738,5 +756,107 @@ func TestSpliceCutsInsideACopyableRowGroup(t *testing.T) {
 	if !slices.Equal(got, want) {
 		diffRows(t, got, want)
 		t.Fatal("rows differ")
+	}
+}
+
+// TestSpliceOutputPageIndexes reads a spliced output's page indexes as a
+// reader does: every chunk's offset index lists contiguous pages that fill
+// the chunk from its first data page to its end, starting at row 0, and the
+// timestamp column index's page bounds are the first and last timestamps of
+// the rows each page holds, for copied and re-encoded row groups alike.
+func TestSpliceOutputPageIndexes(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(11, 6))
+	var inputs []Input
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	// A sliver inside the last row group of the second input, which is then re-encoded.
+	rec := randRecord(r, sc, 50, next-200, 1, true, true)
+	inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+	rec.Release()
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1),
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SplicedBytes == 0 || res.SplicedBytes == res.BytesWritten {
+		t.Fatalf("spliced %d of %d bytes: want copied and re-encoded row groups", res.SplicedBytes, res.BytesWritten)
+	}
+	for _, o := range res.Outputs {
+		pf, err := file.OpenParquetFile(o.Path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pir := pf.GetPageIndexReader()
+		for rg := 0; rg < pf.NumRowGroups(); rg++ {
+			rpi, err := pir.RowGroup(rg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := pf.MetaData().RowGroup(rg).NumRows()
+			for j, c := range pf.MetaData().RowGroups[rg].Columns {
+				oi, err := rpi.GetOffsetIndex(j)
+				if err != nil || oi == nil {
+					t.Fatalf("%s row group %d column %d: no offset index (%v)", o.Path, rg, j, err)
+				}
+				locs := oi.GetPageLocations()
+				start := c.MetaData.DataPageOffset
+				if d := c.MetaData.DictionaryPageOffset; d != nil && *d < start {
+					start = *d
+				}
+				end := start + c.MetaData.TotalCompressedSize
+				if len(locs) == 0 || locs[0].Offset != c.MetaData.DataPageOffset || locs[0].FirstRowIndex != 0 {
+					t.Fatalf("%s row group %d column %d: first page %v, chunk's first data page at %d", o.Path, rg, j, locs, c.MetaData.DataPageOffset)
+				}
+				for k := 1; k < len(locs); k++ {
+					if locs[k].Offset != locs[k-1].Offset+int64(locs[k-1].CompressedPageSize) || locs[k].FirstRowIndex <= locs[k-1].FirstRowIndex {
+						t.Fatalf("%s row group %d column %d: pages %v and %v are not contiguous", o.Path, rg, j, locs[k-1], locs[k])
+					}
+				}
+				if last := locs[len(locs)-1]; last.Offset+int64(last.CompressedPageSize) != end || last.FirstRowIndex >= rows {
+					t.Fatalf("%s row group %d column %d: last page %v, chunk ends at %d", o.Path, rg, j, last, end)
+				}
+				if j != 0 {
+					continue
+				}
+				ci, err := rpi.GetColumnIndex(0)
+				if err != nil || ci == nil {
+					t.Fatalf("%s row group %d: no timestamp column index (%v)", o.Path, rg, err)
+				}
+				tbl, err := fr.ReadRowGroups(context.Background(), []int{0}, []int{rg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				col, err := array.Concatenate(tbl.Column(0).Data().Chunks(), memory.DefaultAllocator)
+				tbl.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ts := col.(*array.Timestamp)
+				mins, maxs := ci.GetMinValues(), ci.GetMaxValues()
+				for k, l := range locs {
+					last := rows - 1
+					if k+1 < len(locs) {
+						last = locs[k+1].FirstRowIndex - 1
+					}
+					lo, hi := int64(binary.LittleEndian.Uint64(mins[k])), int64(binary.LittleEndian.Uint64(maxs[k]))
+					if lo != int64(ts.Value(int(l.FirstRowIndex))) || hi != int64(ts.Value(int(last))) {
+						t.Fatalf("%s row group %d page %d: column index [%d, %d], rows [%d, %d]", o.Path, rg, k, lo, hi, ts.Value(int(l.FirstRowIndex)), ts.Value(int(last)))
+					}
+				}
+				col.Release()
+			}
+		}
+		pf.Close()
 	}
 }
