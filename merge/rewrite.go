@@ -137,21 +137,23 @@ type Budget struct {
 }
 
 // ChoosePath picks the merge path for a bin with the given estimated decoded
-// size and fan-in, and says why. When most of the bin's bytes are row
-// groups that overlap nothing, the splice path copies them for a few percent
-// of a re-encode, so it wins if its re-encoded rest fits the k-way streams.
-// Otherwise the in-memory path writes the most search metadata, so it wins
-// whenever it fits; the k-way path reads each input once, so it comes next;
-// the page-bounded path fits any bin.
+// size and fan-in, and says why. The in-memory path writes the most search
+// metadata (the footer's inverted index and whole-file trigram bloom), so it
+// wins whenever it fits: a bin that fits it must not lose that metadata to
+// the splice, which writes neither. A bin that would otherwise stream, most
+// of whose bytes are row groups that overlap nothing, takes the splice path,
+// which copies them for a few percent of a re-encode, if its re-encoded rest
+// fits the k-way streams. Otherwise the k-way path reads each input once, so
+// it comes next; the page-bounded path fits any bin.
 func ChoosePath(estDecodedBytes int64, fanIn int, b Budget) (PathKind, string) {
-	streams := int64(fanIn) * b.StreamBytesPerInput
-	if b.InputBytes > 0 && float64(b.SpliceBytes) >= spliceShare*float64(b.InputBytes) && fanIn <= b.MaxFanIn && streams <= b.MemoryBytes {
-		return PathSplice, fmt.Sprintf("%s of the bin's %s are row groups no other input overlaps: copied; the rest streams through %d inputs of %s",
-			mib(b.SpliceBytes), mib(b.InputBytes), fanIn, mib(b.StreamBytesPerInput))
-	}
 	if need := estDecodedBytes * inMemoryFactor; need <= b.MemoryBytes {
 		return PathInMemory, fmt.Sprintf("estimated decoded size %s x%d fits the merge budget %s",
 			mib(estDecodedBytes), inMemoryFactor, mib(b.MemoryBytes))
+	}
+	streams := int64(fanIn) * b.StreamBytesPerInput
+	if b.InputBytes > 0 && float64(b.SpliceBytes) >= spliceShare*float64(b.InputBytes) && fanIn <= b.MaxFanIn && streams <= b.MemoryBytes {
+		return PathSplice, fmt.Sprintf("estimated decoded size %s x%d exceeds the merge budget %s; %s of the bin's %s are row groups no other input overlaps: copied; the rest streams through %d inputs of %s",
+			mib(estDecodedBytes), inMemoryFactor, mib(b.MemoryBytes), mib(b.SpliceBytes), mib(b.InputBytes), fanIn, mib(b.StreamBytesPerInput))
 	}
 	if fanIn > b.MaxFanIn {
 		return PathPageBounded, fmt.Sprintf("estimated decoded size %s x%d exceeds the merge budget %s and fan-in %d exceeds the k-way limit %d",
@@ -258,7 +260,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		if tmpl, err = spliceTemplate(schema, opts.WriterOptions); err != nil {
 			return RewriteResult{}, err
 		}
-		plan = planSplice(opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows))
+		plan = planSplice(opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows), opts.cutBefore)
 	} else if res.Path == PathSplice {
 		return RewriteResult{}, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathSplice)
 	}

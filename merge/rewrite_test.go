@@ -306,7 +306,7 @@ func TestChoosePath(t *testing.T) {
 	if got, _ := ChoosePath(10<<30, 8, b); got != PathPageBounded {
 		t.Errorf("wide rows: got %s, want page-bounded", got)
 	}
-	// Mostly copyable bins splice, even small ones, as long as the rest
+	// Mostly copyable bins that would stream splice, as long as the rest
 	// streams within the budget.
 	b.StreamBytesPerInput = 4 << 20
 	for _, c := range []struct {
@@ -324,9 +324,14 @@ func TestChoosePath(t *testing.T) {
 			t.Errorf("splice %d of %d MiB, fan-in %d: got %s (%s), want %s", c.copyable, c.total, c.fan, got, reason, c.want)
 		}
 	}
+	// A bin that fits in memory keeps the in-memory path's whole-file
+	// metadata, however much of it the splice could copy.
 	b.SpliceBytes, b.InputBytes = 60<<20, 100<<20
-	if got, _ := ChoosePath(10<<20, 4, b); got != PathSplice {
-		t.Errorf("a small mostly disjoint bin: got %s, want splice", got)
+	if got, _ := ChoosePath(10<<20, 4, b); got != PathInMemory {
+		t.Errorf("a small mostly disjoint bin: got %s, want in-memory", got)
+	}
+	if got, reason := ChoosePath(1<<20, 2, Budget{MemoryBytes: 1 << 30, MaxFanIn: 8, StreamBytesPerInput: 1, SpliceBytes: 60, InputBytes: 100}); got != PathInMemory {
+		t.Errorf("a bin that fits in memory: got %s (%s), want in-memory", got, reason)
 	}
 }
 

@@ -97,10 +97,8 @@ func TestWriteSortedCutsSparseTail(t *testing.T) {
 
 // TestRewriteCutsSparseTailOnEveryPath: a bin of four drain files, each
 // stretched back 5 minutes by late rows, rewrites into the same files on
-// every re-encoding path, pairwise disjoint, with the dense windows apart
-// from the sparse tail (cut at the footers' minute buckets). The splice
-// copies whole row groups and cuts by size only (its inputs are disjoint
-// row groups, which a late tail inside one of them is not).
+// every path, the splice included, pairwise disjoint, with the dense
+// windows apart from the sparse tail (cut at the footers' minute buckets).
 func TestRewriteCutsSparseTailOnEveryPath(t *testing.T) {
 	sc := testArrowSchema(t)
 	r := rand.New(rand.NewPCG(8, 8))
@@ -124,9 +122,9 @@ func TestRewriteCutsSparseTailOnEveryPath(t *testing.T) {
 	}
 	sort.SliceStable(want, func(a, b int) bool { return rowTs(want[a]) < rowTs(want[b]) })
 	var ref []Output
-	for _, path := range []PathKind{PathInMemory, PathKWay, PathPageBounded} {
+	for _, path := range allPaths {
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 1),
-			RewriteOptions{ForcePath: path, WriterOptions: WriterOptions{SplitSparse: DefaultSplitSparse}})
+			RewriteOptions{ForcePath: path, SpliceMinRows: 100, WriterOptions: WriterOptions{SplitSparse: DefaultSplitSparse}})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -67,9 +68,11 @@ func spliceCopies(pages [][]tsPage, indexed []bool, rgRows [][]int64, eligible f
 }
 
 // planSplice plans the splice of opened inputs into files of tmpl's Parquet
-// schema: nil when no row group qualifies. It reads only footers and the
+// schema: nil when no row group qualifies. A row group whose time range
+// holds a density cut (WriterOptions.cutBefore) after its first row is not
+// copied, so the writer can cut there. It reads only footers and the
 // timestamp column's page index.
-func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName string, minRows int64) *splicePlan {
+func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName string, minRows int64, cuts []int64) *splicePlan {
 	if minRows <= 0 || len(opened) == 0 {
 		return nil
 	}
@@ -79,7 +82,7 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 	var total int64
 	for i, in := range opened {
 		md := in.pf.MetaData()
-		schemaOK[i] = md.Schema.Equals(tmpl.Schema) && md.FileDecryptor == nil
+		schemaOK[i] = sameParquetSchema(md, tmpl) && md.FileDecryptor == nil
 		for rg := 0; rg < md.NumRowGroups(); rg++ {
 			n := md.RowGroup(rg).NumRows()
 			rgRows[i] = append(rgRows[i], n)
@@ -95,7 +98,10 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 		pages[i], indexed[i] = timestampPages(in, tsName)
 	}
 	p := &splicePlan{totalBytes: total}
-	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool { return schemaOK[i] && rgRows[i][rg] >= minRows })
+	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool {
+		return schemaOK[i] && rgRows[i][rg] >= minRows && !externalChunks(opened[i].pf.MetaData(), rg) &&
+			!spansCut(pages[i], rgRows[i], rg, cuts)
+	})
 	for i, in := range opened {
 		for rg, c := range p.copy[i] {
 			if c {
@@ -107,6 +113,81 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 		return nil
 	}
 	return p
+}
+
+// sameParquetSchema says whether md's row groups can be copied into files
+// with tmpl's footer schema. Schema.Equals compares only the leaves and
+// their levels, so a renamed map, list or struct column would pass it and
+// its copied chunks would keep the old path_in_schema (parquet-java matches
+// chunks by path). So every schema element must match: names, repetition,
+// types, logical and converted types, field ids; only the root's name is
+// free (it is not part of any path).
+func sameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
+	if !md.Schema.Equals(tmpl.Schema) {
+		return false
+	}
+	a, b := md.FileMetaData.Schema, tmpl.FileMetaData.Schema
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] == nil || b[i] == nil {
+			return false
+		}
+		x, y := *a[i], *b[i]
+		if i == 0 {
+			x.Name, y.Name = "", ""
+		}
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// spansCut says whether a density cut falls after the first row of row
+// group rg (rows per row group rgRows) and at or before its last, judged
+// from the timestamp pages inside it.
+func spansCut(pages []tsPage, rgRows []int64, rg int, cuts []int64) bool {
+	if len(cuts) == 0 {
+		return false
+	}
+	var start int64
+	for _, n := range rgRows[:rg] {
+		start += n
+	}
+	end := start + rgRows[rg]
+	lo, hi, seen := int64(0), int64(0), false
+	for _, pg := range pages {
+		if pg.row < start || pg.row >= end {
+			continue
+		}
+		if !seen {
+			lo, hi, seen = pg.min, pg.max, true
+		}
+		lo, hi = min(lo, pg.min), max(hi, pg.max)
+	}
+	if !seen {
+		return true
+	}
+	for _, c := range cuts {
+		if lo < c && c <= hi {
+			return true
+		}
+	}
+	return false
+}
+
+// externalChunks says whether a column chunk of row group rg lives in
+// another file (file_path set): its offsets are not into this file, so its
+// bytes cannot be copied from here.
+func externalChunks(md *metadata.FileMetaData, rg int) bool {
+	for _, c := range md.RowGroups[rg].Columns {
+		if c.FilePath != nil && *c.FilePath != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeSplice is the row-group splice path: the k-way merge over every
@@ -294,9 +375,6 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		s.size = st.Size()
 	}
 	j := &copyJob{rg: rg, src: rgSource{name: s.in.path, r: readerAtSeeker{s.in.f, s.in.read}, size: s.size, md: s.in.pf.MetaData()}}
-	if s.footer != nil {
-		j.bloom = s.footer.RowGroupBloom(rg)
-	}
 	for k, name := range names {
 		idx := tbl.Schema().FieldIndices(name)
 		if len(idx) == 0 {
@@ -322,6 +400,13 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 	if want := s.in.pf.MetaData().RowGroup(rg).NumRows(); int64(len(j.ts)) != want {
 		j.release()
 		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d holds %d timestamps, its footer says %d rows", rg, len(j.ts), want))
+	}
+	// A bloom that describes other rows would prune rows it never saw (here
+	// and in every later splice of the output): copy it only when its entry
+	// is this row group's, else the output's entry answers maybe.
+	if e, ok := s.footer.RowGroupInfo(rg); ok && e.Rows == int64(len(j.ts)) && len(j.ts) > 0 &&
+		e.MinMicros == j.ts[0] && e.MaxMicros == j.ts[len(j.ts)-1] {
+		j.bloom = s.footer.RowGroupBloom(rg)
 	}
 	if s.opts.SpliceUnverified {
 		return j, nil

@@ -3,7 +3,10 @@ package merge
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,8 +20,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -161,11 +166,12 @@ func TestSpliceMatchesKWay(t *testing.T) {
 			if got := testutil.ToFloat64(m.SplicedBytes); got != float64(sp.SplicedBytes) {
 				t.Fatalf("%s: spliced_bytes_total %v, the result says %d", what, got, sp.SplicedBytes)
 			}
-			// Left to choose, the splice takes a bin that is mostly copyable.
+			// Left to choose, a bin that fits in memory keeps the in-memory
+			// path's whole-file metadata however much of it is copyable.
 			opts.ForcePath = ""
 			if res, err := Rewrite(context.Background(), localFS, s.inputs, sc, pathGen(filepath.Join(dir, "chosen"), gen), opts); err != nil {
 				t.Fatalf("%s: %v", what, err)
-			} else if sp.SplicedBytes*2 >= sp.BytesWritten && res.Path != PathSplice {
+			} else if res.Path != PathInMemory {
 				t.Fatalf("%s: %d of %d bytes copyable, ChoosePath took %s (%s)", what, sp.SplicedBytes, sp.BytesWritten, res.Path, res.Reason)
 			}
 			if a, b := groupTotals(t, outs[PathKWay].Outputs), groupTotals(t, sp.Outputs); a != b {
@@ -311,9 +317,26 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 		t.Fatalf("%d output files left behind", len(left))
 	}
 	// Unverified, the damage is copied on: what SIGLAKE_MERGE_SPLICE_VERIFY=off trades.
-	if _, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
-		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, SpliceUnverified: true, WriterOptions: WriterOptions{RowGroupRows: 1000}}); err != nil {
+	res, err = Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, SpliceUnverified: true, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+	if err != nil {
 		t.Fatalf("unverified splice: %v", err)
+	}
+	from := cc.DataPageOffset()
+	if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < from {
+		from = cc.DictionaryPageOffset()
+	}
+	damaged := b[from : from+cc.TotalCompressedSize()]
+	carried := false
+	for _, o := range res.Outputs {
+		ob, err := os.ReadFile(o.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		carried = carried || bytes.Contains(ob, damaged)
+	}
+	if !carried {
+		t.Fatal("the unverified splice did not carry the damaged column chunk into its output byte for byte")
 	}
 }
 
@@ -377,6 +400,27 @@ func TestArrowGoPiecesTheSpliceUses(t *testing.T) {
 	back, err := metadata.NewFileMetaData(buf.Bytes(), nil)
 	if err != nil || !back.Equals(md) {
 		t.Fatalf("footer did not round-trip (%v)", err)
+	}
+	// The inner group names of maps and lists are part of each leaf's path,
+	// which sameParquetSchema compares and copied chunks take from the output.
+	nsc := nestedSchema()
+	nrec := nestedRecord(rand.New(rand.NewPCG(1, 3)), nsc, 50, 0)
+	nin := writeInput(t, dir, nsc, nrec, 1, 50)
+	nrec.Release()
+	npf, err := file.OpenParquetFile(nin.Path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer npf.Close()
+	var got []string
+	for j := 0; j < npf.MetaData().Schema.NumColumns(); j++ {
+		got = append(got, npf.MetaData().Schema.Column(j).ColumnPath().String())
+		if cc := npf.MetaData().RowGroups[0].Columns[j]; strings.Join(cc.MetaData.PathInSchema, ".") != got[j] {
+			t.Fatalf("column %d: chunk path %v, schema path %s", j, cc.MetaData.PathInSchema, got[j])
+		}
+	}
+	if want := "timestamp service attributes.key_value.key attributes.key_value.value tags.list.element raw"; strings.Join(got, " ") != want {
+		t.Fatalf("leaf paths %q, want %q", strings.Join(got, " "), want)
 	}
 }
 
@@ -466,5 +510,353 @@ func TestSpliceMemoryIndependentOfInputSize(t *testing.T) {
 	t.Logf("decoded input %v bytes, splice peak allocated %v bytes", decoded, peaks)
 	if growth, inputGrowth := peaks[1]-peaks[0], decoded[1]-decoded[0]; growth > inputGrowth/20 {
 		t.Errorf("splice peak grew with the input: %d -> %d bytes (+%d, more than 1/20 of the input's +%d)", peaks[0], peaks[1], growth, inputGrowth)
+	}
+}
+
+// TestSpliceRenamedNestedColumn: a renamed map column leaves every leaf and
+// its levels as they were, so only the group names tell the schemas apart.
+// Inputs of the old name must not be copied under the new one: the splice
+// writes what the k-way path writes, and every chunk's path is the footer's.
+func TestSpliceRenamedNestedColumn(t *testing.T) {
+	sc := nestedSchema()
+	r := rand.New(rand.NewPCG(8, 9))
+	dir := t.TempDir()
+	var inputs []Input
+	for i := 0; i < 2; i++ {
+		rec := nestedRecord(r, sc, 3000, 0)
+		rec = shiftTimestamps(t, rec, int64(i)*1_000_000_000)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 1, 1000))
+		rec.Release()
+	}
+	fields := slices.Clone(sc.Fields())
+	fields[2].Name = "attrs"
+	renamed := arrow.NewSchema(fields, nil)
+	got := map[PathKind][]string{}
+	for _, p := range []PathKind{PathKWay, PathSplice} {
+		res, err := Rewrite(context.Background(), localFS, inputs, renamed, pathGen(filepath.Join(dir, string(p)), 2),
+			RewriteOptions{ForcePath: p, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, o := range res.Outputs {
+			got[p] = append(got[p], readFileRows(t, localFS, o.Path, renamed)...)
+			for rg := range o.Meta.RowGroups {
+				for j, c := range o.Meta.RowGroups[rg].Columns {
+					if want := o.Meta.Schema.Column(j).ColumnPath(); !slices.Equal(c.MetaData.PathInSchema, want) {
+						t.Fatalf("%s: row group %d column %d has path %v, the schema says %v", p, rg, j, c.MetaData.PathInSchema, want)
+					}
+				}
+			}
+		}
+		if p == PathSplice && res.SplicedBytes != 0 {
+			t.Errorf("the splice copied %d bytes of inputs with the old column name", res.SplicedBytes)
+		}
+	}
+	if !slices.Equal(got[PathSplice], got[PathKWay]) {
+		diffRows(t, got[PathSplice], got[PathKWay])
+		t.Fatalf("rows differ: splice %d, k-way %d", len(got[PathSplice]), len(got[PathKWay]))
+	}
+}
+
+// rewriteFooter replaces the footer of the Parquet file at p with edit's
+// change of it; the bytes before the footer stay where they are.
+func rewriteFooter(t *testing.T, p string, edit func(md *metadata.FileMetaData)) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := pf.MetaData()
+	footerLen := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	body := b[:len(b)-8-footerLen]
+	edit(md)
+	var buf bytes.Buffer
+	if _, err := md.WriteTo(&buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := append(slices.Clone(body), buf.Bytes()...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(buf.Len()))
+	out = append(out, parquetMagic...)
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpliceMisalignedBloomNotCopied: an input whose row-group bloom entries
+// are as many as its row groups but in the wrong order (entries 0 and 1
+// swapped) must not lend row group 1's bloom to a copy of row group 0: the
+// output would then prune rows it holds.
+func TestSpliceMisalignedBloomNotCopied(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(5, 6))
+	var inputs []Input
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	rewriteFooter(t, inputs[0].Path, func(md *metadata.FileMetaData) {
+		f, err := DecodeFooter(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := f.NumRowGroups()
+		if !ok || n != md.NumRowGroups() || n < 2 {
+			t.Fatalf("input has %d row-group entries for %d row groups", n, md.NumRowGroups())
+		}
+		order := []int{1, 0}
+		for rg := 2; rg < n; rg++ {
+			order = append(order, rg)
+		}
+		e := binary.AppendUvarint(nil, uint64(n))
+		for _, rg := range order {
+			info, _ := f.RowGroupInfo(rg)
+			e = binary.AppendVarint(e, info.MinMicros)
+			e = binary.AppendVarint(e, info.MaxMicros)
+			e = binary.AppendUvarint(e, uint64(info.Rows))
+			e = append(e, f.RowGroupBloom(rg)...)
+		}
+		found := false
+		for _, kv := range md.FileMetaData.KeyValueMetadata {
+			if kv.Key == index.KeyRowGroups {
+				v := base64.StdEncoding.EncodeToString(e)
+				kv.Value, found = &v, true
+			}
+		}
+		if !found {
+			t.Fatal("input has no row-group bloom entry")
+		}
+	})
+	inputs[0].Size = fileSize(t, inputs[0].Path)
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1),
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SplicedBytes == 0 {
+		t.Fatal("the splice copied nothing")
+	}
+	for _, o := range res.Outputs {
+		f, err := DecodeFooter(o.Meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSearch(t, "misaligned bloom", f, o, readFileRows(t, localFS, o.Path, sc))
+	}
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// TestSpliceExternalChunkNotCopied: a column chunk whose file_path names
+// another file has offsets into that file; the splice must not copy the
+// bytes at those offsets in this one.
+func TestSpliceExternalChunkNotCopied(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(7, 6))
+	var inputs []Input
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	opts := RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}}
+	all, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "all"), 1), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcMD *metadata.FileMetaData
+	rewriteFooter(t, inputs[0].Path, func(md *metadata.FileMetaData) {
+		other := "elsewhere.parquet"
+		md.RowGroups[1].Columns[2].FilePath = &other
+		srcMD = md
+	})
+	inputs[0].Size = fileSize(t, inputs[0].Path)
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg1 := srcMD.RowGroup(1).TotalCompressedSize()
+	if res.SplicedBytes == 0 || res.SplicedBytes > all.SplicedBytes-rg1 {
+		t.Fatalf("spliced %d bytes; all row groups are %d, the one with an external chunk %d", res.SplicedBytes, all.SplicedBytes, rg1)
+	}
+	// The writer refuses one too, should a plan ever let it through.
+	b, err := os.ReadFile(inputs[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &splicedFile{cw: &CountingWriter{W: io.Discard}, md: srcMD}
+	if err := f.appendRowGroup(rgSource{name: inputs[0].Path, r: bytes.NewReader(b), size: inputs[0].Size, md: srcMD}, 1); err == nil || !strings.Contains(err.Error(), "another file") {
+		t.Fatalf("copying a row group with an external chunk: %v", err)
+	}
+}
+
+// TestSpliceCutsInsideACopyableRowGroup: a density cut inside a row group
+// the splice could copy makes it re-encoded, and the outputs are cut before
+// the first row at or past the cut, as the sink cuts them.
+func TestSpliceCutsInsideACopyableRowGroup(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(9, 6))
+	var inputs []Input
+	var cut int64
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		if i == 0 {
+			cut = rec.Column(0).(*array.Timestamp).Value(1500).ToTime(arrow.Microsecond).UnixMicro()
+		}
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	opts := RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}}
+	all, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "all"), 1), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.cutBefore = []int64{cut}
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "cut"), 1), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SplicedBytes == 0 || res.SplicedBytes >= all.SplicedBytes {
+		t.Fatalf("spliced %d bytes with the cut, %d without: the row group holding it was copied", res.SplicedBytes, all.SplicedBytes)
+	}
+	var got, want []string
+	cutAt := -1
+	for i, o := range res.Outputs {
+		got = append(got, readFileRows(t, localFS, o.Path, sc)...)
+		if o.MinTimestamp >= cut && (i == 0 || res.Outputs[i-1].MaxTimestamp < cut) {
+			cutAt = i
+		}
+	}
+	if cutAt <= 0 {
+		t.Fatalf("outputs %v: none starts at the cut %d", describe(res.Outputs), cut)
+	}
+	for _, o := range all.Outputs {
+		want = append(want, readFileRows(t, localFS, o.Path, sc)...)
+	}
+	if !slices.Equal(got, want) {
+		diffRows(t, got, want)
+		t.Fatal("rows differ")
+	}
+}
+
+// TestSpliceOutputPageIndexes reads a spliced output's page indexes as a
+// reader does: every chunk's offset index lists contiguous pages that fill
+// the chunk from its first data page to its end, starting at row 0, and the
+// timestamp column index's page bounds are the first and last timestamps of
+// the rows each page holds, for copied and re-encoded row groups alike.
+func TestSpliceOutputPageIndexes(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(11, 6))
+	var inputs []Input
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 2; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	// A sliver inside the last row group of the second input, which is then re-encoded.
+	rec := randRecord(r, sc, 50, next-200, 1, true, true)
+	inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+	rec.Release()
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1),
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SplicedBytes == 0 || res.SplicedBytes == res.BytesWritten {
+		t.Fatalf("spliced %d of %d bytes: want copied and re-encoded row groups", res.SplicedBytes, res.BytesWritten)
+	}
+	for _, o := range res.Outputs {
+		pf, err := file.OpenParquetFile(o.Path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pir := pf.GetPageIndexReader()
+		for rg := 0; rg < pf.NumRowGroups(); rg++ {
+			rpi, err := pir.RowGroup(rg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := pf.MetaData().RowGroup(rg).NumRows()
+			for j, c := range pf.MetaData().RowGroups[rg].Columns {
+				oi, err := rpi.GetOffsetIndex(j)
+				if err != nil || oi == nil {
+					t.Fatalf("%s row group %d column %d: no offset index (%v)", o.Path, rg, j, err)
+				}
+				locs := oi.GetPageLocations()
+				start := c.MetaData.DataPageOffset
+				if d := c.MetaData.DictionaryPageOffset; d != nil && *d < start {
+					start = *d
+				}
+				end := start + c.MetaData.TotalCompressedSize
+				if len(locs) == 0 || locs[0].Offset != c.MetaData.DataPageOffset || locs[0].FirstRowIndex != 0 {
+					t.Fatalf("%s row group %d column %d: first page %v, chunk's first data page at %d", o.Path, rg, j, locs, c.MetaData.DataPageOffset)
+				}
+				for k := 1; k < len(locs); k++ {
+					if locs[k].Offset != locs[k-1].Offset+int64(locs[k-1].CompressedPageSize) || locs[k].FirstRowIndex <= locs[k-1].FirstRowIndex {
+						t.Fatalf("%s row group %d column %d: pages %v and %v are not contiguous", o.Path, rg, j, locs[k-1], locs[k])
+					}
+				}
+				if last := locs[len(locs)-1]; last.Offset+int64(last.CompressedPageSize) != end || last.FirstRowIndex >= rows {
+					t.Fatalf("%s row group %d column %d: last page %v, chunk ends at %d", o.Path, rg, j, last, end)
+				}
+				if j != 0 {
+					continue
+				}
+				ci, err := rpi.GetColumnIndex(0)
+				if err != nil || ci == nil {
+					t.Fatalf("%s row group %d: no timestamp column index (%v)", o.Path, rg, err)
+				}
+				tbl, err := fr.ReadRowGroups(context.Background(), []int{0}, []int{rg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				col, err := array.Concatenate(tbl.Column(0).Data().Chunks(), memory.DefaultAllocator)
+				tbl.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ts := col.(*array.Timestamp)
+				mins, maxs := ci.GetMinValues(), ci.GetMaxValues()
+				for k, l := range locs {
+					last := rows - 1
+					if k+1 < len(locs) {
+						last = locs[k+1].FirstRowIndex - 1
+					}
+					lo, hi := int64(binary.LittleEndian.Uint64(mins[k])), int64(binary.LittleEndian.Uint64(maxs[k]))
+					if lo != int64(ts.Value(int(l.FirstRowIndex))) || hi != int64(ts.Value(int(last))) {
+						t.Fatalf("%s row group %d page %d: column index [%d, %d], rows [%d, %d]", o.Path, rg, k, lo, hi, ts.Value(int(l.FirstRowIndex)), ts.Value(int(last)))
+					}
+				}
+				col.Release()
+			}
+		}
+		pf.Close()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -42,8 +43,10 @@ type rgSource struct {
 // Rows that are re-encoded go through the same cuts as the sink's: row
 // groups of RowGroupRows rows, and a file is closed once it reaches
 // TargetFileBytes at a row-group boundary and the timestamp changes, so
-// outputs stay pairwise time-disjoint. A copied row group ends the
-// re-encoded row group before it, which may then be short.
+// outputs stay pairwise time-disjoint, and before the first row at or past
+// each density cut (WriterOptions.cutBefore; the plan copies no row group a
+// cut falls inside). A copied row group ends the re-encoded row group before
+// it, which may then be short.
 type spliceWriter struct {
 	fs      icebergio.WriteFileIO
 	newPath func(int) string
@@ -58,8 +61,9 @@ type spliceWriter struct {
 
 	rg      *pendingRowGroup // re-encoded rows not yet a row group
 	closing bool
-	lastTs  int64 // last timestamp of the last row group appended
-	prevTs  int64 // last timestamp written, to check the order
+	cuts    []int64 // density cuts not yet passed (WriterOptions.cutBefore)
+	lastTs  int64   // last timestamp of the last row group appended
+	prevTs  int64   // last timestamp written, to check the order
 	wrote   bool
 
 	copiedBytes int64 // bytes of input row groups copied (not re-encoded)
@@ -107,7 +111,8 @@ func spliceArrowProps(opts WriterOptions) pqarrow.ArrowWriterProperties {
 }
 
 func newSpliceWriter(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.Schema, opts WriterOptions, tmpl *metadata.FileMetaData) *spliceWriter {
-	return &spliceWriter{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: metaStreamed(opts.Metadata), tmpl: tmpl}
+	return &spliceWriter{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: metaStreamed(opts.Metadata), tmpl: tmpl,
+		cuts: slices.Clone(opts.cutBefore)}
 }
 
 // write appends re-encoded rows (conformed, sorted, not earlier than what
@@ -133,11 +138,17 @@ func (w *spliceWriter) write(ctx context.Context, rec arrow.RecordBatch) error {
 			}
 			continue
 		}
+		if err := w.passCuts(micros[off]); err != nil {
+			return err
+		}
 		rgRows := int64(0)
 		if w.rg != nil {
 			rgRows = w.rg.rows
 		}
 		end := rowGroupCut(micros, off, w.opts.RowGroupRows-rgRows, w.closing, w.lastTs)
+		if len(w.cuts) > 0 {
+			end = off + int64(sort.Search(int(end-off), func(i int) bool { return micros[off+int64(i)] >= w.cuts[0] }))
+		}
 		if err := w.encode(rec, off, end, micros[off:end]); err != nil {
 			return err
 		}
@@ -157,6 +168,23 @@ func (w *spliceWriter) checkOrder(micros []int64) error {
 			return fmt.Errorf("merge produced rows out of timestamp order (%d after %d): an input's rows disagree with its sort order or page index", t, w.prevTs)
 		}
 		w.prevTs, w.wrote = t, true
+	}
+	return nil
+}
+
+// passCuts closes the current file before a row at ts when a density cut
+// lies at or before ts, as the sink does: the rows before the cut stay in
+// the file, this row starts the next one (later than all of them, so the
+// files stay disjoint).
+func (w *spliceWriter) passCuts(ts int64) error {
+	if len(w.cuts) == 0 || w.cuts[0] > ts {
+		return nil
+	}
+	for len(w.cuts) > 0 && w.cuts[0] <= ts {
+		w.cuts = w.cuts[1:]
+	}
+	if w.cur != nil && (w.cur.rows > 0) {
+		return w.closeFile()
 	}
 	return nil
 }
@@ -255,6 +283,14 @@ func (w *spliceWriter) copyRowGroup(ctx context.Context, src rgSource, rg int, t
 			return err
 		}
 	}
+	if err := w.passCuts(ts[0]); err != nil {
+		return err
+	}
+	// The plan copies no row group with a cut after its first row; should
+	// one come by, the cut is passed over rather than splitting it.
+	for len(w.cuts) > 0 && w.cuts[0] <= ts[len(ts)-1] {
+		w.cuts = w.cuts[1:]
+	}
 	if w.cur == nil {
 		if err := w.openFile(); err != nil {
 			return err
@@ -318,7 +354,12 @@ func (f *splicedFile) appendRowGroup(src rgSource, rg int) error {
 		if c.MetaData == nil || c.CryptoMetadata != nil || len(c.EncryptedColumnMetadata) > 0 {
 			return fail(errors.New("no plaintext column metadata"))
 		}
+		if c.FilePath != nil && *c.FilePath != "" {
+			return fail(fmt.Errorf("column chunk is in another file (%s)", *c.FilePath))
+		}
 		cm := *c.MetaData
+		// The output's path, not the source's: a chunk is found by it.
+		cm.PathInSchema = f.md.Schema.Column(j).ColumnPath()
 		from := cm.DataPageOffset
 		if d := cm.DictionaryPageOffset; d != nil && *d >= int64(len(parquetMagic)) && *d < from {
 			from = *d

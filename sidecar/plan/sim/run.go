@@ -267,7 +267,9 @@ func (w *world) live() []plan.File {
 // spliceBytes is what the splice model copies of bin b: of each input, the
 // bytes of its pieces outside every other input's time range, less a row
 // group on each side of every overlap, when that leaves at least
-// SpliceMinBytes. 0 when the scenario has no splice.
+// SpliceMinBytes. 0 when the scenario has no splice. Optimistic: it credits
+// a copy to any bin with copyable bytes, where merge.ChoosePath splices only
+// a bin that does not fit in memory and is at least half copyable.
 func (w *world) spliceBytes(b plan.Bin) float64 {
 	if w.s.SpliceBytesPerSec <= 0 || len(b.Files) == 0 {
 		return 0
