@@ -284,13 +284,28 @@ func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
 	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: d.quarantined})
 }
 
-// batchMemoryFactor is what a batch holds at its peak per byte of segments: the segments decoded
-// in place (about their file size), the write's sort order, gathered chunk and encoded row group
-// on top. The drain benchmark's batches peaked at 1.7 times their size in live heap.
+// batchMemoryFactor is what a batch holds at its peak per byte of decoded segments: the segments
+// decoded (in place for uncompressed ones: about their file size), the write's sort order,
+// gathered chunk and encoded row group on top. The drain benchmark's batches peaked at 1.7 times
+// their size in live heap.
 const batchMemoryFactor = 2
 
-// BatchMemory is the share of the process memory budget a batch of segBytes takes.
-func BatchMemory(segBytes int64) int64 { return batchMemoryFactor * segBytes }
+// BatchMemory is the share of the process memory budget a batch of segBytes takes, whose
+// compressed bodies decode to extra more bytes (localwal.DecodedSize): a compressed segment's
+// records are allocated beside its file bytes, so sizing by the file alone under-reserves it.
+func BatchMemory(segBytes, extra int64) int64 { return batchMemoryFactor * (segBytes + extra) }
+
+// batchMemory is BatchMemory for b, reading the segments' IPC metadata for their decoded size.
+// A segment whose metadata cannot be read counts by its file size (the read will report it).
+func batchMemory(b batch) int64 {
+	var extra int64
+	for _, s := range b.segs {
+		if n, err := localwal.DecodedSize(s.Path); err == nil {
+			extra += n
+		}
+	}
+	return BatchMemory(b.bytes, extra)
+}
 
 // loaded is a decoded segment of a batch.
 type loaded struct {
@@ -324,7 +339,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
 	if d.Reserve != nil {
-		release, err := d.Reserve(ctx, BatchMemory(b.bytes))
+		release, err := d.Reserve(ctx, batchMemory(b))
 		if err != nil {
 			return fail("", err) // only a shutdown ends the wait: not a drain error
 		}

@@ -3,9 +3,13 @@ package drain
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -47,5 +51,52 @@ func TestBatchTakesItsShareOfTheBudget(t *testing.T) {
 	}
 	if s := b.Snapshot(); s.HeldBytes != 0 {
 		t.Fatalf("budget after the cycle: %+v", s)
+	}
+}
+
+// peakAllocator counts live bytes allocated through it and remembers the peak.
+type peakAllocator struct {
+	memory.Allocator
+	cur, peak atomic.Int64
+}
+
+func (a *peakAllocator) add(n int) {
+	c := a.cur.Add(int64(n))
+	for {
+		p := a.peak.Load()
+		if c <= p || a.peak.CompareAndSwap(p, c) {
+			return
+		}
+	}
+}
+
+func (a *peakAllocator) Allocate(n int) []byte { a.add(n); return a.Allocator.Allocate(n) }
+func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
+	a.add(n - len(b))
+	return a.Allocator.Reallocate(n, b)
+}
+func (a *peakAllocator) Free(b []byte) { a.add(-len(b)); a.Allocator.Free(b) }
+
+// TestCompressedBatchShareCoversDecode: a zstd segment decodes into allocated buffers beside its
+// file bytes, so its share must come from the decoded size, not twice the (compressed) file size.
+// What the batch allocates (decode and write, through d.Mem) stays within the share it reserved.
+func TestCompressedBatchShareCoversDecode(t *testing.T) {
+	e := newEnv(t, nil)
+	want := e.writeSegmentsAs(localwal.CompressionZstd, "events", 2, 20000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	mem := &peakAllocator{Allocator: memory.NewGoAllocator()}
+	e.drain.Mem = mem
+	var share int64
+	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+		share = max(share, n)
+		return func() {}, nil
+	}
+	if res, err := e.drain.Cycle(context.Background(), true); err != nil || res.Pending != 0 {
+		t.Fatalf("cycle: %+v %v", res, err)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table rows %+v, want %+v", got, want)
+	}
+	if peak := mem.peak.Load(); share == 0 || peak > share {
+		t.Fatalf("batch allocated up to %d bytes on a share of %d", peak, share)
 	}
 }
