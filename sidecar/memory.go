@@ -46,6 +46,14 @@ func (p *Process) newMemoryBudget() *membudget.Budget {
 	}})
 }
 
+// publishMemory puts the budget's current snapshot in the status. The snapshot is taken before
+// the status lock: the budget calls OnChange, which takes the status lock, with its own lock held,
+// so taking the budget's lock inside Status.Update would invert that order and can deadlock.
+func (p *Process) publishMemory() {
+	s := p.memory.Snapshot()
+	p.Status.Update(func(r *StatusReport) { r.Memory = &s })
+}
+
 // Memory is the process memory budget once Run started (nil before): a loop wired outside this
 // package (search) takes its share under its name, membudget.LoopSearch for search.
 func (p *Process) Memory() *membudget.Budget { return p.memory }
