@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,6 +55,9 @@ type Drain struct {
 	// its segments are read, and waits while the budget is spent; release gives it back. nil
 	// takes none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
+
+	// beforeCommit, when set (tests), runs just before the commit.
+	beforeCommit func()
 
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
@@ -233,6 +237,14 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		}
 		res.Batches++
 		out := d.commitBatch(ctx, b)
+		if out.shutdown {
+			// Cancelled while waiting for memory: shutdown, not a failed batch (no error metric,
+			// no backoff); the segments stay for the next start.
+			if firstErr == nil {
+				firstErr = out.Err
+			}
+			break
+		}
 		d.observe(out)
 		if out.Err != nil {
 			d.noteFailure(key, now)
@@ -338,12 +350,18 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
+	releaseShare := func() {}
 	if d.Reserve != nil {
 		release, err := d.Reserve(ctx, batchMemory(b))
 		if err != nil {
-			return fail("", err) // only a shutdown ends the wait: not a drain error
+			if ctx.Err() != nil { // only a shutdown ends the wait: not a drain error
+				out.Err, out.shutdown = ctx.Err(), true
+				return out
+			}
+			return fail("", err)
 		}
-		defer release()
+		releaseShare = sync.OnceFunc(release)
+		defer releaseShare()
 	}
 	var segs []loaded
 	var decoded []*localwal.Segment // every decoded segment, released on return (Release is idempotent)
@@ -443,6 +461,9 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 
 	// 4. Write generation-0 Parquet, one sorted file per day partition.
 	outputs, rows, past, err := d.writeFiles(ctx, t, segs)
+	// The write released the batch's records: the commit and its retries hold no rows, so the
+	// share goes back now rather than after a commit that may retry for seconds.
+	releaseShare()
 	if err != nil {
 		return fail("write", err)
 	}
@@ -489,6 +510,9 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		}
 	}
 	log.Debug("committing batch", zap.Int("segments", len(segs)), zap.Int("files", len(files)), zap.Stringer("mark", req.Last))
+	if d.beforeCommit != nil {
+		d.beforeCommit()
+	}
 	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
 	if err != nil {
 		d.catalogState(err)

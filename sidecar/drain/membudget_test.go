@@ -100,3 +100,47 @@ func TestCompressedBatchShareCoversDecode(t *testing.T) {
 		t.Fatalf("batch allocated up to %d bytes on a share of %d", peak, share)
 	}
 }
+
+// TestBatchReleasesShareBeforeCommit: the write releases the batch's records, so the share goes
+// back before the commit (whose retries can take seconds) rather than after it.
+func TestBatchReleasesShareBeforeCommit(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writeSegments("events", 2, 2000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	b := membudget.New(1<<30, membudget.Options{})
+	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+		return b.For(membudget.LoopDrain).Reserve(ctx, n)
+	}
+	held := int64(-1)
+	e.drain.beforeCommit = func() { held = b.Snapshot().HeldBytes }
+	if res, err := e.drain.Cycle(context.Background(), true); err != nil || res.Pending != 0 {
+		t.Fatalf("cycle: %+v %v", res, err)
+	}
+	if held != 0 {
+		t.Fatalf("%d bytes of the budget held at the commit, want the share back after the write", held)
+	}
+}
+
+// TestShutdownWhileWaitingIsNotAFailure: a cycle cancelled while its batch waits for memory
+// returns the context's error and puts the table in no backoff (nor logs a failed batch).
+func TestShutdownWhileWaitingIsNotAFailure(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writeSegments("events", 1, 1000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	b := membudget.New(1<<20, membudget.Options{})
+	other, err := b.Acquire(context.Background(), membudget.LoopMerge, b.Limit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+		return b.For(membudget.LoopDrain).Reserve(ctx, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = e.drain.Cycle(ctx, true)
+	if err != context.Canceled {
+		t.Fatalf("cycle error %v, want the context's own error", err)
+	}
+	if len(e.drain.backoffUntil) != 0 {
+		t.Fatalf("shutdown counted as a failed batch: backoff %v", e.drain.backoffUntil)
+	}
+}
