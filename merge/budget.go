@@ -16,7 +16,8 @@ const (
 	// a cgroup limit is set (a laptop, a test): modest, so a default run
 	// never picks a path that needs more than a small pod has.
 	DefaultUnlimitedBudget = 512 << 20
-	// minBudget keeps a tiny limit from starving every merge.
+	// minBudget keeps a tiny limit from starving every merge, though never above half of that
+	// limit: a floor above a small pod's limit would plan merges it cannot hold.
 	minBudget = 32 << 20
 )
 
@@ -31,7 +32,7 @@ func MemoryBudget(goMemLimit, cgroupLimit int64, fraction float64) int64 {
 	if fraction <= 0 || fraction > 1 {
 		fraction = DefaultMergeFraction
 	}
-	return max(int64(float64(limit)*fraction), minBudget)
+	return min(max(int64(float64(limit)*fraction), minBudget), limit/2)
 }
 
 // smallerLimit is the smaller of the limits that are set (0 or
@@ -64,9 +65,13 @@ func MemoryLimit() int64 {
 func CgroupMemoryLimit() int64 { return cgroupMemoryLimit() }
 
 // cgroupMemoryLimit reads the cgroup v2 limit, then v1; 0 if neither is set.
-func cgroupMemoryLimit() int64 {
+func cgroupMemoryLimit() int64 { return CgroupMemoryLimitFrom(os.ReadFile) }
+
+// CgroupMemoryLimitFrom is CgroupMemoryLimit reading the cgroup files through read (tests pass
+// a fake file system).
+func CgroupMemoryLimitFrom(read func(string) ([]byte, error)) int64 {
 	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		b, err := os.ReadFile(p)
+		b, err := read(p)
 		if err != nil {
 			continue
 		}

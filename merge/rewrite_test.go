@@ -346,7 +346,8 @@ func TestMemoryBudget(t *testing.T) {
 		{1 << 30, 0, (1 << 30) * 4 / 10},
 		{0, 2 << 30, (2 << 30) * 4 / 10},
 		{4 << 30, 2 << 30, (2 << 30) * 4 / 10},
-		{10 << 20, 0, minBudget},
+		{70 << 20, 0, minBudget},
+		{10 << 20, 0, 5 << 20}, // the floor never exceeds a small pod's limit
 	} {
 		if got := MemoryBudget(c.gomem, c.cg, DefaultMergeFraction); got != c.want {
 			t.Errorf("MemoryBudget(%d, %d) = %d, want %d", c.gomem, c.cg, got, c.want)

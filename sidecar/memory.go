@@ -20,18 +20,25 @@ const DefaultGoMemLimitRatio = 0.9
 // not set, so that the garbage collector works harder as the heap nears the limit instead of
 // letting it double past it. It returns the limit set (0: none).
 func setDefaultGoMemLimit(log *zap.Logger) int64 {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
-		return 0
-	}
 	c := merge.CgroupMemoryLimit()
-	if c <= 0 {
+	limit := defaultGoMemLimit(os.LookupEnv, c)
+	if limit <= 0 {
 		return 0
 	}
-	limit := int64(float64(c) * DefaultGoMemLimitRatio)
 	debug.SetMemoryLimit(limit)
 	log.Info("GOMEMLIMIT not set: Go soft memory limit set from the container limit",
 		zap.Int64("container_limit_bytes", c), zap.Int64("gomemlimit_bytes", limit))
 	return limit
+}
+
+// defaultGoMemLimit is the rule behind setDefaultGoMemLimit: DefaultGoMemLimitRatio of the
+// container limit cgroup (0: none), or 0 (leave the runtime alone) when GOMEMLIMIT is set at all,
+// "off" included: that is how an operator opts out, and the runtime has already applied it.
+func defaultGoMemLimit(lookup func(string) (string, bool), cgroup int64) int64 {
+	if _, set := lookup("GOMEMLIMIT"); set || cgroup <= 0 {
+		return 0
+	}
+	return int64(float64(cgroup) * DefaultGoMemLimitRatio)
 }
 
 // newMemoryBudget is the process memory budget (SIGLAKE_MEMORY_BUDGET_BYTES, or derived from
@@ -44,6 +51,14 @@ func (p *Process) newMemoryBudget() *membudget.Budget {
 	return membudget.New(limit, membudget.Options{Metrics: p.Metrics.Memory, OnChange: func(s membudget.Snapshot) {
 		p.Status.Update(func(r *StatusReport) { r.Memory = &s })
 	}})
+}
+
+// publishMemory puts the budget's current snapshot in the status. The snapshot is taken before
+// the status lock: the budget calls OnChange, which takes the status lock, with its own lock held,
+// so taking the budget's lock inside Status.Update would invert that order and can deadlock.
+func (p *Process) publishMemory() {
+	s := p.memory.Snapshot()
+	p.Status.Update(func(r *StatusReport) { r.Memory = &s })
 }
 
 // Memory is the process memory budget once Run started (nil before): a loop wired outside this

@@ -123,7 +123,7 @@ func CheckWALDir(dir string) error {
 func (p *Process) Run(ctx context.Context, once bool) error {
 	setDefaultGoMemLimit(p.Log)
 	p.memory = p.newMemoryBudget()
-	p.Status.Update(func(r *StatusReport) { s := p.memory.Snapshot(); r.Memory = &s })
+	p.publishMemory()
 	if p.Cfg.Role.Drains() {
 		if err := CheckWALDir(p.Cfg.WALDir); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,6 +55,9 @@ type Drain struct {
 	// its segments are read, and waits while the budget is spent; release gives it back. nil
 	// takes none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
+
+	// beforeCommit, when set (tests), runs just before the commit.
+	beforeCommit func()
 
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
@@ -233,6 +237,14 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		}
 		res.Batches++
 		out := d.commitBatch(ctx, b)
+		if out.shutdown {
+			// Cancelled while waiting for memory: shutdown, not a failed batch (no error metric,
+			// no backoff); the segments stay for the next start.
+			if firstErr == nil {
+				firstErr = out.Err
+			}
+			break
+		}
 		d.observe(out)
 		if out.Err != nil {
 			d.noteFailure(key, now)
@@ -284,13 +296,28 @@ func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
 	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: d.quarantined})
 }
 
-// batchMemoryFactor is what a batch holds at its peak per byte of segments: the segments decoded
-// in place (about their file size), the write's sort order, gathered chunk and encoded row group
-// on top. The drain benchmark's batches peaked at 1.7 times their size in live heap.
+// batchMemoryFactor is what a batch holds at its peak per byte of decoded segments: the segments
+// decoded (in place for uncompressed ones: about their file size), the write's sort order,
+// gathered chunk and encoded row group on top. The drain benchmark's batches peaked at 1.7 times
+// their size in live heap.
 const batchMemoryFactor = 2
 
-// BatchMemory is the share of the process memory budget a batch of segBytes takes.
-func BatchMemory(segBytes int64) int64 { return batchMemoryFactor * segBytes }
+// BatchMemory is the share of the process memory budget a batch of segBytes takes, whose
+// compressed bodies decode to extra more bytes (localwal.DecodedSize): a compressed segment's
+// records are allocated beside its file bytes, so sizing by the file alone under-reserves it.
+func BatchMemory(segBytes, extra int64) int64 { return batchMemoryFactor * (segBytes + extra) }
+
+// batchMemory is BatchMemory for b, reading the segments' IPC metadata for their decoded size.
+// A segment whose metadata cannot be read counts by its file size (the read will report it).
+func batchMemory(b batch) int64 {
+	var extra int64
+	for _, s := range b.segs {
+		if n, err := localwal.DecodedSize(s.Path); err == nil {
+			extra += n
+		}
+	}
+	return BatchMemory(b.bytes, extra)
+}
 
 // loaded is a decoded segment of a batch.
 type loaded struct {
@@ -323,12 +350,18 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
+	releaseShare := func() {}
 	if d.Reserve != nil {
-		release, err := d.Reserve(ctx, BatchMemory(b.bytes))
+		release, err := d.Reserve(ctx, batchMemory(b))
 		if err != nil {
-			return fail("", err) // only a shutdown ends the wait: not a drain error
+			if ctx.Err() != nil { // only a shutdown ends the wait: not a drain error
+				out.Err, out.shutdown = ctx.Err(), true
+				return out
+			}
+			return fail("", err)
 		}
-		defer release()
+		releaseShare = sync.OnceFunc(release)
+		defer releaseShare()
 	}
 	var segs []loaded
 	var decoded []*localwal.Segment // every decoded segment, released on return (Release is idempotent)
@@ -428,6 +461,9 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 
 	// 4. Write generation-0 Parquet, one sorted file per day partition.
 	outputs, rows, past, err := d.writeFiles(ctx, t, segs)
+	// The write released the batch's records: the commit and its retries hold no rows, so the
+	// share goes back now rather than after a commit that may retry for seconds.
+	releaseShare()
 	if err != nil {
 		return fail("write", err)
 	}
@@ -474,6 +510,9 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		}
 	}
 	log.Debug("committing batch", zap.Int("segments", len(segs)), zap.Int("files", len(files)), zap.Stringer("mark", req.Last))
+	if d.beforeCommit != nil {
+		d.beforeCommit()
+	}
 	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
 	if err != nil {
 		d.catalogState(err)

@@ -99,7 +99,13 @@ func registryOf(m *Metrics) *prometheus.Registry {
 // the fingerprint of what was sealed.
 func (e *env) writeSegments(table string, segments, rows int, seed uint64, start time.Time) RowSum {
 	e.t.Helper()
-	w, err := localwal.NewWriter(e.cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
+	return e.writeSegmentsAs(localwal.CompressionNone, table, segments, rows, seed, start)
+}
+
+// writeSegmentsAs is writeSegments with the given body compression.
+func (e *env) writeSegmentsAs(comp localwal.Compression, table string, segments, rows int, seed uint64, start time.Time) RowSum {
+	e.t.Helper()
+	w, err := localwal.NewWriter(e.cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour, Compression: comp})
 	if err != nil {
 		e.t.Fatal(err)
 	}

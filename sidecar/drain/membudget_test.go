@@ -3,9 +3,13 @@ package drain
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -47,5 +51,96 @@ func TestBatchTakesItsShareOfTheBudget(t *testing.T) {
 	}
 	if s := b.Snapshot(); s.HeldBytes != 0 {
 		t.Fatalf("budget after the cycle: %+v", s)
+	}
+}
+
+// peakAllocator counts live bytes allocated through it and remembers the peak.
+type peakAllocator struct {
+	memory.Allocator
+	cur, peak atomic.Int64
+}
+
+func (a *peakAllocator) add(n int) {
+	c := a.cur.Add(int64(n))
+	for {
+		p := a.peak.Load()
+		if c <= p || a.peak.CompareAndSwap(p, c) {
+			return
+		}
+	}
+}
+
+func (a *peakAllocator) Allocate(n int) []byte { a.add(n); return a.Allocator.Allocate(n) }
+func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
+	a.add(n - len(b))
+	return a.Allocator.Reallocate(n, b)
+}
+func (a *peakAllocator) Free(b []byte) { a.add(-len(b)); a.Allocator.Free(b) }
+
+// TestCompressedBatchShareCoversDecode: a zstd segment decodes into allocated buffers beside its
+// file bytes, so its share must come from the decoded size, not twice the (compressed) file size.
+// What the batch allocates (decode and write, through d.Mem) stays within the share it reserved.
+func TestCompressedBatchShareCoversDecode(t *testing.T) {
+	e := newEnv(t, nil)
+	want := e.writeSegmentsAs(localwal.CompressionZstd, "events", 2, 20000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	mem := &peakAllocator{Allocator: memory.NewGoAllocator()}
+	e.drain.Mem = mem
+	var share int64
+	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+		share = max(share, n)
+		return func() {}, nil
+	}
+	if res, err := e.drain.Cycle(context.Background(), true); err != nil || res.Pending != 0 {
+		t.Fatalf("cycle: %+v %v", res, err)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table rows %+v, want %+v", got, want)
+	}
+	if peak := mem.peak.Load(); share == 0 || peak > share {
+		t.Fatalf("batch allocated up to %d bytes on a share of %d", peak, share)
+	}
+}
+
+// TestBatchReleasesShareBeforeCommit: the write releases the batch's records, so the share goes
+// back before the commit (whose retries can take seconds) rather than after it.
+func TestBatchReleasesShareBeforeCommit(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writeSegments("events", 2, 2000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	b := membudget.New(1<<30, membudget.Options{})
+	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+		return b.For(membudget.LoopDrain).Reserve(ctx, n)
+	}
+	held := int64(-1)
+	e.drain.beforeCommit = func() { held = b.Snapshot().HeldBytes }
+	if res, err := e.drain.Cycle(context.Background(), true); err != nil || res.Pending != 0 {
+		t.Fatalf("cycle: %+v %v", res, err)
+	}
+	if held != 0 {
+		t.Fatalf("%d bytes of the budget held at the commit, want the share back after the write", held)
+	}
+}
+
+// TestShutdownWhileWaitingIsNotAFailure: a cycle cancelled while its batch waits for memory
+// returns the context's error and puts the table in no backoff (nor logs a failed batch).
+func TestShutdownWhileWaitingIsNotAFailure(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writeSegments("events", 1, 1000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	b := membudget.New(1<<20, membudget.Options{})
+	other, err := b.Acquire(context.Background(), membudget.LoopMerge, b.Limit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+		return b.For(membudget.LoopDrain).Reserve(ctx, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = e.drain.Cycle(ctx, true)
+	if err != context.Canceled {
+		t.Fatalf("cycle error %v, want the context's own error", err)
+	}
+	if len(e.drain.backoffUntil) != 0 {
+		t.Fatalf("shutdown counted as a failed batch: backoff %v", e.drain.backoffUntil)
 	}
 }

@@ -136,6 +136,8 @@ type Publisher interface {
 // BatchOutcome is what one batch's commit protocol did; observe turns it into metrics, status and
 // log lines.
 type BatchOutcome struct {
+	// shutdown: the batch's context ended while it waited for its memory share; nothing ran.
+	shutdown bool
 	Table    string
 	Stream   string
 	Dir      string

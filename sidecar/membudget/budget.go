@@ -28,8 +28,10 @@ const (
 	// DefaultUnlimited is the budget when no limit is known (a laptop, a test): room for a merge
 	// at its unlimited default (512 MiB) beside the drain, so a default run never waits.
 	DefaultUnlimited = 1 << 30
-	// minLimit keeps a tiny memory limit from leaving no budget at all.
-	minLimit = 64 << 20
+	// minLimit keeps a tiny memory limit from leaving no budget at all, though never more than
+	// maxFraction of that limit: a floor above a small pod's limit would let the loops exceed it.
+	minLimit    = 64 << 20
+	maxFraction = 0.75
 )
 
 // LimitFor is the budget for a process memory limit of memoryLimit bytes (0: none known) when
@@ -38,7 +40,7 @@ func LimitFor(memoryLimit int64) int64 {
 	if memoryLimit <= 0 {
 		return DefaultUnlimited
 	}
-	return max(int64(float64(memoryLimit)*DefaultFraction), minLimit)
+	return min(max(int64(float64(memoryLimit)*DefaultFraction), minLimit), int64(float64(memoryLimit)*maxFraction))
 }
 
 // Budget hands out shares of Limit bytes. The zero value is not usable; call New. A nil *Budget

@@ -132,7 +132,9 @@ func TestLimitFor(t *testing.T) {
 	for _, c := range []struct{ limit, want int64 }{
 		{0, DefaultUnlimited},
 		{1000 << 20, 600 << 20},
-		{32 << 20, minLimit},
+		{100 << 20, minLimit},
+		{64 << 20, 48 << 20}, // the floor never exceeds a small pod's limit
+		{32 << 20, 24 << 20},
 	} {
 		if got := LimitFor(c.limit); got != c.want {
 			t.Errorf("LimitFor(%d) = %d, want %d", c.limit, got, c.want)

@@ -1,0 +1,43 @@
+package sidecar
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/siglake/siglake/merge"
+)
+
+// TestDefaultGoMemLimit: without GOMEMLIMIT the process sets 0.9 of the cgroup limit (v2, then
+// v1); no limit ("max", v1's unlimited value, no cgroup files) sets none, and any GOMEMLIMIT,
+// "off" included, is left to the runtime.
+func TestDefaultGoMemLimit(t *testing.T) {
+	const v2, v1 = "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	unset := func(string) (string, bool) { return "", false }
+	env := func(v string) func(string) (string, bool) {
+		return func(k string) (string, bool) { return v, k == "GOMEMLIMIT" }
+	}
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		env   func(string) (string, bool)
+		want  int64
+	}{
+		{"no cgroup", nil, unset, 0},
+		{"v2 max", map[string]string{v2: "max\n"}, unset, 0},
+		{"v1 unlimited", map[string]string{v1: "9223372036854771712\n"}, unset, 0},
+		{"v2 limit", map[string]string{v2: "536870912\n"}, unset, 536870912 * 9 / 10},
+		{"v1 limit", map[string]string{v1: "1073741824\n"}, unset, 1073741824 * 9 / 10},
+		{"explicit", map[string]string{v2: "536870912\n"}, env("400MiB"), 0},
+		{"off", map[string]string{v2: "536870912\n"}, env("off"), 0},
+	} {
+		cg := merge.CgroupMemoryLimitFrom(func(p string) ([]byte, error) {
+			if v, ok := c.files[p]; ok {
+				return []byte(v), nil
+			}
+			return nil, fs.ErrNotExist
+		})
+		if got := defaultGoMemLimit(c.env, cg); got != c.want {
+			t.Errorf("%s: GOMEMLIMIT default %d, want %d", c.name, got, c.want)
+		}
+	}
+}
