@@ -1,21 +1,17 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/fold"
-	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // runDeleteRequest is `siglake delete-request --table T --where COL=VALUE --in COL=V1,V2 --from T
@@ -47,13 +43,11 @@ func runDeleteRequest(args []string) error {
 	if r.Where, err = conditions(where, in); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer done()
 	got, err := fold.RecordDelete(ctx, l, *tbl, r, time.Now())
 	if err != nil {
 		return err
@@ -84,13 +78,11 @@ func runDeleteSweep(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer done()
 	reps, err := sidecar.DeleteSweep(ctx, l, cfg, log, tables, *apply)
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)

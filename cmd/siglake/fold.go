@@ -1,19 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/fold"
-	"github.com/siglake/siglake/sidecar/lake"
 )
 
 const foldUsage = `usage: siglake fold show [TABLE] [--json] [compactor options]
@@ -76,13 +72,11 @@ func foldSet(table string, args []string) error {
 	case !*clear && s.Bucket == "":
 		return fmt.Errorf("--bucket is required (or --clear to remove the table's specification)")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer done()
 	if _, err := fold.Set(ctx, l, table, s); err != nil {
 		return err
 	}
@@ -108,13 +102,11 @@ func foldShow(table string, args []string) error {
 	if help || err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer done()
 	tables, err := tableOrAll(ctx, l, table)
 	if err != nil {
 		return err

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
@@ -30,13 +27,11 @@ func runGC(args []string) error {
 	if help || err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer done()
 	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, Apply: *apply, Tables: tables, Keep: sidecar.GCKeep})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)

@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/siglake/siglake/sidecar"
@@ -133,13 +131,11 @@ func retentionSet(table string, args []string) error {
 	case !*clear && p.Period == "" && len(p.Rules) == 0:
 		return fmt.Errorf("give --period and/or --rule (or --clear to remove the table's policy)")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer done()
 	log, err := sidecar.NewLogger("console", "warn")
 	if err != nil {
 		return err
@@ -175,13 +171,11 @@ func retentionShow(table string, args []string) error {
 	if help || err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer done()
 	tables, err := tableOrAll(ctx, l, table)
 	if err != nil {
 		return err

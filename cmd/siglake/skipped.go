@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 	"time"
 
-	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -59,13 +55,11 @@ func runSkipped(args []string) error {
 	if err := requireCatalog(cfg); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer done()
 	if action == "clear" {
 		cleared, err := l.ClearSkipped(ctx, pos[0], pos[1:])
 		if err != nil {

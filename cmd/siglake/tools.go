@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // defaultDemoDir is where `siglake demo` puts its WAL, catalog and warehouse by default.
@@ -102,4 +106,16 @@ func toolHelp(fs *flag.FlagSet) {
 	fs.SetOutput(os.Stdout)
 	fs.Usage()
 	fmt.Println("\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+}
+
+// openLake opens the catalog and warehouse of cfg for a one-shot command, under a context that
+// SIGTERM or an interrupt cancels; done closes the lake and releases the signal handler.
+func openLake(cfg sidecar.Config) (context.Context, *lake.Lake, func(), error) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return ctx, l, func() { l.Close(); stop() }, nil
 }
