@@ -40,6 +40,27 @@ func ParseFoldTier(p string) (tier int, ok bool) {
 	return t, true
 }
 
+// LateFileName is DataFileName for a file of the late stream: rows the writer found in a sparse
+// run of its batch or bin (late rows), or the output of a rewrite of late files only:
+// "g0003-l-<uuid>.parquet". The planner reads it back from the path (ParseLate) and plans late
+// files apart from on-time ones (docs/compaction.md, "Late rows").
+func LateFileName(generation int) string {
+	n := DataFileName(generation)
+	dash := strings.IndexByte(n, '-')
+	return n[:dash] + "-l" + n[dash:]
+}
+
+// ParseLate reports whether p was written with LateFileName. As with ParseFoldTier, the marker
+// must be followed by a whole UUID, so no on-time name is mistaken for a late one.
+func ParseLate(p string) bool {
+	base := path.Base(strings.ReplaceAll(p, "\\", "/"))
+	if _, ok := ParseGeneration(p); !ok {
+		return false
+	}
+	rest := base[strings.IndexByte(base, '-')+1:]
+	return strings.HasPrefix(rest, "l-") && isUUID(strings.TrimSuffix(rest[2:], ".parquet"))
+}
+
 // isUUID reports whether s has the 8-4-4-4-12 hex form DataFileName writes.
 func isUUID(s string) bool {
 	if len(s) != 36 {

@@ -260,7 +260,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		if tmpl, err = spliceTemplate(schema, opts.WriterOptions); err != nil {
 			return RewriteResult{}, err
 		}
-		plan = planSplice(opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows), opts.cutBefore)
+		plan = planSplice(opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows), opts.cutBefore.At)
 	} else if res.Path == PathSplice {
 		return RewriteResult{}, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathSplice)
 	}

@@ -31,12 +31,13 @@ type sink struct {
 	outputs []Output
 	created []string // every path Create succeeded on, removed by abort
 
-	rgOpen  bool    // the current file has a row group that is not full
-	rgRows  int64   // rows in that row group
-	closing bool    // current file is full: close it at the next timestamp change
-	cuts    []int64 // density cuts not yet passed (WriterOptions.cutBefore)
-	lastTs  int64   // timestamp of the last row of the last full row group
-	prevTs  int64   // timestamp of the last row written, to check the order
+	rgOpen  bool        // the current file has a row group that is not full
+	rgRows  int64       // rows in that row group
+	closing bool        // current file is full: close it at the next timestamp change
+	cuts    []int64     // density cuts not yet passed (WriterOptions.cutBefore)
+	runs    DensityCuts // all of them, to tell a new file's run
+	lastTs  int64       // timestamp of the last row of the last full row group
+	prevTs  int64       // timestamp of the last row written, to check the order
 	wrote   bool
 }
 
@@ -59,8 +60,20 @@ func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	if _, ok := schema.Field(idx[0]).Type.(*arrow.TimestampType); !ok {
 		return nil, fmt.Errorf("timestamp column %q has type %s, accepted: timestamp", opts.TimestampColumn, schema.Field(idx[0]).Type)
 	}
-	return &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tsIdx: idx[0],
-		cuts: slices.Clone(opts.cutBefore)}, nil
+	s := &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tsIdx: idx[0]}
+	s.setCuts(opts.cutBefore)
+	return s, nil
+}
+
+func (s *sink) setCuts(c DensityCuts) { s.runs, s.cuts = c, slices.Clone(c.At) }
+
+// pathFor names output i, whose first row is at ts: a file that starts in
+// a sparse run joins the late stream when the caller names late files.
+func pathFor(i int, ts int64, runs DensityCuts, newPath, latePath func(int) string) string {
+	if latePath != nil && runs.SparseAt(ts) {
+		return latePath(i)
+	}
+	return newPath(i)
 }
 
 // write appends rec (conformed to the schema, sorted, and not earlier than any
@@ -142,7 +155,7 @@ func rowGroupCut(micros []int64, off, room int64, closing bool, lastTs int64) in
 // append encodes rows [from, to) of rec into the current row group.
 func (s *sink) append(rec arrow.RecordBatch, from, to int64, micros []int64) error {
 	if s.cur == nil {
-		if err := s.openFile(); err != nil {
+		if err := s.openFile(micros[0]); err != nil {
 			return err
 		}
 	}
@@ -185,8 +198,8 @@ func (s *sink) append(rec arrow.RecordBatch, from, to int64, micros []int64) err
 	return nil
 }
 
-func (s *sink) openFile() error {
-	p := s.newPath(len(s.outputs))
+func (s *sink) openFile(firstTs int64) error {
+	p := pathFor(len(s.outputs), firstTs, s.runs, s.newPath, s.opts.LatePath)
 	w, err := s.fs.Create(p)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", p, err)

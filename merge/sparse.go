@@ -2,7 +2,12 @@ package merge
 
 import (
 	"cmp"
+	"math"
 	"slices"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/siglake/siglake/merge/index"
 )
@@ -48,9 +53,26 @@ type TimeHistogram struct {
 // rows (the density below which half of the rows lie), as the simulator's
 // Scenario.SplitSparse models it. frac <= 0 or fewer than two non-empty
 // buckets give no cuts.
-func SparseCuts(h TimeHistogram, frac float64) []int64 {
+func SparseCuts(h TimeHistogram, frac float64) []int64 { return densityCutsOf(h, frac).At }
+
+// DensityCuts are the boundaries between the dense and the sparse runs of a batch or bin, in
+// ascending order: the runs alternate at each cut, and FirstSparse says whether the rows before
+// At[0] are sparse. A writer starts a new file at each cut, and names a file whose first row is
+// in a sparse run with WriterOptions.LatePath (docs/compaction.md, "Late rows").
+type DensityCuts struct {
+	At          []int64
+	FirstSparse bool
+}
+
+// SparseAt reports whether a row at ts lies in a sparse run.
+func (c DensityCuts) SparseAt(ts int64) bool {
+	passed := sort.Search(len(c.At), func(i int) bool { return c.At[i] > ts })
+	return c.FirstSparse != (passed%2 == 1)
+}
+
+func densityCutsOf(h TimeHistogram, frac float64) DensityCuts {
 	if frac <= 0 || h.Width <= 0 {
-		return nil
+		return DensityCuts{}
 	}
 	var total int64
 	nonEmpty := 0
@@ -61,7 +83,7 @@ func SparseCuts(h TimeHistogram, frac float64) []int64 {
 		}
 	}
 	if nonEmpty < 2 {
-		return nil
+		return DensityCuts{}
 	}
 	byDensity := slices.Clone(h.Counts)
 	slices.SortFunc(byDensity, func(a, b int64) int { return cmp.Compare(b, a) })
@@ -74,19 +96,72 @@ func SparseCuts(h TimeHistogram, frac float64) []int64 {
 		}
 	}
 	threshold := frac * float64(median)
-	var cuts []int64
+	var cuts DensityCuts
 	prev, seen := false, false
 	for i, c := range h.Counts {
 		if c == 0 {
 			continue // an empty bucket has no rows to place either way
 		}
 		dense := float64(c) >= threshold
-		if seen && dense != prev {
-			cuts = append(cuts, h.Start+int64(i)*h.Width)
+		if !seen {
+			cuts.FirstSparse = !dense
+		} else if dense != prev {
+			cuts.At = append(cuts.At, h.Start+int64(i)*h.Width)
 		}
 		prev, seen = dense, true
 	}
+	if len(cuts.At) == 0 {
+		return DensityCuts{} // one run: all of it is the batch's dense body
+	}
 	return cuts
+}
+
+// BatchDensityCuts are the density cuts of a drain batch: one histogram over all the rows of
+// recs, whatever partition each goes to, so that the rows a batch brings to a day that has
+// closed (all of them late) are found sparse too. A batch under SplitSparseMinRows rows, or frac
+// <= 0, gives no cuts. Rows with a null timestamp are left out (the write refuses them).
+func BatchDensityCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) DensityCuts {
+	if frac <= 0 {
+		return DensityCuts{}
+	}
+	var cols []*array.Timestamp
+	var rows int64
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, r := range recs {
+		idx := r.Schema().FieldIndices(tsColumn)
+		if len(idx) == 0 {
+			continue
+		}
+		col, ok := r.Column(idx[0]).(*array.Timestamp)
+		if !ok {
+			continue
+		}
+		cols = append(cols, col)
+		for i := 0; i < col.Len(); i++ {
+			if col.IsValid(i) {
+				t := int64(col.Value(i))
+				lo, hi = min(lo, t), max(hi, t)
+				rows++
+			}
+		}
+	}
+	if rows < SplitSparseMinRows {
+		return DensityCuts{}
+	}
+	width := int64(drainBucketMicros)
+	for floorDivI(hi, width)-floorDivI(lo, width)+1 > maxCutBuckets {
+		width *= 2
+	}
+	start := floorDivI(lo, width)
+	h := TimeHistogram{Start: start * width, Width: width, Counts: make([]int64, floorDivI(hi, width)-start+1)}
+	for _, col := range cols {
+		for i := 0; i < col.Len(); i++ {
+			if col.IsValid(i) {
+				h.Counts[floorDivI(int64(col.Value(i)), width)-start]++
+			}
+		}
+	}
+	return densityCutsOf(h, frac)
 }
 
 // histogramOfSorted buckets sorted timestamps at width (widened by
@@ -170,18 +245,18 @@ func floorDivI(a, b int64) int64 {
 
 // binCuts derives a rewrite's density cuts from its inputs' time-bucket
 // footers: where the rows are, not where the file bounds say they might be.
-func binCuts(inputs []*openedInput, frac float64) []int64 {
+func binCuts(inputs []*openedInput, frac float64) DensityCuts {
 	footers := make([]*index.Footer, len(inputs))
 	for i, in := range inputs {
 		f, err := DecodeFooter(in.pf.MetaData())
 		if err != nil {
-			return nil // a malformed entry: cut by size only
+			return DensityCuts{} // a malformed entry: cut by size only
 		}
 		footers[i] = f
 	}
 	h, ok := footerHistogram(footers)
 	if !ok {
-		return nil
+		return DensityCuts{}
 	}
-	return SparseCuts(h, frac)
+	return densityCutsOf(h, frac)
 }

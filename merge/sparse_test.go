@@ -124,7 +124,8 @@ func TestRewriteCutsSparseTailOnEveryPath(t *testing.T) {
 	var ref []Output
 	for _, path := range allPaths {
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 1),
-			RewriteOptions{ForcePath: path, SpliceMinRows: 100, WriterOptions: WriterOptions{SplitSparse: DefaultSplitSparse}})
+			RewriteOptions{ForcePath: path, SpliceMinRows: 100, WriterOptions: WriterOptions{SplitSparse: DefaultSplitSparse,
+				LatePath: func(int) string { return filepath.Join(dir, string(path), LateFileName(1)) }}})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -143,6 +144,12 @@ func TestRewriteCutsSparseTailOnEveryPath(t *testing.T) {
 		minute := int64(60_000_000)
 		if len(res.Outputs) < 2 || last.MinTimestamp < first/minute*minute || last.Rows < 4*denseRows {
 			t.Fatalf("%s: outputs %v: want the on-time rows in a file of their own minute", path, describe(res.Outputs))
+		}
+		// The sparse tail joins the late stream; the on-time file does not.
+		for i, o := range res.Outputs {
+			if late := ParseLate(o.Path); late != (i < len(res.Outputs)-1) {
+				t.Fatalf("%s: output %d of %d (%s) late %v", path, i, len(res.Outputs), filepath.Base(o.Path), late)
+			}
 		}
 		if ref == nil {
 			ref = res.Outputs
@@ -184,5 +191,86 @@ func TestWriteSortedLeavesSmallBatchesWhole(t *testing.T) {
 	}
 	if len(outs) != 1 {
 		t.Fatalf("a batch of %d rows was cut into %v", 5_100, describe(outs))
+	}
+}
+
+func TestLateFileName(t *testing.T) {
+	n := LateFileName(3)
+	if g, ok := ParseGeneration(n); !ok || g != 3 || !ParseLate("s3://b/dir/"+n) {
+		t.Fatalf("%s: generation %d %v, late %v", n, g, ok, ParseLate(n))
+	}
+	if _, ok := ParseFoldTier(n); ok {
+		t.Fatalf("%s read as folded", n)
+	}
+	for _, p := range []string{DataFileName(3), FoldedFileName(3, 1), "g0003-l-not-a-uuid.parquet", "l-" + DataFileName(0), "other.parquet"} {
+		if ParseLate(p) {
+			t.Errorf("%s read as late", p)
+		}
+	}
+}
+
+func TestDensityCutsRuns(t *testing.T) {
+	h := TimeHistogram{Start: 0, Width: 10, Counts: []int64{2, 1, 0, 100, 120, 1, 90}}
+	c := densityCutsOf(h, 0.05)
+	if !slices.Equal(c.At, []int64{30, 50, 60}) || !c.FirstSparse {
+		t.Fatalf("cuts %+v, want at [30 50 60], first run sparse", c)
+	}
+	for ts, want := range map[int64]bool{-5: true, 0: true, 29: true, 30: false, 49: false, 50: true, 59: true, 60: false, 1000: false} {
+		if got := c.SparseAt(ts); got != want {
+			t.Errorf("sparse at %d: %v, want %v", ts, got, want)
+		}
+	}
+	if c := densityCutsOf(TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 0, 1}}, 0.05); c.FirstSparse != false || !slices.Equal(c.At, []int64{20}) {
+		t.Fatalf("dense head: %+v", c)
+	}
+	if c := densityCutsOf(TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 90}}, 0.05); c.FirstSparse || c.SparseAt(5) {
+		t.Fatalf("one dense run: %+v", c)
+	}
+}
+
+// TestBatchDensityCutsReachClosedDays: a drain batch brings a few late rows to a day that has
+// closed, and its dense on-time window to the current day. Cut per day, the closed day's rows
+// are too few to cut and would be written as an on-time file stretched over minutes; cut with
+// the batch's cuts, they are found sparse and named late, and the current day's late tail too.
+func TestBatchDensityCutsReachClosedDays(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(10, 10))
+	const midnight = int64(1_700_006_400_000_000) // a UTC midnight
+	today := lateBatch(r, sc, midnight+40_000_000)
+	yesterday := randRecord(r, sc, 300, midnight-600_000_000, 2_000_000, true, true)
+	defer yesterday.Release()
+	for _, rec := range today {
+		defer rec.Release()
+	}
+	cuts := BatchDensityCuts(append([]arrow.RecordBatch{yesterday}, today...), "timestamp", DefaultSplitSparse)
+	if len(cuts.At) == 0 || !cuts.FirstSparse {
+		t.Fatalf("batch cuts %+v: want a sparse head", cuts)
+	}
+	dir := t.TempDir()
+	late := func(int) string { return filepath.Join(dir, LateFileName(0)) }
+	write := func(recs []arrow.RecordBatch, c *DensityCuts) []Output {
+		t.Helper()
+		for _, rec := range recs {
+			rec.Retain()
+		}
+		outs, err := WriteSortedReleasing(context.Background(), localFS, pathGen(dir, 0), sc, recs,
+			WriterOptions{SplitSparse: DefaultSplitSparse, Cuts: c, LatePath: late})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs
+	}
+	if outs := write([]arrow.RecordBatch{yesterday}, nil); len(outs) != 1 || ParseLate(outs[0].Path) {
+		t.Fatalf("the closed day cut on its own rows: %v, late %v; want one on-time file (the leak batch cuts close)", describe(outs), ParseLate(outs[0].Path))
+	}
+	if outs := write([]arrow.RecordBatch{yesterday}, &cuts); len(outs) != 1 || !ParseLate(outs[0].Path) {
+		t.Fatalf("the closed day with the batch's cuts: %v: want one late file", describe(outs))
+	}
+	outs := write(today, &cuts)
+	if len(outs) < 2 || ParseLate(outs[len(outs)-1].Path) || !ParseLate(outs[0].Path) {
+		t.Fatalf("the current day with the batch's cuts: %v: want late tail files, then the on-time file", describe(outs))
+	}
+	if n := BatchDensityCuts([]arrow.RecordBatch{yesterday}, "timestamp", DefaultSplitSparse); len(n.At) != 0 {
+		t.Fatalf("a batch under SplitSparseMinRows was cut: %+v", n)
 	}
 }

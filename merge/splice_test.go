@@ -731,7 +731,7 @@ func TestSpliceCutsInsideACopyableRowGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.cutBefore = []int64{cut}
+	opts.cutBefore = DensityCuts{At: []int64{cut}}
 	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "cut"), 1), opts)
 	if err != nil {
 		t.Fatal(err)

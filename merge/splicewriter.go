@@ -112,7 +112,7 @@ func spliceArrowProps(opts WriterOptions) pqarrow.ArrowWriterProperties {
 
 func newSpliceWriter(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.Schema, opts WriterOptions, tmpl *metadata.FileMetaData) *spliceWriter {
 	return &spliceWriter{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: metaStreamed(opts.Metadata), tmpl: tmpl,
-		cuts: slices.Clone(opts.cutBefore)}
+		cuts: slices.Clone(opts.cutBefore.At)}
 }
 
 // write appends re-encoded rows (conformed, sorted, not earlier than what
@@ -192,7 +192,7 @@ func (w *spliceWriter) passCuts(ts int64) error {
 // encode writes rows [from, to) of rec into the pending row group.
 func (w *spliceWriter) encode(rec arrow.RecordBatch, from, to int64, micros []int64) error {
 	if w.cur == nil {
-		if err := w.openFile(); err != nil {
+		if err := w.openFile(micros[0]); err != nil {
 			return err
 		}
 	}
@@ -292,7 +292,7 @@ func (w *spliceWriter) copyRowGroup(ctx context.Context, src rgSource, rg int, t
 		w.cuts = w.cuts[1:]
 	}
 	if w.cur == nil {
-		if err := w.openFile(); err != nil {
+		if err := w.openFile(ts[0]); err != nil {
 			return err
 		}
 	}
@@ -312,8 +312,8 @@ func (w *spliceWriter) copyRowGroup(ctx context.Context, src rgSource, rg int, t
 	return nil
 }
 
-func (w *spliceWriter) openFile() error {
-	p := w.newPath(len(w.outputs))
+func (w *spliceWriter) openFile(firstTs int64) error {
+	p := pathFor(len(w.outputs), firstTs, w.opts.cutBefore, w.newPath, w.opts.LatePath)
 	fw, err := w.fs.Create(p)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", p, err)

@@ -45,10 +45,19 @@ type WriterOptions struct {
 	// late rows gets files of its own instead of stretching a dense one
 	// (SIGLAKE_COMPACTOR_SPLIT_SPARSE). 0 = cut by size only.
 	SplitSparse float64
+	// Cuts, when set, are the density cuts to use instead of deriving them
+	// from the rows of this write: the drain computes them once over the
+	// whole batch (BatchDensityCuts) and writes each day with them.
+	Cuts *DensityCuts
+	// LatePath, when set, names a new file whose first row lies in a sparse
+	// run of the cuts (LateFileName): the file joins the late stream, which
+	// the planner plans apart (plan.File.Late). Unset: every file is named
+	// by newPath.
+	LatePath func(i int) string
 	// cutBefore holds the density cuts WriteSorted and Rewrite derive from
-	// SplitSparse: the sink starts a new file before the first row at or
-	// after each of them.
-	cutBefore []int64
+	// SplitSparse (or take from Cuts): the sink starts a new file before the
+	// first row at or after each of them.
+	cutBefore DensityCuts
 	// Allocator for decoded and encoded buffers; nil = memory.DefaultAllocator.
 	// Tests pass an accounting allocator to measure peak memory.
 	Allocator memory.Allocator
@@ -189,12 +198,15 @@ func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arr
 			return cmp.Compare(a, b)
 		})
 	}
-	if opts.SplitSparse > 0 && total >= SplitSparseMinRows {
+	switch {
+	case opts.Cuts != nil:
+		s.setCuts(*opts.Cuts)
+	case opts.SplitSparse > 0 && total >= SplitSparseMinRows:
 		sorted := make([]int64, len(order))
 		for i, row := range order {
 			sorted[i] = ts[row]
 		}
-		s.cuts = SparseCuts(histogramOfSorted(sorted, drainBucketMicros), opts.SplitSparse)
+		s.setCuts(densityCutsOf(histogramOfSorted(sorted, drainBucketMicros), opts.SplitSparse))
 	}
 	recOf := func(row int32) int { // the record holding global row number row
 		return sort.Search(len(recs), func(i int) bool { return starts[i+1] > int64(row) })

@@ -26,6 +26,7 @@ type inspectFile struct {
 	Path       string    `json:"path"`
 	Level      string    `json:"level"`
 	Generation int       `json:"generation"`
+	Late       bool      `json:"late"` // a file of the late stream (docs/compaction.md, "Late rows")
 	Bytes      int64     `json:"bytes"`
 	Rows       int64     `json:"rows"`
 	Min        time.Time `json:"min_time"`
@@ -41,6 +42,7 @@ type inspectPartition struct {
 	OverlapDepth  int            `json:"overlap_depth"`
 	Clusters      int            `json:"overlap_clusters"`
 	MaxGeneration int            `json:"max_generation"`
+	LateFiles     int            `json:"late_files"`
 }
 
 func runInspect(args []string) error {
@@ -199,7 +201,10 @@ func inspectPartitions(files []lake.File, pc plan.Config) []inspectPartition {
 			p.Bytes += f.Size
 			p.Rows += f.Rows
 			p.MaxGeneration = max(p.MaxGeneration, f.Generation)
-			p.Files = append(p.Files, inspectFile{Path: f.Path, Level: lvl, Generation: f.Generation, Bytes: f.Size, Rows: f.Rows,
+			if f.Late {
+				p.LateFiles++
+			}
+			p.Files = append(p.Files, inspectFile{Path: f.Path, Level: lvl, Generation: f.Generation, Late: f.Late, Bytes: f.Size, Rows: f.Rows,
 				Min: time.UnixMicro(f.MinTime).UTC(), Max: time.UnixMicro(f.MaxTime).UTC()})
 			pf = append(pf, maintain.PlanFile(f))
 		}
@@ -219,8 +224,8 @@ func printPartition(w io.Writer, p inspectPartition, maxRows int) {
 		levels = append(levels, fmt.Sprintf("%s:%d", l, n))
 	}
 	sort.Strings(levels)
-	fmt.Fprintf(w, "\npartition %s: %d files (%s), %s, %d rows, overlap depth %d in %d clusters, max generation %d\n",
-		p.Partition, len(p.Files), strings.Join(levels, " "), sidecar.HumanBytes(p.Bytes), p.Rows, p.OverlapDepth, p.Clusters, p.MaxGeneration)
+	fmt.Fprintf(w, "\npartition %s: %d files (%s, %d late), %s, %d rows, overlap depth %d in %d clusters, max generation %d\n",
+		p.Partition, len(p.Files), strings.Join(levels, " "), p.LateFiles, sidecar.HumanBytes(p.Bytes), p.Rows, p.OverlapDepth, p.Clusters, p.MaxGeneration)
 	if len(p.Files) == 0 {
 		return
 	}
@@ -248,8 +253,12 @@ func printPartition(w io.Writer, p inspectPartition, maxRows int) {
 			break
 		}
 		bar := []byte(strings.Repeat(" ", width))
+		mark := byte('=')
+		if f.Late {
+			mark = '-' // the late stream: few rows over a wide range
+		}
 		for c := col(f.Min); c <= col(f.Max); c++ {
-			bar[c] = '='
+			bar[c] = mark
 		}
 		fmt.Fprintf(w, "  %-44s %-3s %4d %10s  |%s|\n", truncate(path.Base(f.Path), 44), f.Level, f.Generation, sidecar.HumanBytes(f.Bytes), bar)
 	}

@@ -624,13 +624,24 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 		// segment's records, or its memory would outlive the write below.
 		l.seg.Release()
 	}
+	// One set of density cuts for the whole batch: the rows it brings to a day that has closed
+	// are all late, and go to the late stream, as its late rows in the current day do.
+	var all []arrow.RecordBatch
+	for _, recs := range byDay {
+		all = append(all, recs...)
+	}
+	cuts := merge.BatchDensityCuts(all, lake.TimestampColumn, d.Cfg.SplitSparse)
+	var latePath func(int) string
 	var outs []merge.Output
 	for day, recs := range byDay {
 		delete(byDay, day) // the writer owns recs now and releases each as it writes its rows
 		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
+		if d.Cfg.SplitSparse > 0 {
+			latePath = func(int) string { return dir + "/" + merge.LateFileName(0) }
+		}
 		o, err := merge.WriteSortedReleasing(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
 			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, SplitSparse: d.Cfg.SplitSparse, Generation: 0, Allocator: d.Mem,
-				Metadata: d.Cfg.Metadata.For(t)})
+				Cuts: &cuts, LatePath: latePath, Metadata: d.Cfg.Metadata.For(t)})
 		if err != nil {
 			d.removeOutputs(ctx, t, outs)
 			return nil, 0, 0, fmt.Errorf("write %s: %w", dir, err)

@@ -27,6 +27,8 @@ type File struct {
 	// Generation is parsed from the file name (0 when the name carries none, e.g. files added by
 	// another tool).
 	Generation int
+	// Late marks a file of the late stream (merge.ParseLate): the planner plans it apart.
+	Late bool
 	// MinTime and MaxTime are the timestamp column bounds in microseconds, inclusive.
 	MinTime, MaxTime int64
 	DataFile         iceberg.DataFile
@@ -56,6 +58,7 @@ func LiveFilesMatching(ctx context.Context, t *table.Table, filter iceberg.Boole
 		df := task.File
 		f := File{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), DataFile: df}
 		f.Generation, _ = merge.ParseGeneration(df.FilePath())
+		f.Late = merge.ParseLate(df.FilePath())
 		lo, hi := df.LowerBoundValues()[ts.ID], df.UpperBoundValues()[ts.ID]
 		if len(lo) != 8 || len(hi) != 8 {
 			return nil, fmt.Errorf("data file %s has no %s bounds in its manifest entry", df.FilePath(), TimestampColumn)

@@ -838,6 +838,6 @@ func (m *Maintainer) updateRebuildState(name string, props iceberg.Properties, r
 
 // PlanFile is the planner's view of a live file.
 func PlanFile(f lake.File) plan.File {
-	return plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation,
+	return plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, Late: f.Late,
 		MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
 }

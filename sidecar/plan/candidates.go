@@ -6,6 +6,50 @@ import (
 	"slices"
 )
 
+// streams splits files into the on-time stream and the late stream
+// (File.Late). Each is planned with the same rules on its own: late files
+// are merged among themselves, into late files, so an on-time rewrite never
+// takes a late file whose range reaches minutes back, and a late rewrite
+// never rewrites on-time rows to absorb a few late ones. Overlap depth as
+// reported (Pass.Depth) still counts both.
+func streams(files []File) (onTime, late []File) {
+	for _, f := range files {
+		if f.Late {
+			late = append(late, f)
+		} else {
+			onTime = append(onTime, f)
+		}
+	}
+	return onTime, late
+}
+
+// lateDepthLimit is the depth the late stream may reach before its depth
+// trigger merges it: half of MaxOverlapDepth. Behind the ingest edge the
+// on-time files settle into one disjoint layer and the late stream makes the
+// rest of what an ordered read pays, so the late stream's limit is what the
+// settled layout converges to; at the full limit it settled at 13 (14 with the
+// on-time layer) in the simulator, at half it stays within the limit
+// (docs/compaction.md, "Late rows").
+func lateDepthLimit(cfg Config) int { return max(1, cfg.MaxOverlapDepth/2) }
+
+// lateCandidates marks candidates built from the late stream in their
+// reasons, so status pages tell the two streams apart.
+func lateCandidates(cs []candidate) []candidate {
+	for i := range cs {
+		c := &cs[i]
+		build := c.build
+		c.why = "late stream: " + c.why
+		c.build = func(taken map[string]bool) []Bin {
+			bins := build(taken)
+			for j := range bins {
+				bins[j].Reason = "late stream: " + bins[j].Reason
+			}
+			return bins
+		}
+	}
+	return cs
+}
+
 // levelCandidates returns one candidate per partition whose level l holds
 // at least EligibleFiles rewrite-eligible files (of the right size and
 // below the generation cap).
@@ -95,27 +139,28 @@ func maxTime(fs []File) int64 {
 }
 
 // depthCandidates returns one candidate per partition whose overlap depth
-// exceeds MaxOverlapDepth. Every file of the partition counts, whatever its
+// exceeds limit (MaxOverlapDepth, or lateDepthLimit in the late stream).
+// Every file of the partition counts, whatever its
 // level or generation: overlap costs ordered reads wherever it is. The bins
 // take the deepest cluster of the non-terminal files when those alone
 // exceed the limit, else the deepest cluster of all files.
-func depthCandidates(cfg Config, files []File) []candidate {
+func depthCandidates(cfg Config, files []File, limit int) []candidate {
 	parts := byPartition(files)
 	var out []candidate
 	for _, part := range sortedPartitions(parts) {
 		pool := parts[part]
 		d, _ := Depth(pool)
-		if d <= cfg.MaxOverlapDepth {
+		if d <= limit {
 			continue
 		}
-		why := fmt.Sprintf("overlap depth %d > %d", d, cfg.MaxOverlapDepth)
+		why := fmt.Sprintf("overlap depth %d > %d", d, limit)
 		out = append(out, candidate{
 			kind: KindDepth, level: L0, partition: part, why: why,
-			score: float64(d) / float64(cfg.MaxOverlapDepth),
+			score: float64(d) / float64(limit),
 			build: func(taken map[string]bool) []Bin {
 				free := untaken(pool, taken)
 				d, at := Depth(free)
-				if d <= cfg.MaxOverlapDepth {
+				if d <= limit {
 					return nil
 				}
 				// Smaller files first: while they alone are deep enough to
@@ -128,11 +173,11 @@ func depthCandidates(cfg Config, files []File) []candidate {
 						small = append(small, f)
 					}
 				}
-				if ds, ats := Depth(small); ds > cfg.MaxOverlapDepth {
+				if ds, ats := Depth(small); ds > limit {
 					free, d, at = small, ds, ats
 				}
 				deepest := clusterAt(free, at)
-				reason := fmt.Sprintf("overlap depth %d > %d; deepest cluster of %d files", d, cfg.MaxOverlapDepth, len(deepest))
+				reason := fmt.Sprintf("overlap depth %d > %d; deepest cluster of %d files", d, limit, len(deepest))
 				return adjacentBins(cfg, part, deepest, at, reason)
 			},
 		})

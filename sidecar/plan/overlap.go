@@ -23,6 +23,13 @@ type File struct {
 	MinTime, MaxTime int64
 	// Rows is the record count, carried through for status pages.
 	Rows int64
+	// Late marks a file of the late stream: the writer cut it from a sparse
+	// run of rows (rows that arrived long after their time), or it is the
+	// output of a bin of late files. Parsed by the caller from the file name.
+	// The leveled planner plans late files apart from the on-time ones, with
+	// the same rules, so a late row never drags an on-time rewrite across
+	// minutes (docs/compaction.md, "Late rows").
+	Late bool
 }
 
 // Overlaps reports whether two inclusive time ranges share an instant.

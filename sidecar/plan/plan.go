@@ -149,6 +149,19 @@ type Bin struct {
 	Reason string
 }
 
+// Late reports whether the bin merges late-stream files only: its outputs
+// stay in the late stream. A bin of the on-time stream never holds a late
+// file (the leveled planner keeps the streams apart; the legacy pass mixes
+// them, and its outputs are on-time).
+func (b Bin) Late() bool {
+	for _, f := range b.Files {
+		if !f.Late {
+			return false
+		}
+	}
+	return len(b.Files) > 0
+}
+
 // OutputGeneration is the generation the bin's outputs carry.
 func (b Bin) OutputGeneration() int {
 	g := 0
@@ -232,7 +245,12 @@ func Plan(cfg Config, in Input) Pass {
 	case DecisionThrottledBackpressure:
 		p.Decision = d
 		b := newBudget(cfg.MaxFilesPerPass, cfg.BackpressureMaxBins)
-		cands := levelCandidates(cfg, files, L0, KindBackpressureL0)
+		onTime, late := files, []File(nil)
+		if cfg.Leveled {
+			onTime, late = streams(files)
+		}
+		cands := append(levelCandidates(cfg, onTime, L0, KindBackpressureL0),
+			lateCandidates(levelCandidates(cfg, late, L0, KindBackpressureL0))...)
 		p.Checked = []Level{L0}
 		p.serve(cfg, cands, b)
 		p.Next.LastCheck[L0] = in.Now
@@ -252,20 +270,31 @@ func Plan(cfg Config, in Input) Pass {
 		return p
 	}
 
+	onTime, late := streams(files)
 	var cands []candidate
 	for l := L0; l < NumLevels; l++ {
 		if !Due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l]) {
 			continue
 		}
 		p.Checked = append(p.Checked, l)
-		switch l {
-		case L0:
-			cands = append(cands, levelCandidates(cfg, files, L0, KindL0)...)
-			cands = append(cands, depthCandidates(cfg, files)...)
-		case L1:
-			cands = append(cands, levelCandidates(cfg, files, L1, KindL1)...)
-		case L2:
-			cands = append(cands, terminalCandidates(cfg, files)...)
+		for i, fs := range [][]File{onTime, late} {
+			var cs []candidate
+			switch l {
+			case L0:
+				limit := cfg.MaxOverlapDepth
+				if i == 1 {
+					limit = lateDepthLimit(cfg)
+				}
+				cs = append(levelCandidates(cfg, fs, L0, KindL0), depthCandidates(cfg, fs, limit)...)
+			case L1:
+				cs = levelCandidates(cfg, fs, L1, KindL1)
+			case L2:
+				cs = terminalCandidates(cfg, fs)
+			}
+			if i == 1 {
+				cs = lateCandidates(cs)
+			}
+			cands = append(cands, cs...)
 		}
 	}
 	if len(p.Checked) == 0 {

@@ -487,3 +487,47 @@ func TestDepthTriggerPrefersSmallerFiles(t *testing.T) {
 		t.Fatalf("bins %q, want all 17 files\n%v", kinds(p), p)
 	}
 }
+
+func lateFiles(fs []File) []File {
+	for i := range fs {
+		fs[i].Late = true
+		fs[i].Path = strings.Replace(fs[i].Path, ".parquet", "-late.parquet", 1)
+	}
+	return fs
+}
+
+// TestStreamsPlannedApart: on-time and late files of one partition overlap, but every bin holds
+// one stream only, and the late stream's depth trigger fires above half the limit.
+func TestStreamsPlannedApart(t *testing.T) {
+	cfg := DefaultConfig()
+	// 8 small on-time files and 8 small late files, all over the same 10 s: one bin of each
+	// stream (the late one by depth: 8 is over its limit of 6, and scores 8/6).
+	files := append(stacked("d", 0, 8, 100, 0), lateFiles(stacked("d", 100, 8, 100, 0))...)
+	p := run(cfg, files)
+	if kinds(p) != "depth:8,l0:8" || !p.Bins[0].Late() || p.Bins[1].Late() {
+		t.Fatalf("bins %s, want a late depth bin of 8 and an on-time l0 bin of 8\n%v", kinds(p), p)
+	}
+	for _, b := range p.Bins {
+		if b.Late() != b.Files[0].Late || b.Late() != strings.HasPrefix(b.Reason, "late stream: ") {
+			t.Fatalf("bin mixes streams or misnames them: %v", b)
+		}
+	}
+	// Depth 7 of capped on-time files stays (the limit is 12); depth 7 of capped late files is
+	// over the late stream's limit of 6 and is merged.
+	capped := cfg.LevelMaxGen
+	for _, late := range []bool{false, true} {
+		fs := stacked("d", 0, 7, 100, capped)
+		if late {
+			fs = lateFiles(fs)
+		}
+		// Only the L0 check (with the depth trigger) is due: the L2 sweep would merge them too.
+		p := Plan(cfg, Input{Files: fs, Now: t0, State: State{LastCheck: [NumLevels]time.Time{{}, t0, t0}}})
+		if got, want := kinds(p), map[bool]string{false: "", true: "depth:7"}[late]; got != want {
+			t.Fatalf("late %v, depth 7: bins %q, want %q\n%v", late, got, want, p)
+		}
+	}
+	// The depth gauge counts both streams.
+	if d := run(cfg, files).Depth["d"]; d != 16 {
+		t.Fatalf("depth %d, want 16 (both streams)", d)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,7 +62,7 @@ func randomCase(r *rand.Rand) (Config, Input) {
 			files = append(files, File{
 				Path:      part + "/" + strconv.Itoa(i),
 				Partition: part, SizeBytes: size, Generation: r.IntN(10),
-				MinTime: lo, MaxTime: hi, Rows: size / 100,
+				MinTime: lo, MaxTime: hi, Rows: size / 100, Late: r.IntN(4) == 0,
 			})
 		}
 	}
@@ -189,6 +190,13 @@ func checkPass(cfg Config, in Input, p Pass) error {
 		if sum != b.EstimatedBytes {
 			return fmt.Errorf("bin %d estimate %d, inputs %d", bi, b.EstimatedBytes, sum)
 		}
+		// The leveled planner keeps the late stream apart: a bin is all late or all on-time.
+		if cfg.Leveled && b.Late() != b.Files[0].Late {
+			return fmt.Errorf("bin %d (%v) mixes late and on-time files", bi, b.Kind)
+		}
+		if cfg.Leveled && b.Late() != strings.HasPrefix(b.Reason, "late stream: ") {
+			return fmt.Errorf("bin %d: late %v, reason %q", bi, b.Late(), b.Reason)
+		}
 		switch b.Kind {
 		case KindL0, KindL1, KindBackpressureL0:
 			want := L0
@@ -227,18 +235,19 @@ func checkPass(cfg Config, in Input, p Pass) error {
 		}
 	}
 	// No level bin splits an overlap cluster: for each (partition, level),
-	// every cluster of the rewrite-eligible files is either untouched by
+	// every cluster of the rewrite-eligible files of a stream is either untouched by
 	// level bins or entirely inside one of them.
 	type key struct {
 		part string
 		l    Level
+		late bool // each stream is a pool of its own (File.Late)
 	}
 	pools := map[key][]File{}
 	for _, f := range in.Files {
 		if f.MinTime > f.MaxTime || cfg.LevelCapped(f.Generation) {
 			continue
 		}
-		k := key{f.Partition, cfg.LevelOf(f.SizeBytes)}
+		k := key{f.Partition, cfg.LevelOf(f.SizeBytes), f.Late && cfg.Leveled}
 		pools[k] = append(pools[k], f)
 	}
 	for k, pool := range pools {
@@ -405,7 +414,7 @@ func applyIdeal(files []File, bins []Bin, seq int) ([]File, int) {
 			to := lo + span*(i+1)/n - 1
 			outs = append(outs, File{
 				Path: fmt.Sprintf("out-%d", seq), Partition: b.Partition, SizeBytes: b.EstimatedBytes / n,
-				Generation: b.OutputGeneration(), MinTime: from, MaxTime: to, Rows: rows / n,
+				Generation: b.OutputGeneration(), MinTime: from, MaxTime: to, Rows: rows / n, Late: b.Late(),
 			})
 		}
 	}

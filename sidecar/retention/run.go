@@ -231,7 +231,7 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 	pfs := make([]plan.File, len(files))
 	for i, f := range files {
 		live[f.Path] = f
-		pfs[i] = plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
+		pfs[i] = plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, Late: f.Late, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
 		if at := time.UnixMicro(f.MinTime).UTC(); rep.OldestRow == nil || at.Before(*rep.OldestRow) {
 			rep.OldestRow = &at
 		}

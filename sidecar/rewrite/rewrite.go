@@ -184,8 +184,18 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		old[i] = f.DataFile
 	}
 	newPath := func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) }
+	latePath := func(int) string { return job.Dir + "/" + merge.LateFileName(job.Generation) }
+	if lateInputs(job.Inputs) {
+		// Late files rewritten (merged, or by a delete task or retention) stay late: the on-time
+		// stream never gets back a file whose range reaches minutes behind its rows.
+		newPath = latePath
+	}
+	if job.SplitSparse <= 0 {
+		latePath = nil
+	}
 	if job.Fold != nil {
 		newPath = func(int) string { return job.Dir + "/" + merge.FoldedFileName(job.Generation, job.FoldTier) }
+		latePath = nil
 	}
 	release := func() {}
 	if e.Reserve != nil {
@@ -201,7 +211,7 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	}
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, newPath,
 		merge.RewriteOptions{
-			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, SplitSparse: job.SplitSparse, Metadata: job.Metadata},
+			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, SplitSparse: job.SplitSparse, LatePath: latePath, Metadata: job.Metadata},
 			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, SpliceMinRows: e.SpliceMinRows, SpliceUnverified: e.SpliceUnverified, Metrics: e.MergeMetrics,
 			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter, Fold: job.Fold,
 		})
@@ -244,4 +254,14 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		return Outcome{Status: MaybeCommitted, Err: fmt.Errorf("commit rewrite: %w", err), Merge: res}, wfs
 	}
 	return Outcome{Status: Committed, Merge: res, Table: cr.Table, SnapshotID: cr.Table.CurrentSnapshot().SnapshotID}, wfs
+}
+
+// lateInputs reports whether every input is a late-stream file (merge.ParseLate).
+func lateInputs(fs []lake.File) bool {
+	for _, f := range fs {
+		if !merge.ParseLate(f.Path) {
+			return false
+		}
+	}
+	return len(fs) > 0
 }

@@ -24,6 +24,12 @@ import (
 // rows rows each, committed one append each, and returns the lake and the table's warehouse dir.
 func testTable(t *testing.T, n, rows int) (*lake.Lake, string) {
 	t.Helper()
+	return testTableNamed(t, n, rows, func(int) string { return merge.DataFileName(0) })
+}
+
+// testTableNamed is testTable with file i named name(i).
+func testTableNamed(t *testing.T, n, rows int, name func(i int) string) (*lake.Lake, string) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	l, err := lake.Open(ctx, lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh"), Namespace: "siglake"})
@@ -46,7 +52,7 @@ func testTable(t *testing.T, n, rows int) (*lake.Lake, string) {
 		}
 		fsys, _ := tbl.FS(ctx)
 		part := "2026-11-29"
-		outs, err := merge.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return lake.DataDir(tbl, part) + "/" + merge.DataFileName(0) },
+		outs, err := merge.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return lake.DataDir(tbl, part) + "/" + name(i) },
 			sc, []arrow.RecordBatch{rec}, merge.WriterOptions{TimestampColumn: lake.TimestampColumn})
 		rec.Release()
 		if err != nil {
@@ -125,6 +131,43 @@ func TestRunCommitted(t *testing.T) {
 	}
 	if out.Table.CurrentSnapshot().Summary.Properties["siglake.rewrite.kind"] != "l0" {
 		t.Fatalf("snapshot summary %v", out.Table.CurrentSnapshot().Summary.Properties)
+	}
+}
+
+// TestRunKeepsStreams: a rewrite of late files only writes late files (they stay in the late
+// stream the planner plans apart); a bin holding an on-time file writes on-time files.
+func TestRunKeepsStreams(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		late func(i int) bool
+		want bool
+	}{
+		{"all late", func(int) bool { return true }, true},
+		{"mixed", func(i int) bool { return i > 0 }, false},
+		{"on-time", func(int) bool { return false }, false},
+	} {
+		l, _ := testTableNamed(t, 3, 300, func(i int) string {
+			if c.late(i) {
+				return merge.LateFileName(0)
+			}
+			return merge.DataFileName(0)
+		})
+		tbl, files, _ := live(t, l)
+		for _, f := range files {
+			if f.Late != merge.ParseLate(f.Path) {
+				t.Fatalf("%s: lake.File.Late %v for %s", c.name, f.Late, f.Path)
+			}
+		}
+		out := executor(l).Run(context.Background(), tbl, job(tbl, files))
+		if out.Status != Committed {
+			t.Fatalf("%s: outcome %s %v", c.name, out.Status, out.Err)
+		}
+		_, now, _ := live(t, l)
+		for _, f := range now {
+			if f.Late != c.want || f.Generation != 1 {
+				t.Fatalf("%s: output %s late %v generation %d, want late %v generation 1", c.name, f.Path, f.Late, f.Generation, c.want)
+			}
+		}
 	}
 }
 

@@ -28,19 +28,21 @@ func TestLateRowsScenarios(t *testing.T) {
 	for _, s := range scenarios {
 		before := Run(s)
 		s.SplitSparse, s.DrainSplitSparse = 0.05, 0.05
+		cuts := Run(s)
+		s.LateStream = true
 		after := Run(s)
-		for _, r := range []Result{before, after} {
+		for _, r := range []Result{before, cuts, after} {
 			if len(r.Errors) > 0 {
 				t.Errorf("%s: %v", r.Scenario, r.Errors)
 			}
 		}
-		for i, r := range []Result{before, after} {
+		for i, r := range []Result{before, cuts, after} {
 			fmt.Fprintf(&table, "| %s (%s) | %s | %.2f | %d / %d | %d / %d | %d / %d | %.0f%% |\n",
-				s.Name, s.Duration, []string{"size only", "split sparse 0.05"}[i], r.WriteAmp, r.DepthP50, r.DepthMax,
+				s.Name, s.Duration, []string{"size only", "cuts, one stream", "cuts + late stream (default)"}[i], r.WriteAmp, r.DepthP50, r.DepthMax,
 				r.SettledDepthP50, r.SettledDepthMax, r.FilesP50, r.FilesMax, 100*r.BusyFraction)
 		}
 		if out := os.Getenv("SIGLAKE_SIM_OUT"); out != "" && long {
-			after.Strategy = "leveled, split sparse 0.05"
+			after.Strategy = "leveled, cuts + late stream"
 			before.Strategy = "leveled, size only"
 			f, err := os.Create(filepath.Join(out, "compaction-late-rows-"+s.Name+".svg"))
 			if err != nil {

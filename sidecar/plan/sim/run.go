@@ -155,14 +155,14 @@ func run(s Scenario) *world {
 			for nextCommit[p] <= float64(now) {
 				ws, we := int64(lastCommit[p]), int64(nextCommit[p])
 				bytes := podRate * (nextCommit[p] - lastCommit[p]) / 1e6
-				for part, ps := range g.batch(ws, we, bytes) {
-					if s.DrainSplitSparse > 0 {
-						for _, out := range cut(ps, math.Inf(1), s.DrainSplitSparse, splitMinRows*s.RowBytes) {
-							w.add(part, 0, out)
+				batch := g.batch(ws, we, bytes)
+				runs := drainRuns(batch, s.DrainSplitSparse, splitMinRows*s.RowBytes)
+				for part, ps := range batch {
+					for _, r := range runs {
+						if in := clip(ps, r.lo, r.hi); len(in) > 0 {
+							w.add(part, 0, r.sparse && s.LateStream, in)
 						}
-						continue
 					}
-					w.add(part, 0, ps)
 				}
 				w.res.IngestedBytes += bytes
 				lastCommit[p] = nextCommit[p]
@@ -226,7 +226,7 @@ func (s Scenario) sealedAt(now int64) int {
 	return 0
 }
 
-func (w *world) add(part int64, gen int, ps []piece) *simFile {
+func (w *world) add(part int64, gen int, late bool, ps []piece) *simFile {
 	var bytes float64
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, p := range ps {
@@ -241,7 +241,7 @@ func (w *world) add(part int64, gen int, ps []piece) *simFile {
 		Path:      "f" + strconv.Itoa(w.seq),
 		Partition: "h" + strconv.FormatInt(part, 10),
 		SizeBytes: int64(math.Round(bytes)), Generation: gen,
-		MinTime: lo, MaxTime: hi, Rows: int64(bytes / w.s.RowBytes),
+		MinTime: lo, MaxTime: hi, Rows: int64(bytes / w.s.RowBytes), Late: late,
 	}, pieces: ps}
 	w.files[f.Path] = f
 	pt := w.parts[f.Partition]
@@ -343,8 +343,10 @@ func (w *world) apply(b plan.Bin) {
 	total := float64(b.EstimatedBytes)
 	w.res.RewrittenBytes += total
 	w.res.RewrittenByKind[b.Kind.String()+"/"+b.Level.String()] += total
-	for _, out := range cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse, splitMinRows*w.s.RowBytes) {
-		w.add(part, b.OutputGeneration(), out)
+	late := b.Late()
+	outs, sparse := cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse, splitMinRows*w.s.RowBytes)
+	for i, out := range outs {
+		w.add(part, b.OutputGeneration(), w.s.LateStream && (late || sparse[i]), out)
 	}
 }
 
@@ -355,26 +357,81 @@ func (w *world) apply(b plan.Bin) {
 // thin tail of late rows becomes its own small output instead of
 // stretching a large one (see Scenario.SplitSparse). A bin of less than
 // minBytes is cut by size only, as merge does below SplitSparseMinRows.
-func cut(ins []piece, target, sparse, minBytes float64) [][]piece {
+func cut(ins []piece, target, sparse, minBytes float64) (outs [][]piece, sparseOut []bool) {
 	iv := density(ins)
-	groups := [][]piece{iv}
+	groups, groupSparse := [][]piece{iv}, []bool{false}
 	var total float64
 	for _, p := range iv {
 		total += p.bytes
 	}
 	if sparse > 0 && len(iv) > 1 && total >= minBytes {
-		groups = splitSparse(iv, sparse)
+		groups, groupSparse = splitSparse(iv, sparse)
 	}
-	var outs [][]piece
-	for _, g := range groups {
+	for i, g := range groups {
 		var bytes float64
 		for _, p := range g {
 			bytes += p.bytes
 		}
 		n := max(1, int(math.Ceil(bytes/math.Max(target, 1)-1e-9))) // float sums drift
-		outs = append(outs, cutEqual(g, n)...)
+		for _, o := range cutEqual(g, n) {
+			outs = append(outs, o)
+			sparseOut = append(sparseOut, groupSparse[i])
+		}
 	}
-	return outs
+	return outs, sparseOut
+}
+
+// densityRun is a time range of a drain batch that is all dense or all sparse.
+type densityRun struct {
+	lo, hi int64
+	sparse bool
+}
+
+// drainRuns models the drain's cuts: the density of the whole batch, over
+// every partition it touches, is cut into dense and sparse runs, so that the
+// rows a batch brings to a partition that has closed (all of them late) are
+// late too. Without cuts, or under the floor, the batch is one dense run.
+func drainRuns(batch map[int64][]piece, frac, minBytes float64) []densityRun {
+	whole := []densityRun{{math.MinInt64, math.MaxInt64, false}}
+	if frac <= 0 {
+		return whole
+	}
+	var all []piece
+	for _, ps := range batch {
+		all = append(all, ps...)
+	}
+	iv := density(all)
+	var total float64
+	for _, p := range iv {
+		total += p.bytes
+	}
+	if len(iv) < 2 || total < minBytes {
+		return whole
+	}
+	groups, sparse := splitSparse(iv, frac)
+	runs := make([]densityRun, len(groups))
+	for i, g := range groups {
+		runs[i] = densityRun{g[0].lo, math.MaxInt64, sparse[i]}
+		if i > 0 {
+			runs[i-1].hi = g[0].lo - 1
+		} else {
+			runs[i].lo = math.MinInt64
+		}
+	}
+	return runs
+}
+
+// clip returns the parts of pieces inside [lo, hi], bytes in proportion.
+func clip(ps []piece, lo, hi int64) []piece {
+	var out []piece
+	for _, p := range ps {
+		a, b := max(p.lo, lo), min(p.hi, hi)
+		if a > b {
+			continue
+		}
+		out = append(out, piece{a, b, p.bytes * float64(b-a+1) / float64(p.hi-p.lo+1)})
+	}
+	return out
 }
 
 // density returns the elementary intervals between all piece edges that
@@ -408,8 +465,8 @@ func (p piece) density() float64 { return p.bytes / float64(p.hi-p.lo+1) }
 
 // splitSparse groups time-ordered intervals into runs that are all dense
 // or all sparse, dense meaning at least frac times the density below which
-// half of the bytes lie.
-func splitSparse(iv []piece, frac float64) [][]piece {
+// half of the bytes lie; sparse[i] says which groups[i] is.
+func splitSparse(iv []piece, frac float64) (groups [][]piece, sparse []bool) {
 	byDens := slices.Clone(iv)
 	slices.SortFunc(byDens, func(a, b piece) int { return cmp.Compare(b.density(), a.density()) })
 	var total, acc float64
@@ -424,17 +481,17 @@ func splitSparse(iv []piece, frac float64) [][]piece {
 			break
 		}
 	}
-	var groups [][]piece
 	start := 0
 	dense := func(p piece) bool { return p.density() >= frac*median }
 
 	for i := 1; i <= len(iv); i++ {
 		if i == len(iv) || dense(iv[i]) != dense(iv[start]) {
 			groups = append(groups, iv[start:i])
+			sparse = append(sparse, !dense(iv[start]))
 			start = i
 		}
 	}
-	return groups
+	return groups, sparse
 }
 
 // cutEqual splits time-ordered intervals into n outputs of equal bytes.

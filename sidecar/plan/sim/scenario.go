@@ -74,6 +74,11 @@ type Scenario struct {
 	// and the on-time file keeps a tight range. 0 writes one file per
 	// partition per batch.
 	DrainSplitSparse float64
+	// LateStream tags the sparse runs the cuts make (and the outputs of
+	// bins of such files) as late files (plan.File.Late), which the
+	// planner plans apart from the on-time files, as siglake's writers do
+	// when cuts are on. false leaves every file on-time.
+	LateStream bool
 	// Stalls are windows in which the sealed WAL backlog is high, to see
 	// graded backpressure at work.
 	Stalls []Stall

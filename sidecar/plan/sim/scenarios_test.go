@@ -175,7 +175,7 @@ func TestCapacityScenarios(t *testing.T) {
 	res := map[key]Result{}
 	for _, k := range grid {
 		s.MergeBytesPerSec = k.mbps * 1e6
-		s.SplitSparse, s.DrainSplitSparse = k.split, k.split
+		s.SplitSparse, s.DrainSplitSparse, s.LateStream = k.split, k.split, k.split > 0
 		r := Run(s)
 		if len(r.Errors) > 0 {
 			t.Errorf("%v MB/s, split %v: %v", k.mbps, k.split, r.Errors)

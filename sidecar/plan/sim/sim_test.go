@@ -58,7 +58,7 @@ func TestCutKeepsBytesAndDisjointness(t *testing.T) {
 		}
 		target := total / float64(1+r.IntN(6))
 		sparse := []float64{0, 0.05, 0.5}[r.IntN(3)]
-		outs := cut(ins, target, sparse, 0)
+		outs, _ := cut(ins, target, sparse, 0)
 		if n := int(math.Ceil(total / target)); sparse == 0 && len(outs) > n {
 			t.Fatalf("iter %d: %d outputs, want at most %d", iter, len(outs), n)
 		}
@@ -223,12 +223,12 @@ func TestSpliceCostModel(t *testing.T) {
 
 	w := &world{s: Scenario{SpliceBytesPerSec: 1, RowBytes: 1}.withDefaults(), files: map[string]*simFile{}, parts: map[string]*partState{}}
 	big := 10 * w.s.SpliceRowGroupBytes
-	a := w.add(0, 1, []piece{{0, 999, big}})
-	b := w.add(0, 1, []piece{{1000, 1999, big}})
+	a := w.add(0, 1, false, []piece{{0, 999, big}})
+	b := w.add(0, 1, false, []piece{{1000, 1999, big}})
 	if got := w.spliceBytes(plan.Bin{Files: []plan.File{a.File, b.File}}); got != 2*big {
 		t.Fatalf("two disjoint files: spliced %.0f, want %.0f", got, 2*big)
 	}
-	c := w.add(0, 0, []piece{{990, 995, 100}})
+	c := w.add(0, 0, false, []piece{{990, 995, 100}})
 	got := w.spliceBytes(plan.Bin{Files: []plan.File{a.File, b.File, c.File}})
 	if want := 2*big - 0.006*big - 2*w.s.SpliceRowGroupBytes; math.Abs(got-want) > 1 {
 		t.Fatalf("a late sliver inside the first file: spliced %.0f, want %.0f", got, want)
