@@ -243,7 +243,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		est += estimateDecoded(o)
 		rows += o.pf.NumRows()
 	}
-	if opts.SplitSparse > 0 && rows >= SplitSparseMinRows {
+	if opts.SplitSparse > 0 && rows >= SplitSparseMinBinRows {
 		opts.cutBefore = binCuts(opened, opts.SplitSparse)
 	}
 	// A k-way stream holds two decoded batches (the one being merged and the

@@ -26,12 +26,20 @@ import (
 // best on the documented scenarios (docs/compaction.md).
 const DefaultSplitSparse = 0.05
 
-// SplitSparseMinRows: a batch or bin of fewer rows is cut by size only. A
+// SplitSparseMinRows: a drain batch of fewer rows is cut by size only. A
 // small file is merged again soon whatever its range, so a stretched range
 // costs it little, while every cut adds a file: measured in the simulator,
 // cutting small bins multiplied a quiet table's live files by seven
 // (docs/compaction.md, "Late rows").
 const SplitSparseMinRows = 1 << 16
+
+// SplitSparseMinBinRows: a rewrite of fewer rows (two default row groups) is
+// cut by size only. Its output is merged again at the next level anyway; at
+// the batch floor, the quiet table's rewrites still cut, for 75% more live
+// files and 3% more write amplification than the size-only writer, while
+// this floor leaves the quiet table as it was and the busy one slightly
+// shallower (docs/compaction.md, "Late rows").
+const SplitSparseMinBinRows = 2 * DefaultRowGroupRows
 
 // drainBucketMicros is the histogram resolution of a drain batch: its
 // on-time window is seconds wide, so minute buckets would hide the edge.

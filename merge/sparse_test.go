@@ -274,3 +274,37 @@ func TestBatchDensityCutsReachClosedDays(t *testing.T) {
 		t.Fatalf("a batch under SplitSparseMinRows was cut: %+v", n)
 	}
 }
+
+// TestRewriteLeavesSmallBinsWhole: a bin of fewer than SplitSparseMinBinRows rows is cut by size
+// only, however sparse its inputs' tails: its output is merged again at the next level.
+func TestRewriteLeavesSmallBinsWhole(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(11, 11))
+	dir := t.TempDir()
+	var inputs []Input
+	var rows int64
+	for i := range 3 {
+		recs := lateBatch(r, sc, int64(1_700_000_400_000_000)+int64(i)*10_000_000)
+		outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{})
+		for _, rec := range recs {
+			rec.Release()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, Input{Path: outs[0].Path, Size: outs[0].Size, Rows: outs[0].Rows})
+		rows += outs[0].Rows
+	}
+	if rows >= SplitSparseMinBinRows || rows < SplitSparseMinRows {
+		t.Fatalf("%d rows: the bin must lie between the two floors", rows)
+	}
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1),
+		RewriteOptions{WriterOptions: WriterOptions{SplitSparse: DefaultSplitSparse,
+			LatePath: func(int) string { return filepath.Join(dir, "out", LateFileName(1)) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outputs) != 1 || ParseLate(res.Outputs[0].Path) {
+		t.Fatalf("a bin of %d rows was cut: %s", rows, describe(res.Outputs))
+	}
+}

@@ -38,7 +38,7 @@ func runSimulate(args []string) error {
 	s.CommitTargetBytes = *targetMB * (1 << 20)
 	s.MergeBytesPerSec = *mergeMBps * 1e6
 	s.SpliceBytesPerSec = *splice * 1e6
-	s.SplitSparse, s.DrainSplitSparse = *split, *split
+	s.SplitSparse, s.DrainSplitSparse, s.LateStream = *split, *split, *split > 0
 	if s.Pods <= 0 || s.IngestBytesPerSec <= 0 || s.MergeBytesPerSec <= 0 || s.Duration <= 0 || s.Tick <= 0 ||
 		s.LateFraction < 0 || s.LateFraction > 1 || *split < 0 || *split >= 1 {
 		return fmt.Errorf("accepted: --pods, --ingest-mbps, --merge-mbps, --duration, --tick above 0, --late-fraction in [0,1] and --split-sparse in [0,1)")

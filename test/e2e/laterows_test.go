@@ -65,7 +65,7 @@ func TestLateRowsLayout(t *testing.T) {
 }
 
 func lateRowsRun(t *testing.T, split string, d time.Duration) lateRowsResult {
-	const pods, rate = 4, 2000
+	const pods, rate = 4, 4000
 	base := newBackendSite(t, "", "")
 	var want rowsum.Sum
 	type fed struct {

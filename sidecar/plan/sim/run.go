@@ -344,7 +344,7 @@ func (w *world) apply(b plan.Bin) {
 	w.res.RewrittenBytes += total
 	w.res.RewrittenByKind[b.Kind.String()+"/"+b.Level.String()] += total
 	late := b.Late()
-	outs, sparse := cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse, splitMinRows*w.s.RowBytes)
+	outs, sparse := cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse, splitMinBinRows*w.s.RowBytes)
 	for i, out := range outs {
 		w.add(part, b.OutputGeneration(), w.s.LateStream && (late || sparse[i]), out)
 	}
@@ -356,7 +356,7 @@ func (w *world) apply(b plan.Bin) {
 // wherever the density crosses sparse times the byte-median density, so a
 // thin tail of late rows becomes its own small output instead of
 // stretching a large one (see Scenario.SplitSparse). A bin of less than
-// minBytes is cut by size only, as merge does below SplitSparseMinRows.
+// minBytes is cut by size only, as merge does below its floors.
 func cut(ins []piece, target, sparse, minBytes float64) (outs [][]piece, sparseOut []bool) {
 	iv := density(ins)
 	groups, groupSparse := [][]piece{iv}, []bool{false}
@@ -544,6 +544,9 @@ const maxPieces = 8
 // splitMinRows mirrors merge.SplitSparseMinRows: a batch or bin of fewer rows
 // is cut by size only (a test holds the two equal).
 const splitMinRows = 1 << 16
+
+// splitMinBinRows mirrors merge.SplitSparseMinBinRows, the floor of a rewrite.
+const splitMinBinRows = 1 << 18
 
 // compact merges adjacent pieces (smallest gap first) until at most
 // maxPieces remain, keeping total bytes and the overall range.

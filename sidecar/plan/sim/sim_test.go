@@ -199,8 +199,8 @@ func TestScenarioValidate(t *testing.T) {
 // The simulator's writer model cuts by density from the same row count as
 // the real one.
 func TestSplitMinRowsMatchesMerge(t *testing.T) {
-	if splitMinRows != merge.SplitSparseMinRows {
-		t.Fatalf("sim splitMinRows %d, merge.SplitSparseMinRows %d", splitMinRows, merge.SplitSparseMinRows)
+	if splitMinRows != merge.SplitSparseMinRows || splitMinBinRows != merge.SplitSparseMinBinRows {
+		t.Fatalf("sim floors %d and %d, merge.SplitSparseMinRows %d and SplitSparseMinBinRows %d", splitMinRows, splitMinBinRows, merge.SplitSparseMinRows, merge.SplitSparseMinBinRows)
 	}
 }
 
