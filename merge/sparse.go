@@ -2,7 +2,6 @@ package merge
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"sort"
 
@@ -55,18 +54,13 @@ type TimeHistogram struct {
 	Counts       []int64
 }
 
-// SparseCuts returns the bucket boundaries where the histogram changes
-// between dense and sparse runs, in ascending order. A bucket is dense when
-// it holds at least frac times the median density, the median taken over
-// rows (the density below which half of the rows lie), as the simulator's
-// Scenario.SplitSparse models it. frac <= 0 or fewer than two non-empty
-// buckets give no cuts.
-func SparseCuts(h TimeHistogram, frac float64) []int64 { return densityCutsOf(h, frac).At }
-
 // DensityCuts are the boundaries between the dense and the sparse runs of a batch or bin, in
 // ascending order: the runs alternate at each cut, and FirstSparse says whether the rows before
 // At[0] are sparse. A writer starts a new file at each cut, and names a file whose first row is
-// in a sparse run with WriterOptions.LatePath (docs/compaction.md, "Late rows").
+// in a sparse run with WriterOptions.LatePath (docs/compaction.md, "Late rows"). A bucket is
+// dense when it holds at least frac times the median density, the median taken over rows (the
+// density below which half of the rows lie), as the simulator's Scenario.SplitSparse models it;
+// frac <= 0 or fewer than two non-empty buckets give no cuts.
 type DensityCuts struct {
 	At          []int64
 	FirstSparse bool
@@ -79,21 +73,37 @@ func (c DensityCuts) SparseAt(ts int64) bool {
 }
 
 func densityCutsOf(h TimeHistogram, frac float64) DensityCuts {
-	if frac <= 0 || h.Width <= 0 {
+	if h.Width <= 0 {
+		return DensityCuts{}
+	}
+	var bs []timeBucket
+	for i, c := range h.Counts {
+		if c > 0 {
+			bs = append(bs, timeBucket{start: h.Start + int64(i)*h.Width, rows: c})
+		}
+	}
+	return cutsOfBuckets(bs, frac)
+}
+
+// timeBucket is a non-empty time bucket: rows rows from start on, up to the next bucket's start
+// at most.
+type timeBucket struct{ start, rows int64 }
+
+// cutsOfBuckets is the cut rule over non-empty buckets of one width in time order: a bucket is
+// dense when it holds at least frac times the median bucket (taken over rows), and each change
+// between dense and sparse is a cut at the later bucket's start. Empty buckets are not listed, so
+// a batch with a row days before the rest costs a bucket, not a histogram wide enough for the
+// days between.
+func cutsOfBuckets(bs []timeBucket, frac float64) DensityCuts {
+	if frac <= 0 || len(bs) < 2 {
 		return DensityCuts{}
 	}
 	var total int64
-	nonEmpty := 0
-	for _, c := range h.Counts {
-		total += c
-		if c > 0 {
-			nonEmpty++
-		}
+	byDensity := make([]int64, len(bs))
+	for i, b := range bs {
+		total += b.rows
+		byDensity[i] = b.rows
 	}
-	if nonEmpty < 2 {
-		return DensityCuts{}
-	}
-	byDensity := slices.Clone(h.Counts)
 	slices.SortFunc(byDensity, func(a, b int64) int { return cmp.Compare(b, a) })
 	var acc, median int64
 	for _, c := range byDensity {
@@ -104,24 +114,32 @@ func densityCutsOf(h TimeHistogram, frac float64) DensityCuts {
 		}
 	}
 	threshold := frac * float64(median)
-	var cuts DensityCuts
-	prev, seen := false, false
-	for i, c := range h.Counts {
-		if c == 0 {
-			continue // an empty bucket has no rows to place either way
+	cuts := DensityCuts{FirstSparse: float64(bs[0].rows) < threshold}
+	prev := !cuts.FirstSparse
+	for _, b := range bs[1:] {
+		if dense := float64(b.rows) >= threshold; dense != prev {
+			cuts.At = append(cuts.At, b.start)
+			prev = dense
 		}
-		dense := float64(c) >= threshold
-		if !seen {
-			cuts.FirstSparse = !dense
-		} else if dense != prev {
-			cuts.At = append(cuts.At, h.Start+int64(i)*h.Width)
-		}
-		prev, seen = dense, true
 	}
 	if len(cuts.At) == 0 {
 		return DensityCuts{} // one run: all of it is the batch's dense body
 	}
 	return cuts
+}
+
+// bucketsOfSorted counts sorted timestamps (µs) per bucket of width.
+func bucketsOfSorted(ts []int64, width int64) []timeBucket {
+	var bs []timeBucket
+	for _, t := range ts {
+		start := floorDivI(t, width) * width
+		if n := len(bs); n > 0 && bs[n-1].start == start {
+			bs[n-1].rows++
+			continue
+		}
+		bs = append(bs, timeBucket{start: start, rows: 1})
+	}
+	return bs
 }
 
 // BatchDensityCuts are the density cuts of a drain batch: one histogram over all the rows of
@@ -132,9 +150,8 @@ func BatchDensityCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) D
 	if frac <= 0 {
 		return DensityCuts{}
 	}
-	var cols []*array.Timestamp
+	per := map[int64]int64{} // rows per second: a sparse count, however far apart the rows lie
 	var rows int64
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, r := range recs {
 		idx := r.Schema().FieldIndices(tsColumn)
 		if len(idx) == 0 {
@@ -144,11 +161,10 @@ func BatchDensityCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) D
 		if !ok {
 			continue
 		}
-		cols = append(cols, col)
+		unit := col.DataType().(*arrow.TimestampType).Unit
 		for i := 0; i < col.Len(); i++ {
 			if col.IsValid(i) {
-				t := int64(col.Value(i))
-				lo, hi = min(lo, t), max(hi, t)
+				per[floorDivI(toMicros(int64(col.Value(i)), unit), drainBucketMicros)]++
 				rows++
 			}
 		}
@@ -156,38 +172,12 @@ func BatchDensityCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) D
 	if rows < SplitSparseMinRows {
 		return DensityCuts{}
 	}
-	width := int64(drainBucketMicros)
-	for floorDivI(hi, width)-floorDivI(lo, width)+1 > maxCutBuckets {
-		width *= 2
+	bs := make([]timeBucket, 0, len(per))
+	for sec, n := range per {
+		bs = append(bs, timeBucket{start: sec * drainBucketMicros, rows: n})
 	}
-	start := floorDivI(lo, width)
-	h := TimeHistogram{Start: start * width, Width: width, Counts: make([]int64, floorDivI(hi, width)-start+1)}
-	for _, col := range cols {
-		for i := 0; i < col.Len(); i++ {
-			if col.IsValid(i) {
-				h.Counts[floorDivI(int64(col.Value(i)), width)-start]++
-			}
-		}
-	}
-	return densityCutsOf(h, frac)
-}
-
-// histogramOfSorted buckets sorted timestamps at width (widened by
-// doubling until the span fits maxCutBuckets).
-func histogramOfSorted(ts []int64, width int64) TimeHistogram {
-	if len(ts) == 0 {
-		return TimeHistogram{}
-	}
-	lo, hi := ts[0], ts[len(ts)-1]
-	for floorDivI(hi, width)-floorDivI(lo, width)+1 > maxCutBuckets {
-		width *= 2
-	}
-	start := floorDivI(lo, width)
-	h := TimeHistogram{Start: start * width, Width: width, Counts: make([]int64, floorDivI(hi, width)-start+1)}
-	for _, t := range ts {
-		h.Counts[floorDivI(t, width)-start]++
-	}
-	return h
+	slices.SortFunc(bs, func(a, b timeBucket) int { return cmp.Compare(a.start, b.start) })
+	return cutsOfBuckets(bs, frac)
 }
 
 // footerHistogram sums the time-bucket footers of a bin's inputs at the

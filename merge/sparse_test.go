@@ -10,9 +10,11 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-func TestSparseCuts(t *testing.T) {
+func TestDensityCuts(t *testing.T) {
 	const w = 10
 	cases := []struct {
 		name   string
@@ -31,7 +33,7 @@ func TestSparseCuts(t *testing.T) {
 		{"median over rows", []int64{10, 10, 10, 90}, 0.5, []int64{30}},
 	}
 	for _, c := range cases {
-		got := SparseCuts(TimeHistogram{Start: 0, Width: w, Counts: c.counts}, c.frac)
+		got := densityCutsOf(TimeHistogram{Start: 0, Width: w, Counts: c.counts}, c.frac).At
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: cuts %v, want %v", c.name, got, c.want)
 		}
@@ -307,4 +309,65 @@ func TestRewriteLeavesSmallBinsWhole(t *testing.T) {
 	if len(res.Outputs) != 1 || ParseLate(res.Outputs[0].Path) {
 		t.Fatalf("a bin of %d rows was cut: %s", rows, describe(res.Outputs))
 	}
+}
+
+// TestBatchDensityCutsStrayRow: one row a week old beside a dense window does not coarsen the
+// cuts (the buckets stay 1 s wide whatever the span), and timestamps in another unit give the
+// same cuts.
+func TestBatchDensityCutsStrayRow(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(12, 12))
+	const onTime = int64(1_700_000_040_000_000)
+	recs := lateBatch(r, sc, onTime)
+	stray := randRecord(r, sc, 1, onTime-7*24*3600*1_000_000, 1, true, true)
+	recs = append(recs, stray)
+	defer func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}()
+	cuts := BatchDensityCuts(recs, "timestamp", DefaultSplitSparse)
+	if len(cuts.At) == 0 || cuts.At[len(cuts.At)-1] < onTime-drainBucketMicros || cuts.At[len(cuts.At)-1] > onTime {
+		t.Fatalf("cuts %v: want the last cut within 1 s before the on-time window at %d", cuts.At, onTime)
+	}
+	if !cuts.SparseAt(onTime-10_000_000) || cuts.SparseAt(onTime+1_000_000) {
+		t.Fatalf("cuts %+v: 10 s before the window must be sparse, inside it dense", cuts)
+	}
+	// The same rows with nanosecond timestamps.
+	var nanos []arrow.RecordBatch
+	for _, rec := range recs {
+		nanos = append(nanos, toNanos(t, rec))
+	}
+	defer func() {
+		for _, rec := range nanos {
+			rec.Release()
+		}
+	}()
+	if got := BatchDensityCuts(nanos, "timestamp", DefaultSplitSparse); !slices.Equal(got.At, cuts.At) || got.FirstSparse != cuts.FirstSparse {
+		t.Fatalf("nanosecond timestamps: cuts %+v, microseconds %+v", got, cuts)
+	}
+}
+
+// toNanos is rec with its timestamp column in nanoseconds.
+func toNanos(t *testing.T, rec arrow.RecordBatch) arrow.RecordBatch {
+	t.Helper()
+	idx := rec.Schema().FieldIndices("timestamp")[0]
+	src := rec.Column(idx).(*array.Timestamp)
+	typ := &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+	b := array.NewTimestampBuilder(memory.DefaultAllocator, typ)
+	defer b.Release()
+	for i := 0; i < src.Len(); i++ {
+		if src.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(src.Value(i) * 1000)
+	}
+	col := b.NewArray()
+	defer col.Release()
+	fields := slices.Clone(rec.Schema().Fields())
+	fields[idx].Type = typ
+	cols := slices.Clone(rec.Columns())
+	cols[idx] = col
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 }

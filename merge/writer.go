@@ -206,7 +206,7 @@ func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arr
 		for i, row := range order {
 			sorted[i] = ts[row]
 		}
-		s.setCuts(densityCutsOf(histogramOfSorted(sorted, drainBucketMicros), opts.SplitSparse))
+		s.setCuts(cutsOfBuckets(bucketsOfSorted(sorted, drainBucketMicros), opts.SplitSparse))
 	}
 	recOf := func(row int32) int { // the record holding global row number row
 		return sort.Search(len(recs), func(i int) bool { return starts[i+1] > int64(row) })

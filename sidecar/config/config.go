@@ -368,7 +368,7 @@ func Options() []Option {
 				return err
 			}},
 		{"split-sparse", "SIGLAKE_COMPACTOR_SPLIT_SPARSE", strconv.FormatFloat(merge.DefaultSplitSparse, 'g', -1, 64), "compactor.splitSparse",
-			"Drain and rewrite outputs are also cut where the row density falls below this fraction of the median density (late rows get files of their own, named late and planned as a stream of their own, docs/compaction.md); 0 cuts by size only and names no file late.",
+			"Drain and rewrite outputs are also cut where the row density falls below this fraction of the median density (late rows get files of their own, named late and planned as a stream of their own, docs/compaction.md); 0 cuts by size only, names no new file late and plans one stream.",
 			func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil || f < 0 || f >= 1 || f != f {
@@ -890,6 +890,7 @@ func PlanConfig(c Config) (plan.Config, error) {
 	p.MaxFilesPerPass = max(p.MaxFilesPerPass, c.MaxFanIn)
 	p.MaxSealedForRecluster = c.MaxSealedForRecluster
 	p.BackpressureCompactEvery = c.BackpressureCompactEvery
+	p.LateStream = c.SplitSparse > 0
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("compaction settings: %w", err)
 	}

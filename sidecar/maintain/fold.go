@@ -41,15 +41,23 @@ func (m *Maintainer) rollup(name string, t *table.Table, now time.Time) *fold.Ro
 // with what the fold bins left of the pass's file and bin budgets (promise 4: a pass is bounded
 // however its bins are made). A cycle that runs no ordinary rewrites (backpressure, rewrites
 // off) runs no fold either and is planned on every file.
+//
+// A rollup table is planned in one stream: every rewrite of it folds, and a fold's outputs are
+// named as folded, never late, so its late files rejoin the on-time ones at their first rewrite.
 func (m *Maintainer) plan(roll *fold.Rollup, in plan.Input, skipping bool) plan.Pass {
-	if roll == nil || skipping {
+	if roll == nil {
 		return plan.Plan(m.Plan, in)
+	}
+	one := m.Plan
+	one.LateStream = false
+	if skipping {
+		return plan.Plan(one, in)
 	}
 	folds, deferred, rest := m.planFold(roll, in.Files)
 	if len(folds) == 0 && len(deferred) == 0 {
-		return plan.Plan(m.Plan, in)
+		return plan.Plan(one, in)
 	}
-	cfg := m.Plan
+	cfg := one
 	cfg.MaxBinsPerPass -= len(folds)
 	for _, b := range folds {
 		cfg.MaxFilesPerPass -= len(b.Files)
@@ -58,7 +66,7 @@ func (m *Maintainer) plan(roll *fold.Rollup, in plan.Input, skipping bool) plan.
 	left.Files = rest
 	pass := plan.Plan(cfg, left)
 	if pass.Decision != plan.DecisionRun && pass.Decision != plan.DecisionNothingDue {
-		return plan.Plan(m.Plan, in)
+		return plan.Plan(one, in)
 	}
 	if len(folds) > 0 {
 		pass.Decision = plan.DecisionRun // the fold bins are due work, whatever the level checks say

@@ -89,3 +89,40 @@ func TestFoldOnlyPassRuns(t *testing.T) {
 		t.Fatalf("outstanding %d bins, want the %d planned and %d deferred", report.OutstandingBins, len(pass.Bins), len(pass.Deferred))
 	}
 }
+
+// TestRollupPlannedInOneStream: a rollup table's late files are planned with its on-time ones (a
+// fold's outputs are named folded, never late), while another table's are planned apart.
+func TestRollupPlannedInOneStream(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	base := now.Add(-time.Hour).UnixMicro()
+	in := plan.Input{Now: now}
+	for i := 0; i < 16; i++ {
+		name := merge.DataFileName(1)
+		if i%2 == 0 {
+			name = merge.LateFileName(1)
+		}
+		in.Files = append(in.Files, plan.File{Path: "d/" + name, Partition: "d", SizeBytes: 1 << 10, Generation: 1,
+			MinTime: base, MaxTime: base + 60e6, Rows: 10, Late: merge.ParseLate(name)})
+	}
+	m := &Maintainer{Plan: plan.DefaultConfig(), Cfg: Config{FoldMinFiles: 100}, Metrics: newTestMetrics()}
+	shape := func(pass plan.Pass) (bins, mixed int) {
+		for _, b := range pass.Bins {
+			late := 0
+			for _, f := range b.Files {
+				if f.Late {
+					late++
+				}
+			}
+			if late > 0 && late < len(b.Files) {
+				mixed++
+			}
+		}
+		return len(pass.Bins), mixed
+	}
+	if bins, mixed := shape(m.plan(&fold.Rollup{Spec: rollupSpec}, in, false)); bins != 1 || mixed != 1 {
+		t.Fatalf("rollup table: %d bins, %d mixed; want one bin of both streams", bins, mixed)
+	}
+	if bins, mixed := shape(m.plan(nil, in, false)); bins != 2 || mixed != 0 {
+		t.Fatalf("other table: %d bins, %d mixed; want one bin per stream", bins, mixed)
+	}
+}

@@ -103,6 +103,14 @@ type Config struct {
 	// every Nth backlogged cycle runs a restricted L0 pass; 0 disables it.
 	// Default 4 (spec): file counts stay bounded while the drain catches up.
 	BackpressureCompactEvery int
+	// LateStream plans late files (File.Late) apart from on-time ones, each
+	// stream with the same rules (docs/compaction.md, "Late rows"). The
+	// process sets it when SIGLAKE_COMPACTOR_SPLIT_SPARSE is above 0, the
+	// setting that makes the writers name late files; false plans every file
+	// in one stream, so late files written before are merged into on-time
+	// ones again. Default true, as the option's default 0.05.
+	LateStream bool
+
 	// BackpressureMaxBins is the restricted pass's own bin budget (its bin
 	// concurrency). Default 1: one bin at a time leaves the drain its CPU.
 	BackpressureMaxBins int
@@ -126,6 +134,7 @@ func DefaultConfig() Config {
 		MaxSealedForRecluster:    256,
 		BackpressureCompactEvery: 4,
 		BackpressureMaxBins:      1,
+		LateStream:               true,
 	}
 }
 

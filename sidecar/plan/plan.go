@@ -150,9 +150,9 @@ type Bin struct {
 }
 
 // Late reports whether the bin merges late-stream files only: its outputs
-// stay in the late stream. A bin of the on-time stream never holds a late
-// file (the leveled planner keeps the streams apart; the legacy pass mixes
-// them, and its outputs are on-time).
+// stay in the late stream. With Config.LateStream the leveled planner never
+// mixes the streams; the legacy pass and a planner without LateStream do,
+// and the outputs of a mixed bin are on-time (its sparse runs excepted).
 func (b Bin) Late() bool {
 	for _, f := range b.Files {
 		if !f.Late {
@@ -245,10 +245,7 @@ func Plan(cfg Config, in Input) Pass {
 	case DecisionThrottledBackpressure:
 		p.Decision = d
 		b := newBudget(cfg.MaxFilesPerPass, cfg.BackpressureMaxBins)
-		onTime, late := files, []File(nil)
-		if cfg.Leveled {
-			onTime, late = streams(files)
-		}
+		onTime, late := streams(cfg, files)
 		cands := append(levelCandidates(cfg, onTime, L0, KindBackpressureL0),
 			lateCandidates(levelCandidates(cfg, late, L0, KindBackpressureL0))...)
 		p.Checked = []Level{L0}
@@ -270,7 +267,7 @@ func Plan(cfg Config, in Input) Pass {
 		return p
 	}
 
-	onTime, late := streams(files)
+	onTime, late := streams(cfg, files)
 	var cands []candidate
 	for l := L0; l < NumLevels; l++ {
 		if !Due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l]) {
@@ -295,6 +292,9 @@ func Plan(cfg Config, in Input) Pass {
 				cs = lateCandidates(cs)
 			}
 			cands = append(cands, cs...)
+		}
+		if l == L0 {
+			cands = append(cands, combinedDepthCandidates(cfg, onTime, late)...)
 		}
 	}
 	if len(p.Checked) == 0 {

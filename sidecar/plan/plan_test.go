@@ -530,4 +530,26 @@ func TestStreamsPlannedApart(t *testing.T) {
 	if d := run(cfg, files).Depth["d"]; d != 16 {
 		t.Fatalf("depth %d, want 16 (both streams)", d)
 	}
+	onlyL0 := State{LastCheck: [NumLevels]time.Time{{}, t0, t0}}
+	// Each stream within its own limit (12 and 6), the table at 18 over the spec's 12: the
+	// stream with more files at the deepest instant is merged.
+	both := append(stacked("d", 0, 12, 100, capped), lateFiles(stacked("d", 100, 6, 100, capped))...)
+	p = Plan(cfg, Input{Files: both, Now: t0, State: onlyL0})
+	if kinds(p) != "depth:12" || p.Bins[0].Late() {
+		t.Fatalf("12 on-time and 6 late files at one instant: bins %s, want the on-time depth bin of 12\n%v", kinds(p), p)
+	}
+	// The late stream has its L1 and L2 checks too.
+	l1 := lateFiles(disjoint("d", 8, 20<<10, 1))
+	if p := Plan(cfg, Input{Files: l1, Now: t0, State: State{LastCheck: [NumLevels]time.Time{t0, {}, t0}}}); kinds(p) != "l1:8" || !p.Bins[0].Late() {
+		t.Fatalf("8 late L1 files at the L1 check: bins %s\n%v", kinds(p), p)
+	}
+	l2 := lateFiles(stacked("d", 0, 2, 300<<10, capped))
+	if p := Plan(cfg, Input{Files: l2, Now: t0, State: State{LastCheck: [NumLevels]time.Time{t0, t0, {}}}}); kinds(p) != "depth:2" || !p.Bins[0].Late() {
+		t.Fatalf("2 overlapping late L2 files at the L2 check: bins %s\n%v", kinds(p), p)
+	}
+	// Without LateStream (SIGLAKE_COMPACTOR_SPLIT_SPARSE 0) the streams are one again.
+	cfg.LateStream = false
+	if p := run(cfg, files); kinds(p) != "l0:16" {
+		t.Fatalf("one stream: bins %s, want one l0 bin of all 16\n%v", kinds(p), p)
+	}
 }

@@ -26,6 +26,7 @@ func propertyCases() int {
 func randomCase(r *rand.Rand) (Config, Input) {
 	cfg := DefaultConfig()
 	cfg.Leveled = r.IntN(5) != 0
+	cfg.LateStream = r.IntN(4) != 0
 	cfg.MaxFanIn = 2 + r.IntN(40)
 	cfg.MaxFilesPerPass = cfg.MaxFanIn + r.IntN(200)
 	cfg.MaxBinsPerPass = 1 + r.IntN(8)
@@ -191,10 +192,11 @@ func checkPass(cfg Config, in Input, p Pass) error {
 			return fmt.Errorf("bin %d estimate %d, inputs %d", bi, b.EstimatedBytes, sum)
 		}
 		// The leveled planner keeps the late stream apart: a bin is all late or all on-time.
-		if cfg.Leveled && b.Late() != b.Files[0].Late {
+		apart := cfg.Leveled && cfg.LateStream
+		if apart && b.Late() != b.Files[0].Late {
 			return fmt.Errorf("bin %d (%v) mixes late and on-time files", bi, b.Kind)
 		}
-		if cfg.Leveled && b.Late() != strings.HasPrefix(b.Reason, "late stream: ") {
+		if apart && b.Late() != strings.HasPrefix(b.Reason, "late stream: ") {
 			return fmt.Errorf("bin %d: late %v, reason %q", bi, b.Late(), b.Reason)
 		}
 		switch b.Kind {
@@ -247,7 +249,7 @@ func checkPass(cfg Config, in Input, p Pass) error {
 		if f.MinTime > f.MaxTime || cfg.LevelCapped(f.Generation) {
 			continue
 		}
-		k := key{f.Partition, cfg.LevelOf(f.SizeBytes), f.Late && cfg.Leveled}
+		k := key{f.Partition, cfg.LevelOf(f.SizeBytes), f.Late && cfg.Leveled && cfg.LateStream}
 		pools[k] = append(pools[k], f)
 	}
 	for k, pool := range pools {
@@ -359,8 +361,15 @@ func TestRepeatedPassesConverge(t *testing.T) {
 		end := int64(i) * 5e6
 		sets["late"] = append(sets["late"], File{Path: fmt.Sprint("l", i), Partition: "p",
 			SizeBytes: 1 << 20, MinTime: end - 5e6 - r.Int64N(300e6), MaxTime: end, Rows: 5000})
+		// Two streams: on-time files of 5 s and late files reaching back up to 5 minutes,
+		// overlapping each other everywhere.
+		f := File{Path: fmt.Sprint("t", i), Partition: "p", SizeBytes: 1 << 20, MinTime: end - 5e6, MaxTime: end, Rows: 5000}
+		if i%3 == 0 {
+			f.Path, f.MinTime, f.Late = fmt.Sprint("tl", i), end-5e6-r.Int64N(300e6), true
+		}
+		sets["two streams"] = append(sets["two streams"], f)
 	}
-	for _, name := range []string{"ingest", "stacked", "random", "late"} {
+	for _, name := range []string{"ingest", "stacked", "random", "late", "two streams"} {
 		files := sets[name]
 		cfg := DefaultConfig()
 		st, now, seq := State{}, t0, 0

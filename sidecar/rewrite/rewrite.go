@@ -190,9 +190,6 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		// stream never gets back a file whose range reaches minutes behind its rows.
 		newPath = latePath
 	}
-	if job.SplitSparse <= 0 {
-		latePath = nil
-	}
 	if job.Fold != nil {
 		newPath = func(int) string { return job.Dir + "/" + merge.FoldedFileName(job.Generation, job.FoldTier) }
 		latePath = nil

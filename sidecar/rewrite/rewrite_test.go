@@ -171,6 +171,31 @@ func TestRunKeepsStreams(t *testing.T) {
 	}
 }
 
+// TestRunNamesSparseRunsLate: with density cuts, the sparse head of a bin (the late rows before
+// its first on-time window) is written as a late file, the rest on-time, and every row is kept.
+func TestRunNamesSparseRunsLate(t *testing.T) {
+	l, _ := testTable(t, 3, 100_000)
+	tbl, files, rows := live(t, l)
+	j := job(tbl, files)
+	j.SplitSparse = merge.DefaultSplitSparse
+	out := executor(l).Run(context.Background(), tbl, j)
+	if out.Status != Committed {
+		t.Fatalf("outcome %s %v", out.Status, out.Err)
+	}
+	_, now, got := live(t, l)
+	var late, onTime int64
+	for _, f := range now {
+		if f.Late {
+			late += f.Rows
+		} else {
+			onTime += f.Rows
+		}
+	}
+	if got != rows || late == 0 || late > rows/10 || onTime == 0 {
+		t.Fatalf("%d rows (want %d): %d in late files, %d on-time; want the sparse head apart", got, rows, late, onTime)
+	}
+}
+
 // TestRunConflictRemovesOutputs: the inputs were replaced after the caller planned (another owner);
 // the replace commits nothing and the outputs leave the warehouse.
 func TestRunConflictRemovesOutputs(t *testing.T) {
