@@ -69,5 +69,9 @@ func (p *Process) Memory() *membudget.Budget { return p.memory }
 // Package initialisation alone allocates about 36 MB that is garbage right after (iceberg-go
 // parses substrait's function catalogue, 32 MB, at init), while an idle process keeps about 5 MB
 // live; the runtime's background scavenger returns such pages only slowly, so an idle sidecar
-// would sit at several times its live heap for minutes.
-func returnStartupGarbage() { debug.FreeOSMemory() }
+// would sit at several times its live heap for minutes. The pages of the binary that start-up
+// alone ran are unmapped too (releaseBinaryPages).
+func returnStartupGarbage() {
+	debug.FreeOSMemory()
+	releaseBinaryPages()
+}
