@@ -44,8 +44,9 @@ func defaultGoMemLimit(lookup func(string) (string, bool), cgroup int64) int64 {
 // DefaultGCPercent is the garbage collector's target the process sets when GOGC is not set: the
 // heap may grow to 1.5 times what is live before a collection, not twice (the runtime's 100).
 // The drain's live heap is mostly byte buffers, which a collection does not scan, so collecting
-// twice as often cost no measurable drain throughput, while the drain's peak at 32 MiB batches
-// fell from 165 to 137 MiB (docs/benchmarks.md, "Drain memory").
+// twice as often costs little (BenchmarkDrain: within the machine's noise; `compactor --once`:
+// about 6 % more CPU), while the drain's peak at 32 MiB batches fell from 165 to 140 MiB
+// (docs/benchmarks.md, "Drain memory").
 const DefaultGCPercent = 50
 
 // setDefaultGCPercent sets DefaultGCPercent unless GOGC is set (any value, "off" included: the
