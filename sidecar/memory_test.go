@@ -41,3 +41,24 @@ func TestDefaultGoMemLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultGCPercent: without GOGC the process sets DefaultGCPercent; any GOGC, "off" included,
+// is left to the runtime.
+func TestDefaultGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		env    map[string]string
+		want   int
+		wantOK bool
+	}{
+		{nil, DefaultGCPercent, true},
+		{map[string]string{"GOGC": "100"}, 0, false},
+		{map[string]string{"GOGC": "off"}, 0, false},
+		{map[string]string{"GOGC": ""}, 0, false},
+		{map[string]string{"GOMEMLIMIT": "400MiB"}, DefaultGCPercent, true},
+	} {
+		got, ok := defaultGCPercent(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
+		if got != c.want || ok != c.wantOK {
+			t.Errorf("env %v: GOGC default %d %v, want %d %v", c.env, got, ok, c.want, c.wantOK)
+		}
+	}
+}

@@ -216,7 +216,10 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	}
 	log := s.Log.With(zap.String("table", name))
 	defer func() {
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil: // a shutdown (a rewrite waiting for memory, say) is no failed sweep
+			rep.Outcome = ""
+		case err != nil:
 			rep.Outcome = "failed"
 		}
 		if o.Apply && rep.Outcome != "" {

@@ -28,7 +28,8 @@ import (
 //   - drain: Drain.Cycle on a fresh embedded catalog: read and decode the segments, conform, split by
 //     day, write sorted generation-0 Parquet, commit, remove the segments;
 //   - floor: only merge.WriteSorted of the same (already decoded, conformed, day-split) batches, grouped
-//     into the same commit batches, with the same writer options and FileIO, into a local dir.
+//     into the same commit batches, with the same writer options (density cuts included) and FileIO,
+//     into a local dir.
 //
 // Both report MB/s of segment (file) bytes and rows/s; floor/drain time is the share of the drain
 // that is Parquet encoding. The input is SIGLAKE_BENCH_WAL (a WAL dir written by `siglake walgen`,
@@ -85,7 +86,7 @@ func BenchmarkDrain(b *testing.B) {
 			for _, w := range work {
 				outs, err := merge.WriteSorted(context.Background(), w.fs, func(int) string { return w.dir + "/" + merge.DataFileName(0) },
 					w.schema, w.recs, merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: cfg.TargetFileBytes,
-						Generation: 0, Allocator: memory.DefaultAllocator})
+						SplitSparse: cfg.SplitSparse, Generation: 0, Allocator: memory.DefaultAllocator})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -109,9 +110,12 @@ func BenchmarkDrain(b *testing.B) {
 	})
 }
 
-// benchConfig is the drain's default configuration (batching 32 MiB / 10 s, flushed by Cycle).
+// benchConfig is the drain's default configuration (batching 32 MiB / 10 s, flushed by Cycle),
+// with the process's default density cuts (SIGLAKE_COMPACTOR_SPLIT_SPARSE) as the binary drains.
 func benchConfig(b *testing.B) Config {
-	return defaultConfig(b.TempDir()).Config
+	c := defaultConfig(b.TempDir()).Config
+	c.SplitSparse = merge.DefaultSplitSparse
+	return c
 }
 
 func benchLake(b *testing.B, dir string) *lake.Lake {

@@ -610,6 +610,8 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 		case errors.Is(err, rewrite.ErrConflict):
 			br.Result = "conflict: " + err.Error()
 			rep.Conflicts++
+		case out.Status == rewrite.Cancelled:
+			br.Result = "cancelled: shutting down"
 		default:
 			br.Result = "failed: " + err.Error()
 			rep.Failed++

@@ -100,7 +100,9 @@ type RunSummary struct {
 // observe turns an applied run's report into metrics, status and log lines.
 func (r *Runner) observe(rep Report, err error, log *zap.Logger) {
 	m := r.Metrics
-	m.Runs.WithLabelValues(rep.Outcome).Inc()
+	if rep.Outcome != "" { // "" with an error: shut down before any outcome
+		m.Runs.WithLabelValues(rep.Outcome).Inc()
+	}
 	for path, c := range rep.Paths {
 		m.RowsDropped.WithLabelValues(rep.Table, path).Add(float64(c.Rows))
 		m.FilesDropped.WithLabelValues(rep.Table, path).Add(float64(c.Files))
@@ -110,9 +112,12 @@ func (r *Runner) observe(rep Report, err error, log *zap.Logger) {
 		m.FreedFiles.WithLabelValues(rep.Table).Add(float64(rep.FreedFiles))
 		m.FreedBytes.WithLabelValues(rep.Table).Add(float64(rep.FreedBytes))
 	}
-	if err != nil {
+	switch {
+	case err != nil && rep.Outcome == "":
+		log.Info("retention run stopped by a shutdown; the next run retries", zap.Error(err))
+	case err != nil:
 		log.Warn("retention run failed; the next run retries", zap.Error(err))
-	} else {
+	default:
 		m.LastSuccess.WithLabelValues(rep.Table).Set(float64(rep.Time.UnixNano()) / 1e9)
 	}
 	// The gauges follow what the run could see, failed or not: a failing run must not freeze

@@ -177,7 +177,8 @@ func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, e
 	rep = Report{Table: name, Time: r.Now()}
 	log := r.Log.With(zap.String("table", name))
 	defer func() {
-		if err != nil && rep.Outcome == "" {
+		// A shutdown (a rewrite waiting for memory, say) is no failed run: it is not counted.
+		if err != nil && rep.Outcome == "" && ctx.Err() == nil {
 			rep.Outcome = "failed"
 		}
 		if err != nil {

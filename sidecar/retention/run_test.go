@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -629,5 +630,46 @@ func TestRetentionAndSetAsideFiles(t *testing.T) {
 	}
 	if rep.Paths["partition"] == nil || rep.Paths["partition"].Files != 1 || rep.SetAside != 1 || rep.Paths["rewrite"] != nil {
 		t.Fatalf("paths %s, set aside %d; want D-40 dropped and D-5 reported as set aside", fmtPaths(rep.Paths), rep.SetAside)
+	}
+}
+
+// TestRetentionShutdownWhileWaitingForMemory: a run whose rewrite waits for memory (a drain holds
+// the whole budget) and is shut down there is no failed run and no failed rewrite.
+func TestRetentionShutdownWhileWaitingForMemory(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 10, 0)
+	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "debug"), Period: "3d"}}})
+	r, reg := runner(e, &clock{now}, 2*time.Hour)
+	b := membudget.New(64<<20, membudget.Options{})
+	hold, err := b.Acquire(context.Background(), membudget.LoopDrain, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Release()
+	r.Executor.Reserve = b.Reserve
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			for _, l := range b.Snapshot().Loops {
+				if l.Loop == membudget.LoopMerge && l.Waiting > 0 {
+					cancel()
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	rep, _ := r.Run(ctx, "events", retention.Options{Apply: true})
+	if ctx.Err() == nil {
+		t.Fatal("setup: no retention rewrite waited for memory")
+	}
+	if rep.Outcome == "failed" {
+		t.Errorf("a shutdown while waiting for memory reported a failed run")
+	}
+	if n := promtest.Counter(t, reg, "siglake_retention_runs_total", "failed"); n != 0 {
+		t.Errorf("a shutdown counted %v failed retention runs", n)
+	}
+	if n := promtest.Counter(t, reg, "siglake_compactor_rewrites_total", "failed"); n != 0 {
+		t.Errorf("a shutdown counted %v failed rewrites", n)
 	}
 }

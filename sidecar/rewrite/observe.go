@@ -68,6 +68,11 @@ type Observer struct {
 
 // Observe records one outcome of job on table. fields are the caller's own (request ids, ...).
 func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Field) {
+	if out.Status == Cancelled {
+		o.Log.Info("rewrite not started: shutting down while it waited for memory", zap.String("table", table),
+			zap.String("partition", job.Partition), zap.String("kind", job.Kind), zap.Int("inputs", len(job.Inputs)))
+		return
+	}
 	outcome := string(out.Status)
 	if out.Status == MaybeCommitted {
 		outcome = string(Failed) // the metric's outcomes: committed, conflict, failed

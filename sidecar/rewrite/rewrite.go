@@ -74,6 +74,10 @@ const (
 	// MaybeCommitted: the commit's outcome is unknown (the response was lost). The outputs are
 	// kept, since the table may reference them; gc removes them if it does not.
 	MaybeCommitted Status = "maybe_committed"
+	// Cancelled: the process shut down while the rewrite waited for its memory share, before
+	// anything was read or written. A shutdown is no failure: it is neither counted nor backed
+	// off, and the next owner plans the bin again.
+	Cancelled Status = "cancelled"
 )
 
 // ErrConflict marks an outcome that lost to a concurrent change of its input files: nothing was
@@ -203,6 +207,9 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 			budget = merge.DefaultMemoryBudget()
 		}
 		if release, err = e.Reserve(ctx, "merge", budget); err != nil {
+			if ctx.Err() != nil { // only a shutdown ends the wait
+				return Outcome{Status: Cancelled, Err: fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err)}, nil
+			}
 			return failed(fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err))
 		}
 	}

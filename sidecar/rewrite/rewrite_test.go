@@ -13,10 +13,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -300,5 +305,61 @@ func TestRunTakesTheMergeBudget(t *testing.T) {
 	}
 	if _, now, _ := live(t, l); len(now) != len(files) {
 		t.Fatalf("a merge without its share changed the table: %d files, was %d", len(now), len(files))
+	}
+}
+
+// TestRunCancelledWhileWaitingForMemory: a rewrite whose merge waits for its share of a spent
+// process budget, and whose context is cancelled there (a shutdown), ends Cancelled: nothing
+// written or committed, and neither counted nor logged as a failed rewrite.
+func TestRunCancelledWhileWaitingForMemory(t *testing.T) {
+	l, wh := testTable(t, 4, 500)
+	tbl, files, _ := live(t, l)
+	before := parquetOnDisk(t, wh)
+	b := membudget.New(64<<20, membudget.Options{})
+	hold, err := b.Acquire(context.Background(), membudget.LoopDrain, 64<<20) // a drain holds it all
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Release()
+	e := executor(l)
+	e.MemoryBudget = 32 << 20
+	e.Reserve = b.Reserve
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // cancel once the merge is waiting
+		for {
+			for _, s := range b.Snapshot().Loops {
+				if s.Loop == "merge" && s.Waiting > 0 {
+					cancel()
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	out := e.Run(ctx, tbl, job(tbl, files))
+	if out.Status != Cancelled || !errors.Is(out.Err, context.Canceled) {
+		t.Fatalf("cancelled while waiting for memory: %s %v, want %s", out.Status, out.Err, Cancelled)
+	}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.Init([]string{"l0"})
+	core, logs := observer.New(zap.InfoLevel)
+	Observer{Metrics: m, Log: zap.New(core)}.Observe("events", job(tbl, files), out)
+	if n := testutil.ToFloat64(m.Rewrites.WithLabelValues("l0", string(Failed))); n != 0 {
+		t.Errorf("a shutdown counted as %v failed rewrites", n)
+	}
+	for _, c := range Classes {
+		if n := testutil.ToFloat64(m.Failures.WithLabelValues("l0", string(c))); n != 0 {
+			t.Errorf("a shutdown counted as %v %s rewrite failures", n, c)
+		}
+	}
+	if errs := logs.FilterLevelExact(zap.ErrorLevel).Len(); errs != 0 {
+		t.Errorf("a shutdown logged %d errors: %v", errs, logs.All())
+	}
+	if _, now, _ := live(t, l); len(now) != len(files) {
+		t.Fatalf("a cancelled rewrite changed the table: %d files, was %d", len(now), len(files))
+	}
+	if after := parquetOnDisk(t, wh); len(after) != len(before) {
+		t.Fatalf("a cancelled rewrite left files: %d on disk, was %d", len(after), len(before))
 	}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,14 +30,7 @@ const soakLimit = 512 << 20
 // every status poll shows the budget's shares inside its limit. The short version takes about a
 // minute; SIGLAKE_SOAK_SECS sets the ingest time of the long one (docs/testing.md).
 func TestMemorySoak(t *testing.T) {
-	ingest := 20 * time.Second
-	if v := os.Getenv("SIGLAKE_SOAK_SECS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("SIGLAKE_SOAK_SECS=%q: accepted: whole seconds above 0", v)
-		}
-		ingest = time.Duration(n) * time.Second
-	}
+	ingest := soakTime(t, 20*time.Second)
 	const rate = 8000 // rows per second, about 2 MB/s of WAL: a busy ingest pod
 	s := newSite(t)
 	ratio := sidecar.DefaultGoMemLimitRatio
@@ -103,6 +97,87 @@ func TestMemorySoak(t *testing.T) {
 }
 
 var soakTables = []string{"events", "logs", "audit"}
+
+// soakTime is the soak's ingest time: short by default, SIGLAKE_SOAK_SECS for the long run.
+func soakTime(t *testing.T, short time.Duration) time.Duration {
+	v := os.Getenv("SIGLAKE_SOAK_SECS")
+	if v == "" {
+		return short
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("SIGLAKE_SOAK_SECS=%q: accepted: whole seconds above 0", v)
+	}
+	return time.Duration(n) * time.Second
+}
+
+// TestMemorySoakBudgetWaits makes the budget wait for certain: WAL buffer reads run back to back
+// beside the drain, and the budget is too small for a read's share and a drain batch's share at
+// once (a read may hold 63 of its 64 MiB; each table's 2 s batch needs several). So a batch waits
+// for the read in flight, and a read that starts while a batch holds its share waits for it. siglake_memory_budget_waits_total must count waits, peak RSS stay under the
+// pod's limit, and every sealed row be in its table exactly once.
+func TestMemorySoakBudgetWaits(t *testing.T) {
+	ingest := soakTime(t, 8*time.Second)
+	const rate = 8000
+	s := newSite(t)
+	ratio := sidecar.DefaultGoMemLimitRatio
+	s.extraEnv = append(s.extraEnv, fmt.Sprintf("GOMEMLIMIT=%d", int64(soakLimit*ratio)))
+	r, c := s.startBuffered("--commit-batch-target-mb", "32", "--commit-batch-max-age-secs", "2",
+		"--memory-budget-bytes", fmt.Sprint(64<<20), "--buffer-memory-bytes", fmt.Sprint(63<<20),
+		"--buffer-max-readers", "1", "--buffer-retain-after-drain", "0")
+	watch := watchMemory(t, r)
+	stop := make(chan struct{})
+	var reader sync.WaitGroup
+	codes := map[int]int{} // the reader's answers by status, for the log
+	reader.Add(1)
+	go func() { // reads back to back, one table after the other
+		defer reader.Done()
+		client := &http.Client{Timeout: 30 * time.Second}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			resp, err := client.Get("http://" + c.Addr + "/v1/buffer/" + soakTables[i%len(soakTables)])
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[resp.StatusCode]++
+		}
+	}()
+	sealed := s.walgenAtRate("pod-0", rate, ingest, 33, "0.05")
+	r.waitDrained(120 * time.Second)
+	close(stop)
+	reader.Wait()
+	m := r.scrape()
+	peak := watch.stop()
+	r.stop()
+
+	waits := m.sum("siglake_memory_budget_waits_total", "")
+	t.Logf("peak RSS %.1f MiB (high-water mark %.1f MiB) of a %d MiB limit; buffer answers by status %v; waits: %v drain, %v wal_buffer",
+		float64(peak.sampled)/(1<<20), float64(peak.hwm)/(1<<20), soakLimit>>20, codes,
+		m.sum("siglake_memory_budget_waits_total", `loop="drain"`), m.sum("siglake_memory_budget_waits_total", `loop="wal_buffer"`))
+	if codes[http.StatusOK] == 0 {
+		t.Fatal("no WAL buffer read was served: nothing held the budget beside the drain")
+	}
+	if waits == 0 {
+		t.Fatal("siglake_memory_budget_waits_total is 0: the budget never made a loop wait")
+	}
+	if peak.sampled == 0 || peak.hwm > soakLimit || peak.sampled > soakLimit {
+		t.Fatalf("peak RSS %d bytes (high-water mark %d) of the %d-byte limit", peak.sampled, peak.hwm, soakLimit)
+	}
+	var got rowsum.Sum
+	for _, name := range soakTables {
+		got.Merge(s.tableSum(name))
+	}
+	if got != sealed.Fingerprint {
+		t.Fatalf("tables hold %+v, want every sealed row once %+v", got, sealed.Fingerprint)
+	}
+}
 
 // walgenAtRate writes rate rows a second for d into the soak's tables and returns what it sealed.
 func (s *site) walgenAtRate(stream string, rate int, d time.Duration, seed int, lateFraction string) walgenResult {
