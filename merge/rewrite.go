@@ -296,7 +296,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		for _, in := range opened {
 			in.props.BufferSize = buf
 		}
-		outs, res.SplicedBytes, err = mergeSplice(ctx, fs, opened, schema, newPath, opts, plan, tmpl)
+		outs, res.SplicedBytes, err = mergeSplice(ctx, fs, opened, schema, newPath, opts, plan)
 	case PathPageBounded:
 		outs, err = mergePageBounded(ctx, fs, inputs, schema, newPath, opts, &read, &res.tsSkipped)
 	default:

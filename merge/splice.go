@@ -196,8 +196,11 @@ func externalChunks(md *metadata.FileMetaData, rg int) bool {
 // copied into the output byte for byte, while the rows around it are merged,
 // re-encoded and written between the copies. Memory is the k-way path's
 // plus one encoded row group.
-func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, plan *splicePlan, tmpl *metadata.FileMetaData) (outs []Output, copied int64, err error) {
-	w := newSpliceWriter(fs, newPath, schema, opts.WriterOptions, tmpl)
+func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, plan *splicePlan) (outs []Output, copied int64, err error) {
+	w, err := newSink(fs, newPath, schema, opts.WriterOptions, metaStreamed(opts.Metadata))
+	if err != nil {
+		return nil, 0, err
+	}
 	defer recoverAbort(&err, w)
 	groupCols := newMetaBuilder(w.meta, schema).GroupColumns()
 	cursors := make([]*cursor, 0, len(opened))
@@ -224,7 +227,7 @@ func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*opened
 			footer = nil // blooms that do not match the row groups are not copied
 		}
 		src := &spliceSource{in: in, schema: schema, tsName: opts.TimestampColumn, opts: opts, copies: copies,
-			groupCols: groupCols, footer: footer, idx: i, runs: runs}
+			groupCols: groupCols, footer: footer, crcs: chunkCRCs(in.pf.MetaData()), idx: i, runs: runs}
 		cursors = append(cursors, &cursor{idx: i, name: in.path, src: src})
 	}
 	runs.asm = newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return w.write(ctx, r) })
@@ -245,11 +248,13 @@ func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*opened
 
 // copyJob is a row group on its way through the merge as a block.
 type copyJob struct {
-	src    rgSource
-	rg     int
-	ts     []int64
-	groups []arrow.Array
-	bloom  []byte
+	src      rgSource
+	rg       int
+	ts       []int64
+	groups   []arrow.Array
+	bloom    []byte
+	crcs     []uint32 // the chunks' sums from the input's footer, checked as they are copied
+	verified bool     // its pages were read and found sound
 }
 
 func (j *copyJob) release() {
@@ -267,7 +272,7 @@ func (j *copyJob) release() {
 // assembled so far are written and the row group is copied after them.
 type spliceRuns struct {
 	asm     *assembler
-	w       *spliceWriter
+	w       *sink
 	pending []*copyJob // per input: the row group its cursor is on
 	emitted []int64    // per input: rows of pending already in the order
 }
@@ -289,7 +294,7 @@ func (s *spliceRuns) run(c *cursor, from, to int) error {
 	if err := s.asm.chunkEnd(); err != nil {
 		return err
 	}
-	err := s.w.copyRowGroup(s.asm.ctx, j.src, j.rg, j.ts, j.groups, j.bloom)
+	err := s.w.copyRowGroup(s.asm.ctx, j.src, j.rg, j.ts, j.groups, j.bloom, j.crcs, j.verified)
 	j.release()
 	s.pending[c.idx], s.emitted[c.idx] = nil, 0
 	return err
@@ -308,6 +313,7 @@ type spliceSource struct {
 	copies    []bool
 	groupCols []string
 	footer    *index.Footer
+	crcs      [][]uint32 // chunkCRCs of the input
 	idx       int
 	runs      *spliceRuns
 
@@ -408,6 +414,12 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		e.MinMicros == j.ts[0] && e.MaxMicros == j.ts[len(j.ts)-1] {
 		j.bloom = s.footer.RowGroupBloom(rg)
 	}
+	// Chunks whose sums the input's footer records are checked as they are
+	// copied (any changed byte fails the copy); the pages of others are read.
+	if rg < len(s.crcs) && s.crcs[rg] != nil {
+		j.crcs = s.crcs[rg]
+		return j, nil
+	}
 	if s.opts.SpliceUnverified {
 		return j, nil
 	}
@@ -415,6 +427,7 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		j.release()
 		return nil, err
 	}
+	j.verified = true
 	return j, nil
 }
 
