@@ -9,8 +9,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge/index"
@@ -315,7 +319,10 @@ type spliceSource struct {
 	footer    *index.Footer
 	crcs      [][]uint32 // chunkCRCs of the input
 	idx       int
-	runs      *spliceRuns
+	// dictReader reads the copied row groups' timestamp and group columns,
+	// string group columns as dictionaries.
+	dictReader *pqarrow.FileReader
+	runs       *spliceRuns
 
 	rg   int    // next row group
 	cur  source // the decoded run of row groups being read
@@ -361,14 +368,32 @@ func (s *spliceSource) next(ctx context.Context) (batch, bool, error) {
 	}
 }
 
-// readCopy decodes the timestamp and group columns of row group rg.
+// readCopy decodes the timestamp and group columns of row group rg. String
+// group columns are read as dictionaries: the counts need each distinct
+// value once, not a string per row.
 func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 	names := append([]string{s.tsName}, s.groupCols...)
 	var leaves []int
 	for _, name := range names {
 		leaves = append(leaves, leafIndices(s.in, name)...)
 	}
-	tbl, err := s.in.fr.ReadRowGroups(ctx, leaves, []int{rg})
+	if s.dictReader == nil {
+		props := pqarrow.ArrowReadProperties{BatchSize: s.in.pf.MetaData().RowGroup(rg).NumRows()}
+		sc := s.in.pf.MetaData().Schema
+		for _, name := range s.groupCols {
+			for _, l := range leafIndices(s.in, name) {
+				if sc.Column(l).PhysicalType() == parquet.Types.ByteArray {
+					props.SetReadDict(l, true)
+				}
+			}
+		}
+		fr, err := pqarrow.NewFileReader(s.in.pf, props, s.opts.Allocator)
+		if err != nil {
+			return nil, inputErr("reading input", s.in.path, err)
+		}
+		s.dictReader = fr
+	}
+	tbl, err := s.dictReader.ReadRowGroups(ctx, leaves, []int{rg})
 	if err != nil {
 		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d: %w", rg, err))
 	}
@@ -387,7 +412,7 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 			j.release()
 			return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d has no column %q", rg, name))
 		}
-		col, err := array.Concatenate(tbl.Column(idx[0]).Data().Chunks(), s.opts.Allocator)
+		col, err := oneChunk(tbl.Column(idx[0]).Data().Chunks(), s.opts.Allocator)
 		if err != nil {
 			j.release()
 			return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d column %q: %w", rg, name, err))
@@ -395,6 +420,7 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		if k == 0 {
 			if col.NullN() > 0 {
 				col.Release()
+				j.release()
 				return nil, inputErr("reading input", s.in.path, fmt.Errorf("timestamp column %q has null values", s.tsName))
 			}
 			j.ts = appendMicros(make([]int64, 0, col.Len()), col)
@@ -469,6 +495,35 @@ func verifyPages(in *openedInput, rg int, decoded []int) error {
 		}
 	}
 	return nil
+}
+
+// oneChunk returns chunks as one array. Dictionary chunks with different
+// dictionaries (a writer that started a new one) are decoded to their
+// values first, since concatenating them needs one dictionary.
+func oneChunk(chunks []arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	if len(chunks) == 1 {
+		chunks[0].Retain()
+		return chunks[0], nil
+	}
+	if len(chunks) > 0 {
+		if _, ok := chunks[0].DataType().(*arrow.DictionaryType); ok {
+			plain := make([]arrow.Array, 0, len(chunks))
+			defer func() {
+				for _, a := range plain {
+					a.Release()
+				}
+			}()
+			for _, c := range chunks {
+				v, err := compute.TakeArray(context.Background(), c.(*array.Dictionary).Dictionary(), c.(*array.Dictionary).Indices())
+				if err != nil {
+					return nil, err
+				}
+				plain = append(plain, v)
+			}
+			return array.Concatenate(plain, mem)
+		}
+	}
+	return array.Concatenate(chunks, mem)
 }
 
 func (s *spliceSource) close() error {
