@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,10 +103,11 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 		pages[i], indexed[i] = timestampPages(in, tsName)
 	}
 	p := &splicePlan{totalBytes: total}
-	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool {
-		return schemaOK[i] && rgRows[i][rg] >= minRows && !externalChunks(opened[i].pf.MetaData(), rg) &&
-			!spansCut(pages[i], rgRows[i], rg, cuts)
-	})
+	copyable := func(i, rg int) bool {
+		return schemaOK[i] && !externalChunks(opened[i].pf.MetaData(), rg) && !spansCut(pages[i], rgRows[i], rg, cuts)
+	}
+	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool { return rgRows[i][rg] >= minRows && copyable(i, rg) })
+	promoteLoneSmall(p.copy, spliceCopies(pages, indexed, rgRows, copyable), pages, rgRows)
 	for i, in := range opened {
 		for rg, c := range p.copy[i] {
 			if c {
@@ -149,6 +151,79 @@ func sameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
 	return true
 }
 
+// promoteLoneSmall marks for copying the row groups that are isolated (no
+// other input's rows inside their time range) but below the minimum size,
+// when the row groups next to them in time are copied and no re-encoded row
+// group's range touches theirs or their neighbours': re-encoded, such a row
+// group would become a row group of its own rows, as small as it is now,
+// since each copy ends the re-encoded row group before it. Copying it keeps
+// the layout and skips the re-encode (an L1 file's short last row group in
+// a bin of time-disjoint files). copies is updated in place; pure otherwise.
+func promoteLoneSmall(copies, isolated [][]bool, pages [][]tsPage, rgRows [][]int64) {
+	type span struct {
+		in, rg int
+		lo, hi int64
+	}
+	var spans []span
+	for i, rows := range rgRows {
+		var start int64
+		for rg, n := range rows {
+			lo, hi, ok := rowGroupRange(pages[i], start, start+n)
+			start += n
+			if n == 0 {
+				continue
+			}
+			if !ok {
+				return // a row group without page bounds: its neighbours are unknown
+			}
+			spans = append(spans, span{i, rg, lo, hi})
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int {
+		return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.hi, b.hi), cmp.Compare(a.in, b.in), cmp.Compare(a.rg, b.rg))
+	})
+	copied := func(s span) bool { return copies[s.in][s.rg] }
+	var promote []span
+	for k, s := range spans {
+		if copied(s) || !isolated[s.in][s.rg] {
+			continue
+		}
+		lo, hi, ok := s.lo, s.hi, true
+		if k > 0 {
+			ok, lo = copied(spans[k-1]), spans[k-1].lo
+		}
+		if k+1 < len(spans) {
+			ok, hi = ok && copied(spans[k+1]), spans[k+1].hi
+		}
+		for j, o := range spans {
+			if ok && j != k && !copied(o) && o.lo <= hi && o.hi >= lo {
+				ok = false
+			}
+		}
+		if ok {
+			promote = append(promote, s)
+		}
+	}
+	for _, s := range promote {
+		copies[s.in][s.rg] = true
+	}
+}
+
+// rowGroupRange is the time range of the rows [start, end) of an input,
+// from its timestamp pages inside them; ok is false when none is.
+func rowGroupRange(pages []tsPage, start, end int64) (lo, hi int64, ok bool) {
+	for _, pg := range pages {
+		if pg.row < start || pg.row >= end {
+			continue
+		}
+		if !ok {
+			lo, hi, ok = pg.min, pg.max, true
+		}
+		lo, hi = min(lo, pg.min), max(hi, pg.max)
+	}
+	return lo, hi, ok
+}
+
 // spansCut says whether a density cut falls after the first row of row
 // group rg (rows per row group rgRows) and at or before its last, judged
 // from the timestamp pages inside it.
@@ -160,17 +235,7 @@ func spansCut(pages []tsPage, rgRows []int64, rg int, cuts []int64) bool {
 	for _, n := range rgRows[:rg] {
 		start += n
 	}
-	end := start + rgRows[rg]
-	lo, hi, seen := int64(0), int64(0), false
-	for _, pg := range pages {
-		if pg.row < start || pg.row >= end {
-			continue
-		}
-		if !seen {
-			lo, hi, seen = pg.min, pg.max, true
-		}
-		lo, hi = min(lo, pg.min), max(hi, pg.max)
-	}
+	lo, hi, seen := rowGroupRange(pages, start, start+rgRows[rg])
 	if !seen {
 		return true
 	}

@@ -66,6 +66,41 @@ type spliceShape struct {
 	rgRows     func(i int, rec arrow.RecordBatch) int
 }
 
+// TestPromoteLoneSmall: a small isolated row group is copied only when
+// re-encoding it would give a row group of its own rows anyway: copies on
+// both sides in time, and no re-encoded row group near it.
+func TestPromoteLoneSmall(t *testing.T) {
+	pg := func(row, n, lo, hi int64) tsPage { return tsPage{row: row, n: n, min: lo, max: hi} }
+	for _, c := range []struct {
+		name             string
+		pages            [][]tsPage
+		rgRows           [][]int64
+		copies, isolated [][]bool
+		want             [][]bool
+	}{
+		{"an L1 file's short last row group between two copies",
+			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {10}},
+			[][]bool{{true, false}, {true}}, [][]bool{{true, true}, {true}}, [][]bool{{true, true}, {true}}},
+		{"the last of all, after a copy",
+			[][]tsPage{{pg(0, 10, 0, 9)}, {pg(0, 3, 20, 22)}}, [][]int64{{10}, {3}},
+			[][]bool{{true}, {false}}, [][]bool{{true}, {true}}, [][]bool{{true}, {true}}},
+		{"two small ones next to each other merge into one re-encoded row group",
+			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 3, 13, 15)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {3}, {10}},
+			[][]bool{{true, false}, {false}, {true}}, [][]bool{{true, true}, {true}, {true}}, [][]bool{{true, false}, {false}, {true}}},
+		{"not isolated",
+			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {10}},
+			[][]bool{{true, false}, {true}}, [][]bool{{true, false}, {true}}, [][]bool{{true, false}, {true}}},
+		{"a re-encoded row group spans around it",
+			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}, {pg(0, 1, 5, 5), pg(1, 1, 25, 25)}}, [][]int64{{10, 3}, {10}, {2}},
+			[][]bool{{true, false}, {true}, {false}}, [][]bool{{true, true}, {true}, {false}}, [][]bool{{true, false}, {true}, {false}}},
+	} {
+		promoteLoneSmall(c.copies, c.isolated, c.pages, c.rgRows)
+		if fmt.Sprint(c.copies) != fmt.Sprint(c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, c.copies, c.want)
+		}
+	}
+}
+
 func lastTs(rec arrow.RecordBatch) int64 {
 	return int64(rec.Column(0).(*array.Timestamp).Value(int(rec.NumRows()) - 1))
 }
