@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -32,9 +31,10 @@ import (
 // encoded into, one per top-level column), the page indexes, and a footer
 // made from the row groups' own metadata with offsets rebased, serialized
 // by arrow-go (metadata.FileMetaData). Encoding each column into a file of
-// its own lets the columns of a row group be encoded in parallel while the
-// bytes of every chunk, and so the file, stay what a serial encode gives:
-// a column's pages depend on its values and the writer properties only.
+// its own lets the columns of a row group be encoded in parallel
+// (WriterOptions.encodeWorkers) while the bytes of every chunk, and so the
+// file, stay what a serial encode gives: a column's pages depend on its
+// values and the writer properties only.
 type sink struct {
 	fs      icebergio.WriteFileIO
 	newPath func(int) string
@@ -44,7 +44,7 @@ type sink struct {
 	tmpl    *metadata.FileMetaData // an empty file's footer: schema, column orders, created_by
 	tsIdx   int
 	fields  []*arrow.Schema // one schema per top-level field, for its encoder
-	workers int             // goroutines encoding one chunk's columns
+	workers int             // goroutines encoding one chunk's columns and metadata
 
 	cur     *splicedFile
 	outputs []Output
@@ -59,6 +59,10 @@ type sink struct {
 
 	copiedBytes int64 // bytes of input row groups copied (not re-encoded)
 }
+
+// defaultEncodeWorkers is how many goroutines encode a chunk's columns and
+// metadata when WriterOptions.encodeWorkers is 0.
+const defaultEncodeWorkers = 2
 
 // pendingRowGroup holds the re-encoded rows of the next output row group:
 // per top-level field a one-row-group Parquet file in memory.
@@ -87,7 +91,11 @@ func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	s := &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tmpl: tmpl, tsIdx: idx[0],
 		cuts: slices.Clone(opts.cutBefore), workers: opts.encodeWorkers}
 	if s.workers <= 0 {
-		s.workers = runtime.GOMAXPROCS(0)
+		// Two, as before this writer (the encoder and the search metadata
+		// beside it). More, up to GOMAXPROCS, measured no faster on a shared
+		// 2-core machine (docs/benchmarks.md, "k-way on (d)"); it is for a
+		// measurement where cores are free to decide.
+		s.workers = defaultEncodeWorkers
 	}
 	for _, f := range schema.Fields() {
 		s.fields = append(s.fields, arrow.NewSchema([]arrow.Field{f}, nil))
@@ -206,8 +214,8 @@ func (s *sink) passCuts(ts int64) error {
 }
 
 // encode writes rows [from, to) of rec into the pending row group: each
-// column into its own encoder, and the search metadata beside them, on up
-// to s.workers goroutines.
+// column into its own encoder, and the search metadata, on up to s.workers
+// goroutines.
 func (s *sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) error {
 	if s.cur == nil {
 		if err := s.openFile(); err != nil {

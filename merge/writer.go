@@ -52,8 +52,9 @@ type WriterOptions struct {
 	// Allocator for decoded and encoded buffers; nil = memory.DefaultAllocator.
 	// Tests pass an accounting allocator to measure peak memory.
 	Allocator memory.Allocator
-	// encodeWorkers is how many goroutines encode the columns of a chunk;
-	// 0 = GOMAXPROCS. The output bytes do not depend on it (tests compare).
+	// encodeWorkers is how many goroutines encode the columns of a chunk
+	// (and its search metadata); 0 = defaultEncodeWorkers. The output bytes do not depend on
+	// it (TestParallelEncodeSameBytes).
 	encodeWorkers int
 }
 
