@@ -15,6 +15,12 @@ import (
 // covering the same hour, so every pair overlaps (the merge's hard case, as in
 // bench/merge). It returns the inputs and their decoded size.
 func benchInputs(b *testing.B, sc *arrow.Schema, fanIn, rowsPer int) ([]Input, int64) {
+	return benchInputsAt(b, sc, fanIn, rowsPer, 0)
+}
+
+// benchInputsAt is benchInputs with input f's hour starting f*shift later:
+// shift = one hour makes the inputs time-disjoint (an L1 bin into L2).
+func benchInputsAt(b *testing.B, sc *arrow.Schema, fanIn, rowsPer int, shift int64) ([]Input, int64) {
 	b.Helper()
 	dir := b.TempDir()
 	r := rand.New(rand.NewPCG(uint64(fanIn), 7))
@@ -24,7 +30,7 @@ func benchInputs(b *testing.B, sc *arrow.Schema, fanIn, rowsPer int) ([]Input, i
 	var decoded int64
 	for f := 0; f < fanIn; f++ {
 		rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-		ts := int64(1_767_225_600_000_000) + r.Int64N(step+1)
+		ts := int64(1_767_225_600_000_000) + int64(f)*shift + r.Int64N(step+1)
 		for i := 0; i < rowsPer; i++ {
 			ts += r.Int64N(2*step + 1)
 			svc := services[r.IntN(len(services))]
@@ -82,4 +88,32 @@ func BenchmarkKWay(b *testing.B) {
 			b.ReportMetric(float64(256*1024*b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+}
+
+// BenchmarkSplice measures the splice path (search metadata included) on 8
+// time-disjoint inputs of 150,000 rows each (a full row group and a short
+// one apiece), in-process: go test ./merge -run '^$' -bench Splice -benchmem
+func BenchmarkSplice(b *testing.B) {
+	sc := testArrowSchema(b)
+	ins, decoded := benchInputsAt(b, sc, 8, 150_000, 2*3600_000_000) // a random walk of about an hour each
+	out := b.TempDir()
+	b.SetBytes(decoded)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := Rewrite(context.Background(), localFS, ins, sc, pathGen(out, 1), RewriteOptions{ForcePath: PathSplice})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if res.SplicedBytes == 0 {
+			b.Fatal("nothing spliced")
+		}
+		for _, o := range res.Outputs {
+			if err := localFS.Remove(o.Path); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(8*150_000*b.N)/b.Elapsed().Seconds(), "rows/s")
 }

@@ -27,6 +27,10 @@ type openedInput struct {
 
 // openInput opens path and parses its footer. batchRows is the record-reader
 // batch length; it bounds the decoded rows one reader holds.
+// pageStreaming is on outside tests; TestKWayMemoryIndependentOfRowGroupSize
+// turns it off to show the test can tell.
+var pageStreaming = true
+
 func openInput(fs icebergio.IO, path string, mem memory.Allocator, batchRows int64) (*openedInput, error) {
 	return openInputCounted(fs, path, mem, batchRows, readBufferBytes, new(int64))
 }
@@ -44,7 +48,7 @@ func openInputCounted(fs icebergio.IO, path string, mem memory.Allocator, batchR
 	// Other writers (DuckDB: 122,880-row row groups) write data pages of
 	// many MiB; decoded whole, fan-in x columns of them dominated a k-way
 	// merge's peak. Streamed, a plain page costs about a 1 MiB buffer.
-	props.PageStreamingEnabled = true
+	props.PageStreamingEnabled = pageStreaming
 	pf, err := file.NewParquetReader(readerAtSeeker{f, read}, file.WithReadProps(props))
 	if err != nil {
 		_ = f.Close()

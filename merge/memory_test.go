@@ -3,11 +3,17 @@ package merge
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // peakAllocator counts live bytes allocated through it and remembers the peak:
@@ -110,3 +116,100 @@ func TestPageBoundedMemoryIndependentOfInputSize(t *testing.T) {
 // testSizes: the smaller input already fills whole row groups and pages (the
 // per-input constant: page and dictionary buffers); the larger is 10x it.
 var testSizes = []int{8_192, 81_920}
+
+// TestKWayMemoryIndependentOfRowGroupSize: the k-way path's peak follows its
+// fan-in and batches, not the inputs' row-group size. The same rows are
+// merged from inputs of small row groups and pages (siglake's own layout)
+// and from inputs of one row group and one data page per column (as some
+// writers make them). A big page costs its compressed bytes and a stream
+// buffer of at most 1 MiB (arrow-go's page streaming decodes it in steps),
+// never its decoded size: with page streaming off it does, which shows the
+// check can fail.
+func TestKWayMemoryIndependentOfRowGroupSize(t *testing.T) {
+	sc := testArrowSchema(t)
+	const fanIn, rows = 4, 150_000
+	type layout struct{ rowGroup, page int64 }
+	write := func(dir string, rec arrow.RecordBatch, l layout) Input {
+		p := filepath.Join(dir, DataFileName(0))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithStats(true),
+			parquet.WithDictionaryDefault(false), parquet.WithMaxRowGroupLength(l.rowGroup), parquet.WithDataPageSize(l.page))
+		fw, err := pqarrow.NewFileWriter(rec.Schema(), f, props, pqarrow.DefaultWriterProps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fw.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := fw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Input{Path: p, Size: st.Size(), Rows: rec.NumRows()}
+	}
+	var recs []arrow.RecordBatch
+	r := rand.New(rand.NewPCG(21, 22))
+	for i := 0; i < fanIn; i++ {
+		recs = append(recs, randRecord(r, sc, rows, 1_700_000_000_000_000, 3, true, true))
+	}
+	defer releaseRecords(recs)
+	// peak merges the inputs written in layout l; pages is the compressed
+	// and decoded size of their data pages when each column is one page.
+	peak := func(l layout, streaming bool) (peak, compressed, decoded int64) {
+		t.Helper()
+		dir := t.TempDir()
+		var inputs []Input
+		for _, rec := range recs {
+			in := write(dir, rec, l)
+			inputs = append(inputs, in)
+			pf, err := file.OpenParquetFile(in.Path, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.rowGroup > rows && pf.NumRowGroups() != 1 {
+				t.Fatalf("%d row groups, want 1", pf.NumRowGroups())
+			}
+			for c := 0; c < pf.MetaData().Schema.NumColumns(); c++ {
+				cc, _ := pf.MetaData().RowGroup(0).ColumnChunk(c)
+				compressed += cc.TotalCompressedSize()
+				decoded += cc.TotalUncompressedSize()
+			}
+			_ = pf.Close()
+		}
+		pageStreaming = streaming
+		defer func() { pageStreaming = true }()
+		alloc := newPeakAllocator()
+		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1),
+			RewriteOptions{ForcePath: PathKWay, MemoryBudget: 64 << 20, WriterOptions: WriterOptions{RowGroupRows: 16 << 10, Allocator: alloc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, o := range res.Outputs {
+			n += o.Rows
+		}
+		if n != fanIn*rows {
+			t.Fatalf("%d rows written, want %d", n, fanIn*rows)
+		}
+		return alloc.peak.Load(), compressed, decoded
+	}
+	small, _, _ := peak(layout{8192, 64 << 10}, true)
+	onePage, compressed, decoded := peak(layout{1 << 30, 1 << 30}, true)
+	unstreamed, _, _ := peak(layout{1 << 30, 1 << 30}, false)
+	t.Logf("k-way peak allocated: %d bytes from small row groups and pages, %d from one row group and page per column (pages: %d bytes compressed, %d decoded), %d from those without page streaming",
+		small, onePage, compressed, decoded, unstreamed)
+	streams := int64(fanIn * len(sc.Fields()))
+	limit := small + compressed + streams<<20 + 2<<20
+	if onePage > limit {
+		t.Errorf("k-way peak grew with the inputs' row-group and page size: %d bytes from small ones, %d from one per column (limit %d)", small, onePage, limit)
+	}
+	if unstreamed <= limit {
+		t.Errorf("without page streaming the peak stays at %d bytes (limit %d): the check above cannot tell", unstreamed, limit)
+	}
+}

@@ -77,9 +77,11 @@ type RewriteOptions struct {
 	// (SIGLAKE_MERGE_SPLICE_MIN_ROWS); 0 = DefaultSpliceMinRows, negative
 	// turns the splice path off.
 	SpliceMinRows int64
-	// SpliceUnverified skips reading the pages of the row groups the splice
-	// copies (SIGLAKE_MERGE_SPLICE_VERIFY=off): about half of its CPU, at
-	// the price of carrying damaged pages into the output unnoticed.
+	// SpliceUnverified skips reading the pages of the copied row groups
+	// whose input has no chunk sums (SIGLAKE_MERGE_SPLICE_VERIFY=off; other
+	// writers' files): about half of the splice's CPU on such inputs, at the
+	// price of carrying their damaged pages into the output unnoticed. Sums,
+	// where the input has them, are checked either way (they cost little).
 	SpliceUnverified bool
 	// ForcePath skips ChoosePath (tests, benchmarks).
 	ForcePath PathKind
@@ -296,7 +298,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		for _, in := range opened {
 			in.props.BufferSize = buf
 		}
-		outs, res.SplicedBytes, err = mergeSplice(ctx, fs, opened, schema, newPath, opts, plan, tmpl)
+		outs, res.SplicedBytes, err = mergeSplice(ctx, fs, opened, schema, newPath, opts, plan)
 	case PathPageBounded:
 		outs, err = mergePageBounded(ctx, fs, inputs, schema, newPath, opts, &read, &res.tsSkipped)
 	default:

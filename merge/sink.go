@@ -1,55 +1,82 @@
 package merge
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icebergio "github.com/apache/iceberg-go/io"
 )
 
-// sink receives rows already in output order, cuts them into row groups of
-// exactly RowGroupRows rows (so split points depend on the row sequence alone,
-// not on how callers batch it: all merge paths produce the same files), and
-// rolls to a new file once the current one reaches TargetFileBytes and the
-// timestamp changes. Rows are encoded into a buffered row group as they
-// arrive, so the sink holds encoded pages, never a decoded row group.
+// sink writes every path's outputs. It receives rows already in output
+// order, cuts them into row groups of exactly RowGroupRows rows (so split
+// points depend on the row sequence alone, not on how callers batch it: all
+// merge paths produce the same files), and rolls to a new file once the
+// current one reaches TargetFileBytes at a row-group boundary and the
+// timestamp changes, so outputs stay pairwise time-disjoint, and before the
+// first row at or past each density cut (WriterOptions.cutBefore). The splice
+// path also hands it whole row groups to copy (copyRowGroup); a copied row
+// group ends the re-encoded row group before it, which may then be short.
+//
+// It lays each file out itself: "PAR1", row groups copied byte for byte
+// (from inputs, or from the one-row-group files the re-encoded rows were
+// encoded into, one per top-level column), the page indexes, and a footer
+// made from the row groups' own metadata with offsets rebased, serialized
+// by arrow-go (metadata.FileMetaData). Encoding each column into a file of
+// its own lets the columns of a row group be encoded in parallel
+// (WriterOptions.encodeWorkers) while the bytes of every chunk, and so the
+// file, stay what a serial encode gives: a column's pages depend on its
+// values and the writer properties only.
 type sink struct {
 	fs      icebergio.WriteFileIO
 	newPath func(int) string
 	schema  *arrow.Schema
 	opts    WriterOptions
 	meta    metaMode
+	tmpl    *metadata.FileMetaData // an empty file's footer: schema, column orders, created_by
 	tsIdx   int
+	fields  []*arrow.Schema // one schema per top-level field, for its encoder
+	workers int             // goroutines encoding one chunk's columns and metadata
 
-	cur     *outFile
+	cur     *splicedFile
 	outputs []Output
 	created []string // every path Create succeeded on, removed by abort
 
-	rgOpen  bool        // the current file has a row group that is not full
-	rgRows  int64       // rows in that row group
-	closing bool        // current file is full: close it at the next timestamp change
-	cuts    []int64     // density cuts not yet passed (WriterOptions.cutBefore)
-	runs    DensityCuts // all of them, to tell a new file's run
-	lastTs  int64       // timestamp of the last row of the last full row group
-	prevTs  int64       // timestamp of the last row written, to check the order
+	rg      *pendingRowGroup // re-encoded rows not yet a row group
+	closing bool             // current file is full: close it at the next timestamp change
+	cuts    []int64          // density cuts not yet passed (WriterOptions.cutBefore)
+	runs    DensityCuts      // all of them, to tell a new file's run
+	lastTs  int64            // last timestamp of the last row group appended
+	prevTs  int64            // last timestamp written, to check the order
 	wrote   bool
+
+	copiedBytes int64 // bytes of input row groups copied (not re-encoded)
 }
 
-type outFile struct {
-	path         string
-	w            icebergio.FileWriter
-	cw           *CountingWriter
-	fw           *pqarrow.FileWriter
-	meta         *metaBuilder
-	rows         int64
-	minTs, maxTs int64
-	skipped      []string
+func (s *sink) setCuts(c DensityCuts) { s.runs, s.cuts = c, slices.Clone(c.At) }
+
+// defaultEncodeWorkers is how many goroutines encode a chunk's columns and
+// metadata when WriterOptions.encodeWorkers is 0.
+const defaultEncodeWorkers = 2
+
+// pendingRowGroup holds the re-encoded rows of the next output row group:
+// per top-level field a one-row-group Parquet file in memory.
+type pendingRowGroup struct {
+	cols []pendingColumn
+	rows int64
+}
+
+type pendingColumn struct {
+	buf bytes.Buffer
+	fw  *pqarrow.FileWriter
 }
 
 func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.Schema, opts WriterOptions, meta metaMode) (*sink, error) {
@@ -60,24 +87,47 @@ func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	if _, ok := schema.Field(idx[0]).Type.(*arrow.TimestampType); !ok {
 		return nil, fmt.Errorf("timestamp column %q has type %s, accepted: timestamp", opts.TimestampColumn, schema.Field(idx[0]).Type)
 	}
-	s := &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tsIdx: idx[0]}
+	tmpl, err := spliceTemplate(schema, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tmpl: tmpl, tsIdx: idx[0],
+		workers: opts.encodeWorkers}
 	s.setCuts(opts.cutBefore)
+	if s.workers <= 0 {
+		// Two, as before this writer (the encoder and the search metadata
+		// beside it). More, up to GOMAXPROCS, measured no faster on a shared
+		// 2-core machine (docs/benchmarks.md, "k-way on (d)"); it is for a
+		// measurement where cores are free to decide.
+		s.workers = defaultEncodeWorkers
+	}
+	for _, f := range schema.Fields() {
+		s.fields = append(s.fields, arrow.NewSchema([]arrow.Field{f}, nil))
+	}
 	return s, nil
 }
 
-func (s *sink) setCuts(c DensityCuts) { s.runs, s.cuts = c, slices.Clone(c.At) }
-
-// pathFor names output i, whose first row is at ts: a file that starts in
-// a sparse run joins the late stream when the caller names late files.
-func pathFor(i int, ts int64, runs DensityCuts, newPath, latePath func(int) string) string {
-	if latePath != nil && runs.SparseAt(ts) {
-		return latePath(i)
+// spliceTemplate returns the footer of an empty file written with schema and
+// opts: the Parquet schema outputs have, which an input's row groups must
+// match to be copied.
+func spliceTemplate(schema *arrow.Schema, opts WriterOptions) (*metadata.FileMetaData, error) {
+	var buf bytes.Buffer
+	fw, err := pqarrow.NewFileWriter(schema, &buf, writerProperties(opts), spliceArrowProps(opts))
+	if err != nil {
+		return nil, fmt.Errorf("preparing the footer: %w", err)
 	}
-	return newPath(i)
+	if err := fw.Close(); err != nil {
+		return nil, fmt.Errorf("preparing the footer: %w", err)
+	}
+	return fw.FileMetadata()
 }
 
-// write appends rec (conformed to the schema, sorted, and not earlier than any
-// row written before) to the output.
+func spliceArrowProps(opts WriterOptions) pqarrow.ArrowWriterProperties {
+	return pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Allocator), pqarrow.WithCoerceTimestamps(arrow.Microsecond))
+}
+
+// write appends rec (conformed to the schema, sorted, and not earlier than
+// any row written before) to the output.
 func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -87,14 +137,8 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 		return fmt.Errorf("timestamp column %q has %d null values", s.opts.TimestampColumn, ts.NullN())
 	}
 	micros := appendMicros(make([]int64, 0, ts.Len()), ts)
-	// The merge orders rows by plans made from the inputs' sort order and
-	// page indexes; a file that lies about either must fail the rewrite,
-	// not produce an unsorted output.
-	for _, t := range micros {
-		if s.wrote && t < s.prevTs {
-			return fmt.Errorf("merge produced rows out of timestamp order (%d after %d): an input's rows disagree with its sort order or page index", t, s.prevTs)
-		}
-		s.prevTs, s.wrote = t, true
+	if err := s.checkOrder(micros); err != nil {
+		return err
 	}
 	n := int64(len(micros))
 	for off := int64(0); off < n; {
@@ -104,35 +148,40 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 			}
 			continue
 		}
-		if len(s.cuts) > 0 && s.cuts[0] <= micros[off] {
-			// A density cut: rows before it stay in the current file, this
-			// row starts the next one (it is later than all of them, so the
-			// files stay disjoint).
-			for len(s.cuts) > 0 && s.cuts[0] <= micros[off] {
-				s.cuts = s.cuts[1:]
-			}
-			if s.cur != nil && s.cur.rows > 0 {
-				if err := s.closeFile(); err != nil {
-					return err
-				}
-			}
+		if err := s.passCuts(micros[off]); err != nil {
+			return err
 		}
-		end := rowGroupCut(micros, off, s.opts.RowGroupRows-s.rgRows, s.closing, s.lastTs)
+		rgRows := int64(0)
+		if s.rg != nil {
+			rgRows = s.rg.rows
+		}
+		end := rowGroupCut(micros, off, s.opts.RowGroupRows-rgRows, s.closing, s.lastTs)
 		if len(s.cuts) > 0 {
 			end = off + int64(sort.Search(int(end-off), func(i int) bool { return micros[off+int64(i)] >= s.cuts[0] }))
 		}
-		if err := s.append(rec, off, end, micros[off:end]); err != nil {
+		if err := s.encode(rec, off, end, micros[off:end]); err != nil {
 			return err
 		}
 		off = end
-		if s.rgRows == s.opts.RowGroupRows {
-			s.cur.meta.EndRowGroup()
-			s.rgOpen, s.rgRows = false, 0
-			s.lastTs = micros[off-1]
-			if s.opts.TargetFileBytes > 0 && s.cur.fw.TotalCompressedBytes() >= s.opts.TargetFileBytes {
-				s.closing = true
+		if s.rg.rows == s.opts.RowGroupRows {
+			if err := s.endRowGroup(micros[off-1]); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkOrder rejects rows earlier than the last one written. The merge
+// orders rows by plans made from the inputs' sort order and page indexes; a
+// file that lies about either must fail the rewrite, not produce an unsorted
+// output.
+func (s *sink) checkOrder(micros []int64) error {
+	for _, t := range micros {
+		if s.wrote && t < s.prevTs {
+			return fmt.Errorf("merge produced rows out of timestamp order (%d after %d): an input's rows disagree with its sort order or page index", t, s.prevTs)
+		}
+		s.prevTs, s.wrote = t, true
 	}
 	return nil
 }
@@ -152,41 +201,60 @@ func rowGroupCut(micros []int64, off, room int64, closing bool, lastTs int64) in
 	return end
 }
 
-// append encodes rows [from, to) of rec into the current row group.
-func (s *sink) append(rec arrow.RecordBatch, from, to int64, micros []int64) error {
+// passCuts closes the current file before a row at ts when a density cut
+// lies at or before ts: the rows before the cut stay in the file, this row
+// starts the next one (later than all of them, so the files stay disjoint).
+func (s *sink) passCuts(ts int64) error {
+	if len(s.cuts) == 0 || s.cuts[0] > ts {
+		return nil
+	}
+	for len(s.cuts) > 0 && s.cuts[0] <= ts {
+		s.cuts = s.cuts[1:]
+	}
+	if s.cur != nil && s.cur.rows > 0 {
+		return s.closeFile()
+	}
+	return nil
+}
+
+// encode writes rows [from, to) of rec into the pending row group: each
+// column into its own encoder, and the search metadata, on up to s.workers
+// goroutines.
+func (s *sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) error {
 	if s.cur == nil {
 		if err := s.openFile(micros[0]); err != nil {
 			return err
 		}
 	}
-	f := s.cur
-	if !s.rgOpen {
-		if err := f.fw.NewBufferedRowGroupChecked(); err != nil {
-			return fmt.Errorf("writing %s: starting row group: %w", f.path, err)
+	if s.rg == nil {
+		rg := &pendingRowGroup{cols: make([]pendingColumn, len(s.fields))}
+		for i, sc := range s.fields {
+			fw, err := pqarrow.NewFileWriter(sc, &rg.cols[i].buf, writerProperties(s.opts), spliceArrowProps(s.opts))
+			if err != nil {
+				return fmt.Errorf("writing %s: starting row group: %w", s.cur.path, err)
+			}
+			rg.cols[i].fw = fw
 		}
-		s.rgOpen, s.rgRows = true, 0
+		s.rg = rg
 	}
 	part := rec.NewSlice(from, to)
 	defer part.Release()
-	// The search metadata is built beside the encoder: both only read part.
-	// A slice computes its null count lazily (a write); do it here, once.
+	// The encoders and the metadata builder only read part, but a slice
+	// computes its null count lazily (a write): do it here, once.
 	for _, c := range part.Columns() {
 		_ = c.NullN()
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var metaPanic any
-	go func() {
-		defer wg.Done()
-		defer func() { metaPanic = recover() }()
-		f.meta.AddRows(part, micros)
-	}()
-	err := f.fw.WriteBuffered(part)
-	wg.Wait()
-	if metaPanic != nil {
-		return fmt.Errorf("writing %s: building search metadata: %v", f.path, metaPanic)
+	f := s.cur
+	tasks := make([]func() error, 0, len(s.fields)+1)
+	tasks = append(tasks, func() error { f.meta.AddRows(part, micros); return nil })
+	for i := range s.fields {
+		tasks = append(tasks, func() error {
+			col := array.NewRecordBatch(s.fields[i], []arrow.Array{part.Column(i)}, part.NumRows())
+			defer col.Release()
+			return s.rg.cols[i].fw.WriteBuffered(col)
+		})
 	}
-	if err != nil {
+	if err := runParallel(s.workers, tasks); err != nil {
 		return fmt.Errorf("writing %s: %w", f.path, err)
 	}
 	if f.rows == 0 {
@@ -194,104 +262,91 @@ func (s *sink) append(rec arrow.RecordBatch, from, to int64, micros []int64) err
 	}
 	f.maxTs = micros[len(micros)-1]
 	f.rows += to - from
-	s.rgRows += to - from
+	s.rg.rows += to - from
 	return nil
 }
 
-func (s *sink) openFile(firstTs int64) error {
-	p := pathFor(len(s.outputs), firstTs, s.runs, s.newPath, s.opts.LatePath)
-	w, err := s.fs.Create(p)
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", p, err)
+// runParallel runs tasks on up to workers goroutines (the caller's among
+// them) and returns the first error; a panic in a task (a dependency's bug
+// on odd input) becomes an error instead of taking the process down.
+func runParallel(workers int, tasks []func() error) error {
+	errs := make([]error, len(tasks))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(tasks) {
+				return
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						errs[i] = panicError("encoding", r)
+					}
+				}()
+				errs[i] = tasks[i]()
+			}()
+		}
 	}
-	s.created = append(s.created, p)
-	cw := &CountingWriter{W: w}
-	aprops := pqarrow.NewArrowWriterProperties(
-		pqarrow.WithAllocator(s.opts.Allocator),
-		pqarrow.WithCoerceTimestamps(arrow.Microsecond),
-	)
-	fw, err := pqarrow.NewFileWriter(s.schema, cw, writerProperties(s.opts), aprops)
-	if err != nil {
-		_ = w.Close()
-		return fmt.Errorf("starting Parquet writer for %s: %w", p, err)
+	var wg sync.WaitGroup
+	for w := 1; w < min(workers, len(tasks)); w++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
 	}
-	s.cur = &outFile{path: p, w: w, cw: cw, fw: fw, meta: newMetaBuilder(s.meta, s.schema)}
+	work()
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// closeFile writes the last row group and the footer of the current file.
-func (s *sink) closeFile() error {
-	s.closing = false
-	f := s.cur
-	if f == nil {
+// endRowGroup finishes the pending row group (last timestamp lastTs) and
+// copies its columns into the current file.
+func (s *sink) endRowGroup(lastTs int64) error {
+	rg := s.rg
+	if rg == nil {
 		return nil
 	}
-	if s.rgOpen {
-		f.meta.EndRowGroup()
-		s.rgOpen = false
-	}
-	s.rgRows = 0 // a density cut closes a file inside a row group
-	s.cur = nil
-	if err := f.fw.AppendKeyValueMetadata(FooterGenerationKey, fmt.Sprint(s.opts.Generation)); err != nil {
-		return fmt.Errorf("writing %s: footer: %w", f.path, err)
-	}
-	{
-		kv, skipped, err := f.meta.Finish()
-		f.skipped = skipped
-		if err != nil {
-			return fmt.Errorf("writing %s: search metadata: %w", f.path, err)
-		}
-		for _, e := range kv {
-			if err := f.fw.AppendKeyValueMetadata(e.Key, e.Value); err != nil {
-				return fmt.Errorf("writing %s: footer key %s: %w", f.path, e.Key, err)
+	s.rg = nil
+	srcs := make([]rgSource, len(rg.cols))
+	tasks := make([]func() error, len(rg.cols))
+	for i := range rg.cols {
+		tasks[i] = func() error {
+			c := &rg.cols[i]
+			if err := c.fw.Close(); err != nil {
+				return err
 			}
+			md, err := c.fw.FileMetadata()
+			if err != nil {
+				return err
+			}
+			if md.NumRowGroups() != 1 {
+				return fmt.Errorf("an encoded row group came out as %d", md.NumRowGroups())
+			}
+			b := c.buf.Bytes()
+			srcs[i] = rgSource{name: "encoded row group", r: bytes.NewReader(b), size: int64(len(b)), md: md}
+			return nil
 		}
 	}
-	if err := f.fw.Close(); err != nil {
-		_ = f.w.Close()
-		return fmt.Errorf("writing %s: closing Parquet writer: %w", f.path, err)
+	if err := runParallel(s.workers, tasks); err != nil {
+		return fmt.Errorf("writing %s: encoding row group: %w", s.cur.path, err)
 	}
-	if err := f.w.Close(); err != nil {
-		return fmt.Errorf("writing %s: closing file: %w", f.path, err)
+	if err := s.cur.appendRowGroup(srcs, 0, nil, true); err != nil {
+		return err
 	}
-	md, err := f.fw.FileMetadata()
-	if err != nil {
-		return fmt.Errorf("writing %s: reading back footer: %w", f.path, err)
-	}
-	s.outputs = append(s.outputs, Output{
-		Path: f.path, Size: f.cw.N, Rows: f.rows,
-		MinTimestamp: f.minTs, MaxTimestamp: f.maxTs,
-		Generation: s.opts.Generation, Meta: md, SkippedIndexes: f.skipped,
-	})
+	s.cur.meta.EndRowGroup()
+	s.rowGroupDone(lastTs)
 	return nil
 }
 
-// finish closes the last file and returns the outputs; on error it aborts.
-func (s *sink) finish() ([]Output, error) {
-	if err := s.closeFile(); err != nil {
-		s.abort()
-		return nil, err
+// rowGroupDone notes a row group appended to the current file ending at
+// lastTs, and whether the file is now full.
+func (s *sink) rowGroupDone(lastTs int64) {
+	s.lastTs = lastTs
+	if s.opts.TargetFileBytes > 0 && s.cur.cw.N >= s.opts.TargetFileBytes {
+		s.closing = true
 	}
-	return s.outputs, nil
-}
-
-// abort closes and removes every file this sink created. It is best effort:
-// a file it cannot remove is left for orphan collection, and is never
-// returned to the caller, so it is never committed.
-func (s *sink) abort() error {
-	var errs []error
-	if s.cur != nil {
-		_ = s.cur.fw.Close()
-		_ = s.cur.w.Close()
-		s.cur = nil
-	}
-	s.rgOpen, s.closing = false, false
-	for _, p := range s.created {
-		if err := s.fs.Remove(p); err != nil {
-			errs = append(errs, fmt.Errorf("removing aborted output %s: %w", p, err))
-		}
-	}
-	s.created = nil
-	s.outputs = nil
-	return errors.Join(errs...)
 }

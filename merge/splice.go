@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +10,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge/index"
@@ -98,10 +103,11 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 		pages[i], indexed[i] = timestampPages(in, tsName)
 	}
 	p := &splicePlan{totalBytes: total}
-	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool {
-		return schemaOK[i] && rgRows[i][rg] >= minRows && !externalChunks(opened[i].pf.MetaData(), rg) &&
-			!spansCut(pages[i], rgRows[i], rg, cuts)
-	})
+	copyable := func(i, rg int) bool {
+		return schemaOK[i] && !externalChunks(opened[i].pf.MetaData(), rg) && !spansCut(pages[i], rgRows[i], rg, cuts)
+	}
+	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool { return rgRows[i][rg] >= minRows && copyable(i, rg) })
+	promoteLoneSmall(p.copy, spliceCopies(pages, indexed, rgRows, copyable), pages, rgRows)
 	for i, in := range opened {
 		for rg, c := range p.copy[i] {
 			if c {
@@ -145,6 +151,79 @@ func sameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
 	return true
 }
 
+// promoteLoneSmall marks for copying the row groups that are isolated (no
+// other input's rows inside their time range) but below the minimum size,
+// when the row groups next to them in time are copied and no re-encoded row
+// group's range touches theirs or their neighbours': re-encoded, such a row
+// group would become a row group of its own rows, as small as it is now,
+// since each copy ends the re-encoded row group before it. Copying it keeps
+// the layout and skips the re-encode (an L1 file's short last row group in
+// a bin of time-disjoint files). copies is updated in place; pure otherwise.
+func promoteLoneSmall(copies, isolated [][]bool, pages [][]tsPage, rgRows [][]int64) {
+	type span struct {
+		in, rg int
+		lo, hi int64
+	}
+	var spans []span
+	for i, rows := range rgRows {
+		var start int64
+		for rg, n := range rows {
+			lo, hi, ok := rowGroupRange(pages[i], start, start+n)
+			start += n
+			if n == 0 {
+				continue
+			}
+			if !ok {
+				return // a row group without page bounds: its neighbours are unknown
+			}
+			spans = append(spans, span{i, rg, lo, hi})
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int {
+		return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.hi, b.hi), cmp.Compare(a.in, b.in), cmp.Compare(a.rg, b.rg))
+	})
+	copied := func(s span) bool { return copies[s.in][s.rg] }
+	var promote []span
+	for k, s := range spans {
+		if copied(s) || !isolated[s.in][s.rg] {
+			continue
+		}
+		lo, hi, ok := s.lo, s.hi, true
+		if k > 0 {
+			ok, lo = copied(spans[k-1]), spans[k-1].lo
+		}
+		if k+1 < len(spans) {
+			ok, hi = ok && copied(spans[k+1]), spans[k+1].hi
+		}
+		for j, o := range spans {
+			if ok && j != k && !copied(o) && o.lo <= hi && o.hi >= lo {
+				ok = false
+			}
+		}
+		if ok {
+			promote = append(promote, s)
+		}
+	}
+	for _, s := range promote {
+		copies[s.in][s.rg] = true
+	}
+}
+
+// rowGroupRange is the time range of the rows [start, end) of an input,
+// from its timestamp pages inside them; ok is false when none is.
+func rowGroupRange(pages []tsPage, start, end int64) (lo, hi int64, ok bool) {
+	for _, pg := range pages {
+		if pg.row < start || pg.row >= end {
+			continue
+		}
+		if !ok {
+			lo, hi, ok = pg.min, pg.max, true
+		}
+		lo, hi = min(lo, pg.min), max(hi, pg.max)
+	}
+	return lo, hi, ok
+}
+
 // spansCut says whether a density cut falls after the first row of row
 // group rg (rows per row group rgRows) and at or before its last, judged
 // from the timestamp pages inside it.
@@ -156,17 +235,7 @@ func spansCut(pages []tsPage, rgRows []int64, rg int, cuts []int64) bool {
 	for _, n := range rgRows[:rg] {
 		start += n
 	}
-	end := start + rgRows[rg]
-	lo, hi, seen := int64(0), int64(0), false
-	for _, pg := range pages {
-		if pg.row < start || pg.row >= end {
-			continue
-		}
-		if !seen {
-			lo, hi, seen = pg.min, pg.max, true
-		}
-		lo, hi = min(lo, pg.min), max(hi, pg.max)
-	}
+	lo, hi, seen := rowGroupRange(pages, start, start+rgRows[rg])
 	if !seen {
 		return true
 	}
@@ -196,8 +265,11 @@ func externalChunks(md *metadata.FileMetaData, rg int) bool {
 // copied into the output byte for byte, while the rows around it are merged,
 // re-encoded and written between the copies. Memory is the k-way path's
 // plus one encoded row group.
-func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, plan *splicePlan, tmpl *metadata.FileMetaData) (outs []Output, copied int64, err error) {
-	w := newSpliceWriter(fs, newPath, schema, opts.WriterOptions, tmpl)
+func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, plan *splicePlan) (outs []Output, copied int64, err error) {
+	w, err := newSink(fs, newPath, schema, opts.WriterOptions, metaStreamed(opts.Metadata))
+	if err != nil {
+		return nil, 0, err
+	}
 	defer recoverAbort(&err, w)
 	groupCols := newMetaBuilder(w.meta, schema).GroupColumns()
 	cursors := make([]*cursor, 0, len(opened))
@@ -224,7 +296,7 @@ func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*opened
 			footer = nil // blooms that do not match the row groups are not copied
 		}
 		src := &spliceSource{in: in, schema: schema, tsName: opts.TimestampColumn, opts: opts, copies: copies,
-			groupCols: groupCols, footer: footer, idx: i, runs: runs}
+			groupCols: groupCols, footer: footer, crcs: chunkCRCs(in.pf.MetaData()), idx: i, runs: runs}
 		cursors = append(cursors, &cursor{idx: i, name: in.path, src: src})
 	}
 	runs.asm = newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return w.write(ctx, r) })
@@ -245,11 +317,13 @@ func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*opened
 
 // copyJob is a row group on its way through the merge as a block.
 type copyJob struct {
-	src    rgSource
-	rg     int
-	ts     []int64
-	groups []arrow.Array
-	bloom  []byte
+	src      rgSource
+	rg       int
+	ts       []int64
+	groups   []arrow.Array
+	bloom    []byte
+	crcs     []uint32 // the chunks' sums from the input's footer, checked as they are copied
+	verified bool     // its pages were read and found sound
 }
 
 func (j *copyJob) release() {
@@ -267,7 +341,7 @@ func (j *copyJob) release() {
 // assembled so far are written and the row group is copied after them.
 type spliceRuns struct {
 	asm     *assembler
-	w       *spliceWriter
+	w       *sink
 	pending []*copyJob // per input: the row group its cursor is on
 	emitted []int64    // per input: rows of pending already in the order
 }
@@ -289,7 +363,7 @@ func (s *spliceRuns) run(c *cursor, from, to int) error {
 	if err := s.asm.chunkEnd(); err != nil {
 		return err
 	}
-	err := s.w.copyRowGroup(s.asm.ctx, j.src, j.rg, j.ts, j.groups, j.bloom)
+	err := s.w.copyRowGroup(s.asm.ctx, j.src, j.rg, j.ts, j.groups, j.bloom, j.crcs, j.verified)
 	j.release()
 	s.pending[c.idx], s.emitted[c.idx] = nil, 0
 	return err
@@ -308,8 +382,12 @@ type spliceSource struct {
 	copies    []bool
 	groupCols []string
 	footer    *index.Footer
+	crcs      [][]uint32 // chunkCRCs of the input
 	idx       int
-	runs      *spliceRuns
+	// dictReader reads the copied row groups' timestamp and group columns,
+	// string group columns as dictionaries.
+	dictReader *pqarrow.FileReader
+	runs       *spliceRuns
 
 	rg   int    // next row group
 	cur  source // the decoded run of row groups being read
@@ -355,14 +433,32 @@ func (s *spliceSource) next(ctx context.Context) (batch, bool, error) {
 	}
 }
 
-// readCopy decodes the timestamp and group columns of row group rg.
+// readCopy decodes the timestamp and group columns of row group rg. String
+// group columns are read as dictionaries: the counts need each distinct
+// value once, not a string per row.
 func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 	names := append([]string{s.tsName}, s.groupCols...)
 	var leaves []int
 	for _, name := range names {
 		leaves = append(leaves, leafIndices(s.in, name)...)
 	}
-	tbl, err := s.in.fr.ReadRowGroups(ctx, leaves, []int{rg})
+	if s.dictReader == nil {
+		props := pqarrow.ArrowReadProperties{BatchSize: s.in.pf.MetaData().RowGroup(rg).NumRows()}
+		sc := s.in.pf.MetaData().Schema
+		for _, name := range s.groupCols {
+			for _, l := range leafIndices(s.in, name) {
+				if sc.Column(l).PhysicalType() == parquet.Types.ByteArray {
+					props.SetReadDict(l, true)
+				}
+			}
+		}
+		fr, err := pqarrow.NewFileReader(s.in.pf, props, s.opts.Allocator)
+		if err != nil {
+			return nil, inputErr("reading input", s.in.path, err)
+		}
+		s.dictReader = fr
+	}
+	tbl, err := s.dictReader.ReadRowGroups(ctx, leaves, []int{rg})
 	if err != nil {
 		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d: %w", rg, err))
 	}
@@ -381,7 +477,7 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 			j.release()
 			return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d has no column %q", rg, name))
 		}
-		col, err := array.Concatenate(tbl.Column(idx[0]).Data().Chunks(), s.opts.Allocator)
+		col, err := oneChunk(tbl.Column(idx[0]).Data().Chunks(), s.opts.Allocator)
 		if err != nil {
 			j.release()
 			return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d column %q: %w", rg, name, err))
@@ -389,6 +485,7 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		if k == 0 {
 			if col.NullN() > 0 {
 				col.Release()
+				j.release()
 				return nil, inputErr("reading input", s.in.path, fmt.Errorf("timestamp column %q has null values", s.tsName))
 			}
 			j.ts = appendMicros(make([]int64, 0, col.Len()), col)
@@ -408,6 +505,12 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		e.MinMicros == j.ts[0] && e.MaxMicros == j.ts[len(j.ts)-1] {
 		j.bloom = s.footer.RowGroupBloom(rg)
 	}
+	// Chunks whose sums the input's footer records are checked as they are
+	// copied (any changed byte fails the copy); the pages of others are read.
+	if rg < len(s.crcs) && s.crcs[rg] != nil {
+		j.crcs = s.crcs[rg]
+		return j, nil
+	}
 	if s.opts.SpliceUnverified {
 		return j, nil
 	}
@@ -415,6 +518,7 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		j.release()
 		return nil, err
 	}
+	j.verified = true
 	return j, nil
 }
 
@@ -456,6 +560,35 @@ func verifyPages(in *openedInput, rg int, decoded []int) error {
 		}
 	}
 	return nil
+}
+
+// oneChunk returns chunks as one array. Dictionary chunks with different
+// dictionaries (a writer that started a new one) are decoded to their
+// values first, since concatenating them needs one dictionary.
+func oneChunk(chunks []arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	if len(chunks) == 1 {
+		chunks[0].Retain()
+		return chunks[0], nil
+	}
+	if len(chunks) > 0 {
+		if _, ok := chunks[0].DataType().(*arrow.DictionaryType); ok {
+			plain := make([]arrow.Array, 0, len(chunks))
+			defer func() {
+				for _, a := range plain {
+					a.Release()
+				}
+			}()
+			for _, c := range chunks {
+				v, err := compute.TakeArray(context.Background(), c.(*array.Dictionary).Dictionary(), c.(*array.Dictionary).Indices())
+				if err != nil {
+					return nil, err
+				}
+				plain = append(plain, v)
+			}
+			return array.Concatenate(plain, mem)
+		}
+	}
+	return array.Concatenate(chunks, mem)
 }
 
 func (s *spliceSource) close() error {

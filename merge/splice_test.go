@@ -66,6 +66,41 @@ type spliceShape struct {
 	rgRows     func(i int, rec arrow.RecordBatch) int
 }
 
+// TestPromoteLoneSmall: a small isolated row group is copied only when
+// re-encoding it would give a row group of its own rows anyway: copies on
+// both sides in time, and no re-encoded row group near it.
+func TestPromoteLoneSmall(t *testing.T) {
+	pg := func(row, n, lo, hi int64) tsPage { return tsPage{row: row, n: n, min: lo, max: hi} }
+	for _, c := range []struct {
+		name             string
+		pages            [][]tsPage
+		rgRows           [][]int64
+		copies, isolated [][]bool
+		want             [][]bool
+	}{
+		{"an L1 file's short last row group between two copies",
+			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {10}},
+			[][]bool{{true, false}, {true}}, [][]bool{{true, true}, {true}}, [][]bool{{true, true}, {true}}},
+		{"the last of all, after a copy",
+			[][]tsPage{{pg(0, 10, 0, 9)}, {pg(0, 3, 20, 22)}}, [][]int64{{10}, {3}},
+			[][]bool{{true}, {false}}, [][]bool{{true}, {true}}, [][]bool{{true}, {true}}},
+		{"two small ones next to each other merge into one re-encoded row group",
+			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 3, 13, 15)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {3}, {10}},
+			[][]bool{{true, false}, {false}, {true}}, [][]bool{{true, true}, {true}, {true}}, [][]bool{{true, false}, {false}, {true}}},
+		{"not isolated",
+			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {10}},
+			[][]bool{{true, false}, {true}}, [][]bool{{true, false}, {true}}, [][]bool{{true, false}, {true}}},
+		{"a re-encoded row group spans around it",
+			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}, {pg(0, 1, 5, 5), pg(1, 1, 25, 25)}}, [][]int64{{10, 3}, {10}, {2}},
+			[][]bool{{true, false}, {true}, {false}}, [][]bool{{true, true}, {true}, {false}}, [][]bool{{true, false}, {true}, {false}}},
+	} {
+		promoteLoneSmall(c.copies, c.isolated, c.pages, c.rgRows)
+		if fmt.Sprint(c.copies) != fmt.Sprint(c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, c.copies, c.want)
+		}
+	}
+}
+
 func lastTs(rec arrow.RecordBatch) int64 {
 	return int64(rec.Column(0).(*array.Timestamp).Value(int(rec.NumRows()) - 1))
 }
@@ -271,72 +306,121 @@ func shiftTimestamps(t *testing.T, rec arrow.RecordBatch, by int64) arrow.Record
 
 // TestSpliceCorruptCopiedPageFails: damage inside a column chunk the splice
 // would copy (not one it decodes) fails the merge, naming the input, with no
-// output left behind.
+// output left behind: through the chunk checksums siglake's files carry
+// (whether or not the page check is on: they cost nothing), and through the
+// page check for a file without them (another tool's).
 func TestSpliceCorruptCopiedPageFails(t *testing.T) {
-	sc := testArrowSchema(t)
-	dir := t.TempDir()
-	r := rand.New(rand.NewPCG(3, 4))
-	var inputs []Input
-	next := int64(1_700_000_000_000_000)
-	for i := 0; i < 3; i++ {
-		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
-		next = lastTs(rec)
-		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
-		rec.Release()
-	}
-	bad := inputs[1].Path
-	b, err := os.ReadFile(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := file.NewParquetReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := pf.MetaData().RowGroup(1).ColumnChunk(2) // raw: neither the timestamp nor a group column
-	if err != nil {
-		t.Fatal(err)
-	}
-	mid := cc.DataPageOffset() + cc.TotalCompressedSize()/2
-	for i := mid; i < mid+16; i++ {
-		b[i] ^= 0x5a
-	}
-	if err := os.WriteFile(bad, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
-		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
-	if err == nil {
-		t.Fatalf("merge succeeded with %d outputs", len(res.Outputs))
-	}
-	if !strings.Contains(err.Error(), bad) {
-		t.Errorf("error does not name the input: %v", err)
-	}
-	if left, _ := os.ReadDir(out); len(left) != 0 {
-		t.Fatalf("%d output files left behind", len(left))
-	}
-	// Unverified, the damage is copied on: what SIGLAKE_MERGE_SPLICE_VERIFY=off trades.
-	res, err = Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
-		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, SpliceUnverified: true, WriterOptions: WriterOptions{RowGroupRows: 1000}})
-	if err != nil {
-		t.Fatalf("unverified splice: %v", err)
-	}
-	from := cc.DataPageOffset()
-	if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < from {
-		from = cc.DictionaryPageOffset()
-	}
-	damaged := b[from : from+cc.TotalCompressedSize()]
-	carried := false
-	for _, o := range res.Outputs {
-		ob, err := os.ReadFile(o.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		carried = carried || bytes.Contains(ob, damaged)
-	}
-	if !carried {
-		t.Fatal("the unverified splice did not carry the damaged column chunk into its output byte for byte")
+	for _, withSums := range []bool{true, false} {
+		t.Run(fmt.Sprintf("checksums=%v", withSums), func(t *testing.T) {
+			sc := testArrowSchema(t)
+			dir := t.TempDir()
+			r := rand.New(rand.NewPCG(3, 4))
+			var inputs []Input
+			next := int64(1_700_000_000_000_000)
+			for i := 0; i < 3; i++ {
+				rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+				next = lastTs(rec)
+				inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+				rec.Release()
+			}
+			bad := inputs[1].Path
+			if !withSums {
+				rewriteFooter(t, bad, func(md *metadata.FileMetaData) {
+					kvs := md.FileMetaData.KeyValueMetadata[:0]
+					for _, kv := range md.FileMetaData.KeyValueMetadata {
+						if kv.Key != chunkCRCKey {
+							kvs = append(kvs, kv)
+						}
+					}
+					md.FileMetaData.KeyValueMetadata = kvs
+				})
+			}
+			b, err := os.ReadFile(bad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pf, err := file.NewParquetReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := chunkCRCs(pf.MetaData()) != nil; got != withSums {
+				t.Fatalf("input has chunk checksums: %v, want %v", got, withSums)
+			}
+			cc, err := pf.MetaData().RowGroup(1).ColumnChunk(2) // raw: neither the timestamp nor a group column
+			if err != nil {
+				t.Fatal(err)
+			}
+			mid := cc.DataPageOffset() + cc.TotalCompressedSize()/2
+			for i := mid; i < mid+16; i++ {
+				b[i] ^= 0x5a
+			}
+			if err := os.WriteFile(bad, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "out")
+			for _, unverified := range []bool{false, true} {
+				res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
+					RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, SpliceUnverified: unverified, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+				if unverified && !withSums {
+					break // checked below
+				}
+				if err == nil {
+					t.Fatalf("unverified %v: merge succeeded with %d outputs", unverified, len(res.Outputs))
+				}
+				if !strings.Contains(err.Error(), bad) {
+					t.Errorf("error does not name the input: %v", err)
+				}
+				if withSums && !strings.Contains(err.Error(), "checksum") {
+					t.Errorf("error does not say the checksum differs: %v", err)
+				}
+				if left, _ := os.ReadDir(out); len(left) != 0 {
+					t.Fatalf("%d output files left behind", len(left))
+				}
+			}
+			if withSums {
+				return
+			}
+			// Unverified and without checksums, the damage is copied on: what
+			// SIGLAKE_MERGE_SPLICE_VERIFY=off trades for another tool's files.
+			res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
+				RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, SpliceUnverified: true, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+			if err != nil {
+				t.Fatalf("unverified splice: %v", err)
+			}
+			from := cc.DataPageOffset()
+			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < from {
+				from = cc.DictionaryPageOffset()
+			}
+			damaged := b[from : from+cc.TotalCompressedSize()]
+			carried := false
+			for _, o := range res.Outputs {
+				ob, err := os.ReadFile(o.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sums := chunkCRCs(o.Meta)
+				for rg := 0; rg < o.Meta.NumRowGroups(); rg++ {
+					c, err := o.Meta.RowGroup(rg).ColumnChunk(2)
+					if err != nil {
+						t.Fatal(err)
+					}
+					at := c.DataPageOffset()
+					if c.HasDictionaryPage() && c.DictionaryPageOffset() > 0 && c.DictionaryPageOffset() < at {
+						at = c.DictionaryPageOffset()
+					}
+					if !bytes.Equal(ob[at:at+c.TotalCompressedSize()], damaged) {
+						continue
+					}
+					carried = true
+					if sums != nil && sums[rg] != nil {
+						t.Errorf("output row group %d carries the damaged chunk and a checksum vouching for it", rg)
+					}
+				}
+			}
+			if !carried {
+				t.Fatal("the unverified splice did not carry the damaged column chunk into its output byte for byte")
+			}
+		})
 	}
 }
 
@@ -702,7 +786,7 @@ func TestSpliceExternalChunkNotCopied(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &splicedFile{cw: &CountingWriter{W: io.Discard}, md: srcMD}
-	if err := f.appendRowGroup(rgSource{name: inputs[0].Path, r: bytes.NewReader(b), size: inputs[0].Size, md: srcMD}, 1); err == nil || !strings.Contains(err.Error(), "another file") {
+	if err := f.appendRowGroup([]rgSource{{name: inputs[0].Path, r: bytes.NewReader(b), size: inputs[0].Size, md: srcMD}}, 1, nil, false); err == nil || !strings.Contains(err.Error(), "another file") {
 		t.Fatalf("copying a row group with an external chunk: %v", err)
 	}
 }

@@ -6,14 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
-	"slices"
-	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/siglake/siglake/merge/index"
 )
 
 // parquetMagic opens and closes every Parquet file.
@@ -33,42 +32,6 @@ type rgSource struct {
 	md   *metadata.FileMetaData
 }
 
-// spliceWriter writes the splice path's outputs. It lays each file out
-// itself: "PAR1", row groups copied byte for byte (from inputs, or from a
-// one-row-group file the re-encoded rows were written to), the page indexes,
-// and a footer made from the copied row groups' own metadata with offsets
-// rebased. The footer is serialized by arrow-go (metadata.FileMetaData),
-// so the thrift encoding is the one its own writer uses.
-//
-// Rows that are re-encoded go through the same cuts as the sink's: row
-// groups of RowGroupRows rows, and a file is closed once it reaches
-// TargetFileBytes at a row-group boundary and the timestamp changes, so
-// outputs stay pairwise time-disjoint, and before the first row at or past
-// each density cut (WriterOptions.cutBefore; the plan copies no row group a
-// cut falls inside). A copied row group ends the re-encoded row group before
-// it, which may then be short.
-type spliceWriter struct {
-	fs      icebergio.WriteFileIO
-	newPath func(int) string
-	schema  *arrow.Schema
-	opts    WriterOptions
-	meta    metaMode
-	tmpl    *metadata.FileMetaData // an empty file's footer: schema, column orders, created_by
-
-	cur     *splicedFile
-	outputs []Output
-	created []string
-
-	rg      *pendingRowGroup // re-encoded rows not yet a row group
-	closing bool
-	cuts    []int64 // density cuts not yet passed (WriterOptions.cutBefore)
-	lastTs  int64   // last timestamp of the last row group appended
-	prevTs  int64   // last timestamp written, to check the order
-	wrote   bool
-
-	copiedBytes int64 // bytes of input row groups copied (not re-encoded)
-}
-
 // splicedFile is one output being laid out.
 type splicedFile struct {
 	path         string
@@ -81,350 +44,206 @@ type splicedFile struct {
 	rows         int64
 	minTs, maxTs int64
 	copyBuf      []byte
-}
-
-// pendingRowGroup is a one-row-group Parquet file in memory that the
-// re-encoded rows of the next output row group are written to.
-type pendingRowGroup struct {
-	buf  bytes.Buffer
-	fw   *pqarrow.FileWriter
-	rows int64
-}
-
-// spliceTemplate returns the footer of an empty file written with schema and
-// opts: the Parquet schema outputs have, which an input's row groups must
-// match to be copied.
-func spliceTemplate(schema *arrow.Schema, opts WriterOptions) (*metadata.FileMetaData, error) {
-	var buf bytes.Buffer
-	fw, err := pqarrow.NewFileWriter(schema, &buf, writerProperties(opts), spliceArrowProps(opts))
-	if err != nil {
-		return nil, fmt.Errorf("preparing the splice footer: %w", err)
-	}
-	if err := fw.Close(); err != nil {
-		return nil, fmt.Errorf("preparing the splice footer: %w", err)
-	}
-	return fw.FileMetadata()
-}
-
-func spliceArrowProps(opts WriterOptions) pqarrow.ArrowWriterProperties {
-	return pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Allocator), pqarrow.WithCoerceTimestamps(arrow.Microsecond))
-}
-
-func newSpliceWriter(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.Schema, opts WriterOptions, tmpl *metadata.FileMetaData) *spliceWriter {
-	return &spliceWriter{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: metaStreamed(opts.Metadata), tmpl: tmpl,
-		cuts: slices.Clone(opts.cutBefore.At)}
-}
-
-// write appends re-encoded rows (conformed, sorted, not earlier than what
-// was written before).
-func (w *spliceWriter) write(ctx context.Context, rec arrow.RecordBatch) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	tsIdx := w.schema.FieldIndices(w.opts.TimestampColumn)[0]
-	ts := rec.Column(tsIdx)
-	if ts.NullN() > 0 {
-		return fmt.Errorf("timestamp column %q has %d null values", w.opts.TimestampColumn, ts.NullN())
-	}
-	micros := appendMicros(make([]int64, 0, ts.Len()), ts)
-	if err := w.checkOrder(micros); err != nil {
-		return err
-	}
-	n := int64(len(micros))
-	for off := int64(0); off < n; {
-		if w.closing && micros[off] != w.lastTs {
-			if err := w.closeFile(); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := w.passCuts(micros[off]); err != nil {
-			return err
-		}
-		rgRows := int64(0)
-		if w.rg != nil {
-			rgRows = w.rg.rows
-		}
-		end := rowGroupCut(micros, off, w.opts.RowGroupRows-rgRows, w.closing, w.lastTs)
-		if len(w.cuts) > 0 {
-			end = off + int64(sort.Search(int(end-off), func(i int) bool { return micros[off+int64(i)] >= w.cuts[0] }))
-		}
-		if err := w.encode(rec, off, end, micros[off:end]); err != nil {
-			return err
-		}
-		off = end
-		if w.rg.rows == w.opts.RowGroupRows {
-			if err := w.endRowGroup(micros[off-1]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (w *spliceWriter) checkOrder(micros []int64) error {
-	for _, t := range micros {
-		if w.wrote && t < w.prevTs {
-			return fmt.Errorf("merge produced rows out of timestamp order (%d after %d): an input's rows disagree with its sort order or page index", t, w.prevTs)
-		}
-		w.prevTs, w.wrote = t, true
-	}
-	return nil
-}
-
-// passCuts closes the current file before a row at ts when a density cut
-// lies at or before ts, as the sink does: the rows before the cut stay in
-// the file, this row starts the next one (later than all of them, so the
-// files stay disjoint).
-func (w *spliceWriter) passCuts(ts int64) error {
-	if len(w.cuts) == 0 || w.cuts[0] > ts {
-		return nil
-	}
-	for len(w.cuts) > 0 && w.cuts[0] <= ts {
-		w.cuts = w.cuts[1:]
-	}
-	if w.cur != nil && (w.cur.rows > 0) {
-		return w.closeFile()
-	}
-	return nil
-}
-
-// encode writes rows [from, to) of rec into the pending row group.
-func (w *spliceWriter) encode(rec arrow.RecordBatch, from, to int64, micros []int64) error {
-	if w.cur == nil {
-		if err := w.openFile(micros[0]); err != nil {
-			return err
-		}
-	}
-	if w.rg == nil {
-		rg := &pendingRowGroup{}
-		fw, err := pqarrow.NewFileWriter(w.schema, &rg.buf, writerProperties(w.opts), spliceArrowProps(w.opts))
-		if err != nil {
-			return fmt.Errorf("writing %s: starting row group: %w", w.cur.path, err)
-		}
-		rg.fw = fw
-		w.rg = rg
-	}
-	part := rec.NewSlice(from, to)
-	defer part.Release()
-	if err := w.rg.fw.WriteBuffered(part); err != nil {
-		return fmt.Errorf("writing %s: %w", w.cur.path, err)
-	}
-	w.cur.meta.AddRows(part, micros)
-	f := w.cur
-	if f.rows == 0 {
-		f.minTs = micros[0]
-	}
-	f.maxTs = micros[len(micros)-1]
-	f.rows += to - from
-	w.rg.rows += to - from
-	return nil
-}
-
-// endRowGroup finishes the pending row group (last timestamp lastTs) and
-// copies it into the current file.
-func (w *spliceWriter) endRowGroup(lastTs int64) error {
-	rg := w.rg
-	if rg == nil {
-		return nil
-	}
-	w.rg = nil
-	if err := rg.fw.Close(); err != nil {
-		return fmt.Errorf("writing %s: encoding row group: %w", w.cur.path, err)
-	}
-	md, err := rg.fw.FileMetadata()
-	if err != nil {
-		return fmt.Errorf("writing %s: encoding row group: %w", w.cur.path, err)
-	}
-	if md.NumRowGroups() != 1 {
-		return fmt.Errorf("writing %s: an encoded row group came out as %d", w.cur.path, md.NumRowGroups())
-	}
-	b := rg.buf.Bytes()
-	if err := w.cur.appendRowGroup(rgSource{name: "encoded row group", r: bytes.NewReader(b), size: int64(len(b)), md: md}, 0); err != nil {
-		return err
-	}
-	w.cur.meta.EndRowGroup()
-	w.rowGroupDone(lastTs)
-	return nil
-}
-
-// rowGroupDone notes a row group appended to the current file ending at
-// lastTs, and whether the file is now full.
-func (w *spliceWriter) rowGroupDone(lastTs int64) {
-	w.lastTs = lastTs
-	if w.opts.TargetFileBytes > 0 && w.cur.cw.N >= w.opts.TargetFileBytes {
-		w.closing = true
-	}
+	crcs         [][]uint32 // per row group: its chunks' CRC-32C, nil when not known good
 }
 
 // copyRowGroup appends row group rg of src unchanged. ts are its
 // timestamps and groups its group columns (index.Builder.GroupColumns
 // order), decoded for the footer's counts; bloom is its row-group bloom as
-// its own footer encodes it (nil: none).
-func (w *spliceWriter) copyRowGroup(ctx context.Context, src rgSource, rg int, ts []int64, groups []arrow.Array, bloom []byte) error {
+// its own footer encodes it (nil: none). crcs are its chunks' checksums as
+// its footer records them (nil: none), checked as the bytes are copied;
+// verified says its pages were read and found sound.
+func (s *sink) copyRowGroup(ctx context.Context, src rgSource, rg int, ts []int64, groups []arrow.Array, bloom []byte, crcs []uint32, verified bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if len(ts) == 0 {
 		return nil
 	}
-	if err := w.checkOrder(ts); err != nil {
+	if err := s.checkOrder(ts); err != nil {
 		return err
 	}
-	if w.rg != nil {
-		if err := w.endRowGroup(w.cur.maxTs); err != nil {
+	if s.rg != nil {
+		if err := s.endRowGroup(s.cur.maxTs); err != nil {
 			return err
 		}
 	}
 	// A full file closes at the first new timestamp; a row group that starts
 	// with the last one stays in this file, so the outputs stay disjoint.
-	if w.closing && ts[0] != w.lastTs {
-		if err := w.closeFile(); err != nil {
+	if s.closing && ts[0] != s.lastTs {
+		if err := s.closeFile(); err != nil {
 			return err
 		}
 	}
-	if err := w.passCuts(ts[0]); err != nil {
+	if err := s.passCuts(ts[0]); err != nil {
 		return err
 	}
 	// The plan copies no row group with a cut after its first row; should
 	// one come by, the cut is passed over rather than splitting it.
-	for len(w.cuts) > 0 && w.cuts[0] <= ts[len(ts)-1] {
-		w.cuts = w.cuts[1:]
+	for len(s.cuts) > 0 && s.cuts[0] <= ts[len(ts)-1] {
+		s.cuts = s.cuts[1:]
 	}
-	if w.cur == nil {
-		if err := w.openFile(ts[0]); err != nil {
+	if s.cur == nil {
+		if err := s.openFile(ts[0]); err != nil {
 			return err
 		}
 	}
-	f := w.cur
+	f := s.cur
 	before := f.cw.N
-	if err := f.appendRowGroup(src, rg); err != nil {
+	if err := f.appendRowGroup([]rgSource{src}, rg, crcs, verified); err != nil {
 		return err
 	}
-	w.copiedBytes += f.cw.N - before
+	s.copiedBytes += f.cw.N - before
 	f.meta.AddCopiedRowGroup(groups, ts, bloom)
 	if f.rows == 0 {
 		f.minTs = ts[0]
 	}
 	f.maxTs = ts[len(ts)-1]
 	f.rows += int64(len(ts))
-	w.rowGroupDone(ts[len(ts)-1])
+	s.rowGroupDone(ts[len(ts)-1])
 	return nil
 }
 
-func (w *spliceWriter) openFile(firstTs int64) error {
-	p := pathFor(len(w.outputs), firstTs, w.opts.cutBefore, w.newPath, w.opts.LatePath)
-	fw, err := w.fs.Create(p)
+// openFile starts output file i, whose first row is at firstTs: a file that
+// starts in a sparse run joins the late stream when the caller names late
+// files (WriterOptions.LatePath).
+func (s *sink) openFile(firstTs int64) error {
+	p := s.newPath(len(s.outputs))
+	if s.opts.LatePath != nil && s.runs.SparseAt(firstTs) {
+		p = s.opts.LatePath(len(s.outputs))
+	}
+	fw, err := s.fs.Create(p)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", p, err)
 	}
-	w.created = append(w.created, p)
+	s.created = append(s.created, p)
 	cw := &CountingWriter{W: fw}
 	if _, err := io.WriteString(cw, parquetMagic); err != nil {
 		_ = fw.Close()
 		return fmt.Errorf("writing %s: %w", p, err)
 	}
-	body := *w.tmpl.FileMetaData
+	body := *s.tmpl.FileMetaData
 	body.RowGroups, body.NumRows, body.KeyValueMetadata = nil, 0, nil
-	w.cur = &splicedFile{path: p, w: fw, cw: cw, md: &metadata.FileMetaData{FileMetaData: &body, Schema: w.tmpl.Schema}, meta: newMetaBuilder(w.meta, w.schema)}
+	s.cur = &splicedFile{path: p, w: fw, cw: cw, md: &metadata.FileMetaData{FileMetaData: &body, Schema: s.tmpl.Schema}, meta: newMetaBuilder(s.meta, s.schema)}
 	return nil
 }
 
-// appendRowGroup copies the column chunks of row group rg of src to the end
-// of the file and records its metadata with the offsets moved to where the
-// chunks now are. Column and offset indexes are kept for closeFile.
-func (f *splicedFile) appendRowGroup(src rgSource, rg int) error {
-	if rg < 0 || rg >= len(src.md.RowGroups) {
-		return fmt.Errorf("copying row group %d of %s: it has %d", rg, src.name, len(src.md.RowGroups))
+// appendRowGroup copies the column chunks of row group rg of each of srcs,
+// in order (their columns together are the output's), to the end of the
+// file and records the row group's metadata with the offsets moved to where
+// the chunks now are. Column and offset indexes are kept for closeFile.
+// Each chunk's CRC-32C is taken as it is copied: want, if set, holds what
+// the source's footer says (chunkCRCKey) and a difference fails the copy;
+// the output's footer records the sums when the bytes are known good (want
+// matched, or trusted: re-encoded or verified page by page).
+func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, trusted bool) error {
+	ncols := 0
+	for _, src := range srcs {
+		if rg < 0 || rg >= len(src.md.RowGroups) {
+			return fmt.Errorf("copying row group %d of %s: it has %d", rg, src.name, len(src.md.RowGroups))
+		}
+		if n := src.md.RowGroups[rg].NumRows; n != srcs[0].md.RowGroups[rg].NumRows {
+			return fmt.Errorf("copying row group %d of %s: %d rows, its other columns have %d", rg, src.name, n, srcs[0].md.RowGroups[rg].NumRows)
+		}
+		ncols += len(src.md.RowGroups[rg].Columns)
 	}
-	srg := src.md.RowGroups[rg]
-	if len(srg.Columns) != f.md.Schema.NumColumns() {
-		return fmt.Errorf("copying row group %d of %s: %d column chunks, the output has %d columns", rg, src.name, len(srg.Columns), f.md.Schema.NumColumns())
+	if ncols != f.md.Schema.NumColumns() || (want != nil && len(want) != ncols) {
+		return fmt.Errorf("copying row group %d of %s: %d column chunks, the output has %d columns", rg, srcs[0].name, ncols, f.md.Schema.NumColumns())
 	}
-	out := *srg
-	out.Columns = slices.Clone(srg.Columns)
+	out := *srcs[0].md.RowGroups[rg]
+	out.Columns, out.TotalByteSize = nil, 0
 	start := f.cw.N
 	var total int64
-	colIdx := make([][]byte, len(srg.Columns))
-	offIdx := make([]*metadata.OffsetIndexBuilder, len(srg.Columns))
-	for j, c := range srg.Columns {
-		fail := func(err error) error {
-			return inputErr("copying row group", src.name, fmt.Errorf("row group %d column %d: %w", rg, j, err))
-		}
-		if c.MetaData == nil || c.CryptoMetadata != nil || len(c.EncryptedColumnMetadata) > 0 {
-			return fail(errors.New("no plaintext column metadata"))
-		}
-		if c.FilePath != nil && *c.FilePath != "" {
-			return fail(fmt.Errorf("column chunk is in another file (%s)", *c.FilePath))
-		}
-		cm := *c.MetaData
-		// The output's path, not the source's: a chunk is found by it.
-		cm.PathInSchema = f.md.Schema.Column(j).ColumnPath()
-		from := cm.DataPageOffset
-		if d := cm.DictionaryPageOffset; d != nil && *d >= int64(len(parquetMagic)) && *d < from {
-			from = *d
-		}
-		n := cm.TotalCompressedSize
-		if from < int64(len(parquetMagic)) || n <= 0 || from+n > src.size {
-			return fail(fmt.Errorf("column chunk [%d, +%d) lies outside the file (%d bytes)", from, n, src.size))
-		}
-		dst := f.cw.N
-		if f.copyBuf == nil {
-			f.copyBuf = make([]byte, copyBufferBytes)
-		}
-		if copied, err := io.CopyBuffer(f.cw, io.NewSectionReader(src.r, from, n), f.copyBuf); err != nil || copied != n {
-			if err == nil {
-				err = io.ErrUnexpectedEOF
+	colIdx := make([][]byte, ncols)
+	offIdx := make([]*metadata.OffsetIndexBuilder, ncols)
+	sums := make([]uint32, ncols)
+	for _, src := range srcs {
+		out.TotalByteSize += src.md.RowGroups[rg].TotalByteSize
+		for jj, c := range src.md.RowGroups[rg].Columns {
+			j := len(out.Columns)
+			fail := func(err error) error {
+				return inputErr("copying row group", src.name, fmt.Errorf("row group %d column %d: %w", rg, jj, err))
 			}
-			return fail(fmt.Errorf("copying %d bytes at %d: %w", n, from, err))
-		}
-		shift := dst - from
-		cm.DataPageOffset += shift
-		if d := cm.DictionaryPageOffset; d != nil {
-			v := *d + shift
-			if *d < int64(len(parquetMagic)) {
-				v = *d // "no dictionary" written as 0 by some writers
+			if c.MetaData == nil || c.CryptoMetadata != nil || len(c.EncryptedColumnMetadata) > 0 {
+				return fail(errors.New("no plaintext column metadata"))
 			}
-			cm.DictionaryPageOffset = &v
-		}
-		cm.IndexPageOffset = nil
-		// Parquet's own bloom filters live outside the chunk; siglake does
-		// not write them, and a copied one would need copying too.
-		cm.BloomFilterOffset, cm.BloomFilterLength = nil, nil
-		cc := *c
-		cc.MetaData = &cm
-		cc.FilePath = nil
-		cc.FileOffset = dst
-		cc.ColumnIndexOffset, cc.ColumnIndexLength, cc.OffsetIndexOffset, cc.OffsetIndexLength = nil, nil, nil, nil
-		if c.ColumnIndexOffset != nil && c.ColumnIndexLength != nil {
-			b, err := readRange(src, *c.ColumnIndexOffset, int64(*c.ColumnIndexLength))
-			if err != nil {
-				return fail(fmt.Errorf("column index: %w", err))
+			if c.FilePath != nil && *c.FilePath != "" {
+				return fail(fmt.Errorf("column chunk is in another file (%s)", *c.FilePath))
 			}
-			colIdx[j] = b
-		}
-		if c.OffsetIndexOffset != nil && c.OffsetIndexLength != nil {
-			b, err := readRange(src, *c.OffsetIndexOffset, int64(*c.OffsetIndexLength))
-			if err != nil {
-				return fail(fmt.Errorf("offset index: %w", err))
+			cm := *c.MetaData
+			// The output's path, not the source's: a chunk is found by it.
+			cm.PathInSchema = f.md.Schema.Column(j).ColumnPath()
+			from := cm.DataPageOffset
+			if d := cm.DictionaryPageOffset; d != nil && *d >= int64(len(parquetMagic)) && *d < from {
+				from = *d
 			}
-			oi := metadata.NewOffsetIndex(b, nil, nil)
-			ob := &metadata.OffsetIndexBuilder{}
-			for _, loc := range oi.GetPageLocations() {
-				if loc.Offset < from || loc.Offset+int64(loc.CompressedPageSize) > from+n {
-					return fail(fmt.Errorf("offset index page at %d lies outside its column chunk", loc.Offset))
+			n := cm.TotalCompressedSize
+			if from < int64(len(parquetMagic)) || n <= 0 || from+n > src.size {
+				return fail(fmt.Errorf("column chunk [%d, +%d) lies outside the file (%d bytes)", from, n, src.size))
+			}
+			dst := f.cw.N
+			if f.copyBuf == nil {
+				f.copyBuf = make([]byte, copyBufferBytes)
+			}
+			h := crc32.New(castagnoli)
+			if copied, err := io.CopyBuffer(io.MultiWriter(f.cw, h), io.NewSectionReader(src.r, from, n), f.copyBuf); err != nil || copied != n {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
 				}
-				if err := ob.AddPage(loc.Offset+shift, loc.FirstRowIndex, loc.CompressedPageSize); err != nil {
+				return fail(fmt.Errorf("copying %d bytes at %d: %w", n, from, err))
+			}
+			sums[j] = h.Sum32()
+			if want != nil && sums[j] != want[j] {
+				return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", sums[j], want[j]))
+			}
+			shift := dst - from
+			cm.DataPageOffset += shift
+			if d := cm.DictionaryPageOffset; d != nil {
+				v := *d + shift
+				if *d < int64(len(parquetMagic)) {
+					v = *d // "no dictionary" written as 0 by some writers
+				}
+				cm.DictionaryPageOffset = &v
+			}
+			cm.IndexPageOffset = nil
+			// Parquet's own bloom filters live outside the chunk; siglake does
+			// not write them, and a copied one would need copying too.
+			cm.BloomFilterOffset, cm.BloomFilterLength = nil, nil
+			oc := *c
+			oc.MetaData = &cm
+			oc.FilePath = nil
+			oc.FileOffset = dst
+			oc.ColumnIndexOffset, oc.ColumnIndexLength, oc.OffsetIndexOffset, oc.OffsetIndexLength = nil, nil, nil, nil
+			if c.ColumnIndexOffset != nil && c.ColumnIndexLength != nil {
+				b, err := readRange(src, *c.ColumnIndexOffset, int64(*c.ColumnIndexLength))
+				if err != nil {
+					return fail(fmt.Errorf("column index: %w", err))
+				}
+				colIdx[j] = b
+			}
+			if c.OffsetIndexOffset != nil && c.OffsetIndexLength != nil {
+				b, err := readRange(src, *c.OffsetIndexOffset, int64(*c.OffsetIndexLength))
+				if err != nil {
+					return fail(fmt.Errorf("offset index: %w", err))
+				}
+				oi := metadata.NewOffsetIndex(b, nil, nil)
+				ob := &metadata.OffsetIndexBuilder{}
+				for _, loc := range oi.GetPageLocations() {
+					if loc.Offset < from || loc.Offset+int64(loc.CompressedPageSize) > from+n {
+						return fail(fmt.Errorf("offset index page at %d lies outside its column chunk", loc.Offset))
+					}
+					if err := ob.AddPage(loc.Offset+shift, loc.FirstRowIndex, loc.CompressedPageSize); err != nil {
+						return fail(err)
+					}
+				}
+				if err := ob.Finish(0); err != nil {
 					return fail(err)
 				}
+				offIdx[j] = ob
 			}
-			if err := ob.Finish(0); err != nil {
-				return fail(err)
-			}
-			offIdx[j] = ob
+			out.Columns = append(out.Columns, &oc)
+			total += n
 		}
-		out.Columns[j] = &cc
-		total += n
 	}
 	ord := int16(len(f.md.RowGroups))
 	out.FileOffset, out.TotalCompressedSize, out.Ordinal = &start, &total, &ord
@@ -432,9 +251,12 @@ func (f *splicedFile) appendRowGroup(src rgSource, rg int) error {
 	f.md.NumRows += out.NumRows
 	f.colIdx = append(f.colIdx, colIdx)
 	f.offIdx = append(f.offIdx, offIdx)
+	if !trusted && want == nil {
+		sums = nil // copied unverified: the sums would vouch for bytes nobody checked
+	}
+	f.crcs = append(f.crcs, sums)
 	return nil
 }
-
 func readRange(src rgSource, off, n int64) ([]byte, error) {
 	if off < 0 || n <= 0 || off+n > src.size {
 		return nil, fmt.Errorf("[%d, +%d) lies outside the file (%d bytes)", off, n, src.size)
@@ -448,19 +270,19 @@ func readRange(src rgSource, off, n int64) ([]byte, error) {
 
 // closeFile finishes the pending row group, writes the page indexes and the
 // footer of the current file.
-func (w *spliceWriter) closeFile() error {
-	w.closing = false
-	if w.rg != nil {
-		if err := w.endRowGroup(w.cur.maxTs); err != nil {
+func (s *sink) closeFile() error {
+	s.closing = false
+	if s.rg != nil {
+		if err := s.endRowGroup(s.cur.maxTs); err != nil {
 			return err
 		}
-		w.closing = false
+		s.closing = false
 	}
-	f := w.cur
+	f := s.cur
 	if f == nil {
 		return nil
 	}
-	w.cur = nil
+	s.cur = nil
 	fail := func(err error) error { _ = f.w.Close(); return fmt.Errorf("writing %s: %w", f.path, err) }
 	// Column indexes, then offset indexes, as arrow-go's writer lays them out.
 	for rg, cols := range f.colIdx {
@@ -492,12 +314,15 @@ func (w *spliceWriter) closeFile() error {
 		}
 	}
 	var kv metadata.KeyValueMetadata
-	if err := kv.Append(FooterGenerationKey, fmt.Sprint(w.opts.Generation)); err != nil {
+	if err := kv.Append(FooterGenerationKey, fmt.Sprint(s.opts.Generation)); err != nil {
 		return fail(err)
 	}
-	entries, _, err := f.meta.Finish()
+	entries, skipped, err := f.meta.Finish()
 	if err != nil {
 		return fail(fmt.Errorf("search metadata: %w", err))
+	}
+	if v, ok := encodeChunkCRCs(f.crcs); ok {
+		entries = append(entries, index.Entry{Key: chunkCRCKey, Value: v})
 	}
 	for _, e := range entries {
 		if err := kv.Append(e.Key, e.Value); err != nil {
@@ -524,39 +349,41 @@ func (w *spliceWriter) closeFile() error {
 	if err != nil {
 		return fmt.Errorf("writing %s: reading back footer: %w", f.path, err)
 	}
-	w.outputs = append(w.outputs, Output{
+	s.outputs = append(s.outputs, Output{
 		Path: f.path, Size: f.cw.N, Rows: f.rows,
 		MinTimestamp: f.minTs, MaxTimestamp: f.maxTs,
-		Generation: w.opts.Generation, Meta: md,
+		Generation: s.opts.Generation, Meta: md, SkippedIndexes: skipped,
 	})
 	return nil
 }
 
 // finish closes the last file and returns the outputs; on error it aborts.
-func (w *spliceWriter) finish() ([]Output, error) {
-	if err := w.closeFile(); err != nil {
-		return nil, errors.Join(err, w.abort())
+func (s *sink) finish() ([]Output, error) {
+	if err := s.closeFile(); err != nil {
+		return nil, errors.Join(err, s.abort())
 	}
-	return w.outputs, nil
+	return s.outputs, nil
 }
 
 // abort closes and removes every file written (best effort, as sink.abort).
-func (w *spliceWriter) abort() error {
+func (s *sink) abort() error {
 	var errs []error
-	if w.rg != nil {
-		_ = w.rg.fw.Close()
-		w.rg = nil
+	if s.rg != nil {
+		for _, c := range s.rg.cols {
+			_ = c.fw.Close()
+		}
+		s.rg = nil
 	}
-	if w.cur != nil {
-		_ = w.cur.w.Close()
-		w.cur = nil
+	if s.cur != nil {
+		_ = s.cur.w.Close()
+		s.cur = nil
 	}
-	w.closing = false
-	for _, p := range w.created {
-		if err := w.fs.Remove(p); err != nil {
+	s.closing = false
+	for _, p := range s.created {
+		if err := s.fs.Remove(p); err != nil {
 			errs = append(errs, fmt.Errorf("removing aborted output %s: %w", p, err))
 		}
 	}
-	w.created, w.outputs = nil, nil
+	s.created, s.outputs = nil, nil
 	return errors.Join(errs...)
 }

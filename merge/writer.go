@@ -61,6 +61,10 @@ type WriterOptions struct {
 	// Allocator for decoded and encoded buffers; nil = memory.DefaultAllocator.
 	// Tests pass an accounting allocator to measure peak memory.
 	Allocator memory.Allocator
+	// encodeWorkers is how many goroutines encode the columns of a chunk
+	// (and its search metadata); 0 = defaultEncodeWorkers. The output bytes do not depend on
+	// it (TestParallelEncodeSameBytes).
+	encodeWorkers int
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {

@@ -21,7 +21,7 @@ func codecFloor(ctx context.Context, s inputSet, out string) (childResult, error
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return childResult{}, err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuSeconds()
 	path := filepath.Join(out, "copy.parquet")
 	f, err := os.Create(path)
 	if err != nil {
@@ -71,5 +71,5 @@ func codecFloor(ctx context.Context, s inputSet, out string) (childResult, error
 	if err != nil {
 		return childResult{}, err
 	}
-	return childResult{Seconds: time.Since(start).Seconds(), Files: 1, Rows: rows, OutBytes: st.Size()}, nil
+	return childResult{Seconds: time.Since(start).Seconds(), CPU: cpuSeconds() - cpu0, Files: 1, Rows: rows, OutBytes: st.Size()}, nil
 }

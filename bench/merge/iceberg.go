@@ -71,12 +71,12 @@ func icebergRewrite(ctx context.Context, s inputSet, out string) (childResult, e
 	for _, t := range tasks {
 		total += t.File.FileSizeBytes()
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuSeconds()
 	res, err := tbl.RewriteDataFiles(ctx, []table.CompactionTaskGroup{{PartitionKey: "all", Tasks: tasks, TotalSizeBytes: total}}, table.RewriteDataFilesOptions{})
 	if err != nil {
 		return childResult{}, fmt.Errorf("RewriteDataFiles: %w", err)
 	}
-	r := childResult{Seconds: time.Since(start).Seconds(), Files: res.AddedDataFiles, OutBytes: res.BytesAfter}
+	r := childResult{Seconds: time.Since(start).Seconds(), CPU: cpuSeconds() - cpu0, Files: res.AddedDataFiles, OutBytes: res.BytesAfter}
 	after, err := res.Table.Scan().PlanFiles(ctx)
 	if err != nil {
 		return childResult{}, err

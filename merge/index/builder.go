@@ -125,6 +125,8 @@ type textCol struct {
 	data   []byte
 	offs   []int32
 	offs64 []int64
+	dict   *array.Dictionary // col, when it is one: values come from dictVals
+	vals   *textCol          // the dictionary's values
 }
 
 func newTextCol(col arrow.Array) textCol {
@@ -134,6 +136,9 @@ func newTextCol(col arrow.Array) textCol {
 		t.data, t.offs = c.ValueBytes(), c.ValueOffsets()
 	case *array.LargeString:
 		t.data, t.offs64 = c.ValueBytes(), c.ValueOffsets()
+	case *array.Dictionary:
+		v := newTextCol(c.Dictionary())
+		t.dict, t.vals = c, &v
 	}
 	return t
 }
@@ -142,6 +147,9 @@ func newTextCol(col arrow.Array) textCol {
 func (t textCol) value(i int) ([]byte, bool) {
 	if t.col.IsNull(i) {
 		return nil, false
+	}
+	if t.dict != nil {
+		return t.vals.value(t.dict.GetValueIndex(i))
 	}
 	switch {
 	case t.offs != nil:
@@ -263,6 +271,10 @@ func (b *Builder) countGroups(cols []textCol, n int) {
 	if len(cols) == 0 || b.tooMany {
 		return
 	}
+	if len(cols) == 1 && cols[0].dict != nil {
+		b.countDictGroups(cols[0], n)
+		return
+	}
 	var key []byte
 	for i := 0; i < n; i++ {
 		key = key[:0]
@@ -294,6 +306,51 @@ func (b *Builder) countGroups(cols []textCol, n int) {
 			b.groups[string(key)] = g
 		}
 		g.rows++
+	}
+}
+
+// countDictGroups counts n rows of one dictionary-encoded group column by
+// dictionary index, then adds each value's count once.
+func (b *Builder) countDictGroups(c textCol, n int) {
+	counts := make([]int64, c.dict.Dictionary().Len())
+	var nulls int64
+	for i := 0; i < n; i++ {
+		if c.col.IsNull(i) {
+			nulls++
+			continue
+		}
+		counts[c.dict.GetValueIndex(i)]++
+	}
+	add := func(v []byte, ok bool, rows int64) {
+		key := []byte{0, 0xff}
+		if ok {
+			key = append(append([]byte{1}, v...), 0xff)
+		}
+		g := b.groups[string(key)]
+		if g == nil {
+			if len(b.groups) >= MaxGroups {
+				b.tooMany, b.groups = true, nil
+				return
+			}
+			g = &groupCount{}
+			if ok {
+				s := string(v)
+				g.values = append(g.values, &s)
+			} else {
+				g.values = append(g.values, nil)
+			}
+			b.groups[string(key)] = g
+		}
+		g.rows += rows
+	}
+	if nulls > 0 {
+		add(nil, false, nulls)
+	}
+	for k, rows := range counts {
+		if rows > 0 && !b.tooMany {
+			v, ok := c.vals.value(k)
+			add(v, ok, rows)
+		}
 	}
 }
 

@@ -386,3 +386,51 @@ func TestAddRawMatchesReferenceScan(t *testing.T) {
 		})
 	}
 }
+
+// TestCopiedGroupsFromDictionary: a copied row group's group column read as
+// a dictionary (values repeated, null rows, an empty string) counts
+// the same groups as the same column read as strings.
+func TestCopiedGroupsFromDictionary(t *testing.T) {
+	sc := arrow.NewSchema([]arrow.Field{{Name: "timestamp", Type: arrow.FixedWidthTypes.Timestamp_us}, {Name: "service", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	mem := memory.NewGoAllocator()
+	dict := array.NewBuilder(mem, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
+	defer dict.Release()
+	plain := array.NewStringBuilder(mem)
+	defer plain.Release()
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := []string{"api", "db", "web", "", "äöü"}
+	ts := make([]int64, 5000)
+	for i := range ts {
+		ts[i] = int64(i) * 1_000_000
+		if r.IntN(7) == 0 {
+			dict.AppendNull()
+			plain.AppendNull()
+			continue
+		}
+		v := vals[r.IntN(len(vals))]
+		if err := dict.AppendString(v); err != nil {
+			t.Fatal(err)
+		}
+		plain.Append(v)
+	}
+	d, p := dict.NewArray(), plain.NewArray()
+	defer d.Release()
+	defer p.Release()
+	var got []string
+	for _, col := range []arrow.Array{d, p} {
+		b := NewBuilder(Config{}, sc)
+		b.AddCopiedRowGroup([]arrow.Array{col}, ts, nil)
+		entries, _, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Key == KeyGroups {
+				got = append(got, e.Value)
+			}
+		}
+	}
+	if len(got) != 2 || got[0] != got[1] {
+		t.Fatalf("group counts from a dictionary column differ from the string column's:\n%v", got)
+	}
+}

@@ -462,7 +462,7 @@ func Options() []Option {
 				return err
 			}},
 		{"merge-splice-verify", "SIGLAKE_MERGE_SPLICE_VERIFY", "true", "",
-			"Read the pages of every row group the splice merge copies (headers parsed, data decompressed, value counts checked), so damaged input fails the rewrite instead of being copied on; off saves about half the splice's CPU.",
+			"Read the pages of every row group the splice merge copies from an input without chunk checksums (another writer's file; headers parsed, data decompressed, value counts checked), so damaged input fails the rewrite instead of being copied on; off saves about half the splice's CPU on such inputs. Checksums (`siglake.chunkcrc.v1`, in siglake's files) are checked either way.",
 			setBool(func(c *Config) *bool { return &c.MergeSpliceVerify })},
 		{"delete-tasks", "SIGLAKE_DELETE_TASKS", "true", "compactor.deleteTasks",
 			"Idle-cycle delete-task sweep over owned tables; 0/off/false/no disables it. Requests are still recorded, and `siglake delete-sweep --apply` still executes them.",
