@@ -44,7 +44,7 @@ type splicedFile struct {
 	rows         int64
 	minTs, maxTs int64
 	copyBuf      []byte
-	crcs         [][]uint32 // per row group: its chunks' CRC-32C, nil when not known good
+	crcs         [][]chunkSum // per row group: its chunks' CRC-32C and layout, nil when not known good
 }
 
 // copyRowGroup appends row group rg of src unchanged. ts are its
@@ -156,7 +156,7 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 	var total int64
 	colIdx := make([][]byte, ncols)
 	offIdx := make([]*metadata.OffsetIndexBuilder, ncols)
-	sums := make([]uint32, ncols)
+	sums := make([]chunkSum, ncols)
 	for _, src := range srcs {
 		out.TotalByteSize += src.md.RowGroups[rg].TotalByteSize
 		for jj, c := range src.md.RowGroups[rg].Columns {
@@ -173,10 +173,7 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 			cm := *c.MetaData
 			// The output's path, not the source's: a chunk is found by it.
 			cm.PathInSchema = f.md.Schema.Column(j).ColumnPath()
-			from := cm.DataPageOffset
-			if d := cm.DictionaryPageOffset; d != nil && *d >= int64(len(parquetMagic)) && *d < from {
-				from = *d
-			}
+			from := chunkStart(cm.DataPageOffset, cm.DictionaryPageOffset)
 			n := cm.TotalCompressedSize
 			if from < int64(len(parquetMagic)) || n <= 0 || from+n > src.size {
 				return fail(fmt.Errorf("column chunk [%d, +%d) lies outside the file (%d bytes)", from, n, src.size))
@@ -192,9 +189,9 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 				}
 				return fail(fmt.Errorf("copying %d bytes at %d: %w", n, from, err))
 			}
-			sums[j] = h.Sum32()
-			if want != nil && sums[j] != want[j] {
-				return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", sums[j], want[j]))
+			sums[j] = chunkSum{off: dst, size: n, values: cm.NumValues, crc: h.Sum32()}
+			if want != nil && sums[j].crc != want[j] {
+				return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", sums[j].crc, want[j]))
 			}
 			shift := dst - from
 			cm.DataPageOffset += shift
