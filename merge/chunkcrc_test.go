@@ -3,6 +3,7 @@ package merge
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -163,5 +164,57 @@ func TestChunkCRCsTiedToLayout(t *testing.T) {
 		if sums := chunkCRCs(md); len(sums) != 3 || sums[0] == nil || sums[1] != nil || sums[2] == nil {
 			t.Fatalf("%s changed: sums per row group present %v %v %v, want only row group 1's dropped", edit.name, sums[0] != nil, sums[1] != nil, sums[2] != nil)
 		}
+	}
+}
+
+// TestSpliceDamagedColumnIndexFails: the column index of a copied chunk lies
+// outside the chunk and its sum, and is copied as it is; a damaged one fails
+// the merge, naming the input, with no output left behind, rather than
+// being carried on to mislead readers' pruning.
+func TestSpliceDamagedColumnIndexFails(t *testing.T) {
+	sc := testArrowSchema(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(3, 4))
+	var inputs []Input
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 3; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	bad := inputs[1].Path
+	b, err := os.ReadFile(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pf.MetaData().RowGroups[1].Columns[2]
+	if c.ColumnIndexOffset == nil || c.ColumnIndexLength == nil {
+		t.Fatal("the input has no column index")
+	}
+	for i := *c.ColumnIndexOffset; i < *c.ColumnIndexOffset+int64(*c.ColumnIndexLength); i++ {
+		b[i] ^= 0xff
+	}
+	if err := os.WriteFile(bad, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+	if err == nil {
+		t.Fatalf("merge succeeded with %d outputs", len(res.Outputs))
+	}
+	if !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "column index") {
+		t.Errorf("error does not name the input and its column index: %v", err)
+	}
+	if ie := (*InputError)(nil); !errors.As(err, &ie) || ie.Path != bad {
+		t.Errorf("not classified as the input's fault: %v", err)
+	}
+	if left, _ := os.ReadDir(out); len(left) != 0 {
+		t.Fatalf("%d output files left behind", len(left))
 	}
 }

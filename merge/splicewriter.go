@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/siglake/siglake/merge/index"
 )
@@ -211,19 +212,16 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 			oc.FilePath = nil
 			oc.FileOffset = dst
 			oc.ColumnIndexOffset, oc.ColumnIndexLength, oc.OffsetIndexOffset, oc.OffsetIndexLength = nil, nil, nil, nil
-			if c.ColumnIndexOffset != nil && c.ColumnIndexLength != nil {
-				b, err := readRange(src, *c.ColumnIndexOffset, int64(*c.ColumnIndexLength))
-				if err != nil {
-					return fail(fmt.Errorf("column index: %w", err))
-				}
-				colIdx[j] = b
-			}
+			pages := -1 // not known: no offset index
 			if c.OffsetIndexOffset != nil && c.OffsetIndexLength != nil {
 				b, err := readRange(src, *c.OffsetIndexOffset, int64(*c.OffsetIndexLength))
 				if err != nil {
 					return fail(fmt.Errorf("offset index: %w", err))
 				}
-				oi := metadata.NewOffsetIndex(b, nil, nil)
+				oi, err := parseOffsetIndex(b)
+				if err != nil {
+					return fail(fmt.Errorf("offset index: %w", err))
+				}
 				ob := &metadata.OffsetIndexBuilder{}
 				for _, loc := range oi.GetPageLocations() {
 					if loc.Offset < from || loc.Offset+int64(loc.CompressedPageSize) > from+n {
@@ -237,6 +235,20 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 					return fail(err)
 				}
 				offIdx[j] = ob
+				pages = len(oi.GetPageLocations())
+			}
+			// The column index is copied as it is, outside the chunk and its
+			// sum: it must at least parse, with a page per offset index page,
+			// so a damaged one fails here rather than in a reader's pruning.
+			if c.ColumnIndexOffset != nil && c.ColumnIndexLength != nil {
+				b, err := readRange(src, *c.ColumnIndexOffset, int64(*c.ColumnIndexLength))
+				if err == nil {
+					err = checkColumnIndex(f.md.Schema.Column(j), b, pages)
+				}
+				if err != nil {
+					return fail(fmt.Errorf("column index: %w", err))
+				}
+				colIdx[j] = b
 			}
 			out.Columns = append(out.Columns, &oc)
 			total += n
@@ -254,6 +266,33 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 	f.crcs = append(f.crcs, sums)
 	return nil
 }
+// parseOffsetIndex parses a serialized offset index; arrow-go panics on one
+// that does not parse.
+func parseOffsetIndex(b []byte) (oi metadata.OffsetIndex, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			oi, err = nil, fmt.Errorf("does not parse: %v", r)
+		}
+	}()
+	return metadata.NewOffsetIndex(b, nil, nil), nil
+}
+
+// checkColumnIndex says whether b is a column index of a column descr
+// describes, with a page per page of its offset index (pages; -1: none).
+func checkColumnIndex(descr *schema.Column, b []byte, pages int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("does not parse: %v", r)
+		}
+	}()
+	ci := metadata.NewColumnIndex(descr, b, nil, nil)
+	if n := len(ci.GetNullPages()); pages >= 0 && n != pages {
+		return fmt.Errorf("describes %d pages, the offset index %d", n, pages)
+	}
+	return nil
+}
+
+// readRange reads the n bytes of src at off, which must lie inside it.
 func readRange(src rgSource, off, n int64) ([]byte, error) {
 	if off < 0 || n <= 0 || off+n > src.size {
 		return nil, fmt.Errorf("[%d, +%d) lies outside the file (%d bytes)", off, n, src.size)
