@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -109,9 +110,11 @@ func (s *sink) copyRowGroup(ctx context.Context, src rgSource, rg int, ts []int6
 // starts in a sparse run joins the late stream when the caller names late
 // files (WriterOptions.LatePath).
 func (s *sink) openFile(firstTs int64) error {
-	p := s.newPath(len(s.outputs))
+	var p string
 	if s.opts.LatePath != nil && s.runs.SparseAt(firstTs) {
 		p = s.opts.LatePath(len(s.outputs))
+	} else {
+		p = s.newPath(len(s.outputs))
 	}
 	fw, err := s.fs.Create(p)
 	if err != nil {
@@ -138,6 +141,9 @@ func (s *sink) openFile(firstTs int64) error {
 // the output's footer records the sums when the bytes are known good (want
 // matched, or trusted: re-encoded or verified page by page).
 func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, trusted bool) error {
+	if len(f.md.RowGroups) > math.MaxInt16 {
+		return fmt.Errorf("writing %s: more than %d row groups in one file (Parquet's row-group ordinal is an int16): raise the row-group length or lower the target file size", f.path, math.MaxInt16+1)
+	}
 	ncols := 0
 	for _, src := range srcs {
 		if rg < 0 || rg >= len(src.md.RowGroups) {
@@ -401,7 +407,9 @@ func (s *sink) finish() ([]Output, error) {
 	return s.outputs, nil
 }
 
-// abort closes and removes every file written (best effort, as sink.abort).
+// abort closes and removes every file written. Removal is best effort: a
+// file that cannot be removed is left for orphan collection (it is never
+// committed), and the errors are returned for the log.
 func (s *sink) abort() error {
 	var errs []error
 	if s.rg != nil {
