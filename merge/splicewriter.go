@@ -272,6 +272,7 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 	f.crcs = append(f.crcs, sums)
 	return nil
 }
+
 // parseOffsetIndex parses a serialized offset index; arrow-go panics on one
 // that does not parse.
 func parseOffsetIndex(b []byte) (oi metadata.OffsetIndex, err error) {
