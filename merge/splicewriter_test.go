@@ -17,10 +17,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
-// stripChunkCRCs removes the chunk sums from the footer of the file at p.
-func stripChunkCRCs(t *testing.T, p string) {
+// stripChunkCRCs removes the chunk sums from the footer of in's file.
+func stripChunkCRCs(t *testing.T, in *Input) {
 	t.Helper()
-	rewriteFooter(t, p, func(md *metadata.FileMetaData) {
+	rewriteFooter(t, in.Path, func(md *metadata.FileMetaData) {
 		kvs := md.FileMetaData.KeyValueMetadata[:0]
 		for _, kv := range md.FileMetaData.KeyValueMetadata {
 			if kv.Key != chunkCRCKey {
@@ -29,6 +29,7 @@ func stripChunkCRCs(t *testing.T, p string) {
 		}
 		md.FileMetaData.KeyValueMetadata = kvs
 	})
+	in.Size = fileSize(t, in.Path)
 }
 
 // TestSpliceCopiedRowGroupOpensLateFile: when the first row group of a file
@@ -66,7 +67,7 @@ func TestSpliceCopiedRowGroupOpensLateFile(t *testing.T) {
 	}
 	// Without sums and unchecked, a copied row group is the one an output
 	// records no sums for: that tells it from a re-encoded one.
-	stripChunkCRCs(t, inputs[0].Path)
+	stripChunkCRCs(t, &inputs[0])
 	sort.SliceStable(want, func(a, b int) bool { return rowTs(want[a]) < rowTs(want[b]) })
 	out := filepath.Join(dir, "out")
 	var named []int
