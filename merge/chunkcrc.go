@@ -9,17 +9,37 @@ import (
 )
 
 // chunkCRCKey is the footer entry holding the CRC-32C of every column chunk
-// siglake wrote (docs/file-format.md). The splice path copies row groups
-// without decoding them; with these sums it checks the copied bytes are the
-// ones written, as they stream through, instead of decompressing every page.
+// siglake wrote, each with the chunk's place in the file and its value count
+// (docs/file-format.md). The splice path copies row groups without decoding
+// them; with these sums it checks the copied bytes are the ones written, as
+// they stream through, instead of decompressing every page.
 const chunkCRCKey = "siglake.chunkcrc.v1"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// chunkSum is what the footer records of one column chunk: where its bytes
+// start, how many there are, the values its footer entry counts, and their
+// CRC-32C.
+type chunkSum struct {
+	off, size, values int64
+	crc               uint32
+}
+
+// chunkStart is where a column chunk's bytes start: its dictionary page when
+// it has one before the first data page ("no dictionary" is written as 0 by
+// some writers), else its first data page.
+func chunkStart(dataPageOffset int64, dictionaryPageOffset *int64) int64 {
+	if d := dictionaryPageOffset; d != nil && *d >= int64(len(parquetMagic)) && *d < dataPageOffset {
+		return *d
+	}
+	return dataPageOffset
+}
+
 // encodeChunkCRCs encodes per row group a flag byte (1: sums follow, 0: not
-// known) and, when set, each chunk's sum as 4 bytes little-endian, in column
-// order. ok is false when no row group has sums.
-func encodeChunkCRCs(rgs [][]uint32) (string, bool) {
+// known) and, when set, for each chunk in column order its start offset, its
+// total compressed size and its value count as unsigned varints, then its
+// sum as 4 bytes little-endian. ok is false when no row group has sums.
+func encodeChunkCRCs(rgs [][]chunkSum) (string, bool) {
 	var b []byte
 	any := false
 	for _, sums := range rgs {
@@ -29,8 +49,11 @@ func encodeChunkCRCs(rgs [][]uint32) (string, bool) {
 		}
 		any = true
 		b = append(b, 1)
-		for _, v := range sums {
-			b = binary.LittleEndian.AppendUint32(b, v)
+		for _, s := range sums {
+			b = binary.AppendUvarint(b, uint64(s.off))
+			b = binary.AppendUvarint(b, uint64(s.size))
+			b = binary.AppendUvarint(b, uint64(s.values))
+			b = binary.LittleEndian.AppendUint32(b, s.crc)
 		}
 	}
 	if !any {
@@ -39,40 +62,82 @@ func encodeChunkCRCs(rgs [][]uint32) (string, bool) {
 	return base64.StdEncoding.EncodeToString(b), true
 }
 
+// decodeChunkCRCs is encodeChunkCRCs' inverse for files of cols columns; ok
+// is false when v does not decode.
+func decodeChunkCRCs(v string, cols int) (rgs [][]chunkSum, ok bool) {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return nil, false
+	}
+	uvarint := func() (int64, bool) {
+		x, n := binary.Uvarint(b)
+		if n <= 0 || x > 1<<62 {
+			return 0, false
+		}
+		b = b[n:]
+		return int64(x), true
+	}
+	for len(b) > 0 {
+		flag := b[0]
+		b = b[1:]
+		if flag == 0 {
+			rgs = append(rgs, nil)
+			continue
+		}
+		if flag != 1 {
+			return nil, false
+		}
+		sums := make([]chunkSum, cols)
+		for j := range sums {
+			var ok1, ok2, ok3 bool
+			sums[j].off, ok1 = uvarint()
+			sums[j].size, ok2 = uvarint()
+			sums[j].values, ok3 = uvarint()
+			if !ok1 || !ok2 || !ok3 || len(b) < 4 {
+				return nil, false
+			}
+			sums[j].crc = binary.LittleEndian.Uint32(b)
+			b = b[4:]
+		}
+		rgs = append(rgs, sums)
+	}
+	return rgs, true
+}
+
 // chunkCRCs reads md's chunkCRCKey: per row group the sums of its chunks, nil
-// for a row group without. An entry that does not decode, or does not match
-// the file's row groups and columns (another tool rewrote the file and kept
-// the key), counts as absent: nil.
+// for a row group without. The sums belong to the bytes siglake wrote; a
+// tool that rewrites a file and keeps its key-value metadata (parquet-mr's
+// ParquetRewriter re-encoding with another codec) leaves them beside other
+// bytes. So a row group's sums count only when every chunk's start offset,
+// total compressed size and value count in the footer are the ones recorded
+// beside its sum; otherwise the row group has none (the splice reads its
+// pages instead). An entry that does not decode, or does not describe as
+// many row groups as the file has, is absent: nil.
 func chunkCRCs(md *metadata.FileMetaData) [][]uint32 {
 	v, ok := footerValue(md, chunkCRCKey)
 	if !ok {
 		return nil
 	}
-	b, err := base64.StdEncoding.DecodeString(v)
-	if err != nil {
+	rgs, ok := decodeChunkCRCs(v, md.Schema.NumColumns())
+	if !ok || len(rgs) != len(md.RowGroups) {
 		return nil
 	}
-	cols := md.Schema.NumColumns()
-	out := make([][]uint32, 0, md.NumRowGroups())
-	for len(b) > 0 {
-		flag := b[0]
-		b = b[1:]
-		switch {
-		case flag == 0:
-			out = append(out, nil)
-		case flag == 1 && len(b) >= 4*cols:
-			sums := make([]uint32, cols)
-			for j := range sums {
-				sums[j] = binary.LittleEndian.Uint32(b[4*j:])
-			}
-			b = b[4*cols:]
-			out = append(out, sums)
-		default:
-			return nil
+	out := make([][]uint32, len(rgs))
+	for rg, sums := range rgs {
+		if sums == nil || len(md.RowGroups[rg].Columns) != len(sums) {
+			continue
 		}
-	}
-	if len(out) != md.NumRowGroups() {
-		return nil
+		crcs := make([]uint32, len(sums))
+		for j, c := range md.RowGroups[rg].Columns {
+			cm := c.MetaData
+			if cm == nil || chunkStart(cm.DataPageOffset, cm.DictionaryPageOffset) != sums[j].off ||
+				cm.TotalCompressedSize != sums[j].size || cm.NumValues != sums[j].values {
+				crcs = nil
+				break
+			}
+			crcs[j] = sums[j].crc
+		}
+		out[rg] = crcs
 	}
 	return out
 }

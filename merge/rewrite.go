@@ -263,6 +263,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 			return RewriteResult{}, err
 		}
 		plan = planSplice(opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows), opts.cutBefore.At)
+		opts.template = tmpl
 	} else if res.Path == PathSplice {
 		return RewriteResult{}, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathSplice)
 	}

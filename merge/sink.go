@@ -87,9 +87,12 @@ func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	if _, ok := schema.Field(idx[0]).Type.(*arrow.TimestampType); !ok {
 		return nil, fmt.Errorf("timestamp column %q has type %s, accepted: timestamp", opts.TimestampColumn, schema.Field(idx[0]).Type)
 	}
-	tmpl, err := spliceTemplate(schema, opts)
-	if err != nil {
-		return nil, err
+	tmpl := opts.template
+	if tmpl == nil {
+		var err error
+		if tmpl, err = spliceTemplate(schema, opts); err != nil {
+			return nil, err
+		}
 	}
 	s := &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tmpl: tmpl, tsIdx: idx[0],
 		workers: opts.encodeWorkers}
@@ -231,6 +234,9 @@ func (s *sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) err
 		for i, sc := range s.fields {
 			fw, err := pqarrow.NewFileWriter(sc, &rg.cols[i].buf, writerProperties(s.opts), spliceArrowProps(s.opts))
 			if err != nil {
+				for _, c := range rg.cols[:i] {
+					_ = c.fw.Close()
+				}
 				return fmt.Errorf("writing %s: starting row group: %w", s.cur.path, err)
 			}
 			rg.cols[i].fw = fw

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -522,12 +523,17 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 	return j, nil
 }
 
+// pageChecks counts the row groups verifyPages read, for the tests to tell
+// which check a copy had.
+var pageChecks atomic.Int64
+
 // verifyPages reads every page of row group rg's columns except the leaves
 // already decoded: each page header must parse and its data decompress (zstd
 // frames carry a checksum), and the pages must hold the values the footer
 // says. Values are not decoded. A copy does not re-encode, so this is what
 // keeps damaged input from being carried into the output unnoticed.
 func verifyPages(in *openedInput, rg int, decoded []int) error {
+	pageChecks.Add(1)
 	r := in.pf.RowGroup(rg)
 	for i := 0; i < r.NumColumns(); i++ {
 		if slices.Contains(decoded, i) {

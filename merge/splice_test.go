@@ -154,7 +154,15 @@ func spliceShapes(sc *arrow.Schema) []spliceShape {
 // searches without false negatives and count the same groups; where row
 // groups do not overlap it copies them; DuckDB reads the same rows; and a
 // spliced output fed to another splice is still valid.
-func TestSpliceMatchesKWay(t *testing.T) {
+func TestSpliceMatchesKWay(t *testing.T) { spliceMatchesKWay(t, false) }
+
+// TestSpliceMatchesKWayWithoutChunkSums is TestSpliceMatchesKWay on inputs
+// whose footers lack the chunk sums (another writer's files, or siglake's
+// from before them): the copies go through the page check instead, which
+// must pass valid inputs.
+func TestSpliceMatchesKWayWithoutChunkSums(t *testing.T) { spliceMatchesKWay(t, true) }
+
+func spliceMatchesKWay(t *testing.T, stripSums bool) {
 	var duck *testenv.Duck
 	t.Run("duckdb", func(t *testing.T) { duck = testenv.DuckDB(t) }) // its absence skips only the DuckDB checks
 	sc := testArrowSchema(t)
@@ -170,6 +178,9 @@ func TestSpliceMatchesKWay(t *testing.T) {
 			var s scenario
 			for i, rec := range shape.inputs(r) {
 				s.inputs = append(s.inputs, writeInput(t, dir, sc, rec, 1+r.IntN(3), shape.rgRows(i, rec)))
+				if stripSums {
+					stripChunkCRCs(t, &s.inputs[len(s.inputs)-1])
+				}
 				s.want = append(s.want, rowStrings(t, rec, sc)...)
 				rec.Release()
 			}
@@ -183,9 +194,13 @@ func TestSpliceMatchesKWay(t *testing.T) {
 			outs := map[PathKind]RewriteResult{}
 			for _, p := range []PathKind{PathKWay, PathSplice} {
 				opts.ForcePath = p
+				checks := pageChecks.Load()
 				res, err := Rewrite(context.Background(), localFS, s.inputs, sc, pathGen(filepath.Join(dir, string(p)), gen), opts)
 				if err != nil {
 					t.Fatalf("%s %s: %v", what, p, err)
+				}
+				if checks = pageChecks.Load() - checks; p == PathSplice && res.SplicedBytes > 0 && (checks > 0) != stripSums {
+					t.Fatalf("%s: the page check read %d row groups of inputs with sums %v", what, checks, !stripSums)
 				}
 				got := checkOutputs(t, what+" "+string(p), res.Outputs, sc, gen, s, p)
 				if !slices.Equal(got, s.want) {
@@ -252,7 +267,13 @@ func TestSpliceMatchesKWay(t *testing.T) {
 
 // TestSpliceNestedColumns: map and list columns are copied and merged like
 // the others.
-func TestSpliceNestedColumns(t *testing.T) {
+func TestSpliceNestedColumns(t *testing.T) { spliceNestedColumns(t, false) }
+
+// TestSpliceNestedColumnsWithoutChunkSums is TestSpliceNestedColumns through
+// the page check: the inputs' footers lack the chunk sums.
+func TestSpliceNestedColumnsWithoutChunkSums(t *testing.T) { spliceNestedColumns(t, true) }
+
+func spliceNestedColumns(t *testing.T, stripSums bool) {
 	sc := nestedSchema()
 	r := rand.New(rand.NewPCG(8, 8))
 	dir := t.TempDir()
@@ -265,9 +286,13 @@ func TestSpliceNestedColumns(t *testing.T) {
 		}
 		inputs = append(inputs, writeInput(t, dir, sc, rec, 1, 1000))
 		rec.Release()
+		if stripSums {
+			stripChunkCRCs(t, &inputs[i])
+		}
 	}
 	got := map[PathKind][]string{}
 	var spliced int64
+	checks := pageChecks.Load()
 	for _, p := range []PathKind{PathKWay, PathSplice} {
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(p)), 2),
 			RewriteOptions{ForcePath: p, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
@@ -281,6 +306,9 @@ func TestSpliceNestedColumns(t *testing.T) {
 	}
 	if spliced == 0 {
 		t.Fatal("the splice copied nothing")
+	}
+	if checks = pageChecks.Load() - checks; (checks > 0) != stripSums {
+		t.Fatalf("the page check read %d row groups of inputs with sums %v", checks, !stripSums)
 	}
 	if !slices.Equal(got[PathSplice], got[PathKWay]) {
 		diffRows(t, got[PathSplice], got[PathKWay])

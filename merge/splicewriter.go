@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/siglake/siglake/merge/index"
 )
@@ -44,7 +46,7 @@ type splicedFile struct {
 	rows         int64
 	minTs, maxTs int64
 	copyBuf      []byte
-	crcs         [][]uint32 // per row group: its chunks' CRC-32C, nil when not known good
+	crcs         [][]chunkSum // per row group: its chunks' CRC-32C and layout, nil when not known good
 }
 
 // copyRowGroup appends row group rg of src unchanged. ts are its
@@ -108,9 +110,11 @@ func (s *sink) copyRowGroup(ctx context.Context, src rgSource, rg int, ts []int6
 // starts in a sparse run joins the late stream when the caller names late
 // files (WriterOptions.LatePath).
 func (s *sink) openFile(firstTs int64) error {
-	p := s.newPath(len(s.outputs))
+	var p string
 	if s.opts.LatePath != nil && s.runs.SparseAt(firstTs) {
 		p = s.opts.LatePath(len(s.outputs))
+	} else {
+		p = s.newPath(len(s.outputs))
 	}
 	fw, err := s.fs.Create(p)
 	if err != nil {
@@ -137,6 +141,9 @@ func (s *sink) openFile(firstTs int64) error {
 // the output's footer records the sums when the bytes are known good (want
 // matched, or trusted: re-encoded or verified page by page).
 func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, trusted bool) error {
+	if len(f.md.RowGroups) > math.MaxInt16 {
+		return fmt.Errorf("writing %s: more than %d row groups in one file (Parquet's row-group ordinal is an int16): raise the row-group length or lower the target file size", f.path, math.MaxInt16+1)
+	}
 	ncols := 0
 	for _, src := range srcs {
 		if rg < 0 || rg >= len(src.md.RowGroups) {
@@ -156,7 +163,7 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 	var total int64
 	colIdx := make([][]byte, ncols)
 	offIdx := make([]*metadata.OffsetIndexBuilder, ncols)
-	sums := make([]uint32, ncols)
+	sums := make([]chunkSum, ncols)
 	for _, src := range srcs {
 		out.TotalByteSize += src.md.RowGroups[rg].TotalByteSize
 		for jj, c := range src.md.RowGroups[rg].Columns {
@@ -173,10 +180,7 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 			cm := *c.MetaData
 			// The output's path, not the source's: a chunk is found by it.
 			cm.PathInSchema = f.md.Schema.Column(j).ColumnPath()
-			from := cm.DataPageOffset
-			if d := cm.DictionaryPageOffset; d != nil && *d >= int64(len(parquetMagic)) && *d < from {
-				from = *d
-			}
+			from := chunkStart(cm.DataPageOffset, cm.DictionaryPageOffset)
 			n := cm.TotalCompressedSize
 			if from < int64(len(parquetMagic)) || n <= 0 || from+n > src.size {
 				return fail(fmt.Errorf("column chunk [%d, +%d) lies outside the file (%d bytes)", from, n, src.size))
@@ -192,9 +196,9 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 				}
 				return fail(fmt.Errorf("copying %d bytes at %d: %w", n, from, err))
 			}
-			sums[j] = h.Sum32()
-			if want != nil && sums[j] != want[j] {
-				return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", sums[j], want[j]))
+			sums[j] = chunkSum{off: dst, size: n, values: cm.NumValues, crc: h.Sum32()}
+			if want != nil && sums[j].crc != want[j] {
+				return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", sums[j].crc, want[j]))
 			}
 			shift := dst - from
 			cm.DataPageOffset += shift
@@ -214,19 +218,16 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 			oc.FilePath = nil
 			oc.FileOffset = dst
 			oc.ColumnIndexOffset, oc.ColumnIndexLength, oc.OffsetIndexOffset, oc.OffsetIndexLength = nil, nil, nil, nil
-			if c.ColumnIndexOffset != nil && c.ColumnIndexLength != nil {
-				b, err := readRange(src, *c.ColumnIndexOffset, int64(*c.ColumnIndexLength))
-				if err != nil {
-					return fail(fmt.Errorf("column index: %w", err))
-				}
-				colIdx[j] = b
-			}
+			pages := -1 // not known: no offset index
 			if c.OffsetIndexOffset != nil && c.OffsetIndexLength != nil {
 				b, err := readRange(src, *c.OffsetIndexOffset, int64(*c.OffsetIndexLength))
 				if err != nil {
 					return fail(fmt.Errorf("offset index: %w", err))
 				}
-				oi := metadata.NewOffsetIndex(b, nil, nil)
+				oi, err := parseOffsetIndex(b)
+				if err != nil {
+					return fail(fmt.Errorf("offset index: %w", err))
+				}
 				ob := &metadata.OffsetIndexBuilder{}
 				for _, loc := range oi.GetPageLocations() {
 					if loc.Offset < from || loc.Offset+int64(loc.CompressedPageSize) > from+n {
@@ -240,6 +241,20 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 					return fail(err)
 				}
 				offIdx[j] = ob
+				pages = len(oi.GetPageLocations())
+			}
+			// The column index is copied as it is, outside the chunk and its
+			// sum: it must at least parse, with a page per offset index page,
+			// so a damaged one fails here rather than in a reader's pruning.
+			if c.ColumnIndexOffset != nil && c.ColumnIndexLength != nil {
+				b, err := readRange(src, *c.ColumnIndexOffset, int64(*c.ColumnIndexLength))
+				if err == nil {
+					err = checkColumnIndex(f.md.Schema.Column(j), b, pages)
+				}
+				if err != nil {
+					return fail(fmt.Errorf("column index: %w", err))
+				}
+				colIdx[j] = b
 			}
 			out.Columns = append(out.Columns, &oc)
 			total += n
@@ -257,6 +272,34 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 	f.crcs = append(f.crcs, sums)
 	return nil
 }
+
+// parseOffsetIndex parses a serialized offset index; arrow-go panics on one
+// that does not parse.
+func parseOffsetIndex(b []byte) (oi metadata.OffsetIndex, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			oi, err = nil, fmt.Errorf("does not parse: %v", r)
+		}
+	}()
+	return metadata.NewOffsetIndex(b, nil, nil), nil
+}
+
+// checkColumnIndex says whether b is a column index of a column descr
+// describes, with a page per page of its offset index (pages; -1: none).
+func checkColumnIndex(descr *schema.Column, b []byte, pages int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("does not parse: %v", r)
+		}
+	}()
+	ci := metadata.NewColumnIndex(descr, b, nil, nil)
+	if n := len(ci.GetNullPages()); pages >= 0 && n != pages {
+		return fmt.Errorf("describes %d pages, the offset index %d", n, pages)
+	}
+	return nil
+}
+
+// readRange reads the n bytes of src at off, which must lie inside it.
 func readRange(src rgSource, off, n int64) ([]byte, error) {
 	if off < 0 || n <= 0 || off+n > src.size {
 		return nil, fmt.Errorf("[%d, +%d) lies outside the file (%d bytes)", off, n, src.size)
@@ -365,7 +408,9 @@ func (s *sink) finish() ([]Output, error) {
 	return s.outputs, nil
 }
 
-// abort closes and removes every file written (best effort, as sink.abort).
+// abort closes and removes every file written. Removal is best effort: a
+// file that cannot be removed is left for orphan collection (it is never
+// committed), and the errors are returned for the log.
 func (s *sink) abort() error {
 	var errs []error
 	if s.rg != nil {

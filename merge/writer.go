@@ -65,6 +65,10 @@ type WriterOptions struct {
 	// (and its search metadata); 0 = defaultEncodeWorkers. The output bytes do not depend on
 	// it (TestParallelEncodeSameBytes).
 	encodeWorkers int
+	// template, when set, is spliceTemplate of the schema and these
+	// options, which Rewrite computes to plan the splice: the sink takes it
+	// instead of writing an empty file again.
+	template *metadata.FileMetaData
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
