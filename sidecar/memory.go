@@ -95,8 +95,15 @@ func (p *Process) Memory() *membudget.Budget { return p.memory }
 // parses substrait's function catalogue, 32 MB, at init), while an idle process keeps about 5 MB
 // live; the runtime's background scavenger returns such pages only slowly, so an idle sidecar
 // would sit at several times its live heap for minutes. The pages of the binary that start-up
-// alone ran are unmapped too (releaseBinaryPages).
-func returnStartupGarbage() {
+// alone ran are unmapped too (releaseBinaryPages); how much, and from how many mappings, is logged
+// at debug level.
+func returnStartupGarbage(log *zap.Logger) {
 	debug.FreeOSMemory()
-	releaseBinaryPages()
+	ranges := releaseBinaryPages()
+	var released int64
+	for _, r := range ranges {
+		released += r.rss
+	}
+	log.Debug("start-up pages of the binary unmapped",
+		zap.Int("mappings", len(ranges)), zap.Int64("released_bytes", released))
 }
