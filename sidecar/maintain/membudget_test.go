@@ -12,9 +12,17 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
-	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/retention"
 )
+
+// cycleShutDownWaiting runs a maintenance cycle of m while a drain holds the whole memory budget,
+// and shuts it down (cancels its context) once a rewrite waits for memory.
+func cycleShutDownWaiting(t *testing.T, m *Maintainer) CycleReport {
+	t.Helper()
+	var rep CycleReport
+	membudgettest.ShutDownWhileWaiting(t, &m.Reserve, func(ctx context.Context) { rep, _ = m.Cycle(ctx) })
+	return rep
+}
 
 // TestShutdownWhileWaitingForMemoryIsNoFailure: a maintenance cycle whose first rewrite waits for
 // memory (a drain holds the whole budget) and is shut down there reports no failed bin, counts
@@ -24,29 +32,7 @@ func TestShutdownWhileWaitingForMemoryIsNoFailure(t *testing.T) {
 	smallFilesTable(t, e, 10)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	m := newMaintainer(t, e, e.lake, func() time.Time { return now })
-	b := membudget.New(64<<20, membudget.Options{})
-	hold, err := b.Acquire(context.Background(), membudget.LoopDrain, 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Release()
-	m.Reserve = b.Reserve
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			for _, s := range b.Snapshot().Loops {
-				if s.Loop == "merge" && s.Waiting > 0 {
-					cancel()
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	rep, _ := m.Cycle(ctx)
-	if ctx.Err() == nil {
-		t.Fatal("setup: no rewrite waited for memory")
-	}
+	rep := cycleShutDownWaiting(t, m)
 	if rep.Failed != 0 {
 		t.Errorf("a shutdown while waiting for memory reported %d failed bins", rep.Failed)
 	}
@@ -92,18 +78,7 @@ func TestIdleShutdownWhileWaitingForMemoryIsNoError(t *testing.T) {
 			m := newMaintainer(t, e, e.lake, func() time.Time { return retentionNow })
 			core, logs := observer.New(zap.DebugLevel)
 			m.Log = zap.New(core)
-			b := membudget.New(64<<20, membudget.Options{})
-			hold, err := b.Acquire(context.Background(), membudget.LoopDrain, 64<<20)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer hold.Release()
-			m.Reserve = b.Reserve
-			ctx := membudgettest.CancelWhenWaiting(t, b, membudget.LoopMerge)
-			rep, _ := m.Cycle(ctx)
-			if ctx.Err() == nil {
-				t.Fatal("setup: no rewrite waited for memory")
-			}
+			rep := cycleShutDownWaiting(t, m)
 			if rep.Planned != 0 {
 				t.Fatalf("setup: the cycle planned %d rewrites; the test needs an idle cycle", rep.Planned)
 			}
