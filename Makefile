@@ -9,7 +9,7 @@ FUZZTIME  ?= 10s
 # go test's own per-binary limit: a hung test fails with a goroutine dump instead of hanging CI.
 TESTFLAGS ?= -timeout 20m
 
-.PHONY: build test race unit image-check fuzz services services-down demo clean
+.PHONY: build test race unit binpages image-check fuzz services services-down demo clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/siglake ./cmd/siglake
@@ -25,6 +25,7 @@ test: services
 	$(GO) vet ./...
 	$(GO) test -race $(TESTFLAGS) $(RACE_PKGS)
 	$(GO) test $(TESTFLAGS) $(OTHER_PKGS)
+	$(MAKE) binpages
 	$(MAKE) image-check
 	$(MAKE) fuzz
 
@@ -39,6 +40,17 @@ image-check:
 # Unit and embedded-catalog tests only; integration tests skip (outside CI) when services are down.
 unit:
 	$(GO) test $(TESTFLAGS) ./...
+	$(MAKE) binpages
+
+# The release of the binary's start-up pages (sidecar/startpages_linux.go) in the builds that map
+# a written GNU_RELRO segment read-only: a PIE, and an externally linked binary where the
+# toolchain has a C compiler for it (skipped, with a message, where it has none).
+binpages:
+	CGO_ENABLED=0 $(GO) test $(TESTFLAGS) -buildmode=pie -run TestReleaseBinaryPages ./sidecar
+	@cc="$$($(GO) env CC)"; if command -v "$${cc%% *}" >/dev/null 2>&1; then \
+		echo "CGO_ENABLED=1 $(GO) test -ldflags=-linkmode=external -run TestReleaseBinaryPages ./sidecar"; \
+		CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -ldflags=-linkmode=external -run TestReleaseBinaryPages ./sidecar; \
+	else echo "binpages: no C compiler ($$cc): externally linked build skipped"; fi
 
 fuzz:
 	$(GO) test ./localwal -run='^$$' -fuzz=FuzzReadSegment -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x

@@ -32,10 +32,11 @@ func setDefaultGoMemLimit(log *zap.Logger) int64 {
 }
 
 // defaultGoMemLimit is the rule behind setDefaultGoMemLimit: DefaultGoMemLimitRatio of the
-// container limit cgroup (0: none), or 0 (leave the runtime alone) when GOMEMLIMIT is set at all,
-// "off" included: that is how an operator opts out, and the runtime has already applied it.
+// container limit cgroup (0: none), or 0 (leave the runtime alone) when GOMEMLIMIT is set to a
+// value, "off" included: that is how an operator opts out, and the runtime has already applied it.
+// GOMEMLIMIT set to the empty string is unset, as the runtime reads it.
 func defaultGoMemLimit(lookup func(string) (string, bool), cgroup int64) int64 {
-	if _, set := lookup("GOMEMLIMIT"); set || cgroup <= 0 {
+	if v, _ := lookup("GOMEMLIMIT"); v != "" || cgroup <= 0 {
 		return 0
 	}
 	return int64(float64(cgroup) * DefaultGoMemLimitRatio)
@@ -44,13 +45,13 @@ func defaultGoMemLimit(lookup func(string) (string, bool), cgroup int64) int64 {
 // DefaultGCPercent is the garbage collector's target the process sets when GOGC is not set: the
 // heap may grow to 1.5 times what is live before a collection, not twice (the runtime's 100).
 // The drain's live heap is mostly byte buffers, which a collection does not scan, so collecting
-// twice as often costs little (BenchmarkDrain: within the machine's noise; `compactor --once`:
-// about 6 % more CPU), while the drain's peak at 32 MiB batches fell from 165 to 140 MiB
-// (docs/benchmarks.md, "Drain memory").
+// twice as often costs some CPU (BenchmarkDrain: the drain's MB per CPU-second 4 % lower, its
+// encode floor's 7 % lower; `compactor --once`: about 6 % more CPU), while the drain's peak at
+// 32 MiB batches fell from 165 to 140 MiB (docs/benchmarks.md, "Drain peak and idle footprint").
 const DefaultGCPercent = 50
 
-// setDefaultGCPercent sets DefaultGCPercent unless GOGC is set (any value, "off" included: the
-// runtime has applied it).
+// setDefaultGCPercent sets DefaultGCPercent unless GOGC is set to a value ("off" included: the
+// runtime has applied it). GOGC set to the empty string is unset, as the runtime reads it.
 func setDefaultGCPercent(log *zap.Logger) {
 	if p, ok := defaultGCPercent(os.LookupEnv); ok {
 		debug.SetGCPercent(p)
@@ -60,7 +61,7 @@ func setDefaultGCPercent(log *zap.Logger) {
 
 // defaultGCPercent is the rule behind setDefaultGCPercent.
 func defaultGCPercent(lookup func(string) (string, bool)) (int, bool) {
-	if _, set := lookup("GOGC"); set {
+	if v, _ := lookup("GOGC"); v != "" {
 		return 0, false
 	}
 	return DefaultGCPercent, true
@@ -95,8 +96,15 @@ func (p *Process) Memory() *membudget.Budget { return p.memory }
 // parses substrait's function catalogue, 32 MB, at init), while an idle process keeps about 5 MB
 // live; the runtime's background scavenger returns such pages only slowly, so an idle sidecar
 // would sit at several times its live heap for minutes. The pages of the binary that start-up
-// alone ran are unmapped too (releaseBinaryPages).
-func returnStartupGarbage() {
+// alone ran are unmapped too (releaseBinaryPages); how much, and from how many mappings, is logged
+// at debug level.
+func returnStartupGarbage(log *zap.Logger) {
 	debug.FreeOSMemory()
-	releaseBinaryPages()
+	ranges := releaseBinaryPages()
+	var released int64
+	for _, r := range ranges {
+		released += r.rss
+	}
+	log.Debug("start-up pages of the binary unmapped",
+		zap.Int("mappings", len(ranges)), zap.Int64("released_bytes", released))
 }

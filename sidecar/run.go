@@ -190,7 +190,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 	lakeRef.Store(l)
 	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)
-	returnStartupGarbage() // started: what is allocated from here on is the loops' working set
+	returnStartupGarbage(p.Log) // started: what is allocated from here on is the loops' working set
 
 	var wg sync.WaitGroup
 	if p.Cfg.Role.Maintains() && !once {

@@ -2,5 +2,11 @@
 
 package sidecar
 
+// pageRange is one mapping releaseBinaryPages advised (see startpages_linux.go).
+type pageRange struct {
+	addr, size uintptr
+	rss        int64
+}
+
 // releaseBinaryPages is Linux-only (see startpages_linux.go): elsewhere the binary's pages stay.
-func releaseBinaryPages() {}
+func releaseBinaryPages() []pageRange { return nil }

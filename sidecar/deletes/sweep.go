@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
@@ -216,8 +217,9 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	}
 	log := s.Log.With(zap.String("table", name))
 	defer func() {
+		stopped := membudget.Shutdown(ctx, err)
 		switch {
-		case err != nil && ctx.Err() != nil: // a shutdown (a rewrite waiting for memory, say) is no failed sweep
+		case stopped: // a shutdown (a rewrite waiting for memory, say) is no failed sweep
 			rep.Outcome = ""
 		case err != nil:
 			rep.Outcome = "failed"
@@ -225,7 +227,12 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 		if o.Apply && rep.Outcome != "" {
 			s.Metrics.Sweeps.WithLabelValues(rep.Outcome).Inc()
 		}
-		s.publish(name, rep, err)
+		switch {
+		case !stopped:
+			s.publish(name, rep, err)
+		case rep.Requests != nil:
+			s.publish(name, rep, nil) // the requests read: the last sweep's summary stays, with no error
+		}
 	}()
 	t, err := s.Lake.LoadTable(ctx, name)
 	if err != nil {

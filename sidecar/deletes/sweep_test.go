@@ -16,10 +16,10 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
-	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -417,36 +417,12 @@ func TestDeleteSweepShutdownWhileWaitingForMemory(t *testing.T) {
 	e.DeleteTable(2)
 	testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
 	s, reg := sweeper(e)
-	b := membudget.New(64<<20, membudget.Options{})
-	hold, err := b.Acquire(context.Background(), membudget.LoopDrain, 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Release()
-	s.Executor.Reserve = b.Reserve
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			for _, l := range b.Snapshot().Loops {
-				if l.Loop == membudget.LoopMerge && l.Waiting > 0 {
-					cancel()
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	rep, _ := s.Sweep(ctx, "events", deletes.SweepOptions{Apply: true})
-	if ctx.Err() == nil {
-		t.Fatal("setup: no delete-task rewrite waited for memory")
-	}
+	var rep deletes.SweepReport
+	membudgettest.ShutDownWhileWaiting(t, &s.Executor.Reserve, func(ctx context.Context) {
+		rep, _ = s.Sweep(ctx, "events", deletes.SweepOptions{Apply: true})
+	})
 	if rep.Outcome == "failed" {
 		t.Errorf("a shutdown while waiting for memory reported a failed sweep")
 	}
-	if n := promtest.Counter(t, reg, "siglake_delete_sweeps_total", "failed"); n != 0 {
-		t.Errorf("a shutdown counted %v failed sweeps", n)
-	}
-	if n := promtest.Counter(t, reg, "siglake_compactor_rewrites_total", "failed"); n != 0 {
-		t.Errorf("a shutdown counted %v failed rewrites", n)
-	}
+	promtest.NoneCounted(t, reg, "a shutdown", "failed", "siglake_delete_sweeps_total", "siglake_compactor_rewrites_total")
 }

@@ -87,6 +87,7 @@ type recorder struct {
 	errors  []error
 	owned   []string
 	deletes map[string]*deletes.State
+	retent  map[string]*retention.State
 }
 
 func (r *recorder) Maintenance(string, *State) {}
@@ -95,6 +96,14 @@ func (r *recorder) Error(_ time.Time, _, _ string, err error) {
 	r.mu.Lock()
 	r.errors = append(r.errors, err)
 	r.mu.Unlock()
+}
+func (r *recorder) Retention(table string, st *retention.State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.retent == nil {
+		r.retent = map[string]*retention.State{}
+	}
+	r.retent[table] = st
 }
 func (r *recorder) Deletes(table string, st *deletes.State) {
 	r.mu.Lock()

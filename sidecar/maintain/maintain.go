@@ -21,6 +21,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -320,6 +321,9 @@ func (m *Maintainer) runRetention(ctx context.Context, tables []string, rep *Cyc
 		}
 		rr, err := m.Retention().Run(ctx, name, retention.Options{Apply: true})
 		rep.Retention = append(rep.Retention, rr)
+		if membudget.Shutdown(ctx, err) {
+			break // the runner logged it; a shutdown is no table error
+		}
 		if err != nil {
 			rep.TableErrors = append(rep.TableErrors, TableError{At: m.Now(), Table: name, Stage: "retention", Err: err})
 		}
@@ -343,6 +347,11 @@ func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []deletes.
 			continue
 		}
 		rep, err := d.Sweep(ctx, name, deletes.SweepOptions{Apply: true})
+		if membudget.Shutdown(ctx, err) {
+			m.Log.Info("delete sweep stopped: shutting down", zap.String("table", name))
+			out = append(out, rep)
+			break
+		}
 		if err != nil {
 			m.error("delete-sweep", name, err)
 			m.Log.Warn("delete sweep failed", zap.String("table", name), zap.Error(err))

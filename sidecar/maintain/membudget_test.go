@@ -6,8 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/siglake/siglake/sidecar/membudget"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/membudgettest"
+	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/retention"
 )
+
+// cycleShutDownWaiting runs a maintenance cycle of m while a drain holds the whole memory budget,
+// and shuts it down (cancels its context) once a rewrite waits for memory.
+func cycleShutDownWaiting(t *testing.T, m *Maintainer) CycleReport {
+	t.Helper()
+	var rep CycleReport
+	membudgettest.ShutDownWhileWaiting(t, &m.Reserve, func(ctx context.Context) { rep, _ = m.Cycle(ctx) })
+	return rep
+}
 
 // TestShutdownWhileWaitingForMemoryIsNoFailure: a maintenance cycle whose first rewrite waits for
 // memory (a drain holds the whole budget) and is shut down there reports no failed bin, counts
@@ -17,29 +32,7 @@ func TestShutdownWhileWaitingForMemoryIsNoFailure(t *testing.T) {
 	smallFilesTable(t, e, 10)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	m := newMaintainer(t, e, e.lake, func() time.Time { return now })
-	b := membudget.New(64<<20, membudget.Options{})
-	hold, err := b.Acquire(context.Background(), membudget.LoopDrain, 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Release()
-	m.Reserve = b.Reserve
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			for _, s := range b.Snapshot().Loops {
-				if s.Loop == "merge" && s.Waiting > 0 {
-					cancel()
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	rep, _ := m.Cycle(ctx)
-	if ctx.Err() == nil {
-		t.Fatal("setup: no rewrite waited for memory")
-	}
+	rep := cycleShutDownWaiting(t, m)
 	if rep.Failed != 0 {
 		t.Errorf("a shutdown while waiting for memory reported %d failed bins", rep.Failed)
 	}
@@ -53,5 +46,63 @@ func TestShutdownWhileWaitingForMemoryIsNoFailure(t *testing.T) {
 	}
 	if len(m.backoff) != 0 {
 		t.Errorf("a shutdown put %d bins in back-off", len(m.backoff))
+	}
+}
+
+// TestIdleShutdownWhileWaitingForMemoryIsNoError: an idle cycle's delete sweep, and a retention
+// run, whose rewrite waits for memory (another holder has the whole budget) and is shut down
+// there, publish no error (none in /debug/status, no table error, no sweep or run summary with
+// one) and log no failure: a shutdown is not one.
+func TestIdleShutdownWhileWaitingForMemoryIsNoError(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		deletes bool // a pending deletion request, swept (else retention's rewrite is what waits)
+	}{{"delete sweep", true}, {"retention", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newDeleteEnv(t, func(cfg *testConfig) {
+				cfg.DeleteTasks = c.deletes
+				cfg.ReclusterInterval = 0
+				cfg.RetentionInterval = time.Hour
+				cfg.Retention = retention.Config{DefaultPeriod: 30 * 24 * time.Hour, DeleteDelay: 2 * time.Hour, MaxFiles: 8, MaxBytes: 1 << 30, Metadata: metadata}
+			})
+			sealDays(e, 3, 10, 0, 1)
+			e.te.DrainAll()
+			if c.deletes {
+				testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+			}
+			// A rule that ends part of every day's file: retention must rewrite, which waits.
+			if _, err := retention.Set(context.Background(), e.lake, "events", retention.Policy{Period: "30d",
+				Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "severity", Values: []string{"debug"}}}, Period: "3d"}}}); err != nil {
+				t.Fatal(err)
+			}
+			m := newMaintainer(t, e, e.lake, func() time.Time { return retentionNow })
+			core, logs := observer.New(zap.DebugLevel)
+			m.Log = zap.New(core)
+			rep := cycleShutDownWaiting(t, m)
+			if rep.Planned != 0 {
+				t.Fatalf("setup: the cycle planned %d rewrites; the test needs an idle cycle", rep.Planned)
+			}
+			if c.deletes && len(rep.DeleteSweeps) != 1 || !c.deletes && len(rep.Retention) != 1 {
+				t.Fatalf("setup: %d delete sweeps, %d retention runs; want the %s to be what waited", len(rep.DeleteSweeps), len(rep.Retention), c.name)
+			}
+			for _, te := range rep.TableErrors {
+				t.Errorf("a shutdown is a table error: %s %s: %v", te.Stage, te.Table, te.Err)
+			}
+			pub := published(m)
+			for _, err := range pub.errors {
+				t.Errorf("a shutdown published an error: %v", err)
+			}
+			if st := pub.deletes["events"]; st != nil && st.LastSweep != nil && st.LastSweep.Error != "" {
+				t.Errorf("a shutdown published a delete sweep error: %q", st.LastSweep.Error)
+			}
+			if st := pub.retent["events"]; st != nil && st.LastRun != nil && st.LastRun.Error != "" {
+				t.Errorf("a shutdown published a retention error: %q", st.LastRun.Error)
+			}
+			for _, l := range logs.All() {
+				if l.Level >= zap.WarnLevel {
+					t.Errorf("a shutdown logged at %s: %s %v", l.Level, l.Message, l.ContextMap())
+				}
+			}
+		})
 	}
 }

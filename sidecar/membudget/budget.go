@@ -10,6 +10,7 @@ package membudget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -227,4 +228,12 @@ func (b *Budget) Reserve(ctx context.Context, loop string, n int64) (release fun
 // Reserve is Budget.Reserve for this share's loop.
 func (s Share) Reserve(ctx context.Context, n int64) (release func(), err error) {
 	return s.b.Reserve(ctx, s.loop, n)
+}
+
+// Shutdown reports whether err ended a loop's work because ctx, the loop's context, was cancelled
+// (the process is shutting down, a wait for memory included): that is no failure, to be neither
+// counted, published as an error nor logged as a warning. A deadline is not a shutdown: work cut
+// by context.DeadlineExceeded failed like any other.
+func Shutdown(ctx context.Context, err error) bool {
+	return err != nil && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
 }

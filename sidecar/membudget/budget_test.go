@@ -3,6 +3,7 @@ package membudget
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -149,4 +150,32 @@ func loopOf(s Snapshot, loop string) LoopSnapshot {
 		}
 	}
 	return LoopSnapshot{}
+}
+
+// TestShutdown: only a cancellation of the loop's own context ending the work is a shutdown; a
+// deadline, or a cancellation error while the loop's context is live, is a failure.
+func TestShutdown(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	wrapped := fmt.Errorf("merge: waiting for memory: %w", context.Canceled)
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"cancelled", cancelled, wrapped, true},
+		{"cancelled, joined", cancelled, errors.Join(errors.New("x"), wrapped), true},
+		{"cancelled, no error", cancelled, nil, false},
+		{"cancelled, another error", cancelled, errors.New("disk full"), false},
+		{"deadline", expired, fmt.Errorf("merge: %w", context.DeadlineExceeded), false},
+		{"deadline, cancellation error", expired, wrapped, false},
+		{"live context", context.Background(), wrapped, false},
+	} {
+		if got := Shutdown(c.ctx, c.err); got != c.want {
+			t.Errorf("%s: Shutdown = %v, want %v", c.name, got, c.want)
+		}
+	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
@@ -177,11 +178,13 @@ func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, e
 	rep = Report{Table: name, Time: r.Now()}
 	log := r.Log.With(zap.String("table", name))
 	defer func() {
-		// A shutdown (a rewrite waiting for memory, say) is no failed run: it is not counted.
-		if err != nil && rep.Outcome == "" && ctx.Err() == nil {
+		// A shutdown (a rewrite waiting for memory, say) is no failed run: it is neither counted
+		// nor published as an error.
+		stopped := membudget.Shutdown(ctx, err)
+		if err != nil && rep.Outcome == "" && !stopped {
 			rep.Outcome = "failed"
 		}
-		if err != nil {
+		if err != nil && !stopped {
 			rep.Error = err.Error()
 		}
 		if o.Apply {

@@ -21,10 +21,10 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
+	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
-	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -640,36 +640,12 @@ func TestRetentionShutdownWhileWaitingForMemory(t *testing.T) {
 	days(e, 10, 0)
 	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "debug"), Period: "3d"}}})
 	r, reg := runner(e, &clock{now}, 2*time.Hour)
-	b := membudget.New(64<<20, membudget.Options{})
-	hold, err := b.Acquire(context.Background(), membudget.LoopDrain, 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Release()
-	r.Executor.Reserve = b.Reserve
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			for _, l := range b.Snapshot().Loops {
-				if l.Loop == membudget.LoopMerge && l.Waiting > 0 {
-					cancel()
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	rep, _ := r.Run(ctx, "events", retention.Options{Apply: true})
-	if ctx.Err() == nil {
-		t.Fatal("setup: no retention rewrite waited for memory")
-	}
+	var rep retention.Report
+	membudgettest.ShutDownWhileWaiting(t, &r.Executor.Reserve, func(ctx context.Context) {
+		rep, _ = r.Run(ctx, "events", retention.Options{Apply: true})
+	})
 	if rep.Outcome == "failed" {
 		t.Errorf("a shutdown while waiting for memory reported a failed run")
 	}
-	if n := promtest.Counter(t, reg, "siglake_retention_runs_total", "failed"); n != 0 {
-		t.Errorf("a shutdown counted %v failed retention runs", n)
-	}
-	if n := promtest.Counter(t, reg, "siglake_compactor_rewrites_total", "failed"); n != 0 {
-		t.Errorf("a shutdown counted %v failed rewrites", n)
-	}
+	promtest.NoneCounted(t, reg, "a shutdown", "failed", "siglake_retention_runs_total", "siglake_compactor_rewrites_total")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 )
 
 // Job is one rewrite: which live files of a table to replace and how to write their rows.
@@ -207,7 +208,7 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 			budget = merge.DefaultMemoryBudget()
 		}
 		if release, err = e.Reserve(ctx, "merge", budget); err != nil {
-			if ctx.Err() != nil { // only a shutdown ends the wait
+			if membudget.Shutdown(ctx, err) { // a shutdown ended the wait
 				return Outcome{Status: Cancelled, Err: fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err)}, nil
 			}
 			return failed(fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
+	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -315,27 +316,11 @@ func TestRunCancelledWhileWaitingForMemory(t *testing.T) {
 	l, wh := testTable(t, 4, 500)
 	tbl, files, _ := live(t, l)
 	before := parquetOnDisk(t, wh)
-	b := membudget.New(64<<20, membudget.Options{})
-	hold, err := b.Acquire(context.Background(), membudget.LoopDrain, 64<<20) // a drain holds it all
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Release()
+	b := membudgettest.Spent(t, 64<<20) // a drain holds it all
 	e := executor(l)
 	e.MemoryBudget = 32 << 20
 	e.Reserve = b.Reserve
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { // cancel once the merge is waiting
-		for {
-			for _, s := range b.Snapshot().Loops {
-				if s.Loop == "merge" && s.Waiting > 0 {
-					cancel()
-					return
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
+	ctx := membudgettest.CancelWhenWaiting(t, b, membudget.LoopMerge) // cancel once the merge is waiting
 	out := e.Run(ctx, tbl, job(tbl, files))
 	if out.Status != Cancelled || !errors.Is(out.Err, context.Canceled) {
 		t.Fatalf("cancelled while waiting for memory: %s %v, want %s", out.Status, out.Err, Cancelled)

@@ -147,6 +147,12 @@ func TestMemorySoakBudgetWaits(t *testing.T) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			codes[resp.StatusCode]++
+			if resp.StatusCode != http.StatusOK {
+				// Refused (the budget is held, or no reader slot): retrying back to back ran
+				// ~390 requests a second and took a core of a 2-core CI machine. 20 ms still
+				// asks again well within a drain cycle, so reads keep making the loops wait.
+				time.Sleep(20 * time.Millisecond)
+			}
 		}
 	}()
 	sealed := s.walgenAtRate("pod-0", rate, ingest, 33, "0.05")
@@ -167,8 +173,16 @@ func TestMemorySoakBudgetWaits(t *testing.T) {
 	if waits == 0 {
 		t.Fatal("siglake_memory_budget_waits_total is 0: the budget never made a loop wait")
 	}
-	if peak.sampled == 0 || peak.hwm > soakLimit || peak.sampled > soakLimit {
-		t.Fatalf("peak RSS %d bytes (high-water mark %d) of the %d-byte limit", peak.sampled, peak.hwm, soakLimit)
+	// Peaks measured 84-95 MiB with the 64 MiB budget (5 runs), and 93 MiB with a 1 GiB one
+	// (nothing waits): at this ingest rate the drain's batches are small, so the peak cannot tell
+	// a budget kept from one ignored by a few MiB (the waits above show the budget works). The
+	// bound is twice what was measured, for a loaded machine's noise: it fails a loop holding
+	// about 100 MiB past what the budget lets the loops hold (two more buffer answers of 63 MiB,
+	// or a drain batch several times its 32 MiB target), which the 512 MiB limit would pass; it
+	// does not catch a loop ignoring the budget by a few tens of MiB.
+	const peakBound = 200 << 20
+	if peak.sampled == 0 || peak.hwm > peakBound || peak.sampled > peakBound {
+		t.Fatalf("peak RSS %d bytes (high-water mark %d); want at most %d bytes with a 64 MiB budget", peak.sampled, peak.hwm, peakBound)
 	}
 	var got rowsum.Sum
 	for _, name := range soakTables {

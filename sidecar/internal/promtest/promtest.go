@@ -30,6 +30,17 @@ func Counter(t testing.TB, reg prometheus.Gatherer, name, outcome string) float6
 	return total
 }
 
+// NoneCounted fails the test, saying why, for each counter of names with a series of outcome
+// outcome that is not 0.
+func NoneCounted(t testing.TB, reg prometheus.Gatherer, why, outcome string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if n := Counter(t, reg, name, outcome); n != 0 {
+			t.Errorf("%s: %s{outcome=%q} = %v, want 0", why, name, outcome, n)
+		}
+	}
+}
+
 // Gauge is the value of one gauge.
 func Gauge(g interface{ Write(*dto.Metric) error }) float64 {
 	var m dto.Metric
