@@ -93,7 +93,9 @@ func TestReleaseBinaryPages(t *testing.T) {
 			t.Errorf("advised mapping %#x+%#x: Anonymous %d kB (found %v), want 0", r.addr, r.size, n, ok)
 		}
 	}
-	if anonAfter < anonBefore {
+	// 512 KiB of slack for the runtime returning heap pages between the two reads; a dropped
+	// written segment of the binary (PIE's GNU_RELRO) is megabytes.
+	if anonAfter < anonBefore-512 {
 		t.Errorf("anonymous RSS fell from %d to %d KiB: written pages of the binary were dropped", anonBefore, anonAfter)
 	}
 	if after > before/2 {
