@@ -89,14 +89,7 @@ func TestSpliceStaleChunkSumsFromAnotherWriter(t *testing.T) {
 	sc := testArrowSchema(t)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(5, 6))
-	var inputs []Input
-	next := int64(1_700_000_000_000_000)
-	for i := 0; i < 3; i++ {
-		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
-		next = lastTs(rec)
-		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
-		rec.Release()
-	}
+	inputs := disjointInputs(t, dir, sc, r, 3)
 	inputs[1] = reencodeInput(t, inputs[1], compress.Codecs.Snappy)
 	pf, err := file.OpenParquetFile(inputs[1].Path, false)
 	if err != nil {
@@ -175,14 +168,7 @@ func TestSpliceDamagedColumnIndexFails(t *testing.T) {
 	sc := testArrowSchema(t)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(3, 4))
-	var inputs []Input
-	next := int64(1_700_000_000_000_000)
-	for i := 0; i < 3; i++ {
-		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
-		next = lastTs(rec)
-		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
-		rec.Release()
-	}
+	inputs := disjointInputs(t, dir, sc, r, 3)
 	bad := inputs[1].Path
 	b, err := os.ReadFile(bad)
 	if err != nil {

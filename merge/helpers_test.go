@@ -154,6 +154,21 @@ func pathGen(dir string, gen int) func(int) string {
 
 var localFS icebergio.WriteFileIO = icebergio.LocalFS{}
 
+// disjointInputs writes n time-disjoint generation-0 inputs of 3,000 random rows each, in row
+// groups of 1,000, into dir: the splice tests' usual bin.
+func disjointInputs(t *testing.T, dir string, sc *arrow.Schema, r *rand.Rand, n int) []Input {
+	t.Helper()
+	var inputs []Input
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < n; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
+		rec.Release()
+	}
+	return inputs
+}
+
 // recordBytes is the size of rec's buffers.
 func recordBytes(rec arrow.RecordBatch) int64 {
 	var n int64

@@ -343,14 +343,7 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 			sc := testArrowSchema(t)
 			dir := t.TempDir()
 			r := rand.New(rand.NewPCG(3, 4))
-			var inputs []Input
-			next := int64(1_700_000_000_000_000)
-			for i := 0; i < 3; i++ {
-				rec := randRecord(r, sc, 3000, next+100, 3, true, true)
-				next = lastTs(rec)
-				inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
-				rec.Release()
-			}
+			inputs := disjointInputs(t, dir, sc, r, 3)
 			bad := inputs[1].Path
 			if !withSums {
 				rewriteFooter(t, bad, func(md *metadata.FileMetaData) {
@@ -706,14 +699,7 @@ func TestSpliceMisalignedBloomNotCopied(t *testing.T) {
 	sc := testArrowSchema(t)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(5, 6))
-	var inputs []Input
-	next := int64(1_700_000_000_000_000)
-	for i := 0; i < 2; i++ {
-		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
-		next = lastTs(rec)
-		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
-		rec.Release()
-	}
+	inputs := disjointInputs(t, dir, sc, r, 2)
 	rewriteFooter(t, inputs[0].Path, func(md *metadata.FileMetaData) {
 		f, err := DecodeFooter(md)
 		if err != nil {
@@ -780,14 +766,7 @@ func TestSpliceExternalChunkNotCopied(t *testing.T) {
 	sc := testArrowSchema(t)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 6))
-	var inputs []Input
-	next := int64(1_700_000_000_000_000)
-	for i := 0; i < 2; i++ {
-		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
-		next = lastTs(rec)
-		inputs = append(inputs, writeInput(t, dir, sc, rec, 0, 1000))
-		rec.Release()
-	}
+	inputs := disjointInputs(t, dir, sc, r, 2)
 	opts := RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}}
 	all, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "all"), 1), opts)
 	if err != nil {
