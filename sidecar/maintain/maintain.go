@@ -64,6 +64,9 @@ type Maintainer struct {
 	// lastOutstanding is each owned table's outstanding work as its last pass found it.
 	lastOutstanding map[string]work
 	published       map[string]*State
+	// rate is this process's measured rewrite speed (committed bins, all tables: they share the
+	// process's CPU), so a pass holds about one L0 check interval of work (plan.Input.Rewriter).
+	rate plan.RewriteRate
 }
 
 // Config is what the maintenance loop is told; the process maps its options onto it (the
@@ -153,6 +156,9 @@ type PassReport struct {
 	// did not commit (siglake_compactor_outstanding_bins and _bytes; see outstanding).
 	OutstandingBins  int   `json:"outstanding_bins"`
 	OutstandingBytes int64 `json:"outstanding_bytes"`
+	// TimeLimitSeconds is the pass's time limit (plan.Pass.TimeLimit): the L0 check interval once
+	// the process has measured its rewrite speed, 0 before.
+	TimeLimitSeconds float64 `json:"time_limit_seconds,omitempty"`
 }
 
 // BinReport is one rewrite of a pass.
@@ -590,9 +596,11 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 	}
 	m.updateRebuildState(name, t.Properties(), nil)
 	roll := m.rollup(name, t, in.Now)
+	in.Rewriter = m.rate
 	pass := m.plan(roll, in, skipping)
 	rep.Planned += len(pass.Bins)
-	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped}
+	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped,
+		TimeLimitSeconds: pass.TimeLimit.Seconds()}
 	committed := 0 // bins run in order and stop at the first that does not commit
 	var committedBytes int64
 	for i, b := range pass.Bins {
@@ -607,12 +615,14 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 				b.Kind, len(b.Files), b.Partition, until.UTC().Format(time.RFC3339)))
 			continue
 		}
+		started := time.Now() // the real clock: m.Now may be a test's
 		out, err := m.rewrite(ctx, t, b, byPath, roll)
 		br.Path = string(out.Merge.Path)
 		switch {
 		case err == nil:
 			br.Result = "committed"
 			rep.Rewrites++
+			m.rate.Add(b.EstimatedBytes, time.Since(started))
 			m.succeeded(name, key, b)
 			committed++
 			committedBytes += b.EstimatedBytes

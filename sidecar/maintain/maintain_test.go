@@ -105,6 +105,11 @@ func TestMaintenanceConverges(t *testing.T) {
 		t.Fatalf("after %d cycles: %d files, depth %d, %d L0 files", cycles, len(files), depth, l0)
 	}
 	t.Logf("converged in %d cycles: %d files, depth %d, %d L0 files", cycles+1, len(files), depth, l0)
+	// The committed rewrites measured the process's rewrite speed, so later passes hold about
+	// one L0 check interval of work (plan.Input.Rewriter).
+	if lp := m.State("events").LastPass; !m.rate.Known() || lp == nil || lp.TimeLimitSeconds != m.Plan.CheckInterval[plan.L0].Seconds() {
+		t.Fatalf("rewrite speed known %v, last pass %+v: want the L0 interval as its time limit", m.rate.Known(), lp)
+	}
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("rows after rewrites %+v, want %+v", got, want)
 	}

@@ -80,7 +80,12 @@ func randomCase(r *rand.Rand) (Config, Input) {
 	if r.IntN(4) == 0 {
 		backlog = cfg.MaxSealedForRecluster + 1 + r.IntN(100)
 	}
-	return cfg, Input{Files: files, Now: now, SealedBacklog: backlog, State: st}
+	in := Input{Files: files, Now: now, SealedBacklog: backlog, State: st}
+	if r.IntN(2) == 0 { // a measured speed: up to 2 s per bin, 1 MB/s to 1 GB/s
+		in.Rewriter = rateOf(time.Duration(r.Int64N(int64(2*time.Second))), math.Exp(math.Log(1e6)+r.Float64()*math.Log(1e3)))
+		in.State.TimeLimitedPasses = r.IntN(largeBinWait + 2)
+	}
+	return cfg, in
 }
 
 func TestPlannerProperties(t *testing.T) {
@@ -124,6 +129,9 @@ func TestPlannerProperties(t *testing.T) {
 
 // checkPass verifies the promises every pass keeps.
 func checkPass(cfg Config, in Input, p Pass) error {
+	if err := checkTimeLimit(cfg, in, p); err != nil {
+		return err
+	}
 	byPath := map[string]File{}
 	for _, f := range in.Files {
 		byPath[f.Path] = f
@@ -434,4 +442,44 @@ func applyIdeal(files []File, bins []Bin, seq int) ([]File, int) {
 		}
 	}
 	return append(kept, outs...), seq
+}
+
+// checkTimeLimit holds the pass's time limit: only a leveled pass with a
+// measured speed has one, the L0 check interval; its bins after the first
+// fit it by the speed's estimate, but for at most one after largeBinWait
+// limited passes; the count of limited passes grows by one or restarts.
+func checkTimeLimit(cfg Config, in Input, p Pass) error {
+	limited := cfg.Leveled && p.Decision == DecisionRun && in.Rewriter.Known()
+	if !limited {
+		if p.TimeLimit != 0 {
+			return fmt.Errorf("decision %v, leveled %v: time limit %v, want none", p.Decision, cfg.Leveled, p.TimeLimit)
+		}
+		if p.Decision == DecisionRun && p.Next.TimeLimitedPasses != 0 {
+			return fmt.Errorf("no time limit but %d limited passes next", p.Next.TimeLimitedPasses)
+		}
+		return nil
+	}
+	if want := cfg.sane().CheckInterval[L0]; p.TimeLimit != want {
+		return fmt.Errorf("time limit %v, want %v", p.TimeLimit, want)
+	}
+	allowed := 0
+	if in.State.TimeLimitedPasses >= largeBinWait {
+		allowed = 1
+	}
+	var sum time.Duration
+	past := 0
+	for i, b := range p.Bins {
+		est := in.Rewriter.Estimate(b.EstimatedBytes)
+		if i > 0 && sum+est > p.TimeLimit {
+			past++
+		}
+		sum += est
+	}
+	if past > allowed {
+		return fmt.Errorf("%d bins past the time limit %v (allowed %d after %d limited passes)", past, p.TimeLimit, allowed, in.State.TimeLimitedPasses)
+	}
+	if n := p.Next.TimeLimitedPasses; n != 0 && n != in.State.TimeLimitedPasses+1 {
+		return fmt.Errorf("limited passes %d -> %d", in.State.TimeLimitedPasses, n)
+	}
+	return nil
 }

@@ -93,6 +93,7 @@ type simFile struct {
 type pending struct {
 	bin  plan.Bin
 	done int64 // completion time, µs
+	took int64 // duration, µs
 }
 
 // partState caches one partition's depths between samples: most partitions are
@@ -115,6 +116,7 @@ type world struct {
 	res    Result
 	queue  []pending
 	busyUs int64
+	rate   plan.RewriteRate // what the maintainer measures of its rewrites
 }
 
 // epoch anchors simulated time for the planner's time.Time arguments.
@@ -172,14 +174,19 @@ func run(s Scenario) *world {
 		// Rewrites finished by now commit, one bin at a time.
 		for len(w.queue) > 0 && w.queue[0].done <= now {
 			w.apply(w.queue[0].bin)
+			w.rate.Add(w.queue[0].bin.EstimatedBytes, time.Duration(w.queue[0].took)*time.Microsecond)
 			w.queue = w.queue[1:]
 		}
 		// An idle rewriter asks for the next pass.
 		if len(w.queue) == 0 {
-			p := plan.Plan(w.cfg, plan.Input{
+			in := plan.Input{
 				Files: w.live(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
 				SealedBacklog: s.sealedAt(now), State: st,
-			})
+			}
+			if s.PassTimeLimit {
+				in.Rewriter = w.rate
+			}
+			p := plan.Plan(w.cfg, in)
 			st = p.Next
 			w.res.Decisions[p.Decision.String()]++
 			at := now
@@ -193,7 +200,7 @@ func run(s Scenario) *world {
 				w.res.RewriteSeconds += float64(d) / 1e6
 				at += d
 				w.busyUs += d
-				w.queue = append(w.queue, pending{b, at})
+				w.queue = append(w.queue, pending{b, at, d})
 				w.res.BinsByKind[b.Kind.String()]++
 			}
 		}

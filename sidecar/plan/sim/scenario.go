@@ -79,6 +79,11 @@ type Scenario struct {
 	// planner plans apart from the on-time files, as siglake's writers do
 	// when cuts are on. false leaves every file on-time.
 	LateStream bool
+	// PassTimeLimit gives the planner the rewriter's measured speed
+	// (plan.Input.Rewriter, a plan.RewriteRate over the simulated
+	// bins), as the maintainer does, so a pass holds about one L0 check
+	// interval of work. false plans without it.
+	PassTimeLimit bool
 	// Stalls are windows in which the sealed WAL backlog is high, to see
 	// graded backpressure at work.
 	Stalls []Stall
