@@ -30,19 +30,21 @@ func TestLateRowsScenarios(t *testing.T) {
 		s.SplitSparse, s.DrainSplitSparse = 0.05, 0.05
 		cuts := Run(s)
 		s.LateStream = true
+		stream := Run(s)
+		s.PassTimeLimit = true
 		after := Run(s)
-		for _, r := range []Result{before, cuts, after} {
+		for _, r := range []Result{before, cuts, stream, after} {
 			if len(r.Errors) > 0 {
 				t.Errorf("%s: %v", r.Scenario, r.Errors)
 			}
 		}
-		for i, r := range []Result{before, cuts, after} {
+		for i, r := range []Result{before, cuts, stream, after} {
 			fmt.Fprintf(&table, "| %s (%s) | %s | %.2f | %d / %d | %d / %d | %d / %d | %.0f%% |\n",
-				s.Name, s.Duration, []string{"size only", "cuts, one stream", "cuts + late stream (default)"}[i], r.WriteAmp, r.DepthP50, r.DepthMax,
+				s.Name, s.Duration, []string{"size only", "cuts, one stream", "cuts + late stream", "cuts + late stream + pass time limit (default)"}[i], r.WriteAmp, r.DepthP50, r.DepthMax,
 				r.SettledDepthP50, r.SettledDepthMax, r.FilesP50, r.FilesMax, 100*r.BusyFraction)
 		}
 		if out := os.Getenv("SIGLAKE_SIM_OUT"); out != "" && long {
-			after.Strategy = "leveled, cuts + late stream"
+			after.Strategy = "leveled, cuts + late stream + pass time limit"
 			before.Strategy = "leveled, size only"
 			f, err := os.Create(filepath.Join(out, "compaction-late-rows-"+s.Name+".svg"))
 			if err != nil {
@@ -77,6 +79,16 @@ func TestLateRowsScenarios(t *testing.T) {
 				t.Errorf("%s: late stream WA %.2f, depth p50 %d; one stream %.2f, %d: the late stream does not pay",
 					s.Name, after.WriteAmp, after.DepthP50, cuts.WriteAmp, cuts.DepthP50)
 			}
+		}
+		// The pass time limit shortens the ingest edge where passes would
+		// run past the next L0 check (busy), and lowers the settled depth
+		// where late rows come at a rate, against the late stream without it.
+		if strings.HasPrefix(s.Name, "busy") && (after.DepthP50 >= stream.DepthP50 || after.SettledDepthP50 > stream.SettledDepthP50) {
+			t.Errorf("%s: time limit depth p50 %d, settled p50 %d; without %d, %d: the limit does not pay",
+				s.Name, after.DepthP50, after.SettledDepthP50, stream.DepthP50, stream.SettledDepthP50)
+		}
+		if strings.HasPrefix(s.Name, "late") && after.SettledDepthP50 >= stream.SettledDepthP50 {
+			t.Errorf("%s: time limit settled p50 %d, without %d", s.Name, after.SettledDepthP50, stream.SettledDepthP50)
 		}
 		if strings.HasPrefix(s.Name, "quiet") && (after.FilesP50 > before.FilesP50 || after.SettledDepthP50 > before.SettledDepthP50) {
 			t.Errorf("%s: files p50 %d, settled depth p50 %d; size only %d, %d: the quiet table is not as it was",
