@@ -76,4 +76,3 @@ func TestRowGroupRowsMatchesMerge(t *testing.T) {
 			plan.RowGroupRows, merge.DefaultRowGroupRows, merge.DefaultSpliceMinRows)
 	}
 }
-
