@@ -28,8 +28,7 @@ const RowGroupRows = 128 * 1024
 //     overlaps it (an overlap-driven rewrite).
 //
 // Scores stay below 1, so level, depth and terminal-overlap work is served
-// first; and the work is optional: refused for budget, it waits for the next
-// hourly check rather than keeping the L2 check due every tick.
+// first.
 func absorbCandidates(cfg Config, files []File) []candidate {
 	if cfg.AbsorbMaxReencode <= 0 {
 		return nil
@@ -44,7 +43,7 @@ func absorbCandidates(cfg Config, files []File) []candidate {
 		}
 		why := fmt.Sprintf("L2 check: %d terminal files can absorb the small files beside them by a splice", n)
 		out = append(out, candidate{
-			kind: KindAbsorb, level: L2, partition: part, why: why, optional: true,
+			kind: KindAbsorb, level: L2, partition: part, why: why,
 			score: float64(n) / float64(n+cfg.EligibleFiles),
 			build: func(taken map[string]bool) []Bin {
 				return absorbBins(cfg, part, untaken(pool, taken), pool)

@@ -229,22 +229,3 @@ func TestAbsorbPassesConverge(t *testing.T) {
 		}
 	}
 }
-
-// TestAbsorbRefusedWaitsForTheNextCheck: absorb bins the bin budget refuses leave the L2 check's
-// time as it is (it ran), so the check comes due an hour later, not on the next tick.
-func TestAbsorbRefusedWaitsForTheNextCheck(t *testing.T) {
-	var files []File
-	for i := range 3 {
-		files = append(files, big("d", i, 2, int64(i)*600, int64(i+1)*600),
-			straggler("d", i, 8, int64(i+1)*600-30, int64(i+1)*600-10))
-	}
-	cfg := DefaultConfig()
-	cfg.MaxBinsPerPass = 1
-	p := run(cfg, files)
-	if n := len(absorbBinsOf(p)); n != 1 || len(p.Deferred) != 2 {
-		t.Fatalf("want 1 absorb bin and 2 deferred, got %v (deferred %d)", p, len(p.Deferred))
-	}
-	if !p.Next.LastCheck[L2].Equal(t0) {
-		t.Errorf("L2 check time %v after refused absorb bins, want %v (the check ran)", p.Next.LastCheck[L2], t0)
-	}
-}

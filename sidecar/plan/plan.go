@@ -405,9 +405,6 @@ type candidate struct {
 	score     float64
 	why       string
 	build     func(taken map[string]bool) []Bin
-	// optional work (absorb bins) refused for budget leaves its level's check time as it is:
-	// it waits for the next due check instead of keeping the level due every tick.
-	optional bool
 }
 
 type budget struct{ files, bins int }
@@ -461,7 +458,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 			p.Bins = append(p.Bins, bin)
 		}
 		if refused > 0 {
-			starved[c.level] = starved[c.level] || !c.optional
+			starved[c.level] = true
 			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %d of %d bins left for a later pass (budget: %d bins, %d files left)",
 				c.kind, c.level, c.partition, refused, len(bins), b.bins, b.files))
 		}
