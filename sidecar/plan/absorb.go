@@ -28,7 +28,9 @@ const RowGroupRows = 128 * 1024
 //     overlaps it (an overlap-driven rewrite).
 //
 // Scores stay below 1, so level, depth and terminal-overlap work is served
-// first.
+// first. A terminal file decodes far past a pod's merge budget, so
+// merge.ChoosePath splices such a bin when at least half of its bytes are
+// copyable: the default AbsorbMaxReencode, 0.5, asks the same of the model.
 func absorbCandidates(cfg Config, files []File) []candidate {
 	if cfg.AbsorbMaxReencode <= 0 {
 		return nil
