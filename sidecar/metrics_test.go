@@ -58,7 +58,7 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 		"siglake_drain_errors_total":             {"stage": {"commit", "read", "remove", "scan", "table", "write"}},
 		"siglake_wal_quarantined_segments_total": {"reason": {"bad_header", "bad_schema", "bad_table_name", "corrupt", "empty", "incompatible_schema", "truncated"}},
 		"siglake_compactor_rewrites_total": {
-			"kind":    {"backpressure_l0", "delete_task", "depth", "fold", "l0", "l1", "legacy", "retention"},
+			"kind":    {"absorb", "backpressure_l0", "delete_task", "depth", "fold", "l0", "l1", "legacy", "retention"},
 			"outcome": {"committed", "conflict", "failed"},
 		},
 		"siglake_merge_rewrites_total":       {"path": {"in_memory", "k_way", "page_bounded", "splice"}},

@@ -1,3 +1,5 @@
+//go:build !mergeonly
+
 package main
 
 import (
@@ -85,4 +87,28 @@ func icebergRewrite(ctx context.Context, s inputSet, out string) (childResult, e
 		r.Rows += t.File.Count()
 	}
 	return r, nil
+}
+
+func iceSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "service", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "host", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 4, Name: "level", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 5, Name: "raw", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 6, Name: "trace_id", Type: iceberg.PrimitiveTypes.String},
+	)
+}
+
+// checkSchema fails when arrowSchema, built by hand for merge-child, is not the schema iceberg-go
+// converts iceSchema to: every contender must write the same table.
+func checkSchema() error {
+	want, err := table.SchemaToArrowSchema(iceSchema(), nil, true, false)
+	if err != nil {
+		return err
+	}
+	if got := arrowSchema(); !got.Equal(want) || got.String() != want.String() {
+		return fmt.Errorf("arrowSchema %v differs from iceberg-go's %v", got, want)
+	}
+	return nil
 }

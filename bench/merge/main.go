@@ -25,9 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
 )
@@ -110,23 +108,23 @@ type childResult struct {
 	Files    int     `json:"files"`
 }
 
-func iceSchema() *iceberg.Schema {
-	return iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
-		iceberg.NestedField{ID: 2, Name: "service", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "host", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 4, Name: "level", Type: iceberg.PrimitiveTypes.Int32},
-		iceberg.NestedField{ID: 5, Name: "raw", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 6, Name: "trace_id", Type: iceberg.PrimitiveTypes.String},
-	)
-}
-
+// arrowSchema is the bench table's schema as iceberg-go converts it (field IDs in the field
+// metadata), built here without iceberg-go's table package: our contenders run in merge-child,
+// which does not link it (its package init costs 0.1-0.35 s and 32 MB at every start, which a
+// per-merge process would pay and the sidecar pays once). iceberg.go checks the two agree.
 func arrowSchema() *arrow.Schema {
-	sc, err := table.SchemaToArrowSchema(iceSchema(), nil, true, false)
-	if err != nil {
-		panic(err) // a constant schema: cannot fail
+	field := func(id int, name string, t arrow.DataType, nullable bool) arrow.Field {
+		return arrow.Field{Name: name, Type: t, Nullable: nullable,
+			Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(id)})}
 	}
-	return sc
+	return arrow.NewSchema([]arrow.Field{
+		field(1, "timestamp", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, false),
+		field(2, "service", arrow.BinaryTypes.String, true),
+		field(3, "host", arrow.BinaryTypes.String, true),
+		field(4, "level", arrow.PrimitiveTypes.Int32, true),
+		field(5, "raw", arrow.BinaryTypes.String, true),
+		field(6, "trace_id", arrow.BinaryTypes.String, true),
+	}, nil)
 }
 
 // gen writes n files whose rows together decode to about mb MiB, laid out in
@@ -281,6 +279,9 @@ type measured struct {
 }
 
 func orchestrate(dir, shapes string, mb int, fanins, contenders, duckDir string, duckThreads, repeat int) error {
+	if err := checkSchema(); err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -392,6 +393,19 @@ func better(a, b measured) measured {
 }
 
 // runOne runs contender c on the input set in its own process.
+// childBinary is the binary that runs contender c: merge-child beside this one for the merge
+// paths when run.sh built it (-tags mergeonly: without iceberg-go's table package), else this one.
+func childBinary(self, c string) string {
+	if c == "iceberg-go" {
+		return self
+	}
+	lean := filepath.Join(filepath.Dir(self), "merge-child")
+	if _, err := os.Stat(lean); err == nil {
+		return lean
+	}
+	return self
+}
+
 func runOne(self, c, setDir string, s inputSet, duckDir string, duckThreads int) measured {
 	var cmd *exec.Cmd
 	if c == "duckdb" {
@@ -404,7 +418,7 @@ func runOne(self, c, setDir string, s inputSet, duckDir string, duckThreads int)
 		args := append([]string{filepath.Join(filepath.Dir(self), "duckdb_copy.mjs"), duckDir, out, strconv.Itoa(duckThreads)}, files...)
 		cmd = exec.Command("node", args...)
 	} else {
-		cmd = exec.Command(self, "-child", c, "-set", setDir)
+		cmd = exec.Command(childBinary(self, c), "-child", c, "-set", setDir)
 	}
 	m := measured{contender: c}
 	outb, err := cmd.Output()

@@ -891,6 +891,9 @@ func PlanConfig(c Config) (plan.Config, error) {
 	p.MaxSealedForRecluster = c.MaxSealedForRecluster
 	p.BackpressureCompactEvery = c.BackpressureCompactEvery
 	p.LateStream = c.SplitSparse > 0
+	if c.MergeSpliceMinRows < 0 {
+		p.AbsorbMaxReencode = 0 // without the splice an absorb bin re-encodes a terminal file whole
+	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("compaction settings: %w", err)
 	}

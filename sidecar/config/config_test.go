@@ -104,6 +104,27 @@ func TestDefaultsHaveOneSource(t *testing.T) {
 	}
 }
 
+// TestSpliceOffPlansNoAbsorb: absorb bins are cheap only because the splice copies the terminal
+// file; with the splice off (SIGLAKE_MERGE_SPLICE_MIN_ROWS=0) the planner must not plan them.
+func TestSpliceOffPlansNoAbsorb(t *testing.T) {
+	c, err := Load(nil, func(k string) string {
+		if k == "SIGLAKE_MERGE_SPLICE_MIN_ROWS" {
+			return "0"
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := PlanConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.AbsorbMaxReencode != 0 {
+		t.Fatalf("splice off: AbsorbMaxReencode %v, want 0", pc.AbsorbMaxReencode)
+	}
+}
+
 // TestSettingsCheckedTogetherAtLoad (promise 8): values each option accepts alone but the planner,
 // the merges or gossip cannot use together fail Load, with the options' flag and env names.
 func TestSettingsCheckedTogetherAtLoad(t *testing.T) {

@@ -54,8 +54,15 @@ func LiveFilesMatching(ctx context.Context, t *table.Table, filter iceberg.Boole
 		return nil, fmt.Errorf("list live files of %v: %w", t.Identifier(), err)
 	}
 	out := make([]File, 0, len(tasks))
+	seen := make(map[string]bool, len(tasks))
 	for _, task := range tasks {
 		df := task.File
+		// iceberg-go splits a Parquet file above read.split.target-size (128 MiB by default)
+		// into one task per range of row groups; a data file is listed once.
+		if seen[df.FilePath()] {
+			continue
+		}
+		seen[df.FilePath()] = true
 		f := File{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), DataFile: df}
 		f.Generation, _ = merge.ParseGeneration(df.FilePath())
 		f.Late = merge.ParseLate(df.FilePath())

@@ -111,6 +111,17 @@ type Config struct {
 	// ones again. Default true, as the option's default 0.05.
 	LateStream bool
 
+	// AbsorbMaxReencode lets the L2 check plan absorb bins (KindAbsorb): a
+	// terminal file taking in the small files beside it, when at most this
+	// share of the bin's bytes is estimated to be re-encoded (the rest the
+	// splice copies). 0 plans none, as before the splice; the process sets 0
+	// when the splice is off (SIGLAKE_MERGE_SPLICE_MIN_ROWS=0). Default 0.5:
+	// copying costs about 1/24 of a re-encode per byte (docs/benchmarks.md,
+	// "Splice"), so such a bin costs at most about half of re-encoding it; in
+	// the simulator 0.5 gave fewer files than 0.35 for about the same rewrite
+	// time, and 0.75 no fewer (docs/compaction.md, "Absorb bins").
+	AbsorbMaxReencode float64
+
 	// BackpressureMaxBins is the restricted pass's own bin budget (its bin
 	// concurrency). Default 1: one bin at a time leaves the drain its CPU.
 	BackpressureMaxBins int
@@ -135,6 +146,7 @@ func DefaultConfig() Config {
 		BackpressureCompactEvery: 4,
 		BackpressureMaxBins:      1,
 		LateStream:               true,
+		AbsorbMaxReencode:        0.5,
 	}
 }
 
@@ -182,6 +194,9 @@ func (c Config) Validate() error {
 	}
 	if c.BackpressureCompactEvery < 0 {
 		bad("backpressure compact every %d: must be >= 0 (0 disables)", c.BackpressureCompactEvery)
+	}
+	if c.AbsorbMaxReencode < 0 || c.AbsorbMaxReencode > 1 {
+		bad("absorb max re-encode %v: must be in [0, 1] (0 plans no absorb bins)", c.AbsorbMaxReencode)
 	}
 	if c.BackpressureMaxBins < 1 {
 		bad("backpressure max bins %d: must be >= 1", c.BackpressureMaxBins)

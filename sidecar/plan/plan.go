@@ -53,12 +53,15 @@ const (
 	// KindFold folds the rows of a rollup table's files (PlanFold): many small unfolded files
 	// of a partition, or files due for a coarser tier.
 	KindFold
+	// KindAbsorb is a terminal file taking in the small files beside it, at the L2 check, where
+	// the splice copies most of the bin (absorb.go).
+	KindAbsorb
 )
 
-var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task", "retention", "fold"}
+var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task", "retention", "fold", "absorb"}
 
 // Kinds lists every kind, for pre-registering metric labels.
-var Kinds = []Kind{KindL0, KindL1, KindDepth, KindLegacy, KindBackpressureL0, KindDeleteTask, KindRetention, KindFold}
+var Kinds = []Kind{KindL0, KindL1, KindDepth, KindLegacy, KindBackpressureL0, KindDeleteTask, KindRetention, KindFold, KindAbsorb}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -304,7 +307,7 @@ func Plan(cfg Config, in Input) Pass {
 			case L1:
 				cs = levelCandidates(cfg, fs, L1, KindL1)
 			case L2:
-				cs = terminalCandidates(cfg, fs)
+				cs = append(terminalCandidates(cfg, fs), absorbCandidates(cfg, fs)...)
 			}
 			if i == 1 {
 				cs = lateCandidates(cs)

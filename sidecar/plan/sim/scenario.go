@@ -58,7 +58,9 @@ type Scenario struct {
 	// fill at least SpliceMinBytes, the smallest row group it copies) are
 	// copied at this rate instead of re-encoded at MergeBytesPerSec; near
 	// each overlap a row group's worth (SpliceRowGroupBytes) on each side
-	// is re-encoded too. 0 (the default) re-encodes every byte.
+	// is re-encoded too. 0 (the default) re-encodes every byte, and the
+	// planner plans no absorb bins (plan.Config.AbsorbMaxReencode), as the
+	// process does with the splice off.
 	SpliceBytesPerSec   float64
 	SpliceMinBytes      float64
 	SpliceRowGroupBytes float64
@@ -191,6 +193,11 @@ func (s Scenario) withDefaults() Scenario {
 	}
 	if s.SpliceMinBytes <= 0 {
 		s.SpliceMinBytes = s.SpliceRowGroupBytes / 2 // merge.DefaultSpliceMinRows
+	}
+	if s.SpliceBytesPerSec <= 0 {
+		// A rewriter without the splice, as the process with the splice off: absorb bins would
+		// re-encode their terminal file whole (config.PlanConfig does the same).
+		s.Config.AbsorbMaxReencode = 0
 	}
 	s.LateFraction = min(max(s.LateFraction, 0), 1)
 	return s
