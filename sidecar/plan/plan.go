@@ -454,11 +454,12 @@ func newBudget(files, bins int) *budget { return &budget{files: files, bins: bin
 // largeBinWait is how many passes in a row the time limit may leave a bin
 // for later before a pass takes one bin past it. Without it, a large rewrite
 // whose score stays below the fresh files' (the late table's terminal late
-// files) would never run: in the simulator its settled depth went from 24 to
-// 76. With 1 (every other pass) the busy table's settled depth p50 was 12
-// and its write amplification 1.83, with 2 12 and 1.78, with 4 and 8 the
-// late table settled at 25 and 27 against 23 with 2.
-const largeBinWait = 2
+// files) would never run: in the simulator that table's settled depth went
+// from 24 to 76. Measured (busy 24 h, late 6 h): with 2 the busy table's
+// ingest-edge depth p50 was 41 (the passes past the limit came often enough
+// to hold fresh files a check longer), with 3 28 and settled 6 / 13, with 5
+// 26; the late table settled at 21, 22 and 24.
+const largeBinWait = 3
 
 // serve hands out the budget to candidates in score order and reports the
 // levels that had a bin refused for want of budget.
