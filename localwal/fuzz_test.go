@@ -174,7 +174,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // checkSameAsCopying decodes data again through Arrow's copying reader and
-// fails unless both accept it with equal records or both reject it.
+// Arrow's own full validation, and fails unless both accept it with equal
+// records or both reject it.
 func checkSameAsCopying(t *testing.T, data []byte, seg *Segment, err error) {
 	t.Helper()
 	if e := sameAsCopying(data, seg, err); e != nil {
@@ -190,7 +191,7 @@ func checkSameAsCopying(t *testing.T, data []byte, seg *Segment, err error) {
 // body into that slack, while the in-place reader caps each body at its length
 // and rightly rejects it.
 func sameAsCopying(data []byte, seg *Segment, err error) error {
-	ref, _, rerr := decodeFrom(testName, data, ReadOptions{MaxDecodedBytes: 16 << 20}, false, newCopyingMessages)
+	ref, _, rerr := decodeFrom(testName, data, ReadOptions{MaxDecodedBytes: 16 << 20}, false, newCopyingMessages, arrowValidate)
 	if rerr == nil {
 		defer ref.Release()
 	}

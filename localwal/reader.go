@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -95,13 +94,15 @@ func Decode(name string, data []byte, opts ReadOptions) (*Segment, error) {
 func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment, int64, *SegmentError) {
 	return decodeFrom(path, data, opts, salvage, func(data []byte, _ memory.Allocator) messageSource {
 		return newInPlaceMessages(data, MaxMetadataBytes)
-	})
+	}, validateRecord)
 }
 
-// decodeFrom is decode with the IPC message reader as an argument: the
-// fuzz target checks that decoding in place accepts, rejects and returns
-// exactly what Arrow's own copying reader does.
-func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messages func([]byte, memory.Allocator) messageSource) (*Segment, int64, *SegmentError) {
+// decodeFrom is decode with the IPC message reader and the record validation
+// as arguments: the fuzz target checks that decoding in place with
+// validateRecord accepts, rejects and returns exactly what Arrow's own
+// copying reader and full validation do.
+func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messages func([]byte, memory.Allocator) messageSource,
+	validate func(arrow.RecordBatch) error) (*Segment, int64, *SegmentError) {
 	np, ok := parseName(filepath.Base(path))
 	if !ok {
 		return nil, 0, segErr(path, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
@@ -172,7 +173,7 @@ func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messag
 	}
 	for rd.Next() {
 		rec := rd.RecordBatch()
-		if err := validateRecord(rec); err != nil {
+		if err := validate(rec); err != nil {
 			return fail(segErr(path, ReasonCorrupt, "record batch %d fails validation: %w", len(seg.Records), err))
 		}
 		rec.Retain()
@@ -272,17 +273,3 @@ func (b *budgetAllocator) Reallocate(size int, buf []byte) []byte {
 }
 
 func (b *budgetAllocator) Free(buf []byte) { b.mem.Free(buf) }
-
-// validateRecord runs Arrow's full validation, which walks every offset
-// and checks UTF-8. arrow-go v18.8.0's String.ValidateFull slices values
-// before it has checked that a middle offset is in range, so a corrupt
-// offset can panic inside the validator itself; that is turned into the
-// error it should have been.
-func validateRecord(rec arrow.RecordBatch) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("arrow validation panicked: %v", p)
-		}
-	}()
-	return array.ValidateRecordFull(rec)
-}

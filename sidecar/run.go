@@ -425,7 +425,7 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 		return
 	}
 	m := &maintain.Maintainer{Cfg: MaintainConfig(p.Cfg), Plan: pc, Lake: l, Metrics: p.Metrics.Maintain, Publish: p.Status, Log: p.Log, Now: p.Now,
-		Owns: p.owns, Backlog: p.backlog}
+		Owns: p.owns, Backlog: p.backlog, Stop: stop}
 	if p.memory != nil {
 		m.Reserve = p.memory.Reserve
 	}

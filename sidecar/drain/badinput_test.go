@@ -261,6 +261,26 @@ func badCases() []badCase {
 			writeStream(t, run.segs[i].Path, run.header(i), fields, append(append([]arrow.Array(nil), run.recs[i].Columns()...), arr), run.recs[i].NumRows())
 			return run.segs[i].Path
 		}},
+		{"string_offsets_inside_runes", localwal.ReasonCorrupt, func(t *testing.T, run *sealedRun, i int) string {
+			// The values buffer from the first offset to the last is valid UTF-8 (whole é's), but
+			// every offset cuts an é in two, so every value is invalid: the per-buffer check must
+			// still reject the batch.
+			n := int(run.recs[i].NumRows()) &^ 1
+			offs := make([]int32, n+1)
+			for r := range offs {
+				offs[r] = int32(r)
+			}
+			data := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil,
+				memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs)), memory.NewBufferBytes([]byte(strings.Repeat("é", n)))}, nil, 0, 0)
+			defer data.Release()
+			arr := array.MakeFromData(data)
+			defer arr.Release()
+			rec := run.recs[i].NewSlice(0, int64(n))
+			defer rec.Release()
+			fields, cols := replaceColumn(rec, "service", arrow.BinaryTypes.String, arr)
+			writeStream(t, run.segs[i].Path, run.header(i), fields, cols, int64(n))
+			return run.segs[i].Path
+		}, false},
 		{"bad_table_name", localwal.ReasonBadTableName, func(t *testing.T, run *sealedRun, i int) string {
 			s := run.segs[i]
 			p := filepath.Join(filepath.Dir(s.Path), strings.Replace(s.Name, "events.", "Events-Prod.", 1))

@@ -47,6 +47,10 @@ type Maintainer struct {
 	// Reserve, when set, takes the memory of each merge (rewrites, delete tasks, retention) and
 	// index rebuild from the process budget (sidecar/membudget); nil takes none.
 	Reserve func(ctx context.Context, what string, bytes int64) (release func(), err error)
+	// Stop, when done (SIGTERM), starts no further merge or index rebuild, and ends their waits
+	// for memory (rewrite.Executor.Stop); what is in flight finishes under the cycle's context.
+	// The process sets it to the stop it passes Run; nil: never.
+	Stop context.Context
 
 	states     map[string]plan.State
 	backlogged int // consecutive backlogged cycles, process-wide (the backlog is the process's)
@@ -461,7 +465,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	var firstErr error
 	var healthy []string // owned tables whose pass did not fail
 	for _, name := range owned {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || membudget.Stopping(m.Stop) != nil {
 			break
 		}
 		rep.Tables++
@@ -604,7 +608,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 	committed := 0 // bins run in order and stop at the first that does not commit
 	var committedBytes int64
 	for i, b := range pass.Bins {
-		if ctx.Err() != nil || (m.Owns != nil && !m.Owns(name)) {
+		if ctx.Err() != nil || membudget.Stopping(m.Stop) != nil || (m.Owns != nil && !m.Owns(name)) {
 			report.Skipped = append(report.Skipped, fmt.Sprintf("%d bins not started: lease lost or shutting down", len(pass.Bins)-i))
 			break
 		}
@@ -757,7 +761,7 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 func (m *Maintainer) executor() *rewrite.Executor {
 	e := &rewrite.Executor{Lake: m.Lake, MemoryBudget: m.Cfg.MergeMemoryBytes, ChunkRows: m.Cfg.MergeChunkRows,
 		MaxFanIn: m.Cfg.MaxFanIn, SpliceMinRows: m.Cfg.MergeSpliceMinRows,
-		SpliceUnverified: m.Cfg.MergeSpliceUnverified, MergeMetrics: m.Metrics.Merge, Now: m.Now, Reserve: m.Reserve}
+		SpliceUnverified: m.Cfg.MergeSpliceUnverified, MergeMetrics: m.Metrics.Merge, Now: m.Now, Reserve: m.Reserve, Stop: m.Stop}
 	if m.Cfg.IndexRebuild {
 		e.AfterCommit = m.rebuildIndexes
 	}
@@ -807,7 +811,19 @@ func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs iceb
 	// still indexes the columns of ordinary files.
 	rb := &puffinidx.Rebuilder{Metrics: m.Metrics.Rebuild, Log: m.Log, MaxMemBytes: max(budget/2, 16<<20)}
 	if m.Reserve != nil {
-		release, err := m.Reserve(ctx, "index_rebuild", rb.MaxMemBytes)
+		// Like a merge's: a stop ends the wait, and a share granted as it came is given back.
+		rctx, cancel := membudget.UntilStop(ctx, m.Stop)
+		release, err := m.Reserve(rctx, "index_rebuild", rb.MaxMemBytes)
+		cancel()
+		if err == nil && false {
+			release()
+			err = membudget.ErrStopping
+		}
+		if membudget.Shutdown(ctx, err) {
+			m.Log.Info("index rebuild not started: shutting down; the outputs stay without sidecars until a rebuild",
+				zap.String("table", name), zap.Int64("snapshot_id", snap))
+			return
+		}
 		if err != nil {
 			m.error("index-rebuild", name, err)
 			return

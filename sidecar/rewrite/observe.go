@@ -69,7 +69,7 @@ type Observer struct {
 // Observe records one outcome of job on table. fields are the caller's own (request ids, ...).
 func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Field) {
 	if out.Status == Cancelled {
-		o.Log.Info("rewrite not started: shutting down while it waited for memory", zap.String("table", table),
+		o.Log.Info("rewrite not started: shutting down", zap.String("table", table),
 			zap.String("partition", job.Partition), zap.String("kind", job.Kind), zap.Int("inputs", len(job.Inputs)))
 		return
 	}

@@ -75,9 +75,10 @@ const (
 	// MaybeCommitted: the commit's outcome is unknown (the response was lost). The outputs are
 	// kept, since the table may reference them; gc removes them if it does not.
 	MaybeCommitted Status = "maybe_committed"
-	// Cancelled: the process shut down while the rewrite waited for its memory share, before
-	// anything was read or written. A shutdown is no failure: it is neither counted nor backed
-	// off, and the next owner plans the bin again.
+	// Cancelled: the process was asked to stop (Executor.Stop) or shut down before the merge
+	// started, while the rewrite waited for its memory share or before it asked: nothing was
+	// read or written. A shutdown is no failure: it is neither counted nor backed off, and the
+	// next owner plans the bin again.
 	Cancelled Status = "cancelled"
 )
 
@@ -130,7 +131,12 @@ type Executor struct {
 	// Reserve, when set, takes the merge's memory budget from the process budget
 	// (sidecar/membudget) for the time of the merge, under the name what, and waits while it is
 	// spent. nil takes none.
-	Reserve   func(ctx context.Context, what string, bytes int64) (release func(), err error)
+	Reserve func(ctx context.Context, what string, bytes int64) (release func(), err error)
+	// Stop, when done (SIGTERM), makes Run start no merge: a rewrite whose merge has not started
+	// ends Cancelled, its wait for memory included. Run's own context outlives it by the shutdown
+	// timeout, for the merge and commit in flight; a merge started after Stop would only be cut
+	// by that timeout. nil: never.
+	Stop      context.Context
 	ChunkRows int64
 	MaxFanIn  int
 	// SpliceMinRows is the smallest row group the splice path copies (merge.RewriteOptions).
@@ -199,6 +205,12 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		newPath = func(int) string { return job.Dir + "/" + merge.FoldedFileName(job.Generation, job.FoldTier) }
 		latePath = nil
 	}
+	cancelled := func(err error) (Outcome, icebergio.WriteFileIO) {
+		return Outcome{Status: Cancelled, Err: fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err)}, nil
+	}
+	if err := membudget.Stopping(e.Stop); err != nil {
+		return cancelled(err)
+	}
 	release := func() {}
 	if e.Reserve != nil {
 		// The merge keeps to its budget by the path it picks; the commit and the index rebuild
@@ -207,11 +219,18 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 		if budget <= 0 {
 			budget = merge.DefaultMemoryBudget()
 		}
-		if release, err = e.Reserve(ctx, "merge", budget); err != nil {
-			if membudget.Shutdown(ctx, err) { // a shutdown ended the wait
-				return Outcome{Status: Cancelled, Err: fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err)}, nil
+		rctx, cancel := membudget.UntilStop(ctx, e.Stop) // a stop ends the wait
+		release, err = e.Reserve(rctx, "merge", budget)
+		cancel()
+		if err != nil {
+			if membudget.Shutdown(ctx, err) {
+				return cancelled(err)
 			}
 			return failed(fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err))
+		}
+		if err := membudget.Stopping(e.Stop); err != nil { // granted as the stop came
+			release()
+			return cancelled(err)
 		}
 	}
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, newPath,

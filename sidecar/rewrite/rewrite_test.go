@@ -348,3 +348,54 @@ func TestRunCancelledWhileWaitingForMemory(t *testing.T) {
 		t.Fatalf("a cancelled rewrite left files: %d on disk, was %d", len(after), len(before))
 	}
 }
+
+// TestRunStartsNoMergeAfterStop: once the process is asked to stop, a rewrite starts no merge,
+// although Run's context (the work context, which outlives the stop by the shutdown timeout) is
+// live: not when the stop came before it asked for memory, not when it came while it waited and
+// the budget then freed up (without Stop the wait would be granted, and the merge cut at the
+// shutdown timeout as failed), and not when its share was granted as the stop came. Each ends
+// Cancelled, giving back any share, with nothing written or committed.
+func TestRunStartsNoMergeAfterStop(t *testing.T) {
+	l, wh := testTable(t, 4, 500)
+	tbl, files, _ := live(t, l)
+	before := parquetOnDisk(t, wh)
+	check := func(name string, out Outcome) {
+		t.Helper()
+		if out.Status != Cancelled || !errors.Is(out.Err, membudget.ErrStopping) || !membudget.Shutdown(context.Background(), out.Err) {
+			t.Errorf("%s: %s %v, want %s by the stop", name, out.Status, out.Err, Cancelled)
+		}
+		if _, now, _ := live(t, l); len(now) != len(files) {
+			t.Fatalf("%s: the rewrite changed the table: %d files, was %d", name, len(now), len(files))
+		}
+		if after := parquetOnDisk(t, wh); len(after) != len(before) {
+			t.Fatalf("%s: the rewrite wrote files: %d on disk, was %d", name, len(after), len(before))
+		}
+	}
+
+	stopped, sigterm := context.WithCancel(context.Background())
+	sigterm()
+	e := executor(l)
+	e.Stop = stopped
+	check("stopped before", e.Run(context.Background(), tbl, job(tbl, files)))
+
+	b, stop := membudgettest.StopThenFree(t, 64<<20, membudget.LoopMerge)
+	e = executor(l)
+	e.MemoryBudget, e.Reserve, e.Stop = 32<<20, b.Reserve, stop
+	check("stopped while waiting", e.Run(context.Background(), tbl, job(tbl, files)))
+	if h := b.Snapshot().HeldBytes; h != 0 {
+		t.Errorf("stopped while waiting: %d bytes still held", h)
+	}
+
+	stop, sigterm = context.WithCancel(context.Background())
+	released := false
+	e = executor(l)
+	e.Stop = stop
+	e.Reserve = func(context.Context, string, int64) (func(), error) {
+		sigterm() // the grant and the stop at once
+		return func() { released = true }, nil
+	}
+	check("granted as it stopped", e.Run(context.Background(), tbl, job(tbl, files)))
+	if !released {
+		t.Error("granted as it stopped: the share was not given back")
+	}
+}

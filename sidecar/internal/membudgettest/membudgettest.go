@@ -3,6 +3,7 @@ package membudgettest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,28 +21,54 @@ var WaitTimeout = 30 * time.Second
 func CancelWhenWaiting(t testing.TB, b *membudget.Budget, loop string) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	whenWaiting(t, b, loop, ctx, cancel)
+	return ctx
+}
+
+// StopThenFree returns a budget of limit bytes that a drain holds whole, and a stop context (the
+// process's SIGTERM) that is cancelled as soon as an acquisition by loop waits on the budget; right
+// after, the drain gives its share back, so a wait that outlives the stop is granted. As with
+// CancelWhenWaiting, the test fails if none waits within WaitTimeout (and the stop comes anyway).
+func StopThenFree(t testing.TB, limit int64, loop string) (*membudget.Budget, context.Context) {
+	t.Helper()
+	b := membudget.New(limit, membudget.Options{})
+	hold, err := b.Acquire(context.Background(), membudget.LoopDrain, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hold.Release)
+	stop, cancel := context.WithCancel(context.Background())
+	whenWaiting(t, b, loop, stop, func() { cancel(); hold.Release() })
+	return b, stop
+}
+
+// whenWaiting calls then once an acquisition by loop waits on b, or after WaitTimeout (failing the
+// test), unless ctx is done first, and at the latest when the test ends; then runs once.
+func whenWaiting(t testing.TB, b *membudget.Budget, loop string, ctx context.Context, then func()) {
+	t.Helper()
+	then = sync.OnceFunc(then)
+	stopPoll, cancelPoll := context.WithCancel(ctx)
 	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancelPoll(); <-done; then() })
 	go func() {
 		defer close(done)
 		timeout := WaitTimeout
 		deadline := time.Now().Add(timeout)
-		for ctx.Err() == nil {
+		for stopPoll.Err() == nil {
 			for _, l := range b.Snapshot().Loops {
 				if l.Loop == loop && l.Waiting > 0 {
-					cancel()
+					then()
 					return
 				}
 			}
 			if time.Now().After(deadline) {
 				t.Errorf("no %s acquisition waited for memory within %v", loop, timeout)
-				cancel()
+				then()
 				return
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	return ctx
 }
 
 // Spent is a budget of limit bytes whose whole limit a drain holds until the test ends: every other
