@@ -71,6 +71,11 @@ type Maintainer struct {
 	// rate is this process's measured rewrite speed (committed bins, all tables: they share the
 	// process's CPU), so a pass holds about one L0 check interval of work (plan.Input.Rewriter).
 	rate plan.RewriteRate
+	// busy is the share of wall time this process spends in rewrites (plan.Input.RewriterBusy):
+	// rewriting is the rewrite time since the cycle that started at lastCycle (real clock).
+	busy      plan.BusyShare
+	rewriting time.Duration
+	lastCycle time.Time
 }
 
 // Config is what the maintenance loop is told; the process maps its options onto it (the
@@ -437,6 +442,12 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		m.states = map[string]plan.State{}
 	}
 	now := m.Now()
+	if wall := time.Now(); !m.lastCycle.IsZero() {
+		m.busy.Add(m.rewriting, wall.Sub(m.lastCycle))
+		m.rewriting, m.lastCycle = 0, wall
+	} else {
+		m.lastCycle = wall
+	}
 	tables, err := m.Lake.ListTables(ctx)
 	if err != nil {
 		m.error("maintenance", "", err)
@@ -600,7 +611,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 	}
 	m.updateRebuildState(name, t.Properties(), nil)
 	roll := m.rollup(name, t, in.Now)
-	in.Rewriter = m.rate
+	in.Rewriter, in.RewriterBusy = m.rate, m.busy.Share()
 	pass := m.plan(roll, in, skipping)
 	rep.Planned += len(pass.Bins)
 	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped,
@@ -621,6 +632,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 		}
 		started := time.Now() // the real clock: m.Now may be a test's
 		out, err := m.rewrite(ctx, t, b, byPath, roll)
+		m.rewriting += time.Since(started)
 		br.Path = string(out.Merge.Path)
 		switch {
 		case err == nil:

@@ -84,6 +84,7 @@ func randomCase(r *rand.Rand) (Config, Input) {
 	if r.IntN(2) == 0 { // a measured speed: up to 2 s per bin, 1 MB/s to 1 GB/s
 		in.Rewriter = rateOf(time.Duration(r.Int64N(int64(2*time.Second))), math.Exp(math.Log(1e6)+r.Float64()*math.Log(1e3)))
 		in.State.TimeLimitedPasses = r.IntN(largeBinWait + 2)
+		in.RewriterBusy = r.Float64()
 	}
 	return cfg, in
 }
@@ -445,11 +446,11 @@ func applyIdeal(files []File, bins []Bin, seq int) ([]File, int) {
 }
 
 // checkTimeLimit holds the pass's time limit: only a leveled pass with a
-// measured speed has one, the L0 check interval; its bins after the first
+// measured speed and a busy rewriter has one, the L0 check interval; its bins after the first
 // fit it by the speed's estimate, but for at most one after largeBinWait
 // limited passes; the count of limited passes grows by one or restarts.
 func checkTimeLimit(cfg Config, in Input, p Pass) error {
-	limited := cfg.Leveled && p.Decision == DecisionRun && in.Rewriter.Known()
+	limited := cfg.Leveled && p.Decision == DecisionRun && in.Rewriter.Known() && in.RewriterBusy >= busyForTimeLimit
 	if !limited {
 		if p.TimeLimit != 0 {
 			return fmt.Errorf("decision %v, leveled %v: time limit %v, want none", p.Decision, cfg.Leveled, p.TimeLimit)

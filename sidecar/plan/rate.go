@@ -54,3 +54,33 @@ func (r RewriteRate) Estimate(bytes int64) time.Duration {
 	}
 	return time.Duration(min(s, 1e9) * float64(time.Second))
 }
+
+// BusyShare measures the share of wall time a rewriter spends rewriting,
+// for Input.RewriterBusy, over about the last busyWindow: each interval
+// added weighs less the longer ago it ended.
+type BusyShare struct {
+	busy, wall float64 // decayed seconds
+}
+
+// busyWindow is BusyShare's time constant: long enough to span a table's
+// hourly L2 sweep and its quiet minutes, short enough to see a stall end.
+const busyWindow = 10 * time.Minute
+
+// Add records an interval of wall time of which busy was spent rewriting.
+func (s *BusyShare) Add(busy, wall time.Duration) {
+	if wall <= 0 {
+		return
+	}
+	busy = min(max(busy, 0), wall)
+	k := math.Exp(-wall.Seconds() / busyWindow.Seconds())
+	s.busy = s.busy*k + busy.Seconds()
+	s.wall = s.wall*k + wall.Seconds()
+}
+
+// Share is the measured share, 0 before any interval.
+func (s BusyShare) Share() float64 {
+	if s.wall <= 0 {
+		return 0
+	}
+	return s.busy / s.wall
+}

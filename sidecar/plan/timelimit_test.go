@@ -38,9 +38,12 @@ func TestPassTimeLimit(t *testing.T) {
 	cfg := DefaultConfig()
 	files := timeLimitCase()
 
-	// Without a measured speed the pass takes both, as before.
-	if p := Plan(cfg, Input{Files: files, Now: t0}); binBytes(p, "a") == 0 || binBytes(p, "b") == 0 || p.TimeLimit != 0 {
-		t.Fatalf("no speed: want both partitions' bins and no limit:\n%v", p)
+	// Without a measured speed, or with a rewriter mostly idle, the pass
+	// takes both, as before.
+	for _, in := range []Input{{Files: files, Now: t0}, {Files: files, Now: t0, Rewriter: rateOf(time.Second, 100e6), RewriterBusy: busyForTimeLimit - 0.01}} {
+		if p := Plan(cfg, in); binBytes(p, "a") == 0 || binBytes(p, "b") == 0 || p.TimeLimit != 0 {
+			t.Fatalf("speed known %v, busy %.2f: want both partitions' bins and no limit:\n%v", in.Rewriter.Known(), in.RewriterBusy, p)
+		}
 	}
 
 	// With it, the large bin waits largeBinWait passes, then runs past the
@@ -49,7 +52,7 @@ func TestPassTimeLimit(t *testing.T) {
 	rate := rateOf(time.Second, 100e6)
 	ranAt := -1
 	for i := range largeBinWait + 2 {
-		p := Plan(cfg, Input{Files: files, Now: t0.Add(time.Duration(i) * 10 * time.Second), State: st, Rewriter: rate})
+		p := Plan(cfg, Input{Files: files, Now: t0.Add(time.Duration(i) * 10 * time.Second), State: st, Rewriter: rate, RewriterBusy: 1})
 		if p.TimeLimit != cfg.CheckInterval[L0] {
 			t.Fatalf("pass %d: time limit %v, want the L0 check interval", i, p.TimeLimit)
 		}
@@ -74,7 +77,7 @@ func TestPassTimeLimit(t *testing.T) {
 // than its largest bin still makes progress.
 func TestPassTimeLimitTakesFirstBin(t *testing.T) {
 	rate := rateOf(time.Second, 1e6)
-	p := Plan(DefaultConfig(), Input{Files: stacked("b", 0, 14, 300*1024, 1), Now: t0, Rewriter: rate})
+	p := Plan(DefaultConfig(), Input{Files: stacked("b", 0, 14, 300*1024, 1), Now: t0, Rewriter: rate, RewriterBusy: 1})
 	if len(p.Bins) != 1 || rate.Estimate(p.Bins[0].EstimatedBytes) <= p.TimeLimit {
 		t.Fatalf("want the one large bin past the %v limit:\n%v", p.TimeLimit, p)
 	}
@@ -108,5 +111,26 @@ func TestRewriteRate(t *testing.T) {
 	}
 	if got := r.Estimate(30e6).Seconds(); math.Abs(got-4) > 0.1 {
 		t.Fatalf("after 120 rewrites at 1 s + 10 MB/s, 30 MB is estimated at %.2f s, want 4", got)
+	}
+}
+
+func TestBusyShare(t *testing.T) {
+	var s BusyShare
+	if s.Share() != 0 {
+		t.Fatal("zero value must be 0")
+	}
+	s.Add(time.Second, 0) // ignored
+	for range 60 {        // 10 minutes at 80%
+		s.Add(8*time.Second, 10*time.Second)
+	}
+	if got := s.Share(); math.Abs(got-0.8) > 1e-9 {
+		t.Fatalf("steady 80%%: share %v", got)
+	}
+	s.Add(time.Hour, time.Second) // more busy than wall counts as the wall
+	for range 180 {               // then 30 minutes idle
+		s.Add(0, 10*time.Second)
+	}
+	if got := s.Share(); got > 0.05 {
+		t.Fatalf("after 30 idle minutes the share is %v: the busy past must fade", got)
 	}
 }

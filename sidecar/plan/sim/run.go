@@ -117,6 +117,10 @@ type world struct {
 	queue  []pending
 	busyUs int64
 	rate   plan.RewriteRate // what the maintainer measures of its rewrites
+	busy   plan.BusyShare
+	// lastPass and lastPassTook are when the last pass was planned and how
+	// long its bins took, for busy.
+	lastPass, lastPassTook int64
 }
 
 // epoch anchors simulated time for the planner's time.Time arguments.
@@ -184,9 +188,11 @@ func run(s Scenario) *world {
 				SealedBacklog: s.sealedAt(now), State: st,
 			}
 			if s.PassTimeLimit {
-				in.Rewriter = w.rate
+				w.busy.Add(time.Duration(w.lastPassTook)*time.Microsecond, time.Duration(now-w.lastPass)*time.Microsecond)
+				in.Rewriter, in.RewriterBusy = w.rate, w.busy.Share()
 			}
 			p := plan.Plan(w.cfg, in)
+			w.lastPass, w.lastPassTook = now, 0
 			st = p.Next
 			w.res.Decisions[p.Decision.String()]++
 			at := now
@@ -201,6 +207,7 @@ func run(s Scenario) *world {
 				at += d
 				w.busyUs += d
 				w.queue = append(w.queue, pending{b, at, d})
+				w.lastPassTook += d
 				w.res.BinsByKind[b.Kind.String()]++
 			}
 		}
