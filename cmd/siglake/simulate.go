@@ -28,6 +28,7 @@ func runSimulate(args []string) error {
 	fs.DurationVar(&s.Tick, "tick", s.Tick, "maintenance tick (simulated)")
 	split := fs.Float64("split-sparse", merge.DefaultSplitSparse, "SIGLAKE_COMPACTOR_SPLIT_SPARSE of the modelled drain and rewriter (0: cut by size only)")
 	fs.BoolVar(&s.Config.Leveled, "leveled", true, "false simulates only the legacy flat pass")
+	fs.BoolVar(&s.PassTimeLimit, "pass-time-limit", true, "give the planner the rewriter's measured speed and busy share, as the process does, so a busy rewriter's pass holds about one L0 check interval (docs/compaction.md)")
 	both := fs.Bool("compare", true, "simulate leveled and legacy side by side")
 	svg := fs.String("svg", "", "write a plot of depth and file count over time to this SVG file")
 	asJSON := fs.Bool("json", false, "print the results as JSON (without the time series)")

@@ -64,6 +64,9 @@ func (m *Maintainer) plan(roll *fold.Rollup, in plan.Input, skipping bool) plan.
 	}
 	left := in
 	left.Files = rest
+	for _, b := range folds { // the fold bins run first: their time counts against the pass's limit
+		left.TimeSpent += in.Rewriter.Estimate(b.EstimatedBytes)
+	}
 	pass := plan.Plan(cfg, left)
 	if pass.Decision != plan.DecisionRun && pass.Decision != plan.DecisionNothingDue {
 		return plan.Plan(one, in)

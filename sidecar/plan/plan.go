@@ -148,6 +148,12 @@ type Input struct {
 	// reorders work (on the quiet table, 5% busy, the limit cost 2% more
 	// write amplification and 12% more files at the peak).
 	RewriterBusy float64
+	// TimeSpent is rewrite time the caller's cycle has already spent or
+	// planned before this pass (other tables' passes, a rollup's fold bins):
+	// the time limit is what is left of the L0 check interval, since the next
+	// check of every table waits for the whole cycle. The pass's first bin is
+	// still taken whatever its size, so every table makes progress.
+	TimeSpent time.Duration
 }
 
 // Bin is one rewrite: the files to merge into time-disjoint outputs and
@@ -334,14 +340,12 @@ func Plan(cfg Config, in Input) Pass {
 	b := newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass)
 	if in.Rewriter.Known() && in.RewriterBusy >= busyForTimeLimit {
 		p.TimeLimit = cfg.CheckInterval[L0]
-		b.rate, b.time = &in.Rewriter, p.TimeLimit
-	}
-	if in.State.TimeLimitedPasses >= largeBinWait {
-		b.pastTime = 1
+		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)
+		b.pastTime = in.State.TimeLimitedPasses >= largeBinWait
 	}
 	starved := p.serve(cfg, cands, b)
 	p.Next.TimeLimitedPasses = 0
-	if b.timeLimited {
+	if b.timeRefused != nil && !b.tookPast {
 		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
 	}
 	for _, l := range p.Checked {
@@ -447,14 +451,16 @@ type candidate struct {
 
 // budget is what a pass may still take. With a rate, time is what is left
 // of the pass's time limit, which every bin but the first must fit by the
-// rate's estimate; pastTime is how many bins may still go past it;
-// timeLimited records that the limit refused a bin.
+// rate's estimate; timeRefused holds the bins the limit refused; with
+// pastTime the largest of them is taken past the limit once the others are
+// served (tookPast).
 type budget struct {
 	files, bins int
 	rate        *RewriteRate
 	time        time.Duration
-	pastTime    int
-	timeLimited bool
+	timeRefused []Bin
+	pastTime    bool
+	tookPast    bool
 }
 
 func newBudget(files, bins int) *budget { return &budget{files: files, bins: bins} }
@@ -503,7 +509,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 		refused := 0
 		for _, bin := range bins {
 			if b.overTime(p, bin, taken) {
-				b.timeLimited = true
+				b.timeRefused = append(b.timeRefused, bin)
 				refused++
 				if !anyTaken(bin.Files, deferred) {
 					for _, f := range bin.Files {
@@ -542,25 +548,56 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 				c.kind, c.level, c.partition, refused, len(bins), b.bins, b.files, b.timeLeft(p)))
 		}
 	}
+	p.takePastTime(b, taken)
 	// A later, smaller bin may have taken files of a deferred one: that work is being done.
 	p.Deferred = slices.DeleteFunc(p.Deferred, func(d Bin) bool { return anyTaken(d.Files, taken) })
 	return starved
 }
 
+// takePastTime takes, in a pass allowed to go past its time limit, the
+// first bin (in score order) the limit refused that could never fit it, an
+// estimate above the whole limit, and the other budgets still allow; else
+// the first refused one. A bin that fits an empty pass is left for a pass
+// with less fresh work, so the allowance goes to the rewrite that would
+// otherwise wait for ever (each waits largeBinWait passes for each such one
+// ahead of it).
+func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
+	if !b.pastTime {
+		return
+	}
+	best := -1
+	for i, bin := range b.timeRefused {
+		if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
+			continue
+		}
+		if best < 0 {
+			best = i
+		}
+		if b.rate.Estimate(bin.EstimatedBytes) > p.TimeLimit {
+			best = i
+			break
+		}
+	}
+	if best < 0 {
+		return
+	}
+	bin := b.timeRefused[best]
+	b.bins--
+	b.files -= len(bin.Files)
+	for _, f := range bin.Files {
+		taken[f.Path] = true
+	}
+	bin.Reason += fmt.Sprintf("; past the pass's time limit after %d passes that left it for later", largeBinWait)
+	p.Bins = append(p.Bins, bin)
+	b.tookPast = true
+}
+
 // overTime reports whether bin, which the other budgets would take, is
-// refused by the time limit: it is not the pass's first bin, its estimated
-// time is more than the limit has left, and no bin may go past the limit. A
-// bin that may go past it uses that allowance up.
+// refused by the time limit: it is not the pass's first bin and its
+// estimated time is more than the limit has left.
 func (b *budget) overTime(p *Pass, bin Bin, taken map[string]bool) bool {
-	if b.rate == nil || len(p.Bins) == 0 || b.rate.Estimate(bin.EstimatedBytes) <= b.time ||
-		b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
-		return false
-	}
-	if b.pastTime > 0 {
-		b.pastTime--
-		return false
-	}
-	return true
+	return b.rate != nil && len(p.Bins) > 0 && b.rate.Estimate(bin.EstimatedBytes) > b.time &&
+		b.bins >= 1 && len(bin.Files) <= b.files && !anyTaken(bin.Files, taken)
 }
 
 func (b *budget) timeLeft(p *Pass) string {

@@ -85,6 +85,7 @@ func randomCase(r *rand.Rand) (Config, Input) {
 		in.Rewriter = rateOf(time.Duration(r.Int64N(int64(2*time.Second))), math.Exp(math.Log(1e6)+r.Float64()*math.Log(1e3)))
 		in.State.TimeLimitedPasses = r.IntN(largeBinWait + 2)
 		in.RewriterBusy = r.Float64()
+		in.TimeSpent = time.Duration(r.Int64N(int64(15 * time.Second)))
 	}
 	return cfg, in
 }
@@ -467,7 +468,7 @@ func checkTimeLimit(cfg Config, in Input, p Pass) error {
 	if in.State.TimeLimitedPasses >= largeBinWait {
 		allowed = 1
 	}
-	var sum time.Duration
+	sum := in.TimeSpent
 	past := 0
 	for i, b := range p.Bins {
 		est := in.Rewriter.Estimate(b.EstimatedBytes)

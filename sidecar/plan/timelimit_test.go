@@ -134,3 +134,39 @@ func TestBusyShare(t *testing.T) {
 		t.Fatalf("after 30 idle minutes the share is %v: the busy past must fade", got)
 	}
 }
+
+// With more fresh work than fits one interval, the pass past the limit still
+// goes to the large bin that keeps waiting, not to the next fresh bin, and
+// the count of limited passes restarts once it ran.
+func TestPassTimeLimitLargeBinRunsBehindFreshWork(t *testing.T) {
+	files := append(timeLimitCase(), stacked("a2", 200, 20, 1024, 0)...)
+	rate := rateOf(6*time.Second, 100e6) // each fresh bin about 6 s: two never fit in 10 s
+	var st State
+	for i := range largeBinWait + 1 {
+		p := Plan(DefaultConfig(), Input{Files: files, Now: t0.Add(time.Duration(i) * 10 * time.Second), State: st, Rewriter: rate, RewriterBusy: 1})
+		if binBytes(p, "b") > 0 {
+			if i != largeBinWait || p.Next.TimeLimitedPasses != 0 {
+				t.Fatalf("large bin ran in pass %d (want %d), limited passes next %d (want 0):\n%v", i, largeBinWait, p.Next.TimeLimitedPasses, p)
+			}
+			return
+		}
+		st = p.Next
+	}
+	t.Fatalf("the large bin did not run in %d passes", largeBinWait+1)
+}
+
+// Time the cycle spent before (other tables, fold bins) counts against the
+// limit; the pass's first bin is still taken.
+func TestPassTimeLimitCountsTimeSpent(t *testing.T) {
+	rate := rateOf(time.Second, 100e6)
+	in := Input{Files: stacked("a", 0, 20, 1024, 0), Now: t0, Rewriter: rate, RewriterBusy: 1}
+	in.Files = append(in.Files, stacked("a2", 200, 20, 1024, 0)...)
+	if p := Plan(DefaultConfig(), in); len(p.Bins) != 2 {
+		t.Fatalf("nothing spent: want both fresh bins:\n%v", p)
+	}
+	in.TimeSpent = 9 * time.Second
+	p := Plan(DefaultConfig(), in)
+	if len(p.Bins) != 1 || len(p.Deferred) != 1 || p.Next.TimeLimitedPasses != 1 {
+		t.Fatalf("9 s spent: want one bin taken and one deferred:\n%v", p)
+	}
+}

@@ -75,9 +75,9 @@ func TestLateRowsScenarios(t *testing.T) {
 					s.Name, after.WriteAmp, after.SettledDepthP50, after.SettledDepthMax, after.DepthP50,
 					before.WriteAmp, before.SettledDepthP50, before.SettledDepthMax, before.DepthP50)
 			}
-			if after.WriteAmp >= cuts.WriteAmp || after.DepthP50 >= cuts.DepthP50 {
+			if stream.WriteAmp >= cuts.WriteAmp || stream.DepthP50 >= cuts.DepthP50 {
 				t.Errorf("%s: late stream WA %.2f, depth p50 %d; one stream %.2f, %d: the late stream does not pay",
-					s.Name, after.WriteAmp, after.DepthP50, cuts.WriteAmp, cuts.DepthP50)
+					s.Name, stream.WriteAmp, stream.DepthP50, cuts.WriteAmp, cuts.DepthP50)
 			}
 		}
 		// The pass time limit shortens the ingest edge where passes would

@@ -94,6 +94,9 @@ type pending struct {
 	bin  plan.Bin
 	done int64 // completion time, µs
 	took int64 // duration, µs
+	// copied is what the splice model copied of it: the maintainer's
+	// speed counts re-encoded bytes only.
+	copied float64
 }
 
 // partState caches one partition's depths between samples: most partitions are
@@ -178,7 +181,8 @@ func run(s Scenario) *world {
 		// Rewrites finished by now commit, one bin at a time.
 		for len(w.queue) > 0 && w.queue[0].done <= now {
 			w.apply(w.queue[0].bin)
-			w.rate.Add(w.queue[0].bin.EstimatedBytes, time.Duration(w.queue[0].took)*time.Microsecond)
+			q := w.queue[0]
+			w.rate.Add(max(q.bin.EstimatedBytes-int64(q.copied), 1), time.Duration(q.took)*time.Microsecond)
 			w.queue = w.queue[1:]
 		}
 		// An idle rewriter asks for the next pass.
@@ -206,7 +210,7 @@ func run(s Scenario) *world {
 				w.res.RewriteSeconds += float64(d) / 1e6
 				at += d
 				w.busyUs += d
-				w.queue = append(w.queue, pending{b, at, d})
+				w.queue = append(w.queue, pending{b, at, d, copied})
 				w.lastPassTook += d
 				w.res.BinsByKind[b.Kind.String()]++
 			}
