@@ -139,7 +139,7 @@ type Input struct {
 	// the bins of a pass run one after another, and a pass that runs past
 	// the next L0 check leaves the files every pod commits in the meantime
 	// unmerged, which is most of the depth at the ingest edge
-	// (docs/compaction.md, "The pass's byte limit").
+	// (docs/compaction.md, "The pass's time limit").
 	Rewriter RewriteRate
 	// RewriterBusy is the share of recent wall time the rewriter spent
 	// rewriting (BusyShare). The time limit applies only from
