@@ -12,6 +12,7 @@ import (
 	sqlcat "github.com/apache/iceberg-go/catalog/sql" // registers catalog type "sql"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/test/restcat"
 )
 
@@ -73,7 +74,8 @@ func TableFiles(t testing.TB, tbl *table.Table, s3 S3Env) []string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	// Once per data file: scan planning splits a file above read.split.target-size into row-group ranges.
+	tasks, err := lake.PlanDataFiles(ctx, tbl, iceberg.AlwaysTrue{})
 	if err != nil {
 		t.Fatalf("list data files of %v: %v", tbl.Identifier(), err)
 	}
