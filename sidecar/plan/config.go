@@ -195,7 +195,7 @@ func (c Config) Validate() error {
 	if c.BackpressureCompactEvery < 0 {
 		bad("backpressure compact every %d: must be >= 0 (0 disables)", c.BackpressureCompactEvery)
 	}
-	if c.AbsorbMaxReencode < 0 || c.AbsorbMaxReencode > 1 {
+	if !(c.AbsorbMaxReencode >= 0 && c.AbsorbMaxReencode <= 1) { // NaN too
 		bad("absorb max re-encode %v: must be in [0, 1] (0 plans no absorb bins)", c.AbsorbMaxReencode)
 	}
 	if c.BackpressureMaxBins < 1 {
