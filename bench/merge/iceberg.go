@@ -16,6 +16,8 @@ import (
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 	_ "modernc.org/sqlite"
+
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // icebergRewrite registers the inputs in a fresh table of an embedded SQLite
@@ -69,8 +71,13 @@ func icebergRewrite(ctx context.Context, s inputSet, out string) (childResult, e
 	if err != nil {
 		return childResult{}, err
 	}
+	// Sizes and rows per data file: scan planning splits a file above 128 MiB into row-group ranges.
+	whole, err := lake.PlanDataFiles(ctx, tbl, iceberg.AlwaysTrue{})
+	if err != nil {
+		return childResult{}, err
+	}
 	var total int64
-	for _, t := range tasks {
+	for _, t := range whole {
 		total += t.File.FileSizeBytes()
 	}
 	start, cpu0 := time.Now(), cpuSeconds()
@@ -79,7 +86,7 @@ func icebergRewrite(ctx context.Context, s inputSet, out string) (childResult, e
 		return childResult{}, fmt.Errorf("RewriteDataFiles: %w", err)
 	}
 	r := childResult{Seconds: time.Since(start).Seconds(), CPU: cpuSeconds() - cpu0, Files: res.AddedDataFiles, OutBytes: res.BytesAfter}
-	after, err := res.Table.Scan().PlanFiles(ctx)
+	after, err := lake.PlanDataFiles(ctx, res.Table, iceberg.AlwaysTrue{})
 	if err != nil {
 		return childResult{}, err
 	}

@@ -110,7 +110,7 @@ type childResult struct {
 
 // arrowSchema is the bench table's schema as iceberg-go converts it (field IDs in the field
 // metadata), built here without iceberg-go's table package: our contenders run in merge-child,
-// which does not link it (its package init costs 0.1-0.35 s and 32 MB at every start, which a
+// which does not link it (its package init costs about 0.2 CPU s and 32 MB at every start, which a
 // per-merge process would pay and the sidecar pays once). iceberg.go checks the two agree.
 func arrowSchema() *arrow.Schema {
 	field := func(id int, name string, t arrow.DataType, nullable bool) arrow.Field {
@@ -392,7 +392,6 @@ func better(a, b measured) measured {
 	return out
 }
 
-// runOne runs contender c on the input set in its own process.
 // childBinary is the binary that runs contender c: merge-child beside this one for the merge
 // paths when run.sh built it (-tags mergeonly: without iceberg-go's table package), else this one.
 func childBinary(self, c string) string {
@@ -406,6 +405,7 @@ func childBinary(self, c string) string {
 	return self
 }
 
+// runOne runs contender c on the input set in its own process.
 func runOne(self, c, setDir string, s inputSet, duckDir string, duckThreads int) measured {
 	var cmd *exec.Cmd
 	if c == "duckdb" {

@@ -23,7 +23,7 @@ mkdir -p "$work"
 "$repo/scripts/duckdb.sh" install
 go build -o "$work/merge-bench" "$here"
 # Our contenders run in merge-child: the same code without iceberg-go's table package, whose init
-# every merge-bench process pays (0.1-0.35 s); merge-bench runs it when it finds it beside itself.
+# every merge-bench process pays (about 0.2 CPU s); merge-bench runs it when it finds it beside itself.
 go build -tags mergeonly -o "$work/merge-child" "$here"
 cp "$here/duckdb_copy.mjs" "$work/"
 {

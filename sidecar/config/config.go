@@ -891,8 +891,10 @@ func PlanConfig(c Config) (plan.Config, error) {
 	p.MaxSealedForRecluster = c.MaxSealedForRecluster
 	p.BackpressureCompactEvery = c.BackpressureCompactEvery
 	p.LateStream = c.SplitSparse > 0
-	if c.MergeSpliceMinRows < 0 {
-		p.AbsorbMaxReencode = 0 // without the splice an absorb bin re-encodes a terminal file whole
+	// Without the splice an absorb bin re-encodes a terminal file whole; the same when its minimum
+	// is above the row groups the writer makes, as no row group qualifies for a copy.
+	if c.MergeSpliceMinRows < 0 || c.MergeSpliceMinRows > merge.DefaultRowGroupRows {
+		p.AbsorbMaxReencode = 0
 	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("compaction settings: %w", err)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,22 +107,31 @@ func TestDefaultsHaveOneSource(t *testing.T) {
 
 // TestSpliceOffPlansNoAbsorb: absorb bins are cheap only because the splice copies the terminal
 // file; with the splice off (SIGLAKE_MERGE_SPLICE_MIN_ROWS=0) the planner must not plan them.
+// A minimum above the writer's row-group rows copies nothing either.
 func TestSpliceOffPlansNoAbsorb(t *testing.T) {
-	c, err := Load(nil, func(k string) string {
-		if k == "SIGLAKE_MERGE_SPLICE_MIN_ROWS" {
-			return "0"
+	for minRows, want := range map[string]float64{
+		"0":       0,
+		"1000000": 0,
+		strconv.Itoa(merge.DefaultRowGroupRows + 1): 0,
+		strconv.Itoa(merge.DefaultRowGroupRows):     plan.DefaultConfig().AbsorbMaxReencode,
+		"":                                          plan.DefaultConfig().AbsorbMaxReencode,
+	} {
+		c, err := Load(nil, func(k string) string {
+			if k == "SIGLAKE_MERGE_SPLICE_MIN_ROWS" {
+				return minRows
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return ""
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := PlanConfig(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pc.AbsorbMaxReencode != 0 {
-		t.Fatalf("splice off: AbsorbMaxReencode %v, want 0", pc.AbsorbMaxReencode)
+		pc, err := PlanConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pc.AbsorbMaxReencode != want {
+			t.Errorf("SIGLAKE_MERGE_SPLICE_MIN_ROWS=%q: AbsorbMaxReencode %v, want %v", minRows, pc.AbsorbMaxReencode, want)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -253,11 +252,11 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	if err != nil {
 		return rep, err
 	}
-	tasks, err := t.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
+	// One candidate per data file, however many row-group ranges scan planning split it into.
+	tasks, err := lake.PlanDataFiles(ctx, t, expr)
 	if err != nil {
 		return rep, fmt.Errorf("plan candidate files of %s: %w", name, err)
 	}
-	sort.Slice(tasks, func(i, j int) bool { return tasks[i].File.FilePath() < tasks[j].File.FilePath() })
 	s.trimClean(tasks)
 	sc, err := lake.ArrowSchema(t)
 	if err != nil {
@@ -510,7 +509,7 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 			if err != nil {
 				return err
 			}
-			tasks, err := t.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
+			tasks, err := lake.PlanDataFiles(ctx, t, expr)
 			if err != nil {
 				return fmt.Errorf("plan candidate files of %s: %w", name, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
@@ -425,4 +426,63 @@ func TestDeleteSweepShutdownWhileWaitingForMemory(t *testing.T) {
 		t.Errorf("a shutdown while waiting for memory reported a failed sweep")
 	}
 	promtest.NoneCounted(t, reg, "a shutdown", "failed", "siglake_delete_sweeps_total", "siglake_compactor_rewrites_total")
+}
+
+// TestDeleteSweepSplitFile: iceberg-go's scan planning splits a file above read.split.target-size
+// (128 MiB by default) into one task per row group. The sweep still takes the file once: a dry
+// run counts its rows once, and --apply rewrites it once with no conflict with itself, and a
+// whole-file request is done in the same sweep.
+func TestDeleteSweepSplitFile(t *testing.T) {
+	e := testlake.New(t)
+	rec, tasks := e.SplitFile(1, testlake.DeleteBase, 4000, time.Millisecond, 1000)
+	if tasks != 4 {
+		t.Fatalf("scan planning made %d tasks of the 4-row-group file, want 4: the test no longer splits it", tasks)
+	}
+	// What DuckDB is given in the tests lists the file once too.
+	if files := testenv.TableFiles(t, e.Table("events"), testenv.S3Env{}); len(files) != 1 {
+		t.Fatalf("testenv.TableFiles listed %v for one data file", files)
+	}
+	part := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	want, counts := testlake.ExpectAfter([]arrow.RecordBatch{rec}, []deletes.Request{part})
+	if counts[part.ID] == 0 || counts[part.ID] == 4000 {
+		t.Fatalf("setup: the request matches %d of 4000 rows", counts[part.ID])
+	}
+	s, reg := sweeper(e)
+	ctx := context.Background()
+	rep, err := s.Sweep(ctx, "events", deletes.SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Candidates) != 1 || rep.ByRequest[part.ID] != counts[part.ID] {
+		t.Fatalf("dry run: %d candidates, %d matching rows; want 1 and %d", len(rep.Candidates), rep.ByRequest[part.ID], counts[part.ID])
+	}
+	rep, err = s.Sweep(ctx, "events", deletes.SweepOptions{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rewritten != 1 || rep.Conflicts != 0 || rep.Outcome != "deleted" {
+		t.Fatalf("apply: rewrote %d, %d conflicts, outcome %s; want 1, 0, deleted", rep.Rewritten, rep.Conflicts, rep.Outcome)
+	}
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("table holds %+v, want %+v", got, want)
+	}
+	if got := promtest.Counter(t, reg, "siglake_delete_sweeps_total", "conflict"); got != 0 {
+		t.Fatalf("siglake_delete_sweeps_total{outcome=conflict} = %v", got)
+	}
+
+	// A request for every row: the split file goes whole and the request is done at once.
+	e2 := testlake.New(t)
+	rec2, _ := e2.SplitFile(2, testlake.DeleteBase, 4000, time.Millisecond, 1000)
+	all := testlake.Record(t, e2.Lake, deletes.Request{From: testlake.Hour(0), To: testlake.Hour(1)})
+	if _, counts := testlake.ExpectAfter([]arrow.RecordBatch{rec2}, []deletes.Request{all}); counts[all.ID] != 4000 {
+		t.Fatalf("setup: the request matches %d of 4000 rows", counts[all.ID])
+	}
+	s2, _ := sweeper(e2)
+	rep, err = s2.Sweep(ctx, "events", deletes.SweepOptions{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rewritten != 1 || rep.Conflicts != 0 || rep.Deleted != 4000 || len(rep.Done) != 1 {
+		t.Fatalf("apply: rewrote %d, %d conflicts, %d rows deleted, done %v; want 1, 0, 4000, [%s]", rep.Rewritten, rep.Conflicts, rep.Deleted, rep.Done, all.ID)
+	}
 }

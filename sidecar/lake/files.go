@@ -49,20 +49,13 @@ func LiveFilesMatching(ctx context.Context, t *table.Table, filter iceberg.Boole
 	if !ok {
 		return nil, fmt.Errorf("table %v has no %q column", t.Identifier(), TimestampColumn)
 	}
-	tasks, err := t.Scan(table.WithRowFilter(filter)).PlanFiles(ctx)
+	tasks, err := PlanDataFiles(ctx, t, filter)
 	if err != nil {
 		return nil, fmt.Errorf("list live files of %v: %w", t.Identifier(), err)
 	}
 	out := make([]File, 0, len(tasks))
-	seen := make(map[string]bool, len(tasks))
 	for _, task := range tasks {
 		df := task.File
-		// iceberg-go splits a Parquet file above read.split.target-size (128 MiB by default)
-		// into one task per range of row groups; a data file is listed once.
-		if seen[df.FilePath()] {
-			continue
-		}
-		seen[df.FilePath()] = true
 		f := File{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), DataFile: df}
 		f.Generation, _ = merge.ParseGeneration(df.FilePath())
 		f.Late = merge.ParseLate(df.FilePath())
@@ -84,6 +77,33 @@ func LiveFilesMatching(ctx context.Context, t *table.Table, filter iceberg.Boole
 		}
 		return out[i].Path < out[j].Path
 	})
+	return out, nil
+}
+
+// PlanDataFiles is iceberg-go's scan planning of t for filter with one task per data file, in
+// path order, each spanning its whole file. iceberg-go splits a Parquet file above
+// read.split.target-size (128 MiB by default) into one task per range of row groups; whoever
+// counts, reads whole or replaces files must see each file once. An empty table plans nothing.
+func PlanDataFiles(ctx context.Context, t *table.Table, filter iceberg.BooleanExpression) ([]table.FileScanTask, error) {
+	if t.CurrentSnapshot() == nil {
+		return nil, nil
+	}
+	tasks, err := t.Scan(table.WithRowFilter(filter)).PlanFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]table.FileScanTask, 0, len(tasks))
+	seen := make(map[string]bool, len(tasks))
+	for _, task := range tasks {
+		p := task.File.FilePath()
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		task.Start, task.Length = 0, task.File.FileSizeBytes()
+		out = append(out, task)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].File.FilePath() < out[j].File.FilePath() })
 	return out, nil
 }
 

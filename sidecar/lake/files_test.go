@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -83,5 +84,22 @@ func TestLiveFilesOncePerFile(t *testing.T) {
 	}
 	if len(live) != 1 || live[0].Rows != 4000 {
 		t.Fatalf("LiveFiles listed %d files (%d scan tasks) for one data file of 4000 rows", len(live), len(tasks))
+	}
+	// The one entry describes the whole written file, not one of its row-group ranges.
+	ts := rec.Column(rec.Schema().FieldIndices(TimestampColumn)[0]).(*array.Timestamp)
+	lo, hi := int64(ts.Value(0)), int64(ts.Value(0))
+	for i := 0; i < ts.Len(); i++ {
+		lo, hi = min(lo, int64(ts.Value(i))), max(hi, int64(ts.Value(i)))
+	}
+	if f := live[0]; f.Path != outs[0].Path || f.Size != outs[0].Size || f.MinTime != lo || f.MaxTime != hi {
+		t.Fatalf("LiveFiles: %s, %d bytes, time [%d, %d]; written %s, %d bytes, time [%d, %d]",
+			f.Path, f.Size, f.MinTime, f.MaxTime, outs[0].Path, outs[0].Size, lo, hi)
+	}
+	planned, err := PlanDataFiles(ctx, tbl, iceberg.AlwaysTrue{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(planned) != 1 || planned[0].Start != 0 || planned[0].Length != outs[0].Size {
+		t.Fatalf("PlanDataFiles: %d tasks %+v, want one spanning the %d-byte file", len(planned), planned, outs[0].Size)
 	}
 }

@@ -148,7 +148,9 @@ func absorbBin(cfg Config, part string, fs, pool []File, maxBytes int64) (Bin, b
 // only when no other input's rows fall inside it). A file of less than half
 // a row group (merge.DefaultSpliceMinRows), or without a row count, or with
 // less than half a row group left to copy, is re-encoded whole. Rows are
-// taken as spread evenly over a file's range, as on-time files are.
+// taken as spread evenly over a file's range, as on-time files are. A splice
+// minimum above RowGroupRows copies nothing; the process then sets
+// AbsorbMaxReencode to 0 (config.PlanConfig).
 func spliceEstimate(fs []File) int64 {
 	var total int64
 	for i, f := range fs {

@@ -115,7 +115,8 @@ type Config struct {
 	// terminal file taking in the small files beside it, when at most this
 	// share of the bin's bytes is estimated to be re-encoded (the rest the
 	// splice copies). 0 plans none, as before the splice; the process sets 0
-	// when the splice is off (SIGLAKE_MERGE_SPLICE_MIN_ROWS=0). Default 0.5:
+	// when the splice is off (SIGLAKE_MERGE_SPLICE_MIN_ROWS=0) or its minimum
+	// is above RowGroupRows, so no row group can be copied. Default 0.5:
 	// copying costs about 1/24 of a re-encode per byte (docs/benchmarks.md,
 	// "Splice"), so such a bin costs at most about half of re-encoding it; in
 	// the simulator 0.5 gave fewer files than 0.35 for about the same rewrite
@@ -195,7 +196,7 @@ func (c Config) Validate() error {
 	if c.BackpressureCompactEvery < 0 {
 		bad("backpressure compact every %d: must be >= 0 (0 disables)", c.BackpressureCompactEvery)
 	}
-	if c.AbsorbMaxReencode < 0 || c.AbsorbMaxReencode > 1 {
+	if !(c.AbsorbMaxReencode >= 0 && c.AbsorbMaxReencode <= 1) { // NaN too
 		bad("absorb max re-encode %v: must be in [0, 1] (0 plans no absorb bins)", c.AbsorbMaxReencode)
 	}
 	if c.BackpressureMaxBins < 1 {

@@ -422,6 +422,11 @@ func (c Config) sane() Config {
 	c.MaxSealedForRecluster = max(c.MaxSealedForRecluster, 0)
 	c.BackpressureCompactEvery = max(c.BackpressureCompactEvery, 0)
 	c.BackpressureMaxBins = max(c.BackpressureMaxBins, 0)
+	// NaN would pass every "share above the limit" test and plan every absorb bin: none instead.
+	if !(c.AbsorbMaxReencode >= 0) {
+		c.AbsorbMaxReencode = 0
+	}
+	c.AbsorbMaxReencode = min(c.AbsorbMaxReencode, 1)
 	return c
 }
 

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -66,6 +67,21 @@ func TestDefaultConfigValid(t *testing.T) {
 	for _, want := range []string{"fan-in", "level boundaries", "eligible files"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+// TestAbsorbMaxReencodeRange: a share outside [0, 1], NaN included, fails Validate, and the
+// planner's clamp takes it into the range (NaN plans no absorb bin rather than every one).
+func TestAbsorbMaxReencodeRange(t *testing.T) {
+	for v, want := range map[float64]float64{math.NaN(): 0, -0.5: 0, 1.5: 1, 0: 0, 0.5: 0.5, 1: 1} {
+		c := DefaultConfig()
+		c.AbsorbMaxReencode = v
+		if err, inRange := c.Validate(), v == want && !math.IsNaN(v); (err == nil) != inRange {
+			t.Errorf("AbsorbMaxReencode %v: Validate %v", v, err)
+		}
+		if got := c.sane().AbsorbMaxReencode; got != want {
+			t.Errorf("AbsorbMaxReencode %v: sane gives %v, want %v", v, got, want)
 		}
 	}
 }

@@ -288,7 +288,7 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 		if err != nil {
 			return err
 		}
-		tasks, err := t.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
+		tasks, err := lake.PlanDataFiles(ctx, t, expr)
 		if err != nil {
 			return fmt.Errorf("plan retention candidates of %s: %w", name, err)
 		}

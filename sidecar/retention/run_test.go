@@ -649,3 +649,30 @@ func TestRetentionShutdownWhileWaitingForMemory(t *testing.T) {
 	}
 	promtest.NoneCounted(t, reg, "a shutdown", "failed", "siglake_retention_runs_total", "siglake_compactor_rewrites_total")
 }
+
+// TestRetentionRuleSplitFile: a rule's candidates come from scan planning, which splits a file
+// above read.split.target-size into one task per row group; the file is still rewritten once,
+// without exactly its rows past the rule.
+func TestRetentionRuleSplitFile(t *testing.T) {
+	e := testlake.New(t)
+	rec, tasks := e.SplitFile(3, now.Add(-5*day), 4000, time.Millisecond, 1000)
+	if tasks != 4 {
+		t.Fatalf("scan planning made %d tasks of the 4-row-group file, want 4: the test no longer splits it", tasks)
+	}
+	setPolicy(t, e, retention.Policy{Period: "0", Rules: []retention.Rule{{Where: where("severity", "debug"), Period: "3d"}}})
+	want := keep([]arrow.RecordBatch{rec}, func(rec arrow.RecordBatch, i int) bool { return str(rec, "severity", i) != "debug" })
+	if want.Rows == 0 || want.Rows == 4000 {
+		t.Fatalf("setup: the rule keeps %d of 4000 rows", want.Rows)
+	}
+	r, _ := runner(e, &clock{now}, 2*time.Hour)
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw := rep.Paths["rewrite"]; rw == nil || rw.Files != 1 || len(rep.Picks) != 1 {
+		t.Fatalf("rewrote %s with %d picks; want the one file once", fmtPaths(rep.Paths), len(rep.Picks))
+	}
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("table holds %+v, want %+v", got, want)
+	}
+}
