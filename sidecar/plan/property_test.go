@@ -113,7 +113,7 @@ func TestPlannerProperties(t *testing.T) {
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		in2 := in
 		in2.Files = shuffled
-		if p2 := Plan(cfg, in2); p2.String() != p.String() {
+		if p2 := Plan(cfg, in2); p2.String() != p.String() || fmt.Sprint(p2.Deferred, p2.Next, p2.TimeLimit) != fmt.Sprint(p.Deferred, p.Next, p.TimeLimit) {
 			t.Fatalf("case %d: plan depends on input order:\n%v\n---\n%v", iter, p, p2)
 		}
 	}
