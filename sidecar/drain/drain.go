@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 )
 
 // Drain turns sealed WAL segments into committed Iceberg data files, exactly once: files are written,
@@ -352,10 +353,19 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
 	releaseShare := func() {}
 	if d.Reserve != nil {
-		release, err := d.Reserve(ctx, batchMemory(b))
+		// A wait for memory is not a batch in flight: SIGTERM (Stop) ends it, so the batch does not
+		// start only for the shutdown timeout to cut it.
+		rctx, cancel := membudget.UntilStop(ctx, d.Stop)
+		release, err := d.Reserve(rctx, batchMemory(b))
+		cancel()
+		if err == nil {
+			if err = membudget.Stopping(d.Stop); err != nil { // granted as the stop came
+				release()
+			}
+		}
 		if err != nil {
-			if ctx.Err() != nil { // only a shutdown ends the wait: not a drain error
-				out.Err, out.shutdown = ctx.Err(), true
+			if membudget.Shutdown(ctx, err) { // only a shutdown ends the wait: not a drain error
+				out.Err, out.shutdown = err, true
 				return out
 			}
 			return fail("", err)

@@ -137,10 +137,45 @@ func TestShutdownWhileWaitingIsNotAFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err = e.drain.Cycle(ctx, true)
-	if err != context.Canceled {
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cycle error %v, want the context's own error", err)
 	}
 	if len(e.drain.backoffUntil) != 0 {
 		t.Fatalf("shutdown counted as a failed batch: backoff %v", e.drain.backoffUntil)
+	}
+}
+
+// TestStopEndsTheWaitForMemory: SIGTERM (Drain.Stop) while a batch waits for memory ends the wait
+// although the work context lives on (it outlives the stop by the shutdown timeout): memory freed
+// after the stop does not start the batch, whose segments stay for the next start, and the stop is
+// no failed batch.
+func TestStopEndsTheWaitForMemory(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writeSegments("events", 1, 1000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	b := membudget.New(1<<20, membudget.Options{})
+	other, err := b.Acquire(context.Background(), membudget.LoopMerge, b.Limit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, stopNow := context.WithCancel(context.Background())
+	e.drain.Stop = stop
+	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+		return b.For(membudget.LoopDrain).Reserve(ctx, n)
+	}
+	time.AfterFunc(50*time.Millisecond, stopNow)
+	time.AfterFunc(150*time.Millisecond, other.Release) // memory comes free after the stop
+	res, err := e.drain.Cycle(context.Background(), true)
+	if !membudget.Shutdown(context.Background(), err) {
+		t.Fatalf("cycle error %v, want the stop (membudget.ErrStopping)", err)
+	}
+	if res.Committed != 0 || res.Pending != 1 {
+		t.Fatalf("cycle %+v: the batch started after the stop, want it left with its segment", res)
+	}
+	if len(e.drain.backoffUntil) != 0 {
+		t.Fatalf("stop counted as a failed batch: backoff %v", e.drain.backoffUntil)
+	}
+	time.Sleep(200 * time.Millisecond) // past the other loop's release
+	if got := b.Snapshot().HeldBytes; got != 0 {
+		t.Fatalf("%d bytes of the budget held after the cycle", got)
 	}
 }
