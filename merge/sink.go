@@ -51,6 +51,7 @@ type sink struct {
 	created []string // every path Create succeeded on, removed by abort
 
 	rg      *pendingRowGroup // re-encoded rows not yet a row group
+	spare   *pendingRowGroup // the last row group's, emptied: its buffers' capacity serves the next
 	closing bool             // current file is full: close it at the next timestamp change
 	cuts    []int64          // density cuts not yet passed (WriterOptions.cutBefore)
 	runs    DensityCuts      // all of them, to tell a new file's run
@@ -230,7 +231,11 @@ func (s *sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) err
 		}
 	}
 	if s.rg == nil {
-		rg := &pendingRowGroup{cols: make([]pendingColumn, len(s.fields))}
+		rg := s.spare
+		s.spare = nil
+		if rg == nil {
+			rg = &pendingRowGroup{cols: make([]pendingColumn, len(s.fields))}
+		}
 		for i, sc := range s.fields {
 			fw, err := pqarrow.NewFileWriter(sc, &rg.cols[i].buf, writerProperties(s.opts), spliceArrowProps(s.opts))
 			if err != nil {
@@ -343,6 +348,15 @@ func (s *sink) endRowGroup(lastTs int64) error {
 	if err := s.cur.appendRowGroup(srcs, 0, nil, true); err != nil {
 		return err
 	}
+	// appendRowGroup copied the chunks and read the page indexes into buffers of its own, so the
+	// encoders' buffers are free: the next row group reuses them rather than growing new ones
+	// (about a row group's compressed size of garbage each, which the collector paid for).
+	for i := range rg.cols {
+		rg.cols[i].buf.Reset()
+		rg.cols[i].fw = nil
+	}
+	rg.rows = 0
+	s.spare = rg
 	s.cur.meta.EndRowGroup()
 	s.rowGroupDone(lastTs)
 	return nil

@@ -111,10 +111,18 @@ func BenchmarkDrain(b *testing.B) {
 }
 
 // benchConfig is the drain's default configuration (batching 32 MiB / 10 s, flushed by Cycle),
-// with the process's default density cuts (SIGLAKE_COMPACTOR_SPLIT_SPARSE) as the binary drains.
+// with the process's default density cuts (SIGLAKE_COMPACTOR_SPLIT_SPARSE) as the binary drains,
+// or SIGLAKE_BENCH_SPLIT_SPARSE's (0 turns them off, to compare with builds that had none).
 func benchConfig(b *testing.B) Config {
 	c := defaultConfig(b.TempDir()).Config
 	c.SplitSparse = merge.DefaultSplitSparse
+	if v := os.Getenv("SIGLAKE_BENCH_SPLIT_SPARSE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f >= 1 {
+			b.Fatalf("SIGLAKE_BENCH_SPLIT_SPARSE=%q: accepted: a fraction in [0, 1)", v)
+		}
+		c.SplitSparse = f
+	}
 	return c
 }
 
