@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/gctune"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -42,31 +43,44 @@ func defaultGoMemLimit(lookup func(string) (string, bool), cgroup int64) int64 {
 	return int64(float64(cgroup) * DefaultGoMemLimitRatio)
 }
 
-// DefaultGCPercent is the garbage collector's target the process sets when GOGC is not set: the
-// heap may grow to 1.5 times what is live before a collection, not twice (the runtime's 100).
-// The drain's live heap is mostly byte buffers, which a collection does not scan, so collecting
-// twice as often costs some CPU (BenchmarkDrain: the drain's MB per CPU-second 4 % lower, its
-// encode floor's 7 % lower; `compactor --once`: about 6 % more CPU), while the drain's peak at
-// 32 MiB batches fell from 165 to 140 MiB (docs/benchmarks.md, "Drain peak and idle footprint").
-// Beside the build before the memory work, twice the collections make the drain 1-5 % dearer per
-// byte where GOGC 100 makes it 9-14 % cheaper (same doc, "Drain throughput against ...").
+// DefaultGCPercent is the garbage collector's target at a large live heap when GOGC is not set:
+// the heap may grow to 1.5 times what is live before a collection, not twice (the runtime's 100).
+// It bounds the drain's peak: at 32 MiB batches 140 MiB against 165 MiB at 100
+// (docs/benchmarks.md, "Drain peak and idle footprint").
 const DefaultGCPercent = 50
 
-// setDefaultGCPercent sets DefaultGCPercent unless GOGC is set to a value ("off" included: the
-// runtime has applied it). GOGC set to the empty string is unset, as the runtime reads it.
-func setDefaultGCPercent(log *zap.Logger) {
-	if p, ok := defaultGCPercent(os.LookupEnv); ok {
-		debug.SetGCPercent(p)
-		log.Info("GOGC not set: garbage collector target set for a sidecar", zap.Int("gogc", p))
+// minGCHeadroom is the collector's headroom when batches commit one segment each
+// (--commit-batch-target-mb 0).
+const minGCHeadroom = 8 << 20
+
+// gcTuning is what the process sets when GOGC is not set: after each collection the target is the
+// headroom (one drain batch, the amount by which the drain's live heap swings) over what is live,
+// between DefaultGCPercent and the runtime's 100. A fixed 50 runs the collector twice as often as
+// 100 wherever less is live than at the peak, most of a drain (its segments come and go), and
+// costs the drain about 10 % against 100. Tuned, the heap is at most 1.5 times what is live where
+// that exceeds two batches, as with 50, and collections drop by a third: at 32 MiB batches the
+// drain peaks at 151 MiB (50: 145, 100: 190) for 8 % less CPU than 50 (docs/benchmarks.md, "Drain
+// throughput against the build the memory issue started from").
+func gcTuning(batchBytes int64) gctune.Config {
+	return gctune.Config{Headroom: max(batchBytes, minGCHeadroom), MinPercent: DefaultGCPercent, MaxPercent: 100}
+}
+
+// setDefaultGCPercent starts the collector tuning (gcTuning) unless GOGC is set to a value ("off"
+// included: the runtime has applied it). GOGC set to the empty string is unset, as the runtime
+// reads it.
+func setDefaultGCPercent(log *zap.Logger, batchBytes int64) {
+	if defaultGCPercent(os.LookupEnv) {
+		c := gcTuning(batchBytes)
+		gctune.Start(c)
+		log.Info("GOGC not set: garbage collector target tuned for a sidecar", zap.Int64("headroom_bytes", c.Headroom),
+			zap.Int("min_gogc", c.MinPercent), zap.Int("max_gogc", c.MaxPercent))
 	}
 }
 
-// defaultGCPercent is the rule behind setDefaultGCPercent.
-func defaultGCPercent(lookup func(string) (string, bool)) (int, bool) {
-	if v, _ := lookup("GOGC"); v != "" {
-		return 0, false
-	}
-	return DefaultGCPercent, true
+// defaultGCPercent is the rule behind setDefaultGCPercent: whether GOGC is unset.
+func defaultGCPercent(lookup func(string) (string, bool)) bool {
+	v, _ := lookup("GOGC")
+	return v == ""
 }
 
 // newMemoryBudget is the process memory budget (SIGLAKE_MEMORY_BUDGET_BYTES, or derived from

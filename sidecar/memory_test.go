@@ -2,9 +2,14 @@ package sidecar
 
 import (
 	"io/fs"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/gctune"
 )
 
 // TestDefaultGoMemLimit: without GOMEMLIMIT the process sets 0.9 of the cgroup limit (v2, then
@@ -43,23 +48,66 @@ func TestDefaultGoMemLimit(t *testing.T) {
 	}
 }
 
-// TestDefaultGCPercent: without GOGC the process sets DefaultGCPercent; any GOGC, "off" included,
+// TestDefaultGCPercent: without GOGC the process tunes the collector; any GOGC, "off" included,
 // is left to the runtime; GOGC="" is unset, as the runtime reads it.
 func TestDefaultGCPercent(t *testing.T) {
 	for _, c := range []struct {
-		env    map[string]string
-		want   int
-		wantOK bool
+		env  map[string]string
+		want bool
 	}{
-		{nil, DefaultGCPercent, true},
-		{map[string]string{"GOGC": "100"}, 0, false},
-		{map[string]string{"GOGC": "off"}, 0, false},
-		{map[string]string{"GOGC": ""}, DefaultGCPercent, true}, // the runtime's unset too
-		{map[string]string{"GOMEMLIMIT": "400MiB"}, DefaultGCPercent, true},
+		{nil, true},
+		{map[string]string{"GOGC": "100"}, false},
+		{map[string]string{"GOGC": "off"}, false},
+		{map[string]string{"GOGC": ""}, true}, // the runtime's unset too
+		{map[string]string{"GOMEMLIMIT": "400MiB"}, true},
 	} {
-		got, ok := defaultGCPercent(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
-		if got != c.want || ok != c.wantOK {
-			t.Errorf("env %v: GOGC default %d %v, want %d %v", c.env, got, ok, c.want, c.wantOK)
+		if got := defaultGCPercent(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }); got != c.want {
+			t.Errorf("env %v: tune the collector %v, want %v", c.env, got, c.want)
 		}
+	}
+}
+
+// TestGCTuning: the headroom is one drain batch (a floor when batches are one segment each), and
+// the target stays between DefaultGCPercent, which bounds the drain's peak, and the runtime's 100.
+func TestGCTuning(t *testing.T) {
+	c := gcTuning(32 << 20)
+	if c.Headroom != 32<<20 || c.MinPercent != DefaultGCPercent || c.MaxPercent != 100 {
+		t.Fatalf("tuning %+v", c)
+	}
+	if got := gcTuning(0).Headroom; got != minGCHeadroom {
+		t.Fatalf("headroom %d with one segment per batch, want %d", got, minGCHeadroom)
+	}
+	for _, x := range []struct {
+		live int64
+		want int
+	}{{0, 100}, {1 << 20, 100}, {32 << 20, 100}, {48 << 20, 66}, {64 << 20, 50}, {1 << 30, 50}} {
+		if got := c.Percent(x.live); got != x.want {
+			t.Errorf("%d bytes live: GOGC %d, want %d", x.live, got, x.want)
+		}
+	}
+}
+
+// TestSetDefaultGCPercentTunes: with GOGC set the process leaves the collector alone; unset, it
+// starts the tuning, and the target the runtime reports (go_gc_gogc_percent in /metrics) is
+// within the tuning's bounds.
+func TestSetDefaultGCPercentTunes(t *testing.T) {
+	if gctune.Running() {
+		t.Skip("the tuning runs already in this test process")
+	}
+	t.Setenv("GOGC", "100")
+	setDefaultGCPercent(zap.NewNop(), 32<<20)
+	if gctune.Running() {
+		t.Fatal("GOGC=100 set, but the process started tuning the collector")
+	}
+	t.Setenv("GOGC", "")
+	setDefaultGCPercent(zap.NewNop(), 32<<20)
+	if !gctune.Running() {
+		t.Fatal("GOGC unset, but the process did not tune the collector")
+	}
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if p := s[0].Value.Uint64(); p < DefaultGCPercent || p > 100 {
+		t.Fatalf("GOGC %d while tuned, want within [%d, 100]", p, DefaultGCPercent)
 	}
 }

@@ -122,7 +122,7 @@ func CheckWALDir(dir string) error {
 // and returns nil. once drains everything sealed, then returns.
 func (p *Process) Run(ctx context.Context, once bool) error {
 	setDefaultGoMemLimit(p.Log)
-	setDefaultGCPercent(p.Log)
+	setDefaultGCPercent(p.Log, p.Cfg.CommitBatchTargetBytes)
 	p.memory = p.newMemoryBudget()
 	p.publishMemory()
 	if p.Cfg.Role.Drains() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/gctune"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -36,6 +37,15 @@ import (
 // which bench/drain/run.sh makes) or, without it, SIGLAKE_BENCH_DRAIN_MB (default 32) MB generated
 // here. Run one iteration per count: -benchtime=1x -count=3 -cpu=1.
 func BenchmarkDrain(b *testing.B) {
+	// The binary tunes the collector when GOGC is unset (sidecar.gcTuning: one batch of headroom,
+	// GOGC between 50 and 100); SIGLAKE_BENCH_GCTUNE_MB=32 does the same here for 32 MiB batches.
+	if v := os.Getenv("SIGLAKE_BENCH_GCTUNE_MB"); v != "" {
+		mb, err := strconv.Atoi(v)
+		if err != nil || mb <= 0 {
+			b.Fatalf("SIGLAKE_BENCH_GCTUNE_MB=%q: accepted: a batch size in MiB above 0", v)
+		}
+		gctune.Start(gctune.Config{Headroom: int64(mb) << 20, MinPercent: 50, MaxPercent: 100})
+	}
 	tmpl := benchWAL(b)
 	segs, err := localwal.Scan(tmpl)
 	if err != nil || len(segs) == 0 {
