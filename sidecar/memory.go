@@ -45,32 +45,39 @@ func defaultGoMemLimit(lookup func(string) (string, bool), cgroup int64) int64 {
 
 // DefaultGCPercent is the garbage collector's target at a large live heap when GOGC is not set:
 // the heap may grow to 1.5 times what is live before a collection, not twice (the runtime's 100).
-// It bounds the drain's peak: at 32 MiB batches 140 MiB against 165 MiB at 100
-// (docs/benchmarks.md, "Drain peak and idle footprint").
+// It bounds the drain's peak (docs/benchmarks.md, "Drain peak and idle footprint", and the
+// section after it).
 const DefaultGCPercent = 50
 
-// minGCHeadroom is the collector's headroom when batches commit one segment each
-// (--commit-batch-target-mb 0).
+// minGCHeadroom is the collector's headroom where no drain batch sets it: a process that does not
+// drain (--role maintenance), or batches of one segment each (--commit-batch-target-mb 0).
 const minGCHeadroom = 8 << 20
 
 // gcTuning is what the process sets when GOGC is not set: after each collection the target is the
-// headroom (one drain batch, the amount by which the drain's live heap swings) over what is live,
-// between DefaultGCPercent and the runtime's 100. A fixed 50 runs the collector twice as often as
-// 100 wherever less is live than at the peak, most of a drain (its segments come and go), and
-// costs the drain about 10 % against 100. Tuned, the heap is at most 1.5 times what is live where
-// that exceeds two batches, as with 50, and collections drop by a third: at 32 MiB batches the
-// drain peaks at 151 MiB (50: 145, 100: 190) for 8 % less CPU than 50 (docs/benchmarks.md, "Drain
-// throughput against the build the memory issue started from").
-func gcTuning(batchBytes int64) gctune.Config {
-	return gctune.Config{Headroom: max(batchBytes, minGCHeadroom), MinPercent: DefaultGCPercent, MaxPercent: 100}
+// headroom over what is live, between DefaultGCPercent and the runtime's 100. The headroom is one
+// drain batch, the amount by which the drain's live heap swings as its segments come and go, and
+// at most a quarter of the memory budget, so that a large batch setting does not leave merges at
+// 100 under a small budget. A fixed 50 collects twice as often as 100 wherever less is live than
+// at the peak, most of a drain. Tuned, the heap goal is live plus the headroom, between 1.5 and 2
+// times live: 50's where more than two batches are live, at most half a batch above 50's below
+// that. At 32 MiB batches the drain peaks at 151 MiB against 145 MiB at 50 and collects a third
+// less often (docs/benchmarks.md, "Drain throughput against the build the memory issue started
+// from").
+func gcTuning(drains bool, batchBytes, budgetBytes int64) gctune.Config {
+	headroom := int64(minGCHeadroom)
+	if drains {
+		headroom = max(batchBytes, minGCHeadroom)
+	}
+	if budgetBytes > 0 {
+		headroom = max(min(headroom, budgetBytes/4), minGCHeadroom)
+	}
+	return gctune.Config{Headroom: headroom, MinPercent: DefaultGCPercent, MaxPercent: 100}
 }
 
-// setDefaultGCPercent starts the collector tuning (gcTuning) unless GOGC is set to a value ("off"
-// included: the runtime has applied it). GOGC set to the empty string is unset, as the runtime
-// reads it.
-func setDefaultGCPercent(log *zap.Logger, batchBytes int64) {
+// setDefaultGCPercent starts the collector tuning c unless GOGC is set to a value ("off" included:
+// the runtime has applied it). GOGC set to the empty string is unset, as the runtime reads it.
+func setDefaultGCPercent(log *zap.Logger, c gctune.Config) {
 	if defaultGCPercent(os.LookupEnv) {
-		c := gcTuning(batchBytes)
 		gctune.Start(c)
 		log.Info("GOGC not set: garbage collector target tuned for a sidecar", zap.Int64("headroom_bytes", c.Headroom),
 			zap.Int("min_gogc", c.MinPercent), zap.Int("max_gogc", c.MaxPercent))

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -67,15 +68,29 @@ func TestDefaultGCPercent(t *testing.T) {
 	}
 }
 
-// TestGCTuning: the headroom is one drain batch (a floor when batches are one segment each), and
-// the target stays between DefaultGCPercent, which bounds the drain's peak, and the runtime's 100.
+// TestGCTuning: the headroom is one drain batch (a floor when batches are one segment each or the
+// process does not drain), at most a quarter of the memory budget, and the target stays between
+// DefaultGCPercent, which bounds the drain's peak, and the runtime's 100.
 func TestGCTuning(t *testing.T) {
-	c := gcTuning(32 << 20)
+	c := gcTuning(true, 32<<20, 1<<30)
 	if c.Headroom != 32<<20 || c.MinPercent != DefaultGCPercent || c.MaxPercent != 100 {
 		t.Fatalf("tuning %+v", c)
 	}
-	if got := gcTuning(0).Headroom; got != minGCHeadroom {
-		t.Fatalf("headroom %d with one segment per batch, want %d", got, minGCHeadroom)
+	for _, x := range []struct {
+		name          string
+		drains        bool
+		batch, budget int64
+		wantHeadroom  int64
+	}{
+		{"one segment per batch", true, 0, 1 << 30, minGCHeadroom},
+		{"maintenance only", false, 32 << 20, 1 << 30, minGCHeadroom},
+		{"large batch, small budget", true, 1 << 30, 256 << 20, 64 << 20},
+		{"tiny budget", true, 32 << 20, 16 << 20, minGCHeadroom},
+		{"no budget known", true, 64 << 20, 0, 64 << 20},
+	} {
+		if got := gcTuning(x.drains, x.batch, x.budget).Headroom; got != x.wantHeadroom {
+			t.Errorf("%s: headroom %d, want %d", x.name, got, x.wantHeadroom)
+		}
 	}
 	for _, x := range []struct {
 		live int64
@@ -95,19 +110,30 @@ func TestSetDefaultGCPercentTunes(t *testing.T) {
 		t.Skip("the tuning runs already in this test process")
 	}
 	t.Setenv("GOGC", "100")
-	setDefaultGCPercent(zap.NewNop(), 32<<20)
+	setDefaultGCPercent(zap.NewNop(), gcTuning(true, 32<<20, 1<<30))
 	if gctune.Running() {
 		t.Fatal("GOGC=100 set, but the process started tuning the collector")
 	}
 	t.Setenv("GOGC", "")
-	setDefaultGCPercent(zap.NewNop(), 32<<20)
+	setDefaultGCPercent(zap.NewNop(), gcTuning(true, 32<<20, 1<<30))
 	if !gctune.Running() {
 		t.Fatal("GOGC unset, but the process did not tune the collector")
 	}
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	if p := s[0].Value.Uint64(); p < DefaultGCPercent || p > 100 {
-		t.Fatalf("GOGC %d while tuned, want within [%d, 100]", p, DefaultGCPercent)
+	// Three batches live: the collections that follow set DefaultGCPercent.
+	live := make([]byte, 96<<20)
+	for i := range live {
+		live[i] = 1
 	}
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		runtime.GC()
+		metrics.Read(s)
+		if s[0].Value.Uint64() == DefaultGCPercent {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("GOGC %d with %d MiB live and a 32 MiB headroom, want %d", s[0].Value.Uint64(), len(live)>>20, DefaultGCPercent)
+		}
+	}
+	runtime.KeepAlive(live)
 }

@@ -122,8 +122,8 @@ func CheckWALDir(dir string) error {
 // and returns nil. once drains everything sealed, then returns.
 func (p *Process) Run(ctx context.Context, once bool) error {
 	setDefaultGoMemLimit(p.Log)
-	setDefaultGCPercent(p.Log, p.Cfg.CommitBatchTargetBytes)
 	p.memory = p.newMemoryBudget()
+	setDefaultGCPercent(p.Log, gcTuning(p.Cfg.Role.Drains(), p.Cfg.CommitBatchTargetBytes, p.memory.Limit()))
 	p.publishMemory()
 	if p.Cfg.Role.Drains() {
 		if err := CheckWALDir(p.Cfg.WALDir); err != nil {

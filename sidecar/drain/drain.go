@@ -178,6 +178,11 @@ func (d *Drain) Run(stop, work context.Context, poll time.Duration, once bool, a
 	defer t.Stop()
 	for {
 		res, err := d.Cycle(work, once)
+		if membudget.Shutdown(work, err) {
+			// The stop (or the shutdown timeout) ended a batch's wait for memory: the process is
+			// stopping, the segments stay for the next start, and nothing failed.
+			err = nil
+		}
 		if after != nil {
 			after(res, err)
 		}

@@ -44,6 +44,9 @@ func BenchmarkDrain(b *testing.B) {
 		if err != nil || mb <= 0 {
 			b.Fatalf("SIGLAKE_BENCH_GCTUNE_MB=%q: accepted: a batch size in MiB above 0", v)
 		}
+		if g := os.Getenv("GOGC"); g != "" {
+			b.Fatalf("SIGLAKE_BENCH_GCTUNE_MB and GOGC=%s both set: the binary tunes only without GOGC; unset one", g)
+		}
 		gctune.Start(gctune.Config{Headroom: int64(mb) << 20, MinPercent: 50, MaxPercent: 100})
 	}
 	tmpl := benchWAL(b)

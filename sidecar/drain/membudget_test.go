@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -134,8 +136,7 @@ func TestShutdownWhileWaitingIsNotAFailure(t *testing.T) {
 	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
 		return b.For(membudget.LoopDrain).Reserve(ctx, n)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
+	ctx := membudgettest.CancelWhenWaiting(t, b, membudget.LoopDrain)
 	_, err = e.drain.Cycle(ctx, true)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cycle error %v, want the context's own error", err)
@@ -147,35 +148,34 @@ func TestShutdownWhileWaitingIsNotAFailure(t *testing.T) {
 
 // TestStopEndsTheWaitForMemory: SIGTERM (Drain.Stop) while a batch waits for memory ends the wait
 // although the work context lives on (it outlives the stop by the shutdown timeout): memory freed
-// after the stop does not start the batch, whose segments stay for the next start, and the stop is
-// no failed batch.
+// right after the stop does not start the batch, whose segments stay for the next start, and the
+// stop is no failed batch. Run with once returns nil (the compactor exits 0).
 func TestStopEndsTheWaitForMemory(t *testing.T) {
-	e := newEnv(t, nil)
-	e.writeSegments("events", 1, 1000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
-	b := membudget.New(1<<20, membudget.Options{})
-	other, err := b.Acquire(context.Background(), membudget.LoopMerge, b.Limit())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop, stopNow := context.WithCancel(context.Background())
-	e.drain.Stop = stop
-	e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
-		return b.For(membudget.LoopDrain).Reserve(ctx, n)
-	}
-	time.AfterFunc(50*time.Millisecond, stopNow)
-	time.AfterFunc(150*time.Millisecond, other.Release) // memory comes free after the stop
-	res, err := e.drain.Cycle(context.Background(), true)
-	if !membudget.Shutdown(context.Background(), err) {
-		t.Fatalf("cycle error %v, want the stop (membudget.ErrStopping)", err)
-	}
-	if res.Committed != 0 || res.Pending != 1 {
-		t.Fatalf("cycle %+v: the batch started after the stop, want it left with its segment", res)
-	}
-	if len(e.drain.backoffUntil) != 0 {
-		t.Fatalf("stop counted as a failed batch: backoff %v", e.drain.backoffUntil)
-	}
-	time.Sleep(200 * time.Millisecond) // past the other loop's release
-	if got := b.Snapshot().HeldBytes; got != 0 {
-		t.Fatalf("%d bytes of the budget held after the cycle", got)
+	for _, once := range []bool{false, true} {
+		t.Run(fmt.Sprintf("once=%v", once), func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.writeSegments("events", 1, 1000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+			b, stop := membudgettest.StopThenFree(t, 1<<20, membudget.LoopDrain)
+			e.drain.Stop = stop
+			e.drain.Cfg.CommitBatchMaxAge = time.Nanosecond // due at once without once's flush
+			e.drain.Reserve = func(ctx context.Context, n int64) (func(), error) {
+				return b.For(membudget.LoopDrain).Reserve(ctx, n)
+			}
+			var res CycleResult
+			var cycleErr error
+			err := e.drain.Run(stop, context.Background(), time.Hour, once, func(r CycleResult, err error) { res, cycleErr = r, err })
+			if err != nil || cycleErr != nil {
+				t.Fatalf("Run: %v, cycle: %v; want the stop to be no error", err, cycleErr)
+			}
+			if res.Committed != 0 || res.Pending != 1 {
+				t.Fatalf("cycle %+v: the batch started after the stop, want it left with its segment", res)
+			}
+			if len(e.drain.backoffUntil) != 0 {
+				t.Fatalf("stop counted as a failed batch: backoff %v", e.drain.backoffUntil)
+			}
+			if got := b.Snapshot().HeldBytes; got != 0 {
+				t.Fatalf("%d bytes of the budget held after the cycle", got)
+			}
+		})
 	}
 }

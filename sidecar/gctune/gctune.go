@@ -2,8 +2,13 @@
 // the heap may grow by Headroom bytes of garbage before the next collection, but by no less than
 // MinPercent and no more than MaxPercent of what is live. A fixed GOGC makes the collector run
 // twice as often when half as much is live; a process whose live heap swings (the drain: one
-// batch's segments, then none) pays that at every trough, while its peak, the live maximum times
-// (1 + MinPercent/100), is what a memory limit has to hold.
+// batch's segments, then none) pays that at every trough. The heap goal is live + Headroom, kept
+// between live x (1 + MinPercent/100) and live x (1 + MaxPercent/100): where more than
+// Headroom x 100/MinPercent is live it is MinPercent's, below that at most Headroom x
+// (1 - MinPercent/100) above it (half a headroom for 50, at a live heap of one headroom).
+//
+// The tuner assumes it is the only caller of debug.SetGCPercent in the process: another caller's
+// setting lasts until the next collection.
 package gctune
 
 import (
@@ -52,7 +57,8 @@ type tuner struct {
 }
 
 // sentinel is allocated so that a collection finds it unreachable and runs its finalizer: one
-// call per collection, on the finalizer goroutine.
+// call per collection, on the finalizer goroutine (so tune never runs beside itself). Its pointer
+// field keeps it out of the tiny allocator, whose objects share blocks and may never be finalized.
 type sentinel struct{ _ *int }
 
 func (t *tuner) arm() {
