@@ -68,7 +68,10 @@ s3_request() {
 wait_ready() {
 	local _
 	for _ in $(seq 1 100); do
-		if ! pid_alive; then
+		# Only whether the process exists: it is the one just started (no stale pid to guard
+		# against), and pid_alive's cmdline check reads nothing for an instant while setsid execs
+		# versitygw, which once failed a start whose server then came up.
+		if ! kill -0 "$(cat "$VGW_STATE/pid")" 2>/dev/null; then
 			tail -20 "$VGW_STATE/versitygw.log" >&2 || true
 			log "versitygw exited during start"
 			return 1
