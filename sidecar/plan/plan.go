@@ -176,13 +176,27 @@ type Bin struct {
 	Score float64
 	// Reason says in words why the bin exists.
 	Reason string
+	// LateOutputs says the outputs are late files whatever the inputs: a closing merge
+	// (closed.go) takes a closed partition's on-time stragglers into its late stream.
+	LateOutputs bool
+	// SizeCutsOnly says the writer cuts the outputs by size only, without density cuts
+	// (SIGLAKE_COMPACTOR_SPLIT_SPARSE): a closing merge's outputs are late whatever their
+	// density, so density cuts would only add files; and a restricted backpressure pass's bins
+	// exist to keep the file count down while the drain has priority, where every cut adds a
+	// file (docs/compaction.md, "Late rows").
+	SizeCutsOnly bool
 }
 
-// Late reports whether the bin merges late-stream files only: its outputs
-// stay in the late stream. With Config.LateStream the leveled planner never
-// mixes the streams; the legacy pass and a planner without LateStream do,
-// and the outputs of a mixed bin are on-time (its sparse runs excepted).
+// Late reports whether the bin's outputs are late files: it merges
+// late-stream files only, or it is a closing merge (LateOutputs). With
+// Config.LateStream the leveled planner mixes the streams only in a closing
+// merge; the legacy pass and a planner without LateStream do, and the
+// outputs of a mixed bin are on-time (its sparse runs excepted) unless
+// LateOutputs says otherwise.
 func (b Bin) Late() bool {
+	if b.LateOutputs {
+		return len(b.Files) > 0
+	}
 	for _, f := range b.Files {
 		if !f.Late {
 			return false
@@ -284,6 +298,11 @@ func Plan(cfg Config, in Input) Pass {
 			lateCandidates(levelCandidates(cfg, late, L0, KindBackpressureL0))...)
 		p.Checked = []Level{L0}
 		p.serve(cfg, cands, b)
+		if cfg.Leveled {
+			for i := range p.Bins {
+				p.Bins[i].SizeCutsOnly = true
+			}
+		}
 		p.Next.LastCheck[L0] = in.Now
 		return p
 	}
@@ -320,6 +339,9 @@ func Plan(cfg Config, in Input) Pass {
 				cs = append(levelCandidates(cfg, fs, L0, KindL0), depthCandidates(cfg, fs, limit)...)
 			case L1:
 				cs = levelCandidates(cfg, fs, L1, KindL1)
+				if i == 0 {
+					cs = append(cs, closedCandidates(cfg, onTime, late)...)
+				}
 			case L2:
 				cs = append(terminalCandidates(cfg, fs), absorbCandidates(cfg, fs)...)
 			}
@@ -422,6 +444,7 @@ func (c Config) sane() Config {
 	c.MaxSealedForRecluster = max(c.MaxSealedForRecluster, 0)
 	c.BackpressureCompactEvery = max(c.BackpressureCompactEvery, 0)
 	c.BackpressureMaxBins = max(c.BackpressureMaxBins, 0)
+	c.ClosedAfter = max(c.ClosedAfter, 0)
 	// NaN would pass every "share above the limit" test and plan every absorb bin: none instead.
 	if !(c.AbsorbMaxReencode >= 0) {
 		c.AbsorbMaxReencode = 0

@@ -1,0 +1,175 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Closing merges: the work a partition gets once it has closed.
+//
+// Behind the ingest edge a partition with a late stream settles as the on-time terminal layer,
+// the late stream's files (at up to its depth limit, lateDepthLimit), and the stragglers of
+// both streams: the few small files the level rules leave alone (fewer than EligibleFiles, or at
+// the generation cap), which the hourly L2 check merges only among themselves. The late stream
+// and the stragglers each add a layer above the on-time one, where a writer that cuts by size
+// only merges everything into the on-time layer (docs/compaction.md, "Late rows").
+//
+// Once a partition has closed (its newest row is Config.ClosedAfter behind the table's newest
+// row) and its late stream is small beside its on-time files (closedLateShare), the L1 check
+// plans, in that partition:
+//   - a closing merge of its late stream together with its on-time stragglers (closedStraggler):
+//     all of them, in time-adjacent bins of at most the fan-in, whose outputs are late files cut
+//     by size only (Bin.LateOutputs, Bin.SizeCutsOnly). It runs when they overlap each other or
+//     hold more files than their bytes need at the L2 target. The late stream becomes one
+//     disjoint layer of files of the L2 target size, and the on-time stragglers leave the
+//     on-time stream: they are the rows that reached the partition after its dense data;
+//   - a merge of each on-time cluster whose files below L2 hold at least closedClusterShare of
+//     its bytes (such as the restricted pass's outputs of a stall: L1 files at the generation cap
+//     inside the terminal layer), so the on-time stream becomes one layer too.
+//
+// A closed partition that later gets late rows again is merged again the same way, which is why
+// the late share bounds it: on a table whose late stream is a large part of its data and keeps
+// arriving long after the partition closed, each new late file would rewrite the late layer
+// it overlaps (measured below in the simulator).
+
+// closedLateShare is the largest late-stream share of a partition's on-time bytes at which the
+// partition gets closing merges. Measured (docs/compaction.md, "Late rows"): the busy and stall
+// tables' late streams are about 5% of their on-time bytes and gain; the late table's (30% of rows
+// late by 10 minutes on average, about 40% of its on-time bytes, still arriving for an hour after
+// a partition closed) lost with closing merges (settled depth p50 23 to 79), so it gets none.
+const closedLateShare = 1.0 / 8
+
+// closedStraggler is the largest share of the on-time terminal bytes it overlaps at which a
+// smaller on-time file of a closed partition counts as a straggler that the closing merge moves
+// to the late stream: one row, or the tail files of the last commits, beside gigabytes of
+// terminal files. A file of the on-time layer (an L1 file just under the L2 boundary beside one
+// or two terminal files) is far above it and stays on-time; without the bound the closing merge
+// took such files into the late stream and rewrote them again and again.
+const closedStraggler = 1.0 / 16
+
+// closedClusterShare is the smallest share of an on-time cluster's bytes its smaller files must
+// hold for the closing merge of that cluster: the terminal files it rewrites are at most 32 times
+// what it takes in. Measured on the stall table (closed partitions only): at 1/16 or less (a
+// cluster of more terminal bytes is left) the settled depth p50 stayed 3; at 1/32 and 1/64 it
+// was 2, for about the same write amplification.
+const closedClusterShare = 1.0 / 32
+
+// closedCandidates returns, for the L1 check, the closing-merge candidates of every closed
+// partition that has a late stream (see the comment at the top of this file).
+func closedCandidates(cfg Config, onTime, late []File) []candidate {
+	if cfg.ClosedAfter <= 0 || len(late) == 0 {
+		return nil
+	}
+	closedBefore := max(maxTime(onTime), maxTime(late)) - cfg.ClosedAfter.Microseconds()
+	on, lt := byPartition(onTime), byPartition(late)
+	var out []candidate
+	for _, part := range sortedPartitions(lt) {
+		onPool, latePool := on[part], lt[part]
+		if max(maxTime(onPool), maxTime(latePool)) >= closedBefore {
+			continue // rows are still arriving at its edge
+		}
+		onBytes, lateBytes := sumBytes(onPool), sumBytes(latePool)
+		if float64(lateBytes) > closedLateShare*float64(onBytes) {
+			continue
+		}
+		if c, ok := closingLate(cfg, part, onPool, latePool); ok {
+			out = append(out, c)
+		}
+		if c, ok := closingOnTime(cfg, part, onPool); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// closingLate is the closing merge of a closed partition's late stream with its on-time
+// stragglers.
+func closingLate(cfg Config, part string, onPool, latePool []File) (candidate, bool) {
+	var terms []File
+	for _, f := range onPool {
+		if cfg.LevelOf(f.SizeBytes) == L2 {
+			terms = append(terms, f)
+		}
+	}
+	pool := slices.Clone(latePool)
+	for _, f := range onPool {
+		if cfg.LevelOf(f.SizeBytes) < L2 && stragglerOf(terms, f) {
+			pool = append(pool, f)
+		}
+	}
+	sortByTime(pool)
+	d, _ := Depth(pool)
+	bytes := sumBytes(pool)
+	need := int((bytes + cfg.TargetBytes[L2] - 1) / cfg.TargetBytes[L2])
+	if len(pool) < 2 || (d < 2 && len(pool) <= need+1) {
+		return candidate{}, false // one disjoint layer of about full files already
+	}
+	why := fmt.Sprintf("late stream: closed partition: late files and on-time stragglers at depth %d, %d files for %d bytes", d, len(pool), bytes)
+	return candidate{
+		kind: KindDepth, level: L1, partition: part, why: why, score: 1,
+		build: func(taken map[string]bool) []Bin {
+			free := untaken(pool, taken)
+			if len(free) < 2 {
+				return nil
+			}
+			bins := adjacentBins(cfg, part, free, free[0].MinTime, why)
+			for i := range bins {
+				bins[i].LateOutputs, bins[i].SizeCutsOnly = true, true
+				bins[i].TargetFileBytes = cfg.TargetBytes[L2]
+			}
+			return bins
+		},
+	}, true
+}
+
+// stragglerOf reports whether f, a smaller on-time file, is a straggler beside the terminal
+// files terms: it overlaps some and holds at most closedStraggler of their bytes.
+func stragglerOf(terms []File, f File) bool {
+	var n int64
+	for _, t := range terms {
+		if t.Overlaps(f) {
+			n += t.SizeBytes
+		}
+	}
+	return n > 0 && float64(f.SizeBytes) <= closedStraggler*float64(n)
+}
+
+// closingOnTime is the closing merge of a closed partition's on-time clusters whose files below
+// L2 hold at least closedClusterShare of the cluster's bytes (clusters of smaller files only, as
+// the L2 check's sweep merges them, and terminal files with the smaller files inside them).
+// The stragglers the late closing merge takes are below that share beside the terminal files
+// they overlap, so the two merges do not compete for the same clusters in a partition where a
+// straggler is the only smaller file.
+func closingOnTime(cfg Config, part string, onPool []File) (candidate, bool) {
+	var picks [][]File
+	for _, c := range Clusters(onPool) {
+		if len(c) < 2 {
+			continue
+		}
+		var small int64
+		for _, f := range c {
+			if cfg.LevelOf(f.SizeBytes) < L2 {
+				small += f.SizeBytes
+			}
+		}
+		if small > 0 && float64(small) >= closedClusterShare*float64(sumBytes(c)) {
+			picks = append(picks, c)
+		}
+	}
+	if len(picks) == 0 {
+		return candidate{}, false
+	}
+	why := fmt.Sprintf("closed partition: %d on-time clusters of terminal and smaller files", len(picks))
+	return candidate{
+		kind: KindDepth, level: L1, partition: part, why: why, score: 1,
+		build: func(taken map[string]bool) []Bin {
+			var bins []Bin
+			for _, c := range picks {
+				if !anyTaken(c, taken) {
+					bins = append(bins, adjacentBins(cfg, part, c, c[0].MinTime, why)...)
+				}
+			}
+			return bins
+		},
+	}, true
+}
