@@ -788,7 +788,13 @@ func (m *Maintainer) executor() *rewrite.Executor {
 func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File, roll *fold.Rollup) (rewrite.Outcome, error) {
 	name := t.Identifier()[len(t.Identifier())-1]
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
-		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, SplitSparse: m.Cfg.SplitSparse, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
+		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, SplitSparse: m.Cfg.SplitSparse, Late: b.LateOutputs,
+		Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
+	if b.SizeCutsOnly {
+		// A closing merge's outputs are late whatever their density, and a restricted
+		// backpressure pass keeps the file count down: density cuts would only add files.
+		job.SplitSparse = 0
+	}
 	for _, f := range b.Files {
 		lf, ok := byPath[f.Path]
 		if !ok {
