@@ -367,7 +367,7 @@ func Plan(cfg Config, in Input) Pass {
 	}
 	starved := p.serve(cfg, cands, b)
 	p.Next.TimeLimitedPasses = 0
-	if b.timeRefused != nil && !b.tookPast {
+	if (b.timeRefused != nil || b.waitRefused != nil) && !b.tookPast {
 		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
 	}
 	for _, l := range p.Checked {
@@ -475,6 +475,9 @@ type candidate struct {
 	score     float64
 	why       string
 	build     func(taken map[string]bool) []Bin
+	// waits marks work that can wait for a pass with time to spare: a bin of it the time limit
+	// refuses is never the one taken past the limit (closing merges, closed.go).
+	waits bool
 }
 
 // budget is what a pass may still take. With a rate, time is what is left
@@ -487,6 +490,7 @@ type budget struct {
 	rate        *RewriteRate
 	time        time.Duration
 	timeRefused []Bin
+	waitRefused []Bin // refused bins of work that waits (candidate.waits): past the limit only if no other
 	pastTime    bool
 	tookPast    bool
 }
@@ -538,7 +542,11 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 		refused := 0
 		for _, bin := range bins {
 			if b.overTime(p, bin, taken) {
-				b.timeRefused = append(b.timeRefused, bin)
+				if c.waits {
+					b.waitRefused = append(b.waitRefused, bin)
+				} else {
+					b.timeRefused = append(b.timeRefused, bin)
+				}
 				refused++
 				if !anyTaken(bin.Files, deferred) {
 					for _, f := range bin.Files {
@@ -594,23 +602,16 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 	if !b.pastTime {
 		return
 	}
-	best := -1
-	for i, bin := range b.timeRefused {
-		if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
-			continue
-		}
-		if best < 0 {
-			best = i
-		}
-		if b.rate.Estimate(bin.EstimatedBytes) > p.TimeLimit {
-			best = i
-			break
-		}
+	refused := b.timeRefused
+	best := p.pastTimeChoice(b, refused, taken)
+	if best < 0 {
+		refused = b.waitRefused
+		best = p.pastTimeChoice(b, refused, taken)
 	}
 	if best < 0 {
 		return
 	}
-	bin := b.timeRefused[best]
+	bin := refused[best]
 	b.bins--
 	b.files -= len(bin.Files)
 	for _, f := range bin.Files {
@@ -619,6 +620,23 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 	bin.Reason += fmt.Sprintf("; past the pass's time limit after %d passes that left it for later", largeBinWait)
 	p.Bins = append(p.Bins, bin)
 	b.tookPast = true
+}
+
+// pastTimeChoice is the index of the bin of refused that takePastTime takes (-1: none).
+func (p *Pass) pastTimeChoice(b *budget, refused []Bin, taken map[string]bool) int {
+	best := -1
+	for i, bin := range refused {
+		if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
+			continue
+		}
+		if best < 0 {
+			best = i
+		}
+		if b.rate.Estimate(bin.EstimatedBytes) > p.TimeLimit {
+			return i
+		}
+	}
+	return best
 }
 
 // overTime reports whether bin, which the other budgets would take, is
