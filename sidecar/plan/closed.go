@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"slices"
 )
 
 // Closing merges: the work a partition gets once it has closed.
@@ -17,11 +16,13 @@ import (
 // Once a partition has closed (its newest row is Config.ClosedAfter behind the table's newest
 // row) and its late stream is small beside its on-time files (closedLateShare), the L1 check
 // plans, in that partition:
-//   - a closing merge of its late stream together with its on-time stragglers (closedStraggler):
-//     all of them, in time-adjacent bins of at most the fan-in, whose outputs are late files cut
-//     by size only (Bin.LateOutputs, Bin.SizeCutsOnly). It runs when they overlap each other or
-//     hold more than one file more than their bytes need at the L2 target. The late stream becomes one
-//     disjoint layer of files of the L2 target size, and the on-time stragglers leave the
+//   - a closing merge of its late stream together with its on-time stragglers (closedStraggler),
+//     those below the generation cap, whose outputs are late files cut by size only
+//     (Bin.LateOutputs, Bin.SizeCutsOnly): each overlap cluster of them, and each run of disjoint
+//     files below L2 that holds more than one file more than its bytes need at the L2 target,
+//     in time-adjacent bins of at most the fan-in, when its incoming bytes (its files below L2
+//     but its largest) hold at least closedClusterShare of its bytes. The late stream becomes
+//     one disjoint layer of files near the L2 target size, and the on-time stragglers leave the
 //     on-time stream: they are the rows that reached the partition after its dense data;
 //   - a merge of each on-time cluster whose files below L2 hold at least closedClusterShare of
 //     its bytes (such as the restricted pass's outputs of a stall: L1 files at the generation cap
@@ -34,10 +35,15 @@ import (
 // without a time limit, the stall table's settled depth p50 stayed 3 (its rewriter is busy for a
 // while after its stall).
 //
-// A closed partition that later gets late rows again is merged again the same way, which is why
-// the late share bounds it: on a table whose late stream is a large part of its data and keeps
-// arriving long after the partition closed, each new late file would rewrite the late layer
-// it overlaps (closedLateShare says what that measured).
+// A closed partition that later gets late rows again is merged again the same way, but only once
+// the new rows hold closedClusterShare of the cluster they join: one new 1 MiB late file a minute
+// beside a settled 1.1 GiB late layer, with every pass applied, cost 34 GiB of closing rewrites
+// in 30 minutes when the whole pool was merged whenever any two of its files overlapped
+// (outputs reaching generation 33); now two hours of it cost 3.6 GiB for 120 MiB, 30 times, with
+// outputs up to generation 7 (TestClosingMergesOfALateTrickle). The
+// late share bounds it further: on a table whose late stream is a large part of its data and
+// keeps arriving long after the partition closed, each new late file would rewrite the late
+// layer it overlaps (closedLateShare says what that measured).
 
 // closedLateShare is the largest late-stream share of a partition's on-time bytes at which the
 // partition gets closing merges. Measured (docs/compaction.md, "Late rows"): the busy and stall
@@ -55,7 +61,8 @@ const closedLateShare = 1.0 / 8
 const closedStraggler = 1.0 / 16
 
 // closedClusterShare is the smallest share of an on-time cluster's bytes its smaller files must
-// hold for the closing merge of that cluster: the terminal files it rewrites are at most 32 times
+// hold for the closing merge of that cluster (and of a late group's bytes its incoming files
+// must hold, closingIncoming): the terminal files it rewrites are at most 32 times
 // what it takes in. Measured on the stall table, before the restricted pass's size cuts: at 1/8
 // and 1/16 (fewer clusters merged) the settled depth p50 stayed 3; at 1/32 and 1/64 it was 2, for
 // about the same write amplification. Only partitions with a late stream get it: on the quiet
@@ -91,7 +98,8 @@ func closedCandidates(cfg Config, onTime, late []File) []candidate {
 }
 
 // closingLate is the closing merge of a closed partition's late stream with its on-time
-// stragglers.
+// stragglers. Its pool is the late files and stragglers below the generation cap (a capped file
+// leaves it as it leaves level selection; the depth trigger and the L2 check still take it).
 func closingLate(cfg Config, part string, onPool, latePool []File) (candidate, bool) {
 	var terms []File
 	for _, f := range onPool {
@@ -99,28 +107,32 @@ func closingLate(cfg Config, part string, onPool, latePool []File) (candidate, b
 			terms = append(terms, f)
 		}
 	}
-	pool := slices.Clone(latePool)
+	var pool []File
+	for _, f := range latePool {
+		if !cfg.LevelCapped(f.Generation) {
+			pool = append(pool, f)
+		}
+	}
 	for _, f := range onPool {
-		if cfg.LevelOf(f.SizeBytes) < L2 && stragglerOf(terms, f) {
+		if cfg.LevelOf(f.SizeBytes) < L2 && !cfg.LevelCapped(f.Generation) && stragglerOf(terms, f) {
 			pool = append(pool, f)
 		}
 	}
 	sortByTime(pool)
-	d, _ := Depth(pool)
-	bytes := sumBytes(pool)
-	need := int((bytes + cfg.TargetBytes[L2] - 1) / cfg.TargetBytes[L2])
-	if len(pool) < 2 || (d < 2 && len(pool) <= need+1) {
-		return candidate{}, false // one disjoint layer of about full files already
+	why := fmt.Sprintf("late stream: closed partition: %d late files and on-time stragglers below the generation cap", len(pool))
+	groups := closingLateGroups(cfg, pool)
+	if len(groups) == 0 {
+		return candidate{}, false
 	}
-	why := fmt.Sprintf("late stream: closed partition: late files and on-time stragglers at depth %d, %d files for %d bytes", d, len(pool), bytes)
 	return candidate{
 		kind: KindDepth, level: L1, partition: part, why: why, score: 1, waits: true,
 		build: func(taken map[string]bool) []Bin {
-			free := untaken(pool, taken)
-			if len(free) < 2 {
-				return nil
+			// The trigger again on what earlier bins of the pass left: a group part of which
+			// they took may no longer need a merge.
+			var bins []Bin
+			for _, g := range closingLateGroups(cfg, untaken(pool, taken)) {
+				bins = append(bins, adjacentBins(cfg, part, g, g[0].MinTime, why)...)
 			}
-			bins := adjacentBins(cfg, part, free, free[0].MinTime, why)
 			for i := range bins {
 				bins[i].LateOutputs, bins[i].SizeCutsOnly = true, true
 				bins[i].TargetFileBytes = cfg.TargetBytes[L2]
@@ -128,6 +140,56 @@ func closingLate(cfg Config, part string, onPool, latePool []File) (candidate, b
 			return bins
 		},
 	}, true
+}
+
+// closingLateGroups returns the groups of pool (time-sorted) that a closing merge takes: each
+// overlap cluster of two or more files, and each run of disjoint files below L2 (between two
+// clusters or full files) that holds more than one file more than its bytes need at the L2
+// target. Either only when its incoming bytes, those of its files below L2 but the largest file,
+// hold at least closedClusterShare of its bytes: a merge then rewrites at most 32 times what
+// came in since the last, so late rows that keep arriving after the partition closed do not
+// re-merge its settled late layer with each file.
+func closingLateGroups(cfg Config, pool []File) [][]File {
+	var out, run [][]File
+	var runFiles []File
+	flush := func() {
+		need := int((sumBytes(runFiles) + cfg.TargetBytes[L2] - 1) / cfg.TargetBytes[L2])
+		if len(runFiles) >= 2 && len(runFiles) > need+1 && closingIncoming(cfg, runFiles) {
+			out = append(out, runFiles)
+		}
+		run, runFiles = nil, nil
+	}
+	for _, c := range Clusters(pool) {
+		if len(c) == 1 && cfg.LevelOf(c[0].SizeBytes) < L2 {
+			run = append(run, c)
+			runFiles = append(runFiles, c[0])
+			continue
+		}
+		flush()
+		if len(c) >= 2 && closingIncoming(cfg, c) {
+			out = append(out, c)
+		}
+	}
+	flush()
+	return out
+}
+
+// closingIncoming reports whether the files of g below L2, but g's largest file, hold at least
+// closedClusterShare of g's bytes.
+func closingIncoming(cfg Config, g []File) bool {
+	largest := 0
+	for i, f := range g {
+		if f.SizeBytes > g[largest].SizeBytes {
+			largest = i
+		}
+	}
+	var in int64
+	for i, f := range g {
+		if i != largest && cfg.LevelOf(f.SizeBytes) < L2 {
+			in += f.SizeBytes
+		}
+	}
+	return in > 0 && float64(in) >= closedClusterShare*float64(sumBytes(g))
 }
 
 // stragglerOf reports whether f, a smaller on-time file, is a straggler beside the terminal

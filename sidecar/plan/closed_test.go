@@ -20,7 +20,7 @@ func closedTable() []File {
 		fs = append(fs, file("h0", i, 400<<10, 5, int64(i)*600, int64(i+1)*600))
 	}
 	for i, r := range [][2]int64{{100, 1900}, {1500, 3000}, {2800, 3590}, {2900, 3500}} {
-		f := file("h0", 10+i, 50<<10, 9, r[0], r[1])
+		f := file("h0", 10+i, 50<<10, 6, r[0], r[1])
 		f.Late = true
 		fs = append(fs, f)
 	}
@@ -29,7 +29,7 @@ func closedTable() []File {
 		fs = append(fs, file("h1", i, 400<<10, 5, 3600+int64(i)*500, 3600+int64(i+1)*500))
 	}
 	for i, r := range [][2]int64{{3700, 4900}, {4000, 5000}} {
-		f := file("h1", 10+i, 50<<10, 9, r[0], r[1])
+		f := file("h1", 10+i, 50<<10, 6, r[0], r[1])
 		f.Late = true
 		fs = append(fs, f)
 	}
@@ -109,7 +109,7 @@ func TestClosingMergeOfDisjointLateFiles(t *testing.T) {
 		fs = append(fs, file("h0", i, 400<<10, 5, int64(i)*600, int64(i+1)*600))
 	}
 	for i := range 20 {
-		f := file("h0", 10+i, 10<<10, 9, int64(i)*150, int64(i)*150+100)
+		f := file("h0", 10+i, 10<<10, 6, int64(i)*150, int64(i)*150+100)
 		f.Late = true
 		fs = append(fs, f)
 	}
@@ -232,5 +232,83 @@ func TestClosingMergeWaitsPastTheTimeLimit(t *testing.T) {
 	p = plan(append(closedTable(), fresh...))
 	if bins := closingBins(p); len(bins) != 1 || len(p.Bins) != 2 {
 		t.Fatalf("want the fresh bin and the closing merge past the limit:\n%v", p)
+	}
+}
+
+// trickleTable is a closed partition h0 whose late stream has settled as three disjoint late
+// files of 375 MiB (1.1 GiB, below the generation cap) beside 10 GiB of on-time terminal files,
+// and an open partition h1.
+func trickleTable() []File {
+	var fs []File
+	for i := range 20 {
+		fs = append(fs, file("h0", i, 512<<10, 5, int64(i)*180, int64(i+1)*180))
+	}
+	for i := range 3 {
+		f := file("h0", 100+i, 375<<10, 3, int64(i)*1200, int64(i+1)*1200)
+		f.Late = true
+		fs = append(fs, f)
+	}
+	return append(fs, file("h1", 0, 400<<10, 5, 3600, 5100))
+}
+
+// TestClosingMergesOfALateTrickle: late files keep arriving in a closed partition, one of 1 MiB
+// a minute for two hours, and every pass is applied as an ideal rewriter would. The closing
+// merges rewrite at most about 32 times the late bytes that came in (closedClusterShare), not
+// the settled late layer with each new file, and their outputs never pass the generation cap.
+func TestClosingMergesOfALateTrickle(t *testing.T) {
+	cfg := DefaultConfig()
+	files, st, now, seq := trickleTable(), State{}, t0, 0
+	var closing, incoming int64
+	maxGen := 0
+	for tick := range 720 {
+		if tick%6 == 0 {
+			from := int64(tick*37) % 3500
+			f := file("h0", 1000+tick, 1<<10, 0, from, from+60)
+			f.Late = true
+			files = append(files, f)
+			incoming += f.SizeBytes
+		}
+		p := Plan(cfg, Input{Files: files, Now: now, State: st})
+		st = p.Next
+		for _, b := range closingBins(p) {
+			closing += b.EstimatedBytes
+			maxGen = max(maxGen, b.OutputGeneration())
+		}
+		files, seq = applyIdeal(files, p.Bins, seq)
+		now = now.Add(10 * time.Second)
+	}
+	t.Logf("closing merges rewrote %d MiB for %d MiB of late files; output generation up to %d", closing>>20, incoming>>20, maxGen)
+	if closing > 40*incoming || maxGen > cfg.LevelMaxGen {
+		t.Fatalf("closing merges rewrote %d MiB for %d MiB of late files; output generation up to %d (cap %d)",
+			closing>>20, incoming>>20, maxGen, cfg.LevelMaxGen)
+	}
+}
+
+// TestClosingMergeRechecksWhatIsLeft: when an earlier bin of the pass takes part of a closed
+// partition's late pool, the closing merge checks its trigger again on the rest: here the late
+// stream's depth trigger takes the eight small late files, and the two full disjoint late files left
+// are not rewritten.
+func TestClosingMergeRechecksWhatIsLeft(t *testing.T) {
+	var fs []File
+	for i := range 20 {
+		fs = append(fs, file("h0", i, 512<<10, 5, int64(i)*180, int64(i+1)*180))
+	}
+	for i := range 2 {
+		f := file("h0", 100+i, 512<<10, 3, int64(i)*1800, int64(i+1)*1800)
+		f.Late = true
+		fs = append(fs, f)
+	}
+	for i := range 8 {
+		f := file("h0", 200+i, 10<<10, 0, 1700+int64(i), 1900)
+		f.Late = true
+		fs = append(fs, f)
+	}
+	fs = append(fs, file("h1", 0, 400<<10, 5, 3600, 5100))
+	p := Plan(DefaultConfig(), Input{Files: fs, Now: t0})
+	if len(p.Bins) == 0 || !p.Bins[0].Late() || len(p.Bins[0].Files) != 8 {
+		t.Fatalf("want a late bin of the eight small files first:\n%v", p)
+	}
+	if bins := closingBins(p); len(bins) != 0 {
+		t.Fatalf("closing merge of what the L0 bin left: %v", bins)
 	}
 }
