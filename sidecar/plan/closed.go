@@ -70,12 +70,14 @@ const closedStraggler = 1.0 / 16
 const closedClusterShare = 1.0 / 32
 
 // closedCandidates returns, for the L1 check, the closing-merge candidates of every closed
-// partition that has a late stream (see the comment at the top of this file).
-func closedCandidates(cfg Config, onTime, late []File) []candidate {
+// partition that has a late stream (see the comment at the top of this file). The table's edge is
+// its newest row, but never later than now: one row from a clock running ahead would otherwise
+// close every partition behind it, the live one too.
+func closedCandidates(cfg Config, onTime, late []File, now int64) []candidate {
 	if cfg.ClosedAfter <= 0 || len(late) == 0 {
 		return nil
 	}
-	closedBefore := max(maxTime(onTime), maxTime(late)) - cfg.ClosedAfter.Microseconds()
+	closedBefore := min(max(maxTime(onTime), maxTime(late)), now) - cfg.ClosedAfter.Microseconds()
 	on, lt := byPartition(onTime), byPartition(late)
 	var out []candidate
 	for _, part := range sortedPartitions(lt) {

@@ -312,3 +312,19 @@ func TestClosingMergeRechecksWhatIsLeft(t *testing.T) {
 		t.Fatalf("closing merge of what the L0 bin left: %v", bins)
 	}
 }
+
+// TestClosingMergeEdgeIsNow: one row from a clock running ahead (100 hours, in partition h99)
+// does not close the live partition h1: the table's edge is never later than now.
+func TestClosingMergeEdgeIsNow(t *testing.T) {
+	fs := append(closedTable(), file("h99", 0, 1, 0, 5100+360000, 5101+360000))
+	p := Plan(DefaultConfig(), Input{Files: fs, Now: time.Unix(5101, 0)})
+	bins := closingBins(p)
+	if len(bins) == 0 {
+		t.Fatalf("no closing merge of the closed partition h0:\n%v", p)
+	}
+	for _, b := range bins {
+		if b.Partition != "h0" {
+			t.Fatalf("closing merge of partition %q:\n%v", b.Partition, p)
+		}
+	}
+}

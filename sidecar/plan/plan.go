@@ -340,7 +340,7 @@ func Plan(cfg Config, in Input) Pass {
 			case L1:
 				cs = levelCandidates(cfg, fs, L1, KindL1)
 				if i == 0 {
-					cs = append(cs, closedCandidates(cfg, onTime, late)...)
+					cs = append(cs, closedCandidates(cfg, onTime, late, in.Now.UnixMicro())...)
 				}
 			case L2:
 				cs = append(terminalCandidates(cfg, fs), absorbCandidates(cfg, fs)...)

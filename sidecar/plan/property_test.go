@@ -507,7 +507,7 @@ func checkTimeLimit(cfg Config, in Input, p Pass) error {
 
 // checkClosing holds the rules of closing merges (closed.go) and of size-only cuts: only the
 // leveled planner with a late stream plans closing merges, at a run pass, in a partition that has
-// closed (its newest row ClosedAfter behind the table's) and whose late stream is at most
+// closed (its newest row ClosedAfter behind the table's, or now if earlier) and whose late stream is at most
 // closedLateShare of its on-time bytes; a late closing merge (LateOutputs, cut by size only)
 // holds late files and smaller on-time files, never an on-time terminal file; an on-time one
 // holds on-time files only. SizeCutsOnly marks exactly the late closing merges and the leveled
@@ -537,6 +537,7 @@ func checkClosing(cfg Config, in Input, p Pass, b Bin) error {
 			edge, first = f.MaxTime, false
 		}
 	}
+	edge = min(edge, in.Now.UnixMicro()) // a clock running ahead closes nothing
 	newest = math.MinInt64
 	for _, f := range in.Files {
 		if f.MinTime > f.MaxTime || f.Partition != b.Partition {
