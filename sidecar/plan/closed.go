@@ -29,7 +29,9 @@ import (
 //     inside the terminal layer), so the on-time stream becomes one layer too.
 //
 // Closing merges can wait (candidate.waits): in a pass with a time limit, a closing merge the
-// limit refuses is taken past it only when no other refused bin is waiting. With the allowance
+// limit refuses is taken past it only when no other refused bin is waiting, and a refused one
+// neither counts toward that allowance (State.TimeLimitedPasses) nor keeps the L1 check due, which
+// would then run every tick instead of every minute. With the allowance
 // open to them (the first refused bin larger than the limit, in score order), the busy table's
 // ingest-edge depth p50 went from 27 to 41 in the simulator; with closing merges only in passes
 // without a time limit, the stall table's settled depth p50 stayed 3 (its rewriter is busy for a

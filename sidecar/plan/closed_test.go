@@ -328,3 +328,20 @@ func TestClosingMergeEdgeIsNow(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitingClosingMergeKeepsTheCadence: a closing merge the time limit refuses neither keeps
+// the L1 check due (it runs every minute, not every tick) nor counts toward the allowance past the
+// limit.
+func TestWaitingClosingMergeKeepsTheCadence(t *testing.T) {
+	rate := rateOf(0, 10e6) // the closing merge of h0 (about 200 MiB) takes 21 s of the 10 s
+	st := State{}
+	st.LastCheck[L2] = t0.Add(-10 * time.Minute)
+	fresh := stacked("a", 0, 20, 4096, 0)
+	p := Plan(DefaultConfig(), Input{Files: append(closedTable(), fresh...), Now: t0, State: st, Rewriter: rate, RewriterBusy: 1})
+	if len(closingBins(p)) != 0 || !slices.ContainsFunc(p.Deferred, func(b Bin) bool { return b.LateOutputs }) {
+		t.Fatalf("want the closing merge refused by the time limit:\n%v", p)
+	}
+	if !p.Next.LastCheck[L1].Equal(t0) || p.Next.TimeLimitedPasses != 0 {
+		t.Fatalf("L1 checked at %v (want %v), %d limited passes (want 0)", p.Next.LastCheck[L1], t0, p.Next.TimeLimitedPasses)
+	}
+}

@@ -117,7 +117,8 @@ type State struct {
 	// cadence "every Nth backlogged cycle" counts from each episode's start.
 	BackloggedCycles int
 	// TimeLimitedPasses counts consecutive passes that left a bin for a later
-	// pass because of the pass's time limit (see Input.Rewriter). Once it
+	// pass because of the pass's time limit (see Input.Rewriter), a bin of work
+	// that waits (closing merges) aside. Once it
 	// reaches largeBinWait, the next pass may take one bin past the limit,
 	// so a large rewrite waits a bounded number of passes.
 	TimeLimitedPasses int
@@ -367,7 +368,9 @@ func Plan(cfg Config, in Input) Pass {
 	}
 	starved := p.serve(cfg, cands, b)
 	p.Next.TimeLimitedPasses = 0
-	if (b.timeRefused != nil || b.waitRefused != nil) && !b.tookPast {
+	// Only work that does not wait counts toward the allowance: a pass that left only closing
+	// merges for later does not bring the next pass past the limit sooner.
+	if b.timeRefused != nil && !b.tookPast {
 		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
 	}
 	for _, l := range p.Checked {
@@ -515,7 +518,7 @@ const largeBinWait = 3
 const busyForTimeLimit = 0.5
 
 // serve hands out the budget to candidates in score order and reports the
-// levels that had a bin refused for want of budget.
+// levels that had a bin refused for want of budget (but for work that waits).
 func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	slices.SortStableFunc(cands, func(a, c candidate) int {
 		if x := cmp.Compare(c.score, a.score); x != 0 {
@@ -580,7 +583,11 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 			p.Bins = append(p.Bins, bin)
 		}
 		if refused > 0 {
-			starved[c.level] = true
+			// Work that waits does not hold its level's check back: a waiting closing merge
+			// would otherwise run the L1 check every tick instead of every minute.
+			if !c.waits {
+				starved[c.level] = true
+			}
 			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %d of %d bins left for a later pass (budget: %d bins, %d files%s left)",
 				c.kind, c.level, c.partition, refused, len(bins), b.bins, b.files, b.timeLeft(p)))
 		}
