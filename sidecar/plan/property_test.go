@@ -557,6 +557,9 @@ func checkClosing(cfg Config, in Input, p Pass, b Bin) error {
 		return fmt.Errorf("closing merge of partition %q with %d late bytes beside %d on-time", b.Partition, lateBytes, onBytes)
 	}
 	for _, f := range b.Files {
+		if cfg.LevelCapped(f.Generation) && !overlapsStream(cfg, in, b, f) {
+			return fmt.Errorf("closing merge took the capped file %v, which overlaps nothing in its stream", f)
+		}
 		switch {
 		case b.LateOutputs && !f.Late && cfg.LevelOf(f.SizeBytes) == L2:
 			return fmt.Errorf("late closing merge took the on-time terminal file %v", f)
@@ -565,4 +568,58 @@ func checkClosing(cfg Config, in Input, p Pass, b Bin) error {
 		}
 	}
 	return nil
+}
+
+// overlapsStream reports whether f, a file of the closing bin b, overlaps another file of b's
+// stream in its partition: the late files and the smaller on-time files for a late closing merge,
+// the on-time files for an on-time one.
+func overlapsStream(cfg Config, in Input, b Bin, f File) bool {
+	for _, g := range in.Files {
+		if g.Path == f.Path || g.Partition != b.Partition || g.MinTime > g.MaxTime || !g.Overlaps(f) {
+			continue
+		}
+		if b.LateOutputs && (g.Late || cfg.LevelOf(g.SizeBytes) < L2) || !b.LateOutputs && !g.Late {
+			return true
+		}
+	}
+	return false
+}
+
+// TestClosingMergesSettle: on random tables with closing merges, applying every pass as an ideal
+// rewriter would and adding no files, the closing merges stop: after 70 minutes of 10 s ticks
+// (an hourly L2 check among them) the next 5 minutes (five L1 checks) plan none. Closing merges that re-merged their own outputs
+// without new files would keep planning.
+func TestClosingMergesSettle(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 5))
+	tried, closed := 0, 0
+	for iter := 0; tried < 100 && iter < 20000; iter++ {
+		cfg, in := randomCase(r)
+		if !cfg.Leveled || !cfg.LateStream || cfg.ClosedAfter <= 0 || cfg.ReclusterInterval == 0 {
+			continue
+		}
+		tried++
+		files, st, now, seq := in.Files, State{}, in.Now, 0
+		any := false
+		for pass := range 450 {
+			p := Plan(cfg, Input{Files: files, Now: now, State: st})
+			if err := checkPass(cfg, Input{Files: files, Now: now, State: st}, p); err != nil {
+				t.Fatalf("case %d pass %d: %v\n%v", iter, pass, err, p)
+			}
+			bins := closingBins(p)
+			any = any || len(bins) > 0
+			if pass >= 420 && len(bins) > 0 {
+				t.Fatalf("case %d: closing merges still planned after %d passes without new files:\n%v", iter, pass, p)
+			}
+			st = p.Next
+			files, seq = applyIdeal(files, p.Bins, seq)
+			now = now.Add(10 * time.Second)
+		}
+		if any {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Fatalf("no closing merge in %d random cases", tried)
+	}
+	t.Logf("%d random cases, %d with closing merges", tried, closed)
 }
