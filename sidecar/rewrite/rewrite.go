@@ -40,8 +40,9 @@ type Job struct {
 	// time-bucket footers (merge.WriterOptions.SplitSparse); 0 cuts by size only.
 	SplitSparse float64
 	// Late writes every output as a late file whatever the inputs (plan.Bin.LateOutputs: a
-	// closing merge takes a closed partition's on-time stragglers into its late stream). A bin
-	// of late files only writes late files without it.
+	// closing merge takes a closed partition's on-time stragglers into its late stream), not
+	// with Fold: folded outputs are never late. A bin of late files only writes late files
+	// without it.
 	Late bool
 	// Metadata is the search metadata the outputs carry.
 	Metadata merge.MetadataOptions
