@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Closing merges: the work a partition gets once it has closed.
@@ -17,9 +18,9 @@ import (
 // row) and its late stream is small beside its on-time files (closedLateShare), the L1 check
 // plans, in that partition:
 //   - a closing merge of its late stream together with its on-time stragglers (closedStraggler),
-//     those below the generation cap, whose outputs are late files cut by size only
-//     (Bin.LateOutputs, Bin.SizeCutsOnly): each overlap cluster of them, and each run of disjoint
-//     files below L2 that holds more than one file more than its bytes need at the L2 target,
+//     whose outputs are late files cut by size only (Bin.LateOutputs, Bin.SizeCutsOnly): each
+//     overlap cluster of them, and each run of disjoint files below L2 and below the generation
+//     cap that holds more than one file more than its bytes need at the L2 target,
 //     in time-adjacent bins of at most the fan-in, when its incoming bytes (its files below L2
 //     but its largest) hold at least closedClusterShare of its bytes. The late stream becomes
 //     one disjoint layer of files near the L2 target size, and the on-time stragglers leave the
@@ -102,8 +103,9 @@ func closedCandidates(cfg Config, onTime, late []File, now int64) []candidate {
 }
 
 // closingLate is the closing merge of a closed partition's late stream with its on-time
-// stragglers. Its pool is the late files and stragglers below the generation cap (a capped file
-// leaves it as it leaves level selection; the depth trigger and the L2 check still take it).
+// stragglers. A file at the generation cap is taken as the depth trigger takes it, in an overlap
+// cluster, never as one of a run of disjoint files (the count rule, like the level rules' count,
+// leaves it alone).
 func closingLate(cfg Config, part string, onPool, latePool []File) (candidate, bool) {
 	var terms []File
 	for _, f := range onPool {
@@ -111,19 +113,14 @@ func closingLate(cfg Config, part string, onPool, latePool []File) (candidate, b
 			terms = append(terms, f)
 		}
 	}
-	var pool []File
-	for _, f := range latePool {
-		if !cfg.LevelCapped(f.Generation) {
-			pool = append(pool, f)
-		}
-	}
+	pool := slices.Clone(latePool)
 	for _, f := range onPool {
-		if cfg.LevelOf(f.SizeBytes) < L2 && !cfg.LevelCapped(f.Generation) && stragglerOf(terms, f) {
+		if cfg.LevelOf(f.SizeBytes) < L2 && stragglerOf(terms, f) {
 			pool = append(pool, f)
 		}
 	}
 	sortByTime(pool)
-	why := fmt.Sprintf("late stream: closed partition: %d late files and on-time stragglers below the generation cap", len(pool))
+	why := fmt.Sprintf("late stream: closed partition: %d late files and on-time stragglers", len(pool))
 	groups := closingLateGroups(cfg, pool)
 	if len(groups) == 0 {
 		return candidate{}, false
@@ -147,25 +144,24 @@ func closingLate(cfg Config, part string, onPool, latePool []File) (candidate, b
 }
 
 // closingLateGroups returns the groups of pool (time-sorted) that a closing merge takes: each
-// overlap cluster of two or more files, and each run of disjoint files below L2 (between two
-// clusters or full files) that holds more than one file more than its bytes need at the L2
+// overlap cluster of two or more files, and each run of disjoint files below L2 and the
+// generation cap (between two clusters, full files or capped files) that holds more than one file more than its bytes need at the L2
 // target. Either only when its incoming bytes, those of its files below L2 but the largest file,
 // hold at least closedClusterShare of its bytes: a merge then rewrites at most 32 times what
 // came in since the last, so late rows that keep arriving after the partition closed do not
 // re-merge its settled late layer with each file.
 func closingLateGroups(cfg Config, pool []File) [][]File {
-	var out, run [][]File
+	var out [][]File
 	var runFiles []File
 	flush := func() {
 		need := int((sumBytes(runFiles) + cfg.TargetBytes[L2] - 1) / cfg.TargetBytes[L2])
 		if len(runFiles) >= 2 && len(runFiles) > need+1 && closingIncoming(cfg, runFiles) {
 			out = append(out, runFiles)
 		}
-		run, runFiles = nil, nil
+		runFiles = nil
 	}
 	for _, c := range Clusters(pool) {
-		if len(c) == 1 && cfg.LevelOf(c[0].SizeBytes) < L2 {
-			run = append(run, c)
+		if len(c) == 1 && cfg.LevelOf(c[0].SizeBytes) < L2 && !cfg.LevelCapped(c[0].Generation) {
 			runFiles = append(runFiles, c[0])
 			continue
 		}
