@@ -123,8 +123,8 @@ type Config struct {
 	// time, and 0.75 no fewer (docs/compaction.md, "Absorb bins").
 	AbsorbMaxReencode float64
 
-	// ClosedAfter is how far behind the table's newest row (the largest MaxTime of its files)
-	// a partition's newest row must be for the partition to count as closed, so that the L1
+	// ClosedAfter is how far behind the table's newest row (the largest MaxTime of its files,
+	// but never later than Input.Now) a partition's newest row must be for the partition to count as closed, so that the L1
 	// check plans its closing merges (closed.go): its late stream and on-time stragglers merged
 	// into one late layer, its on-time stream into one layer. 0 plans none. Default 15 min, the
 	// age behind which the simulator counts a file as settled: by then a table whose rows are
