@@ -783,24 +783,12 @@ func (m *Maintainer) executor() *rewrite.Executor {
 	return e
 }
 
-// splitSparseFor is the density-cut fraction of bin b's rewrite: the configured one, or none
-// where the planner asks for size cuts only (a closing merge, whose outputs are late whatever
-// their density, and the restricted backpressure pass, which holds the file count down: density
-// cuts would only add files).
-func splitSparseFor(b plan.Bin, splitSparse float64) float64 {
-	if b.SizeCutsOnly {
-		return 0
-	}
-	return splitSparse
-}
-
 // rewrite runs one bin through the executor: one replace of exactly its input files. Every bin of
 // a rollup table (roll not nil) folds.
 func (m *Maintainer) rewrite(ctx context.Context, t *table.Table, b plan.Bin, byPath map[string]lake.File, roll *fold.Rollup) (rewrite.Outcome, error) {
 	name := t.Identifier()[len(t.Identifier())-1]
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
-		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, SplitSparse: splitSparseFor(b, m.Cfg.SplitSparse),
-		Late: b.LateOutputs, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
+		Dir: lake.DataDir(t, b.Partition), TargetFileBytes: b.TargetFileBytes, SplitSparse: m.Cfg.SplitSparse, Metadata: m.Cfg.Metadata.For(t), Reason: b.Reason}
 	for _, f := range b.Files {
 		lf, ok := byPath[f.Path]
 		if !ok {

@@ -123,14 +123,6 @@ type Config struct {
 	// time, and 0.75 no fewer (docs/compaction.md, "Absorb bins").
 	AbsorbMaxReencode float64
 
-	// ClosedAfter is how far behind the table's newest row (the largest MaxTime of its files,
-	// but never later than Input.Now) a partition's newest row must be for the partition to count as closed, so that the L1
-	// check plans its closing merges (closed.go): its late stream and on-time stragglers merged
-	// into one late layer, its on-time stream into one layer. 0 plans none. Default 15 min, the
-	// age behind which the simulator counts a file as settled: by then a table whose rows are
-	// late by a minute on average has had its late rows (docs/compaction.md, "Late rows").
-	ClosedAfter time.Duration
-
 	// BackpressureMaxBins is the restricted pass's own bin budget (its bin
 	// concurrency). Default 1: one bin at a time leaves the drain its CPU.
 	BackpressureMaxBins int
@@ -156,7 +148,6 @@ func DefaultConfig() Config {
 		BackpressureMaxBins:      1,
 		LateStream:               true,
 		AbsorbMaxReencode:        0.5,
-		ClosedAfter:              15 * time.Minute,
 	}
 }
 
@@ -207,9 +198,6 @@ func (c Config) Validate() error {
 	}
 	if !(c.AbsorbMaxReencode >= 0 && c.AbsorbMaxReencode <= 1) { // NaN too
 		bad("absorb max re-encode %v: must be in [0, 1] (0 plans no absorb bins)", c.AbsorbMaxReencode)
-	}
-	if c.ClosedAfter < 0 {
-		bad("closed after %v: must be >= 0 (0 plans no closing merges)", c.ClosedAfter)
 	}
 	if c.BackpressureMaxBins < 1 {
 		bad("backpressure max bins %d: must be >= 1", c.BackpressureMaxBins)

@@ -117,8 +117,7 @@ type State struct {
 	// cadence "every Nth backlogged cycle" counts from each episode's start.
 	BackloggedCycles int
 	// TimeLimitedPasses counts consecutive passes that left a bin for a later
-	// pass because of the pass's time limit (see Input.Rewriter), a bin of work
-	// that waits (closing merges) aside. Once it
+	// pass because of the pass's time limit (see Input.Rewriter). Once it
 	// reaches largeBinWait, the next pass may take one bin past the limit,
 	// so a large rewrite waits a bounded number of passes.
 	TimeLimitedPasses int
@@ -177,27 +176,13 @@ type Bin struct {
 	Score float64
 	// Reason says in words why the bin exists.
 	Reason string
-	// LateOutputs says the outputs are late files whatever the inputs: a closing merge
-	// (closed.go) takes a closed partition's on-time stragglers into its late stream.
-	LateOutputs bool
-	// SizeCutsOnly says the writer cuts the outputs by size only, without density cuts
-	// (SIGLAKE_COMPACTOR_SPLIT_SPARSE): a closing merge's outputs are late whatever their
-	// density, so density cuts would only add files; and a restricted backpressure pass's bins
-	// exist to keep the file count down while the drain has priority, where every cut adds a
-	// file (docs/compaction.md, "Late rows").
-	SizeCutsOnly bool
 }
 
-// Late reports whether the bin's outputs are late files: it merges
-// late-stream files only, or it is a closing merge (LateOutputs). With
-// Config.LateStream the leveled planner mixes the streams only in a closing
-// merge; the legacy pass and a planner without LateStream do, and the
-// outputs of a mixed bin are on-time (its sparse runs excepted) unless
-// LateOutputs says otherwise.
+// Late reports whether the bin merges late-stream files only: its outputs
+// stay in the late stream. With Config.LateStream the leveled planner never
+// mixes the streams; the legacy pass and a planner without LateStream do,
+// and the outputs of a mixed bin are on-time (its sparse runs excepted).
 func (b Bin) Late() bool {
-	if b.LateOutputs {
-		return len(b.Files) > 0
-	}
 	for _, f := range b.Files {
 		if !f.Late {
 			return false
@@ -299,11 +284,6 @@ func Plan(cfg Config, in Input) Pass {
 			lateCandidates(levelCandidates(cfg, late, L0, KindBackpressureL0))...)
 		p.Checked = []Level{L0}
 		p.serve(cfg, cands, b)
-		if cfg.Leveled {
-			for i := range p.Bins {
-				p.Bins[i].SizeCutsOnly = true
-			}
-		}
 		p.Next.LastCheck[L0] = in.Now
 		return p
 	}
@@ -340,9 +320,6 @@ func Plan(cfg Config, in Input) Pass {
 				cs = append(levelCandidates(cfg, fs, L0, KindL0), depthCandidates(cfg, fs, limit)...)
 			case L1:
 				cs = levelCandidates(cfg, fs, L1, KindL1)
-				if i == 0 {
-					cs = append(cs, closedCandidates(cfg, onTime, late, in.Now.UnixMicro())...)
-				}
 			case L2:
 				cs = append(terminalCandidates(cfg, fs), absorbCandidates(cfg, fs)...)
 			}
@@ -368,8 +345,6 @@ func Plan(cfg Config, in Input) Pass {
 	}
 	starved := p.serve(cfg, cands, b)
 	p.Next.TimeLimitedPasses = 0
-	// Only work that does not wait counts toward the allowance: a pass that left only closing
-	// merges for later does not bring the next pass past the limit sooner.
 	if b.timeRefused != nil && !b.tookPast {
 		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
 	}
@@ -447,7 +422,6 @@ func (c Config) sane() Config {
 	c.MaxSealedForRecluster = max(c.MaxSealedForRecluster, 0)
 	c.BackpressureCompactEvery = max(c.BackpressureCompactEvery, 0)
 	c.BackpressureMaxBins = max(c.BackpressureMaxBins, 0)
-	c.ClosedAfter = max(c.ClosedAfter, 0)
 	// NaN would pass every "share above the limit" test and plan every absorb bin: none instead.
 	if !(c.AbsorbMaxReencode >= 0) {
 		c.AbsorbMaxReencode = 0
@@ -478,9 +452,6 @@ type candidate struct {
 	score     float64
 	why       string
 	build     func(taken map[string]bool) []Bin
-	// waits marks work that can wait for a pass with time to spare: a bin of it the time limit
-	// refuses is never the one taken past the limit (closing merges, closed.go).
-	waits bool
 }
 
 // budget is what a pass may still take. With a rate, time is what is left
@@ -493,7 +464,6 @@ type budget struct {
 	rate        *RewriteRate
 	time        time.Duration
 	timeRefused []Bin
-	waitRefused []Bin // refused bins of work that waits (candidate.waits): past the limit only if no other
 	pastTime    bool
 	tookPast    bool
 }
@@ -518,7 +488,7 @@ const largeBinWait = 3
 const busyForTimeLimit = 0.5
 
 // serve hands out the budget to candidates in score order and reports the
-// levels that had a bin refused for want of budget (but for work that waits).
+// levels that had a bin refused for want of budget.
 func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	slices.SortStableFunc(cands, func(a, c candidate) int {
 		if x := cmp.Compare(c.score, a.score); x != 0 {
@@ -545,11 +515,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 		refused := 0
 		for _, bin := range bins {
 			if b.overTime(p, bin, taken) {
-				if c.waits {
-					b.waitRefused = append(b.waitRefused, bin)
-				} else {
-					b.timeRefused = append(b.timeRefused, bin)
-				}
+				b.timeRefused = append(b.timeRefused, bin)
 				refused++
 				if !anyTaken(bin.Files, deferred) {
 					for _, f := range bin.Files {
@@ -583,11 +549,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 			p.Bins = append(p.Bins, bin)
 		}
 		if refused > 0 {
-			// Work that waits does not hold its level's check back: a waiting closing merge
-			// would otherwise run the L1 check every tick instead of every minute.
-			if !c.waits {
-				starved[c.level] = true
-			}
+			starved[c.level] = true
 			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %d of %d bins left for a later pass (budget: %d bins, %d files%s left)",
 				c.kind, c.level, c.partition, refused, len(bins), b.bins, b.files, b.timeLeft(p)))
 		}
@@ -609,16 +571,23 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 	if !b.pastTime {
 		return
 	}
-	refused := b.timeRefused
-	best := p.pastTimeChoice(b, refused, taken)
-	if best < 0 {
-		refused = b.waitRefused
-		best = p.pastTimeChoice(b, refused, taken)
+	best := -1
+	for i, bin := range b.timeRefused {
+		if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
+			continue
+		}
+		if best < 0 {
+			best = i
+		}
+		if b.rate.Estimate(bin.EstimatedBytes) > p.TimeLimit {
+			best = i
+			break
+		}
 	}
 	if best < 0 {
 		return
 	}
-	bin := refused[best]
+	bin := b.timeRefused[best]
 	b.bins--
 	b.files -= len(bin.Files)
 	for _, f := range bin.Files {
@@ -627,23 +596,6 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 	bin.Reason += fmt.Sprintf("; past the pass's time limit after %d passes that left it for later", largeBinWait)
 	p.Bins = append(p.Bins, bin)
 	b.tookPast = true
-}
-
-// pastTimeChoice is the index of the bin of refused that takePastTime takes (-1: none).
-func (p *Pass) pastTimeChoice(b *budget, refused []Bin, taken map[string]bool) int {
-	best := -1
-	for i, bin := range refused {
-		if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
-			continue
-		}
-		if best < 0 {
-			best = i
-		}
-		if b.rate.Estimate(bin.EstimatedBytes) > p.TimeLimit {
-			return i
-		}
-	}
-	return best
 }
 
 // overTime reports whether bin, which the other budgets would take, is

@@ -41,20 +41,13 @@ func randomCase(r *rand.Rand) (Config, Input) {
 	if r.IntN(20) == 0 {
 		cfg.ReclusterInterval = 0
 	}
-	switch r.IntN(3) { // closing merges: off, the default, or a random age
-	case 0:
-		cfg.ClosedAfter = 0
-	case 1:
-		cfg.ClosedAfter = time.Duration(r.Int64N(int64(30 * time.Minute)))
-	}
 
 	var files []File
 	nParts := 1 + r.IntN(4)
 	for p := range nParts {
 		part := fmt.Sprintf("day=%d", p)
 		n := r.IntN(150)
-		// Later partitions start later, so earlier ones may have closed (closed.go).
-		t := int64(p) * r.Int64N(3) * 1800e6
+		t := int64(0)
 		for i := range n {
 			var lo, hi int64
 			switch r.IntN(3) {
@@ -101,7 +94,6 @@ func TestPlannerProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 7))
 	counts := map[Kind]int{}
 	cappedInDepth := 0
-	closing := map[bool]int{} // closing merges by LateOutputs
 	for iter := range propertyCases() {
 		cfg, in := randomCase(r)
 		p := Plan(cfg, in)
@@ -110,9 +102,6 @@ func TestPlannerProperties(t *testing.T) {
 		}
 		for _, b := range p.Bins {
 			counts[b.Kind]++
-			if strings.Contains(b.Reason, "closed partition") {
-				closing[b.LateOutputs]++
-			}
 			for _, f := range b.Files {
 				if b.Kind == KindDepth && cfg.LevelCapped(f.Generation) {
 					cappedInDepth++
@@ -137,10 +126,7 @@ func TestPlannerProperties(t *testing.T) {
 	if cappedInDepth == 0 {
 		t.Errorf("no capped file taken by a depth bin in %d random cases", propertyCases())
 	}
-	if closing[true] == 0 || closing[false] == 0 {
-		t.Errorf("closing merges in %d random cases: %d late, %d on-time; want both", propertyCases(), closing[true], closing[false])
-	}
-	t.Logf("bins by kind: %v; capped files in depth bins: %d; closing merges late %d, on-time %d", counts, cappedInDepth, closing[true], closing[false])
+	t.Logf("bins by kind: %v; capped files in depth bins: %d", counts, cappedInDepth)
 }
 
 // checkPass verifies the promises every pass keeps.
@@ -215,14 +201,9 @@ func checkPass(cfg Config, in Input, p Pass) error {
 		if sum != b.EstimatedBytes {
 			return fmt.Errorf("bin %d estimate %d, inputs %d", bi, b.EstimatedBytes, sum)
 		}
-		// The leveled planner keeps the late stream apart: a bin is all late or all on-time,
-		// except a closing merge, which takes a closed partition's on-time stragglers into its
-		// late stream (closed.go).
+		// The leveled planner keeps the late stream apart: a bin is all late or all on-time.
 		apart := cfg.Leveled && cfg.LateStream
-		if err := checkClosing(cfg, in, p, b); err != nil {
-			return fmt.Errorf("bin %d (%v): %w", bi, b.Kind, err)
-		}
-		if apart && !b.LateOutputs && b.Late() != b.Files[0].Late {
+		if apart && b.Late() != b.Files[0].Late {
 			return fmt.Errorf("bin %d (%v) mixes late and on-time files", bi, b.Kind)
 		}
 		if apart && b.Late() != strings.HasPrefix(b.Reason, "late stream: ") {
@@ -503,123 +484,4 @@ func checkTimeLimit(cfg Config, in Input, p Pass) error {
 		return fmt.Errorf("limited passes %d -> %d", in.State.TimeLimitedPasses, n)
 	}
 	return nil
-}
-
-// checkClosing holds the rules of closing merges (closed.go) and of size-only cuts: only the
-// leveled planner with a late stream plans closing merges, at a run pass, in a partition that has
-// closed (its newest row ClosedAfter behind the table's, or now if earlier) and whose late stream is at most
-// closedLateShare of its on-time bytes; a late closing merge (LateOutputs, cut by size only)
-// holds late files and smaller on-time files, never an on-time terminal file; an on-time one
-// holds on-time files only. SizeCutsOnly marks exactly the late closing merges and the leveled
-// restricted pass's bins.
-func checkClosing(cfg Config, in Input, p Pass, b Bin) error {
-	closing := strings.Contains(b.Reason, "closed partition")
-	throttled := cfg.Leveled && p.Decision == DecisionThrottledBackpressure
-	if b.SizeCutsOnly != (b.LateOutputs || throttled) {
-		return fmt.Errorf("size cuts only %v, late outputs %v, throttled %v", b.SizeCutsOnly, b.LateOutputs, throttled)
-	}
-	if b.LateOutputs && !closing {
-		return fmt.Errorf("late outputs outside a closing merge: %q", b.Reason)
-	}
-	if !closing {
-		return nil
-	}
-	if !cfg.Leveled || !cfg.LateStream || cfg.ClosedAfter <= 0 || p.Decision != DecisionRun {
-		return fmt.Errorf("closing merge with leveled %v, late stream %v, closed after %v, decision %v", cfg.Leveled, cfg.LateStream, cfg.ClosedAfter, p.Decision)
-	}
-	var edge, newest, onBytes, lateBytes int64
-	first := true
-	for _, f := range in.Files {
-		if f.MinTime > f.MaxTime {
-			continue
-		}
-		if first || f.MaxTime > edge {
-			edge, first = f.MaxTime, false
-		}
-	}
-	edge = min(edge, in.Now.UnixMicro()) // a clock running ahead closes nothing
-	newest = math.MinInt64
-	for _, f := range in.Files {
-		if f.MinTime > f.MaxTime || f.Partition != b.Partition {
-			continue
-		}
-		newest = max(newest, f.MaxTime)
-		if f.Late {
-			lateBytes += f.SizeBytes
-		} else {
-			onBytes += f.SizeBytes
-		}
-	}
-	if newest >= edge-cfg.ClosedAfter.Microseconds() {
-		return fmt.Errorf("closing merge of partition %q, newest row %d, table edge %d: not closed", b.Partition, newest, edge)
-	}
-	if lateBytes == 0 || float64(lateBytes) > closedLateShare*float64(onBytes) {
-		return fmt.Errorf("closing merge of partition %q with %d late bytes beside %d on-time", b.Partition, lateBytes, onBytes)
-	}
-	for _, f := range b.Files {
-		if cfg.LevelCapped(f.Generation) && !overlapsStream(cfg, in, b, f) {
-			return fmt.Errorf("closing merge took the capped file %v, which overlaps nothing in its stream", f)
-		}
-		switch {
-		case b.LateOutputs && !f.Late && cfg.LevelOf(f.SizeBytes) == L2:
-			return fmt.Errorf("late closing merge took the on-time terminal file %v", f)
-		case !b.LateOutputs && f.Late:
-			return fmt.Errorf("on-time closing merge took the late file %v", f)
-		}
-	}
-	return nil
-}
-
-// overlapsStream reports whether f, a file of the closing bin b, overlaps another file of b's
-// stream in its partition: the late files and the smaller on-time files for a late closing merge,
-// the on-time files for an on-time one.
-func overlapsStream(cfg Config, in Input, b Bin, f File) bool {
-	for _, g := range in.Files {
-		if g.Path == f.Path || g.Partition != b.Partition || g.MinTime > g.MaxTime || !g.Overlaps(f) {
-			continue
-		}
-		if b.LateOutputs && (g.Late || cfg.LevelOf(g.SizeBytes) < L2) || !b.LateOutputs && !g.Late {
-			return true
-		}
-	}
-	return false
-}
-
-// TestClosingMergesSettle: on random tables with closing merges, applying every pass as an ideal
-// rewriter would and adding no files, the closing merges stop: after 70 minutes of 10 s ticks
-// (an hourly L2 check among them) the next 5 minutes (five L1 checks) plan none. Closing merges that re-merged their own outputs
-// without new files would keep planning.
-func TestClosingMergesSettle(t *testing.T) {
-	r := rand.New(rand.NewPCG(11, 5))
-	tried, closed := 0, 0
-	for iter := 0; tried < 100 && iter < 20000; iter++ {
-		cfg, in := randomCase(r)
-		if !cfg.Leveled || !cfg.LateStream || cfg.ClosedAfter <= 0 || cfg.ReclusterInterval == 0 {
-			continue
-		}
-		tried++
-		files, st, now, seq := in.Files, State{}, in.Now, 0
-		any := false
-		for pass := range 450 {
-			p := Plan(cfg, Input{Files: files, Now: now, State: st})
-			if err := checkPass(cfg, Input{Files: files, Now: now, State: st}, p); err != nil {
-				t.Fatalf("case %d pass %d: %v\n%v", iter, pass, err, p)
-			}
-			bins := closingBins(p)
-			any = any || len(bins) > 0
-			if pass >= 420 && len(bins) > 0 {
-				t.Fatalf("case %d: closing merges still planned after %d passes without new files:\n%v", iter, pass, p)
-			}
-			st = p.Next
-			files, seq = applyIdeal(files, p.Bins, seq)
-			now = now.Add(10 * time.Second)
-		}
-		if any {
-			closed++
-		}
-	}
-	if closed == 0 {
-		t.Fatalf("no closing merge in %d random cases", tried)
-	}
-	t.Logf("%d random cases, %d with closing merges", tried, closed)
 }

@@ -39,11 +39,6 @@ type Job struct {
 	// SplitSparse also cuts outputs where the bin's row density falls, read from the inputs'
 	// time-bucket footers (merge.WriterOptions.SplitSparse); 0 cuts by size only.
 	SplitSparse float64
-	// Late writes every output as a late file whatever the inputs (plan.Bin.LateOutputs: a
-	// closing merge takes a closed partition's on-time stragglers into its late stream), not
-	// with Fold: folded outputs are never late. A bin of late files only writes late files
-	// without it.
-	Late bool
 	// Metadata is the search metadata the outputs carry.
 	Metadata merge.MetadataOptions
 	// RowFilter drops the rows it matches (delete tasks); nil keeps every row (promise 2).
@@ -201,7 +196,7 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	}
 	newPath := func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) }
 	latePath := func(int) string { return job.Dir + "/" + merge.LateFileName(job.Generation) }
-	if job.Late || lateInputs(job.Inputs) {
+	if lateInputs(job.Inputs) {
 		// Late files rewritten (merged, or by a delete task or retention) stay late: the on-time
 		// stream never gets back a file whose range reaches minutes behind its rows.
 		newPath = latePath

@@ -141,19 +141,16 @@ func TestRunCommitted(t *testing.T) {
 }
 
 // TestRunKeepsStreams: a rewrite of late files only writes late files (they stay in the late
-// stream the planner plans apart); a bin holding an on-time file writes on-time files, unless
-// the job asks for late outputs (a closing merge, plan.Bin.LateOutputs).
+// stream the planner plans apart); a bin holding an on-time file writes on-time files.
 func TestRunKeepsStreams(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		late    func(i int) bool
-		lateJob bool
-		want    bool
+		name string
+		late func(i int) bool
+		want bool
 	}{
-		{"all late", func(int) bool { return true }, false, true},
-		{"mixed", func(i int) bool { return i > 0 }, false, false},
-		{"on-time", func(int) bool { return false }, false, false},
-		{"mixed, late outputs", func(i int) bool { return i > 0 }, true, true},
+		{"all late", func(int) bool { return true }, true},
+		{"mixed", func(i int) bool { return i > 0 }, false},
+		{"on-time", func(int) bool { return false }, false},
 	} {
 		l, _ := testTableNamed(t, 3, 300, func(i int) string {
 			if c.late(i) {
@@ -167,9 +164,7 @@ func TestRunKeepsStreams(t *testing.T) {
 				t.Fatalf("%s: lake.File.Late %v for %s", c.name, f.Late, f.Path)
 			}
 		}
-		j := job(tbl, files)
-		j.Late = c.lateJob
-		out := executor(l).Run(context.Background(), tbl, j)
+		out := executor(l).Run(context.Background(), tbl, job(tbl, files))
 		if out.Status != Committed {
 			t.Fatalf("%s: outcome %s %v", c.name, out.Status, out.Err)
 		}

@@ -55,15 +55,9 @@ func TestAbsorbScenarios(t *testing.T) {
 			t.Errorf("%s: %d absorb bins with AbsorbMaxReencode 0", s.Name, before.BinsByKind["absorb"])
 		}
 		// The claims docs/compaction.md makes: where a terminal layer settles with stragglers
-		// beside it (quiet) absorb bins take them, for fewer files, at most 5% more rewriter
-		// time; on the busy and late tables they find nothing to take, and on the stall table
-		// closing merges take most of its stragglers first (it got 8 absorb bins before them, 4
-		// since): absorb bins cost it nothing.
-		if strings.HasPrefix(s.Name, "stall") && (after.FilesP50 > before.FilesP50 || after.RewriteSeconds > 1.05*before.RewriteSeconds) {
-			t.Errorf("%s: absorb bins %d, files p50 %d (off %d), rewriter %.0f s (off %.0f)",
-				s.Name, after.BinsByKind["absorb"], after.FilesP50, before.FilesP50, after.RewriteSeconds, before.RewriteSeconds)
-		}
-		if strings.HasPrefix(s.Name, "quiet") {
+		// beside it (quiet, stall) absorb bins take them, for fewer files, at most 5% more
+		// rewriter time; on the busy and late tables they find nothing to take.
+		if strings.HasPrefix(s.Name, "quiet") || strings.HasPrefix(s.Name, "stall") {
 			if after.BinsByKind["absorb"] == 0 || after.FilesP50 >= before.FilesP50 || after.FilesFinal >= before.FilesFinal ||
 				after.SplicedBytes <= before.SplicedBytes || after.RewriteSeconds > 1.05*before.RewriteSeconds {
 				t.Errorf("%s: absorb bins %d, files p50/final %d/%d (off %d/%d), spliced %.0f (off %.0f), rewriter %.0f s (off %.0f)",

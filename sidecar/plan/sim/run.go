@@ -362,11 +362,7 @@ func (w *world) apply(b plan.Bin) {
 	w.res.RewrittenBytes += total
 	w.res.RewrittenByKind[b.Kind.String()+"/"+b.Level.String()] += total
 	late := b.Late()
-	frac := w.s.SplitSparse
-	if b.SizeCutsOnly {
-		frac = 0
-	}
-	outs, sparse := cut(ins, float64(b.TargetFileBytes), frac, splitMinBinRows*w.s.RowBytes)
+	outs, sparse := cut(ins, float64(b.TargetFileBytes), w.s.SplitSparse, splitMinBinRows*w.s.RowBytes)
 	for i, out := range outs {
 		w.add(part, b.OutputGeneration(), w.s.LateStream && (late || sparse[i]), out)
 	}
