@@ -58,5 +58,5 @@ func RetentionConfig(c Config) retention.Config {
 // SweepConfig is the part of the options the delete sweeper needs.
 func SweepConfig(c Config) deletes.SweepConfig {
 	return deletes.SweepConfig{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
-		Sweeps: c.DeleteTasks, Metadata: c.MetadataOptions}
+		Sweeps: c.DeleteTasks, Metadata: c.MetadataOptions, CancelPeriod: c.DeleteCancelPeriod}
 }

@@ -438,9 +438,15 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 
 // DeleteSweep is `siglake delete-sweep` (deletes.Sweeper.SweepTables) with this process's
 // options: its rewrites get the same index rebuild as the maintenance loop's.
-func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, apply bool) ([]deletes.SweepReport, error) {
+func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, o deletes.SweepOptions) ([]deletes.SweepReport, error) {
+	return DeleteSweeper(l, cfg, log).SweepTablesWith(ctx, tables, o)
+}
+
+// DeleteSweeper is the sweeper of `siglake delete-sweep` and of delete-request's count of what a
+// request matches: the process's options, metrics nobody scrapes.
+func DeleteSweeper(l *lake.Lake, cfg Config, log *zap.Logger) *deletes.Sweeper {
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
-	return m.Deletes().SweepTables(ctx, tables, apply)
+	return m.Deletes()
 }
 
 // RetentionRunner is the retention of `siglake retention`: the process's options, the

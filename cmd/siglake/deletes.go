@@ -15,18 +15,20 @@ import (
 )
 
 // runDeleteRequest is `siglake delete-request --table T --where COL=VALUE --in COL=V1,V2 --from T
-// --to T --reason TEXT [compactor options]`: it records a deletion request and prints its id.
+// --to T --reason TEXT [--all-rows] [compactor options]`: it records a deletion request, prints its
+// id, and says what it matches now and when sweeps will execute it.
 func runDeleteRequest(args []string) error {
 	fs := flag.NewFlagSet("siglake delete-request", flag.ContinueOnError)
 	tbl := fs.String("table", "", "table the rows live in (required)")
 	var where, in multiFlag
-	fs.Var(&where, "where", "COLUMN=VALUE: rows whose column equals the value (repeatable; conditions are ANDed)")
+	fs.Var(&where, "where", "COLUMN=VALUE: rows whose column equals the value; several joined by AND in one --where, or repeated (conditions are ANDed); quote a value with spaces: COLUMN=\"a b\"")
 	fs.Var(&in, "in", "COLUMN=V1,V2,...: rows whose column is one of the values (repeatable; values cannot contain commas)")
 	from := fs.String("from", "", "only rows with timestamp >= this (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC); default: the time of the request")
 	future := fs.Bool("include-future", false, "without --to, leave the range open: also delete matching rows with later timestamps for as long as the request is pending")
+	allRows := fs.Bool("all-rows", false, "delete EVERY row of the table (up to --to, default the time of the request); a request that bounds no row is refused without it")
 	reason := fs.String("reason", "", "why (a ticket id, a legal reference); stored with the request")
-	asJSON := fs.Bool("json", false, "print the stored request as JSON")
+	asJSON := fs.Bool("json", false, "print the stored request as JSON, with execute_at, candidate_files and matching_rows")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {
 		return err
@@ -34,13 +36,88 @@ func runDeleteRequest(args []string) error {
 	if *tbl == "" {
 		return fmt.Errorf("--table is required")
 	}
-	r := deletes.Request{From: *from, To: *to, Reason: *reason}
-	if r.To == "" && !*future {
-		// What exists now: an open range would keep the request pending, and rewriting every
-		// new file that matches, for as long as matching rows keep arriving.
-		r.To = time.Now().UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
-	}
+	r := deletes.Request{From: *from, To: *to, Reason: *reason, AllRows: *allRows}
 	if r.Where, err = conditions(where, in); err != nil {
+		return err
+	}
+	if r.AllRows && (r.From != "" || r.To != "") {
+		return fmt.Errorf("--all-rows deletes every row: give it without --from/--to (it covers rows up to the time of the request, or with --include-future every row while it is pending)")
+	}
+	ctx, l, done, err := openLake(cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	// An empty --to becomes the time of the request only after the whole-table check, which must
+	// see what the user gave: with --to filled in, no request would look unbounded.
+	got, err := fold.RecordDelete(ctx, l, *tbl, r, time.Now(), deletes.RecordOptions{ToNow: !*future})
+	if err != nil {
+		return err
+	}
+	log, err := sidecar.NewLogger("console", "warn")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	// What it matches now: the dry run of delete-sweep, for this request alone.
+	out := requestReport{Request: got, ExecuteAt: got.ExecuteAt(cfg.DeleteCancelPeriod), MatchingRows: -1}
+	rep, cerr := sidecar.DeleteSweeper(l, cfg, log).Sweep(ctx, *tbl, deletes.SweepOptions{NoCaps: true, Only: []string{got.ID}})
+	if cerr == nil {
+		out.MatchingRows = rep.ByRequest[got.ID]
+		for _, c := range rep.Candidates {
+			if c.Matching[got.ID] > 0 {
+				out.CandidateFiles++
+			}
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Println(got.ID)
+	fmt.Fprintf(os.Stderr, "recorded deletion request %s on table %s: %s\n", got.ID, *tbl, got.Describe())
+	if got.AllRows {
+		upTo := "for as long as it is pending"
+		if got.To != "" {
+			upTo = "with a timestamp before " + got.To
+		}
+		fmt.Fprintf(os.Stderr, "--all-rows: EVERY ROW of table %s %s will be deleted\n", *tbl, upTo)
+	}
+	if cerr != nil {
+		fmt.Fprintf(os.Stderr, "could not count the rows it matches (siglake delete-sweep --table %s shows them): %v\n", *tbl, cerr)
+	} else {
+		fmt.Fprintf(os.Stderr, "matches now: %d rows in %d files (siglake delete-sweep --table %s lists them)\n", out.MatchingRows, out.CandidateFiles, *tbl)
+	}
+	fmt.Fprintf(os.Stderr, "sweeps execute it from %s (created %s + SIGLAKE_DELETE_CANCEL_PERIOD %s); until then `siglake delete-cancel --table %s %s` withdraws it\n",
+		out.ExecuteAt.UTC().Format(time.RFC3339), got.CreatedAt.Format(time.RFC3339), cfg.DeleteCancelPeriod, *tbl, got.ID)
+	return nil
+}
+
+// requestReport is what delete-request --json prints: the stored request, when sweeps execute it,
+// and what it matches now (matching_rows -1: not counted).
+type requestReport struct {
+	deletes.Request
+	ExecuteAt      time.Time `json:"execute_at"`
+	CandidateFiles int       `json:"candidate_files"`
+	MatchingRows   int64     `json:"matching_rows"`
+}
+
+// runDeleteCancel is `siglake delete-cancel --table T ID [compactor options]`: it withdraws a
+// pending request before it runs.
+func runDeleteCancel(args []string) error {
+	fs := flag.NewFlagSet("siglake delete-cancel", flag.ContinueOnError)
+	tbl := fs.String("table", "", "table the request was recorded on (required)")
+	cfg, pos, help, err := toolConfigArgs(fs, args)
+	if help || err != nil {
+		return err
+	}
+	if *tbl == "" || len(pos) != 1 {
+		err := fmt.Errorf("usage: siglake delete-cancel --table TABLE ID (the id delete-request printed; siglake delete-sweep lists them)")
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		return usageError{err}
+	}
+	if err := requireCatalog(cfg); err != nil {
 		return err
 	}
 	ctx, l, done, err := openLake(cfg)
@@ -48,30 +125,28 @@ func runDeleteRequest(args []string) error {
 		return err
 	}
 	defer done()
-	got, err := fold.RecordDelete(ctx, l, *tbl, r, time.Now())
+	r, err := deletes.Cancel(ctx, l, *tbl, pos[0], time.Now())
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(got)
-	}
-	fmt.Println(got.ID)
-	fmt.Fprintf(os.Stderr, "recorded deletion request %s on table %s: %s\n", got.ID, *tbl, got.Describe())
+	fmt.Printf("cancelled deletion request %s on table %s: no sweep executes it\n", r.ID, *tbl)
 	return nil
 }
 
-// runDeleteSweep is `siglake delete-sweep [--table T]... [--apply] [--json] [compactor options]`.
+// runDeleteSweep is `siglake delete-sweep [--table T]... [--apply [--skip-cancel-period]] [--json] [compactor options]`.
 func runDeleteSweep(args []string) error {
 	fs := flag.NewFlagSet("siglake delete-sweep", flag.ContinueOnError)
-	apply := fs.Bool("apply", false, "rewrite the files and mark requests done, whatever SIGLAKE_DELETE_TASKS says (default: dry run)")
+	apply := fs.Bool("apply", false, "rewrite the files and mark requests done, whatever SIGLAKE_DELETE_TASKS says (default: dry run); requests inside their cancel period wait")
+	skip := fs.Bool("skip-cancel-period", false, "with --apply: also execute requests recorded less than SIGLAKE_DELETE_CANCEL_PERIOD ago (they can no longer be cancelled)")
 	asJSON := fs.Bool("json", false, "print the sweep reports as JSON")
 	var tables multiFlag
 	fs.Var(&tables, "table", "limit the sweep to this table (repeatable; default: every table)")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {
 		return err
+	}
+	if *skip && !*apply {
+		return fmt.Errorf("--skip-cancel-period goes with --apply (a dry run already counts every pending request)")
 	}
 	log, err := sidecar.NewLogger("console", "info")
 	if err != nil {
@@ -83,20 +158,23 @@ func runDeleteSweep(args []string) error {
 		return err
 	}
 	defer done()
-	reps, err := sidecar.DeleteSweep(ctx, l, cfg, log, tables, *apply)
+	if *skip {
+		fmt.Fprintf(os.Stderr, "--skip-cancel-period: executing pending requests now, also those recorded less than %s ago (SIGLAKE_DELETE_CANCEL_PERIOD)\n", cfg.DeleteCancelPeriod)
+	}
+	reps, err := sidecar.DeleteSweep(ctx, l, cfg, log, tables, deletes.SweepOptions{Apply: *apply, SkipCancelPeriod: *skip})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(map[string]any{"apply": *apply, "sweeps": reps}); jerr != nil {
+		if jerr := enc.Encode(map[string]any{"apply": *apply, "skip_cancel_period": *skip, "sweeps": reps}); jerr != nil {
 			return jerr
 		}
 		return err
 	}
-	printSweeps(reps, *apply)
+	printSweeps(reps, *apply, cfg.DeleteCancelPeriod)
 	return err
 }
 
-func printSweeps(reps []deletes.SweepReport, apply bool) {
+func printSweeps(reps []deletes.SweepReport, apply bool, cancelPeriod time.Duration) {
 	last := map[string]deletes.SweepReport{}
 	var order []string
 	for i, r := range reps {
@@ -121,8 +199,12 @@ func printSweeps(reps []deletes.SweepReport, apply bool) {
 				fmt.Printf("  (%s)", q.Reason)
 			}
 			fmt.Printf("  deleted %d rows in %d files", q.RowsDeleted, q.FilesRewritten)
-			if q.State == deletes.Done {
+			switch {
+			case q.State == deletes.Done:
 				fmt.Printf(", done at snapshot %d", q.DoneSnapshotID)
+			case q.State == deletes.Pending && time.Now().Before(q.ExecuteAt(cancelPeriod)):
+				fmt.Printf(", waits its cancel period until %s (delete-cancel withdraws it; --apply --skip-cancel-period runs it now)",
+					q.ExecuteAt(cancelPeriod).UTC().Format(time.RFC3339))
 			}
 			fmt.Println()
 		}
@@ -164,11 +246,11 @@ func orNone(s string) string {
 func conditions(where, in multiFlag) ([]deletes.Condition, error) {
 	var out []deletes.Condition
 	for _, w := range where {
-		c, err := deletes.ParseWhere(w)
+		cs, err := deletes.ParseWhere(w)
 		if err != nil {
 			return nil, fmt.Errorf("--where %w", err)
 		}
-		out = append(out, c)
+		out = append(out, cs...)
 	}
 	for _, w := range in {
 		c, err := deletes.ParseIn(w)

@@ -27,6 +27,7 @@ func commands() []command {
 		{"status", "print a running sidecar's /debug/status as a table", runStatus},
 		{"gc", "list (or with --apply delete) objects no retained snapshot references", runGC},
 		{"delete-request", "record a deletion request (rows matching column conditions and a time range) and print its id", runDeleteRequest},
+		{"delete-cancel", "withdraw a pending deletion request before a sweep executes it", runDeleteCancel},
 		{"delete-sweep", "show deletion requests, candidate files and matching rows (with --apply, delete them now)", runDeleteSweep},
 		{"fold", "show a rollup table's fold specification, or set it (keys, bucket, aggregates, tiers)", runFold},
 		{"retention", "show a table's retention and what it would remove now, or set its policy (period and rules)", runRetention},

@@ -140,7 +140,12 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 			continue
 		}
 		for _, p := range d.Pending {
-			pending = append(pending, fmt.Sprintf("  %s %s: %s (deleted %d rows in %d files so far)", n, p.ID, p.Predicate, p.RowsDeleted, p.FilesRewritten))
+			what := ""
+			if p.AllRows {
+				what = ", ALL ROWS"
+			}
+			pending = append(pending, fmt.Sprintf("  %s %s: %s%s, created %s, executes from %s (deleted %d rows in %d files so far)", n, p.ID, p.State, what,
+				p.CreatedAt.UTC().Format(time.RFC3339), p.ExecuteAt.UTC().Format(time.RFC3339), p.RowsDeleted, p.FilesRewritten))
 		}
 		if !d.Sweeps && len(d.Pending) > 0 {
 			pending = append(pending, fmt.Sprintf("  %s: SIGLAKE_DELETE_TASKS is off; run siglake delete-sweep --apply", n))

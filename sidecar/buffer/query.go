@@ -64,11 +64,11 @@ func ParseQuery(v url.Values) (Query, error) {
 		return q, &ParamError{"to", fmt.Errorf("%s is not after from %s: the range is [from, to)", q.Filter.To, q.Filter.From)}
 	}
 	for _, w := range v["where"] {
-		c, err := deletes.ParseWhere(w)
+		cs, err := deletes.ParseWhere(w)
 		if err != nil {
 			return q, &ParamError{"where", err}
 		}
-		q.Filter.Where = append(q.Filter.Where, c)
+		q.Filter.Where = append(q.Filter.Where, cs...)
 	}
 	for _, w := range v["in"] {
 		c, err := deletes.ParseIn(w)

@@ -21,6 +21,7 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -162,6 +163,10 @@ type Config struct {
 	// DeleteTasks runs the idle-cycle delete-task sweep over owned tables (docs/deletes.md);
 	// requests are recorded either way. Default true (--delete-tasks), the spec's.
 	DeleteTasks bool
+	// DeleteCancelPeriod is how long a recorded deletion request waits before any sweep executes
+	// it, so a mistaken one can be withdrawn with siglake delete-cancel. Default 24h
+	// (--delete-cancel-period), Loki's delete_request_cancel_period.
+	DeleteCancelPeriod time.Duration
 	// DeleteSweepMaxFiles and DeleteSweepMaxBytes bound the candidate files one sweep of a table
 	// examines, so a big request cannot starve the drain. Defaults 8 files (--delete-sweep-max-files)
 	// and 1024 MiB (--delete-sweep-max-mb); at least one file is always examined.
@@ -467,6 +472,13 @@ func Options() []Option {
 		{"delete-tasks", "SIGLAKE_DELETE_TASKS", "true", "compactor.deleteTasks",
 			"Idle-cycle delete-task sweep over owned tables; 0/off/false/no disables it. Requests are still recorded, and `siglake delete-sweep --apply` still executes them.",
 			setBool(func(c *Config) *bool { return &c.DeleteTasks })},
+		{"delete-cancel-period", "SIGLAKE_DELETE_CANCEL_PERIOD", "24h", "compactor.deleteCancelPeriod",
+			"How long a recorded deletion request waits before any sweep executes it (the idle sweep and `siglake delete-sweep --apply`, which skips it only with `--skip-cancel-period`); `siglake delete-cancel ID` withdraws it meanwhile. Seconds to weeks (90s, 30m, 24h, 2d, 1w); 0 executes at once.",
+			func(c *Config, v string) error {
+				d, err := deletes.ParseDuration(v)
+				c.DeleteCancelPeriod = d
+				return err
+			}},
 		{"delete-sweep-max-files", "SIGLAKE_DELETE_SWEEP_MAX_FILES", "8", "",
 			"Most candidate files one delete sweep of a table examines (and rewrites), so a big request cannot starve the drain; the rest wait for the next idle cycle.",
 			setPosInt(func(c *Config) *int { return &c.DeleteSweepMaxFiles })},

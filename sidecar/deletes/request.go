@@ -19,14 +19,21 @@ import (
 	"github.com/siglake/siglake/merge"
 )
 
-// Version is the format version of a stored request; readers refuse newer ones.
-const Version = 1
+// Version is the format version of a stored request; readers refuse newer ones. Version 2 added
+// all_rows, the cancelled state and the cancel period: a siglake that reads only version 1 refuses
+// a version-2 request instead of executing it before its cancel period ends.
+const Version = 2
 
 // States of a request.
 const (
-	Pending = "pending"
-	Done    = "done"
+	Pending   = "pending"
+	Done      = "done"
+	Cancelled = "cancelled" // withdrawn by siglake delete-cancel (version 2)
 )
+
+// DefaultCancelPeriod is how long a recorded request waits before any sweep executes it, so a
+// mistaken one can be withdrawn (SIGLAKE_DELETE_CANCEL_PERIOD; Loki's delete_request_cancel_period).
+const DefaultCancelPeriod = 24 * time.Hour
 
 // Request is one deletion request: rows matching every Where condition and, when set, the time
 // range [From, To) on the timestamp column. It is stored as JSON in one table property.
@@ -42,7 +49,13 @@ type Request struct {
 	Reason    string    `json:"reason,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 
+	// AllRows says the user asked, with --all-rows, for every row (up to To): the only way a
+	// request without a condition that bounds the rows is recorded.
+	AllRows bool `json:"all_rows,omitempty"`
+
 	State string `json:"state"`
+	// CancelledAt is when siglake delete-cancel withdrew the request.
+	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 	// Progress, updated in the commit that deletes the rows (whose snapshot summary names the
 	// request in siglake.delete.requests).
 	RowsDeleted    int64 `json:"rows_deleted"`
@@ -60,14 +73,71 @@ type Condition struct {
 	Values []string `json:"values"`
 }
 
-// ParseWhere parses COLUMN=VALUE, one equality (`siglake delete-request --where`, the WAL buffer's
-// where=). The value may be empty here; Validate refuses an empty value for a deletion.
-func ParseWhere(s string) (Condition, error) {
-	col, val, ok := strings.Cut(s, "=")
-	if !ok || col == "" {
-		return Condition{}, fmt.Errorf("%q: accepted: COLUMN=VALUE", s)
+// whereAccepted is the --where grammar, for errors.
+const whereAccepted = `accepted: COLUMN=VALUE, several joined by AND (service=billing AND severity=debug); ` +
+	`quote a value holding spaces or the word AND: COLUMN="a b"`
+
+// ParseWhere parses one --where (the CLI, the WAL buffer's where=): COLUMN=VALUE conditions joined
+// by AND (any case), each an equality; a value holding blanks is quoted ("a b" or 'a b'). What it
+// cannot read (OR, !=, <, a dangling AND) is refused with the token: read as a value, it would make
+// a deletion match nothing, or something else than asked. The value may be empty here; Validate
+// refuses an empty value for a deletion.
+func ParseWhere(s string) ([]Condition, error) {
+	var out []Condition
+	rest := strings.TrimLeft(s, " \t")
+	for {
+		i := strings.IndexAny(rest, "= \t")
+		if i <= 0 || rest[i] != '=' {
+			return nil, fmt.Errorf("%q: token %q is not COLUMN=VALUE; %s", s, firstToken(rest), whereAccepted)
+		}
+		col := rest[:i]
+		if j := strings.IndexAny(col, "!<>()\"'"); j >= 0 {
+			return nil, fmt.Errorf("%q: token %q: the only comparison is = (equality); %s", s, col[j:]+"=", whereAccepted)
+		}
+		rest = rest[i+1:]
+		var val string
+		if rest != "" && (rest[0] == '"' || rest[0] == '\'') {
+			end := strings.IndexByte(rest[1:], rest[0])
+			if end < 0 {
+				return nil, fmt.Errorf("%q: the quote of %s's value is not closed; %s", s, col, whereAccepted)
+			}
+			val, rest = rest[1:1+end], rest[2+end:]
+			if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+				return nil, fmt.Errorf("%q: token %q right after the quoted value of %s; %s", s, firstToken(rest), col, whereAccepted)
+			}
+		} else {
+			end := strings.IndexAny(rest, " \t")
+			if end < 0 {
+				end = len(rest)
+			}
+			val, rest = rest[:end], rest[end:]
+			if strings.HasPrefix(val, "=") {
+				return nil, fmt.Errorf("%q: token %q: the only comparison is = (equality); %s", s, col+"="+val[:1], whereAccepted)
+			}
+		}
+		out = append(out, Condition{Column: col, Values: []string{val}})
+		rest = strings.TrimLeft(rest, " \t")
+		if rest == "" {
+			return out, nil
+		}
+		tok := firstToken(rest)
+		if !strings.EqualFold(tok, "AND") {
+			return nil, fmt.Errorf("%q: token %q after %s's value: conditions are joined by AND only (for one of several values use --in COLUMN=V1,V2); %s",
+				s, tok, col, whereAccepted)
+		}
+		rest = strings.TrimLeft(rest[len(tok):], " \t")
+		if rest == "" {
+			return nil, fmt.Errorf("%q: AND at the end: a condition must follow; %s", s, whereAccepted)
+		}
 	}
-	return Condition{Column: col, Values: []string{val}}, nil
+}
+
+// firstToken is s up to its first blank.
+func firstToken(s string) string {
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // ParseIn parses COLUMN=V1,V2,..., the column is one of the values (`--in`, the buffer's in=);
@@ -114,8 +184,8 @@ func Decode(key, v string) (Request, error) {
 	if r.Version < 1 || r.Version > Version {
 		return Request{}, fmt.Errorf("table property %s: request format version %d, this siglake reads 1..%d", key, r.Version, Version)
 	}
-	if r.State != Pending && r.State != Done {
-		return Request{}, fmt.Errorf("table property %s: state %q, accepted: %s, %s", key, r.State, Pending, Done)
+	if r.State != Pending && r.State != Done && !(r.State == Cancelled && r.Version >= 2) {
+		return Request{}, fmt.Errorf("table property %s: state %q, accepted: %s, %s, %s", key, r.State, Pending, Done, Cancelled)
 	}
 	if Key(r.ID) != key {
 		return Request{}, fmt.Errorf("table property %s: holds request id %q, which belongs under %s", key, r.ID, Key(r.ID))
@@ -131,7 +201,13 @@ func Executable(rs []Request, sc *iceberg.Schema, tsColumn string) ([]Request, [
 	var ok []Request
 	var errs []error
 	for _, r := range rs {
-		if err := r.Validate(sc, tsColumn); err != nil {
+		err := r.Validate(sc, tsColumn)
+		if err == nil && r.recordedWithoutBound() {
+			err = fmt.Errorf("no condition and only to = its creation time: what siglake before format 2 recorded for a request " +
+				"with no condition at all, which would delete every row; record it again (with --all-rows if every row is meant) " +
+				"and remove this one with siglake delete-cancel")
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("table property %s: %w", Key(r.ID), err))
 			continue
 		}
@@ -160,6 +236,55 @@ func List(props iceberg.Properties) ([]Request, []error) {
 	return out, errs
 }
 
+// recordedWithoutBound recognises a version-1 request recorded by `delete-request --table T` with
+// nothing else: the old CLI filled to with the time of the request before its whole-table check.
+func (r *Request) recordedWithoutBound() bool {
+	if r.Version >= 2 || len(r.Where) > 0 || r.From != "" || r.To == "" {
+		return false
+	}
+	to, err := ParseTime("--to", r.To)
+	if err != nil {
+		return false
+	}
+	d := to.Sub(r.CreatedAt)
+	return d > -2*time.Second && d < 2*time.Second
+}
+
+// ExecuteAt is when sweeps may start executing r: its creation plus the cancel period of the
+// process that sweeps.
+func (r *Request) ExecuteAt(cancelPeriod time.Duration) time.Time {
+	return r.CreatedAt.Add(cancelPeriod)
+}
+
+// Span is the time range of a table's rows, in microseconds, inclusive: the bounds of its live
+// files in the manifests. Empty says the table holds no row.
+type Span struct {
+	Min, Max int64
+	Empty    bool
+}
+
+// WholeTable says whether r, as the user gave it (before to defaults to the time of the
+// request), bounds no row of a table whose rows span sp at now: no condition, and no time bound
+// that leaves a row out. An empty table counts as rows at now, the time the next ones arrive.
+// Such a request deletes every row and is recorded only with AllRows.
+func (r *Request) WholeTable(sp Span, now time.Time) (bool, error) {
+	if len(r.Where) > 0 {
+		return false, nil
+	}
+	from, to, err := r.Range()
+	if err != nil {
+		return false, err
+	}
+	lo, hi := sp.Min, sp.Max
+	if sp.Empty {
+		lo, hi = now.UnixMicro(), now.UnixMicro()
+	}
+	if from != nil && *from > lo || to != nil && *to <= hi {
+		return false, nil
+	}
+	return true, nil
+}
+
 // PendingOf returns the pending requests of rs.
 func PendingOf(rs []Request) []Request {
 	var out []Request
@@ -169,6 +294,32 @@ func PendingOf(rs []Request) []Request {
 		}
 	}
 	return out
+}
+
+// ParseDuration reads a duration in the one syntax of siglake's options: a number with s, m, h, d
+// (24h) or w (7d), or several Go units (1h30m); 0 is none.
+func ParseDuration(v string) (time.Duration, error) {
+	bad := fmt.Errorf("%q: accepted: a duration such as 90s, 30m, 24h, 2d or 1w (s, m, h, d, w), or 0", v)
+	s := strings.TrimSpace(v)
+	if s == "0" {
+		return 0, nil
+	}
+	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
+		f, err := strconv.ParseFloat(s[:n-1], 64)
+		if err != nil || f < 0 || f > 1e5 {
+			return 0, bad
+		}
+		unit := 24 * time.Hour
+		if s[n-1] == 'w' {
+			unit *= 7
+		}
+		return time.Duration(f * float64(unit)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, bad
+	}
+	return d, nil
 }
 
 // ParseTime accepts RFC 3339 (2026-11-29T10:00:00Z, fractions allowed) or a UTC day (2026-11-29).
@@ -187,8 +338,11 @@ func ParseTime(flag, v string) (time.Time, error) {
 // appears once, and every value parses; the times parse and From < To. A request with neither
 // a condition nor a time range is refused: it would delete the whole table.
 func (r *Request) Validate(sc *iceberg.Schema, tsColumn string) error {
-	if len(r.Where) == 0 && r.From == "" && r.To == "" {
-		return fmt.Errorf("a deletion request needs at least one --where/--in condition or a --from/--to range (it would delete every row)")
+	if r.AllRows && len(r.Where) > 0 {
+		return fmt.Errorf("--all-rows deletes every row: give it without --where/--in, or drop it to delete the matching rows")
+	}
+	if len(r.Where) == 0 && r.From == "" && r.To == "" && !r.AllRows {
+		return fmt.Errorf("a deletion request needs at least one --where/--in condition or a --from/--to range (it would delete every row; --all-rows says that is meant)")
 	}
 	seen := map[string]bool{}
 	for _, c := range r.Where {
@@ -401,6 +555,9 @@ func (r *Request) Describe() string {
 	}
 	if r.To != "" {
 		parts = append(parts, "timestamp < "+r.To)
+	}
+	if r.AllRows {
+		parts = append([]string{"ALL ROWS"}, parts...)
 	}
 	return strings.Join(parts, " AND ")
 }

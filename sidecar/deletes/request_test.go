@@ -19,7 +19,7 @@ func TestListKeepsGoodRequestsAndReportsBadOnes(t *testing.T) {
 	props := iceberg.Properties{
 		Key(good.ID):       v,
 		Key("bad-json"):    "{",
-		Key("newer"):       `{"version":2,"id":"newer","state":"pending"}`,
+		Key("newer"):       `{"version":3,"id":"newer","state":"pending"}`,
 		Key("odd-state"):   `{"version":1,"id":"odd-state","state":"maybe"}`,
 		"siglake.mark.pod": "1:2",
 	}
@@ -27,8 +27,8 @@ func TestListKeepsGoodRequestsAndReportsBadOnes(t *testing.T) {
 	if len(rs) != 1 || rs[0].ID != good.ID || rs[0].Describe() != `service = "a"` {
 		t.Fatalf("requests %+v", rs)
 	}
-	want := []string{"siglake.delete.bad-json: not a deletion request", "siglake.delete.newer: request format version 2, this siglake reads 1..1",
-		`siglake.delete.odd-state: state "maybe", accepted: pending, done`}
+	want := []string{"siglake.delete.bad-json: not a deletion request", "siglake.delete.newer: request format version 3, this siglake reads 1..2",
+		`siglake.delete.odd-state: state "maybe", accepted: pending, done, cancelled`}
 	all := ""
 	for _, e := range errs {
 		all += e.Error() + "\n"
@@ -42,8 +42,8 @@ func TestListKeepsGoodRequestsAndReportsBadOnes(t *testing.T) {
 
 // TestParseConditions: the one parser of --where/--in (the CLI and the WAL buffer's where=/in=).
 func TestParseConditions(t *testing.T) {
-	if c, err := ParseWhere("user=a=b"); err != nil || c.Column != "user" || len(c.Values) != 1 || c.Values[0] != "a=b" {
-		t.Fatalf("%+v %v", c, err)
+	if cs, err := ParseWhere("user=a=b"); err != nil || len(cs) != 1 || cs[0].Column != "user" || len(cs[0].Values) != 1 || cs[0].Values[0] != "a=b" {
+		t.Fatalf("%+v %v", cs, err)
 	}
 	if c, err := ParseIn("service=a,b"); err != nil || c.Column != "service" || len(c.Values) != 2 {
 		t.Fatalf("%+v %v", c, err)

@@ -2,6 +2,7 @@ package deletes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"time"
@@ -12,17 +13,51 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// Record validates r against table name's schema and stores it as a new pending request in the
-// table's properties. Each request has its own property, and the catalog commit is a
-// compare-and-swap on the table's metadata that iceberg-go retries on fresh metadata, so two
-// writers recording at once both keep their request. It returns the stored request.
+// RecordOptions say how Record completes what the user gave.
+type RecordOptions struct {
+	// ToNow sets an empty To to the time of the request (what exists now), after the whole-table
+	// check: siglake delete-request without --to and --include-future.
+	ToNow bool
+}
+
+// Record is RecordWith without options: r is stored as given.
 func Record(ctx context.Context, l *lake.Lake, name string, r Request, now time.Time) (Request, error) {
+	return RecordWith(ctx, l, name, r, now, RecordOptions{})
+}
+
+// ErrWholeTable refuses a request that bounds no row (Request.WholeTable) without AllRows.
+var ErrWholeTable = errors.New("it would delete every row of the table")
+
+// RecordWith validates r against table name's schema, refuses it when it would delete every row
+// without AllRows (checked on r as given, before To defaults to now, which would otherwise make
+// any request look bounded), and stores it as a new pending request in the table's properties.
+// Each request has its own property, and the catalog commit is a compare-and-swap on the table's
+// metadata that iceberg-go retries on fresh metadata, so two writers recording at once both keep
+// their request. It returns the stored request.
+func RecordWith(ctx context.Context, l *lake.Lake, name string, r Request, now time.Time, o RecordOptions) (Request, error) {
 	t, err := l.LoadTable(ctx, name)
 	if err != nil {
 		return Request{}, err
 	}
 	if err := r.Validate(t.Schema(), lake.TimestampColumn); err != nil {
 		return Request{}, fmt.Errorf("deletion request for table %s: %w", name, err)
+	}
+	if !r.AllRows {
+		sp, err := SpanOf(ctx, t)
+		if err != nil {
+			return Request{}, err
+		}
+		whole, err := r.WholeTable(sp, now)
+		if err != nil {
+			return Request{}, fmt.Errorf("deletion request for table %s: %w", name, err)
+		}
+		if whole {
+			return Request{}, fmt.Errorf("deletion request for table %s: %w (no --where/--in condition, and no --from/--to that leaves "+
+				"a row of the table out%s); to delete every row, say so with --all-rows", name, ErrWholeTable, sp.describe())
+		}
+	}
+	if o.ToNow && r.To == "" {
+		r.To = now.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 	}
 	// Store times in one canonical form (UTC, RFC 3339).
 	for _, p := range []*string{&r.From, &r.To} {
@@ -62,6 +97,76 @@ func Record(ctx context.Context, l *lake.Lake, name string, r Request, now time.
 		}
 	}
 	return Request{}, fmt.Errorf("record deletion request %s in table %s: %w", r.ID, name, lastErr)
+}
+
+// SpanOf is the time range of t's live rows (the timestamp bounds of its live files).
+func SpanOf(ctx context.Context, t *table.Table) (Span, error) {
+	files, err := lake.LiveFiles(ctx, t)
+	if err != nil {
+		return Span{}, err
+	}
+	if len(files) == 0 {
+		return Span{Empty: true}, nil
+	}
+	sp := Span{Min: files[0].MinTime, Max: files[0].MaxTime}
+	for _, f := range files[1:] {
+		sp.Min, sp.Max = min(sp.Min, f.MinTime), max(sp.Max, f.MaxTime)
+	}
+	return sp, nil
+}
+
+func (sp Span) describe() string {
+	if sp.Empty {
+		return "; the table holds no row yet"
+	}
+	f := func(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }
+	return fmt.Sprintf("; the table's rows span %s to %s", f(sp.Min), f(sp.Max))
+}
+
+// Cancel withdraws pending request id of table name (siglake delete-cancel): its state becomes
+// cancelled and no sweep executes it. A request that has deleted rows already is running, and a
+// done one is done: both are refused, since the deleted rows cannot come back. A sweep's rewrite
+// in flight when the cancel commits does not commit (its staging checks the request is pending).
+func Cancel(ctx context.Context, l *lake.Lake, name, id string, now time.Time) (Request, error) {
+	for attempt := 0; attempt < 10; attempt++ {
+		t, err := l.LoadTable(ctx, name)
+		if err != nil {
+			return Request{}, err
+		}
+		v, ok := t.Properties()[Key(id)]
+		if !ok {
+			return Request{}, fmt.Errorf("table %s has no deletion request %s (siglake delete-sweep --table %s lists them)", name, id, name)
+		}
+		r, err := Decode(Key(id), v)
+		if err != nil {
+			return Request{}, err
+		}
+		switch {
+		case r.State == Cancelled:
+			return Request{}, fmt.Errorf("deletion request %s of table %s: already cancelled at %s", id, name, r.CancelledAt.Format(time.RFC3339))
+		case r.State == Done:
+			return Request{}, fmt.Errorf("deletion request %s of table %s: done (%d rows deleted); deleted rows cannot be restored by cancelling", id, name, r.RowsDeleted)
+		case r.RowsDeleted > 0 || r.FilesRewritten > 0:
+			return Request{}, fmt.Errorf("deletion request %s of table %s: running, %d rows already deleted in %d files; "+
+				"deleted rows cannot be restored, and the sweep finishes the request", id, name, r.RowsDeleted, r.FilesRewritten)
+		}
+		at := now.UTC()
+		r.State, r.CancelledAt = Cancelled, &at
+		if r.Version < 2 {
+			r.Version = 2 // the cancelled state is version 2: an older reader refuses it rather than run it
+		}
+		txn := t.NewTransaction()
+		if err := Stage(txn, r); err != nil {
+			return Request{}, err
+		}
+		if _, err = txn.Commit(ctx); err == nil {
+			return r, nil
+		}
+		if !lake.IsConflict(err) {
+			return Request{}, fmt.Errorf("cancel deletion request %s of table %s: %w", id, name, err)
+		}
+	}
+	return Request{}, fmt.Errorf("cancel deletion request %s of table %s: the table kept changing; try again", id, name)
 }
 
 // Stage puts rs (already updated) into txn's property changes.

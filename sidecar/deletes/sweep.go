@@ -80,6 +80,10 @@ type SweepConfig struct {
 	Sweeps bool
 	// Metadata is the search metadata a rewrite's output carries.
 	Metadata lake.MetadataFunc
+	// CancelPeriod is SIGLAKE_DELETE_CANCEL_PERIOD: a request is executed only once this long has
+	// passed since it was recorded, so a mistaken one can be withdrawn (siglake delete-cancel). 0
+	// executes at once.
+	CancelPeriod time.Duration
 }
 
 // Publisher receives each table's deletion state as a value it never writes again.
@@ -89,21 +93,33 @@ type Publisher interface {
 
 // State is a table's deletion requests as the last sweep (or idle-cycle look) saw them.
 type State struct {
-	CheckedAt time.Time        `json:"checked_at"`
-	Sweeps    bool             `json:"sweeps"` // SIGLAKE_DELETE_TASKS
-	Pending   []PendingRequest `json:"pending"`
-	LastSweep *SweepSummary    `json:"last_sweep,omitempty"`
-	Invalid   []string         `json:"invalid,omitempty"` // properties that do not decode
+	CheckedAt time.Time `json:"checked_at"`
+	Sweeps    bool      `json:"sweeps"` // SIGLAKE_DELETE_TASKS
+	// CancelPeriod is SIGLAKE_DELETE_CANCEL_PERIOD, which the execution times follow from.
+	CancelPeriod string           `json:"cancel_period"`
+	Pending      []PendingRequest `json:"pending"`
+	LastSweep    *SweepSummary    `json:"last_sweep,omitempty"`
+	Invalid      []string         `json:"invalid,omitempty"` // properties that do not decode
 }
 
-// PendingRequest is one pending deletion request.
+// PendingRequest is one pending deletion request as status pages show it: never its predicate,
+// whose values are what an erasure exists to remove (siglake delete-sweep, with catalog access,
+// shows them).
 type PendingRequest struct {
-	ID             string    `json:"id"`
-	Predicate      string    `json:"predicate"`
+	ID    string `json:"id"`
+	Table string `json:"table"`
+	// State is waiting (inside its cancel period: siglake delete-cancel withdraws it) or pending
+	// (sweeps execute it).
+	State          string    `json:"state"`
+	AllRows        bool      `json:"all_rows,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
+	ExecuteAt      time.Time `json:"execute_at"`
 	RowsDeleted    int64     `json:"rows_deleted"`
 	FilesRewritten int64     `json:"files_rewritten"`
 }
+
+// Waiting is the State of a pending request inside its cancel period.
+const Waiting = "waiting"
 
 // SweepSummary is what one delete sweep of a table did.
 type SweepSummary struct {
@@ -159,6 +175,12 @@ type SweepOptions struct {
 	// NoCaps examines every candidate (the dry run); otherwise SIGLAKE_DELETE_SWEEP_MAX_FILES
 	// and SIGLAKE_DELETE_SWEEP_MAX_MB bound the sweep.
 	NoCaps bool
+	// SkipCancelPeriod executes requests still inside their cancel period (delete-sweep --apply
+	// --skip-cancel-period); a dry run counts them either way.
+	SkipCancelPeriod bool
+	// Only, when set, limits the sweep to these request ids (delete-request's count of what the
+	// request it recorded matches).
+	Only []string
 }
 
 // SweepReport says what one sweep of a table found and did.
@@ -175,7 +197,9 @@ type SweepReport struct {
 	Conflicts  int             `json:"conflicts,omitempty"`
 	// SetAside candidates were not read: set aside after failed rewrites. Their requests stay
 	// pending.
-	SetAside  int              `json:"set_aside,omitempty"`
+	SetAside int `json:"set_aside,omitempty"`
+	// Waiting are the pending requests an applying sweep left alone: inside their cancel period.
+	Waiting   []string         `json:"waiting,omitempty"`
 	ByRequest map[string]int64 `json:"matching_rows_by_request,omitempty"`
 	Snapshots []int64          `json:"snapshot_ids,omitempty"` // of the committed rewrites
 	examined  int
@@ -244,6 +268,26 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 		log.Warn("ignoring a table property that is not a valid deletion request; it is never executed", zap.Error(e))
 	}
 	rep.Requests = all
+	if o.Only != nil {
+		kept := pending[:0:0]
+		for _, r := range pending {
+			if contains(o.Only, r.ID) {
+				kept = append(kept, r)
+			}
+		}
+		pending = kept
+	}
+	if o.Apply && !o.SkipCancelPeriod {
+		var due []Request
+		pending, due = nil, pending
+		for _, r := range due {
+			if s.waiting(r) {
+				rep.Waiting = append(rep.Waiting, r.ID)
+				continue
+			}
+			pending = append(pending, r)
+		}
+	}
 	rep.pending = pending
 	if len(rep.pending) == 0 || t.CurrentSnapshot() == nil {
 		return rep, nil
@@ -343,6 +387,21 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 		rep.Requests, _ = List(t.Properties())
 	}
 	return rep, nil
+}
+
+// waiting says whether r is still inside its cancel period.
+// A period of 0 never waits, whatever the clocks of the recorder and the sweeper say.
+func (s *Sweeper) waiting(r Request) bool {
+	return s.Cfg.CancelPeriod > 0 && s.Now().Before(r.ExecuteAt(s.Cfg.CancelPeriod))
+}
+
+func contains(ss []string, v string) bool {
+	for _, x := range ss {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 // executable is the pending requests of rs that a sweep of t runs: valid against t's schema and
@@ -468,6 +527,11 @@ func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFi
 			}
 			var upd []Request
 			for i, r := range matched {
+				if sr, ok := byID[r.ID]; ok && sr.State != Pending {
+					// Cancelled (or changed) since the sweep read it: commit nothing; a conflict
+					// removes the outputs, and the next sweep plans without it.
+					return fmt.Errorf("%w: deletion request %s is %s now", table.ErrCommitFailed, r.ID, sr.State)
+				}
 				if sr, ok := byID[r.ID]; ok {
 					sr.RowsDeleted += res.Deleted[i]
 					sr.FilesRewritten++
@@ -505,6 +569,9 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 		pending, _ := s.executable(t, stored)
 		var done []Request
 		for _, r := range pending {
+			if contains(rep.Waiting, r.ID) || rep.pending != nil && !containsReq(rep.pending, r.ID) {
+				continue // not part of this sweep (waiting out its cancel period, or recorded since)
+			}
 			expr, err := r.Expr(t.Schema(), lake.TimestampColumn)
 			if err != nil {
 				return err
@@ -576,14 +643,34 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 	return nil // the table kept moving: the next sweep checks again
 }
 
+func containsReq(rs []Request, id string) bool {
+	for _, r := range rs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // publish updates the pending gauge and /debug/status from a sweep.
 func (s *Sweeper) publish(name string, rep SweepReport, err error) {
 	var pending []PendingRequest
 	for _, r := range rep.Requests {
 		if r.State == Pending {
-			pending = append(pending, PendingRequest{ID: r.ID, Predicate: r.Describe(), CreatedAt: r.CreatedAt,
-				RowsDeleted: r.RowsDeleted, FilesRewritten: r.FilesRewritten})
+			p := PendingRequest{ID: r.ID, Table: name, State: Pending, AllRows: r.AllRows, CreatedAt: r.CreatedAt,
+				ExecuteAt: r.ExecuteAt(s.Cfg.CancelPeriod), RowsDeleted: r.RowsDeleted, FilesRewritten: r.FilesRewritten}
+			if s.waiting(r) {
+				p.State = Waiting
+			}
+			pending = append(pending, p)
 		}
+	}
+	// An invalid request's error may quote its values ("column host value ..."): status pages
+	// name the property only.
+	invalid := make([]string, len(rep.Invalid))
+	for i, e := range rep.Invalid {
+		key, _, _ := strings.Cut(strings.TrimPrefix(e, "table property "), ":")
+		invalid[i] = "table property " + key + ": not a valid deletion request, never executed (siglake delete-sweep says why)"
 	}
 	if err == nil || rep.Requests != nil {
 		s.Metrics.Pending.WithLabelValues(name).Set(float64(len(pending)))
@@ -597,7 +684,7 @@ func (s *Sweeper) publish(name string, rep SweepReport, err error) {
 	if prev := s.published[name]; rep.Outcome == "" && err == nil && prev != nil {
 		last = prev.LastSweep // a look without a sweep keeps the last sweep's summary
 	}
-	st := &State{CheckedAt: s.Now(), Sweeps: s.Cfg.Sweeps, Pending: pending, Invalid: rep.Invalid, LastSweep: last}
+	st := &State{CheckedAt: s.Now(), Sweeps: s.Cfg.Sweeps, CancelPeriod: s.Cfg.CancelPeriod.String(), Pending: pending, Invalid: invalid, LastSweep: last}
 	if s.published == nil {
 		s.published = map[string]*State{}
 	}
@@ -627,6 +714,12 @@ func (s *Sweeper) Pending(ctx context.Context, name string) error {
 // candidate files, matching rows); with apply, sweeps each table until no request is pending or
 // a sweep makes no progress, whatever SIGLAKE_DELETE_TASKS says. tables empty = every table.
 func (s *Sweeper) SweepTables(ctx context.Context, tables []string, apply bool) ([]SweepReport, error) {
+	return s.SweepTablesWith(ctx, tables, SweepOptions{Apply: apply})
+}
+
+// SweepTablesWith is SweepTables with o's Apply and SkipCancelPeriod.
+func (s *Sweeper) SweepTablesWith(ctx context.Context, tables []string, o SweepOptions) ([]SweepReport, error) {
+	apply := o.Apply
 	if len(tables) == 0 {
 		var err error
 		if tables, err = s.Lake.ListTables(ctx); err != nil {
@@ -644,13 +737,13 @@ func (s *Sweeper) SweepTables(ctx context.Context, tables []string, apply bool) 
 			continue
 		}
 		for i := 0; ctx.Err() == nil; i++ {
-			rep, err := s.Sweep(ctx, name, SweepOptions{Apply: true})
+			rep, err := s.Sweep(ctx, name, SweepOptions{Apply: true, SkipCancelPeriod: o.SkipCancelPeriod})
 			out = append(out, rep)
 			if err != nil {
 				return out, err
 			}
 			progress := rep.Rewritten > 0 || len(rep.Done) > 0 || rep.Capped || rep.Conflicts > 0 && i < 10
-			if len(PendingOf(rep.Requests)) == 0 || !progress {
+			if len(PendingOf(rep.Requests)) == len(rep.Waiting) || !progress {
 				break
 			}
 		}

@@ -473,7 +473,7 @@ func TestDeleteSweepSplitFile(t *testing.T) {
 	// A request for every row: the split file goes whole and the request is done at once.
 	e2 := testlake.New(t)
 	rec2, _ := e2.SplitFile(2, testlake.DeleteBase, 4000, time.Millisecond, 1000)
-	all := testlake.Record(t, e2.Lake, deletes.Request{From: testlake.Hour(0), To: testlake.Hour(1)})
+	all := testlake.Record(t, e2.Lake, deletes.Request{From: testlake.Hour(0), To: testlake.Hour(1), AllRows: true})
 	if _, counts := testlake.ExpectAfter([]arrow.RecordBatch{rec2}, []deletes.Request{all}); counts[all.ID] != 4000 {
 		t.Fatalf("setup: the request matches %d of 4000 rows", counts[all.ID])
 	}

@@ -46,7 +46,7 @@ func (s Spec) keysOnly(what, kind string, where []deletes.Condition) error {
 
 // RecordDelete records a deletion request like deletes.Record, except that on a rollup table it
 // tests key columns only (CheckDelete).
-func RecordDelete(ctx context.Context, l *lake.Lake, name string, r deletes.Request, now time.Time) (deletes.Request, error) {
+func RecordDelete(ctx context.Context, l *lake.Lake, name string, r deletes.Request, now time.Time, o deletes.RecordOptions) (deletes.Request, error) {
 	t, err := l.LoadTable(ctx, name)
 	if err != nil {
 		return deletes.Request{}, err
@@ -54,7 +54,7 @@ func RecordDelete(ctx context.Context, l *lake.Lake, name string, r deletes.Requ
 	if err := CheckDelete(t.Properties(), r); err != nil {
 		return deletes.Request{}, fmt.Errorf("deletion request for table %s: %w", name, err)
 	}
-	return deletes.Record(ctx, l, name, r, now)
+	return deletes.RecordWith(ctx, l, name, r, now, o)
 }
 
 // CheckRetention says whether retention policy p may be set on a table with properties props:

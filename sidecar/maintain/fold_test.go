@@ -406,10 +406,10 @@ func TestFoldDeletesAndRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}, time.Now()); err == nil || !strings.Contains(err.Error(), `column "events"`) || !strings.Contains(err.Error(), fold.Property) {
+	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}, time.Now(), deletes.RecordOptions{}); err == nil || !strings.Contains(err.Error(), `column "events"`) || !strings.Contains(err.Error(), fold.Property) {
 		t.Fatalf("a deletion request on an aggregated column: %v", err)
 	}
-	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}}, time.Now()); err != nil {
+	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}}, time.Now(), deletes.RecordOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deleteSweep(t, e, []string{walgen.RollupTable})

@@ -216,6 +216,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 - name: SIGLAKE_DELETE_TASKS
   value: "0"
 {{- end }}
+- name: SIGLAKE_DELETE_CANCEL_PERIOD
+  value: {{ $v.compactor.deleteCancelPeriod | quote }}
 - name: SIGLAKE_CATALOG_CLAIM
   value: {{ $v.compactor.catalogClaim | quote }}
 - name: SIGLAKE_RETENTION_PERIOD
