@@ -342,7 +342,7 @@ func (r *Request) Validate(sc *iceberg.Schema, tsColumn string) error {
 		return fmt.Errorf("--all-rows deletes every row: give it without --where/--in, or drop it to delete the matching rows")
 	}
 	if len(r.Where) == 0 && r.From == "" && r.To == "" && !r.AllRows {
-		return fmt.Errorf("a deletion request needs at least one --where/--in condition or a --from/--to range (it would delete every row; --all-rows says that is meant)")
+		return fmt.Errorf("a deletion request needs at least one --where/--in condition or a --from/--to range (%w; to delete every row, say so with --all-rows)", ErrWholeTable)
 	}
 	seen := map[string]bool{}
 	for _, c := range r.Where {

@@ -1,0 +1,325 @@
+package deletes_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/testlake"
+)
+
+func billing() []deletes.Condition {
+	return []deletes.Condition{{Column: "service", Values: []string{"billing"}}}
+}
+
+// TestWholeTableRequestsRefused: the whole-table check sees what the user gave, before --to
+// defaults to now: no condition and no time bound that leaves a row out is refused without
+// AllRows, whatever the bound says (1970, a --to in the future or past every row); a bound inside
+// the table's rows, or a condition, is a real request; AllRows records it and says so.
+func TestWholeTableRequestsRefused(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(1) // 1,500 rows from DeleteBase, 1 ms apart
+	inside := testlake.DeleteBase.Add(time.Second).Format(time.RFC3339)
+	ctx := context.Background()
+	toNow := deletes.RecordOptions{ToNow: true}
+	for _, r := range []deletes.Request{
+		{},
+		{From: "1970-01-01"},
+		{To: "2099-01-01"},
+		{From: "1970-01-01", To: "2099-01-01"},
+		{To: testlake.Hour(1)}, // after every row of the table
+		{From: testlake.DeleteBase.Format(time.RFC3339)},
+	} {
+		_, err := deletes.RecordWith(ctx, e.Lake, "events", r, time.Now(), toNow)
+		if !errors.Is(err, deletes.ErrWholeTable) || !strings.Contains(err.Error(), "--all-rows") {
+			t.Errorf("%+v: error %v, want the whole-table refusal naming --all-rows", r, err)
+		}
+	}
+	if n := len(testlake.StoredRequests(t, e.Lake)); n != 0 {
+		t.Fatalf("%d requests stored after whole-table requests", n)
+	}
+	for _, r := range []deletes.Request{{From: inside}, {To: inside}, {Where: billing()}} {
+		got, err := deletes.RecordWith(ctx, e.Lake, "events", r, time.Now(), toNow)
+		if err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		if r.To == "" && got.To == "" {
+			t.Errorf("%+v: to not defaulted to the time of the request", r)
+		}
+	}
+	got, err := deletes.RecordWith(ctx, e.Lake, "events", deletes.Request{AllRows: true}, time.Now(), toNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.AllRows || got.To == "" || got.Version != deletes.Version || !strings.HasPrefix(got.Describe(), "ALL ROWS AND timestamp < ") {
+		t.Fatalf("all-rows request stored as %+v (%s)", got, got.Describe())
+	}
+	if _, err := deletes.RecordWith(ctx, e.Lake, "events", deletes.Request{AllRows: true, Where: billing()}, time.Now(), toNow); err == nil ||
+		!strings.Contains(err.Error(), "--all-rows deletes every row") {
+		t.Fatalf("--all-rows with a condition: %v", err)
+	}
+}
+
+// TestWholeTableSpan: the rule itself, on an empty table too (rows arrive at now).
+func TestWholeTableSpan(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	sp := deletes.Span{Min: now.Add(-48 * time.Hour).UnixMicro(), Max: now.Add(-time.Hour).UnixMicro()}
+	for _, c := range []struct {
+		r         deletes.Request
+		sp        deletes.Span
+		whole     bool
+		situation string
+	}{
+		{deletes.Request{}, sp, true, "nothing given"},
+		{deletes.Request{From: "2026-12-01"}, sp, true, "from before every row"},
+		{deletes.Request{From: "2026-12-02"}, sp, false, "from inside the rows"},
+		{deletes.Request{To: "2026-12-03T11:00:00.000001Z"}, sp, true, "to after the newest row"},
+		{deletes.Request{To: "2026-12-03T11:00:00Z"}, sp, false, "to at the newest row, which it leaves out"},
+		{deletes.Request{Where: billing()}, sp, false, "a condition"},
+		{deletes.Request{From: "1970-01-01"}, deletes.Span{Empty: true}, true, "empty table, from the past"},
+		{deletes.Request{To: "2026-12-01"}, deletes.Span{Empty: true}, false, "empty table, to in the past"},
+		{deletes.Request{To: "2027-01-01"}, deletes.Span{Empty: true}, true, "empty table, to in the future"},
+	} {
+		if got, err := c.r.WholeTable(c.sp, now); err != nil || got != c.whole {
+			t.Errorf("%s: whole table = %v (%v), want %v", c.situation, got, err, c.whole)
+		}
+	}
+}
+
+// TestParseWhereAnd: one --where holds conditions joined by AND (any case), values may be quoted,
+// and what the grammar does not have is refused with the token, never read into a value.
+func TestParseWhereAnd(t *testing.T) {
+	for in, want := range map[string][]deletes.Condition{
+		"service=billing AND severity=debug": {{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"debug"}}},
+		"service=billing and  severity=debug": {{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"debug"}}},
+		`raw="a AND b" And host='web 1'`:      {{Column: "raw", Values: []string{"a AND b"}}, {Column: "host", Values: []string{"web 1"}}},
+		"user=a=b":                            {{Column: "user", Values: []string{"a=b"}}},
+		"user_id=":                            {{Column: "user_id", Values: []string{""}}},
+	} {
+		got, err := deletes.ParseWhere(in)
+		if err != nil || len(got) != len(want) {
+			t.Errorf("%q: %+v, %v; want %+v", in, got, err, want)
+			continue
+		}
+		for i := range want {
+			if got[i].Column != want[i].Column || len(got[i].Values) != 1 || got[i].Values[0] != want[i].Values[0] {
+				t.Errorf("%q: condition %d is %+v, want %+v", in, i, got[i], want[i])
+			}
+		}
+	}
+	for in, token := range map[string]string{
+		"service=billing OR severity=debug": `token "OR"`,
+		"service!=billing":                  `token "!="`,
+		"service==billing":                  `token "service=="`,
+		"service=billing AND":               "AND at the end",
+		"service=billing severity=debug":    `token "severity=debug"`,
+		`service="billing`:                  "quote of service's value is not closed",
+		"service = billing":                 `token "service"`,
+		"service":                           `token "service"`,
+		"=x":                                `token "=x"`,
+	} {
+		_, err := deletes.ParseWhere(in)
+		if err == nil || !strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "accepted: COLUMN=VALUE") {
+			t.Errorf("%q: error %v, want it to name %s and what is accepted", in, err, token)
+		}
+	}
+}
+
+// TestCancelPeriodHoldsSweeps: an applying sweep leaves a request alone until its cancel period
+// has passed since it was recorded (reported as waiting, published with its execution time), then
+// executes it; SkipCancelPeriod executes at once. A dry run counts it either way.
+func TestCancelPeriodHoldsSweeps(t *testing.T) {
+	e := testlake.New(t)
+	recs := e.DeleteTable(2)
+	created := time.Now()
+	r, err := deletes.Record(context.Background(), e.Lake, "events", deletes.Request{Where: billing()}, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, counts := testlake.ExpectAfter(recs, []deletes.Request{r})
+	if counts[r.ID] == 0 {
+		t.Fatal("setup: the request matches no row")
+	}
+	before := e.Sum("events")
+	s, _ := sweeper(e)
+	now := created.Add(time.Hour - time.Second)
+	s.Now = func() time.Time { return now }
+	s.Cfg.CancelPeriod = time.Hour
+	var pub capture
+	s.Publish = &pub
+	ctx := context.Background()
+
+	dry, err := s.Sweep(ctx, "events", deletes.SweepOptions{NoCaps: true})
+	if err != nil || dry.ByRequest[r.ID] != counts[r.ID] {
+		t.Fatalf("dry run counts %d rows (%v), want %d", dry.ByRequest[r.ID], err, counts[r.ID])
+	}
+	reps, err := s.SweepTables(ctx, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || reps[0].Rewritten != 0 || len(reps[0].Waiting) != 1 || reps[0].Waiting[0] != r.ID {
+		t.Fatalf("inside the cancel period: %+v", reps)
+	}
+	if got := e.Sum("events"); got != before {
+		t.Fatalf("rows deleted inside the cancel period: %+v, want %+v", got, before)
+	}
+	st := pub.get("events")
+	if st == nil || len(st.Pending) != 1 || st.Pending[0].State != deletes.Waiting || !st.Pending[0].ExecuteAt.Equal(created.Add(time.Hour).UTC()) {
+		t.Fatalf("published %+v", st)
+	}
+
+	now = created.Add(time.Hour)
+	if _, err := s.SweepTables(ctx, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("after the cancel period the table holds %+v, want %+v", got, want)
+	}
+	if st := testlake.StoredRequests(t, e.Lake)[r.ID]; st.State != deletes.Done {
+		t.Fatalf("request %+v after the period", st)
+	}
+
+	// By hand, skipping the period.
+	e2 := testlake.New(t)
+	recs2 := e2.DeleteTable(2)
+	r2 := testlake.Record(t, e2.Lake, deletes.Request{Where: billing()})
+	want2, _ := testlake.ExpectAfter(recs2, []deletes.Request{r2})
+	s2, _ := sweeper(e2)
+	s2.Cfg.CancelPeriod = 24 * time.Hour
+	if _, err := s2.SweepTablesWith(ctx, nil, deletes.SweepOptions{Apply: true, SkipCancelPeriod: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e2.Sum("events"); got != want2 {
+		t.Fatalf("--skip-cancel-period: the table holds %+v, want %+v", got, want2)
+	}
+}
+
+// capture is a Publisher that keeps the last state per table.
+type capture struct {
+	mu sync.Mutex
+	m  map[string]*deletes.State
+}
+
+func (c *capture) Deletes(table string, st *deletes.State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*deletes.State{}
+	}
+	c.m[table] = st
+}
+
+func (c *capture) get(table string) *deletes.State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[table]
+}
+
+// TestDeleteCancel: a pending request is withdrawn and no sweep runs it; cancelling it again, a
+// done request, a running one (rows already deleted) or an unknown id is refused with the reason.
+func TestDeleteCancel(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(2)
+	ctx := context.Background()
+	before := e.Sum("events")
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: billing()})
+	got, err := deletes.Cancel(ctx, e.Lake, "events", r.ID, time.Now())
+	if err != nil || got.State != deletes.Cancelled || got.CancelledAt == nil {
+		t.Fatalf("cancel: %+v, %v", got, err)
+	}
+	reps := sweepAll(t, e)
+	if reps[0].Rewritten != 0 || e.Sum("events") != before {
+		t.Fatalf("a cancelled request was executed: %+v", reps[0])
+	}
+	if st := testlake.StoredRequests(t, e.Lake)[r.ID]; st.State != deletes.Cancelled {
+		t.Fatalf("stored %+v", st)
+	}
+	for id, want := range map[string]string{r.ID: "already cancelled", "20261203T000000Z-000000": "has no deletion request"} {
+		if _, err := deletes.Cancel(ctx, e.Lake, "events", id, time.Now()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("cancel %s: %v, want %q", id, err, want)
+		}
+	}
+
+	done := testlake.Record(t, e.Lake, deletes.Request{Where: billing()})
+	sweepAll(t, e)
+	if _, err := deletes.Cancel(ctx, e.Lake, "events", done.ID, time.Now()); err == nil || !strings.Contains(err.Error(), "done") {
+		t.Fatalf("cancel a done request: %v", err)
+	}
+
+	running := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "severity", Values: []string{"debug"}}}})
+	running.RowsDeleted, running.FilesRewritten = 10, 1
+	tbl := e.Table("events")
+	txn := tbl.NewTransaction()
+	if err := deletes.Stage(txn, running); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deletes.Cancel(ctx, e.Lake, "events", running.ID, time.Now()); err == nil || !strings.Contains(err.Error(), "running, 10 rows already deleted") {
+		t.Fatalf("cancel a running request: %v", err)
+	}
+}
+
+// TestCancelDuringSweepCommitsNothing: a cancel that lands while a sweep is rewriting for the
+// request makes the rewrite's commit fail as a conflict: no row of the cancelled request goes.
+func TestCancelDuringSweepCommitsNothing(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(2)
+	before := e.Sum("events")
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: billing()})
+	s, _ := sweeper(e)
+	var once sync.Once
+	// Check runs after the sweep read the request as pending, before it rewrites.
+	s.Check = func(iceberg.Properties, deletes.Request) error {
+		once.Do(func() {
+			if _, err := deletes.Cancel(context.Background(), e.Lake, "events", r.ID, time.Now()); err != nil {
+				t.Error(err)
+			}
+		})
+		return nil
+	}
+	rep, err := s.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rewritten != 0 || rep.Conflicts == 0 {
+		t.Fatalf("sweep after the cancel: %d rewritten, %d conflicts", rep.Rewritten, rep.Conflicts)
+	}
+	if got := e.Sum("events"); got != before {
+		t.Fatalf("rows of a cancelled request were deleted: %+v, want %+v", got, before)
+	}
+}
+
+// TestOldUnboundedRequestNotExecuted: a version-1 request with no condition and to = its creation
+// time is what the CLI before format 2 stored for `delete-request --table T`; it is reported and
+// never executed.
+func TestOldUnboundedRequestNotExecuted(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(1)
+	before := e.Sum("events")
+	created := time.Now().UTC()
+	old := deletes.Request{Version: 1, ID: deletes.NewID(created), CreatedAt: created, State: deletes.Pending,
+		To: created.Truncate(time.Microsecond).Format(time.RFC3339Nano)}
+	tbl := e.Table("events")
+	txn := tbl.NewTransaction()
+	if err := deletes.Stage(txn, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reps := sweepAll(t, e)
+	if reps[0].Rewritten != 0 || len(reps[0].Invalid) != 1 || !strings.Contains(reps[0].Invalid[0], "would delete every row") {
+		t.Fatalf("sweep: %+v", reps[0])
+	}
+	if got := e.Sum("events"); got != before {
+		t.Fatalf("an old unbounded request deleted rows: %+v, want %+v", got, before)
+	}
+}
