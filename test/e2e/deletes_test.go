@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +48,7 @@ func TestDeleteRequestSweptByRunningCompactor(t *testing.T) { deleteRequestSwept
 // deleteRequestSwept is TestDeleteRequestSweptByRunningCompactor on any site.
 func deleteRequestSwept(t *testing.T, s *site) {
 	w := s.walgen("pod-0", 20000, 7)
-	r := s.start(nil, "--recluster-interval-secs", "1")
+	r := s.start(nil, "--recluster-interval-secs", "1", "--delete-cancel-period", "0")
 	r.waitDrained(60 * time.Second)
 
 	billing := iceberg.EqualTo(iceberg.Reference("service"), "billing")
@@ -108,4 +111,133 @@ func TestDeleteRequestDefaultsToNow(t *testing.T) {
 	if to, err := time.Parse(time.RFC3339Nano, req.To); err != nil || time.Since(to) < 0 || time.Since(to) > time.Minute {
 		t.Fatalf("request to = %q (%v), want the time of the request", req.To, err)
 	}
+}
+
+// deleteTool runs a delete-* command of the binary against s; it returns stdout, stderr and the
+// exit code.
+func (s *site) deleteTool(args ...string) (string, string, int) {
+	s.t.Helper()
+	cmd := exec.Command(bin, append([]string{args[0], "--catalog", s.catalog, "--warehouse", s.warehouse}, args[1:]...)...)
+	cmd.Env = append(os.Environ(), s.extraEnv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		s.t.Fatalf("%s: %v", args[0], err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// TestDeleteRequestSafety (issue 30): with the real binary, a request that would delete every
+// row is refused (no condition, --from 1970, a --to in the future) and recorded only with
+// --all-rows, which says so; `--where 'A AND B'` is two conditions; delete-cancel withdraws a
+// pending request (a second cancel is refused); delete-request says what it matches and when it
+// runs; and neither delete-sweep --apply nor the running compactor's idle sweep executes a
+// request before SIGLAKE_DELETE_CANCEL_PERIOD has passed (its rows are still there, status shows
+// it waiting without its values), after which its rows are gone and only they.
+func TestDeleteRequestSafety(t *testing.T) {
+	s := newSite(t)
+	w := s.walgen("pod-0", 20000, 7)
+	s.drainOnce()
+
+	for _, args := range [][]string{{}, {"--from", "1970-01-01"}, {"--to", "2099-01-01"}, {"--reason", "cleanup"}} {
+		_, stderr, code := s.deleteTool(append([]string{"delete-request", "--table", "events"}, args...)...)
+		if code == 0 || !strings.Contains(stderr, "every row") || !strings.Contains(stderr, "--all-rows") {
+			t.Fatalf("delete-request --table events %v: exit %d, want a refusal naming --all-rows:\n%s", args, code, stderr)
+		}
+	}
+	if got := s.tableProps("events"); len(deleteKeys(got)) != 0 {
+		t.Fatalf("refused requests were stored: %v", deleteKeys(got))
+	}
+
+	// --all-rows is accepted and says what it does; cancelled at once, it never runs.
+	out, stderr, code := s.deleteTool("delete-request", "--table", "events", "--all-rows", "--reason", "e2e")
+	if code != 0 || !strings.Contains(stderr, "EVERY ROW of table events") {
+		t.Fatalf("delete-request --all-rows: exit %d\n%s%s", code, out, stderr)
+	}
+	all := strings.TrimSpace(out)
+	if o, e, c := s.deleteTool("delete-cancel", "--table", "events", all); c != 0 || !strings.Contains(o, "cancelled deletion request "+all) {
+		t.Fatalf("delete-cancel: exit %d\n%s%s", c, o, e)
+	}
+	if _, e, c := s.deleteTool("delete-cancel", "--table", "events", all); c == 0 || !strings.Contains(e, "already cancelled") {
+		t.Fatalf("second delete-cancel: exit %d\n%s", c, e)
+	}
+
+	// AND in one --where: two conditions; cancelled too, so debug rows of billing stay until B.
+	out, stderr, code = s.deleteTool("delete-request", "--table", "events", "--where", "service=billing AND severity=debug", "--json")
+	var and deletes.Request
+	if code != 0 || json.Unmarshal([]byte(out), &and) != nil || len(and.Where) != 2 || and.Where[1].Column != "severity" {
+		t.Fatalf("--where with AND: exit %d, stored %+v\n%s", code, and.Where, stderr)
+	}
+	if _, e, c := s.deleteTool("delete-cancel", "--table", "events", and.ID); c != 0 {
+		t.Fatalf("delete-cancel: %s", e)
+	}
+	if _, e, c := s.deleteTool("delete-request", "--table", "events", "--where", "service=billing OR severity=debug"); c == 0 || !strings.Contains(e, `token "OR"`) {
+		t.Fatalf("--where with OR: exit %d\n%s", c, e)
+	}
+
+	billing := iceberg.EqualTo(iceberg.Reference("service"), "billing")
+	keep := s.scanSum("events", iceberg.NewNot(billing))
+	before := s.scanSum("events", billing)
+	if before.Rows == 0 || keep.Rows+before.Rows != w.Rows {
+		t.Fatalf("setup: %d billing and %d other rows of %d", before.Rows, keep.Rows, w.Rows)
+	}
+	const period = 15 * time.Second
+	env := "SIGLAKE_DELETE_CANCEL_PERIOD=" + period.String()
+	s.extraEnv = append(s.extraEnv, env)
+	recorded := time.Now()
+	out, stderr, code = s.deleteTool("delete-request", "--table", "events", "--where", "service=billing", "--reason", "e2e")
+	if code != 0 || !strings.Contains(stderr, fmt.Sprintf("matches now: %d rows", before.Rows)) || !strings.Contains(stderr, "sweeps execute it from") {
+		t.Fatalf("delete-request: exit %d, want what it matches (%d rows) and when it runs\n%s", code, before.Rows, stderr)
+	}
+	id := strings.TrimSpace(out)
+
+	// By hand, inside the period: nothing runs, and it says why.
+	if o, e, c := s.deleteTool("delete-sweep", "--apply", "--table", "events"); c != 0 || !strings.Contains(o, "waits its cancel period") {
+		t.Fatalf("delete-sweep --apply: exit %d\n%s%s", c, o, e)
+	}
+	r := s.start(nil, "--recluster-interval-secs", "1")
+	waitFor(t, period, "status to show the request waiting", func() bool {
+		_, body := r.get("/debug/status")
+		return strings.Contains(body, id) && strings.Contains(body, `"state": "waiting"`)
+	})
+	_, body := r.get("/debug/status")
+	if strings.Contains(body, `"billing"`) || strings.Contains(body, "service =") {
+		t.Fatalf("status shows the request's predicate:\n%s", body)
+	}
+	if got := s.scanSum("events", billing); got != before || time.Since(recorded) >= period {
+		t.Fatalf("before the cancel period ended (%s of %s): billing rows %+v, want all %+v", time.Since(recorded), period, got, before)
+	}
+	waitFor(t, period+90*time.Second, "the idle sweep to finish the request after its cancel period", func() bool {
+		return r.scrape().sum("siglake_delete_requests_done_total", `table="events"`) >= 1
+	})
+	r.stop()
+	if time.Since(recorded) < period {
+		t.Fatalf("the request ran %s after it was recorded, inside its %s cancel period", time.Since(recorded), period)
+	}
+	if got := s.tableSum("events"); got != keep {
+		t.Fatalf("table holds %+v, want exactly the rows the request does not match %+v", got, keep)
+	}
+	tbl, _ := s.table("events")
+	rs, _ := deletes.List(tbl.Properties())
+	states := map[string]string{}
+	for _, q := range rs {
+		states[q.ID] = q.State
+	}
+	if states[id] != deletes.Done || states[all] != deletes.Cancelled || states[and.ID] != deletes.Cancelled {
+		t.Fatalf("stored states %v", states)
+	}
+}
+
+func deleteKeys(props map[string]string) []string {
+	var out []string
+	for k := range props {
+		if strings.HasPrefix(k, deletes.PropertyPrefix) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -36,7 +36,8 @@ func TestMemorySoak(t *testing.T) {
 	ratio := sidecar.DefaultGoMemLimitRatio
 	s.extraEnv = append(s.extraEnv, fmt.Sprintf("GOMEMLIMIT=%d", int64(soakLimit*ratio)))
 	// Default commit batching (32 MiB or 10 s), rewrites every second.
-	r := s.start(nil, "--commit-batch-target-mb", "32", "--commit-batch-max-age-secs", "10", "--recluster-interval-secs", "1")
+	r := s.start(nil, "--commit-batch-target-mb", "32", "--commit-batch-max-age-secs", "10", "--recluster-interval-secs", "1",
+		"--delete-cancel-period", "0")
 	watch := watchMemory(t, r)
 
 	// Phase 1: steady ingest with late rows (overlapping files for the rewrites).
