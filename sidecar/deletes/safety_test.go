@@ -96,7 +96,7 @@ func TestWholeTableSpan(t *testing.T) {
 // and what the grammar does not have is refused with the token, never read into a value.
 func TestParseWhereAnd(t *testing.T) {
 	for in, want := range map[string][]deletes.Condition{
-		"service=billing AND severity=debug": {{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"debug"}}},
+		"service=billing AND severity=debug":  {{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"debug"}}},
 		"service=billing and  severity=debug": {{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"debug"}}},
 		`raw="a AND b" And host='web 1'`:      {{Column: "raw", Values: []string{"a AND b"}}, {Column: "host", Values: []string{"web 1"}}},
 		"user=a=b":                            {{Column: "user", Values: []string{"a=b"}}},

@@ -143,7 +143,11 @@ func Cancel(ctx context.Context, l *lake.Lake, name, id string, now time.Time) (
 		}
 		switch {
 		case r.State == Cancelled:
-			return Request{}, fmt.Errorf("deletion request %s of table %s: already cancelled at %s", id, name, r.CancelledAt.Format(time.RFC3339))
+			at := "" // cancelled_at is optional to readers: another tool may not write it
+			if r.CancelledAt != nil {
+				at = " at " + r.CancelledAt.Format(time.RFC3339)
+			}
+			return Request{}, fmt.Errorf("deletion request %s of table %s: already cancelled%s", id, name, at)
 		case r.State == Done:
 			return Request{}, fmt.Errorf("deletion request %s of table %s: done (%d rows deleted); deleted rows cannot be restored by cancelling", id, name, r.RowsDeleted)
 		case r.RowsDeleted > 0 || r.FilesRewritten > 0:
