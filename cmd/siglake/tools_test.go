@@ -60,11 +60,18 @@ func TestDirShortcut(t *testing.T) {
 		t.Fatalf("delete-request --dir: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	id := strings.TrimSpace(r.stdout)
-	if r := siglake(t, "delete-sweep", "--dir", dir); r.code != 0 || !strings.Contains(r.stdout, id) {
-		t.Errorf("delete-sweep --dir does not show request %s: exit %d\n%s%s", id, r.code, r.stdout, r.stderr)
+	if r := siglake(t, "delete-sweep", "--dir", dir); r.code != 0 || !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "waits its cancel period") {
+		t.Errorf("delete-sweep --dir does not show request %s waiting: exit %d\n%s%s", id, r.code, r.stdout, r.stderr)
+	}
+	// delete-cancel takes the id after its flags and needs --table.
+	if r := siglake(t, "delete-cancel", "--dir", dir, id); r.code != 2 || !strings.Contains(r.stderr, "--table TABLE ID") {
+		t.Errorf("delete-cancel without --table: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := siglake(t, "delete-cancel", "--dir", dir, "--table", "events", id); r.code != 0 || !strings.Contains(r.stdout, "cancelled deletion request "+id) {
+		t.Errorf("delete-cancel --dir: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// -h names the shortcut.
-	for _, tool := range []string{"inspect", "gc", "delete-request", "delete-sweep", "status"} {
+	for _, tool := range []string{"inspect", "gc", "delete-request", "delete-sweep", "delete-cancel", "status"} {
 		if r := siglake(t, tool, "-h"); !strings.Contains(r.stdout, "-dir") {
 			t.Errorf("%s -h does not list -dir:\n%s", tool, r.stdout)
 		}
