@@ -241,15 +241,3 @@ func warehouseURI(w string) (string, error) {
 	}
 	return "file://" + abs, nil
 }
-
-// Redact hides a password in a catalog URI before it is logged or returned in an error.
-func Redact(uri string) string {
-	u, err := url.Parse(uri)
-	if err != nil || u.User == nil {
-		return uri
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
