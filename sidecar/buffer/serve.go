@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -151,7 +152,14 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("table %q: accepted: ^[a-z][a-z0-9_]{0,127}$", o.Table), Parameter: "table"}})
 		return
 	}
-	q, err := ParseQuery(r.URL.Query())
+	// Not r.URL.Query(): it drops a parse error (a bad escape, more parameters than the parser
+	// takes) and would serve the rest without the filters it lost.
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("query string: %v", err)}})
+		return
+	}
+	q, err := ParseQuery(v)
 	if err != nil {
 		fail(paramError(err))
 		return
