@@ -11,19 +11,45 @@ SIGLAKE_STATE="${SIGLAKE_TEST_STATE:-$SIGLAKE_REPO/.cache/testenv}"
 log() { echo "[$(basename "$0")] $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# port_busy PORT: true when something accepts TCP connections on 127.0.0.1:PORT.
+# port_busy PORT: true when 127.0.0.1:PORT cannot be bound. It binds, as the server will (with
+# SO_REUSEADDR, which PostgreSQL and Go set), rather than looking for a listener: a client socket
+# that holds the port as its local end (connected, or in TIME-WAIT) accepts no connection, yet
+# makes the server's bind fail.
 port_busy() {
-	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+	command -v python3 >/dev/null || die "python3 not found: it checks ports are free by binding them"
+	! python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+    s.listen(1)
+except OSError:
+    sys.exit(1)
+' "$1"
 }
 
-# free_port PREFERRED: prints PREFERRED if nothing listens there, else the next
-# port above it that is free. A race with another process is possible but the
-# callers re-check by waiting for their own server to answer.
+# ephemeral_low: the first port of the kernel's ephemeral range (client sockets' local ports).
+ephemeral_low() {
+	local lo _
+	if read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null; then
+		echo "$lo"
+	else
+		echo 32768
+	fi
+}
+
+# free_port PREFERRED: prints PREFERRED if it can be bound, else the next port above it that can.
+# A preferred port below the ephemeral range is searched only below it, where no client socket
+# takes a port behind the server's back. A race with another process is possible but the callers
+# re-check by waiting for their own server to answer.
 free_port() {
-	local p="$1"
+	local p="$1" limit=65000 lo
+	lo="$(ephemeral_low)"
+	[ "$p" -ge "$lo" ] || limit="$lo"
 	while port_busy "$p"; do
 		p=$((p + 1))
-		[ "$p" -lt 65000 ] || die "no free port found above $1"
+		[ "$p" -lt "$limit" ] || die "no free port found from $1 below $limit"
 	done
 	echo "$p"
 }

@@ -10,7 +10,7 @@
 # env    prints the export lines of the last start.
 # clean  stops the cluster and deletes its directory.
 #
-# Environment: SIGLAKE_TEST_PG_PORT (preferred port, default 55432; the next free one is
+# Environment: SIGLAKE_TEST_PG_PORT (preferred port, default 25432, below the ephemeral range; the next free one is
 # taken when it is busy), SIGLAKE_TEST_STATE (state directory).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -118,7 +118,7 @@ CONF
 	if [ -f "$PG_STATE/port" ] && ! port_busy "$(cat "$PG_STATE/port")"; then
 		port="$(cat "$PG_STATE/port")"
 	else
-		port="$(free_port "${SIGLAKE_TEST_PG_PORT:-55432}")"
+		port="$(free_port "${SIGLAKE_TEST_PG_PORT:-25432}")"
 	fi
 	echo "$port" >"$PG_STATE/port"
 

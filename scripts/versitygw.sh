@@ -11,7 +11,7 @@
 # env    prints the export lines of the last start.
 # clean  stops the server and deletes its directory.
 #
-# Environment: SIGLAKE_TEST_S3_PORT (preferred port, default 57070; the next free one is
+# Environment: SIGLAKE_TEST_S3_PORT (preferred port, default 27070, below the ephemeral range; the next free one is
 # taken when it is busy), SIGLAKE_TEST_S3_BUCKET (default siglake-test),
 # SIGLAKE_TEST_STATE (state directory), VERSITYGW (path of a versitygw binary to use).
 set -euo pipefail
@@ -105,7 +105,7 @@ start() {
 		if [ -f "$VGW_STATE/port" ] && ! port_busy "$(cat "$VGW_STATE/port")"; then
 			PORT="$(cat "$VGW_STATE/port")"
 		else
-			PORT="$(free_port "${SIGLAKE_TEST_S3_PORT:-57070}")"
+			PORT="$(free_port "${SIGLAKE_TEST_S3_PORT:-27070}")"
 		fi
 		echo "$PORT" >"$VGW_STATE/port"
 

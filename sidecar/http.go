@@ -21,6 +21,22 @@ func (r *Readiness) Set(ok bool, reason string) {
 	r.reason.Store(reason)
 }
 
+// HTTPTimeouts bound the connections of the metrics and status listener, so idle keep-alive
+// connections and clients that stop reading do not pile up descriptors (the drain needs them).
+type HTTPTimeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// DefaultHTTPTimeouts: every answer here is small and made at once, so a whole answer gets the
+// write timeout; the idle timeout is above Prometheus' usual scrape intervals so a scraper keeps
+// its connection.
+var DefaultHTTPTimeouts = HTTPTimeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 60 * time.Second, Idle: 90 * time.Second}
+
+// Server is an http.Server for h with these timeouts.
+func (t HTTPTimeouts) Server(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
+}
+
 // Handler serves /metrics, /debug/status, /healthz and /readyz.
 func Handler(m *Metrics, st *Status, ready *Readiness, now func() time.Time) http.Handler {
 	mux := http.NewServeMux()

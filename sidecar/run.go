@@ -86,6 +86,10 @@ type Process struct {
 	Addr chan string
 	// BufferAddr is the WAL buffer's listen address once it serves (--buffer-addr set).
 	BufferAddr chan string
+	// HTTPTimeouts bound the metrics and status listener (DefaultHTTPTimeouts); BufferTimeouts the
+	// WAL buffer's (zero fields: buffer.DefaultTimeouts). Tests shorten them.
+	HTTPTimeouts   HTTPTimeouts
+	BufferTimeouts buffer.Timeouts
 
 	cluster *gossip.Cluster
 	buffer  *buffer.Service
@@ -96,7 +100,8 @@ type Process struct {
 // NewProcess prepares a process from cfg.
 func NewProcess(cfg Config, log *zap.Logger, version string) *Process {
 	p := &Process{Cfg: cfg, Log: log, Metrics: NewMetrics(), Version: version, Now: time.Now,
-		Status: NewStatus(cfg.NodeName, cfg.Role, version, time.Now()), Addr: make(chan string, 1), BufferAddr: make(chan string, 1)}
+		Status: NewStatus(cfg.NodeName, cfg.Role, version, time.Now()), Addr: make(chan string, 1), BufferAddr: make(chan string, 1),
+		HTTPTimeouts: DefaultHTTPTimeouts}
 	p.Metrics.SetBuildInfo(version, "")
 	return p
 }
@@ -135,7 +140,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 		return fmt.Errorf("listen on --http-addr / SIGLAKE_HTTP_ADDR %q: %w", p.Cfg.HTTPAddr, err)
 	}
 	p.Addr <- ln.Addr().String()
-	srv := &http.Server{Handler: Handler(p.Metrics, p.Status, &p.Ready, p.Now), ReadHeaderTimeout: 10 * time.Second}
+	srv := p.HTTPTimeouts.Server(Handler(p.Metrics, p.Status, &p.Ready, p.Now))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.Log.Error("http server stopped", zap.Error(err))

@@ -43,6 +43,7 @@ func (p *Process) startBuffer(l *atomic.Pointer[lake.Lake]) error {
 		return nil, errCatalogNotOpen
 	}
 	o := BufferOptions(p.Cfg)
+	o.Timeouts = p.BufferTimeouts
 	if p.memory != nil {
 		o.Reserve = p.memory.For(membudget.LoopWALBuffer).Reserve
 	}

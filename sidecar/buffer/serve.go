@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -59,6 +60,8 @@ type Config struct {
 	// segments); the reader continues from the answer's through marks.
 	MaxResponseBytes int64
 	MaxSegments      int
+	// WriteTimeout bounds each write of an answer (Timeouts.Write); 0: none.
+	WriteTimeout time.Duration
 }
 
 // Server answers reads of the buffer.
@@ -85,8 +88,51 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/buffer/{table}", s.serveTable)
 	mux.HandleFunc("GET /v1/buffer", s.serveList)
-	return mux
+	if s.Cfg.WriteTimeout <= 0 {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: s.Cfg.WriteTimeout}, r)
+	})
 }
+
+// deadlineWriter gives every write of an answer its own deadline. A reader that stops reading
+// fills the socket buffers and blocks the next write; the deadline fails it, the answer is cut
+// off and the read's slot is freed, however long the answer is meant to stream.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc  *http.ResponseController
+	d   time.Duration
+	set time.Time // when the deadline was last moved
+}
+
+// extend moves the deadline to d from now; at most every tenth of d, so a write has at least
+// nine tenths of d and a stream of small writes does not reset a timer for each.
+func (w *deadlineWriter) extend() {
+	now := time.Now()
+	if now.Sub(w.set) < w.d/10 {
+		return
+	}
+	w.set = now
+	_ = w.rc.SetWriteDeadline(now.Add(w.d))
+}
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	w.extend()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	w.extend()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *deadlineWriter) FlushError() error {
+	w.extend()
+	return w.rc.Flush()
+}
+
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // perRead is the decoded memory one read may hold.
 func (s *Server) perRead() int64 { return s.Cfg.MemoryBytes / int64(max(1, s.Cfg.MaxReaders)) }
@@ -151,7 +197,14 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("table %q: accepted: ^[a-z][a-z0-9_]{0,127}$", o.Table), Parameter: "table"}})
 		return
 	}
-	q, err := ParseQuery(r.URL.Query())
+	// Not r.URL.Query(): it drops a parse error (a bad escape, more parameters than the parser
+	// takes) and would serve the rest without the filters it lost.
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("query string: %v", err)}})
+		return
+	}
+	q, err := ParseQuery(v)
 	if err != nil {
 		fail(paramError(err))
 		return
@@ -598,6 +651,10 @@ func (s *Server) stream(w http.ResponseWriter, a *answer, o *Outcome) {
 		h.Set("Siglake-Buffer-"+k, a.metadata()[v])
 	}
 	h.Set("Siglake-Buffer-Segments", strconv.Itoa(len(a.srcs)))
+	// The request is read; an answer that streams past the listener's read timeout must not have
+	// its context cancelled by it (writes have their own deadlines).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
 	w.WriteHeader(http.StatusOK)
 	o.Code = "200"
 	cw := &countingWriter{w: w}
@@ -611,7 +668,6 @@ func (s *Server) stream(w http.ResponseWriter, a *answer, o *Outcome) {
 		mem = memory.DefaultAllocator
 	}
 	iw := ipc.NewWriter(cw, ipc.WithSchema(a.out), ipc.WithAllocator(mem))
-	rc := http.NewResponseController(w)
 	ctx := context.Background()
 	for i, src := range a.srcs {
 		seg := a.first

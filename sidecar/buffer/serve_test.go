@@ -474,3 +474,17 @@ func loopWaiting(b *membudget.Budget, loop string) int64 {
 	}
 	return 0
 }
+
+// TestUnparsableQueryIs400: a query string the parser refuses (more parameters than it takes, a
+// bad escape) is answered 400, never served without the filters it could not read.
+func TestUnparsableQueryIs400(t *testing.T) {
+	h := newHarness(t, nil)
+	h.e.Seal("events", gen(t, 12, 1, 100, t0)...)
+	many := "/v1/buffer/events?where=service=nosuch&columns=raw" + strings.Repeat("&in=service=x", 10_001)
+	for _, path := range []string{many, "/v1/buffer/events?where=service=%zz"} {
+		code, body, _ := h.get(path)
+		if code != http.StatusBadRequest || !strings.Contains(body.Error, "query string") {
+			t.Errorf("GET %.60s...: %d %+v, want 400", path, code, body)
+		}
+	}
+}

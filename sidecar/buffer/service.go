@@ -30,6 +30,35 @@ type Options struct {
 	MaxResponseBytes int64
 	// Reserve takes each read's share of the process memory budget (Server.Reserve); nil: none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
+	// Timeouts bound the listener's connections; zero fields take DefaultTimeouts'.
+	Timeouts Timeouts
+}
+
+// Timeouts bound the buffer listener's connections, so that neither idle nor stalled readers
+// hold descriptors or read slots (docs/wal-buffer.md "Limits").
+type Timeouts struct {
+	// ReadHeader and Read bound reading a request (its line and headers; the whole request).
+	ReadHeader, Read time.Duration
+	// Write bounds each write of an answer, not the answer: an answer streams for as long as its
+	// reader keeps taking it, and a reader that takes nothing for this long is cut off and its
+	// read slot freed.
+	Write time.Duration
+	// Idle closes a keep-alive connection that waits this long for its next request.
+	Idle time.Duration
+}
+
+// DefaultTimeouts are the buffer listener's timeouts.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: 90 * time.Second}
+
+func (t Timeouts) orDefault() Timeouts {
+	d := DefaultTimeouts
+	pick := func(v, def time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	return Timeouts{ReadHeader: pick(t.ReadHeader, d.ReadHeader), Read: pick(t.Read, d.Read), Write: pick(t.Write, d.Write), Idle: pick(t.Idle, d.Idle)}
 }
 
 // Service is the buffer in a running process: its listener, and the retention sweep.
@@ -53,14 +82,16 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	if mem <= 0 {
 		mem = merge.DefaultMemoryBudget() / 4
 	}
+	to := o.Timeouts.orDefault()
 	s := &Service{ln: ln, Server: &Server{
 		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
-			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments},
+			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments, WriteTimeout: to.Write},
 		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve}}
 	if o.RetainAfterDrain > 0 {
 		s.Retention = &Retention{Keep: o.RetainAfterDrain, Now: time.Now}
 	}
-	s.srv = &http.Server{Handler: s.Server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// No WriteTimeout: it would bound a whole answer; the handler sets a deadline per write.
+	s.srv = &http.Server{Handler: s.Server.Handler(), ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, IdleTimeout: to.Idle}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("WAL buffer server stopped", zap.Error(err))

@@ -84,24 +84,41 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	case strings.HasPrefix(cfg.Catalog, "sqlite:"):
 		cat, err = openSQLite(strings.TrimPrefix(cfg.Catalog, "sqlite:"), props)
 	case strings.HasPrefix(cfg.Catalog, "postgres://"), strings.HasPrefix(cfg.Catalog, "postgresql://"):
+		// The driver's own parse error quotes the whole URI, password included.
+		if u, perr := url.Parse(cfg.Catalog); perr != nil || u.Host == "" {
+			return nil, badCatalog(cfg.Catalog, "not a valid postgres:// URL", nil)
+		}
 		cat, err = openSQL("postgres", cfg.Catalog, sqlcat.Postgres, props)
 	case strings.HasPrefix(cfg.Catalog, "rest+"):
+		if u, perr := url.Parse(strings.TrimPrefix(cfg.Catalog, "rest+")); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, badCatalog(cfg.Catalog, "a REST catalog URL is rest+http://HOST or rest+https://HOST", nil)
+		}
 		tr := newRESTTransport() // waits out a 429's Retry-After (rest.go)
 		closeIdle = tr.CloseIdleConnections
 		cat, err = rest.NewCatalog(ctx, "siglake", strings.TrimPrefix(cfg.Catalog, "rest+"), rest.WithWarehouseLocation(warehouse),
 			rest.WithAdditionalProps(props), rest.WithCustomTransport(tr))
 	default:
-		return nil, fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %q: accepted forms are sqlite:PATH, postgres://..., rest+http(s)://...", ErrBadConfig, Redact(cfg.Catalog))
+		return nil, badCatalog(cfg.Catalog, "unknown catalog kind", nil)
 	}
 	if err != nil {
 		if closeIdle != nil {
 			closeIdle()
 		}
+		if errors.Is(err, ErrBadConfig) {
+			return nil, err
+		}
+		if why := permanentOpenError(err); why != "" {
+			return nil, badCatalog(cfg.Catalog, why, err)
+		}
 		return nil, fmt.Errorf("open catalog %s: %w", Redact(cfg.Catalog), err)
 	}
 	l := &Lake{cat: cat, ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle}
+	// The first query may be the first connection (database/sql connects lazily).
 	if err := l.ensureNamespace(ctx); err != nil {
 		l.Close()
+		if why := permanentOpenError(err); why != "" {
+			return nil, badCatalog(cfg.Catalog, why, err)
+		}
 		return nil, err
 	}
 	return l, nil
@@ -176,10 +193,13 @@ func (l *Lake) ensureNamespace(ctx context.Context) error {
 
 func openSQLite(path string, props iceberg.Properties) (catalog.Catalog, error) {
 	if path == "" {
-		return nil, fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG: sqlite catalog needs a path: sqlite:PATH", ErrBadConfig)
+		return nil, badCatalog("sqlite:", "a sqlite catalog needs a path", nil)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSQLitePath("sqlite:"+path, abs); err != nil {
 		return nil, err
 	}
 	// WAL journal and a busy timeout let several processes (drain replicas, CLI tools) share the
@@ -240,16 +260,4 @@ func warehouseURI(w string) (string, error) {
 		return "", err
 	}
 	return "file://" + abs, nil
-}
-
-// Redact hides a password in a catalog URI before it is logged or returned in an error.
-func Redact(uri string) string {
-	u, err := url.Parse(uri)
-	if err != nil || u.User == nil {
-		return uri
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }

@@ -58,9 +58,10 @@ func startOwn(t testing.TB, script, portVar, envFile string) *OwnServer {
 		}
 		os.RemoveAll(state)
 	})
-	// A random preferred port away from the shared servers' defaults keeps parallel
-	// test binaries from racing for the same one.
-	port := strconv.Itoa(20000 + rand.IntN(20000))
+	// A random preferred port away from the shared servers' defaults (25432, 27070) keeps
+	// parallel test binaries from racing for the same one; below 25000, so neither it nor the
+	// ports scripts/lib.sh tries after it reach the ephemeral range (32768 up).
+	port := strconv.Itoa(10000 + rand.IntN(15000))
 	if out, err := s.run("start", portVar+"="+port); err != nil {
 		// The shared server's availability decides skip or fail: without it the
 		// machine cannot run the service at all.

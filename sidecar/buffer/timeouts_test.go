@@ -1,0 +1,120 @@
+package buffer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// startService runs the buffer's real listener over a lake with one table of sealed rows.
+func startService(t *testing.T, readers int, to Timeouts) *Service {
+	t.Helper()
+	h := newHarness(t, nil)
+	// About 8 MB of answer: far more than a stalled reader's socket buffers take.
+	for i := 0; i < 8; i++ {
+		h.e.Seal("events", gen(t, uint64(100+i), 1, 4000, t0.Add(time.Duration(i)*time.Hour))...)
+	}
+	s, err := Start(Options{Addr: "127.0.0.1:0", WALDir: h.e.WAL, MaxReaders: readers, MemoryBytes: 256 << 20, MaxResponseBytes: 256 << 20, Timeouts: to},
+		h.e.Lake.LoadTable, NewMetrics(prometheus.NewRegistry()), h.e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// stalledReader sends a read and never reads its answer; its receive buffer is kept small so the
+// server's writes block soon.
+func stalledReader(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, "GET /v1/buffer/events HTTP/1.1\r\nHost: buffer\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestStalledReaderLosesItsSlot: a reader that sends its request and never reads holds the only
+// read slot only until a write to it has waited the write timeout; then the next reader is
+// answered 200, not 429.
+func TestStalledReaderLosesItsSlot(t *testing.T) {
+	s := startService(t, 1, Timeouts{Write: 500 * time.Millisecond})
+	stalledReader(t, s.Addr())
+	c := &Client{Addr: "http://" + s.Addr()}
+	// Wait until the stalled read holds the slot (a second read gets 429), then until it is freed.
+	var err error
+	held := false
+	start := time.Now()
+	for deadline := start.Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		_, err = c.Read(context.Background(), "events", Query{}, func(arrow.RecordBatch) error { return nil })
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusTooManyRequests {
+			held = true
+			continue
+		}
+		if held && err == nil {
+			t.Logf("the stalled reader's slot was freed after %v", time.Since(start).Round(10*time.Millisecond))
+			return
+		}
+		if !held {
+			time.Sleep(50 * time.Millisecond) // the stalled read has not taken the slot yet
+			continue
+		}
+		t.Fatalf("read after the stall: %v", err)
+	}
+	t.Fatalf("held=%v: the stalled reader kept the only read slot for 15 s (last read: %v)", held, err)
+}
+
+// TestIdleConnectionsAreClosed: a keep-alive connection that sends no next request is closed
+// after the idle timeout.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	s := startService(t, 1, Timeouts{Idle: 300 * time.Millisecond})
+	c, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /v1/buffer HTTP/1.1\r\nHost: buffer\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("list: %d close=%v %v", resp.StatusCode, resp.Close, err)
+	}
+	resp.Body.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) && !strings.Contains(errString(err), "reset") {
+		t.Fatalf("idle connection: %v after %v, want it closed by the server", err, time.Since(start))
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,68 @@
+package sidecar
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// TestIdleHTTPConnectionsAreClosed: a keep-alive connection to the metrics and status listener
+// that sends no next request is closed after the idle timeout, so idle clients cannot pile up
+// descriptors the drain needs.
+func TestIdleHTTPConnectionsAreClosed(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.HTTPAddr, c.Role = "127.0.0.1:0", RoleDrain })
+	if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := NewProcess(e.cfg, zap.NewNop(), "test")
+	p.HTTPTimeouts.Idle = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx, false) }()
+	var addr string
+	select {
+	case addr = <-p.Addr:
+	case err := <-ran:
+		t.Fatalf("run: %v", err)
+	}
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for _, path := range []string{"/healthz", "/metrics"} { // the connection is kept alive between them
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: sidecar\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("%s: %d close=%v %v", path, resp.StatusCode, resp.Close, err)
+		}
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) && (err == nil || !strings.Contains(err.Error(), "reset")) {
+		t.Fatalf("idle connection: %v after %v, want it closed by the server", err, time.Since(start))
+	}
+}

@@ -1,0 +1,90 @@
+package lake
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/lib/pq"
+	"modernc.org/sqlite"
+)
+
+// acceptedCatalogs is what --catalog accepts, for the errors that reject it.
+const acceptedCatalogs = "accepted: sqlite:PATH (a SQLite catalog file, created if missing, in an existing directory), " +
+	"postgres://USER:PASSWORD@HOST:PORT/DB (reserved characters in the password percent-encoded, % as %25), " +
+	"rest+http(s)://HOST/PATH"
+
+// badCatalog is the error for a --catalog that retrying cannot make work.
+func badCatalog(uri, what string, cause error) error {
+	if cause != nil {
+		return fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %s: %s (%w); %s", ErrBadConfig, Redact(uri), what, cause, acceptedCatalogs)
+	}
+	return fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %s: %s; %s", ErrBadConfig, Redact(uri), what, acceptedCatalogs)
+}
+
+// permanentOpenError is the one place that decides whether opening the catalog failed for a
+// reason retrying cannot fix, and names that reason; "" means retry. Only what the catalog itself
+// says is wrong with the configuration counts as permanent: a file that is not a database, a
+// refused login, a database that does not exist. Everything else (connection refused, timeouts,
+// DNS, a busy or locked file, 5xx answers, and errors not known here) is retried, because an
+// outage takes more forms than can be listed and a process that exits on one restarts into the
+// same wait. A name that does not resolve is retried too: in Kubernetes a Service's DNS record
+// may appear after the pods that use it start.
+func permanentOpenError(err error) string {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff { // the primary result code; extended codes add detail above it
+		case 26: // SQLITE_NOTADB
+			return "the file is not a SQLite database"
+		case 11: // SQLITE_CORRUPT
+			return "the SQLite file is corrupt"
+		case 14: // SQLITE_CANTOPEN: not the missing directory (checked before opening): permissions
+			return "the SQLite file cannot be opened (permissions, or not a regular file)"
+		case 8: // SQLITE_READONLY
+			return "the SQLite file or its directory is read-only"
+		case 3, 23: // SQLITE_PERM, SQLITE_AUTH
+			return "access to the SQLite file is denied"
+		}
+		return ""
+	}
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code.Class() == "28": // invalid_authorization_specification, invalid_password
+			return "PostgreSQL refused the credentials"
+		case pe.Code == "3D000": // invalid_catalog_name
+			return "the PostgreSQL database does not exist"
+		case pe.Code == "42501": // insufficient_privilege
+			return "the PostgreSQL user may not create or use the catalog tables"
+		}
+		return ""
+	}
+	switch {
+	case errors.Is(err, pq.ErrSSLNotSupported):
+		return "the PostgreSQL server does not accept TLS (add sslmode=disable to use a plain connection)"
+	case errors.Is(err, rest.ErrUnauthorized), errors.Is(err, rest.ErrForbidden):
+		return "the REST catalog refused the credentials"
+	}
+	return ""
+}
+
+// checkSQLitePath rejects a sqlite:PATH whose directory does not exist or that names a directory,
+// before SQLite turns either into a generic "unable to open database file".
+func checkSQLitePath(uri, abs string) error {
+	dir := filepath.Dir(abs)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return badCatalog(uri, fmt.Sprintf("directory %s does not exist", dir), nil)
+	case err != nil:
+		return badCatalog(uri, fmt.Sprintf("directory %s cannot be read", dir), err)
+	case !st.IsDir():
+		return badCatalog(uri, fmt.Sprintf("%s is not a directory", dir), nil)
+	}
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return badCatalog(uri, abs+" is a directory, not a SQLite file", nil)
+	}
+	return nil
+}
