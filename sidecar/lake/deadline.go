@@ -109,8 +109,9 @@ func (c *deadlineCatalog) CommitTable(ctx context.Context, id table.Identifier, 
 	})
 	defer slow.Stop()
 	done := make(chan commitAnswer, 1)
+	inner := c.Catalog
 	go func() {
-		md, loc, err := c.Catalog.CommitTable(cctx, id, reqs, ups)
+		md, loc, err := inner.CommitTable(cctx, id, reqs, ups)
 		done <- commitAnswer{md, loc, err}
 	}()
 	select {
