@@ -156,3 +156,7 @@ func (l *Lake) WatchCommits(watch func(CommitEvent)) {
 	}
 	l.cat.watch.Store(&watch)
 }
+
+// SetCommitTimeout changes the commit deadline (0: DefaultCommitTimeout) for the commits that
+// start from now on.
+func (l *Lake) SetCommitTimeout(d time.Duration) { l.cat.timeout.Store(int64(d)) }
