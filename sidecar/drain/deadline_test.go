@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
@@ -123,5 +125,68 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 	}
 	if segs, _ := localwal.Scan(e.cfg.WALDir); len(segs) != 0 {
 		t.Fatalf("%d segments left", len(segs))
+	}
+}
+
+// TestBacklogGaugesWhileDraining: the backlog gauges follow the WAL after every batch of a cycle
+// (one commit per segment here: each commit sees the segments still waiting, not the count at the
+// start of the cycle) and while a commit waits (segments sealed meanwhile show up within the
+// watcher's interval, not only once the cycle ends).
+func TestBacklogGaugesWhileDraining(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 })
+	e.drain.BacklogEvery = 50 * time.Millisecond
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	e.writeSegments("events", 1, 100, 1, start)
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil { // the table
+		t.Fatal(err)
+	}
+	gauge := func() float64 { return testutil.ToFloat64(e.drain.Metrics.SealedSegments) }
+	var seen []float64
+	var mu sync.Mutex
+	entered := make(chan struct{}, 16)
+	stalled, release, held := stallCommits(e.lake)
+	catalogtest.Hook(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		mu.Lock()
+		seen = append(seen, gauge())
+		mu.Unlock()
+		entered <- struct{}{}
+		return next(ctx, id, reqs, ups)
+	})
+	e.writeSegments("events", 3, 100, 2, start.Add(time.Hour))
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if fmt.Sprint(seen) != "[3 2 1]" {
+		t.Fatalf("backlog gauge at each commit: %v, want [3 2 1] (set after every batch)", seen)
+	}
+	mu.Unlock()
+	for len(entered) > 0 {
+		<-entered
+	}
+
+	// A commit held by the catalog while ingest seals two more segments.
+	e.writeSegments("events", 1, 100, 3, start.Add(2*time.Hour))
+	stalled.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := e.drain.Cycle(context.Background(), true); done <- err }()
+	<-entered
+	if g := gauge(); g != 1 {
+		t.Fatalf("gauge %v at the held commit, want 1", g)
+	}
+	e.writeSegments("events", 2, 100, 4, start.Add(3*time.Hour))
+	deadline := time.Now().Add(5 * time.Second)
+	for gauge() != 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	g := gauge()
+	stalled.Store(false)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitZero(t, held)
+	if g != 3 {
+		t.Fatalf("backlog gauge %v while the commit waited and two more segments were sealed, want 3", g)
 	}
 }
