@@ -20,9 +20,9 @@ import (
 func runGC(args []string) error {
 	gcFlags := flag.NewFlagSet("siglake gc", flag.ContinueOnError)
 	olderThan := ageFlag(gcFlags, "older-than", lake.DefaultGCOlderThan,
-		"only objects older than this are removed (s, m, h, d, w); at least the floor (--min-age-floor)")
+		"only objects older than this `DURATION` are removed (s, m, h, d, w); at least the floor (--min-age-floor)")
 	floor := ageFlag(gcFlags, "min-age-floor", lake.DefaultGCMinAge,
-		"the least --older-than gc accepts (s, m, h, d, w); lower it only knowing no commit or rewrite runs that long, never below 12 times --commit-timeout")
+		"the least --older-than gc accepts, a `DURATION` (s, m, h, d, w); lower it only knowing no commit or rewrite runs that long, never below 12 times --commit-timeout")
 	apply := gcFlags.Bool("apply", false, "delete the orphans (default: dry run, list them)")
 	asJSON := gcFlags.Bool("json", false, "print the result as JSON")
 	var tables multiFlag
