@@ -30,7 +30,8 @@ func TestCatalogWritableFromCommits(t *testing.T) {
 	ctx := context.Background()
 	core, logs := observer.New(zapcore.WarnLevel)
 	p := NewProcess(e.cfg, zap.New(core), "test")
-	e.lake.WatchCommits(p.observeCommit)
+	e.lake.WatchCommits(p.observeCommit) // what Run does once the lake is open
+	p.setWritable(nil)
 	const (
 		pass = iota
 		refuse

@@ -69,7 +69,7 @@ func NewMetrics() *Metrics {
 		CatalogUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_catalog_up", Help: "1 when the last catalog call succeeded, 0 when the catalog is unreachable."}),
 		CatalogWritable: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_catalog_writable", Help: "1 when the last catalog commit of this process succeeded (or met a conflict, also an answer) and before any, 0 when it was refused or abandoned at --commit-timeout."}),
+			Name: "siglake_catalog_writable", Help: "1 once the catalog is open and while the last catalog commit of this process succeeded (or met a conflict, also an answer), 0 before and when it was refused or abandoned at --commit-timeout."}),
 		CommitSlow: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_catalog_commit_slow_total", Help: "Catalog commits still running at half of --commit-timeout, by table."}, []string{"table"}),
 		CommitTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -87,7 +87,6 @@ func NewMetrics() *Metrics {
 	m.Rewrite.Init(kinds)
 	m.Merge = merge.NewMetrics(reg)
 	reg.MustRegister(m.CatalogUp, m.CatalogWritable, m.CommitSlow, m.CommitTimeouts, m.BuildInfo)
-	m.CatalogWritable.Set(1) // no commit has failed yet
 	m.Drain = drain.NewMetrics(reg, m.CatalogUp, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Retention = retention.NewMetrics(reg)

@@ -88,7 +88,7 @@ the runbook_url (the alert's section of docs/operations.md: runbookUrl#<alert in
     summary: "siglake on {{`{{ $labels.pod }}`}} cannot reach the Iceberg catalog and its WAL is filling"
     description: "The catalog does not answer and the oldest sealed WAL segment has waited {{`{{ $value | humanizeDuration }}`}}: the WAL volume holds every row until the catalog is back; once it is full, ingest can no longer write."
 - alert: SiglakeCatalogNotWritable
-  expr: max by (namespace, pod) (1 - siglake_catalog_writable{ {{- $ns -}} }) > 0
+  expr: max by (namespace, pod) (siglake_catalog_writable{ {{- $ns -}} }) == 0 and on (namespace, pod) max by (namespace, pod) (siglake_catalog_up{ {{- $ns -}} }) == 1
   for: 5m
   labels:
     severity: warning
