@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func TestGCEmbedded(t *testing.T) {
 		return nil
 	})
 
-	dry, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour})
+	dry, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestGCEmbedded(t *testing.T) {
 	if _, err := os.Stat(old); err != nil {
 		t.Fatalf("the dry run deleted %s: %v", old, err)
 	}
-	applied, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, Apply: true})
+	applied, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour, Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,5 +75,40 @@ func TestGCEmbedded(t *testing.T) {
 	}
 	if _, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced}); err == nil {
 		t.Fatal("gc without a positive --older-than ran")
+	}
+}
+
+// TestGCFloor: gc refuses an age limit below its floor (24h unless lowered), naming the floor, and
+// a floor below twice the drain's commit attempts under the commit deadline; the old file of
+// TestGCEmbedded's kind is left alone by every refused run.
+func TestGCFloor(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writeSegments("events", 1, 100, 1, time.Now().Add(-time.Hour))
+	ctx := context.Background()
+	if _, err := e.drain.Cycle(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		opts lake.GCOptions
+		want string // "" accepted
+	}{
+		{lake.GCOptions{OlderThan: 3 * time.Second}, "--older-than 3s is below gc's floor of 1d"},
+		{lake.GCOptions{OlderThan: 23 * time.Hour}, "--older-than 23h is below gc's floor of 1d"},
+		{lake.GCOptions{OlderThan: 24 * time.Hour}, ""},
+		{lake.GCOptions{OlderThan: time.Hour, MinAge: 2 * time.Hour}, "--older-than 1h is below gc's floor of 2h"},
+		// The floor itself: at least 2 x 6 attempts x the commit deadline (2m by default).
+		{lake.GCOptions{OlderThan: 20 * time.Minute, MinAge: 20 * time.Minute}, "--min-age-floor 20m is below 24m"},
+		{lake.GCOptions{OlderThan: 24 * time.Minute, MinAge: 24 * time.Minute}, ""},
+		{lake.GCOptions{OlderThan: 2 * time.Second, MinAge: 2 * time.Second, CommitTimeout: 250 * time.Millisecond}, "--min-age-floor 2s is below 3s"},
+		{lake.GCOptions{OlderThan: 3 * time.Second, MinAge: 3 * time.Second, CommitTimeout: 250 * time.Millisecond}, ""},
+	} {
+		c.opts.Keep = puffinidx.Referenced
+		_, err := e.lake.GC(ctx, c.opts)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: %v", c.opts, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, lake.ErrGCTooYoung)):
+			t.Errorf("%+v: error %v, want one saying %q", c.opts, err, c.want)
+		}
 	}
 }

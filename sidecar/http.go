@@ -9,11 +9,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Readiness is what /readyz reports: ready once the catalog answered and while it keeps answering.
+// Readiness is what /readyz reports: ready once the catalog answered and while it keeps answering
+// reads (the ping) and writes (the last commit did not fail).
 type Readiness struct {
 	ready  atomic.Bool
 	reason atomic.Value // string
+	// writeErr is why the last commit failed; "" once one succeeds. The ping does not clear it.
+	writeErr atomic.Value // string
 }
+
+// SetWriteError records why the last catalog commit failed ("" when it succeeded).
+func (r *Readiness) SetWriteError(reason string) { r.writeErr.Store(reason) }
 
 // Set records the current readiness and, when not ready, why.
 func (r *Readiness) Set(ok bool, reason string) {
@@ -53,11 +59,15 @@ func Handler(m *Metrics, st *Status, ready *Readiness, now func() time.Time) htt
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if ready.ready.Load() {
+		writeErr, _ := ready.writeErr.Load().(string)
+		if ready.ready.Load() && writeErr == "" {
 			_, _ = w.Write([]byte("ready\n"))
 			return
 		}
 		reason, _ := ready.reason.Load().(string)
+		if ready.ready.Load() {
+			reason = writeErr
+		}
 		if reason == "" {
 			reason = "starting"
 		}

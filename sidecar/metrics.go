@@ -30,6 +30,11 @@ type Metrics struct {
 	BuildInfo *prometheus.GaugeVec
 
 	CatalogUp prometheus.Gauge
+	// CatalogWritable, CommitSlow and CommitTimeouts come from every catalog commit the process
+	// makes (observeCommit): the read ping behind CatalogUp cannot see a catalog refusing writes.
+	CatalogWritable prometheus.Gauge
+	CommitSlow      *prometheus.CounterVec // table
+	CommitTimeouts  *prometheus.CounterVec // table
 	// Drain are the drain loop's metrics (sidecar/drain).
 	Drain *drain.Metrics
 
@@ -63,6 +68,12 @@ func NewMetrics() *Metrics {
 		Reg: reg,
 		CatalogUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_catalog_up", Help: "1 when the last catalog call succeeded, 0 when the catalog is unreachable."}),
+		CatalogWritable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "siglake_catalog_writable", Help: "1 once the catalog is open and while the last catalog commit of this process succeeded (or met a conflict, also an answer), 0 before and when it was refused or abandoned at --commit-timeout."}),
+		CommitSlow: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_catalog_commit_slow_total", Help: "Catalog commits still running at half of --commit-timeout, by table."}, []string{"table"}),
+		CommitTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_catalog_commit_timeouts_total", Help: "Catalog commits abandoned at --commit-timeout (outcome unknown, retried), by table."}, []string{"table"}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_build_info", Help: "Always 1; the labels say which build runs: version, VCS revision, Go version."},
 			[]string{"version", "revision", "goversion"}),
@@ -75,7 +86,7 @@ func NewMetrics() *Metrics {
 	}
 	m.Rewrite.Init(kinds)
 	m.Merge = merge.NewMetrics(reg)
-	reg.MustRegister(m.CatalogUp, m.BuildInfo)
+	reg.MustRegister(m.CatalogUp, m.CatalogWritable, m.CommitSlow, m.CommitTimeouts, m.BuildInfo)
 	m.Drain = drain.NewMetrics(reg, m.CatalogUp, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Retention = retention.NewMetrics(reg)

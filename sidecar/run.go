@@ -193,6 +193,8 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 	defer l.Close()
 	defer p.stopBuffer() // before the catalog closes under a read in flight
 	lakeRef.Store(l)
+	l.WatchCommits(p.observeCommit)
+	p.setWritable(nil) // open: writable until a commit says otherwise
 	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)
 	returnStartupGarbage(p.Log) // started: what is allocated from here on is the loops' working set

@@ -35,6 +35,9 @@ type StatusReport struct {
 
 	CatalogReady bool   `json:"catalog_ready"`
 	CatalogError string `json:"catalog_error,omitempty"`
+	// CatalogWriteError is why the last catalog commit failed (refused, or abandoned at the
+	// commit deadline); empty once one succeeds. /readyz is not ready meanwhile.
+	CatalogWriteError string `json:"catalog_write_error,omitempty"`
 	// CatalogID is the identity of the catalog and namespace (docs/gossip.md): members compete for
 	// a table only when they share it. Empty until the catalog was reached.
 	CatalogID string `json:"catalog_id,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,11 +14,15 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// runGC is `siglake gc --older-than DURATION [--apply] [--table T]... [--json] [compactor options]`.
-// The catalog, warehouse and S3 options are the compactor's (flags or SIGLAKE_* env).
+// runGC is `siglake gc --older-than DURATION [--min-age-floor DURATION] [--apply] [--table T]...
+// [--json] [compactor options]`. The catalog, warehouse and S3 options are the compactor's (flags
+// or SIGLAKE_* env), --commit-timeout among them: the floor must stay far above it.
 func runGC(args []string) error {
 	gcFlags := flag.NewFlagSet("siglake gc", flag.ContinueOnError)
-	olderThan := gcFlags.Duration("older-than", lake.DefaultGCOlderThan, "only objects older than this are removed; must exceed the longest write-to-commit time")
+	olderThan := ageFlag(gcFlags, "older-than", lake.DefaultGCOlderThan,
+		"only objects older than this `DURATION` are removed (s, m, h, d, w); at least the floor (--min-age-floor)")
+	floor := ageFlag(gcFlags, "min-age-floor", lake.DefaultGCMinAge,
+		"the least --older-than gc accepts, a `DURATION` (s, m, h, d, w); lower it only knowing no commit or rewrite runs that long, never below 12 times --commit-timeout")
 	apply := gcFlags.Bool("apply", false, "delete the orphans (default: dry run, list them)")
 	asJSON := gcFlags.Bool("json", false, "print the result as JSON")
 	var tables multiFlag
@@ -27,16 +32,20 @@ func runGC(args []string) error {
 	if help || err != nil {
 		return err
 	}
+	// Refused before the catalog is even opened: a young limit is an error of the command line.
+	if err := lake.CheckGCAge(*olderThan, *floor, cfg.CommitTimeout); err != nil {
+		return err
+	}
 	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, Apply: *apply, Tables: tables, Keep: sidecar.GCKeep})
+	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, MinAge: *floor, Apply: *apply, Tables: tables, Keep: sidecar.GCKeep})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(map[string]any{"apply": *apply, "older_than": olderThan.String(), "tables": results}); jerr != nil {
+		if jerr := enc.Encode(map[string]any{"apply": *apply, "older_than": lake.FormatAge(*olderThan), "min_age_floor": lake.FormatAge(*floor), "tables": results}); jerr != nil {
 			return jerr
 		}
 		return err
@@ -61,6 +70,45 @@ func runGC(args []string) error {
 	}
 	fmt.Println()
 	return err
+}
+
+// ageFlag is a duration flag in the one duration syntax of the options: s, m, h and Go's units,
+// plus d (days) and w (weeks).
+func ageFlag(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
+	d := def
+	fs.Func(name, usage+" (default "+lake.FormatAge(def)+")", func(v string) error {
+		got, err := parseAge(v)
+		if err != nil {
+			return fmt.Errorf("--%s %q: accepted: a positive duration such as 36h, 3d, 1w, 90m", name, v)
+		}
+		d = got
+		return nil
+	})
+	return &d
+}
+
+// parseAge reads a positive duration with day (d) and week (w) units besides Go's.
+func parseAge(v string) (time.Duration, error) {
+	s := strings.TrimSpace(v)
+	unit := time.Duration(0)
+	switch {
+	case strings.HasSuffix(s, "d"):
+		unit = 24 * time.Hour
+	case strings.HasSuffix(s, "w"):
+		unit = 7 * 24 * time.Hour
+	}
+	if unit > 0 {
+		n, err := strconv.ParseFloat(s[:len(s)-1], 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("bad duration %q", v)
+		}
+		return time.Duration(n * float64(unit)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("bad duration %q", v)
+	}
+	return d, nil
 }
 
 type multiFlag []string

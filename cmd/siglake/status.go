@@ -68,6 +68,8 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 	cat := "ready"
 	if !r.CatalogReady {
 		cat = "NOT READY: " + r.CatalogError
+	} else if r.CatalogWriteError != "" {
+		cat = "NOT WRITABLE: " + r.CatalogWriteError
 	}
 	if r.CatalogID != "" {
 		cat += "  id " + r.CatalogID

@@ -239,6 +239,10 @@ type Config struct {
 	// abandoned (its segments stay in the WAL). Default 30 s (--shutdown-timeout): below the
 	// chart's 60 s termination grace period.
 	ShutdownTimeout time.Duration
+	// CommitTimeout bounds each catalog commit attempt; past it the attempt is abandoned (its
+	// outcome unknown, its files kept) and retried. Default 2m (--commit-timeout): far above a
+	// healthy commit, far below gc's 24h floor, which must stay above twice the attempts' total.
+	CommitTimeout time.Duration
 
 	// BufferAddr is the WAL buffer's own listener (docs/wal-buffer.md); a bare port is loopback.
 	// Default empty (--buffer-addr): off, an opt-in read API that serves log rows.
@@ -590,6 +594,9 @@ func Options() []Option {
 		{"shutdown-timeout", "SIGLAKE_SHUTDOWN_TIMEOUT", "30s", "",
 			"On SIGTERM, how long the in-flight commit may take before it is abandoned (uncommitted segments stay in the WAL).",
 			setDuration(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, true)},
+		{"commit-timeout", "SIGLAKE_COMMIT_TIMEOUT", "2m", "",
+			"Deadline of each catalog commit attempt (drain appends, rewrites, property updates): past it the attempt is abandoned as of unknown outcome (its files kept, the stream mark re-read) and retried; slow commits are logged at half of it. gc's floor must stay at least 12 times it (docs/gc.md).",
+			setDuration(func(c *Config) *time.Duration { return &c.CommitTimeout }, true)},
 		{"buffer-addr", "SIGLAKE_BUFFER_ADDR", "", "compactor.walBuffer.enabled",
 			"Listen address (host:port; a bare port listens on loopback) of the WAL buffer read API, its own listener: sealed rows not yet committed, as Arrow IPC (docs/wal-buffer.md). Empty turns it off.",
 			func(c *Config, v string) error {
@@ -882,7 +889,8 @@ func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config
 // LakeConfig is the part of Config the lake needs.
 func LakeConfig(c Config) lake.Config {
 	return lake.Config{Catalog: c.Catalog, Warehouse: c.Warehouse, Namespace: c.Namespace,
-		S3Endpoint: c.S3Endpoint, S3Region: c.S3Region, S3AccessKey: c.S3AccessKey, S3SecretKey: c.S3SecretKey, S3PathStyle: c.S3PathStyle}
+		S3Endpoint: c.S3Endpoint, S3Region: c.S3Region, S3AccessKey: c.S3AccessKey, S3SecretKey: c.S3SecretKey, S3PathStyle: c.S3PathStyle,
+		CommitTimeout: c.CommitTimeout}
 }
 
 // MetadataOptions is the search metadata a write to t produces, from the process options and the

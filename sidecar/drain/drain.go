@@ -57,6 +57,10 @@ type Drain struct {
 	// takes none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 
+	// BacklogEvery is how often the backlog gauges are refreshed while a batch runs (its write
+	// and its commit can take long: a catalog that holds the commit until its deadline); 0 is 1 s.
+	BacklogEvery time.Duration
+
 	// beforeCommit, when set (tests), runs just before the commit.
 	beforeCommit func()
 
@@ -242,7 +246,11 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 			continue
 		}
 		res.Batches++
+		stopWatch := d.watchBacklog(dirs)
 		out := d.commitBatch(ctx, b)
+		stopWatch()
+		// The backlog after every batch, not once per cycle: one cycle drains a whole catch-up.
+		d.scanBacklog(dirs, d.quarantined)
 		if out.shutdown {
 			// Cancelled while waiting for memory: shutdown, not a failed batch (no error metric,
 			// no backoff); the segments stay for the next start.
@@ -284,6 +292,46 @@ func (d *Drain) noteFailure(key string, now time.Time) {
 // ObserveBacklog publishes the sealed backlog segs (gauges and status); the process calls it
 // while the catalog is unreachable, when no cycle runs.
 func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
+	d.observeBacklog(segs, now, d.quarantined)
+}
+
+// scanBacklog scans dirs and publishes their backlog; a dir that cannot be scanned is left out
+// with claims (as Cycle does), and without them nothing is published (Cycle reports the error).
+func (d *Drain) scanBacklog(dirs []string, quarantined int64) {
+	segs, _, errs := ScanDirs(dirs)
+	if len(errs) > 0 && d.Claims == nil {
+		return
+	}
+	d.observeBacklog(segs, d.Now(), quarantined)
+}
+
+// watchBacklog republishes the backlog of dirs every BacklogEvery until the returned stop is
+// called (it returns once the watcher is done), so the gauges follow the WAL while a batch's
+// commit waits. The quarantine count is the one at the start: the batch may change it.
+func (d *Drain) watchBacklog(dirs []string) (stop func()) {
+	every := d.BacklogEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	q := d.quarantined
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				d.scanBacklog(dirs, q)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time, quarantined int64) {
 	var bytes int64
 	var oldest time.Time
 	for _, s := range segs {
@@ -299,7 +347,7 @@ func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
 	d.Metrics.SealedSegments.Set(float64(len(segs)))
 	d.Metrics.SealedBytes.Set(float64(bytes))
 	d.Metrics.OldestSealedAge.Set(age)
-	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: d.quarantined})
+	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: quarantined})
 }
 
 // batchMemoryFactor is what a batch holds at its peak per byte of decoded segments: the segments

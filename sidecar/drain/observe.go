@@ -126,7 +126,8 @@ type CommitReport struct {
 }
 
 // Publisher receives the drain's status as values it never writes again (the process shows them
-// in /debug/status). Every method is called from the drain loop only.
+// in /debug/status). Methods are called from the drain loop, and Backlog also from its backlog
+// watcher while a batch runs, so an implementation must be safe for concurrent use.
 type Publisher interface {
 	Backlog(b Backlog)
 	Committed(table string, c *CommitReport)

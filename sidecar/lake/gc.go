@@ -28,10 +28,69 @@ import (
 // commit retries, a rewrite), or gc could delete a file a commit is about to reference.
 const DefaultGCOlderThan = 72 * time.Hour
 
+// DefaultGCMinAge is gc's floor: an --older-than below it is refused unless the operator lowers
+// the floor explicitly (--min-age-floor). Like Iceberg's remove-orphan-files, which refuses
+// anything under 24 hours: a file younger than that may belong to a commit in flight (a stalled
+// catalog, a long rewrite), and deleting it leaves a table whose metadata cannot be loaded.
+const DefaultGCMinAge = 24 * time.Hour
+
+// GCFloorMin is the lowest floor gc accepts under commit deadline d: twice the longest a drain
+// batch's commit attempts can run (DefaultRetry's attempts, each abandoned at d). The factor
+// covers the waits between attempts and a commit abandoned at its deadline that the catalog
+// applies a little later.
+func GCFloorMin(d time.Duration) time.Duration {
+	if d <= 0 {
+		d = DefaultCommitTimeout
+	}
+	return 2 * time.Duration(DefaultRetry.Attempts) * d
+}
+
+// ErrGCTooYoung refuses a gc whose age limit or floor could reach a commit in flight.
+var ErrGCTooYoung = errors.New("gc refused")
+
+// CheckGCAge checks an --older-than against gc's floor (0: DefaultGCMinAge) and the floor against
+// the commit deadline d (GCFloorMin).
+func CheckGCAge(olderThan, floor, d time.Duration) error {
+	if floor <= 0 {
+		floor = DefaultGCMinAge
+	}
+	if d <= 0 {
+		d = DefaultCommitTimeout
+	}
+	if lo := GCFloorMin(d); floor < lo {
+		return fmt.Errorf("%w: --min-age-floor %s is below %s, twice the longest a drain commit may run under --commit-timeout %s (%d attempts)",
+			ErrGCTooYoung, FormatAge(floor), FormatAge(lo), FormatAge(d), DefaultRetry.Attempts)
+	}
+	if olderThan < floor {
+		return fmt.Errorf("%w: --older-than %s is below gc's floor of %s: younger objects may belong to a commit in flight; lower the floor only with --min-age-floor (at least %s under --commit-timeout %s)",
+			ErrGCTooYoung, FormatAge(olderThan), FormatAge(floor), FormatAge(GCFloorMin(d)), FormatAge(d))
+	}
+	return nil
+}
+
+// FormatAge renders d in the duration syntax the options read, in its largest whole unit
+// (1w, 3d, 36h, 90m, 45s), else as a Go duration.
+func FormatAge(d time.Duration) string {
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{7 * 24 * time.Hour, "w"}, {24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if d > 0 && d%u.unit == 0 {
+			return fmt.Sprintf("%d%s", d/u.unit, u.name)
+		}
+	}
+	return d.String()
+}
+
 // GCOptions say what gc looks at and whether it deletes.
 type GCOptions struct {
-	// OlderThan: objects modified more recently are never candidates.
+	// OlderThan: objects modified more recently are never candidates. It must be at least MinAge.
 	OlderThan time.Duration
+	// MinAge is the floor OlderThan must reach (CheckGCAge); 0 is DefaultGCMinAge. Lower only by
+	// an operator's explicit choice.
+	MinAge time.Duration
+	// CommitTimeout is the commit deadline the floor must stay far above; 0 is the lake's.
+	CommitTimeout time.Duration
 	// Apply deletes the orphans; otherwise gc only lists them.
 	Apply bool
 	// Tables limits gc to these tables; empty means every table in the namespace.
@@ -55,8 +114,11 @@ type GCResult struct {
 // GC finds (and with Apply deletes) the orphans of the lake's tables. It goes on with the next
 // table after one fails and returns every table's error, joined.
 func (l *Lake) GC(ctx context.Context, opts GCOptions) ([]GCResult, error) {
-	if opts.OlderThan <= 0 {
-		return nil, fmt.Errorf("--older-than must be a positive duration, got %v", opts.OlderThan)
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = l.CommitTimeout()
+	}
+	if err := CheckGCAge(opts.OlderThan, opts.MinAge, opts.CommitTimeout); err != nil {
+		return nil, err
 	}
 	if opts.Keep == nil {
 		return nil, errors.New("gc: GCOptions.Keep is required (sidecar.GCKeep keeps the registered index sidecars and pending retention deletions)")

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -37,11 +38,16 @@ type Config struct {
 	S3AccessKey string
 	S3SecretKey string
 	S3PathStyle bool
+
+	// CommitTimeout bounds each catalog commit attempt (--commit-timeout); 0 is
+	// DefaultCommitTimeout.
+	CommitTimeout time.Duration
 }
 
 // Lake is an open catalog plus the namespace siglake's tables live in.
 type Lake struct {
-	cat catalog.Catalog
+	// cat is the opened catalog behind the commit deadline (deadline.go).
+	cat *deadlineCatalog
 	ns  table.Identifier
 	// ioProps are the FileIO properties (S3 endpoint, credentials) for the warehouse.
 	ioProps   iceberg.Properties
@@ -112,7 +118,9 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 		}
 		return nil, fmt.Errorf("open catalog %s: %w", Redact(cfg.Catalog), err)
 	}
-	l := &Lake{cat: cat, ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle}
+	dc := &deadlineCatalog{Catalog: cat}
+	dc.timeout.Store(int64(cfg.CommitTimeout))
+	l := &Lake{cat: dc, ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle}
 	// The first query may be the first connection (database/sql connects lazily).
 	if err := l.ensureNamespace(ctx); err != nil {
 		l.Close()
@@ -127,9 +135,12 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 // Catalog exposes the underlying catalog (for tools such as inspect and tests).
 func (l *Lake) Catalog() catalog.Catalog { return l.cat }
 
-// WrapCatalog replaces the catalog with wrap(catalog). Fault-injection tests use it (a commit whose
-// response is lost); production code never does.
-func (l *Lake) WrapCatalog(wrap func(catalog.Catalog) catalog.Catalog) { l.cat = wrap(l.cat) }
+// WrapCatalog replaces the catalog with wrap(catalog), inside the commit deadline (which stays
+// outermost, so a wrapped commit that stalls is abandoned like a real one). Fault-injection tests
+// use it (a commit whose response is lost); production code never does.
+func (l *Lake) WrapCatalog(wrap func(catalog.Catalog) catalog.Catalog) {
+	l.cat.Catalog = wrap(l.cat.Catalog)
+}
 
 // Namespace is the namespace siglake's tables live in.
 func (l *Lake) Namespace() string { return l.ns[0] }
@@ -139,10 +150,7 @@ func (l *Lake) Close() error {
 	if l.closeIdle != nil {
 		defer l.closeIdle()
 	}
-	if c, ok := l.cat.(interface{ Close() error }); ok {
-		return c.Close()
-	}
-	return nil
+	return l.cat.Close()
 }
 
 // Ping checks the catalog answers; /readyz reports its result.

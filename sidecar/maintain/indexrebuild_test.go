@@ -432,7 +432,7 @@ func ageAll(t *testing.T, tbl *table.Table) {
 
 func gcApply(t *testing.T, e *env) {
 	t.Helper()
-	if _, err := e.lake.GC(context.Background(), lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, Apply: true}); err != nil {
+	if _, err := e.lake.GC(context.Background(), lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour, Apply: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.tableSum("events"); got.Rows == 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -278,7 +279,19 @@ func TestRetentionFreesStorageAfterTheDelay(t *testing.T) {
 		b, err := retention.Referenced(t)
 		return append(a, b...), err
 	}
-	if _, err := e.Lake.GC(context.Background(), lake.GCOptions{OlderThan: time.Nanosecond, Apply: true, Keep: keepAll}); err != nil {
+	// Every object is past gc's age limit (an hour, above gc's floor): only the pending list keeps them.
+	tbl, err := e.Lake.LoadTable(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aged := time.Now().Add(-2 * time.Hour)
+	filepath.Walk(testlake.LocalPath(tbl.Location()), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			os.Chtimes(p, aged, aged)
+		}
+		return nil
+	})
+	if _, err := e.Lake.GC(context.Background(), lake.GCOptions{OlderThan: time.Hour, MinAge: time.Hour, Apply: true, Keep: keepAll}); err != nil {
 		t.Fatal(err)
 	}
 	if n := exists(); n != 5 {

@@ -275,6 +275,46 @@ func TestRunMaybeCommitted(t *testing.T) {
 	}
 }
 
+// TestRunCommitAbandonedAtDeadline: a replace the catalog holds past the commit deadline is
+// abandoned (not waited for) as maybe committed, so its outputs stay; the catalog then applies it
+// late, and the table, which now references them, keeps every row.
+func TestRunCommitAbandonedAtDeadline(t *testing.T) {
+	l, _ := testTable(t, 3, 500)
+	tbl, files, rows := live(t, l)
+	l.SetCommitTimeout(200 * time.Millisecond)
+	release := make(chan struct{})
+	landed := make(chan error, 1)
+	catalogtest.Hook(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		<-release // deaf to ctx: a catalog that holds the commit and applies it later
+		m, loc, err := next(context.Background(), id, reqs, ups)
+		landed <- err
+		return m, loc, err
+	})
+	safety := time.AfterFunc(5*time.Second, func() { close(release) })
+	t0 := time.Now()
+	out := executor(l).Run(context.Background(), tbl, job(tbl, files))
+	took := time.Since(t0)
+	if !safety.Stop() {
+		t.Fatalf("the rewrite waited %s for the held commit instead of abandoning it at the deadline", took)
+	}
+	if out.Status != MaybeCommitted || !errors.Is(out.Err, lake.ErrCommitDeadline) {
+		t.Fatalf("outcome %s %v, want maybe_committed at the commit deadline", out.Status, out.Err)
+	}
+	close(release)
+	if err := <-landed; err != nil {
+		t.Fatalf("the late commit: %v", err)
+	}
+	_, now, got := live(t, l)
+	if got != rows || len(now) == len(files) && now[0].Path == files[0].Path {
+		t.Fatalf("after the late commit: %d rows in %d files, want %d rows in the rewrite's outputs", got, len(now), rows)
+	}
+	for _, f := range now {
+		if _, err := os.Stat(strings.TrimPrefix(f.Path, "file://")); err != nil {
+			t.Fatalf("live file %s is gone: the executor removed outputs of an abandoned commit", f.Path)
+		}
+	}
+}
+
 // TestRunTakesTheMergeBudget: the merge takes its memory budget from the process budget while it
 // runs and gives it back before the commit's AfterCommit (the index rebuild takes a share of its
 // own there); a merge that cannot get its share fails without writing or committing.

@@ -262,6 +262,40 @@ tests:
               description: "The catalog does not answer and the oldest sealed WAL segment has waited 40m 0s: the WAL volume holds every row until the catalog is back; once it is full, ingest can no longer write."
               runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalogdown"
 
+  # SiglakeCatalogNotWritable: w0's commits succeed; w1's are refused from 5m on while its read
+  # ping still answers; w2 had failed commits for 3m only, under the alert's for; w3's catalog is
+  # down altogether, which is SiglakeCatalogDown's alert, not this one.
+  - interval: 1m
+    input_series:
+      - series: 'siglake_catalog_writable{namespace="siglake-test", pod="w0"}'
+        values: '1x30'
+      - series: 'siglake_catalog_up{namespace="siglake-test", pod="w0"}'
+        values: '1x30'
+      - series: 'siglake_catalog_writable{namespace="siglake-test", pod="w1"}'
+        values: '1x5 0x25'
+      - series: 'siglake_catalog_up{namespace="siglake-test", pod="w1"}'
+        values: '1x30'
+      - series: 'siglake_catalog_writable{namespace="siglake-test", pod="w2"}'
+        values: '0x3 1x27'
+      - series: 'siglake_catalog_up{namespace="siglake-test", pod="w2"}'
+        values: '1x30'
+      - series: 'siglake_catalog_writable{namespace="siglake-test", pod="w3"}'
+        values: '0x30'
+      - series: 'siglake_catalog_up{namespace="siglake-test", pod="w3"}'
+        values: '0x30'
+    alert_rule_test:
+      - eval_time: 8m
+        alertname: SiglakeCatalogNotWritable
+        exp_alerts: []
+      - eval_time: 20m
+        alertname: SiglakeCatalogNotWritable
+        exp_alerts:
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: w1}
+            exp_annotations:
+              summary: "siglake on w1 cannot commit to the Iceberg catalog"
+              description: "The catalog answers reads but its last commit from this pod was refused or hung past --commit-timeout (siglake_catalog_commit_timeouts_total): nothing is committed, segments wait in the WAL. See catalog_write_error in /debug/status and the logs."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalognotwritable"
+
   # SiglakeMaintenanceNotSucceeding (like Mimir's CompactorHasNotSuccessfullyRunCompaction), on a
   # real clock: m0 succeeds every cycle; m1 stops succeeding at 10m; m2 never succeeds (its gauge
   # stays 0); m3 never succeeds but started only at 60m; the ingest container of m1's pod (another

@@ -352,6 +352,10 @@ func TestPrometheusRuleValues(t *testing.T) {
 		!strings.Contains(down[1].Expr.String(), "siglake_wal_oldest_sealed_age_seconds") || !strings.Contains(down[1].Expr.String(), "> 1800") {
 		t.Errorf("SiglakeCatalogDown: %+v; want a warning, and a critical on the backlog age above 1800 s", down)
 	}
+	if nw := alerts["SiglakeCatalogNotWritable"]; len(nw) != 1 || nw[0].Labels["severity"] != "warning" ||
+		!strings.Contains(nw[0].Expr.String(), "siglake_catalog_writable") {
+		t.Errorf("SiglakeCatalogNotWritable: %+v; want a warning on siglake_catalog_writable", nw)
+	}
 	if len(alerts["SiglakeMaintenanceNotSucceeding"]) != 1 || !strings.Contains(alerts["SiglakeMaintenanceNotSucceeding"][0].Expr.String(), "> 3600") {
 		t.Errorf("SiglakeMaintenanceNotSucceeding: %+v", alerts["SiglakeMaintenanceNotSucceeding"])
 	}

@@ -102,11 +102,16 @@ func (r gcReport) orphans() map[string]int64 {
 // only them, and the table still reads back whole.
 func checkGC(t *testing.T, s *site) {
 	want := s.tableSum("events")
-	if r := s.gc("--older-than", "1h"); len(r.orphans()) != 0 {
+	// The objects here are seconds old, far under gc's 24h floor: lower it explicitly, as an
+	// operator who knows no commit runs would (12 x a 1ms commit deadline).
+	low := func(args ...string) gcReport {
+		return s.gc(append([]string{"--commit-timeout", "1ms", "--min-age-floor", "12ms"}, args...)...)
+	}
+	if r := low("--older-than", "1h"); len(r.orphans()) != 0 {
 		t.Fatalf("gc --older-than 1h lists objects written minutes ago: %v", r.orphans())
 	}
 	time.Sleep(2 * time.Second)
-	dry := s.gc("--older-than", "1s")
+	dry := low("--older-than", "1s")
 	orphans := dry.orphans()
 	if len(orphans) == 0 {
 		t.Fatal("the crash loop left no orphan behind; gc was not exercised")
@@ -128,7 +133,7 @@ func checkGC(t *testing.T, s *site) {
 	if err := os.WriteFile(s.localPath(young), []byte("not committed yet"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	applied := s.gc("--older-than", "2s", "--apply")
+	applied := low("--older-than", "2s", "--apply")
 	deleted := 0
 	for _, tbl := range applied.Tables {
 		deleted += len(tbl.Deleted)
@@ -147,7 +152,7 @@ func checkGC(t *testing.T, s *site) {
 	if _, err := os.Stat(s.localPath(young)); err != nil {
 		t.Fatalf("gc removed an object younger than the limit: %v", err)
 	}
-	if _, seen := s.gc("--older-than", "1ms").orphans()[young]; !seen {
+	if _, seen := low("--older-than", "12ms").orphans()[young]; !seen {
 		t.Fatalf("gc does not see %s as an orphan at all, so keeping it proved nothing", young)
 	}
 	if got := s.tableSum("events"); got != want {

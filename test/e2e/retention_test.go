@@ -69,7 +69,8 @@ func retentionScenario(t *testing.T, s *site) {
 	}
 	// gc deletes none of them before the delay, although no retained snapshot references them.
 	gcStart := time.Now()
-	cmd := exec.Command(bin, "gc", "--catalog", s.catalog, "--warehouse", s.warehouse, "--older-than", "1s", "--apply")
+	cmd := exec.Command(bin, "gc", "--catalog", s.catalog, "--warehouse", s.warehouse, "--older-than", "1s", "--apply",
+		"--commit-timeout", "1ms", "--min-age-floor", "12ms") // the floor lowered explicitly: the objects are seconds old
 	cmd.Env = append(os.Environ(), s.extraEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

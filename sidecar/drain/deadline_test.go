@@ -1,0 +1,192 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/internal/catalogtest"
+	"github.com/siglake/siglake/sidecar/lake"
+)
+
+// stallCommits makes l's catalog hold every table commit while stalled is set, deaf to its
+// context (a SQLite busy wait, a catalog that never answers), until release is closed; then each
+// held commit goes on and may land late, like a commit the catalog applied after the client gave
+// up. held counts commits still held or running.
+func stallCommits(l *lake.Lake) (stalled *atomic.Bool, release chan struct{}, held *atomic.Int32) {
+	stalled, release, held = &atomic.Bool{}, make(chan struct{}), &atomic.Int32{}
+	catalogtest.Hook(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if !stalled.Load() {
+			return next(ctx, id, reqs, ups)
+		}
+		held.Add(1)
+		defer held.Add(-1)
+		<-release
+		return next(context.Background(), id, reqs, ups)
+	})
+	return stalled, release, held
+}
+
+// waitZero waits until n is 0.
+func waitZero(t *testing.T, n *atomic.Int32) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); n.Load() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d held commits still running", n.Load())
+		}
+	}
+}
+
+// dataFiles lists the Parquet files under the warehouse.
+func dataFiles(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && strings.HasSuffix(p, ".parquet") {
+			out[p] = true
+		}
+		return nil
+	})
+	return out
+}
+
+// TestCommitDeadlineAbandonsStalledCommit: a commit the catalog holds is abandoned at the commit
+// deadline, not waited for; the batch fails as of unknown outcome, so its files and segments stay;
+// when the held attempts land late, the next cycle finds the batch in through the stream mark, and
+// the table holds every row exactly once.
+func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.Lake.CommitTimeout = 200 * time.Millisecond })
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	want := e.writeSegments("events", 1, 2000, 3, start)
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil { // the table, outside the stall
+		t.Fatal(err)
+	}
+	stalled, release, held := stallCommits(e.lake)
+	var events sync.Map // phase -> count
+	e.lake.WatchCommits(func(ev lake.CommitEvent) {
+		n, _ := events.LoadOrStore(ev.Phase, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+	})
+	want.Merge(e.writeSegments("events", 2, 2000, 4, start.Add(time.Hour)))
+	before := dataFiles(t, e.cfg.Lake.Warehouse)
+	stalled.Store(true)
+	// Without a deadline the cycle would wait for the hold: end it after 5 s so that shows as a
+	// failure below, not a hang.
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	safety := time.AfterFunc(5*time.Second, free)
+	defer safety.Stop()
+
+	t0 := time.Now()
+	_, err := e.drain.Cycle(context.Background(), true)
+	took := time.Since(t0)
+	if !errors.Is(err, lake.ErrCommitDeadline) {
+		t.Fatalf("cycle under a held catalog: %v, want the commit deadline", err)
+	}
+	// 3 attempts of 200 ms each: far below the hold, which lasts until release.
+	if took > 3*time.Second {
+		t.Fatalf("the cycle took %s: the stalled commit was waited for, not abandoned", took)
+	}
+	if segs, _ := localwal.Scan(e.cfg.WALDir); len(segs) != 2 {
+		t.Fatalf("%d segments in the WAL after the abandoned commit, want the batch's 2", len(segs))
+	}
+	written := 0
+	for p := range dataFiles(t, e.cfg.Lake.Warehouse) {
+		if !before[p] {
+			written++
+		}
+	}
+	if written == 0 {
+		t.Fatal("the abandoned batch's files were deleted: a late landing of its commit would reference missing files")
+	}
+	if n, ok := events.Load(lake.CommitTimedOut); !ok || n.(*atomic.Int32).Load() != 3 {
+		t.Fatalf("timed-out commit events: %v, want 3 (one per attempt)", n)
+	}
+
+	stalled.Store(false)
+	free()
+	waitZero(t, held) // the late attempts: one lands, the others meet its snapshot and fail
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table %+v, want %+v", got, want)
+	}
+	if segs, _ := localwal.Scan(e.cfg.WALDir); len(segs) != 0 {
+		t.Fatalf("%d segments left", len(segs))
+	}
+}
+
+// TestBacklogGaugesWhileDraining: the backlog gauges follow the WAL after every batch of a cycle
+// (one commit per segment here: each commit sees the segments still waiting, not the count at the
+// start of the cycle) and while a commit waits (segments sealed meanwhile show up within the
+// watcher's interval, not only once the cycle ends).
+func TestBacklogGaugesWhileDraining(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 })
+	e.drain.BacklogEvery = 50 * time.Millisecond
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	e.writeSegments("events", 1, 100, 1, start)
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil { // the table
+		t.Fatal(err)
+	}
+	gauge := func() float64 { return testutil.ToFloat64(e.drain.Metrics.SealedSegments) }
+	var seen []float64
+	var mu sync.Mutex
+	entered := make(chan struct{}, 16)
+	stalled, release, held := stallCommits(e.lake)
+	catalogtest.Hook(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		mu.Lock()
+		seen = append(seen, gauge())
+		mu.Unlock()
+		entered <- struct{}{}
+		return next(ctx, id, reqs, ups)
+	})
+	e.writeSegments("events", 3, 100, 2, start.Add(time.Hour))
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if fmt.Sprint(seen) != "[3 2 1]" {
+		t.Fatalf("backlog gauge at each commit: %v, want [3 2 1] (set after every batch)", seen)
+	}
+	mu.Unlock()
+	for len(entered) > 0 {
+		<-entered
+	}
+
+	// A commit held by the catalog while ingest seals two more segments.
+	e.writeSegments("events", 1, 100, 3, start.Add(2*time.Hour))
+	stalled.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := e.drain.Cycle(context.Background(), true); done <- err }()
+	<-entered
+	if g := gauge(); g != 1 {
+		t.Fatalf("gauge %v at the held commit, want 1", g)
+	}
+	e.writeSegments("events", 2, 100, 4, start.Add(3*time.Hour))
+	deadline := time.Now().Add(5 * time.Second)
+	for gauge() != 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	g := gauge()
+	stalled.Store(false)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitZero(t, held)
+	if g != 3 {
+		t.Fatalf("backlog gauge %v while the commit waited and two more segments were sealed, want 3", g)
+	}
+}

@@ -1,0 +1,162 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+)
+
+// DefaultCommitTimeout bounds one catalog commit attempt (--commit-timeout). A commit that hangs
+// (a held SQLite write lock, a catalog that accepts the request and never answers) would otherwise
+// hold its batch, and its files, for as long as the catalog likes; and gc's age floor
+// (DefaultGCMinAge) can only protect files whose commit ends within a known time.
+const DefaultCommitTimeout = 2 * time.Minute
+
+// CommitSlowFraction of the deadline is when a commit still running is reported slow, so a hung
+// commit is visible before it is abandoned.
+const CommitSlowFraction = 0.5
+
+// ErrCommitDeadline marks a commit attempt abandoned at its deadline. Its outcome is unknown: the
+// catalog may still apply it, so IsCommitStateUnknown holds, its files are kept, and the retry
+// re-reads what it would have changed (the stream mark) before committing again.
+var ErrCommitDeadline = errors.New("commit abandoned at its deadline (--commit-timeout / SIGLAKE_COMMIT_TIMEOUT); its outcome is unknown")
+
+// CommitPhase says what a CommitEvent reports.
+type CommitPhase int
+
+const (
+	// CommitSlow: the commit is still running past CommitSlowFraction of its deadline.
+	CommitSlow CommitPhase = iota
+	// CommitTimedOut: the commit was abandoned at its deadline (ErrCommitDeadline).
+	CommitTimedOut
+	// CommitDone: the catalog answered, Err says how (nil: applied).
+	CommitDone
+)
+
+// CommitEvent is what the lake tells its watcher about one catalog commit attempt. The lake
+// neither logs nor counts: the process's observer turns events into log lines and metrics.
+type CommitEvent struct {
+	Table    string
+	Phase    CommitPhase
+	Elapsed  time.Duration
+	Deadline time.Duration
+	Err      error // CommitDone: the catalog's answer; CommitTimedOut: ErrCommitDeadline
+}
+
+// deadlineCatalog is the catalog every table of a Lake commits through: each CommitTable runs
+// under the commit deadline. It is the one place commits are bounded, whoever makes them (drain
+// appends, replaces, property updates, claims, expiry), because every table the lake loads or
+// creates is bound to it.
+type deadlineCatalog struct {
+	catalog.Catalog
+	timeout atomic.Int64 // nanoseconds; <= 0 means DefaultCommitTimeout
+	watch   atomic.Pointer[func(CommitEvent)]
+}
+
+func (c *deadlineCatalog) deadline() time.Duration {
+	if d := time.Duration(c.timeout.Load()); d > 0 {
+		return d
+	}
+	return DefaultCommitTimeout
+}
+
+func (c *deadlineCatalog) report(ev CommitEvent) {
+	if w := c.watch.Load(); w != nil {
+		(*w)(ev)
+	}
+}
+
+// bind makes t commit through c (the inner catalog bound it to itself).
+func (c *deadlineCatalog) bind(t *table.Table, err error) (*table.Table, error) {
+	if err != nil || t == nil {
+		return t, err
+	}
+	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
+}
+
+func (c *deadlineCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	return c.bind(c.Catalog.LoadTable(ctx, id))
+}
+
+func (c *deadlineCatalog) CreateTable(ctx context.Context, id table.Identifier, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) (*table.Table, error) {
+	return c.bind(c.Catalog.CreateTable(ctx, id, sc, opts...))
+}
+
+type commitAnswer struct {
+	md  table.Metadata
+	loc string
+	err error
+}
+
+// CommitTable runs the inner commit under the deadline. The inner call runs on its own goroutine
+// with the deadline's context, and at the deadline the attempt is abandoned even if the catalog
+// does not heed the context (a SQLite busy wait): the caller gets ErrCommitDeadline at once, and
+// a commit that lands later is one of unknown outcome, which the callers already handle.
+func (c *deadlineCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
+	d := c.deadline()
+	name := id[len(id)-1]
+	start := time.Now()
+	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrCommitDeadline)
+	defer cancel()
+	slow := time.AfterFunc(time.Duration(float64(d)*CommitSlowFraction), func() {
+		c.report(CommitEvent{Table: name, Phase: CommitSlow, Elapsed: time.Since(start), Deadline: d})
+	})
+	defer slow.Stop()
+	done := make(chan commitAnswer, 1)
+	inner := c.Catalog
+	go func() {
+		md, loc, err := inner.CommitTable(cctx, id, reqs, ups)
+		done <- commitAnswer{md, loc, err}
+	}()
+	select {
+	case a := <-done:
+		slow.Stop()
+		if a.err != nil && errors.Is(context.Cause(cctx), ErrCommitDeadline) {
+			// The catalog heeded the deadline: the same abandoned attempt as below.
+			break
+		}
+		c.report(CommitEvent{Table: name, Phase: CommitDone, Elapsed: time.Since(start), Deadline: d, Err: a.err})
+		return a.md, a.loc, a.err
+	case <-cctx.Done():
+		if !errors.Is(context.Cause(cctx), ErrCommitDeadline) {
+			// The caller gave up (shutdown): not a deadline, but still an unknown outcome.
+			return nil, "", fmt.Errorf("commit to %s: %w", name, ctx.Err())
+		}
+	}
+	elapsed := time.Since(start)
+	err := fmt.Errorf("commit to %s after %s: %w", name, elapsed.Round(time.Millisecond), ErrCommitDeadline)
+	c.report(CommitEvent{Table: name, Phase: CommitTimedOut, Elapsed: elapsed, Deadline: d, Err: err})
+	return nil, "", err
+}
+
+// Close closes the inner catalog when it has connections of its own.
+func (c *deadlineCatalog) Close() error {
+	if cl, ok := c.Catalog.(interface{ Close() error }); ok {
+		return cl.Close()
+	}
+	return nil
+}
+
+// CommitTimeout is the deadline each catalog commit attempt runs under.
+func (l *Lake) CommitTimeout() time.Duration { return l.cat.deadline() }
+
+// WatchCommits makes watch see every commit attempt's slow, timed-out and done events (the
+// process's observer); nil stops it. watch runs on the committing goroutine or a timer's, so it
+// must be quick and safe for concurrent use.
+func (l *Lake) WatchCommits(watch func(CommitEvent)) {
+	if watch == nil {
+		l.cat.watch.Store(nil)
+		return
+	}
+	l.cat.watch.Store(&watch)
+}
+
+// SetCommitTimeout changes the commit deadline (0: DefaultCommitTimeout) for the commits that
+// start from now on.
+func (l *Lake) SetCommitTimeout(d time.Duration) { l.cat.timeout.Store(int64(d)) }
