@@ -92,6 +92,9 @@ type Config struct {
 	WALDir string
 	// NodeName is recorded as the claim holder in commits made under a catalog claim.
 	NodeName string
+	// MaxSegmentBytes quarantines a larger sealed segment as oversize from its size alone, never
+	// reading it (a segment is read whole); 0: no limit.
+	MaxSegmentBytes int64
 	// CommitBatchTargetBytes and CommitBatchMaxAge close a batch (spec "Commit-accumulation
 	// batching"): at this many bytes of segments, or once its oldest segment is this old.
 	CommitBatchTargetBytes int64
@@ -213,6 +216,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		}
 		d.Log.Warn("a claimed stream directory cannot be scanned; the other streams go on", zap.Error(err))
 	}
+	segs = d.quarantineOversize(segs, dirOf)
 	d.ObserveBacklog(segs, now)
 	var firstErr error
 	// Batches never mix WAL dirs: each dir is one stream, and a batch commits one stream's mark.
@@ -271,6 +275,26 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		res.Pending = len(after)
 	}
 	return res, firstErr
+}
+
+// quarantineOversize moves the segments above Cfg.MaxSegmentBytes to quarantine before a batch
+// counts, reserves memory for or reads them: a batch holding one would wait for (or take) more
+// memory than the process has, and hold back every good segment behind it.
+func (d *Drain) quarantineOversize(segs []localwal.SegmentInfo, dirOf map[string]string) []localwal.SegmentInfo {
+	limit := d.Cfg.MaxSegmentBytes
+	if limit <= 0 {
+		return segs
+	}
+	kept := segs[:0:0]
+	for _, s := range segs {
+		if s.Size > limit {
+			d.quarantine(dirOf[s.Path], s, localwal.ReasonOversize, fmt.Errorf(
+				"%d bytes, above the limit of %d (--wal-segment-max-mb / SIGLAKE_WAL_SEGMENT_MAX_MB); not read", s.Size, limit))
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return kept
 }
 
 func (d *Drain) noteFailure(key string, now time.Time) {
@@ -386,7 +410,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		}
 	}()
 	for _, info := range b.segs {
-		seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{Mem: d.Mem})
+		seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{Mem: d.Mem, MaxFileBytes: d.Cfg.MaxSegmentBytes})
 		var se *localwal.SegmentError
 		if errors.As(err, &se) && se.Reason != localwal.ReasonIO {
 			d.quarantine(b.dir, info, se.Reason, err)

@@ -48,10 +48,13 @@ type env struct {
 }
 
 // defaultConfig is the drain part of the process defaults (docs/configuration.md).
+// testMaxSegment is the tests' segment size limit (the process's default is 64 MiB).
+const testMaxSegment = 8 << 20
+
 func defaultConfig(dir string) testConfig {
 	return testConfig{
 		Config: Config{WALDir: filepath.Join(dir, "wal"), NodeName: "test", CommitBatchTargetBytes: 32 << 20,
-			CommitBatchMaxAge: 10 * time.Second, TargetFileBytes: 256 << 20,
+			CommitBatchMaxAge: 10 * time.Second, MaxSegmentBytes: testMaxSegment, TargetFileBytes: 256 << 20,
 			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }},
 		Lake:            lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse"), Namespace: "siglake"},
 		CatalogClaimTTL: 30 * time.Second,

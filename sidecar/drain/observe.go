@@ -19,7 +19,8 @@ const ReasonIncompatibleSchema = "incompatible_schema"
 // localwal's reject reasons except io (an unreadable file is retried, never quarantined), and
 // ReasonIncompatibleSchema.
 var QuarantineReasons = []string{localwal.ReasonTruncated, localwal.ReasonCorrupt, localwal.ReasonEmpty,
-	localwal.ReasonBadHeader, localwal.ReasonBadSchema, localwal.ReasonBadTableName, ReasonIncompatibleSchema}
+	localwal.ReasonBadHeader, localwal.ReasonBadSchema, localwal.ReasonBadTableName, localwal.ReasonChecksum,
+	localwal.ReasonOversize, ReasonIncompatibleSchema}
 
 // ErrorStages are the stage label values of siglake_drain_errors_total.
 var ErrorStages = []string{"scan", "read", "table", "write", "commit", "remove"}
