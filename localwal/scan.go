@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -116,6 +117,32 @@ type ReasonFile struct {
 // ReasonSuffix is appended to a quarantined file's name for its reason file.
 const ReasonSuffix = ".reason.json"
 
+// QuarantineMode is the mode of reason files, and the least a quarantined
+// segment gets: readable by the owner and the group.
+const QuarantineMode os.FileMode = 0o640
+
+// Quarantined counts the segments in <dir>/quarantine: every regular file
+// there except reason files and dot-files (a reason file being written).
+// 0 without a quarantine directory.
+func Quarantined(dir string) (int, error) {
+	qdir := filepath.Join(dir, QuarantineDir)
+	ents, err := os.ReadDir(qdir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("listing quarantine dir %s: %w", qdir, err)
+	}
+	n := 0
+	for _, e := range ents {
+		name := e.Name()
+		if e.Type().IsRegular() && name[0] != '.' && !strings.HasSuffix(name, ReasonSuffix) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Quarantine moves seg into <dir>/quarantine/ and writes
 // <name>.reason.json beside it. It never deletes data: if a file of the
 // same name is already quarantined, the new one gets a numeric suffix. It
@@ -138,11 +165,18 @@ func Quarantine(dir string, seg SegmentInfo, reason, detail string) (string, err
 	if err := os.Rename(seg.Path, target); err != nil {
 		return "", fmt.Errorf("quarantining %s: %w", seg.Path, err)
 	}
+	// Group-readable, so an operator's shell in the pod (often another user of the pod's group)
+	// can read what the runbook says to read. Bits are only added, never taken away.
+	if fi, err := os.Lstat(target); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&QuarantineMode != QuarantineMode {
+		if err := os.Chmod(target, fi.Mode().Perm()|QuarantineMode); err != nil {
+			return "", fmt.Errorf("making quarantined %s group-readable: %w", target, err)
+		}
+	}
 	data, err := json.MarshalIndent(ReasonFile{Segment: name, Reason: reason, Detail: detail, Time: time.Now().UTC()}, "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("encoding quarantine reason for %s: %w", target, err)
 	}
-	if err := writeFileAtomic(target+ReasonSuffix, append(data, '\n')); err != nil {
+	if err := writeFileAtomicMode(target+ReasonSuffix, append(data, '\n'), QuarantineMode); err != nil {
 		return "", err
 	}
 	// writeFileAtomic synced qdir; the rename also changed dir.

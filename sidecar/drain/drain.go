@@ -65,7 +65,16 @@ type Drain struct {
 	failures     map[string]int
 	// quarantined counts segments this drain moved to quarantine (shown with the backlog).
 	quarantined int64
+	// inQuarantine is the last count of segments in the quarantine dirs, listed at quarantineListed;
+	// quarantineDirty asks for a new listing (a segment was moved there).
+	inQuarantine     int
+	quarantineListed time.Time
+	quarantineDirty  bool
 }
+
+// quarantineRelist bounds how long a cleared quarantine keeps showing: an operator removes
+// segments by hand, which the drain is not told about.
+const quarantineRelist = 30 * time.Second
 
 // StreamDirs lists the stream subdirectories of a WAL root (claims on): every directory except
 // quarantine and hidden ones. loose counts sealed segments lying in the root itself.
@@ -323,7 +332,29 @@ func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
 	d.Metrics.SealedSegments.Set(float64(len(segs)))
 	d.Metrics.SealedBytes.Set(float64(bytes))
 	d.Metrics.OldestSealedAge.Set(age)
-	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: d.quarantined})
+	d.listQuarantine(now)
+	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: d.quarantined,
+		InQuarantine: d.inQuarantine})
+}
+
+// listQuarantine recounts the segments in the quarantine dirs on the first call (so a restart
+// shows what earlier runs left there), after a quarantine, and every quarantineRelist. A dir that
+// cannot be listed keeps the last count: a wrong 0 would hide quarantined rows.
+func (d *Drain) listQuarantine(now time.Time) {
+	if !d.quarantineDirty && !d.quarantineListed.IsZero() && now.Sub(d.quarantineListed) < quarantineRelist {
+		return
+	}
+	total := 0
+	for _, dir := range d.walDirs() {
+		n, err := localwal.Quarantined(dir)
+		if err != nil {
+			d.Log.Warn("cannot count the segments in quarantine; the gauge keeps its last value", zap.Error(err))
+			return
+		}
+		total += n
+	}
+	d.inQuarantine, d.quarantineListed, d.quarantineDirty = total, now, false
+	d.Metrics.InQuarantine.Set(float64(total))
 }
 
 // batchMemoryFactor is what a batch holds at its peak per byte of decoded segments: the segments
@@ -792,6 +823,7 @@ func (d *Drain) quarantine(dir string, info localwal.SegmentInfo, reason string,
 	}
 	d.Metrics.Quarantined.WithLabelValues(reason).Inc()
 	d.quarantined++
+	d.quarantineDirty = true
 	d.Log.Error("quarantined bad segment", zap.String("table", info.Table), zap.String("path", info.Path),
 		zap.String("quarantined_to", dest), zap.String("reason", reason), zap.NamedError("cause", cause))
 }

@@ -35,6 +35,9 @@ type Metrics struct {
 	SealedSegments  prometheus.Gauge
 	SealedBytes     prometheus.Gauge
 	OldestSealedAge prometheus.Gauge
+	// InQuarantine counts the segments sitting in quarantine/ now (rescanned, so it survives a
+	// restart and falls when an operator clears them), unlike Quarantined, which counts moves.
+	InQuarantine prometheus.Gauge
 
 	SegmentsDrained   *prometheus.CounterVec // table
 	RowsCommitted     *prometheus.CounterVec // table
@@ -61,6 +64,8 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 			Name: "siglake_wal_sealed_bytes", Help: "Bytes of sealed WAL segments waiting to be drained."}),
 		OldestSealedAge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_wal_oldest_sealed_age_seconds", Help: "Age of the oldest sealed WAL segment waiting to be drained; 0 when none wait."}),
+		InQuarantine: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "siglake_wal_segments_in_quarantine", Help: "Segments in the quarantine/ directories of the WAL dirs this process drains, as last listed (at start, after each quarantine, and every 30 s)."}),
 		SegmentsDrained: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_drain_segments_total", Help: "WAL segments whose rows were committed and that were removed."}, []string{"table"}),
 		RowsCommitted: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -86,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 		CatalogUp: catalogUp,
 		Merge:     mergeMetrics,
 	}
-	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
+	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.InQuarantine, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds, m.RowsPastRetention)
 	for _, r := range QuarantineReasons {
 		m.Quarantined.WithLabelValues(r)
@@ -111,6 +116,9 @@ type Backlog struct {
 	Bytes            int64   `json:"bytes"`
 	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
 	Quarantined      int64   `json:"quarantined_total"`
+	// InQuarantine is what siglake_wal_segments_in_quarantine shows: segments in quarantine/
+	// now, whoever moved them there and whenever.
+	InQuarantine int `json:"in_quarantine"`
 }
 
 // CommitReport describes a drain commit.
