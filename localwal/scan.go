@@ -41,18 +41,64 @@ func (s SegmentInfo) Less(o SegmentInfo) bool {
 // It ignores .open segments, dot-files, names it does not know and every
 // subdirectory (quarantine/ in particular).
 func Scan(dir string) ([]SegmentInfo, error) {
+	segs, _, err := ScanIgnored(dir)
+	return segs, err
+}
+
+// Reasons of Ignored entries.
+const (
+	// IgnoredNotRegular: named like a segment, but a symlink, directory or
+	// device. Following a link would let the drain read (and remove) a file
+	// outside the WAL dir, and quarantining would move only the link.
+	IgnoredNotRegular = "not_regular"
+	// IgnoredMisnamed: ends in .wal or .open but is not
+	// <table>.<20 digits>.<20 digits> (unpadded numbers, dots in the table
+	// part): its incarnation and seq cannot be known, so neither can its order.
+	IgnoredMisnamed = "misnamed"
+)
+
+// IgnoredReasons lists the reasons of Ignored entries, for metric labels.
+var IgnoredReasons = []string{IgnoredNotRegular, IgnoredMisnamed}
+
+// Ignored is an entry of a WAL dir that looks like a segment but that Scan
+// does not list, so it is never drained. Callers report it: a producer that
+// writes such names loses those rows without anything else saying so.
+type Ignored struct {
+	Path   string
+	Name   string
+	Reason string // IgnoredNotRegular or IgnoredMisnamed
+}
+
+// ScanIgnored is Scan, plus the entries that look like segments but are not
+// listed. Dot-files, STREAM, LOCK, other names and directories not named
+// like segments are not reported.
+func ScanIgnored(dir string) ([]SegmentInfo, []Ignored, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("scanning WAL dir %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("scanning WAL dir %s: %w", dir, err)
 	}
 	var segs []SegmentInfo
+	var ignored []Ignored
+	ignore := func(name, reason string) {
+		ignored = append(ignored, Ignored{Path: filepath.Join(dir, name), Name: name, Reason: reason})
+	}
 	for _, e := range ents {
 		name := e.Name()
-		if e.IsDir() || name[0] == '.' {
+		if name[0] == '.' {
 			continue
 		}
 		p, ok := parseName(name)
-		if !ok || p.suffix != SealedSuffix {
+		if !ok {
+			if !e.IsDir() && (strings.HasSuffix(name, SealedSuffix) || strings.HasSuffix(name, OpenSuffix)) {
+				ignore(name, IgnoredMisnamed)
+			}
+			continue
+		}
+		if !e.Type().IsRegular() {
+			ignore(name, IgnoredNotRegular)
+			continue
+		}
+		if p.suffix != SealedSuffix {
 			continue
 		}
 		fi, err := e.Info()
@@ -60,9 +106,10 @@ func Scan(dir string) ([]SegmentInfo, error) {
 			continue // removed by a concurrent drain
 		}
 		if err != nil {
-			return nil, fmt.Errorf("scanning WAL dir %s: stat %s: %w", dir, name, err)
+			return nil, nil, fmt.Errorf("scanning WAL dir %s: stat %s: %w", dir, name, err)
 		}
 		if !fi.Mode().IsRegular() {
+			ignore(name, IgnoredNotRegular)
 			continue
 		}
 		segs = append(segs, SegmentInfo{
@@ -72,7 +119,7 @@ func Scan(dir string) ([]SegmentInfo, error) {
 		})
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].Less(segs[j]) })
-	return segs, nil
+	return segs, ignored, nil
 }
 
 // Backlog summarises a scan: how many segments wait, their bytes and the

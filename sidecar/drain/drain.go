@@ -70,6 +70,8 @@ type Drain struct {
 	inQuarantine     int
 	quarantineListed time.Time
 	quarantineDirty  bool
+	// ignoredLogged holds the ignored entries of the last scan, each logged once when first seen.
+	ignoredLogged map[string]bool
 }
 
 // quarantineRelist bounds how long a cleared quarantine keeps showing: an operator removes
@@ -165,11 +167,18 @@ func (d *Drain) walDirs() []string {
 // cannot be scanned is left out and its error returned with the others' segments, so one bad
 // stream directory does not stop the streams beside it.
 func ScanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error) {
+	all, dirOf, _, errs := scanDirs(dirs)
+	return all, dirOf, errs
+}
+
+// scanDirs is ScanDirs plus the entries of the dirs that look like segments but are not listed.
+func scanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []localwal.Ignored, []error) {
 	var all []localwal.SegmentInfo
+	var ignored []localwal.Ignored
 	var errs []error
 	dirOf := map[string]string{}
 	for _, dir := range dirs {
-		segs, err := localwal.Scan(dir)
+		segs, ign, err := localwal.ScanIgnored(dir)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -178,8 +187,9 @@ func ScanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error
 			dirOf[s.Path] = dir
 		}
 		all = append(all, segs...)
+		ignored = append(ignored, ign...)
 	}
-	return all, dirOf, errs
+	return all, dirOf, ignored, errs
 }
 
 // Run cycles every poll until stop is done, or with once until nothing sealed is left or a cycle
@@ -216,7 +226,8 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	var res CycleResult
 	now := d.Now()
 	dirs := d.walDirs()
-	segs, dirOf, errs := ScanDirs(dirs)
+	segs, dirOf, ignored, errs := scanDirs(dirs)
+	d.observeIgnored(ignored)
 	for _, err := range errs {
 		d.Metrics.DrainErrors.WithLabelValues("scan").Inc()
 		d.publisher().Error(now, "scan", "", err)
@@ -284,6 +295,25 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		res.Pending = len(after)
 	}
 	return res, firstErr
+}
+
+// observeIgnored counts the entries that look like segments but are never drained, and logs each
+// path once while it stays (again if it comes back after it was gone).
+func (d *Drain) observeIgnored(ignored []localwal.Ignored) {
+	counts := map[string]int{}
+	seen := make(map[string]bool, len(ignored))
+	for _, ig := range ignored {
+		counts[ig.Reason]++
+		seen[ig.Path] = true
+		if !d.ignoredLogged[ig.Path] {
+			d.Log.Warn("a file in the WAL dir looks like a segment but is not drained: its rows do not reach the lake, and once later segments of its stream commit, the mark is past it",
+				zap.String("path", ig.Path), zap.String("reason", ig.Reason))
+		}
+	}
+	d.ignoredLogged = seen
+	for _, r := range localwal.IgnoredReasons {
+		d.Metrics.IgnoredFiles.WithLabelValues(r).Set(float64(counts[r]))
+	}
 }
 
 // quarantineOversize moves the segments above Cfg.MaxSegmentBytes to quarantine before a batch

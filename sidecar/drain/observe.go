@@ -38,6 +38,9 @@ type Metrics struct {
 	// InQuarantine counts the segments sitting in quarantine/ now (rescanned, so it survives a
 	// restart and falls when an operator clears them), unlike Quarantined, which counts moves.
 	InQuarantine prometheus.Gauge
+	// IgnoredFiles counts, by reason, the entries of the last scan that look like segments but
+	// are never drained (localwal.Ignored).
+	IgnoredFiles *prometheus.GaugeVec
 
 	SegmentsDrained   *prometheus.CounterVec // table
 	RowsCommitted     *prometheus.CounterVec // table
@@ -66,6 +69,8 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 			Name: "siglake_wal_oldest_sealed_age_seconds", Help: "Age of the oldest sealed WAL segment waiting to be drained; 0 when none wait."}),
 		InQuarantine: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_wal_segments_in_quarantine", Help: "Segments in the quarantine/ directories of the WAL dirs this process drains, as last listed (at start, after each quarantine, and every 30 s)."}),
+		IgnoredFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_wal_ignored_files", Help: "Entries of the WAL dirs that look like segments but are never drained, at the last scan, by reason: not_regular (a symlink, directory or device named like a segment), misnamed (ends in .wal or .open without the 20-digit incarnation and seq)."}, []string{"reason"}),
 		SegmentsDrained: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_drain_segments_total", Help: "WAL segments whose rows were committed and that were removed."}, []string{"table"}),
 		RowsCommitted: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -91,10 +96,13 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 		CatalogUp: catalogUp,
 		Merge:     mergeMetrics,
 	}
-	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.InQuarantine, m.SegmentsDrained, m.RowsCommitted,
+	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.InQuarantine, m.IgnoredFiles, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds, m.RowsPastRetention)
 	for _, r := range QuarantineReasons {
 		m.Quarantined.WithLabelValues(r)
+	}
+	for _, r := range localwal.IgnoredReasons {
+		m.IgnoredFiles.WithLabelValues(r)
 	}
 	for _, s := range ErrorStages {
 		m.DrainErrors.WithLabelValues(s)
