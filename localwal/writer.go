@@ -115,7 +115,7 @@ type openSegment struct {
 	path    string
 	f       *os.File
 	buf     *bufio.Writer
-	size    int64 // bytes in the file as of the last flush: its offset, as it is written front to back
+	size    int64      // bytes in the file as of the last flush: its offset, as it is written front to back
 	crc     *crcWriter // sums what the encoder writes, for the trailer
 	enc     *ipc.Writer
 	rows    int64
