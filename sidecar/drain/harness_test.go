@@ -47,10 +47,10 @@ type env struct {
 	drain *Drain
 }
 
-// defaultConfig is the drain part of the process defaults (docs/configuration.md).
-// testMaxSegment is the tests' segment size limit (the process's default is 64 MiB).
-const testMaxSegment = 8 << 20
+// testMaxSegment is the tests' segment size limit, the process's default.
+const testMaxSegment = 64 << 20
 
+// defaultConfig is the drain part of the process defaults (docs/configuration.md).
 func defaultConfig(dir string) testConfig {
 	return testConfig{
 		Config: Config{WALDir: filepath.Join(dir, "wal"), NodeName: "test", CommitBatchTargetBytes: 32 << 20,
