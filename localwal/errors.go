@@ -23,6 +23,12 @@ const (
 	// ReasonBadTableName: the table name (in the file name or the header)
 	// does not match ^[a-z][a-z0-9_]{0,127}$.
 	ReasonBadTableName = "bad_table_name"
+	// ReasonChecksum: a version 2 segment whose bytes do not match the
+	// CRC32C in its trailer (a flipped bit, a torn or mixed-up copy).
+	ReasonChecksum = "checksum"
+	// ReasonOversize: the file is larger than the reader's MaxFileBytes;
+	// it was rejected from its size alone, without being read.
+	ReasonOversize = "oversize"
 	// ReasonIO: the file could not be read at all (permissions, EIO, gone).
 	// Unlike the others this says nothing about the bytes, so callers
 	// usually retry instead of quarantining.
@@ -32,7 +38,7 @@ const (
 // Reasons lists every reject reason, for pre-registering metric labels.
 var Reasons = []string{
 	ReasonTruncated, ReasonCorrupt, ReasonEmpty, ReasonBadHeader,
-	ReasonBadSchema, ReasonBadTableName, ReasonIO,
+	ReasonBadSchema, ReasonBadTableName, ReasonChecksum, ReasonOversize, ReasonIO,
 }
 
 // SegmentError is the only error type the reader returns for a segment

@@ -20,8 +20,12 @@ func syncDir(dir string) error {
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either
-// the old or the new content: temp file, fsync, rename, fsync dir.
-func writeFileAtomic(path string, data []byte) error {
+// the old or the new content: temp file, fsync, rename, fsync dir. The
+// file gets mode 0600.
+func writeFileAtomic(path string, data []byte) error { return writeFileAtomicMode(path, data, 0o600) }
+
+// writeFileAtomicMode is writeFileAtomic with the file's mode (not reduced by the umask).
+func writeFileAtomicMode(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -35,6 +39,11 @@ func writeFileAtomic(path string, data []byte) error {
 			os.Remove(tmpName)
 		}
 	}()
+	if perm != 0o600 { // CreateTemp's mode
+		if err := tmp.Chmod(perm); err != nil {
+			return fmt.Errorf("chmod %s: %w", tmpName, err)
+		}
+	}
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("writing %s: %w", tmpName, err)
 	}

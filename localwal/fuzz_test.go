@@ -90,12 +90,19 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	_, zstd := validSegmentAs(tb, CompressionZstd, 2, 5)
 	_, plain := validSegmentAs(tb, CompressionNone, 1, 3)
 	seeds = append(seeds, zstd, plain)
+	// Version 2 (with the checksum trailer), and the same with a flipped bit.
+	rec := gen.batch(mem, 4)
+	v2 := AppendChecksum(rawSegment(tb, logSchema, map[string]string{KeyVersion: FormatVersion}, rec))
+	rec.Release()
+	flipped := slices.Clone(v2)
+	flipped[len(flipped)/2] ^= 0x10
+	seeds = append(seeds, v2, flipped)
 	base := seeds[0]
 	seeds = append(seeds,
 		base[:len(base)-8], // no end-of-stream marker
 		base[:len(base)/2], // cut mid-batch
 		append(slices.Clone(base), 1, 2, 3, 4, 5, 6, 7, 8), // trailing bytes
-		rawSegment(tb, logSchema, map[string]string{KeyVersion: "2"}),
+		rawSegment(tb, logSchema, map[string]string{KeyVersion: "3"}),
 		dictSegment(tb),
 		// A buffer running 8 bytes past its body: the in-place reader
 		// rejects it, the copying one accepts it (see sameAsCopying).

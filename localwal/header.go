@@ -17,8 +17,12 @@ const (
 	KeySeq         = "siglake.seq"
 	KeyCreated     = "siglake.created_unix_ms"
 
-	// FormatVersion is the only version this package writes and reads.
-	FormatVersion = "1"
+	// FormatVersion is the version this package writes: version 2 ends
+	// with a CRC32C trailer (checksum.go).
+	FormatVersion = "2"
+	// FormatVersion1 is the version before the trailer; such segments, from
+	// older writers or other producers, are still read (without a checksum).
+	FormatVersion1 = "1"
 
 	// TimestampColumn must exist in every segment schema.
 	TimestampColumn = "timestamp"
@@ -31,6 +35,9 @@ type Header struct {
 	Incarnation uint64
 	Seq         uint64
 	Created     time.Time // millisecond precision
+	// Version is the format version a segment was read with (1 or 2);
+	// Metadata always writes FormatVersion.
+	Version int
 }
 
 // Metadata renders h as the schema-level metadata a segment carries.
@@ -60,8 +67,13 @@ func headerFromMetadata(md arrow.Metadata) (Header, string, error) {
 	if err != nil {
 		return h, ReasonBadHeader, err
 	}
-	if v != FormatVersion {
-		return h, ReasonBadHeader, fmt.Errorf("unsupported %s %q (want %q)", KeyVersion, v, FormatVersion)
+	switch v {
+	case FormatVersion1:
+		h.Version = 1
+	case FormatVersion:
+		h.Version = 2
+	default:
+		return h, ReasonBadHeader, fmt.Errorf("unsupported %s %q (accepted: %q, %q)", KeyVersion, v, FormatVersion1, FormatVersion)
 	}
 	if h.Table, err = get(KeyTable); err != nil {
 		return h, ReasonBadHeader, err

@@ -28,6 +28,12 @@ type ReadOptions struct {
 	// DefaultMaxDecoded(file size): 64 MiB + 64 × the file size, which is
 	// far above what zstd achieves on log rows (see docs/wal-format.md).
 	MaxDecodedBytes int64
+	// MaxFileBytes, when above 0, makes ReadAll reject a larger file with
+	// reason oversize from its size alone, before reading a byte of it:
+	// a file far above the writer's roll size (a stray copy, a runaway
+	// producer) would otherwise be read whole into memory and could take
+	// the process down instead of one file being quarantined.
+	MaxFileBytes int64
 }
 
 // MaxMetadataBytes caps one IPC message's flatbuffer metadata (the schema
@@ -64,15 +70,60 @@ func (s *Segment) Release() {
 // file is read into memory in one go; that also lets the decoder check that
 // the end-of-stream marker is the last thing in the file.
 func ReadAll(path string, opts ReadOptions) (*Segment, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &SegmentError{Path: path, Reason: ReasonIO, Err: fmt.Errorf("reading segment: %w", err)}
+	data, serr := readFile(path, opts.MaxFileBytes)
+	if serr != nil {
+		return nil, serr
 	}
 	seg, _, serr := decode(path, data, opts, false)
 	if serr != nil {
 		return nil, serr
 	}
 	return seg, nil
+}
+
+// readFile reads a segment file whole, refusing one above max bytes (0: no
+// limit) from its size before reading it, and again if it grew meanwhile.
+func readFile(path string, max int64) ([]byte, *SegmentError) {
+	ioErr := func(err error) *SegmentError {
+		return &SegmentError{Path: path, Reason: ReasonIO, Err: fmt.Errorf("reading segment: %w", err)}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, ioErr(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, ioErr(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, ioErr(fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
+	}
+	if max > 0 && fi.Size() > max {
+		return nil, segErr(path, ReasonOversize, "%d bytes, above the limit of %d", fi.Size(), max)
+	}
+	r := io.Reader(f)
+	if max > 0 {
+		r = io.LimitReader(f, max+1)
+	}
+	data := make([]byte, 0, fi.Size()+512)
+	for {
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, ioErr(err)
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
+	if max > 0 && int64(len(data)) > max {
+		return nil, segErr(path, ReasonOversize, "grew past the limit of %d bytes while read", max)
+	}
+	return data, nil
 }
 
 // Decode is the pure core of ReadAll: it validates data as the content of
@@ -113,6 +164,20 @@ func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messag
 	if len(data) == 0 {
 		return nil, 0, segErr(path, ReasonEmpty, "zero-byte file")
 	}
+	// The checksum comes first: a flipped bit is then reported as such,
+	// whatever it would have made of the decode. Crash recovery strips a
+	// trailer only when it verifies (a writer died between writing it and
+	// the rename); otherwise it salvages what decodes.
+	body, crc, trailer := splitTrailer(data)
+	if trailer {
+		if got := Checksum(body); got != crc {
+			if !salvage {
+				return nil, 0, segErr(path, ReasonChecksum, "CRC32C of the %d bytes before the trailer is %08x, the trailer says %08x", len(body), got, crc)
+			}
+			body, trailer = data, false
+		}
+	}
+	data = body
 
 	mem := opts.Mem
 	if mem == nil {
@@ -158,6 +223,9 @@ func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messag
 	if err := CheckSchema(schema); err != nil {
 		return nil, 0, &SegmentError{Path: path, Reason: ReasonBadSchema, Err: err}
 	}
+	if trailer && hdr.Version < 2 {
+		return nil, 0, segErr(path, ReasonCorrupt, "version %d segment ends with a checksum trailer (only version 2 has one)", hdr.Version)
+	}
 
 	seg := &Segment{Header: hdr, Schema: schema}
 	goodEnd := src.offset() // end of the schema message
@@ -189,11 +257,18 @@ func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messag
 	if !mr.eos {
 		return fail(segErr(path, ReasonTruncated, "no end-of-stream marker after %d record batches", len(seg.Records)))
 	}
+	if tail := size - src.offset(); tail > 0 && tail < int64(TrailerSize) && hdr.Version >= 2 && !trailer {
+		return fail(segErr(path, ReasonTruncated, "the file ends %d bytes into its %d-byte checksum trailer", tail, TrailerSize))
+	}
 	if src.offset() != size {
 		return fail(segErr(path, ReasonCorrupt, "%d bytes after the end-of-stream marker", size-src.offset()))
 	}
 	if seg.Rows == 0 && !salvage {
 		return fail(segErr(path, ReasonEmpty, "stream holds %d record batches and no rows", len(seg.Records)))
+	}
+	if hdr.Version >= 2 && !trailer && !salvage {
+		// Cut right after the end-of-stream marker, or the trailer's magic damaged.
+		return fail(segErr(path, ReasonTruncated, "version %d segment has no checksum trailer after its end-of-stream marker", hdr.Version))
 	}
 	return seg, goodEnd, nil
 }

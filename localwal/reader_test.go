@@ -239,7 +239,7 @@ func TestRejectHeader(t *testing.T) {
 	}{
 		{"ok", testName, nil, ""},
 		{"no version", testName, map[string]string{KeyVersion: ""}, ReasonBadHeader},
-		{"future version", testName, map[string]string{KeyVersion: "2"}, ReasonBadHeader},
+		{"future version", testName, map[string]string{KeyVersion: "3"}, ReasonBadHeader},
 		{"no table", testName, map[string]string{KeyTable: ""}, ReasonBadHeader},
 		{"no stream", testName, map[string]string{KeyStream: ""}, ReasonBadHeader},
 		{"bad stream", testName, map[string]string{KeyStream: "-pod"}, ReasonBadHeader},

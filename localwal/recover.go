@@ -2,6 +2,7 @@ package localwal
 
 import (
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
@@ -84,8 +85,14 @@ func recoverOne(dir string, seg SegmentInfo) (Recovered, error) {
 		return r, syncDir(dir)
 	}
 	r.Rows = decoded.Rows
+	version := decoded.Header.Version
 	decoded.Release()
-	if err := sealPrefix(seg.Path, keep); err != nil {
+	var trailer []byte
+	if version >= 2 {
+		// The sealed file must verify like one the writer sealed.
+		trailer = Trailer(crc32.Update(Checksum(data[:keep]), castagnoli, endOfStream))
+	}
+	if err := sealPrefix(seg.Path, keep, trailer); err != nil {
 		return r, err
 	}
 	r.Action = "sealed"
@@ -97,8 +104,8 @@ func recoverOne(dir string, seg SegmentInfo) (Recovered, error) {
 }
 
 // sealPrefix cuts path after keep bytes and appends the end-of-stream
-// marker, durably.
-func sealPrefix(path string, keep int64) error {
+// marker and trailer (nil for a version 1 segment), durably.
+func sealPrefix(path string, keep int64, trailer []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("opening open segment for recovery: %w", err)
@@ -107,7 +114,7 @@ func sealPrefix(path string, keep int64) error {
 	if err := f.Truncate(keep); err != nil {
 		return fmt.Errorf("cutting %s after %d bytes: %w", path, keep, err)
 	}
-	if _, err := f.WriteAt(endOfStream, keep); err != nil {
+	if _, err := f.WriteAt(append(append([]byte(nil), endOfStream...), trailer...), keep); err != nil {
 		return fmt.Errorf("ending stream of %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {

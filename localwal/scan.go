@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -40,18 +41,64 @@ func (s SegmentInfo) Less(o SegmentInfo) bool {
 // It ignores .open segments, dot-files, names it does not know and every
 // subdirectory (quarantine/ in particular).
 func Scan(dir string) ([]SegmentInfo, error) {
+	segs, _, err := ScanIgnored(dir)
+	return segs, err
+}
+
+// Reasons of Ignored entries.
+const (
+	// IgnoredNotRegular: named like a segment, but a symlink, directory or
+	// device. Following a link would let the drain read (and remove) a file
+	// outside the WAL dir, and quarantining would move only the link.
+	IgnoredNotRegular = "not_regular"
+	// IgnoredMisnamed: ends in .wal or .open but is not
+	// <table>.<20 digits>.<20 digits> (unpadded numbers, dots in the table
+	// part): its incarnation and seq cannot be known, so neither can its order.
+	IgnoredMisnamed = "misnamed"
+)
+
+// IgnoredReasons lists the reasons of Ignored entries, for metric labels.
+var IgnoredReasons = []string{IgnoredNotRegular, IgnoredMisnamed}
+
+// Ignored is an entry of a WAL dir that looks like a segment but that Scan
+// does not list, so it is never drained. Callers report it: a producer that
+// writes such names loses those rows without anything else saying so.
+type Ignored struct {
+	Path   string
+	Name   string
+	Reason string // IgnoredNotRegular or IgnoredMisnamed
+}
+
+// ScanIgnored is Scan, plus the entries that look like segments but are not
+// listed. Dot-files, STREAM, LOCK, other names and directories not named
+// like segments are not reported.
+func ScanIgnored(dir string) ([]SegmentInfo, []Ignored, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("scanning WAL dir %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("scanning WAL dir %s: %w", dir, err)
 	}
 	var segs []SegmentInfo
+	var ignored []Ignored
+	ignore := func(name, reason string) {
+		ignored = append(ignored, Ignored{Path: filepath.Join(dir, name), Name: name, Reason: reason})
+	}
 	for _, e := range ents {
 		name := e.Name()
-		if e.IsDir() || name[0] == '.' {
+		if name[0] == '.' {
 			continue
 		}
 		p, ok := parseName(name)
-		if !ok || p.suffix != SealedSuffix {
+		if !ok {
+			if !e.IsDir() && (strings.HasSuffix(name, SealedSuffix) || strings.HasSuffix(name, OpenSuffix)) {
+				ignore(name, IgnoredMisnamed)
+			}
+			continue
+		}
+		if !e.Type().IsRegular() {
+			ignore(name, IgnoredNotRegular)
+			continue
+		}
+		if p.suffix != SealedSuffix {
 			continue
 		}
 		fi, err := e.Info()
@@ -59,9 +106,10 @@ func Scan(dir string) ([]SegmentInfo, error) {
 			continue // removed by a concurrent drain
 		}
 		if err != nil {
-			return nil, fmt.Errorf("scanning WAL dir %s: stat %s: %w", dir, name, err)
+			return nil, nil, fmt.Errorf("scanning WAL dir %s: stat %s: %w", dir, name, err)
 		}
 		if !fi.Mode().IsRegular() {
+			ignore(name, IgnoredNotRegular)
 			continue
 		}
 		segs = append(segs, SegmentInfo{
@@ -71,7 +119,7 @@ func Scan(dir string) ([]SegmentInfo, error) {
 		})
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].Less(segs[j]) })
-	return segs, nil
+	return segs, ignored, nil
 }
 
 // Backlog summarises a scan: how many segments wait, their bytes and the
@@ -116,6 +164,32 @@ type ReasonFile struct {
 // ReasonSuffix is appended to a quarantined file's name for its reason file.
 const ReasonSuffix = ".reason.json"
 
+// QuarantineMode is the mode of reason files, and the least a quarantined
+// segment gets: readable by the owner and the group.
+const QuarantineMode os.FileMode = 0o640
+
+// Quarantined counts the segments in <dir>/quarantine: every regular file
+// there except reason files and dot-files (a reason file being written).
+// 0 without a quarantine directory.
+func Quarantined(dir string) (int, error) {
+	qdir := filepath.Join(dir, QuarantineDir)
+	ents, err := os.ReadDir(qdir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("listing quarantine dir %s: %w", qdir, err)
+	}
+	n := 0
+	for _, e := range ents {
+		name := e.Name()
+		if e.Type().IsRegular() && name[0] != '.' && !strings.HasSuffix(name, ReasonSuffix) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Quarantine moves seg into <dir>/quarantine/ and writes
 // <name>.reason.json beside it. It never deletes data: if a file of the
 // same name is already quarantined, the new one gets a numeric suffix. It
@@ -138,11 +212,18 @@ func Quarantine(dir string, seg SegmentInfo, reason, detail string) (string, err
 	if err := os.Rename(seg.Path, target); err != nil {
 		return "", fmt.Errorf("quarantining %s: %w", seg.Path, err)
 	}
+	// Group-readable, so an operator's shell in the pod (often another user of the pod's group)
+	// can read what the runbook says to read. Bits are only added, never taken away.
+	if fi, err := os.Lstat(target); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&QuarantineMode != QuarantineMode {
+		if err := os.Chmod(target, fi.Mode().Perm()|QuarantineMode); err != nil {
+			return "", fmt.Errorf("making quarantined %s group-readable: %w", target, err)
+		}
+	}
 	data, err := json.MarshalIndent(ReasonFile{Segment: name, Reason: reason, Detail: detail, Time: time.Now().UTC()}, "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("encoding quarantine reason for %s: %w", target, err)
 	}
-	if err := writeFileAtomic(target+ReasonSuffix, append(data, '\n')); err != nil {
+	if err := writeFileAtomicMode(target+ReasonSuffix, append(data, '\n'), QuarantineMode); err != nil {
 		return "", err
 	}
 	// writeFileAtomic synced qdir; the rename also changed dir.

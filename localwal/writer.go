@@ -115,7 +115,8 @@ type openSegment struct {
 	path    string
 	f       *os.File
 	buf     *bufio.Writer
-	size    int64 // bytes in the file as of the last flush: its offset, as it is written front to back
+	size    int64      // bytes in the file as of the last flush: its offset, as it is written front to back
+	crc     *crcWriter // sums what the encoder writes, for the trailer
 	enc     *ipc.Writer
 	rows    int64
 	batches int
@@ -360,7 +361,8 @@ func (w *Writer) create(table string, schema *arrow.Schema, now time.Time) (*ope
 	seg := &openSegment{hdr: hdr, schema: schema, path: path, f: f}
 	seg.buf = bufio.NewWriterSize(f, 256<<10)
 	opts := append([]ipc.Option{ipc.WithSchema(segmentSchema(schema, hdr))}, w.ipcOpt...)
-	seg.enc = ipc.NewWriter(seg.buf, opts...)
+	seg.crc = newCRCWriter(seg.buf)
+	seg.enc = ipc.NewWriter(seg.crc, opts...)
 	w.open[table] = seg
 	return seg, nil
 }
@@ -388,6 +390,10 @@ func (w *Writer) seal(seg *openSegment) error {
 	if err := seg.enc.Close(); err != nil {
 		seg.f.Close()
 		return w.fail(fmt.Errorf("ending stream of %s: %w", seg.path, err))
+	}
+	if _, err := seg.buf.Write(Trailer(seg.crc.h.Sum32())); err != nil {
+		seg.f.Close()
+		return w.fail(fmt.Errorf("writing checksum trailer of %s: %w", seg.path, err))
 	}
 	if err := seg.flush(); err != nil {
 		seg.f.Close()

@@ -36,7 +36,7 @@ var (
 // DrainConfig is the part of the options the drain needs.
 func DrainConfig(c Config) drain.Config {
 	return drain.Config{WALDir: c.WALDir, NodeName: c.NodeName, CommitBatchTargetBytes: c.CommitBatchTargetBytes,
-		CommitBatchMaxAge: c.CommitBatchMaxAge, TargetFileBytes: c.TargetFileBytes, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
+		CommitBatchMaxAge: c.CommitBatchMaxAge, MaxSegmentBytes: c.WALSegmentMaxBytes, TargetFileBytes: c.TargetFileBytes, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
 		PastRetention: retention.DrainFilter(c.RetentionPeriod)}
 }
 

@@ -78,8 +78,8 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 		cat += "  IDENTITY UNKNOWN (owns no table): " + r.CatalogIDError
 	}
 	fmt.Fprintf(w, "catalog  %s\n", cat)
-	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d quarantined\n",
-		r.Backlog.Segments, sidecar.HumanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.Quarantined)
+	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d in quarantine (%d moved there since start)\n",
+		r.Backlog.Segments, sidecar.HumanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.InQuarantine, r.Backlog.Quarantined)
 	if m := r.Memory; m != nil {
 		fmt.Fprintf(w, "memory   budget %s, held %s", sidecar.HumanBytes(m.LimitBytes), sidecar.HumanBytes(m.HeldBytes))
 		for _, l := range m.Loops {

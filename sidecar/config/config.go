@@ -83,6 +83,11 @@ type Config struct {
 	// CommitBatchMaxAge commits a batch once its oldest segment is this old, even below the target.
 	// Default 10 s (--commit-batch-max-age-secs): bounds how late rows reach the lake.
 	CommitBatchMaxAge time.Duration
+	// WALSegmentMaxBytes quarantines a sealed segment larger than this as oversize, from its
+	// size alone, without reading it: the drain reads a segment whole, so a stray 1 GiB file would
+	// take a pod with a 1 GiB limit down and block the segments behind it. Default 64 MiB
+	// (--wal-segment-max-mb): 8 times the Go writer's roll size, 16 times walgen's.
+	WALSegmentMaxBytes int64
 	// DrainPollInterval is how often the drain scans the WAL directory. Default 1 s
 	// (--drain-poll-interval): a scan is one directory listing, and the batch age decides commits.
 	DrainPollInterval time.Duration
@@ -350,6 +355,16 @@ func Options() []Option {
 		{"commit-batch-max-age-secs", "SIGLAKE_COMMIT_BATCH_MAX_AGE_SECS", "10", "commitBatch.maxAgeSecs",
 			"A batch commits once its oldest segment is this old, even below the target size.",
 			setSeconds(func(c *Config) *time.Duration { return &c.CommitBatchMaxAge })},
+		{"wal-segment-max-mb", "SIGLAKE_WAL_SEGMENT_MAX_MB", "64", "wal.segmentMaxMb",
+			"A sealed segment larger than this many MiB is quarantined as oversize without being read (the ingest seals at its roll size, 8 MiB by default).",
+			func(c *Config, v string) error {
+				n, err := parseNonNegInt(v)
+				if err != nil || n < 1 || n > 1<<20 {
+					return fmt.Errorf("accepted: a whole number of MiB from 1 to 1048576")
+				}
+				c.WALSegmentMaxBytes = int64(n) << 20
+				return nil
+			}},
 		{"drain-poll-interval", "SIGLAKE_DRAIN_POLL_INTERVAL", "1s", "",
 			"How often the drain scans the WAL directory for sealed segments.",
 			setDuration(func(c *Config) *time.Duration { return &c.DrainPollInterval }, true)},

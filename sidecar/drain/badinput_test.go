@@ -83,7 +83,7 @@ func (r *sealedRun) header(i int) localwal.Header {
 	return localwal.Header{Table: "events", Stream: "pod-0", Incarnation: r.incarnation, Seq: r.segs[i].Seq, Created: time.Now()}
 }
 
-// writeStream writes an Arrow IPC stream with header hdr and the given columns (nil cols: a
+// writeStream writes a version 2 segment (an Arrow IPC stream and its checksum trailer) with header hdr and the given columns (nil cols: a
 // stream with a schema and no record batch).
 func writeStream(t *testing.T, path string, hdr localwal.Header, fields []arrow.Field, cols []arrow.Array, rows int64) {
 	t.Helper()
@@ -101,7 +101,7 @@ func writeStream(t *testing.T, path string, hdr localwal.Header, fields []arrow.
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, localwal.AppendChecksum(buf.Bytes()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -279,6 +279,20 @@ func badCases() []badCase {
 			defer rec.Release()
 			fields, cols := replaceColumn(rec, "service", arrow.BinaryTypes.String, arr)
 			writeStream(t, run.segs[i].Path, run.header(i), fields, cols, int64(n))
+			return run.segs[i].Path
+		}, false},
+		{"flipped_bit_in_string", localwal.ReasonChecksum, rewrite(func(d []byte) []byte {
+			// A host value (ip-10-0-...) in the batch's values buffer: flipping bit 5 of its 'i'
+			// makes it 'I', still valid UTF-8, so only the checksum can tell.
+			out := bytes.Clone(d)
+			out[bytes.LastIndex(out, []byte("ip-10-0-"))] ^= 0x20
+			return out
+		}), false},
+		{"oversize", localwal.ReasonOversize, func(t *testing.T, run *sealedRun, i int) string {
+			// Sparse: the good bytes followed by zeros up to one byte past the limit.
+			if err := os.Truncate(run.segs[i].Path, testMaxSegment+1); err != nil {
+				t.Fatal(err)
+			}
 			return run.segs[i].Path
 		}, false},
 		{"bad_table_name", localwal.ReasonBadTableName, func(t *testing.T, run *sealedRun, i int) string {

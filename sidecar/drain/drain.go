@@ -69,7 +69,18 @@ type Drain struct {
 	failures     map[string]int
 	// quarantined counts segments this drain moved to quarantine (shown with the backlog).
 	quarantined int64
+	// inQuarantine is the last count of segments in the quarantine dirs, listed at quarantineListed;
+	// quarantineDirty asks for a new listing (a segment was moved there).
+	inQuarantine     int
+	quarantineListed time.Time
+	quarantineDirty  bool
+	// ignoredLogged holds the ignored entries of the last scan, each logged once when first seen.
+	ignoredLogged map[string]bool
 }
+
+// quarantineRelist bounds how long a cleared quarantine keeps showing: an operator removes
+// segments by hand, which the drain is not told about.
+const quarantineRelist = 30 * time.Second
 
 // StreamDirs lists the stream subdirectories of a WAL root (claims on): every directory except
 // quarantine and hidden ones. loose counts sealed segments lying in the root itself.
@@ -96,6 +107,9 @@ type Config struct {
 	WALDir string
 	// NodeName is recorded as the claim holder in commits made under a catalog claim.
 	NodeName string
+	// MaxSegmentBytes quarantines a larger sealed segment as oversize from its size alone, never
+	// reading it (a segment is read whole); 0: no limit.
+	MaxSegmentBytes int64
 	// CommitBatchTargetBytes and CommitBatchMaxAge close a batch (spec "Commit-accumulation
 	// batching"): at this many bytes of segments, or once its oldest segment is this old.
 	CommitBatchTargetBytes int64
@@ -157,11 +171,18 @@ func (d *Drain) walDirs() []string {
 // cannot be scanned is left out and its error returned with the others' segments, so one bad
 // stream directory does not stop the streams beside it.
 func ScanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error) {
+	all, dirOf, _, errs := scanDirs(dirs)
+	return all, dirOf, errs
+}
+
+// scanDirs is ScanDirs plus the entries of the dirs that look like segments but are not listed.
+func scanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []localwal.Ignored, []error) {
 	var all []localwal.SegmentInfo
+	var ignored []localwal.Ignored
 	var errs []error
 	dirOf := map[string]string{}
 	for _, dir := range dirs {
-		segs, err := localwal.Scan(dir)
+		segs, ign, err := localwal.ScanIgnored(dir)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -170,8 +191,9 @@ func ScanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error
 			dirOf[s.Path] = dir
 		}
 		all = append(all, segs...)
+		ignored = append(ignored, ign...)
 	}
-	return all, dirOf, errs
+	return all, dirOf, ignored, errs
 }
 
 // Run cycles every poll until stop is done, or with once until nothing sealed is left or a cycle
@@ -208,7 +230,8 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	var res CycleResult
 	now := d.Now()
 	dirs := d.walDirs()
-	segs, dirOf, errs := ScanDirs(dirs)
+	segs, dirOf, ignored, errs := scanDirs(dirs)
+	d.observeIgnored(ignored)
 	for _, err := range errs {
 		d.Metrics.DrainErrors.WithLabelValues("scan").Inc()
 		d.publisher().Error(now, "scan", "", err)
@@ -217,6 +240,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		}
 		d.Log.Warn("a claimed stream directory cannot be scanned; the other streams go on", zap.Error(err))
 	}
+	segs = d.quarantineOversize(segs, dirOf)
 	d.ObserveBacklog(segs, now)
 	var firstErr error
 	// Batches never mix WAL dirs: each dir is one stream, and a batch commits one stream's mark.
@@ -250,7 +274,8 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		out := d.commitBatch(ctx, b)
 		stopWatch()
 		// The backlog after every batch, not once per cycle: one cycle drains a whole catch-up.
-		d.scanBacklog(dirs, d.quarantined)
+		d.listQuarantine(d.Now())
+		d.scanBacklog(dirs, d.quarantined, d.inQuarantine)
 		if out.shutdown {
 			// Cancelled while waiting for memory: shutdown, not a failed batch (no error metric,
 			// no backoff); the segments stay for the next start.
@@ -281,6 +306,45 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	return res, firstErr
 }
 
+// observeIgnored counts the entries that look like segments but are never drained, and logs each
+// path once while it stays (again if it comes back after it was gone).
+func (d *Drain) observeIgnored(ignored []localwal.Ignored) {
+	counts := map[string]int{}
+	seen := make(map[string]bool, len(ignored))
+	for _, ig := range ignored {
+		counts[ig.Reason]++
+		seen[ig.Path] = true
+		if !d.ignoredLogged[ig.Path] {
+			d.Log.Warn("a file in the WAL dir looks like a segment but is not drained: its rows do not reach the lake, and once later segments of its stream commit, the mark is past it",
+				zap.String("path", ig.Path), zap.String("reason", ig.Reason))
+		}
+	}
+	d.ignoredLogged = seen
+	for _, r := range localwal.IgnoredReasons {
+		d.Metrics.IgnoredFiles.WithLabelValues(r).Set(float64(counts[r]))
+	}
+}
+
+// quarantineOversize moves the segments above Cfg.MaxSegmentBytes to quarantine before a batch
+// counts, reserves memory for or reads them: a batch holding one would wait for (or take) more
+// memory than the process has, and hold back every good segment behind it.
+func (d *Drain) quarantineOversize(segs []localwal.SegmentInfo, dirOf map[string]string) []localwal.SegmentInfo {
+	limit := d.Cfg.MaxSegmentBytes
+	if limit <= 0 {
+		return segs
+	}
+	kept := segs[:0:0]
+	for _, s := range segs {
+		if s.Size > limit {
+			d.quarantine(dirOf[s.Path], s, localwal.ReasonOversize, fmt.Errorf(
+				"%d bytes, above the limit of %d (--wal-segment-max-mb / SIGLAKE_WAL_SEGMENT_MAX_MB); not read", s.Size, limit))
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return kept
+}
+
 func (d *Drain) noteFailure(key string, now time.Time) {
 	if d.backoffUntil == nil {
 		d.backoffUntil, d.failures = map[string]time.Time{}, map[string]int{}
@@ -292,17 +356,18 @@ func (d *Drain) noteFailure(key string, now time.Time) {
 // ObserveBacklog publishes the sealed backlog segs (gauges and status); the process calls it
 // while the catalog is unreachable, when no cycle runs.
 func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
-	d.observeBacklog(segs, now, d.quarantined)
+	d.listQuarantine(now)
+	d.observeBacklog(segs, now, d.quarantined, d.inQuarantine)
 }
 
 // scanBacklog scans dirs and publishes their backlog; a dir that cannot be scanned is left out
 // with claims (as Cycle does), and without them nothing is published (Cycle reports the error).
-func (d *Drain) scanBacklog(dirs []string, quarantined int64) {
+func (d *Drain) scanBacklog(dirs []string, quarantined int64, inQuarantine int) {
 	segs, _, errs := ScanDirs(dirs)
 	if len(errs) > 0 && d.Claims == nil {
 		return
 	}
-	d.observeBacklog(segs, d.Now(), quarantined)
+	d.observeBacklog(segs, d.Now(), quarantined, inQuarantine)
 }
 
 // watchBacklog republishes the backlog of dirs every BacklogEvery until the returned stop is
@@ -313,7 +378,7 @@ func (d *Drain) watchBacklog(dirs []string) (stop func()) {
 	if every <= 0 {
 		every = time.Second
 	}
-	q := d.quarantined
+	q, iq := d.quarantined, d.inQuarantine
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -324,14 +389,16 @@ func (d *Drain) watchBacklog(dirs []string) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				d.scanBacklog(dirs, q)
+				d.scanBacklog(dirs, q, iq)
 			}
 		}
 	}()
 	return func() { close(done); <-finished }
 }
 
-func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time, quarantined int64) {
+// observeBacklog takes the quarantine counts as values: the watcher goroutine calls it while the
+// drain's own goroutine may quarantine, so only that goroutine reads and writes the drain's counts.
+func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time, quarantined int64, inQuarantine int) {
 	var bytes int64
 	var oldest time.Time
 	for _, s := range segs {
@@ -347,7 +414,28 @@ func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time, quara
 	d.Metrics.SealedSegments.Set(float64(len(segs)))
 	d.Metrics.SealedBytes.Set(float64(bytes))
 	d.Metrics.OldestSealedAge.Set(age)
-	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: quarantined})
+	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: quarantined,
+		InQuarantine: inQuarantine})
+}
+
+// listQuarantine recounts the segments in the quarantine dirs on the first call (so a restart
+// shows what earlier runs left there), after a quarantine, and every quarantineRelist. A dir that
+// cannot be listed keeps the last count: a wrong 0 would hide quarantined rows.
+func (d *Drain) listQuarantine(now time.Time) {
+	if !d.quarantineDirty && !d.quarantineListed.IsZero() && now.Sub(d.quarantineListed) < quarantineRelist {
+		return
+	}
+	total := 0
+	for _, dir := range d.walDirs() {
+		n, err := localwal.Quarantined(dir)
+		if err != nil {
+			d.Log.Warn("cannot count the segments in quarantine; the gauge keeps its last value", zap.Error(err))
+			return
+		}
+		total += n
+	}
+	d.inQuarantine, d.quarantineListed, d.quarantineDirty = total, now, false
+	d.Metrics.InQuarantine.Set(float64(total))
 }
 
 // batchMemoryFactor is what a batch holds at its peak per byte of decoded segments: the segments
@@ -434,7 +522,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		}
 	}()
 	for _, info := range b.segs {
-		seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{Mem: d.Mem})
+		seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{Mem: d.Mem, MaxFileBytes: d.Cfg.MaxSegmentBytes})
 		var se *localwal.SegmentError
 		if errors.As(err, &se) && se.Reason != localwal.ReasonIO {
 			d.quarantine(b.dir, info, se.Reason, err)
@@ -816,6 +904,7 @@ func (d *Drain) quarantine(dir string, info localwal.SegmentInfo, reason string,
 	}
 	d.Metrics.Quarantined.WithLabelValues(reason).Inc()
 	d.quarantined++
+	d.quarantineDirty = true
 	d.Log.Error("quarantined bad segment", zap.String("table", info.Table), zap.String("path", info.Path),
 		zap.String("quarantined_to", dest), zap.String("reason", reason), zap.NamedError("cause", cause))
 }

@@ -47,11 +47,14 @@ type env struct {
 	drain *Drain
 }
 
+// testMaxSegment is the tests' segment size limit, the process's default.
+const testMaxSegment = 64 << 20
+
 // defaultConfig is the drain part of the process defaults (docs/configuration.md).
 func defaultConfig(dir string) testConfig {
 	return testConfig{
 		Config: Config{WALDir: filepath.Join(dir, "wal"), NodeName: "test", CommitBatchTargetBytes: 32 << 20,
-			CommitBatchMaxAge: 10 * time.Second, TargetFileBytes: 256 << 20,
+			CommitBatchMaxAge: 10 * time.Second, MaxSegmentBytes: testMaxSegment, TargetFileBytes: 256 << 20,
 			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }},
 		Lake:            lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse"), Namespace: "siglake"},
 		CatalogClaimTTL: 30 * time.Second,

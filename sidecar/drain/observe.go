@@ -19,7 +19,8 @@ const ReasonIncompatibleSchema = "incompatible_schema"
 // localwal's reject reasons except io (an unreadable file is retried, never quarantined), and
 // ReasonIncompatibleSchema.
 var QuarantineReasons = []string{localwal.ReasonTruncated, localwal.ReasonCorrupt, localwal.ReasonEmpty,
-	localwal.ReasonBadHeader, localwal.ReasonBadSchema, localwal.ReasonBadTableName, ReasonIncompatibleSchema}
+	localwal.ReasonBadHeader, localwal.ReasonBadSchema, localwal.ReasonBadTableName, localwal.ReasonChecksum,
+	localwal.ReasonOversize, ReasonIncompatibleSchema}
 
 // ErrorStages are the stage label values of siglake_drain_errors_total.
 var ErrorStages = []string{"scan", "read", "table", "write", "commit", "remove"}
@@ -34,6 +35,12 @@ type Metrics struct {
 	SealedSegments  prometheus.Gauge
 	SealedBytes     prometheus.Gauge
 	OldestSealedAge prometheus.Gauge
+	// InQuarantine counts the segments sitting in quarantine/ now (rescanned, so it survives a
+	// restart and falls when an operator clears them), unlike Quarantined, which counts moves.
+	InQuarantine prometheus.Gauge
+	// IgnoredFiles counts, by reason, the entries of the last scan that look like segments but
+	// are never drained (localwal.Ignored).
+	IgnoredFiles *prometheus.GaugeVec
 
 	SegmentsDrained   *prometheus.CounterVec // table
 	RowsCommitted     *prometheus.CounterVec // table
@@ -60,6 +67,10 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 			Name: "siglake_wal_sealed_bytes", Help: "Bytes of sealed WAL segments waiting to be drained."}),
 		OldestSealedAge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_wal_oldest_sealed_age_seconds", Help: "Age of the oldest sealed WAL segment waiting to be drained; 0 when none wait."}),
+		InQuarantine: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "siglake_wal_segments_in_quarantine", Help: "Segments in the quarantine/ directories of the WAL dirs this process drains, as last listed (at start, after each quarantine, and every 30 s)."}),
+		IgnoredFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_wal_ignored_files", Help: "Entries of the WAL dirs that look like segments but are never drained, at the last scan, by reason: not_regular (a symlink, directory or device named like a segment), misnamed (ends in .wal or .open without the 20-digit incarnation and seq)."}, []string{"reason"}),
 		SegmentsDrained: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_drain_segments_total", Help: "WAL segments whose rows were committed and that were removed."}, []string{"table"}),
 		RowsCommitted: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -85,10 +96,13 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 		CatalogUp: catalogUp,
 		Merge:     mergeMetrics,
 	}
-	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.SegmentsDrained, m.RowsCommitted,
+	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.InQuarantine, m.IgnoredFiles, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds, m.RowsPastRetention)
 	for _, r := range QuarantineReasons {
 		m.Quarantined.WithLabelValues(r)
+	}
+	for _, r := range localwal.IgnoredReasons {
+		m.IgnoredFiles.WithLabelValues(r)
 	}
 	for _, s := range ErrorStages {
 		m.DrainErrors.WithLabelValues(s)
@@ -110,6 +124,9 @@ type Backlog struct {
 	Bytes            int64   `json:"bytes"`
 	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
 	Quarantined      int64   `json:"quarantined_total"`
+	// InQuarantine is what siglake_wal_segments_in_quarantine shows: segments in quarantine/
+	// now, whoever moved them there and whenever.
+	InQuarantine int `json:"in_quarantine"`
 }
 
 // CommitReport describes a drain commit.

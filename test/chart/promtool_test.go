@@ -108,6 +108,10 @@ tests:
         values: '0x90'
       - series: 'siglake_wal_quarantined_segments_total{namespace="siglake-test", pod="p1", reason="corrupt"}'
         values: '0 0 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1'
+      - series: 'siglake_wal_segments_in_quarantine{namespace="siglake-test", pod="p1"}'
+        values: '0 0 0 1x17 0x10'
+      - series: 'siglake_wal_segments_in_quarantine{namespace="siglake-test", pod="p0"}'
+        values: '2x30'
       - series: 'siglake_catalog_up{namespace="siglake-test", pod="p0"}'
         values: '1x90'
       - series: 'siglake_catalog_up{namespace="siglake-test", pod="p1"}'
@@ -166,14 +170,32 @@ tests:
       - eval_time: 5m
         alertname: SiglakeSegmentsQuarantined
         exp_alerts:
-          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p1, reason: corrupt}
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p0}
             exp_annotations:
-              summary: "siglake quarantined WAL segments on p1 (corrupt)"
-              description: "Segments were moved to <wal-dir>/quarantine; their rows are not in the lake. Read quarantine/*.reason.json in the pod."
+              summary: "siglake on p0 has WAL segments in quarantine"
+              description: "Segments sit in <wal-dir>/quarantine (or were moved there in the last 15 minutes); their rows are not in the lake. Read quarantine/*.reason.json in the pod, then remove what was handled: the alert lasts while any remain."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakesegmentsquarantined"
+      - eval_time: 9m
+        alertname: SiglakeSegmentsQuarantined
+        exp_alerts:
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p0}
+            exp_annotations:
+              summary: "siglake on p0 has WAL segments in quarantine"
+              description: "Segments sit in <wal-dir>/quarantine (or were moved there in the last 15 minutes); their rows are not in the lake. Read quarantine/*.reason.json in the pod, then remove what was handled: the alert lasts while any remain."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakesegmentsquarantined"
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p1}
+            exp_annotations:
+              summary: "siglake on p1 has WAL segments in quarantine"
+              description: "Segments sit in <wal-dir>/quarantine (or were moved there in the last 15 minutes); their rows are not in the lake. Read quarantine/*.reason.json in the pod, then remove what was handled: the alert lasts while any remain."
               runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakesegmentsquarantined"
       - eval_time: 25m
         alertname: SiglakeSegmentsQuarantined
-        exp_alerts: []
+        exp_alerts:
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: p0}
+            exp_annotations:
+              summary: "siglake on p0 has WAL segments in quarantine"
+              description: "Segments sit in <wal-dir>/quarantine (or were moved there in the last 15 minutes); their rows are not in the lake. Read quarantine/*.reason.json in the pod, then remove what was handled: the alert lasts while any remain."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakesegmentsquarantined"
       - eval_time: 12m
         alertname: SiglakeCatalogDown
         exp_alerts:

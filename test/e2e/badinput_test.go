@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -403,4 +404,24 @@ func TestQuarantineThroughBinary(t *testing.T) {
 	if got := s.tableSum("events"); got != want {
 		t.Fatalf("table holds %+v, want every good segment's rows %+v", got, want)
 	}
+	// The runbook's kubectl exec cat runs as another user of the pod's group.
+	if fi, err := os.Stat(filepath.Join(s.wal, localwal.QuarantineDir, bad.Name+localwal.ReasonSuffix)); err != nil || fi.Mode().Perm()&0o040 == 0 {
+		t.Fatalf("reason file not group-readable: %v %v", fi, err)
+	}
+
+	// After a restart the process still reports the segment in quarantine, in /metrics and status.
+	c = s.start(make(chan string, 4096))
+	waitFor(t, time.Minute, "siglake_wal_segments_in_quarantine 1 after a restart", func() bool {
+		return c.scrape().sum("siglake_wal_segments_in_quarantine", "") == 1
+	})
+	_, body := c.get("/debug/status")
+	var st struct {
+		Backlog struct {
+			InQuarantine int `json:"in_quarantine"`
+		} `json:"backlog"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Backlog.InQuarantine != 1 {
+		t.Fatalf("status after a restart: %d in quarantine (%v), want 1", st.Backlog.InQuarantine, err)
+	}
+	c.stop()
 }

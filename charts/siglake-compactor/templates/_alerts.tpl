@@ -55,12 +55,13 @@ the runbook_url (the alert's section of docs/operations.md: runbookUrl#<alert in
     summary: "siglake on {{`{{ $labels.pod }}`}} has not completed a maintenance cycle"
     description: "No maintenance cycle of this process has completed without an error {{`{{ if gt $value 1e9 }}since it started{{ else }}for {{ $value | humanizeDuration }}{{ end }}`}}: rewrites, snapshot expiry and delete tasks of the tables it owns are not happening. See /debug/status errors (siglake status) and the logs."
 - alert: SiglakeSegmentsQuarantined
-  expr: sum by (namespace, pod, reason) (increase(siglake_wal_quarantined_segments_total{ {{- $ns -}} }[15m])) > 0
+  expr: max by (namespace, pod) (siglake_wal_segments_in_quarantine{ {{- $ns -}} }) > 0 or sum by (namespace, pod) (increase(siglake_wal_quarantined_segments_total{ {{- $ns -}} }[15m])) > 0
+  for: 5m
   labels:
     severity: warning
   annotations:
-    summary: "siglake quarantined WAL segments on {{`{{ $labels.pod }}`}} ({{`{{ $labels.reason }}`}})"
-    description: "Segments were moved to <wal-dir>/quarantine; their rows are not in the lake. Read quarantine/*.reason.json in the pod."
+    summary: "siglake on {{`{{ $labels.pod }}`}} has WAL segments in quarantine"
+    description: "Segments sit in <wal-dir>/quarantine (or were moved there in the last 15 minutes); their rows are not in the lake. Read quarantine/*.reason.json in the pod, then remove what was handled: the alert lasts while any remain."
 {{- if .Values.gossip.enabled }}
 - alert: SiglakeGossipSplitView
   expr: min by (namespace) (siglake_gossip_members{ {{- $ns -}}, state="alive"}) < count by (namespace) (siglake_gossip_members{ {{- $ns -}}, state="alive"})

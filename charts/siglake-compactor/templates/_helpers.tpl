@@ -182,6 +182,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ . | quote }}
 {{- end }}
 {{- end }}
+- name: SIGLAKE_WAL_SEGMENT_MAX_MB
+  value: {{ $v.wal.segmentMaxMb | int | quote }}
 - name: SIGLAKE_COMMIT_BATCH_TARGET_MB
   value: {{ $v.commitBatch.targetMb | int | quote }}
 - name: SIGLAKE_COMMIT_BATCH_MAX_AGE_SECS
