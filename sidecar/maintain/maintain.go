@@ -830,7 +830,7 @@ func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs iceb
 		rctx, cancel := membudget.UntilStop(ctx, m.Stop)
 		release, err := m.Reserve(rctx, "index_rebuild", rb.MaxMemBytes)
 		cancel()
-		if err == nil && false {
+		if err == nil && membudget.Stopping(m.Stop) != nil { // granted as the stop came
 			release()
 			err = membudget.ErrStopping
 		}
