@@ -30,6 +30,8 @@ type Options struct {
 	MaxResponseBytes int64
 	// Reserve takes each read's share of the process memory budget (Server.Reserve); nil: none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
+	// PastRetention is the drain's retention hook (Server.PastRetention); nil: none.
+	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
 }
 
 // Service is the buffer in a running process: its listener, and the retention sweep.
@@ -56,7 +58,8 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	s := &Service{ln: ln, Server: &Server{
 		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
 			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments},
-		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve}}
+		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve,
+		PastRetention: o.PastRetention}}
 	if o.RetainAfterDrain > 0 {
 		s.Retention = &Retention{Keep: o.RetainAfterDrain, Now: time.Now}
 	}
