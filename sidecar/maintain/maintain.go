@@ -400,6 +400,9 @@ func (m *Maintainer) forgetTables(owned []string) {
 		}
 		m.Metrics.Deletes.Pending.DeleteLabelValues(name)
 		m.Metrics.Retention.Forget(name)
+		if m.retention != nil {
+			m.retention.Forget(name) // the files it read clean: the new owner reads them once
+		}
 		if p, ok := m.Publish.(retention.Publisher); ok {
 			p.Retention(name, nil) // the new owner shows it
 		}

@@ -401,6 +401,14 @@ func (r *Runner) markClean(table string, f lake.File, key cleanRead) {
 	r.clean[table][f.Path] = key
 }
 
+// Forget drops what the runner remembers of table: its owner calls it once the table is no
+// longer its own, so the memory stays bounded by the live files of the tables it owns.
+func (r *Runner) Forget(table string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.clean, table)
+}
+
 // trimClean forgets table's files that are no longer live.
 func (r *Runner) trimClean(table string, live map[string]lake.File) {
 	r.mu.Lock()

@@ -769,6 +769,14 @@ func TestRetentionRemembersFilesReadClean(t *testing.T) {
 	for _, p := range rep.Picks {
 		t.Errorf("a cutoff that moved past no row of %s read it again (%s: %s)", p.Path, p.Action, p.Result)
 	}
+	// Forgotten (the table's lease moved away and back): they are read again.
+	r.Forget("events")
+	if rep, err = r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Picks) == 0 {
+		t.Error("a forgotten table's files were not read again")
+	}
 	// A changed policy is read afresh.
 	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "fatal"), Period: "6d"}}})
 	if rep, err = r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
