@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -189,4 +192,79 @@ func TestStreamedPathsUseRangedReads(t *testing.T) {
 		}
 		t.Logf("%s: largest read %d bytes; input data sections from %d bytes", path, fs.maxRead, smallestData)
 	}
+}
+
+// TestStreamedPathsWriteNoFileTrigramBloom: only the in-memory path holds the whole decoded output
+// the whole-file raw trigram bloom is defined over (docs/file-format.md "Which path writes
+// what"). The k-way, page-bounded and splice paths must write none, not even when their inputs
+// carry one (a splice copies footer entries of row groups, never a file's): a bloom over part of
+// the rows would make a reader skip a file that holds the substring. Every path keeps the
+// row-group blooms, and through the footer every raw value of the output may be present.
+func TestStreamedPathsWriteNoFileTrigramBloom(t *testing.T) {
+	sc := testArrowSchema(t)
+	r := rand.New(rand.NewPCG(30, 31))
+	dir := t.TempDir()
+	var inputs []Input
+	var raws []string
+	next := int64(1_700_000_000_000_000)
+	for i := 0; i < 3; i++ {
+		rec := randRecord(r, sc, 3000, next+100, 3, true, true)
+		next = lastTs(rec)
+		col := rec.Column(sc.FieldIndices("raw")[0]).(*array.String)
+		for j := 0; j < col.Len(); j += 97 {
+			if !col.IsNull(j) && len(col.Value(j)) >= 3 {
+				raws = append(raws, col.Value(j))
+			}
+		}
+		in := writeInput(t, dir, sc, rec, 1, 1000) // generation 1: the inputs carry a file bloom
+		rec.Release()
+		if !footerKeys(t, Output{Meta: readMeta(t, in.Path)})[index.KeyFileTrigrams] {
+			t.Fatal("setup: an input without a whole-file trigram bloom")
+		}
+		inputs = append(inputs, in)
+	}
+	for _, path := range []PathKind{PathInMemory, PathKWay, PathPageBounded, PathSplice} {
+		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 2),
+			RewriteOptions{ForcePath: path, ChunkRows: 700, SpliceMinRows: 100, WriterOptions: WriterOptions{RowGroupRows: 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Path != path || len(res.Outputs) != 1 {
+			t.Fatalf("forced %s, took %s with %d outputs; the test needs the forced path and one output", path, res.Path, len(res.Outputs))
+		}
+		for _, o := range res.Outputs {
+			meta := readMeta(t, o.Path) // what a reader finds in the file
+			keys := footerKeys(t, Output{Meta: meta})
+			if got, want := keys[index.KeyFileTrigrams], path == PathInMemory; got != want {
+				t.Errorf("%s: %s has a whole-file trigram bloom: %v, want %v", path, filepath.Base(o.Path), got, want)
+			}
+			if !keys[index.KeyRowGroups] {
+				t.Errorf("%s: %s has no row-group blooms", path, filepath.Base(o.Path))
+			}
+			kv := map[string]string{}
+			for _, e := range meta.KeyValueMetadata() {
+				kv[e.Key] = *e.Value
+			}
+			f, err := index.Decode(kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range raws {
+				if !f.MayContainSubstring(s) {
+					t.Fatalf("%s: the footer of %s rules out %q, which the rows hold", path, filepath.Base(o.Path), s)
+				}
+			}
+		}
+	}
+}
+
+// readMeta reads the Parquet footer of the file at path.
+func readMeta(t *testing.T, path string) *metadata.FileMetaData {
+	t.Helper()
+	rdr, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Close()
+	return rdr.MetaData()
 }

@@ -107,3 +107,40 @@ func TestProcessServesTheBuffer(t *testing.T) {
 		t.Fatal(err) // the directory itself may stay
 	}
 }
+
+// TestProcessBufferLeavesOutRowsPastRetention: the process hands its buffer the drain's
+// retention hook, so a segment of rows 40 days old under a 30-day SIGLAKE_RETENTION_PERIOD is not
+// served (the drain would drop them), while the fresh segments are.
+func TestProcessBufferLeavesOutRowsPastRetention(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.HTTPAddr, c.BufferAddr = "127.0.0.1:0", "127.0.0.1:0"
+		c.DrainPollInterval, c.CommitBatchMaxAge = 10*time.Millisecond, time.Hour
+		c.Role, c.RetentionPeriod = RoleDrain, 30*24*time.Hour
+	})
+	e.writeSegments("events", 1, 100, 1, time.Now().UTC().Add(-40*24*time.Hour))
+	fresh := e.writeSegments("events", 2, 100, 2, time.Now().UTC())
+	p := NewProcess(e.cfg, zap.NewNop(), "test")
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx, false) }()
+	<-p.Addr
+	c := &buffer.Client{Addr: <-p.BufferAddr}
+	var got RowSum
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got = RowSum{}
+		if _, err = c.Read(ctx, "events", buffer.Query{}, func(rec arrow.RecordBatch) error { return got.Add(rec, eventColumns...) }); err == nil || time.Now().After(deadline) {
+			break // 503 until the catalog is open
+		}
+	}
+	cancel()
+	if rerr := <-ran; rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != fresh {
+		t.Fatalf("buffer served %d rows, want the %d fresh ones (%+v, want %+v)", got.Rows, fresh.Rows, got, fresh)
+	}
+}

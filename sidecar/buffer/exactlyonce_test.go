@@ -15,6 +15,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -293,5 +294,64 @@ func TestReadConsistent(t *testing.T) {
 	}
 	if through.Get("pod-0").Seq != 6 {
 		t.Fatalf("through %v", through)
+	}
+}
+
+// TestLakePlusBufferExactlyOncePastRetention is promise 12 for the rows the drain drops past
+// retention: 1,000 rows 40 days old (a replayed WAL) beside a segment that straddles the 30-day
+// cutoff and fresh rows. What a reader gets from the lake plus the buffer before the drain is
+// exactly what the lake holds after it: the buffer leaves out the rows the drain drops, with the
+// drain's own hook, whether the table exists or is still to be created.
+func TestLakePlusBufferExactlyOncePastRetention(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		exists bool
+	}{{"table exists", true}, {"table not created yet", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			hook := retention.DrainFilter(30 * 24 * time.Hour)
+			h.e.Drain.Cfg.PastRetention = hook
+			h.srv.PastRetention = hook
+			now := time.Now().UTC()
+			g := walgen.New(walgen.Options{Seed: 12})
+			batch := func(start time.Time, rows int, every time.Duration) arrow.RecordBatch {
+				rec := g.Batch(memory.DefaultAllocator, start, rows, every)
+				t.Cleanup(rec.Release)
+				return rec
+			}
+			fresh := batch(now.Add(-time.Hour), 200, time.Second)
+			old := batch(now.Add(-40*24*time.Hour), 1000, time.Second)
+			straddling := batch(now.Add(-35*24*time.Hour), 100, 2*time.Hour) // 35 to 27 days old
+			if c.exists {
+				h.e.Seal("events", fresh)
+				h.e.DrainAll()
+			}
+			marks, lakeSum := Marks{}, rowsum.Sum{}
+			if c.exists {
+				var err error
+				if marks, err = TableMarks(h.table()); err != nil {
+					t.Fatal(err)
+				}
+				lakeSum = h.e.Sum("events")
+			} else {
+				h.e.Seal("events", fresh)
+			}
+			h.e.Seal("events", old, straddling)
+			bufSum, _, err := h.read(Query{After: marks}, walgen.Columns...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.e.DrainAll()
+			after := h.e.Sum("events")
+			if after.Rows >= 1300 {
+				t.Fatalf("setup: the drain dropped no row past retention (%d rows in the table)", after.Rows)
+			}
+			got := lakeSum
+			got.Merge(bufSum)
+			if got != after {
+				t.Fatalf("lake %d rows + buffer %d rows = %+v before the drain; the table holds %+v after it (%d rows)",
+					lakeSum.Rows, bufSum.Rows, got, after, after.Rows)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -77,6 +78,11 @@ type Server struct {
 	// Reserve, when set, takes each read's memory share from the process budget
 	// (sidecar/membudget) once the read has a slot; the read waits while the budget is spent.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
+	// PastRetention is the drain's hook (drain.Config.PastRetention, the same function): the
+	// rows it says are past the table's retention (t nil: a table not created yet, the process
+	// default) are left out of every answer, since the drain drops them before writing and a
+	// reader would otherwise get rows the lake never holds (promise 12). nil: none are.
+	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
 
 	once  sync.Once
 	slots chan struct{}
@@ -255,7 +261,9 @@ type answer struct {
 	schema   *arrow.Schema // every column, what each record is conformed to
 	out      *arrow.Schema // the projection, with the answer's metadata
 	proj     []int
-	match    *merge.Matcher // nil: every row
+	match    *merge.Matcher   // nil: every row
+	expired  *merge.RowFilter // rows past retention, as the drain drops them; nil: none
+	cutoff   int64            // no row at or after it is past retention (microseconds)
 	budget   int64
 	first    *localwal.Segment // srcs[0] decoded before the status was sent
 	skipped  map[string]int
@@ -347,6 +355,9 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 		return nil, refusal(ref, req.Current)
 	}
 	a := &answer{table: tbl, verified: !q.Unverified, plan: plan, current: req.Current, budget: s.perRead()}
+	if s.PastRetention != nil {
+		a.expired, a.cutoff = s.PastRetention(t, s.now())
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -702,6 +713,14 @@ func (a *answer) write(ctx context.Context, iw *ipc.Writer, seg *localwal.Segmen
 		if err != nil {
 			return err // decode checked every record
 		}
+		if a.expired != nil && minTimestamp(c) < a.cutoff {
+			left, _, err := merge.FilterRecord(c, lake.TimestampColumn, a.expired, mem)
+			c.Release()
+			if err != nil {
+				return fmt.Errorf("leave out rows past retention: %w", err)
+			}
+			c = left
+		}
 		kept := c
 		if a.match != nil {
 			kept, err = a.match.Keep(ctx, c, mem)
@@ -784,4 +803,24 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(map[string]any{"tables": tables})
+}
+
+// minTimestamp is the smallest timestamp of rec (microseconds): a record wholly at or after the
+// cutoff needs no filtering.
+func minTimestamp(rec arrow.RecordBatch) int64 {
+	m := int64(math.MaxInt64)
+	idx := rec.Schema().FieldIndices(lake.TimestampColumn)
+	if len(idx) == 0 {
+		return math.MinInt64 // let the filter say what is wrong
+	}
+	col, ok := rec.Column(idx[0]).(*array.Timestamp)
+	if !ok {
+		return math.MinInt64
+	}
+	for i := 0; i < col.Len(); i++ {
+		if col.IsValid(i) {
+			m = min(m, int64(col.Value(i)))
+		}
+	}
+	return m
 }

@@ -32,6 +32,8 @@ type Options struct {
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 	// Timeouts bound the listener's connections; zero fields take DefaultTimeouts'.
 	Timeouts Timeouts
+	// PastRetention is the drain's retention hook (Server.PastRetention); nil: none.
+	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
 }
 
 // Timeouts bound the buffer listener's connections, so that neither idle nor stalled readers
@@ -86,7 +88,8 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	s := &Service{ln: ln, Server: &Server{
 		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
 			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments, WriteTimeout: to.Write},
-		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve}}
+		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve,
+		PastRetention: o.PastRetention}}
 	if o.RetainAfterDrain > 0 {
 		s.Retention = &Retention{Keep: o.RetainAfterDrain, Now: time.Now}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
@@ -525,5 +526,42 @@ func TestIndexRebuildFollowsDeleteTasks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIndexRebuildNotStartedAfterStop: a stop that comes while the rebuild asks for its memory
+// share, with the share granted all the same (the budget is free), starts no rebuild: the share
+// goes back, nothing is registered and no error is published. A rebuild started then would run
+// under the work context until the shutdown timeout cut it.
+func TestIndexRebuildNotStartedAfterStop(t *testing.T) {
+	e, m, _ := rebuildEnv(t, true, 1<<20)
+	b := membudget.New(1<<30, membudget.Options{})
+	stop, signal := context.WithCancel(context.Background())
+	defer signal()
+	asked := false
+	m.Stop = stop
+	m.Reserve = func(ctx context.Context, what string, n int64) (func(), error) {
+		if what == "index_rebuild" {
+			asked = true
+			signal()
+		}
+		return b.Reserve(ctx, what, n)
+	}
+	rewriteOnce(t, m)
+	if !asked {
+		t.Fatal("setup: the rebuild asked for no memory")
+	}
+	tbl, _ := liveTable(t, e)
+	if reg := registry(t, tbl); len(reg) != 0 {
+		t.Errorf("a rebuild ran after the stop: %d registrations", len(reg))
+	}
+	if got := counterValue(t, m.Metrics, "siglake_index_rebuild_blobs_total", ""); got != 0 {
+		t.Errorf("a rebuild ran after the stop: blobs_total %v", got)
+	}
+	for _, err := range published(m).errors {
+		t.Errorf("a stop published an error: %v", err)
+	}
+	if held := b.Snapshot().HeldBytes; held != 0 {
+		t.Errorf("%d bytes of the budget still held after the cycle", held)
 	}
 }

@@ -400,6 +400,9 @@ func (m *Maintainer) forgetTables(owned []string) {
 		}
 		m.Metrics.Deletes.Pending.DeleteLabelValues(name)
 		m.Metrics.Retention.Forget(name)
+		if m.retention != nil {
+			m.retention.Forget(name) // the files it read clean: the new owner reads them once
+		}
 		if p, ok := m.Publish.(retention.Publisher); ok {
 			p.Retention(name, nil) // the new owner shows it
 		}
@@ -830,7 +833,7 @@ func (m *Maintainer) rebuildIndexes(ctx context.Context, t *table.Table, fs iceb
 		rctx, cancel := membudget.UntilStop(ctx, m.Stop)
 		release, err := m.Reserve(rctx, "index_rebuild", rb.MaxMemBytes)
 		cancel()
-		if err == nil && false {
+		if err == nil && membudget.Stopping(m.Stop) != nil { // granted as the stop came
 			release()
 			err = membudget.ErrStopping
 		}

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -312,55 +314,107 @@ func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
 	}
 }
 
-// TestGaugesOfTablesNoLongerOwnedDisappear: when a table's lease moves away, this process stops
-// exporting its table gauges (docs/metrics.md): the new owner exports them, and a former owner's
-// stale series would double count in a sum over the fleet.
+// TestGaugesOfTablesNoLongerOwnedDisappear: the owner exports each table's gauges with the values
+// of the table (live files and bytes per level and the overlap depth as the catalog's live files
+// give them, the sample time, the pending deletion requests, nothing outstanding with rewrites
+// off); when a table's lease moves away, this process stops exporting them (docs/metrics.md):
+// the new owner exports them, and a former owner's stale series would double count in a sum over
+// the fleet. A table it still owns keeps its series.
 func TestGaugesOfTablesNoLongerOwnedDisappear(t *testing.T) {
-	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.ReclusterInterval = 0 })
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.ReclusterInterval = 0; c.DeleteTasks = false })
 	smallFilesTable(t, e, 3)
-	m := newMaintainer(t, e, e.lake, time.Now)
+	e.writeSegments("other", 2, 100, 77, time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC))
+	e.te.DrainAll()
+	testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	now := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	m := newMaintainer(t, e, e.lake, func() time.Time { return now })
 	owns := true
-	m.Owns = func(string) bool { return owns }
-	series := func() map[string]int {
+	m.Owns = func(name string) bool { return owns || name != "events" }
+	// values: every series of the table's gauges, by metric name and the level label.
+	values := func(table string) map[string]float64 {
 		reg, _ := registries.Load(m.Metrics)
 		mfs, err := reg.(*prometheus.Registry).Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]int{}
+		out := map[string]float64{}
 		for _, mf := range mfs {
 			for _, mt := range mf.GetMetric() {
+				if !promtest.HasLabel(mt, "table", table) {
+					continue
+				}
+				key := mf.GetName()
 				for _, lp := range mt.GetLabel() {
-					if lp.GetName() == "table" && lp.GetValue() == "events" {
-						out[mf.GetName()]++
+					if lp.GetName() == "level" {
+						key += "{" + lp.GetValue() + "}"
 					}
 				}
+				out[key] = mt.GetGauge().GetValue()
 			}
 		}
 		return out
 	}
-	gauges := []string{"siglake_table_overlap_depth", "siglake_table_live_files", "siglake_table_live_bytes",
-		"siglake_table_gauges_sampled_at_seconds", "siglake_delete_requests_pending",
-		"siglake_compactor_outstanding_bins", "siglake_compactor_outstanding_bytes"}
+	// want: the gauges as the table's live files in the catalog give them.
+	want := func(table string, pending float64) map[string]float64 {
+		_, files := liveTableOf(t, e, table)
+		w := map[string]float64{"siglake_table_gauges_sampled_at_seconds": float64(now.Unix()),
+			"siglake_delete_requests_pending": pending, "siglake_compactor_outstanding_bins": 0, "siglake_compactor_outstanding_bytes": 0,
+			"siglake_compactor_skipped_files": 0}
+		for l := plan.L0; l < plan.NumLevels; l++ {
+			w["siglake_table_live_files{"+l.String()+"}"], w["siglake_table_live_bytes{"+l.String()+"}"] = 0, 0
+		}
+		depth := 0
+		for _, f := range files {
+			l := m.Plan.LevelOf(f.Size).String()
+			w["siglake_table_live_files{"+l+"}"]++
+			w["siglake_table_live_bytes{"+l+"}"] += float64(f.Size)
+			n := 0 // files of its partition that hold its first instant: the depth there
+			for _, g := range files {
+				if g.Partition == f.Partition && g.MinTime <= f.MinTime && f.MinTime <= g.MaxTime {
+					n++
+				}
+			}
+			depth = max(depth, n)
+		}
+		w["siglake_table_overlap_depth"] = float64(depth)
+		return w
+	}
 	if _, err := m.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := series()
-	for _, g := range gauges {
-		if got[g] == 0 {
-			t.Fatalf("owner exports no %s for events: %v", g, got)
+	for table, pending := range map[string]float64{"events": 1, "other": 0} {
+		got, w := values(table), want(table, pending)
+		if !maps.Equal(got, w) {
+			t.Fatalf("owner exports for %s\n%v\nwant\n%v", table, got, w)
 		}
+	}
+	if got := values("events"); got["siglake_table_live_files{L0}"] != 3 || got["siglake_table_overlap_depth"] < 2 {
+		t.Fatalf("setup: events should be 3 overlapping L0 files: %v", got)
 	}
 	owns = false
+	now = now.Add(time.Minute)
 	if _, err := m.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got = series()
-	for _, g := range gauges {
-		if got[g] != 0 {
-			t.Fatalf("former owner still exports %d series of %s for events", got[g], g)
-		}
+	if got := values("events"); len(got) != 0 {
+		t.Fatalf("former owner still exports series for events: %v", got)
 	}
+	if got, w := values("other"), want("other", 0); !maps.Equal(got, w) {
+		t.Fatalf("the table still owned exports\n%v\nwant\n%v", got, w)
+	}
+}
+
+func liveTableOf(t *testing.T, e *env, name string) (*table.Table, []lake.File) {
+	t.Helper()
+	tbl, err := e.lake.LoadTable(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := lake.LiveFiles(context.Background(), tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, files
 }
 
 // TestPublishedStateIsNeverWritten: a state the maintainer published may be being encoded by

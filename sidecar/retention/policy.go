@@ -293,12 +293,17 @@ func (p Policy) Describe(def time.Duration) string {
 // DrainFilter is retention as the drain sees it (drain.Config.PastRetention): for a table at an
 // instant, the filter of rows already past retention and the latest cutoff; nil when the policy
 // keeps every row. A stored policy that does not validate drops nothing here: the maintenance
-// run reports it. def is SIGLAKE_RETENTION_PERIOD.
+// run reports it. def is SIGLAKE_RETENTION_PERIOD. A nil t is a table not created yet (the WAL
+// buffer serves its rows): the drain creates it without a policy, so def applies.
 func DrainFilter(def time.Duration) func(t *table.Table, now time.Time) (*merge.RowFilter, int64) {
 	return func(t *table.Table, now time.Time) (*merge.RowFilter, int64) {
-		pol, _, err := Of(t.Properties())
-		if err == nil {
-			err = pol.Validate(t.Schema(), lake.TimestampColumn)
+		var pol Policy
+		var err error
+		if t != nil {
+			pol, _, err = Of(t.Properties())
+			if err == nil {
+				err = pol.Validate(t.Schema(), lake.TimestampColumn)
+			}
 		}
 		if err != nil {
 			return nil, 0

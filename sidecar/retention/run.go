@@ -59,12 +59,21 @@ type Runner struct {
 	// maintainer's set-aside accounting).
 	OnFailure rewrite.FailureFunc
 
-	// clean remembers files read without a row past retention, by path: the key of the policy and
-	// cutoffs they were read under. Data files never change, so this holds until the cutoffs move
-	// (once a day) or the policy changes; without it a run would spend its caps re-reading the
-	// same clean files (a rule keeping rows longer than the table period) and never reach others.
+	// clean remembers, per table and path, the files read without a row past retention (and the
+	// outputs of its own rewrites), with the policy and cutoffs they were read under. Data files
+	// never change, so a file stays clean until the policy changes or a cutoff moves past rows it
+	// holds; without this a run would spend its caps re-reading the same clean files (a rule
+	// whose value lies inside their min/max) and never reach the files behind them. Each run of a
+	// table forgets its files that are no longer live, so a table's memory never outgrows its
+	// live files.
 	mu    sync.Mutex
-	clean map[string]string
+	clean map[string]map[string]cleanRead
+}
+
+// cleanRead is what a file was found clean under.
+type cleanRead struct {
+	policy  string   // the encoded policy
+	cutoffs []*int64 // each class's cutoff, in the order of Policy.Classes (nil: kept for ever)
 }
 
 // Options say how one run goes.
@@ -269,7 +278,7 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 		return nil
 	}
 	key := cleanKey(pol, classes)
-	r.trimClean(live)
+	r.trimClean(name, live)
 	// A set-aside file (siglake skipped list) is never read: it still goes when it is past the
 	// cutoff whole (a drop reads nothing), and is reported otherwise.
 	skipped := lake.SkippedFiles(t.Properties())
@@ -280,7 +289,7 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 			rep.SetAside++
 		}
 	}
-	mayHold := func(p string) bool { _, bad := skipped[p]; return !bad && !r.knownClean(live[p], key, classes) }
+	mayHold := func(p string) bool { _, bad := skipped[p]; return !bad && !r.knownClean(name, live[p], key) }
 	if len(pol.Rules) > 0 {
 		// Rules narrow what may be past retention by column values: let scan planning rule
 		// files out by their column bounds before any is read.
@@ -298,7 +307,7 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 		}
 		mayHold = func(p string) bool {
 			_, bad := skipped[p]
-			return cand[p] && !bad && !r.knownClean(live[p], key, classes)
+			return cand[p] && !bad && !r.knownClean(name, live[p], key)
 		}
 	}
 	rp := plan.PlanRetention(pfs, cut, plan.RetentionCaps{MaxFiles: r.Cfg.MaxFiles, MaxBytes: r.Cfg.MaxBytes, NoCaps: o.NoCaps}, mayHold)
@@ -324,7 +333,7 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 		if ctx.Err() != nil {
 			break
 		}
-		if err := r.rewrite(ctx, t, fsys, sc, live, filter, pick, o, key, classes, rep, log); err != nil && firstErr == nil {
+		if err := r.rewrite(ctx, t, fsys, sc, live, filter, pick, o, key, rep, log); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -341,65 +350,72 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 	return firstErr
 }
 
-// cleanKey identifies a policy and its cutoffs: a file found without rows past retention under
-// it stays so until a cutoff moves (once a day) or the policy changes.
-func cleanKey(p Policy, cs []Class) string {
+// cleanKey is the policy a run reads files under, and each class's cutoff.
+func cleanKey(p Policy, cs []Class) cleanRead {
 	k, _ := p.Encode()
-	for _, c := range cs {
+	out := cleanRead{policy: k, cutoffs: make([]*int64, len(cs))}
+	for i, c := range cs {
 		if c.Cutoff != nil {
-			k += fmt.Sprintf("|%d", *c.Cutoff)
-		} else {
-			k += "|-"
+			v := *c.Cutoff
+			out.cutoffs[i] = &v
 		}
 	}
-	return k
+	return out
 }
 
-// knownClean: f was read under this key (or, holding only rows kept for ever, under this
-// policy) and had no row past retention.
-func (r *Runner) knownClean(f lake.File, key string, cs []Class) bool {
+// knownClean: f was found without a row past retention under the same policy, and no class's
+// cutoff has since moved past a row of f that could be in that class.
+func (r *Runner) knownClean(table string, f lake.File, now cleanRead) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	k, ok := r.clean[f.Path]
-	return ok && (k == key || k == forGood(key))
-}
-
-// forGood is the key of a file clean for as long as the policy stands: every row of it is older
-// than every finite cutoff, so the rows it still holds belong to classes kept for ever.
-func forGood(key string) string {
-	pol, _, _ := strings.Cut(key, "|")
-	return "forever:" + pol
+	read, ok := r.clean[table][f.Path]
+	r.mu.Unlock()
+	if !ok || read.policy != now.policy || len(read.cutoffs) != len(now.cutoffs) {
+		return false
+	}
+	for i, c := range now.cutoffs {
+		was := read.cutoffs[i]
+		switch {
+		case c == nil: // the class keeps its rows for ever
+		case *c <= f.MinTime: // no row of f is below the cutoff
+		case was != nil && *c <= *was: // the cutoff has not moved past what was read
+		case was != nil && f.MaxTime < *was:
+			// Every row of f was below this class's cutoff and none was past retention: f holds
+			// no row of this class, under this policy, whatever the cutoff does later.
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // markClean records that f had no row past retention under key.
-func (r *Runner) markClean(f lake.File, key string, cs []Class) {
+func (r *Runner) markClean(table string, f lake.File, key cleanRead) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.clean == nil {
-		r.clean = map[string]string{}
+		r.clean = map[string]map[string]cleanRead{}
 	}
-	k := key
-	if whole := Cutoffs(cs).Whole; whole == nil {
-		old := true
-		for _, c := range cs {
-			if c.Cutoff != nil && f.MaxTime >= *c.Cutoff {
-				old = false
-			}
-		}
-		if old {
-			k = forGood(key)
-		}
+	if r.clean[table] == nil {
+		r.clean[table] = map[string]cleanRead{}
 	}
-	r.clean[f.Path] = k
+	r.clean[table][f.Path] = key
 }
 
-// trimClean forgets files that are no longer live.
-func (r *Runner) trimClean(live map[string]lake.File) {
+// Forget drops what the runner remembers of table: its owner calls it once the table is no
+// longer its own, so the memory stays bounded by the live files of the tables it owns.
+func (r *Runner) Forget(table string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for p := range r.clean {
+	delete(r.clean, table)
+}
+
+// trimClean forgets table's files that are no longer live.
+func (r *Runner) trimClean(table string, live map[string]lake.File) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p := range r.clean[table] {
 		if _, ok := live[p]; !ok {
-			delete(r.clean, p)
+			delete(r.clean[table], p)
 		}
 	}
 }
@@ -522,7 +538,7 @@ func (r *Runner) removeList(wfs icebergio.WriteFileIO, list string, maybe bool, 
 // without them through the rewrite executor; the replaced file goes on the pending list in the
 // same commit.
 func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, live map[string]lake.File, filter *merge.RowFilter,
-	pick plan.RetentionPick, o Options, key string, classes []Class, rep *Report, log *zap.Logger) error {
+	pick plan.RetentionPick, o Options, key cleanRead, rep *Report, log *zap.Logger) error {
 	name := t.Identifier()[len(t.Identifier())-1]
 	f := live[pick.File.Path]
 	pk := Pick{Path: f.Path, Partition: f.Partition, Action: pick.Path.String(), Bytes: f.Size, Rows: f.Rows, Reason: pick.Reason}
@@ -549,6 +565,9 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 	}
 	if pk.Expired == 0 {
 		pk.Result = "no rows past retention: not rewritten"
+		if o.Policy == nil { // read under the stored policy: later runs need not read it again
+			r.markClean(name, f, key)
+		}
 		return nil
 	}
 	if !o.Apply {
@@ -600,7 +619,7 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 		dropped := sum(out.Merge.Deleted)
 		// The outputs hold no row past retention under this key: the next run need not read them.
 		for _, o := range out.Merge.Outputs {
-			r.markClean(lake.File{Path: o.Path, MaxTime: f.MaxTime}, key, classes)
+			r.markClean(name, lake.File{Path: o.Path}, key)
 		}
 		pk.Result = fmt.Sprintf("rewritten into %d files without %d rows, snapshot %d", len(out.Merge.Outputs), dropped, out.SnapshotID)
 		rep.Snapshots = append(rep.Snapshots, out.SnapshotID)

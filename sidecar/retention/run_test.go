@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -687,5 +688,229 @@ func TestRetentionRuleSplitFile(t *testing.T) {
 	}
 	if got := e.Sum("events"); got != want {
 		t.Fatalf("table holds %+v, want %+v", got, want)
+	}
+}
+
+// withSeverity returns rec with its severity column mapped through f (rec is released).
+func withSeverity(rec arrow.RecordBatch, f func(string) string) arrow.RecordBatch {
+	defer rec.Release()
+	idx := rec.Schema().FieldIndices("severity")[0]
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	col := rec.Column(idx).(*array.String)
+	for i := 0; i < col.Len(); i++ {
+		if col.IsNull(i) {
+			b.AppendNull()
+		} else {
+			b.Append(f(col.Value(i)))
+		}
+	}
+	sev := b.NewArray()
+	defer sev.Release()
+	cols := append([]arrow.Array(nil), rec.Columns()...)
+	cols[idx] = sev
+	return array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
+}
+
+// TestRetentionRemembersFilesReadClean: a rule (severity=fatal, 7 days) whose value lies inside
+// every file's severity min/max, so scan planning rules no file out; the 10 oldest files hold no
+// fatal row, the 3 newer ones (still past the rule's cutoff) do. With a cap of 4 files a run, a
+// run that re-read the clean files would spend every run on the same oldest 4 and never reach the
+// fatal rows; remembering them, the table converges within ceil(13/4)+1 runs, and a run under the
+// same cutoffs reads nothing again; a changed policy reads them again.
+func TestRetentionRemembersFilesReadClean(t *testing.T) {
+	e := testlake.New(t)
+	g := walgen.New(walgen.Options{Seed: 7})
+	d0 := now.Truncate(day)
+	var recs []arrow.RecordBatch
+	for d := 20; d >= 8; d-- {
+		rec := g.Batch(memory.DefaultAllocator, d0.Add(-time.Duration(d)*day+30*time.Minute), 600, 139*time.Second)
+		if d >= 11 {
+			rec = withSeverity(rec, func(s string) string {
+				if s == "fatal" {
+					return "error"
+				}
+				return s
+			})
+		}
+		recs = append(recs, rec)
+	}
+	t.Cleanup(func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	})
+	e.Seal("events", recs...)
+	e.DrainAll()
+	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "fatal"), Period: "7d"}}})
+	c := &clock{now}
+	r, _ := runner(e, c, 0)
+	r.Cfg.MaxFiles = 4
+	cutoff := now.Add(-7 * day).Truncate(day)
+	want := keep(recs, func(rec arrow.RecordBatch, i int) bool {
+		return str(rec, "severity", i) != "fatal" || !ts(rec, i).Before(cutoff)
+	})
+	if e.Sum("events") == want {
+		t.Fatal("setup: no fatal row past the rule's cutoff")
+	}
+	runs := 0
+	for ; runs < 8 && e.Sum("events") != want; runs++ {
+		if _, err := r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("after %d runs the table holds %d rows, want %d: fatal rows stay past their cutoff", runs, got.Rows, want.Rows)
+	}
+	if runs > 5 {
+		t.Fatalf("converged after %d runs, want at most ceil(13/4)+1 = 5", runs)
+	}
+	rep, err := r.Run(context.Background(), "events", retention.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Picks {
+		t.Errorf("a run under the same cutoffs read %s again (%s: %s)", p.Path, p.Action, p.Result)
+	}
+	// A day later every cutoff has moved, but past no row these files could still lose: nothing
+	// is read again.
+	c.t = now.Add(day)
+	if rep, err = r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Picks {
+		t.Errorf("a cutoff that moved past no row of %s read it again (%s: %s)", p.Path, p.Action, p.Result)
+	}
+	// Forgotten (the table's lease moved away and back): they are read again.
+	r.Forget("events")
+	if rep, err = r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Picks) == 0 {
+		t.Error("a forgotten table's files were not read again")
+	}
+	// A changed policy is read afresh.
+	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "fatal"), Period: "6d"}}})
+	if rep, err = r.Run(context.Background(), "events", retention.Options{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Picks) == 0 {
+		t.Error("a changed policy read none of the files remembered under the old one")
+	}
+}
+
+// TestRetentionDropsAWhollyExpiredFileWithoutWritingOne: beside a 30-day period a rule keeps error
+// rows for ever, so no file can be dropped unread. The file of D-33 holds no error row: read, every
+// row is past retention, and it leaves the table in a metadata-only replace: no data file is
+// written (not even an empty one) and the commit adds none; its rows are gone, and it waits on
+// the pending list. The file of D-32, with error rows, is rewritten as usual.
+func TestRetentionDropsAWhollyExpiredFileWithoutWritingOne(t *testing.T) {
+	e := testlake.New(t)
+	g := walgen.New(walgen.Options{Seed: 7})
+	d0 := now.Truncate(day)
+	var recs []arrow.RecordBatch
+	for _, d := range []int{33, 32, 5} {
+		rec := g.Batch(memory.DefaultAllocator, d0.Add(-time.Duration(d)*day+30*time.Minute), 600, 139*time.Second)
+		if d == 33 {
+			rec = withSeverity(rec, func(s string) string {
+				if s == "error" {
+					return "warn"
+				}
+				return s
+			})
+		}
+		recs = append(recs, rec)
+	}
+	t.Cleanup(func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	})
+	e.Seal("events", recs...)
+	e.DrainAll()
+	setPolicy(t, e, retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: where("severity", "error"), Period: "0"}}})
+	ctx := context.Background()
+	before, err := lake.LiveFiles(ctx, e.Table("events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expired lake.File
+	for _, f := range before {
+		if time.UnixMicro(f.MinTime).UTC().Truncate(day).Equal(d0.Add(-33 * day)) {
+			expired = f
+		}
+	}
+	if expired.Path == "" || len(before) != 3 {
+		t.Fatalf("setup: %d live files, none of D-33", len(before))
+	}
+	dir := filepath.Dir(strings.TrimPrefix(expired.Path, "file://"))
+	onDisk := func() []string {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, en := range ents {
+			out = append(out, en.Name())
+		}
+		return out
+	}
+	disk := onDisk()
+	c := &clock{now}
+	r, _ := runner(e, c, time.Hour)
+	rep, err := r.Run(ctx, "events", retention.Options{Apply: true})
+	if err != nil || rep.Outcome != "dropped" {
+		t.Fatalf("run: %s, %v; want dropped", rep.Outcome, err)
+	}
+	var pick *retention.Pick
+	for i := range rep.Picks {
+		if rep.Picks[i].Path == expired.Path {
+			pick = &rep.Picks[i]
+		}
+	}
+	if pick == nil || pick.Action != "file" || pick.Expired != expired.Rows {
+		t.Fatalf("the D-33 file's pick %+v; want a file drop of its %d rows", pick, expired.Rows)
+	}
+	if got := onDisk(); fmt.Sprint(got) != fmt.Sprint(disk) {
+		t.Errorf("the drop wrote into %s: %v, before %v", filepath.Base(dir), got, disk)
+	}
+	after, err := lake.LiveFiles(ctx, e.Table("events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range after {
+		if f.Path == expired.Path || filepath.Dir(strings.TrimPrefix(f.Path, "file://")) == dir {
+			t.Errorf("D-33 still has a live file after the drop: %s (%d rows)", f.Path, f.Rows)
+		}
+	}
+	// The drop's own commit adds no data file.
+	tbl := e.Table("events")
+	dropped := false
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary == nil || s.Summary.Properties["siglake.retention.dropped-files"] == "" {
+			continue
+		}
+		dropped = true
+		if n := s.Summary.Properties["added-data-files"]; n != "" && n != "0" {
+			t.Errorf("the drop's snapshot %d added %s data files", s.SnapshotID, n)
+		}
+	}
+	if !dropped {
+		t.Error("no metadata-only drop commit")
+	}
+	cutoff := now.Add(-30 * day).Truncate(day)
+	want := keep(recs, func(rec arrow.RecordBatch, i int) bool {
+		return str(rec, "severity", i) == "error" || !ts(rec, i).Before(cutoff)
+	})
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("table holds %d rows, want %d", got.Rows, want.Rows)
+	}
+	ps, _ := retention.PendingOf(tbl.Properties())
+	listed := false
+	for _, p := range ps {
+		listed = listed || slices.Contains(p.Files, expired.Path)
+	}
+	if !listed {
+		t.Errorf("the dropped file is not on the pending list: %+v", ps)
 	}
 }
