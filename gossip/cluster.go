@@ -403,8 +403,8 @@ type Status struct {
 	ClusterLabel string   `json:"cluster_label,omitempty"`
 	Encryption   KeyState `json:"encryption"`
 	Members      []Member `json:"members"`
-	Leases    []Lease   `json:"leases"`
-	Stats     Stats     `json:"stats"`
+	Leases       []Lease  `json:"leases"`
+	Stats        Stats    `json:"stats"`
 }
 
 // Status returns members, every tracked lease and the counters.
