@@ -49,7 +49,7 @@ func TestGossipKeyRenders(t *testing.T) {
 		{"key from values", nil, releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", releaseName},
 		{"several keys from values, first sends", []string{"--set-string", "gossip.key=" + k2 + "\n" + k1, "--set", "gossip.clusterLabel=blue"},
 			releaseName + "-siglake-compactor-gossip", "keys", k2 + "\n" + k1 + "\n", "blue"},
-		{"existing Secret", []string{"--set", "gossip.key=", "--set", "gossip.keySecret.name=mine", "--set", "gossip.keySecret.key=gossip.keys"},
+		{"existing Secret, which wins over gossip.key", []string{"--set", "gossip.keySecret.name=mine", "--set", "gossip.keySecret.key=gossip.keys"},
 			"mine", "gossip.keys", "", releaseName},
 		{"insecure opt-out", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true"}, "", "", "", releaseName},
 		{"gossip off", []string{"--set", "gossip.key=", "--set", "gossip.enabled=false"}, "", "", "", ""},
@@ -109,7 +109,6 @@ func TestGossipKeyRenderFailures(t *testing.T) {
 		want []string
 	}{
 		{"gossip on without a key", []string{"--set", "gossip.key="}, []string{"without an encryption key", "gossip.keySecret.name", "gossip.key=", "gossip.insecureNoKey=true"}},
-		{"both ways", []string{"--set", "gossip.keySecret.name=mine"}, []string{"gossip.keySecret.name and gossip.key are both set"}},
 		{"not base64", []string{"--set", "gossip.key=not-a-key"}, []string{"gossip.key", "not a base64 key of 16, 24 or 32 bytes"}},
 		{"wrong size", []string{"--set", "gossip.key=" + base64.StdEncoding.EncodeToString(make([]byte, 20))}, []string{"gossip.key", "16, 24 or 32 bytes"}},
 		{"label too long", []string{"--set", "gossip.clusterLabel=" + strings.Repeat("x", 256)}, []string{"clusterLabel"}},

@@ -481,15 +481,14 @@ prometheus.io/path: /metrics
 {{- end }}
 {{- end }}
 
-{{/* The Secret holding the gossip key file, "" when gossip is off or runs without a key. With
+{{/* The Secret holding the gossip key file, "" when gossip is off or runs without a key;
+gossip.keySecret.name wins over gossip.key. With
 gossip on and neither gossip.keySecret.name nor gossip.key, rendering fails unless
 gossip.insecureNoKey: without a key any process that reaches the port joins (docs/gossip.md). */}}
 {{- define "siglake-compactor.gossipKeySecret" -}}
 {{- $g := .Values.gossip }}
 {{- if $g.enabled }}
-{{- if and $g.keySecret.name $g.key }}
-{{- fail "gossip.keySecret.name and gossip.key are both set: give the key one way" }}
-{{- else if $g.keySecret.name }}
+{{- if $g.keySecret.name }}
 {{- $g.keySecret.name }}
 {{- else if $g.key }}
 {{- printf "%s-gossip" (include "siglake-compactor.fullname" .) }}
