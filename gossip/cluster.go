@@ -38,6 +38,8 @@ type Cluster struct {
 
 	meta  *delegate
 	mlLog *zapWriter // nil when Disabled
+	// keyring is memberlist's, shared with it; nil without encryption.
+	keyring *memberlist.Keyring
 
 	mu sync.Mutex
 	v  *view
@@ -69,6 +71,8 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 	}
 	cfg.Join = append([]string(nil), cfg.Join...)
 	cfg.Roles = append([]string(nil), cfg.Roles...)
+	keys := cfg.Keys
+	cfg.Keys = nil // the keyring holds them from here on; SetKeys changes them
 	c := &Cluster{
 		cfg:  cfg,
 		log:  log,
@@ -110,6 +114,18 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 	}
 	mc.Transport = c.tr
 	mc.Logger = mlLog
+	mc.Label = cfg.Label
+	if len(keys) > 0 {
+		// memberlist's defaults already refuse unencrypted packets and
+		// streams once a keyring is set (GossipVerifyIncoming/Outgoing).
+		kr, err := memberlist.NewKeyring(keys[1:], keys[0])
+		if err != nil {
+			_ = c.tr.Shutdown()
+			return nil, fmt.Errorf("gossip keys (SIGLAKE_GOSSIP_KEY_FILE): %w", err)
+		}
+		mc.Keyring = kr
+		c.keyring = kr
+	}
 	c.meta = &delegate{meta: metaBytes}
 	mc.Delegate = c.meta
 	mc.Events = &events{c: c}
@@ -138,7 +154,10 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 		zap.String("addr", c.addr),
 		zap.Strings("join", cfg.Join),
 		zap.Strings("roles", cfg.Roles),
-		zap.Duration("settle", cfg.SettlePeriod))
+		zap.Duration("settle", cfg.SettlePeriod),
+		zap.String("cluster_label", cfg.Label),
+		zap.Int("keys", len(keys)),
+		zap.String("primary_key", c.Keys().Primary))
 	if len(cfg.Join) > 0 {
 		go c.rejoinLoop()
 	}
@@ -314,6 +333,14 @@ type Stats struct {
 	// from another address (a restart from a new address before the old
 	// one was declared dead, or two processes given the same name).
 	NameConflicts uint64 `json:"name_conflicts"`
+	// RefusedLabel and RefusedKey count packets and streams refused for
+	// another cluster label (or none) and for a key this member does not
+	// hold (or no encryption): a process outside the cluster trying to talk
+	// to it.
+	RefusedLabel uint64 `json:"refused_label"`
+	RefusedKey   uint64 `json:"refused_key"`
+	// Keys is the number of encryption keys accepted (0: plaintext gossip).
+	Keys int `json:"keys"`
 }
 
 // Stats returns a snapshot of the counters.
@@ -346,6 +373,11 @@ func (c *Cluster) Stats() Stats {
 		s.SentBytes = c.tr.sent.Load()
 		s.ReceivedBytes = c.tr.recv.Load()
 	}
+	if c.mlLog != nil {
+		s.RefusedLabel = c.mlLog.refusedLabel.Load()
+		s.RefusedKey = c.mlLog.refusedKey.Load()
+	}
+	s.Keys = c.Keys().Keys
 	return s
 }
 
@@ -363,9 +395,16 @@ type Status struct {
 	// HeldUntil: peers know another process under this name; this process
 	// owns nothing until then (extended while conflicts keep arriving).
 	HeldUntil time.Time `json:"held_until,omitzero"`
-	Members   []Member  `json:"members"`
-	Leases    []Lease   `json:"leases"`
-	Stats     Stats     `json:"stats"`
+	// Refused: the peers this process tries to join refuse it (another
+	// key or cluster label); it owns nothing while it sees no peer.
+	Refused bool `json:"refused,omitempty"`
+	// ClusterLabel is the label every packet carries; Encryption the
+	// keyring (key count and the fingerprint of the key sent with).
+	ClusterLabel string   `json:"cluster_label,omitempty"`
+	Encryption   KeyState `json:"encryption"`
+	Members      []Member `json:"members"`
+	Leases       []Lease  `json:"leases"`
+	Stats        Stats    `json:"stats"`
 }
 
 // Status returns members, every tracked lease and the counters.
@@ -382,6 +421,9 @@ func (c *Cluster) Status() Status {
 		ViewSince:    c.v.changedAt,
 		JoinPending:  c.v.joinPending,
 		HeldUntil:    c.v.heldUntil,
+		Refused:      c.v.refused && c.v.peerCount() == 0,
+		ClusterLabel: c.cfg.Label,
+		Encryption:   c.Keys(),
 		Members:      c.v.memberList(),
 		Leases:       c.v.allLeases(c.now()),
 		Stats:        st,
@@ -554,8 +596,25 @@ func (c *Cluster) rejoin() {
 		return
 	default:
 	}
+	dials := c.tr.dials.Load()
 	n, err := c.ml.Join(targets)
 	c.joinFailures.Add(uint64(len(targets) - n))
+	// Connections opened yet no join: the peers refused this process. While
+	// it sees no peer it is then outside the cluster (wrong key or label),
+	// and must not own every table as a member that is merely alone does.
+	refused := n == 0 && c.tr.dials.Load() > dials
+	c.mu.Lock()
+	was := c.v.refused
+	c.v.refused = refused
+	alone := c.v.peerCount() == 0
+	c.mu.Unlock()
+	if refused && alone {
+		if !was {
+			c.log.Error("gossip peers refused this member: it owns no table until one accepts it; check that it has the cluster's key (SIGLAKE_GOSSIP_KEY_FILE) and label (SIGLAKE_GOSSIP_CLUSTER_LABEL)",
+				zap.Strings("targets", targets), zap.Error(err))
+		}
+		return
+	}
 	if n == 0 {
 		c.log.Warn("gossip join reached no peer", zap.Strings("targets", targets), zap.Error(err))
 		return
@@ -650,23 +709,38 @@ func (e *events) NotifyConflict(existing, other *memberlist.Node) {
 	e.c.conflict(existing.Name, existing.Address(), other.Address())
 }
 
-// conflict handles a name conflict. When the name is ours, peers still know
-// our previous process (we restarted from a new address before it was
-// declared dead). They accept us only once it is dead, DeadNodeReclaimTime
-// has passed and one of our push/pulls reaches them; until then they have
-// given our tables to others, and nothing tells us when they accept us. So
-// we act on nothing for the worst case of that sequence (conflictHold),
-// counted from the last conflict we see.
+// conflict handles a name conflict. When the name is ours and we are new,
+// peers still know our previous process (we restarted from a new address
+// before it was declared dead). They accept us only once it is dead,
+// DeadNodeReclaimTime has passed and one of our push/pulls reaches them;
+// until then they have given our tables to others, and nothing tells us
+// when they accept us. So we act on nothing for the worst case of that
+// sequence (conflictHold), counted from the last conflict we see.
+//
+// Once peers have accepted us (established: a whole hold window with peers
+// and no conflict), a claim of our name from another address comes from a
+// newer process, which peers refuse while we are alive: it must not hold us,
+// or any process that reaches the gossip port could keep us idle for as long
+// as it keeps claiming our name.
 func (c *Cluster) conflict(name, known, claimed string) {
 	self := name == c.cfg.NodeName
 	c.mu.Lock()
 	c.v.conflicts++
 	var hold time.Duration
+	established := false
 	if self {
 		hold = conflictHold(c.cfg, c.v.aliveCount())
-		c.v.hold(c.now().Add(hold))
+		now := c.now()
+		if established = c.v.established(now, hold); !established {
+			c.v.hold(now.Add(hold))
+		}
 	}
 	c.mu.Unlock()
+	if self && established {
+		c.log.Warn("gossip: another process claims this member's name from another address; peers keep this one, and so does this process",
+			zap.String("member", name), zap.String("this_addr", known), zap.String("other_addr", claimed))
+		return
+	}
 	if self { // known is this process's own address here
 		c.log.Warn("gossip peers know another process under this member's name; owning nothing until they can have accepted this one",
 			zap.String("member", name), zap.String("this_addr", known), zap.String("other_addr", claimed), zap.Duration("hold", hold))

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // DefaultPort is the gossip port (TCP and UDP) when none is given, the
@@ -94,6 +96,21 @@ type Config struct {
 	// a process without configured peers has never seen a peer.
 	SettlePeriod time.Duration
 
+	// Keys are the gossip encryption keys (16, 24 or 32 bytes: AES-128,
+	// -192, -256). Keys[0] encrypts what this member sends; every key
+	// decrypts what it receives, so a key is rotated by adding it, then
+	// sending with it, then dropping the old one (Cluster.SetKeys). Peers
+	// without a key this member holds cannot join it, take a lease or stop
+	// anyone owning. Default none: plaintext, and anyone who reaches the
+	// port is a member.
+	Keys [][]byte
+	// Label is the cluster label: memberlist puts it on every packet and
+	// stream (and authenticates it with the key) and drops anything that
+	// carries another, so two clusters that can reach each other never
+	// merge. Default "": such members talk only to members without a label.
+	// At most 255 bytes.
+	Label string
+
 	// Disabled runs no gossip at all: no port is bound, the process is the
 	// only member and owns every table when it has the maintenance role.
 	Disabled bool
@@ -144,6 +161,14 @@ func (c Config) Validate() error {
 		if _, _, err := splitJoin(j, 1); err != nil {
 			errs = append(errs, fmt.Errorf("join entry %q (SIGLAKE_GOSSIP_JOIN): %w", j, err))
 		}
+	}
+	for i, k := range c.Keys {
+		if l := len(k); l != 16 && l != 24 && l != 32 {
+			errs = append(errs, fmt.Errorf("gossip key %d is %d bytes (SIGLAKE_GOSSIP_KEY_FILE): accepted: %s", i+1, l, KeysAccepted))
+		}
+	}
+	if len(c.Label) > memberlist.LabelMaxSize {
+		errs = append(errs, fmt.Errorf("cluster label is %d bytes (SIGLAKE_GOSSIP_CLUSTER_LABEL): accepted: at most %d", len(c.Label), memberlist.LabelMaxSize))
 	}
 	pos := func(name string, d time.Duration) {
 		if d <= 0 {

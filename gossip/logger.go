@@ -18,6 +18,10 @@ type zapWriter struct {
 	// memberlist's loops run on briefly after its sockets close and log
 	// each failed send as an error.
 	closing atomic.Bool
+	// refusedLabel and refusedKey count packets and streams memberlist
+	// refused for another cluster label or a key it lacks: what an outsider
+	// trying to join looks like (docs/gossip.md).
+	refusedLabel, refusedKey atomic.Uint64
 }
 
 func newMemberlistLogger(l *zap.Logger) (*log.Logger, *zapWriter) {
@@ -27,6 +31,12 @@ func newMemberlistLogger(l *zap.Logger) (*log.Logger, *zapWriter) {
 
 func (w *zapWriter) Write(p []byte) (int, error) {
 	level, msg := parseMemberlistLine(string(p))
+	switch refusal(msg) {
+	case "label":
+		w.refusedLabel.Add(1)
+	case "key":
+		w.refusedKey.Add(1)
+	}
 	if w.closing.Load() {
 		level = zapcore.DebugLevel
 	}

@@ -78,6 +78,8 @@ type view struct {
 	// seen a peer.
 	standalone bool
 	sawPeer    bool
+	// peerSince is when this process first saw an alive peer.
+	peerSince time.Time
 	// leaving is set by Leave: the process stops owning at once, before
 	// its departure reaches the others.
 	leaving bool
@@ -92,6 +94,10 @@ type view struct {
 	// others). conflicts counts name conflicts seen, about any member.
 	heldUntil time.Time
 	conflicts uint64
+	// refused is set while the last join attempt reached peers that all
+	// refused this process (another key or cluster label): it is outside
+	// the cluster, not alone, and owns nothing while it sees no peer.
+	refused bool
 
 	// catalog is this process's catalog identity ("" until known). It is
 	// authoritative for the self member: gossip may echo older metadata.
@@ -142,8 +148,9 @@ func (v *view) observe(now time.Time, m Member) []LeaseChange {
 	if m.Self {
 		m.Catalog = v.catalog
 	}
-	if !m.Self && m.State == StateAlive {
+	if !m.Self && m.State == StateAlive && !v.sawPeer {
 		v.sawPeer = true
+		v.peerSince = now
 	}
 	v.members[m.Name] = m
 	v.pruneDeparted()
@@ -240,10 +247,21 @@ func (v *view) hold(until time.Time) {
 	}
 }
 
+// established reports whether peers have accepted this process under its
+// name: its first join is done, it has seen peers for at least window, and
+// no name conflict has held it within the last window (each conflict while
+// not established holds it for window).
+func (v *view) established(now time.Time, window time.Duration) bool {
+	return v.sawPeer && !v.joinPending && !now.Before(v.heldUntil) && !now.Before(v.peerSince.Add(window))
+}
+
 // localMayAct reports whether this process may act on a lease it owns:
-// it is not leaving, has finished its first join, is not held, and the
-// lease has settled.
+// it is not leaving, has finished its first join, is not held, the lease
+// has settled, and it is not refused by the peers it tries to join.
 func (v *view) localMayAct(now time.Time, l *Lease) bool {
+	if v.refused && v.peerCount() == 0 {
+		return false
+	}
 	return !v.leaving && !v.joinPending && !now.Before(v.heldUntil) && !now.Before(l.ActiveFrom)
 }
 

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/membership"
 )
 
@@ -17,6 +18,13 @@ func (p *Process) startGossip(httpAddr string) error {
 	gc, ok, err := GossipConfig(p.Cfg, httpAddr, p.Version)
 	if err != nil || !ok {
 		return err
+	}
+	if gc.Keys, err = config.GossipKeys(p.Cfg); err != nil {
+		return err
+	}
+	if len(gc.Keys) == 0 {
+		p.Log.Warn("gossip runs without encryption: any process that reaches the gossip port can join and take table leases; set --gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE (docs/gossip.md)",
+			zap.String("gossip_bind", p.Cfg.GossipBind))
 	}
 	c, err := gossip.Start(gc, p.Log.Named("gossip"))
 	if err != nil {

@@ -162,6 +162,9 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 	defer p.stopGossip()
 	if p.cluster != nil {
 		go membership.Watch(ctx, p.cluster, p.Cfg.Namespace, p.Status, p.Log)
+		if p.Cfg.GossipKeyFile != "" {
+			go membership.WatchKeys(ctx, p.cluster, p.Cfg.GossipKeyFile, membership.KeyReload, p.Log.Named("gossip"))
+		}
 	}
 	p.Ready.Set(false, "connecting to the catalog")
 	p.Log.Info("siglake compactor starting", zap.String("role", string(p.Cfg.Role)), zap.String("node", p.Cfg.NodeName),

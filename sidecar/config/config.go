@@ -218,6 +218,13 @@ type Config struct {
 	// GossipJoin lists the peers or DNS names (a headless Service) to join. Default none
 	// (--gossip-join, comma-separated).
 	GossipJoin []string
+	// GossipKeyFile holds the gossip encryption keys, one base64 key per line, the first sent with.
+	// Default empty (--gossip-key-file): plaintext gossip, which any process that reaches the port
+	// can join; the process warns at start. Re-read while running so a rotation needs no restart.
+	GossipKeyFile string
+	// GossipClusterLabel is put on every gossip packet; members refuse other labels. Default empty
+	// (--gossip-cluster-label); the chart sets the release name, so two releases never merge.
+	GossipClusterLabel string
 	// GossipSettle is how long a member's view must be stable before it acts as a table's owner.
 	// Default 5 s (--gossip-settle-secs): a joining view converges first (docs/gossip.md).
 	GossipSettle time.Duration
@@ -571,6 +578,12 @@ func Options() []Option {
 				c.GossipJoin = gossip.ParseJoin(v)
 				return nil
 			}},
+		{"gossip-key-file", "SIGLAKE_GOSSIP_KEY_FILE", "", "gossip.keySecret.name",
+			"File of gossip encryption keys (mount it from a Secret): base64 keys of 16, 24 or 32 bytes, one per line; the first is sent with, all are accepted. Re-read every 5s, so a rotation (add the new key second, make it first, remove the old one) needs no restart (docs/gossip.md). Empty: plaintext gossip that any process reaching the port can join, with a warning at start.",
+			setString(func(c *Config) *string { return &c.GossipKeyFile })},
+		{"gossip-cluster-label", "SIGLAKE_GOSSIP_CLUSTER_LABEL", "", "gossip.clusterLabel",
+			"Label on every gossip packet; members refuse packets with another label (or none), so two clusters that reach each other never merge. At most 255 bytes. The chart's default is the release name.",
+			setString(func(c *Config) *string { return &c.GossipClusterLabel })},
 		{"gossip-settle-secs", "SIGLAKE_GOSSIP_SETTLE_SECS", "5", "",
 			"A member acts as a table's owner only after its membership view was stable this long.",
 			setSeconds(func(c *Config) *time.Duration { return &c.GossipSettle })},
@@ -937,6 +950,22 @@ func PlanConfig(c Config) (plan.Config, error) {
 	return p, nil
 }
 
+// GossipKeys reads --gossip-key-file: nil without one. The error names the option and what the
+// file may hold. It is read at start (not in Validate), where the mounted Secret exists.
+func GossipKeys(c Config) ([][]byte, error) {
+	if c.GossipKeyFile == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(c.GossipKeyFile)
+	if err == nil {
+		var keys [][]byte
+		if keys, err = gossip.ParseKeys(data); err == nil {
+			return keys, nil
+		}
+	}
+	return nil, fmt.Errorf("--gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE %q: %w; accepted: %s", c.GossipKeyFile, err, gossip.KeysAccepted)
+}
+
 // GossipConfig maps the process options onto the gossip configuration. ok is false when
 // --gossip-bind is empty: the process runs alone and owns every table.
 func GossipConfig(c Config, httpAddr, version string) (gc gossip.Config, ok bool, err error) {
@@ -967,6 +996,7 @@ func GossipConfig(c Config, httpAddr, version string) (gc gossip.Config, ok bool
 		return gc, false, err
 	}
 	gc.Version, gc.HTTPAddr = version, httpAddr
+	gc.Label = c.GossipClusterLabel
 	gc.SettlePeriod = c.GossipSettle
 	gc.RejoinInterval = c.GossipRejoin
 	gc.ProbeInterval = c.GossipProbeInterval

@@ -79,11 +79,13 @@ var (
 	gossipSent        = prometheus.NewDesc("siglake_gossip_sent_bytes_total", "Gossip payload bytes sent.", nil, nil)
 	gossipReceived    = prometheus.NewDesc("siglake_gossip_received_bytes_total", "Gossip payload bytes received.", nil, nil)
 	gossipConflicts   = prometheus.NewDesc("siglake_gossip_name_conflicts_total", "Alive messages claiming a known member name from another address.", nil, nil)
+	gossipRefused     = prometheus.NewDesc("siglake_gossip_refused_total", "Gossip packets and streams refused, by reason: label (another cluster label or none), key (no installed key decrypts it, or unencrypted).", []string{"reason"}, nil)
+	gossipKeys        = prometheus.NewDesc("siglake_gossip_keys", "Gossip encryption keys accepted (0: plaintext gossip).", nil, nil)
 )
 
 func (g *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{gossipMembers, gossipOwned, gossipSettling, gossipTransitions, gossipJoinTries,
-		gossipJoinFails, gossipSent, gossipReceived, gossipConflicts} {
+		gossipJoinFails, gossipSent, gossipReceived, gossipConflicts, gossipRefused, gossipKeys} {
 		ch <- d
 	}
 }
@@ -101,4 +103,7 @@ func (g *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(gossipSent, prometheus.CounterValue, float64(s.SentBytes))
 	ch <- prometheus.MustNewConstMetric(gossipReceived, prometheus.CounterValue, float64(s.ReceivedBytes))
 	ch <- prometheus.MustNewConstMetric(gossipConflicts, prometheus.CounterValue, float64(s.NameConflicts))
+	ch <- prometheus.MustNewConstMetric(gossipRefused, prometheus.CounterValue, float64(s.RefusedLabel), "label")
+	ch <- prometheus.MustNewConstMetric(gossipRefused, prometheus.CounterValue, float64(s.RefusedKey), "key")
+	ch <- prometheus.MustNewConstMetric(gossipKeys, prometheus.GaugeValue, float64(s.Keys))
 }

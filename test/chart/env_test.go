@@ -223,6 +223,8 @@ func TestChartDefaultsMatchBinary(t *testing.T) {
 	// On purpose: listen on the pod IP, join the peers, the pod's name, the data volume.
 	want.HTTPAddr, want.GossipBind, want.GossipAdvertise, want.GossipJoin = got.HTTPAddr, got.GossipBind, got.GossipAdvertise, got.GossipJoin
 	want.NodeName, want.Catalog, want.Warehouse = got.NodeName, got.Catalog, got.Warehouse
+	// The gossip key every install needs (from testdata/gossip-key-values.yaml) and the release's label.
+	want.GossipKeyFile, want.GossipClusterLabel = got.GossipKeyFile, got.GossipClusterLabel
 	if !reflect.DeepEqual(got, want) {
 		gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
 		for i := 0; i < gv.NumField(); i++ {

@@ -115,9 +115,14 @@ type object struct {
 
 func (o object) String() string { return o.Kind + "/" + o.Name + " (" + o.Source + ")" }
 
-// render runs helm template for chart dir with the values files and extra args.
+// render runs helm template for chart dir with the values files and extra args. This chart (or a
+// copy of it) gets testdata/gossip-key-values.yaml first, as every install with gossip needs a key;
+// later values files and --set override it.
 func render(t testing.TB, dir string, args ...string) ([]object, error) {
 	t.Helper()
+	if filepath.Base(dir) == chartName {
+		args = append([]string{"-f", filepath.Join(repoRoot(t), "test", "chart", "testdata", "gossip-key-values.yaml")}, args...)
+	}
 	out, err := runHelm(t, append([]string{"template", releaseName, dir, "--namespace", releaseNS}, args...)...)
 	if err != nil {
 		return nil, err

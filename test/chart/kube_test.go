@@ -47,6 +47,8 @@ func typed(apiVersion, kind string) any {
 		return &corev1.Service{}
 	case "v1 ConfigMap":
 		return &corev1.ConfigMap{}
+	case "v1 Secret":
+		return &corev1.Secret{}
 	case "monitoring.coreos.com/v1 ServiceMonitor":
 		return &monitoringv1.ServiceMonitor{}
 	case "monitoring.coreos.com/v1 PodMonitor":
@@ -65,6 +67,7 @@ type rendered struct {
 	statefulSets []*appsv1.StatefulSet
 	services     []*corev1.Service
 	configMaps   []*corev1.ConfigMap
+	secrets      []*corev1.Secret
 	svcMonitors  []*monitoringv1.ServiceMonitor
 	podMonitors  []*monitoringv1.PodMonitor
 	rules        []*monitoringv1.PrometheusRule
@@ -91,6 +94,8 @@ func decodeAll(t testing.TB, objs []object) rendered {
 			r.services = append(r.services, x)
 		case *corev1.ConfigMap:
 			r.configMaps = append(r.configMaps, x)
+		case *corev1.Secret:
+			r.secrets = append(r.secrets, x)
 		case *monitoringv1.ServiceMonitor:
 			r.svcMonitors = append(r.svcMonitors, x)
 		case *monitoringv1.PodMonitor:

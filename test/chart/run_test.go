@@ -75,6 +75,18 @@ func TestRenderedSidecarRuns(t *testing.T) {
 	))
 	c := sidecarContainer(t, r)
 	env := resolveEnv(t, c)
+	// The kubelet's part: the gossip key Secret the chart renders, mounted where the env points.
+	if len(r.secrets) != 1 || env["SIGLAKE_GOSSIP_KEY_FILE"] == "" {
+		t.Fatalf("want the gossip key Secret and SIGLAKE_GOSSIP_KEY_FILE, got %d Secrets and %q", len(r.secrets), env["SIGLAKE_GOSSIP_KEY_FILE"])
+	}
+	keyFile := filepath.Join(tmp, "gossip", filepath.Base(env["SIGLAKE_GOSSIP_KEY_FILE"]))
+	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, r.secrets[0].Data[filepath.Base(keyFile)], 0o400); err != nil {
+		t.Fatal(err)
+	}
+	env["SIGLAKE_GOSSIP_KEY_FILE"] = keyFile
 	// The pod's addresses are the loopback here: servers in tests listen on 127.0.0.1 only.
 	var environ []string
 	for k, v := range env {

@@ -55,8 +55,8 @@ func TestSidecarExtensionValues(t *testing.T) {
 		t.Fatalf("defaults render an extension: args %v, envFrom %v, startup %v, priority %q, spread %v, %d containers",
 			c.Args, c.EnvFrom, c.StartupProbe, pod.PriorityClassName, pod.TopologySpreadConstraints, len(pod.Containers))
 	}
-	if !reflect.DeepEqual(volumeNames(pod), []string{"siglake-tmp"}) {
-		t.Fatalf("default volumes %v", volumeNames(pod))
+	if !reflect.DeepEqual(volumeNames(pod), []string{"siglake-tmp", "siglake-gossip-key"}) {
+		t.Fatalf("default volumes %v (the scratch volume and the gossip key every install needs)", volumeNames(pod))
 	}
 
 	on := renderOK(t,
@@ -80,7 +80,7 @@ func TestSidecarExtensionValues(t *testing.T) {
 	if len(c.EnvFrom) != 2 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "siglake-options" || c.EnvFrom[1].ConfigMapRef == nil {
 		t.Errorf("envFrom %+v", c.EnvFrom)
 	}
-	if !reflect.DeepEqual(volumeNames(pod), []string{"siglake-tmp", "ca"}) {
+	if !reflect.DeepEqual(volumeNames(pod), []string{"siglake-tmp", "siglake-gossip-key", "ca"}) {
 		t.Errorf("volumes %v, want the extra volume after the chart's", volumeNames(pod))
 	}
 	if p := c.LivenessProbe; p == nil || p.Exec == nil || p.HTTPGet != nil || p.PeriodSeconds != 30 || p.InitialDelaySeconds != 0 {

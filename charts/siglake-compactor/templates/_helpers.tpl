@@ -177,6 +177,12 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ printf "0.0.0.0:%d" (int $v.gossip.port) | quote }}
 - name: SIGLAKE_GOSSIP_ADVERTISE
   value: {{ printf "$(POD_IP):%d" (int $v.gossip.port) | quote }}
+- name: SIGLAKE_GOSSIP_CLUSTER_LABEL
+  value: {{ include "siglake-compactor.gossipLabel" . | quote }}
+{{- with include "siglake-compactor.gossipKeySecret" . }}
+- name: SIGLAKE_GOSSIP_KEY_FILE
+  value: {{ printf "/etc/siglake/gossip/%s" (include "siglake-compactor.gossipKeyItem" $) | quote }}
+{{- end }}
 {{- with include "siglake-compactor.gossipJoin" . }}
 - name: SIGLAKE_GOSSIP_JOIN
   value: {{ . | quote }}
@@ -271,6 +277,11 @@ without a fraction where it has none. */}}
 {{- end }}
 - name: siglake-tmp
   mountPath: /tmp
+{{- if include "siglake-compactor.gossipKeySecret" . }}
+- name: siglake-gossip-key
+  mountPath: /etc/siglake/gossip
+  readOnly: true
+{{- end }}
 {{- with .Values.extraVolumeMounts }}
 {{ toYaml . }}
 {{- end }}
@@ -296,6 +307,9 @@ WAL volume belongs to the ingest pod. */}}
 {{- if include "siglake-compactor.localData" . }}
 - name: {{ .Values.data.volumeName }}
   emptyDir: {}
+{{- end }}
+{{- with include "siglake-compactor.gossipKeyVolume" . }}
+{{ . }}
 {{- end }}
 {{- with .Values.extraVolumes }}
 {{ toYaml . }}
@@ -469,4 +483,41 @@ prometheus.io/scrape: "true"
 prometheus.io/port: {{ .Values.http.port | quote }}
 prometheus.io/path: /metrics
 {{- end }}
+{{- end }}
+
+{{/* The Secret holding the gossip key file, "" when gossip is off or runs without a key;
+gossip.keySecret.name wins over gossip.key. With
+gossip on and neither gossip.keySecret.name nor gossip.key, rendering fails unless
+gossip.insecureNoKey: without a key any process that reaches the port joins (docs/gossip.md). */}}
+{{- define "siglake-compactor.gossipKeySecret" -}}
+{{- $g := .Values.gossip }}
+{{- if $g.enabled }}
+{{- if $g.keySecret.name }}
+{{- $g.keySecret.name }}
+{{- else if $g.key }}
+{{- printf "%s-gossip" (include "siglake-compactor.fullname" .) }}
+{{- else if not $g.insecureNoKey }}
+{{- fail "gossip is on without an encryption key, so any process that reaches the gossip port could join and take table leases. Give one: --set gossip.keySecret.name=<Secret with the key file under gossip.keySecret.key> (kubectl create secret generic siglake-gossip --from-literal=keys=$(head -c 32 /dev/urandom | base64)), or --set gossip.key=$(head -c 32 /dev/urandom | base64) for the chart to create the Secret; gossip.insecureNoKey=true runs without one (test clusters only). docs/gossip.md" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The pod volume of the gossip key Secret, "" without one. */}}
+{{- define "siglake-compactor.gossipKeyVolume" -}}
+{{- with include "siglake-compactor.gossipKeySecret" . }}
+- name: siglake-gossip-key
+  secret:
+    secretName: {{ . | quote }}
+    defaultMode: 0400
+{{- end }}
+{{- end }}
+
+{{/* The key file's name in the mounted Secret. */}}
+{{- define "siglake-compactor.gossipKeyItem" -}}
+{{- if .Values.gossip.keySecret.name }}{{ .Values.gossip.keySecret.key }}{{ else }}keys{{ end }}
+{{- end }}
+
+{{/* The gossip cluster label: gossip.clusterLabel, else the release name. */}}
+{{- define "siglake-compactor.gossipLabel" -}}
+{{- .Values.gossip.clusterLabel | default .Release.Name }}
 {{- end }}

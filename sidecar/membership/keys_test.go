@@ -1,0 +1,72 @@
+package membership
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/siglake/siglake/gossip"
+)
+
+// TestWatchKeysRotates: the key file is re-read while the member runs; each rotation step is
+// installed, and a broken file keeps the keys in use and is logged once.
+func TestWatchKeysRotates(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{3}, 32), bytes.Repeat([]byte{4}, 24)
+	b64 := base64.StdEncoding.EncodeToString
+	path := filepath.Join(t.TempDir(), "keys")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path+".tmp", []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(b64(oldKey) + "\n")
+	cfg := gossip.DefaultConfig()
+	cfg.NodeName, cfg.BindAddr, cfg.BindPort, cfg.Keys = "watcher", "127.0.0.1", 0, [][]byte{oldKey}
+	c, err := gossip.Start(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	core, logs := observer.New(zapcore.InfoLevel)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go WatchKeys(ctx, c, path, 10*time.Millisecond, zap.New(core))
+
+	wait := func(want gossip.KeyState) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for c.Keys() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("keyring %+v, want %+v", c.Keys(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	write(b64(oldKey) + "\n" + b64(newKey) + "\n")
+	wait(gossip.KeyState{Keys: 2, Primary: gossip.KeyFingerprint(oldKey)})
+	write(b64(newKey) + "\n" + b64(oldKey) + "\n")
+	wait(gossip.KeyState{Keys: 2, Primary: gossip.KeyFingerprint(newKey)})
+	write("not a key\n")
+	time.Sleep(200 * time.Millisecond)
+	wait(gossip.KeyState{Keys: 2, Primary: gossip.KeyFingerprint(newKey)})
+	if n := logs.FilterMessage("gossip key file not applied; the keys in use stay").Len(); n != 1 {
+		t.Fatalf("a broken key file was logged %d times, want once", n)
+	}
+	write(b64(newKey) + "\n")
+	wait(gossip.KeyState{Keys: 1, Primary: gossip.KeyFingerprint(newKey)})
+	if n := logs.FilterMessage("gossip keys reloaded").Len(); n != 3 {
+		t.Fatalf("%d reloads logged, want 3", n)
+	}
+}

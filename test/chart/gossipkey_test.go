@@ -1,0 +1,129 @@
+package chart
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/siglake/siglake/sidecar/config"
+)
+
+// The gossip key and cluster label (docs/gossip.md): with gossip on, the chart mounts a key file
+// from a Secret it creates or one that exists, and refuses to render without a key unless told
+// that the cluster is for tests.
+
+func gossipKeyVolume(t *testing.T, r rendered) (*corev1.Volume, *corev1.VolumeMount) {
+	t.Helper()
+	spec := r.statefulSets[0].Spec.Template.Spec
+	var vol *corev1.Volume
+	for i := range spec.Volumes {
+		if spec.Volumes[i].Name == "siglake-gossip-key" {
+			vol = &spec.Volumes[i]
+		}
+	}
+	var mount *corev1.VolumeMount
+	c := container(spec, "siglake-compactor")
+	for i := range c.VolumeMounts {
+		if c.VolumeMounts[i].Name == "siglake-gossip-key" {
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	return vol, mount
+}
+
+func TestGossipKeyRenders(t *testing.T) {
+	dir := chartDir(t)
+	k1 := testGossipKey
+	k2 := base64.StdEncoding.EncodeToString([]byte("fedcba9876543210"))
+	cases := []struct {
+		name string
+		args []string
+		// secret is the Secret mounted ("" none); created, whether the chart renders it, with file.
+		secret, file, created string
+		label                 string
+	}{
+		{"key from values", nil, releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", releaseName},
+		{"several keys from values, first sends", []string{"--set-string", "gossip.key=" + k2 + "\n" + k1, "--set", "gossip.clusterLabel=blue"},
+			releaseName + "-siglake-compactor-gossip", "keys", k2 + "\n" + k1 + "\n", "blue"},
+		{"existing Secret, which wins over gossip.key", []string{"--set", "gossip.keySecret.name=mine", "--set", "gossip.keySecret.key=gossip.keys"},
+			"mine", "gossip.keys", "", releaseName},
+		{"insecure opt-out", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true"}, "", "", "", releaseName},
+		{"gossip off", []string{"--set", "gossip.key=", "--set", "gossip.enabled=false"}, "", "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := decodeAll(t, mustRender(t, dir, c.args...))
+			env := resolveEnv(t, sidecarContainer(t, r))
+			vol, mount := gossipKeyVolume(t, r)
+			if c.secret == "" {
+				if vol != nil || mount != nil || env["SIGLAKE_GOSSIP_KEY_FILE"] != "" || len(r.secrets) != 0 {
+					t.Fatalf("no key wanted, got volume %v, mount %v, file %q, %d Secrets", vol, mount, env["SIGLAKE_GOSSIP_KEY_FILE"], len(r.secrets))
+				}
+			} else {
+				if vol == nil || vol.Secret == nil || vol.Secret.SecretName != c.secret {
+					t.Fatalf("key volume %+v, want Secret %s", vol, c.secret)
+				}
+				if mount == nil || !mount.ReadOnly || mount.SubPath != "" {
+					t.Fatalf("key mount %+v: want a read-only directory mount (a subPath mount never sees a rotation)", mount)
+				}
+				eq(t, "SIGLAKE_GOSSIP_KEY_FILE", env["SIGLAKE_GOSSIP_KEY_FILE"], filepath.Join(mount.MountPath, c.file))
+			}
+			eq(t, "SIGLAKE_GOSSIP_CLUSTER_LABEL", env["SIGLAKE_GOSSIP_CLUSTER_LABEL"], c.label)
+			if c.created == "" {
+				if len(r.secrets) != 0 {
+					t.Fatalf("the chart created %d Secrets, want none", len(r.secrets))
+				}
+				return
+			}
+			if len(r.secrets) != 1 || r.secrets[0].Name != c.secret {
+				t.Fatalf("want the Secret %s, got %d Secrets", c.secret, len(r.secrets))
+			}
+			data := r.secrets[0].Data[c.file]
+			eq(t, "key file", string(data), c.created)
+			// The binary reads what the chart wrote.
+			path := filepath.Join(t.TempDir(), c.file)
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			keys, err := config.GossipKeys(config.Config{GossipKeyFile: path})
+			if err != nil || len(keys) != strings.Count(c.created, "\n") {
+				t.Fatalf("the binary reads the rendered key file as %d keys, %v", len(keys), err)
+			}
+		})
+	}
+}
+
+// testGossipKey is the key of testdata/gossip-key-values.yaml, which every render of the chart
+// in these tests starts from.
+const testGossipKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+func TestGossipKeyRenderFailures(t *testing.T) {
+	dir := chartDir(t)
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"gossip on without a key", []string{"--set", "gossip.key="}, []string{"without an encryption key", "gossip.keySecret.name", "gossip.key=", "gossip.insecureNoKey=true"}},
+		{"not base64", []string{"--set", "gossip.key=not-a-key"}, []string{"gossip.key", "not a base64 key of 16, 24 or 32 bytes"}},
+		{"wrong size", []string{"--set", "gossip.key=" + base64.StdEncoding.EncodeToString(make([]byte, 20))}, []string{"gossip.key", "16, 24 or 32 bytes"}},
+		{"label too long", []string{"--set", "gossip.clusterLabel=" + strings.Repeat("x", 256)}, []string{"clusterLabel"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := render(t, dir, c.args...)
+			if err == nil {
+				t.Fatalf("helm template %v succeeded, want a failure", c.args)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("failure does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
