@@ -90,8 +90,10 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	case strings.HasPrefix(cfg.Catalog, "sqlite:"):
 		cat, err = openSQLite(strings.TrimPrefix(cfg.Catalog, "sqlite:"), props)
 	case strings.HasPrefix(cfg.Catalog, "postgres://"), strings.HasPrefix(cfg.Catalog, "postgresql://"):
-		// The driver's own parse error quotes the whole URI, password included.
-		if u, perr := url.Parse(cfg.Catalog); perr != nil || u.Host == "" {
+		// The driver's own parse error quotes the whole URI, password included. An empty host is
+		// fine with host= in the query: a Unix socket directory (the Cloud SQL Auth Proxy's socket
+		// mode, a local server's /var/run/postgresql).
+		if u, perr := url.Parse(cfg.Catalog); perr != nil || (u.Host == "" && u.Query().Get("host") == "") {
 			return nil, badCatalog(cfg.Catalog, "not a valid postgres:// URL", nil)
 		}
 		cat, err = openSQL("postgres", cfg.Catalog, sqlcat.Postgres, props)

@@ -14,6 +14,7 @@ import (
 // acceptedCatalogs is what --catalog accepts, for the errors that reject it.
 const acceptedCatalogs = "accepted: sqlite:PATH (a SQLite catalog file, created if missing, in an existing directory), " +
 	"postgres://USER:PASSWORD@HOST:PORT/DB (reserved characters in the password percent-encoded, % as %25), " +
+	"postgres://USER@/DB?host=/SOCKET/DIR (a Unix socket), " +
 	"rest+http(s)://HOST/PATH"
 
 // badCatalog is the error for a --catalog that retrying cannot make work.

@@ -90,3 +90,42 @@ func TestOpenRetriesAConnectionRefused(t *testing.T) {
 		t.Errorf("error %q holds the password", err)
 	}
 }
+
+// A catalog behind a Unix socket (the Cloud SQL Auth Proxy's socket mode, a local server) has no
+// host in the URL, only host= in the query: that is a valid URL whose failures are retried.
+func TestOpenAcceptsAPostgresUnixSocketURL(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-socket-here")
+	for _, uri := range []string{
+		"postgres://u:pw@/db?host=" + missing + "&sslmode=disable",
+		"postgres:///db?host=" + missing + "&sslmode=disable",
+	} {
+		err := openCatalog(t, uri)
+		if err == nil || errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: got %v, want an error that is retried (no server on the socket yet)", uri, err)
+		}
+	}
+	wantBadConfig(t, openCatalog(t, "postgres:///db?sslmode=disable"), "not a valid postgres:// URL")
+}
+
+// The test PostgreSQL listens on a Unix socket in its cluster directory too (scripts/postgres.sh):
+// the catalog opens through it.
+func TestOpenThroughAPostgresUnixSocket(t *testing.T) {
+	u, err := url.Parse(testenv.PostgresDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := os.ReadFile(filepath.Join(testenv.StateDir(), "postgres", "location"))
+	if err != nil {
+		t.Skipf("the test PostgreSQL's socket directory is not known: %v", err)
+	}
+	dir := strings.TrimSpace(string(loc))
+	if _, err := os.Stat(filepath.Join(dir, ".s.PGSQL."+u.Port())); err != nil {
+		t.Skipf("no socket of the test PostgreSQL in %s: %v", dir, err)
+	}
+	q := url.Values{"host": {dir}, "port": {u.Port()}, "sslmode": {"disable"}}
+	pw, _ := u.User.Password()
+	sock := &url.URL{Scheme: "postgres", User: url.UserPassword(u.User.Username(), pw), Path: u.Path, RawQuery: q.Encode()}
+	if err := openCatalog(t, sock.String()); err != nil {
+		t.Fatalf("open through the socket in %s: %v", dir, err)
+	}
+}
