@@ -115,8 +115,8 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 		if errors.Is(err, ErrBadConfig) {
 			return nil, err
 		}
-		if why := permanentOpenError(err); why != "" {
-			return nil, badCatalog(cfg.Catalog, why, err)
+		if err := openError(cfg.Catalog, err); errors.Is(err, ErrBadConfig) {
+			return nil, err
 		}
 		return nil, fmt.Errorf("open catalog %s: %w", Redact(cfg.Catalog), err)
 	}
@@ -126,10 +126,7 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	// The first query may be the first connection (database/sql connects lazily).
 	if err := l.ensureNamespace(ctx); err != nil {
 		l.Close()
-		if why := permanentOpenError(err); why != "" {
-			return nil, badCatalog(cfg.Catalog, why, err)
-		}
-		return nil, err
+		return nil, openError(cfg.Catalog, err)
 	}
 	return l, nil
 }
