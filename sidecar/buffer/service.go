@@ -32,6 +32,10 @@ type Options struct {
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 	// Timeouts bound the listener's connections; zero fields take DefaultTimeouts'.
 	Timeouts Timeouts
+
+	// wrap, when set, wraps the listener (tests: connections with small socket buffers, so that
+	// a slow reader's pace reaches the server's writes instead of filling kernel buffers).
+	wrap func(net.Listener) net.Listener
 }
 
 // Timeouts bound the buffer listener's connections, so that neither idle nor stalled readers
@@ -77,6 +81,9 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --buffer-addr / SIGLAKE_BUFFER_ADDR %q: %w", o.Addr, err)
+	}
+	if o.wrap != nil {
+		ln = o.wrap(ln)
 	}
 	mem := o.MemoryBytes
 	if mem <= 0 {
