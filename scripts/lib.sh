@@ -11,20 +11,34 @@ SIGLAKE_STATE="${SIGLAKE_TEST_STATE:-$SIGLAKE_REPO/.cache/testenv}"
 log() { echo "[$(basename "$0")] $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# port_busy PORT: true when 127.0.0.1:PORT cannot be bound. It binds, as the server will (with
+# port_busy PORT: true when PORT cannot be bound on 127.0.0.1, or on ::1 where IPv6 is up (a
+# PostgreSQL with listen_addresses=localhost binds both). It binds, as the server will (with
 # SO_REUSEADDR, which PostgreSQL and Go set), rather than looking for a listener: a client socket
 # that holds the port as its local end (connected, or in TIME-WAIT) accepts no connection, yet
-# makes the server's bind fail.
+# makes the server's bind fail. Needs python3 (docs/testing.md).
 port_busy() {
 	command -v python3 >/dev/null || die "python3 not found: it checks ports are free by binding them"
 	! python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-    s.listen(1)
-except OSError:
+import errno, socket, sys
+
+def busy(family, host, port):
+    try:
+        s = socket.socket(family, socket.SOCK_STREAM)
+    except OSError:
+        return False  # no such address family here
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        s.listen(1)
+    except OSError as e:
+        # No ::1 (IPv6 off): nothing can hold the port there.
+        return e.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+    finally:
+        s.close()
+    return False
+
+port = int(sys.argv[1])
+if busy(socket.AF_INET, "127.0.0.1", port) or (socket.has_ipv6 and busy(socket.AF_INET6, "::1", port)):
     sys.exit(1)
 ' "$1"
 }

@@ -90,6 +90,9 @@ type Process struct {
 	// WAL buffer's (zero fields: buffer.DefaultTimeouts). Tests shorten them.
 	HTTPTimeouts   HTTPTimeouts
 	BufferTimeouts buffer.Timeouts
+	// ProvisionGrace is how long the long-running process waits out a catalog that refuses its
+	// role, database or grants (lake.ErrNotProvisioned) before it exits (DefaultProvisionGrace).
+	ProvisionGrace time.Duration
 
 	cluster *gossip.Cluster
 	buffer  *buffer.Service
@@ -101,7 +104,7 @@ type Process struct {
 func NewProcess(cfg Config, log *zap.Logger, version string) *Process {
 	p := &Process{Cfg: cfg, Log: log, Metrics: NewMetrics(), Version: version, Now: time.Now,
 		Status: NewStatus(cfg.NodeName, cfg.Role, version, time.Now()), Addr: make(chan string, 1), BufferAddr: make(chan string, 1),
-		HTTPTimeouts: DefaultHTTPTimeouts}
+		HTTPTimeouts: DefaultHTTPTimeouts, ProvisionGrace: DefaultProvisionGrace}
 	p.Metrics.SetBuildInfo(version, "")
 	return p
 }
@@ -186,7 +189,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 		}
 	}()
 
-	l, err := p.openLake(ctx)
+	l, err := p.openLake(ctx, once)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -220,21 +223,37 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 	return err
 }
 
+// DefaultProvisionGrace: on Kubernetes a PostgreSQL operator (CloudNativePG, Zalando, Crunchy)
+// accepts connections before it has created the role and the database; two minutes covers that
+// without hiding a wrong --catalog for long.
+const DefaultProvisionGrace = 2 * time.Minute
+
 // openLake connects to the catalog, retrying with backoff while it is unreachable; meanwhile the
-// drain cannot commit, so the backlog is kept and reported.
-func (p *Process) openLake(ctx context.Context) (*lake.Lake, error) {
+// drain cannot commit, so the backlog is kept and reported. A configuration error ends it, except
+// that the long-running process (not once) waits up to ProvisionGrace for a catalog that refuses
+// its role, database or grants, which may still be being created, rather than crash-looping.
+func (p *Process) openLake(ctx context.Context, once bool) (*lake.Lake, error) {
+	start := time.Now()
 	for failures := 1; ; failures++ {
 		l, err := lake.Open(ctx, LakeConfig(p.Cfg))
 		if err == nil {
 			p.setCatalog(nil)
 			return l, nil
 		}
-		if errors.Is(err, lake.ErrBadConfig) {
+		left := p.ProvisionGrace - time.Since(start)
+		if errors.Is(err, lake.ErrBadConfig) && (once || !errors.Is(err, lake.ErrNotProvisioned) || left <= 0) {
 			return nil, err
 		}
 		p.setCatalog(err)
 		wait := catalogBackoff.Wait(failures, nil)
-		p.Log.Warn("catalog unreachable; retrying", zap.Error(err), zap.Duration("retry_in", wait))
+		if errors.Is(err, lake.ErrBadConfig) {
+			wait = min(wait, left)
+			p.Log.Error("the catalog refuses this process's role, database or grants; waiting in case they are still being "+
+				"provisioned, then exiting: check --catalog / SIGLAKE_CATALOG and the database's users",
+				zap.Error(err), zap.Duration("retry_in", wait), zap.Duration("exit_in", left.Round(time.Second)))
+		} else {
+			p.Log.Warn("catalog unreachable; retrying", zap.Error(err), zap.Duration("retry_in", wait))
+		}
 		observe := func() {
 			if p.Cfg.Role.Drains() {
 				if segs, serr := localwal.Scan(p.Cfg.WALDir); serr == nil {

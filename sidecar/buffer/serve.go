@@ -102,9 +102,10 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// deadlineWriter gives every write of an answer its own deadline. A reader that stops reading
-// fills the socket buffers and blocks the next write; the deadline fails it, the answer is cut
-// off and the read's slot is freed, however long the answer is meant to stream.
+// deadlineWriter gives every write of an answer (every writeChunk of it) its own deadline. A
+// reader that stops reading fills the socket buffers and blocks the next write; the deadline fails
+// it, the answer is cut off and the read's slot is freed, however long the answer is meant to
+// stream. A slow reader that keeps taking bytes keeps its answer.
 type deadlineWriter struct {
 	http.ResponseWriter
 	rc  *http.ResponseController
@@ -128,9 +129,23 @@ func (w *deadlineWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// writeChunk is what one deadline covers: an Arrow record's body is one Write of up to megabytes,
+// which a slow reader that keeps taking bytes could not take within one write timeout.
+const writeChunk = 4 << 10
+
 func (w *deadlineWriter) Write(p []byte) (int, error) {
-	w.extend()
-	return w.ResponseWriter.Write(p)
+	n := 0
+	for len(p) > 0 {
+		c := p[:min(len(p), writeChunk)]
+		w.extend()
+		m, err := w.ResponseWriter.Write(c)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[len(c):]
+	}
+	return n, nil
 }
 
 func (w *deadlineWriter) FlushError() error {

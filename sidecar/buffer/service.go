@@ -34,6 +34,10 @@ type Options struct {
 	Timeouts Timeouts
 	// PastRetention is the drain's retention hook (Server.PastRetention); nil: none.
 	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
+
+	// wrap, when set, wraps the listener (tests: connections with small socket buffers, so that
+	// a slow reader's pace reaches the server's writes instead of filling kernel buffers).
+	wrap func(net.Listener) net.Listener
 }
 
 // Timeouts bound the buffer listener's connections, so that neither idle nor stalled readers
@@ -79,6 +83,9 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --buffer-addr / SIGLAKE_BUFFER_ADDR %q: %w", o.Addr, err)
+	}
+	if o.wrap != nil {
+		ln = o.wrap(ln)
 	}
 	mem := o.MemoryBytes
 	if mem <= 0 {

@@ -118,3 +118,76 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// smallBuffers sets a socket's send and receive buffers to their minimum.
+func smallBuffers(c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = errors.Join(syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096),
+			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096))
+	})
+	return errors.Join(err, serr)
+}
+
+// smallBufferListener accepts connections with small socket buffers.
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			_ = smallBuffers(rc)
+		}
+	}
+	return c, nil
+}
+
+// slowConn hands its reader at most 4 KB every 50 ms: a slow client on a slow link.
+type slowConn struct{ net.Conn }
+
+func (c slowConn) Read(p []byte) (int, error) {
+	time.Sleep(50 * time.Millisecond)
+	return c.Conn.Read(p[:min(len(p), 4096)])
+}
+
+// TestSlowReaderGetsTheWholeAnswer: the read and write timeouts bound a stalled reader, not a slow
+// one. An answer that a reader takes 4 KB every 50 ms streams for several times both timeouts and
+// arrives whole: neither the listener's read timeout (the request was read long ago) nor the
+// deadline of an earlier write cuts it.
+func TestSlowReaderGetsTheWholeAnswer(t *testing.T) {
+	h := newHarness(t, nil)
+	const rows = 400 // about 100 KB of answer
+	h.e.Seal("events", gen(t, 7, 1, rows, t0)...)
+	s, err := Start(Options{Addr: "127.0.0.1:0", WALDir: h.e.WAL, MaxReaders: 1, MemoryBytes: 256 << 20, MaxResponseBytes: 256 << 20,
+		Timeouts: Timeouts{Read: 200 * time.Millisecond, Write: 500 * time.Millisecond},
+		wrap:     func(ln net.Listener) net.Listener { return smallBufferListener{ln} }},
+		h.e.Lake.LoadTable, NewMetrics(prometheus.NewRegistry()), h.e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error { return smallBuffers(c) }}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return slowConn{c}, nil
+	}}
+	defer tr.CloseIdleConnections()
+	c := &Client{Addr: "http://" + s.Addr(), HTTP: &http.Client{Transport: tr}}
+	start := time.Now()
+	var got int64
+	ans, err := c.Read(context.Background(), "events", Query{}, func(r arrow.RecordBatch) error { got += r.NumRows(); return nil })
+	took := time.Since(start)
+	if err != nil || got != rows || ans.Rows != rows {
+		t.Fatalf("slow reader: %d of %d rows after %v: %v", got, rows, took.Round(time.Millisecond), err)
+	}
+	if took < time.Second {
+		t.Fatalf("the answer took %v: too short to show that the timeouts spare a slow reader", took)
+	}
+	t.Logf("%d rows in %v", got, took.Round(time.Millisecond))
+}

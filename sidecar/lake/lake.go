@@ -90,8 +90,10 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	case strings.HasPrefix(cfg.Catalog, "sqlite:"):
 		cat, err = openSQLite(strings.TrimPrefix(cfg.Catalog, "sqlite:"), props)
 	case strings.HasPrefix(cfg.Catalog, "postgres://"), strings.HasPrefix(cfg.Catalog, "postgresql://"):
-		// The driver's own parse error quotes the whole URI, password included.
-		if u, perr := url.Parse(cfg.Catalog); perr != nil || u.Host == "" {
+		// The driver's own parse error quotes the whole URI, password included. An empty host is
+		// fine with host= in the query: a Unix socket directory (the Cloud SQL Auth Proxy's socket
+		// mode, a local server's /var/run/postgresql).
+		if u, perr := url.Parse(cfg.Catalog); perr != nil || (u.Host == "" && u.Query().Get("host") == "") {
 			return nil, badCatalog(cfg.Catalog, "not a valid postgres:// URL", nil)
 		}
 		cat, err = openSQL("postgres", cfg.Catalog, sqlcat.Postgres, props)
@@ -113,8 +115,8 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 		if errors.Is(err, ErrBadConfig) {
 			return nil, err
 		}
-		if why := permanentOpenError(err); why != "" {
-			return nil, badCatalog(cfg.Catalog, why, err)
+		if err := openError(cfg.Catalog, err); errors.Is(err, ErrBadConfig) {
+			return nil, err
 		}
 		return nil, fmt.Errorf("open catalog %s: %w", Redact(cfg.Catalog), err)
 	}
@@ -124,10 +126,7 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	// The first query may be the first connection (database/sql connects lazily).
 	if err := l.ensureNamespace(ctx); err != nil {
 		l.Close()
-		if why := permanentOpenError(err); why != "" {
-			return nil, badCatalog(cfg.Catalog, why, err)
-		}
-		return nil, err
+		return nil, openError(cfg.Catalog, err)
 	}
 	return l, nil
 }

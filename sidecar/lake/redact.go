@@ -24,9 +24,15 @@ func Redact(uri string) string {
 		}
 		return uri // sqlite:PATH and the like carry no secret
 	}
+	// More than one @, or a # or ? before the last one, means a password holding reserved
+	// characters: the parser would split it elsewhere (postgres://u:p@ss#word@h/db has the host
+	// "ss"), so its pieces cannot be trusted to hold the secret.
+	if at := strings.LastIndex(uri, "@"); at >= 0 && (strings.Count(uri, "@") > 1 || strings.ContainsAny(uri[:at], "#?")) {
+		return redactUnparsed(uri)
+	}
 	u, err := url.Parse(uri)
-	// An @ that did not end up in the user info means the parser split the URI elsewhere (a # or
-	// ? inside the password): its pieces cannot be trusted to hold the secret.
+	// An @ that did not end up in the user info means the parser split the URI elsewhere (a /
+	// inside the password).
 	if err != nil || (u.User == nil && strings.Contains(uri, "@")) {
 		return redactUnparsed(uri)
 	}
@@ -89,8 +95,10 @@ func redactUnparsed(uri string) string {
 }
 
 var (
-	// keywordSecret finds password=value in a keyword DSN (host=h user=u password='p w').
-	keywordSecret = regexp.MustCompile(`(?i)\b([a-z_]*(?:password|passwd|pwd|secret|token)[a-z_]*)\s*=\s*(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s&;]*)`)
+	// keywordSecret finds password=value in a keyword DSN (host=h user=u password='p w'). As in
+	// libpq, a value runs to the next whitespace that no backslash escapes (a\ b is one value), or
+	// is quoted; & and ; are part of it.
+	keywordSecret = regexp.MustCompile(`(?i)\b([a-z_]*(?:password|passwd|pwd|secret|token)[a-z_]*)\s*=\s*(?:'(?:[^'\\]|\\[\s\S])*'|"(?:[^"\\]|\\[\s\S])*"|(?:[^\s\\]|\\[\s\S]?)*)`)
 	hostPort      = regexp.MustCompile(`^[A-Za-z0-9.\-\[\]]+(:[0-9]+)?$`)
 )
 

@@ -16,7 +16,14 @@ func TestRedactNeverReturnsASecret(t *testing.T) {
 		{"postgres://u:p/ss@h/db", "p/ss", "postgres://xxxxx@h/<redacted>"},
 		{"postgres://u:12#3@h/db", "12#3", "postgres://xxxxx@h/<redacted>"},
 		{"postgres://u:1?ss@h/db", "1?ss", "postgres://xxxxx@h/<redacted>"},
-		{"postgres://u:p@ss@h/db", "p@ss", "postgres://u:xxxxx@h/db"},
+		{"postgres://u:p@ss@h/db", "p@ss", "postgres://xxxxx@h/<redacted>"},
+		// A # or ? before the last @, or a second @: the parser would take part of the password
+		// for the host.
+		{"postgres://u:p@ss#word@h/db", "ss", "postgres://xxxxx@h/<redacted>"},
+		{"postgres://u:p?ss@word@h/db", "word", "postgres://xxxxx@h/<redacted>"},
+		{"postgres://u:p#ss@wd@h:5432/db", "wd", "postgres://xxxxx@h:5432/<redacted>"},
+		{"postgres://u:pw@ss@/db?host=/cloudsql/p:r:i", "ss", "postgres://xxxxx@<redacted>"},
+		{"postgres://u:pw@/db?host=/cloudsql/p:r:i", "pw", "postgres://u:xxxxx@/db?host=%2Fcloudsql%2Fp%3Ar%3Ai"},
 		{"postgres://u:p ss@h%zz/db", "p ss", "postgres://xxxxx@<redacted>"},
 		{"%%%:u:pw@h", "pw", "<redacted>"},
 		// Secrets in the query and in keyword DSNs.
@@ -26,6 +33,12 @@ func TestRedactNeverReturnsASecret(t *testing.T) {
 		{"postgres://h/db?password=a%zz", "a%zz", "postgres://h/db?xxxxx"},
 		{"host=h user=u password=hunter2 dbname=d", "hunter2", "host=h user=u password=xxxxx dbname=d"},
 		{"host=h password='p w' dbname=d", "p w", "host=h password=xxxxx dbname=d"},
+		// A keyword value runs to the next unescaped whitespace: & and ; are part of it.
+		{"host=h password=ab;cd dbname=d", "cd", "host=h password=xxxxx dbname=d"},
+		{"host=h password=ab&cd dbname=d", "cd", "host=h password=xxxxx dbname=d"},
+		{`host=h password=a\ bcd dbname=d`, "bcd", "host=h password=xxxxx dbname=d"},
+		{`host=h password='a\' bcd' dbname=d`, "bcd", "host=h password=xxxxx dbname=d"},
+		{`host=h password=ab\`, "ab", "host=h password=xxxxx"},
 		{"mysql:u:pw@tcp(h)/db", "pw", "mysql:xxxxx@<redacted>"},
 		// Nothing secret: unchanged.
 		{"sqlite:/var/lib/siglake/catalog.db", "", "sqlite:/var/lib/siglake/catalog.db"},

@@ -60,3 +60,16 @@ func TestPortBusyBinds(t *testing.T) {
 		t.Errorf("port %d, free, reported busy", port)
 	}
 }
+
+// TestPortBusySeesIPv6Loopback: a PostgreSQL with listen_addresses=localhost binds ::1 as well
+// as 127.0.0.1; a port held only on ::1 is busy too.
+func TestPortBusySeesIPv6Loopback(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	defer ln.Close()
+	if port := ln.Addr().(*net.TCPAddr).Port; !portBusy(t, port) {
+		t.Errorf("port %d, a listener's on ::1, reported free", port)
+	}
+}
