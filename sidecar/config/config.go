@@ -22,6 +22,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -892,9 +893,10 @@ func setSeconds(field func(*Config) *time.Duration) func(*Config, string) error 
 
 func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(strings.TrimSpace(v))
-		if err != nil || d < 0 || positive && d == 0 {
-			return fmt.Errorf("accepted: a positive Go duration such as 500ms, 10s, 2m")
+		// The one duration syntax of every option (package duration): 500ms, 10s, 2m, 1d.
+		d, err := duration.Parse(v)
+		if err != nil || positive && d == 0 {
+			return fmt.Errorf("accepted: a positive duration such as 500ms, 10s, 2m, 1d (s, m, h, d, w)")
 		}
 		*field(c) = d
 		return nil

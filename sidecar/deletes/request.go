@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/duration"
 )
 
 // Version is the format version of a stored request; readers refuse newer ones. Version 2 added
@@ -296,28 +297,14 @@ func PendingOf(rs []Request) []Request {
 	return out
 }
 
-// ParseDuration reads a duration in the one syntax of siglake's options: a number with s, m, h, d
-// (24h) or w (7d), or several Go units (1h30m); 0 is none.
+// ParseDuration reads a duration in the one syntax of siglake's options (package duration): a
+// number with s, m, h, d (24h) or w (7d), or several Go units (1h30m); 0 is none. NaN, infinities,
+// negatives and values past time.Duration's range are refused: they used to wrap to a negative
+// period, which meant none.
 func ParseDuration(v string) (time.Duration, error) {
-	bad := fmt.Errorf("%q: accepted: a duration such as 90s, 30m, 24h, 2d or 1w (s, m, h, d, w), or 0", v)
-	s := strings.TrimSpace(v)
-	if s == "0" {
-		return 0, nil
-	}
-	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
-		f, err := strconv.ParseFloat(s[:n-1], 64)
-		if err != nil || f < 0 || f > 1e5 {
-			return 0, bad
-		}
-		unit := 24 * time.Hour
-		if s[n-1] == 'w' {
-			unit *= 7
-		}
-		return time.Duration(f * float64(unit)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, bad
+	d, err := duration.Parse(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", v, err)
 	}
 	return d, nil
 }

@@ -59,3 +59,19 @@ func TestParseConditions(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDurationRefusesWrapping: a cancel period that is not a number or too large used to
+// wrap to about -292 years, which waiting() read as no period: requests ran at once.
+func TestParseDurationRefusesWrapping(t *testing.T) {
+	for _, in := range []string{"20000w", "1e5w", "NaNd", "nand", "Infd", "-1d", "-24h"} {
+		d, err := ParseDuration(in)
+		if err == nil || !strings.Contains(err.Error(), `"`+in+`"`) || !strings.Contains(err.Error(), "accepted:") {
+			t.Errorf("%q: %v, %v; want an error naming the input and what is accepted", in, d, err)
+		}
+	}
+	for in, want := range map[string]time.Duration{"0": 0, "72h": 72 * time.Hour, "3d": 72 * time.Hour, "1w": 7 * 24 * time.Hour} {
+		if d, err := ParseDuration(in); err != nil || d != want {
+			t.Errorf("%q: %v, %v; want %v", in, d, err, want)
+		}
+	}
+}
