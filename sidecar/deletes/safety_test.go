@@ -311,7 +311,8 @@ func TestCancelInsideSweepCommitRefused(t *testing.T) {
 // TestCancelAfterSweepCommitSeesProgress: a cancel that read the request before a sweep committed
 // rows of it (--skip-cancel-period runs a waiting request) and commits after would overwrite the
 // progress as cancelled with 0 rows. Its commit pins the snapshot it read, so it retries, reads
-// the progress and refuses.
+// the progress and refuses. (iceberg-go v0.7 also adds a branch requirement of its own to every
+// transaction; the explicit pin keeps this true should its commit retries rebase that one.)
 func TestCancelAfterSweepCommitSeesProgress(t *testing.T) {
 	e := testlake.New(t)
 	e.DeleteTable(2)
