@@ -493,7 +493,7 @@ func Options() []Option {
 			"Idle-cycle delete-task sweep over owned tables; 0/off/false/no disables it. Requests are still recorded, and `siglake delete-sweep --apply` still executes them.",
 			setBool(func(c *Config) *bool { return &c.DeleteTasks })},
 		{"delete-cancel-period", "SIGLAKE_DELETE_CANCEL_PERIOD", "24h", "compactor.deleteCancelPeriod",
-			"How long a recorded deletion request waits before any sweep executes it (the idle sweep and `siglake delete-sweep --apply`, which skips it only with `--skip-cancel-period`); `siglake delete-cancel ID` withdraws it meanwhile. Seconds to weeks (90s, 30m, 24h, 2d, 1w); 0 executes at once.",
+			"How long a recorded deletion request waits before any sweep executes it (the idle sweep and `siglake delete-sweep --apply`, which skips it only with `--skip-cancel-period`); `siglake delete-cancel ID` withdraws it until a minute before. `delete-request` stores its creation plus this period in the request (`execute_at`), and a sweep waits until the later of that and the creation plus its own period. Seconds to weeks (90s, 30m, 24h, 2d, 1w); 0 records requests that execute at once.",
 			func(c *Config, v string) error {
 				d, err := deletes.ParseDuration(v)
 				c.DeleteCancelPeriod = d
