@@ -23,7 +23,7 @@ import (
 )
 
 // Version is the format version of a stored request; readers refuse newer ones. Version 2 added
-// all_rows, the cancelled state and the cancel period: a siglake that reads only version 1 refuses
+// all_rows, the cancelled state, execute_at and the cancel period: a siglake that reads only version 1 refuses
 // a version-2 request instead of executing it before its cancel period ends.
 const Version = 2
 
@@ -233,7 +233,7 @@ func Executable(rs []Request, sc *iceberg.Schema, tsColumn string) ([]Request, [
 	for _, r := range rs {
 		err := r.Validate(sc, tsColumn)
 		if err == nil && r.recordedWithoutBound() {
-			err = fmt.Errorf("no condition and only to = its creation time: what siglake before format 2 recorded for a request " +
+			err = fmt.Errorf("version 1, no condition and only a to within 10 minutes before its creation: what siglake before format 2 recorded for a request " +
 				"with no condition at all, which would delete every row; record it again (with --all-rows if every row is meant) " +
 				"and remove this one with siglake delete-cancel")
 		}
