@@ -477,3 +477,20 @@ func TestOldUnboundedRequestNotExecuted(t *testing.T) {
 		t.Fatalf("an old unbounded request deleted rows: %+v, want %+v", got, before)
 	}
 }
+
+// TestRecordRefusesWhatSweepsRefuse: a request with no condition and a to after its creation
+// leaves rows out only when the table holds rows past that to; every sweep would refuse it as
+// unbounded, so recording refuses it too.
+func TestRecordRefusesWhatSweepsRefuse(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(1)
+	now := testlake.DeleteBase.Add(500 * time.Millisecond) // rows of the table lie after now and after to
+	_, err := deletes.RecordWith(context.Background(), e.Lake, "events", deletes.Request{To: testlake.DeleteBase.Add(time.Second).Format(time.RFC3339)},
+		now, deletes.RecordOptions{})
+	if !errors.Is(err, deletes.ErrWholeTable) {
+		t.Fatalf("record: %v, want the whole-table refusal", err)
+	}
+	if n := len(testlake.StoredRequests(t, e.Lake)); n != 0 {
+		t.Fatalf("%d requests stored", n)
+	}
+}

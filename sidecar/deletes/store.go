@@ -72,6 +72,11 @@ func RecordWith(ctx context.Context, l *lake.Lake, name string, r Request, now t
 	r.Version, r.ID, r.State, r.CreatedAt = Version, NewID(now), Pending, now.UTC()
 	at := r.CreatedAt.Add(max(o.CancelPeriod, 0))
 	r.NotBefore = &at
+	// The rule every sweep applies to a stored request (Executable): a to after the creation,
+	// with no condition and no from, is refused now rather than reported invalid at every sweep.
+	if err := r.unbounded(); err != nil {
+		return Request{}, fmt.Errorf("deletion request for table %s: %w", name, err)
+	}
 	r.RowsDeleted, r.FilesRewritten, r.DoneAt, r.DoneSnapshotID = 0, 0, nil, 0
 	v, err := r.Encode()
 	if err != nil {
