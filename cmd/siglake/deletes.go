@@ -50,7 +50,7 @@ func runDeleteRequest(args []string) error {
 	defer done()
 	// An empty --to becomes the time of the request only after the whole-table check, which must
 	// see what the user gave: with --to filled in, no request would look unbounded.
-	got, err := fold.RecordDelete(ctx, l, *tbl, r, time.Now(), deletes.RecordOptions{ToNow: !*future})
+	got, err := fold.RecordDelete(ctx, l, *tbl, r, time.Now(), deletes.RecordOptions{ToNow: !*future, CancelPeriod: cfg.DeleteCancelPeriod})
 	if err != nil {
 		return err
 	}
@@ -88,9 +88,22 @@ func runDeleteRequest(args []string) error {
 		fmt.Fprintf(os.Stderr, "could not count the rows it matches (siglake delete-sweep --table %s shows them): %v\n", *tbl, cerr)
 	} else {
 		fmt.Fprintf(os.Stderr, "matches now: %d rows in %d files (siglake delete-sweep --table %s lists them)\n", out.MatchingRows, out.CandidateFiles, *tbl)
+		if out.MatchingRows == 0 {
+			// Most often a misspelt column value: the request would end done, deleting nothing.
+			cols := ""
+			if t, err := l.LoadTable(ctx, *tbl); err == nil {
+				var names []string
+				for _, f := range t.Schema().Fields() {
+					names = append(names, f.Name)
+				}
+				cols = " (columns of " + *tbl + ": " + strings.Join(names, ", ") + ")"
+			}
+			fmt.Fprintf(os.Stderr, "WARNING: the request matches no row now: check the column names and values%s\n", cols)
+		}
 	}
-	fmt.Fprintf(os.Stderr, "sweeps execute it from %s (created %s + SIGLAKE_DELETE_CANCEL_PERIOD %s); until then `siglake delete-cancel --table %s %s` withdraws it\n",
-		out.ExecuteAt.UTC().Format(time.RFC3339), got.CreatedAt.Format(time.RFC3339), cfg.DeleteCancelPeriod, *tbl, got.ID)
+	fmt.Fprintf(os.Stderr, "sweeps execute it from %s (stored in the request: created %s + SIGLAKE_DELETE_CANCEL_PERIOD %s; a sweeper with a longer period waits longer); "+
+		"until %s before then `siglake delete-cancel --table %s %s` withdraws it\n",
+		out.ExecuteAt.UTC().Format(time.RFC3339), got.CreatedAt.Format(time.RFC3339), cfg.DeleteCancelPeriod, deletes.CancelMargin, *tbl, got.ID)
 	return nil
 }
 
@@ -125,7 +138,7 @@ func runDeleteCancel(args []string) error {
 		return err
 	}
 	defer done()
-	r, err := deletes.Cancel(ctx, l, *tbl, pos[0], time.Now())
+	r, err := deletes.Cancel(ctx, l, *tbl, pos[0], time.Now(), cfg.DeleteCancelPeriod)
 	if err != nil {
 		return err
 	}

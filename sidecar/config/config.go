@@ -22,6 +22,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -499,7 +500,7 @@ func Options() []Option {
 			"Idle-cycle delete-task sweep over owned tables; 0/off/false/no disables it. Requests are still recorded, and `siglake delete-sweep --apply` still executes them.",
 			setBool(func(c *Config) *bool { return &c.DeleteTasks })},
 		{"delete-cancel-period", "SIGLAKE_DELETE_CANCEL_PERIOD", "24h", "compactor.deleteCancelPeriod",
-			"How long a recorded deletion request waits before any sweep executes it (the idle sweep and `siglake delete-sweep --apply`, which skips it only with `--skip-cancel-period`); `siglake delete-cancel ID` withdraws it meanwhile. Seconds to weeks (90s, 30m, 24h, 2d, 1w); 0 executes at once.",
+			"How long a recorded deletion request waits before any sweep executes it (the idle sweep and `siglake delete-sweep --apply`, which skips it only with `--skip-cancel-period`); `siglake delete-cancel ID` withdraws it until a minute before. `delete-request` stores its creation plus this period in the request (`execute_at`), and a sweep waits until the later of that and the creation plus its own period. Seconds to weeks (90s, 30m, 24h, 2d, 1w); 0 records requests that execute at once.",
 			func(c *Config, v string) error {
 				d, err := deletes.ParseDuration(v)
 				c.DeleteCancelPeriod = d
@@ -905,9 +906,10 @@ func setSeconds(field func(*Config) *time.Duration) func(*Config, string) error 
 
 func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(strings.TrimSpace(v))
-		if err != nil || d < 0 || positive && d == 0 {
-			return fmt.Errorf("accepted: a positive Go duration such as 500ms, 10s, 2m")
+		// The one duration syntax of every option (package duration): 500ms, 10s, 2m, 1d.
+		d, err := duration.Parse(v)
+		if err != nil || positive && d == 0 {
+			return fmt.Errorf("accepted: a positive duration such as 500ms, 10s, 2m, 1d (s, m, h, d, w)")
 		}
 		*field(c) = d
 		return nil

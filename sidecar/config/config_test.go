@@ -195,3 +195,22 @@ func TestErrorsNameRealEnvVars(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelPeriodRefusesWrapping: a cancel period that is not a number or too large used to wrap
+// to a negative period, read as none: requests ran at once. It fails at start, naming the option.
+func TestCancelPeriodRefusesWrapping(t *testing.T) {
+	for _, v := range []string{"20000w", "1e5w", "NaNd", "nand", "-1d"} {
+		_, err := Load(nil, func(k string) string {
+			if k == "SIGLAKE_DELETE_CANCEL_PERIOD" {
+				return v
+			}
+			return ""
+		})
+		if err == nil || !strings.Contains(err.Error(), "SIGLAKE_DELETE_CANCEL_PERIOD") || !strings.Contains(err.Error(), "accepted:") {
+			t.Errorf("SIGLAKE_DELETE_CANCEL_PERIOD=%s: %v, want a refusal naming the option and what is accepted", v, err)
+		}
+	}
+	if c, err := Load([]string{"--delete-cancel-period", "3d"}, func(string) string { return "" }); err != nil || c.DeleteCancelPeriod.Hours() != 72 {
+		t.Fatalf("--delete-cancel-period 3d: %v, %v", c.DeleteCancelPeriod, err)
+	}
+}

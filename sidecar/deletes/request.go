@@ -13,14 +13,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/duration"
 )
 
 // Version is the format version of a stored request; readers refuse newer ones. Version 2 added
-// all_rows, the cancelled state and the cancel period: a siglake that reads only version 1 refuses
+// all_rows, the cancelled state, execute_at and the cancel period: a siglake that reads only version 1 refuses
 // a version-2 request instead of executing it before its cancel period ends.
 const Version = 2
 
@@ -48,6 +51,12 @@ type Request struct {
 	To        string    `json:"to,omitempty"`
 	Reason    string    `json:"reason,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+
+	// NotBefore is when sweeps may start executing the request: its creation plus the cancel
+	// period of the process that recorded it (version 2; absent in requests recorded before it was
+	// added). Stored so the period comes from the request, not from whichever process sweeps: a
+	// sweep waits until the later of this and its own creation plus period.
+	NotBefore *time.Time `json:"execute_at,omitempty"`
 
 	// AllRows says the user asked, with --all-rows, for every row (up to To): the only way a
 	// request without a condition that bounds the rows is recorded.
@@ -84,9 +93,9 @@ const whereAccepted = `accepted: COLUMN=VALUE, several joined by AND (service=bi
 // refuses an empty value for a deletion.
 func ParseWhere(s string) ([]Condition, error) {
 	var out []Condition
-	rest := strings.TrimLeft(s, " \t")
+	rest := strings.TrimLeftFunc(s, unicode.IsSpace)
 	for {
-		i := strings.IndexAny(rest, "= \t")
+		i := strings.IndexFunc(rest, func(c rune) bool { return c == '=' || unicode.IsSpace(c) })
 		if i <= 0 || rest[i] != '=' {
 			return nil, fmt.Errorf("%q: token %q is not COLUMN=VALUE; %s", s, firstToken(rest), whereAccepted)
 		}
@@ -102,11 +111,11 @@ func ParseWhere(s string) ([]Condition, error) {
 				return nil, fmt.Errorf("%q: the quote of %s's value is not closed; %s", s, col, whereAccepted)
 			}
 			val, rest = rest[1:1+end], rest[2+end:]
-			if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+			if c, _ := utf8.DecodeRuneInString(rest); rest != "" && !unicode.IsSpace(c) {
 				return nil, fmt.Errorf("%q: token %q right after the quoted value of %s; %s", s, firstToken(rest), col, whereAccepted)
 			}
 		} else {
-			end := strings.IndexAny(rest, " \t")
+			end := strings.IndexFunc(rest, unicode.IsSpace)
 			if end < 0 {
 				end = len(rest)
 			}
@@ -114,9 +123,12 @@ func ParseWhere(s string) ([]Condition, error) {
 			if strings.HasPrefix(val, "=") {
 				return nil, fmt.Errorf("%q: token %q: the only comparison is = (equality); %s", s, col+"="+val[:1], whereAccepted)
 			}
+			if err := plainValue(val); err != nil {
+				return nil, fmt.Errorf("%q: token %q: %w; %s", s, col+"="+val, err, whereAccepted)
+			}
 		}
 		out = append(out, Condition{Column: col, Values: []string{val}})
-		rest = strings.TrimLeft(rest, " \t")
+		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
 		if rest == "" {
 			return out, nil
 		}
@@ -125,16 +137,34 @@ func ParseWhere(s string) ([]Condition, error) {
 			return nil, fmt.Errorf("%q: token %q after %s's value: conditions are joined by AND only (for one of several values use --in COLUMN=V1,V2); %s",
 				s, tok, col, whereAccepted)
 		}
-		rest = strings.TrimLeft(rest[len(tok):], " \t")
+		rest = strings.TrimLeftFunc(rest[len(tok):], unicode.IsSpace)
 		if rest == "" {
 			return nil, fmt.Errorf("%q: AND at the end: a condition must follow; %s", s, whereAccepted)
 		}
 	}
 }
 
-// firstToken is s up to its first blank.
+// plainValue refuses an unquoted value that holds an invisible separator (a zero-width space or
+// another format character, which unicode.IsSpace does not count as a blank) or the word AND:
+// text copied from a page can join two conditions with such characters, and read as one value
+// the deletion would match nothing. A quoted value may hold anything.
+func plainValue(v string) error {
+	for _, c := range v {
+		if unicode.IsSpace(c) || unicode.Is(unicode.Cf, c) {
+			return fmt.Errorf("an unquoted value holds the invisible character %U (copied text?)", c)
+		}
+	}
+	for _, w := range strings.FieldsFunc(v, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {
+		if strings.EqualFold(w, "AND") {
+			return fmt.Errorf("an unquoted value holds the word AND: join conditions with blanks around AND, or quote the value")
+		}
+	}
+	return nil
+}
+
+// firstToken is s up to its first blank (any Unicode space: a copied non-breaking space is one).
 func firstToken(s string) string {
-	if i := strings.IndexAny(s, " \t"); i >= 0 {
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
 		return s[:i]
 	}
 	return s
@@ -203,9 +233,12 @@ func Executable(rs []Request, sc *iceberg.Schema, tsColumn string) ([]Request, [
 	for _, r := range rs {
 		err := r.Validate(sc, tsColumn)
 		if err == nil && r.recordedWithoutBound() {
-			err = fmt.Errorf("no condition and only to = its creation time: what siglake before format 2 recorded for a request " +
+			err = fmt.Errorf("version 1, no condition and only a to within 10 minutes before its creation: what siglake before format 2 recorded for a request " +
 				"with no condition at all, which would delete every row; record it again (with --all-rows if every row is meant) " +
 				"and remove this one with siglake delete-cancel")
+		}
+		if err == nil {
+			err = r.unbounded()
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("table property %s: %w", Key(r.ID), err))
@@ -246,15 +279,29 @@ func (r *Request) recordedWithoutBound() bool {
 	if err != nil {
 		return false
 	}
+	// The old CLI took to before it opened the lake and created_at after, so to lies before
+	// created_at by the time it took to connect (seconds on a slow catalog): 10 minutes covers that
+	// with room; 2 s after covers clocks read in the other order.
 	d := to.Sub(r.CreatedAt)
-	return d > -2*time.Second && d < 2*time.Second
+	return d >= -10*time.Minute && d <= 2*time.Second
 }
 
-// ExecuteAt is when sweeps may start executing r: its creation plus the cancel period of the
-// process that sweeps.
+// ExecuteAt is when a sweep with cancel period cancelPeriod may start executing r: the later of
+// the stored execution time and its creation plus that period, so neither a sweeper with a
+// shorter period nor a recorder with one runs a request before the other would.
 func (r *Request) ExecuteAt(cancelPeriod time.Duration) time.Time {
-	return r.CreatedAt.Add(cancelPeriod)
+	at := r.CreatedAt.Add(cancelPeriod)
+	if r.NotBefore != nil && r.NotBefore.After(at) {
+		at = *r.NotBefore
+	}
+	return at
 }
+
+// CancelMargin is how long before its execution time a request can no longer be cancelled: the
+// clocks of the machine that cancels and of the sweepers may differ, and a cancel must never
+// land while a sweep executes the request (a property-only commit cannot be ordered against the
+// sweep's: the catalog applies the later one on top of the earlier).
+const CancelMargin = time.Minute
 
 // Span is the time range of a table's rows, in microseconds, inclusive: the bounds of its live
 // files in the manifests. Empty says the table holds no row.
@@ -285,6 +332,28 @@ func (r *Request) WholeTable(sp Span, now time.Time) (bool, error) {
 	return true, nil
 }
 
+// unbounded refuses a stored request that would delete every row without saying so: no
+// condition and no all_rows, and no bound that leaves rows out (a from, or a to at or before its
+// creation, which leaves out every row that came later). delete-request refuses such requests,
+// but another tool may write one (only to: 2099-01-01), and the sweep deletes what it is given.
+func (r *Request) unbounded() error {
+	if len(r.Where) > 0 || r.AllRows || r.From != "" {
+		return nil
+	}
+	if r.To != "" {
+		to, err := ParseTime("--to", r.To)
+		if err != nil {
+			return err
+		}
+		if !to.After(r.CreatedAt) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no condition, no all_rows and no from, and to (%q) is not at or before its creation (%s): "+
+		"%w; record it again with a condition, or with --all-rows if every row is meant, and remove this one with siglake delete-cancel",
+		r.To, r.CreatedAt.Format(time.RFC3339Nano), ErrWholeTable)
+}
+
 // PendingOf returns the pending requests of rs.
 func PendingOf(rs []Request) []Request {
 	var out []Request
@@ -296,28 +365,14 @@ func PendingOf(rs []Request) []Request {
 	return out
 }
 
-// ParseDuration reads a duration in the one syntax of siglake's options: a number with s, m, h, d
-// (24h) or w (7d), or several Go units (1h30m); 0 is none.
+// ParseDuration reads a duration in the one syntax of siglake's options (package duration): a
+// number with s, m, h, d (24h) or w (7d), or several Go units (1h30m); 0 is none. NaN, infinities,
+// negatives and values past time.Duration's range are refused: they used to wrap to a negative
+// period, which meant none.
 func ParseDuration(v string) (time.Duration, error) {
-	bad := fmt.Errorf("%q: accepted: a duration such as 90s, 30m, 24h, 2d or 1w (s, m, h, d, w), or 0", v)
-	s := strings.TrimSpace(v)
-	if s == "0" {
-		return 0, nil
-	}
-	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
-		f, err := strconv.ParseFloat(s[:n-1], 64)
-		if err != nil || f < 0 || f > 1e5 {
-			return 0, bad
-		}
-		unit := 24 * time.Hour
-		if s[n-1] == 'w' {
-			unit *= 7
-		}
-		return time.Duration(f * float64(unit)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, bad
+	d, err := duration.Parse(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", v, err)
 	}
 	return d, nil
 }

@@ -228,8 +228,11 @@ func TestDeleteCancel(t *testing.T) {
 	e.DeleteTable(2)
 	ctx := context.Background()
 	before := e.Sum("events")
-	r := testlake.Record(t, e.Lake, deletes.Request{Where: billing()})
-	got, err := deletes.Cancel(ctx, e.Lake, "events", r.ID, time.Now())
+	r, err := deletes.RecordWith(ctx, e.Lake, "events", deletes.Request{Where: billing()}, time.Now(), deletes.RecordOptions{CancelPeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := deletes.Cancel(ctx, e.Lake, "events", r.ID, time.Now(), deletes.DefaultCancelPeriod)
 	if err != nil || got.State != deletes.Cancelled || got.CancelledAt == nil {
 		t.Fatalf("cancel: %+v, %v", got, err)
 	}
@@ -241,14 +244,14 @@ func TestDeleteCancel(t *testing.T) {
 		t.Fatalf("stored %+v", st)
 	}
 	for id, want := range map[string]string{r.ID: "already cancelled", "20261203T000000Z-000000": "has no deletion request"} {
-		if _, err := deletes.Cancel(ctx, e.Lake, "events", id, time.Now()); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := deletes.Cancel(ctx, e.Lake, "events", id, time.Now(), deletes.DefaultCancelPeriod); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("cancel %s: %v, want %q", id, err, want)
 		}
 	}
 
 	done := testlake.Record(t, e.Lake, deletes.Request{Where: billing()})
 	sweepAll(t, e)
-	if _, err := deletes.Cancel(ctx, e.Lake, "events", done.ID, time.Now()); err == nil || !strings.Contains(err.Error(), "done") {
+	if _, err := deletes.Cancel(ctx, e.Lake, "events", done.ID, time.Now(), deletes.DefaultCancelPeriod); err == nil || !strings.Contains(err.Error(), "done") {
 		t.Fatalf("cancel a done request: %v", err)
 	}
 
@@ -262,24 +265,99 @@ func TestDeleteCancel(t *testing.T) {
 	if _, err := txn.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deletes.Cancel(ctx, e.Lake, "events", running.ID, time.Now()); err == nil || !strings.Contains(err.Error(), "running, 10 rows already deleted") {
+	if _, err := deletes.Cancel(ctx, e.Lake, "events", running.ID, time.Now(), deletes.DefaultCancelPeriod); err == nil || !strings.Contains(err.Error(), "running, 10 rows already deleted") {
 		t.Fatalf("cancel a running request: %v", err)
 	}
 }
 
-// TestCancelDuringSweepCommitsNothing: a cancel that lands while a sweep is rewriting for the
-// request makes the rewrite's commit fail as a conflict: no row of the cancelled request goes.
-func TestCancelDuringSweepCommitsNothing(t *testing.T) {
+// TestCancelInsideSweepCommitRefused: a cancel committed inside a sweep's commit step (after the
+// sweep read the request as pending from the newest metadata, before the catalog commit) would
+// be overwritten by the sweep's staged progress, and rows would go after delete-cancel said it
+// was withdrawn. Once the request's execution time has come, the cancel is refused as executing;
+// whatever happens, a cancel that reports success keeps every row and stays cancelled.
+func TestCancelInsideSweepCommitRefused(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(2)
+	before := e.Sum("events")
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: billing()}) // cancel period 0: due now
+	s, _ := sweeper(e)
+	var once sync.Once
+	var cerr error
+	called := false
+	deletes.SetStaged(s, func() {
+		once.Do(func() {
+			called = true
+			_, cerr = deletes.Cancel(context.Background(), e.Lake, "events", r.ID, time.Now(), 0)
+		})
+	})
+	if _, err := s.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !called {
+		t.Fatal("setup: the sweep's commit step never ran")
+	}
+	st := testlake.StoredRequests(t, e.Lake)[r.ID]
+	if cerr == nil && (st.State != deletes.Cancelled || e.Sum("events") != before) {
+		t.Fatalf("delete-cancel reported success, yet the request is %s with %d rows deleted", st.State, st.RowsDeleted)
+	}
+	if cerr == nil || !strings.Contains(cerr.Error(), "executing: it may already be deleting rows") {
+		t.Fatalf("cancel of a request being executed: %v, want it refused as executing", cerr)
+	}
+	if st.State != deletes.Pending || st.RowsDeleted == 0 {
+		t.Fatalf("the sweep's progress: %+v", st)
+	}
+}
+
+// TestCancelAfterSweepCommitSeesProgress: a cancel that read the request before a sweep committed
+// rows of it (--skip-cancel-period runs a waiting request) and commits after would overwrite the
+// progress as cancelled with 0 rows. Its commit pins the snapshot it read, so it retries, reads
+// the progress and refuses. (iceberg-go v0.7 also adds a branch requirement of its own to every
+// transaction; the explicit pin keeps this true should its commit retries rebase that one.)
+func TestCancelAfterSweepCommitSeesProgress(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(2)
+	r, err := deletes.RecordWith(context.Background(), e.Lake, "events", deletes.Request{Where: billing()}, time.Now(),
+		deletes.RecordOptions{CancelPeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sweeper(e)
+	var once sync.Once
+	deletes.SetCancelStaged(func() {
+		once.Do(func() {
+			if _, err := s.SweepTablesWith(context.Background(), nil, deletes.SweepOptions{Apply: true, SkipCancelPeriod: true}); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	defer deletes.SetCancelStaged(nil)
+	_, cerr := deletes.Cancel(context.Background(), e.Lake, "events", r.ID, time.Now(), time.Hour)
+	st := testlake.StoredRequests(t, e.Lake)[r.ID]
+	if cerr == nil {
+		t.Fatalf("cancel after the sweep deleted rows reported success; stored %s with %d rows deleted", st.State, st.RowsDeleted)
+	}
+	if st.State == deletes.Cancelled || st.RowsDeleted == 0 {
+		t.Fatalf("stored %+v (cancel: %v)", st, cerr)
+	}
+}
+
+// TestSweepCommitsNothingForAGoneRequest: a request removed from the table properties after the
+// sweep read it (no longer asked for) makes the rewrite's commit a conflict: no row goes.
+func TestSweepCommitsNothingForAGoneRequest(t *testing.T) {
 	e := testlake.New(t)
 	e.DeleteTable(2)
 	before := e.Sum("events")
 	r := testlake.Record(t, e.Lake, deletes.Request{Where: billing()})
 	s, _ := sweeper(e)
 	var once sync.Once
-	// Check runs after the sweep read the request as pending, before it rewrites.
+	// Check runs after the sweep read the request, before the rewrite's commit step.
 	s.Check = func(iceberg.Properties, deletes.Request) error {
 		once.Do(func() {
-			if _, err := deletes.Cancel(context.Background(), e.Lake, "events", r.ID, time.Now()); err != nil {
+			txn := e.Table("events").NewTransaction()
+			if err := txn.RemoveProperties([]string{deletes.Key(r.ID)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := txn.Commit(context.Background()); err != nil {
 				t.Error(err)
 			}
 		})
@@ -290,10 +368,86 @@ func TestCancelDuringSweepCommitsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep.Rewritten != 0 || rep.Conflicts == 0 {
-		t.Fatalf("sweep after the cancel: %d rewritten, %d conflicts", rep.Rewritten, rep.Conflicts)
+		t.Fatalf("sweep after the request was removed: %d rewritten, %d conflicts", rep.Rewritten, rep.Conflicts)
 	}
 	if got := e.Sum("events"); got != before {
-		t.Fatalf("rows of a cancelled request were deleted: %+v, want %+v", got, before)
+		t.Fatalf("rows of a removed request were deleted: %+v, want %+v", got, before)
+	}
+}
+
+// TestStoredExecutionTimeHolds: the cancel period comes from the request: a sweeper with a shorter
+// period, or with none, waits until the stored execute_at; only --skip-cancel-period runs it
+// before; a sweeper with a longer period waits longer.
+func TestStoredExecutionTimeHolds(t *testing.T) {
+	e := testlake.New(t)
+	recs := e.DeleteTable(2)
+	before := e.Sum("events")
+	created := time.Now()
+	r, err := deletes.RecordWith(context.Background(), e.Lake, "events", deletes.Request{Where: billing()}, created,
+		deletes.RecordOptions{CancelPeriod: 72 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NotBefore == nil || !r.NotBefore.Equal(created.UTC().Add(72*time.Hour)) {
+		t.Fatalf("stored execute_at %v, want created + 72h", r.NotBefore)
+	}
+	want, _ := testlake.ExpectAfter(recs, []deletes.Request{r})
+	ctx := context.Background()
+	for _, c := range []struct {
+		period time.Duration
+		at     time.Duration
+	}{{24 * time.Hour, 25 * time.Hour}, {0, time.Hour}, {96 * time.Hour, 80 * time.Hour}} {
+		s, _ := sweeper(e)
+		s.Cfg.CancelPeriod = c.period
+		now := created.Add(c.at)
+		s.Now = func() time.Time { return now }
+		reps, err := s.SweepTables(ctx, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Sum("events") != before || len(reps[0].Waiting) != 1 {
+			t.Fatalf("sweeper with period %s at created+%s ran a request stored to execute at created+72h: %+v", c.period, c.at, reps[0])
+		}
+	}
+	s, _ := sweeper(e)
+	if _, err := s.SweepTablesWith(ctx, nil, deletes.SweepOptions{Apply: true, SkipCancelPeriod: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("--skip-cancel-period: the table holds %+v, want %+v", got, want)
+	}
+}
+
+// TestExpiredCancelledRequestsLeave: a cancelled request older than DoneRetention leaves the
+// table properties in the commit that marks a later request done, as done ones do.
+func TestExpiredCancelledRequestsLeave(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(1)
+	old := time.Now().Add(-deletes.DoneRetention - time.Hour).UTC()
+	for i, at := range []time.Time{old, time.Now().UTC()} {
+		c := deletes.Request{Version: 2, ID: deletes.NewID(at.Add(time.Duration(i) * time.Second)), CreatedAt: at, State: deletes.Cancelled,
+			CancelledAt: &at, Where: billing()}
+		txn := e.Table("events").NewTransaction()
+		if err := deletes.Stage(txn, c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := txn.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testlake.Record(t, e.Lake, deletes.Request{Where: billing()})
+	sweepAll(t, e)
+	var cancelled int
+	for _, st := range testlake.StoredRequests(t, e.Lake) {
+		if st.State == deletes.Cancelled {
+			cancelled++
+			if st.CancelledAt.Before(time.Now().Add(-deletes.DoneRetention)) {
+				t.Errorf("cancelled request %s from %s still stored", st.ID, st.CancelledAt)
+			}
+		}
+	}
+	if cancelled != 1 {
+		t.Fatalf("%d cancelled requests stored, want the recent one only", cancelled)
 	}
 }
 
@@ -321,5 +475,22 @@ func TestOldUnboundedRequestNotExecuted(t *testing.T) {
 	}
 	if got := e.Sum("events"); got != before {
 		t.Fatalf("an old unbounded request deleted rows: %+v, want %+v", got, before)
+	}
+}
+
+// TestRecordRefusesWhatSweepsRefuse: a request with no condition and a to after its creation
+// leaves rows out only when the table holds rows past that to; every sweep would refuse it as
+// unbounded, so recording refuses it too.
+func TestRecordRefusesWhatSweepsRefuse(t *testing.T) {
+	e := testlake.New(t)
+	e.DeleteTable(1)
+	now := testlake.DeleteBase.Add(500 * time.Millisecond) // rows of the table lie after now and after to
+	_, err := deletes.RecordWith(context.Background(), e.Lake, "events", deletes.Request{To: testlake.DeleteBase.Add(time.Second).Format(time.RFC3339)},
+		now, deletes.RecordOptions{})
+	if !errors.Is(err, deletes.ErrWholeTable) {
+		t.Fatalf("record: %v, want the whole-table refusal", err)
+	}
+	if n := len(testlake.StoredRequests(t, e.Lake)); n != 0 {
+		t.Fatalf("%d requests stored", n)
 	}
 }

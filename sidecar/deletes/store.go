@@ -18,6 +18,9 @@ type RecordOptions struct {
 	// ToNow sets an empty To to the time of the request (what exists now), after the whole-table
 	// check: siglake delete-request without --to and --include-future.
 	ToNow bool
+	// CancelPeriod is the recorder's SIGLAKE_DELETE_CANCEL_PERIOD: the request stores its creation
+	// plus this as execute_at, which every sweep honours whatever its own period.
+	CancelPeriod time.Duration
 }
 
 // Record is RecordWith without options: r is stored as given.
@@ -67,6 +70,13 @@ func RecordWith(ctx context.Context, l *lake.Lake, name string, r Request, now t
 		}
 	}
 	r.Version, r.ID, r.State, r.CreatedAt = Version, NewID(now), Pending, now.UTC()
+	at := r.CreatedAt.Add(max(o.CancelPeriod, 0))
+	r.NotBefore = &at
+	// The rule every sweep applies to a stored request (Executable): a to after the creation,
+	// with no condition and no from, is refused now rather than reported invalid at every sweep.
+	if err := r.unbounded(); err != nil {
+		return Request{}, fmt.Errorf("deletion request for table %s: %w", name, err)
+	}
 	r.RowsDeleted, r.FilesRewritten, r.DoneAt, r.DoneSnapshotID = 0, 0, nil, 0
 	v, err := r.Encode()
 	if err != nil {
@@ -123,11 +133,20 @@ func (sp Span) describe() string {
 	return fmt.Sprintf("; the table's rows span %s to %s", f(sp.Min), f(sp.Max))
 }
 
+// cancelStaged, when set (tests), runs between Cancel's read of the request and its commit.
+var cancelStaged func()
+
 // Cancel withdraws pending request id of table name (siglake delete-cancel): its state becomes
-// cancelled and no sweep executes it. A request that has deleted rows already is running, and a
-// done one is done: both are refused, since the deleted rows cannot come back. A sweep's rewrite
-// in flight when the cancel commits does not commit (its staging checks the request is pending).
-func Cancel(ctx context.Context, l *lake.Lake, name, id string, now time.Time) (Request, error) {
+// cancelled and no sweep executes it. Only a request still waiting is cancelled: until
+// CancelMargin before its stored execution time (for a request that stores none, its creation
+// plus cancelPeriod, the canceller's SIGLAKE_DELETE_CANCEL_PERIOD). Sweeps never touch a waiting
+// request, so the cancel races none. After that a sweep may be executing it: the sweep's commit
+// stages the request's progress, and a property-only cancel committed between its read and its
+// commit would be overwritten (the catalog applies the staged properties on the newest
+// metadata), so the cancel is refused. A request that does not validate is never executed and
+// can be cancelled at any time. The commit pins the snapshot it read: a sweep that committed
+// first (--skip-cancel-period) makes it retry, read the progress and refuse.
+func Cancel(ctx context.Context, l *lake.Lake, name, id string, now time.Time, cancelPeriod time.Duration) (Request, error) {
 	for attempt := 0; attempt < 10; attempt++ {
 		t, err := l.LoadTable(ctx, name)
 		if err != nil {
@@ -141,6 +160,7 @@ func Cancel(ctx context.Context, l *lake.Lake, name, id string, now time.Time) (
 		if err != nil {
 			return Request{}, err
 		}
+		_, invalid := Executable([]Request{r}, t.Schema(), lake.TimestampColumn)
 		switch {
 		case r.State == Cancelled:
 			at := "" // cancelled_at is optional to readers: another tool may not write it
@@ -153,6 +173,10 @@ func Cancel(ctx context.Context, l *lake.Lake, name, id string, now time.Time) (
 		case r.RowsDeleted > 0 || r.FilesRewritten > 0:
 			return Request{}, fmt.Errorf("deletion request %s of table %s: running, %d rows already deleted in %d files; "+
 				"deleted rows cannot be restored, and the sweep finishes the request", id, name, r.RowsDeleted, r.FilesRewritten)
+		case len(invalid) == 0 && !now.Before(r.earliestExecution(cancelPeriod).Add(-CancelMargin)):
+			return Request{}, fmt.Errorf("deletion request %s of table %s: executing: it may already be deleting rows (sweeps execute it from %s; "+
+				"a request can be cancelled until %s before that); siglake delete-sweep --table %s shows its progress",
+				id, name, r.earliestExecution(cancelPeriod).UTC().Format(time.RFC3339), CancelMargin, name)
 		}
 		at := now.UTC()
 		r.State, r.CancelledAt = Cancelled, &at
@@ -160,8 +184,14 @@ func Cancel(ctx context.Context, l *lake.Lake, name, id string, now time.Time) (
 			r.Version = 2 // the cancelled state is version 2: an older reader refuses it rather than run it
 		}
 		txn := t.NewTransaction()
+		if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
+			return Request{}, err
+		}
 		if err := Stage(txn, r); err != nil {
 			return Request{}, err
+		}
+		if cancelStaged != nil {
+			cancelStaged()
 		}
 		if _, err = txn.Commit(ctx); err == nil {
 			return r, nil
@@ -171,6 +201,16 @@ func Cancel(ctx context.Context, l *lake.Lake, name, id string, now time.Time) (
 		}
 	}
 	return Request{}, fmt.Errorf("cancel deletion request %s of table %s: the table kept changing; try again", id, name)
+}
+
+// earliestExecution is the earliest time any sweep may execute r: its stored execution time
+// (every sweep waits at least until then, a sweeper with a longer period longer), or, for a
+// request that stores none, its creation plus the canceller's period.
+func (r *Request) earliestExecution(cancelPeriod time.Duration) time.Time {
+	if r.NotBefore != nil {
+		return *r.NotBefore
+	}
+	return r.CreatedAt.Add(cancelPeriod)
 }
 
 // Stage puts rs (already updated) into txn's property changes.

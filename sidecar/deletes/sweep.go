@@ -55,6 +55,9 @@ type Sweeper struct {
 	clean map[string]bool
 	// published is the last state published per table (a look without a sweep keeps its sweep).
 	published map[string]*State
+	// staged, when set (tests), runs in a delete-task rewrite's commit step after it read the
+	// newest metadata and staged the progress, before the catalog commit.
+	staged func()
 }
 
 // partitionOf is the partition of a data file from its directory (`.../timestamp_day=2026-11-29/`),
@@ -389,10 +392,14 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	return rep, nil
 }
 
-// waiting says whether r is still inside its cancel period.
-// A period of 0 never waits, whatever the clocks of the recorder and the sweeper say.
+// waiting says whether r is still inside its cancel period: before the later of its stored
+// execution time and its creation plus this sweeper's period. A request that stores none, swept
+// with a period of 0, never waits, whatever the clocks of the recorder and the sweeper say.
 func (s *Sweeper) waiting(r Request) bool {
-	return s.Cfg.CancelPeriod > 0 && s.Now().Before(r.ExecuteAt(s.Cfg.CancelPeriod))
+	if s.Cfg.CancelPeriod <= 0 && r.NotBefore == nil {
+		return false
+	}
+	return s.Now().Before(r.ExecuteAt(s.Cfg.CancelPeriod))
 }
 
 func contains(ss []string, v string) bool {
@@ -527,18 +534,28 @@ func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFi
 			}
 			var upd []Request
 			for i, r := range matched {
-				if sr, ok := byID[r.ID]; ok && sr.State != Pending {
-					// Cancelled (or changed) since the sweep read it: commit nothing; a conflict
-					// removes the outputs, and the next sweep plans without it.
+				sr, ok := byID[r.ID]
+				switch {
+				case !ok:
+					// Removed, or no longer a request that decodes, since the sweep read it: nobody
+					// asks for these rows to go any more. A conflict commits nothing and removes
+					// the outputs; the next sweep plans without it.
+					return fmt.Errorf("%w: deletion request %s is gone from the table properties", table.ErrCommitFailed, r.ID)
+				case sr.State != Pending:
+					// Cancelled (or changed) since the sweep read it: the same.
 					return fmt.Errorf("%w: deletion request %s is %s now", table.ErrCommitFailed, r.ID, sr.State)
 				}
-				if sr, ok := byID[r.ID]; ok {
-					sr.RowsDeleted += res.Deleted[i]
-					sr.FilesRewritten++
-					upd = append(upd, sr)
-				}
+				sr.RowsDeleted += res.Deleted[i]
+				sr.FilesRewritten++
+				upd = append(upd, sr)
 			}
-			return Stage(txn, upd...)
+			if err := Stage(txn, upd...); err != nil {
+				return err
+			}
+			if s.staged != nil {
+				s.staged()
+			}
+			return nil
 		},
 	}
 	out := s.Executor.Run(ctx, t, job)
@@ -607,11 +624,12 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 		if err := Stage(txn, done...); err != nil {
 			return err
 		}
-		// Done requests past their retention leave the table metadata in the same commit, so the
-		// metadata every later commit rewrites does not grow with every request ever made.
+		// Done and cancelled requests past their retention leave the table metadata in the same
+		// commit, so the metadata every later commit rewrites does not grow with every request
+		// ever made.
 		var expired []string
 		for _, r := range stored {
-			if r.State == Done && r.DoneAt != nil && s.Now().Sub(*r.DoneAt) > DoneRetention {
+			if r.expired(s.Now()) {
 				expired = append(expired, Key(r.ID))
 			}
 		}
@@ -641,6 +659,20 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 		return nil
 	}
 	return nil // the table kept moving: the next sweep checks again
+}
+
+// expired says whether r is done or cancelled for longer than DoneRetention (a cancelled request
+// another tool wrote without cancelled_at counts from its creation).
+func (r *Request) expired(now time.Time) bool {
+	switch {
+	case r.State == Done && r.DoneAt != nil:
+		return now.Sub(*r.DoneAt) > DoneRetention
+	case r.State == Cancelled && r.CancelledAt != nil:
+		return now.Sub(*r.CancelledAt) > DoneRetention
+	case r.State == Cancelled:
+		return now.Sub(r.CreatedAt) > DoneRetention
+	}
+	return false
 }
 
 func containsReq(rs []Request, id string) bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -57,23 +58,11 @@ type Tier struct {
 // ParseBucket reads a bucket: a Go duration (1m, 1h) or days (1d) that divides a day, at least
 // one second. what names the input in errors.
 func ParseBucket(what, v string) (time.Duration, error) {
-	d, err := parseDuration(v)
+	d, err := duration.Parse(v)
 	if err != nil || d < time.Second || d > day || day%d != 0 {
 		return 0, fmt.Errorf("%s %q: accepted: a duration that divides a day, from 1s to 1d (1m, 5m, 1h, 1d)", what, v)
 	}
 	return d, nil
-}
-
-func parseDuration(v string) (time.Duration, error) {
-	s := strings.TrimSpace(v)
-	if strings.HasSuffix(s, "d") {
-		var n int
-		if _, err := fmt.Sscanf(s, "%dd", &n); err != nil || fmt.Sprintf("%dd", n) != s {
-			return 0, fmt.Errorf("not a number of days")
-		}
-		return time.Duration(n) * day, nil
-	}
-	return time.ParseDuration(s)
 }
 
 // distinctFuncs are the functions a fold refuses by name: a distinct count of two pods' partial

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 )
@@ -56,25 +56,14 @@ type Rule struct {
 func ParsePeriod(flag, v string) (time.Duration, error) {
 	bad := fmt.Errorf("%s %q: accepted: 0 (keep for ever), days (30d), weeks (4w) or hours (36h), at least %s", flag, v, FormatPeriod(MinPeriod))
 	s := strings.TrimSpace(v)
-	var d time.Duration
-	switch {
-	case s == "0" || s == "forever":
+	if s == "0" || s == "forever" {
 		return 0, nil
-	case strings.HasSuffix(s, "d") || strings.HasSuffix(s, "w"):
-		n, err := strconv.ParseFloat(s[:len(s)-1], 64)
-		if err != nil || n <= 0 {
-			return 0, bad
-		}
-		unit := 24 * time.Hour
-		if strings.HasSuffix(s, "w") {
-			unit *= 7
-		}
-		d = time.Duration(n * float64(unit))
-	default:
-		var err error
-		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
-			return 0, bad
-		}
+	}
+	// One duration syntax (package duration), which refuses NaN, negatives and overflow; a zero
+	// spelled otherwise (0d) is refused, so only 0 or forever keeps rows for ever.
+	d, err := duration.Parse(s)
+	if err != nil || d <= 0 {
+		return 0, bad
 	}
 	if d < MinPeriod {
 		return 0, fmt.Errorf("%s %q: below the minimum of %s (0 keeps rows for ever)", flag, v, FormatPeriod(MinPeriod))

@@ -114,6 +114,14 @@ func TestParsePeriod(t *testing.T) {
 			t.Errorf("ParsePeriod(%q) = %v, want an error naming --period", in, err)
 		}
 	}
+	// NaN and values past time.Duration's range once wrapped to a negative period, refused only as
+	// "below the minimum"; now as what they are.
+	for _, in := range []string{"nand", "NaNd", "20000w", "1e5w", "Infd", "0d"} {
+		_, err := ParsePeriod("--period", in)
+		if err == nil || !strings.Contains(err.Error(), "--period") || !strings.Contains(err.Error(), "accepted:") {
+			t.Errorf("ParsePeriod(%q) = %v, want an error naming --period and what is accepted", in, err)
+		}
+	}
 	if FormatPeriod(30*24*time.Hour) != "30d" || FormatPeriod(36*time.Hour) != "36h0m0s" || FormatPeriod(0) != "0" {
 		t.Error("FormatPeriod")
 	}

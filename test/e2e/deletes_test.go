@@ -58,7 +58,8 @@ func deleteRequestSwept(t *testing.T, s *site) {
 		t.Fatalf("setup: %d billing and %d other rows of %d", before.Rows, keep.Rows, w.Rows)
 	}
 
-	cmd := exec.Command(bin, "delete-request", "--catalog", s.catalog, "--warehouse", s.warehouse,
+	// The request stores its execution time from the recorder's period: 0, as the compactor's.
+	cmd := exec.Command(bin, "delete-request", "--catalog", s.catalog, "--warehouse", s.warehouse, "--delete-cancel-period", "0",
 		"--table", "events", "--where", "service=billing", "--reason", "e2e", "--json", "--include-future")
 	cmd.Env = append(os.Environ(), s.extraEnv...)
 	out, err := cmd.Output()
@@ -178,6 +179,14 @@ func TestDeleteRequestSafety(t *testing.T) {
 	if _, e, c := s.deleteTool("delete-request", "--table", "events", "--where", "service=billing OR severity=debug"); c == 0 || !strings.Contains(e, `token "OR"`) {
 		t.Fatalf("--where with OR: exit %d\n%s", c, e)
 	}
+	// A copied non-breaking space joins conditions like a plain one.
+	if _, e, c := s.deleteTool("delete-request", "--table", "events", "--where", "service=billing\u00a0AND\u00a0severity=nosuch"); c != 0 ||
+		!strings.Contains(e, `service = "billing" AND severity = "nosuch"`) {
+		t.Fatalf("--where with non-breaking spaces: exit %d\n%s", c, e)
+	} else if !strings.Contains(e, "WARNING: the request matches no row now") || !strings.Contains(e, "columns of events: ") {
+		// A request that matches nothing is said so loudly, with the columns.
+		t.Fatalf("a request matching no row: no warning\n%s", e)
+	}
 
 	billing := iceberg.EqualTo(iceberg.Reference("service"), "billing")
 	keep := s.scanSum("events", iceberg.NewNot(billing))
@@ -195,9 +204,13 @@ func TestDeleteRequestSafety(t *testing.T) {
 	}
 	id := strings.TrimSpace(out)
 
-	// By hand, inside the period: nothing runs, and it says why.
+	// By hand, inside the period: nothing runs, and it says why; a period of 0 on the sweeping
+	// command does not shorten the one stored in the request.
 	if o, e, c := s.deleteTool("delete-sweep", "--apply", "--table", "events"); c != 0 || !strings.Contains(o, "waits its cancel period") {
 		t.Fatalf("delete-sweep --apply: exit %d\n%s%s", c, o, e)
+	}
+	if o, e, c := s.deleteTool("delete-sweep", "--apply", "--table", "events", "--delete-cancel-period", "0"); c != 0 || !strings.Contains(o, "waits its cancel period") {
+		t.Fatalf("delete-sweep --apply --delete-cancel-period 0: exit %d\n%s%s", c, o, e)
 	}
 	r := s.start(nil, "--recluster-interval-secs", "1")
 	waitFor(t, period, "status to show the request waiting", func() bool {
