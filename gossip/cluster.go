@@ -421,7 +421,7 @@ func (c *Cluster) Status() Status {
 		ViewSince:    c.v.changedAt,
 		JoinPending:  c.v.joinPending,
 		HeldUntil:    c.v.heldUntil,
-		Refused:      c.v.refused && c.v.peerCount() == 0,
+		Refused:      c.v.refused && !c.v.sawPeer && c.v.peerCount() == 0,
 		ClusterLabel: c.cfg.Label,
 		Encryption:   c.Keys(),
 		Members:      c.v.memberList(),
@@ -589,6 +589,10 @@ func (c *Cluster) rejoin() {
 	c.joinAttempts.Add(uint64(len(targets) + failed))
 	c.joinFailures.Add(uint64(failed))
 	if len(targets) == 0 {
+		// Nothing was tried, so nothing refused this process.
+		c.mu.Lock()
+		c.v.refused = false
+		c.mu.Unlock()
 		return
 	}
 	select {
@@ -596,15 +600,16 @@ func (c *Cluster) rejoin() {
 		return
 	default:
 	}
-	dials := c.tr.dials.Load()
 	n, err := c.ml.Join(targets)
 	c.joinFailures.Add(uint64(len(targets) - n))
-	// Connections opened yet no join: the peers refused this process. While
-	// it sees no peer it is then outside the cluster (wrong key or label),
-	// and must not own every table as a member that is merely alone does.
-	refused := n == 0 && c.tr.dials.Load() > dials
+	// Refused only on a peer's answer that says so: a connection that opens
+	// proves nothing (a hung peer, a proxy that accepts every connect, a
+	// reused address). And only while this process has never seen a peer: one
+	// that was once in the cluster and now reaches nobody is alone and owns
+	// every table.
 	c.mu.Lock()
 	was := c.v.refused
+	refused := n == 0 && !c.v.sawPeer && joinRefused(err)
 	c.v.refused = refused
 	alone := c.v.peerCount() == 0
 	c.mu.Unlock()
@@ -620,6 +625,19 @@ func (c *Cluster) rejoin() {
 		return
 	}
 	c.log.Info("gossip joined", zap.Int("reached", n), zap.Strings("targets", targets))
+}
+
+// joinRefused reports whether a failed Join's error carries a peer's
+// refusal. A peer that cannot read our push/pull (another key, or one side
+// unencrypted) answers with an error that our side reports in refusal()'s
+// words; a peer with another label closes the stream unanswered, which
+// reads as EOF. A timeout (a hung peer) or a refused connect is no refusal.
+func joinRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return refusal(msg) == "key" || strings.Contains(msg, "EOF")
 }
 
 // resolveJoin turns the join list into ip:port strings. A DNS name yields

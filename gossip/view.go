@@ -94,8 +94,8 @@ type view struct {
 	// others). conflicts counts name conflicts seen, about any member.
 	heldUntil time.Time
 	conflicts uint64
-	// refused is set while the last join attempt reached peers that all
-	// refused this process (another key or cluster label): it is outside
+	// refused is set while the last join attempt of a process that never
+	// saw a peer got a refusal (another key or cluster label): it is outside
 	// the cluster, not alone, and owns nothing while it sees no peer.
 	refused bool
 
@@ -259,7 +259,7 @@ func (v *view) established(now time.Time, window time.Duration) bool {
 // it is not leaving, has finished its first join, is not held, the lease
 // has settled, and it is not refused by the peers it tries to join.
 func (v *view) localMayAct(now time.Time, l *Lease) bool {
-	if v.refused && v.peerCount() == 0 {
+	if v.refused && !v.sawPeer && v.peerCount() == 0 {
 		return false
 	}
 	return !v.leaving && !v.joinPending && !now.Before(v.heldUntil) && !now.Before(l.ActiveFrom)
