@@ -629,7 +629,7 @@ func (c *Cluster) rejoin() {
 
 // joinRefused reports whether a failed Join's error carries a peer's
 // refusal. A peer that cannot read our push/pull (another key, or one side
-// unencrypted) answers with an error that our side reports in refusal()'s
+// unencrypted) answers with an error that our side reports in keyError()'s
 // words; a peer with another label closes the stream unanswered, which
 // reads as EOF. A timeout (a hung peer) or a refused connect is no refusal.
 func joinRefused(err error) bool {
@@ -637,7 +637,7 @@ func joinRefused(err error) bool {
 		return false
 	}
 	msg := err.Error()
-	return refusal(msg) == "key" || strings.Contains(msg, "EOF")
+	return keyError(msg) || strings.Contains(msg, "EOF")
 }
 
 // resolveJoin turns the join list into ip:port strings. A DNS name yields
