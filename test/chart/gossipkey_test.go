@@ -67,6 +67,11 @@ func TestGossipKeyRenders(t *testing.T) {
 				if vol == nil || vol.Secret == nil || vol.Secret.SecretName != c.secret {
 					t.Fatalf("key volume %+v, want Secret %s", vol, c.secret)
 				}
+				// Secret files are root's; the image runs as uid 65532, and a pod built with the
+				// volumes helper may have no fsGroup: the file must be readable by others.
+				if m := vol.Secret.DefaultMode; m == nil || *m&0o004 == 0 {
+					t.Fatalf("key volume mode %#o: the sidecar (uid 65532, maybe without fsGroup) cannot read it", vol.Secret.DefaultMode)
+				}
 				if mount == nil || !mount.ReadOnly || mount.SubPath != "" {
 					t.Fatalf("key mount %+v: want a read-only directory mount (a subPath mount never sees a rotation)", mount)
 				}
@@ -101,6 +106,9 @@ func TestGossipKeyRenders(t *testing.T) {
 // in these tests starts from.
 const testGossipKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
+// badKeyLine is a key of 24 bytes with one character lost.
+var badKeyLine = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef01234567"))[1:]
+
 func TestGossipKeyRenderFailures(t *testing.T) {
 	dir := chartDir(t)
 	cases := []struct {
@@ -109,8 +117,9 @@ func TestGossipKeyRenderFailures(t *testing.T) {
 		want []string
 	}{
 		{"gossip on without a key", []string{"--set", "gossip.key="}, []string{"without an encryption key", "gossip.keySecret.name", "gossip.key=", "gossip.insecureNoKey=true"}},
-		{"not base64", []string{"--set", "gossip.key=not-a-key"}, []string{"gossip.key", "not a base64 key of 16, 24 or 32 bytes"}},
-		{"wrong size", []string{"--set", "gossip.key=" + base64.StdEncoding.EncodeToString(make([]byte, 20))}, []string{"gossip.key", "16, 24 or 32 bytes"}},
+		{"not base64", []string{"--set", "gossip.key=not-a-key"}, []string{"gossip.key", "line 1", "not a base64 key of 16, 24 or 32 bytes"}},
+		{"wrong size", []string{"--set", "gossip.key=" + base64.StdEncoding.EncodeToString(make([]byte, 20))}, []string{"gossip.key", "16, 24 or 32 bytes", "20 bytes"}},
+		{"second line bad", []string{"--set-string", "gossip.key=" + testGossipKey + "\n" + badKeyLine}, []string{"gossip.key: line 2", "16, 24 or 32 bytes", "not base64"}},
 		{"label too long", []string{"--set", "gossip.clusterLabel=" + strings.Repeat("x", 256)}, []string{"clusterLabel"}},
 	}
 	for _, c := range cases {
@@ -122,6 +131,14 @@ func TestGossipKeyRenderFailures(t *testing.T) {
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("failure does not mention %q:\n%v", w, err)
+				}
+			}
+			// A bad line may still be a key (one mistyped character): helm's output goes to CI
+			// logs, so it must not print it.
+			for _, secret := range []string{"not-a-key", badKeyLine, base64.StdEncoding.EncodeToString(make([]byte, 20))} {
+				_, msg, _ := strings.Cut(err.Error(), "Error:") // after helm's command line
+				if strings.Contains(msg, secret) {
+					t.Errorf("failure prints the key line %q:\n%v", secret, err)
 				}
 			}
 		})

@@ -508,7 +508,9 @@ gossip.insecureNoKey: without a key any process that reaches the port joins (doc
 - name: siglake-gossip-key
   secret:
     secretName: {{ . | quote }}
-    defaultMode: 0400
+    {{- /* 0444: Secret files are root's and the image runs as uid 65532, so a pod without fsGroup
+    could not read 0400; the key's secrecy is the Secret's RBAC and the pod boundary. */}}
+    defaultMode: 0444
 {{- end }}
 {{- end }}
 
