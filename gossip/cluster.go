@@ -116,8 +116,10 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 	mc.Logger = mlLog
 	mc.Label = cfg.Label
 	if len(keys) > 0 {
-		// memberlist's defaults already refuse unencrypted packets and
-		// streams once a keyring is set (GossipVerifyIncoming/Outgoing).
+		// memberlist's defaults refuse unencrypted packets and streams once
+		// a keyring is set; a key migration relaxes that for one step.
+		mc.GossipVerifyIncoming = cfg.KeyMigration == ""
+		mc.GossipVerifyOutgoing = cfg.KeyMigration != KeyMigrationAccept
 		kr, err := memberlist.NewKeyring(keys[1:], keys[0])
 		if err != nil {
 			_ = c.tr.Shutdown()
@@ -156,6 +158,7 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 		zap.Strings("roles", cfg.Roles),
 		zap.Duration("settle", cfg.SettlePeriod),
 		zap.String("cluster_label", cfg.Label),
+		zap.String("key_migration", cfg.KeyMigration),
 		zap.Int("keys", len(keys)),
 		zap.String("primary_key", c.Keys().Primary))
 	if len(cfg.Join) > 0 {
