@@ -44,15 +44,16 @@ func TestGossipKeyRenders(t *testing.T) {
 		args []string
 		// secret is the Secret mounted ("" none); created, whether the chart renders it, with file.
 		secret, file, created string
-		label                 string
+		label, migration      string
 	}{
-		{"key from values", nil, releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", releaseName},
+		{"key from values", nil, releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", "", ""},
+		{"key migration step", []string{"--set", "gossip.keyMigration=accept"}, releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", "", "accept"},
 		{"several keys from values, first sends", []string{"--set-string", "gossip.key=" + k2 + "\n" + k1, "--set", "gossip.clusterLabel=blue"},
-			releaseName + "-siglake-compactor-gossip", "keys", k2 + "\n" + k1 + "\n", "blue"},
+			releaseName + "-siglake-compactor-gossip", "keys", k2 + "\n" + k1 + "\n", "blue", ""},
 		{"existing Secret, which wins over gossip.key", []string{"--set", "gossip.keySecret.name=mine", "--set", "gossip.keySecret.key=gossip.keys"},
-			"mine", "gossip.keys", "", releaseName},
-		{"insecure opt-out", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true"}, "", "", "", releaseName},
-		{"gossip off", []string{"--set", "gossip.key=", "--set", "gossip.enabled=false"}, "", "", "", ""},
+			"mine", "gossip.keys", "", "", ""},
+		{"insecure opt-out", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true"}, "", "", "", "", ""},
+		{"gossip off", []string{"--set", "gossip.key=", "--set", "gossip.enabled=false"}, "", "", "", "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,7 +78,9 @@ func TestGossipKeyRenders(t *testing.T) {
 				}
 				eq(t, "SIGLAKE_GOSSIP_KEY_FILE", env["SIGLAKE_GOSSIP_KEY_FILE"], filepath.Join(mount.MountPath, c.file))
 			}
+			// No label unless asked for: a label on a running release would split it on upgrade.
 			eq(t, "SIGLAKE_GOSSIP_CLUSTER_LABEL", env["SIGLAKE_GOSSIP_CLUSTER_LABEL"], c.label)
+			eq(t, "SIGLAKE_GOSSIP_KEY_MIGRATION", env["SIGLAKE_GOSSIP_KEY_MIGRATION"], c.migration)
 			if c.created == "" {
 				if len(r.secrets) != 0 {
 					t.Fatalf("the chart created %d Secrets, want none", len(r.secrets))
@@ -116,7 +119,9 @@ func TestGossipKeyRenderFailures(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"gossip on without a key", []string{"--set", "gossip.key="}, []string{"without an encryption key", "gossip.keySecret.name", "gossip.key=", "gossip.insecureNoKey=true"}},
+		{"gossip on without a key", []string{"--set", "gossip.key="}, []string{"without an encryption key", "kubectl create secret", "gossip.keySecret.name", "--reuse-values", "gossip.keyMigration", "gossip.insecureNoKey=true"}},
+		{"key migration without a key", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true", "--set", "gossip.keyMigration=accept"}, []string{"gossip.keyMigration needs a key"}},
+		{"unknown key migration step", []string{"--set", "gossip.keyMigration=both"}, []string{"keyMigration", "accept", "send"}},
 		{"not base64", []string{"--set", "gossip.key=not-a-key"}, []string{"gossip.key", "line 1", "not a base64 key of 16, 24 or 32 bytes"}},
 		{"wrong size", []string{"--set", "gossip.key=" + base64.StdEncoding.EncodeToString(make([]byte, 20))}, []string{"gossip.key", "16, 24 or 32 bytes", "20 bytes"}},
 		{"second line bad", []string{"--set-string", "gossip.key=" + testGossipKey + "\n" + badKeyLine}, []string{"gossip.key: line 2", "16, 24 or 32 bytes", "not base64"}},
