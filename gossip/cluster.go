@@ -344,6 +344,9 @@ type Stats struct {
 	RefusedKey   uint64 `json:"refused_key"`
 	// Keys is the number of encryption keys accepted (0: plaintext gossip).
 	Keys int `json:"keys"`
+	// PrimaryKey is the fingerprint of the key sent with ("" without
+	// encryption): KeyFingerprint, never the key.
+	PrimaryKey string `json:"primary_key,omitempty"`
 }
 
 // Stats returns a snapshot of the counters.
@@ -380,7 +383,8 @@ func (c *Cluster) Stats() Stats {
 		s.RefusedLabel = c.mlLog.refusedLabel.Load()
 		s.RefusedKey = c.mlLog.refusedKey.Load()
 	}
-	s.Keys = c.Keys().Keys
+	ks := c.Keys()
+	s.Keys, s.PrimaryKey = ks.Keys, ks.Primary
 	return s
 }
 
@@ -740,26 +744,30 @@ func (e *events) NotifyConflict(existing, other *memberlist.Node) {
 //
 // Once peers have accepted us (established: a whole hold window with peers
 // and no conflict), a claim of our name from another address comes from a
-// newer process, which peers refuse while we are alive: it must not hold us,
-// or any process that reaches the gossip port could keep us idle for as long
-// as it keeps claiming our name.
+// newer process, which peers refuse while we are alive: a passing claim must
+// not hold us, or any keyed process could keep us idle at will. But claims
+// that go on for longer than a hold window mean peers took the other process
+// (we were frozen, declared dead and replaced): then we hold too, rather
+// than own our tables beside the replacement (view.selfConflict).
 func (c *Cluster) conflict(name, known, claimed string) {
 	self := name == c.cfg.NodeName
 	c.mu.Lock()
 	c.v.conflicts++
 	var hold time.Duration
-	established := false
+	held, established := false, false
 	if self {
 		hold = conflictHold(c.cfg, c.v.aliveCount())
-		now := c.now()
-		if established = c.v.established(now, hold); !established {
-			c.v.hold(now.Add(hold))
-		}
+		held, established = c.v.selfConflict(c.now(), hold)
 	}
 	c.mu.Unlock()
-	if self && established {
+	if self && established && !held {
 		c.log.Warn("gossip: another process claims this member's name from another address; peers keep this one, and so does this process",
 			zap.String("member", name), zap.String("this_addr", known), zap.String("other_addr", claimed))
+		return
+	}
+	if self && established {
+		c.log.Warn("gossip: another process has claimed this member's name for longer than a hold window, so peers took it; owning nothing while the claims go on",
+			zap.String("member", name), zap.String("this_addr", known), zap.String("other_addr", claimed), zap.Duration("hold", hold))
 		return
 	}
 	if self { // known is this process's own address here
