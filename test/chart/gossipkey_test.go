@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,7 @@ func TestGossipKeyRenders(t *testing.T) {
 				// Secret files are root's; the image runs as uid 65532, and a pod built with the
 				// volumes helper may have no fsGroup: the file must be readable by others.
 				if m := vol.Secret.DefaultMode; m == nil || *m&0o004 == 0 {
-					t.Fatalf("key volume mode %#o: the sidecar (uid 65532, maybe without fsGroup) cannot read it", vol.Secret.DefaultMode)
+					t.Fatalf("key volume mode %s: the sidecar (uid 65532, maybe without fsGroup) cannot read it", modeString(m))
 				}
 				if mount == nil || !mount.ReadOnly || mount.SubPath != "" {
 					t.Fatalf("key mount %+v: want a read-only directory mount (a subPath mount never sees a rotation)", mount)
@@ -148,4 +149,11 @@ func TestGossipKeyRenderFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+func modeString(m *int32) string {
+	if m == nil {
+		return "unset"
+	}
+	return fmt.Sprintf("%#o", *m)
 }
