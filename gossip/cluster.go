@@ -116,8 +116,10 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 	mc.Logger = mlLog
 	mc.Label = cfg.Label
 	if len(keys) > 0 {
-		// memberlist's defaults already refuse unencrypted packets and
-		// streams once a keyring is set (GossipVerifyIncoming/Outgoing).
+		// memberlist's defaults refuse unencrypted packets and streams once
+		// a keyring is set; a key migration relaxes that for one step.
+		mc.GossipVerifyIncoming = cfg.KeyMigration == ""
+		mc.GossipVerifyOutgoing = cfg.KeyMigration != KeyMigrationAccept
 		kr, err := memberlist.NewKeyring(keys[1:], keys[0])
 		if err != nil {
 			_ = c.tr.Shutdown()
@@ -156,6 +158,7 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 		zap.Strings("roles", cfg.Roles),
 		zap.Duration("settle", cfg.SettlePeriod),
 		zap.String("cluster_label", cfg.Label),
+		zap.String("key_migration", cfg.KeyMigration),
 		zap.Int("keys", len(keys)),
 		zap.String("primary_key", c.Keys().Primary))
 	if len(cfg.Join) > 0 {
@@ -341,6 +344,9 @@ type Stats struct {
 	RefusedKey   uint64 `json:"refused_key"`
 	// Keys is the number of encryption keys accepted (0: plaintext gossip).
 	Keys int `json:"keys"`
+	// PrimaryKey is the fingerprint of the key sent with ("" without
+	// encryption): KeyFingerprint, never the key.
+	PrimaryKey string `json:"primary_key,omitempty"`
 }
 
 // Stats returns a snapshot of the counters.
@@ -377,7 +383,8 @@ func (c *Cluster) Stats() Stats {
 		s.RefusedLabel = c.mlLog.refusedLabel.Load()
 		s.RefusedKey = c.mlLog.refusedKey.Load()
 	}
-	s.Keys = c.Keys().Keys
+	ks := c.Keys()
+	s.Keys, s.PrimaryKey = ks.Keys, ks.Primary
 	return s
 }
 
@@ -421,7 +428,7 @@ func (c *Cluster) Status() Status {
 		ViewSince:    c.v.changedAt,
 		JoinPending:  c.v.joinPending,
 		HeldUntil:    c.v.heldUntil,
-		Refused:      c.v.refused && c.v.peerCount() == 0,
+		Refused:      c.v.refused && !c.v.sawPeer && c.v.peerCount() == 0,
 		ClusterLabel: c.cfg.Label,
 		Encryption:   c.Keys(),
 		Members:      c.v.memberList(),
@@ -589,6 +596,10 @@ func (c *Cluster) rejoin() {
 	c.joinAttempts.Add(uint64(len(targets) + failed))
 	c.joinFailures.Add(uint64(failed))
 	if len(targets) == 0 {
+		// Nothing was tried, so nothing refused this process.
+		c.mu.Lock()
+		c.v.refused = false
+		c.mu.Unlock()
 		return
 	}
 	select {
@@ -596,15 +607,16 @@ func (c *Cluster) rejoin() {
 		return
 	default:
 	}
-	dials := c.tr.dials.Load()
 	n, err := c.ml.Join(targets)
 	c.joinFailures.Add(uint64(len(targets) - n))
-	// Connections opened yet no join: the peers refused this process. While
-	// it sees no peer it is then outside the cluster (wrong key or label),
-	// and must not own every table as a member that is merely alone does.
-	refused := n == 0 && c.tr.dials.Load() > dials
+	// Refused only on a peer's answer that says so: a connection that opens
+	// proves nothing (a hung peer, a proxy that accepts every connect, a
+	// reused address). And only while this process has never seen a peer: one
+	// that was once in the cluster and now reaches nobody is alone and owns
+	// every table.
 	c.mu.Lock()
 	was := c.v.refused
+	refused := n == 0 && !c.v.sawPeer && joinRefused(err)
 	c.v.refused = refused
 	alone := c.v.peerCount() == 0
 	c.mu.Unlock()
@@ -620,6 +632,19 @@ func (c *Cluster) rejoin() {
 		return
 	}
 	c.log.Info("gossip joined", zap.Int("reached", n), zap.Strings("targets", targets))
+}
+
+// joinRefused reports whether a failed Join's error carries a peer's
+// refusal. A peer that cannot read our push/pull (another key, or one side
+// unencrypted) answers with an error that our side reports in keyError()'s
+// words; a peer with another label closes the stream unanswered, which
+// reads as EOF. A timeout (a hung peer) or a refused connect is no refusal.
+func joinRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return keyError(msg) || strings.Contains(msg, "EOF")
 }
 
 // resolveJoin turns the join list into ip:port strings. A DNS name yields
@@ -719,26 +744,30 @@ func (e *events) NotifyConflict(existing, other *memberlist.Node) {
 //
 // Once peers have accepted us (established: a whole hold window with peers
 // and no conflict), a claim of our name from another address comes from a
-// newer process, which peers refuse while we are alive: it must not hold us,
-// or any process that reaches the gossip port could keep us idle for as long
-// as it keeps claiming our name.
+// newer process, which peers refuse while we are alive: a passing claim must
+// not hold us, or any keyed process could keep us idle at will. But claims
+// that go on for longer than a hold window mean peers took the other process
+// (we were frozen, declared dead and replaced): then we hold too, rather
+// than own our tables beside the replacement (view.selfConflict).
 func (c *Cluster) conflict(name, known, claimed string) {
 	self := name == c.cfg.NodeName
 	c.mu.Lock()
 	c.v.conflicts++
 	var hold time.Duration
-	established := false
+	held, established := false, false
 	if self {
 		hold = conflictHold(c.cfg, c.v.aliveCount())
-		now := c.now()
-		if established = c.v.established(now, hold); !established {
-			c.v.hold(now.Add(hold))
-		}
+		held, established = c.v.selfConflict(c.now(), hold)
 	}
 	c.mu.Unlock()
-	if self && established {
+	if self && established && !held {
 		c.log.Warn("gossip: another process claims this member's name from another address; peers keep this one, and so does this process",
 			zap.String("member", name), zap.String("this_addr", known), zap.String("other_addr", claimed))
+		return
+	}
+	if self && established {
+		c.log.Warn("gossip: another process has claimed this member's name for longer than a hold window, so peers took it; owning nothing while the claims go on",
+			zap.String("member", name), zap.String("this_addr", known), zap.String("other_addr", claimed), zap.Duration("hold", hold))
 		return
 	}
 	if self { // known is this process's own address here

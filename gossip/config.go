@@ -12,6 +12,12 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
+// The steps of Config.KeyMigration.
+const (
+	KeyMigrationAccept = "accept"
+	KeyMigrationSend   = "send"
+)
+
 // DefaultPort is the gossip port (TCP and UDP) when none is given, the
 // port memberlist and Serf use by convention.
 const DefaultPort = 7946
@@ -110,6 +116,13 @@ type Config struct {
 	// merge. Default "": such members talk only to members without a label.
 	// At most 255 bytes.
 	Label string
+	// KeyMigration brings keys to a cluster that runs without them, one
+	// rolling restart per step, as Consul does: KeyMigrationAccept sends
+	// plaintext and accepts both (every member gets the key), then
+	// KeyMigrationSend sends encrypted and still accepts plaintext (every
+	// member sends encrypted), then "" refuses plaintext. Without Keys,
+	// gossip is plaintext anyway.
+	KeyMigration string
 
 	// Disabled runs no gossip at all: no port is bound, the process is the
 	// only member and owns every table when it has the maintenance role.
@@ -166,6 +179,11 @@ func (c Config) Validate() error {
 		if l := len(k); l != 16 && l != 24 && l != 32 {
 			errs = append(errs, fmt.Errorf("gossip key %d is %d bytes (SIGLAKE_GOSSIP_KEY_FILE): accepted: %s", i+1, l, KeysAccepted))
 		}
+	}
+	switch c.KeyMigration {
+	case "", KeyMigrationAccept, KeyMigrationSend:
+	default:
+		errs = append(errs, fmt.Errorf("key migration %q (SIGLAKE_GOSSIP_KEY_MIGRATION): accepted: %q, %q or empty", c.KeyMigration, KeyMigrationAccept, KeyMigrationSend))
 	}
 	if len(c.Label) > memberlist.LabelMaxSize {
 		errs = append(errs, fmt.Errorf("cluster label is %d bytes (SIGLAKE_GOSSIP_CLUSTER_LABEL): accepted: at most %d", len(c.Label), memberlist.LabelMaxSize))

@@ -2,8 +2,11 @@ package gossip
 
 import (
 	"log"
+	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -22,20 +25,46 @@ type zapWriter struct {
 	// refused for another cluster label or a key it lacks: what an outsider
 	// trying to join looks like (docs/gossip.md).
 	refusedLabel, refusedKey atomic.Uint64
+	// Each refusal is one line from memberlist, so a keyless sender flooding
+	// UDP would turn every packet into an error line; refusals log at debug,
+	// plus one warn summary per source and refusalSummaryEvery.
+	mu      sync.Mutex
+	sources map[string]*refusalSource
+	now     func() time.Time
+}
+
+// refusalSummaryEvery is the least time between two refusal summaries for
+// one source address.
+const refusalSummaryEvery = time.Minute
+
+// maxRefusalSources bounds the sources tracked (spoofed UDP sources are
+// free); past it, refusals share one entry.
+const maxRefusalSources = 256
+
+type refusalSource struct {
+	last       time.Time // of the last summary
+	label, key uint64    // refusals since it
 }
 
 func newMemberlistLogger(l *zap.Logger) (*log.Logger, *zapWriter) {
-	w := &zapWriter{log: l.Named("memberlist")}
+	w := &zapWriter{log: l.Named("memberlist"), sources: map[string]*refusalSource{}, now: time.Now}
 	return log.New(w, "", 0), w
 }
 
 func (w *zapWriter) Write(p []byte) (int, error) {
 	level, msg := parseMemberlistLine(string(p))
-	switch refusal(msg) {
+	reason := refusal(msg)
+	switch reason {
 	case "label":
 		w.refusedLabel.Add(1)
 	case "key":
 		w.refusedKey.Add(1)
+	}
+	if reason != "" {
+		level = zapcore.DebugLevel
+		if !w.closing.Load() {
+			w.summarise(reason, msg)
+		}
 	}
 	if w.closing.Load() {
 		level = zapcore.DebugLevel
@@ -44,6 +73,64 @@ func (w *zapWriter) Write(p []byte) (int, error) {
 		ce.Write()
 	}
 	return len(p), nil
+}
+
+// summarise counts a refusal against its source and logs a warn summary of
+// that source's refusals when its last one is refusalSummaryEvery old (the
+// first refusal from a source is summarised at once).
+func (w *zapWriter) summarise(reason, msg string) {
+	src := refusalFrom(msg)
+	now := w.now()
+	w.mu.Lock()
+	s := w.sources[src]
+	if s == nil {
+		if len(w.sources) >= maxRefusalSources {
+			for k, o := range w.sources {
+				if now.Sub(o.last) >= refusalSummaryEvery {
+					delete(w.sources, k)
+				}
+			}
+		}
+		if len(w.sources) >= maxRefusalSources {
+			src = "other"
+			s = w.sources[src]
+		}
+		if s == nil {
+			s = &refusalSource{}
+			w.sources[src] = s
+		}
+	}
+	if reason == "label" {
+		s.label++
+	} else {
+		s.key++
+	}
+	if !s.last.IsZero() && now.Sub(s.last) < refusalSummaryEvery {
+		w.mu.Unlock()
+		return
+	}
+	label, key, since := s.label, s.key, s.last
+	s.label, s.key, s.last = 0, 0, now
+	w.mu.Unlock()
+	fields := []zap.Field{zap.String("from", src), zap.Uint64("label", label), zap.Uint64("key", key), zap.String("last", msg)}
+	if !since.IsZero() {
+		fields = append(fields, zap.Duration("over", now.Sub(since)))
+	}
+	w.log.Warn("gossip refused packets or streams from a sender without this cluster's key or label (counted in siglake_gossip_refused_total; each at debug)", fields...)
+}
+
+// refusalFrom returns the host of memberlist's "from=ip:port" suffix (the
+// port changes with each stream), or "unknown".
+func refusalFrom(msg string) string {
+	i := strings.LastIndex(msg, "from=")
+	if i < 0 {
+		return "unknown"
+	}
+	a := strings.TrimSpace(msg[i+len("from="):])
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
 }
 
 // parseMemberlistLine extracts the level tag and the message. Lines without

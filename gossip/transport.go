@@ -17,9 +17,6 @@ type countingTransport struct {
 	inner *memberlist.NetTransport
 
 	sent, recv atomic.Uint64
-	// dials counts connections opened to peers: a join that opened one and
-	// still failed was refused by the peer (key or label), not unreachable.
-	dials atomic.Uint64
 
 	packetCh chan *memberlist.Packet
 	streamCh chan net.Conn
@@ -106,7 +103,6 @@ func (t *countingTransport) DialTimeout(addr string, timeout time.Duration) (net
 	if err != nil {
 		return nil, err
 	}
-	t.dials.Add(1)
 	return &countingConn{Conn: c, t: t}, nil
 }
 
@@ -115,7 +111,6 @@ func (t *countingTransport) DialAddressTimeout(addr memberlist.Address, timeout 
 	if err != nil {
 		return nil, err
 	}
-	t.dials.Add(1)
 	return &countingConn{Conn: c, t: t}, nil
 }
 

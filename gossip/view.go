@@ -94,8 +94,12 @@ type view struct {
 	// others). conflicts counts name conflicts seen, about any member.
 	heldUntil time.Time
 	conflicts uint64
-	// refused is set while the last join attempt reached peers that all
-	// refused this process (another key or cluster label): it is outside
+	// selfConflictSince starts the current run of claims of this process's
+	// name from another address while it is established; lastSelfConflict
+	// is the latest of them. A run ends after a hold window without one.
+	selfConflictSince, lastSelfConflict time.Time
+	// refused is set while the last join attempt of a process that never
+	// saw a peer got a refusal (another key or cluster label): it is outside
 	// the cluster, not alone, and owns nothing while it sees no peer.
 	refused bool
 
@@ -255,11 +259,38 @@ func (v *view) established(now time.Time, window time.Duration) bool {
 	return v.sawPeer && !v.joinPending && !now.Before(v.heldUntil) && !now.Before(v.peerSince.Add(window))
 }
 
+// selfConflict records a claim of this process's name from another
+// address and reports whether it holds this process (and whether it was
+// established). A process that is not established holds for window from
+// each claim: it is the newer one, which peers have not accepted yet. An
+// established one ignores a passing claim (a newer process that peers
+// refuse while this one is alive), but holds once the claims have gone on
+// for longer than window: peers have then accepted the other process (this
+// one was frozen, declared dead and replaced at a new address), and two
+// owners of its tables would run side by side.
+func (v *view) selfConflict(now time.Time, window time.Duration) (held, established bool) {
+	established = v.established(now, window)
+	if !established {
+		v.hold(now.Add(window))
+		v.selfConflictSince, v.lastSelfConflict = time.Time{}, time.Time{}
+		return true, false
+	}
+	if v.lastSelfConflict.IsZero() || now.Sub(v.lastSelfConflict) > window {
+		v.selfConflictSince = now
+	}
+	v.lastSelfConflict = now
+	if now.Sub(v.selfConflictSince) > window {
+		v.hold(now.Add(window))
+		return true, true
+	}
+	return false, true
+}
+
 // localMayAct reports whether this process may act on a lease it owns:
 // it is not leaving, has finished its first join, is not held, the lease
 // has settled, and it is not refused by the peers it tries to join.
 func (v *view) localMayAct(now time.Time, l *Lease) bool {
-	if v.refused && v.peerCount() == 0 {
+	if v.refused && !v.sawPeer && v.peerCount() == 0 {
 		return false
 	}
 	return !v.leaving && !v.joinPending && !now.Before(v.heldUntil) && !now.Before(l.ActiveFrom)

@@ -271,3 +271,55 @@ func TestViewSetCatalogMovesLeases(t *testing.T) {
 		t.Fatalf("candidates %v after a stale self update, want [a b]", c)
 	}
 }
+
+// TestViewEstablishedHoldsOnLastingSelfConflict: an established process
+// ignores a passing claim of its name from another address, but when the
+// claims go on for longer than a hold window (it was frozen, declared dead
+// and replaced at a new address, then resumed) it stops owning, rather than
+// act beside the replacement; once the claims stop it owns again.
+func TestViewEstablishedHoldsOnLastingSelfConflict(t *testing.T) {
+	const window = 30 * time.Second
+	v := newView(alive("a", both()...), 0, false, true, t0)
+	v.joinDone(t0)
+	v.observe(t0, alive("b", both()...))
+	var tb string
+	for _, c := range tableNames(50) {
+		if v.track(c).Owner == "a" {
+			tb = c
+			break
+		}
+	}
+	start := t0.Add(window + time.Second)
+	if !v.owns(start, tb) {
+		t.Fatal("established process does not own its table")
+	}
+	// A passing claim (a newer process that peers refuse): no hold.
+	if held, est := v.selfConflict(start, window); held || !est {
+		t.Fatalf("a passing claim: held %v established %v", held, est)
+	}
+	if !v.owns(start.Add(time.Second), tb) {
+		t.Fatal("a passing claim holds an established process")
+	}
+	// Claims every 5 s from start+2*window on (a new run, after a gap of
+	// more than a window), for longer than a window.
+	run := start.Add(2 * window)
+	var at time.Time
+	for i := 0; ; i++ {
+		at = run.Add(time.Duration(i) * 5 * time.Second)
+		held, _ := v.selfConflict(at, window)
+		if at.Sub(run) <= window {
+			if held || !v.owns(at, tb) {
+				t.Fatalf("held %s into the claims, within a window", at.Sub(run))
+			}
+			continue
+		}
+		if !held || v.owns(at, tb) {
+			t.Fatalf("claims for %s (longer than the %s window) and still owning", at.Sub(run), window)
+		}
+		break
+	}
+	// The claims stop: the hold ends a window after the last.
+	if v.owns(at.Add(window-time.Second), tb) || !v.owns(at.Add(window), tb) {
+		t.Fatal("hold does not end a window after the last claim")
+	}
+}

@@ -224,8 +224,12 @@ type Config struct {
 	// can join; the process warns at start. Re-read while running so a rotation needs no restart.
 	GossipKeyFile string
 	// GossipClusterLabel is put on every gossip packet; members refuse other labels. Default empty
-	// (--gossip-cluster-label); the chart sets the release name, so two releases never merge.
+	// (--gossip-cluster-label), in the chart too: adding it splits a running cluster.
 	GossipClusterLabel string
+	// GossipKeyMigration is a step of bringing keys to a keyless cluster: accept (send plaintext,
+	// accept both), send (send encrypted, accept both). Default empty (--gossip-key-migration):
+	// plaintext refused.
+	GossipKeyMigration string
 	// GossipSettle is how long a member's view must be stable before it acts as a table's owner.
 	// Default 5 s (--gossip-settle-secs): a joining view converges first (docs/gossip.md).
 	GossipSettle time.Duration
@@ -583,8 +587,18 @@ func Options() []Option {
 			"File of gossip encryption keys (mount it from a Secret): base64 keys of 16, 24 or 32 bytes, one per line; the first is sent with, all are accepted. Re-read every 5s, so a rotation (add the new key second, make it first, remove the old one) needs no restart (docs/gossip.md). Empty: plaintext gossip that any process reaching the port can join, with a warning at start.",
 			setString(func(c *Config) *string { return &c.GossipKeyFile })},
 		{"gossip-cluster-label", "SIGLAKE_GOSSIP_CLUSTER_LABEL", "", "gossip.clusterLabel",
-			"Label on every gossip packet; members refuse packets with another label (or none), so two clusters that reach each other never merge. At most 255 bytes. The chart's default is the release name.",
+			"Label on every gossip packet; members refuse packets with another label (or none), so two clusters that reach each other never merge. At most 255 bytes. Setting or changing it on a running cluster splits it until every member has it: set it on a new cluster (docs/operations.md).",
 			setString(func(c *Config) *string { return &c.GossipClusterLabel })},
+		{"gossip-key-migration", "SIGLAKE_GOSSIP_KEY_MIGRATION", "", "gossip.keyMigration",
+			"Bring a key to a cluster that gossips without one, one rolling restart per step, with --gossip-key-file set: accept (send plaintext, accept plaintext and encrypted), then send (send encrypted, accept both), then empty (plaintext refused). Accepted: accept, send or empty (docs/operations.md).",
+			func(c *Config, v string) error {
+				switch v {
+				case "", gossip.KeyMigrationAccept, gossip.KeyMigrationSend:
+					c.GossipKeyMigration = v
+					return nil
+				}
+				return fmt.Errorf("accepted: %s, %s or empty", gossip.KeyMigrationAccept, gossip.KeyMigrationSend)
+			}},
 		{"gossip-settle-secs", "SIGLAKE_GOSSIP_SETTLE_SECS", "5", "",
 			"A member acts as a table's owner only after its membership view was stable this long.",
 			setSeconds(func(c *Config) *time.Duration { return &c.GossipSettle })},
@@ -999,6 +1013,10 @@ func GossipConfig(c Config, httpAddr, version string) (gc gossip.Config, ok bool
 	}
 	gc.Version, gc.HTTPAddr = version, httpAddr
 	gc.Label = c.GossipClusterLabel
+	gc.KeyMigration = c.GossipKeyMigration
+	if c.GossipKeyMigration != "" && c.GossipKeyFile == "" {
+		return gc, false, fmt.Errorf("--gossip-key-migration / SIGLAKE_GOSSIP_KEY_MIGRATION %q needs a key: set --gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE", c.GossipKeyMigration)
+	}
 	gc.SettlePeriod = c.GossipSettle
 	gc.RejoinInterval = c.GossipRejoin
 	gc.ProbeInterval = c.GossipProbeInterval

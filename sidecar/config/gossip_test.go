@@ -47,3 +47,26 @@ func TestGossipKeyFileAndLabel(t *testing.T) {
 		t.Fatalf("a 256-byte label: %v, want an error naming SIGLAKE_GOSSIP_CLUSTER_LABEL", err)
 	}
 }
+
+func TestGossipKeyMigrationOption(t *testing.T) {
+	env := map[string]string{"SIGLAKE_GOSSIP_BIND": "127.0.0.1:0", "SIGLAKE_GOSSIP_KEY_FILE": "/keys", "SIGLAKE_GOSSIP_KEY_MIGRATION": "accept"}
+	c, err := Load(nil, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gc, _, err := GossipConfig(c, "", ""); err != nil || gc.KeyMigration != "accept" {
+		t.Fatalf("GossipConfig: migration %q, %v", gc.KeyMigration, err)
+	}
+	c, err = Load([]string{"--gossip-key-migration", "send"}, func(k string) string { return env[k] })
+	if err != nil || c.GossipKeyMigration != "send" {
+		t.Fatalf("flag: %q, %v", c.GossipKeyMigration, err)
+	}
+	env["SIGLAKE_GOSSIP_KEY_MIGRATION"] = "both"
+	if _, err := Load(nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "SIGLAKE_GOSSIP_KEY_MIGRATION") || !strings.Contains(err.Error(), "accept, send or empty") {
+		t.Fatalf("unknown step: %v, want the option and what is accepted", err)
+	}
+	env["SIGLAKE_GOSSIP_KEY_MIGRATION"], env["SIGLAKE_GOSSIP_KEY_FILE"] = "send", ""
+	if _, err := Load(nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "SIGLAKE_GOSSIP_KEY_FILE") {
+		t.Fatalf("migration without a key: %v, want an error naming the key file", err)
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -68,5 +70,42 @@ func TestWatchKeysRotates(t *testing.T) {
 	wait(gossip.KeyState{Keys: 1, Primary: gossip.KeyFingerprint(newKey)})
 	if n := logs.FilterMessage("gossip keys reloaded").Len(); n != 3 {
 		t.Fatalf("%d reloads logged, want 3", n)
+	}
+}
+
+// TestPrimaryKeyMetric: the fingerprint of the key sent with is exported, so the switch step of a
+// rotation can be checked on every pod; the key itself never is.
+func TestPrimaryKeyMetric(t *testing.T) {
+	key := bytes.Repeat([]byte{5}, 32)
+	cfg := gossip.DefaultConfig()
+	cfg.NodeName, cfg.BindAddr, cfg.BindPort, cfg.Keys = "metric", "127.0.0.1", 0, [][]byte{key}
+	c, err := gossip.Start(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(Collector(c))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fams {
+		if f.GetName() != "siglake_gossip_primary_key_info" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				got = append(got, l.GetName()+"="+l.GetValue())
+			}
+		}
+	}
+	want := "fingerprint=" + gossip.KeyFingerprint(key)
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("siglake_gossip_primary_key_info labels %v, want [%s]", got, want)
+	}
+	if strings.Contains(want, base64.StdEncoding.EncodeToString(key)) || len(gossip.KeyFingerprint(key)) != 16 {
+		t.Fatalf("fingerprint %q is not 8 bytes of hex", want)
 	}
 }

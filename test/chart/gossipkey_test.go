@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,15 +45,16 @@ func TestGossipKeyRenders(t *testing.T) {
 		args []string
 		// secret is the Secret mounted ("" none); created, whether the chart renders it, with file.
 		secret, file, created string
-		label                 string
+		label, migration      string
 	}{
-		{"key from values", nil, releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", releaseName},
+		{"key from values", nil, releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", "", ""},
+		{"key migration step", []string{"--set", "gossip.keyMigration=accept"}, releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", "", "accept"},
 		{"several keys from values, first sends", []string{"--set-string", "gossip.key=" + k2 + "\n" + k1, "--set", "gossip.clusterLabel=blue"},
-			releaseName + "-siglake-compactor-gossip", "keys", k2 + "\n" + k1 + "\n", "blue"},
+			releaseName + "-siglake-compactor-gossip", "keys", k2 + "\n" + k1 + "\n", "blue", ""},
 		{"existing Secret, which wins over gossip.key", []string{"--set", "gossip.keySecret.name=mine", "--set", "gossip.keySecret.key=gossip.keys"},
-			"mine", "gossip.keys", "", releaseName},
-		{"insecure opt-out", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true"}, "", "", "", releaseName},
-		{"gossip off", []string{"--set", "gossip.key=", "--set", "gossip.enabled=false"}, "", "", "", ""},
+			"mine", "gossip.keys", "", "", ""},
+		{"insecure opt-out", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true"}, "", "", "", "", ""},
+		{"gossip off", []string{"--set", "gossip.key=", "--set", "gossip.enabled=false"}, "", "", "", "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,12 +69,19 @@ func TestGossipKeyRenders(t *testing.T) {
 				if vol == nil || vol.Secret == nil || vol.Secret.SecretName != c.secret {
 					t.Fatalf("key volume %+v, want Secret %s", vol, c.secret)
 				}
+				// Secret files are root's; the image runs as uid 65532, and a pod built with the
+				// volumes helper may have no fsGroup: the file must be readable by others.
+				if m := vol.Secret.DefaultMode; m == nil || *m&0o004 == 0 {
+					t.Fatalf("key volume mode %s: the sidecar (uid 65532, maybe without fsGroup) cannot read it", modeString(m))
+				}
 				if mount == nil || !mount.ReadOnly || mount.SubPath != "" {
 					t.Fatalf("key mount %+v: want a read-only directory mount (a subPath mount never sees a rotation)", mount)
 				}
 				eq(t, "SIGLAKE_GOSSIP_KEY_FILE", env["SIGLAKE_GOSSIP_KEY_FILE"], filepath.Join(mount.MountPath, c.file))
 			}
+			// No label unless asked for: a label on a running release would split it on upgrade.
 			eq(t, "SIGLAKE_GOSSIP_CLUSTER_LABEL", env["SIGLAKE_GOSSIP_CLUSTER_LABEL"], c.label)
+			eq(t, "SIGLAKE_GOSSIP_KEY_MIGRATION", env["SIGLAKE_GOSSIP_KEY_MIGRATION"], c.migration)
 			if c.created == "" {
 				if len(r.secrets) != 0 {
 					t.Fatalf("the chart created %d Secrets, want none", len(r.secrets))
@@ -101,6 +110,9 @@ func TestGossipKeyRenders(t *testing.T) {
 // in these tests starts from.
 const testGossipKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
+// badKeyLine is a key of 24 bytes with one character lost.
+var badKeyLine = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef01234567"))[1:]
+
 func TestGossipKeyRenderFailures(t *testing.T) {
 	dir := chartDir(t)
 	cases := []struct {
@@ -108,9 +120,12 @@ func TestGossipKeyRenderFailures(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"gossip on without a key", []string{"--set", "gossip.key="}, []string{"without an encryption key", "gossip.keySecret.name", "gossip.key=", "gossip.insecureNoKey=true"}},
-		{"not base64", []string{"--set", "gossip.key=not-a-key"}, []string{"gossip.key", "not a base64 key of 16, 24 or 32 bytes"}},
-		{"wrong size", []string{"--set", "gossip.key=" + base64.StdEncoding.EncodeToString(make([]byte, 20))}, []string{"gossip.key", "16, 24 or 32 bytes"}},
+		{"gossip on without a key", []string{"--set", "gossip.key="}, []string{"without an encryption key", "kubectl create secret", "gossip.keySecret.name", "--reuse-values", "gossip.keyMigration", "gossip.insecureNoKey=true"}},
+		{"key migration without a key", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true", "--set", "gossip.keyMigration=accept"}, []string{"gossip.keyMigration needs a key"}},
+		{"unknown key migration step", []string{"--set", "gossip.keyMigration=both"}, []string{"keyMigration", "accept", "send"}},
+		{"not base64", []string{"--set", "gossip.key=not-a-key"}, []string{"gossip.key", "line 1", "not a base64 key of 16, 24 or 32 bytes"}},
+		{"wrong size", []string{"--set", "gossip.key=" + base64.StdEncoding.EncodeToString(make([]byte, 20))}, []string{"gossip.key", "16, 24 or 32 bytes", "20 bytes"}},
+		{"second line bad", []string{"--set-string", "gossip.key=" + testGossipKey + "\n" + badKeyLine}, []string{"gossip.key: line 2", "16, 24 or 32 bytes", "not base64"}},
 		{"label too long", []string{"--set", "gossip.clusterLabel=" + strings.Repeat("x", 256)}, []string{"clusterLabel"}},
 	}
 	for _, c := range cases {
@@ -124,6 +139,21 @@ func TestGossipKeyRenderFailures(t *testing.T) {
 					t.Errorf("failure does not mention %q:\n%v", w, err)
 				}
 			}
+			// A bad line may still be a key (one mistyped character): helm's output goes to CI
+			// logs, so it must not print it.
+			for _, secret := range []string{"not-a-key", badKeyLine, base64.StdEncoding.EncodeToString(make([]byte, 20))} {
+				_, msg, _ := strings.Cut(err.Error(), "Error:") // after helm's command line
+				if strings.Contains(msg, secret) {
+					t.Errorf("failure prints the key line %q:\n%v", secret, err)
+				}
+			}
 		})
 	}
+}
+
+func modeString(m *int32) string {
+	if m == nil {
+		return "unset"
+	}
+	return fmt.Sprintf("%#o", *m)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -230,13 +231,57 @@ func TestGossipOutsidersCannotJoin(t *testing.T) {
 	}
 
 	// Rotation, one member at a time as pods see an updated Secret, each step on every member
-	// before the next (the key file is re-read every 5 s).
-	for _, step := range [][]string{{oldKey, newKey}, {newKey, oldKey}, {newKey}} {
+	// before the next (the key file is re-read every 5 s), while ingest keeps writing (the drain
+	// and the gossip share the process).
+	var load []*exec.Cmd
+	var loadErr []*bytes.Buffer
+	for i, m := range keyed {
+		c := exec.Command(bin, "walgen", "--wal-dir", m.wal, "--stream", m.name, "--rows", "6000", "--rate", "200",
+			"--seed", fmt.Sprint(50+i), "--batch-rows", "200", "--segment-mb", "0.05", "--roll-age", "2s",
+			"--tables", strings.Join(securityTables, ","), "--json")
+		e := &bytes.Buffer{}
+		c.Stderr = e
+		loadErr = append(loadErr, e)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		load = append(load, c)
+	}
+	var primary []string // after each step, the one key every member sends with
+	for si, step := range [][]string{{oldKey, newKey}, {newKey, oldKey}, {newKey}} {
 		for _, m := range keyed {
 			writeKeys(t, keyFile(m), step...)
 			holdFor(t, keyed, 2*time.Second, fmt.Sprintf("rotation step %d keys on %s", len(step), m.name))
 		}
 		holdFor(t, keyed, 6*time.Second, fmt.Sprintf("after rotation step %v", len(step)))
+		// siglake_gossip_keys is 2 both before and after the switch: the fingerprint tells.
+		fps := map[string]int{}
+		for _, m := range keyed {
+			mt, err := scrapeMember(m.httpAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(mt), "\n") {
+				if strings.HasPrefix(line, "siglake_gossip_primary_key_info{") {
+					fps[line]++
+				}
+			}
+		}
+		if len(fps) != 1 {
+			t.Fatalf("after rotation step %d the members send with %d keys: %v", si+1, len(fps), fps)
+		}
+		for fp := range fps {
+			primary = append(primary, fp)
+		}
+	}
+	// Step 1 adds, step 2 switches (the fingerprint changes on every member), step 3 removes.
+	if primary[1] == primary[0] || primary[2] != primary[1] {
+		t.Fatalf("fingerprints sent with after each step: %v, want old, new, new", primary)
+	}
+	for i, c := range load {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("walgen during the rotation: %v: %s", err, loadErr[i])
+		}
 	}
 	for _, m := range keyed {
 		mt, err := scrapeMember(m.httpAddr)

@@ -177,11 +177,25 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ printf "0.0.0.0:%d" (int $v.gossip.port) | quote }}
 - name: SIGLAKE_GOSSIP_ADVERTISE
   value: {{ printf "$(POD_IP):%d" (int $v.gossip.port) | quote }}
+{{- with $v.gossip.clusterLabel }}
 - name: SIGLAKE_GOSSIP_CLUSTER_LABEL
-  value: {{ include "siglake-compactor.gossipLabel" . | quote }}
+  value: {{ . | quote }}
+{{- end }}
 {{- with include "siglake-compactor.gossipKeySecret" . }}
 - name: SIGLAKE_GOSSIP_KEY_FILE
   value: {{ printf "/etc/siglake/gossip/%s" (include "siglake-compactor.gossipKeyItem" $) | quote }}
+{{- with $v.gossip.keyMigration }}
+- name: SIGLAKE_GOSSIP_KEY_MIGRATION
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- with $v.gossip.keyMigration }}
+{{- if not (has . (list "accept" "send")) }}
+{{- fail (printf "gossip.keyMigration %q: accepted: accept, send or empty (docs/operations.md \"Gossip key\")" .) }}
+{{- end }}
+{{- if not (include "siglake-compactor.gossipKeySecret" $) }}
+{{- fail "gossip.keyMigration needs a key: gossip.keySecret.name or gossip.key" }}
+{{- end }}
 {{- end }}
 {{- with include "siglake-compactor.gossipJoin" . }}
 - name: SIGLAKE_GOSSIP_JOIN
@@ -497,7 +511,7 @@ gossip.insecureNoKey: without a key any process that reaches the port joins (doc
 {{- else if $g.key }}
 {{- printf "%s-gossip" (include "siglake-compactor.fullname" .) }}
 {{- else if not $g.insecureNoKey }}
-{{- fail "gossip is on without an encryption key, so any process that reaches the gossip port could join and take table leases. Give one: --set gossip.keySecret.name=<Secret with the key file under gossip.keySecret.key> (kubectl create secret generic siglake-gossip --from-literal=keys=$(head -c 32 /dev/urandom | base64)), or --set gossip.key=$(head -c 32 /dev/urandom | base64) for the chart to create the Secret; gossip.insecureNoKey=true runs without one (test clusters only). docs/gossip.md" }}
+{{- fail "gossip is on without an encryption key, so any process that reaches the gossip port could join and take table leases. Create a Secret once and name it: kubectl create secret generic siglake-gossip --from-literal=keys=$(head -c 32 /dev/urandom | base64), then --set gossip.keySecret.name=siglake-gossip (a key given with --set gossip.key must be the same on every upgrade: keep it in your values file or use --reuse-values). A release that ran without a key adds one in steps (gossip.keyMigration, docs/operations.md \"Gossip key\"); gossip.insecureNoKey=true runs without one (test clusters only). docs/gossip.md" }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -508,7 +522,9 @@ gossip.insecureNoKey: without a key any process that reaches the port joins (doc
 - name: siglake-gossip-key
   secret:
     secretName: {{ . | quote }}
-    defaultMode: 0400
+    {{- /* 0444: Secret files are root's and the image runs as uid 65532, so a pod without fsGroup
+    could not read 0400; the key's secrecy is the Secret's RBAC and the pod boundary. */}}
+    defaultMode: 0444
 {{- end }}
 {{- end }}
 
@@ -517,7 +533,3 @@ gossip.insecureNoKey: without a key any process that reaches the port joins (doc
 {{- if .Values.gossip.keySecret.name }}{{ .Values.gossip.keySecret.key }}{{ else }}keys{{ end }}
 {{- end }}
 
-{{/* The gossip cluster label: gossip.clusterLabel, else the release name. */}}
-{{- define "siglake-compactor.gossipLabel" -}}
-{{- .Values.gossip.clusterLabel | default .Release.Name }}
-{{- end }}
