@@ -381,6 +381,7 @@ func (p *Process) newDrain(l *lake.Lake) *drain.Drain {
 		Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
 	if p.memory != nil {
 		d.Reserve = p.memory.For(membudget.LoopDrain).Reserve
+		d.MemoryLimit = p.memory.Limit()
 	}
 	return d
 }

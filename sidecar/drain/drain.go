@@ -56,6 +56,10 @@ type Drain struct {
 	// its segments are read, and waits while the budget is spent; release gives it back. nil
 	// takes none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
+	// MemoryLimit is the size of the budget Reserve takes from (0: none). A reservation is capped
+	// at it, so a segment that needs more is quarantined as oversize before it is read, a batch is
+	// cut where its segments stop fitting, and decoding is capped at the batch's share.
+	MemoryLimit int64
 
 	// BacklogEvery is how often the backlog gauges are refreshed while a batch runs (its write
 	// and its commit can take long: a catalog that holds the commit until its deadline); 0 is 1 s.
@@ -449,16 +453,37 @@ const batchMemoryFactor = 2
 // records are allocated beside its file bytes, so sizing by the file alone under-reserves it.
 func BatchMemory(segBytes, extra int64) int64 { return batchMemoryFactor * (segBytes + extra) }
 
-// batchMemory is BatchMemory for b, reading the segments' IPC metadata for their decoded size.
-// A segment whose metadata cannot be read counts by its file size (the read will report it).
-func batchMemory(b batch) int64 {
-	var extra int64
+// fitBudget returns b cut to what the memory budget holds and its share (BatchMemory of its
+// segments, from their IPC metadata; a segment whose metadata cannot be read counts by its file
+// size, and the read reports it). The reservation is capped at the budget, so a segment whose
+// share alone is above it would be decoded past the budget (a small zstd segment of repeated
+// values can decode to gigabytes): it is quarantined as oversize without reading its body. The
+// segments after the first that does not fit beside the others wait for a later batch.
+func (d *Drain) fitBudget(b batch) (batch, int64) {
+	limit := d.MemoryLimit
+	var share, bytes int64
+	kept := b.segs[:0:0]
 	for _, s := range b.segs {
-		if n, err := localwal.DecodedSize(s.Path); err == nil {
-			extra += n
+		extra, err := localwal.DecodedSize(s.Path)
+		if err != nil {
+			extra = 0
 		}
+		need := BatchMemory(s.Size, extra)
+		if limit > 0 && need > limit {
+			d.quarantine(b.dir, s, localwal.ReasonOversize, fmt.Errorf(
+				"%d bytes on disk decode to %d more, a batch share of %d bytes, above the process memory budget of %d bytes (--memory-budget-bytes / SIGLAKE_MEMORY_BUDGET_BYTES); not read",
+				s.Size, extra, need, limit))
+			continue
+		}
+		if limit > 0 && len(kept) > 0 && share+need > limit {
+			break // in order: a later segment must not commit (move the mark) before this one
+		}
+		kept = append(kept, s)
+		share += need
+		bytes += s.Size
 	}
-	return BatchMemory(b.bytes, extra)
+	b.segs, b.bytes = kept, bytes
+	return b, share
 }
 
 // loaded is a decoded segment of a batch.
@@ -492,12 +517,16 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
+	b, share := d.fitBudget(b)
+	if len(b.segs) == 0 {
+		return out
+	}
 	releaseShare := func() {}
 	if d.Reserve != nil {
 		// A wait for memory is not a batch in flight: SIGTERM (Stop) ends it, so the batch does not
 		// start only for the shutdown timeout to cut it.
 		rctx, cancel := membudget.UntilStop(ctx, d.Stop)
-		release, err := d.Reserve(rctx, batchMemory(b))
+		release, err := d.Reserve(rctx, share)
 		cancel()
 		if err == nil {
 			if err = membudget.Stopping(d.Stop); err != nil { // granted as the stop came
@@ -522,10 +551,20 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		}
 	}()
 	for _, info := range b.segs {
-		seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{Mem: d.Mem, MaxFileBytes: d.Cfg.MaxSegmentBytes})
+		opts := localwal.ReadOptions{Mem: d.Mem, MaxFileBytes: d.Cfg.MaxSegmentBytes}
+		if d.MemoryLimit > 0 {
+			// Without it the cap is 64 MiB + 64 x the file size: gigabytes at the size limit.
+			opts.MaxDecodedBytes = share
+		}
+		seg, err := localwal.ReadAll(info.Path, opts)
 		var se *localwal.SegmentError
 		if errors.As(err, &se) && se.Reason != localwal.ReasonIO {
-			d.quarantine(b.dir, info, se.Reason, err)
+			reason := se.Reason
+			if errors.Is(err, localwal.ErrDecodeBudget) && d.MemoryLimit > 0 {
+				reason = localwal.ReasonOversize
+				err = fmt.Errorf("%w (the batch's share of the process memory budget, --memory-budget-bytes / SIGLAKE_MEMORY_BUDGET_BYTES)", err)
+			}
+			d.quarantine(b.dir, info, reason, err)
 			continue
 		}
 		if err != nil {
