@@ -603,7 +603,6 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 			continue
 		}
 		if err != nil {
-			d.catalogState(err)
 			return fail("table", err)
 		}
 		sc, err := lake.ArrowSchema(nt)
@@ -622,7 +621,6 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	if len(segs) == 0 {
 		return out
 	}
-	d.catalogState(nil)
 
 	// 3. Drop what an earlier commit already holds (a crash between commit and removal).
 	mark, hasMark, err := lake.ReadMark(t, stream)
@@ -705,14 +703,12 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
 	if err != nil {
-		d.catalogState(err)
 		if !res.MaybeCommitted {
 			d.removeOutputs(ctx, t, outputs) // nothing references them
 		}
 		return fail("commit", err)
 	}
 	out.Commit, out.Mark, out.Rows, out.Files, out.Bytes = res, req.Last, rows, len(files), bytes
-	d.catalogState(nil)
 	if res.Outcome == lake.AlreadyCommitted {
 		// Segments above the mark were filtered before writing, so the mark reached this batch
 		// through an earlier attempt of this very commit (its files are ours and referenced), or
@@ -946,17 +942,4 @@ func (d *Drain) quarantine(dir string, info localwal.SegmentInfo, reason string,
 	d.quarantineDirty = true
 	d.Log.Error("quarantined bad segment", zap.String("table", info.Table), zap.String("path", info.Path),
 		zap.String("quarantined_to", dest), zap.String("reason", reason), zap.NamedError("cause", cause))
-}
-
-func (d *Drain) catalogState(err error) {
-	up := 1.0
-	if err != nil && !isSchemaOrData(err) {
-		up = 0
-	}
-	d.Metrics.CatalogUp.Set(up)
-}
-
-func isSchemaOrData(err error) bool {
-	var se *lake.SchemaError
-	return errors.As(err, &se) || errors.Is(err, lake.ErrMarkAhead)
 }
