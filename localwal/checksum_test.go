@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -125,9 +126,16 @@ func TestReadAllOversize(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	// Refused from its size, before a byte is read or a buffer sized for it is allocated.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	_, err = ReadAll(big, ReadOptions{MaxFileBytes: 64 << 20})
+	runtime.ReadMemStats(&after)
 	if !isReason(err, ReasonOversize) {
 		t.Fatalf("1 GiB file: %v, want oversize", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("refusing the 1 GiB file allocated %d bytes: it was read", n)
 	}
 }
 
