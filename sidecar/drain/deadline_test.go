@@ -128,6 +128,86 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 	}
 }
 
+// TestAbandonedCommitReleasedAfterRetryCommitted: the other ordering of an abandoned commit: the
+// next cycle commits the batch first (the catalog answers again), then the held attempts are let
+// go and must fail on the catalog's validation (the table moved on). The rows are in exactly once
+// and each segment was drained (removed) once.
+func TestAbandonedCommitReleasedAfterRetryCommitted(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.Lake.CommitTimeout = 200 * time.Millisecond })
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	want := e.writeSegments("events", 1, 2000, 3, start)
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil { // the table, outside the stall
+		t.Fatal(err)
+	}
+	var stalled atomic.Bool
+	release := make(chan struct{})
+	var held atomic.Int32
+	var mu sync.Mutex
+	var late []error // what the held attempts got once let go
+	catalogtest.Hook(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if !stalled.Load() {
+			return next(ctx, id, reqs, ups)
+		}
+		held.Add(1)
+		defer held.Add(-1)
+		<-release
+		md, loc, err := next(context.Background(), id, reqs, ups)
+		mu.Lock()
+		late = append(late, err)
+		mu.Unlock()
+		return md, loc, err
+	})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
+	want.Merge(e.writeSegments("events", 2, 2000, 4, start.Add(time.Hour)))
+	drained := func() float64 { return testutil.ToFloat64(e.drain.Metrics.SegmentsDrained.WithLabelValues("events")) }
+	drained0 := drained()
+
+	stalled.Store(true)
+	if _, err := e.drain.Cycle(context.Background(), true); !errors.Is(err, lake.ErrCommitDeadline) {
+		t.Fatalf("cycle under a held catalog: %v, want the commit deadline", err)
+	}
+	if held.Load() == 0 {
+		t.Fatal("no attempt is held")
+	}
+	// The catalog answers again while the abandoned attempts are still held: the retry commits.
+	stalled.Store(false)
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if segs, _ := localwal.Scan(e.cfg.WALDir); len(segs) != 0 {
+		t.Fatalf("%d segments left after the retry committed", len(segs))
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("after the retry: table %+v, want %+v", got, want)
+	}
+	free()
+	waitZero(t, &held)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(late) == 0 {
+		t.Fatal("no held attempt came back")
+	}
+	for i, err := range late {
+		if err == nil {
+			t.Fatalf("held attempt %d committed after the retry: the batch would be in twice", i)
+		}
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("after the held attempts: table %+v, want %+v (exactly once)", got, want)
+	}
+	if n := drained() - drained0; n != 2 {
+		t.Fatalf("%v segments drained, want the batch's 2, each once", n)
+	}
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if n := drained() - drained0; n != 2 {
+		t.Fatalf("%v segments drained after another cycle, want 2", n)
+	}
+}
+
 // TestBacklogGaugesWhileDraining: the backlog gauges follow the WAL after every batch of a cycle
 // (one commit per segment here: each commit sees the segments still waiting, not the count at the
 // start of the cycle) and while a commit waits (segments sealed meanwhile show up within the
