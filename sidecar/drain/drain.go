@@ -310,18 +310,34 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	return res, firstErr
 }
 
+// maxIgnoredLogged is how many newly seen ignored paths one cycle logs one by one.
+const maxIgnoredLogged = 20
+
 // observeIgnored counts the entries that look like segments but are never drained, and logs each
 // path once while it stays (again if it comes back after it was gone).
 func (d *Drain) observeIgnored(ignored []localwal.Ignored) {
 	counts := map[string]int{}
 	seen := make(map[string]bool, len(ignored))
+	logged, unlogged := 0, 0
 	for _, ig := range ignored {
 		counts[ig.Reason]++
 		seen[ig.Path] = true
-		if !d.ignoredLogged[ig.Path] {
-			d.Log.Warn("a file in the WAL dir looks like a segment but is not drained: its rows do not reach the lake, and once later segments of its stream commit, the mark is past it",
-				zap.String("path", ig.Path), zap.String("reason", ig.Reason))
+		if d.ignoredLogged[ig.Path] {
+			continue
 		}
+		// Thousands of stray files must not become thousands of lines in one cycle: the first few
+		// paths, then one line with the counts (the gauge has them too).
+		if logged == maxIgnoredLogged {
+			unlogged++
+			continue
+		}
+		logged++
+		d.Log.Warn("a file in the WAL dir looks like a segment but is not drained: its rows do not reach the lake, and once later segments of its stream commit, the mark is past it",
+			zap.String("path", ig.Path), zap.String("reason", ig.Reason))
+	}
+	if unlogged > 0 {
+		d.Log.Warn("more files in the WAL dir look like segments and are not drained; their paths are not logged",
+			zap.Int("not_logged", unlogged), zap.Any("ignored_by_reason", counts))
 	}
 	d.ignoredLogged = seen
 	for _, r := range localwal.IgnoredReasons {
