@@ -234,3 +234,38 @@ func TestWriterVersion1(t *testing.T) {
 		t.Fatalf("version 3: %v", err)
 	}
 }
+
+// TestRecoverOversize: crash recovery does not read an .open file above its limit (it is read
+// whole): it quarantines it as oversize, and a normal one beside it is still sealed.
+func TestRecoverOversize(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, WriterOptions{Stream: "ingest-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, segmentStem("logs", 1, 1)+OpenSuffix)
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil { // sparse
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rs, err := RecoverLimit(dir, 64<<20)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(rs) != 1 || rs[0].Action != "quarantined" || rs[0].Reason != ReasonOversize {
+		t.Fatalf("recovered %+v %v, want the 1 GiB file quarantined as oversize", rs, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("recovery allocated %d bytes: the oversize file was read", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, QuarantineDir, filepath.Base(big))); err != nil {
+		t.Fatalf("not in quarantine: %v", err)
+	}
+}

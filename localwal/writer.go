@@ -208,7 +208,8 @@ func (w *Writer) init() error {
 		}
 	}
 	w.state = st
-	recovered, err := Recover(w.dir)
+	// An .open file grows to about RollBytes plus one batch; far above that it is no segment.
+	recovered, err := RecoverLimit(w.dir, max(DefaultMaxRecoverBytes, 8*w.opts.RollBytes))
 	if w.opts.OnRecover != nil {
 		for _, r := range recovered {
 			w.opts.OnRecover(r)
