@@ -38,7 +38,12 @@ func (p *Process) observeCommit(ev lake.CommitEvent) {
 		p.Metrics.CommitTimeouts.WithLabelValues(ev.Table).Inc()
 		log.Warn("catalog commit abandoned at its deadline; its outcome is unknown: its files are kept and the retry re-reads the stream mark",
 			zap.Error(ev.Err))
+		p.Metrics.CommitsAbandonedInFlight.Set(float64(ev.Abandoned))
 		p.setWritable(ev.Table, ev.Err)
+	case lake.CommitAbandonedEnded:
+		// A late answer says nothing of the catalog now; the retry re-read the mark already.
+		p.Metrics.CommitsAbandonedInFlight.Set(float64(ev.Abandoned))
+		log.Info("an abandoned catalog commit returned", zap.NamedError("late_answer", ev.Err))
 	case lake.CommitDone:
 		if ev.Err != nil && !lake.IsConflict(ev.Err) {
 			p.setWritable(ev.Table, ev.Err)
