@@ -927,8 +927,8 @@ const testMinCommitTimeoutEnv = "SIGLAKE_TESTONLY_MIN_COMMIT_TIMEOUT"
 
 func checkCommitTimeout(d time.Duration, getenv func(string) string) error {
 	least := MinCommitTimeout
-	if getenv != nil {
-		if v, err := time.ParseDuration(getenv(testMinCommitTimeoutEnv)); err == nil && v > 0 {
+	if v, ok := lookup(getenv, testMinCommitTimeoutEnv); ok {
+		if v, err := time.ParseDuration(v); err == nil && v > 0 {
 			least = v
 		}
 	}
