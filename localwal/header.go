@@ -36,7 +36,7 @@ type Header struct {
 	Seq         uint64
 	Created     time.Time // millisecond precision
 	// Version is the format version a segment was read with (1 or 2);
-	// Metadata always writes FormatVersion.
+	// Metadata writes FormatVersion1 for 1, else FormatVersion.
 	Version int
 }
 
@@ -45,11 +45,18 @@ func (h Header) Metadata() arrow.Metadata {
 	return arrow.NewMetadata(
 		[]string{KeyVersion, KeyTable, KeyStream, KeyIncarnation, KeySeq, KeyCreated},
 		[]string{
-			FormatVersion, h.Table, h.Stream,
+			h.versionKey(), h.Table, h.Stream,
 			strconv.FormatUint(h.Incarnation, 10),
 			strconv.FormatUint(h.Seq, 10),
 			strconv.FormatInt(h.Created.UnixMilli(), 10),
 		})
+}
+
+func (h Header) versionKey() string {
+	if h.Version == 1 {
+		return FormatVersion1
+	}
+	return FormatVersion
 }
 
 // headerFromMetadata parses and validates the header keys. It returns a

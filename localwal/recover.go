@@ -31,6 +31,18 @@ type Recovered struct {
 // same table were drained would put it below the drain's mark, and the
 // drain would skip it.
 func Recover(dir string) ([]Recovered, error) {
+	return RecoverLimit(dir, DefaultMaxRecoverBytes)
+}
+
+// DefaultMaxRecoverBytes is the largest .open file Recover reads: the
+// drain's default limit for a sealed segment (64 MiB, eight times the
+// default roll size). A segment is read whole, so a runaway file (a writer
+// that never rolled, a stray copy) must not take the writer's memory.
+const DefaultMaxRecoverBytes = 64 << 20
+
+// RecoverLimit is Recover reading no .open file above max bytes (0: no
+// limit); a larger one is quarantined as oversize without being read.
+func RecoverLimit(dir string, max int64) ([]Recovered, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("listing WAL dir %s for recovery: %w", dir, err)
@@ -45,7 +57,7 @@ func Recover(dir string) ([]Recovered, error) {
 	sort.Slice(open, func(i, j int) bool { return open[i].Less(open[j]) })
 	var out []Recovered
 	for _, seg := range open {
-		r, err := recoverOne(dir, seg)
+		r, err := recoverOne(dir, seg, max)
 		if err != nil {
 			return out, err
 		}
@@ -54,11 +66,17 @@ func Recover(dir string) ([]Recovered, error) {
 	return out, nil
 }
 
-func recoverOne(dir string, seg SegmentInfo) (Recovered, error) {
+func recoverOne(dir string, seg SegmentInfo, max int64) (Recovered, error) {
 	r := Recovered{Path: seg.Path}
-	data, err := os.ReadFile(seg.Path)
-	if err != nil {
-		return r, fmt.Errorf("reading open segment for recovery: %w", err)
+	data, rerr := readFile(seg.Path, max)
+	if rerr != nil && rerr.Reason == ReasonOversize {
+		var err error
+		r.Action, r.Reason = "quarantined", rerr.Reason
+		r.NewPath, err = Quarantine(dir, seg, rerr.Reason, "recovering open segment: "+rerr.Error())
+		return r, err
+	}
+	if rerr != nil {
+		return r, fmt.Errorf("reading open segment for recovery: %w", rerr)
 	}
 	var decoded *Segment
 	var keep int64
@@ -71,6 +89,7 @@ func recoverOne(dir string, seg SegmentInfo) (Recovered, error) {
 		// A writer died before the schema message was complete, or the
 		// header is unusable: keep the bytes for a human.
 		r.Action, r.Reason = "quarantined", serr.Reason
+		var err error
 		r.NewPath, err = Quarantine(dir, seg, serr.Reason, "recovering open segment: "+serr.Error())
 		return r, err
 	case serr != nil || len(data) == 0 || decoded.Rows == 0:

@@ -71,6 +71,13 @@ type WriterOptions struct {
 	RollAge time.Duration
 	// Compression of new segments; "" means CompressionNone.
 	Compression Compression
+	// FormatVersion of new segments: 0 or 2 writes version 2 (with the
+	// checksum trailer), 1 writes version 1 (no trailer). Version 1 is for
+	// a rolling upgrade or a rollback: a drain older than version 2 rejects
+	// a version 2 header as bad_header and quarantines the segment, so keep
+	// writing version 1 until every drain reading this WAL reads version 2
+	// (docs/wal-format.md, "Upgrading").
+	FormatVersion int
 	// Now is the clock; nil means time.Now. Tests pass a fake one.
 	Now func() time.Time
 	// Mem allocates encoder scratch buffers; nil means the default.
@@ -143,6 +150,13 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if opts.Mem == nil {
 		opts.Mem = memory.DefaultAllocator
 	}
+	switch opts.FormatVersion {
+	case 0:
+		opts.FormatVersion = 2
+	case 1, 2:
+	default:
+		return nil, fmt.Errorf("WAL format version %d: accepted: 1 or 2", opts.FormatVersion)
+	}
 	if opts.Stream != "" && !ValidStream(opts.Stream) {
 		return nil, fmt.Errorf("stream id %q does not match %s", opts.Stream, streamRe)
 	}
@@ -194,7 +208,8 @@ func (w *Writer) init() error {
 		}
 	}
 	w.state = st
-	recovered, err := Recover(w.dir)
+	// An .open file grows to about RollBytes plus one batch; far above that it is no segment.
+	recovered, err := RecoverLimit(w.dir, max(DefaultMaxRecoverBytes, 8*w.opts.RollBytes))
 	if w.opts.OnRecover != nil {
 		for _, r := range recovered {
 			w.opts.OnRecover(r)
@@ -352,7 +367,7 @@ func (w *Writer) create(table string, schema *arrow.Schema, now time.Time) (*ope
 		return nil, w.fail(err)
 	}
 	w.state = next
-	hdr := Header{Table: table, Stream: w.state.Stream, Incarnation: w.state.Incarnation, Seq: seq, Created: now}
+	hdr := Header{Table: table, Stream: w.state.Stream, Incarnation: w.state.Incarnation, Seq: seq, Created: now, Version: w.opts.FormatVersion}
 	path := filepath.Join(w.dir, segmentStem(table, hdr.Incarnation, seq)+OpenSuffix)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -391,9 +406,11 @@ func (w *Writer) seal(seg *openSegment) error {
 		seg.f.Close()
 		return w.fail(fmt.Errorf("ending stream of %s: %w", seg.path, err))
 	}
-	if _, err := seg.buf.Write(Trailer(seg.crc.h.Sum32())); err != nil {
-		seg.f.Close()
-		return w.fail(fmt.Errorf("writing checksum trailer of %s: %w", seg.path, err))
+	if seg.hdr.Version != 1 {
+		if _, err := seg.buf.Write(Trailer(seg.crc.h.Sum32())); err != nil {
+			seg.f.Close()
+			return w.fail(fmt.Errorf("writing checksum trailer of %s: %w", seg.path, err))
+		}
 	}
 	if err := seg.flush(); err != nil {
 		seg.f.Close()

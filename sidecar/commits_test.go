@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -31,7 +33,7 @@ func TestCatalogWritableFromCommits(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	p := NewProcess(e.cfg, zap.New(core), "test")
 	e.lake.WatchCommits(p.observeCommit) // what Run does once the lake is open
-	p.setWritable(nil)
+	p.setWritable("", nil)
 	const (
 		pass = iota
 		refuse
@@ -117,5 +119,72 @@ func TestCatalogWritableFromCommits(t *testing.T) {
 		if f["table"] != "events" || f["elapsed"] == nil || seen[0].Level != zapcore.WarnLevel {
 			t.Fatalf("warning %q: level %v, fields %v; want table and elapsed", msg, seen[0].Level, f)
 		}
+	}
+}
+
+// TestOneTableRefusedKeepsUnwritable: the catalog refuses one table's commits while another's
+// succeed; the process stays unwritable (gauge 0, /readyz 503, the table in the status) until that
+// table commits, and a failing table the process no longer drains nor owns is forgotten.
+func TestOneTableRefusedKeepsUnwritable(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	p := NewProcess(e.cfg, zap.NewNop(), "test")
+	e.lake.WatchCommits(p.observeCommit)
+	p.setWritable("", nil)
+	var refuse atomic.Bool
+	catalogtest.Hook(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if refuse.Load() && id[len(id)-1] == "audit" {
+			return nil, "", errors.New("quota exceeded for audit")
+		}
+		return next(ctx, id, reqs, ups)
+	})
+	writable := func() float64 { return testutil.ToFloat64(p.Metrics.CatalogWritable) }
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	e.writeSegments("audit", 1, 200, 1, start)
+	e.writeSegments("events", 1, 200, 2, start)
+	if _, err := e.drain.Cycle(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	refuse.Store(true)
+	for i := range 3 {
+		e.writeSegments("audit", 1, 200, uint64(10+i), start.Add(time.Duration(i+1)*time.Hour))
+		e.writeSegments("events", 1, 200, uint64(20+i), start.Add(time.Duration(i+1)*time.Hour))
+		_, _ = e.drain.Cycle(ctx, true) // audit refused, events committed after it
+		r := p.Status.Snapshot(time.Now())
+		if writable() != 0 || !strings.Contains(r.CatalogWriteErrors["audit"], "quota exceeded") || len(r.CatalogWriteErrors) != 1 {
+			t.Fatalf("round %d: writable %v, write errors %v; want 0 while audit is refused", i, writable(), r.CatalogWriteErrors)
+		}
+	}
+	p.forgetWriteErrors() // audit still has sealed segments: kept
+	if writable() != 0 {
+		t.Fatal("a failing table with segments waiting was forgotten")
+	}
+	refuse.Store(false)
+	if _, err := e.drain.Cycle(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if writable() != 1 || p.Status.Snapshot(time.Now()).CatalogWriteErrors != nil {
+		t.Fatalf("after audit committed: writable %v", writable())
+	}
+
+	// Refused again, then its segments go (quarantined, say): nothing will commit to it.
+	refuse.Store(true)
+	e.writeSegments("audit", 1, 200, 40, start.Add(10*time.Hour))
+	_, _ = e.drain.Cycle(ctx, true)
+	if writable() != 0 {
+		t.Fatal("a refused commit left the catalog writable")
+	}
+	segs, err := localwal.Scan(e.cfg.WALDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs {
+		if err := os.Remove(s.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.forgetWriteErrors()
+	if writable() != 1 {
+		t.Fatal("a failing table no longer drained nor owned was kept")
 	}
 }

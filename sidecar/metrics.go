@@ -33,8 +33,10 @@ type Metrics struct {
 	// CatalogWritable, CommitSlow and CommitTimeouts come from every catalog commit the process
 	// makes (observeCommit): the read ping behind CatalogUp cannot see a catalog refusing writes.
 	CatalogWritable prometheus.Gauge
-	CommitSlow      *prometheus.CounterVec // table
-	CommitTimeouts  *prometheus.CounterVec // table
+	// CommitsAbandonedInFlight: attempts abandoned at the deadline whose catalog call still runs.
+	CommitsAbandonedInFlight prometheus.Gauge
+	CommitSlow               *prometheus.CounterVec // table
+	CommitTimeouts           *prometheus.CounterVec // table
 	// Drain are the drain loop's metrics (sidecar/drain).
 	Drain *drain.Metrics
 
@@ -67,9 +69,11 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		Reg: reg,
 		CatalogUp: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_catalog_up", Help: "1 when the last catalog call succeeded, 0 when the catalog is unreachable."}),
+			Name: "siglake_catalog_up", Help: "1 when the last read ping of the catalog (every 5 s) succeeded, 0 when the catalog is unreachable."}),
+		CommitsAbandonedInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "siglake_catalog_commits_abandoned_inflight", Help: "Catalog commit attempts abandoned at --commit-timeout whose call into the catalog has not returned yet (they may still land); a table with one gets no new attempt until it returns."}),
 		CatalogWritable: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_catalog_writable", Help: "1 once the catalog is open and while the last catalog commit of this process succeeded (or met a conflict, also an answer), 0 before and when it was refused or abandoned at --commit-timeout."}),
+			Name: "siglake_catalog_writable", Help: "1 once the catalog is open and while no table's last catalog commit from this process failed (a conflict is an answer), 0 before and while one table's last commit was refused or abandoned at --commit-timeout."}),
 		CommitSlow: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_catalog_commit_slow_total", Help: "Catalog commits still running at half of --commit-timeout, by table."}, []string{"table"}),
 		CommitTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -86,8 +90,8 @@ func NewMetrics() *Metrics {
 	}
 	m.Rewrite.Init(kinds)
 	m.Merge = merge.NewMetrics(reg)
-	reg.MustRegister(m.CatalogUp, m.CatalogWritable, m.CommitSlow, m.CommitTimeouts, m.BuildInfo)
-	m.Drain = drain.NewMetrics(reg, m.CatalogUp, m.Merge)
+	reg.MustRegister(m.CatalogUp, m.CatalogWritable, m.CommitsAbandonedInFlight, m.CommitSlow, m.CommitTimeouts, m.BuildInfo)
+	m.Drain = drain.NewMetrics(reg, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Retention = retention.NewMetrics(reg)
 	m.Maintain = maintain.NewMetrics(reg, m.Rewrite, m.Merge, m.Rebuild, m.Deletes, m.Retention)

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +97,8 @@ type Process struct {
 	buffer  *buffer.Service
 	// memory is the process memory budget the loops take their shares of; set by Run.
 	memory *membudget.Budget
+	// writeErrs are the tables whose last commit failed (siglake_catalog_writable, /readyz).
+	writeErrs writeErrors
 }
 
 // NewProcess prepares a process from cfg.
@@ -200,7 +201,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 	defer p.stopBuffer() // before the catalog closes under a read in flight
 	lakeRef.Store(l)
 	l.WatchCommits(p.observeCommit)
-	p.setWritable(nil) // open: writable until a commit says otherwise
+	p.setWritable("", nil) // open: writable until a commit says otherwise
 	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)
 	returnStartupGarbage(p.Log) // started: what is allocated from here on is the loops' working set
@@ -305,6 +306,7 @@ func (p *Process) watchCatalog(ctx context.Context, l *lake.Lake) {
 		case <-t.C:
 		}
 		p.checkCatalog(ctx, l)
+		p.forgetWriteErrors()
 	}
 }
 
@@ -383,16 +385,7 @@ func (p *Process) backlog() int {
 	if !p.Cfg.Role.Drains() {
 		return 0
 	}
-	dirs := []string{p.Cfg.WALDir}
-	if p.Cfg.CatalogClaim {
-		streams, _, _ := drain.StreamDirs(p.Cfg.WALDir)
-		for i, s := range streams {
-			streams[i] = filepath.Join(p.Cfg.WALDir, s)
-		}
-		dirs = streams
-	}
-	segs, _, _ := drain.ScanDirs(dirs) // what can be scanned: a bad dir is reported by the drain
-	return len(segs)
+	return len(p.sealedSegments()) // what can be scanned: a bad dir is reported by the drain
 }
 
 func (p *Process) newDrain(l *lake.Lake) *drain.Drain {
@@ -400,6 +393,7 @@ func (p *Process) newDrain(l *lake.Lake) *drain.Drain {
 		Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
 	if p.memory != nil {
 		d.Reserve = p.memory.For(membudget.LoopDrain).Reserve
+		d.MemoryLimit = p.memory.Limit()
 	}
 	return d
 }

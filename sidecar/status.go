@@ -35,9 +35,12 @@ type StatusReport struct {
 
 	CatalogReady bool   `json:"catalog_ready"`
 	CatalogError string `json:"catalog_error,omitempty"`
-	// CatalogWriteError is why the last catalog commit failed (refused, or abandoned at the
-	// commit deadline); empty once one succeeds. /readyz is not ready meanwhile.
+	// CatalogWriteError summarises CatalogWriteErrors: empty while no table's last commit failed
+	// (refused, or abandoned at the commit deadline). /readyz is not ready meanwhile.
 	CatalogWriteError string `json:"catalog_write_error,omitempty"`
+	// CatalogWriteErrors is why, per table whose last commit failed; a table leaves it when one
+	// of its commits succeeds or the process no longer drains or owns it.
+	CatalogWriteErrors map[string]string `json:"catalog_write_errors,omitempty"`
 	// CatalogID is the identity of the catalog and namespace (docs/gossip.md): members compete for
 	// a table only when they share it. Empty until the catalog was reached.
 	CatalogID string `json:"catalog_id,omitempty"`

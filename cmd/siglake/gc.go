@@ -36,6 +36,11 @@ func runGC(args []string) error {
 	if err := lake.CheckGCAge(*olderThan, *floor, cfg.CommitTimeout); err != nil {
 		return err
 	}
+	// gc cannot see the compactor's deadline: it assumes its own --commit-timeout, and says so.
+	commitTimeout := cfg.CommitTimeout
+	if commitTimeout <= 0 {
+		commitTimeout = lake.DefaultCommitTimeout
+	}
 	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
@@ -45,11 +50,14 @@ func runGC(args []string) error {
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(map[string]any{"apply": *apply, "older_than": lake.FormatAge(*olderThan), "min_age_floor": lake.FormatAge(*floor), "tables": results}); jerr != nil {
+		if jerr := enc.Encode(map[string]any{"apply": *apply, "older_than": lake.FormatAge(*olderThan), "min_age_floor": lake.FormatAge(*floor),
+			"commit_timeout": lake.FormatAge(commitTimeout), "tables": results}); jerr != nil {
 			return jerr
 		}
 		return err
 	}
+	fmt.Printf("assuming the compactor's --commit-timeout is %s (pass gc the same value): the floor is at least %s\n",
+		lake.FormatAge(commitTimeout), lake.FormatAge(lake.GCFloorMin(commitTimeout)))
 	verb := "would delete"
 	if *apply {
 		verb = "deleted"

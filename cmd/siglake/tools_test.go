@@ -55,6 +55,10 @@ func TestDirShortcut(t *testing.T) {
 	if r := siglake(t, "gc", "--dir", dir); r.code != 0 || !strings.Contains(r.stdout, "table events:") {
 		t.Errorf("gc --dir: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// gc says which commit deadline it assumed (it cannot see the compactor's).
+	if r := siglake(t, "gc", "--dir", dir, "--commit-timeout", "5m"); r.code != 0 || !strings.Contains(r.stdout, "assuming the compactor's --commit-timeout is 5m") || !strings.Contains(r.stdout, "the floor is at least 1h") {
+		t.Errorf("gc --commit-timeout 5m: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = siglake(t, "delete-request", "--dir", dir, "--table", "events", "--where", "service=billing", "--reason", "test")
 	if r.code != 0 || strings.TrimSpace(r.stdout) == "" {
 		t.Fatalf("delete-request --dir: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -35,6 +35,7 @@ func runWalgen(args []string) error {
 	start := fs.String("start", "", "timestamp of the first row (RFC 3339); default: the rows end now, none later than the clock")
 	fs.DurationVar(&o.Step, "step", 0, "timestamp step between a table's consecutive rows; 0: with --rate, each table's timestamps keep pace with the clock, else 1ms")
 	fs.StringVar(&o.Rollup, "rollup", "", "also write each events batch's per-minute rollup (counts and bytes per service and severity) to this table, as ingest pods write partial rows; "+walgen.RollupTable+" is the built-in one (docs/folding.md)")
+	fs.IntVar(&o.WALVersion, "wal-version", 2, "segment format version to write: 2, or 1 while drains older than version 2 still read this WAL (docs/wal-format.md, \"Upgrading\")")
 	asJSON := fs.Bool("json", false, "print the result, with a row fingerprint, as JSON")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
@@ -43,6 +44,9 @@ func runWalgen(args []string) error {
 		if t = strings.TrimSpace(t); t != "" {
 			o.Tables = append(o.Tables, t)
 		}
+	}
+	if o.WALVersion != 1 && o.WALVersion != 2 {
+		return fmt.Errorf("--wal-version %d: accepted: 1 or 2", o.WALVersion)
 	}
 	if *segMB <= 0 {
 		return fmt.Errorf("--segment-mb %v: accepted: a size above 0", *segMB)

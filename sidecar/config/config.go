@@ -637,8 +637,8 @@ func Options() []Option {
 		{"shutdown-timeout", "SIGLAKE_SHUTDOWN_TIMEOUT", "30s", "",
 			"On SIGTERM, how long the in-flight commit may take before it is abandoned (uncommitted segments stay in the WAL).",
 			setDuration(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, true)},
-		{"commit-timeout", "SIGLAKE_COMMIT_TIMEOUT", "2m", "",
-			"Deadline of each catalog commit attempt (drain appends, rewrites, property updates): past it the attempt is abandoned as of unknown outcome (its files kept, the stream mark re-read) and retried; slow commits are logged at half of it. gc's floor must stay at least 12 times it (docs/gc.md).",
+		{"commit-timeout", "SIGLAKE_COMMIT_TIMEOUT", "2m", "compactor.commitTimeout",
+			"Deadline of each catalog commit attempt (drain appends, rewrites, property updates), at least 5s: past it the attempt is abandoned as of unknown outcome (its files kept, the stream mark re-read) and retried; slow commits are logged at half of it. gc's floor must stay at least 12 times it (docs/gc.md).",
 			setDuration(func(c *Config) *time.Duration { return &c.CommitTimeout }, true)},
 		{"buffer-addr", "SIGLAKE_BUFFER_ADDR", "", "compactor.walBuffer.enabled",
 			"Listen address (host:port; a bare port listens on loopback) of the WAL buffer read API, its own listener: sealed rows not yet committed, as Arrow IPC (docs/wal-buffer.md). Empty turns it off.",
@@ -733,6 +733,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 			return c, err
 		}
 		return c, &FlagError{err}
+	}
+	if err := checkCommitTimeout(c.CommitTimeout, getenv); err != nil {
+		return c, err
 	}
 	if fs.NArg() > 0 {
 		err := fmt.Errorf("unexpected arguments %q: siglake compactor takes only flags", fs.Args())
@@ -928,6 +931,32 @@ func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config
 		*field(c) = d
 		return nil
 	}
+}
+
+// MinCommitTimeout is the least --commit-timeout accepted: a healthy commit of a large batch can
+// take seconds, and a deadline below that abandons every commit (each left of unknown outcome).
+const MinCommitTimeout = 5 * time.Second
+
+// testMinCommitTimeoutEnv lowers MinCommitTimeout for the end-to-end tests, whose gc runs on
+// objects seconds old (its floor is 12 x the commit timeout). A test hook, not an option.
+const testMinCommitTimeoutEnv = "SIGLAKE_TESTONLY_MIN_COMMIT_TIMEOUT"
+
+func checkCommitTimeout(d time.Duration, getenv func(string) string) error {
+	least := MinCommitTimeout
+	if v, ok := lookup(getenv, testMinCommitTimeoutEnv); ok {
+		if v, err := time.ParseDuration(v); err == nil && v > 0 {
+			least = v
+		}
+	}
+	if d >= least {
+		return nil
+	}
+	for _, o := range Options() {
+		if o.Env == "SIGLAKE_COMMIT_TIMEOUT" {
+			return &ConfigError{o, d.String(), fmt.Errorf("accepted: at least %s (a shorter deadline abandons healthy commits)", least)}
+		}
+	}
+	return nil
 }
 
 // LakeConfig is the part of Config the lake needs.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
@@ -212,5 +213,28 @@ func TestCancelPeriodRefusesWrapping(t *testing.T) {
 	}
 	if c, err := Load([]string{"--delete-cancel-period", "3d"}, func(string) string { return "" }); err != nil || c.DeleteCancelPeriod.Hours() != 72 {
 		t.Fatalf("--delete-cancel-period 3d: %v, %v", c.DeleteCancelPeriod, err)
+	}
+}
+
+// TestCommitTimeoutLowerBound: a --commit-timeout under 5s would abandon every healthy commit; it
+// is refused naming the option and what is accepted.
+func TestCommitTimeoutLowerBound(t *testing.T) {
+	env := func(string) string { return "" }
+	for _, args := range [][]string{{"--commit-timeout", "1ms"}, {"--commit-timeout", "4s"}} {
+		_, err := Load(args, env)
+		if err == nil || !strings.Contains(err.Error(), "--commit-timeout / SIGLAKE_COMMIT_TIMEOUT") || !strings.Contains(err.Error(), "at least 5s") {
+			t.Errorf("%v: %v, want an error naming the option and 5s", args, err)
+		}
+	}
+	if c, err := Load([]string{"--commit-timeout", "5s"}, env); err != nil || c.CommitTimeout != 5*time.Second {
+		t.Errorf("5s: %v %v", c.CommitTimeout, err)
+	}
+	if _, err := Load([]string{"--commit-timeout", "1ms"}, func(k string) string {
+		if k == testMinCommitTimeoutEnv {
+			return "1ms"
+		}
+		return ""
+	}); err != nil {
+		t.Errorf("with the test hook: %v", err)
 	}
 }

@@ -91,7 +91,7 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 	t0 := time.Now()
 	_, err := e.drain.Cycle(context.Background(), true)
 	took := time.Since(t0)
-	if !errors.Is(err, lake.ErrCommitDeadline) {
+	if !errors.Is(err, lake.ErrCommitDeadline) && !errors.Is(err, lake.ErrAbandonedInFlight) {
 		t.Fatalf("cycle under a held catalog: %v, want the commit deadline", err)
 	}
 	// 3 attempts of 200 ms each: far below the hold, which lasts until release.
@@ -110,13 +110,29 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 	if written == 0 {
 		t.Fatal("the abandoned batch's files were deleted: a late landing of its commit would reference missing files")
 	}
-	if n, ok := events.Load(lake.CommitTimedOut); !ok || n.(*atomic.Int32).Load() != 3 {
-		t.Fatalf("timed-out commit events: %v, want 3 (one per attempt)", n)
+	// The first attempt is abandoned; the retries are refused while it is in flight, so abandoned
+	// calls into the catalog do not pile up.
+	if n, ok := events.Load(lake.CommitTimedOut); !ok || n.(*atomic.Int32).Load() != 1 {
+		t.Fatalf("timed-out commit events: %v, want 1 (the retries wait for it)", n)
+	}
+	if h, n := held.Load(), e.lake.AbandonedInFlight(); h != 1 || n != 1 {
+		t.Fatalf("%d attempts held by the catalog, %d abandoned in flight; want 1 and 1", h, n)
+	}
+	if !errors.Is(err, lake.ErrCommitDeadline) && !errors.Is(err, lake.ErrAbandonedInFlight) {
+		t.Fatalf("batch error %v", err)
 	}
 
 	stalled.Store(false)
 	free()
-	waitZero(t, held) // the late attempts: one lands, the others meet its snapshot and fail
+	waitZero(t, held) // the late attempt lands
+	for deadline := time.Now().Add(5 * time.Second); e.lake.AbandonedInFlight() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned attempt returned but is still counted in flight")
+		}
+	}
+	if n, ok := events.Load(lake.CommitAbandonedEnded); !ok || n.(*atomic.Int32).Load() != 1 {
+		t.Fatalf("abandoned-ended events: %v, want 1", n)
+	}
 	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +141,95 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 	}
 	if segs, _ := localwal.Scan(e.cfg.WALDir); len(segs) != 0 {
 		t.Fatalf("%d segments left", len(segs))
+	}
+}
+
+// TestAbandonedCommitReleasedAfterRetryCommitted: the other ordering of an abandoned commit: the
+// batch is committed first (by a restarted process: this one refuses new attempts on a table
+// with one in flight), then the held attempt is let go and must fail on the catalog's validation
+// (the table moved on). The rows are in exactly once
+// and each segment was drained (removed) once.
+func TestAbandonedCommitReleasedAfterRetryCommitted(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.Lake.CommitTimeout = 200 * time.Millisecond })
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	want := e.writeSegments("events", 1, 2000, 3, start)
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil { // the table, outside the stall
+		t.Fatal(err)
+	}
+	var stalled atomic.Bool
+	release := make(chan struct{})
+	var held atomic.Int32
+	var mu sync.Mutex
+	var late []error // what the held attempts got once let go
+	catalogtest.Hook(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if !stalled.Load() {
+			return next(ctx, id, reqs, ups)
+		}
+		held.Add(1)
+		defer held.Add(-1)
+		<-release
+		md, loc, err := next(context.Background(), id, reqs, ups)
+		mu.Lock()
+		late = append(late, err)
+		mu.Unlock()
+		return md, loc, err
+	})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
+	want.Merge(e.writeSegments("events", 2, 2000, 4, start.Add(time.Hour)))
+	drained := func() float64 { return testutil.ToFloat64(e.drain.Metrics.SegmentsDrained.WithLabelValues("events")) }
+	drained0 := drained()
+
+	stalled.Store(true)
+	if _, err := e.drain.Cycle(context.Background(), true); !errors.Is(err, lake.ErrCommitDeadline) && !errors.Is(err, lake.ErrAbandonedInFlight) {
+		t.Fatalf("cycle under a held catalog: %v, want the commit deadline", err)
+	}
+	if held.Load() == 0 {
+		t.Fatal("no attempt is held")
+	}
+	// The catalog answers again while the abandoned attempt is still held, and a restarted
+	// process (this one refuses new attempts on the table meanwhile) commits the batch.
+	stalled.Store(false)
+	l2, err := lake.Open(context.Background(), e.cfg.Lake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	restarted := *e.drain
+	restarted.Lake = l2
+	if _, err := restarted.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if segs, _ := localwal.Scan(e.cfg.WALDir); len(segs) != 0 {
+		t.Fatalf("%d segments left after the retry committed", len(segs))
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("after the retry: table %+v, want %+v", got, want)
+	}
+	free()
+	waitZero(t, &held)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(late) == 0 {
+		t.Fatal("no held attempt came back")
+	}
+	for i, err := range late {
+		if err == nil {
+			t.Fatalf("held attempt %d committed after the retry: the batch would be in twice", i)
+		}
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("after the held attempts: table %+v, want %+v (exactly once)", got, want)
+	}
+	if n := drained() - drained0; n != 2 {
+		t.Fatalf("%v segments drained, want the batch's 2, each once", n)
+	}
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if n := drained() - drained0; n != 2 {
+		t.Fatalf("%v segments drained after another cycle, want 2", n)
 	}
 }
 

@@ -56,6 +56,10 @@ type Drain struct {
 	// its segments are read, and waits while the budget is spent; release gives it back. nil
 	// takes none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
+	// MemoryLimit is the size of the budget Reserve takes from (0: none). A reservation is capped
+	// at it, so a segment that needs more is quarantined as oversize before it is read, a batch is
+	// cut where its segments stop fitting, and decoding is capped at the batch's share.
+	MemoryLimit int64
 
 	// BacklogEvery is how often the backlog gauges are refreshed while a batch runs (its write
 	// and its commit can take long: a catalog that holds the commit until its deadline); 0 is 1 s.
@@ -306,18 +310,34 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	return res, firstErr
 }
 
+// maxIgnoredLogged is how many newly seen ignored paths one cycle logs one by one.
+const maxIgnoredLogged = 20
+
 // observeIgnored counts the entries that look like segments but are never drained, and logs each
 // path once while it stays (again if it comes back after it was gone).
 func (d *Drain) observeIgnored(ignored []localwal.Ignored) {
 	counts := map[string]int{}
 	seen := make(map[string]bool, len(ignored))
+	logged, unlogged := 0, 0
 	for _, ig := range ignored {
 		counts[ig.Reason]++
 		seen[ig.Path] = true
-		if !d.ignoredLogged[ig.Path] {
-			d.Log.Warn("a file in the WAL dir looks like a segment but is not drained: its rows do not reach the lake, and once later segments of its stream commit, the mark is past it",
-				zap.String("path", ig.Path), zap.String("reason", ig.Reason))
+		if d.ignoredLogged[ig.Path] {
+			continue
 		}
+		// Thousands of stray files must not become thousands of lines in one cycle: the first few
+		// paths, then one line with the counts (the gauge has them too).
+		if logged == maxIgnoredLogged {
+			unlogged++
+			continue
+		}
+		logged++
+		d.Log.Warn("a file in the WAL dir looks like a segment but is not drained: its rows do not reach the lake, and once later segments of its stream commit, the mark is past it",
+			zap.String("path", ig.Path), zap.String("reason", ig.Reason))
+	}
+	if unlogged > 0 {
+		d.Log.Warn("more files in the WAL dir look like segments and are not drained; their paths are not logged",
+			zap.Int("not_logged", unlogged), zap.Any("ignored_by_reason", counts))
 	}
 	d.ignoredLogged = seen
 	for _, r := range localwal.IgnoredReasons {
@@ -449,16 +469,37 @@ const batchMemoryFactor = 2
 // records are allocated beside its file bytes, so sizing by the file alone under-reserves it.
 func BatchMemory(segBytes, extra int64) int64 { return batchMemoryFactor * (segBytes + extra) }
 
-// batchMemory is BatchMemory for b, reading the segments' IPC metadata for their decoded size.
-// A segment whose metadata cannot be read counts by its file size (the read will report it).
-func batchMemory(b batch) int64 {
-	var extra int64
+// fitBudget returns b cut to what the memory budget holds and its share (BatchMemory of its
+// segments, from their IPC metadata; a segment whose metadata cannot be read counts by its file
+// size, and the read reports it). The reservation is capped at the budget, so a segment whose
+// share alone is above it would be decoded past the budget (a small zstd segment of repeated
+// values can decode to gigabytes): it is quarantined as oversize without reading its body. The
+// segments after the first that does not fit beside the others wait for a later batch.
+func (d *Drain) fitBudget(b batch) (batch, int64) {
+	limit := d.MemoryLimit
+	var share, bytes int64
+	kept := b.segs[:0:0]
 	for _, s := range b.segs {
-		if n, err := localwal.DecodedSize(s.Path); err == nil {
-			extra += n
+		extra, err := localwal.DecodedSize(s.Path)
+		if err != nil {
+			extra = 0
 		}
+		need := BatchMemory(s.Size, extra)
+		if limit > 0 && need > limit {
+			d.quarantine(b.dir, s, localwal.ReasonOversize, fmt.Errorf(
+				"%d bytes on disk decode to %d more, a batch share of %d bytes, above the process memory budget of %d bytes (--memory-budget-bytes / SIGLAKE_MEMORY_BUDGET_BYTES); not read",
+				s.Size, extra, need, limit))
+			continue
+		}
+		if limit > 0 && len(kept) > 0 && share+need > limit {
+			break // in order: a later segment must not commit (move the mark) before this one
+		}
+		kept = append(kept, s)
+		share += need
+		bytes += s.Size
 	}
-	return BatchMemory(b.bytes, extra)
+	b.segs, b.bytes = kept, bytes
+	return b, share
 }
 
 // loaded is a decoded segment of a batch.
@@ -492,12 +533,16 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 
 	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
+	b, share := d.fitBudget(b)
+	if len(b.segs) == 0 {
+		return out
+	}
 	releaseShare := func() {}
 	if d.Reserve != nil {
 		// A wait for memory is not a batch in flight: SIGTERM (Stop) ends it, so the batch does not
 		// start only for the shutdown timeout to cut it.
 		rctx, cancel := membudget.UntilStop(ctx, d.Stop)
-		release, err := d.Reserve(rctx, batchMemory(b))
+		release, err := d.Reserve(rctx, share)
 		cancel()
 		if err == nil {
 			if err = membudget.Stopping(d.Stop); err != nil { // granted as the stop came
@@ -522,10 +567,20 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		}
 	}()
 	for _, info := range b.segs {
-		seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{Mem: d.Mem, MaxFileBytes: d.Cfg.MaxSegmentBytes})
+		opts := localwal.ReadOptions{Mem: d.Mem, MaxFileBytes: d.Cfg.MaxSegmentBytes}
+		if d.MemoryLimit > 0 {
+			// Without it the cap is 64 MiB + 64 x the file size: gigabytes at the size limit.
+			opts.MaxDecodedBytes = share
+		}
+		seg, err := localwal.ReadAll(info.Path, opts)
 		var se *localwal.SegmentError
 		if errors.As(err, &se) && se.Reason != localwal.ReasonIO {
-			d.quarantine(b.dir, info, se.Reason, err)
+			reason := se.Reason
+			if errors.Is(err, localwal.ErrDecodeBudget) && d.MemoryLimit > 0 {
+				reason = localwal.ReasonOversize
+				err = fmt.Errorf("%w (the batch's share of the process memory budget, --memory-budget-bytes / SIGLAKE_MEMORY_BUDGET_BYTES)", err)
+			}
+			d.quarantine(b.dir, info, reason, err)
 			continue
 		}
 		if err != nil {
@@ -564,7 +619,6 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 			continue
 		}
 		if err != nil {
-			d.catalogState(err)
 			return fail("table", err)
 		}
 		sc, err := lake.ArrowSchema(nt)
@@ -583,7 +637,6 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	if len(segs) == 0 {
 		return out
 	}
-	d.catalogState(nil)
 
 	// 3. Drop what an earlier commit already holds (a crash between commit and removal).
 	mark, hasMark, err := lake.ReadMark(t, stream)
@@ -666,14 +719,12 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	}
 	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
 	if err != nil {
-		d.catalogState(err)
 		if !res.MaybeCommitted {
 			d.removeOutputs(ctx, t, outputs) // nothing references them
 		}
 		return fail("commit", err)
 	}
 	out.Commit, out.Mark, out.Rows, out.Files, out.Bytes = res, req.Last, rows, len(files), bytes
-	d.catalogState(nil)
 	if res.Outcome == lake.AlreadyCommitted {
 		// Segments above the mark were filtered before writing, so the mark reached this batch
 		// through an earlier attempt of this very commit (its files are ours and referenced), or
@@ -907,17 +958,4 @@ func (d *Drain) quarantine(dir string, info localwal.SegmentInfo, reason string,
 	d.quarantineDirty = true
 	d.Log.Error("quarantined bad segment", zap.String("table", info.Table), zap.String("path", info.Path),
 		zap.String("quarantined_to", dest), zap.String("reason", reason), zap.NamedError("cause", cause))
-}
-
-func (d *Drain) catalogState(err error) {
-	up := 1.0
-	if err != nil && !isSchemaOrData(err) {
-		up = 0
-	}
-	d.Metrics.CatalogUp.Set(up)
-}
-
-func isSchemaOrData(err error) bool {
-	var se *lake.SchemaError
-	return errors.As(err, &se) || errors.Is(err, lake.ErrMarkAhead)
 }

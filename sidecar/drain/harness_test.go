@@ -83,9 +83,7 @@ func newEnv(t *testing.T, mutate func(*testConfig)) *env {
 // newMetrics registers a drain's metrics on a registry of their own.
 func newMetrics() *Metrics {
 	reg := prometheus.NewRegistry()
-	up := prometheus.NewGauge(prometheus.GaugeOpts{Name: "siglake_catalog_up", Help: "test"})
-	reg.MustRegister(up)
-	m := NewMetrics(reg, up, merge.NewMetrics(reg))
+	m := NewMetrics(reg, merge.NewMetrics(reg))
 	registries.Store(m, reg)
 	return m
 }

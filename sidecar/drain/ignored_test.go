@@ -2,6 +2,7 @@ package drain
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,5 +86,36 @@ func TestIgnoredFilesCountedAndLoggedOnce(t *testing.T) {
 		if v := testutil.ToFloat64(e.drain.Metrics.IgnoredFiles.WithLabelValues(reason)); v != 0 {
 			t.Errorf("after removal siglake_wal_ignored_files{reason=%q} = %v", reason, v)
 		}
+	}
+}
+
+// TestManyIgnoredFilesLogBounded: thousands of misnamed files log at most 20 paths in a cycle and
+// one line with the counts, and nothing more in the next cycle.
+func TestManyIgnoredFilesLogBounded(t *testing.T) {
+	e := newEnv(t, nil)
+	core, logs := observer.New(zap.WarnLevel)
+	e.drain.Log = zap.New(core)
+	if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		if err := os.WriteFile(filepath.Join(e.cfg.WALDir, fmt.Sprintf("events.7.%d.wal", i+1)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(logs.FilterMessageSnippet("looks like a segment but is not drained").All()); n != 20 {
+		t.Fatalf("%d path lines, want 20", n)
+	}
+	sum := logs.FilterMessageSnippet("more files in the WAL dir").All()
+	if len(sum) != 1 || sum[0].ContextMap()["not_logged"] != int64(1980) {
+		t.Fatalf("summary lines %+v, want one with 1980 not logged", sum)
+	}
+	if v := testutil.ToFloat64(e.drain.Metrics.IgnoredFiles.WithLabelValues(localwal.IgnoredMisnamed)); v != 2000 {
+		t.Fatalf("gauge %v, want 2000", v)
 	}
 }

@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/membudget"
+	"github.com/siglake/siglake/sidecar/walgen"
 )
 
 // TestBatchTakesItsShareOfTheBudget: each batch takes BatchMemory of its segments from the process
@@ -177,5 +183,66 @@ func TestStopEndsTheWaitForMemory(t *testing.T) {
 				t.Fatalf("%d bytes of the budget held after the cycle", got)
 			}
 		})
+	}
+}
+
+// TestHighRatioSegmentQuarantinedAsOversize: a small zstd segment of one long repeated string
+// decodes to far more than its file size; under a small memory budget the drain quarantines it as
+// oversize from its metadata (the reservation is capped at the budget, so decoding it would
+// allocate past the budget) and drains the good segments behind it.
+func TestHighRatioSegmentQuarantinedAsOversize(t *testing.T) {
+	e := newEnv(t, nil)
+	start := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	const budget = 16 << 20
+	w, err := localwal.NewWriter(e.cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour, Compression: localwal.CompressionZstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := walgen.New(walgen.Options{Seed: 5}).Batch(memory.DefaultAllocator, start, 2000, time.Millisecond)
+	bld := array.NewStringBuilder(memory.DefaultAllocator)
+	long := strings.Repeat("x", 16<<10) // 2000 rows x 16 KiB: 32 MiB decoded
+	for range rec.NumRows() {
+		bld.Append(long)
+	}
+	arr := bld.NewArray()
+	fields, cols := replaceColumn(rec, "service", arrow.BinaryTypes.String, arr)
+	big := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	if err := w.Append("events", big); err != nil {
+		t.Fatal(err)
+	}
+	big.Release()
+	arr.Release()
+	rec.Release()
+	if err := w.SealDue(time.Now().Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := localwal.Scan(e.cfg.WALDir)
+	if err != nil || len(segs) != 1 || segs[0].Size > 1<<20 {
+		t.Fatalf("the high-ratio segment: %+v %v, want one file under 1 MiB", segs, err)
+	}
+	want := e.writeSegments("events", 3, 3000, 1, start.Add(time.Hour))
+
+	e.drain.MemoryLimit = budget
+	b := membudget.New(budget, membudget.Options{})
+	e.drain.Reserve = b.For(membudget.LoopDrain).Reserve
+	res, err := e.drain.Cycle(context.Background(), true)
+	if err != nil || res.Pending != 0 || res.Segments != 3 {
+		t.Fatalf("cycle: %+v %v, want the 3 good segments drained", res, err)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table rows %+v, want the good segments' %+v", got, want)
+	}
+	if n := quarantinedByReason(t, e.drain.Metrics, localwal.ReasonOversize); n != 1 {
+		t.Fatalf("%v segments quarantined as oversize, want 1", n)
+	}
+	raw, err := os.ReadFile(filepath.Join(e.cfg.WALDir, localwal.QuarantineDir, segs[0].Name+localwal.ReasonSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "SIGLAKE_MEMORY_BUDGET_BYTES") {
+		t.Fatalf("reason file %s does not name the option", raw)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // for every outcome, so the table's first failed commit shows in increase().
 func TestCommitOutcomesStartAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "siglake_catalog_up", Help: "test"}), nil)
+	m := NewMetrics(reg, nil)
 	d := &Drain{Metrics: m, Log: zap.NewNop(), Now: time.Now}
 	d.observe(BatchOutcome{Table: "events", Segments: 1, Removed: 1, Rows: 10, Commit: lake.CommitResult{Outcome: lake.Committed}})
 	fams, err := reg.Gather()

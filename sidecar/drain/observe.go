@@ -51,15 +51,13 @@ type Metrics struct {
 	DrainErrors       *prometheus.CounterVec // stage
 	LastCommitSeconds *prometheus.GaugeVec   // table
 	RowsPastRetention *prometheus.CounterVec // table
-	// CatalogUp is the process's catalog gauge; the drain sets it from each commit it attempts.
-	CatalogUp prometheus.Gauge
 	// Merge counts the files the drain writes (skipped footer indexes); shared with the rewrites.
 	Merge *merge.Metrics
 }
 
 // NewMetrics registers the drain's metrics on reg. catalogUp and mergeMetrics belong to the
 // process and are shared.
-func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetrics *merge.Metrics) *Metrics {
+func NewMetrics(reg prometheus.Registerer, mergeMetrics *merge.Metrics) *Metrics {
 	m := &Metrics{
 		SealedSegments: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_wal_sealed_segments", Help: "Sealed WAL segments waiting to be drained."}),
@@ -93,8 +91,7 @@ func NewMetrics(reg prometheus.Registerer, catalogUp prometheus.Gauge, mergeMetr
 			Name: "siglake_drain_last_commit_timestamp_seconds", Help: "Unix time of the table's last successful drain commit."}, []string{"table"}),
 		RowsPastRetention: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_drain_rows_past_retention_total", Help: "Rows the drain dropped instead of committing because they were already past their table's retention (like Loki's reject_old_samples)."}, []string{"table"}),
-		CatalogUp: catalogUp,
-		Merge:     mergeMetrics,
+		Merge: mergeMetrics,
 	}
 	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.InQuarantine, m.IgnoredFiles, m.SegmentsDrained, m.RowsCommitted,
 		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds, m.RowsPastRetention)

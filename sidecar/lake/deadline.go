@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +39,15 @@ const (
 	CommitTimedOut
 	// CommitDone: the catalog answered, Err says how (nil: applied).
 	CommitDone
+	// CommitAbandonedEnded: an abandoned attempt's call into the catalog returned at last (Err:
+	// its late answer); Abandoned says how many are still in flight.
+	CommitAbandonedEnded
 )
+
+// ErrAbandonedInFlight refuses a commit attempt on a table that still has an abandoned attempt in
+// flight: nothing is sent, the caller retries later (its backoff). Attempts on a hung table would
+// otherwise pile up one goroutine (and catalog connection) per deadline.
+var ErrAbandonedInFlight = errors.New("an abandoned commit to this table is still in flight (siglake_catalog_commits_abandoned_inflight); retry later")
 
 // CommitEvent is what the lake tells its watcher about one catalog commit attempt. The lake
 // neither logs nor counts: the process's observer turns events into log lines and metrics.
@@ -47,6 +57,9 @@ type CommitEvent struct {
 	Elapsed  time.Duration
 	Deadline time.Duration
 	Err      error // CommitDone: the catalog's answer; CommitTimedOut: ErrCommitDeadline
+	// Abandoned is the number of abandoned attempts still in flight, over all tables, after this
+	// event (CommitTimedOut and CommitAbandonedEnded).
+	Abandoned int
 }
 
 // deadlineCatalog is the catalog every table of a Lake commits through: each CommitTable runs
@@ -57,6 +70,42 @@ type deadlineCatalog struct {
 	catalog.Catalog
 	timeout atomic.Int64 // nanoseconds; <= 0 means DefaultCommitTimeout
 	watch   atomic.Pointer[func(CommitEvent)]
+
+	mu sync.Mutex
+	// abandoned counts, per table, attempts abandoned whose call into the catalog has not returned.
+	abandoned map[string]int
+	inFlight  int
+}
+
+// abandon records an abandoned attempt on key until done delivers its late answer.
+func (c *deadlineCatalog) abandon(key, name string, start time.Time, d time.Duration, done <-chan commitAnswer) int {
+	c.mu.Lock()
+	if c.abandoned == nil {
+		c.abandoned = map[string]int{}
+	}
+	c.abandoned[key]++
+	c.inFlight++
+	n := c.inFlight
+	c.mu.Unlock()
+	go func() {
+		a := <-done
+		c.mu.Lock()
+		if c.abandoned[key]--; c.abandoned[key] <= 0 {
+			delete(c.abandoned, key)
+		}
+		c.inFlight--
+		n := c.inFlight
+		c.mu.Unlock()
+		c.report(CommitEvent{Table: name, Phase: CommitAbandonedEnded, Elapsed: time.Since(start), Deadline: d, Err: a.err, Abandoned: n})
+	}()
+	return n
+}
+
+// AbandonedInFlight is the number of abandoned commit attempts still in flight.
+func (l *Lake) AbandonedInFlight() int {
+	l.cat.mu.Lock()
+	defer l.cat.mu.Unlock()
+	return l.cat.inFlight
 }
 
 func (c *deadlineCatalog) deadline() time.Duration {
@@ -101,6 +150,13 @@ type commitAnswer struct {
 func (c *deadlineCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
 	d := c.deadline()
 	name := id[len(id)-1]
+	key := strings.Join(id, ".")
+	c.mu.Lock()
+	busy := c.abandoned[key] > 0
+	c.mu.Unlock()
+	if busy {
+		return nil, "", fmt.Errorf("commit to %s: %w", name, ErrAbandonedInFlight)
+	}
 	start := time.Now()
 	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrCommitDeadline)
 	defer cancel()
@@ -126,12 +182,22 @@ func (c *deadlineCatalog) CommitTable(ctx context.Context, id table.Identifier, 
 	case <-cctx.Done():
 		if !errors.Is(context.Cause(cctx), ErrCommitDeadline) {
 			// The caller gave up (shutdown): not a deadline, but still an unknown outcome.
+			c.abandon(key, name, start, d, done)
 			return nil, "", fmt.Errorf("commit to %s: %w", name, ctx.Err())
 		}
+		n := c.abandon(key, name, start, d, done)
+		elapsed := time.Since(start)
+		err := fmt.Errorf("commit to %s after %s: %w", name, elapsed.Round(time.Millisecond), ErrCommitDeadline)
+		c.report(CommitEvent{Table: name, Phase: CommitTimedOut, Elapsed: elapsed, Deadline: d, Err: err, Abandoned: n})
+		return nil, "", err
 	}
+	// The catalog heeded the deadline: its call has returned, nothing is left in flight.
 	elapsed := time.Since(start)
 	err := fmt.Errorf("commit to %s after %s: %w", name, elapsed.Round(time.Millisecond), ErrCommitDeadline)
-	c.report(CommitEvent{Table: name, Phase: CommitTimedOut, Elapsed: elapsed, Deadline: d, Err: err})
+	c.mu.Lock()
+	n := c.inFlight
+	c.mu.Unlock()
+	c.report(CommitEvent{Table: name, Phase: CommitTimedOut, Elapsed: elapsed, Deadline: d, Err: err, Abandoned: n})
 	return nil, "", err
 }
 

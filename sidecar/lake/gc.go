@@ -34,15 +34,21 @@ const DefaultGCOlderThan = 72 * time.Hour
 // catalog, a long rewrite), and deleting it leaves a table whose metadata cannot be loaded.
 const DefaultGCMinAge = 24 * time.Hour
 
-// GCFloorMin is the lowest floor gc accepts under commit deadline d: twice the longest a drain
-// batch's commit attempts can run (DefaultRetry's attempts, each abandoned at d). The factor
+// FileCommitAttempts is the most commit attempts any path makes with the same written files:
+// the drain's batch (DefaultRetry) and a rewrite's replace (ReplaceAttempts). Paths that commit
+// only properties (deletion requests, claims, marks of their own) write a new metadata file per
+// attempt, so no file of theirs waits longer than one attempt.
+var FileCommitAttempts = max(DefaultRetry.Attempts, ReplaceAttempts)
+
+// GCFloorMin is the lowest floor gc accepts under commit deadline d: twice the longest the commit
+// attempts of one set of files can run (FileCommitAttempts, each abandoned at d). The factor
 // covers the waits between attempts and a commit abandoned at its deadline that the catalog
 // applies a little later.
 func GCFloorMin(d time.Duration) time.Duration {
 	if d <= 0 {
 		d = DefaultCommitTimeout
 	}
-	return 2 * time.Duration(DefaultRetry.Attempts) * d
+	return 2 * time.Duration(FileCommitAttempts) * d
 }
 
 // ErrGCTooYoung refuses a gc whose age limit or floor could reach a commit in flight.
@@ -58,8 +64,8 @@ func CheckGCAge(olderThan, floor, d time.Duration) error {
 		d = DefaultCommitTimeout
 	}
 	if lo := GCFloorMin(d); floor < lo {
-		return fmt.Errorf("%w: --min-age-floor %s is below %s, twice the longest a drain commit may run under --commit-timeout %s (%d attempts)",
-			ErrGCTooYoung, FormatAge(floor), FormatAge(lo), FormatAge(d), DefaultRetry.Attempts)
+		return fmt.Errorf("%w: --min-age-floor %s is below %s, twice the longest a commit may run under --commit-timeout %s (%d attempts; pass gc the compactor's --commit-timeout)",
+			ErrGCTooYoung, FormatAge(floor), FormatAge(lo), FormatAge(d), FileCommitAttempts)
 	}
 	if olderThan < floor {
 		return fmt.Errorf("%w: --older-than %s is below gc's floor of %s: younger objects may belong to a commit in flight; lower the floor only with --min-age-floor (at least %s under --commit-timeout %s)",

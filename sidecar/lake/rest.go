@@ -24,7 +24,7 @@ import (
 // answered 400, 401, 403, 404, 419 or 501: it did not apply the request). Everything else counts as
 // unknown, so an error this does not recognise is treated as the dangerous case.
 func IsCommitStateUnknown(err error) bool {
-	if err == nil || IsConflict(err) {
+	if err == nil || IsConflict(err) || errors.Is(err, ErrAbandonedInFlight) { // never sent
 		return false
 	}
 	if errors.Is(err, rest.ErrCommitStateUnknown) {

@@ -37,6 +37,9 @@ type RunOptions struct {
 	// Rollup, if set, is the table the per-minute rollup of every events batch goes to
 	// (RollupTable): this stream's partial rows, as an ingest pod writes them.
 	Rollup string
+	// WALVersion is the segment format version written (localwal.WriterOptions.FormatVersion):
+	// 1 for a WAL that drains older than version 2 still read; 0 is the current version.
+	WALVersion int
 	// OnSeal is told about every sealed segment (the demo counts them).
 	OnSeal func(localwal.SealedSegment)
 }
@@ -85,7 +88,7 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 	}
 	var res Result
 	w, err := localwal.NewWriter(o.WALDir, localwal.WriterOptions{
-		Stream: o.Stream, RollBytes: o.SegmentSize, RollAge: o.RollAge,
+		Stream: o.Stream, RollBytes: o.SegmentSize, RollAge: o.RollAge, FormatVersion: o.WALVersion,
 		OnSeal: func(s localwal.SealedSegment) {
 			if s.Table == o.Rollup {
 				res.RollupRows += s.Rows

@@ -286,7 +286,8 @@ tests:
 
   # SiglakeCatalogNotWritable: w0's commits succeed; w1's are refused from 5m on while its read
   # ping still answers; w2 had failed commits for 3m only, under the alert's for; w3's catalog is
-  # down altogether, which is SiglakeCatalogDown's alert, not this one.
+  # down altogether, which is SiglakeCatalogDown's alert, not this one; w4's commits are refused
+  # from 5m on while its read ping fails now and then, which must not reset the alert's for.
   - interval: 1m
     input_series:
       - series: 'siglake_catalog_writable{namespace="siglake-test", pod="w0"}'
@@ -305,6 +306,10 @@ tests:
         values: '0x30'
       - series: 'siglake_catalog_up{namespace="siglake-test", pod="w3"}'
         values: '0x30'
+      - series: 'siglake_catalog_writable{namespace="siglake-test", pod="w4"}'
+        values: '1x5 0x25'
+      - series: 'siglake_catalog_up{namespace="siglake-test", pod="w4"}'
+        values: '1 1 1 1 0 1 1 1 0 1 1 1 0 1 1 1 0 1 1 1 0 1 1 1 0 1 1 1 0 1 1'
     alert_rule_test:
       - eval_time: 8m
         alertname: SiglakeCatalogNotWritable
@@ -315,7 +320,12 @@ tests:
           - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: w1}
             exp_annotations:
               summary: "siglake on w1 cannot commit to the Iceberg catalog"
-              description: "The catalog answers reads but its last commit from this pod was refused or hung past --commit-timeout (siglake_catalog_commit_timeouts_total): nothing is committed, segments wait in the WAL. See catalog_write_error in /debug/status and the logs."
+              description: "The catalog answers reads but the last commit to at least one table from this pod was refused or hung past --commit-timeout (siglake_catalog_commit_timeouts_total): that table's segments wait in the WAL. See catalog_write_errors in /debug/status and the logs."
+              runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalognotwritable"
+          - exp_labels: {severity: warning, team: observability, namespace: siglake-test, pod: w4}
+            exp_annotations:
+              summary: "siglake on w4 cannot commit to the Iceberg catalog"
+              description: "The catalog answers reads but the last commit to at least one table from this pod was refused or hung past --commit-timeout (siglake_catalog_commit_timeouts_total): that table's segments wait in the WAL. See catalog_write_errors in /debug/status and the logs."
               runbook_url: "https://github.com/siglake/siglake/blob/main/docs/operations.md#siglakecatalognotwritable"
 
   # SiglakeMaintenanceNotSucceeding (like Mimir's CompactorHasNotSuccessfullyRunCompaction), on a

@@ -89,11 +89,13 @@ the runbook_url (the alert's section of docs/operations.md: runbookUrl#<alert in
     summary: "siglake on {{`{{ $labels.pod }}`}} cannot reach the Iceberg catalog and its WAL is filling"
     description: "The catalog does not answer and the oldest sealed WAL segment has waited {{`{{ $value | humanizeDuration }}`}}: the WAL volume holds every row until the catalog is back; once it is full, ingest can no longer write."
 - alert: SiglakeCatalogNotWritable
-  expr: max by (namespace, pod) (siglake_catalog_writable{ {{- $ns -}} }) == 0 and on (namespace, pod) max by (namespace, pod) (siglake_catalog_up{ {{- $ns -}} }) == 1
+  # max_over_time: a read ping that fails now and then must not reset the for; a catalog down for
+  # the whole window is SiglakeCatalogDown's.
+  expr: max by (namespace, pod) (siglake_catalog_writable{ {{- $ns -}} }) == 0 and on (namespace, pod) max by (namespace, pod) (max_over_time(siglake_catalog_up{ {{- $ns -}} }[5m])) == 1
   for: 5m
   labels:
     severity: warning
   annotations:
     summary: "siglake on {{`{{ $labels.pod }}`}} cannot commit to the Iceberg catalog"
-    description: "The catalog answers reads but its last commit from this pod was refused or hung past --commit-timeout (siglake_catalog_commit_timeouts_total): nothing is committed, segments wait in the WAL. See catalog_write_error in /debug/status and the logs."
+    description: "The catalog answers reads but the last commit to at least one table from this pod was refused or hung past --commit-timeout (siglake_catalog_commit_timeouts_total): that table's segments wait in the WAL. See catalog_write_errors in /debug/status and the logs."
 {{- end }}

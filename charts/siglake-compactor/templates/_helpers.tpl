@@ -242,6 +242,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.deleteCancelPeriod | quote }}
 - name: SIGLAKE_CATALOG_CLAIM
   value: {{ $v.compactor.catalogClaim | quote }}
+- name: SIGLAKE_COMMIT_TIMEOUT
+  value: {{ $v.compactor.commitTimeout | quote }}
 - name: SIGLAKE_RETENTION_PERIOD
   value: {{ $v.compactor.retention.period | quote }}
 - name: SIGLAKE_RETENTION_INTERVAL_SECS

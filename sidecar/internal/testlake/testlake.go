@@ -57,8 +57,7 @@ func NewWith(t testing.TB, mutate func(*lake.Config)) *Env {
 	e.Lake = l
 	e.Log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	reg := prometheus.NewRegistry()
-	up := prometheus.NewGauge(prometheus.GaugeOpts{Name: "siglake_catalog_up", Help: "test"})
-	e.Drain = &drain.Drain{Lake: l, Metrics: drain.NewMetrics(reg, up, merge.NewMetrics(reg)), Log: e.Log, Now: time.Now,
+	e.Drain = &drain.Drain{Lake: l, Metrics: drain.NewMetrics(reg, merge.NewMetrics(reg)), Log: e.Log, Now: time.Now,
 		Mem: memory.DefaultAllocator, Retry: lake.Retry{Attempts: 3, MinWait: time.Millisecond, MaxWait: 10 * time.Millisecond},
 		Cfg: drain.Config{WALDir: e.WAL, NodeName: "test", CommitBatchMaxAge: 10 * time.Second, TargetFileBytes: 256 << 20,
 			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }}}
