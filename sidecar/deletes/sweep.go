@@ -393,10 +393,11 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 }
 
 // waiting says whether r is still inside its cancel period: before the later of its stored
-// execution time and its creation plus this sweeper's period. A request that stores none, swept
-// with a period of 0, never waits, whatever the clocks of the recorder and the sweeper say.
+// execution time and its creation plus this sweeper's period. A request that stores none, or
+// stores its creation (recorded with a period of 0), swept with a period of 0, never waits,
+// whatever the clocks of the recorder and the sweeper say.
 func (s *Sweeper) waiting(r Request) bool {
-	if s.Cfg.CancelPeriod <= 0 && r.NotBefore == nil {
+	if s.Cfg.CancelPeriod <= 0 && (r.NotBefore == nil || !r.NotBefore.After(r.CreatedAt)) {
 		return false
 	}
 	return s.Now().Before(r.ExecuteAt(s.Cfg.CancelPeriod))
