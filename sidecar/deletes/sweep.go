@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,6 +55,9 @@ type Sweeper struct {
 	// it has not examined instead of reading the same clean ones every time.
 	clean map[string]bool
 	// published is the last state published per table (a look without a sweep keeps its sweep).
+	// publishMu guards it: maintenance publishes pending requests (Pending) while a sweep by
+	// another caller of the same Sweeper may publish its own.
+	publishMu sync.Mutex
 	published map[string]*State
 	// staged, when set (tests), runs in a delete-task rewrite's commit step after it read the
 	// newest metadata and staged the progress, before the catalog commit.
@@ -687,6 +691,8 @@ func containsReq(rs []Request, id string) bool {
 
 // publish updates the pending gauge and /debug/status from a sweep.
 func (s *Sweeper) publish(name string, rep SweepReport, err error) {
+	s.publishMu.Lock()
+	defer s.publishMu.Unlock()
 	var pending []PendingRequest
 	for _, r := range rep.Requests {
 		if r.State == Pending {
