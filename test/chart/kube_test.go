@@ -49,6 +49,8 @@ func typed(apiVersion, kind string) any {
 		return &corev1.ConfigMap{}
 	case "v1 Secret":
 		return &corev1.Secret{}
+	case "v1 ServiceAccount":
+		return &corev1.ServiceAccount{}
 	case "monitoring.coreos.com/v1 ServiceMonitor":
 		return &monitoringv1.ServiceMonitor{}
 	case "monitoring.coreos.com/v1 PodMonitor":
@@ -68,6 +70,7 @@ type rendered struct {
 	services     []*corev1.Service
 	configMaps   []*corev1.ConfigMap
 	secrets      []*corev1.Secret
+	accounts     []*corev1.ServiceAccount
 	svcMonitors  []*monitoringv1.ServiceMonitor
 	podMonitors  []*monitoringv1.PodMonitor
 	rules        []*monitoringv1.PrometheusRule
@@ -96,6 +99,8 @@ func decodeAll(t testing.TB, objs []object) rendered {
 			r.configMaps = append(r.configMaps, x)
 		case *corev1.Secret:
 			r.secrets = append(r.secrets, x)
+		case *corev1.ServiceAccount:
+			r.accounts = append(r.accounts, x)
 		case *monitoringv1.ServiceMonitor:
 			r.svcMonitors = append(r.svcMonitors, x)
 		case *monitoringv1.PodMonitor:
@@ -167,6 +172,18 @@ func checkObjects(t *testing.T, r rendered) {
 	for _, s := range r.statefulSets {
 		checkMeta(t, "StatefulSet/"+s.Name, s.ObjectMeta)
 		checkStatefulSet(t, s)
+		if sa := s.Spec.Template.Spec.ServiceAccountName; sa != "" && len(r.accounts) > 0 {
+			found := false
+			for _, a := range r.accounts {
+				found = found || a.Name == sa
+			}
+			if !found {
+				t.Errorf("StatefulSet/%s runs as ServiceAccount %q, which the chart does not render beside its own", s.Name, sa)
+			}
+		}
+	}
+	for _, a := range r.accounts {
+		checkMeta(t, "ServiceAccount/"+a.Name, a.ObjectMeta)
 	}
 	for _, s := range r.services {
 		checkMeta(t, "Service/"+s.Name, s.ObjectMeta)

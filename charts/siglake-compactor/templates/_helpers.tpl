@@ -30,11 +30,62 @@ app.kubernetes.io/name: {{ include "siglake-compactor.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* Labels of every object's metadata: the chart and app versions, and commonLabels (the chart's
+own labels win over a commonLabels key of the same name). */}}
 {{- define "siglake-compactor.labels" -}}
-helm.sh/chart: {{ include "siglake-compactor.chart" . }}
-{{ include "siglake-compactor.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- $own := include "siglake-compactor.selectorLabels" . | fromYaml }}
+{{- $_ := set $own "helm.sh/chart" (include "siglake-compactor.chart" .) }}
+{{- $_ := set $own "app.kubernetes.io/version" (.Chart.AppVersion | toString) }}
+{{- $_ := set $own "app.kubernetes.io/managed-by" .Release.Service }}
+{{- toYaml (merge $own (.Values.commonLabels | default dict)) }}
+{{- end }}
+
+{{/* Labels of the example pod template: no chart or app version, so a chart upgrade that changes
+nothing else in the pod does not restart every ingest pod (a new image still does, through the
+image field). commonLabels are here too; the selector labels win over them. */}}
+{{- define "siglake-compactor.podLabels" -}}
+{{- $own := include "siglake-compactor.selectorLabels" . | fromYaml }}
+{{- $_ := set $own "app.kubernetes.io/managed-by" .Release.Service }}
+{{- toYaml (merge $own (.Values.commonLabels | default dict)) }}
+{{- end }}
+
+{{/* The ServiceAccount the pods run as: serviceAccount.name, else <fullname> when the chart
+creates it; without either, example.serviceAccountName (older values) or "" for the namespace's
+default. An ingest chart sets its pods' serviceAccountName from this. */}}
+{{- define "siglake-compactor.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "siglake-compactor.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default .Values.example.serviceAccountName .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Pull secrets as a list of {name}: imagePullSecrets and global.imagePullSecrets, each entry a
+name or a {name: ...} object; "" when there are none. */}}
+{{- define "siglake-compactor.imagePullSecrets" -}}
+{{- $out := list }}
+{{- range concat (.Values.imagePullSecrets | default list) (dig "imagePullSecrets" list (.Values.global | default dict)) }}
+{{- $n := "" }}
+{{- if kindIs "string" . }}{{ $n = . }}{{ else if kindIs "map" . }}{{ $n = dig "name" "" . }}{{ end }}
+{{- if and $n (not (has (dict "name" $n) $out)) }}{{ $out = append $out (dict "name" $n) }}{{ end }}
+{{- end }}
+{{- with $out }}{{ toYaml . }}{{ end }}
+{{- end }}
+
+{{/* An image repository with global.image.registry in place of its registry host (the first path
+element when it has a dot or a colon, or is localhost, as Docker reads it), or in front of a
+repository without one. Takes a dict: "chart" (this chart's context), "repository". */}}
+{{- define "siglake-compactor.repository" -}}
+{{- $repo := .repository }}
+{{- with dig "image" "registry" "" (.chart.Values.global | default dict) }}
+{{- $parts := splitList "/" $repo }}
+{{- $host := first $parts }}
+{{- if and (gt (len $parts) 1) (or (contains "." $host) (contains ":" $host) (eq $host "localhost")) }}
+{{- $repo = join "/" (rest $parts) }}
+{{- end }}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo }}
+{{- end }}
+{{- $repo }}
 {{- end }}
 
 {{/* Pod labels that the gossip Service and the PodMonitor select. */}}
@@ -50,10 +101,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{- define "siglake-compactor.image" -}}
 {{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- $repo := include "siglake-compactor.repository" (dict "chart" . "repository" .Values.image.repository) }}
 {{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- printf "%s@%s" $repo .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- printf "%s:%s" $repo $tag }}
 {{- end }}
 {{- end }}
 
