@@ -282,4 +282,3 @@ func archiveNames(t *testing.T, tgz string) map[string]bool {
 		out[h.Name] = true
 	}
 }
-
