@@ -201,25 +201,38 @@ func mustFloat(t *testing.T, s string) float64 {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// TestMonitoringObjectsNeedTheAPI: the ServiceMonitor, PodMonitor and PrometheusRule render only
-// when the cluster has the monitoring.coreos.com/v1 API, or with metrics.forceMonitoringApi.
+// TestMonitoringObjectsNeedTheAPI: the ServiceMonitor, PodMonitor and PrometheusRule render
+// when the cluster has the monitoring.coreos.com/v1 API, or with metrics.forceMonitoringApi;
+// enabled without either, the render fails naming the value and the API (install notes, which
+// helm template and GitOps tools never show, are no place to say the scrape or alerts are gone).
 func TestMonitoringObjectsNeedTheAPI(t *testing.T) {
-	for _, set := range [][]string{
-		{"--set", "metrics.serviceMonitor.enabled=true"},
-		{"--set", "metrics.podMonitor.enabled=true"},
-		{"--set", "metrics.prometheusRule.enabled=true"},
+	for _, c := range []struct{ value, kind string }{
+		{"metrics.serviceMonitor.enabled", "ServiceMonitor"},
+		{"metrics.podMonitor.enabled", "PodMonitor"},
+		{"metrics.prometheusRule.enabled", "PrometheusRule"},
 	} {
-		args := append([]string{"--set", "metrics.scrapeAnnotations=false"}, set...)
+		args := []string{"--set", "metrics.scrapeAnnotations=false", "--set", c.value + "=true"}
 		count := func(r rendered) int { return len(r.svcMonitors) + len(r.podMonitors) + len(r.rules) }
-		if n := count(renderOK(t, args...)); n != 0 {
-			t.Errorf("%v without the API: %d monitoring objects rendered", set, n)
+		_, err := render(t, chartDir(t), args...)
+		if err == nil {
+			t.Errorf("%s without the API renders; want a failure", c.value)
+		} else {
+			for _, want := range []string{c.value, c.kind, "monitoring.coreos.com/v1", "--api-versions", "metrics.forceMonitoringApi"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s without the API: the failure does not say %q:\n%v", c.value, want, err)
+				}
+			}
 		}
 		if n := count(renderOK(t, append(args, monitoringAPI...)...)); n != 1 {
-			t.Errorf("%v with the API: %d monitoring objects, want 1", set, n)
+			t.Errorf("%s with the API: %d monitoring objects, want 1", c.value, n)
 		}
 		if n := count(renderOK(t, append(args, "--set", "metrics.forceMonitoringApi=true")...)); n != 1 {
-			t.Errorf("%v forced: %d monitoring objects, want 1", set, n)
+			t.Errorf("%s forced: %d monitoring objects, want 1", c.value, n)
 		}
+	}
+	// The dashboard is a ConfigMap, which every cluster has: it needs no API.
+	if n := len(renderOK(t, "--set", "metrics.dashboard.enabled=true").configMaps); n != 1 {
+		t.Errorf("the dashboard without the monitoring API: %d ConfigMaps, want 1", n)
 	}
 }
 

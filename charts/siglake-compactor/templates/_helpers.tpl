@@ -493,6 +493,16 @@ metrics.forceMonitoringApi. */}}
 {{- if or .Values.metrics.forceMonitoringApi (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") }}true{{ end }}
 {{- end }}
 
+{{/* Fails the render when a prometheus-operator object is enabled but the API is missing: leaving
+it out would drop the scrape or the alerts without a word (install notes are not shown by helm
+template or GitOps tools). Takes a dict: "chart" (this chart's context), "value" (the enabling
+value), "kind". */}}
+{{- define "siglake-compactor.requireMonitoringApi" -}}
+{{- if not (include "siglake-compactor.monitoringApi" .chart) }}
+{{- fail (printf "%s is true, but the cluster does not report the monitoring.coreos.com/v1 API (prometheus-operator's CRDs), so the %s would not be created. Install the operator's CRDs first, or render offline with --api-versions monitoring.coreos.com/v1 or metrics.forceMonitoringApi=true, or set %s=false." .value .kind .value) }}
+{{- end }}
+{{- end }}
+
 {{/* Fails the render when more than one way of scraping the sidecars is on: the scrape
 annotations, the ServiceMonitor and the PodMonitor each scrape every pod, so two of them would
 scrape each pod twice (every series twice, sums and rates doubled). */}}
