@@ -51,7 +51,7 @@ func runSearch(args []string) error {
 	fs.Var(&in, "in", "COLUMN=V1,V2,...: only rows whose column is one of the values (repeatable)")
 	from := fs.String("from", "", "only rows with timestamp >= this (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC)")
-	since := fs.Duration("since", 0, "only rows of the last D (from = now - D; not with --from)")
+	since := durationFlag(fs, "since", 0, false, "only rows of the last DURATION (from = now - DURATION; not with --from)")
 	fs.Var(&contains, "contains", "SUBSTR: only rows whose raw column contains it (case-sensitive bytes)")
 	fs.Var(&token, "token", "T: only rows whose raw column holds T as a whole token (runs of ASCII letters, digits, _ and any non-ASCII bytes)")
 	limit := fs.Int("limit", 100, "most rows to print; 0 prints every match")

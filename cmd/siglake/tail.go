@@ -33,9 +33,9 @@ func runTail(args []string) error {
 	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC)")
 	columns := fs.String("columns", "", "columns to print, comma-separated (default: all)")
 	lines := fs.Int("n", 20, "how many of the newest rows to print first")
-	since := fs.Duration("since", time.Hour, "look this far back for them (0: the whole table)")
+	since := durationFlag(fs, "since", time.Hour, true, "look this far back for them (0: the whole table)")
 	follow := fs.Bool("follow", false, "keep printing rows as they are sealed, until interrupted")
-	interval := fs.Duration("interval", time.Second, "with --follow, how often to poll the WAL buffers")
+	interval := durationFlag(fs, "interval", time.Second, false, "with --follow, how often to poll the WAL buffers")
 	bufs := fs.String("buffer", "", "WAL buffer addresses, comma-separated host:port (a name with several addresses, such as a headless Service, means every pod); \"none\" reads the lake only (default: --buffer-addr / SIGLAKE_BUFFER_ADDR, else 127.0.0.1:"+strconv.Itoa(buffer.DefaultPort)+")")
 	asJSON := fs.Bool("json", false, "print one JSON object per row")
 	tbl := ""
