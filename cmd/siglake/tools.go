@@ -8,8 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -106,6 +110,29 @@ func toolHelp(fs *flag.FlagSet) {
 	fs.SetOutput(os.Stdout)
 	fs.Usage()
 	fmt.Println("\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+}
+
+// loadTable loads a table a command names; a name the catalog does not have is an error that
+// lists the tables it has, so a typo shows its fix.
+func loadTable(ctx context.Context, l *lake.Lake, name string) (*table.Table, error) {
+	t, err := l.LoadTable(ctx, name)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, noSuchTable(ctx, l, name)
+	}
+	return t, err
+}
+
+// noSuchTable is the error for a table the catalog does not have: it lists the tables it has.
+func noSuchTable(ctx context.Context, l *lake.Lake, name string) error {
+	tables, err := l.ListTables(ctx)
+	if err != nil {
+		return fmt.Errorf("table %s is not in the catalog (namespace %s); listing its tables failed: %w", name, l.Namespace(), err)
+	}
+	if len(tables) == 0 {
+		return fmt.Errorf("table %s is not in the catalog: namespace %s has no tables yet", name, l.Namespace())
+	}
+	sort.Strings(tables)
+	return fmt.Errorf("table %s is not in the catalog; namespace %s has: %s", name, l.Namespace(), strings.Join(tables, ", "))
 }
 
 // openLake opens the catalog and warehouse of cfg for a one-shot command, under a context that
