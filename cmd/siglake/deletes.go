@@ -48,6 +48,9 @@ func runDeleteRequest(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, *tbl); err != nil {
+		return err
+	}
 	// An empty --to becomes the time of the request only after the whole-table check, which must
 	// see what the user gave: with --to filled in, no request would look unbounded.
 	got, err := fold.RecordDelete(ctx, l, *tbl, r, time.Now(), deletes.RecordOptions{ToNow: !*future, CancelPeriod: cfg.DeleteCancelPeriod})
@@ -138,6 +141,9 @@ func runDeleteCancel(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, *tbl); err != nil {
+		return err
+	}
 	r, err := deletes.Cancel(ctx, l, *tbl, pos[0], time.Now(), cfg.DeleteCancelPeriod)
 	if err != nil {
 		return err
@@ -171,6 +177,9 @@ func runDeleteSweep(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, tables...); err != nil {
+		return err
+	}
 	if *skip {
 		fmt.Fprintf(os.Stderr, "--skip-cancel-period: executing pending requests now, also those recorded less than %s ago (SIGLAKE_DELETE_CANCEL_PERIOD)\n", cfg.DeleteCancelPeriod)
 	}

@@ -45,6 +45,9 @@ func runGC(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, tables...); err != nil {
+		return err
+	}
 	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, MinAge: *floor, Apply: *apply, Tables: tables, Keep: sidecar.GCKeep})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)

@@ -66,7 +66,7 @@ func tableSubcommand(name, usage string, args []string, actions map[string]func(
 // tableOrAll is table, or every table of l in name order when it is empty.
 func tableOrAll(ctx context.Context, l *lake.Lake, table string) ([]string, error) {
 	if table != "" {
-		return []string{table}, nil
+		return []string{table}, requireTables(ctx, l, table)
 	}
 	tables, err := l.ListTables(ctx)
 	sort.Strings(tables)

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar"
@@ -102,10 +101,7 @@ func runSearch(args []string) error {
 	}
 	defer l.Close()
 	name := positional[0]
-	t, err := l.LoadTable(ctx, name)
-	if errors.Is(err, catalog.ErrNoSuchTable) {
-		return fmt.Errorf("table %s is not in the catalog", name)
-	}
+	t, err := loadTable(ctx, l, name)
 	if err != nil {
 		return err
 	}

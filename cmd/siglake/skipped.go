@@ -60,6 +60,9 @@ func runSkipped(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, pos[:min(len(pos), 1)]...); err != nil {
+		return err
+	}
 	if action == "clear" {
 		cleared, err := l.ClearSkipped(ctx, pos[0], pos[1:])
 		if err != nil {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +82,15 @@ func runTail(args []string) error {
 		return err
 	}
 	defer l.Close()
+	// A table the catalog does not have may still have rows in a WAL buffer (before its first
+	// commit); when no buffer holds any either, it is most often a typo: say so, with the tables.
+	var missing error
+	if have, err := l.ListTables(ctx); err == nil && !slices.Contains(have, tbl) {
+		missing = noSuchTable(ctx, l, tbl)
+	}
+	if missing != nil && clients == nil {
+		return missing
+	}
 	load := func(ctx context.Context) (*table.Table, error) {
 		t, err := l.LoadTable(ctx, tbl)
 		if errors.Is(err, catalog.ErrNoSuchTable) {
@@ -87,6 +98,23 @@ func runTail(args []string) error {
 		}
 		return t, err
 	}
-	return buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
-		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, os.Stdout, os.Stderr)
+	out := &countingWriter{w: os.Stdout}
+	err = buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
+		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, out, os.Stderr)
+	if missing != nil && !*follow && (err != nil || out.n == 0) {
+		return missing
+	}
+	return err
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

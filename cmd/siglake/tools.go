@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -120,6 +121,24 @@ func loadTable(ctx context.Context, l *lake.Lake, name string) (*table.Table, er
 		return nil, noSuchTable(ctx, l, name)
 	}
 	return t, err
+}
+
+// requireTables fails, listing the catalog's tables, when one of names is not among them: every
+// command that takes a TABLE checks it before it prints or writes anything.
+func requireTables(ctx context.Context, l *lake.Lake, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	have, err := l.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !slices.Contains(have, n) {
+			return noSuchTable(ctx, l, n)
+		}
+	}
+	return nil
 }
 
 // noSuchTable is the error for a table the catalog does not have: it lists the tables it has.
