@@ -50,6 +50,7 @@ func parseFoldFlags(bucket string, keys, aggs, tiers []string) (fold.Spec, error
 
 func foldSet(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake fold set", flag.ContinueOnError)
+	withSynopsis(fs, "siglake fold set TABLE [--bucket BUCKET] [--key COLUMN]... [--agg COLUMN=FUNC]... [--tier AGE:BUCKET]... [--remove-tier AGE]... [--replace] [--clear] [--dir DIR | catalog options]")
 	bucket := fs.String("bucket", "", "the fold `BUCKET`: a duration that divides a day (1m, 5m, 1h, 1d); default: the stored one")
 	var keys, aggs, tiers, removeTiers multiFlag
 	fs.Var(&keys, "key", "a key `COLUMN`: folded rows share its value (repeatable; added to the stored keys)")
@@ -122,6 +123,7 @@ type foldReport struct {
 
 func foldShow(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake fold show", flag.ContinueOnError)
+	withSynopsis(fs, "siglake fold show [TABLE] [--json] [--dir DIR | catalog options]")
 	asJSON := fs.Bool("json", false, "print the specifications as JSON")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {

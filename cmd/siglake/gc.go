@@ -18,6 +18,7 @@ import (
 // or SIGLAKE_* env), --commit-timeout among them: the floor must stay far above it.
 func runGC(args []string) error {
 	gcFlags := flag.NewFlagSet("siglake gc", flag.ContinueOnError)
+	withSynopsis(gcFlags, "siglake gc [--older-than DURATION] [--min-age-floor DURATION] [--apply] [--table TABLE]... [--json] [--dir DIR | catalog options]")
 	olderThan := durationFlag(gcFlags, "older-than", lake.DefaultGCOlderThan, false,
 		"only objects older than this are removed; at least the floor (--min-age-floor)")
 	floor := durationFlag(gcFlags, "min-age-floor", lake.DefaultGCMinAge, false,
@@ -25,7 +26,7 @@ func runGC(args []string) error {
 	apply := gcFlags.Bool("apply", false, "delete the orphans (default: dry run, list them)")
 	asJSON := gcFlags.Bool("json", false, "print the result as JSON")
 	var tables multiFlag
-	gcFlags.Var(&tables, "table", "limit gc to this table (repeatable; default: every table)")
+	gcFlags.Var(&tables, "table", "limit gc to this `TABLE` (repeatable; default: every table)")
 
 	cfg, help, err := toolConfig(gcFlags, args)
 	if help || err != nil {
@@ -116,6 +117,15 @@ func toolConfigArgs(fs *flag.FlagSet, args []string) (cfg sidecar.Config, positi
 	if help {
 		toolHelp(fs)
 		return cfg, nil, true, nil
+	}
+	// A flag neither the tool nor the compactor has is refused here with the tool's usage: Load
+	// would print the compactor's 130 lines of options under "Usage of siglake compactor".
+	if err := checkOptionFlags(rest); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+		fs.SetOutput(os.Stderr)
+		fs.Usage()
+		fmt.Fprintln(os.Stderr, "\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+		return cfg, nil, false, usageError{err}
 	}
 	if _, err := parseFlags(fs, own); err != nil {
 		return cfg, nil, false, err

@@ -136,6 +136,7 @@ func printDiff(w io.Writer, before, after []string) bool {
 
 func retentionSet(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake retention set", flag.ContinueOnError)
+	withSynopsis(fs, "siglake retention set TABLE [--period PERIOD] [--rule COND[&COND]:PERIOD[:PRIORITY]]... [--remove-rule COND[&COND]]... [--replace] [--clear] [--dry-run] [--dir DIR | catalog options]")
 	period := fs.String("period", "", "the table's `PERIOD` (30d, 4w, 36h; at least 1d; 0 keeps for ever; default: the process default, --retention-period)")
 	var rules, remove multiFlag
 	fs.Var(&rules, "rule", "`COND[&COND]:PERIOD[:PRIORITY]`: rows matching the conditions keep PERIOD; replaces the rule with the same conditions, else adds one (repeatable)")
@@ -239,6 +240,7 @@ func retentionSet(table string, args []string) error {
 
 func retentionShow(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake retention show", flag.ContinueOnError)
+	withSynopsis(fs, "siglake retention show [TABLE] [--json] [--dir DIR | catalog options]")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {

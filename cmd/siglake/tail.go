@@ -28,9 +28,10 @@ import (
 // of the lake plus the WAL buffer, without duplicates (docs/wal-buffer.md).
 func runTail(args []string) error {
 	fs := flag.NewFlagSet("siglake tail", flag.ContinueOnError)
+	withSynopsis(fs, "siglake tail TABLE [--where COL=V]... [--in COL=V1,V2]... [--from T] [--to T] [--columns A,B] [-n N] [--since DURATION] [--follow] [--buffer ADDR,...] [--json] [--dir DIR | catalog options]")
 	var where, in multiFlag
-	fs.Var(&where, "where", "COLUMN=VALUE: only rows whose column equals the value (repeatable; ANDed)")
-	fs.Var(&in, "in", "COLUMN=V1,V2,...: only rows whose column is one of the values (repeatable)")
+	fs.Var(&where, "where", "`COLUMN=VALUE`: only rows whose column equals the value (repeatable; ANDed)")
+	fs.Var(&in, "in", "`COLUMN=V1,V2,...`: only rows whose column is one of the values (repeatable)")
 	from := fs.String("from", "", "only rows with timestamp >= this (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC)")
 	columns := fs.String("columns", "", "columns to print, comma-separated (default: all)")

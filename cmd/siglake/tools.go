@@ -23,7 +23,7 @@ import (
 // defaultDemoDir is where `siglake demo` puts its WAL, catalog and warehouse by default.
 const defaultDemoDir = "./siglake-demo"
 
-const dirUsage = "a demo directory (siglake demo --dir): shortcut for --catalog sqlite:DIR/catalog.db --warehouse DIR/warehouse"
+const dirUsage = "a demo directory `DIR` (siglake demo --dir): shortcut for --catalog sqlite:DIR/catalog.db --warehouse DIR/warehouse"
 
 // demoLake is what --dir DIR stands for: the demo's embedded catalog and local warehouse.
 func demoLake(dir string) (catalog, warehouse string) {
@@ -104,6 +104,36 @@ func splitArgs(fs *flag.FlagSet, args []string) (own, rest, positional []string,
 		}
 	}
 	return own, rest, positional, false
+}
+
+// checkOptionFlags checks what splitArgs left for sidecar.Load: every flag is a compactor option
+// and has its value.
+func checkOptionFlags(rest []string) error {
+	known := map[string]bool{}
+	for _, o := range sidecar.Options() {
+		known[o.Flag] = true
+	}
+	for i := 0; i < len(rest); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(rest[i], "-"), "=")
+		switch {
+		case !known[name]:
+			return fmt.Errorf("flag provided but not defined: -%s", name)
+		case !hasValue && i+1 >= len(rest):
+			return fmt.Errorf("flag needs an argument: -%s", name)
+		case !hasValue:
+			i++
+		}
+	}
+	return nil
+}
+
+// withSynopsis makes fs's usage its synopsis and then its flags (the flag package's default is
+// "Usage of NAME:" alone).
+func withSynopsis(fs *flag.FlagSet, synopsis string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
 }
 
 // toolHelp prints a tool's flags and where the catalog options are documented.
