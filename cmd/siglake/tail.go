@@ -92,6 +92,18 @@ func runTail(args []string) error {
 	if missing != nil && clients == nil {
 		return missing
 	}
+	// A column the table lacks was left out of the rows without a word: refuse it first.
+	if t, err := l.LoadTable(ctx, tbl); err == nil && missing == nil {
+		var names []string
+		for _, f := range t.Schema().Fields() {
+			names = append(names, f.Name)
+		}
+		for _, c := range q.Columns {
+			if !slices.Contains(names, c) {
+				return fmt.Errorf("--columns %q: table %s has no such column; its columns: %s", c, tbl, strings.Join(names, ", "))
+			}
+		}
+	}
 	load := func(ctx context.Context) (*table.Table, error) {
 		t, err := l.LoadTable(ctx, tbl)
 		if errors.Is(err, catalog.ErrNoSuchTable) {
