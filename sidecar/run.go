@@ -58,7 +58,10 @@ func NewLogger(format, level string) (*zap.Logger, error) {
 	}
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
 	cfg.OutputPaths, cfg.ErrorOutputPaths = []string{"stderr"}, []string{"stderr"}
-	return cfg.Build()
+	// Stack traces only for panics: zap's presets add one to every Error (production) or Warn
+	// (development) line, where the message already says what failed and a trace buries it.
+	cfg.DisableStacktrace = true
+	return cfg.Build(zap.AddStacktrace(zapcore.DPanicLevel))
 }
 
 // colour says whether console logs colour their levels: only on a terminal, and not with

@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/siglake/siglake/sidecar"
 )
@@ -48,8 +47,7 @@ func runCompactor(args []string) error {
 	p := sidecar.NewProcess(cfg, log, buildVersion())
 	p.Metrics.SetBuildInfo(buildVersion(), buildRevision())
 	if err := p.Run(ctx, once); err != nil {
-		// The message says what to fix; a stack trace of main would only bury it.
-		log.WithOptions(zap.AddStacktrace(zapcore.DPanicLevel)).Error("siglake compactor failed", zap.Error(err))
+		log.Error("siglake compactor failed", zap.Error(err))
 		return reportedError{err} // logged: main does not print it again
 	}
 	return nil

@@ -19,10 +19,11 @@ import (
 // id, and says what it matches now and when sweeps will execute it.
 func runDeleteRequest(args []string) error {
 	fs := flag.NewFlagSet("siglake delete-request", flag.ContinueOnError)
+	withSynopsis(fs, "siglake delete-request --table TABLE [--where COL=V]... [--in COL=V1,V2]... [--from T] [--to T] [--all-rows] [--reason R] [--json] [--dir DIR | catalog options]")
 	tbl := fs.String("table", "", "table the rows live in (required)")
 	var where, in multiFlag
-	fs.Var(&where, "where", "COLUMN=VALUE: rows whose column equals the value; several joined by AND in one --where, or repeated (conditions are ANDed); quote a value with spaces: COLUMN=\"a b\"")
-	fs.Var(&in, "in", "COLUMN=V1,V2,...: rows whose column is one of the values (repeatable; values cannot contain commas)")
+	fs.Var(&where, "where", "`COLUMN=VALUE`: rows whose column equals the value; several joined by AND in one --where, or repeated (conditions are ANDed); quote a value with spaces: COLUMN=\"a b\"")
+	fs.Var(&in, "in", "`COLUMN=V1,V2,...`: rows whose column is one of the values (repeatable; values cannot contain commas)")
 	from := fs.String("from", "", "only rows with timestamp >= this (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC); default: the time of the request")
 	future := fs.Bool("include-future", false, "without --to, leave the range open: also delete matching rows with later timestamps for as long as the request is pending")
@@ -48,6 +49,9 @@ func runDeleteRequest(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, *tbl); err != nil {
+		return err
+	}
 	// An empty --to becomes the time of the request only after the whole-table check, which must
 	// see what the user gave: with --to filled in, no request would look unbounded.
 	got, err := fold.RecordDelete(ctx, l, *tbl, r, time.Now(), deletes.RecordOptions{ToNow: !*future, CancelPeriod: cfg.DeleteCancelPeriod})
@@ -120,6 +124,7 @@ type requestReport struct {
 // pending request before it runs.
 func runDeleteCancel(args []string) error {
 	fs := flag.NewFlagSet("siglake delete-cancel", flag.ContinueOnError)
+	withSynopsis(fs, "siglake delete-cancel --table TABLE ID [--dir DIR | catalog options]")
 	tbl := fs.String("table", "", "table the request was recorded on (required)")
 	cfg, pos, help, err := toolConfigArgs(fs, args)
 	if help || err != nil {
@@ -138,6 +143,9 @@ func runDeleteCancel(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, *tbl); err != nil {
+		return err
+	}
 	r, err := deletes.Cancel(ctx, l, *tbl, pos[0], time.Now(), cfg.DeleteCancelPeriod)
 	if err != nil {
 		return err
@@ -149,11 +157,12 @@ func runDeleteCancel(args []string) error {
 // runDeleteSweep is `siglake delete-sweep [--table T]... [--apply [--skip-cancel-period]] [--json] [compactor options]`.
 func runDeleteSweep(args []string) error {
 	fs := flag.NewFlagSet("siglake delete-sweep", flag.ContinueOnError)
+	withSynopsis(fs, "siglake delete-sweep [--table TABLE]... [--apply [--skip-cancel-period]] [--json] [--dir DIR | catalog options]")
 	apply := fs.Bool("apply", false, "rewrite the files and mark requests done, whatever SIGLAKE_DELETE_TASKS says (default: dry run); requests inside their cancel period wait")
 	skip := fs.Bool("skip-cancel-period", false, "with --apply: also execute requests recorded less than SIGLAKE_DELETE_CANCEL_PERIOD ago (they can no longer be cancelled)")
 	asJSON := fs.Bool("json", false, "print the sweep reports as JSON")
 	var tables multiFlag
-	fs.Var(&tables, "table", "limit the sweep to this table (repeatable; default: every table)")
+	fs.Var(&tables, "table", "limit the sweep to this `TABLE` (repeatable; default: every table)")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {
 		return err
@@ -171,6 +180,9 @@ func runDeleteSweep(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, tables...); err != nil {
+		return err
+	}
 	if *skip {
 		fmt.Fprintf(os.Stderr, "--skip-cancel-period: executing pending requests now, also those recorded less than %s ago (SIGLAKE_DELETE_CANCEL_PERIOD)\n", cfg.DeleteCancelPeriod)
 	}

@@ -16,7 +16,8 @@ func runDemo(args []string) error {
 	fs := flag.NewFlagSet("siglake demo", flag.ContinueOnError)
 	var o demo.Options
 	fs.StringVar(&o.Dir, "dir", defaultDemoDir, "directory for the demo's WAL, catalog and warehouse (the tools take it as --dir)")
-	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "how long to generate load")
+	o.Duration = 60 * time.Second
+	durationVar(fs, &o.Duration, "duration", false, "how long to generate load")
 	fs.Int64Var(&o.Rate, "rate", 20000, "rows per second per table")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:9464", "the sidecar's HTTP address (/metrics, /debug/status); a free port if it is taken")
 	fs.BoolVar(&o.KeepRunning, "keep-running", false, "after the summary, keep a sidecar running on the demo's lake until Ctrl-C (try siglake status, curl /metrics)")

@@ -13,11 +13,13 @@ import (
 )
 
 const foldUsage = `usage: siglake fold show [TABLE] [--json] [compactor options]
-       siglake fold set TABLE --bucket 1m --key COLUMN... --agg COLUMN=FUNC... [--tier AGE:BUCKET]... [--clear] [compactor options]
+       siglake fold set TABLE [--bucket 1m] [--key COLUMN]... [--agg COLUMN=FUNC]... [--tier AGE:BUCKET]... [--remove-tier AGE]...
+                        [--replace] [--clear] [compactor options]
 
 Rows of one (bucket, keys) fold into one on maintenance rewrites. Every column is the timestamp, a
 --key or an --agg; FUNC is sum, min, max or count (a column holding counts; an average is a sum
-and a count). --tier 7d:1h folds rows older than 7 days into 1h buckets (tiers youngest first).
+and a count). --tier 7d:1h folds rows older than 7 days into 1h buckets. set changes only what it
+names (a --tier replaces the tier of its age) and prints the change; --replace drops the rest.
 See docs/folding.md.`
 
 // runFold is `siglake fold show|set`.
@@ -48,11 +50,14 @@ func parseFoldFlags(bucket string, keys, aggs, tiers []string) (fold.Spec, error
 
 func foldSet(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake fold set", flag.ContinueOnError)
-	bucket := fs.String("bucket", "", "the fold bucket: a duration that divides a day (1m, 5m, 1h, 1d)")
-	var keys, aggs, tiers multiFlag
-	fs.Var(&keys, "key", "a key column: folded rows share its value (repeatable)")
-	fs.Var(&aggs, "agg", "COLUMN=FUNC: an aggregated column and its function, sum, min, max or count (repeatable)")
-	fs.Var(&tiers, "tier", "AGE:BUCKET: rows older than AGE fold into BUCKET (repeatable, youngest first)")
+	withSynopsis(fs, "siglake fold set TABLE [--bucket BUCKET] [--key COLUMN]... [--agg COLUMN=FUNC]... [--tier AGE:BUCKET]... [--remove-tier AGE]... [--replace] [--clear] [--dir DIR | catalog options]")
+	bucket := fs.String("bucket", "", "the fold `BUCKET`: a duration that divides a day (1m, 5m, 1h, 1d); default: the stored one")
+	var keys, aggs, tiers, removeTiers multiFlag
+	fs.Var(&keys, "key", "a key `COLUMN`: folded rows share its value (repeatable; added to the stored keys)")
+	fs.Var(&aggs, "agg", "`COLUMN=FUNC`: an aggregated column and its function, sum, min, max or count (repeatable; replaces the column's stored function)")
+	fs.Var(&tiers, "tier", "`AGE:BUCKET`: rows older than AGE fold into BUCKET (repeatable; replaces the stored tier of that age, else adds one)")
+	fs.Var(&removeTiers, "remove-tier", "`AGE`: remove the stored tier of that age (repeatable)")
+	replace := fs.Bool("replace", false, "start from an empty specification: keys, aggregates and tiers the command does not give are dropped (default: kept)")
 	clear := fs.Bool("clear", false, "remove the table's specification: it is no longer folded (folded rows stay folded)")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {
@@ -65,26 +70,47 @@ func foldSet(table string, args []string) error {
 	if err != nil {
 		return err
 	}
-	given := s.Bucket != "" || len(s.Keys) > 0 || len(s.Aggregates) > 0 || len(s.Tiers) > 0
+	e := fold.Edit{Bucket: s.Bucket, Keys: s.Keys, Aggregates: s.Aggregates, Tiers: s.Tiers, RemoveTiers: removeTiers, Replace: *replace}
+	given := e.Bucket != "" || len(e.Keys) > 0 || len(e.Aggregates) > 0 || len(e.Tiers) > 0 || len(e.RemoveTiers) > 0
 	switch {
-	case *clear && given:
-		return fmt.Errorf("--clear removes the specification; it takes no --bucket, --key, --agg or --tier")
-	case !*clear && s.Bucket == "":
-		return fmt.Errorf("--bucket is required (or --clear to remove the table's specification)")
+	case *clear && (given || *replace):
+		return fmt.Errorf("--clear removes the specification; it takes no --bucket, --key, --agg, --tier, --remove-tier or --replace")
+	case !*clear && !given:
+		return fmt.Errorf("give --bucket, --key, --agg, --tier or --remove-tier (or --clear to remove the table's specification)")
 	}
 	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if _, err := fold.Set(ctx, l, table, s); err != nil {
+	t, err := loadTable(ctx, l, table)
+	if err != nil {
+		return err
+	}
+	before, _, err := fold.Of(t.Properties())
+	if err != nil && !*clear && !*replace {
+		return fmt.Errorf("%w; --replace sets a new specification over it, --clear removes it", err)
+	}
+	next := fold.Spec{}
+	if !*clear {
+		if next, err = before.Apply(e); err != nil {
+			return err
+		}
+		if next.Bucket == "" {
+			return fmt.Errorf("--bucket is required: the table has no fold specification yet (or --clear to remove one)")
+		}
+	}
+	if _, err := fold.Set(ctx, l, table, next); err != nil {
 		return err
 	}
 	if *clear {
 		fmt.Printf("removed the fold specification of %s: it is no longer folded\n", table)
-		return nil
+	} else {
+		fmt.Printf("stored the fold specification of %s: %s\n", table, next.Describe())
 	}
-	fmt.Printf("stored the fold specification of %s: %s\n", table, s.Describe())
+	if !printDiff(os.Stdout, before.Lines(), next.Lines()) {
+		fmt.Println("  (unchanged)")
+	}
 	return nil
 }
 
@@ -97,6 +123,7 @@ type foldReport struct {
 
 func foldShow(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake fold show", flag.ContinueOnError)
+	withSynopsis(fs, "siglake fold show [TABLE] [--json] [--dir DIR | catalog options]")
 	asJSON := fs.Bool("json", false, "print the specifications as JSON")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {

@@ -70,3 +70,63 @@ func TestFoldCommand(t *testing.T) {
 		t.Fatalf("after --clear: %+v", reps)
 	}
 }
+
+// TestFoldSetKeepsWhatItDoesNotName: `fold set` used to store only what it was given, dropping
+// the stored tiers without a word. set keeps what it does not name, prints the change, replaces
+// a tier by its age, removes one only when told, and drops the rest only with --replace.
+func TestFoldSetKeepsWhatItDoesNotName(t *testing.T) {
+	dir := t.TempDir()
+	wal := filepath.Join(dir, "wal")
+	if r := siglake(t, "walgen", "--wal-dir", wal, "--rows", "2000", "--rollup", walgen.RollupTable); r.code != 0 {
+		t.Fatalf("walgen: %d %s", r.code, r.stderr)
+	}
+	cat, wh := demoLake(dir)
+	if r := siglake(t, "compactor", "--once", "--wal-dir", wal, "--catalog", cat, "--warehouse", wh, "--http-addr", "127.0.0.1:0"); r.code != 0 {
+		t.Fatalf("compactor --once: %d %s", r.code, r.stderr)
+	}
+	set := func(args ...string) result {
+		return siglake(t, append([]string{"fold", "set", walgen.RollupTable, "--dir", dir}, args...)...)
+	}
+	spec := func() string {
+		r := siglake(t, "fold", "show", walgen.RollupTable, "--dir", dir)
+		if r.code != 0 {
+			t.Fatalf("fold show: %d %s", r.code, r.stderr)
+		}
+		return strings.TrimSpace(r.stdout)
+	}
+	if r := set("--bucket", "1m", "--key", "service", "--key", "severity", "--agg", "events=count", "--agg", "bytes=sum",
+		"--agg", "max_bytes=max", "--tier", "7d:1h", "--tier", "30d:1d"); r.code != 0 {
+		t.Fatalf("set: %d %s", r.code, r.stderr)
+	}
+	r := set("--bucket", "5m")
+	if r.code != 0 {
+		t.Fatalf("set --bucket 5m: %d %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"  - bucket 1m\n", "  + bucket 5m\n", "    tier 7d:1h\n", "    tier 30d:1d\n", "    agg events=count\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("set --bucket 5m does not show %q:\n%s", want, r.stdout)
+		}
+	}
+	if s := spec(); !strings.Contains(s, "bucket 5m by service, severity") || !strings.Contains(s, "after 7d: 1h buckets; after 30d: 1d buckets") {
+		t.Fatalf("set --bucket dropped what it did not name: %s", s)
+	}
+	// A tier of the same age (1w is 7d) replaces the stored one; a new one goes in age order.
+	if r := set("--tier", "1w:2h", "--tier", "14d:6h"); r.code != 0 || !strings.Contains(r.stdout, "  - tier 7d:1h\n") {
+		t.Fatalf("set --tier: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if s := spec(); !strings.Contains(s, "after 1w: 2h buckets; after 14d: 6h buckets; after 30d: 1d buckets") {
+		t.Fatalf("after a replaced and an added tier: %s", s)
+	}
+	if r := set("--remove-tier", "14d"); r.code != 0 || !strings.Contains(r.stdout, "  - tier 14d:6h\n") {
+		t.Fatalf("remove-tier: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := set("--remove-tier", "3d"); r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "1w:2h, 30d:1d") {
+		t.Fatalf("remove-tier of a missing tier: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := set("--replace", "--bucket", "1m", "--key", "service", "--key", "severity", "--agg", "events=count", "--agg", "bytes=sum", "--agg", "max_bytes=max"); r.code != 0 {
+		t.Fatalf("replace: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if s := spec(); strings.Contains(s, "after") {
+		t.Fatalf("--replace kept the tiers: %s", s)
+	}
+}

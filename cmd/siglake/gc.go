@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,14 +18,15 @@ import (
 // or SIGLAKE_* env), --commit-timeout among them: the floor must stay far above it.
 func runGC(args []string) error {
 	gcFlags := flag.NewFlagSet("siglake gc", flag.ContinueOnError)
-	olderThan := ageFlag(gcFlags, "older-than", lake.DefaultGCOlderThan,
-		"only objects older than this `DURATION` are removed (s, m, h, d, w); at least the floor (--min-age-floor)")
-	floor := ageFlag(gcFlags, "min-age-floor", lake.DefaultGCMinAge,
-		"the least --older-than gc accepts, a `DURATION` (s, m, h, d, w); lower it only knowing no commit or rewrite runs that long, never below 12 times --commit-timeout")
+	withSynopsis(gcFlags, "siglake gc [--older-than DURATION] [--min-age-floor DURATION] [--apply] [--table TABLE]... [--json] [--dir DIR | catalog options]")
+	olderThan := durationFlag(gcFlags, "older-than", lake.DefaultGCOlderThan, false,
+		"only objects older than this are removed; at least the floor (--min-age-floor)")
+	floor := durationFlag(gcFlags, "min-age-floor", lake.DefaultGCMinAge, false,
+		"the least --older-than gc accepts; lower it only knowing no commit or rewrite runs that long, never below 12 times --commit-timeout")
 	apply := gcFlags.Bool("apply", false, "delete the orphans (default: dry run, list them)")
 	asJSON := gcFlags.Bool("json", false, "print the result as JSON")
 	var tables multiFlag
-	gcFlags.Var(&tables, "table", "limit gc to this table (repeatable; default: every table)")
+	gcFlags.Var(&tables, "table", "limit gc to this `TABLE` (repeatable; default: every table)")
 
 	cfg, help, err := toolConfig(gcFlags, args)
 	if help || err != nil {
@@ -46,6 +46,9 @@ func runGC(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, tables...); err != nil {
+		return err
+	}
 	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, MinAge: *floor, Apply: *apply, Tables: tables, Keep: sidecar.GCKeep})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
@@ -78,45 +81,6 @@ func runGC(args []string) error {
 	}
 	fmt.Println()
 	return err
-}
-
-// ageFlag is a duration flag in the one duration syntax of the options: s, m, h and Go's units,
-// plus d (days) and w (weeks).
-func ageFlag(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
-	d := def
-	fs.Func(name, usage+" (default "+lake.FormatAge(def)+")", func(v string) error {
-		got, err := parseAge(v)
-		if err != nil {
-			return fmt.Errorf("--%s %q: accepted: a positive duration such as 36h, 3d, 1w, 90m", name, v)
-		}
-		d = got
-		return nil
-	})
-	return &d
-}
-
-// parseAge reads a positive duration with day (d) and week (w) units besides Go's.
-func parseAge(v string) (time.Duration, error) {
-	s := strings.TrimSpace(v)
-	unit := time.Duration(0)
-	switch {
-	case strings.HasSuffix(s, "d"):
-		unit = 24 * time.Hour
-	case strings.HasSuffix(s, "w"):
-		unit = 7 * 24 * time.Hour
-	}
-	if unit > 0 {
-		n, err := strconv.ParseFloat(s[:len(s)-1], 64)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("bad duration %q", v)
-		}
-		return time.Duration(n * float64(unit)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("bad duration %q", v)
-	}
-	return d, nil
 }
 
 type multiFlag []string
@@ -153,6 +117,15 @@ func toolConfigArgs(fs *flag.FlagSet, args []string) (cfg sidecar.Config, positi
 	if help {
 		toolHelp(fs)
 		return cfg, nil, true, nil
+	}
+	// A flag neither the tool nor the compactor has is refused here with the tool's usage: Load
+	// would print the compactor's 130 lines of options under "Usage of siglake compactor".
+	if err := checkOptionFlags(rest); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+		fs.SetOutput(os.Stderr)
+		fs.Usage()
+		fmt.Fprintln(os.Stderr, "\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+		return cfg, nil, false, usageError{err}
 	}
 	if _, err := parseFlags(fs, own); err != nil {
 		return cfg, nil, false, err

@@ -85,7 +85,7 @@ func runInspect(args []string) error {
 		return listTables(ctx, l, pc, *asJSON)
 	}
 	table := positional[0]
-	t, err := l.LoadTable(ctx, table)
+	t, err := loadTable(ctx, l, table)
 	if err != nil {
 		return err
 	}

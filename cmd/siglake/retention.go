@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,11 +21,14 @@ import (
 )
 
 const retentionUsage = `usage: siglake retention show [TABLE] [--json] [compactor options]
-       siglake retention set TABLE [--period 30d] [--rule COND[&COND]:PERIOD[:PRIORITY]]... [--clear] [--dry-run] [compactor options]
+       siglake retention set TABLE [--period 30d] [--rule COND[&COND]:PERIOD[:PRIORITY]]... [--remove-rule COND[&COND]]...
+                             [--replace] [--clear] [--dry-run] [compactor options]
 
 COND is COLUMN=VALUE or COLUMN=V1,V2 (one of the values), as in delete-request; a rule keeps the
 rows it matches for its own PERIOD (0 = for ever). The highest PRIORITY wins (default 0), ties
-take the shortest period. Periods: 30d, 4w, 36h, at least 1d; 0 keeps for ever. See docs/retention.md.`
+take the shortest period. Periods: 30d, 4w, 36h, at least 1d; 0 keeps for ever. set changes only
+what it names (a --rule replaces the rule with the same conditions) and prints the change; --replace
+drops the rest. See docs/retention.md.`
 
 // runRetention is `siglake retention show|set`.
 func runRetention(args []string) error {
@@ -61,7 +66,7 @@ func tableSubcommand(name, usage string, args []string, actions map[string]func(
 // tableOrAll is table, or every table of l in name order when it is empty.
 func tableOrAll(ctx context.Context, l *lake.Lake, table string) ([]string, error) {
 	if table != "" {
-		return []string{table}, nil
+		return []string{table}, requireTables(ctx, l, table)
 	}
 	tables, err := l.ListTables(ctx)
 	sort.Strings(tables)
@@ -88,23 +93,57 @@ func parseRule(v string) (retention.Rule, error) {
 		}
 		r.Priority = p
 	}
-	for _, c := range strings.Split(parts[0], "&") {
+	where, why := parseConditions(parts[0])
+	if why != "" {
+		return retention.Rule{}, bad(why)
+	}
+	r.Where = where
+	return r, nil
+}
+
+// parseConditions reads COND[&COND] (COLUMN=VALUE or COLUMN=V1,V2); why says what is wrong.
+func parseConditions(v string) (where []deletes.Condition, why string) {
+	for _, c := range strings.Split(v, "&") {
 		col, vals, ok := strings.Cut(c, "=")
 		if !ok || col == "" || vals == "" {
-			return retention.Rule{}, bad(fmt.Sprintf("condition %q is not COLUMN=VALUE", c))
+			return nil, fmt.Sprintf("condition %q is not COLUMN=VALUE", c)
 		}
-		r.Where = append(r.Where, deletes.Condition{Column: col, Values: strings.Split(vals, ",")})
+		where = append(where, deletes.Condition{Column: col, Values: strings.Split(vals, ",")})
 	}
-	return r, nil
+	return where, ""
+}
+
+// printDiff writes a before/after diff of a policy's lines: "- " for a line only before, "+ "
+// for one only after, "  " for one kept. It returns whether anything changed.
+func printDiff(w io.Writer, before, after []string) bool {
+	changed := false
+	for _, l := range before {
+		if !slices.Contains(after, l) {
+			fmt.Fprintf(w, "  - %s\n", l)
+			changed = true
+		}
+	}
+	for _, l := range after {
+		if slices.Contains(before, l) {
+			fmt.Fprintf(w, "    %s\n", l)
+		} else {
+			fmt.Fprintf(w, "  + %s\n", l)
+			changed = true
+		}
+	}
+	return changed
 }
 
 func retentionSet(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake retention set", flag.ContinueOnError)
-	period := fs.String("period", "", "the table's period (30d, 4w, 36h; at least 1d; 0 keeps for ever); empty takes --retention-period")
-	var rules multiFlag
-	fs.Var(&rules, "rule", "COND[&COND]:PERIOD[:PRIORITY]: rows matching the conditions keep PERIOD (repeatable)")
+	withSynopsis(fs, "siglake retention set TABLE [--period PERIOD] [--rule COND[&COND]:PERIOD[:PRIORITY]]... [--remove-rule COND[&COND]]... [--replace] [--clear] [--dry-run] [--dir DIR | catalog options]")
+	period := fs.String("period", "", "the table's `PERIOD` (30d, 4w, 36h; at least 1d; 0 keeps for ever; default: the process default, --retention-period)")
+	var rules, remove multiFlag
+	fs.Var(&rules, "rule", "`COND[&COND]:PERIOD[:PRIORITY]`: rows matching the conditions keep PERIOD; replaces the rule with the same conditions, else adds one (repeatable)")
+	fs.Var(&remove, "remove-rule", "`COND[&COND]`: remove the rule with these conditions (repeatable)")
+	replace := fs.Bool("replace", false, "start from an empty policy: rules and period the command does not give are dropped (default: kept)")
 	clear := fs.Bool("clear", false, "remove the table's own policy: the process default (--retention-period) applies")
-	dry := fs.Bool("dry-run", false, "show what the policy would remove now, and write nothing")
+	dry := fs.Bool("dry-run", false, "show what would change and what the policy would remove now, and write nothing")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {
 		return err
@@ -112,41 +151,73 @@ func retentionSet(table string, args []string) error {
 	if table == "" {
 		return fmt.Errorf("a table is required: siglake retention set TABLE --period 30d")
 	}
-	p := retention.Policy{Period: *period}
-	if *period != "" {
+	var e retention.Edit
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "period" {
+			e.Period = period
+		}
+	})
+	if e.Period != nil && *period != "default" {
 		if _, err := retention.ParsePeriod("--period", *period); err != nil {
 			return err
 		}
+	} else if e.Period != nil {
+		*e.Period = "" // the process default
 	}
 	for _, v := range rules {
 		r, err := parseRule(v)
 		if err != nil {
 			return err
 		}
-		p.Rules = append(p.Rules, r)
+		e.Rules = append(e.Rules, r)
 	}
+	for _, v := range remove {
+		w, why := parseConditions(v)
+		if why != "" {
+			return fmt.Errorf("--remove-rule %q: %s; accepted: COLUMN=VALUE[&COLUMN=V1,V2], the conditions of a rule", v, why)
+		}
+		e.Remove = append(e.Remove, w)
+	}
+	e.Replace = *replace
+	given := e.Period != nil || len(e.Rules) > 0 || len(e.Remove) > 0
 	switch {
-	case *clear && (p.Period != "" || len(p.Rules) > 0):
-		return fmt.Errorf("--clear removes the policy; it takes no --period or --rule")
-	case !*clear && p.Period == "" && len(p.Rules) == 0:
-		return fmt.Errorf("give --period and/or --rule (or --clear to remove the table's policy)")
+	case *clear && (given || *replace):
+		return fmt.Errorf("--clear removes the policy; it takes no --period, --rule, --remove-rule or --replace")
+	case !*clear && !given:
+		return fmt.Errorf("give --period, --rule or --remove-rule (or --clear to remove the table's policy)")
 	}
 	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
+	t, err := loadTable(ctx, l, table)
+	if err != nil {
+		return err
+	}
+	before, _, err := retention.Of(t.Properties())
+	if err != nil && !*clear && !*replace {
+		return fmt.Errorf("%w; --replace sets a new policy over it, --clear removes it", err)
+	}
+	p := retention.Policy{}
+	if !*clear {
+		if p, err = before.Apply(e); err != nil {
+			return err
+		}
+	}
 	log, err := sidecar.NewLogger("console", "warn")
 	if err != nil {
 		return err
 	}
-	r := sidecar.RetentionRunner(l, cfg, log)
 	if *dry {
+		r := sidecar.RetentionRunner(l, cfg, log)
 		rep, err := r.Run(ctx, table, retention.Options{NoCaps: true, Policy: &p})
 		if err != nil {
 			return err
 		}
 		fmt.Printf("dry run: nothing written (\"process default\" is this command's --retention-period, %s)\n", retention.FormatPeriod(cfg.RetentionPeriod))
+		fmt.Printf("retention policy of %s would change:\n", table)
+		printDiff(os.Stdout, before.Lines(cfg.RetentionPeriod), p.Lines(cfg.RetentionPeriod))
 		printRetention([]retention.Report{rep}, cfg.RetentionInterval.Seconds() > 0)
 		return nil
 	}
@@ -156,7 +227,10 @@ func retentionSet(table string, args []string) error {
 	if *clear {
 		fmt.Printf("removed the retention policy of %s: the process default (%s) applies\n", table, retention.FormatPeriod(cfg.RetentionPeriod))
 	} else {
-		fmt.Printf("stored the retention policy of %s: %s\n", table, p.Describe(cfg.RetentionPeriod))
+		fmt.Printf("stored the retention policy of %s:\n", table)
+	}
+	if !printDiff(os.Stdout, before.Lines(cfg.RetentionPeriod), p.Lines(cfg.RetentionPeriod)) {
+		fmt.Println("  (unchanged)")
 	}
 	if cfg.RetentionInterval <= 0 {
 		fmt.Println("note: --retention-interval-secs / SIGLAKE_RETENTION_INTERVAL_SECS is 0 here, so no sidecar with these options runs retention")
@@ -166,6 +240,7 @@ func retentionSet(table string, args []string) error {
 
 func retentionShow(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake retention show", flag.ContinueOnError)
+	withSynopsis(fs, "siglake retention show [TABLE] [--json] [--dir DIR | catalog options]")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	cfg, help, err := toolConfig(fs, args)
 	if help || err != nil {

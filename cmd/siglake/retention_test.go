@@ -78,3 +78,70 @@ func TestRetentionCommand(t *testing.T) {
 		t.Fatalf("retention prune: exit %d, want 2", r.code)
 	}
 }
+
+// TestRetentionSetKeepsWhatItDoesNotName: `retention set --period` used to store a policy of that
+// period alone, dropping the table's rules without a word. set keeps what it does not name, prints
+// the change, replaces a rule by its conditions, removes one only when told (naming the rules when
+// none matches), and drops the rest only with --replace.
+func TestRetentionSetKeepsWhatItDoesNotName(t *testing.T) {
+	dir := demoLakeDir(t)
+	set := func(args ...string) result {
+		return siglake(t, append([]string{"retention", "set", "events", "--dir", dir}, args...)...)
+	}
+	policy := func() string {
+		r := siglake(t, "retention", "show", "events", "--json", "--dir", dir)
+		var reps []retention.Report
+		if err := json.Unmarshal([]byte(r.stdout), &reps); err != nil || len(reps) != 1 {
+			t.Fatalf("retention show --json: %v: %s%s", err, r.stdout, r.stderr)
+		}
+		return reps[0].Policy
+	}
+	if r := set("--period", "30d", "--rule", "severity=debug:3d", "--rule", "service=audit:0:10"); r.code != 0 {
+		t.Fatalf("set: %d %s", r.code, r.stderr)
+	}
+	r := set("--period", "0")
+	if r.code != 0 {
+		t.Fatalf("set --period 0: %d %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"  - period 30d\n", "  + period 0\n", "    rule severity=debug keeps 3d\n", "    rule service=audit keeps 0 (priority 10)\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("set --period 0 does not show %q:\n%s", want, r.stdout)
+		}
+	}
+	if p := policy(); p != `period 0; rule 1: severity = "debug" keeps 3d; rule 2: service = "audit" keeps 0 (priority 10)` {
+		t.Fatalf("set --period 0 dropped the rules: %q", p)
+	}
+	// A rule with the same conditions replaces the stored one; a new one is added.
+	r = set("--rule", "severity=debug:7d", "--rule", "host=a&service=api:2d")
+	if r.code != 0 || !strings.Contains(r.stdout, "  - rule severity=debug keeps 3d\n") || !strings.Contains(r.stdout, "  + rule severity=debug keeps 7d\n") {
+		t.Fatalf("set --rule: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if p := policy(); !strings.Contains(p, `rule 1: severity = "debug" keeps 7d; rule 2: service = "audit"`) || !strings.Contains(p, "rule 3: host") {
+		t.Fatalf("after a replaced and an added rule: %q", p)
+	}
+	// Removal by conditions, in any order; a rule that is not there is named with the ones that are.
+	if r := set("--remove-rule", "service=api&host=a"); r.code != 0 || !strings.Contains(r.stdout, "  - rule host=a&service=api keeps 2d") {
+		t.Fatalf("remove-rule: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := set("--remove-rule", "severity=info"); r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "severity=debug, service=audit") {
+		t.Fatalf("remove-rule of a missing rule: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// --replace drops what the command does not give.
+	if r := set("--replace", "--period", "60d"); r.code != 0 || !strings.Contains(r.stdout, "  - rule service=audit keeps 0 (priority 10)") {
+		t.Fatalf("replace: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if p := policy(); p != "period 60d" {
+		t.Fatalf("after --replace: %q", p)
+	}
+	// default: the process default period (a policy left empty is removed).
+	if r := set("--period", "default"); r.code != 0 || !strings.Contains(r.stdout, "  + period 0 (process default)") || policy() != "period 0 (process default)" {
+		t.Fatalf("--period default: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := set("--period", "60d"); r.code != 0 {
+		t.Fatalf("set: %d %s", r.code, r.stderr)
+	}
+	// A dry run shows the change and writes nothing.
+	if r := set("--period", "90d", "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "  + period 90d") || policy() != "period 60d" {
+		t.Fatalf("dry run: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
-
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -47,13 +45,13 @@ func runSearch(args []string) error {
 	}
 	var where, in multiFlag
 	var contains, token optionalString
-	fs.Var(&where, "where", "COLUMN=VALUE: only rows whose column equals the value (repeatable; ANDed)")
-	fs.Var(&in, "in", "COLUMN=V1,V2,...: only rows whose column is one of the values (repeatable)")
+	fs.Var(&where, "where", "`COLUMN=VALUE`: only rows whose column equals the value (repeatable; ANDed)")
+	fs.Var(&in, "in", "`COLUMN=V1,V2,...`: only rows whose column is one of the values (repeatable)")
 	from := fs.String("from", "", "only rows with timestamp >= this (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC)")
-	since := fs.Duration("since", 0, "only rows of the last D (from = now - D; not with --from)")
-	fs.Var(&contains, "contains", "SUBSTR: only rows whose raw column contains it (case-sensitive bytes)")
-	fs.Var(&token, "token", "T: only rows whose raw column holds T as a whole token (runs of ASCII letters, digits, _ and any non-ASCII bytes)")
+	since := durationFlag(fs, "since", 0, false, "only rows of the last DURATION (from = now - DURATION; not with --from)")
+	fs.Var(&contains, "contains", "`SUBSTR`: only rows whose raw column contains it (case-sensitive bytes)")
+	fs.Var(&token, "token", "`T`: only rows whose raw column holds T as a whole token (runs of ASCII letters, digits, _ and any non-ASCII bytes)")
 	limit := fs.Int("limit", 100, "most rows to print; 0 prints every match")
 	order := fs.String("order", "asc", "asc (oldest first) or desc (newest first)")
 	columns := fs.String("columns", "", "columns to print, comma-separated (default: all; the timestamp is always first)")
@@ -102,10 +100,7 @@ func runSearch(args []string) error {
 	}
 	defer l.Close()
 	name := positional[0]
-	t, err := l.LoadTable(ctx, name)
-	if errors.Is(err, catalog.ErrNoSuchTable) {
-		return fmt.Errorf("table %s is not in the catalog", name)
-	}
+	t, err := loadTable(ctx, l, name)
 	if err != nil {
 		return err
 	}

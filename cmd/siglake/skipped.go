@@ -37,6 +37,8 @@ func runSkipped(args []string) error {
 		return usageError{fmt.Errorf("skipped %q: accepted subcommands: list, clear", action)}
 	}
 	fs := flag.NewFlagSet("siglake skipped "+action, flag.ContinueOnError)
+	withSynopsis(fs, map[string]string{"list": "siglake skipped list [TABLE] [--json] [--dir DIR | catalog options]",
+		"clear": "siglake skipped clear TABLE [PATH...] [--json] [--dir DIR | catalog options]"}[action])
 	asJSON := fs.Bool("json", false, "print JSON")
 	cfg, pos, help, err := toolConfigArgs(fs, args[1:])
 	if help || err != nil {
@@ -60,6 +62,9 @@ func runSkipped(args []string) error {
 		return err
 	}
 	defer done()
+	if err := requireTables(ctx, l, pos[:min(len(pos), 1)]...); err != nil {
+		return err
+	}
 	if action == "clear" {
 		cleared, err := l.ClearSkipped(ctx, pos[0], pos[1:])
 		if err != nil {

@@ -19,9 +19,10 @@ import (
 
 func runStatus(args []string) error {
 	fs := flag.NewFlagSet("siglake status", flag.ContinueOnError)
-	addr := fs.String("addr", envOr("SIGLAKE_HTTP_ADDR", "127.0.0.1:9464"), "the sidecar's HTTP address (env SIGLAKE_HTTP_ADDR)")
+	withSynopsis(fs, "siglake status [--addr HOST:PORT | --dir DIR] [--json]")
+	addr := fs.String("addr", envOr("SIGLAKE_HTTP_ADDR", "127.0.0.1:9464"), "the sidecar's HTTP address, `HOST:PORT` (env SIGLAKE_HTTP_ADDR)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
-	dir := fs.String("dir", "", "a demo directory: the address of the sidecar `siglake demo --dir DIR` runs on it")
+	dir := fs.String("dir", "", "a demo `DIR`: the address of the sidecar that 'siglake demo --dir DIR' runs on it")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,16 +28,17 @@ import (
 // of the lake plus the WAL buffer, without duplicates (docs/wal-buffer.md).
 func runTail(args []string) error {
 	fs := flag.NewFlagSet("siglake tail", flag.ContinueOnError)
+	withSynopsis(fs, "siglake tail TABLE [--where COL=V]... [--in COL=V1,V2]... [--from T] [--to T] [--columns A,B] [-n N] [--since DURATION] [--follow] [--buffer ADDR,...] [--json] [--dir DIR | catalog options]")
 	var where, in multiFlag
-	fs.Var(&where, "where", "COLUMN=VALUE: only rows whose column equals the value (repeatable; ANDed)")
-	fs.Var(&in, "in", "COLUMN=V1,V2,...: only rows whose column is one of the values (repeatable)")
+	fs.Var(&where, "where", "`COLUMN=VALUE`: only rows whose column equals the value (repeatable; ANDed)")
+	fs.Var(&in, "in", "`COLUMN=V1,V2,...`: only rows whose column is one of the values (repeatable)")
 	from := fs.String("from", "", "only rows with timestamp >= this (RFC 3339 or YYYY-MM-DD, UTC)")
 	to := fs.String("to", "", "only rows with timestamp < this (RFC 3339 or YYYY-MM-DD, UTC)")
 	columns := fs.String("columns", "", "columns to print, comma-separated (default: all)")
 	lines := fs.Int("n", 20, "how many of the newest rows to print first")
-	since := fs.Duration("since", time.Hour, "look this far back for them (0: the whole table)")
+	since := durationFlag(fs, "since", time.Hour, true, "look this far back for them (0: the whole table)")
 	follow := fs.Bool("follow", false, "keep printing rows as they are sealed, until interrupted")
-	interval := fs.Duration("interval", time.Second, "with --follow, how often to poll the WAL buffers")
+	interval := durationFlag(fs, "interval", time.Second, false, "with --follow, how often to poll the WAL buffers")
 	bufs := fs.String("buffer", "", "WAL buffer addresses, comma-separated host:port (a name with several addresses, such as a headless Service, means every pod); \"none\" reads the lake only (default: --buffer-addr / SIGLAKE_BUFFER_ADDR, else 127.0.0.1:"+strconv.Itoa(buffer.DefaultPort)+")")
 	asJSON := fs.Bool("json", false, "print one JSON object per row")
 	tbl := ""
@@ -80,6 +83,27 @@ func runTail(args []string) error {
 		return err
 	}
 	defer l.Close()
+	// A table the catalog does not have may still have rows in a WAL buffer (before its first
+	// commit); when no buffer holds any either, it is most often a typo: say so, with the tables.
+	var missing error
+	if have, err := l.ListTables(ctx); err == nil && !slices.Contains(have, tbl) {
+		missing = noSuchTable(ctx, l, tbl)
+	}
+	if missing != nil && clients == nil {
+		return missing
+	}
+	// A column the table lacks was left out of the rows without a word: refuse it first.
+	if t, err := l.LoadTable(ctx, tbl); err == nil && missing == nil {
+		var names []string
+		for _, f := range t.Schema().Fields() {
+			names = append(names, f.Name)
+		}
+		for _, c := range q.Columns {
+			if !slices.Contains(names, c) {
+				return fmt.Errorf("--columns %q: table %s has no such column; its columns: %s", c, tbl, strings.Join(names, ", "))
+			}
+		}
+	}
 	load := func(ctx context.Context) (*table.Table, error) {
 		t, err := l.LoadTable(ctx, tbl)
 		if errors.Is(err, catalog.ErrNoSuchTable) {
@@ -87,6 +111,23 @@ func runTail(args []string) error {
 		}
 		return t, err
 	}
-	return buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
-		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, os.Stdout, os.Stderr)
+	out := &countingWriter{w: os.Stdout}
+	err = buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
+		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, out, os.Stderr)
+	if missing != nil && !*follow && (err != nil || out.n == 0) {
+		return missing
+	}
+	return err
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

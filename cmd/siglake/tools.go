@@ -8,8 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -18,7 +23,7 @@ import (
 // defaultDemoDir is where `siglake demo` puts its WAL, catalog and warehouse by default.
 const defaultDemoDir = "./siglake-demo"
 
-const dirUsage = "a demo directory (siglake demo --dir): shortcut for --catalog sqlite:DIR/catalog.db --warehouse DIR/warehouse"
+const dirUsage = "a demo directory `DIR` (siglake demo --dir): shortcut for --catalog sqlite:DIR/catalog.db --warehouse DIR/warehouse"
 
 // demoLake is what --dir DIR stands for: the demo's embedded catalog and local warehouse.
 func demoLake(dir string) (catalog, warehouse string) {
@@ -101,11 +106,82 @@ func splitArgs(fs *flag.FlagSet, args []string) (own, rest, positional []string,
 	return own, rest, positional, false
 }
 
+// checkOptionFlags checks what splitArgs left for sidecar.Load: every flag is a compactor option
+// and has its value.
+func checkOptionFlags(rest []string) error {
+	known := map[string]bool{}
+	for _, o := range sidecar.Options() {
+		known[o.Flag] = true
+	}
+	for i := 0; i < len(rest); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(rest[i], "-"), "=")
+		switch {
+		case !known[name]:
+			return fmt.Errorf("flag provided but not defined: -%s", name)
+		case !hasValue && i+1 >= len(rest):
+			return fmt.Errorf("flag needs an argument: -%s", name)
+		case !hasValue:
+			i++
+		}
+	}
+	return nil
+}
+
+// withSynopsis makes fs's usage its synopsis and then its flags (the flag package's default is
+// "Usage of NAME:" alone).
+func withSynopsis(fs *flag.FlagSet, synopsis string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
+}
+
 // toolHelp prints a tool's flags and where the catalog options are documented.
 func toolHelp(fs *flag.FlagSet) {
 	fs.SetOutput(os.Stdout)
 	fs.Usage()
 	fmt.Println("\nCatalog, warehouse and S3 options are the compactor's: see 'siglake compactor -h'.")
+}
+
+// loadTable loads a table a command names; a name the catalog does not have is an error that
+// lists the tables it has, so a typo shows its fix.
+func loadTable(ctx context.Context, l *lake.Lake, name string) (*table.Table, error) {
+	t, err := l.LoadTable(ctx, name)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, noSuchTable(ctx, l, name)
+	}
+	return t, err
+}
+
+// requireTables fails, listing the catalog's tables, when one of names is not among them: every
+// command that takes a TABLE checks it before it prints or writes anything.
+func requireTables(ctx context.Context, l *lake.Lake, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	have, err := l.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !slices.Contains(have, n) {
+			return noSuchTable(ctx, l, n)
+		}
+	}
+	return nil
+}
+
+// noSuchTable is the error for a table the catalog does not have: it lists the tables it has.
+func noSuchTable(ctx context.Context, l *lake.Lake, name string) error {
+	tables, err := l.ListTables(ctx)
+	if err != nil {
+		return fmt.Errorf("table %s is not in the catalog (namespace %s); listing its tables failed: %w", name, l.Namespace(), err)
+	}
+	if len(tables) == 0 {
+		return fmt.Errorf("table %s is not in the catalog: namespace %s has no tables yet", name, l.Namespace())
+	}
+	sort.Strings(tables)
+	return fmt.Errorf("table %s is not in the catalog; namespace %s has: %s", name, l.Namespace(), strings.Join(tables, ", "))
 }
 
 // openLake opens the catalog and warehouse of cfg for a one-shot command, under a context that

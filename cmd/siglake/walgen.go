@@ -28,12 +28,14 @@ func runWalgen(args []string) error {
 	fs.Int64Var(&o.Rate, "rate", 0, "rows per second; 0 = as fast as possible")
 	fs.IntVar(&o.BatchRows, "batch-rows", 1000, "rows per appended record batch")
 	segMB := fs.Float64("segment-mb", 4, "roll a segment once it reaches this many MiB")
-	fs.DurationVar(&o.RollAge, "roll-age", 5*time.Second, "roll a segment once it is this old")
+	o.RollAge = 5 * time.Second
+	durationVar(fs, &o.RollAge, "roll-age", false, "roll a segment once it is this old")
 	fs.Float64Var(&o.Gen.LateFraction, "late-fraction", 0.02, "fraction of rows timestamped up to --max-lateness in the past (makes files overlap)")
-	fs.DurationVar(&o.Gen.MaxLateness, "max-lateness", 5*time.Minute, "how late a late row can be")
+	o.Gen.MaxLateness = 5 * time.Minute
+	durationVar(fs, &o.Gen.MaxLateness, "max-lateness", true, "how late a late row can be")
 	fs.Uint64Var(&o.Gen.Seed, "seed", 1, "random seed; the same seed gives the same rows")
 	start := fs.String("start", "", "timestamp of the first row (RFC 3339); default: the rows end now, none later than the clock")
-	fs.DurationVar(&o.Step, "step", 0, "timestamp step between a table's consecutive rows; 0: with --rate, each table's timestamps keep pace with the clock, else 1ms")
+	durationVar(fs, &o.Step, "step", true, "timestamp step between a table's consecutive rows; 0: with --rate, each table's timestamps keep pace with the clock, else 1ms")
 	fs.StringVar(&o.Rollup, "rollup", "", "also write each events batch's per-minute rollup (counts and bytes per service and severity) to this table, as ingest pods write partial rows; "+walgen.RollupTable+" is the built-in one (docs/folding.md)")
 	fs.IntVar(&o.WALVersion, "wal-version", 2, "segment format version to write: 2, or 1 while drains older than version 2 still read this WAL (docs/wal-format.md, \"Upgrading\")")
 	asJSON := fs.Bool("json", false, "print the result, with a row fingerprint, as JSON")

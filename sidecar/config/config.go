@@ -21,7 +21,6 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -386,9 +385,9 @@ func Options() []Option {
 		{"catalog-claim-ttl", "SIGLAKE_CATALOG_CLAIM_TTL", "30s", "",
 			"A claim not renewed for this long may be taken over; renewed every third of it, and its holder stops committing after two thirds (the last third covers a commit in flight and clock skew).",
 			func(c *Config, v string) error {
-				d, err := time.ParseDuration(strings.TrimSpace(v))
+				d, err := duration.Parse(v)
 				if err != nil || d < 300*time.Millisecond {
-					return fmt.Errorf("accepted: a Go duration of at least 300ms, such as 30s")
+					return fmt.Errorf("accepted: a duration of at least 300ms, such as 30s, 2m or 1h (s, m, h, d, w)")
 				}
 				c.CatalogClaimTTL = d
 				return nil
@@ -506,7 +505,7 @@ func Options() []Option {
 		{"delete-cancel-period", "SIGLAKE_DELETE_CANCEL_PERIOD", "24h", "compactor.deleteCancelPeriod",
 			"How long a recorded deletion request waits before any sweep executes it (the idle sweep and `siglake delete-sweep --apply`, which skips it only with `--skip-cancel-period`); `siglake delete-cancel ID` withdraws it until a minute before. `delete-request` stores its creation plus this period in the request (`execute_at`), and a sweep waits until the later of that and the creation plus its own period. Seconds to weeks (90s, 30m, 24h, 2d, 1w); 0 records requests that execute at once.",
 			func(c *Config, v string) error {
-				d, err := deletes.ParseDuration(v)
+				d, err := duration.Parse(v)
 				c.DeleteCancelPeriod = d
 				return err
 			}},
@@ -944,7 +943,7 @@ const testMinCommitTimeoutEnv = "SIGLAKE_TESTONLY_MIN_COMMIT_TIMEOUT"
 func checkCommitTimeout(d time.Duration, getenv func(string) string) error {
 	least := MinCommitTimeout
 	if v, ok := lookup(getenv, testMinCommitTimeoutEnv); ok {
-		if v, err := time.ParseDuration(v); err == nil && v > 0 {
+		if v, err := duration.Parse(v); err == nil && v > 0 {
 			least = v
 		}
 	}

@@ -238,3 +238,34 @@ func TestCommitTimeoutLowerBound(t *testing.T) {
 		t.Errorf("with the test hook: %v", err)
 	}
 }
+
+// TestDurationOptionsOneSyntax: every option whose value is a duration reads the one duration
+// syntax (package duration): days, weeks and combinations, and refuses a negative one naming the
+// option and what is accepted.
+func TestDurationOptionsOneSyntax(t *testing.T) {
+	isDuration := regexp.MustCompile(`^[0-9]+(ms|s|m|h|d|w)$`)
+	n := 0
+	for _, o := range Options() {
+		if !isDuration.MatchString(o.Default) {
+			continue
+		}
+		n++
+		for _, v := range []string{"1d", "1w", "1h30m"} {
+			if _, err := Load([]string{"--" + o.Flag, v}, func(string) string { return "" }); err != nil {
+				t.Errorf("--%s %s: %v", o.Flag, v, err)
+			}
+		}
+		_, err := Load(nil, func(k string) string {
+			if k == o.Env {
+				return "-1h"
+			}
+			return ""
+		})
+		if err == nil || !strings.Contains(err.Error(), o.Env) || !strings.Contains(err.Error(), "accepted") {
+			t.Errorf("%s=-1h: %v, want a refusal naming the option and what is accepted", o.Env, err)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d duration options found", n)
+	}
+}
