@@ -652,7 +652,13 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 		for _, r := range done {
 			rep.Done = append(rep.Done, r.ID)
 			s.Metrics.RequestsDone.WithLabelValues(name).Inc()
-			log.Info("deletion request done", zap.String("request_id", r.ID), zap.String("predicate", r.Describe()),
+			// The request's columns, not its values: they are what an erasure exists to remove, and
+			// logs are kept and shipped (siglake delete-sweep shows the predicate).
+			cols := make([]string, len(r.Where))
+			for i, c := range r.Where {
+				cols[i] = c.Column
+			}
+			log.Info("deletion request done", zap.String("request_id", r.ID), zap.Strings("columns", cols),
 				zap.Int64("rows_deleted", r.RowsDeleted), zap.Int64("files_rewritten", r.FilesRewritten),
 				zap.Int64("snapshot_id", r.DoneSnapshotID))
 			for k := range s.clean {
