@@ -12,6 +12,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,6 +58,8 @@ func typed(apiVersion, kind string) any {
 		return &monitoringv1.PrometheusRule{}
 	case "policy/v1 PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}
+	case "networking.k8s.io/v1 NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}
 	}
 	return nil
 }
@@ -72,6 +75,7 @@ type rendered struct {
 	podMonitors  []*monitoringv1.PodMonitor
 	rules        []*monitoringv1.PrometheusRule
 	pdbs         []*policyv1.PodDisruptionBudget
+	netpols      []*networkingv1.NetworkPolicy
 }
 
 func decodeAll(t testing.TB, objs []object) rendered {
@@ -104,6 +108,8 @@ func decodeAll(t testing.TB, objs []object) rendered {
 			r.rules = append(r.rules, x)
 		case *policyv1.PodDisruptionBudget:
 			r.pdbs = append(r.pdbs, x)
+		case *networkingv1.NetworkPolicy:
+			r.netpols = append(r.netpols, x)
 		}
 	}
 	return r
