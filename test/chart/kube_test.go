@@ -248,6 +248,20 @@ func checkObjects(t *testing.T, r rendered) {
 			t.Errorf("PodDisruptionBudget/%s selects no rendered pod", b.Name)
 		}
 	}
+	for _, np := range r.netpols {
+		checkMeta(t, "NetworkPolicy/"+np.Name, np.ObjectMeta)
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || sel.Empty() {
+			// An empty pod selector would restrict every pod of the namespace.
+			t.Errorf("NetworkPolicy/%s: pod selector %v: %v", np.Name, np.Spec.PodSelector, err)
+			continue
+		}
+		for _, s := range r.statefulSets {
+			if !sel.Matches(labels.Set(s.Spec.Template.Labels)) {
+				t.Errorf("NetworkPolicy/%s does not select the pods of StatefulSet/%s", np.Name, s.Name)
+			}
+		}
+	}
 	for _, pr := range r.rules {
 		checkMeta(t, "PrometheusRule/"+pr.Name, pr.ObjectMeta)
 		for _, g := range pr.Spec.Groups {
