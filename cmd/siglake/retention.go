@@ -291,6 +291,9 @@ func printRetention(reps []retention.Report, running bool) {
 		fmt.Printf("table %s\n", rep.Table)
 		if rep.Error != "" {
 			fmt.Printf("  error: %s\n", rep.Error)
+			if rep.Invalid != "" { // the cause with its values: the error leaves them out for logs
+				fmt.Printf("  invalid policy: %s\n", rep.Invalid)
+			}
 			if rep.Policy == "" {
 				continue
 			}
@@ -303,6 +306,9 @@ func printRetention(reps []retention.Report, running bool) {
 			cut := "kept for ever"
 			if c.Cutoff != nil {
 				cut = "rows before " + c.Cutoff.Format("2006-01-02T15:04:05Z") + " go"
+			}
+			if c.Fingerprint != "" { // what /debug/status shows in place of the values
+				cut += " [" + c.Fingerprint + "]"
 			}
 			fmt.Printf("  %-40s %-6s %s\n", c.Class, c.Period, cut)
 		}

@@ -68,7 +68,12 @@ func TestRetentionCommand(t *testing.T) {
 	if !strings.Contains(rep.Policy, "period 30d; rule 1: severity IN (\"debug\", \"trace\") AND service = \"api\" keeps 3d (priority 5)") || len(rep.Classes) != 2 {
 		t.Fatalf("stored policy: %q, classes %+v", rep.Policy, rep.Classes)
 	}
-	if r := siglake(t, append([]string{"retention", "show"}, lakeArgs...)...); r.code != 0 || !strings.Contains(r.stdout, "table events") || !strings.Contains(r.stdout, "would remove") {
+	// The operator command prints the fingerprint /debug/status shows in place of the values.
+	if fp := rep.Classes[0].Fingerprint; len(fp) != 12 || rep.Classes[1].Fingerprint != "" {
+		t.Fatalf("classes %+v: want rule 1's fingerprint and none for the table period", rep.Classes)
+	}
+	if r := siglake(t, append([]string{"retention", "show"}, lakeArgs...)...); r.code != 0 || !strings.Contains(r.stdout, "table events") || !strings.Contains(r.stdout, "would remove") ||
+		!strings.Contains(r.stdout, "["+rep.Classes[0].Fingerprint+"]") {
 		t.Fatalf("retention show: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := set("--clear"); r.code != 0 || show()[0].Policy != "period 0 (process default)" {

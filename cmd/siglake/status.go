@@ -186,7 +186,11 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 		}
 		for _, c := range st.Classes {
 			if c.Cutoff != nil {
-				line += fmt.Sprintf("\n    %s: cutoff %s", c.Class, c.Cutoff.Format(time.RFC3339))
+				fp := ""
+				if c.Fingerprint != "" {
+					fp = " [" + c.Fingerprint + "]"
+				}
+				line += fmt.Sprintf("\n    %s%s: cutoff %s", c.Class, fp, c.Cutoff.Format(time.RFC3339))
 			}
 		}
 		if lr := st.LastRun; lr != nil {

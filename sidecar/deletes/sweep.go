@@ -272,7 +272,9 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	pending, invalid := s.executable(t, all)
 	for _, e := range append(bad, invalid...) {
 		rep.Invalid = append(rep.Invalid, e.Error())
-		log.Warn("ignoring a table property that is not a valid deletion request; it is never executed", zap.Error(e))
+		// The property, not the cause: it may quote the request's values (siglake delete-sweep
+		// prints it).
+		log.Warn(publicInvalid(e.Error()) + "; it is ignored")
 	}
 	rep.Requests = all
 	if o.Only != nil {
@@ -652,7 +654,13 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 		for _, r := range done {
 			rep.Done = append(rep.Done, r.ID)
 			s.Metrics.RequestsDone.WithLabelValues(name).Inc()
-			log.Info("deletion request done", zap.String("request_id", r.ID), zap.String("predicate", r.Describe()),
+			// The request's columns, not its values: they are what an erasure exists to remove, and
+			// logs are kept and shipped (siglake delete-sweep shows the predicate).
+			cols := make([]string, len(r.Where))
+			for i, c := range r.Where {
+				cols[i] = c.Column
+			}
+			log.Info("deletion request done", zap.String("request_id", r.ID), zap.Strings("columns", cols),
 				zap.Int64("rows_deleted", r.RowsDeleted), zap.Int64("files_rewritten", r.FilesRewritten),
 				zap.Int64("snapshot_id", r.DoneSnapshotID))
 			for k := range s.clean {
@@ -708,8 +716,7 @@ func (s *Sweeper) publish(name string, rep SweepReport, err error) {
 	// name the property only.
 	invalid := make([]string, len(rep.Invalid))
 	for i, e := range rep.Invalid {
-		key, _, _ := strings.Cut(strings.TrimPrefix(e, "table property "), ":")
-		invalid[i] = "table property " + key + ": not a valid deletion request, never executed (siglake delete-sweep says why)"
+		invalid[i] = publicInvalid(e)
 	}
 	if err == nil || rep.Requests != nil {
 		s.Metrics.Pending.WithLabelValues(name).Set(float64(len(pending)))
@@ -731,6 +738,13 @@ func (s *Sweeper) publish(name string, rep SweepReport, err error) {
 	if s.Publish != nil {
 		s.Publish.Deletes(name, st)
 	}
+}
+
+// publicInvalid is an invalid request's error (Executable, List) without its cause, which may
+// quote the request's values: the property it is stored under.
+func publicInvalid(e string) string {
+	key, _, _ := strings.Cut(strings.TrimPrefix(e, "table property "), ":")
+	return "table property " + key + ": not a valid deletion request, never executed (siglake delete-sweep says why)"
 }
 
 // Pending refreshes a table's pending requests (gauge and status) without sweeping: what an idle

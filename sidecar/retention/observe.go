@@ -75,7 +75,7 @@ type Publisher interface {
 }
 
 // State is a table's retention in /debug/status: its policy, cutoffs, pending deletions and the
-// last run.
+// last run. Rules appear by their columns and fingerprint, never their values (Policy.Public).
 type State struct {
 	Policy    string        `json:"policy"`
 	Invalid   string        `json:"invalid,omitempty"`
@@ -141,7 +141,13 @@ func (r *Runner) observe(rep Report, err error, log *zap.Logger) {
 		m.OldestAge.WithLabelValues(rep.Table).Set(0) // an empty table
 	}
 	if r.Publish != nil {
-		r.Publish.Retention(rep.Table, &State{Policy: rep.Policy, Invalid: rep.Invalid, Classes: rep.Classes, OldestRow: rep.OldestRow,
+		// The page is served to whoever reaches the metrics port: the public forms only.
+		classes := make([]ClassCutoff, len(rep.Classes))
+		for i, c := range rep.Classes {
+			c.Class = c.public
+			classes[i] = c
+		}
+		r.Publish.Retention(rep.Table, &State{Policy: rep.publicPolicy, Invalid: rep.publicInvalid, Classes: classes, OldestRow: rep.OldestRow,
 			Pending: rep.Pending, LastRun: &RunSummary{Time: rep.Time, Outcome: rep.Outcome, Removed: rep.Paths, Capped: rep.Capped,
 				Conflicts: rep.Conflicts, FreedFiles: rep.FreedFiles, FreedBytes: rep.FreedBytes, Error: rep.Error}})
 	}

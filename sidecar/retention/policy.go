@@ -6,7 +6,11 @@
 package retention
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -125,16 +129,77 @@ func (p Policy) Validate(sc *iceberg.Schema, tsColumn string) error {
 		}
 		req := deletes.Request{Where: r.Where}
 		if err := req.Validate(sc, tsColumn); err != nil {
-			return fmt.Errorf("rule %d: %w", i+1, err)
+			return &RuleError{Rule: i + 1, Shape: r.Shape(), Err: err}
 		}
 	}
 	return nil
 }
 
+// RuleError is a rule whose conditions do not validate. Its cause may quote a value (a value
+// that does not parse as its column's type); PublicError leaves the cause out.
+type RuleError struct {
+	Rule  int    // 1-based
+	Shape string // the rule's columns, without values
+	Err   error
+}
+
+func (e *RuleError) Error() string { return fmt.Sprintf("rule %d: %v", e.Rule, e.Err) }
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// PublicError renders a validation error of Validate for status pages and logs: a rule's
+// conditions are named by their columns only (the operator command siglake retention show
+// prints the cause with its values).
+func PublicError(err error) string {
+	var re *RuleError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("rule %d (%s): its conditions do not validate against the table's schema (siglake retention show says why)", re.Rule, re.Shape)
+	}
+	return err.Error()
+}
+
+// Shape renders r's conditions without their values, for pages that must not publish them:
+// "user (1 value) AND service (2 values)".
+func (r Rule) Shape() string {
+	parts := make([]string, len(r.Where))
+	for i, c := range r.Where {
+		unit := "values"
+		if len(c.Values) == 1 {
+			unit = "value"
+		}
+		parts[i] = fmt.Sprintf("%s (%d %s)", c.Column, len(c.Values), unit)
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// Fingerprint identifies r's conditions where their values must not be shown (status pages: a
+// rule may name a person, user=alice@example.com): equal conditions, in any order, give equal
+// fingerprints, so an operator matches a status line with siglake retention show, which prints
+// the values and the same fingerprint. It is keyed (the table's UUID): an unkeyed short hash of
+// an address is a dictionary lookup away from the address.
+func (r Rule) Fingerprint(key string) string {
+	type cond struct {
+		C string   `json:"c"`
+		V []string `json:"v"`
+	}
+	cs := make([]cond, len(r.Where))
+	for i, c := range r.Where {
+		vs := append([]string(nil), c.Values...)
+		sort.Strings(vs)
+		cs[i] = cond{c.Column, vs}
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].C < cs[j].C })
+	b, _ := json.Marshal(cs) // strings only: never fails
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write(b)
+	return hex.EncodeToString(mac.Sum(nil))[:12]
+}
+
 // Class is one retention class at an instant: the rows matching Where (all rows when empty)
 // that no earlier class took, kept while newer than Cutoff.
 type Class struct {
-	Name   string              `json:"class"`
+	Name string `json:"class"`
+	// Rule is the 1-based index of the policy rule the class is (0: the table period).
+	Rule   int                 `json:"-"`
 	Where  []deletes.Condition `json:"-"`
 	Period time.Duration       `json:"-"`
 	// Cutoff in microseconds; nil keeps the class for ever.
@@ -181,7 +246,7 @@ func (p Policy) Classes(now time.Time, def time.Duration) []Class {
 	var out []Class
 	for _, r := range rs {
 		req := deletes.Request{Where: r.r.Where}
-		out = append(out, Class{Name: fmt.Sprintf("rule %d: %s", r.idx+1, req.Describe()), Where: r.r.Where, Period: r.d, Cutoff: cut(r.d)})
+		out = append(out, Class{Name: fmt.Sprintf("rule %d: %s", r.idx+1, req.Describe()), Rule: r.idx + 1, Where: r.r.Where, Period: r.d, Cutoff: cut(r.d)})
 	}
 	d := p.TablePeriod(def)
 	out = append(out, Class{Name: "table period", Period: d, Cutoff: cut(d)})
@@ -272,6 +337,23 @@ func (p Policy) Describe(def time.Duration) string {
 	for i, r := range p.Rules {
 		req := deletes.Request{Where: r.Where}
 		s += fmt.Sprintf("; rule %d: %s keeps %s", i+1, req.Describe(), r.Period)
+		if r.Priority != 0 {
+			s += fmt.Sprintf(" (priority %d)", r.Priority)
+		}
+	}
+	return s
+}
+
+// Public renders p like Describe for status pages and logs: each rule's columns and the
+// fingerprint of its conditions (key: the table's UUID), never their values.
+func (p Policy) Public(def time.Duration, key string) string {
+	src := ""
+	if p.Period == "" {
+		src = " (process default)"
+	}
+	s := "period " + FormatPeriod(p.TablePeriod(def)) + src
+	for i, r := range p.Rules {
+		s += fmt.Sprintf("; rule %d: %s [%s] keeps %s", i+1, r.Shape(), r.Fingerprint(key), r.Period)
 		if r.Priority != 0 {
 			s += fmt.Sprintf(" (priority %d)", r.Priority)
 		}

@@ -154,3 +154,43 @@ func TestValidate(t *testing.T) {
 		t.Error("an unknown field must be refused, not ignored (a typo would keep rows nobody meant to keep)")
 	}
 }
+
+// TestFingerprint: the fingerprint status pages show in place of a rule's values is the same for
+// the same conditions in any order, differs for other values or another table (the key), and
+// holds no value.
+func TestFingerprint(t *testing.T) {
+	const key = "7d4c1e0a-0000-4000-8000-000000000001"
+	a := Rule{Where: []deletes.Condition{{Column: "host", Values: []string{"alice@example.com", "bob@example.com"}}, {Column: "service", Values: []string{"api"}}}}
+	b := Rule{Where: []deletes.Condition{{Column: "service", Values: []string{"api"}}, {Column: "host", Values: []string{"bob@example.com", "alice@example.com"}}}}
+	c := Rule{Where: []deletes.Condition{{Column: "host", Values: []string{"carol@example.com", "bob@example.com"}}, {Column: "service", Values: []string{"api"}}}}
+	fa := a.Fingerprint(key)
+	if len(fa) != 12 || fa != b.Fingerprint(key) {
+		t.Fatalf("fingerprints %q and %q of the same conditions", fa, b.Fingerprint(key))
+	}
+	if fa == c.Fingerprint(key) || fa == a.Fingerprint("another table") {
+		t.Fatalf("fingerprint %q does not tell other values or another table apart", fa)
+	}
+	if s := a.Shape(); s != "host (2 values) AND service (1 value)" {
+		t.Fatalf("shape %q", s)
+	}
+	if p := (Policy{Period: "30d", Rules: []Rule{a}}).Public(0, key); strings.Contains(p, "alice") || !strings.Contains(p, fa) {
+		t.Fatalf("public policy %q", p)
+	}
+}
+
+// TestPublicErrorHidesValues: a rule whose value does not parse as its column's type is
+// reported to logs and status pages by its columns; the cause with the value stays in the error
+// siglake retention show prints.
+func TestPublicErrorHidesValues(t *testing.T) {
+	sc := iceberg.NewSchema(1,
+		iceberg.NestedField{ID: 1, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "user_id", Type: iceberg.PrimitiveTypes.Int64})
+	p := Policy{Rules: []Rule{{Where: where("user_id", "alice@example.com"), Period: "1d"}}}
+	err := p.Validate(sc, "timestamp")
+	if err == nil || !strings.Contains(err.Error(), "alice") {
+		t.Fatalf("Validate: %v, want the cause with the value", err)
+	}
+	if pub := PublicError(err); strings.Contains(pub, "alice") || !strings.Contains(pub, "rule 1 (user_id (1 value))") {
+		t.Fatalf("PublicError: %q", pub)
+	}
+}

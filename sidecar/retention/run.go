@@ -120,13 +120,20 @@ type Report struct {
 	// listed and pendingKnown say the run read the live files and the pending entries.
 	listed, pendingKnown bool
 	Error                string `json:"error,omitempty"`
+	// publicPolicy and publicInvalid are Policy and Invalid without condition values, for the
+	// status page (observe): a rule may name a person.
+	publicPolicy, publicInvalid string
 }
 
 // ClassCutoff is a class and its cutoff at the run.
 type ClassCutoff struct {
-	Class  string     `json:"class"`
-	Period string     `json:"period"`
-	Cutoff *time.Time `json:"cutoff,omitempty"` // absent: kept for ever
+	Class  string `json:"class"`
+	Period string `json:"period"`
+	// Fingerprint identifies a rule's conditions (Rule.Fingerprint): the status page shows it in
+	// place of their values, siglake retention show beside them.
+	Fingerprint string     `json:"fingerprint,omitempty"`
+	Cutoff      *time.Time `json:"cutoff,omitempty"` // absent: kept for ever
+	public      string     // Class without condition values
 }
 
 // PathCount adds up one path's removals.
@@ -257,15 +264,23 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 		err = pol.Validate(t.Schema(), lake.TimestampColumn)
 	}
 	if err != nil {
-		rep.Invalid = err.Error()
-		return fmt.Errorf("%w in %s: %v; nothing is removed until `siglake retention set` fixes it", ErrBadPolicy, name, err)
+		// The error goes to logs and the status page: without values (Invalid, for siglake
+		// retention show, keeps them).
+		rep.Invalid, rep.publicInvalid = err.Error(), PublicError(err)
+		return fmt.Errorf("%w in %s: %s; nothing is removed until `siglake retention set` fixes it", ErrBadPolicy, name, rep.publicInvalid)
 	}
-	rep.Policy = pol.Describe(r.Cfg.DefaultPeriod)
+	fpKey := t.Metadata().TableUUID().String()
+	rep.Policy, rep.publicPolicy = pol.Describe(r.Cfg.DefaultPeriod), pol.Public(r.Cfg.DefaultPeriod, fpKey)
 	classes := pol.Classes(r.Now(), r.Cfg.DefaultPeriod)
 	longest := Longest(classes)
 	rep.Longest = &longest
 	for _, c := range classes {
-		cc := ClassCutoff{Class: c.Name, Period: FormatPeriod(c.Period)}
+		cc := ClassCutoff{Class: c.Name, Period: FormatPeriod(c.Period), public: c.Name}
+		if c.Rule > 0 {
+			rule := pol.Rules[c.Rule-1]
+			cc.Fingerprint = rule.Fingerprint(fpKey)
+			cc.public = fmt.Sprintf("rule %d: %s", c.Rule, rule.Shape())
+		}
 		if c.Cutoff != nil {
 			at := time.UnixMicro(*c.Cutoff).UTC()
 			cc.Cutoff = &at

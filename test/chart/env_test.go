@@ -163,6 +163,11 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 			_, hasLimit := env["GOMEMLIMIT"]
 			eq(t, "GOMEMLIMIT without a memory limit", hasLimit, false)
 		},
+		"networkpolicy-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
+			// The policy restricts who reaches the listeners, not where they bind.
+			eq(t, "http", c.HTTPAddr, "0.0.0.0:9464")
+			eq(t, "gossip bind", c.GossipBind, "0.0.0.0:7946")
+		},
 		"s3-postgres-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
 			eq(t, "catalog (from the Secret)", c.Catalog, secrets["siglake-catalog"]["dsn"])
 			eq(t, "namespace", c.Namespace, "logs")

@@ -12,6 +12,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -59,6 +60,8 @@ func typed(apiVersion, kind string) any {
 		return &monitoringv1.PrometheusRule{}
 	case "policy/v1 PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}
+	case "networking.k8s.io/v1 NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}
 	}
 	return nil
 }
@@ -75,6 +78,7 @@ type rendered struct {
 	podMonitors  []*monitoringv1.PodMonitor
 	rules        []*monitoringv1.PrometheusRule
 	pdbs         []*policyv1.PodDisruptionBudget
+	netpols      []*networkingv1.NetworkPolicy
 }
 
 func decodeAll(t testing.TB, objs []object) rendered {
@@ -109,6 +113,8 @@ func decodeAll(t testing.TB, objs []object) rendered {
 			r.rules = append(r.rules, x)
 		case *policyv1.PodDisruptionBudget:
 			r.pdbs = append(r.pdbs, x)
+		case *networkingv1.NetworkPolicy:
+			r.netpols = append(r.netpols, x)
 		}
 	}
 	return r
@@ -257,6 +263,20 @@ func checkObjects(t *testing.T, r rendered) {
 		}
 		if !found {
 			t.Errorf("PodDisruptionBudget/%s selects no rendered pod", b.Name)
+		}
+	}
+	for _, np := range r.netpols {
+		checkMeta(t, "NetworkPolicy/"+np.Name, np.ObjectMeta)
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || sel.Empty() {
+			// An empty pod selector would restrict every pod of the namespace.
+			t.Errorf("NetworkPolicy/%s: pod selector %v: %v", np.Name, np.Spec.PodSelector, err)
+			continue
+		}
+		for _, s := range r.statefulSets {
+			if !sel.Matches(labels.Set(s.Spec.Template.Labels)) {
+				t.Errorf("NetworkPolicy/%s does not select the pods of StatefulSet/%s", np.Name, s.Name)
+			}
 		}
 	}
 	for _, pr := range r.rules {

@@ -596,3 +596,12 @@ gossip.insecureNoKey: without a key any process that reaches the port joins (doc
 {{- if .Values.gossip.keySecret.name }}{{ .Values.gossip.keySecret.key }}{{ else }}keys{{ end }}
 {{- end }}
 
+
+{{/* One NetworkPolicy peer from {namespaceSelector, podSelector} (both: pods matching both);
+nothing when both are empty. */}}
+{{- define "siglake-compactor.networkPolicyPeer" -}}
+{{- $peer := dict }}
+{{- with .namespaceSelector }}{{ $_ := set $peer "namespaceSelector" . }}{{ end }}
+{{- with .podSelector }}{{ $_ := set $peer "podSelector" . }}{{ end }}
+{{- with $peer }}{{ toYaml (list .) }}{{ end }}
+{{- end }}
