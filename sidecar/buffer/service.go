@@ -119,6 +119,9 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	}
 	// No WriteTimeout: it would bound a whole answer; the handler sets a deadline per write.
 	s.srv = &http.Server{Handler: s.Server.Handler(), ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, IdleTimeout: to.Idle}
+	if l, err := zap.NewStdLogAt(log, zap.DebugLevel); err == nil {
+		s.srv.ErrorLog = l // failed handshakes of whoever dials the port: not worth a line each
+	}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("WAL buffer server stopped", zap.Error(err))
