@@ -225,10 +225,15 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 // issue writes a certificate for name (server: 127.0.0.1 too) and its key; it returns the files.
 func (p *testPKI) issue(t *testing.T, name string) (certFile, keyFile string) {
 	t.Helper()
+	return p.issueFor(t, name, []net.IP{net.ParseIP("127.0.0.1")})
+}
+
+func (p *testPKI) issueFor(t *testing.T, name string, ips []net.IP) (certFile, keyFile string) {
+	t.Helper()
 	p.counter++
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.counter), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: ips, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
 	if err != nil {
@@ -327,4 +332,29 @@ func plainGet(url string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// TestResolvedHTTPSVerifiesTheName: a reader that dials one pod's address of a name (Resolve
+// expands a headless Service into its pods) verifies the buffer's certificate for the name it was
+// given, not for the pod address, which a Service's certificate does not hold.
+func TestResolvedHTTPSVerifiesTheName(t *testing.T) {
+	pki := newPKI(t, t.TempDir())
+	cert, key := pki.issueFor(t, "siglake-headless.logs.svc", nil) // no IP in it
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, tokenA)
+	s, want, _ := authService(t, Options{TokenFile: file, TLS: TLSOptions{CertFile: cert, KeyFile: key}})
+	tc, err := ClientTLS(pki.caFile, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+	if _, err := readSum(&Client{Addr: "https://" + s.Addr(), HTTP: hc, Token: tokenA}); err == nil {
+		t.Fatal("a certificate without the pod address verified for it: the test proves nothing")
+	}
+	if got, err := readSum(&Client{Addr: "https://" + s.Addr(), HTTP: withServerName(hc, "siglake-headless.logs.svc"), Token: tokenA}); err != nil || got != want {
+		t.Fatalf("verified for the name: %+v %v", got, err)
+	}
+	if tc.ServerName != "" {
+		t.Fatal("withServerName changed the caller's TLS configuration")
+	}
 }
