@@ -178,7 +178,8 @@ type errorBody struct {
 	// Parameter names the malformed parameter (400).
 	Parameter string `json:"parameter,omitempty"`
 	// Reason, Stream and Marks explain a refusal (409): Marks are the table's marks now, in the
-	// after= form; reload the table (its marks are these or newer) and ask again.
+	// after= form; reload the table (its marks are these or newer) and ask again. A 401 has the
+	// Reason alone (siglake_buffer_unauthorized_total's).
 	Reason string `json:"reason,omitempty"`
 	Stream string `json:"stream,omitempty"`
 	Marks  string `json:"marks,omitempty"`
