@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/sidecar/buffer"
 )
@@ -142,5 +144,67 @@ func TestProcessBufferLeavesOutRowsPastRetention(t *testing.T) {
 	}
 	if got != fresh {
 		t.Fatalf("buffer served %d rows, want the %d fresh ones (%+v, want %+v)", got.Rows, fresh.Rows, got, fresh)
+	}
+}
+
+// TestProcessWarnsAboutAnUnauthenticatedBuffer: a buffer beyond loopback started with the
+// opt-out, or with a token over plain HTTP, logs a warning at start naming the option to set;
+// a token file the process cannot read stops the start with its name.
+func TestProcessWarnsAboutAnUnauthenticatedBuffer(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("process-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, tokenFile, want string
+		insecure              bool
+	}{
+		{"opt-out", "", "--buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE", true},
+		{"token over HTTP", tokens, "--buffer-tls-cert-file / SIGLAKE_BUFFER_TLS_CERT_FILE", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, func(cfg *Config) {
+				cfg.HTTPAddr, cfg.BufferAddr, cfg.BufferTokenFile, cfg.BufferInsecureNoAuth = "127.0.0.1:0", "0.0.0.0:0", c.tokenFile, c.insecure
+				cfg.Role = RoleDrain
+			})
+			if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			core, logs := observer.New(zap.WarnLevel)
+			p := NewProcess(e.cfg, zap.New(core), "test")
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan error, 1)
+			go func() { ran <- p.Run(ctx, false) }()
+			select {
+			case <-p.BufferAddr:
+			case err := <-ran:
+				t.Fatalf("the process ended before it served the buffer: %v", err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the buffer did not start in 30 s")
+			}
+			cancel()
+			if err := <-ran; err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, l := range logs.FilterMessageSnippet("WAL buffer").All() {
+				found = found || strings.Contains(l.Message, c.want)
+			}
+			if !found {
+				t.Fatalf("no warning naming %s: %v", c.want, logs.All())
+			}
+		})
+	}
+	e := newEnv(t, func(cfg *Config) {
+		cfg.HTTPAddr, cfg.BufferAddr, cfg.BufferTokenFile, cfg.Role = "127.0.0.1:0", "127.0.0.1:0", filepath.Join(t.TempDir(), "missing"), RoleDrain
+	})
+	if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := NewProcess(e.cfg, zap.NewNop(), "test").Run(ctx, false)
+	if err == nil || !strings.Contains(err.Error(), "SIGLAKE_BUFFER_TOKEN_FILE") {
+		t.Fatalf("a missing token file: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -39,7 +40,7 @@ func runTail(args []string) error {
 	since := durationFlag(fs, "since", time.Hour, true, "look this far back for them (0: the whole table)")
 	follow := fs.Bool("follow", false, "keep printing rows as they are sealed, until interrupted")
 	interval := durationFlag(fs, "interval", time.Second, false, "with --follow, how often to poll the WAL buffers")
-	bufs := fs.String("buffer", "", "WAL buffer addresses, comma-separated host:port (a name with several addresses, such as a headless Service, means every pod); \"none\" reads the lake only (default: --buffer-addr / SIGLAKE_BUFFER_ADDR, else 127.0.0.1:"+strconv.Itoa(buffer.DefaultPort)+")")
+	bufs := fs.String("buffer", "", "WAL buffer addresses, comma-separated host:port or https://host:port (a name with several addresses, such as a headless Service, means every pod); \"none\" reads the lake only (default: --buffer-addr / SIGLAKE_BUFFER_ADDR, else 127.0.0.1:"+strconv.Itoa(buffer.DefaultPort)+")")
 	asJSON := fs.Bool("json", false, "print one JSON object per row")
 	tbl := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -66,15 +67,34 @@ func runTail(args []string) error {
 	addr := *bufs
 	if addr == "" {
 		addr = cfg.BufferAddr
+		if addr != "" && cfg.BufferTLSCertFile != "" {
+			addr = "https://" + addr // the sidecar's own listener, which serves TLS
+		}
 	}
 	if addr == "" {
 		addr = "127.0.0.1:" + strconv.Itoa(buffer.DefaultPort)
 	}
 	var clients buffer.Buffers
 	if addr != "none" {
-		if clients, err = buffer.Resolve(ctx, strings.Split(addr, ","), nil); err != nil {
+		// The sidecar's own options, so that in its pod `siglake tail` needs no more than it has.
+		token, err := buffer.ReadToken(cfg.BufferTokenFile)
+		if err != nil {
 			return err
 		}
+		tlsCfg, err := buffer.ClientTLS(cfg.BufferTLSCAFile, cfg.BufferTLSCertFile, cfg.BufferTLSKeyFile)
+		if err != nil {
+			return err
+		}
+		var hc *http.Client
+		if tlsCfg != nil {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = tlsCfg
+			hc = &http.Client{Transport: tr}
+		}
+		if clients, err = buffer.Resolve(ctx, strings.Split(addr, ","), hc); err != nil {
+			return err
+		}
+		clients.WithToken(token)
 	} else if *follow {
 		return fmt.Errorf("--follow needs a WAL buffer (--buffer)")
 	}

@@ -3,6 +3,7 @@ package buffer
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,6 +28,50 @@ type Client struct {
 	Addr string
 	// HTTP is the client to use; nil is http.DefaultClient (no timeout: an answer streams).
 	HTTP *http.Client
+	// Token, when set, is sent as "Authorization: Bearer" (ReadToken reads it from a file).
+	Token string
+}
+
+// ReadToken reads the token a reader sends: the first token of a token file (the sidecar's own
+// --buffer-token-file holds it; during a rotation the new token goes first once every sidecar
+// accepts it). "" for no file.
+func ReadToken(file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(file)
+	var tokens []string
+	if err == nil {
+		tokens, err = ParseTokens(data)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE %q: %w; accepted: %s", file, err, TokensAccepted)
+	}
+	return tokens[0], nil
+}
+
+// ClientTLS is the TLS configuration of a reader: the CA that signed the buffer's certificate
+// (empty: the system's roots) and, for mutual TLS, a client certificate. nil when none is given.
+func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" {
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pool, err := CertPool(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--buffer-tls-ca-file / SIGLAKE_BUFFER_TLS_CA_FILE %q: %w; accepted: PEM CA certificates", caFile, err)
+		}
+		c.RootCAs = pool
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--buffer-tls-cert-file / SIGLAKE_BUFFER_TLS_CERT_FILE %q with --buffer-tls-key-file / SIGLAKE_BUFFER_TLS_KEY_FILE %q: %w; accepted: a PEM certificate and its PEM private key", certFile, keyFile, err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }
 
 // Answer describes a read, over all its pages.
@@ -118,6 +164,9 @@ func (c *Client) page(ctx context.Context, tbl string, q Query, fn func(arrow.Re
 	if err != nil {
 		return meta, 0, err
 	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -132,6 +181,17 @@ func (c *Client) page(ctx context.Context, tbl string, q Query, fn func(arrow.Re
 		var eb errorBody
 		if json.Unmarshal(body, &eb) != nil || eb.Error == "" {
 			eb.Error = strings.TrimSpace(string(body))
+		}
+		if resp.StatusCode == http.StatusUnauthorized {
+			// Say which option of the reader fixes it; the server's message names the sidecar's.
+			switch {
+			case eb.Reason == UnauthorizedNoClientCert:
+				eb.Error = "no client certificate the sidecar accepts: set --buffer-tls-cert-file and --buffer-tls-key-file to one its --buffer-tls-client-ca-file signed (" + eb.Error + ")"
+			case c.Token == "":
+				eb.Error = "no token sent: give the reader a token of the sidecar's with --buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE (" + eb.Error + ")"
+			default:
+				eb.Error = "the token of --buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE was refused: it is not among the sidecar's (" + eb.Error + ")"
+			}
 		}
 		if resp.StatusCode == http.StatusConflict {
 			m, _ := ParseMarks(eb.Marks)
@@ -217,15 +277,20 @@ func (e *eosReader) complete() bool { return e.eof && bytes.Equal(e.last, eosMar
 type Buffers []*Client
 
 // Resolve turns addresses into clients: a host that resolves to several addresses (a headless
-// Service, one address per pod) gives one client per address.
+// Service, one address per pod) gives one client per address, also in an http:// or https:// URL;
+// over https each of them still verifies the certificate for the name that was given.
 func Resolve(ctx context.Context, addrs []string, hc *http.Client) (Buffers, error) {
 	var out Buffers
 	for _, a := range addrs {
-		if strings.Contains(a, "://") {
-			out = append(out, &Client{Addr: a, HTTP: hc})
-			continue
+		scheme, hostport := "", a
+		if i := strings.Index(a, "://"); i >= 0 {
+			scheme, hostport = a[:i], strings.TrimSuffix(a[i+3:], "/")
+			if strings.Contains(hostport, "/") {
+				out = append(out, &Client{Addr: a, HTTP: hc}) // a URL with a path: as given
+				continue
+			}
 		}
-		host, port, err := net.SplitHostPort(a)
+		host, port, err := net.SplitHostPort(hostport)
 		if err != nil {
 			return nil, fmt.Errorf("WAL buffer address %q: accepted: host:port or a URL", a)
 		}
@@ -241,11 +306,49 @@ func Resolve(ctx context.Context, addrs []string, hc *http.Client) (Buffers, err
 			out = append(out, &Client{Addr: a, HTTP: hc})
 			continue
 		}
+		phc := hc
+		if scheme == "https" {
+			phc = withServerName(hc, host)
+		}
 		for _, ip := range ips {
-			out = append(out, &Client{Addr: net.JoinHostPort(ip, port), HTTP: hc})
+			addr := net.JoinHostPort(ip, port)
+			if scheme != "" {
+				addr = scheme + "://" + addr
+			}
+			out = append(out, &Client{Addr: addr, HTTP: phc})
 		}
 	}
 	return out, nil
+}
+
+// withServerName is hc verifying server certificates for name whatever address it dials.
+func withServerName(hc *http.Client, name string) *http.Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	base, ok := hc.Transport.(*http.Transport)
+	if hc.Transport == nil {
+		base, ok = http.DefaultTransport.(*http.Transport)
+	}
+	if !ok {
+		return hc
+	}
+	tr := base.Clone()
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	tr.TLSClientConfig.ServerName = name
+	c := *hc
+	c.Transport = tr
+	return &c
+}
+
+// WithToken sets the token every client sends.
+func (bs Buffers) WithToken(token string) Buffers {
+	for _, c := range bs {
+		c.Token = token
+	}
+	return bs
 }
 
 // ErrNoTable is a read of a table that neither the catalog nor any buffer knows (every buffer

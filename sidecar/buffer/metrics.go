@@ -20,6 +20,8 @@ type Metrics struct {
 	Readers   prometheus.Gauge
 	Retained  prometheus.Gauge
 	RetainedB prometheus.Gauge
+	// Unauthorized counts requests refused with 401 before anything else is done, by reason.
+	Unauthorized *prometheus.CounterVec
 }
 
 // NewMetrics registers the buffer's metrics on reg.
@@ -46,11 +48,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_buffer_retained_segments", Help: "Committed segments kept for SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN."}),
 		RetainedB: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_buffer_retained_bytes", Help: "Bytes of the committed segments kept for SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN."}),
+		Unauthorized: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_buffer_unauthorized_total", Help: "WAL buffer requests refused with 401 before any work: missing or malformed Authorization header, invalid token, or no verified client certificate (no_client_cert)."}, []string{"reason"}),
 	}
-	reg.MustRegister(m.Requests, m.Refusals, m.Rows, m.Bytes, m.Segments, m.Skipped, m.Duration, m.Readers, m.Retained, m.RetainedB)
+	reg.MustRegister(m.Requests, m.Refusals, m.Rows, m.Bytes, m.Segments, m.Skipped, m.Duration, m.Readers, m.Retained, m.RetainedB, m.Unauthorized)
 	// Exported at 0 for their known values, so the first refusal or skip shows in increase().
 	for _, c := range []string{"200", "400", "404", "409", "413", "429", "500", "503", "aborted"} {
 		m.Requests.WithLabelValues(c)
+	}
+	for _, r := range []string{UnauthorizedMissing, UnauthorizedMalformed, UnauthorizedInvalid, UnauthorizedNoClientCert} {
+		m.Unauthorized.WithLabelValues(r)
 	}
 	for _, r := range []string{"drained", "draining"} {
 		m.Refusals.WithLabelValues(r)

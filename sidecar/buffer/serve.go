@@ -83,6 +83,8 @@ type Server struct {
 	// default) are left out of every answer, since the drain drops them before writing and a
 	// reader would otherwise get rows the lake never holds (promise 12). nil: none are.
 	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
+	// Auth, when set, refuses requests without valid credentials before anything else.
+	Auth *Auth
 
 	once  sync.Once
 	slots chan struct{}
@@ -95,11 +97,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/buffer/{table}", s.serveTable)
 	mux.HandleFunc("GET /v1/buffer", s.serveList)
 	if s.Cfg.WriteTimeout <= 0 {
-		return mux
+		return s.Auth.Wrap(mux)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.Auth.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: s.Cfg.WriteTimeout}, r)
-	})
+	}))
 }
 
 // deadlineWriter gives every write of an answer (every writeChunk of it) its own deadline. A
@@ -176,7 +178,8 @@ type errorBody struct {
 	// Parameter names the malformed parameter (400).
 	Parameter string `json:"parameter,omitempty"`
 	// Reason, Stream and Marks explain a refusal (409): Marks are the table's marks now, in the
-	// after= form; reload the table (its marks are these or newer) and ask again.
+	// after= form; reload the table (its marks are these or newer) and ask again. A 401 has the
+	// Reason alone (siglake_buffer_unauthorized_total's).
 	Reason string `json:"reason,omitempty"`
 	Stream string `json:"stream,omitempty"`
 	Marks  string `json:"marks,omitempty"`

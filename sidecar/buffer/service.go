@@ -2,6 +2,7 @@ package buffer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -34,6 +35,10 @@ type Options struct {
 	Timeouts Timeouts
 	// PastRetention is the drain's retention hook (Server.PastRetention); nil: none.
 	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
+	// TokenFile holds the bearer tokens readers must send (Auth.TokenFile); "" takes none.
+	TokenFile string
+	// TLS puts the listener on HTTPS, with mutual TLS when it has a client CA.
+	TLS TLSOptions
 
 	// wrap, when set, wraps the listener (tests: connections with small socket buffers, so that
 	// a slow reader's pace reaches the server's writes instead of filling kernel buffers).
@@ -80,12 +85,24 @@ type Service struct {
 // Start listens on o.Addr and serves reads; load reads the table's marks (nil until the catalog
 // is open: reads get 503 meanwhile). It also sweeps retention every quarter of its duration.
 func Start(o Options, load func(ctx context.Context, name string) (*table.Table, error), m *Metrics, log *zap.Logger) (*Service, error) {
+	// Credentials first: a bad token or certificate file fails before the port is taken.
+	auth, err := NewAuth(o.TokenFile, o.TLS.ClientCAFile != "", m, log)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := serverTLS(o.TLS)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --buffer-addr / SIGLAKE_BUFFER_ADDR %q: %w", o.Addr, err)
 	}
 	if o.wrap != nil {
 		ln = o.wrap(ln)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	mem := o.MemoryBytes
 	if mem <= 0 {
@@ -96,12 +113,15 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
 			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments, WriteTimeout: to.Write},
 		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve,
-		PastRetention: o.PastRetention}}
+		PastRetention: o.PastRetention, Auth: auth}}
 	if o.RetainAfterDrain > 0 {
 		s.Retention = &Retention{Keep: o.RetainAfterDrain, Now: time.Now}
 	}
 	// No WriteTimeout: it would bound a whole answer; the handler sets a deadline per write.
 	s.srv = &http.Server{Handler: s.Server.Handler(), ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, IdleTimeout: to.Idle}
+	if l, err := zap.NewStdLogAt(log, zap.DebugLevel); err == nil {
+		s.srv.ErrorLog = l // failed handshakes of whoever dials the port: not worth a line each
+	}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("WAL buffer server stopped", zap.Error(err))
@@ -138,7 +158,8 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 		}
 	}()
 	log.Info("WAL buffer serving", zap.String("buffer_addr", ln.Addr().String()), zap.Duration("retain_after_drain", o.RetainAfterDrain),
-		zap.Int("max_readers", o.MaxReaders), zap.Int64("memory_bytes", mem))
+		zap.Int("max_readers", o.MaxReaders), zap.Int64("memory_bytes", mem),
+		zap.Bool("token", o.TokenFile != ""), zap.Bool("tls", tlsCfg != nil), zap.Bool("client_certs", o.TLS.ClientCAFile != ""))
 	return s, nil
 }
 

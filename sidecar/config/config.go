@@ -275,6 +275,21 @@ type Config struct {
 	// BufferMaxResponseBytes cuts an answer at a segment boundary after this many segment bytes;
 	// the reader continues from the answer's marks. Default 256 MiB (--buffer-max-response-mb).
 	BufferMaxResponseBytes int64
+	// BufferTokenFile holds the bearer tokens the buffer accepts, one per line, re-read when it
+	// changes; readers (siglake tail) send its first. Default empty (--buffer-token-file): no token,
+	// allowed only on loopback (or with a client CA, or BufferInsecureNoAuth).
+	BufferTokenFile string
+	// BufferTLSCertFile and BufferTLSKeyFile put the buffer on TLS, which is what keeps a token
+	// private on a pod network; readers present them as their client certificate. Default empty.
+	BufferTLSCertFile, BufferTLSKeyFile string
+	// BufferTLSClientCAFile turns on mutual TLS: a request needs a client certificate it signed.
+	BufferTLSClientCAFile string
+	// BufferTLSCAFile is for readers: the CA that signed the buffer's certificate (empty: the
+	// system's roots).
+	BufferTLSCAFile string
+	// BufferInsecureNoAuth lets the buffer listen beyond loopback with no credentials (test setups
+	// only; a warning at start). Default false (--buffer-insecure-no-auth).
+	BufferInsecureNoAuth bool
 }
 
 // Option is one setting: its flag, its environment variable, its default and how a value parses.
@@ -669,6 +684,24 @@ func Options() []Option {
 				c.BufferMaxResponseBytes = int64(n) << 20
 				return err
 			}},
+		{"buffer-token-file", "SIGLAKE_BUFFER_TOKEN_FILE", "", "compactor.walBuffer.tokenSecret.name",
+			"File of bearer tokens the WAL buffer accepts (mount it from a Secret), one per line, each at least 16 printable characters; every line is accepted and the file is re-read when it changes, so a rotation (add the new token, move readers to it, remove the old) needs no restart. Readers (siglake tail) send its first line. Without TLS the token crosses the network in clear (docs/wal-buffer.md). Empty: no token, which only a loopback --buffer-addr (or a client CA) allows.",
+			setString(func(c *Config) *string { return &c.BufferTokenFile })},
+		{"buffer-tls-cert-file", "SIGLAKE_BUFFER_TLS_CERT_FILE", "", "compactor.walBuffer.tls.secretName",
+			"PEM certificate (chain) of the WAL buffer's listener, with --buffer-tls-key-file: the buffer serves HTTPS, which is what keeps a bearer token private. Re-read when it changes. Readers present it as their client certificate. Empty: plain HTTP.",
+			setString(func(c *Config) *string { return &c.BufferTLSCertFile })},
+		{"buffer-tls-key-file", "SIGLAKE_BUFFER_TLS_KEY_FILE", "", "compactor.walBuffer.tls.secretName",
+			"PEM private key of --buffer-tls-cert-file.",
+			setString(func(c *Config) *string { return &c.BufferTLSKeyFile })},
+		{"buffer-tls-client-ca-file", "SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE", "", "compactor.walBuffer.tls.clientCA",
+			"PEM CA certificates for mutual TLS (needs --buffer-tls-cert-file): a request without a client certificate they signed gets 401. With a token file, both are required. Re-read when it changes.",
+			setString(func(c *Config) *string { return &c.BufferTLSClientCAFile })},
+		{"buffer-tls-ca-file", "SIGLAKE_BUFFER_TLS_CA_FILE", "", "",
+			"For readers (siglake tail): PEM CA certificates that signed the WAL buffer's certificate, for https:// buffer addresses. Empty: the system's roots.",
+			setString(func(c *Config) *string { return &c.BufferTLSCAFile })},
+		{"buffer-insecure-no-auth", "SIGLAKE_BUFFER_INSECURE_NO_AUTH", "false", "compactor.walBuffer.insecureNoAuth",
+			"Let a --buffer-addr beyond loopback serve without a token file or client CA: anyone who reaches the port reads the log rows. For test setups only; a warning at start.",
+			setBool(func(c *Config) *bool { return &c.BufferInsecureNoAuth })},
 	}
 }
 
@@ -769,12 +802,47 @@ func (c Config) Validate() error {
 	if c.BufferAddr != "" && c.BufferAddr == c.HTTPAddr && !strings.HasSuffix(c.BufferAddr, ":0") {
 		errs = append(errs, fmt.Errorf("--buffer-addr / SIGLAKE_BUFFER_ADDR %q is also --http-addr / SIGLAKE_HTTP_ADDR: the WAL buffer has a listener of its own", c.BufferAddr))
 	}
+	if err := bufferAuthCheck(c); err != nil {
+		errs = append(errs, err)
+	}
 	if c.GossipBind != "" {
 		if _, _, err := GossipConfig(c, c.HTTPAddr, ""); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// bufferAuthCheck refuses a WAL buffer reachable beyond the pod without credentials: it serves
+// log rows (promise 14). Loopback needs none, since only the pod's own containers reach it.
+func bufferAuthCheck(c Config) error {
+	var errs []error
+	if (c.BufferTLSCertFile == "") != (c.BufferTLSKeyFile == "") {
+		errs = append(errs, fmt.Errorf("--buffer-tls-cert-file / SIGLAKE_BUFFER_TLS_CERT_FILE and --buffer-tls-key-file / SIGLAKE_BUFFER_TLS_KEY_FILE go together: set both (HTTPS) or neither"))
+	}
+	if c.BufferTLSClientCAFile != "" && c.BufferTLSCertFile == "" {
+		errs = append(errs, fmt.Errorf("--buffer-tls-client-ca-file / SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE needs TLS: set --buffer-tls-cert-file and --buffer-tls-key-file too"))
+	}
+	if c.BufferAddr != "" && !BufferLoopback(c.BufferAddr) && c.BufferTokenFile == "" && c.BufferTLSClientCAFile == "" && !c.BufferInsecureNoAuth {
+		errs = append(errs, fmt.Errorf("--buffer-addr / SIGLAKE_BUFFER_ADDR %q listens beyond loopback without credentials, so anyone who reaches it reads the log rows: accepted: a loopback address (a bare port, 127.0.0.1:PORT, [::1]:PORT), "+
+			"or --buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE (bearer tokens, best with --buffer-tls-cert-file), or --buffer-tls-client-ca-file / SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE (mutual TLS); "+
+			"--buffer-insecure-no-auth / SIGLAKE_BUFFER_INSECURE_NO_AUTH serves without them (test setups only)", c.BufferAddr))
+	}
+	return errors.Join(errs...)
+}
+
+// BufferLoopback says whether a --buffer-addr listens on loopback only. An empty host (":9465")
+// is every interface; a name is loopback only as "localhost".
+func BufferLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // bufferAddr accepts host:port, or a bare port for loopback (the buffer serves log rows, so

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -290,4 +293,88 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestBufferNeedsAToken is promise 14 for the WAL buffer against the real binary: a buffer bound
+// beyond loopback without credentials does not start (the error names the options); with a token
+// file, `siglake tail` without the token fails with an error naming the option and prints no row,
+// a curl without it gets 401 and is counted, and `siglake tail` with the token (flag or env)
+// prints every row; a rotation of the file reaches the running sidecar: the removed token is
+// refused, the new one read.
+func TestBufferNeedsAToken(t *testing.T) {
+	s := newSite(t)
+	out := startFails(t, nil, "--wal-dir", s.wal, "--catalog", s.catalog, "--warehouse", s.warehouse, "--buffer-addr", fmt.Sprintf("0.0.0.0:%d", freePort(t)))
+	mustContain(t, out, "--buffer-addr / SIGLAKE_BUFFER_ADDR", "--buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE", "--buffer-insecure-no-auth")
+
+	const old, next = "e2e-old-token-0123456789", "e2e-new-token-9876543210"
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	writeFile := func(path, content string) {
+		t.Helper()
+		if err := os.WriteFile(path+".tmp", []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil { // as a Secret volume swaps
+			t.Fatal(err)
+		}
+	}
+	writeFile(tokens, old+"\n")
+	oldFile, nextFile := filepath.Join(dir, "old"), filepath.Join(dir, "next")
+	writeFile(oldFile, old+"\n")
+	writeFile(nextFile, next+"\n")
+
+	w := s.walgen("pod-0", 2000, 1)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	r := s.start(nil, "--buffer-addr", addr, "--buffer-token-file", tokens, "--commit-batch-max-age-secs", "3600", "--commit-batch-target-mb", "1000")
+	waitFor(t, 30*time.Second, "the WAL buffer", func() bool {
+		_, ans, err := bufferSum(&buffer.Client{Addr: addr, Token: old}, "events", buffer.Query{})
+		return err == nil && ans.Verified
+	})
+	resp, err := http.Get("http://" + addr + "/v1/buffer/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") || len(body) > 1000 {
+		t.Fatalf("curl without a token: %d %v, %d bytes", resp.StatusCode, resp.Header, len(body))
+	}
+
+	tail := func(env []string, args ...string) (string, string, error) {
+		cmd := exec.Command(bin, append([]string{"tail", "events", "--buffer", addr, "--catalog", s.catalog, "--warehouse", s.warehouse,
+			"-n", "100000", "--since", "0", "--columns", "timestamp,service"}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return string(out), stderr.String(), err
+	}
+	rows := func(out string) int { return len(strings.Split(strings.TrimSpace(out), "\n")) }
+	if out, stderr, err := tail(nil); err == nil || strings.TrimSpace(out) != "" || !strings.Contains(stderr, "SIGLAKE_BUFFER_TOKEN_FILE") || !strings.Contains(stderr, "401") {
+		t.Fatalf("siglake tail without a token: %v, %d bytes out, stderr %q", err, len(out), stderr)
+	}
+	if out, stderr, err := tail(nil, "--buffer-token-file", oldFile); err != nil || rows(out) != int(w.Rows) {
+		t.Fatalf("siglake tail --buffer-token-file: %v, %d lines, walgen sealed %d; stderr %q", err, rows(out), w.Rows, stderr)
+	}
+	if out, stderr, err := tail([]string{"SIGLAKE_BUFFER_TOKEN_FILE=" + oldFile}); err != nil || rows(out) != int(w.Rows) {
+		t.Fatalf("siglake tail with SIGLAKE_BUFFER_TOKEN_FILE: %v, %d lines; stderr %q", err, rows(out), stderr)
+	}
+
+	// Rotation without a restart: add the new token, then remove the old one.
+	writeFile(tokens, next+"\n"+old+"\n")
+	if out, stderr, err := tail(nil, "--buffer-token-file", nextFile); err != nil || rows(out) != int(w.Rows) {
+		t.Fatalf("during the rotation, the new token: %v, %d lines; stderr %q", err, rows(out), stderr)
+	}
+	writeFile(tokens, next+"\n")
+	if out, stderr, err := tail(nil, "--buffer-token-file", oldFile); err == nil || strings.TrimSpace(out) != "" || !strings.Contains(stderr, "was refused") {
+		t.Fatalf("after the rotation, the old token: %v, %d bytes out, stderr %q", err, len(out), stderr)
+	}
+	if out, stderr, err := tail(nil, "--buffer-token-file", nextFile); err != nil || rows(out) != int(w.Rows) {
+		t.Fatalf("after the rotation, the new token: %v, %d lines; stderr %q", err, rows(out), stderr)
+	}
+	m := r.scrape()
+	if m.sum("siglake_buffer_unauthorized_total", `reason="missing"`) < 2 || m.sum("siglake_buffer_unauthorized_total", `reason="invalid"`) < 1 {
+		t.Fatalf("the refusals are not counted:\n%s", grepLines(string(m), "siglake_buffer_unauthorized_total"))
+	}
+	r.stop()
 }

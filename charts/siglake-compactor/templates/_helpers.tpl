@@ -301,9 +301,31 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.retention.intervalSecs | int | quote }}
 - name: SIGLAKE_RETENTION_DELETE_DELAY
   value: {{ $v.compactor.retention.deleteDelay | quote }}
-{{- if $v.compactor.walBuffer.enabled }}
+{{- with $v.compactor.walBuffer }}
+{{- if .enabled }}
 - name: SIGLAKE_BUFFER_ADDR
-  value: {{ printf "0.0.0.0:%d" (int $v.compactor.walBuffer.port) | quote }}
+  value: {{ printf "%s:%d" .bind (int .port) | quote }}
+{{- with include "siglake-compactor.bufferTokenSecret" $ }}
+- name: SIGLAKE_BUFFER_TOKEN_FILE
+  value: {{ printf "/etc/siglake/buffer-token/%s" (include "siglake-compactor.bufferTokenItem" $) | quote }}
+{{- end }}
+{{- if .tls.secretName }}
+- name: SIGLAKE_BUFFER_TLS_CERT_FILE
+  value: "/etc/siglake/buffer-tls/tls.crt"
+- name: SIGLAKE_BUFFER_TLS_KEY_FILE
+  value: "/etc/siglake/buffer-tls/tls.key"
+{{- if .tls.clientCA }}
+- name: SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE
+  value: "/etc/siglake/buffer-tls/ca.crt"
+{{- end }}
+{{- else if .tls.clientCA }}
+{{- fail "compactor.walBuffer.tls.clientCA needs compactor.walBuffer.tls.secretName: a Secret of type kubernetes.io/tls whose ca.crt signs the readers' client certificates" }}
+{{- end }}
+{{- if .insecureNoAuth }}
+- name: SIGLAKE_BUFFER_INSECURE_NO_AUTH
+  value: "true"
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -349,6 +371,16 @@ without a fraction where it has none. */}}
   mountPath: /etc/siglake/gossip
   readOnly: true
 {{- end }}
+{{- if include "siglake-compactor.bufferTokenSecret" . }}
+- name: siglake-buffer-token
+  mountPath: /etc/siglake/buffer-token
+  readOnly: true
+{{- end }}
+{{- if include "siglake-compactor.bufferTLS" . }}
+- name: siglake-buffer-tls
+  mountPath: /etc/siglake/buffer-tls
+  readOnly: true
+{{- end }}
 {{- with .Values.extraVolumeMounts }}
 {{ toYaml . }}
 {{- end }}
@@ -378,6 +410,9 @@ WAL volume belongs to the ingest pod. */}}
 {{- with include "siglake-compactor.gossipKeyVolume" . }}
 {{ . }}
 {{- end }}
+{{- with include "siglake-compactor.bufferVolumes" . }}
+{{ . }}
+{{- end }}
 {{- with .Values.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
@@ -388,7 +423,7 @@ WAL volume belongs to the ingest pod. */}}
 - name: siglake-http
   containerPort: {{ .Values.http.port }}
   protocol: TCP
-{{- if .Values.compactor.walBuffer.enabled }}
+{{- if include "siglake-compactor.bufferBeyondPod" . }}
 - name: siglake-buffer
   containerPort: {{ .Values.compactor.walBuffer.port }}
   protocol: TCP
@@ -604,4 +639,58 @@ nothing when both are empty. */}}
 {{- with .namespaceSelector }}{{ $_ := set $peer "namespaceSelector" . }}{{ end }}
 {{- with .podSelector }}{{ $_ := set $peer "podSelector" . }}{{ end }}
 {{- with $peer }}{{ toYaml (list .) }}{{ end }}
+{{/* "true" when the WAL buffer is on and bound beyond loopback, "" otherwise. */}}
+{{- define "siglake-compactor.bufferBeyondPod" -}}
+{{- $b := .Values.compactor.walBuffer }}
+{{- if and $b.enabled (not (has $b.bind (list "127.0.0.1" "localhost" "::1" "[::1]"))) }}true{{ end }}
+{{- end }}
+
+{{/* The Secret holding the WAL buffer's token file, "" without one; tokenSecret.name wins over
+token. With the buffer on beyond loopback and neither a token nor mutual TLS, rendering fails
+unless insecureNoAuth: the buffer serves log rows to whoever reaches the port (docs/wal-buffer.md). */}}
+{{- define "siglake-compactor.bufferTokenSecret" -}}
+{{- $b := .Values.compactor.walBuffer }}
+{{- if $b.enabled }}
+{{- if $b.tokenSecret.name }}
+{{- $b.tokenSecret.name }}
+{{- else if $b.token }}
+{{- printf "%s-buffer" (include "siglake-compactor.fullname" .) }}
+{{- else if and (include "siglake-compactor.bufferBeyondPod" .) (not (and $b.tls.secretName $b.tls.clientCA)) (not $b.insecureNoAuth) }}
+{{- fail "compactor.walBuffer is on beyond loopback without credentials, so anyone who reaches a pod could read its log rows. Create a token Secret once and name it: kubectl create secret generic siglake-buffer --from-literal=tokens=$(head -c 32 /dev/urandom | base64), then --set compactor.walBuffer.tokenSecret.name=siglake-buffer (readers send that token: siglake tail --buffer-token-file); add compactor.walBuffer.tls.secretName so the token crosses the network encrypted. Or mutual TLS (tls.secretName and tls.clientCA=true), or compactor.walBuffer.bind=127.0.0.1 for the pod's own containers only; compactor.walBuffer.insecureNoAuth=true serves without credentials (test clusters only). docs/wal-buffer.md" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The token file's name in the mounted Secret. */}}
+{{- define "siglake-compactor.bufferTokenItem" -}}
+{{- if .Values.compactor.walBuffer.tokenSecret.name }}{{ .Values.compactor.walBuffer.tokenSecret.key }}{{ else }}tokens{{ end }}
+{{- end }}
+
+{{/* The WAL buffer's TLS Secret, "" without one or with the buffer off. */}}
+{{- define "siglake-compactor.bufferTLS" -}}
+{{- if .Values.compactor.walBuffer.enabled }}{{ .Values.compactor.walBuffer.tls.secretName }}{{ end }}
+{{- end }}
+
+{{/* "true" when readers in other pods must authenticate: a token or mutual TLS. Only then does
+the Service get the buffer's port. */}}
+{{- define "siglake-compactor.bufferAuthenticated" -}}
+{{- $b := .Values.compactor.walBuffer }}
+{{- if and (include "siglake-compactor.bufferBeyondPod" .) (or (include "siglake-compactor.bufferTokenSecret" .) (and $b.tls.secretName $b.tls.clientCA)) }}true{{ end }}
+{{- end }}
+
+{{/* The pod volumes of the WAL buffer's token and TLS Secrets, "" without them. Directory mounts
+(no subPath), so a rotated Secret reaches the running sidecar. */}}
+{{- define "siglake-compactor.bufferVolumes" -}}
+{{- with include "siglake-compactor.bufferTokenSecret" . }}
+- name: siglake-buffer-token
+  secret:
+    secretName: {{ . | quote }}
+    defaultMode: 0444
+{{- end }}
+{{- with include "siglake-compactor.bufferTLS" . }}
+- name: siglake-buffer-tls
+  secret:
+    secretName: {{ . | quote }}
+    defaultMode: 0444
+{{- end }}
 {{- end }}
