@@ -56,13 +56,20 @@ var boundNotTheBinary = map[string]string{
 	"gossip.port": "renders into the address SIGLAKE_GOSSIP_BIND, which the binary takes as any host:port; 1-65535 is Kubernetes' containerPort range",
 }
 
+// verdictCompanions are the values a value needs beside it to render at all: the WAL buffer beyond
+// loopback needs credentials (TestWALBufferAuthRenderFailures), so its switch is probed on loopback.
+var verdictCompanions = map[string][]string{
+	"compactor.walBuffer.enabled": {"--set", "compactor.walBuffer.bind=127.0.0.1"},
+}
+
 // binaryVerdict renders the chart in dir with value path=v and runs the sidecar's environment
 // through the binary: its option parser (sidecar.Load), then the planner's validation
 // (sidecar.PlanConfig), so a value the parser passes but the planner refuses (max fan-in 1)
 // counts as refused. A render failure is returned as renderErr.
 func binaryVerdict(t *testing.T, dir, path, v string) (renderErr, binaryErr error) {
 	t.Helper()
-	objs, err := render(t, dir, "--set-json", path+"="+v)
+	args := append([]string{"--set-json", path + "=" + v}, verdictCompanions[path]...)
+	objs, err := render(t, dir, args...)
 	if err != nil {
 		return err, nil
 	}

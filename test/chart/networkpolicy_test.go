@@ -91,7 +91,7 @@ func releasePodsOnly(t *testing.T, what string, peer networkingv1.NetworkPolicyP
 func TestNetworkPolicyRenders(t *testing.T) {
 	dir := chartDir(t)
 	// Off by default, with the buffer on or off.
-	for _, args := range [][]string{nil, {"--set", "compactor.walBuffer.enabled=true"}} {
+	for _, args := range [][]string{nil, {"--set", "compactor.walBuffer.enabled=true", "--set", "compactor.walBuffer.token=np-test-token-0123456789abcdef"}} {
 		if r := decodeAll(t, mustRender(t, dir, args...)); len(r.netpols) != 0 {
 			t.Fatalf("helm template %v rendered %d NetworkPolicies, want none (networkPolicy.enabled is false)", args, len(r.netpols))
 		}
@@ -116,7 +116,7 @@ func TestNetworkPolicyRenders(t *testing.T) {
 		{"gossip off", []string{"--set", "networkPolicy.noOtherIngress=true", "--set", "gossip.enabled=false", "--set", "gossip.key="},
 			[]string{"9464/TCP"}, nil},
 		{"buffer on, selectors, extra ingress", []string{
-			"--set", "compactor.walBuffer.enabled=true",
+			"--set", "compactor.walBuffer.enabled=true", "--set", "compactor.walBuffer.token=np-test-token-0123456789abcdef",
 			"--set", "networkPolicy.metrics.namespaceSelector.matchLabels.name=monitoring",
 			"--set", "networkPolicy.metrics.podSelector.matchLabels.app=prometheus",
 			"--set", "networkPolicy.buffer.namespaceSelector.matchLabels.team=search",
@@ -140,7 +140,7 @@ func TestNetworkPolicyRenders(t *testing.T) {
 					t.Fatalf("extra rule from %+v, want it as written", from)
 				}
 			}},
-		{"buffer on, no buffer selectors", []string{"--set", "compactor.walBuffer.enabled=true", "--set", "networkPolicy.noOtherIngress=true"},
+		{"buffer on, no buffer selectors", []string{"--set", "compactor.walBuffer.enabled=true", "--set", "compactor.walBuffer.token=np-test-token-0123456789abcdef", "--set", "networkPolicy.noOtherIngress=true"},
 			[]string{"7946/TCP", "7946/UDP", "9464/TCP", "9465/TCP"},
 			func(t *testing.T, rules map[string][]networkingv1.NetworkPolicyIngressRule, pods map[string]string) {
 				from := rules["9465/TCP"][0].From

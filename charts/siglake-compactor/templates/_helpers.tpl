@@ -639,6 +639,8 @@ nothing when both are empty. */}}
 {{- with .namespaceSelector }}{{ $_ := set $peer "namespaceSelector" . }}{{ end }}
 {{- with .podSelector }}{{ $_ := set $peer "podSelector" . }}{{ end }}
 {{- with $peer }}{{ toYaml (list .) }}{{ end }}
+{{- end }}
+
 {{/* "true" when the WAL buffer is on and bound beyond loopback, "" otherwise. */}}
 {{- define "siglake-compactor.bufferBeyondPod" -}}
 {{- $b := .Values.compactor.walBuffer }}
