@@ -21,29 +21,9 @@ import (
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
-// inspectFile is one live file in `siglake inspect --json`.
-type inspectFile struct {
-	Path       string    `json:"path"`
-	Level      string    `json:"level"`
-	Generation int       `json:"generation"`
-	Late       bool      `json:"late"` // a file of the late stream (docs/compaction.md, "Late rows")
-	Bytes      int64     `json:"bytes"`
-	Rows       int64     `json:"rows"`
-	Min        time.Time `json:"min_time"`
-	Max        time.Time `json:"max_time"`
-}
-
-type inspectPartition struct {
-	Partition     string         `json:"partition"`
-	Files         []inspectFile  `json:"files"`
-	FilesPerLevel map[string]int `json:"files_per_level"`
-	Bytes         int64          `json:"bytes"`
-	Rows          int64          `json:"rows"`
-	OverlapDepth  int            `json:"overlap_depth"`
-	Clusters      int            `json:"overlap_clusters"`
-	MaxGeneration int            `json:"max_generation"`
-	LateFiles     int            `json:"late_files"`
-}
+// inspectPartition is one partition in `siglake inspect`: the maintenance loop's own view
+// (maintain.Partitions), which the status pages draw too.
+type inspectPartition = maintain.Partition
 
 func runInspect(args []string) error {
 	fs := flag.NewFlagSet("siglake inspect", flag.ContinueOnError)
@@ -187,33 +167,11 @@ func snapshotID(s *table.Snapshot) int64 {
 }
 
 func inspectPartitions(files []lake.File, pc plan.Config) []inspectPartition {
-	by := map[string][]lake.File{}
+	pf := make([]plan.File, 0, len(files))
 	for _, f := range files {
-		by[f.Partition] = append(by[f.Partition], f)
+		pf = append(pf, maintain.PlanFile(f))
 	}
-	var out []inspectPartition
-	for name, fs := range by {
-		p := inspectPartition{Partition: name, FilesPerLevel: map[string]int{}}
-		var pf []plan.File
-		for _, f := range fs {
-			lvl := pc.LevelOf(f.Size).String()
-			p.FilesPerLevel[lvl]++
-			p.Bytes += f.Size
-			p.Rows += f.Rows
-			p.MaxGeneration = max(p.MaxGeneration, f.Generation)
-			if f.Late {
-				p.LateFiles++
-			}
-			p.Files = append(p.Files, inspectFile{Path: f.Path, Level: lvl, Generation: f.Generation, Late: f.Late, Bytes: f.Size, Rows: f.Rows,
-				Min: time.UnixMicro(f.MinTime).UTC(), Max: time.UnixMicro(f.MaxTime).UTC()})
-			pf = append(pf, maintain.PlanFile(f))
-		}
-		p.OverlapDepth, _ = plan.Depth(pf)
-		p.Clusters = len(plan.Clusters(pf))
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
-	return out
+	return maintain.Partitions(pf, pc)
 }
 
 // printPartition prints a partition's summary and a timeline: one line per file, its time range

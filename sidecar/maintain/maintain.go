@@ -141,6 +141,10 @@ type State struct {
 	IndexRebuild *RebuildState `json:"index_rebuild,omitempty"`
 	// Fold is the table's fold specification, or why it is not folded (a bad one).
 	Fold *fold.Table `json:"fold,omitempty"`
+	// Partitions are the live files per partition at SampledAt, for the status pages' timelines
+	// (at most maxPageFiles files each). Left out of the JSON: every scrape of /debug/status would
+	// carry every file.
+	Partitions []Partition `json:"-"`
 }
 
 // RebuildState is the index rebuild's state for one table: its switch, what the table's
@@ -748,9 +752,10 @@ func (m *Maintainer) publishPass(name string, report *PassReport) {
 
 // sampleGauges publishes a table's overlap depth and live files and bytes per level.
 func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time) {
+	parts := Partitions(files, m.Plan)
 	depth := 0
-	for _, d := range plan.PartitionDepths(files) {
-		depth = max(depth, d)
+	for _, p := range parts {
+		depth = max(depth, p.OverlapDepth)
 	}
 	count := map[string]int{}
 	bytes := map[string]int{}
@@ -771,6 +776,7 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 	m.edit(name, func(st *State) {
 		st.SampledAt, st.OverlapDepth = now, depth
 		st.FilesPerLevel, st.BytesPerLevel = count, bytes
+		st.Partitions = capFiles(parts, maxPageFiles)
 	})
 }
 
