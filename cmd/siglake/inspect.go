@@ -19,6 +19,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/statuspage"
 )
 
 // inspectPartition is one partition in `siglake inspect`: the maintenance loop's own view
@@ -28,13 +29,15 @@ type inspectPartition = maintain.Partition
 func runInspect(args []string) error {
 	fs := flag.NewFlagSet("siglake inspect", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: siglake inspect [TABLE] [--json] [--all] [--dir DIR | catalog options]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: siglake inspect [TABLE] [--json] [--all] [--svg FILE] [--dir DIR | catalog options]\n\n"+
 			"With a TABLE: its live files per partition and level, generations, overlap depth and a timeline of\n"+
-			"file time ranges. Without: the tables of the namespace, with their live files, rows and depth.\n\n")
+			"file time ranges (--svg FILE also draws it as a picture, a panel per partition, as the status\n"+
+			"pages do). Without: the tables of the namespace, with their live files, rows and depth.\n\n")
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	all := fs.Bool("all", false, "show every file (default: the first 40 of each partition)")
+	svgFile := fs.String("svg", "", "also write the overlap timeline of TABLE as an SVG picture to `FILE` (- for stdout, then nothing else is printed)")
 	cfg, positional, help, err := toolConfigArgs(fs, args)
 	if help || err != nil {
 		return err
@@ -42,6 +45,11 @@ func runInspect(args []string) error {
 	if len(positional) > 1 {
 		err := fmt.Errorf("one TABLE at most, got %q", positional)
 		fmt.Fprintf(os.Stderr, "siglake inspect: %v\nusage: siglake inspect [TABLE] [--json] [--all] [--dir DIR | catalog options] (-h for more)\n", err)
+		return usageError{err}
+	}
+	if *svgFile != "" && len(positional) == 0 {
+		err := fmt.Errorf("--svg draws one table's timeline: name the TABLE")
+		fmt.Fprintf(os.Stderr, "siglake inspect: %v\nusage: siglake inspect TABLE --svg FILE [--dir DIR | catalog options] (-h for more)\n", err)
 		return usageError{err}
 	}
 	if err := requireCatalog(cfg); err != nil {
@@ -75,6 +83,18 @@ func runInspect(args []string) error {
 	}
 	parts := inspectPartitions(files, pc)
 	skipped := lake.SortedSkipped(lake.SkippedFiles(t.Properties()))
+	if *svgFile != "" {
+		title := fmt.Sprintf("%s.%s · snapshot %d · %d live files", l.Namespace(), table, snapshotID(t.CurrentSnapshot()), len(files))
+		svg := []byte(statuspage.TimelineSVG(title, parts))
+		if *svgFile == "-" {
+			_, err := os.Stdout.Write(svg)
+			return err
+		}
+		if err := os.WriteFile(*svgFile, svg, 0o644); err != nil {
+			return fmt.Errorf("writing the timeline picture: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "siglake inspect: wrote the timeline of %d partitions to %s\n", len(parts), *svgFile)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

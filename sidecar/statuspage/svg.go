@@ -88,7 +88,7 @@ func partitionPanel(p maintain.Partition) (string, int) {
 	if p.Omitted > 0 {
 		omitted = fmt.Sprintf(", %d more not drawn", p.Omitted)
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="20" %s><tspan font-weight="600" font-size="13" fill="#1d2430">%s</tspan><tspan fill="#555" dx="10">%d files%s · overlap depth %d in %d clusters · max generation %d</tspan></text>`,
+	fmt.Fprintf(&b, `<text x="%d" y="20" %s><tspan font-weight="600" font-size="13" fill="#1d2430">%s</tspan><tspan fill="#555" dx="10">%d files%s · overlap depth %d in %d clusters · max generation %d · UTC</tspan></text>`,
 		svgLeft, svgFont, esc(p.Partition), n+p.Omitted, omitted, p.OverlapDepth, p.Clusters, p.MaxGeneration)
 	legend(&b, files)
 	if n == 0 {
@@ -135,6 +135,17 @@ func partitionPanel(p maintain.Partition) (string, int) {
 			f.Min.Format("2006-01-02 15:04:05.000"), f.Max.Format("15:04:05.000 MST"))
 	}
 	b.WriteString(`</g>`)
+	// The generation inside bars wide and tall enough to hold it: colour says the level, the
+	// label how many rewrites the rows went through.
+	if rowH >= 12 {
+		for i, f := range files {
+			x0, x1 := x(f.Min), x(f.Max)
+			if x1-x0 >= 28 {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" %s font-size="9.5" fill="#fff" pointer-events="none">g%d</text>`,
+					x0+4, float64(svgHeader)+float64(i)*rowH+rowH-4.5, svgFont, f.Generation)
+			}
+		}
+	}
 	depthStrip(&b, files, x, float64(svgHeader+barsH+8), p.OverlapDepth)
 	// Axis.
 	fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#8a8f98"/>`, svgLeft, bottom, svgWidth-svgRight, bottom)
@@ -146,7 +157,6 @@ func partitionPanel(p maintain.Partition) (string, int) {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#8a8f98"/><text x="%.1f" y="%.1f" %s fill="#444" text-anchor="%s">%s</text>`,
 			x(t), bottom, x(t), bottom+4, x(t), bottom+16, svgFont, anchor, t.Format(layout))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%.1f" %s fill="#777" text-anchor="end">UTC</text>`, svgWidth-svgRight, bottom+16+8, svgFont)
 	return b.String(), h
 }
 
@@ -206,7 +216,7 @@ func depthStrip(b *strings.Builder, files []maintain.PartitionFile, x func(time.
 		return evs[i].d < evs[j].d
 	})
 	peak := max(depth, 1)
-	scale := float64(depthH-6) / float64(peak)
+	scale := float64(depthH-14) / float64(peak) // room above for the label
 	base := top + depthH
 	var pts strings.Builder
 	cur := 0
@@ -218,7 +228,7 @@ func depthStrip(b *strings.Builder, files []maintain.PartitionFile, x func(time.
 		fmt.Fprintf(&pts, " %.1f,%.1f", px, base-float64(cur)*scale)
 	}
 	fmt.Fprintf(b, `<polygon class="depth" points="%s" fill="#9aa5b1" fill-opacity="0.55" stroke="#6b7785" stroke-width="1"/>`, pts.String())
-	fmt.Fprintf(b, `<text x="%d" y="%.1f" %s fill="#555">overlap depth (max %d)</text>`, svgLeft+2, top+10, svgFont, depth)
+	fmt.Fprintf(b, `<text x="%d" y="%.1f" %s font-size="10" fill="#555">overlap depth (max %d)</text>`, svgLeft+2, top+9, svgFont, depth)
 }
 
 // axisTicks picks round tick times between lo and hi (at most about 10) and a layout for them.
