@@ -1,0 +1,34 @@
+package maintain
+
+import (
+	"testing"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/plan"
+)
+
+// TestSampleGaugesPublishesPartitions: the gauges' sample publishes each partition's files (what
+// the status pages draw), computed once with the depth it reports, and keeps at most maxPageFiles
+// files of a partition while its counts stay whole.
+func TestSampleGaugesPublishesPartitions(t *testing.T) {
+	m := &Maintainer{Plan: plan.DefaultConfig(), Metrics: newTestMetrics(), Publish: &recorder{}, Now: time.Now}
+	var files []plan.File
+	for i := range maxPageFiles + 5 { // one big partition of disjoint files
+		files = append(files, plan.File{Path: "big", Partition: "2026-12-01", SizeBytes: 1, MinTime: int64(i * 10), MaxTime: int64(i*10 + 5), Rows: 1})
+	}
+	for i := range 3 { // three files over one range: depth 3
+		files = append(files, plan.File{Path: "deep", Partition: "2026-12-02", SizeBytes: 1, MinTime: 0, MaxTime: 100, Generation: i})
+	}
+	m.sampleGauges("events", files, time.Now())
+	st := m.State("events")
+	if len(st.Partitions) != 2 {
+		t.Fatalf("%d partitions published, want 2", len(st.Partitions))
+	}
+	big, deep := st.Partitions[0], st.Partitions[1]
+	if len(big.Files) != maxPageFiles || big.Omitted != 5 || big.FilesPerLevel["L0"] != maxPageFiles+5 || big.OverlapDepth != 1 {
+		t.Errorf("big partition: %d files, %d omitted, per level %v, depth %d", len(big.Files), big.Omitted, big.FilesPerLevel, big.OverlapDepth)
+	}
+	if len(deep.Files) != 3 || deep.OverlapDepth != 3 || deep.MaxGeneration != 2 || st.OverlapDepth != 3 {
+		t.Errorf("deep partition: %d files, depth %d, max generation %d; table depth %d", len(deep.Files), deep.OverlapDepth, deep.MaxGeneration, st.OverlapDepth)
+	}
+}
