@@ -196,14 +196,25 @@ func TestPagesOfAnEmptyProcess(t *testing.T) {
 	}
 }
 
-// wellFormed parses s as XML to its end.
+// wellFormed parses s as XML to its end; a repeated attribute, which encoding/xml lets through
+// but browsers refuse in an SVG document, is an error too.
 func wellFormed(s string) error {
 	d := xml.NewDecoder(strings.NewReader(s))
 	for {
-		if _, err := d.Token(); err == io.EOF {
+		tok, err := d.Token()
+		if err == io.EOF {
 			return nil
 		} else if err != nil {
 			return err
+		}
+		if el, ok := tok.(xml.StartElement); ok {
+			seen := map[xml.Name]bool{}
+			for _, a := range el.Attr {
+				if seen[a.Name] {
+					return fmt.Errorf("<%s> repeats attribute %s", el.Name.Local, a.Name.Local)
+				}
+				seen[a.Name] = true
+			}
 		}
 	}
 }

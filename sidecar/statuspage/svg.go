@@ -26,7 +26,8 @@ const (
 	maxBarsH   = 480 // rows shrink to fit many files
 	maxRowH    = 14.0
 	minRowH    = 2.0
-	svgFont    = `font-family="system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif" font-size="11"`
+	svgFamily  = `font-family="system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif"`
+	svgFont    = svgFamily + ` font-size="11"`
 	colorOther = "#8a8f98"
 )
 
@@ -66,7 +67,7 @@ func TimelineSVG(title string, parts []maintain.Partition) string {
 	}
 	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d"><rect width="100%%" height="100%%" fill="#fff"/><text x="%d" y="20" %s font-size="15" font-weight="600" fill="#1d2430">%s</text>%s</svg>
-`, svgWidth, y, svgWidth, y, svgLeft, svgFont, esc(title), b.String())
+`, svgWidth, y, svgWidth, y, svgLeft, svgFamily, esc(title), b.String())
 }
 
 // partitionPanel draws p; it returns the SVG body and its height.
@@ -88,8 +89,8 @@ func partitionPanel(p maintain.Partition) (string, int) {
 	if p.Omitted > 0 {
 		omitted = fmt.Sprintf(", %d more not drawn", p.Omitted)
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="20" %s><tspan font-weight="600" font-size="13" fill="#1d2430">%s</tspan><tspan fill="#555" dx="10">%d files%s · overlap depth %d in %d clusters · max generation %d · UTC</tspan></text>`,
-		svgLeft, svgFont, esc(p.Partition), n+p.Omitted, omitted, p.OverlapDepth, p.Clusters, p.MaxGeneration)
+	fmt.Fprintf(&b, `<text x="%d" y="20" %s><tspan font-weight="600" font-size="13" fill="#1d2430">%s</tspan><tspan fill="#555" dx="10">%s%s · overlap depth %d in %d clusters · max generation %d · UTC</tspan></text>`,
+		svgLeft, svgFont, esc(p.Partition), plural(n+p.Omitted, "file"), omitted, p.OverlapDepth, p.Clusters, p.MaxGeneration)
 	legend(&b, files)
 	if n == 0 {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" %s fill="#555">no live files</text>`, svgLeft, svgHeader+12, svgFont)
@@ -142,7 +143,7 @@ func partitionPanel(p maintain.Partition) (string, int) {
 			x0, x1 := x(f.Min), x(f.Max)
 			if x1-x0 >= 28 {
 				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" %s font-size="9.5" fill="#fff" pointer-events="none">g%d</text>`,
-					x0+4, float64(svgHeader)+float64(i)*rowH+rowH-4.5, svgFont, f.Generation)
+					x0+4, float64(svgHeader)+float64(i)*rowH+rowH-4.5, svgFamily, f.Generation)
 			}
 		}
 	}
@@ -150,14 +151,24 @@ func partitionPanel(p maintain.Partition) (string, int) {
 	// Axis.
 	fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#8a8f98"/>`, svgLeft, bottom, svgWidth-svgRight, bottom)
 	for i, t := range ticks {
-		anchor := "middle"
-		if i == 0 && x(t) < svgLeft+30 {
+		anchor := "middle" // labels at the panel's edges stay inside it
+		switch {
+		case i == 0 && x(t) < svgLeft+30:
 			anchor = "start"
+		case x(t) > svgWidth-svgRight-30:
+			anchor = "end"
 		}
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#8a8f98"/><text x="%.1f" y="%.1f" %s fill="#444" text-anchor="%s">%s</text>`,
 			x(t), bottom, x(t), bottom+4, x(t), bottom+16, svgFont, anchor, t.Format(layout))
 	}
 	return b.String(), h
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func lateNote(late bool) string {
@@ -228,7 +239,7 @@ func depthStrip(b *strings.Builder, files []maintain.PartitionFile, x func(time.
 		fmt.Fprintf(&pts, " %.1f,%.1f", px, base-float64(cur)*scale)
 	}
 	fmt.Fprintf(b, `<polygon class="depth" points="%s" fill="#9aa5b1" fill-opacity="0.55" stroke="#6b7785" stroke-width="1"/>`, pts.String())
-	fmt.Fprintf(b, `<text x="%d" y="%.1f" %s font-size="10" fill="#555">overlap depth (max %d)</text>`, svgLeft+2, top+9, svgFont, depth)
+	fmt.Fprintf(b, `<text x="%d" y="%.1f" %s font-size="10" fill="#555">overlap depth (max %d)</text>`, svgLeft+2, top+9, svgFamily, depth)
 }
 
 // axisTicks picks round tick times between lo and hi (at most about 10) and a layout for them.
