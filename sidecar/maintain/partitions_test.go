@@ -1,6 +1,7 @@
 package maintain
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -30,5 +31,28 @@ func TestSampleGaugesPublishesPartitions(t *testing.T) {
 	}
 	if len(deep.Files) != 3 || deep.OverlapDepth != 3 || deep.MaxGeneration != 2 || st.OverlapDepth != 3 {
 		t.Errorf("deep partition: %d files, depth %d, max generation %d; table depth %d", len(deep.Files), deep.OverlapDepth, deep.MaxGeneration, st.OverlapDepth)
+	}
+}
+
+// TestRecentRewritesOutliveTheirPass: the committed bins of earlier passes stay visible, newest
+// first and bounded, after passes that rewrite nothing; failed bins are not among them.
+func TestRecentRewritesOutliveTheirPass(t *testing.T) {
+	m := &Maintainer{Plan: plan.DefaultConfig(), Metrics: newTestMetrics(), Publish: &recorder{}, Now: time.Now}
+	t0 := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	for i := range maxRecentRewrites + 2 {
+		m.publishPass("events", &PassReport{Time: t0.Add(time.Duration(i) * time.Minute), Decision: "run", Bins: []BinReport{
+			{Kind: "level", Partition: "p", Files: i, Result: "committed"}, {Kind: "level", Files: 99, Result: "failed: boom"}}})
+	}
+	m.publishPass("events", &PassReport{Time: t0.Add(time.Hour), Decision: "nothing_due"})
+	st := m.State("events")
+	if len(st.RecentRewrites) != maxRecentRewrites || st.RecentRewrites[0].Files != maxRecentRewrites+1 ||
+		st.RecentRewrites[maxRecentRewrites-1].Files != 2 || st.LastPass.Decision != "nothing_due" {
+		t.Fatalf("recent rewrites after a pass with nothing due: %+v", st.RecentRewrites)
+	}
+	// A published list may be being encoded: the next commit publishes a new one.
+	before := slices.Clone(st.RecentRewrites)
+	m.publishPass("events", &PassReport{Time: t0.Add(2 * time.Hour), Bins: []BinReport{{Files: 42, Result: "committed"}}})
+	if !slices.Equal(st.RecentRewrites, before) || m.State("events").RecentRewrites[0].Files != 42 {
+		t.Fatal("a published list of recent rewrites was written, or the new rewrite is not first")
 	}
 }

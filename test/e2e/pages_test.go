@@ -34,8 +34,8 @@ var (
 // small lake that rewrites have levelled, plus fresh generation-0 files and a pending deletion
 // request. Headless Chromium loads the HTML status pages, and what they show is checked against
 // /debug/status and the lake: the tables, the member and the table's lease, the live files per
-// level, one SVG shape per live file of each partition, the request's id without its predicate
-// value. Screenshots are kept under $SIGLAKE_TEST_ARTIFACTS (default: the test's temp dir).
+// level and the recent rewrites, one SVG shape per live file of each partition, the request's id
+// without its predicate value. Screenshots are kept under $SIGLAKE_TEST_ARTIFACTS (default: the test's temp dir).
 // `siglake inspect events --svg` then draws the same files.
 func TestStatusPagesInChromium(t *testing.T) {
 	browser := testenv.Chromium(t)
@@ -128,6 +128,9 @@ func TestStatusPagesInChromium(t *testing.T) {
 	}
 	if len(gens) < 2 {
 		t.Errorf("setup: the live files have generations %v, want at least two", gens)
+	}
+	if got := strings.Count(tablePage, `<tr class="recent-rewrite">`); got == 0 || got != len(ev.Maintenance.RecentRewrites) {
+		t.Errorf("the table page lists %d recent rewrites; /debug/status %d (want at least the one awaited)", got, len(ev.Maintenance.RecentRewrites))
 	}
 	if strings.Contains(tablePage, "<script") {
 		t.Error("the table page has a script element; the pages need no JavaScript")
