@@ -145,7 +145,7 @@ type State struct {
 	// maxRecentRewrites): a pass with nothing due would otherwise hide what ran a minute ago.
 	RecentRewrites []RecentRewrite `json:"recent_rewrites,omitempty"`
 	// Partitions are the live files per partition at SampledAt, for the status pages' timelines
-	// (at most maxPageFiles files each). Left out of the JSON: every scrape of /debug/status would
+	// (at most maxPageFiles files each, maxPageTableFiles in all). Left out of the JSON: every scrape of /debug/status would
 	// carry every file.
 	Partitions []Partition `json:"-"`
 }
@@ -800,7 +800,7 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 	m.edit(name, func(st *State) {
 		st.SampledAt, st.OverlapDepth = now, depth
 		st.FilesPerLevel, st.BytesPerLevel = count, bytes
-		st.Partitions = capFiles(parts, maxPageFiles)
+		st.Partitions = capFiles(parts, maxPageFiles, maxPageTableFiles)
 	})
 }
 

@@ -67,18 +67,26 @@ func Partitions(files []plan.File, pc plan.Config) []Partition {
 	return out
 }
 
-// maxPageFiles bounds the files per partition a published state keeps for the status pages: a
-// picture of more rows is unreadable, and the state of a large table stays small.
-const maxPageFiles = 1000
+// maxPageFiles and maxPageTableFiles bound the files a published state keeps for the status
+// pages, per partition and per table: a picture of more rows is unreadable, and the state (and
+// the page) of a large table stays small.
+const (
+	maxPageFiles      = 1000
+	maxPageTableFiles = 5000
+)
 
-// capFiles returns parts with at most n files each (the partitions are copied where cut).
-func capFiles(parts []Partition, n int) []Partition {
+// capFiles returns parts with at most perPart files each and perTable in all, the newest
+// partitions (by name: days sort by time) served first; the partitions are copied where cut.
+func capFiles(parts []Partition, perPart, perTable int) []Partition {
 	out := make([]Partition, len(parts))
-	for i, p := range parts {
-		if len(p.Files) > n {
-			p.Omitted = len(p.Files) - n
-			p.Files = p.Files[:n:n]
+	left := perTable
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := parts[i]
+		if keep := max(min(perPart, left), 0); len(p.Files) > keep {
+			p.Omitted += len(p.Files) - keep
+			p.Files = p.Files[:keep:keep]
 		}
+		left -= len(p.Files)
 		out[i] = p
 	}
 	return out

@@ -32,6 +32,12 @@ func TestSampleGaugesPublishesPartitions(t *testing.T) {
 	if len(deep.Files) != 3 || deep.OverlapDepth != 3 || deep.MaxGeneration != 2 || st.OverlapDepth != 3 {
 		t.Errorf("deep partition: %d files, depth %d, max generation %d; table depth %d", len(deep.Files), deep.OverlapDepth, deep.MaxGeneration, st.OverlapDepth)
 	}
+	// The table's bound: the newest partitions keep their files first.
+	capped := capFiles(st.Partitions, 2, 3)
+	if len(capped[1].Files) != 2 || len(capped[0].Files) != 1 || capped[0].Omitted != maxPageFiles+4 || len(st.Partitions[0].Files) != maxPageFiles {
+		t.Errorf("capped to 2 per partition, 3 in all: %d and %d files (omitted %d); the input was cut too: %v",
+			len(capped[0].Files), len(capped[1].Files), capped[0].Omitted, len(st.Partitions[0].Files) != maxPageFiles)
+	}
 }
 
 // TestRecentRewritesOutliveTheirPass: the committed bins of earlier passes stay visible, newest
