@@ -100,6 +100,9 @@ func TestTimelineCapsAndEmpty(t *testing.T) {
 	if strings.Contains(svg, "NaN") || strings.Contains(svg, "Inf") {
 		t.Errorf("a zero-length range draws NaN or Inf:\n%s", svg)
 	}
+	if none := PartitionSVG(maintain.Partition{Partition: "q", Omitted: 3}); !strings.Contains(none, "3 files, 3 more not drawn") || strings.Contains(none, "no live files") {
+		t.Errorf("a partition whose files were all left out says it has none:\n%s", none)
+	}
 	empty := TimelineSVG("t", nil)
 	if !strings.Contains(empty, "no live files") || wellFormed(empty) != nil {
 		t.Errorf("empty timeline: %s", empty)

@@ -93,7 +93,11 @@ func partitionPanel(p maintain.Partition) (string, int) {
 		svgLeft, svgFont, esc(p.Partition), plural(n+p.Omitted, "file"), omitted, p.OverlapDepth, p.Clusters, p.MaxGeneration)
 	legend(&b, files)
 	if n == 0 {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" %s fill="#555">no live files</text>`, svgLeft, svgHeader+12, svgFont)
+		what := "no live files"
+		if p.Omitted > 0 {
+			what = "files not drawn here (the page keeps a bounded number per table): siglake inspect TABLE --svg FILE draws them all"
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" %s fill="#555">%s</text>`, svgLeft, svgHeader+12, svgFont, what)
 		return b.String(), h
 	}
 	lo, hi := files[0].Min, files[0].Max
