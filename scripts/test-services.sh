@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test-services.sh up|down|env|status: every service the integration tests use.
 #
-# up      starts PostgreSQL and versitygw and installs the DuckDB checker (each step
-#         idempotent), then prints the export lines; `eval "$(scripts/test-services.sh up)"`
+# up      starts PostgreSQL and versitygw and installs the DuckDB checker and headless
+#         Chromium (each step idempotent), then prints the export lines; `eval "$(scripts/test-services.sh up)"`
 #         puts them in the calling shell. Go tests also find them without the exports,
 #         through the env files under $SIGLAKE_TEST_STATE (default <repo>/.cache/testenv).
 # down    stops PostgreSQL and versitygw (their data stays for the next `up`).
@@ -16,6 +16,7 @@ S="$SIGLAKE_REPO/scripts"
 case "${1:-}" in
 up)
 	"$S/duckdb.sh" install
+	"$S/chromium.sh" install
 	pg="$("$S/postgres.sh" start)"
 	s3="$("$S/versitygw.sh" start)"
 	printf '%s\n%s\n' "$pg" "$s3"

@@ -1,12 +1,19 @@
 package sidecar
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"slices"
+	"sort"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/siglake/siglake/sidecar/statuspage"
 )
 
 // Readiness is what /readyz reports: ready once the catalog answered and while it keeps answering
@@ -43,7 +50,8 @@ func (t HTTPTimeouts) Server(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
 }
 
-// Handler serves /metrics, /debug/status, /healthz and /readyz.
+// Handler serves /metrics, /debug/status, /healthz, /readyz and the HTML status pages (/ and
+// /status/...).
 func Handler(m *Metrics, st *Status, ready *Readiness, now func() time.Time) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Reg, promhttp.HandlerOpts{Registry: m.Reg}))
@@ -52,6 +60,19 @@ func Handler(m *Metrics, st *Status, ready *Readiness, now func() time.Time) htt
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(st.Snapshot(now()))
+	})
+	page := func(render func(io.Writer, statuspage.Report) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			servePage(w, func(buf io.Writer) error { return render(buf, PageReport(st.Snapshot(now()))) })
+		}
+	}
+	mux.HandleFunc("GET /{$}", page(statuspage.Index))
+	mux.HandleFunc("GET "+statuspage.IndexPath, page(statuspage.Index))
+	mux.HandleFunc("GET "+statuspage.RingPath, page(statuspage.Ring))
+	mux.HandleFunc("GET "+statuspage.DeletionsPath, page(statuspage.Deletions))
+	mux.HandleFunc("GET "+statuspage.TablePrefix+"{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		servePage(w, func(buf io.Writer) error { return statuspage.TablePage(buf, PageReport(st.Snapshot(now())), name) })
 	})
 	// Liveness: the process serves HTTP. A catalog outage must not restart the pod (the backlog
 	// would be drained by the same process once the catalog is back), so it only affects /readyz.
@@ -74,4 +95,40 @@ func Handler(m *Metrics, st *Status, ready *Readiness, now func() time.Time) htt
 		http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
 	})
 	return mux
+}
+
+// servePage renders a page into a buffer first, so a failed render answers an error rather than
+// half a page.
+func servePage(w http.ResponseWriter, render func(io.Writer) error) {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, statuspage.ErrNoTable) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// PageReport is the status report as the pages take it: the same values, tables sorted.
+func PageReport(r StatusReport) statuspage.Report {
+	out := statuspage.Report{Node: r.Node, Role: string(r.Role), Version: r.Version, StartedAt: r.StartedAt, Now: r.Now,
+		CatalogReady: r.CatalogReady, CatalogError: r.CatalogError, CatalogWriteError: r.CatalogWriteError,
+		CatalogID: r.CatalogID, CatalogIDError: r.CatalogIDError, Backlog: r.Backlog, Owned: r.Owned, Memory: r.Memory}
+	for name, t := range r.Tables {
+		out.Tables = append(out.Tables, statuspage.Table{Name: name, Owner: t.Owner, OwnerSince: t.OwnerSince, Candidates: t.Candidates,
+			Owned: slices.Contains(r.Owned, name), WriteError: r.CatalogWriteErrors[name], LastCommit: t.LastCommit,
+			Maintenance: t.Maintenance, Deletes: t.Deletes, Retention: t.Retention})
+	}
+	sort.Slice(out.Tables, func(i, j int) bool { return out.Tables[i].Name < out.Tables[j].Name })
+	for _, m := range r.Members {
+		out.Members = append(out.Members, statuspage.Member{Name: m.Name, Addr: m.Addr, State: m.State, Roles: m.Roles, Catalog: m.Catalog})
+	}
+	for _, e := range r.Errors {
+		out.Errors = append(out.Errors, statuspage.Error{Time: e.Time, Stage: e.Stage, Table: e.Table, Message: e.Message})
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/siglake/siglake/sidecar/membership"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/statuspage"
 )
 
 // Status is what /debug/status shows and `siglake status` prints. The loops update it under the
@@ -222,15 +222,4 @@ func (s *Status) Snapshot(now time.Time) StatusReport {
 }
 
 // HumanBytes renders a byte count in binary units for people (status pages, summaries).
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func HumanBytes(n int64) string { return statuspage.HumanBytes(n) }

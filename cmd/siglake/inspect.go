@@ -19,42 +19,25 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/statuspage"
 )
 
-// inspectFile is one live file in `siglake inspect --json`.
-type inspectFile struct {
-	Path       string    `json:"path"`
-	Level      string    `json:"level"`
-	Generation int       `json:"generation"`
-	Late       bool      `json:"late"` // a file of the late stream (docs/compaction.md, "Late rows")
-	Bytes      int64     `json:"bytes"`
-	Rows       int64     `json:"rows"`
-	Min        time.Time `json:"min_time"`
-	Max        time.Time `json:"max_time"`
-}
-
-type inspectPartition struct {
-	Partition     string         `json:"partition"`
-	Files         []inspectFile  `json:"files"`
-	FilesPerLevel map[string]int `json:"files_per_level"`
-	Bytes         int64          `json:"bytes"`
-	Rows          int64          `json:"rows"`
-	OverlapDepth  int            `json:"overlap_depth"`
-	Clusters      int            `json:"overlap_clusters"`
-	MaxGeneration int            `json:"max_generation"`
-	LateFiles     int            `json:"late_files"`
-}
+// inspectPartition is one partition in `siglake inspect`: the maintenance loop's own view
+// (maintain.Partitions), which the status pages draw too.
+type inspectPartition = maintain.Partition
 
 func runInspect(args []string) error {
 	fs := flag.NewFlagSet("siglake inspect", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: siglake inspect [TABLE] [--json] [--all] [--dir DIR | catalog options]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: siglake inspect [TABLE] [--json] [--all] [--svg FILE] [--dir DIR | catalog options]\n\n"+
 			"With a TABLE: its live files per partition and level, generations, overlap depth and a timeline of\n"+
-			"file time ranges. Without: the tables of the namespace, with their live files, rows and depth.\n\n")
+			"file time ranges (--svg FILE also draws it as a picture, a panel per partition, as the status\n"+
+			"pages do). Without: the tables of the namespace, with their live files, rows and depth.\n\n")
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	all := fs.Bool("all", false, "show every file (default: the first 40 of each partition)")
+	svgFile := fs.String("svg", "", "also write the overlap timeline of TABLE as an SVG picture to `FILE` (- for stdout, then nothing else is printed)")
 	cfg, positional, help, err := toolConfigArgs(fs, args)
 	if help || err != nil {
 		return err
@@ -62,6 +45,11 @@ func runInspect(args []string) error {
 	if len(positional) > 1 {
 		err := fmt.Errorf("one TABLE at most, got %q", positional)
 		fmt.Fprintf(os.Stderr, "siglake inspect: %v\nusage: siglake inspect [TABLE] [--json] [--all] [--dir DIR | catalog options] (-h for more)\n", err)
+		return usageError{err}
+	}
+	if *svgFile != "" && len(positional) == 0 {
+		err := fmt.Errorf("--svg draws one table's timeline: name the TABLE")
+		fmt.Fprintf(os.Stderr, "siglake inspect: %v\nusage: siglake inspect TABLE --svg FILE [--dir DIR | catalog options] (-h for more)\n", err)
 		return usageError{err}
 	}
 	if err := requireCatalog(cfg); err != nil {
@@ -95,6 +83,18 @@ func runInspect(args []string) error {
 	}
 	parts := inspectPartitions(files, pc)
 	skipped := lake.SortedSkipped(lake.SkippedFiles(t.Properties()))
+	if *svgFile != "" {
+		title := fmt.Sprintf("%s.%s · snapshot %d · %d live files", l.Namespace(), table, snapshotID(t.CurrentSnapshot()), len(files))
+		svg := []byte(statuspage.TimelineSVG(title, parts))
+		if *svgFile == "-" {
+			_, err := os.Stdout.Write(svg)
+			return err
+		}
+		if err := os.WriteFile(*svgFile, svg, 0o644); err != nil {
+			return fmt.Errorf("writing the timeline picture: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "siglake inspect: wrote the timeline of %d partitions to %s\n", len(parts), *svgFile)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -187,33 +187,11 @@ func snapshotID(s *table.Snapshot) int64 {
 }
 
 func inspectPartitions(files []lake.File, pc plan.Config) []inspectPartition {
-	by := map[string][]lake.File{}
+	pf := make([]plan.File, 0, len(files))
 	for _, f := range files {
-		by[f.Partition] = append(by[f.Partition], f)
+		pf = append(pf, maintain.PlanFile(f))
 	}
-	var out []inspectPartition
-	for name, fs := range by {
-		p := inspectPartition{Partition: name, FilesPerLevel: map[string]int{}}
-		var pf []plan.File
-		for _, f := range fs {
-			lvl := pc.LevelOf(f.Size).String()
-			p.FilesPerLevel[lvl]++
-			p.Bytes += f.Size
-			p.Rows += f.Rows
-			p.MaxGeneration = max(p.MaxGeneration, f.Generation)
-			if f.Late {
-				p.LateFiles++
-			}
-			p.Files = append(p.Files, inspectFile{Path: f.Path, Level: lvl, Generation: f.Generation, Late: f.Late, Bytes: f.Size, Rows: f.Rows,
-				Min: time.UnixMicro(f.MinTime).UTC(), Max: time.UnixMicro(f.MaxTime).UTC()})
-			pf = append(pf, maintain.PlanFile(f))
-		}
-		p.OverlapDepth, _ = plan.Depth(pf)
-		p.Clusters = len(plan.Clusters(pf))
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
-	return out
+	return maintain.Partitions(pf, pc)
 }
 
 // printPartition prints a partition's summary and a timeline: one line per file, its time range

@@ -354,7 +354,7 @@ func Options() []Option {
 				return nil
 			}},
 		{"http-addr", "SIGLAKE_HTTP_ADDR", "127.0.0.1:9464", "http.port",
-			"Address of the HTTP server (/metrics, /debug/status, /healthz, /readyz).",
+			"Address of the HTTP server (/metrics, /debug/status, /healthz, /readyz, and the HTML status pages at / and /status).",
 			setString(func(c *Config) *string { return &c.HTTPAddr })},
 		{"s3-endpoint", "SIGLAKE_S3_ENDPOINT", "", "warehouse.s3.endpoint",
 			"S3 endpoint URL for S3-compatible stores; empty uses AWS defaults. Credentials also come from the standard AWS_* environment.",

@@ -141,6 +141,13 @@ type State struct {
 	IndexRebuild *RebuildState `json:"index_rebuild,omitempty"`
 	// Fold is the table's fold specification, or why it is not folded (a bad one).
 	Fold *fold.Table `json:"fold,omitempty"`
+	// RecentRewrites are the last committed rewrites of the table, newest first (at most
+	// maxRecentRewrites): a pass with nothing due would otherwise hide what ran a minute ago.
+	RecentRewrites []RecentRewrite `json:"recent_rewrites,omitempty"`
+	// Partitions are the live files per partition at SampledAt, for the status pages' timelines
+	// (at most maxPageFiles files each, maxPageTableFiles in all). Left out of the JSON: every scrape of /debug/status would
+	// carry every file.
+	Partitions []Partition `json:"-"`
 }
 
 // RebuildState is the index rebuild's state for one table: its switch, what the table's
@@ -169,6 +176,15 @@ type PassReport struct {
 	// the process has measured its rewrite speed, 0 before.
 	TimeLimitSeconds float64 `json:"time_limit_seconds,omitempty"`
 }
+
+// RecentRewrite is a committed rewrite and the pass it ran in.
+type RecentRewrite struct {
+	Time time.Time `json:"time"`
+	BinReport
+}
+
+// maxRecentRewrites bounds State.RecentRewrites.
+const maxRecentRewrites = 10
 
 // BinReport is one rewrite of a pass.
 type BinReport struct {
@@ -743,14 +759,27 @@ func (m *Maintainer) dropStaleRegistrations(ctx context.Context, name string, t 
 
 // publishPass shows a table's last pass in /debug/status.
 func (m *Maintainer) publishPass(name string, report *PassReport) {
-	m.edit(name, func(st *State) { st.LastPass = report })
+	m.edit(name, func(st *State) {
+		st.LastPass = report
+		var recent []RecentRewrite // a new slice: the published one may be being encoded
+		for i := len(report.Bins) - 1; i >= 0; i-- {
+			if report.Bins[i].Result == "committed" {
+				recent = append(recent, RecentRewrite{Time: report.Time, BinReport: report.Bins[i]})
+			}
+		}
+		if len(recent) > 0 {
+			recent = append(recent, st.RecentRewrites...)
+			st.RecentRewrites = recent[:min(len(recent), maxRecentRewrites)]
+		}
+	})
 }
 
 // sampleGauges publishes a table's overlap depth and live files and bytes per level.
 func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time) {
+	parts := Partitions(files, m.Plan)
 	depth := 0
-	for _, d := range plan.PartitionDepths(files) {
-		depth = max(depth, d)
+	for _, p := range parts {
+		depth = max(depth, p.OverlapDepth)
 	}
 	count := map[string]int{}
 	bytes := map[string]int{}
@@ -771,6 +800,7 @@ func (m *Maintainer) sampleGauges(name string, files []plan.File, now time.Time)
 	m.edit(name, func(st *State) {
 		st.SampledAt, st.OverlapDepth = now, depth
 		st.FilesPerLevel, st.BytesPerLevel = count, bytes
+		st.Partitions = capFiles(parts, maxPageFiles, maxPageTableFiles)
 	})
 }
 

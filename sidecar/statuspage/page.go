@@ -1,0 +1,229 @@
+// Package statuspage renders the process's HTML status pages and the overlap timeline picture:
+// pure functions from status values to HTML and SVG, no I/O of their own. The pages show what
+// /debug/status serializes (plus each table's partitions, which maintenance samples with its
+// gauges) and never a deletion request's predicate (promise 14).
+package statuspage
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/membudget"
+	"github.com/siglake/siglake/sidecar/retention"
+)
+
+// Report is what the pages show: the process's status report (sidecar.StatusReport) with its
+// tables as a sorted list.
+type Report struct {
+	Node, Role, Version string
+	StartedAt, Now      time.Time
+
+	CatalogReady      bool
+	CatalogError      string
+	CatalogWriteError string
+	CatalogID         string
+	CatalogIDError    string
+
+	Backlog drain.Backlog
+	Tables  []Table // sorted by name
+	Members []Member
+	Owned   []string
+	Errors  []Error // newest first
+	Memory  *membudget.Snapshot
+}
+
+// Table is one table's state.
+type Table struct {
+	Name        string
+	Owner       string
+	OwnerSince  *time.Time
+	Candidates  []string
+	Owned       bool   // this process maintains it
+	WriteError  string // why its last commit failed, if it did
+	LastCommit  *drain.CommitReport
+	Maintenance *maintain.State
+	Deletes     *deletes.State
+	Retention   *retention.State
+}
+
+// Member is one gossip member.
+type Member struct {
+	Name, Addr, State string
+	Roles             []string
+	Catalog           string
+}
+
+// Error is a recent error of a loop.
+type Error struct {
+	Time                  time.Time
+	Stage, Table, Message string
+}
+
+// ErrNoTable: the table page of a table the report does not hold.
+var ErrNoTable = errors.New("no such table in this process's status")
+
+// Paths of the pages, below the listener's root.
+const (
+	IndexPath     = "/status"
+	RingPath      = "/status/ring"
+	TablePrefix   = "/status/table/"
+	DeletionsPath = "/status/deletions"
+)
+
+// TableURL is the page of a table.
+func TableURL(name string) string { return TablePrefix + url.PathEscape(name) }
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"bytes":    HumanBytes,
+	"bytesInt": func(n int) string { return HumanBytes(int64(n)) },
+	"ts":       func(t time.Time) string { return fmtTime(t) },
+	"tsp": func(t *time.Time) string {
+		if t == nil {
+			return "–"
+		}
+		return fmtTime(*t)
+	},
+	"ago":      ago,
+	"tableURL": TableURL,
+	"levels":   levels,
+	"svg":      func(p maintain.Partition) template.HTML { return template.HTML(PartitionSVG(p)) },
+	"join":     strings.Join,
+	"secs":     func(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Second).String() },
+	"color":    levelColor,
+	"pct": func(held, limit int64) int {
+		if limit <= 0 {
+			return 0
+		}
+		return int(min(100, held*100/limit))
+	},
+	"totalFiles": func(st *maintain.State) int {
+		n := 0
+		for _, c := range st.FilesPerLevel {
+			n += c
+		}
+		return n
+	},
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+	"since": func(t, now time.Time) string { return now.Sub(t).Round(time.Second).String() },
+}).ParseFS(templateFS, "templates/*.html"))
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// ago is how long before now t was, in words for a glance ("12s ago", "in 3m").
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		return "in " + roundDur(-d)
+	}
+	return roundDur(d) + " ago"
+}
+
+func roundDur(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+// level is a level's count and bytes for a table row.
+type level struct {
+	Name  string
+	Files int
+	Bytes int
+}
+
+func levels(st *maintain.State) []level {
+	if st == nil {
+		return nil
+	}
+	var out []level
+	for name, n := range st.FilesPerLevel {
+		out = append(out, level{name, n, st.BytesPerLevel[name]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+type pageData struct {
+	Title string
+	Nav   string
+	R     Report
+	T     *Table
+}
+
+func render(w io.Writer, name string, d pageData) error {
+	return pages.ExecuteTemplate(w, name, d)
+}
+
+// Index renders the overview: the process, its tables, the WAL backlog and recent errors.
+func Index(w io.Writer, r Report) error {
+	return render(w, "index.html", pageData{Title: "siglake " + r.Node, Nav: "index", R: r})
+}
+
+// Ring renders the members and the table leases.
+func Ring(w io.Writer, r Report) error {
+	return render(w, "ring.html", pageData{Title: "members and leases", Nav: "ring", R: r})
+}
+
+// Deletions renders quarantine, set-aside files, pending deletions and retention of every table.
+func Deletions(w io.Writer, r Report) error {
+	return render(w, "deletions.html", pageData{Title: "quarantine, set-asides, deletions, retention", Nav: "deletions", R: r})
+}
+
+// TablePage renders one table: levels, overlap, work, the timeline of each partition, its
+// set-aside files, deletions and retention. ErrNoTable when r does not hold it.
+func TablePage(w io.Writer, r Report, name string) error {
+	for i := range r.Tables {
+		if r.Tables[i].Name == name {
+			return render(w, "table.html", pageData{Title: "table " + name, Nav: "table", R: r, T: &r.Tables[i]})
+		}
+	}
+	return ErrNoTable
+}
+
+// HumanBytes renders a byte count in binary units for people.
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
