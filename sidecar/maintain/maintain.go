@@ -66,7 +66,7 @@ type Maintainer struct {
 	backoff  map[string]backoff
 	reported map[string]bool // owned tables of the last cycle: their per-table gauges are exported
 	// lastOutstanding is each owned table's outstanding work as its last pass found it.
-	lastOutstanding map[string]work
+	lastOutstanding map[string]plan.Work
 	published       map[string]*State
 	// rate is this process's measured rewrite speed (committed bins, all tables: they share the
 	// process's CPU), so a pass holds about one L0 check interval of work (plan.Input.Rewriter).
@@ -478,6 +478,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	decided := false
 	var firstErr error
 	var healthy []string // owned tables whose pass did not fail
+	idle := true         // every pass planned left its table idle (plan.TablePass.Idle)
 	for _, name := range owned {
 		if ctx.Err() != nil || membudget.Stopping(m.Stop) != nil {
 			break
@@ -486,6 +487,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 		st := m.states[name]
 		st.BackloggedCycles = backlogged
 		pass, err := m.table(ctx, name, plan.Input{Now: now, SealedBacklog: backlog, State: st}, skipping, &rep)
+		idle = idle && pass.Idle
 		if err != nil {
 			rep.TableErrors = append(rep.TableErrors, TableError{At: m.Now(), Table: name, Stage: "maintenance", Err: err})
 			if firstErr == nil {
@@ -503,8 +505,6 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	}
 	// Delete tasks run in the idle cycle: no rewrite work and no backpressure. A table whose pass
 	// failed is left out rather than holding back the sweeps of every other table.
-	idle := rep.Planned == 0 && rep.Decision != plan.DecisionSkippedBackpressure.String() &&
-		rep.Decision != plan.DecisionThrottledBackpressure.String()
 	if ctx.Err() == nil {
 		if idle && !skipping {
 			rep.DeleteSweeps = m.idleDeletes(ctx, healthy)
@@ -575,16 +575,20 @@ type TableError struct {
 	Err   error
 }
 
+// unplanned is the pass of a table that failed before its planning: it holds back no idle cycle
+// (a failing table must not starve every other table's delete tasks).
+var unplanned = plan.TablePass{Idle: true}
+
 // table samples a table's gauges, plans a pass and runs its bins. In a skipped backlogged cycle it
 // only samples the gauges and records the decision: it commits nothing.
-func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skipping bool, rep *CycleReport) (plan.Pass, error) {
+func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skipping bool, rep *CycleReport) (plan.TablePass, error) {
 	t, err := m.Lake.LoadTable(ctx, name)
 	if err != nil {
-		return plan.Pass{}, err
+		return unplanned, err
 	}
 	files, err := lake.LiveFiles(ctx, t)
 	if err != nil {
-		return plan.Pass{}, err
+		return unplanned, err
 	}
 	byPath := make(map[string]lake.File, len(files))
 	// Set-aside files stay in the gauges (depth is reported with them) but out of planning: their
@@ -609,18 +613,17 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 	live := func(p string) bool { _, ok := byPath[p]; return ok }
 	if !skipping { // the clean-up is a commit: a skipped cycle leaves it to the next one
 		if err := m.dropStaleRegistrations(ctx, name, &t, live); err != nil {
-			return plan.Pass{}, err
+			return unplanned, err
 		}
 	}
 	m.updateRebuildState(name, t.Properties(), nil)
 	roll := m.rollup(name, t, in.Now)
 	in.Rewriter, in.RewriterBusy, in.TimeSpent = m.rate, m.busy.Share(), m.rewriting
-	pass := m.plan(roll, in, skipping)
+	pass := plan.PlanTable(m.Plan, plan.TableInput{Input: in, Fold: m.foldInput(roll, in.Files)})
 	rep.Planned += len(pass.Bins)
 	report := &PassReport{Time: in.Now, Decision: pass.Decision.String(), Skipped: pass.Skipped,
 		TimeLimitSeconds: pass.TimeLimit.Seconds()}
-	committed := 0 // bins run in order and stop at the first that does not commit
-	var committedBytes int64
+	var done plan.Work // bins run in order and stop at the first that does not commit
 	for i, b := range pass.Bins {
 		if ctx.Err() != nil || membudget.Stopping(m.Stop) != nil || (m.Owns != nil && !m.Owns(name)) {
 			report.Skipped = append(report.Skipped, fmt.Sprintf("%d bins not started: lease lost or shutting down", len(pass.Bins)-i))
@@ -646,8 +649,7 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 			// byte then overstates a spliced bin, which only defers it).
 			m.rate.Add(max(b.EstimatedBytes-out.Merge.SplicedBytes, 1), time.Since(started))
 			m.succeeded(name, key, b)
-			committed++
-			committedBytes += b.EstimatedBytes
+			done.Add(b)
 		case errors.Is(err, rewrite.ErrConflict):
 			br.Result = "conflict: " + err.Error()
 			rep.Conflicts++
@@ -667,61 +669,31 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 			return pass, err
 		}
 	}
-	m.outstanding(name, in, pass, committed, committedBytes, report, rep)
+	m.outstanding(name, pass, done, report, rep)
 	m.publishPass(name, report)
 	return pass, nil
 }
 
-// work is an amount of outstanding rewrite work.
-type work struct {
-	bins  int
-	bytes int64
-}
-
-func (w *work) add(bins []plan.Bin) {
-	for _, b := range bins {
-		w.bins++
-		w.bytes += b.EstimatedBytes
-	}
-}
-
 // outstanding sets the table's outstanding-work gauges (like Tempo's
-// tempodb_compaction_outstanding_blocks), and the pass report's fields, from what the planner
-// found due that this pass did not commit: the bins from the first one that did not commit on
-// (it failed or lost to a conflict, and the rest were not started: a failure, the lease lost,
-// shutdown) and the bins the pass's budget deferred. A backlogged cycle (skipped, or the
-// restricted L0 pass) looks at nothing else, so its outstanding work is what an unrestricted
-// pass would plan now, less what the restricted pass committed: the gauge grows while the drain
-// has priority. When no check was due the gauges keep the last pass's values; with rewrites
-// disabled nothing is outstanding.
-func (m *Maintainer) outstanding(name string, in plan.Input, pass plan.Pass, committed int, committedBytes int64, report *PassReport, rep *CycleReport) {
+// tempodb_compaction_outstanding_blocks), and the pass report's fields, from the work the planner
+// found due (plan.TablePass.Outstanding) less what this pass committed: the bins that did not commit
+// (failed, lost to a conflict, not started) and the ones the budgets deferred; in a backlogged
+// cycle, what an unrestricted pass would do. When no check was due the gauges keep the last pass's
+// values; with rewrites disabled nothing is outstanding.
+func (m *Maintainer) outstanding(name string, pass plan.TablePass, committed plan.Work, report *PassReport, rep *CycleReport) {
 	if m.lastOutstanding == nil {
-		m.lastOutstanding = map[string]work{}
+		m.lastOutstanding = map[string]plan.Work{}
 	}
-	var w work
-	switch pass.Decision {
-	case plan.DecisionRewritesDisabled:
-	case plan.DecisionSkippedBackpressure, plan.DecisionThrottledBackpressure:
-		full := plan.Plan(m.Plan, plan.Input{Files: in.Files, Now: in.Now, State: in.State}) // pure: the state is not kept
-		if full.Decision == plan.DecisionNothingDue {
-			w = m.lastOutstanding[name]
-			break
-		}
-		w.add(full.Bins)
-		w.add(full.Deferred)
-		w.bins, w.bytes = max(w.bins-committed, 0), max(w.bytes-committedBytes, 0)
-	case plan.DecisionNothingDue:
-		w = m.lastOutstanding[name]
-	default:
-		w.add(pass.Bins[committed:])
-		w.add(pass.Deferred)
+	w := m.lastOutstanding[name]
+	if pass.OutstandingKnown {
+		w = pass.Outstanding.Less(committed)
 	}
 	m.lastOutstanding[name] = w
-	m.Metrics.OutstandingBins.WithLabelValues(name).Set(float64(w.bins))
-	m.Metrics.OutstandingBytes.WithLabelValues(name).Set(float64(w.bytes))
-	report.OutstandingBins, report.OutstandingBytes = w.bins, w.bytes
-	rep.OutstandingBins += w.bins
-	rep.OutstandingBytes += w.bytes
+	m.Metrics.OutstandingBins.WithLabelValues(name).Set(float64(w.Bins))
+	m.Metrics.OutstandingBytes.WithLabelValues(name).Set(float64(w.Bytes))
+	report.OutstandingBins, report.OutstandingBytes = w.Bins, w.Bytes
+	rep.OutstandingBins += w.Bins
+	rep.OutstandingBytes += w.Bytes
 }
 
 // dropStaleRegistrations drops the index registrations of files no longer live and reloads t

@@ -253,7 +253,17 @@ func (p Pass) String() string {
 
 // Plan computes one pass. It never panics on any input: files whose time
 // bounds are inverted are left out and reported in Skipped.
-func Plan(cfg Config, in Input) Pass {
+func Plan(cfg Config, in Input) Pass { return planPass(cfg, in, spent{}) }
+
+// spent is what bins planned ahead of the level checks (a rollup's fold bins, PlanTable) took of
+// the pass's budgets: the bins, their files and their estimated rewrite time.
+type spent struct {
+	bins, files int
+	time        time.Duration
+}
+
+// planPass is Plan with what the bins planned ahead already took charged to the pass's budgets.
+func planPass(cfg Config, in Input, ahead spent) Pass {
 	cfg = cfg.sane()
 	files, skipped := validFiles(in.Files)
 	p := Pass{
@@ -295,7 +305,7 @@ func Plan(cfg Config, in Input) Pass {
 			return p
 		}
 		p.Decision = DecisionRun
-		starved := p.serve(cfg, legacyCandidates(cfg, files), newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass))
+		starved := p.serve(cfg, legacyCandidates(cfg, files), newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins))
 		if len(starved) == 0 {
 			p.Next.LastLegacy = in.Now
 		}
@@ -337,10 +347,10 @@ func Plan(cfg Config, in Input) Pass {
 		return p
 	}
 	p.Decision = DecisionRun
-	b := newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass)
+	b := newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins)
 	if in.Rewriter.Known() && in.RewriterBusy >= busyForTimeLimit {
 		p.TimeLimit = cfg.CheckInterval[L0]
-		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)
+		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)-ahead.time
 		b.pastTime = in.State.TimeLimitedPasses >= largeBinWait
 	}
 	starved := p.serve(cfg, cands, b)
@@ -470,6 +480,20 @@ type budget struct {
 
 func newBudget(files, bins int) *budget { return &budget{files: files, bins: bins} }
 
+// fits is the pass's one budget rule, for bins of every kind: a bin fits while the pass has a
+// bin left and the files it takes. (The time limit, which applies to level bins only, is
+// overTime.)
+func (b *budget) fits(bin Bin) bool { return b.bins >= 1 && len(bin.Files) <= b.files }
+
+// take charges bin to the budget: a bin, its files and, with a rate, its estimated time.
+func (b *budget) take(bin Bin) {
+	b.bins--
+	b.files -= len(bin.Files)
+	if b.rate != nil {
+		b.time -= b.rate.Estimate(bin.EstimatedBytes)
+	}
+}
+
 // largeBinWait is how many passes in a row the time limit may leave a bin
 // for later before a pass takes one bin past it. Without it, a large rewrite
 // whose score stays below the fresh files' (the late table's terminal late
@@ -526,7 +550,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 				}
 				continue
 			}
-			if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
+			if !b.fits(bin) || anyTaken(bin.Files, taken) {
 				refused++
 				if !anyTaken(bin.Files, taken) && !anyTaken(bin.Files, deferred) {
 					for _, f := range bin.Files {
@@ -537,11 +561,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 				}
 				continue
 			}
-			b.bins--
-			b.files -= len(bin.Files)
-			if b.rate != nil {
-				b.time -= b.rate.Estimate(bin.EstimatedBytes)
-			}
+			b.take(bin)
 			for _, f := range bin.Files {
 				taken[f.Path] = true
 			}
@@ -573,7 +593,7 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 	}
 	best := -1
 	for i, bin := range b.timeRefused {
-		if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
+		if !b.fits(bin) || anyTaken(bin.Files, taken) {
 			continue
 		}
 		if best < 0 {
@@ -588,8 +608,7 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 		return
 	}
 	bin := b.timeRefused[best]
-	b.bins--
-	b.files -= len(bin.Files)
+	b.take(bin) // past the limit: what is left of it no longer matters
 	for _, f := range bin.Files {
 		taken[f.Path] = true
 	}
@@ -603,7 +622,7 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 // estimated time is more than the limit has left.
 func (b *budget) overTime(p *Pass, bin Bin, taken map[string]bool) bool {
 	return b.rate != nil && len(p.Bins) > 0 && b.rate.Estimate(bin.EstimatedBytes) > b.time &&
-		b.bins >= 1 && len(bin.Files) <= b.files && !anyTaken(bin.Files, taken)
+		b.fits(bin) && !anyTaken(bin.Files, taken)
 }
 
 func (b *budget) timeLeft(p *Pass) string {
