@@ -85,7 +85,8 @@ func TestFoldOnlyPassRuns(t *testing.T) {
 		}
 	}
 	report, rep := &PassReport{}, &CycleReport{}
-	m.outstanding("events_1m", pass, plan.Work{}, report, rep) // none committed: the bins failed
+	m.parts()
+	m.obs.outstandingWork("events_1m", pass, plan.Work{}, report, rep) // none committed: the bins failed
 	if report.OutstandingBins != len(pass.Bins)+len(pass.Deferred) || report.OutstandingBins == 0 {
 		t.Fatalf("outstanding %d bins, want the %d planned and %d deferred", report.OutstandingBins, len(pass.Bins), len(pass.Deferred))
 	}
@@ -130,5 +131,5 @@ func TestRollupPlannedInOneStream(t *testing.T) {
 
 // planTable is the table's pass as the maintainer plans it.
 func (m *Maintainer) planTable(roll *fold.Rollup, in plan.Input) plan.TablePass {
-	return plan.PlanTable(m.Plan, plan.TableInput{Input: in, Fold: m.foldInput(roll, in.Files)})
+	return plan.PlanTable(m.Plan, plan.TableInput{Input: in, Fold: foldInput(roll, in.Files, m.Cfg.FoldMinFiles)})
 }
