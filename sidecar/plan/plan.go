@@ -312,13 +312,42 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 		return p
 	}
 
+	cands, checked := dueCandidates(cfg, files, in)
+	p.Checked = checked
+	if len(p.Checked) == 0 {
+		p.Decision = DecisionNothingDue
+		return p
+	}
+	p.Decision = DecisionRun
+	b := newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins)
+	if in.Rewriter.Known() && in.RewriterBusy >= busyForTimeLimit {
+		p.TimeLimit = cfg.CheckInterval[L0]
+		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)-ahead.time
+		b.pastTime = in.State.TimeLimitedPasses >= largeBinWait
+	}
+	starved := p.serve(cfg, cands, b)
+	p.Next.TimeLimitedPasses = 0
+	if b.timeRefused != nil && !b.tookPast {
+		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
+	}
+	for _, l := range p.Checked {
+		if !starved[l] {
+			p.Next.LastCheck[l] = in.Now
+		}
+	}
+	return p
+}
+
+// dueCandidates returns the candidates of every level check due at in.Now, each stream apart,
+// and the levels checked: the L0 check brings the depth trigger, the L2 check the overlap of
+// terminal files and the absorb bins.
+func dueCandidates(cfg Config, files []File, in Input) (cands []candidate, checked []Level) {
 	onTime, late := streams(cfg, files)
-	var cands []candidate
 	for l := L0; l < NumLevels; l++ {
 		if !Due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l]) {
 			continue
 		}
-		p.Checked = append(p.Checked, l)
+		checked = append(checked, l)
 		for i, fs := range [][]File{onTime, late} {
 			var cs []candidate
 			switch l {
@@ -342,28 +371,7 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 			cands = append(cands, combinedDepthCandidates(cfg, onTime, late)...)
 		}
 	}
-	if len(p.Checked) == 0 {
-		p.Decision = DecisionNothingDue
-		return p
-	}
-	p.Decision = DecisionRun
-	b := newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins)
-	if in.Rewriter.Known() && in.RewriterBusy >= busyForTimeLimit {
-		p.TimeLimit = cfg.CheckInterval[L0]
-		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)-ahead.time
-		b.pastTime = in.State.TimeLimitedPasses >= largeBinWait
-	}
-	starved := p.serve(cfg, cands, b)
-	p.Next.TimeLimitedPasses = 0
-	if b.timeRefused != nil && !b.tookPast {
-		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
-	}
-	for _, l := range p.Checked {
-		if !starved[l] {
-			p.Next.LastCheck[l] = in.Now
-		}
-	}
-	return p
+	return cands, checked
 }
 
 // SkipsBackpressure reports whether a cycle with this sealed backlog, after backloggedCycles
