@@ -148,8 +148,8 @@ type Input struct {
 	// reorders work (on the quiet table, 5% busy, the limit cost 2% more
 	// write amplification and 12% more files at the peak).
 	RewriterBusy float64
-	// TimeSpent is rewrite time the caller's cycle has already spent or
-	// planned before this pass (other tables' passes, a rollup's fold bins):
+	// TimeSpent is rewrite time the caller's cycle has already spent before
+	// this pass (other tables' passes; PlanTable adds a rollup's fold bins):
 	// the time limit is what is left of the L0 check interval, since the next
 	// check of every table waits for the whole cycle. The pass's first bin is
 	// still taken whatever its size, so every table makes progress.
