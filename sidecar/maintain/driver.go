@@ -213,7 +213,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	// A skipped cycle makes no catalog commit (no rewrite, registration clean-up, delete task or
 	// expiry): the drain, which has priority, commits to the same tables.
 	skipping := plan.SkipsBackpressure(m.Plan, backlog, m.clock.backlogged)
-	healthy, idle, firstErr := m.passes(ctx, owned, plan.Input{Now: now, SealedBacklog: backlog}, &rep)
+	healthy, idle, firstErr := m.passes(ctx, owned, plan.Input{Now: now, SealedBacklog: backlog}, skipping, &rep)
 	// Delete tasks run in the idle cycle: no rewrite work and no backpressure. A table whose pass
 	// failed is left out rather than holding back the sweeps of every other table.
 	if ctx.Err() == nil {
@@ -262,7 +262,7 @@ func (m *Maintainer) keeps(ctx context.Context, table string) bool {
 // count from before this cycle, so all get the same decision. It returns the tables whose pass did
 // not fail, whether every pass planned left its table idle (plan.TablePass.Idle), and the first
 // error.
-func (m *Maintainer) passes(ctx context.Context, owned []string, in plan.Input, rep *CycleReport) (healthy []string, idle bool, firstErr error) {
+func (m *Maintainer) passes(ctx context.Context, owned []string, in plan.Input, skipping bool, rep *CycleReport) (healthy []string, idle bool, firstErr error) {
 	backlogged := m.clock.backlogged
 	decided := false
 	idle = true
@@ -273,7 +273,7 @@ func (m *Maintainer) passes(ctx context.Context, owned []string, in plan.Input, 
 		rep.Tables++
 		in.State = m.clock.states[name]
 		in.State.BackloggedCycles = backlogged
-		pass, err := m.table(ctx, name, in, rep)
+		pass, err := m.table(ctx, name, in, skipping, rep)
 		idle = idle && pass.Idle
 		if err != nil {
 			rep.TableErrors = append(rep.TableErrors, TableError{At: m.Now(), Table: name, Stage: "maintenance", Err: err})
@@ -299,9 +299,9 @@ var unplanned = plan.TablePass{Idle: true}
 
 // table is one table's pass: the executor reads the table, the planner plans its whole pass, the
 // executor runs it and the observer records it. In a skipped backlogged cycle the executor only
-// reads the table (the gauges) and commits nothing.
-func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, rep *CycleReport) (plan.TablePass, error) {
-	skipping := plan.SkipsBackpressure(m.Plan, in.SealedBacklog, in.State.BackloggedCycles)
+// reads the table (the gauges) and commits nothing: skipping is the cycle's decision, which the
+// planner makes alike for every table.
+func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skipping bool, rep *CycleReport) (plan.TablePass, error) {
 	v, err := m.exec.read(ctx, name, in.Now, skipping)
 	if err != nil {
 		return unplanned, err
