@@ -22,12 +22,12 @@ func TestExpiryCadenceUnderJitter(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		// Ticks a few ms early or late, as a time.Ticker's are under load.
 		now = start.Add(time.Duration(i)*10*time.Second + time.Duration((i*7919)%9-4)*time.Millisecond)
-		before := m.lastExpire
+		before := m.clock.lastExpire
 		if _, err := m.Cycle(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if !m.lastExpire.Equal(before) {
-			runs = append(runs, m.lastExpire)
+		if !m.clock.lastExpire.Equal(before) {
+			runs = append(runs, m.clock.lastExpire)
 		}
 	}
 	if len(runs) < 6 {

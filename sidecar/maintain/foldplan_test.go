@@ -42,7 +42,8 @@ func TestFoldPlanSharesPassBudget(t *testing.T) {
 	cfg.EligibleFiles = 8
 	m := &Maintainer{Plan: cfg, Cfg: Config{FoldMinFiles: 8}}
 
-	pass := m.plan(roll, foldPlanInput(now), false)
+	in := foldPlanInput(now)
+	pass := m.planTable(roll, in)
 	if len(pass.Bins) > 2 || pass.Files() > 32 {
 		t.Fatalf("pass of %d bins, %d files; budget 2 bins, 32 files:\n%s", len(pass.Bins), pass.Files(), pass)
 	}
@@ -74,7 +75,7 @@ func TestFoldOnlyPassRuns(t *testing.T) {
 	for l := range in.State.LastCheck {
 		in.State.LastCheck[l] = now // no level check due
 	}
-	pass := m.plan(roll, in, false)
+	pass := m.planTable(roll, in)
 	if pass.Decision != plan.DecisionRun || len(pass.Bins) == 0 {
 		t.Fatalf("want a run with fold bins:\n%s", pass)
 	}
@@ -84,7 +85,8 @@ func TestFoldOnlyPassRuns(t *testing.T) {
 		}
 	}
 	report, rep := &PassReport{}, &CycleReport{}
-	m.outstanding("events_1m", in, pass, 0, 0, report, rep) // none committed: the bins failed
+	m.parts()
+	m.obs.outstandingWork("events_1m", pass, plan.Work{}, report, rep) // none committed: the bins failed
 	if report.OutstandingBins != len(pass.Bins)+len(pass.Deferred) || report.OutstandingBins == 0 {
 		t.Fatalf("outstanding %d bins, want the %d planned and %d deferred", report.OutstandingBins, len(pass.Bins), len(pass.Deferred))
 	}
@@ -119,10 +121,15 @@ func TestRollupPlannedInOneStream(t *testing.T) {
 		}
 		return len(pass.Bins), mixed
 	}
-	if bins, mixed := shape(m.plan(&fold.Rollup{Spec: rollupSpec}, in, false)); bins != 1 || mixed != 1 {
+	if bins, mixed := shape(m.planTable(&fold.Rollup{Spec: rollupSpec}, in).Pass); bins != 1 || mixed != 1 {
 		t.Fatalf("rollup table: %d bins, %d mixed; want one bin of both streams", bins, mixed)
 	}
-	if bins, mixed := shape(m.plan(nil, in, false)); bins != 2 || mixed != 0 {
+	if bins, mixed := shape(m.planTable(nil, in).Pass); bins != 2 || mixed != 0 {
 		t.Fatalf("other table: %d bins, %d mixed; want one bin per stream", bins, mixed)
 	}
+}
+
+// planTable is the table's pass as the maintainer plans it.
+func (m *Maintainer) planTable(roll *fold.Rollup, in plan.Input) plan.TablePass {
+	return plan.PlanTable(m.Plan, plan.TableInput{Input: in, Fold: foldInput(roll, in.Files, m.Cfg.FoldMinFiles)})
 }

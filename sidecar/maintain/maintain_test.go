@@ -111,13 +111,13 @@ func TestMaintenanceConverges(t *testing.T) {
 	// passes hold about one L0 check interval of work while it is busy (plan.Input.Rewriter).
 	// With the rewriter busy (these cycles run back to back), the limit is the L0 interval.
 	limit := 0.0
-	if m.busy.Share() >= 0.5 {
+	if m.exec.speed.busy.Share() >= 0.5 {
 		limit = m.Plan.CheckInterval[plan.L0].Seconds()
 	}
-	if lp := m.State("events").LastPass; !m.rate.Known() || m.busy.Share() <= 0 || lp == nil || lp.TimeLimitSeconds != limit {
-		t.Fatalf("rewrite speed known %v, busy %.2f, last pass %+v: want time limit %v s", m.rate.Known(), m.busy.Share(), lp, limit)
+	if lp := m.State("events").LastPass; !m.exec.speed.rate.Known() || m.exec.speed.busy.Share() <= 0 || lp == nil || lp.TimeLimitSeconds != limit {
+		t.Fatalf("rewrite speed known %v, busy %.2f, last pass %+v: want time limit %v s", m.exec.speed.rate.Known(), m.exec.speed.busy.Share(), lp, limit)
 	}
-	t.Logf("rewriter busy %.2f, last pass's time limit %v s", m.busy.Share(), limit)
+	t.Logf("rewriter busy %.2f, last pass's time limit %v s", m.exec.speed.busy.Share(), limit)
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("rows after rewrites %+v, want %+v", got, want)
 	}
@@ -423,14 +423,15 @@ func liveTableOf(t *testing.T, e *env, name string) (*table.Table, []lake.File) 
 func TestPublishedStateIsNeverWritten(t *testing.T) {
 	m := &Maintainer{Plan: plan.DefaultConfig(), Metrics: newTestMetrics(), Publish: &recorder{}, Now: time.Now}
 	files := []plan.File{{Path: "a", SizeBytes: 1 << 20, MinTime: 0, MaxTime: 10, Rows: 5}}
-	m.sampleGauges("events", files, time.Now())
+	m.parts()
+	m.obs.sampleGauges("events", files, time.Now())
 	first := m.State("events")
 	saved := *first
-	m.publishPass("events", &PassReport{Time: time.Now(), Decision: "run"})
-	m.updateRebuildState("events", nil, &rebuildRun{at: time.Now()})
+	m.obs.pass("events", time.Now(), plan.TablePass{}, passRun{}, &CycleReport{})
+	m.obs.updateRebuildState("events", nil, &rebuildRun{at: time.Now()})
 	second := m.State("events")
 	rb := *second.IndexRebuild
-	m.updateRebuildState("events", nil, &rebuildRun{at: time.Now(), err: errors.New("boom")})
+	m.obs.updateRebuildState("events", nil, &rebuildRun{at: time.Now(), err: errors.New("boom")})
 	if first.LastPass != saved.LastPass || first.IndexRebuild != nil || first.OverlapDepth != saved.OverlapDepth {
 		t.Fatalf("the first published state was written: %+v, was %+v", *first, saved)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
@@ -83,8 +83,8 @@ func testShutdownWhileWaitingForMemory(t *testing.T, cycle func(*testing.T, *Mai
 			t.Errorf("a shutdown published an error: %v", err)
 		}
 	}
-	if len(m.backoff) != 0 {
-		t.Errorf("a shutdown put %d bins in back-off", len(m.backoff))
+	if len(m.exec.poison.backoff) != 0 {
+		t.Errorf("a shutdown put %d bins in back-off", len(m.exec.poison.backoff))
 	}
 }
 
@@ -116,7 +116,7 @@ func TestIdleShutdownWhileWaitingForMemoryIsNoError(t *testing.T) {
 					t.Fatal(err)
 				}
 				m := newMaintainer(t, e, e.lake, func() time.Time { return retentionNow })
-				core, logs := observer.New(zap.DebugLevel)
+				core, logs := zapobserver.New(zap.DebugLevel)
 				m.Log = zap.New(core)
 				rep := sd.cycle(t, m)
 				if rep.Planned != 0 {

@@ -20,7 +20,8 @@ func TestSampleGaugesPublishesPartitions(t *testing.T) {
 	for i := range 3 { // three files over one range: depth 3
 		files = append(files, plan.File{Path: "deep", Partition: "2026-12-02", SizeBytes: 1, MinTime: 0, MaxTime: 100, Generation: i})
 	}
-	m.sampleGauges("events", files, time.Now())
+	m.parts()
+	m.obs.sampleGauges("events", files, time.Now())
 	st := m.State("events")
 	if len(st.Partitions) != 2 {
 		t.Fatalf("%d partitions published, want 2", len(st.Partitions))
@@ -44,12 +45,13 @@ func TestSampleGaugesPublishesPartitions(t *testing.T) {
 // first and bounded, after passes that rewrite nothing; failed bins are not among them.
 func TestRecentRewritesOutliveTheirPass(t *testing.T) {
 	m := &Maintainer{Plan: plan.DefaultConfig(), Metrics: newTestMetrics(), Publish: &recorder{}, Now: time.Now}
+	m.parts()
 	t0 := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 	for i := range maxRecentRewrites + 2 {
-		m.publishPass("events", &PassReport{Time: t0.Add(time.Duration(i) * time.Minute), Decision: "run", Bins: []BinReport{
+		m.obs.publishPass("events", &PassReport{Time: t0.Add(time.Duration(i) * time.Minute), Decision: "run", Bins: []BinReport{
 			{Kind: "level", Partition: "p", Files: i, Result: "committed"}, {Kind: "level", Files: 99, Result: "failed: boom"}}})
 	}
-	m.publishPass("events", &PassReport{Time: t0.Add(time.Hour), Decision: "nothing_due"})
+	m.obs.publishPass("events", &PassReport{Time: t0.Add(time.Hour), Decision: "nothing_due"})
 	st := m.State("events")
 	if len(st.RecentRewrites) != maxRecentRewrites || st.RecentRewrites[0].Files != maxRecentRewrites+1 ||
 		st.RecentRewrites[maxRecentRewrites-1].Files != 2 || st.LastPass.Decision != "nothing_due" {
@@ -57,7 +59,7 @@ func TestRecentRewritesOutliveTheirPass(t *testing.T) {
 	}
 	// A published list may be being encoded: the next commit publishes a new one.
 	before := slices.Clone(st.RecentRewrites)
-	m.publishPass("events", &PassReport{Time: t0.Add(2 * time.Hour), Bins: []BinReport{{Files: 42, Result: "committed"}}})
+	m.obs.publishPass("events", &PassReport{Time: t0.Add(2 * time.Hour), Bins: []BinReport{{Files: 42, Result: "committed"}}})
 	if !slices.Equal(st.RecentRewrites, before) || m.State("events").RecentRewrites[0].Files != 42 {
 		t.Fatal("a published list of recent rewrites was written, or the new rewrite is not first")
 	}

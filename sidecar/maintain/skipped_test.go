@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -91,7 +91,7 @@ func TestPoisonInputSetAside(t *testing.T) {
 
 			now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 			m := newMaintainer(t, e, e.lake, func() time.Time { return now })
-			core, logs := observer.New(zapcore.ErrorLevel)
+			core, logs := zapobserver.New(zapcore.ErrorLevel)
 			m.Log = zap.New(core)
 			for i := 0; i < 3; i++ {
 				rep, _ := m.Cycle(context.Background())
@@ -224,7 +224,7 @@ func TestRetentionReadFailuresSetAside(t *testing.T) {
 	files := testlakeLive(t, e)
 	write(t, localPath(files[0]), []byte("not a parquet file"))
 	m := newMaintainer(t, e, e.lake, func() time.Time { return retentionNow })
-	core, logs := observer.New(zapcore.ErrorLevel)
+	core, logs := zapobserver.New(zapcore.ErrorLevel)
 	m.Log = zap.New(core)
 	for i := 0; i < 3; i++ {
 		if _, err := m.Retention().Run(context.Background(), "events", retention.Options{Apply: true}); err == nil {

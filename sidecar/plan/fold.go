@@ -64,71 +64,81 @@ func PlanFold(cfg FoldConfig, files []FoldFile, cut FoldCutoffs, taken map[strin
 		parts[f.Partition] = append(parts[f.Partition], f.File)
 		rec[f.Path] = f
 	}
-	needs := func(f File) (unfolded, coarsen bool) {
-		r := rec[f.Path]
-		due := cut.Due(f.MaxTime)
-		return !r.Folded, (r.Folded && r.Tier < due) || (!r.Folded && due > 0)
-	}
 	var out []FoldBin
 	for _, part := range sortedPartitions(parts) {
-		pool := parts[part]
-		unfolded, coarsen := 0, 0
-		for _, f := range pool {
-			u, c := needs(f)
-			if u {
-				unfolded++
-			}
-			if c {
-				coarsen++
-			}
-		}
-		if unfolded < cfg.MinFiles && coarsen == 0 {
-			continue
-		}
-		why := fmt.Sprintf("rollup: %d unfolded files (fold at %d)", unfolded, cfg.MinFiles)
-		if coarsen > 0 {
-			why = fmt.Sprintf("rollup: %d files due for a coarser tier, %d unfolded", coarsen, unfolded)
-		}
-		var cur []File
-		flush := func() {
-			if len(cur) == 0 {
-				return
-			}
-			tier := -1
-			for _, f := range cur {
-				if d := cut.Due(f.MaxTime); tier < 0 || d < tier {
-					tier = d
-				}
-			}
-			b := sumBytes(cur)
-			out = append(out, FoldBin{Tier: tier, Bin: Bin{Kind: KindFold, Level: L0, Partition: part, Files: cur,
-				EstimatedBytes: b, TargetFileBytes: cfg.TargetBytes, Score: float64(len(cur)),
-				Reason: fmt.Sprintf("%s; %d files, %d bytes to tier %d", why, len(cur), b, tier)}})
-			cur = nil
-		}
-		for _, c := range Clusters(pool) {
-			need := slices.ContainsFunc(c, func(f File) bool {
-				u, co := needs(f)
-				return co || (u && unfolded >= cfg.MinFiles)
-			})
-			if !need {
-				continue
-			}
-			// A cluster past the fan-in folds in time-adjacent pieces: their outputs may overlap,
-			// which costs a later fold, never an aggregate.
-			for len(c) > 0 {
-				if len(cur) > 0 && (len(cur)+len(c) > cfg.MaxFanIn || sumBytes(cur) >= cfg.TargetBytes) {
-					flush()
-				}
-				n := min(len(c), cfg.MaxFanIn-len(cur))
-				cur = append(cur, c[:n]...)
-				c = c[n:]
-			}
-		}
-		flush()
+		out = append(out, foldPartition(cfg, part, parts[part], rec, cut)...)
 	}
 	if cfg.MaxBins > 0 && len(out) > cfg.MaxBins {
 		out = out[:cfg.MaxBins]
 	}
 	return out
+}
+
+// foldPartition is PlanFold for the files of one partition (rec: their fold records).
+func foldPartition(cfg FoldConfig, part string, pool []File, rec map[string]FoldFile, cut FoldCutoffs) []FoldBin {
+	needs := func(f File) (unfolded, coarsen bool) {
+		r := rec[f.Path]
+		due := cut.Due(f.MaxTime)
+		return !r.Folded, (r.Folded && r.Tier < due) || (!r.Folded && due > 0)
+	}
+	unfolded, coarsen := 0, 0
+	for _, f := range pool {
+		u, c := needs(f)
+		if u {
+			unfolded++
+		}
+		if c {
+			coarsen++
+		}
+	}
+	if unfolded < cfg.MinFiles && coarsen == 0 {
+		return nil
+	}
+	why := fmt.Sprintf("rollup: %d unfolded files (fold at %d)", unfolded, cfg.MinFiles)
+	if coarsen > 0 {
+		why = fmt.Sprintf("rollup: %d files due for a coarser tier, %d unfolded", coarsen, unfolded)
+	}
+	var out []FoldBin
+	var cur []File
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, foldBin(cfg, part, cur, cut, why))
+			cur = nil
+		}
+	}
+	for _, c := range Clusters(pool) {
+		need := slices.ContainsFunc(c, func(f File) bool {
+			u, co := needs(f)
+			return co || (u && unfolded >= cfg.MinFiles)
+		})
+		if !need {
+			continue
+		}
+		// A cluster past the fan-in folds in time-adjacent pieces: their outputs may overlap,
+		// which costs a later fold, never an aggregate.
+		for len(c) > 0 {
+			if len(cur) > 0 && (len(cur)+len(c) > cfg.MaxFanIn || sumBytes(cur) >= cfg.TargetBytes) {
+				flush()
+			}
+			n := min(len(c), cfg.MaxFanIn-len(cur))
+			cur = append(cur, c[:n]...)
+			c = c[n:]
+		}
+	}
+	flush()
+	return out
+}
+
+// foldBin is the fold bin of files, at the lowest tier they are due.
+func foldBin(cfg FoldConfig, part string, files []File, cut FoldCutoffs, why string) FoldBin {
+	tier := -1
+	for _, f := range files {
+		if d := cut.Due(f.MaxTime); tier < 0 || d < tier {
+			tier = d
+		}
+	}
+	b := sumBytes(files)
+	return FoldBin{Tier: tier, Bin: Bin{Kind: KindFold, Level: L0, Partition: part, Files: files,
+		EstimatedBytes: b, TargetFileBytes: cfg.TargetBytes, Score: float64(len(files)),
+		Reason: fmt.Sprintf("%s; %d files, %d bytes to tier %d", why, len(files), b, tier)}}
 }

@@ -148,8 +148,8 @@ type Input struct {
 	// reorders work (on the quiet table, 5% busy, the limit cost 2% more
 	// write amplification and 12% more files at the peak).
 	RewriterBusy float64
-	// TimeSpent is rewrite time the caller's cycle has already spent or
-	// planned before this pass (other tables' passes, a rollup's fold bins):
+	// TimeSpent is rewrite time the caller's cycle has already spent before
+	// this pass (other tables' passes; PlanTable adds a rollup's fold bins):
 	// the time limit is what is left of the L0 check interval, since the next
 	// check of every table waits for the whole cycle. The pass's first bin is
 	// still taken whatever its size, so every table makes progress.
@@ -253,7 +253,17 @@ func (p Pass) String() string {
 
 // Plan computes one pass. It never panics on any input: files whose time
 // bounds are inverted are left out and reported in Skipped.
-func Plan(cfg Config, in Input) Pass {
+func Plan(cfg Config, in Input) Pass { return planPass(cfg, in, spent{}) }
+
+// spent is what bins planned ahead of the level checks (a rollup's fold bins, PlanTable) took of
+// the pass's budgets: the bins, their files and their estimated rewrite time.
+type spent struct {
+	bins, files int
+	time        time.Duration
+}
+
+// planPass is Plan with what the bins planned ahead already took charged to the pass's budgets.
+func planPass(cfg Config, in Input, ahead spent) Pass {
 	cfg = cfg.sane()
 	files, skipped := validFiles(in.Files)
 	p := Pass{
@@ -295,20 +305,49 @@ func Plan(cfg Config, in Input) Pass {
 			return p
 		}
 		p.Decision = DecisionRun
-		starved := p.serve(cfg, legacyCandidates(cfg, files), newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass))
+		starved := p.serve(cfg, legacyCandidates(cfg, files), newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins))
 		if len(starved) == 0 {
 			p.Next.LastLegacy = in.Now
 		}
 		return p
 	}
 
+	cands, checked := dueCandidates(cfg, files, in)
+	p.Checked = checked
+	if len(p.Checked) == 0 {
+		p.Decision = DecisionNothingDue
+		return p
+	}
+	p.Decision = DecisionRun
+	b := newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins)
+	if in.Rewriter.Known() && in.RewriterBusy >= busyForTimeLimit {
+		p.TimeLimit = cfg.CheckInterval[L0]
+		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)-ahead.time
+		b.pastTime = in.State.TimeLimitedPasses >= largeBinWait
+	}
+	starved := p.serve(cfg, cands, b)
+	p.Next.TimeLimitedPasses = 0
+	if b.timeRefused != nil && !b.tookPast {
+		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
+	}
+	for _, l := range p.Checked {
+		if !starved[l] {
+			p.Next.LastCheck[l] = in.Now
+		}
+	}
+	return p
+}
+
+// dueCandidates returns the candidates of every level check due at in.Now, each stream apart,
+// and the levels checked: the L0 check brings the depth trigger, the L2 check the overlap of
+// terminal files and the absorb bins.
+func dueCandidates(cfg Config, files []File, in Input) (cands []candidate, checked []Level) {
 	onTime, late := streams(cfg, files)
-	var cands []candidate
 	for l := L0; l < NumLevels; l++ {
 		if !Due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l]) {
 			continue
 		}
-		p.Checked = append(p.Checked, l)
+		checked = append(checked, l)
 		for i, fs := range [][]File{onTime, late} {
 			var cs []candidate
 			switch l {
@@ -332,28 +371,7 @@ func Plan(cfg Config, in Input) Pass {
 			cands = append(cands, combinedDepthCandidates(cfg, onTime, late)...)
 		}
 	}
-	if len(p.Checked) == 0 {
-		p.Decision = DecisionNothingDue
-		return p
-	}
-	p.Decision = DecisionRun
-	b := newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass)
-	if in.Rewriter.Known() && in.RewriterBusy >= busyForTimeLimit {
-		p.TimeLimit = cfg.CheckInterval[L0]
-		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)
-		b.pastTime = in.State.TimeLimitedPasses >= largeBinWait
-	}
-	starved := p.serve(cfg, cands, b)
-	p.Next.TimeLimitedPasses = 0
-	if b.timeRefused != nil && !b.tookPast {
-		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
-	}
-	for _, l := range p.Checked {
-		if !starved[l] {
-			p.Next.LastCheck[l] = in.Now
-		}
-	}
-	return p
+	return cands, checked
 }
 
 // SkipsBackpressure reports whether a cycle with this sealed backlog, after backloggedCycles
@@ -470,6 +488,20 @@ type budget struct {
 
 func newBudget(files, bins int) *budget { return &budget{files: files, bins: bins} }
 
+// fits is the pass's one budget rule, for bins of every kind: a bin fits while the pass has a
+// bin left and the files it takes. (The time limit, which applies to level bins only, is
+// overTime.)
+func (b *budget) fits(bin Bin) bool { return b.bins >= 1 && len(bin.Files) <= b.files }
+
+// take charges bin to the budget: a bin, its files and, with a rate, its estimated time.
+func (b *budget) take(bin Bin) {
+	b.bins--
+	b.files -= len(bin.Files)
+	if b.rate != nil {
+		b.time -= b.rate.Estimate(bin.EstimatedBytes)
+	}
+}
+
 // largeBinWait is how many passes in a row the time limit may leave a bin
 // for later before a pass takes one bin past it. Without it, a large rewrite
 // whose score stays below the fresh files' (the late table's terminal late
@@ -526,7 +558,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 				}
 				continue
 			}
-			if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
+			if !b.fits(bin) || anyTaken(bin.Files, taken) {
 				refused++
 				if !anyTaken(bin.Files, taken) && !anyTaken(bin.Files, deferred) {
 					for _, f := range bin.Files {
@@ -537,11 +569,7 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 				}
 				continue
 			}
-			b.bins--
-			b.files -= len(bin.Files)
-			if b.rate != nil {
-				b.time -= b.rate.Estimate(bin.EstimatedBytes)
-			}
+			b.take(bin)
 			for _, f := range bin.Files {
 				taken[f.Path] = true
 			}
@@ -573,7 +601,7 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 	}
 	best := -1
 	for i, bin := range b.timeRefused {
-		if b.bins < 1 || len(bin.Files) > b.files || anyTaken(bin.Files, taken) {
+		if !b.fits(bin) || anyTaken(bin.Files, taken) {
 			continue
 		}
 		if best < 0 {
@@ -588,8 +616,7 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 		return
 	}
 	bin := b.timeRefused[best]
-	b.bins--
-	b.files -= len(bin.Files)
+	b.take(bin) // past the limit: what is left of it no longer matters
 	for _, f := range bin.Files {
 		taken[f.Path] = true
 	}
@@ -603,7 +630,7 @@ func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
 // estimated time is more than the limit has left.
 func (b *budget) overTime(p *Pass, bin Bin, taken map[string]bool) bool {
 	return b.rate != nil && len(p.Bins) > 0 && b.rate.Estimate(bin.EstimatedBytes) > b.time &&
-		b.bins >= 1 && len(bin.Files) <= b.files && !anyTaken(bin.Files, taken)
+		b.fits(bin) && !anyTaken(bin.Files, taken)
 }
 
 func (b *budget) timeLeft(p *Pass) string {
