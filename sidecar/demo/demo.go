@@ -183,7 +183,7 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	go func() { wg.Wait(); close(genDone) }()
 	start := time.Now()
 	var genTime time.Duration // how long the generator ran: the achieved rate's denominator
-	peak := map[string]int{} // deepest overlap the maintenance loop saw per table
+	peak := map[string]int{}  // deepest overlap the maintenance loop saw per table
 progress:
 	for {
 		select {
