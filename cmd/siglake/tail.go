@@ -87,6 +87,40 @@ func runTail(args []string) error {
 		}
 		return t, err
 	}
-	return buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
+	// Without --follow a table nobody knows is an error that lists the tables: with --buffer none
+	// no buffer can know it, else every buffer said so or none answered.
+	if !*follow && len(clients) == 0 {
+		t, err := load(ctx)
+		if err != nil {
+			return err
+		}
+		if t == nil {
+			return unknownTable(ctx, l, tbl, nil)
+		}
+	}
+	err = buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
 		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, os.Stdout, os.Stderr)
+	if err != nil && !*follow {
+		if t, lerr := load(ctx); lerr == nil && t == nil {
+			return unknownTable(ctx, l, tbl, err)
+		}
+	}
+	return err
+}
+
+// unknownTable is the error for a table the catalog does not have, with the tables it has; cause
+// is what the read said (no buffer knows it either, none answered), nil when none was asked.
+func unknownTable(ctx context.Context, l *lake.Lake, tbl string, cause error) error {
+	names, err := l.ListTables(ctx)
+	if err != nil {
+		return fmt.Errorf("table %s is not in the catalog (listing its tables: %v)", tbl, err)
+	}
+	list := "none"
+	if len(names) > 0 {
+		list = strings.Join(names, ", ")
+	}
+	if cause != nil {
+		return fmt.Errorf("%w; tables in the catalog: %s", cause, list)
+	}
+	return fmt.Errorf("table %s is not in the catalog; tables in the catalog: %s", tbl, list)
 }
