@@ -132,7 +132,9 @@ var (
 func (s *Status) Backlog(b drain.Backlog) { s.Update(func(r *StatusReport) { r.Backlog = b }) }
 
 // UncleanStop shows what the previous run left in flight.
-func (s *Status) UncleanStop(u *drain.UncleanStop) { s.Update(func(r *StatusReport) { r.UncleanStop = u }) }
+func (s *Status) UncleanStop(u *drain.UncleanStop) {
+	s.Update(func(r *StatusReport) { r.UncleanStop = u })
+}
 
 // Committed shows a table's last drain commit.
 func (s *Status) Committed(table string, c *drain.CommitReport) {
