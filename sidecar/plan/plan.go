@@ -256,9 +256,16 @@ func (p Pass) String() string {
 func Plan(cfg Config, in Input) Pass {
 	cfg = cfg.sane()
 	files, skipped := validFiles(in.Files)
+	// One grouping and one depth per partition serve the pass's depths and the legacy pass: over
+	// the legacy strategy's many files they were the planner's largest cost, computed twice.
+	parts := byPartition(files)
+	depths := make(map[string]int, len(parts))
+	for part, fs := range parts {
+		depths[part], _ = Depth(fs)
+	}
 	p := Pass{
 		Skipped: skipped,
-		Depth:   PartitionDepths(files),
+		Depth:   depths,
 		Next:    in.State,
 	}
 
@@ -295,7 +302,7 @@ func Plan(cfg Config, in Input) Pass {
 			return p
 		}
 		p.Decision = DecisionRun
-		starved := p.serve(cfg, legacyCandidates(cfg, files), newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass))
+		starved := p.serve(cfg, legacyCandidates(cfg, parts, depths), newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass))
 		if len(starved) == 0 {
 			p.Next.LastLegacy = in.Now
 		}
