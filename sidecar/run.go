@@ -428,6 +428,7 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 		}()
 		d.Claims = m
 	}
+	d.CheckUncleanStop(work) // a batch the previous run left in flight: say so before draining again
 	return d.Run(stop, work, p.Cfg.DrainPollInterval, once, func(res drain.CycleResult, err error) {
 		if err != nil {
 			p.Log.Warn("drain cycle had errors", zap.Error(err))

@@ -58,6 +58,9 @@ type StatusReport struct {
 	Members []MemberReport `json:"members,omitempty"`
 	// Claims are the catalog claims of this process; nil unless SIGLAKE_CATALOG_CLAIM is on.
 	Claims *claim.Report `json:"claims,omitempty"`
+	// UncleanStop is set when this start found batches the previous run left in flight (it was
+	// killed mid-batch), with the files they left for gc.
+	UncleanStop *drain.UncleanStop `json:"unclean_stop,omitempty"`
 	// Memory is the process memory budget and what each loop holds of it (sidecar/membudget).
 	Memory *membudget.Snapshot `json:"memory,omitempty"`
 }
@@ -127,6 +130,11 @@ var (
 
 // Backlog shows the sealed backlog (drain.Publisher).
 func (s *Status) Backlog(b drain.Backlog) { s.Update(func(r *StatusReport) { r.Backlog = b }) }
+
+// UncleanStop shows what the previous run left in flight.
+func (s *Status) UncleanStop(u *drain.UncleanStop) {
+	s.Update(func(r *StatusReport) { r.UncleanStop = u })
+}
 
 // Committed shows a table's last drain commit.
 func (s *Status) Committed(table string, c *drain.CommitReport) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,20 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/plan/sim"
 )
+
+// progressLine returns a sim.Scenario Progress that rewrites one stderr line at most every half
+// second: the strategy, simulated time done of the total, and the wall time so far.
+func progressLine(now func() time.Time, w io.Writer) func(string, time.Duration, time.Duration) {
+	began := now()
+	var last time.Time
+	return func(strategy string, done, total time.Duration) {
+		if t := now(); t.Sub(last) >= 500*time.Millisecond || done >= total {
+			last = t
+			fmt.Fprintf(w, "\r\033[Ksimulating %s: %s of %s simulated (%.0f%%), %s", strategy, done.Round(time.Minute), total,
+				100*float64(done)/float64(max(total, 1)), t.Sub(began).Round(time.Second))
+		}
+	}
+}
 
 func runSimulate(args []string) error {
 	s := sim.Base()
@@ -32,6 +47,7 @@ func runSimulate(args []string) error {
 	both := fs.Bool("compare", true, "simulate leveled and legacy side by side")
 	svg := fs.String("svg", "", "write a plot of depth and file count over time to this SVG file")
 	asJSON := fs.Bool("json", false, "print the results as JSON (without the time series)")
+	progress := fs.Bool("progress", false, "show progress on stderr (default: when stderr is a terminal)")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -46,6 +62,10 @@ func runSimulate(args []string) error {
 	}
 	if err := s.Config.Validate(); err != nil {
 		return err
+	}
+	if fi, err := os.Stderr.Stat(); *progress || (err == nil && fi.Mode()&os.ModeCharDevice != 0) {
+		s.Progress = progressLine(time.Now, os.Stderr)
+		defer fmt.Fprint(os.Stderr, "\r\033[K")
 	}
 	began := time.Now()
 	var results []sim.Result

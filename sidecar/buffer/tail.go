@@ -15,10 +15,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/search"
 )
 
 // TailOptions configure Tail (`siglake tail`).
@@ -71,7 +71,11 @@ func Tail(ctx context.Context, load func(context.Context) (*table.Table, error),
 		if t == nil {
 			return nil
 		}
-		return scanLake(ctx, t, q, add)
+		return newestInLake(ctx, t, q, o.Lines, func(rec arrow.RecordBatch, i int) {
+			if ts := rowMicros(rec, i); top.keeps(ts, o.Lines) {
+				top.add(ts, fmtRow(rec, i), o.Lines)
+			}
+		})
 	}
 	through, err := ReadConsistent(ctx, load, bs, o.Table, q, max(1, o.Attempts), lakeRead, func(_ int, rec arrow.RecordBatch) error { return add(rec) })
 	if errors.Is(err, ErrNoTable) && o.Follow {
@@ -141,50 +145,55 @@ func unreachable(err error) bool {
 	return errors.As(err, &op) || errors.As(err, &dns)
 }
 
-// scanLake reads t's rows matching q through iceberg-go's scan (the filter prunes files by
-// partition and column bounds, then rows).
-func scanLake(ctx context.Context, t *table.Table, q Query, fn func(arrow.RecordBatch) error) error {
+// newestInLake hands fn the newest n rows of t's current snapshot that match q, newest first,
+// read the way `siglake search --order desc --limit n` reads them: files pruned by manifest
+// bounds and the search metadata, opened newest first, and only until n rows are found.
+func newestInLake(ctx context.Context, t *table.Table, q Query, n int, fn func(rec arrow.RecordBatch, row int)) error {
 	if t.CurrentSnapshot() == nil {
 		return nil
 	}
-	sc := t.Schema()
-	var expr iceberg.BooleanExpression = iceberg.AlwaysTrue{}
-	if len(q.Filter.Where) > 0 || q.Filter.From != "" || q.Filter.To != "" {
-		r := q.Filter
-		if err := r.Validate(sc, lake.TimestampColumn); err != nil {
-			return fmt.Errorf("table %s: %w", t.Identifier(), err)
-		}
-		e, err := r.Expr(sc, lake.TimestampColumn)
-		if err != nil {
-			return err
-		}
-		expr = e
-	}
-	opts := []table.ScanOption{table.WithRowFilter(expr)}
-	if len(q.Columns) > 0 {
-		fields := []string{lake.TimestampColumn}
-		for _, c := range q.Columns {
-			if _, ok := sc.FindFieldByName(c); ok && c != lake.TimestampColumn {
-				fields = append(fields, c)
-			}
-		}
-		opts = append(opts, table.WithSelectedFields(fields...))
-	}
-	_, recs, err := t.Scan(opts...).ToArrowRecords(ctx)
+	sq := search.Query{From: q.Filter.From, To: q.Filter.To, Where: q.Filter.Where, Limit: n, Desc: true, Columns: q.Columns}
+	cols, err := search.Columns(t, sq, search.Options{})
 	if err != nil {
-		return fmt.Errorf("scan %v: %w", t.Identifier(), err)
+		return fmt.Errorf("table %s: %w", t.Identifier(), err)
 	}
-	for rec, err := range recs {
-		if err != nil {
-			return fmt.Errorf("scan %v: %w", t.Identifier(), err)
-		}
-		err = fn(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
+	_, err = search.Run(ctx, t, sq, search.Options{}, func(rec arrow.RecordBatch, row int) (int64, error) {
+		// rec also holds the columns the filter tested; print the asked ones only.
+		out := project(rec, cols)
+		fn(out, row)
+		out.Release()
+		return 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("table %s: %w", t.Identifier(), err)
 	}
 	return nil
+}
+
+// project is rec with only cols, in their order (those it has).
+func project(rec arrow.RecordBatch, cols []string) arrow.RecordBatch {
+	fields := make([]arrow.Field, 0, len(cols))
+	arrs := make([]arrow.Array, 0, len(cols))
+	for _, c := range cols {
+		if idx := rec.Schema().FieldIndices(c); len(idx) == 1 {
+			fields = append(fields, rec.Schema().Field(idx[0]))
+			arrs = append(arrs, rec.Column(idx[0]))
+		}
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
+}
+
+// rowMicros is row i's timestamp in microseconds (0 without one).
+func rowMicros(rec arrow.RecordBatch, i int) int64 {
+	idx := rec.Schema().FieldIndices(lake.TimestampColumn)
+	if len(idx) != 1 {
+		return 0
+	}
+	ts, ok := rec.Column(idx[0]).(*array.Timestamp)
+	if !ok || !ts.IsValid(i) {
+		return 0
+	}
+	return ts.Value(i).ToTime(ts.DataType().(*arrow.TimestampType).Unit).UnixMicro()
 }
 
 // eachRow formats the rows of rec that keep (nil: all) takes by their timestamp (microseconds).

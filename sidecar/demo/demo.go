@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -110,6 +111,13 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	if o.Version == "" {
 		o.Version = "demo"
 	}
+	note, err := prepareDir(o.Dir)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		fmt.Fprintf(out, "siglake demo: %s\n", note)
+	}
 	walDir := filepath.Join(o.Dir, "wal")
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
 		return err
@@ -174,11 +182,13 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	genDone := make(chan struct{})
 	go func() { wg.Wait(); close(genDone) }()
 	start := time.Now()
-	peak := map[string]int{} // deepest overlap the maintenance loop saw per table
+	var genTime time.Duration // how long the generator ran: the achieved rate's denominator
+	peak := map[string]int{}  // deepest overlap the maintenance loop saw per table
 progress:
 	for {
 		select {
 		case <-genDone:
+			genTime = time.Since(start)
 			break progress
 		case <-ctx.Done():
 			return ctx.Err()
@@ -191,6 +201,7 @@ progress:
 	if genErr != nil {
 		return fmt.Errorf("walgen: %w", genErr)
 	}
+	printRate(out, o, sealed, genTime)
 
 	// Stop the sidecar, then drain the rest in one go so the summary covers every sealed row.
 	stopSidecar()
@@ -216,10 +227,29 @@ progress:
 	if s := sealed[walgen.EventsTable]; s != nil {
 		events = s.Rows
 	}
-	if err := rollupSummary(ctx, out, cfg, rollupRows, events); err != nil || !o.KeepRunning {
+	if err := rollupSummary(ctx, out, cfg, o.Dir, rollupRows, events); err != nil || !o.KeepRunning {
 		return err
 	}
 	return keepRunning(ctx, out, o, cfg, log)
+}
+
+// printRate says what rate the generator achieved per table next to the one asked for, and why
+// when it fell short: it paces itself to the rate, so a shortfall means generating, fingerprinting
+// and appending the rows took all the CPU the sidecar left it.
+func printRate(out io.Writer, o Options, sealed map[string]*rowsum.Sum, took time.Duration) {
+	if took <= 0 || len(o.Tables) == 0 {
+		return
+	}
+	var rows int64
+	for _, s := range sealed {
+		rows += s.Rows
+	}
+	got := float64(rows) / float64(len(o.Tables)) / took.Seconds()
+	fmt.Fprintf(out, "\nwrote %.0f rows/s into each table for %s (asked for %d rows/s)\n", got, took.Round(100*time.Millisecond), o.Rate)
+	if got < 0.95*float64(o.Rate) {
+		fmt.Fprintf(out, "lower than asked: generating, fingerprinting and writing the rows used all the CPU the sidecar left them on %d cores; --rate %.0f is what this machine kept up\n",
+			runtime.NumCPU(), got)
+	}
 }
 
 // statusCommand is the `siglake status` command line for the demo's sidecar: plain on the
@@ -415,9 +445,13 @@ func localPath(p string) string {
 // listed in liveList. A table function takes no subquery, so the list goes through a variable.
 func demoDuckDBHints(metadata, liveList string) (iceberg, parquet string) {
 	iceberg = fmt.Sprintf("INSTALL iceberg; LOAD iceberg; SELECT count(*) FROM iceberg_scan(%s)", sqlString(metadata))
-	parquet = fmt.Sprintf("SET VARIABLE live = (SELECT list(path) FROM read_csv(%s, header = false, delim = '\\t', quote = '', columns = {'path': 'VARCHAR'})); "+
-		"SELECT count(*) FROM read_parquet(getvariable('live'))", sqlString(liveList))
-	return iceberg, parquet
+	return iceberg, overLiveFiles(liveList, "count(*)")
+}
+
+// overLiveFiles is a DuckDB script that selects what over the data files listed in liveList.
+func overLiveFiles(liveList, what string) string {
+	return fmt.Sprintf("SET VARIABLE live = (SELECT list(path) FROM read_csv(%s, header = false, delim = '\\t', quote = '', columns = {'path': 'VARCHAR'})); "+
+		"SELECT %s FROM read_parquet(getvariable('live'))", sqlString(liveList), what)
 }
 
 // sqlString quotes s as a SQL string literal.

@@ -31,7 +31,7 @@ func prepareRollup(ctx context.Context, cfg sidecar.Config) error {
 
 // rollupSummary shows the rollup's rows before folding (the partial rows sealed) and after.
 // The rollup's sum(events) must equal the events rows sealed: folding keeps the counts.
-func rollupSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, sealed, events int64) error {
+func rollupSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir string, sealed, events int64) error {
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
 	if err != nil {
 		return err
@@ -45,6 +45,11 @@ func rollupSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, seale
 	if err != nil {
 		return err
 	}
+	// Listed like the other tables' files, so DuckDB can check the rollup's sum(events).
+	list := demoLiveFileList(dir, walgen.RollupTable)
+	if err := writeLiveFileList(list, files); err != nil {
+		return err
+	}
 	var rows, bytes int64
 	for _, f := range files {
 		rows += f.Rows
@@ -56,6 +61,8 @@ func rollupSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, seale
 	}
 	fmt.Fprintf(out, "\n%s, the per-minute rollup (%s): %d partial rows sealed, %d rows after folding in %d files (%s); sum(events) %d, events rows sealed %d: %v\n",
 		walgen.RollupTable, fold.Builtin.Describe(), sealed, rows, len(files), sidecar.HumanBytes(bytes), counted, events, counted == events)
+	fmt.Fprintf(out, "Check it with DuckDB over the rollup's live files (listed in %s):\n  %s\n", list,
+		shellDuckDB(overLiveFiles(list, "sum(events)")))
 	fmt.Fprintf(out, "Dashboards still GROUP BY (folding is eventual): SELECT time_bucket(INTERVAL 5 MINUTE, timestamp) AS t, service, sum(events), sum(bytes) ... GROUP BY ALL\n")
 	if counted != events {
 		return fmt.Errorf("the rollup counts %d events, %d were sealed", counted, events)

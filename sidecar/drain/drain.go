@@ -663,7 +663,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		return out
 	}
 
-	// 4. Write generation-0 Parquet, one sorted file per day partition.
+	// 4. Write generation-0 Parquet, one sorted file per day partition. The marker says a batch is
+	// in flight until this returns: a start that finds it knows the run before was killed.
+	flight := inflight{Table: b.table, Started: d.Now(), PID: os.Getpid()}
+	if err := writeInflight(b.dir, flight); err != nil {
+		return fail("write", err)
+	}
+	defer os.Remove(inflightPath(b.dir, b.table))
 	outputs, rows, past, err := d.writeFiles(ctx, t, segs)
 	// The write released the batch's records: the commit and its retries hold no rows, so the
 	// share goes back now rather than after a commit that may retry for seconds.
@@ -676,6 +682,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	if err != nil {
 		d.removeOutputs(ctx, t, outputs)
 		return fail("", err)
+	}
+	for _, f := range files {
+		flight.Files = append(flight.Files, f.FilePath())
+	}
+	if err := writeInflight(b.dir, flight); err != nil {
+		d.removeOutputs(ctx, t, outputs)
+		return fail("write", err)
 	}
 	var bytes int64
 	for _, o := range outputs {

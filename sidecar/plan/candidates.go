@@ -294,12 +294,12 @@ func terminalCandidates(cfg Config, files []File) []candidate {
 // legacyCandidates returns one candidate per partition that is not yet
 // compact (it has overlap or more than one small file); its bins cover the
 // whole partition, time-adjacent, at most MaxFanIn files each.
-func legacyCandidates(cfg Config, files []File) []candidate {
-	parts := byPartition(files)
+// parts are the files by partition and depths their depths (Plan has them already).
+func legacyCandidates(cfg Config, parts map[string][]File, depths map[string]int) []candidate {
 	var out []candidate
 	for _, part := range sortedPartitions(parts) {
 		pool := parts[part]
-		d, _ := Depth(pool)
+		d := depths[part]
 		small := 0
 		for _, f := range pool {
 			if f.SizeBytes < cfg.L1MinBytes {

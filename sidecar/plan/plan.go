@@ -266,9 +266,16 @@ type spent struct {
 func planPass(cfg Config, in Input, ahead spent) Pass {
 	cfg = cfg.sane()
 	files, skipped := validFiles(in.Files)
+	// One grouping and one depth per partition serve the pass's depths and the legacy pass: over
+	// the legacy strategy's many files they were the planner's largest cost, computed twice.
+	parts := byPartition(files)
+	depths := make(map[string]int, len(parts))
+	for part, fs := range parts {
+		depths[part], _ = Depth(fs)
+	}
 	p := Pass{
 		Skipped: skipped,
-		Depth:   PartitionDepths(files),
+		Depth:   depths,
 		Next:    in.State,
 	}
 
@@ -305,7 +312,7 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 			return p
 		}
 		p.Decision = DecisionRun
-		starved := p.serve(cfg, legacyCandidates(cfg, files), newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins))
+		starved := p.serve(cfg, legacyCandidates(cfg, parts, depths), newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins))
 		if len(starved) == 0 {
 			p.Next.LastLegacy = in.Now
 		}

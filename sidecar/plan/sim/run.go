@@ -218,6 +218,9 @@ func run(s Scenario) *world {
 		if now >= nextSample {
 			w.sample(now)
 			nextSample += sampleEvery
+			if s.Progress != nil {
+				s.Progress(w.res.Strategy, time.Duration(now)*time.Microsecond, s.Duration)
+			}
 		}
 	}
 	w.finish(end)

@@ -101,6 +101,9 @@ type Scenario struct {
 	// Config is the planner configuration; Config.Leveled picks the
 	// strategy.
 	Config plan.Config
+	// Progress, when set, is called with the simulated time done after each sample (a long run
+	// shows it on a terminal); it does not change the run.
+	Progress func(strategy string, done, total time.Duration) `json:"-"`
 }
 
 // Stall is a window of simulated time with a high sealed WAL backlog.
