@@ -81,7 +81,7 @@ func TestTailUnknownTable(t *testing.T) {
 	dir := demoLakeDir(t)
 	for _, buf := range []string{"none", "127.0.0.1:1"} {
 		r := siglake(t, "tail", "nosuch", "--dir", dir, "--buffer", buf)
-		if r.code == 0 || !strings.Contains(r.stderr, "nosuch") || !strings.Contains(r.stderr, "tables in the catalog: audit, events") {
+		if r.code == 0 || !strings.Contains(r.stderr, "nosuch") || !strings.Contains(r.stderr, "has: audit, events") {
 			t.Errorf("tail nosuch --buffer %s: exit %d\nstdout:\n%s\nstderr:\n%s", buf, r.code, r.stdout, r.stderr)
 		}
 	}
