@@ -96,8 +96,6 @@ type RewriteOptions struct {
 	// folding). Like RowFilter it needs every row decoded: it runs on the in-memory and k-way
 	// paths, never on one that copies row groups or pages.
 	Fold *Fold
-	// Metrics, if set, records the rewrite.
-	Metrics *Metrics
 
 	matcher *rowMatcher   // RowFilter bound to the schema, for this rewrite
 	fold    *compiledFold // Fold bound to the schema
@@ -119,6 +117,8 @@ type RewriteResult struct {
 	Deleted []int64
 	// Fold is what the fold did; nil without one.
 	Fold *FoldStats
+	// Took is the rewrite's wall time, for the caller's metrics.
+	Took time.Duration
 	// tsSkipped: rows the page-bounded timestamp pass took from the page
 	// index instead of decoding them (tests).
 	tsSkipped int64
@@ -320,7 +320,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 	for _, o := range outs {
 		res.BytesWritten += o.Size
 	}
-	opts.Metrics.observe(res, time.Since(start).Seconds())
+	res.Took = time.Since(start)
 	return res, nil
 }
 
