@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/siglake/siglake/sidecar/buffer"
-	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/fold"
@@ -54,7 +53,7 @@ type Metrics struct {
 	// Rebuild counts the post-rewrite Puffin index rebuild (SIGLAKE_INDEX_REBUILD).
 	Rebuild *puffinidx.Metrics
 	// Claims are the catalog claim metrics (registered on the same registry).
-	Claims *claim.Metrics
+	Claims *instrument.ClaimMetrics
 	// Buffer are the WAL buffer's metrics (registered whether or not it runs).
 	Buffer *buffer.Metrics
 	// Memory exports the process memory budget (sidecar/membudget).
@@ -95,7 +94,7 @@ func NewMetrics() *Metrics {
 	m.Retention = retention.NewMetrics(reg)
 	m.Maintain = maintain.NewMetrics(reg, m.Rewrite, m.Merge, m.Rebuild, m.Deletes, m.Retention)
 	m.Maintain.Fold = fold.NewMetrics(reg)
-	m.Claims = claim.NewMetrics(reg)
+	m.Claims = instrument.NewClaimMetrics(reg)
 	m.Buffer = buffer.NewMetrics(reg)
 	m.Memory = membudget.NewMetrics(reg)
 	reg.MustRegister(instrument.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
