@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -48,7 +49,7 @@ type Job struct {
 	DeleteTask bool
 	// Fold folds the rows of a rollup table (merge.RewriteOptions.Fold); FoldTier is the tier
 	// every output row reaches, recorded in the outputs' names (merge.FoldedFileName).
-	Fold     *merge.Fold
+	Fold     *folding.Fold
 	FoldTier int
 	// Props adds snapshot summary properties once the merge is known (nil: none beyond kind, merge
 	// path and input count, which every rewrite records).
