@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/siglake/siglake/merge/folding"
 )
 
 // randFilter draws 1-3 predicates over service (IN), level (=) and a time
@@ -232,5 +236,19 @@ func TestMatcherKeepsExactlyTheMatchingRows(t *testing.T) {
 	}
 	if _, err := CompileFilter(&RowFilter{}, sc, "service"); err == nil {
 		t.Fatal("a non-timestamp time column is accepted")
+	}
+}
+
+// TestFoldKeysAreFilterable: a fold keys on exactly the types delete predicates test, so a
+// deletion request works on every key of a rollup (merge/folding cannot import merge, so each
+// says it).
+func TestFoldKeysAreFilterable(t *testing.T) {
+	for _, typ := range []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString, arrow.BinaryTypes.Binary,
+		arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64,
+		arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Float64, arrow.FixedWidthTypes.Boolean,
+		&arrow.TimestampType{Unit: arrow.Microsecond}, arrow.FixedWidthTypes.Date32} {
+		if f, k := FilterableType(typ), folding.FoldableKeyType(typ); (f == nil) != (k == nil) {
+			t.Errorf("%s: filterable %v, fold key %v", typ, f, k)
+		}
 	}
 }

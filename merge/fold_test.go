@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/merge/folding"
 )
 
 const (
@@ -33,11 +35,11 @@ var rollupSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "latency_max", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 }, nil)
 
-var rollupFold = Fold{
+var rollupFold = folding.Fold{
 	Keys:   []string{"service", "severity", "code"},
 	Bucket: usMinute,
-	Aggregates: []Aggregate{{"events", AggCount}, {"bytes", AggSum},
-		{"latency_min", AggMin}, {"latency_max", AggMax}},
+	Aggregates: []folding.Aggregate{{Column: "events", Func: folding.AggCount}, {Column: "bytes", Func: folding.AggSum},
+		{Column: "latency_min", Func: folding.AggMin}, {Column: "latency_max", Func: folding.AggMax}},
 }
 
 // rollupRow is one row of rollupSchema; nil pointers are nulls.
@@ -167,7 +169,7 @@ func groupBy(rows []rollupRow, bucket int64) map[string]string {
 	}
 	m := map[string]*agg{}
 	for _, r := range rows {
-		k := fmt.Sprintf("%d|%s|%s|%s", floorTo(r.ts, bucket), optStr(r.service), optStr(r.severity), optStr(r.code))
+		k := fmt.Sprintf("%d|%s|%s|%s", floorUs(r.ts, bucket), optStr(r.service), optStr(r.severity), optStr(r.code))
 		a := m[k]
 		if a == nil {
 			a = &agg{lmin: math.Inf(1), lmax: math.Inf(-1)}
@@ -211,7 +213,7 @@ func sameAggregates(t *testing.T, what string, got, want []rollupRow, buckets ..
 }
 
 // foldFiles folds inputs on path and returns the output paths and the result.
-func foldFiles(t *testing.T, dir string, inputs []Input, f Fold, path PathKind) ([]string, RewriteResult) {
+func foldFiles(t *testing.T, dir string, inputs []Input, f folding.Fold, path PathKind) ([]string, RewriteResult) {
 	t.Helper()
 	res, err := Rewrite(context.Background(), localFS, inputs, rollupSchema, pathGen(dir, 1),
 		RewriteOptions{Fold: &f, ForcePath: path, WriterOptions: WriterOptions{TargetFileBytes: 64 << 10}})
@@ -383,58 +385,29 @@ func TestFoldTiers(t *testing.T) {
 	}
 	f := rollupFold
 	dayCut, hourCut := base+usDay+3*usHour+17*usMinute, base+2*usDay+5*usHour+3*usMinute
-	f.Tiers = []FoldTier{{Before: dayCut, Bucket: usDay}, {Before: hourCut, Bucket: usHour}}
+	f.Tiers = []folding.FoldTier{{Before: dayCut, Bucket: usDay}, {Before: hourCut, Bucket: usHour}}
 	paths, _ := foldFiles(t, dir, inputs, f, PathKWay)
 	got := readRollup(t, paths...)
 	for _, row := range got {
 		switch {
-		case row.ts < floorTo(dayCut, usDay) && row.ts%usDay != 0,
-			row.ts < floorTo(hourCut, usHour) && row.ts%usHour != 0:
+		case row.ts < floorUs(dayCut, usDay) && row.ts%usDay != 0,
+			row.ts < floorUs(hourCut, usHour) && row.ts%usHour != 0:
 			t.Fatalf("row at %d older than its tier's cutoff is not at a tier bucket start", row.ts)
 		}
 	}
 	sameAggregates(t, "tiers", got, all, usDay)
 	var newer, newerAll []rollupRow
 	for _, row := range got {
-		if row.ts >= floorTo(hourCut, usHour) {
+		if row.ts >= floorUs(hourCut, usHour) {
 			newer = append(newer, row)
 		}
 	}
 	for _, row := range all {
-		if row.ts >= floorTo(hourCut, usHour) {
+		if row.ts >= floorUs(hourCut, usHour) {
 			newerAll = append(newerAll, row)
 		}
 	}
 	sameAggregates(t, "rows newer than the tiers", newer, newerAll, usMinute)
-}
-
-// TestFoldRefusesBadSpecs names the column at fault.
-func TestFoldRefusesBadSpecs(t *testing.T) {
-	cases := []struct {
-		f    func(*Fold)
-		want string
-	}{
-		{func(f *Fold) { f.Aggregates = f.Aggregates[:3] }, `column "latency_max" is neither`},
-		{func(f *Fold) { f.Keys = append(f.Keys, "events") }, `fold column "events": both key and aggregated`},
-		{func(f *Fold) { f.Keys = []string{"service", "severity", "code", "nope"} }, `column "nope": the table has no such column`},
-		{func(f *Fold) { f.Aggregates[0].Func = "count_distinct" }, `accepted: sum, min, max, count`},
-		{func(f *Fold) { f.Aggregates[2].Func = AggCount }, `"latency_min": type float64 does not hold a count`},
-		{func(f *Fold) { f.Bucket = 7 * usMinute }, "does not divide a day"},
-		{func(f *Fold) { f.Bucket, f.Tiers = 2*usMinute, []FoldTier{{Before: 1, Bucket: 45 * usMinute}} }, "not a multiple"},
-	}
-	for _, c := range cases {
-		f := rollupFold
-		f.Aggregates = slices.Clone(f.Aggregates)
-		f.Keys = slices.Clone(f.Keys)
-		c.f(&f)
-		_, err := compileFold(f, rollupSchema, "timestamp")
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Fatalf("got %v, want an error with %q", err, c.want)
-		}
-	}
-	if _, err := compileFold(rollupFold, rollupSchema, "timestamp"); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestFoldedFileName(t *testing.T) {
@@ -459,136 +432,11 @@ func TestFoldedFileName(t *testing.T) {
 	}
 }
 
-// TestFoldRefusesNarrowSums: a sum or count on an integer column narrower than a long would
-// wrap, so the specification is refused naming the column and that long is accepted; min and
-// max on them are kept (they never leave the column's range).
-func TestFoldRefusesNarrowSums(t *testing.T) {
-	for _, typ := range []arrow.DataType{arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32} {
-		sc := arrow.NewSchema([]arrow.Field{
-			{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-			{Name: "service", Type: arrow.BinaryTypes.String},
-			{Name: "n", Type: typ, Nullable: true},
-		}, nil)
-		for _, fn := range []AggFunc{AggSum, AggCount} {
-			f := Fold{Keys: []string{"service"}, Bucket: usMinute, Aggregates: []Aggregate{{"n", fn}}}
-			err := CheckFold(f, sc, "timestamp")
-			if err == nil || !strings.Contains(err.Error(), `"n"`) || !strings.Contains(err.Error(), "long") {
-				t.Fatalf("%s of %s: got %v, want a refusal naming the column and long", fn, typ, err)
-			}
-		}
-		for _, fn := range []AggFunc{AggMin, AggMax} {
-			f := Fold{Keys: []string{"service"}, Bucket: usMinute, Aggregates: []Aggregate{{"n", fn}}}
-			if err := CheckFold(f, sc, "timestamp"); err != nil {
-				t.Fatalf("%s of %s: %v", fn, typ, err)
-			}
-		}
-	}
-}
-
-// TestFoldSumOverflowFails: a long sum past the long range fails the fold instead of wrapping.
-func TestFoldSumOverflowFails(t *testing.T) {
-	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
-	fo.out = func(rec arrow.RecordBatch) error { return nil }
-	row := rollupRow{ts: 5 * usMinute, service: ptr("api"), bytes: ptr(int64(math.MaxInt64 - 10))}
-	small := row
-	small.ts, small.bytes = row.ts+1, ptr(int64(11))
-	rec := rollupRecord([]rollupRow{row, small})
-	defer rec.Release()
-	err = fo.write(rec)
-	if err == nil || !strings.Contains(err.Error(), `"bytes" overflows`) {
-		t.Fatalf("got %v, want an overflow error for bytes", err)
-	}
-}
-
-// poisonAllocator overwrites every buffer it frees, as an allocator that reuses memory would.
-type poisonAllocator struct{ memory.GoAllocator }
-
-func (a *poisonAllocator) Free(b []byte) {
-	for i := range b {
-		b[i] = 'X'
-	}
-}
-
-func (a *poisonAllocator) Reallocate(size int, b []byte) []byte {
-	nb := a.Allocate(size)
-	copy(nb, b)
-	a.Free(b)
-	return nb
-}
-
-// TestFoldKeysOutliveInput: a group's string keys are copies, not views into the input
-// record's buffers, which are released before the bucket is written.
-func TestFoldKeysOutliveInput(t *testing.T) {
-	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
-	fo.out = func(rec arrow.RecordBatch) error {
-		for i := 0; i < int(rec.NumRows()); i++ {
-			got = append(got, rec.Column(1).(*array.String).Value(i)+"/"+rec.Column(2).(*array.String).Value(i))
-		}
-		return nil
-	}
-	b := array.NewRecordBuilder(&poisonAllocator{}, rollupSchema)
-	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(5 * usMinute))
-	b.Field(1).(*array.StringBuilder).Append("billing")
-	b.Field(2).(*array.StringBuilder).Append("warn")
-	for f := 3; f < 8; f++ {
-		b.Field(f).AppendNull()
-	}
-	rec := b.NewRecordBatch()
-	b.Release()
-	if err := fo.write(rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Release() // the input's buffers are freed (and overwritten) before the bucket is written
-	if err := fo.flush(); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || got[0] != "billing/warn" {
-		t.Fatalf("folded keys %q, want billing/warn", got)
-	}
-}
-
-// TestFoldBucketInKeyOrder: a bucket's folded rows come out in key order (nulls first), not in
-// the order of an encoding that sorts shorter strings first.
-func TestFoldBucketInKeyOrder(t *testing.T) {
-	c, err := compileFold(rollupFold, rollupSchema, "timestamp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	fo := newFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
-	fo.out = func(rec arrow.RecordBatch) error {
-		for i := 0; i < int(rec.NumRows()); i++ {
-			got = append(got, rec.Column(1).ValueStr(i)+"|"+rec.Column(2).ValueStr(i)+"|"+rec.Column(3).ValueStr(i))
-		}
-		return nil
-	}
-	var rows []rollupRow
-	for _, k := range []struct {
-		svc, sev *string
-		code     int32
-	}{{ptr("b"), ptr("x"), 2}, {ptr("aa"), ptr("x"), 2}, {ptr("a\x00"), ptr("x"), 2}, {ptr("a"), ptr("x"), 2},
-		{ptr("a"), nil, 2}, {ptr("a"), ptr("x"), -1}, {nil, ptr("x"), 2}, {ptr("b"), ptr("x"), 2}} {
-		rows = append(rows, rollupRow{ts: 5*usMinute + int64(len(rows)), service: k.svc, severity: k.sev, code: ptr(k.code)})
-	}
-	rec := rollupRecord(rows)
-	defer rec.Release()
-	if err := fo.write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := fo.flush(); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"(null)|x|2", "a|(null)|2", "a|x|-1", "a|x|2", "a\x00|x|2", "aa|x|2", "b|x|2"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("bucket rows %q, want %q", got, want)
+// floorUs rounds ts down to a multiple of b (folding's own rounding is unexported).
+func floorUs(ts, b int64) int64 {
+	if r := ts % b; r < 0 {
+		return ts - r - b
+	} else {
+		return ts - r
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
@@ -24,21 +25,7 @@ type tsPage struct {
 // group, or the column is not an INT64 timestamp: callers then decode every
 // page. Only the page index is read, not the pages.
 func timestampPages(in *openedInput, tsName string) (pages []tsPage, ok bool) {
-	leaves := leafIndices(in, tsName)
-	if len(leaves) != 1 {
-		return nil, false
-	}
-	col := in.pf.MetaData().Schema.Column(leaves[0])
-	if col.PhysicalType() != parquet.Types.Int64 {
-		return nil, false
-	}
-	var unit arrow.TimeUnit
-	switch lt := col.LogicalType().(type) {
-	case schema.TimestampLogicalType:
-		unit, ok = parquetUnit(lt.TimeUnit())
-	case *schema.TimestampLogicalType:
-		unit, ok = parquetUnit(lt.TimeUnit())
-	}
+	leaf, unit, ok := timestampLeaf(in, tsName)
 	if !ok {
 		return nil, false
 	}
@@ -54,37 +41,66 @@ func timestampPages(in *openedInput, tsName string) (pages []tsPage, ok bool) {
 		if err != nil || r == nil {
 			return nil, false
 		}
-		ci, err := r.GetColumnIndex(leaves[0])
+		ci, err := r.GetColumnIndex(leaf)
 		if err != nil || ci == nil {
 			return nil, false
 		}
-		oi, err := r.GetOffsetIndex(leaves[0])
+		oi, err := r.GetOffsetIndex(leaf)
 		if err != nil || oi == nil {
 			return nil, false
 		}
-		locs, mins, maxs, nulls := oi.GetPageLocations(), ci.GetMinValues(), ci.GetMaxValues(), ci.GetNullPages()
-		if len(mins) != len(locs) || len(maxs) != len(locs) || len(nulls) != len(locs) {
+		if pages, ok = appendRowGroupPages(pages, oi.GetPageLocations(), ci.GetMinValues(), ci.GetMaxValues(), ci.GetNullPages(), base, rows, unit); !ok {
 			return nil, false
 		}
-		for i, l := range locs {
-			end := rows
-			if i+1 < len(locs) {
-				end = locs[i+1].FirstRowIndex
-			}
-			if nulls[i] || len(mins[i]) != 8 || len(maxs[i]) != 8 || end <= l.FirstRowIndex || l.FirstRowIndex < 0 || end > rows {
-				return nil, false
-			}
-			p := tsPage{
-				row: base + l.FirstRowIndex, n: end - l.FirstRowIndex,
-				min: toMicros(int64(binary.LittleEndian.Uint64(mins[i])), unit),
-				max: toMicros(int64(binary.LittleEndian.Uint64(maxs[i])), unit),
-			}
-			if p.min > p.max || (len(pages) > 0 && (pages[len(pages)-1].row+pages[len(pages)-1].n != p.row)) {
-				return nil, false
-			}
-			pages = append(pages, p)
-		}
 		base += rows
+	}
+	return pages, true
+}
+
+// timestampLeaf finds in's timestamp column as a Parquet leaf: ok is false
+// unless it is one INT64 leaf with a timestamp logical type.
+func timestampLeaf(in *openedInput, tsName string) (leaf int, unit arrow.TimeUnit, ok bool) {
+	leaves := leafIndices(in, tsName)
+	if len(leaves) != 1 {
+		return 0, 0, false
+	}
+	col := in.pf.MetaData().Schema.Column(leaves[0])
+	if col.PhysicalType() != parquet.Types.Int64 {
+		return 0, 0, false
+	}
+	switch lt := col.LogicalType().(type) {
+	case schema.TimestampLogicalType:
+		unit, ok = parquetUnit(lt.TimeUnit())
+	case *schema.TimestampLogicalType:
+		unit, ok = parquetUnit(lt.TimeUnit())
+	}
+	return leaves[0], unit, ok
+}
+
+// appendRowGroupPages appends the pages of one row group of rows rows,
+// starting at row base of the file, from its offset and column index; ok is
+// false when the index is inconsistent (then the caller decodes every page).
+func appendRowGroupPages(pages []tsPage, locs []*metadata.PageLocation, mins, maxs [][]byte, nulls []bool, base, rows int64, unit arrow.TimeUnit) ([]tsPage, bool) {
+	if len(mins) != len(locs) || len(maxs) != len(locs) || len(nulls) != len(locs) {
+		return nil, false
+	}
+	for i, l := range locs {
+		end := rows
+		if i+1 < len(locs) {
+			end = locs[i+1].FirstRowIndex
+		}
+		if nulls[i] || len(mins[i]) != 8 || len(maxs[i]) != 8 || end <= l.FirstRowIndex || l.FirstRowIndex < 0 || end > rows {
+			return nil, false
+		}
+		p := tsPage{
+			row: base + l.FirstRowIndex, n: end - l.FirstRowIndex,
+			min: toMicros(int64(binary.LittleEndian.Uint64(mins[i])), unit),
+			max: toMicros(int64(binary.LittleEndian.Uint64(maxs[i])), unit),
+		}
+		if p.min > p.max || (len(pages) > 0 && (pages[len(pages)-1].row+pages[len(pages)-1].n != p.row)) {
+			return nil, false
+		}
+		pages = append(pages, p)
 	}
 	return pages, true
 }

@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/siglake/siglake/merge/folding"
 )
 
 // PathKind names a merge path.
@@ -95,13 +96,11 @@ type RewriteOptions struct {
 	// Fold, if set, folds the merged stream's rows of one (bucket, keys) into one (aggregate
 	// folding). Like RowFilter it needs every row decoded: it runs on the in-memory and k-way
 	// paths, never on one that copies row groups or pages.
-	Fold *Fold
-	// Metrics, if set, records the rewrite.
-	Metrics *Metrics
+	Fold *folding.Fold
 
-	matcher *rowMatcher   // RowFilter bound to the schema, for this rewrite
-	fold    *compiledFold // Fold bound to the schema
-	folder  *folder       // the fold's state, for its stats
+	matcher *rowMatcher       // RowFilter bound to the schema, for this rewrite
+	fold    *folding.Compiled // Fold bound to the schema
+	folder  *folding.Folder   // the fold's state, for its stats
 }
 
 // RewriteResult says what a rewrite did.
@@ -118,7 +117,9 @@ type RewriteResult struct {
 	// for the first predicate that matches); nil without a filter.
 	Deleted []int64
 	// Fold is what the fold did; nil without one.
-	Fold *FoldStats
+	Fold *folding.FoldStats
+	// Took is the rewrite's wall time, for the caller's metrics.
+	Took time.Duration
 	// tsSkipped: rows the page-bounded timestamp pass took from the page
 	// index instead of decoding them (tests).
 	tsSkipped int64
@@ -187,10 +188,51 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // timestamp column) into new files from newPath, sorted and pairwise
 // time-disjoint, at generation max(input generations)+1 (0 for a delete
 // task). On any error it removes the outputs it wrote and returns the error;
-// the caller commits nothing.
+// the caller commits nothing. Its steps: bind the options to the bin, open
+// the inputs, choose the path, run it, and say what it did.
 func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, schema *arrow.Schema, newPath func(i int) string, opts RewriteOptions) (_ RewriteResult, err error) {
 	start := time.Now()
 	defer recoverAbort(&err, nil)
+	if opts, err = bindOptions(opts, inputs, schema); err != nil {
+		return RewriteResult{}, err
+	}
+	var read int64
+	bin, err := openBin(fs, inputs, opts, &read)
+	defer bin.close()
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	if opts.SplitSparse > 0 && bin.rows >= SplitSparseMinBinRows {
+		opts.cutBefore = binCuts(bin.opened, opts.SplitSparse)
+	}
+	res, plan, err := choosePath(bin, schema, &opts)
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	outs, err := runPath(ctx, fs, inputs, bin.opened, schema, newPath, opts, plan, &res, &read)
+	if err != nil {
+		return RewriteResult{}, fmt.Errorf("%s merge of %d inputs: %w", res.Path, len(inputs), err)
+	}
+	res.Outputs = outs
+	res.BytesRead = read
+	if opts.matcher != nil {
+		res.Deleted = opts.matcher.deleted
+	}
+	if opts.folder != nil {
+		st := opts.folder.Stats()
+		res.Fold = &st
+	}
+	for _, o := range outs {
+		res.BytesWritten += o.Size
+	}
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// bindOptions fills opts' defaults and the bin's output generation, and binds
+// the row filter and the fold to the schema, refusing a forced path they
+// cannot run on.
+func bindOptions(opts RewriteOptions, inputs []Input, schema *arrow.Schema) (RewriteOptions, error) {
 	opts.WriterOptions = opts.WriterOptions.withDefaults()
 	if opts.MemoryBudget <= 0 {
 		opts.MemoryBudget = DefaultMemoryBudget()
@@ -209,119 +251,125 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 		gen = 0
 	}
 	opts.Generation = gen
+	var err error
 	if opts.RowFilter != nil {
 		if opts.matcher, err = compileFilter(opts.RowFilter, schema); err != nil {
-			return RewriteResult{}, err
+			return opts, err
 		}
 		if opts.ForcePath == PathPageBounded {
-			return RewriteResult{}, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathPageBounded)
+			return opts, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathPageBounded)
 		}
 	}
-
 	if opts.Fold != nil {
-		if opts.fold, err = compileFold(*opts.Fold, schema, opts.TimestampColumn); err != nil {
-			return RewriteResult{}, err
+		if opts.fold, err = folding.Compile(*opts.Fold, schema, opts.TimestampColumn); err != nil {
+			return opts, err
 		}
-		opts.folder = newFolder(opts.fold, schema, opts.Allocator, kwayChunkRows)
+		opts.folder = folding.NewFolder(opts.fold, schema, opts.Allocator, kwayChunkRows)
 		if opts.ForcePath != "" && opts.ForcePath != PathInMemory && opts.ForcePath != PathKWay {
-			return RewriteResult{}, fmt.Errorf("a fold runs on the %s and %s paths, not %s", PathInMemory, PathKWay, opts.ForcePath)
+			return opts, fmt.Errorf("a fold runs on the %s and %s paths, not %s", PathInMemory, PathKWay, opts.ForcePath)
 		}
 	}
+	return opts, nil
+}
 
-	var read int64
-	opened := make([]*openedInput, 0, len(inputs))
-	defer func() {
-		for _, in := range opened {
-			_ = in.Close()
-		}
-	}()
-	var est, rows int64
+// openedBin is a bin's opened inputs with what ChoosePath weighs: their
+// estimated decoded size and their rows.
+type openedBin struct {
+	opened    []*openedInput
+	est, rows int64
+}
+
+func (b openedBin) close() {
+	for _, in := range b.opened {
+		_ = in.Close()
+	}
+}
+
+// openBin opens every input's footer, counting the bytes read into read.
+// The inputs it opened are in the result even on error, for close.
+func openBin(fs icebergio.WriteFileIO, inputs []Input, opts RewriteOptions, read *int64) (openedBin, error) {
+	b := openedBin{opened: make([]*openedInput, 0, len(inputs))}
 	for _, in := range inputs {
-		o, err := openInputCounted(fs, in.Path, opts.Allocator, kwayBatchRows(len(inputs)), readBufferBytes, &read)
+		o, err := openInputCounted(fs, in.Path, opts.Allocator, kwayBatchRows(len(inputs)), readBufferBytes, read)
 		if err != nil {
-			return RewriteResult{}, err
+			return b, err
 		}
-		opened = append(opened, o)
-		est += estimateDecoded(o)
-		rows += o.pf.NumRows()
+		b.opened = append(b.opened, o)
+		b.est += estimateDecoded(o)
+		b.rows += o.pf.NumRows()
 	}
-	if opts.SplitSparse > 0 && rows >= SplitSparseMinBinRows {
-		opts.cutBefore = binCuts(opened, opts.SplitSparse)
-	}
+	return b, nil
+}
+
+// choosePath picks the bin's merge path (the forced one, or ChoosePath's, then
+// the k-way path where a row filter or a fold needs every row decoded), and
+// plans the splice where it may run (setting opts.template for its sink).
+func choosePath(bin openedBin, schema *arrow.Schema, opts *RewriteOptions) (RewriteResult, *splicePlan, error) {
+	fanIn := len(bin.opened)
 	// A k-way stream holds two decoded batches (the one being merged and the
 	// one being assembled), and per column a read-ahead buffer and about two
 	// pages (compressed and decompressed).
-	perInput := int64(schema.NumFields()) * (streamReadBuffer(opts.MemoryBudget, len(inputs), schema.NumFields()) + 2*pageBytes)
-	if rows > 0 {
-		perInput += 2 * kwayBatchRows(len(inputs)) * (est/rows + 1)
+	perInput := int64(schema.NumFields()) * (streamReadBuffer(opts.MemoryBudget, fanIn, schema.NumFields()) + 2*pageBytes)
+	if bin.rows > 0 {
+		perInput += 2 * kwayBatchRows(fanIn) * (bin.est/bin.rows + 1)
 	}
 	res := RewriteResult{Path: opts.ForcePath, Reason: "forced by options"}
 	var plan *splicePlan
-	var tmpl *metadata.FileMetaData
 	if opts.matcher == nil && (res.Path == "" || res.Path == PathSplice) {
-		if tmpl, err = spliceTemplate(schema, opts.WriterOptions); err != nil {
-			return RewriteResult{}, err
+		tmpl, err := spliceTemplate(schema, opts.WriterOptions)
+		if err != nil {
+			return RewriteResult{}, nil, err
 		}
-		plan = planSplice(opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows), opts.cutBefore.At)
+		plan = planSplice(bin.opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows), opts.cutBefore.At)
 		opts.template = tmpl
 	} else if res.Path == PathSplice {
-		return RewriteResult{}, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathSplice)
+		return RewriteResult{}, nil, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathSplice)
 	}
-	if res.Path == "" {
-		b := Budget{MemoryBytes: opts.MemoryBudget, MaxFanIn: opts.MaxFanIn, StreamBytesPerInput: perInput}
-		if plan != nil {
-			b.SpliceBytes, b.InputBytes = plan.copyBytes, plan.totalBytes
-		}
-		res.Path, res.Reason = ChoosePath(est, len(inputs), b)
-		if opts.matcher != nil && res.Path == PathPageBounded {
-			// The timestamp pass cannot see the filtered columns; a delete
-			// task's bin is one file, which one k-way stream reads.
-			res.Path, res.Reason = PathKWay, res.Reason+"; a row filter streams through the k-way path"
-		}
-		if opts.fold != nil && res.Path != PathInMemory && res.Path != PathKWay {
-			// A fold re-encodes every row: no path that copies row groups or pages.
-			res.Path, res.Reason = PathKWay, res.Reason+"; a fold streams through the k-way path"
-		}
+	if res.Path != "" {
+		return res, plan, nil
 	}
+	b := Budget{MemoryBytes: opts.MemoryBudget, MaxFanIn: opts.MaxFanIn, StreamBytesPerInput: perInput}
+	if plan != nil {
+		b.SpliceBytes, b.InputBytes = plan.copyBytes, plan.totalBytes
+	}
+	res.Path, res.Reason = ChoosePath(bin.est, fanIn, b)
+	if opts.matcher != nil && res.Path == PathPageBounded {
+		// The timestamp pass cannot see the filtered columns; a delete
+		// task's bin is one file, which one k-way stream reads.
+		res.Path, res.Reason = PathKWay, res.Reason+"; a row filter streams through the k-way path"
+	}
+	if opts.fold != nil && res.Path != PathInMemory && res.Path != PathKWay {
+		// A fold re-encodes every row: no path that copies row groups or pages.
+		res.Path, res.Reason = PathKWay, res.Reason+"; a fold streams through the k-way path"
+	}
+	return res, plan, nil
+}
 
-	var outs []Output
+// runPath runs the merge path res names, sizing the streamed paths' read-ahead
+// to the budget; the splice path adds its copied bytes to res.
+func runPath(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, opened []*openedInput, schema *arrow.Schema,
+	newPath func(int) string, opts RewriteOptions, plan *splicePlan, res *RewriteResult, read *int64) ([]Output, error) {
+	streamed := func() {
+		buf := streamReadBuffer(opts.MemoryBudget, len(opened), schema.NumFields())
+		for _, in := range opened {
+			in.props.BufferSize = buf
+		}
+	}
 	switch res.Path {
 	case PathInMemory:
-		outs, err = mergeInMemory(ctx, fs, opened, schema, newPath, opts)
+		return mergeInMemory(ctx, fs, opened, schema, newPath, opts)
 	case PathKWay:
-		buf := streamReadBuffer(opts.MemoryBudget, len(opened), schema.NumFields())
-		for _, in := range opened {
-			in.props.BufferSize = buf
-		}
-		outs, err = mergeKWay(ctx, fs, opened, schema, newPath, opts)
+		streamed()
+		return mergeKWay(ctx, fs, opened, schema, newPath, opts)
 	case PathSplice:
-		buf := streamReadBuffer(opts.MemoryBudget, len(opened), schema.NumFields())
-		for _, in := range opened {
-			in.props.BufferSize = buf
-		}
-		outs, res.SplicedBytes, err = mergeSplice(ctx, fs, opened, schema, newPath, opts, plan)
+		streamed()
+		outs, spliced, err := mergeSplice(ctx, fs, opened, schema, newPath, opts, plan)
+		res.SplicedBytes = spliced
+		return outs, err
 	case PathPageBounded:
-		outs, err = mergePageBounded(ctx, fs, inputs, schema, newPath, opts, &read, &res.tsSkipped)
-	default:
-		err = fmt.Errorf("unknown merge path %q", res.Path)
+		return mergePageBounded(ctx, fs, inputs, schema, newPath, opts, read, &res.tsSkipped)
 	}
-	if err != nil {
-		return RewriteResult{}, fmt.Errorf("%s merge of %d inputs: %w", res.Path, len(inputs), err)
-	}
-	res.Outputs = outs
-	res.BytesRead = read
-	if opts.matcher != nil {
-		res.Deleted = opts.matcher.deleted
-	}
-	if opts.folder != nil {
-		st := opts.folder.stats
-		res.Fold = &st
-	}
-	for _, o := range outs {
-		res.BytesWritten += o.Size
-	}
-	opts.Metrics.observe(res, time.Since(start).Seconds())
-	return res, nil
+	return nil, fmt.Errorf("unknown merge path %q", res.Path)
 }
 
 // kwayBatchRows is the decoded batch of each input of a k-way merge of

@@ -141,21 +141,9 @@ func (s *sink) openFile(firstTs int64) error {
 // the output's footer records the sums when the bytes are known good (want
 // matched, or trusted: re-encoded or verified page by page).
 func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, trusted bool) error {
-	if len(f.md.RowGroups) > math.MaxInt16 {
-		return fmt.Errorf("writing %s: more than %d row groups in one file (Parquet's row-group ordinal is an int16): raise the row-group length or lower the target file size", f.path, math.MaxInt16+1)
-	}
-	ncols := 0
-	for _, src := range srcs {
-		if rg < 0 || rg >= len(src.md.RowGroups) {
-			return fmt.Errorf("copying row group %d of %s: it has %d", rg, src.name, len(src.md.RowGroups))
-		}
-		if n := src.md.RowGroups[rg].NumRows; n != srcs[0].md.RowGroups[rg].NumRows {
-			return fmt.Errorf("copying row group %d of %s: %d rows, its other columns have %d", rg, src.name, n, srcs[0].md.RowGroups[rg].NumRows)
-		}
-		ncols += len(src.md.RowGroups[rg].Columns)
-	}
-	if ncols != f.md.Schema.NumColumns() || (want != nil && len(want) != ncols) {
-		return fmt.Errorf("copying row group %d of %s: %d column chunks, the output has %d columns", rg, srcs[0].name, ncols, f.md.Schema.NumColumns())
+	ncols, err := f.checkRowGroup(srcs, rg, want)
+	if err != nil {
+		return err
 	}
 	out := *srcs[0].md.RowGroups[rg]
 	out.Columns, out.TotalByteSize = nil, 0
@@ -168,42 +156,16 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 		out.TotalByteSize += src.md.RowGroups[rg].TotalByteSize
 		for jj, c := range src.md.RowGroups[rg].Columns {
 			j := len(out.Columns)
-			fail := func(err error) error {
-				return inputErr("copying row group", src.name, fmt.Errorf("row group %d column %d: %w", rg, jj, err))
-			}
-			if c.MetaData == nil || c.CryptoMetadata != nil || len(c.EncryptedColumnMetadata) > 0 {
-				return fail(errors.New("no plaintext column metadata"))
-			}
-			if c.FilePath != nil && *c.FilePath != "" {
-				return fail(fmt.Errorf("column chunk is in another file (%s)", *c.FilePath))
+			cc, err := f.copyChunk(src, rg, jj, j, want)
+			if err != nil {
+				return err
 			}
 			cm := *c.MetaData
 			// The output's path, not the source's: a chunk is found by it.
 			cm.PathInSchema = f.md.Schema.Column(j).ColumnPath()
-			from := chunkStart(cm.DataPageOffset, cm.DictionaryPageOffset)
-			n := cm.TotalCompressedSize
-			if from < int64(len(parquetMagic)) || n <= 0 || from+n > src.size {
-				return fail(fmt.Errorf("column chunk [%d, +%d) lies outside the file (%d bytes)", from, n, src.size))
-			}
-			dst := f.cw.N
-			if f.copyBuf == nil {
-				f.copyBuf = make([]byte, copyBufferBytes)
-			}
-			h := crc32.New(castagnoli)
-			if copied, err := io.CopyBuffer(io.MultiWriter(f.cw, h), io.NewSectionReader(src.r, from, n), f.copyBuf); err != nil || copied != n {
-				if err == nil {
-					err = io.ErrUnexpectedEOF
-				}
-				return fail(fmt.Errorf("copying %d bytes at %d: %w", n, from, err))
-			}
-			sums[j] = chunkSum{off: dst, size: n, values: cm.NumValues, crc: h.Sum32()}
-			if want != nil && sums[j].crc != want[j] {
-				return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", sums[j].crc, want[j]))
-			}
-			shift := dst - from
-			cm.DataPageOffset += shift
+			cm.DataPageOffset += cc.shift
 			if d := cm.DictionaryPageOffset; d != nil {
-				v := *d + shift
+				v := *d + cc.shift
 				if *d < int64(len(parquetMagic)) {
 					v = *d // "no dictionary" written as 0 by some writers
 				}
@@ -216,48 +178,11 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 			oc := *c
 			oc.MetaData = &cm
 			oc.FilePath = nil
-			oc.FileOffset = dst
+			oc.FileOffset = cc.sum.off
 			oc.ColumnIndexOffset, oc.ColumnIndexLength, oc.OffsetIndexOffset, oc.OffsetIndexLength = nil, nil, nil, nil
-			pages := -1 // not known: no offset index
-			if c.OffsetIndexOffset != nil && c.OffsetIndexLength != nil {
-				b, err := readRange(src, *c.OffsetIndexOffset, int64(*c.OffsetIndexLength))
-				if err != nil {
-					return fail(fmt.Errorf("offset index: %w", err))
-				}
-				oi, err := parseOffsetIndex(b)
-				if err != nil {
-					return fail(fmt.Errorf("offset index: %w", err))
-				}
-				ob := &metadata.OffsetIndexBuilder{}
-				for _, loc := range oi.GetPageLocations() {
-					if loc.Offset < from || loc.Offset+int64(loc.CompressedPageSize) > from+n {
-						return fail(fmt.Errorf("offset index page at %d lies outside its column chunk", loc.Offset))
-					}
-					if err := ob.AddPage(loc.Offset+shift, loc.FirstRowIndex, loc.CompressedPageSize); err != nil {
-						return fail(err)
-					}
-				}
-				if err := ob.Finish(0); err != nil {
-					return fail(err)
-				}
-				offIdx[j] = ob
-				pages = len(oi.GetPageLocations())
-			}
-			// The column index is copied as it is, outside the chunk and its
-			// sum: it must at least parse, with a page per offset index page,
-			// so a damaged one fails here rather than in a reader's pruning.
-			if c.ColumnIndexOffset != nil && c.ColumnIndexLength != nil {
-				b, err := readRange(src, *c.ColumnIndexOffset, int64(*c.ColumnIndexLength))
-				if err == nil {
-					err = checkColumnIndex(f.md.Schema.Column(j), b, pages)
-				}
-				if err != nil {
-					return fail(fmt.Errorf("column index: %w", err))
-				}
-				colIdx[j] = b
-			}
+			sums[j], offIdx[j], colIdx[j] = cc.sum, cc.offIdx, cc.colIdx
 			out.Columns = append(out.Columns, &oc)
-			total += n
+			total += cc.sum.size
 		}
 	}
 	ord := int16(len(f.md.RowGroups))
@@ -271,6 +196,123 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 	}
 	f.crcs = append(f.crcs, sums)
 	return nil
+}
+
+// checkRowGroup checks that row group rg of srcs can become one row group of
+// f: the ordinal fits, every source has it with the same rows, and their
+// column chunks together are f's columns (and want's sums). It returns the
+// number of column chunks.
+func (f *splicedFile) checkRowGroup(srcs []rgSource, rg int, want []uint32) (int, error) {
+	if len(f.md.RowGroups) > math.MaxInt16 {
+		return 0, fmt.Errorf("writing %s: more than %d row groups in one file (Parquet's row-group ordinal is an int16): raise the row-group length or lower the target file size", f.path, math.MaxInt16+1)
+	}
+	ncols := 0
+	for _, src := range srcs {
+		if rg < 0 || rg >= len(src.md.RowGroups) {
+			return 0, fmt.Errorf("copying row group %d of %s: it has %d", rg, src.name, len(src.md.RowGroups))
+		}
+		if n := src.md.RowGroups[rg].NumRows; n != srcs[0].md.RowGroups[rg].NumRows {
+			return 0, fmt.Errorf("copying row group %d of %s: %d rows, its other columns have %d", rg, src.name, n, srcs[0].md.RowGroups[rg].NumRows)
+		}
+		ncols += len(src.md.RowGroups[rg].Columns)
+	}
+	if ncols != f.md.Schema.NumColumns() || (want != nil && len(want) != ncols) {
+		return 0, fmt.Errorf("copying row group %d of %s: %d column chunks, the output has %d columns", rg, srcs[0].name, ncols, f.md.Schema.NumColumns())
+	}
+	return ncols, nil
+}
+
+// copiedChunk is one column chunk copied to the end of a spliced file.
+type copiedChunk struct {
+	sum    chunkSum // where it now lies, its size and CRC-32C
+	shift  int64    // its new offset minus its offset in the source
+	offIdx *metadata.OffsetIndexBuilder
+	colIdx []byte
+}
+
+// copyChunk copies column chunk jj of row group rg of src, which becomes
+// output column j, checking its sum against want[j] (if want is set) and
+// rebasing its offset index; its column index is kept as it is, once it parses.
+func (f *splicedFile) copyChunk(src rgSource, rg, jj, j int, want []uint32) (copiedChunk, error) {
+	fail := func(err error) (copiedChunk, error) {
+		return copiedChunk{}, inputErr("copying row group", src.name, fmt.Errorf("row group %d column %d: %w", rg, jj, err))
+	}
+	c := src.md.RowGroups[rg].Columns[jj]
+	if c.MetaData == nil || c.CryptoMetadata != nil || len(c.EncryptedColumnMetadata) > 0 {
+		return fail(errors.New("no plaintext column metadata"))
+	}
+	if c.FilePath != nil && *c.FilePath != "" {
+		return fail(fmt.Errorf("column chunk is in another file (%s)", *c.FilePath))
+	}
+	from := chunkStart(c.MetaData.DataPageOffset, c.MetaData.DictionaryPageOffset)
+	n := c.MetaData.TotalCompressedSize
+	if from < int64(len(parquetMagic)) || n <= 0 || from+n > src.size {
+		return fail(fmt.Errorf("column chunk [%d, +%d) lies outside the file (%d bytes)", from, n, src.size))
+	}
+	dst := f.cw.N
+	if f.copyBuf == nil {
+		f.copyBuf = make([]byte, copyBufferBytes)
+	}
+	h := crc32.New(castagnoli)
+	if copied, err := io.CopyBuffer(io.MultiWriter(f.cw, h), io.NewSectionReader(src.r, from, n), f.copyBuf); err != nil || copied != n {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return fail(fmt.Errorf("copying %d bytes at %d: %w", n, from, err))
+	}
+	cc := copiedChunk{sum: chunkSum{off: dst, size: n, values: c.MetaData.NumValues, crc: h.Sum32()}, shift: dst - from}
+	if want != nil && cc.sum.crc != want[j] {
+		return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", cc.sum.crc, want[j]))
+	}
+	pages := -1 // not known: no offset index
+	if c.OffsetIndexOffset != nil && c.OffsetIndexLength != nil {
+		ob, n, err := rebaseOffsetIndex(src, *c.OffsetIndexOffset, int64(*c.OffsetIndexLength), from, n, cc.shift)
+		if err != nil {
+			return fail(fmt.Errorf("offset index: %w", err))
+		}
+		cc.offIdx, pages = ob, n
+	}
+	// The column index is copied as it is, outside the chunk and its
+	// sum: it must at least parse, with a page per offset index page,
+	// so a damaged one fails here rather than in a reader's pruning.
+	if c.ColumnIndexOffset != nil && c.ColumnIndexLength != nil {
+		b, err := readRange(src, *c.ColumnIndexOffset, int64(*c.ColumnIndexLength))
+		if err == nil {
+			err = checkColumnIndex(f.md.Schema.Column(j), b, pages)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("column index: %w", err))
+		}
+		cc.colIdx = b
+	}
+	return cc, nil
+}
+
+// rebaseOffsetIndex reads the offset index at [off, +length) of src, whose
+// pages must lie inside their chunk [from, +n), and moves them by shift. It
+// returns the rebased index and its number of pages.
+func rebaseOffsetIndex(src rgSource, off, length, from, n, shift int64) (*metadata.OffsetIndexBuilder, int, error) {
+	b, err := readRange(src, off, length)
+	if err != nil {
+		return nil, 0, err
+	}
+	oi, err := parseOffsetIndex(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	ob := &metadata.OffsetIndexBuilder{}
+	for _, loc := range oi.GetPageLocations() {
+		if loc.Offset < from || loc.Offset+int64(loc.CompressedPageSize) > from+n {
+			return nil, 0, fmt.Errorf("offset index page at %d lies outside its column chunk", loc.Offset)
+		}
+		if err := ob.AddPage(loc.Offset+shift, loc.FirstRowIndex, loc.CompressedPageSize); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := ob.Finish(0); err != nil {
+		return nil, 0, err
+	}
+	return ob, len(oi.GetPageLocations()), nil
 }
 
 // parseOffsetIndex parses a serialized offset index; arrow-go panics on one

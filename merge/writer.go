@@ -160,52 +160,18 @@ func releaseRecords(recs []arrow.RecordBatch) {
 // record once the chunk with its last row is written.
 func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) error {
 	mem := opts.Allocator
-	starts := make([]int64, 0, len(recs)+1) // global number of each record's first row
-	var total int64
-	for i, r := range recs {
-		if r == nil {
-			starts = append(starts, total)
-			continue
-		}
-		c, err := Conform(r, schema, mem)
-		if err != nil {
-			return fmt.Errorf("record %d: %w", i, err)
-		}
-		r.Release()
-		recs[i] = c
-		if col := c.Column(s.tsIdx); col.NullN() > 0 {
-			return fmt.Errorf("timestamp column %q has %d null values", schema.Field(s.tsIdx).Name, col.NullN())
-		}
-		starts = append(starts, total)
-		total += c.NumRows()
+	starts, err := conformAll(recs, schema, s.tsIdx, mem)
+	if err != nil {
+		return err
 	}
-	starts = append(starts, total)
+	total := starts[len(starts)-1]
 	if total == 0 {
 		return nil
 	}
 	if total > math.MaxInt32 {
 		return fmt.Errorf("%d rows in one sorted write, more than %d", total, math.MaxInt32)
 	}
-	ts := make([]int64, 0, total)
-	for _, r := range recs {
-		if r != nil {
-			ts = appendMicros(ts, r.Column(s.tsIdx))
-		}
-	}
-	order := make([]int32, total)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	if !slices.IsSorted(ts) {
-		// Ties broken by row number keep the sort stable; pdqsort is
-		// close to linear on the mostly ordered rows of a WAL.
-		slices.SortFunc(order, func(a, b int32) int {
-			if c := cmp.Compare(ts[a], ts[b]); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
-	}
+	ts, order := sortedOrder(recs, s.tsIdx, total)
 	switch {
 	case opts.Cuts != nil:
 		s.setCuts(*opts.Cuts)
@@ -263,6 +229,57 @@ func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arr
 		}
 	}
 	return nil
+}
+
+// conformAll conforms recs to schema in place, refusing null timestamps, and
+// returns the global number of each record's first row, then the total.
+func conformAll(recs []arrow.RecordBatch, schema *arrow.Schema, tsIdx int, mem memory.Allocator) ([]int64, error) {
+	starts := make([]int64, 0, len(recs)+1)
+	var total int64
+	for i, r := range recs {
+		if r == nil {
+			starts = append(starts, total)
+			continue
+		}
+		c, err := Conform(r, schema, mem)
+		if err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		r.Release()
+		recs[i] = c
+		if col := c.Column(tsIdx); col.NullN() > 0 {
+			return nil, fmt.Errorf("timestamp column %q has %d null values", schema.Field(tsIdx).Name, col.NullN())
+		}
+		starts = append(starts, total)
+		total += c.NumRows()
+	}
+	return append(starts, total), nil
+}
+
+// sortedOrder returns the timestamps of recs' total rows (in micros, by
+// global row number) and the row numbers in timestamp order.
+func sortedOrder(recs []arrow.RecordBatch, tsIdx int, total int64) ([]int64, []int32) {
+	ts := make([]int64, 0, total)
+	for _, r := range recs {
+		if r != nil {
+			ts = appendMicros(ts, r.Column(tsIdx))
+		}
+	}
+	order := make([]int32, total)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	if !slices.IsSorted(ts) {
+		// Ties broken by row number keep the sort stable; pdqsort is
+		// close to linear on the mostly ordered rows of a WAL.
+		slices.SortFunc(order, func(a, b int32) int {
+			if c := cmp.Compare(ts[a], ts[b]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+	}
+	return ts, order
 }
 
 // appendMicros appends the values of a timestamp array as microseconds.

@@ -6,13 +6,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/buffer"
-	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/fold"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -51,11 +49,11 @@ type Metrics struct {
 	// Rewrite counts rewrites by kind and outcome (the executor's observer).
 	Rewrite *rewrite.Metrics
 	// Merge counts rewrites by merge path (registered on the same registry).
-	Merge *merge.Metrics
+	Merge *instrument.MergeMetrics
 	// Rebuild counts the post-rewrite Puffin index rebuild (SIGLAKE_INDEX_REBUILD).
 	Rebuild *puffinidx.Metrics
 	// Claims are the catalog claim metrics (registered on the same registry).
-	Claims *claim.Metrics
+	Claims *instrument.ClaimMetrics
 	// Buffer are the WAL buffer's metrics (registered whether or not it runs).
 	Buffer *buffer.Metrics
 	// Memory exports the process memory budget (sidecar/membudget).
@@ -89,17 +87,17 @@ func NewMetrics() *Metrics {
 		kinds[i] = k.String()
 	}
 	m.Rewrite.Init(kinds)
-	m.Merge = merge.NewMetrics(reg)
+	m.Merge = instrument.NewMergeMetrics(reg)
 	reg.MustRegister(m.CatalogUp, m.CatalogWritable, m.CommitsAbandonedInFlight, m.CommitSlow, m.CommitTimeouts, m.BuildInfo)
 	m.Drain = drain.NewMetrics(reg, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Retention = retention.NewMetrics(reg)
 	m.Maintain = maintain.NewMetrics(reg, m.Rewrite, m.Merge, m.Rebuild, m.Deletes, m.Retention)
 	m.Maintain.Fold = fold.NewMetrics(reg)
-	m.Claims = claim.NewMetrics(reg)
+	m.Claims = instrument.NewClaimMetrics(reg)
 	m.Buffer = buffer.NewMetrics(reg)
 	m.Memory = membudget.NewMetrics(reg)
-	reg.MustRegister(lake.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
+	reg.MustRegister(instrument.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	return m
 }
 

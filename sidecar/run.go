@@ -22,6 +22,7 @@ import (
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membership"
@@ -368,7 +369,8 @@ func (p *Process) claimManager(l *lake.Lake) *claim.Manager {
 	root := p.Cfg.WALDir
 	warned := false
 	return &claim.Manager{
-		Lake: l, Holder: p.Cfg.NodeName, TTL: p.Cfg.CatalogClaimTTL, Now: time.Now, Log: p.Log, Metrics: p.Metrics.Claims,
+		Lake: l, Holder: p.Cfg.NodeName, TTL: p.Cfg.CatalogClaimTTL, Now: time.Now,
+		Observer: instrument.ClaimObserver{Metrics: p.Metrics.Claims, Log: p.Log},
 		Streams: func() ([]string, error) {
 			streams, loose, err := drain.StreamDirs(root)
 			if loose > 0 && !warned {

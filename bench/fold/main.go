@@ -31,6 +31,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -122,7 +123,7 @@ func run(dir string, pods int, flush time.Duration, runs int, duck string) error
 	// Fold as maintenance would: each window's pod files, then 2-hour groups of the outputs; and
 	// the same two levels without the fold (the file count of a compacted table, every row kept).
 	group := max(int(2*time.Hour/flush), 1)
-	twoLevels := func(f *merge.Fold, sub1, sub2 string) (fileSet, float64, error) {
+	twoLevels := func(f *folding.Fold, sub1, sub2 string) (fileSet, float64, error) {
 		start := time.Now()
 		var l1 []merge.Input
 		var out fileSet
@@ -243,7 +244,7 @@ func dashboard(dir, duck string, runs int, sets map[string][]string) (map[string
 
 // throughput merges the pods' whole-day files as one bin on the k-way path, with and without the
 // fold, runs times alternating.
-func throughput(ctx context.Context, dir string, bin []merge.Input, f merge.Fold, runs int) (map[string]any, error) {
+func throughput(ctx context.Context, dir string, bin []merge.Input, f folding.Fold, runs int) (map[string]any, error) {
 	var rows int64
 	for _, in := range bin {
 		rows += in.Rows

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -32,7 +29,7 @@ func BenchmarkClaimTick(b *testing.B) {
 			defer l.Close()
 			m := &Manager{Lake: l, Holder: "pod-a", TTL: 30 * time.Second, Now: time.Now,
 				Streams: func() ([]string, error) { return []string{"s1", "s2", "s3", "s4", "s5", "s6"}, nil },
-				Log:     zap.NewNop(), Metrics: NewMetrics(prometheus.NewRegistry())}
+			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if err := m.Tick(context.Background()); err != nil {

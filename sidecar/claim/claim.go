@@ -115,6 +115,14 @@ func Decide(st State, me string, streams []string, busy map[string]bool, now tim
 			free = append(free, s)
 		}
 	}
+	p.share(mine, free, me, busy)
+	p.write(st, me, present, now, ttl)
+	return p
+}
+
+// share picks the streams p holds, takes and releases: its own claims first (busy ones even
+// over the share), then free streams up to the share.
+func (p *Plan) share(mine, free []string, me string, busy map[string]bool) {
 	// Keep the claims that cost the others least to leave alone: the ones this claimer would
 	// prefer anyway (rendezvous order), so a rebalance moves few streams.
 	byPreference(mine, me)
@@ -136,7 +144,12 @@ func Decide(st State, me string, streams []string, busy map[string]bool, now tim
 	}
 	sort.Strings(p.Hold)
 	sort.Strings(p.Taken)
+}
 
+// write turns p's choice into the properties to set and remove: the heartbeat and the held
+// claims (a new epoch where the holder changes), releases (streams whose directory is gone
+// included), and the housekeeping of dead heartbeats and expired claims of gone streams.
+func (p *Plan) write(st State, me string, present map[string]bool, now time.Time, ttl time.Duration) {
 	expires := now.Add(ttl)
 	p.Set[ClaimerKeyPrefix+me] = encode(Heartbeat{Expires: expires})
 	for _, s := range p.Hold {
@@ -168,7 +181,6 @@ func Decide(st State, me string, streams []string, busy map[string]bool, now tim
 		}
 	}
 	sort.Strings(p.Remove)
-	return p
 }
 
 // ReleaseAll is the commit of a claimer that stops: it removes its heartbeat and every claim it

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -27,9 +25,9 @@ type Manager struct {
 	Streams func() ([]string, error)
 	// Now is time.Now in production: its monotonic reading makes the fence immune to steps of the
 	// wall clock; only the expiry written into the catalog uses the wall clock.
-	Now      func() time.Time
-	Log      *zap.Logger
-	Metrics  *Metrics
+	Now func() time.Time
+	// Observer hears what the manager does (sidecar/instrument counts and logs it); nil: nothing.
+	Observer Observer
 	OnReport func(Report) // called after every tick with what the claims look like now
 
 	mu        sync.Mutex
@@ -68,34 +66,65 @@ type HeldReport struct {
 	ValidUntil time.Time `json:"valid_until"`
 }
 
-// Metrics are the claim metrics (rows in docs/metrics.md).
-type Metrics struct {
-	Held       prometheus.Gauge
-	Commits    *prometheus.CounterVec // outcome
-	Others     prometheus.Gauge
-	Takeovers  prometheus.Counter
-	FencedSkip prometheus.Counter
+// CommitOutcome is how one claim commit (take, renew, release) ended.
+type CommitOutcome string
+
+const (
+	Committed CommitOutcome = "committed"
+	// Conflict: another claimer committed first; the manager re-reads and retries.
+	Conflict CommitOutcome = "conflict"
+	Failed   CommitOutcome = "failed"
+)
+
+// CommitOutcomes lists every CommitOutcome (metric label values, exported at 0).
+var CommitOutcomes = []CommitOutcome{Committed, Conflict, Failed}
+
+// Observer hears what a Manager does, as it happens: claim imports no metrics or logging
+// library, and the process records these through sidecar/instrument.
+type Observer interface {
+	// Committed: a claim commit ended with o.
+	Committed(o CommitOutcome)
+	// Held: this process holds n claims now (after each applied tick, 0 after Release).
+	Held(n int)
+	// Skipped: n streams are skipped because another live process claims them.
+	Skipped(n int)
+	// Taken: a free stream was claimed.
+	Taken(stream string, epoch uint64)
+	// TakenOver: a stream whose claim by previousHolder expired was claimed.
+	TakenOver(stream, previousHolder string, previousExpiry time.Time, epoch uint64)
+	// Released: a stream was given up to even out the shares.
+	Released(stream string, share, live int)
+	// ReleasedAll: Release removed this process's properties claims.
+	ReleasedAll(properties int)
+	// Lost: the table shows stream in holder's name: this process stops committing it.
+	Lost(stream, holder string, epoch uint64)
+	// Fenced: a drain batch was not started or committed because its claim was not valid.
+	Fenced()
+	// TickFailed: a tick failed; claims not renewed expire and fence this process.
+	TickFailed(err error)
+	// TrimFailed: trimming the claims table's snapshots failed (harmless; tried again later).
+	TrimFailed(err error)
 }
 
-// NewMetrics registers the claim metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		Held: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_claim_streams_held", Help: "Streams of the WAL root whose catalog claim this process holds."}),
-		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_claim_commits_total", Help: "Claim commits (take, renew, release) by outcome: committed, conflict (another claimer committed first; re-read and retried), failed."}, []string{"outcome"}),
-		Others: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_claim_streams_skipped", Help: "Streams of the WAL root this process skips because another live process claims them."}),
-		Takeovers: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "siglake_claim_takeovers_total", Help: "Claims taken over from another holder after their expiry."}),
-		FencedSkip: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "siglake_claim_fenced_batches_total", Help: "Drain batches not committed because the stream's claim was lost, expiring or being released."}),
+type nopObserver struct{}
+
+func (nopObserver) Committed(CommitOutcome)                     {}
+func (nopObserver) Held(int)                                    {}
+func (nopObserver) Skipped(int)                                 {}
+func (nopObserver) Taken(string, uint64)                        {}
+func (nopObserver) TakenOver(string, string, time.Time, uint64) {}
+func (nopObserver) Released(string, int, int)                   {}
+func (nopObserver) ReleasedAll(int)                             {}
+func (nopObserver) Lost(string, string, uint64)                 {}
+func (nopObserver) Fenced()                                     {}
+func (nopObserver) TickFailed(error)                            {}
+func (nopObserver) TrimFailed(error)                            {}
+
+func (m *Manager) obs() Observer {
+	if m.Observer == nil {
+		return nopObserver{}
 	}
-	reg.MustRegister(m.Held, m.Commits, m.Others, m.Takeovers, m.FencedSkip)
-	for _, o := range []string{"committed", "conflict", "failed"} {
-		m.Commits.WithLabelValues(o) // at 0, so the first failed claim commit shows in increase()
-	}
-	return m
+	return m.Observer
 }
 
 func (m *Manager) init() {
@@ -138,7 +167,7 @@ func (m *Manager) Valid(stream string) bool {
 }
 
 // Fenced counts a batch the drain did not start or commit because its claim was not valid.
-func (m *Manager) Fenced() { m.Metrics.FencedSkip.Inc() }
+func (m *Manager) Fenced() { m.obs().Fenced() }
 
 // Held lists the streams this process may drain now, sorted.
 func (m *Manager) Held() []string {
@@ -162,7 +191,7 @@ func (m *Manager) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := m.Tick(ctx); err != nil && ctx.Err() == nil {
-			m.Log.Warn("claim tick failed; claims not renewed expire and fence this process", zap.Error(err))
+			m.obs().TickFailed(err)
 		}
 		select {
 		case <-ctx.Done():
@@ -200,7 +229,7 @@ func (m *Manager) tick(ctx context.Context) error {
 		}
 		t, err := m.Lake.EnsureClaimsTable(ctx)
 		if err != nil {
-			m.Metrics.Commits.WithLabelValues("failed").Inc()
+			m.obs().Committed(Failed)
 			return err
 		}
 		st, err := Parse(t.Properties())
@@ -235,7 +264,7 @@ func (m *Manager) tick(ctx context.Context) error {
 			}
 			m.mu.Unlock()
 			if errors.Is(err, lake.ErrCASConflict) && attempt < conflictRetries {
-				m.Metrics.Commits.WithLabelValues("conflict").Inc()
+				m.obs().Committed(Conflict)
 				select { // a little jitter so the losers do not collide again
 				case <-ctx.Done():
 					return ctx.Err()
@@ -243,15 +272,15 @@ func (m *Manager) tick(ctx context.Context) error {
 				}
 				continue
 			}
-			m.Metrics.Commits.WithLabelValues("failed").Inc()
+			m.obs().Committed(Failed)
 			return fmt.Errorf("claim commit: %w", err)
 		}
-		m.Metrics.Commits.WithLabelValues("committed").Inc()
+		m.obs().Committed(Committed)
 		m.apply(st, p, start)
 		m.commits++
 		if m.commits%20 == 0 {
 			if err := lake.TrimSnapshots(ctx, nt, 10); err != nil {
-				m.Log.Debug("trim claims table snapshots", zap.Error(err))
+				m.obs().TrimFailed(err)
 			}
 		}
 		return nil
@@ -263,8 +292,7 @@ func (m *Manager) tick(ctx context.Context) error {
 func (m *Manager) dropLost(st State) {
 	for s := range m.held {
 		if c, ok := st.Claims[s]; !ok || c.Holder != m.Holder {
-			m.Log.Warn("claim lost: another process holds the stream now; not committing it",
-				zap.String("stream", s), zap.String("holder", c.Holder), zap.Uint64("epoch", c.Epoch))
+			m.obs().Lost(s, c.Holder, c.Epoch)
 			delete(m.held, s)
 		}
 	}
@@ -277,24 +305,22 @@ func (m *Manager) apply(st State, p Plan, start time.Time) {
 	for _, s := range p.Release {
 		delete(m.held, s)
 		delete(m.releasing, s)
-		m.Log.Info("claim released", zap.String("stream", s), zap.Int("fair_share", p.Share), zap.Int("live_claimers", p.Live))
+		m.obs().Released(s, p.Share, p.Live)
 	}
 	for _, s := range p.Hold {
 		prev, had := st.Claims[s]
 		c, _ := Parse(map[string]string{StreamKeyPrefix + s: p.Set[StreamKeyPrefix+s]})
 		m.held[s] = heldClaim{epoch: c.Claims[s].Epoch, validUntil: until}
 		if had && prev.Holder != m.Holder {
-			m.Metrics.Takeovers.Inc()
-			m.Log.Info("claim taken over after its expiry", zap.String("stream", s), zap.String("previous_holder", prev.Holder),
-				zap.Time("previous_expiry", prev.Expires), zap.Uint64("epoch", c.Claims[s].Epoch))
+			m.obs().TakenOver(s, prev.Holder, prev.Expires, c.Claims[s].Epoch)
 		} else if !had {
-			m.Log.Info("claim taken", zap.String("stream", s), zap.Uint64("epoch", c.Claims[s].Epoch))
+			m.obs().Taken(s, c.Claims[s].Epoch)
 		}
 	}
 	m.report.Others = p.Others
 	m.report.Live, m.report.Share = p.Live, p.Share
-	m.Metrics.Held.Set(float64(len(m.held)))
-	m.Metrics.Others.Set(float64(len(p.Others)))
+	m.obs().Held(len(m.held))
+	m.obs().Skipped(len(p.Others))
 }
 
 // Release gives up every claim of this process (SIGTERM, end of --once). Call it only after the
@@ -309,7 +335,7 @@ func (m *Manager) Release(ctx context.Context) error {
 	defer func() {
 		m.mu.Lock()
 		m.held, m.releasing = map[string]heldClaim{}, map[string]bool{}
-		m.Metrics.Held.Set(0)
+		m.obs().Held(0)
 		m.mu.Unlock()
 	}()
 	for attempt := 1; ; attempt++ {
@@ -327,15 +353,15 @@ func (m *Manager) Release(ctx context.Context) error {
 		}
 		_, err = lake.CommitPropertiesCAS(ctx, t, nil, remove, iceberg.Properties{"siglake.claimer": m.Holder, "siglake.claims.held": "0"})
 		if errors.Is(err, lake.ErrCASConflict) && attempt < conflictRetries {
-			m.Metrics.Commits.WithLabelValues("conflict").Inc()
+			m.obs().Committed(Conflict)
 			continue
 		}
 		if err != nil {
-			m.Metrics.Commits.WithLabelValues("failed").Inc()
+			m.obs().Committed(Failed)
 			return fmt.Errorf("release claims: %w", err)
 		}
-		m.Metrics.Commits.WithLabelValues("committed").Inc()
-		m.Log.Info("claims released", zap.Int("properties", len(remove)))
+		m.obs().Committed(Committed)
+		m.obs().ReleasedAll(len(remove))
 		return nil
 	}
 }

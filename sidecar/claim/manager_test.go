@@ -7,11 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
-
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -50,9 +45,52 @@ func (s *site) manager(holder string, skew time.Duration, streams ...string) *Ma
 	}
 	s.t.Cleanup(func() { l.Close() })
 	return &Manager{Lake: l, Holder: holder, TTL: ttl, Now: func() time.Time { return s.clock.Now().Add(skew) },
-		Streams: func() ([]string, error) { return streams, nil },
-		Log:     zaptest.NewLogger(s.t, zaptest.Level(zap.WarnLevel)), Metrics: NewMetrics(prometheus.NewRegistry())}
+		Streams:  func() ([]string, error) { return streams, nil },
+		Observer: &counting{t: s.t}}
 }
+
+// counting is an Observer that counts what the metrics count and logs the warnings to the test.
+type counting struct {
+	t         *testing.T
+	mu        sync.Mutex
+	commits   map[CommitOutcome]int
+	takeovers int
+	held      int
+}
+
+func counts(m *Manager) *counting { return m.Observer.(*counting) }
+
+func (c *counting) Committed(o CommitOutcome) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.commits == nil {
+		c.commits = map[CommitOutcome]int{}
+	}
+	c.commits[o]++
+}
+func (c *counting) commitsOf(o CommitOutcome) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.commits[o]
+}
+func (c *counting) Held(n int)           { c.mu.Lock(); defer c.mu.Unlock(); c.held = n }
+func (c *counting) heldNow() int         { c.mu.Lock(); defer c.mu.Unlock(); return c.held }
+func (c *counting) Skipped(int)          {}
+func (c *counting) Taken(string, uint64) {}
+func (c *counting) TakenOver(string, string, time.Time, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.takeovers++
+}
+func (c *counting) takeoversNow() int         { c.mu.Lock(); defer c.mu.Unlock(); return c.takeovers }
+func (c *counting) Released(string, int, int) {}
+func (c *counting) ReleasedAll(int)           {}
+func (c *counting) Lost(stream, holder string, epoch uint64) {
+	c.t.Logf("claim of %s lost to %s (epoch %d)", stream, holder, epoch)
+}
+func (c *counting) Fenced()              {}
+func (c *counting) TickFailed(err error) { c.t.Logf("claim tick failed: %v", err) }
+func (c *counting) TrimFailed(error)     {}
 
 func tick(t *testing.T, ms ...*Manager) {
 	t.Helper()
@@ -106,7 +144,7 @@ func TestRaceOneWinner(t *testing.T) {
 		if got := loser.Report().Others["s1"]; got != winner {
 			t.Fatalf("round %d: loser sees s1 held by %q, want %s", i, got, winner)
 		}
-		if n := testutil.ToFloat64(loser.Metrics.Commits.WithLabelValues("conflict")); n != 1 {
+		if n := counts(loser).commitsOf(Conflict); n != 1 {
 			t.Fatalf("round %d: loser counted %v conflicts, want 1", i, n)
 		}
 	}
@@ -163,7 +201,7 @@ func TestRenewExpireTakeover(t *testing.T) {
 	if e2 != e1+1 {
 		t.Fatalf("takeover epoch %d, want %d", e2, e1+1)
 	}
-	if n := testutil.ToFloat64(b.Metrics.Takeovers); n != 1 {
+	if n := counts(b).takeoversNow(); n != 1 {
 		t.Fatalf("takeovers = %v, want 1", n)
 	}
 	// a wakes up: its next tick sees the claim in b's name and drops it.
@@ -244,7 +282,7 @@ func TestFairShare(t *testing.T) {
 			seen[st] = m.Holder
 		}
 	}
-	if n := testutil.ToFloat64(ms[0].Metrics.Held); n != 2 {
+	if n := counts(ms[0]).heldNow(); n != 2 {
 		t.Fatalf("siglake_claim_streams_held = %v, want 2", n)
 	}
 }

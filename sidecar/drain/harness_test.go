@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -83,7 +84,7 @@ func newEnv(t *testing.T, mutate func(*testConfig)) *env {
 // newMetrics registers a drain's metrics on a registry of their own.
 func newMetrics() *Metrics {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, merge.NewMetrics(reg))
+	m := NewMetrics(reg, instrument.NewMergeMetrics(reg))
 	registries.Store(m, reg)
 	return m
 }

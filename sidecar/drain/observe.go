@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -55,12 +55,12 @@ type Metrics struct {
 	// and did not commit (CheckUncleanStop at start): orphans for gc.
 	InterruptedFiles prometheus.Gauge
 	// Merge counts the files the drain writes (skipped footer indexes); shared with the rewrites.
-	Merge *merge.Metrics
+	Merge *instrument.MergeMetrics
 }
 
 // NewMetrics registers the drain's metrics on reg. catalogUp and mergeMetrics belong to the
 // process and are shared.
-func NewMetrics(reg prometheus.Registerer, mergeMetrics *merge.Metrics) *Metrics {
+func NewMetrics(reg prometheus.Registerer, mergeMetrics *instrument.MergeMetrics) *Metrics {
 	m := &Metrics{
 		SealedSegments: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_wal_sealed_segments", Help: "Sealed WAL segments waiting to be drained."}),
@@ -221,7 +221,7 @@ func (d *Drain) observe(out BatchOutcome) {
 	log.Info("drained batch", zap.Int64("snapshot_id", res.SnapshotID), zap.String("outcome", string(res.Outcome)),
 		zap.Int("segments", out.Segments), zap.Int64("rows", out.Rows), zap.Int("files", out.Files),
 		zap.Int64("bytes", out.Bytes), zap.Stringer("mark", out.Mark), zap.Duration("took", out.Took),
-		lake.CostField(out.Cost))
+		instrument.CostField(out.Cost))
 }
 
 // nopPublisher publishes nothing (a drain without a process around it: tools, benchmarks).

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -13,7 +14,7 @@ import (
 type Rollup struct {
 	Spec Spec
 	Cut  plan.FoldCutoffs
-	Fold merge.Fold
+	Fold folding.Fold
 }
 
 // RollupOf reads t's specification and returns its folding at now: nil for a table without one,

@@ -1,7 +1,7 @@
 // Package fold is aggregate folding's table side (docs/folding.md): the fold specification a
 // rollup table keeps in its properties, its validation against the table's schema, and the
-// merge.Fold a rewrite of the table runs with at an instant. Folding itself is a stream transform
-// of the merge paths (merge.Fold); which files fold when is the planner's (plan.PlanFold).
+// folding.Fold a rewrite of the table runs with at an instant. Folding itself is a stream transform
+// of the merge paths (folding.Fold); which files fold when is the planner's (plan.PlanFold).
 package fold
 
 import (
@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -122,7 +122,7 @@ func (s Spec) validate(sc *iceberg.Schema) error {
 	if err != nil {
 		return fmt.Errorf("the table schema: %w", err)
 	}
-	return merge.CheckFold(f, asc, lake.TimestampColumn)
+	return folding.CheckFold(f, asc, lake.TimestampColumn)
 }
 
 // tier is a parsed tier.
@@ -174,24 +174,24 @@ func (s Spec) Cutoffs(now time.Time) ([]int64, error) {
 
 // MergeFold is the fold a rewrite of the table runs with at now; maxGroups is its group budget
 // (SIGLAKE_FOLD_MAX_GROUPS, 0 = merge's default).
-func (s Spec) MergeFold(now time.Time, maxGroups int) (merge.Fold, error) {
+func (s Spec) MergeFold(now time.Time, maxGroups int) (folding.Fold, error) {
 	f, err := s.mergeFold(now)
 	f.MaxGroups = maxGroups
 	return f, err
 }
 
-func (s Spec) mergeFold(now time.Time) (merge.Fold, error) {
+func (s Spec) mergeFold(now time.Time) (folding.Fold, error) {
 	base, ts, err := s.parse()
 	if err != nil {
-		return merge.Fold{}, err
+		return folding.Fold{}, err
 	}
-	f := merge.Fold{Keys: append([]string(nil), s.Keys...), Bucket: base.Microseconds()}
+	f := folding.Fold{Keys: append([]string(nil), s.Keys...), Bucket: base.Microseconds()}
 	for _, a := range s.Aggregates {
-		f.Aggregates = append(f.Aggregates, merge.Aggregate{Column: a.Column, Func: merge.AggFunc(a.Func)})
+		f.Aggregates = append(f.Aggregates, folding.Aggregate{Column: a.Column, Func: folding.AggFunc(a.Func)})
 	}
 	// merge wants the oldest cutoff first.
 	for i := len(ts) - 1; i >= 0; i-- {
-		f.Tiers = append(f.Tiers, merge.FoldTier{Before: cutoff(now, ts[i]), Bucket: ts[i].bucket.Microseconds()})
+		f.Tiers = append(f.Tiers, folding.FoldTier{Before: cutoff(now, ts[i]), Bucket: ts[i].bucket.Microseconds()})
 	}
 	return f, nil
 }

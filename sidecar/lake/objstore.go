@@ -28,9 +28,6 @@ import (
 	icebergs3 "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/utils"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // Op is a kind of object-store request, as a store bills them.
@@ -87,30 +84,6 @@ func (c Cost) Total() OpCost {
 		t.BytesWritten += v.BytesWritten
 	}
 	return t
-}
-
-// MarshalLogObject logs a cost as requests per kind plus totals, e.g. zap.Object("cost", c).
-func (c Cost) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	t := c.Total()
-	enc.AddInt64("requests", t.Requests)
-	enc.AddInt64("errors", t.Errors)
-	enc.AddInt64("bytes_read", t.BytesRead)
-	enc.AddInt64("bytes_written", t.BytesWritten)
-	for _, op := range Ops {
-		if v, ok := c[op]; ok && v.Requests > 0 {
-			enc.AddInt64(string(op), v.Requests)
-		}
-	}
-	return nil
-}
-
-// CostField is c as the log field "objstore", or nothing when no request was made (a local
-// warehouse).
-func CostField(c Cost) zap.Field {
-	if c.Total().Requests == 0 {
-		return zap.Skip()
-	}
-	return zap.Object("objstore", c)
 }
 
 // ObjectStoreCost returns the process's object-store usage so far for requests under table's
@@ -433,64 +406,28 @@ func init() {
 	icebergio.Register("s3", countingS3Factory)
 }
 
-// ObjectStoreCollector exports the accounting as Prometheus metrics (register it once per registry).
-func ObjectStoreCollector() prometheus.Collector { return objStoreCollector{} }
-
-var (
-	descRequests = prometheus.NewDesc("siglake_objstore_requests_total",
-		"Object-store requests by kind (get, ranged_get, head, put, multipart, list, delete, other) and table; SDK retries count.",
-		[]string{"op", "table"}, nil)
-	descErrors = prometheus.NewDesc("siglake_objstore_request_errors_total",
-		"Object-store requests that failed, by kind, table and class (network, 4xx, 5xx).",
-		[]string{"op", "table", "class"}, nil)
-	descRead = prometheus.NewDesc("siglake_objstore_read_bytes_total",
-		"Response body bytes read from the object store, by kind and table.", []string{"op", "table"}, nil)
-	descWritten = prometheus.NewDesc("siglake_objstore_written_bytes_total",
-		"Request body bytes sent to the object store, by kind and table.", []string{"op", "table"}, nil)
-)
-
-type objStoreCollector struct{}
-
-func (objStoreCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descRequests
-	ch <- descErrors
-	ch <- descRead
-	ch <- descWritten
+// ObjectStoreCount is one (table, kind) counter of the accounting: what sidecar/instrument
+// exports as the siglake_objstore_* metrics (lake itself imports no metrics library).
+type ObjectStoreCount struct {
+	Table string // "" for requests outside any table directory
+	Op    Op
+	// Requests, BytesRead and BytesWritten as in OpCost; the errors by class.
+	Requests, BytesRead, BytesWritten int64
+	ErrNetwork, Err4xx, Err5xx        int64
 }
 
-func (objStoreCollector) Collect(ch chan<- prometheus.Metric) {
+// ObjectStoreCounts returns every counter of the process so far, sorted by table, then kind.
+func ObjectStoreCounts() []ObjectStoreCount {
 	accounting.mu.RLock()
-	keys := make([]key, 0, len(accounting.m))
-	ctrs := make([]*opCounters, 0, len(accounting.m))
+	out := make([]ObjectStoreCount, 0, len(accounting.m))
 	for k, c := range accounting.m {
-		keys = append(keys, k)
-		ctrs = append(ctrs, c)
+		out = append(out, ObjectStoreCount{Table: k.table, Op: k.op, Requests: c.requests.Load(),
+			BytesRead: c.bytesRead.Load(), BytesWritten: c.bytesWritten.Load(),
+			ErrNetwork: c.errNetwork.Load(), Err4xx: c.err4xx.Load(), Err5xx: c.err5xx.Load()})
 	}
 	accounting.mu.RUnlock()
-	idx := make([]int, len(keys))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool {
-		ka, kb := keys[idx[a]], keys[idx[b]]
-		return ka.table < kb.table || ka.table == kb.table && ka.op < kb.op
+	sort.Slice(out, func(a, b int) bool {
+		return out[a].Table < out[b].Table || out[a].Table == out[b].Table && out[a].Op < out[b].Op
 	})
-	counter := func(d *prometheus.Desc, v int64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	for _, i := range idx {
-		k, c := keys[i], ctrs[i]
-		op := string(k.op)
-		counter(descRequests, c.requests.Load(), op, k.table)
-		counter(descRead, c.bytesRead.Load(), op, k.table)
-		counter(descWritten, c.bytesWritten.Load(), op, k.table)
-		for _, e := range []struct {
-			class string
-			v     int64
-		}{{"network", c.errNetwork.Load()}, {"4xx", c.err4xx.Load()}, {"5xx", c.err5xx.Load()}} {
-			if e.v > 0 {
-				counter(descErrors, e.v, op, k.table, e.class)
-			}
-		}
-	}
+	return out
 }

@@ -115,7 +115,7 @@ type Config struct {
 	// Metadata is the search metadata a rewrite's output carries.
 	Metadata lake.MetadataFunc
 	// FoldMaxGroups (SIGLAKE_FOLD_MAX_GROUPS) and FoldMinFiles (SIGLAKE_FOLD_MIN_FILES) bound
-	// the folding of rollup tables (merge.Fold.MaxGroups, plan.FoldInput.MinFiles).
+	// the folding of rollup tables (folding.Fold.MaxGroups, plan.FoldInput.MinFiles).
 	FoldMaxGroups int
 	FoldMinFiles  int
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/fold"
+	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -119,7 +120,7 @@ var registries sync.Map // *Metrics -> *prometheus.Registry
 
 func newTestMetrics() *Metrics {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, rewrite.NewMetrics(reg), merge.NewMetrics(reg), puffinidx.NewMetrics(reg), deletes.NewMetrics(reg), retention.NewMetrics(reg))
+	m := NewMetrics(reg, rewrite.NewMetrics(reg), instrument.NewMergeMetrics(reg), puffinidx.NewMetrics(reg), deletes.NewMetrics(reg), retention.NewMetrics(reg))
 	m.Fold = fold.NewMetrics(reg)
 	registries.Store(m, reg)
 	return m

@@ -5,9 +5,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/fold"
+	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -109,7 +109,7 @@ type Metrics struct {
 	LastSuccess *prometheus.GaugeVec
 
 	Rewrite   *rewrite.Metrics
-	Merge     *merge.Metrics
+	Merge     *instrument.MergeMetrics
 	Rebuild   *puffinidx.Metrics
 	Deletes   *deletes.Metrics
 	Retention *retention.Metrics
@@ -118,7 +118,7 @@ type Metrics struct {
 }
 
 // NewMetrics registers the maintenance loop's own metrics on reg and takes the shared ones.
-func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *merge.Metrics, rb *puffinidx.Metrics, dm *deletes.Metrics, rm *retention.Metrics) *Metrics {
+func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *instrument.MergeMetrics, rb *puffinidx.Metrics, dm *deletes.Metrics, rm *retention.Metrics) *Metrics {
 	m := &Metrics{Rewrite: rw, Merge: mm, Rebuild: rb, Deletes: dm, Retention: rm,
 		OverlapDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_table_overlap_depth", Help: "Largest number of live file time ranges of one partition that contain the same instant (from the last metadata walk)."}, []string{"table"}),

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/instrument"
 )
 
 // Outcomes are the outcome label values of siglake_compactor_rewrites_total.
@@ -97,7 +97,7 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 			zap.Int("outputs", len(out.Merge.Outputs)), zap.Strings("output_files", names),
 			zap.Int64("bytes_read", out.Merge.BytesRead), zap.Int64("bytes_written", out.Merge.BytesWritten),
 			zap.Int("generation", job.Generation), zap.String("reason", job.Reason), zap.Duration("took", out.Took),
-			lake.CostField(out.Cost))
+			instrument.CostField(out.Cost))
 	case Conflict:
 		log.Info("rewrite lost to a concurrent change; outputs removed", zap.Error(out.Err))
 	case Failed:

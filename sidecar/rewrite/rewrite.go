@@ -17,6 +17,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/folding"
+	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
@@ -47,7 +49,7 @@ type Job struct {
 	DeleteTask bool
 	// Fold folds the rows of a rollup table (merge.RewriteOptions.Fold); FoldTier is the tier
 	// every output row reaches, recorded in the outputs' names (merge.FoldedFileName).
-	Fold     *merge.Fold
+	Fold     *folding.Fold
 	FoldTier int
 	// Props adds snapshot summary properties once the merge is known (nil: none beyond kind, merge
 	// path and input count, which every rewrite records).
@@ -144,7 +146,7 @@ type Executor struct {
 	// SpliceUnverified skips the splice's page checks (merge.RewriteOptions).
 	SpliceUnverified bool
 	// MergeMetrics counts merges by path; nil counts nothing.
-	MergeMetrics *merge.Metrics
+	MergeMetrics *instrument.MergeMetrics
 	Now          func() time.Time
 	// AfterCommit, when set, runs after each committed rewrite with its outputs (the Puffin index
 	// rebuild); it cannot fail the rewrite.
@@ -236,10 +238,13 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, newPath,
 		merge.RewriteOptions{
 			WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: job.TargetFileBytes, SplitSparse: job.SplitSparse, LatePath: latePath, Metadata: job.Metadata},
-			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, SpliceMinRows: e.SpliceMinRows, SpliceUnverified: e.SpliceUnverified, Metrics: e.MergeMetrics,
+			MemoryBudget:  e.MemoryBudget, ChunkRows: e.ChunkRows, MaxFanIn: e.MaxFanIn, SpliceMinRows: e.SpliceMinRows, SpliceUnverified: e.SpliceUnverified,
 			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter, Fold: job.Fold,
 		})
 	release()
+	if err == nil {
+		e.MergeMetrics.Rewrite(res) // a completed merge counts whatever its commit does
+	}
 	if err != nil {
 		// merge.Rewrite removes what it wrote before it failed.
 		return Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}, wfs

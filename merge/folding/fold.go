@@ -1,4 +1,4 @@
-package merge
+package folding
 
 import (
 	"encoding/binary"
@@ -67,13 +67,15 @@ type FoldStats struct {
 	PartialFlushes int64
 }
 
-// FoldableKeyType says whether a fold may key on a column of type t (the types delete
-// predicates test, so deletion requests work on a rollup's keys).
+// FoldableKeyType says whether a fold may key on a column of type t: the types delete
+// predicates test (merge.FilterableType; TestFoldKeysAreFilterable keeps the two in step), so
+// deletion requests work on a rollup's keys.
 func FoldableKeyType(t arrow.DataType) error {
-	if err := FilterableType(t); err != nil {
-		return fmt.Errorf("type %s is not accepted as a fold key: keys are string, integer or boolean columns", t)
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.BOOL:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("type %s is not accepted as a fold key: keys are string, integer or boolean columns", t)
 }
 
 // FoldableAggregateType says whether column type t can fold with f. Sums and counts need a
@@ -102,8 +104,8 @@ func FoldableAggregateType(t arrow.DataType, f AggFunc) error {
 	return fmt.Errorf("function %q: accepted: sum, min, max, count", f)
 }
 
-// compiledFold is a Fold bound to a schema.
-type compiledFold struct {
+// Compiled is a Fold bound to a schema (Compile).
+type Compiled struct {
 	f     Fold
 	ts    int
 	keys  []int     // schema indices
@@ -111,9 +113,9 @@ type compiledFold struct {
 	funcs []AggFunc // per aggs
 }
 
-// compileFold binds f to sc: every column of sc is the timestamp, a key or aggregated, once.
-func compileFold(f Fold, sc *arrow.Schema, tsName string) (*compiledFold, error) {
-	c := &compiledFold{f: f}
+// Compile binds f to sc: every column of sc is the timestamp, a key or aggregated, once.
+func Compile(f Fold, sc *arrow.Schema, tsName string) (*Compiled, error) {
+	c := &Compiled{f: f}
 	if f.Bucket <= 0 || (24*3600*1_000_000)%f.Bucket != 0 {
 		return nil, fmt.Errorf("fold bucket %d us does not divide a day", f.Bucket)
 	}
@@ -180,7 +182,7 @@ func compileFold(f Fold, sc *arrow.Schema, tsName string) (*compiledFold, error)
 }
 
 // bucketStart is the start of the bucket of ts, after the tiers.
-func (c *compiledFold) bucketStart(ts int64) int64 {
+func (c *Compiled) bucketStart(ts int64) int64 {
 	b := c.f.Bucket
 	for _, t := range c.f.Tiers {
 		if ts < t.Before {
@@ -200,10 +202,10 @@ func floorTo(ts, b int64) int64 {
 	return s
 }
 
-// folder is the stream transform: it takes the merged stream's records in timestamp order and
+// Folder is the stream transform: it takes the merged stream's records in timestamp order and
 // writes folded records to out.
-type folder struct {
-	c      *compiledFold
+type Folder struct {
+	c      *Compiled
 	sc     *arrow.Schema
 	mem    memory.Allocator
 	out    func(arrow.RecordBatch) error
@@ -232,13 +234,15 @@ type accColumn struct {
 	valid []bool
 }
 
-func newFolder(c *compiledFold, sc *arrow.Schema, mem memory.Allocator, chunk int) *folder {
-	return &folder{c: c, sc: sc, mem: mem, chunk: max(chunk, 1), index: map[string]int{},
+// NewFolder starts folding records of schema sc; chunk bounds the rows of one output record.
+// Set its output with SetOut before the first Write.
+func NewFolder(c *Compiled, sc *arrow.Schema, mem memory.Allocator, chunk int) *Folder {
+	return &Folder{c: c, sc: sc, mem: mem, chunk: max(chunk, 1), index: map[string]int{},
 		keyVal: make([]keyColumn, len(c.keys)), acc: make([]accColumn, len(c.aggs))}
 }
 
 // write folds rec's rows into the open bucket, writing each bucket as the stream passes it.
-func (f *folder) write(rec arrow.RecordBatch) error {
+func (f *Folder) Write(rec arrow.RecordBatch) error {
 	tsCol, ok := rec.Column(f.c.ts).(*array.Timestamp)
 	if !ok {
 		return fmt.Errorf("fold: timestamp column is %s", rec.Column(f.c.ts).DataType())
@@ -251,7 +255,7 @@ func (f *folder) write(rec arrow.RecordBatch) error {
 			if b < f.bucket {
 				return fmt.Errorf("fold: stream not in timestamp order (bucket %d after %d)", b, f.bucket)
 			}
-			if err := f.flush(); err != nil {
+			if err := f.Flush(); err != nil {
 				return err
 			}
 		}
@@ -261,7 +265,7 @@ func (f *folder) write(rec arrow.RecordBatch) error {
 		if !ok {
 			if len(f.keyEnc) >= f.c.f.MaxGroups {
 				f.stats.PartialFlushes++
-				if err := f.flush(); err != nil {
+				if err := f.Flush(); err != nil {
 					return err
 				}
 				f.bucket, f.open = b, true
@@ -278,7 +282,7 @@ func (f *folder) write(rec arrow.RecordBatch) error {
 // encodeKey appends row i's key values to buf so that byte order is key order (column by
 // column; a null first, then the values in their order): the encoding both identifies a group
 // and sorts the bucket's rows for output.
-func (f *folder) encodeKey(rec arrow.RecordBatch, i int, buf []byte) []byte {
+func (f *Folder) encodeKey(rec arrow.RecordBatch, i int, buf []byte) []byte {
 	for _, k := range f.c.keys {
 		a := rec.Column(k)
 		if a.IsNull(i) {
@@ -319,7 +323,7 @@ func appendOrderedString(buf []byte, s string) []byte {
 	return append(buf, 0, 0)
 }
 
-func (f *folder) newGroup(rec arrow.RecordBatch, i int) int {
+func (f *Folder) newGroup(rec arrow.RecordBatch, i int) int {
 	g := len(f.keyEnc)
 	key := string(f.buf)
 	f.index[key] = g
@@ -354,7 +358,7 @@ func (f *folder) newGroup(rec arrow.RecordBatch, i int) int {
 
 // accumulate folds row i of rec into group g; nulls are left out (an all-null group stays null).
 // A long sum that would overflow fails the fold rather than wrap (promise 11).
-func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) error {
+func (f *Folder) accumulate(rec arrow.RecordBatch, i, g int) error {
 	for j, col := range f.c.aggs {
 		a := rec.Column(col)
 		if a.IsNull(i) {
@@ -398,7 +402,7 @@ func (f *folder) accumulate(rec arrow.RecordBatch, i, g int) error {
 
 // flush writes the open bucket's groups, in key order, at the bucket's start, and empties it. A
 // partial flush (MaxGroups) ends one sorted run: the bucket's later groups follow in another.
-func (f *folder) flush() error {
+func (f *Folder) Flush() error {
 	if !f.open || len(f.keyEnc) == 0 {
 		f.open = false
 		return nil
@@ -443,7 +447,7 @@ func (f *folder) flush() error {
 }
 
 // build makes one output record of groups gs.
-func (f *folder) build(gs []int) (arrow.RecordBatch, error) {
+func (f *Folder) build(gs []int) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, f.sc.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -558,33 +562,16 @@ func appendString(b array.Builder, s string) {
 	}
 }
 
-// endSink is a runSink with work to do once the merge order is complete (a fold's last bucket).
-type endSink struct {
-	runSink
-	end func() error
-}
-
-// folded wraps out in the rewrite's fold, if it has one: the records the assembler builds go
-// through the folder. end writes the last bucket; it is nil without a fold.
-func (o *RewriteOptions) folded(out func(arrow.RecordBatch) error, schema *arrow.Schema) (func(arrow.RecordBatch) error, func() error) {
-	if o.folder == nil {
-		return out, nil
-	}
-	o.folder.out = out
-	return o.folder.write, o.folder.flush
-}
-
-// withEnd gives rs the end step of a fold (none: rs itself).
-func withEnd(rs runSink, end func() error) runSink {
-	if end == nil {
-		return rs
-	}
-	return endSink{runSink: rs, end: end}
-}
-
 // CheckFold says whether f can fold tables of schema sc (timestamp column tsName): every column
 // is the timestamp, a key or aggregated, the types fit, the buckets divide a day.
 func CheckFold(f Fold, sc *arrow.Schema, tsName string) error {
-	_, err := compileFold(f, sc, tsName)
+	_, err := Compile(f, sc, tsName)
 	return err
 }
+
+// SetOut sets where the folded records go; out must not keep a record past its return without
+// retaining it.
+func (f *Folder) SetOut(out func(arrow.RecordBatch) error) { f.out = out }
+
+// Stats says what the fold did so far.
+func (f *Folder) Stats() FoldStats { return f.stats }

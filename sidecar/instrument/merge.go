@@ -1,19 +1,21 @@
-package merge
+package instrument
 
 import (
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/siglake/siglake/merge"
 )
 
 // pathLabel is a merge path as a metric label value: snake_case like every label value
 // (k_way, in_memory, page_bounded, splice); logs and /debug/status keep the path's own name.
-func pathLabel(p PathKind) string { return strings.ReplaceAll(string(p), "-", "_") }
+func pathLabel(p merge.PathKind) string { return strings.ReplaceAll(string(p), "-", "_") }
 
-// Metrics are the merge engine's Prometheus collectors. A nil *Metrics is
-// valid and records nothing.
-type Metrics struct {
+// MergeMetrics are the merge engine's Prometheus collectors, fed from the results merge returns.
+// A nil *MergeMetrics is valid and records nothing.
+type MergeMetrics struct {
 	Rewrites     *prometheus.CounterVec
 	InputBytes   *prometheus.CounterVec
 	OutputBytes  *prometheus.CounterVec
@@ -22,9 +24,9 @@ type Metrics struct {
 	SplicedBytes prometheus.Counter
 }
 
-// NewMetrics creates the collectors and registers them with reg (if not nil).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+// NewMergeMetrics creates the collectors and registers them with reg (if not nil).
+func NewMergeMetrics(reg prometheus.Registerer) *MergeMetrics {
+	m := &MergeMetrics{
 		Rewrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_merge_rewrites_total",
 			Help: "Completed merge rewrites, by merge path.",
@@ -56,7 +58,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Rewrites, m.InputBytes, m.OutputBytes, m.Duration, m.IndexSkipped, m.SplicedBytes)
 	}
-	for _, p := range []PathKind{PathInMemory, PathKWay, PathPageBounded, PathSplice} { // at 0 from the start
+	for _, p := range []merge.PathKind{merge.PathInMemory, merge.PathKWay, merge.PathPageBounded, merge.PathSplice} { // at 0 from the start
 		l := pathLabel(p)
 		m.Rewrites.WithLabelValues(l)
 		m.InputBytes.WithLabelValues(l)
@@ -66,7 +68,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observe(res RewriteResult, seconds float64) {
+// Rewrite records one completed merge.Rewrite (the caller records only successful ones: a failed
+// merge counts in the rewrite's own failure metrics).
+func (m *MergeMetrics) Rewrite(res merge.RewriteResult) {
 	if m == nil {
 		return
 	}
@@ -74,14 +78,14 @@ func (m *Metrics) observe(res RewriteResult, seconds float64) {
 	m.Rewrites.WithLabelValues(p).Inc()
 	m.InputBytes.WithLabelValues(p).Add(float64(res.BytesRead))
 	m.OutputBytes.WithLabelValues(p).Add(float64(res.BytesWritten))
-	m.Duration.WithLabelValues(p).Observe(seconds)
+	m.Duration.WithLabelValues(p).Observe(res.Took.Seconds())
 	m.SplicedBytes.Add(float64(res.SplicedBytes))
 	m.CountSkipped(res.Outputs)
 }
 
 // CountSkipped counts the inverted indexes outputs left out of their footers
 // (the drain calls it for WriteSorted's outputs).
-func (m *Metrics) CountSkipped(outs []Output) {
+func (m *MergeMetrics) CountSkipped(outs []merge.Output) {
 	if m == nil {
 		return
 	}

@@ -1,0 +1,239 @@
+package folding
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+const (
+	usMinute = int64(60e6)
+	usHour   = 60 * usMinute
+	usDay    = 24 * usHour
+)
+
+// The rollup table below is also in merge's fold tests, which fold through the merge paths.
+
+// rollupSchema is a per-minute rollup: keys service, severity (nullable) and code; a count, a
+// byte sum and latency extremes.
+var rollupSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	{Name: "service", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "severity", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "code", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "events", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "bytes", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "latency_min", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "latency_max", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+}, nil)
+
+var rollupFold = Fold{
+	Keys:   []string{"service", "severity", "code"},
+	Bucket: usMinute,
+	Aggregates: []Aggregate{{"events", AggCount}, {"bytes", AggSum},
+		{"latency_min", AggMin}, {"latency_max", AggMax}},
+}
+
+// rollupRow is one row of rollupSchema; nil pointers are nulls.
+type rollupRow struct {
+	ts                     int64
+	service, severity      *string
+	code                   *int32
+	events, bytes          *int64
+	latencyMin, latencyMax *float64
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// randRollup makes n rows from base on, sorted by time, as one pod's partial counts.
+func rollupRecord(rows []rollupRow) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, rollupSchema)
+	defer b.Release()
+	for _, row := range rows {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(row.ts))
+		appendOpt(b.Field(1), row.service, func(v string) { b.Field(1).(*array.StringBuilder).Append(v) })
+		appendOpt(b.Field(2), row.severity, func(v string) { b.Field(2).(*array.StringBuilder).Append(v) })
+		appendOpt(b.Field(3), row.code, func(v int32) { b.Field(3).(*array.Int32Builder).Append(v) })
+		appendOpt(b.Field(4), row.events, func(v int64) { b.Field(4).(*array.Int64Builder).Append(v) })
+		appendOpt(b.Field(5), row.bytes, func(v int64) { b.Field(5).(*array.Int64Builder).Append(v) })
+		appendOpt(b.Field(6), row.latencyMin, func(v float64) { b.Field(6).(*array.Float64Builder).Append(v) })
+		appendOpt(b.Field(7), row.latencyMax, func(v float64) { b.Field(7).(*array.Float64Builder).Append(v) })
+	}
+	return b.NewRecordBatch()
+}
+
+func appendOpt[T any](b array.Builder, v *T, app func(T)) {
+	if v == nil {
+		b.AppendNull()
+		return
+	}
+	app(*v)
+}
+
+// TestFoldRefusesBadSpecs names the column at fault.
+func TestFoldRefusesBadSpecs(t *testing.T) {
+	cases := []struct {
+		f    func(*Fold)
+		want string
+	}{
+		{func(f *Fold) { f.Aggregates = f.Aggregates[:3] }, `column "latency_max" is neither`},
+		{func(f *Fold) { f.Keys = append(f.Keys, "events") }, `fold column "events": both key and aggregated`},
+		{func(f *Fold) { f.Keys = []string{"service", "severity", "code", "nope"} }, `column "nope": the table has no such column`},
+		{func(f *Fold) { f.Aggregates[0].Func = "count_distinct" }, `accepted: sum, min, max, count`},
+		{func(f *Fold) { f.Aggregates[2].Func = AggCount }, `"latency_min": type float64 does not hold a count`},
+		{func(f *Fold) { f.Bucket = 7 * usMinute }, "does not divide a day"},
+		{func(f *Fold) { f.Bucket, f.Tiers = 2*usMinute, []FoldTier{{Before: 1, Bucket: 45 * usMinute}} }, "not a multiple"},
+	}
+	for _, c := range cases {
+		f := rollupFold
+		f.Aggregates = slices.Clone(f.Aggregates)
+		f.Keys = slices.Clone(f.Keys)
+		c.f(&f)
+		_, err := Compile(f, rollupSchema, "timestamp")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("got %v, want an error with %q", err, c.want)
+		}
+	}
+	if _, err := Compile(rollupFold, rollupSchema, "timestamp"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFoldRefusesNarrowSums: a sum or count on an integer column narrower than a long would
+// wrap, so the specification is refused naming the column and that long is accepted; min and
+// max on them are kept (they never leave the column's range).
+func TestFoldRefusesNarrowSums(t *testing.T) {
+	for _, typ := range []arrow.DataType{arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32} {
+		sc := arrow.NewSchema([]arrow.Field{
+			{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+			{Name: "service", Type: arrow.BinaryTypes.String},
+			{Name: "n", Type: typ, Nullable: true},
+		}, nil)
+		for _, fn := range []AggFunc{AggSum, AggCount} {
+			f := Fold{Keys: []string{"service"}, Bucket: usMinute, Aggregates: []Aggregate{{"n", fn}}}
+			err := CheckFold(f, sc, "timestamp")
+			if err == nil || !strings.Contains(err.Error(), `"n"`) || !strings.Contains(err.Error(), "long") {
+				t.Fatalf("%s of %s: got %v, want a refusal naming the column and long", fn, typ, err)
+			}
+		}
+		for _, fn := range []AggFunc{AggMin, AggMax} {
+			f := Fold{Keys: []string{"service"}, Bucket: usMinute, Aggregates: []Aggregate{{"n", fn}}}
+			if err := CheckFold(f, sc, "timestamp"); err != nil {
+				t.Fatalf("%s of %s: %v", fn, typ, err)
+			}
+		}
+	}
+}
+
+// TestFoldSumOverflowFails: a long sum past the long range fails the fold instead of wrapping.
+func TestFoldSumOverflowFails(t *testing.T) {
+	c, err := Compile(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo := NewFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.SetOut(func(rec arrow.RecordBatch) error { return nil })
+	row := rollupRow{ts: 5 * usMinute, service: ptr("api"), bytes: ptr(int64(math.MaxInt64 - 10))}
+	small := row
+	small.ts, small.bytes = row.ts+1, ptr(int64(11))
+	rec := rollupRecord([]rollupRow{row, small})
+	defer rec.Release()
+	err = fo.Write(rec)
+	if err == nil || !strings.Contains(err.Error(), `"bytes" overflows`) {
+		t.Fatalf("got %v, want an overflow error for bytes", err)
+	}
+}
+
+// poisonAllocator overwrites every buffer it frees, as an allocator that reuses memory would.
+type poisonAllocator struct{ memory.GoAllocator }
+
+func (a *poisonAllocator) Free(b []byte) {
+	for i := range b {
+		b[i] = 'X'
+	}
+}
+
+func (a *poisonAllocator) Reallocate(size int, b []byte) []byte {
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+// TestFoldKeysOutliveInput: a group's string keys are copies, not views into the input
+// record's buffers, which are released before the bucket is written.
+func TestFoldKeysOutliveInput(t *testing.T) {
+	c, err := Compile(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	fo := NewFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.SetOut(func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			got = append(got, rec.Column(1).(*array.String).Value(i)+"/"+rec.Column(2).(*array.String).Value(i))
+		}
+		return nil
+	})
+	b := array.NewRecordBuilder(&poisonAllocator{}, rollupSchema)
+	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(5 * usMinute))
+	b.Field(1).(*array.StringBuilder).Append("billing")
+	b.Field(2).(*array.StringBuilder).Append("warn")
+	for f := 3; f < 8; f++ {
+		b.Field(f).AppendNull()
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	if err := fo.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release() // the input's buffers are freed (and overwritten) before the bucket is written
+	if err := fo.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "billing/warn" {
+		t.Fatalf("folded keys %q, want billing/warn", got)
+	}
+}
+
+// TestFoldBucketInKeyOrder: a bucket's folded rows come out in key order (nulls first), not in
+// the order of an encoding that sorts shorter strings first.
+func TestFoldBucketInKeyOrder(t *testing.T) {
+	c, err := Compile(rollupFold, rollupSchema, "timestamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	fo := NewFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
+	fo.SetOut(func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			got = append(got, rec.Column(1).ValueStr(i)+"|"+rec.Column(2).ValueStr(i)+"|"+rec.Column(3).ValueStr(i))
+		}
+		return nil
+	})
+	var rows []rollupRow
+	for _, k := range []struct {
+		svc, sev *string
+		code     int32
+	}{{ptr("b"), ptr("x"), 2}, {ptr("aa"), ptr("x"), 2}, {ptr("a\x00"), ptr("x"), 2}, {ptr("a"), ptr("x"), 2},
+		{ptr("a"), nil, 2}, {ptr("a"), ptr("x"), -1}, {nil, ptr("x"), 2}, {ptr("b"), ptr("x"), 2}} {
+		rows = append(rows, rollupRow{ts: 5*usMinute + int64(len(rows)), service: k.svc, severity: k.sev, code: ptr(k.code)})
+	}
+	rec := rollupRecord(rows)
+	defer rec.Release()
+	if err := fo.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fo.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"(null)|x|2", "a|(null)|2", "a|x|-1", "a|x|2", "a\x00|x|2", "aa|x|2", "b|x|2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("bucket rows %q, want %q", got, want)
+	}
+}
