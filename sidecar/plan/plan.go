@@ -541,7 +541,22 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	starved := map[Level]bool{}
 	taken := map[string]bool{}
 	deferred := map[string]bool{} // files of the bins in p.Deferred
+	// A candidate's bins are of its partition and pairwise disjoint, so a deferred bin's files
+	// matter only to later candidates of the same partition: they enter deferred then. Over the
+	// legacy pass, one candidate per partition, deferring most files, no file enters it.
+	pending := map[string][]int{} // partition: indices in p.Deferred not yet in deferred
+	deferBin := func(c candidate, bin Bin) {
+		bin.Score = c.score
+		pending[c.partition] = append(pending[c.partition], len(p.Deferred))
+		p.Deferred = append(p.Deferred, bin)
+	}
 	for _, c := range cands {
+		for _, i := range pending[c.partition] {
+			for _, f := range p.Deferred[i].Files {
+				deferred[f.Path] = true
+			}
+		}
+		delete(pending, c.partition)
 		bins := c.build(taken)
 		if len(bins) == 0 {
 			// Quiet when an earlier bin of this pass took the partition's
@@ -557,22 +572,14 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 				b.timeRefused = append(b.timeRefused, bin)
 				refused++
 				if !anyTaken(bin.Files, deferred) {
-					for _, f := range bin.Files {
-						deferred[f.Path] = true
-					}
-					bin.Score = c.score
-					p.Deferred = append(p.Deferred, bin)
+					deferBin(c, bin)
 				}
 				continue
 			}
 			if !b.fits(bin) || anyTaken(bin.Files, taken) {
 				refused++
 				if !anyTaken(bin.Files, taken) && !anyTaken(bin.Files, deferred) {
-					for _, f := range bin.Files {
-						deferred[f.Path] = true
-					}
-					bin.Score = c.score
-					p.Deferred = append(p.Deferred, bin)
+					deferBin(c, bin)
 				}
 				continue
 			}
@@ -591,7 +598,12 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	}
 	p.takePastTime(b, taken)
 	// A later, smaller bin may have taken files of a deferred one: that work is being done.
-	p.Deferred = slices.DeleteFunc(p.Deferred, func(d Bin) bool { return anyTaken(d.Files, taken) })
+	// Only bins of a partition some bin took files of can share one.
+	takenParts := map[string]bool{}
+	for _, b := range p.Bins {
+		takenParts[b.Partition] = true
+	}
+	p.Deferred = slices.DeleteFunc(p.Deferred, func(d Bin) bool { return takenParts[d.Partition] && anyTaken(d.Files, taken) })
 	return starved
 }
 
