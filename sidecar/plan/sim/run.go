@@ -108,6 +108,12 @@ type partState struct {
 	depth   int
 	settled int
 	newest  int64 // largest MaxTime of its files
+	levels  [plan.NumLevels]int
+	// list is the partition's files in time order for the planner's input,
+	// rebuilt only when listDirty: between passes most partitions do not
+	// change, and the planner's sorts run in linear time on sorted runs.
+	list      []plan.File
+	listDirty bool
 }
 
 type world struct {
@@ -271,16 +277,39 @@ func (w *world) add(part int64, gen int, late bool, ps []piece) *simFile {
 		w.parts[f.Partition] = pt
 	}
 	pt.files[f.Path] = f
-	pt.dirty = true
+	pt.dirty, pt.listDirty = true, true
 	return f
 }
 
-// live returns the live files in map order: the planner's passes do not
-// depend on the order of its input (a property test holds it to that).
+// live returns the live files, partition by partition (in key order), each
+// partition's in time order: the planner's passes do not depend on the order
+// of its input (a property test holds it to that), but grouped and sorted
+// runs make its grouping and sorts cheap over the legacy strategy's many files.
 func (w *world) live() []plan.File {
+	keys := make([]string, 0, len(w.parts))
+	for k, pt := range w.parts {
+		if pt.listDirty {
+			pt.list = pt.list[:0]
+			for _, f := range pt.files {
+				pt.list = append(pt.list, f.File)
+			}
+			slices.SortFunc(pt.list, func(a, b plan.File) int {
+				if c := cmp.Compare(a.MinTime, b.MinTime); c != 0 {
+					return c
+				}
+				if c := cmp.Compare(a.MaxTime, b.MaxTime); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.Path, b.Path)
+			})
+			pt.listDirty = false
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	out := make([]plan.File, 0, len(w.files))
-	for _, f := range w.files {
-		out = append(out, f.File)
+	for _, k := range keys {
+		out = append(out, w.parts[k].list...)
 	}
 	return out
 }
@@ -357,7 +386,7 @@ func (w *world) apply(b plan.Bin) {
 		delete(w.files, f.Path)
 		if pt := w.parts[sf.Partition]; pt != nil {
 			delete(pt.files, f.Path)
-			pt.dirty = true
+			pt.dirty, pt.listDirty = true, true
 		}
 		part, _ = strconv.ParseInt(sf.Partition[1:], 10, 64)
 	}
@@ -595,8 +624,10 @@ func (w *world) sample(now int64) {
 		if pt.dirty || pt.newest >= cutoff-w.s.SampleEvery.Microseconds() {
 			fs, settled = fs[:0], settled[:0]
 			pt.newest = math.MinInt64
+			pt.levels = [plan.NumLevels]int{}
 			for _, f := range pt.files {
 				fs = append(fs, f.File)
+				pt.levels[w.cfg.LevelOf(f.SizeBytes)]++
 				pt.newest = max(pt.newest, f.MaxTime)
 				if f.MaxTime < cutoff {
 					settled = append(settled, f.File)
@@ -608,9 +639,9 @@ func (w *world) sample(now int64) {
 		}
 		s.Depth = max(s.Depth, pt.depth)
 		s.SettledDepth = max(s.SettledDepth, pt.settled)
-	}
-	for _, f := range w.files {
-		s.Levels[w.cfg.LevelOf(f.SizeBytes)]++
+		for l, n := range pt.levels {
+			s.Levels[l] += n
+		}
 	}
 	if len(w.queue) > 0 {
 		s.BacklogSeconds = float64(w.queue[len(w.queue)-1].done-now) / 1e6
