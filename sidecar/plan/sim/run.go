@@ -287,31 +287,36 @@ func (w *world) add(part int64, gen int, late bool, ps []piece) *simFile {
 // runs make its grouping and sorts cheap over the legacy strategy's many files.
 func (w *world) live() []plan.File {
 	keys := make([]string, 0, len(w.parts))
-	for k, pt := range w.parts {
-		if pt.listDirty {
-			pt.list = pt.list[:0]
-			for _, f := range pt.files {
-				pt.list = append(pt.list, f.File)
-			}
-			slices.SortFunc(pt.list, func(a, b plan.File) int {
-				if c := cmp.Compare(a.MinTime, b.MinTime); c != 0 {
-					return c
-				}
-				if c := cmp.Compare(a.MaxTime, b.MaxTime); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.Path, b.Path)
-			})
-			pt.listDirty = false
-		}
+	for k := range w.parts {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	out := make([]plan.File, 0, len(w.files))
 	for _, k := range keys {
-		out = append(out, w.parts[k].list...)
+		out = append(out, w.parts[k].sorted()...)
 	}
 	return out
+}
+
+// sorted returns the partition's files in time order (list).
+func (pt *partState) sorted() []plan.File {
+	if pt.listDirty {
+		pt.list = pt.list[:0]
+		for _, f := range pt.files {
+			pt.list = append(pt.list, f.File)
+		}
+		slices.SortFunc(pt.list, func(a, b plan.File) int {
+			if c := cmp.Compare(a.MinTime, b.MinTime); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.MaxTime, b.MaxTime); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Path, b.Path)
+		})
+		pt.listDirty = false
+	}
+	return pt.list
 }
 
 // spliceBytes is what the splice model copies of bin b: of each input, the
@@ -617,20 +622,20 @@ func compact(ps []piece) []piece {
 func (w *world) sample(now int64) {
 	s := Sample{At: time.Duration(now) * time.Microsecond, Files: len(w.files)}
 	cutoff := now - w.s.SettledAfter.Microseconds()
-	var fs, settled []plan.File
+	var settled []plan.File
 	for _, pt := range w.parts {
 		// A partition's settled set changes when its files change or when
 		// one of its files may have crossed the cutoff since last time.
 		if pt.dirty || pt.newest >= cutoff-w.s.SampleEvery.Microseconds() {
-			fs, settled = fs[:0], settled[:0]
+			settled = settled[:0]
 			pt.newest = math.MinInt64
 			pt.levels = [plan.NumLevels]int{}
-			for _, f := range pt.files {
-				fs = append(fs, f.File)
+			fs := pt.sorted() // time order: the depths' sorts run on sorted starts
+			for _, f := range fs {
 				pt.levels[w.cfg.LevelOf(f.SizeBytes)]++
 				pt.newest = max(pt.newest, f.MaxTime)
 				if f.MaxTime < cutoff {
-					settled = append(settled, f.File)
+					settled = append(settled, f)
 				}
 			}
 			pt.depth, _ = plan.Depth(fs)
