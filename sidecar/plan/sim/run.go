@@ -88,6 +88,7 @@ func (r Result) waByKind() string {
 type simFile struct {
 	plan.File
 	pieces []piece
+	dead   bool // rewritten away; its partition's sorted list drops it at its next rebuild
 }
 
 type pending struct {
@@ -112,7 +113,11 @@ type partState struct {
 	// list is the partition's files in time order for the planner's input,
 	// rebuilt only when listDirty: between passes most partitions do not
 	// change, and the planner's sorts run in linear time on sorted runs.
+	// order holds the same files; a rebuild drops the dead ones and merges
+	// in added, sorted, rather than sorting the partition again.
 	list      []plan.File
+	order     []*simFile
+	added     []*simFile
 	listDirty bool
 }
 
@@ -277,6 +282,7 @@ func (w *world) add(part int64, gen int, late bool, ps []piece) *simFile {
 		w.parts[f.Partition] = pt
 	}
 	pt.files[f.Path] = f
+	pt.added = append(pt.added, f)
 	pt.dirty, pt.listDirty = true, true
 	return f
 }
@@ -300,23 +306,43 @@ func (w *world) live() []plan.File {
 
 // sorted returns the partition's files in time order (list).
 func (pt *partState) sorted() []plan.File {
-	if pt.listDirty {
-		pt.list = pt.list[:0]
-		for _, f := range pt.files {
-			pt.list = append(pt.list, f.File)
-		}
-		slices.SortFunc(pt.list, func(a, b plan.File) int {
-			if c := cmp.Compare(a.MinTime, b.MinTime); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.MaxTime, b.MaxTime); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.Path, b.Path)
-		})
-		pt.listDirty = false
+	if !pt.listDirty {
+		return pt.list
 	}
+	dead := func(f *simFile) bool { return f.dead }
+	keep := slices.DeleteFunc(pt.order, dead)
+	added := slices.DeleteFunc(pt.added, dead)
+	slices.SortFunc(added, byTime)
+	merged := make([]*simFile, 0, len(keep)+len(added))
+	i, j := 0, 0
+	for i < len(keep) || j < len(added) {
+		if j == len(added) || (i < len(keep) && byTime(keep[i], added[j]) <= 0) {
+			merged = append(merged, keep[i])
+			i++
+		} else {
+			merged = append(merged, added[j])
+			j++
+		}
+	}
+	clear(pt.added[:cap(pt.added)]) // let rewritten files go
+	pt.order, pt.added = merged, pt.added[:0]
+	pt.list = pt.list[:0]
+	for _, f := range merged {
+		pt.list = append(pt.list, f.File)
+	}
+	pt.listDirty = false
 	return pt.list
+}
+
+// byTime orders files as the planner does: by (MinTime, MaxTime, Path).
+func byTime(a, b *simFile) int {
+	if c := cmp.Compare(a.MinTime, b.MinTime); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.MaxTime, b.MaxTime); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Path, b.Path)
 }
 
 // spliceBytes is what the splice model copies of bin b: of each input, the
@@ -389,6 +415,7 @@ func (w *world) apply(b plan.Bin) {
 		}
 		ins = append(ins, sf.pieces...)
 		delete(w.files, f.Path)
+		sf.dead = true
 		if pt := w.parts[sf.Partition]; pt != nil {
 			delete(pt.files, f.Path)
 			pt.dirty, pt.listDirty = true, true
