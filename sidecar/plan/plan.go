@@ -541,9 +541,10 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	starved := map[Level]bool{}
 	taken := map[string]bool{}
 	deferred := map[string]bool{} // files of the bins in p.Deferred
-	// A candidate's bins are of its partition (its files) and pairwise disjoint, so a deferred bin's files
-	// matter only to later candidates of the same partition: they enter deferred then. Over the
-	// legacy pass, one candidate per partition, deferring most files, no file enters it.
+	// A candidate's bins hold files of its partition only and are pairwise disjoint, so a
+	// deferred bin's files matter only to later candidates of the same partition: they enter
+	// deferred then. Over the legacy pass (one candidate per partition, most files deferred)
+	// no file enters it.
 	pending := map[string][]int{}           // partition: indices in p.Deferred not yet in deferred
 	takenIn := map[string]map[string]bool{} // partition: its files in taken
 	deferBin := func(c candidate, bin Bin) {
