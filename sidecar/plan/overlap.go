@@ -124,8 +124,15 @@ func sortByTime(fs []File) {
 
 func byPartition(files []File) map[string][]File {
 	out := make(map[string][]File)
-	for _, f := range files {
-		out[f.Partition] = append(out[f.Partition], f)
+	// Input usually comes grouped by partition: one map update per run of a
+	// partition's files, not two string hashes per file.
+	for i := 0; i < len(files); {
+		j := i + 1
+		for j < len(files) && files[j].Partition == files[i].Partition {
+			j++
+		}
+		out[files[i].Partition] = append(out[files[i].Partition], files[i:j]...)
+		i = j
 	}
 	return out
 }

@@ -541,8 +541,28 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	starved := map[Level]bool{}
 	taken := map[string]bool{}
 	deferred := map[string]bool{} // files of the bins in p.Deferred
+	// A candidate's bins hold files of its partition only and are pairwise disjoint, so a
+	// deferred bin's files matter only to later candidates of the same partition: they enter
+	// deferred then. Over the legacy pass (one candidate per partition, most files deferred)
+	// no file enters it.
+	pending := map[string][]int{}           // partition: indices in p.Deferred not yet in deferred
+	takenIn := map[string]map[string]bool{} // partition: its files in taken
+	deferBin := func(c candidate, bin Bin) {
+		bin.Score = c.score
+		pending[c.partition] = append(pending[c.partition], len(p.Deferred))
+		p.Deferred = append(p.Deferred, bin)
+	}
 	for _, c := range cands {
-		bins := c.build(taken)
+		for _, i := range pending[c.partition] {
+			for _, f := range p.Deferred[i].Files {
+				deferred[f.Path] = true
+			}
+		}
+		delete(pending, c.partition)
+		// The files taken in c's partition, all its bins and builds can hold: lookups in a
+		// small partition's set (or none) instead of the pass's.
+		t := takenIn[c.partition]
+		bins := c.build(t)
 		if len(bins) == 0 {
 			// Quiet when an earlier bin of this pass took the partition's
 			// files: the work is being done, under another kind.
@@ -553,32 +573,29 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 		}
 		refused := 0
 		for _, bin := range bins {
-			if b.overTime(p, bin, taken) {
+			if b.overTime(p, bin, t) {
 				b.timeRefused = append(b.timeRefused, bin)
 				refused++
 				if !anyTaken(bin.Files, deferred) {
-					for _, f := range bin.Files {
-						deferred[f.Path] = true
-					}
-					bin.Score = c.score
-					p.Deferred = append(p.Deferred, bin)
+					deferBin(c, bin)
 				}
 				continue
 			}
-			if !b.fits(bin) || anyTaken(bin.Files, taken) {
+			if !b.fits(bin) || anyTaken(bin.Files, t) {
 				refused++
-				if !anyTaken(bin.Files, taken) && !anyTaken(bin.Files, deferred) {
-					for _, f := range bin.Files {
-						deferred[f.Path] = true
-					}
-					bin.Score = c.score
-					p.Deferred = append(p.Deferred, bin)
+				if !anyTaken(bin.Files, t) && !anyTaken(bin.Files, deferred) {
+					deferBin(c, bin)
 				}
 				continue
 			}
 			b.take(bin)
+			if t == nil {
+				t = map[string]bool{}
+				takenIn[c.partition] = t
+			}
 			for _, f := range bin.Files {
 				taken[f.Path] = true
+				t[f.Path] = true
 			}
 			bin.Score = c.score
 			p.Bins = append(p.Bins, bin)
@@ -591,7 +608,11 @@ func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
 	}
 	p.takePastTime(b, taken)
 	// A later, smaller bin may have taken files of a deferred one: that work is being done.
-	p.Deferred = slices.DeleteFunc(p.Deferred, func(d Bin) bool { return anyTaken(d.Files, taken) })
+	// Only bins of a partition some bin took files of can share one (takePastTime's bin is
+	// in taken only).
+	p.Deferred = slices.DeleteFunc(p.Deferred, func(d Bin) bool {
+		return (takenIn[d.Partition] != nil || b.tookPast) && anyTaken(d.Files, taken)
+	})
 	return starved
 }
 

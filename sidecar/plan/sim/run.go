@@ -88,6 +88,7 @@ func (r Result) waByKind() string {
 type simFile struct {
 	plan.File
 	pieces []piece
+	dead   bool // rewritten away; its partition's sorted list drops it at its next rebuild
 }
 
 type pending struct {
@@ -108,6 +109,16 @@ type partState struct {
 	depth   int
 	settled int
 	newest  int64 // largest MaxTime of its files
+	levels  [plan.NumLevels]int
+	// list is the partition's files in time order for the planner's input,
+	// rebuilt only when listDirty: between passes most partitions do not
+	// change, and the planner's sorts run in linear time on sorted runs.
+	// order holds the same files; a rebuild drops the dead ones and merges
+	// in added, sorted, rather than sorting the partition again.
+	list      []plan.File
+	order     []*simFile
+	added     []*simFile
+	listDirty bool
 }
 
 type world struct {
@@ -271,18 +282,67 @@ func (w *world) add(part int64, gen int, late bool, ps []piece) *simFile {
 		w.parts[f.Partition] = pt
 	}
 	pt.files[f.Path] = f
-	pt.dirty = true
+	pt.added = append(pt.added, f)
+	pt.dirty, pt.listDirty = true, true
 	return f
 }
 
-// live returns the live files in map order: the planner's passes do not
-// depend on the order of its input (a property test holds it to that).
+// live returns the live files, partition by partition (in key order), each
+// partition's in time order: the planner's passes do not depend on the order
+// of its input (a property test holds it to that), but grouped and sorted
+// runs make its grouping and sorts cheap over the legacy strategy's many files.
 func (w *world) live() []plan.File {
+	keys := make([]string, 0, len(w.parts))
+	for k := range w.parts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	out := make([]plan.File, 0, len(w.files))
-	for _, f := range w.files {
-		out = append(out, f.File)
+	for _, k := range keys {
+		out = append(out, w.parts[k].sorted()...)
 	}
 	return out
+}
+
+// sorted returns the partition's files in time order (list).
+func (pt *partState) sorted() []plan.File {
+	if !pt.listDirty {
+		return pt.list
+	}
+	dead := func(f *simFile) bool { return f.dead }
+	keep := slices.DeleteFunc(pt.order, dead)
+	added := slices.DeleteFunc(pt.added, dead)
+	slices.SortFunc(added, byTime)
+	merged := make([]*simFile, 0, len(keep)+len(added))
+	i, j := 0, 0
+	for i < len(keep) || j < len(added) {
+		if j == len(added) || (i < len(keep) && byTime(keep[i], added[j]) <= 0) {
+			merged = append(merged, keep[i])
+			i++
+		} else {
+			merged = append(merged, added[j])
+			j++
+		}
+	}
+	clear(pt.added[:cap(pt.added)]) // let rewritten files go
+	pt.order, pt.added = merged, pt.added[:0]
+	pt.list = pt.list[:0]
+	for _, f := range merged {
+		pt.list = append(pt.list, f.File)
+	}
+	pt.listDirty = false
+	return pt.list
+}
+
+// byTime orders files as the planner does: by (MinTime, MaxTime, Path).
+func byTime(a, b *simFile) int {
+	if c := cmp.Compare(a.MinTime, b.MinTime); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.MaxTime, b.MaxTime); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Path, b.Path)
 }
 
 // spliceBytes is what the splice model copies of bin b: of each input, the
@@ -355,9 +415,10 @@ func (w *world) apply(b plan.Bin) {
 		}
 		ins = append(ins, sf.pieces...)
 		delete(w.files, f.Path)
+		sf.dead = true
 		if pt := w.parts[sf.Partition]; pt != nil {
 			delete(pt.files, f.Path)
-			pt.dirty = true
+			pt.dirty, pt.listDirty = true, true
 		}
 		part, _ = strconv.ParseInt(sf.Partition[1:], 10, 64)
 	}
@@ -588,18 +649,20 @@ func compact(ps []piece) []piece {
 func (w *world) sample(now int64) {
 	s := Sample{At: time.Duration(now) * time.Microsecond, Files: len(w.files)}
 	cutoff := now - w.s.SettledAfter.Microseconds()
-	var fs, settled []plan.File
+	var settled []plan.File
 	for _, pt := range w.parts {
 		// A partition's settled set changes when its files change or when
 		// one of its files may have crossed the cutoff since last time.
 		if pt.dirty || pt.newest >= cutoff-w.s.SampleEvery.Microseconds() {
-			fs, settled = fs[:0], settled[:0]
+			settled = settled[:0]
 			pt.newest = math.MinInt64
-			for _, f := range pt.files {
-				fs = append(fs, f.File)
+			pt.levels = [plan.NumLevels]int{}
+			fs := pt.sorted() // time order: the depths' sorts run on sorted starts
+			for _, f := range fs {
+				pt.levels[w.cfg.LevelOf(f.SizeBytes)]++
 				pt.newest = max(pt.newest, f.MaxTime)
 				if f.MaxTime < cutoff {
-					settled = append(settled, f.File)
+					settled = append(settled, f)
 				}
 			}
 			pt.depth, _ = plan.Depth(fs)
@@ -608,9 +671,9 @@ func (w *world) sample(now int64) {
 		}
 		s.Depth = max(s.Depth, pt.depth)
 		s.SettledDepth = max(s.SettledDepth, pt.settled)
-	}
-	for _, f := range w.files {
-		s.Levels[w.cfg.LevelOf(f.SizeBytes)]++
+		for l, n := range pt.levels {
+			s.Levels[l] += n
+		}
 	}
 	if len(w.queue) > 0 {
 		s.BacklogSeconds = float64(w.queue[len(w.queue)-1].done-now) / 1e6
