@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -66,13 +67,7 @@ func runTail(args []string) error {
 	defer stop()
 	addr := *bufs
 	if addr == "" {
-		addr = cfg.BufferAddr
-		if addr != "" && cfg.BufferTLSCertFile != "" {
-			addr = "https://" + addr // the sidecar's own listener, which serves TLS
-		}
-	}
-	if addr == "" {
-		addr = "127.0.0.1:" + strconv.Itoa(buffer.DefaultPort)
+		addr = defaultBufferAddr(cfg)
 	}
 	var clients buffer.Buffers
 	if addr != "none" {
@@ -150,4 +145,25 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// defaultBufferAddr is the address tail reads without --buffer: the sidecar's own listener from
+// its options (https:// when it serves TLS), else loopback at the default port. A wildcard bind
+// (0.0.0.0, ::, no host) is not an address to dial, and no certificate names it: tail in the
+// sidecar's pod dials loopback on that port, which the chart's certificate must name.
+func defaultBufferAddr(cfg sidecar.Config) string {
+	addr := cfg.BufferAddr
+	if addr == "" {
+		return "127.0.0.1:" + strconv.Itoa(buffer.DefaultPort)
+	}
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		// 127.0.0.1 for "::" too: Go listens there on both families.
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	if cfg.BufferTLSCertFile != "" {
+		addr = "https://" + addr // the sidecar's own listener, which serves TLS
+	}
+	return addr
 }

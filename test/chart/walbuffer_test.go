@@ -170,6 +170,10 @@ func TestWALBufferAuthRenders(t *testing.T) {
 			if c.tls {
 				eq(t, "SIGLAKE_BUFFER_TLS_CERT_FILE", env["SIGLAKE_BUFFER_TLS_CERT_FILE"], filepath.Join(tm.MountPath, "tls.crt"))
 				eq(t, "SIGLAKE_BUFFER_TLS_KEY_FILE", env["SIGLAKE_BUFFER_TLS_KEY_FILE"], filepath.Join(tm.MountPath, "tls.key"))
+				// siglake tail in the pod checks the buffer's certificate against the Secret's CA.
+				eq(t, "SIGLAKE_BUFFER_TLS_CA_FILE", env["SIGLAKE_BUFFER_TLS_CA_FILE"], filepath.Join(tm.MountPath, "ca.crt"))
+			} else if env["SIGLAKE_BUFFER_TLS_CA_FILE"] != "" {
+				t.Errorf("SIGLAKE_BUFFER_TLS_CA_FILE=%q without TLS", env["SIGLAKE_BUFFER_TLS_CA_FILE"])
 			}
 			if c.clientCA {
 				eq(t, "SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE", env["SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE"], filepath.Join(tm.MountPath, "ca.crt"))

@@ -314,6 +314,9 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: "/etc/siglake/buffer-tls/tls.crt"
 - name: SIGLAKE_BUFFER_TLS_KEY_FILE
   value: "/etc/siglake/buffer-tls/tls.key"
+{{- /* For siglake tail in the pod: it dials https://127.0.0.1 and checks the name against ca.crt. */}}
+- name: SIGLAKE_BUFFER_TLS_CA_FILE
+  value: "/etc/siglake/buffer-tls/ca.crt"
 {{- if .tls.clientCA }}
 - name: SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE
   value: "/etc/siglake/buffer-tls/ca.crt"
