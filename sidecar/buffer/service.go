@@ -140,6 +140,7 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 		tick := time.NewTicker(max(time.Second, keep.Keep/4))
 		defer tick.Stop()
 		for {
+			auth.Refresh()
 			if dirs, err := Dirs(o.WALDir, o.Claims); err == nil {
 				n, b, err := keep.Sweep(dirs)
 				if err != nil {
