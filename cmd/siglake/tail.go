@@ -21,6 +21,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -85,6 +86,9 @@ func runTail(args []string) error {
 			tr := http.DefaultTransport.(*http.Transport).Clone()
 			tr.TLSClientConfig = tlsCfg
 			hc = &http.Client{Transport: tr}
+		}
+		if w := plainTokenWarning(strings.Split(addr, ","), token); w != "" {
+			fmt.Fprintln(os.Stderr, w)
 		}
 		if clients, err = buffer.Resolve(ctx, strings.Split(addr, ","), hc); err != nil {
 			return err
@@ -166,4 +170,27 @@ func defaultBufferAddr(cfg sidecar.Config) string {
 		addr = "https://" + addr // the sidecar's own listener, which serves TLS
 	}
 	return addr
+}
+
+// plainTokenWarning is the one warning tail prints when it would send a token over plain HTTP
+// beyond loopback, where whoever sees the traffic can replay it; "" when it would not.
+func plainTokenWarning(addrs []string, token string) string {
+	if token == "" {
+		return ""
+	}
+	var plain []string
+	for _, a := range addrs {
+		a = strings.TrimSpace(a)
+		if strings.HasPrefix(a, "https://") {
+			continue
+		}
+		if hp := strings.TrimPrefix(a, "http://"); !config.BufferLoopback(strings.TrimSuffix(hp, "/")) {
+			plain = append(plain, a)
+		}
+	}
+	if len(plain) == 0 {
+		return ""
+	}
+	return "siglake tail: warning: sending the buffer token over plain HTTP to " + strings.Join(plain, ", ") +
+		": whoever sees the traffic can replay it; use https://host:port (the sidecar's --buffer-tls-cert-file) and --buffer-tls-ca-file"
 }

@@ -110,3 +110,32 @@ func TestTailDefaultBufferAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestTailWarnsAboutATokenOverPlainHTTP: tail says once, on stderr, that it sends its token in
+// clear to a buffer beyond loopback; not over https, not to loopback, not without a token.
+func TestTailWarnsAboutATokenOverPlainHTTP(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("tail-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := demoLakeDir(t)
+	const warn = "sending the buffer token over plain HTTP"
+	for _, c := range []struct {
+		buf, token string
+		want       bool
+	}{
+		{"192.0.2.1:1,http://192.0.2.2:1", tokens, true},
+		{"127.0.0.1:1", tokens, false},
+		{"https://192.0.2.1:1", tokens, false},
+		{"192.0.2.1:1", "", false},
+	} {
+		args := []string{"tail", "events", "--dir", dir, "--buffer", c.buf, "-n", "1"}
+		if c.token != "" {
+			args = append(args, "--buffer-token-file", c.token)
+		}
+		r := siglake(t, args...)
+		if n := strings.Count(r.stderr, warn); n != map[bool]int{true: 1, false: 0}[c.want] {
+			t.Errorf("--buffer %s, token %v: the warning %d times, want it %v\nstderr:\n%s", c.buf, c.token != "", n, c.want, r.stderr)
+		}
+	}
+}
