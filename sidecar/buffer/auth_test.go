@@ -114,6 +114,20 @@ func TestBufferRefusesReadersWithoutAToken(t *testing.T) {
 	if code, _, _ := rawGet(t, http.DefaultClient, "http://"+s.Addr()+"/v1/buffer", ""); code != http.StatusUnauthorized {
 		t.Fatalf("the listing without a token: %d", code)
 	}
+	// Every method and path is behind the check: a HEAD, or a path the buffer does not serve,
+	// says nothing (not even 404 or 405) to a caller without a token.
+	for _, probe := range []struct{ method, path string }{
+		{http.MethodHead, "/v1/buffer/events"}, {http.MethodGet, "/nosuch"}, {http.MethodPost, "/v1/buffer/events"}} {
+		req, _ := http.NewRequest(probe.method, "http://"+s.Addr()+probe.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s %s without a token: %d, want 401", probe.method, probe.path, resp.StatusCode)
+		}
+	}
 	if n := testutil.ToFloat64(m.Requests.WithLabelValues("200")); n != 0 {
 		t.Fatalf("refused reads reached the handler: %v reads answered 200", n)
 	}
