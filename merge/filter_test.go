@@ -234,8 +234,8 @@ func TestMatcherKeepsExactlyTheMatchingRows(t *testing.T) {
 		rec.Release()
 	}
 	if _, err := CompileFilter(&RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"level", []string{"x"}}}}}}, sc, "timestamp"); err == nil ||
-		strings.Contains(err.Error(), "delete") || !strings.Contains(err.Error(), `column "level" value "x"`) {
-		t.Fatalf("error %v: should name the column and value, not a delete predicate", err)
+		strings.Contains(err.Error(), "delete") || !strings.Contains(err.Error(), `column "level"`) || strings.Contains(err.Error(), `"x"`) {
+		t.Fatalf("error %v: should name the column, not the value (it may be personal data) nor a delete predicate", err)
 	}
 	if _, err := CompileFilter(&RowFilter{}, sc, "service"); err == nil {
 		t.Fatal("a non-timestamp time column is accepted")
