@@ -109,7 +109,9 @@ func compilePredicate(p Predicate, sc *arrow.Schema) (boundPredicate, error) {
 			case arrow.BOOL:
 				b, err := strconv.ParseBool(v)
 				if err != nil {
-					return bp, fmt.Errorf("column %q value %q: accepted: true, false", c.Column, v)
+					// Not the value, nor strconv's error quoting it: it may be the personal data a
+					// deletion removes, and this error reaches logs and the status pages.
+					return bp, fmt.Errorf("column %q (boolean): a value is not a boolean; accepted: true, false", c.Column)
 				}
 				if bc.bools == nil {
 					bc.bools = map[bool]struct{}{}
@@ -118,7 +120,7 @@ func compilePredicate(p Predicate, sc *arrow.Schema) (boundPredicate, error) {
 			default:
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return bp, fmt.Errorf("column %q value %q: accepted: a decimal integer", c.Column, v)
+					return bp, fmt.Errorf("column %q (%s): a value is not an integer; accepted: a decimal integer", c.Column, typ)
 				}
 				if bc.ints == nil {
 					bc.ints = map[int64]struct{}{}

@@ -208,3 +208,29 @@ func TestProcessWarnsAboutAnUnauthenticatedBuffer(t *testing.T) {
 		t.Fatalf("a missing token file: %v", err)
 	}
 }
+
+// TestProcessRefusesAnUnauthenticatedBuffer: a Config built in code (Validate never saw it) with
+// the buffer beyond loopback and neither credentials nor the opt-out does not start: the error
+// names the options, and nothing listens on the buffer's address.
+func TestProcessRefusesAnUnauthenticatedBuffer(t *testing.T) {
+	e := newEnv(t, func(cfg *Config) {
+		cfg.HTTPAddr, cfg.BufferAddr, cfg.Role = "127.0.0.1:0", "0.0.0.0:0", RoleDrain
+	})
+	if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := NewProcess(e.cfg, zap.NewNop(), "test")
+	err := p.Run(ctx, false)
+	for _, name := range []string{"SIGLAKE_BUFFER_ADDR", "SIGLAKE_BUFFER_TOKEN_FILE", "SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE", "SIGLAKE_BUFFER_INSECURE_NO_AUTH"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("a buffer on 0.0.0.0 without credentials: Run returned %v, want an error naming %s", err, name)
+		}
+	}
+	select {
+	case a := <-p.BufferAddr:
+		t.Fatalf("the buffer listened on %s", a)
+	default:
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -66,13 +68,7 @@ func runTail(args []string) error {
 	defer stop()
 	addr := *bufs
 	if addr == "" {
-		addr = cfg.BufferAddr
-		if addr != "" && cfg.BufferTLSCertFile != "" {
-			addr = "https://" + addr // the sidecar's own listener, which serves TLS
-		}
-	}
-	if addr == "" {
-		addr = "127.0.0.1:" + strconv.Itoa(buffer.DefaultPort)
+		addr = defaultBufferAddr(cfg)
 	}
 	var clients buffer.Buffers
 	if addr != "none" {
@@ -90,6 +86,9 @@ func runTail(args []string) error {
 			tr := http.DefaultTransport.(*http.Transport).Clone()
 			tr.TLSClientConfig = tlsCfg
 			hc = &http.Client{Transport: tr}
+		}
+		if w := plainTokenWarning(strings.Split(addr, ","), token); w != "" {
+			fmt.Fprintln(os.Stderr, w)
 		}
 		if clients, err = buffer.Resolve(ctx, strings.Split(addr, ","), hc); err != nil {
 			return err
@@ -150,4 +149,48 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// defaultBufferAddr is the address tail reads without --buffer: the sidecar's own listener from
+// its options (https:// when it serves TLS), else loopback at the default port. A wildcard bind
+// (0.0.0.0, ::, no host) is not an address to dial, and no certificate names it: tail in the
+// sidecar's pod dials loopback on that port, which the chart's certificate must name.
+func defaultBufferAddr(cfg sidecar.Config) string {
+	addr := cfg.BufferAddr
+	if addr == "" {
+		return "127.0.0.1:" + strconv.Itoa(buffer.DefaultPort)
+	}
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		// 127.0.0.1 for "::" too: Go listens there on both families.
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	if cfg.BufferTLSCertFile != "" {
+		addr = "https://" + addr // the sidecar's own listener, which serves TLS
+	}
+	return addr
+}
+
+// plainTokenWarning is the one warning tail prints when it would send a token over plain HTTP
+// beyond loopback, where whoever sees the traffic can replay it; "" when it would not.
+func plainTokenWarning(addrs []string, token string) string {
+	if token == "" {
+		return ""
+	}
+	var plain []string
+	for _, a := range addrs {
+		a = strings.TrimSpace(a)
+		if strings.HasPrefix(a, "https://") {
+			continue
+		}
+		if hp := strings.TrimPrefix(a, "http://"); !config.BufferLoopback(strings.TrimSuffix(hp, "/")) {
+			plain = append(plain, a)
+		}
+	}
+	if len(plain) == 0 {
+		return ""
+	}
+	return "siglake tail: warning: sending the buffer token over plain HTTP to " + strings.Join(plain, ", ") +
+		": whoever sees the traffic can replay it; use https://host:port (the sidecar's --buffer-tls-cert-file) and --buffer-tls-ca-file"
 }

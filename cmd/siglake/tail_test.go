@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar"
 )
 
 // TestTailReadsLikeSearch: tail reads the lake as `search --order desc --limit N` does, opening
@@ -83,6 +85,57 @@ func TestTailUnknownTable(t *testing.T) {
 		r := siglake(t, "tail", "nosuch", "--dir", dir, "--buffer", buf)
 		if r.code == 0 || !strings.Contains(r.stderr, "nosuch") || !strings.Contains(r.stderr, "has: audit, events") {
 			t.Errorf("tail nosuch --buffer %s: exit %d\nstdout:\n%s\nstderr:\n%s", buf, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestTailDefaultBufferAddr: without --buffer, tail dials the sidecar's own listener; a wildcard
+// bind (the chart's 0.0.0.0) is dialled on loopback, the name an in-pod certificate carries.
+func TestTailDefaultBufferAddr(t *testing.T) {
+	for _, c := range []struct {
+		addr, cert, want string
+	}{
+		{"", "", "127.0.0.1:9465"},
+		{"0.0.0.0:9465", "/tls.crt", "https://127.0.0.1:9465"},
+		{"0.0.0.0:9470", "", "127.0.0.1:9470"},
+		{"[::]:9465", "/tls.crt", "https://127.0.0.1:9465"},
+		{":9465", "", "127.0.0.1:9465"},
+		{"127.0.0.1:9465", "/tls.crt", "https://127.0.0.1:9465"},
+		{"[::1]:9465", "", "[::1]:9465"},
+		{"10.0.0.7:9465", "", "10.0.0.7:9465"},
+	} {
+		cfg := sidecar.Config{BufferAddr: c.addr, BufferTLSCertFile: c.cert}
+		if got := defaultBufferAddr(cfg); got != c.want {
+			t.Errorf("bind %q (cert %q): tail dials %q, want %q", c.addr, c.cert, got, c.want)
+		}
+	}
+}
+
+// TestTailWarnsAboutATokenOverPlainHTTP: tail says once, on stderr, that it sends its token in
+// clear to a buffer beyond loopback; not over https, not to loopback, not without a token.
+func TestTailWarnsAboutATokenOverPlainHTTP(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("tail-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := demoLakeDir(t)
+	const warn = "sending the buffer token over plain HTTP"
+	for _, c := range []struct {
+		buf, token string
+		want       bool
+	}{
+		{"192.0.2.1:1,http://192.0.2.2:1", tokens, true},
+		{"127.0.0.1:1", tokens, false},
+		{"https://192.0.2.1:1", tokens, false},
+		{"192.0.2.1:1", "", false},
+	} {
+		args := []string{"tail", "events", "--dir", dir, "--buffer", c.buf, "-n", "1"}
+		if c.token != "" {
+			args = append(args, "--buffer-token-file", c.token)
+		}
+		r := siglake(t, args...)
+		if n := strings.Count(r.stderr, warn); n != map[bool]int{true: 1, false: 0}[c.want] {
+			t.Errorf("--buffer %s, token %v: the warning %d times, want it %v\nstderr:\n%s", c.buf, c.token != "", n, c.want, r.stderr)
 		}
 	}
 }

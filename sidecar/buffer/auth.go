@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 )
@@ -72,8 +71,9 @@ type Auth struct {
 	mu     sync.Mutex
 	file   os.FileInfo // the token file as last read
 	hashes [][sha256.Size]byte
-	// lastWarn limits the log lines of a token file that cannot be re-read.
-	lastWarn time.Time
+	// failed is the failure of the last re-read ("" after a good one): each new failure (another
+	// file version, another error) is counted and logged once, not at every request.
+	failed string
 }
 
 // NewAuth reads the token file once: an error names the option and what it accepts, so a bad
@@ -111,21 +111,46 @@ func (a *Auth) reload() error {
 	for i, t := range tokens {
 		hashes[i] = sha256.Sum256([]byte(t))
 	}
-	a.file, a.hashes = fi, hashes
+	a.file, a.hashes, a.failed = fi, hashes, ""
+	if a.Metrics != nil {
+		a.Metrics.Tokens.Set(float64(len(hashes)))
+	}
 	return nil
 }
 
 // tokens is the accepted set now: re-read when the file changed. A file that cannot be read or
 // holds no valid token keeps the last good set (a rotation writes a whole new file; a broken one
-// must not lock every reader out) and is logged at most once a minute.
+// must not lock every reader out), which would also keep a token the update meant to revoke: so
+// each failure is counted (siglake_buffer_token_reload_errors_total) and logged once.
 func (a *Auth) tokens() [][sha256.Size]byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.reload(); err != nil && a.Log != nil && time.Since(a.lastWarn) > time.Minute {
-		a.lastWarn = time.Now()
-		a.Log.Warn("re-reading the WAL buffer token file failed; the tokens read before stay accepted", zap.Error(err))
+	err := a.reload()
+	if err == nil {
+		return a.hashes
+	}
+	key := err.Error()
+	if fi, serr := os.Stat(a.TokenFile); serr == nil {
+		key += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+	}
+	if key != a.failed {
+		a.failed = key
+		if a.Metrics != nil {
+			a.Metrics.TokenReloadErrors.Inc()
+		}
+		if a.Log != nil {
+			a.Log.Warn("re-reading the WAL buffer token file failed; the tokens read before stay accepted, revoked ones included, until a good file replaces it", zap.Error(err))
+		}
 	}
 	return a.hashes
+}
+
+// Refresh re-reads the token file if it changed, so that the token metrics follow an update
+// without waiting for a request.
+func (a *Auth) Refresh() {
+	if a != nil && a.TokenFile != "" {
+		a.tokens()
+	}
 }
 
 // Check returns "" when r may read, else the reason it may not.

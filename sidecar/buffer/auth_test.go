@@ -114,6 +114,20 @@ func TestBufferRefusesReadersWithoutAToken(t *testing.T) {
 	if code, _, _ := rawGet(t, http.DefaultClient, "http://"+s.Addr()+"/v1/buffer", ""); code != http.StatusUnauthorized {
 		t.Fatalf("the listing without a token: %d", code)
 	}
+	// Every method and path is behind the check: a HEAD, or a path the buffer does not serve,
+	// says nothing (not even 404 or 405) to a caller without a token.
+	for _, probe := range []struct{ method, path string }{
+		{http.MethodHead, "/v1/buffer/events"}, {http.MethodGet, "/nosuch"}, {http.MethodPost, "/v1/buffer/events"}} {
+		req, _ := http.NewRequest(probe.method, "http://"+s.Addr()+probe.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s %s without a token: %d, want 401", probe.method, probe.path, resp.StatusCode)
+		}
+	}
 	if n := testutil.ToFloat64(m.Requests.WithLabelValues("200")); n != 0 {
 		t.Fatalf("refused reads reached the handler: %v reads answered 200", n)
 	}
@@ -146,6 +160,53 @@ func TestBufferRefusesReadersWithoutAToken(t *testing.T) {
 	refused("Bearer short", UnauthorizedInvalid)
 	if _, err := readSum(&Client{Addr: s.Addr(), Token: tokenB}); err != nil {
 		t.Fatalf("after a broken rewrite of the file, B: %v", err)
+	}
+}
+
+// TestBufferTokenFileUpdateVisible: an update of the token file that cannot be read keeps the
+// tokens before, the one it meant to revoke included, so it is counted once (however many
+// requests see it) and the gauge says how many tokens are accepted; the next good file wins.
+func TestBufferTokenFileUpdateVisible(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, tokenA)
+	s, want, m := authService(t, Options{TokenFile: file})
+	if n := testutil.ToFloat64(m.Tokens); n != 1 {
+		t.Fatalf("siglake_buffer_tokens %v after the start, want 1", n)
+	}
+	// Meant to revoke A for B, with a bad line: nothing of it is taken.
+	writeTokens(t, file, tokenB, "short")
+	for range 3 {
+		if got, err := readSum(&Client{Addr: s.Addr(), Token: tokenA}); err != nil || got != want {
+			t.Fatalf("A after a broken update: %+v %v", got, err)
+		}
+	}
+	if n := testutil.ToFloat64(m.TokenReloadErrors); n != 1 {
+		t.Fatalf("siglake_buffer_token_reload_errors_total %v after a broken update and 3 reads, want 1", n)
+	}
+	eqTokens := func(want float64) {
+		t.Helper()
+		if n := testutil.ToFloat64(m.Tokens); n != want {
+			t.Fatalf("siglake_buffer_tokens %v, want %v", n, want)
+		}
+	}
+	eqTokens(1)
+	writeTokens(t, file, tokenB)
+	if code, _, body := rawGet(t, http.DefaultClient, "http://"+s.Addr()+"/v1/buffer/events", "Bearer "+tokenA); code != http.StatusUnauthorized {
+		t.Fatalf("A after the good update: %d %s", code, body)
+	}
+	if got, err := readSum(&Client{Addr: s.Addr(), Token: tokenB}); err != nil || got != want {
+		t.Fatalf("B after the good update: %+v %v", got, err)
+	}
+	eqTokens(1)
+	// The sweep re-reads the file too: the gauge follows an update with no request.
+	writeTokens(t, file, tokenB, tokenA)
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(m.Tokens) != 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	eqTokens(2)
+	if n := testutil.ToFloat64(m.TokenReloadErrors); n != 1 {
+		t.Fatalf("siglake_buffer_token_reload_errors_total %v after good updates, want 1", n)
 	}
 }
 

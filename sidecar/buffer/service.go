@@ -16,6 +16,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -37,6 +38,9 @@ type Options struct {
 	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
 	// TokenFile holds the bearer tokens readers must send (Auth.TokenFile); "" takes none.
 	TokenFile string
+	// InsecureNoAuth lets Addr beyond loopback serve without a token or client CA
+	// (--buffer-insecure-no-auth); without it Start refuses such an Addr.
+	InsecureNoAuth bool
 	// TLS puts the listener on HTTPS, with mutual TLS when it has a client CA.
 	TLS TLSOptions
 
@@ -85,7 +89,11 @@ type Service struct {
 // Start listens on o.Addr and serves reads; load reads the table's marks (nil until the catalog
 // is open: reads get 503 meanwhile). It also sweeps retention every quarter of its duration.
 func Start(o Options, load func(ctx context.Context, name string) (*table.Table, error), m *Metrics, log *zap.Logger) (*Service, error) {
-	// Credentials first: a bad token or certificate file fails before the port is taken.
+	// Credentials first: none beyond loopback, or a bad token or certificate file, fails before
+	// the port is taken.
+	if err := config.BufferCredentialsCheck(o.Addr, o.TokenFile, o.TLS.ClientCAFile, o.InsecureNoAuth); err != nil {
+		return nil, err
+	}
 	auth, err := NewAuth(o.TokenFile, o.TLS.ClientCAFile != "", m, log)
 	if err != nil {
 		return nil, err
@@ -140,6 +148,7 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 		tick := time.NewTicker(max(time.Second, keep.Keep/4))
 		defer tick.Stop()
 		for {
+			auth.Refresh()
 			if dirs, err := Dirs(o.WALDir, o.Claims); err == nil {
 				n, b, err := keep.Sweep(dirs)
 				if err != nil {

@@ -696,8 +696,8 @@ func Options() []Option {
 		{"buffer-tls-client-ca-file", "SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE", "", "compactor.walBuffer.tls.clientCA",
 			"PEM CA certificates for mutual TLS (needs --buffer-tls-cert-file): a request without a client certificate they signed gets 401. With a token file, both are required. Re-read when it changes.",
 			setString(func(c *Config) *string { return &c.BufferTLSClientCAFile })},
-		{"buffer-tls-ca-file", "SIGLAKE_BUFFER_TLS_CA_FILE", "", "",
-			"For readers (siglake tail): PEM CA certificates that signed the WAL buffer's certificate, for https:// buffer addresses. Empty: the system's roots.",
+		{"buffer-tls-ca-file", "SIGLAKE_BUFFER_TLS_CA_FILE", "", "compactor.walBuffer.tls.secretName",
+			"For readers (siglake tail): PEM CA certificates that signed the WAL buffer's certificate, for https:// buffer addresses. Empty: the system's roots. The chart sets the TLS Secret's ca.crt, for siglake tail in the pod.",
 			setString(func(c *Config) *string { return &c.BufferTLSCAFile })},
 		{"buffer-insecure-no-auth", "SIGLAKE_BUFFER_INSECURE_NO_AUTH", "false", "compactor.walBuffer.insecureNoAuth",
 			"Let a --buffer-addr beyond loopback serve without a token file or client CA: anyone who reaches the port reads the log rows. For test setups only; a warning at start.",
@@ -823,12 +823,22 @@ func bufferAuthCheck(c Config) error {
 	if c.BufferTLSClientCAFile != "" && c.BufferTLSCertFile == "" {
 		errs = append(errs, fmt.Errorf("--buffer-tls-client-ca-file / SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE needs TLS: set --buffer-tls-cert-file and --buffer-tls-key-file too"))
 	}
-	if c.BufferAddr != "" && !BufferLoopback(c.BufferAddr) && c.BufferTokenFile == "" && c.BufferTLSClientCAFile == "" && !c.BufferInsecureNoAuth {
-		errs = append(errs, fmt.Errorf("--buffer-addr / SIGLAKE_BUFFER_ADDR %q listens beyond loopback without credentials, so anyone who reaches it reads the log rows: accepted: a loopback address (a bare port, 127.0.0.1:PORT, [::1]:PORT), "+
-			"or --buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE (bearer tokens, best with --buffer-tls-cert-file), or --buffer-tls-client-ca-file / SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE (mutual TLS); "+
-			"--buffer-insecure-no-auth / SIGLAKE_BUFFER_INSECURE_NO_AUTH serves without them (test setups only)", c.BufferAddr))
+	if err := BufferCredentialsCheck(c.BufferAddr, c.BufferTokenFile, c.BufferTLSClientCAFile, c.BufferInsecureNoAuth); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// BufferCredentialsCheck is the rule of bufferAuthCheck for one buffer listener: beyond loopback,
+// a token file or a client CA, unless insecureNoAuth. The buffer applies it again at its start,
+// so that a Config built in code, which Validate never saw, cannot serve rows without them.
+func BufferCredentialsCheck(addr, tokenFile, clientCAFile string, insecureNoAuth bool) error {
+	if addr == "" || BufferLoopback(addr) || tokenFile != "" || clientCAFile != "" || insecureNoAuth {
+		return nil
+	}
+	return fmt.Errorf("--buffer-addr / SIGLAKE_BUFFER_ADDR %q listens beyond loopback without credentials, so anyone who reaches it reads the log rows: accepted: a loopback address (a bare port, 127.0.0.1:PORT, [::1]:PORT), "+
+		"or --buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE (bearer tokens, best with --buffer-tls-cert-file), or --buffer-tls-client-ca-file / SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE (mutual TLS); "+
+		"--buffer-insecure-no-auth / SIGLAKE_BUFFER_INSECURE_NO_AUTH serves without them (test setups only)", addr)
 }
 
 // BufferLoopback says whether a --buffer-addr listens on loopback only. An empty host (":9465")

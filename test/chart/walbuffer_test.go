@@ -170,6 +170,10 @@ func TestWALBufferAuthRenders(t *testing.T) {
 			if c.tls {
 				eq(t, "SIGLAKE_BUFFER_TLS_CERT_FILE", env["SIGLAKE_BUFFER_TLS_CERT_FILE"], filepath.Join(tm.MountPath, "tls.crt"))
 				eq(t, "SIGLAKE_BUFFER_TLS_KEY_FILE", env["SIGLAKE_BUFFER_TLS_KEY_FILE"], filepath.Join(tm.MountPath, "tls.key"))
+				// siglake tail in the pod checks the buffer's certificate against the Secret's CA.
+				eq(t, "SIGLAKE_BUFFER_TLS_CA_FILE", env["SIGLAKE_BUFFER_TLS_CA_FILE"], filepath.Join(tm.MountPath, "ca.crt"))
+			} else if env["SIGLAKE_BUFFER_TLS_CA_FILE"] != "" {
+				t.Errorf("SIGLAKE_BUFFER_TLS_CA_FILE=%q without TLS", env["SIGLAKE_BUFFER_TLS_CA_FILE"])
 			}
 			if c.clientCA {
 				eq(t, "SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE", env["SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE"], filepath.Join(tm.MountPath, "ca.crt"))
@@ -214,5 +218,26 @@ func TestWALBufferAuthRenderFailures(t *testing.T) {
 				t.Errorf("the failure quotes the token: %v", err)
 			}
 		})
+	}
+}
+
+// TestWALBufferIPv6Bind: an IPv6 bind renders with brackets, which the binary accepts (a bare
+// "::1:9465" is refused at start: a crash loop); ::1 is loopback, so it needs no credentials.
+func TestWALBufferIPv6Bind(t *testing.T) {
+	dir := chartDir(t)
+	for _, c := range []struct {
+		bind, want string
+		args       []string
+	}{
+		{"::1", "[::1]:9465", nil},
+		{"[::1]", "[::1]:9465", nil},
+		{"::", "[::]:9465", []string{"--set", "compactor.walBuffer.tokenSecret.name=readers"}},
+	} {
+		args := append([]string{"--set", "compactor.walBuffer.enabled=true", "--set-string", "compactor.walBuffer.bind=" + c.bind}, c.args...)
+		env := resolveEnv(t, sidecarContainer(t, decodeAll(t, mustRender(t, dir, args...))))
+		eq(t, "SIGLAKE_BUFFER_ADDR of bind "+c.bind, env["SIGLAKE_BUFFER_ADDR"], c.want)
+		if cfg, err := loadEnv(t, env); err != nil || cfg.BufferAddr != c.want {
+			t.Fatalf("bind %s: the binary reads %q: %v", c.bind, cfg.BufferAddr, err)
+		}
 	}
 }

@@ -304,7 +304,10 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{- with $v.compactor.walBuffer }}
 {{- if .enabled }}
 - name: SIGLAKE_BUFFER_ADDR
-  value: {{ printf "%s:%d" .bind (int .port) | quote }}
+  {{- /* An IPv6 bind (::1, ::) needs brackets before the port, or the binary refuses it. */}}
+  {{- $host := .bind }}
+  {{- if and (contains ":" $host) (not (hasPrefix "[" $host)) }}{{ $host = printf "[%s]" $host }}{{ end }}
+  value: {{ printf "%s:%d" $host (int .port) | quote }}
 {{- with include "siglake-compactor.bufferTokenSecret" $ }}
 - name: SIGLAKE_BUFFER_TOKEN_FILE
   value: {{ printf "/etc/siglake/buffer-token/%s" (include "siglake-compactor.bufferTokenItem" $) | quote }}
@@ -314,6 +317,9 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: "/etc/siglake/buffer-tls/tls.crt"
 - name: SIGLAKE_BUFFER_TLS_KEY_FILE
   value: "/etc/siglake/buffer-tls/tls.key"
+{{- /* For siglake tail in the pod: it dials https://127.0.0.1 and checks the name against ca.crt. */}}
+- name: SIGLAKE_BUFFER_TLS_CA_FILE
+  value: "/etc/siglake/buffer-tls/ca.crt"
 {{- if .tls.clientCA }}
 - name: SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE
   value: "/etc/siglake/buffer-tls/ca.crt"
