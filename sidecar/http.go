@@ -117,7 +117,7 @@ func servePage(w http.ResponseWriter, render func(io.Writer) error) {
 func PageReport(r StatusReport) statuspage.Report {
 	out := statuspage.Report{Node: r.Node, Role: string(r.Role), Version: r.Version, StartedAt: r.StartedAt, Now: r.Now,
 		CatalogReady: r.CatalogReady, CatalogError: r.CatalogError, CatalogWriteError: r.CatalogWriteError,
-		CatalogID: r.CatalogID, CatalogIDError: r.CatalogIDError, Backlog: r.Backlog, Owned: r.Owned, Memory: r.Memory}
+		CatalogID: r.CatalogID, CatalogIDError: r.CatalogIDError, Backlog: r.Backlog, Owned: r.Owned, Memory: r.Memory, UncleanStop: r.UncleanStop}
 	for name, t := range r.Tables {
 		out.Tables = append(out.Tables, statuspage.Table{Name: name, Owner: t.Owner, OwnerSince: t.OwnerSince, Candidates: t.Candidates,
 			Owned: slices.Contains(r.Owned, name), WriteError: r.CatalogWriteErrors[name], LastCommit: t.LastCommit,

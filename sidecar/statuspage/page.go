@@ -40,6 +40,9 @@ type Report struct {
 	Owned   []string
 	Errors  []Error // newest first
 	Memory  *membudget.Snapshot
+	// UncleanStop is set when this start found batches the previous run left in flight (it was
+	// killed mid-batch).
+	UncleanStop *drain.UncleanStop
 }
 
 // Table is one table's state.

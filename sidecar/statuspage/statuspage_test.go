@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -218,6 +219,26 @@ func wellFormed(s string) error {
 				}
 				seen[a.Name] = true
 			}
+		}
+	}
+}
+
+// TestIndexShowsUncleanStop: the overview page says the previous run was killed mid-batch, with
+// the batches and the files left for gc; a clean start shows nothing of it.
+func TestIndexShowsUncleanStop(t *testing.T) {
+	r := Report{Node: "n", Role: "all", Version: "v", StartedAt: t0, Now: t0}
+	var b bytes.Buffer
+	if err := Index(&b, r); err != nil || strings.Contains(b.String(), "unclean-stop") {
+		t.Fatalf("clean start: %v\n%s", err, b.String())
+	}
+	r.UncleanStop = &drain.UncleanStop{DetectedAt: t0, LeftForGC: 2, Batches: []drain.InterruptedBatch{{Table: "audit_x", Dir: "wal", Started: t0, FilesWritten: 2, LeftForGC: 2}}}
+	b.Reset()
+	if err := Index(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="unclean-stop"`, "previous run killed mid-batch", "<td>audit_x</td>", "2 data file(s) they wrote were not committed"} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("index page lacks %q:\n%s", want, b.String())
 		}
 	}
 }
