@@ -87,3 +87,34 @@ func TestStatusPageShowsUncleanStop(t *testing.T) {
 		t.Fatalf("status page without the unclean stop:\n%s", body)
 	}
 }
+
+// TestTablePagesRenderTwoAtOnce: beyond two table pages in progress the process answers 503 with
+// Retry-After instead of drawing more at once.
+func TestTablePagesRenderTwoAtOnce(t *testing.T) {
+	st := NewStatus("n", RoleAll, "test", time.Now())
+	srv := httptest.NewServer(Handler(NewMetrics(), st, &Readiness{}, time.Now))
+	defer srv.Close()
+	for i := 0; i < cap(tablePageSlots); i++ {
+		tablePageSlots <- struct{}{}
+	}
+	resp, err := http.Get(srv.URL + "/status/table/events")
+	for i := 0; i < cap(tablePageSlots); i++ {
+		<-tablePageSlots
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("with two renders in progress: %s, Retry-After %q", resp.Status, resp.Header.Get("Retry-After"))
+	}
+	// A free slot draws again (events is unknown here: 404, not 503).
+	resp, err = http.Get(srv.URL + "/status/table/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("with free slots: %s", resp.Status)
+	}
+}

@@ -242,3 +242,45 @@ func TestIndexShowsUncleanStop(t *testing.T) {
 		}
 	}
 }
+
+// TestTablePageBoundsPartitions: a table of 10,000 day partitions draws only the newest
+// MaxPagePartitions, newest first, and a summary line with a link for each other one, so the page
+// stays small; ?partition= draws just that one.
+func TestTablePageBoundsPartitions(t *testing.T) {
+	var files []plan.File
+	for i := 0; i < 10000; i++ {
+		f := span(fmt.Sprintf("f%05d.parquet", i), 0, time.Minute, 0, 1<<20)
+		f.Partition = fmt.Sprintf("p%05d", i)
+		files = append(files, f)
+	}
+	parts := maintain.Partitions(files, plan.DefaultConfig())
+	if len(parts) != 10000 {
+		t.Fatalf("%d partitions", len(parts))
+	}
+	r := Report{Node: "n", Now: t0, Tables: []Table{{Name: "events", Owned: true,
+		Maintenance: &maintain.State{SampledAt: t0, Partitions: parts, FilesPerLevel: map[string]int{"L0": 10000}}}}}
+	var b bytes.Buffer
+	if err := TablePage(&b, r, "events"); err != nil {
+		t.Fatal(err)
+	}
+	drawn := regexp.MustCompile(`class="partition" data-partition="(p\d+)"`).FindAllStringSubmatch(b.String(), -1)
+	if len(drawn) != MaxPagePartitions || drawn[0][1] != "p09999" || drawn[len(drawn)-1][1] != "p09970" {
+		t.Fatalf("drew %d partitions (first %v), want the newest %d newest first", len(drawn), drawn[:min(len(drawn), 1)], MaxPagePartitions)
+	}
+	if !strings.Contains(b.String(), "9970 older partitions with 9970 live files are not drawn") {
+		t.Fatalf("no summary of the older partitions")
+	}
+	t.Logf("page of %d bytes for 10000 partitions", b.Len())
+	if b.Len() > 256<<10 {
+		t.Fatalf("page of %d bytes, want at most 256 KiB", b.Len())
+	}
+
+	b.Reset()
+	if err := TablePartitionPage(&b, r, "events", "p00042"); err != nil {
+		t.Fatal(err)
+	}
+	drawn = regexp.MustCompile(`class="partition" data-partition="(p\d+)"`).FindAllStringSubmatch(b.String(), -1)
+	if len(drawn) != 1 || drawn[0][1] != "p00042" {
+		t.Fatalf("?partition=p00042 drew %v", drawn)
+	}
+}
