@@ -284,3 +284,17 @@ func TestTablePageBoundsPartitions(t *testing.T) {
 		t.Fatalf("?partition=p00042 drew %v", drawn)
 	}
 }
+
+// TestTimelineSVGWithControlCharacters: a control character in a table or partition name (which
+// html.EscapeString keeps) still makes a well-formed standalone SVG.
+func TestTimelineSVGWithControlCharacters(t *testing.T) {
+	p := partition(t, "day\x01\x1b", []plan.File{span("a.parquet", 0, time.Minute, 0, 1<<20)})
+	doc := TimelineSVG("table ev\x00ents\x07", []maintain.Partition{p})
+	var v struct{}
+	if err := xml.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatalf("not XML: %v", err)
+	}
+	if err := wellFormed(doc); err != nil {
+		t.Fatal(err)
+	}
+}
