@@ -71,8 +71,20 @@ func Handler(m *Metrics, st *Status, ready *Readiness, now func() time.Time) htt
 	mux.HandleFunc("GET "+statuspage.RingPath, page(statuspage.Ring))
 	mux.HandleFunc("GET "+statuspage.DeletionsPath, page(statuspage.Deletions))
 	mux.HandleFunc("GET "+statuspage.TablePrefix+"{name}", func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		servePage(w, func(buf io.Writer) error { return statuspage.TablePage(buf, PageReport(st.Snapshot(now())), name) })
+		// A table page draws SVG timelines: bound how many render at once, so reloads of big
+		// tables cannot take the cores the drain needs.
+		select {
+		case tablePageSlots <- struct{}{}:
+			defer func() { <-tablePageSlots }()
+		default:
+			w.Header().Set("Retry-After", "2")
+			http.Error(w, "busy: other table pages are being drawn; retry in a moment", http.StatusServiceUnavailable)
+			return
+		}
+		name, part := r.PathValue("name"), r.URL.Query().Get("partition")
+		servePage(w, func(buf io.Writer) error {
+			return statuspage.TablePartitionPage(buf, PageReport(st.Snapshot(now())), name, part)
+		})
 	})
 	// Liveness: the process serves HTTP. A catalog outage must not restart the pod (the backlog
 	// would be drained by the same process once the catalog is back), so it only affects /readyz.
@@ -97,6 +109,9 @@ func Handler(m *Metrics, st *Status, ready *Readiness, now func() time.Time) htt
 	return mux
 }
 
+// tablePageSlots bounds the table pages rendered at once (the process's; beyond it: 503).
+var tablePageSlots = make(chan struct{}, 2)
+
 // servePage renders a page into a buffer first, so a failed render answers an error rather than
 // half a page.
 func servePage(w http.ResponseWriter, render func(io.Writer) error) {
@@ -117,7 +132,7 @@ func servePage(w http.ResponseWriter, render func(io.Writer) error) {
 func PageReport(r StatusReport) statuspage.Report {
 	out := statuspage.Report{Node: r.Node, Role: string(r.Role), Version: r.Version, StartedAt: r.StartedAt, Now: r.Now,
 		CatalogReady: r.CatalogReady, CatalogError: r.CatalogError, CatalogWriteError: r.CatalogWriteError,
-		CatalogID: r.CatalogID, CatalogIDError: r.CatalogIDError, Backlog: r.Backlog, Owned: r.Owned, Memory: r.Memory}
+		CatalogID: r.CatalogID, CatalogIDError: r.CatalogIDError, Backlog: r.Backlog, Owned: r.Owned, Memory: r.Memory, UncleanStop: r.UncleanStop}
 	for name, t := range r.Tables {
 		out.Tables = append(out.Tables, statuspage.Table{Name: name, Owner: t.Owner, OwnerSince: t.OwnerSince, Candidates: t.Candidates,
 			Owned: slices.Contains(r.Owned, name), WriteError: r.CatalogWriteErrors[name], LastCommit: t.LastCommit,

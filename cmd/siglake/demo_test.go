@@ -54,3 +54,30 @@ func TestDemoTwice(t *testing.T) {
 		t.Fatalf("the refused directory lost the earlier demo: %v", err)
 	}
 }
+
+// TestDemoRefusesUnstampedLake: a directory laid out like the demo's (wal, warehouse, catalog.db:
+// also the binary's defaults for a real single-node lake) but without the demo's stamp is refused,
+// naming --dir, and left intact; the demo used to clear it by its names alone.
+func TestDemoRefusesUnstampedLake(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lake")
+	for _, d := range []string{"wal", "warehouse/db/events"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{"catalog.db": "a real catalog", "warehouse/db/events/data.parquet": "rows", "wal/00000001.seg": "segment"}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := siglake(t, "demo", "--dir", dir, "--duration", "2s", "--rate", "100", "--http-addr", "127.0.0.1:0")
+	if r.code == 0 || !strings.Contains(r.stderr, "--dir "+dir) || !strings.Contains(r.stderr, ".siglake-demo") {
+		t.Fatalf("an unstamped lake: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for name, body := range files {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != body {
+			t.Fatalf("the refused directory lost %s: %v %q", name, err, b)
+		}
+	}
+}

@@ -100,7 +100,22 @@ func foldSet(table string, args []string) error {
 			return fmt.Errorf("--bucket is required: the table has no fold specification yet (or --clear to remove one)")
 		}
 	}
-	if _, err := fold.Set(ctx, l, table, next); err != nil {
+	// Applied to the specification stored at commit time (a concurrent `fold set` makes the
+	// commit retry on its result); the diff is printed from what it replaced.
+	before, next, err = fold.Update(ctx, l, table, func(cur fold.Spec, curErr error) (fold.Spec, error) {
+		switch {
+		case *clear:
+			return fold.Spec{}, nil
+		case curErr != nil && !*replace:
+			return fold.Spec{}, fmt.Errorf("%w; --replace sets a new specification over it, --clear removes it", curErr)
+		}
+		next, err := cur.Apply(e)
+		if err == nil && next.Bucket == "" {
+			err = fmt.Errorf("--bucket is required: the table has no fold specification yet (or --clear to remove one)")
+		}
+		return next, err
+	})
+	if err != nil {
 		return err
 	}
 	if *clear {

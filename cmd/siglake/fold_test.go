@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/siglake/siglake/sidecar/fold"
+	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -128,5 +131,55 @@ func TestFoldSetKeepsWhatItDoesNotName(t *testing.T) {
 	}
 	if s := spec(); strings.Contains(s, "after") {
 		t.Fatalf("--replace kept the tiers: %s", s)
+	}
+}
+
+// TestConcurrentFoldEditsKeepBoth: another `fold set` committed between this edit's read and its
+// write is kept: the later commit conflicts and its edit runs again on the other's result.
+func TestConcurrentFoldEditsKeepBoth(t *testing.T) {
+	dir := t.TempDir()
+	if r := siglake(t, "walgen", "--wal-dir", filepath.Join(dir, "wal"), "--rows", "2000", "--rollup", walgen.RollupTable); r.code != 0 {
+		t.Fatalf("walgen: %d %s", r.code, r.stderr)
+	}
+	cat, wh := demoLake(dir)
+	if r := siglake(t, "compactor", "--once", "--wal-dir", filepath.Join(dir, "wal"), "--catalog", cat, "--warehouse", wh, "--http-addr", "127.0.0.1:0"); r.code != 0 {
+		t.Fatalf("compactor --once: %d %s", r.code, r.stderr)
+	}
+	if r := siglake(t, "fold", "set", walgen.RollupTable, "--dir", dir, "--bucket", "1m", "--key", "service", "--key", "severity",
+		"--agg", "events=count", "--agg", "bytes=sum", "--agg", "max_bytes=max"); r.code != 0 {
+		t.Fatalf("set: %d %s", r.code, r.stderr)
+	}
+	ctx := context.Background()
+	l, err := lake.Open(ctx, lake.Config{Catalog: cat, Warehouse: wh, Namespace: "siglake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tier := func(after, bucket string) func(fold.Spec, error) (fold.Spec, error) {
+		return func(cur fold.Spec, err error) (fold.Spec, error) {
+			if err != nil {
+				return fold.Spec{}, err
+			}
+			return cur.Apply(fold.Edit{Tiers: []fold.Tier{{After: after, Bucket: bucket}}})
+		}
+	}
+	calls := 0
+	before, after, err := fold.Update(ctx, l, walgen.RollupTable, func(cur fold.Spec, err error) (fold.Spec, error) {
+		calls++
+		if calls == 1 {
+			if _, _, err := fold.Update(ctx, l, walgen.RollupTable, tier("30d", "1d")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tier("7d", "1h")(cur, err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Tiers) != 1 || len(after.Tiers) != 2 || calls != 2 {
+		t.Fatalf("replaced %+v, stored %+v after %d edits: want the other edit's tier kept", before, after, calls)
+	}
+	if r := siglake(t, "fold", "show", walgen.RollupTable, "--dir", dir); !strings.Contains(r.stdout, "30d") || !strings.Contains(r.stdout, "7d") {
+		t.Fatalf("fold show after two edits:\n%s", r.stdout)
 	}
 }

@@ -221,7 +221,18 @@ func retentionSet(table string, args []string) error {
 		printRetention([]retention.Report{rep}, cfg.RetentionInterval.Seconds() > 0)
 		return nil
 	}
-	if _, err := fold.SetRetention(ctx, l, table, p); err != nil {
+	// The edit is applied to the policy stored at commit time (a concurrent `retention set`
+	// makes the commit retry on its result) and the diff is printed from what it replaced.
+	before, p, err = retention.Update(ctx, l, table, func(cur retention.Policy, curErr error) (retention.Policy, error) {
+		switch {
+		case *clear:
+			return retention.Policy{}, nil
+		case curErr != nil && !*replace:
+			return retention.Policy{}, fmt.Errorf("%w; --replace sets a new policy over it, --clear removes it", curErr)
+		}
+		return cur.Apply(e)
+	}, fold.CheckRetention)
+	if err != nil {
 		return err
 	}
 	if *clear {

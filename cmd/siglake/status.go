@@ -79,6 +79,14 @@ func printStatus(w io.Writer, r sidecar.StatusReport) {
 		cat += "  IDENTITY UNKNOWN (owns no table): " + r.CatalogIDError
 	}
 	fmt.Fprintf(w, "catalog  %s\n", cat)
+	if u := r.UncleanStop; u != nil {
+		tables := make([]string, 0, len(u.Batches))
+		for _, b := range u.Batches {
+			tables = append(tables, b.Table)
+		}
+		fmt.Fprintf(w, "UNCLEAN STOP  the previous run was killed mid-batch (found %s): %d batch(es) in flight (%s), drained again; %d uncommitted data file(s) left for siglake gc\n",
+			u.DetectedAt.UTC().Format(time.RFC3339), len(u.Batches), strings.Join(tables, ", "), u.LeftForGC)
+	}
 	fmt.Fprintf(w, "backlog  %d sealed segments, %s, oldest %.0fs; %d in quarantine (%d moved there since start)\n",
 		r.Backlog.Segments, sidecar.HumanBytes(r.Backlog.Bytes), r.Backlog.OldestAgeSeconds, r.Backlog.InQuarantine, r.Backlog.Quarantined)
 	if m := r.Memory; m != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -131,11 +132,19 @@ func runTail(args []string) error {
 		return t, err
 	}
 	out := &countingWriter{w: os.Stdout}
+	// The buffers' warnings are about a known table: for one the catalog lacks they are held back
+	// and dropped when no buffer had rows either, so the unknown-table error stands alone.
+	var errOut io.Writer = os.Stderr
+	var held bytes.Buffer
+	if missing != nil && !*follow {
+		errOut = &held
+	}
 	err = buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
-		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, out, os.Stderr)
+		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, out, errOut)
 	if missing != nil && !*follow && (err != nil || out.n == 0) {
 		return missing
 	}
+	_, _ = os.Stderr.Write(held.Bytes())
 	return err
 }
 

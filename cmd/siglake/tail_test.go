@@ -86,6 +86,10 @@ func TestTailUnknownTable(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, "nosuch") || !strings.Contains(r.stderr, "has: audit, events") {
 			t.Errorf("tail nosuch --buffer %s: exit %d\nstdout:\n%s\nstderr:\n%s", buf, r.code, r.stdout, r.stderr)
 		}
+		// No buffer answered: the unknown-table error alone, without warnings about the buffer.
+		if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 {
+			t.Errorf("tail nosuch --buffer %s: stderr is not the single error line:\n%s", buf, r.stderr)
+		}
 	}
 }
 

@@ -67,6 +67,9 @@ type Drain struct {
 
 	// beforeCommit, when set (tests), runs just before the commit.
 	beforeCommit func()
+	// writeMarkerFile, when set (tests), replaces os.WriteFile for the in-flight marker (a full
+	// WAL disk).
+	writeMarkerFile func(name string, data []byte, perm os.FileMode) error
 
 	// backoffUntil delays a table whose last batch failed, so an outage is not hammered.
 	backoffUntil map[string]time.Time
@@ -665,10 +668,10 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 
 	// 4. Write generation-0 Parquet, one sorted file per day partition. The marker says a batch is
 	// in flight until this returns: a start that finds it knows the run before was killed.
+	// The marker only informs; a failed write (a full WAL disk) must not stop the batch, since
+	// its commit is what frees the disk.
 	flight := inflight{Table: b.table, Started: d.Now(), PID: os.Getpid()}
-	if err := writeInflight(b.dir, flight); err != nil {
-		return fail("write", err)
-	}
+	d.recordInflight(b.dir, flight)
 	defer os.Remove(inflightPath(b.dir, b.table))
 	outputs, rows, past, err := d.writeFiles(ctx, t, segs)
 	// The write released the batch's records: the commit and its retries hold no rows, so the
@@ -686,10 +689,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	for _, f := range files {
 		flight.Files = append(flight.Files, f.FilePath())
 	}
-	if err := writeInflight(b.dir, flight); err != nil {
-		d.removeOutputs(ctx, t, outputs)
-		return fail("write", err)
-	}
+	d.recordInflight(b.dir, flight)
 	var bytes int64
 	for _, o := range outputs {
 		bytes += o.Size

@@ -2,10 +2,14 @@ package drain
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -59,5 +63,44 @@ func TestBatchingByTargetAndAge(t *testing.T) {
 	}
 	if got := planBatches(segs, base, 1<<30, time.Hour, true); len(got) != 3 {
 		t.Fatalf("flush must commit every table's remainder, got %d batches", len(got))
+	}
+}
+
+// TestInflightMarkerWriteFailureDoesNotStopTheDrain: with the WAL disk full the marker cannot be
+// written; the batch still commits and removes its segments (the one process that frees the disk
+// must not stop on its informational marker), the failure is counted, and a marker write the
+// previous run left half done is cleared at start.
+func TestInflightMarkerWriteFailureDoesNotStopTheDrain(t *testing.T) {
+	e := newEnv(t, nil)
+	want := e.writeSegments("events", 3, 1000, 7, time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	leftover := filepath.Join(e.cfg.WALDir, inflightPrefix+"events.json.tmp")
+	if err := os.WriteFile(leftover, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u := e.drain.CheckUncleanStop(context.Background()); u != nil {
+		t.Fatalf("a half-written marker reported as an unclean stop: %+v", u)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Fatalf("leftover marker tmp not removed at start: %v", err)
+	}
+	if segs, _ := filepath.Glob(filepath.Join(e.cfg.WALDir, "*.wal")); len(segs) != 3 {
+		t.Fatalf("sealed segments before the cycle: %v", segs)
+	}
+	e.drain.writeMarkerFile = func(string, []byte, os.FileMode) error { return syscall.ENOSPC }
+	res, err := e.drain.Cycle(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Segments != 3 || res.Pending != 0 {
+		t.Fatalf("cycle with a full WAL disk: %+v, want 3 segments drained", res)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table rows %+v, want %+v", got, want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(e.cfg.WALDir, "*.wal")); len(left) != 0 {
+		t.Fatalf("segments left: %v", left)
+	}
+	if n := promtest.Counter(t, registryOf(e.drain.Metrics), "siglake_drain_inflight_marker_errors_total", ""); n != 2 {
+		t.Fatalf("marker errors counted %v, want 2 (before the write and after it)", n)
 	}
 }

@@ -35,21 +35,44 @@ type inflight struct {
 
 func inflightPath(dir, table string) string { return filepath.Join(dir, inflightPrefix+table+".json") }
 
-// writeInflight records m in dir, replacing the marker atomically.
-func writeInflight(dir string, m inflight) error {
+// writeInflight records m in dir, replacing the marker atomically (a torn marker would read as
+// another table's).
+func writeInflight(dir string, m inflight, writeFile func(string, []byte, os.FileMode) error) error {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
 	p := inflightPath(dir, m.Table)
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+	if err := writeFile(tmp, raw, 0o644); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("record batch in flight: %w", err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("record batch in flight: %w", err)
 	}
 	return nil
+}
+
+// recordInflight writes the marker and, when that fails (a full or read-only WAL disk), warns
+// and counts it instead of failing the batch: the marker only tells the next start about a kill,
+// while the batch's commit is what frees the WAL disk. Without a marker a kill during this batch
+// goes unreported; exactly-once does not depend on it.
+func (d *Drain) recordInflight(dir string, m inflight) {
+	write := d.writeMarkerFile
+	if write == nil {
+		write = os.WriteFile
+	}
+	err := writeInflight(dir, m, write)
+	if err == nil {
+		return
+	}
+	d.Log.Warn("could not record the batch in flight (is the WAL disk full?); the batch goes on, but a kill during it will not be reported at the next start",
+		zap.String("table", m.Table), zap.String("dir", dir), zap.Error(err))
+	if d.Metrics != nil && d.Metrics.MarkerErrors != nil {
+		d.Metrics.MarkerErrors.Inc()
+	}
 }
 
 // InterruptedBatch is a batch the previous run left in flight: what /debug/status shows.
@@ -80,6 +103,11 @@ type uncleanPublisher interface{ UncleanStop(u *UncleanStop) }
 func (d *Drain) CheckUncleanStop(ctx context.Context) *UncleanStop {
 	var u UncleanStop
 	for _, dir := range d.walDirs() {
+		// A marker write the previous run did not finish (killed, or a full disk).
+		tmps, _ := filepath.Glob(filepath.Join(dir, inflightPrefix+"*.json.tmp"))
+		for _, p := range tmps {
+			_ = os.Remove(p)
+		}
 		names, _ := filepath.Glob(filepath.Join(dir, inflightPrefix+"*.json"))
 		for _, p := range names {
 			raw, err := os.ReadFile(p)

@@ -54,6 +54,9 @@ type Metrics struct {
 	// InterruptedFiles counts the data files the batches the previous run left in flight wrote
 	// and did not commit (CheckUncleanStop at start): orphans for gc.
 	InterruptedFiles prometheus.Gauge
+	// MarkerErrors counts in-flight markers that could not be written (a full WAL disk): the
+	// batches went on, but a kill during them would not be reported.
+	MarkerErrors prometheus.Counter
 	// Merge counts the files the drain writes (skipped footer indexes); shared with the rewrites.
 	Merge *instrument.MergeMetrics
 }
@@ -96,10 +99,12 @@ func NewMetrics(reg prometheus.Registerer, mergeMetrics *instrument.MergeMetrics
 			Name: "siglake_drain_rows_past_retention_total", Help: "Rows the drain dropped instead of committing because they were already past their table's retention (like Loki's reject_old_samples)."}, []string{"table"}),
 		InterruptedFiles: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_drain_interrupted_batch_files", Help: "Data files that batches left in flight by the previous run (killed mid-batch) wrote and did not commit, found at start: orphans for siglake gc. 0 after a clean stop."}),
+		MarkerErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "siglake_drain_inflight_marker_errors_total", Help: "In-flight batch markers the drain could not write in the WAL dir (a full or read-only WAL disk); the batch commits anyway, but a kill during it is not reported at the next start."}),
 		Merge: mergeMetrics,
 	}
 	reg.MustRegister(m.SealedSegments, m.SealedBytes, m.OldestSealedAge, m.InQuarantine, m.IgnoredFiles, m.SegmentsDrained, m.RowsCommitted,
-		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds, m.RowsPastRetention, m.InterruptedFiles)
+		m.BytesCommitted, m.Commits, m.CommitDuration, m.Quarantined, m.DrainErrors, m.LastCommitSeconds, m.RowsPastRetention, m.InterruptedFiles, m.MarkerErrors)
 	for _, r := range QuarantineReasons {
 		m.Quarantined.WithLabelValues(r)
 	}

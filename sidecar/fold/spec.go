@@ -276,3 +276,53 @@ func (s Spec) PlanTiers(now time.Time) (plan.FoldCutoffs, error) {
 	c, err := s.Cutoffs(now)
 	return plan.FoldCutoffs(c), err
 }
+
+// Update edits table name's fold specification inside one properties commit, like
+// retention.Update: edit gets the specification stored now (and its decode error) and returns
+// the new one (a zero Spec removes it); a concurrent edit that commits first makes edit run again
+// on its result. It returns the specification replaced and the one stored.
+func Update(ctx context.Context, l *lake.Lake, name string, edit func(cur Spec, curErr error) (Spec, error)) (before, after Spec, err error) {
+	t, err := l.LoadTable(ctx, name)
+	if err != nil {
+		return Spec{}, Spec{}, err
+	}
+	schema := t.Schema()
+	var editErr error
+	err = l.UpdatePropertiesCAS(ctx, name, func(props iceberg.Properties) (iceberg.Properties, []string) {
+		cur, _, curErr := Of(props)
+		next, err := edit(cur, curErr)
+		clear := next.Bucket == "" && len(next.Keys) == 0 && len(next.Aggregates) == 0 && len(next.Tiers) == 0
+		if err == nil && !clear {
+			if err = next.Validate(schema); err == nil {
+				err = next.checkExisting(props)
+			}
+		}
+		if err != nil {
+			editErr = fmt.Errorf("fold specification for %s: %w", name, err)
+			return nil, nil
+		}
+		editErr = nil
+		before, after = cur, next
+		if clear {
+			if _, ok := props[Property]; ok {
+				return nil, []string{Property}
+			}
+			return nil, nil
+		}
+		next.Version = Version
+		v, err := next.Encode()
+		if err != nil {
+			editErr = err
+			return nil, nil
+		}
+		after = next
+		return iceberg.Properties{Property: v}, nil
+	})
+	if editErr != nil {
+		return Spec{}, Spec{}, editErr
+	}
+	if err != nil {
+		return Spec{}, Spec{}, fmt.Errorf("store the fold specification of %s: %w", name, err)
+	}
+	return before, after, nil
+}

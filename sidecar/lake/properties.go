@@ -2,7 +2,11 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 )
@@ -53,4 +57,31 @@ func (l *Lake) SetProperty(ctx context.Context, name, key, value string, remove 
 		}
 		return nil, nil
 	})
+}
+
+// UpdatePropertiesCAS is UpdateProperties for edits of a value read from the properties (a
+// policy, a specification): each commit also appends an empty snapshot and requires main to be
+// where f read it (CommitPropertiesCAS), so an edit that another commits first makes this commit
+// conflict and f runs again on the newer properties, instead of overwriting that edit.
+func (l *Lake) UpdatePropertiesCAS(ctx context.Context, name string, f func(iceberg.Properties) (iceberg.Properties, []string)) error {
+	var err error
+	for attempt := 0; attempt < ReplaceAttempts; attempt++ {
+		t, lerr := l.LoadTable(ctx, name)
+		if lerr != nil {
+			return lerr
+		}
+		set, remove := f(t.Properties())
+		if len(set) == 0 && len(remove) == 0 {
+			return nil
+		}
+		keys := slices.Concat(slices.Collect(maps.Keys(set)), remove)
+		slices.Sort(keys)
+		if _, err = CommitPropertiesCAS(ctx, t, set, remove, iceberg.Properties{"siglake.properties-edit": strings.Join(keys, ",")}); err == nil || !errors.Is(err, ErrCASConflict) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update the properties of %s: %w", name, err)
+	}
+	return nil
 }

@@ -914,3 +914,43 @@ func TestRetentionDropsAWhollyExpiredFileWithoutWritingOne(t *testing.T) {
 		t.Errorf("the dropped file is not on the pending list: %+v", ps)
 	}
 }
+
+// TestConcurrentPolicyEditsKeepBoth: two `retention set` edits interleaved between one's read and
+// its write keep both rules: the later commit conflicts and its edit runs again on the policy the
+// other stored (reading, editing and then storing lost the first rule), and the diff it reports
+// starts from what it replaced.
+func TestConcurrentPolicyEditsKeepBoth(t *testing.T) {
+	e := testlake.New(t)
+	days(e, 1, 0)
+	ctx := context.Background()
+	add := func(r retention.Rule) func(retention.Policy, error) (retention.Policy, error) {
+		return func(cur retention.Policy, err error) (retention.Policy, error) {
+			if err != nil {
+				return retention.Policy{}, err
+			}
+			return cur.Apply(retention.Edit{Rules: []retention.Rule{r}})
+		}
+	}
+	debug := retention.Rule{Where: where("severity", "debug"), Period: "3d"}
+	info := retention.Rule{Where: where("severity", "info"), Period: "7d"}
+	calls := 0
+	before, after, err := retention.Update(ctx, e.Lake, "events", func(cur retention.Policy, err error) (retention.Policy, error) {
+		calls++
+		if calls == 1 { // another operator's edit commits between this read and this write
+			if _, _, err := retention.Update(ctx, e.Lake, "events", add(info), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return add(debug)(cur, err)
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _, err := retention.Of(e.Table("events").Properties())
+	if err != nil || len(stored.Rules) != 2 {
+		t.Fatalf("stored policy %+v (%v), want both rules", stored, err)
+	}
+	if len(before.Rules) != 1 || len(after.Rules) != 2 || calls != 2 {
+		t.Fatalf("replaced %+v, stored %+v after %d edits: want the other edit's rule replaced", before, after, calls)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/siglake/siglake/sidecar/deletes"
@@ -40,6 +41,9 @@ type Report struct {
 	Owned   []string
 	Errors  []Error // newest first
 	Memory  *membudget.Snapshot
+	// UncleanStop is set when this start found batches the previous run left in flight (it was
+	// killed mid-batch).
+	UncleanStop *drain.UncleanStop
 }
 
 // Table is one table's state.
@@ -182,6 +186,103 @@ type pageData struct {
 	Nav   string
 	R     Report
 	T     *Table
+	// Timeline is the table page's overlap timeline, drawn (and cached) apart from the template.
+	Timeline template.HTML
+}
+
+// MaxPagePartitions is how many partitions, newest first, the table page draws: a table with
+// years of day partitions made a page of megabytes that took a second per request. The others
+// get a summary line and a link each (?partition=NAME draws one).
+const MaxPagePartitions = 30
+
+// timelineCache keeps drawn timelines by table, sample time and partition choice: they change
+// only when maintenance samples the table again, while the page is asked for far more often.
+var timelineCache = struct {
+	sync.Mutex
+	m map[timelineKey]template.HTML
+}{m: map[timelineKey]template.HTML{}}
+
+// timelineKey names one sample's drawing: the sample's partition list itself (each sample makes
+// a new one; reports share it), so two samples at the same instant cannot be confused.
+type timelineKey struct {
+	table, partition string
+	sampled          time.Time
+	parts            *maintain.Partition
+	n                int
+}
+
+// maxPartitionLinks bounds the links to older partitions (newest first), for the same reason.
+const maxPartitionLinks = 100
+
+// maxCachedTimelines bounds the cache; past it the cache starts over (a sample replaces every
+// entry of its table anyway).
+const maxCachedTimelines = 64
+
+// timelineHTML draws st's partitions for the table page: only the partition named, when one is,
+// else the newest MaxPagePartitions and a summary of the rest. Partitions are in name order,
+// which is time order for day partitions.
+func timelineHTML(table string, st *maintain.State, only string) template.HTML {
+	key := timelineKey{table: table, partition: only, sampled: st.SampledAt, n: len(st.Partitions)}
+	if len(st.Partitions) > 0 {
+		key.parts = &st.Partitions[0]
+	}
+	timelineCache.Lock()
+	h, ok := timelineCache.m[key]
+	timelineCache.Unlock()
+	if ok {
+		return h
+	}
+	var b strings.Builder
+	parts := st.Partitions
+	if only != "" {
+		parts = nil
+		for _, p := range st.Partitions {
+			if p.Partition == only {
+				parts = append(parts, p)
+			}
+		}
+		fmt.Fprintf(&b, `<div class="mut">Partition %s only; <a href="%s">the newest partitions</a>.</div>`, template.HTMLEscapeString(only), TableURL(table))
+		if len(parts) == 0 {
+			b.WriteString(`<div class="empty">No such partition among the live files.</div>`)
+		}
+	} else if len(parts) == 0 {
+		b.WriteString(`<div class="empty">No live files.</div>`)
+	}
+	var older []maintain.Partition
+	if only == "" && len(parts) > MaxPagePartitions {
+		older, parts = parts[:len(parts)-MaxPagePartitions], parts[len(parts)-MaxPagePartitions:]
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := parts[i]
+		fmt.Fprintf(&b, `<div class="partition" data-partition="%s" data-files="%d">%s</div>`,
+			template.HTMLEscapeString(p.Partition), len(p.Files), PartitionSVG(p))
+	}
+	if len(older) > 0 {
+		files := 0
+		for _, p := range older {
+			for _, n := range p.FilesPerLevel {
+				files += n
+			}
+		}
+		fmt.Fprintf(&b, `<div id="older-partitions"><p>%d older partitions with %d live files are not drawn; draw one (add <code>?partition=NAME</code> for any):</p><div class="mono">`, len(older), files)
+		for i := len(older) - 1; i >= max(0, len(older)-maxPartitionLinks); i-- {
+			p := older[i]
+			n := 0
+			for _, c := range p.FilesPerLevel {
+				n += c
+			}
+			fmt.Fprintf(&b, `<a href="%s?partition=%s">%s</a> (%d) `, TableURL(table), url.QueryEscape(p.Partition), template.HTMLEscapeString(p.Partition), n)
+		}
+		b.WriteString(`</div></div>`)
+	}
+	h = template.HTML(b.String())
+	timelineCache.Lock()
+	if len(timelineCache.m) >= maxCachedTimelines {
+		clear(timelineCache.m)
+	}
+	timelineCache.m[key] = h
+	timelineCache.Unlock()
+	return h
 }
 
 func render(w io.Writer, name string, d pageData) error {
@@ -203,12 +304,21 @@ func Deletions(w io.Writer, r Report) error {
 	return render(w, "deletions.html", pageData{Title: "quarantine, set-asides, deletions, retention", Nav: "deletions", R: r})
 }
 
-// TablePage renders one table: levels, overlap, work, the timeline of each partition, its
+// TablePage renders one table: levels, overlap, work, the timeline of its newest partitions, its
 // set-aside files, deletions and retention. ErrNoTable when r does not hold it.
 func TablePage(w io.Writer, r Report, name string) error {
+	return TablePartitionPage(w, r, name, "")
+}
+
+// TablePartitionPage is TablePage drawing only the timeline of partition ("" for the newest).
+func TablePartitionPage(w io.Writer, r Report, name, partition string) error {
 	for i := range r.Tables {
-		if r.Tables[i].Name == name {
-			return render(w, "table.html", pageData{Title: "table " + name, Nav: "table", R: r, T: &r.Tables[i]})
+		if t := &r.Tables[i]; t.Name == name {
+			d := pageData{Title: "table " + name, Nav: "table", R: r, T: t}
+			if t.Maintenance != nil {
+				d.Timeline = timelineHTML(name, t.Maintenance, partition)
+			}
+			return render(w, "table.html", d)
 		}
 	}
 	return ErrNoTable

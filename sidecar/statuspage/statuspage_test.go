@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -219,5 +220,81 @@ func wellFormed(s string) error {
 				seen[a.Name] = true
 			}
 		}
+	}
+}
+
+// TestIndexShowsUncleanStop: the overview page says the previous run was killed mid-batch, with
+// the batches and the files left for gc; a clean start shows nothing of it.
+func TestIndexShowsUncleanStop(t *testing.T) {
+	r := Report{Node: "n", Role: "all", Version: "v", StartedAt: t0, Now: t0}
+	var b bytes.Buffer
+	if err := Index(&b, r); err != nil || strings.Contains(b.String(), "unclean-stop") {
+		t.Fatalf("clean start: %v\n%s", err, b.String())
+	}
+	r.UncleanStop = &drain.UncleanStop{DetectedAt: t0, LeftForGC: 2, Batches: []drain.InterruptedBatch{{Table: "audit_x", Dir: "wal", Started: t0, FilesWritten: 2, LeftForGC: 2}}}
+	b.Reset()
+	if err := Index(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="unclean-stop"`, "previous run killed mid-batch", "<td>audit_x</td>", "2 data file(s) they wrote were not committed"} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("index page lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestTablePageBoundsPartitions: a table of 10,000 day partitions draws only the newest
+// MaxPagePartitions, newest first, and a summary line with a link for each other one, so the page
+// stays small; ?partition= draws just that one.
+func TestTablePageBoundsPartitions(t *testing.T) {
+	var files []plan.File
+	for i := 0; i < 10000; i++ {
+		f := span(fmt.Sprintf("f%05d.parquet", i), 0, time.Minute, 0, 1<<20)
+		f.Partition = fmt.Sprintf("p%05d", i)
+		files = append(files, f)
+	}
+	parts := maintain.Partitions(files, plan.DefaultConfig())
+	if len(parts) != 10000 {
+		t.Fatalf("%d partitions", len(parts))
+	}
+	r := Report{Node: "n", Now: t0, Tables: []Table{{Name: "events", Owned: true,
+		Maintenance: &maintain.State{SampledAt: t0, Partitions: parts, FilesPerLevel: map[string]int{"L0": 10000}}}}}
+	var b bytes.Buffer
+	if err := TablePage(&b, r, "events"); err != nil {
+		t.Fatal(err)
+	}
+	drawn := regexp.MustCompile(`class="partition" data-partition="(p\d+)"`).FindAllStringSubmatch(b.String(), -1)
+	if len(drawn) != MaxPagePartitions || drawn[0][1] != "p09999" || drawn[len(drawn)-1][1] != "p09970" {
+		t.Fatalf("drew %d partitions (first %v), want the newest %d newest first", len(drawn), drawn[:min(len(drawn), 1)], MaxPagePartitions)
+	}
+	if !strings.Contains(b.String(), "9970 older partitions with 9970 live files are not drawn") {
+		t.Fatalf("no summary of the older partitions")
+	}
+	t.Logf("page of %d bytes for 10000 partitions", b.Len())
+	if b.Len() > 256<<10 {
+		t.Fatalf("page of %d bytes, want at most 256 KiB", b.Len())
+	}
+
+	b.Reset()
+	if err := TablePartitionPage(&b, r, "events", "p00042"); err != nil {
+		t.Fatal(err)
+	}
+	drawn = regexp.MustCompile(`class="partition" data-partition="(p\d+)"`).FindAllStringSubmatch(b.String(), -1)
+	if len(drawn) != 1 || drawn[0][1] != "p00042" {
+		t.Fatalf("?partition=p00042 drew %v", drawn)
+	}
+}
+
+// TestTimelineSVGWithControlCharacters: a control character in a table or partition name (which
+// html.EscapeString keeps) still makes a well-formed standalone SVG.
+func TestTimelineSVGWithControlCharacters(t *testing.T) {
+	p := partition(t, "day\x01\x1b", []plan.File{span("a.parquet", 0, time.Minute, 0, 1<<20)})
+	doc := TimelineSVG("table ev\x00ents\x07", []maintain.Partition{p})
+	var v struct{}
+	if err := xml.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatalf("not XML: %v", err)
+	}
+	if err := wellFormed(doc); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -41,7 +41,16 @@ func levelColor(l string) string {
 	return colorOther
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes s for SVG text and attributes; control characters other than tab and newline are
+// not allowed in XML at all (html.EscapeString keeps them), so they become U+FFFD.
+func esc(s string) string {
+	return html.EscapeString(strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f || r == 0xfffe || r == 0xffff {
+			return '\uFFFD'
+		}
+		return r
+	}, s))
+}
 
 // PartitionSVG is one partition's timeline as a standalone <svg> element (inline in HTML, or a
 // file of its own).
