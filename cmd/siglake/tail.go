@@ -141,6 +141,13 @@ func runTail(args []string) error {
 	}
 	err = buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
 		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, out, errOut)
+	// A refused reader learns why (the token or certificate option), not that the table is unknown:
+	// a table not committed yet is known only to the buffers it could not read.
+	var refused *buffer.StatusError
+	if errors.As(err, &refused) && (refused.Code == http.StatusUnauthorized || refused.Code == http.StatusForbidden) {
+		_, _ = os.Stderr.Write(held.Bytes())
+		return err
+	}
 	if missing != nil && !*follow && (err != nil || out.n == 0) {
 		return missing
 	}
