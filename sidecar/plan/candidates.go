@@ -87,9 +87,8 @@ func covering(fs []File, t int64) int {
 // trigger merges it: half of MaxOverlapDepth. Behind the ingest edge the
 // on-time files settle into one disjoint layer and the late stream makes the
 // rest of what an ordered read pays, so the late stream's limit is about what
-// the settled layout converges to: in the simulator the busy table's settled
-// depth was 18 over 3 h with the late stream at the full limit and 13 at half
-// (docs/compaction.md, "Late rows"). The table's depth as a whole still has
+// the settled layout converges to; half kept it lowest (docs/compaction.md,
+// "Late rows"). The table's depth as a whole still has
 // the spec's trigger (combinedDepthCandidates).
 func lateDepthLimit(cfg Config) int { return max(1, cfg.MaxOverlapDepth/2) }
 

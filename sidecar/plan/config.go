@@ -79,9 +79,9 @@ type Config struct {
 	// is at least this leaves level selection (overlap rewrites still take
 	// it). 0 means no cap. Default 8: a slow table's L0 file is re-merged
 	// each time eight more small files arrive, so without a cap its write
-	// amplification grows with the time it takes to reach L1MinBytes
-	// (simulated at 5 kB/s: 41 without a cap, 6.3 with 8, same layout),
-	// while busier tables' files reach L2 before the cap binds.
+	// amplification grows with the time it takes to reach L1MinBytes, while
+	// busier tables' files reach L2 before the cap binds (docs/compaction.md,
+	// "Choosing the generation cap").
 	LevelMaxGen int
 
 	// MaxFanIn is the largest number of input files in one bin, whatever the
@@ -118,9 +118,8 @@ type Config struct {
 	// when the splice is off (SIGLAKE_MERGE_SPLICE_MIN_ROWS=0) or its minimum
 	// is above RowGroupRows, so no row group can be copied. Default 0.5:
 	// copying costs about 1/24 of a re-encode per byte (docs/benchmarks.md,
-	// "Splice"), so such a bin costs at most about half of re-encoding it; in
-	// the simulator 0.5 gave fewer files than 0.35 for about the same rewrite
-	// time, and 0.75 no fewer (docs/compaction.md, "Absorb bins").
+	// "Splice"), so such a bin costs at most about half of re-encoding it;
+	// 0.35 and 0.75 did no better (docs/compaction.md, "Absorb bins").
 	AbsorbMaxReencode float64
 
 	// BackpressureMaxBins is the restricted pass's own bin budget (its bin

@@ -145,8 +145,7 @@ type Input struct {
 	// rewriting (BusyShare). The time limit applies only from
 	// busyForTimeLimit on: a rewriter mostly idle has finished each pass
 	// long before fresh files need it, and deferring its large bins only
-	// reorders work (on the quiet table, 5% busy, the limit cost 2% more
-	// write amplification and 12% more files at the peak).
+	// reorders work (docs/compaction.md, "The pass's time limit").
 	RewriterBusy float64
 	// TimeSpent is rewrite time the caller's cycle has already spent before
 	// this pass (other tables' passes; PlanTable adds a rollup's fold bins):
@@ -510,20 +509,14 @@ func (b *budget) take(bin Bin) {
 }
 
 // largeBinWait is how many passes in a row the time limit may leave a bin
-// for later before a pass takes one bin past it. Without it, a large rewrite
-// whose score stays below the fresh files' (the late table's terminal late
-// files) would never run: in the simulator that table's settled depth went
-// from 24 to 76. Measured (busy 24 h, late 6 h): with 2 the busy table's
-// ingest-edge depth p50 was 41 (the passes past the limit came often enough
-// to hold fresh files a check longer), with 3 28 and settled 6 / 13, with 5
-// 26; the late table settled at 21, 22 and 24 (with the allowance on the
-// first refused bin; the shipped rule, takePastTime, measures 27 and 23).
+// for later before a pass takes one bin past it, so a large rewrite whose
+// score stays below the fresh files' still runs; 3 held the busy edge and the
+// late table's settled depth lowest (docs/compaction.md, "The pass's time limit").
 const largeBinWait = 3
 
 // busyForTimeLimit is the rewriter's busy share (Input.RewriterBusy) from
 // which a pass has a time limit: half, where passes start to run into the
-// next L0 check (the busy and late tables run at 70-80%, the stall table
-// at about 33% outside its stall).
+// next L0 check (the simulated shares are in docs/compaction.md, "Late rows").
 const busyForTimeLimit = 0.5
 
 // serve hands out the budget to candidates in score order and reports the

@@ -8,8 +8,8 @@ import (
 // RewriteRate measures a rewriter's speed for Input.Rewriter: a line fitted
 // to its recent rewrites, time = fixed + bytes x per-byte, because a bin's
 // fixed costs (opening inputs, the commit, the catalog round trips) weigh as
-// much as its bytes when bins are small (1 s for a 2 MB bin in the
-// simulator). Each older rewrite weighs rateDecay times less than the next,
+// much as its bytes when bins are small (docs/compaction.md, "The pass's time
+// limit"). Each older rewrite weighs rateDecay times less than the next,
 // so the fit follows a change of machine or of bin mix within tens of bins.
 // The zero value knows no speed.
 type RewriteRate struct {
