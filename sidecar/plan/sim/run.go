@@ -151,18 +151,7 @@ func run(s Scenario) *world {
 	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	g := &ingest{r: r, delay: us(s.ArrivalDelay), lateFrac: s.LateFraction, lateMean: us(s.LateMean),
 		width: us(s.PartitionWidth), rowBytes: s.RowBytes}
-
-	podRate := s.IngestBytesPerSec / float64(s.Pods)
-	every := us(s.CommitMaxAge)
-	if s.CommitTargetBytes > 0 {
-		every = math.Min(every, s.CommitTargetBytes/podRate*1e6)
-	}
-	every = math.Max(every, 1e5) // at most 10 commits per second per pod
-	nextCommit := make([]float64, s.Pods)
-	lastCommit := make([]float64, s.Pods)
-	for p := range nextCommit {
-		nextCommit[p] = every * float64(p+1) / float64(s.Pods) // pods out of phase
-	}
+	pods := newCommits(s)
 
 	var st plan.State
 	end := s.Duration.Microseconds()
@@ -170,61 +159,11 @@ func run(s Scenario) *world {
 	sampleEvery := s.SampleEvery.Microseconds()
 	nextSample := int64(0)
 	for now := int64(0); now <= end; now += tick {
-		// Ingest: every pod commit due by now.
-		for p := range nextCommit {
-			for nextCommit[p] <= float64(now) {
-				ws, we := int64(lastCommit[p]), int64(nextCommit[p])
-				bytes := podRate * (nextCommit[p] - lastCommit[p]) / 1e6
-				batch := g.batch(ws, we, bytes)
-				runs := drainRuns(batch, s.DrainSplitSparse, splitMinRows*s.RowBytes)
-				for part, ps := range batch {
-					for _, r := range runs {
-						if in := clip(ps, r.lo, r.hi); len(in) > 0 {
-							w.add(part, 0, r.sparse && s.LateStream, in)
-						}
-					}
-				}
-				w.res.IngestedBytes += bytes
-				lastCommit[p] = nextCommit[p]
-				nextCommit[p] += every
-			}
-		}
-		// Rewrites finished by now commit, one bin at a time.
-		for len(w.queue) > 0 && w.queue[0].done <= now {
-			w.apply(w.queue[0].bin)
-			q := w.queue[0]
-			w.rate.Add(max(q.bin.EstimatedBytes-int64(q.copied), 1), time.Duration(q.took)*time.Microsecond)
-			w.queue = w.queue[1:]
-		}
+		w.ingestDue(now, pods, g)
+		w.commitFinished(now)
 		// An idle rewriter asks for the next pass.
 		if len(w.queue) == 0 {
-			in := plan.Input{
-				Files: w.live(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
-				SealedBacklog: s.sealedAt(now), State: st,
-			}
-			if s.PassTimeLimit {
-				w.busy.Add(time.Duration(w.lastPassTook)*time.Microsecond, time.Duration(now-w.lastPass)*time.Microsecond)
-				in.Rewriter, in.RewriterBusy = w.rate, w.busy.Share()
-			}
-			p := plan.Plan(w.cfg, in)
-			w.lastPass, w.lastPassTook = now, 0
-			st = p.Next
-			w.res.Decisions[p.Decision.String()]++
-			at := now
-			for _, b := range p.Bins {
-				copied := w.spliceBytes(b)
-				w.res.SplicedBytes += copied
-				d := int64((float64(b.EstimatedBytes)-copied)/s.MergeBytesPerSec*1e6) + s.BinOverhead.Microseconds()
-				if copied > 0 {
-					d += int64(copied / s.SpliceBytesPerSec * 1e6)
-				}
-				w.res.RewriteSeconds += float64(d) / 1e6
-				at += d
-				w.busyUs += d
-				w.queue = append(w.queue, pending{b, at, d, copied})
-				w.lastPassTook += d
-				w.res.BinsByKind[b.Kind.String()]++
-			}
+			st = w.pass(now, st)
 		}
 		if now >= nextSample {
 			w.sample(now)
@@ -236,6 +175,93 @@ func run(s Scenario) *world {
 	}
 	w.finish(end)
 	return w
+}
+
+// commits is the pods' commit schedule: each pod commits every `every`
+// microseconds of the bytes it ingested since its last commit.
+type commits struct {
+	podRate, every float64
+	next, last     []float64 // per pod: next and last commit time
+}
+
+func newCommits(s Scenario) *commits {
+	c := &commits{podRate: s.IngestBytesPerSec / float64(s.Pods), every: us(s.CommitMaxAge)}
+	if s.CommitTargetBytes > 0 {
+		c.every = math.Min(c.every, s.CommitTargetBytes/c.podRate*1e6)
+	}
+	c.every = math.Max(c.every, 1e5) // at most 10 commits per second per pod
+	c.next = make([]float64, s.Pods)
+	c.last = make([]float64, s.Pods)
+	for p := range c.next {
+		c.next[p] = c.every * float64(p+1) / float64(s.Pods) // pods out of phase
+	}
+	return c
+}
+
+// ingestDue adds the files of every pod commit due by now.
+func (w *world) ingestDue(now int64, c *commits, g *ingest) {
+	s := w.s
+	for p := range c.next {
+		for c.next[p] <= float64(now) {
+			ws, we := int64(c.last[p]), int64(c.next[p])
+			bytes := c.podRate * (c.next[p] - c.last[p]) / 1e6
+			batch := g.batch(ws, we, bytes)
+			runs := drainRuns(batch, s.DrainSplitSparse, splitMinRows*s.RowBytes)
+			for part, ps := range batch {
+				for _, r := range runs {
+					if in := clip(ps, r.lo, r.hi); len(in) > 0 {
+						w.add(part, 0, r.sparse && s.LateStream, in)
+					}
+				}
+			}
+			w.res.IngestedBytes += bytes
+			c.last[p] = c.next[p]
+			c.next[p] += c.every
+		}
+	}
+}
+
+// commitFinished commits the rewrites finished by now, one bin at a time.
+func (w *world) commitFinished(now int64) {
+	for len(w.queue) > 0 && w.queue[0].done <= now {
+		w.apply(w.queue[0].bin)
+		q := w.queue[0]
+		w.rate.Add(max(q.bin.EstimatedBytes-int64(q.copied), 1), time.Duration(q.took)*time.Microsecond)
+		w.queue = w.queue[1:]
+	}
+}
+
+// pass plans one pass at now from state st, queues its bins on the rewriter
+// with their modelled durations and returns the state for the next pass.
+func (w *world) pass(now int64, st plan.State) plan.State {
+	s := w.s
+	in := plan.Input{
+		Files: w.live(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
+		SealedBacklog: s.sealedAt(now), State: st,
+	}
+	if s.PassTimeLimit {
+		w.busy.Add(time.Duration(w.lastPassTook)*time.Microsecond, time.Duration(now-w.lastPass)*time.Microsecond)
+		in.Rewriter, in.RewriterBusy = w.rate, w.busy.Share()
+	}
+	p := plan.Plan(w.cfg, in)
+	w.lastPass, w.lastPassTook = now, 0
+	w.res.Decisions[p.Decision.String()]++
+	at := now
+	for _, b := range p.Bins {
+		copied := w.spliceBytes(b)
+		w.res.SplicedBytes += copied
+		d := int64((float64(b.EstimatedBytes)-copied)/s.MergeBytesPerSec*1e6) + s.BinOverhead.Microseconds()
+		if copied > 0 {
+			d += int64(copied / s.SpliceBytesPerSec * 1e6)
+		}
+		w.res.RewriteSeconds += float64(d) / 1e6
+		at += d
+		w.busyUs += d
+		w.queue = append(w.queue, pending{b, at, d, copied})
+		w.lastPassTook += d
+		w.res.BinsByKind[b.Kind.String()]++
+	}
+	return p.Next
 }
 
 // Compare runs the scenario with the leveled and the legacy strategy.
