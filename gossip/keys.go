@@ -133,31 +133,3 @@ func (c *Cluster) Keys() KeyState {
 	}
 	return KeyState{Keys: len(c.keyring.GetKeys()), Primary: KeyFingerprint(c.keyring.GetPrimaryKey())}
 }
-
-// refusal classifies a memberlist log line that reports a packet or stream
-// this member refused (inbound only: a member's own failed joins and
-// push/pulls carry the same error words but are not refusals by it):
-// "label" for another cluster label (or none), "key" for a payload no
-// installed key decrypts or an unencrypted one. "" for any other line.
-// memberlist reports these only in its log, so the wording is matched;
-// TestRefusalsCounted fails if a memberlist upgrade changes it.
-func refusal(msg string) string {
-	switch {
-	case strings.HasPrefix(msg, "discarding stream with unacceptable label"),
-		strings.HasPrefix(msg, "discarding packet with unacceptable label"):
-		return "label"
-	case strings.HasPrefix(msg, "Decrypt packet failed"):
-		return "key"
-	case strings.HasPrefix(msg, "failed to receive") && keyError(msg):
-		return "key"
-	}
-	return ""
-}
-
-// keyError reports whether msg carries one of memberlist's errors for a
-// payload that no installed key decrypts, or for one side unencrypted.
-func keyError(msg string) bool {
-	return strings.Contains(msg, "could decrypt") ||
-		strings.Contains(msg, "remote state is not encrypted") ||
-		strings.Contains(msg, "encryption is not configured")
-}

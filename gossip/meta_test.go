@@ -3,8 +3,6 @@ package gossip
 import (
 	"strings"
 	"testing"
-
-	"go.uber.org/zap/zapcore"
 )
 
 func TestMetaRoundTripAndLimits(t *testing.T) {
@@ -41,24 +39,5 @@ func TestRolesFor(t *testing.T) {
 	}
 	if _, err := RolesFor("ingest"); err == nil || !strings.Contains(err.Error(), "all, drain, maintenance") {
 		t.Fatalf("bad role: %v", err)
-	}
-}
-
-func TestParseMemberlistLine(t *testing.T) {
-	cases := map[string]struct {
-		level zapcore.Level
-		msg   string
-	}{
-		"[DEBUG] memberlist: Stream connection from=127.0.0.1:1\n": {zapcore.DebugLevel, "Stream connection from=127.0.0.1:1"},
-		"[WARN] memberlist: Refuting a suspect message":            {zapcore.WarnLevel, "Refuting a suspect message"},
-		"[ERR] memberlist: Failed to send ping":                    {zapcore.ErrorLevel, "Failed to send ping"},
-		"[INFO] memberlist: Suspect node-1 has failed":             {zapcore.InfoLevel, "Suspect node-1 has failed"},
-		"plain line": {zapcore.InfoLevel, "plain line"},
-	}
-	for in, want := range cases {
-		l, m := parseMemberlistLine(in)
-		if l != want.level || m != want.msg {
-			t.Errorf("%q -> %v %q", in, l, m)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package gossip
+package mllog
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func TestRefusalsCounted(t *testing.T) {
 		{"[WARN] memberlist: Was able to connect to b over TCP but UDP probes failed, network may be misconfigured", ""},
 	}
 	var wantLabel, wantKey uint64
-	_, w := newMemberlistLogger(zap.NewNop())
+	_, w := New(zap.NewNop())
 	for _, l := range lines {
 		_, msg := parseMemberlistLine(l.line)
 		if got := refusal(msg); got != l.want {
@@ -48,8 +48,8 @@ func TestRefusalsCounted(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(l.line + "\n"))
 	}
-	if w.refusedLabel.Load() != wantLabel || w.refusedKey.Load() != wantKey {
-		t.Fatalf("counted label %d key %d, want %d %d", w.refusedLabel.Load(), w.refusedKey.Load(), wantLabel, wantKey)
+	if w.RefusedLabel.Load() != wantLabel || w.RefusedKey.Load() != wantKey {
+		t.Fatalf("counted label %d key %d, want %d %d", w.RefusedLabel.Load(), w.RefusedKey.Load(), wantLabel, wantKey)
 	}
 }
 
@@ -58,7 +58,7 @@ func TestRefusalsCounted(t *testing.T) {
 // refusal itself at debug, and every one counted.
 func TestRefusalFloodLogsLittle(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	_, w := newMemberlistLogger(zap.New(core))
+	_, w := New(zap.New(core))
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	w.now = func() time.Time { return now }
 	for i := range 1000 {
@@ -74,7 +74,7 @@ func TestRefusalFloodLogsLittle(t *testing.T) {
 	if len(loud) != 2 {
 		t.Fatalf("%d lines at warn or above for 1,000 refusals from 2 senders, want 2 (one per sender): %v", len(loud), loud)
 	}
-	if got := w.refusedKey.Load(); got != 1000 {
+	if got := w.RefusedKey.Load(); got != 1000 {
 		t.Fatalf("counted %d refusals, want 1000", got)
 	}
 	// A minute later the next refusal summarises what came since.
@@ -86,5 +86,24 @@ func TestRefusalFloodLogsLittle(t *testing.T) {
 	}
 	if n := loud[2].ContextMap()["key"]; n != uint64(900) {
 		t.Fatalf("summary counts %v key refusals, want 900 (899 since the first summary, and this one)", n)
+	}
+}
+
+func TestParseMemberlistLine(t *testing.T) {
+	cases := map[string]struct {
+		level zapcore.Level
+		msg   string
+	}{
+		"[DEBUG] memberlist: Stream connection from=127.0.0.1:1\n": {zapcore.DebugLevel, "Stream connection from=127.0.0.1:1"},
+		"[WARN] memberlist: Refuting a suspect message":            {zapcore.WarnLevel, "Refuting a suspect message"},
+		"[ERR] memberlist: Failed to send ping":                    {zapcore.ErrorLevel, "Failed to send ping"},
+		"[INFO] memberlist: Suspect node-1 has failed":             {zapcore.InfoLevel, "Suspect node-1 has failed"},
+		"plain line": {zapcore.InfoLevel, "plain line"},
+	}
+	for in, want := range cases {
+		l, m := parseMemberlistLine(in)
+		if l != want.level || m != want.msg {
+			t.Errorf("%q -> %v %q", in, l, m)
+		}
 	}
 }

@@ -1,6 +1,10 @@
-package gossip
+// Package transport is the gossip's network transport: memberlist's own
+// UDP/TCP transport, bound with retries, wrapped to count the payload bytes
+// that pass through it.
+package transport
 
 import (
+	"log"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -9,11 +13,11 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// countingTransport wraps memberlist's own UDP/TCP transport and counts the
+// Counting wraps memberlist's own UDP/TCP transport and counts the
 // payload bytes that pass through it, so the sidecar can export gossip
 // bandwidth. Counts are of gossip payload; IP, UDP and TCP headers are not
 // included.
-type countingTransport struct {
+type Counting struct {
 	inner *memberlist.NetTransport
 
 	sent, recv atomic.Uint64
@@ -25,10 +29,10 @@ type countingTransport struct {
 	wg       sync.WaitGroup
 }
 
-var _ memberlist.NodeAwareTransport = (*countingTransport)(nil)
+var _ memberlist.NodeAwareTransport = (*Counting)(nil)
 
-func newCountingTransport(inner *memberlist.NetTransport) *countingTransport {
-	t := &countingTransport{
+func NewCounting(inner *memberlist.NetTransport) *Counting {
+	t := &Counting{
 		inner:    inner,
 		packetCh: make(chan *memberlist.Packet),
 		streamCh: make(chan net.Conn),
@@ -40,7 +44,7 @@ func newCountingTransport(inner *memberlist.NetTransport) *countingTransport {
 	return t
 }
 
-func (t *countingTransport) forwardPackets() {
+func (t *Counting) forwardPackets() {
 	defer t.wg.Done()
 	in := t.inner.PacketCh()
 	for {
@@ -58,7 +62,7 @@ func (t *countingTransport) forwardPackets() {
 	}
 }
 
-func (t *countingTransport) forwardStreams() {
+func (t *Counting) forwardStreams() {
 	defer t.wg.Done()
 	in := t.inner.StreamCh()
 	for {
@@ -76,11 +80,11 @@ func (t *countingTransport) forwardStreams() {
 	}
 }
 
-func (t *countingTransport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
+func (t *Counting) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
 	return t.inner.FinalAdvertiseAddr(ip, port)
 }
 
-func (t *countingTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+func (t *Counting) WriteTo(b []byte, addr string) (time.Time, error) {
 	ts, err := t.inner.WriteTo(b, addr)
 	if err == nil {
 		t.sent.Add(uint64(len(b)))
@@ -88,7 +92,7 @@ func (t *countingTransport) WriteTo(b []byte, addr string) (time.Time, error) {
 	return ts, err
 }
 
-func (t *countingTransport) WriteToAddress(b []byte, addr memberlist.Address) (time.Time, error) {
+func (t *Counting) WriteToAddress(b []byte, addr memberlist.Address) (time.Time, error) {
 	ts, err := t.inner.WriteToAddress(b, addr)
 	if err == nil {
 		t.sent.Add(uint64(len(b)))
@@ -96,9 +100,9 @@ func (t *countingTransport) WriteToAddress(b []byte, addr memberlist.Address) (t
 	return ts, err
 }
 
-func (t *countingTransport) PacketCh() <-chan *memberlist.Packet { return t.packetCh }
+func (t *Counting) PacketCh() <-chan *memberlist.Packet { return t.packetCh }
 
-func (t *countingTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+func (t *Counting) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
 	c, err := t.inner.DialTimeout(addr, timeout)
 	if err != nil {
 		return nil, err
@@ -106,7 +110,7 @@ func (t *countingTransport) DialTimeout(addr string, timeout time.Duration) (net
 	return &countingConn{Conn: c, t: t}, nil
 }
 
-func (t *countingTransport) DialAddressTimeout(addr memberlist.Address, timeout time.Duration) (net.Conn, error) {
+func (t *Counting) DialAddressTimeout(addr memberlist.Address, timeout time.Duration) (net.Conn, error) {
 	c, err := t.inner.DialAddressTimeout(addr, timeout)
 	if err != nil {
 		return nil, err
@@ -114,11 +118,11 @@ func (t *countingTransport) DialAddressTimeout(addr memberlist.Address, timeout 
 	return &countingConn{Conn: c, t: t}, nil
 }
 
-func (t *countingTransport) StreamCh() <-chan net.Conn { return t.streamCh }
+func (t *Counting) StreamCh() <-chan net.Conn { return t.streamCh }
 
 // Shutdown stops the inner transport first: its listeners block on their
 // channels, so the forwarders must keep draining them until they are gone.
-func (t *countingTransport) Shutdown() error {
+func (t *Counting) Shutdown() error {
 	err := t.inner.Shutdown()
 	t.stopOnce.Do(func() { close(t.done) })
 	t.wg.Wait()
@@ -128,7 +132,7 @@ func (t *countingTransport) Shutdown() error {
 // countingConn counts the bytes of one push/pull or TCP-probe stream.
 type countingConn struct {
 	net.Conn
-	t *countingTransport
+	t *Counting
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
@@ -141,4 +145,33 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	c.t.sent.Add(uint64(n))
 	return n, err
+}
+
+// Sent is the payload bytes sent so far.
+func (t *Counting) Sent() uint64 { return t.sent.Load() }
+
+// Received is the payload bytes received so far.
+func (t *Counting) Received() uint64 { return t.recv.Load() }
+
+// Bind binds memberlist's UDP+TCP transport. A dynamic port (0)
+// is bound for TCP and then for UDP, which another process can take in
+// between, so that case is retried like memberlist itself does.
+func Bind(addr string, port int, log *log.Logger) (*memberlist.NetTransport, error) {
+	tries := 1
+	if port == 0 {
+		tries = 10
+	}
+	var err error
+	for range tries {
+		var nt *memberlist.NetTransport
+		nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+			BindAddrs: []string{addr},
+			BindPort:  port,
+			Logger:    log,
+		})
+		if err == nil {
+			return nt, nil
+		}
+	}
+	return nil, err
 }

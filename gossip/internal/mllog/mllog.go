@@ -1,4 +1,7 @@
-package gossip
+// Package mllog turns memberlist's log lines into zap entries and counts the
+// packets and streams memberlist refused for another cluster label or a key
+// this member lacks, which memberlist reports only in its log.
+package mllog
 
 import (
 	"log"
@@ -14,17 +17,17 @@ import (
 
 // memberlist logs through a *log.Logger with lines like
 // "[WARN] memberlist: Was able to connect to x over TCP but UDP probes
-// failed". zapWriter turns each line into a zap entry at the matching level.
-type zapWriter struct {
+// failed". Writer turns each line into a zap entry at the matching level.
+type Writer struct {
 	log *zap.Logger
-	// closing demotes everything to debug once shutdown has begun:
+	// Closing demotes everything to debug once shutdown has begun:
 	// memberlist's loops run on briefly after its sockets close and log
 	// each failed send as an error.
-	closing atomic.Bool
-	// refusedLabel and refusedKey count packets and streams memberlist
+	Closing atomic.Bool
+	// RefusedLabel and RefusedKey count packets and streams memberlist
 	// refused for another cluster label or a key it lacks: what an outsider
 	// trying to join looks like (docs/gossip.md).
-	refusedLabel, refusedKey atomic.Uint64
+	RefusedLabel, RefusedKey atomic.Uint64
 	// Each refusal is one line from memberlist, so a keyless sender flooding
 	// UDP would turn every packet into an error line; refusals log at debug,
 	// plus one warn summary per source and refusalSummaryEvery.
@@ -46,27 +49,29 @@ type refusalSource struct {
 	label, key uint64    // refusals since it
 }
 
-func newMemberlistLogger(l *zap.Logger) (*log.Logger, *zapWriter) {
-	w := &zapWriter{log: l.Named("memberlist"), sources: map[string]*refusalSource{}, now: time.Now}
+// New returns a *log.Logger for memberlist.Config.Logger that writes to l,
+// and the Writer behind it.
+func New(l *zap.Logger) (*log.Logger, *Writer) {
+	w := &Writer{log: l.Named("memberlist"), sources: map[string]*refusalSource{}, now: time.Now}
 	return log.New(w, "", 0), w
 }
 
-func (w *zapWriter) Write(p []byte) (int, error) {
+func (w *Writer) Write(p []byte) (int, error) {
 	level, msg := parseMemberlistLine(string(p))
 	reason := refusal(msg)
 	switch reason {
 	case "label":
-		w.refusedLabel.Add(1)
+		w.RefusedLabel.Add(1)
 	case "key":
-		w.refusedKey.Add(1)
+		w.RefusedKey.Add(1)
 	}
 	if reason != "" {
 		level = zapcore.DebugLevel
-		if !w.closing.Load() {
+		if !w.Closing.Load() {
 			w.summarise(reason, msg)
 		}
 	}
-	if w.closing.Load() {
+	if w.Closing.Load() {
 		level = zapcore.DebugLevel
 	}
 	if ce := w.log.Check(level, msg); ce != nil {
@@ -78,7 +83,7 @@ func (w *zapWriter) Write(p []byte) (int, error) {
 // summarise counts a refusal against its source and logs a warn summary of
 // that source's refusals when its last one is refusalSummaryEvery old (the
 // first refusal from a source is summarised at once).
-func (w *zapWriter) summarise(reason, msg string) {
+func (w *Writer) summarise(reason, msg string) {
 	src := refusalFrom(msg)
 	now := w.now()
 	w.mu.Lock()
@@ -155,4 +160,32 @@ func parseMemberlistLine(s string) (zapcore.Level, string) {
 	}
 	s = strings.TrimPrefix(s, "memberlist: ")
 	return level, s
+}
+
+// refusal classifies a memberlist log line that reports a packet or stream
+// this member refused (inbound only: a member's own failed joins and
+// push/pulls carry the same error words but are not refusals by it):
+// "label" for another cluster label (or none), "key" for a payload no
+// installed key decrypts or an unencrypted one. "" for any other line.
+// memberlist reports these only in its log, so the wording is matched;
+// TestRefusalsCounted fails if a memberlist upgrade changes it.
+func refusal(msg string) string {
+	switch {
+	case strings.HasPrefix(msg, "discarding stream with unacceptable label"),
+		strings.HasPrefix(msg, "discarding packet with unacceptable label"):
+		return "label"
+	case strings.HasPrefix(msg, "Decrypt packet failed"):
+		return "key"
+	case strings.HasPrefix(msg, "failed to receive") && KeyError(msg):
+		return "key"
+	}
+	return ""
+}
+
+// KeyError reports whether msg carries one of memberlist's errors for a
+// payload that no installed key decrypts, or for one side unencrypted.
+func KeyError(msg string) bool {
+	return strings.Contains(msg, "could decrypt") ||
+		strings.Contains(msg, "remote state is not encrypted") ||
+		strings.Contains(msg, "encryption is not configured")
 }
