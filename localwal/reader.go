@@ -151,34 +151,19 @@ func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment,
 // decodeFrom is decode with the IPC message reader and the record validation
 // as arguments: the fuzz target checks that decoding in place with
 // validateRecord accepts, rejects and returns exactly what Arrow's own
-// copying reader and full validation do.
+// copying reader and full validation do. Its steps: the file name, the
+// checksum trailer, the flatbuffer guard, the schema message and header,
+// then the record batches and what follows them.
 func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messages func([]byte, memory.Allocator) messageSource,
 	validate func(arrow.RecordBatch) error) (*Segment, int64, *SegmentError) {
-	np, ok := parseName(filepath.Base(path))
-	if !ok {
-		return nil, 0, segErr(path, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
+	np, serr := checkName(path, data)
+	if serr != nil {
+		return nil, 0, serr
 	}
-	if !ValidTable(np.table) {
-		return nil, 0, segErr(path, ReasonBadTableName, "table %q in file name does not match %s", np.table, tableRe)
+	data, trailer, serr := stripTrailer(path, data, salvage)
+	if serr != nil {
+		return nil, 0, serr
 	}
-	if len(data) == 0 {
-		return nil, 0, segErr(path, ReasonEmpty, "zero-byte file")
-	}
-	// The checksum comes first: a flipped bit is then reported as such,
-	// whatever it would have made of the decode. Crash recovery strips a
-	// trailer only when it verifies (a writer died between writing it and
-	// the rename); otherwise it salvages what decodes.
-	body, crc, trailer := splitTrailer(data)
-	if trailer {
-		if got := Checksum(body); got != crc {
-			if !salvage {
-				return nil, 0, segErr(path, ReasonChecksum, "CRC32C of the %d bytes before the trailer is %08x, the trailer says %08x", len(body), got, crc)
-			}
-			body, trailer = data, false
-		}
-	}
-	data = body
-
 	mem := opts.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -187,90 +172,164 @@ func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messag
 	if limit <= 0 {
 		limit = DefaultMaxDecoded(int64(len(data)))
 	}
-	if badAt, err := guardStream(data); err != nil {
-		if !salvage || badAt == 0 {
-			return nil, 0, segErr(path, ReasonCorrupt, "checking IPC metadata: %w", err)
-		}
-		data = data[:badAt] // recovery keeps the batches before it
+	if data, serr = guardMetadata(path, data, salvage); serr != nil {
+		return nil, 0, serr
 	}
 	budget := &budgetAllocator{mem: mem, limit: limit}
 	defer budget.disarm()
 
 	// Message bodies are read in place; what decoding allocates on top
 	// (decompressed buffers) is charged to the budget.
-	src := messages(data, budget)
-	size := int64(len(data))
-	mr := &eosWatch{MessageReader: src}
-	rd, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(budget))
+	d := &batchDecode{path: path, salvage: salvage, budget: budget, size: int64(len(data)), src: messages(data, budget)}
+	d.mr = &eosWatch{MessageReader: d.src}
+	rd, err := ipc.NewReaderFromMessageReader(d.mr, ipc.WithAllocator(budget))
 	if err != nil {
-		return nil, 0, streamErr(path, mr, "reading schema", err)
+		return nil, 0, streamErr(path, d.mr, "reading schema", err)
 	}
 	defer rd.Release()
+	hdr, serr := checkHeader(path, rd.Schema(), np, trailer)
+	if serr != nil {
+		return nil, 0, serr
+	}
+	d.seg = &Segment{Header: hdr, Schema: rd.Schema()}
+	d.goodEnd = d.src.offset() // end of the schema message
+	return d.batches(rd, validate, trailer)
+}
 
-	schema := rd.Schema()
+// checkName parses the segment's file name (only its base name) and refuses
+// an empty file.
+func checkName(path string, data []byte) (nameParts, *SegmentError) {
+	np, ok := parseName(filepath.Base(path))
+	if !ok {
+		return np, segErr(path, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
+	}
+	if !ValidTable(np.table) {
+		return np, segErr(path, ReasonBadTableName, "table %q in file name does not match %s", np.table, tableRe)
+	}
+	if len(data) == 0 {
+		return np, segErr(path, ReasonEmpty, "zero-byte file")
+	}
+	return np, nil
+}
+
+// stripTrailer verifies and strips the checksum trailer; trailer reports
+// whether there was one. The checksum comes first: a flipped bit is then
+// reported as such, whatever it would have made of the decode. Crash
+// recovery (salvage) strips a trailer only when it verifies (a writer died
+// between writing it and the rename); otherwise it salvages what decodes.
+func stripTrailer(path string, data []byte, salvage bool) (body []byte, trailer bool, serr *SegmentError) {
+	body, crc, trailer := splitTrailer(data)
+	if trailer {
+		if got := Checksum(body); got != crc {
+			if !salvage {
+				return nil, false, segErr(path, ReasonChecksum, "CRC32C of the %d bytes before the trailer is %08x, the trailer says %08x", len(body), got, crc)
+			}
+			body, trailer = data, false
+		}
+	}
+	return body, trailer, nil
+}
+
+// guardMetadata checks every message's flatbuffer metadata before Arrow
+// reads it. Crash recovery keeps the batches before the first bad message.
+func guardMetadata(path string, data []byte, salvage bool) ([]byte, *SegmentError) {
+	badAt, err := guardStream(data)
+	if err == nil {
+		return data, nil
+	}
+	if !salvage || badAt == 0 {
+		return nil, segErr(path, ReasonCorrupt, "checking IPC metadata: %w", err)
+	}
+	return data[:badAt], nil
+}
+
+// checkHeader reads the header from the schema's metadata and checks it
+// against the file name, the schema against the segment rules, and the
+// trailer against the version.
+func checkHeader(path string, schema *arrow.Schema, np nameParts, trailer bool) (Header, *SegmentError) {
 	hdr, reason, err := headerFromMetadata(schema.Metadata())
 	if err != nil {
-		return nil, 0, &SegmentError{Path: path, Reason: reason, Err: err}
+		return hdr, &SegmentError{Path: path, Reason: reason, Err: err}
 	}
 	switch {
 	case hdr.Table != np.table:
-		return nil, 0, segErr(path, ReasonCorrupt, "header table %q does not match file name table %q", hdr.Table, np.table)
+		return hdr, segErr(path, ReasonCorrupt, "header table %q does not match file name table %q", hdr.Table, np.table)
 	case hdr.Incarnation != np.incarnation:
-		return nil, 0, segErr(path, ReasonCorrupt, "header incarnation %d does not match file name incarnation %d", hdr.Incarnation, np.incarnation)
+		return hdr, segErr(path, ReasonCorrupt, "header incarnation %d does not match file name incarnation %d", hdr.Incarnation, np.incarnation)
 	case hdr.Seq != np.seq:
-		return nil, 0, segErr(path, ReasonCorrupt, "header seq %d does not match file name seq %d", hdr.Seq, np.seq)
+		return hdr, segErr(path, ReasonCorrupt, "header seq %d does not match file name seq %d", hdr.Seq, np.seq)
 	}
 	if err := CheckSchema(schema); err != nil {
-		return nil, 0, &SegmentError{Path: path, Reason: ReasonBadSchema, Err: err}
+		return hdr, &SegmentError{Path: path, Reason: ReasonBadSchema, Err: err}
 	}
 	if trailer && hdr.Version < 2 {
-		return nil, 0, segErr(path, ReasonCorrupt, "version %d segment ends with a checksum trailer (only version 2 has one)", hdr.Version)
+		return hdr, segErr(path, ReasonCorrupt, "version %d segment ends with a checksum trailer (only version 2 has one)", hdr.Version)
 	}
+	return hdr, nil
+}
 
-	seg := &Segment{Header: hdr, Schema: schema}
-	goodEnd := src.offset() // end of the schema message
-	fail := func(e *SegmentError) (*Segment, int64, *SegmentError) {
-		if salvage {
-			return seg, goodEnd, nil
-		}
-		seg.Release()
-		if budget.tripped.Load() {
-			e.Err = fmt.Errorf("%w: %w", ErrDecodeBudget, e.Err)
-		}
-		return nil, 0, e
+// batchDecode is one segment's decode from its schema message on: the
+// segment so far and where its last good batch ends.
+type batchDecode struct {
+	path    string
+	salvage bool
+	budget  *budgetAllocator
+	size    int64 // bytes of the stream, trailer stripped
+	src     messageSource
+	mr      *eosWatch
+	seg     *Segment
+	goodEnd int64
+}
+
+// fail ends the decode at a bad batch: crash recovery keeps what decoded
+// so far, a read rejects the segment.
+func (d *batchDecode) fail(e *SegmentError) (*Segment, int64, *SegmentError) {
+	if d.salvage {
+		return d.seg, d.goodEnd, nil
 	}
+	d.seg.Release()
+	if d.budget.tripped.Load() {
+		e.Err = fmt.Errorf("%w: %w", ErrDecodeBudget, e.Err)
+	}
+	return nil, 0, e
+}
+
+// batches validates and keeps every record batch, then checks what ends
+// the stream: its end-of-stream marker, the trailer, nothing after them.
+func (d *batchDecode) batches(rd *ipc.Reader, validate func(arrow.RecordBatch) error, trailer bool) (*Segment, int64, *SegmentError) {
+	path, seg, hdr := d.path, d.seg, d.seg.Header
 	for rd.Next() {
 		rec := rd.RecordBatch()
 		if err := validate(rec); err != nil {
-			return fail(segErr(path, ReasonCorrupt, "record batch %d fails validation: %w", len(seg.Records), err))
+			return d.fail(segErr(path, ReasonCorrupt, "record batch %d fails validation: %w", len(seg.Records), err))
 		}
 		rec.Retain()
 		seg.Records = append(seg.Records, rec)
 		seg.Rows += rec.NumRows()
 		// The message reader reads exactly one message per call, so
 		// this is where the batch's bytes end.
-		goodEnd = src.offset()
+		d.goodEnd = d.src.offset()
 	}
 	if err := rd.Err(); err != nil {
-		return fail(streamErr(path, mr, fmt.Sprintf("reading record batch %d", len(seg.Records)), err))
+		return d.fail(streamErr(path, d.mr, fmt.Sprintf("reading record batch %d", len(seg.Records)), err))
 	}
-	if !mr.eos {
-		return fail(segErr(path, ReasonTruncated, "no end-of-stream marker after %d record batches", len(seg.Records)))
+	if !d.mr.eos {
+		return d.fail(segErr(path, ReasonTruncated, "no end-of-stream marker after %d record batches", len(seg.Records)))
 	}
-	if tail := size - src.offset(); tail > 0 && tail < int64(TrailerSize) && hdr.Version >= 2 && !trailer {
-		return fail(segErr(path, ReasonTruncated, "the file ends %d bytes into its %d-byte checksum trailer", tail, TrailerSize))
+	if tail := d.size - d.src.offset(); tail > 0 && tail < int64(TrailerSize) && hdr.Version >= 2 && !trailer {
+		return d.fail(segErr(path, ReasonTruncated, "the file ends %d bytes into its %d-byte checksum trailer", tail, TrailerSize))
 	}
-	if src.offset() != size {
-		return fail(segErr(path, ReasonCorrupt, "%d bytes after the end-of-stream marker", size-src.offset()))
+	if d.src.offset() != d.size {
+		return d.fail(segErr(path, ReasonCorrupt, "%d bytes after the end-of-stream marker", d.size-d.src.offset()))
 	}
-	if seg.Rows == 0 && !salvage {
-		return fail(segErr(path, ReasonEmpty, "stream holds %d record batches and no rows", len(seg.Records)))
+	if seg.Rows == 0 && !d.salvage {
+		return d.fail(segErr(path, ReasonEmpty, "stream holds %d record batches and no rows", len(seg.Records)))
 	}
-	if hdr.Version >= 2 && !trailer && !salvage {
+	if hdr.Version >= 2 && !trailer && !d.salvage {
 		// Cut right after the end-of-stream marker, or the trailer's magic damaged.
-		return fail(segErr(path, ReasonTruncated, "version %d segment has no checksum trailer after its end-of-stream marker", hdr.Version))
+		return d.fail(segErr(path, ReasonTruncated, "version %d segment has no checksum trailer after its end-of-stream marker", hdr.Version))
 	}
-	return seg, goodEnd, nil
+	return seg, d.goodEnd, nil
 }
 
 // streamErr types an Arrow stream error: running out of bytes inside a
