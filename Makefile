@@ -16,7 +16,7 @@ build:
 
 # The packages whose loops run concurrently (drain, maintenance, claims, gossip, HTTP status):
 # `make test` runs them under the race detector, where a finding is a bug, never a flake.
-RACE_PKGS  := ./sidecar/... ./gossip ./localwal
+RACE_PKGS  := ./sidecar/... ./gossip/... ./localwal/...
 OTHER_PKGS  = $(shell $(GO) list ./... | grep -v -E 'siglake/siglake/(sidecar|gossip|localwal)(/|$$)')
 
 # Everything: services up, all packages (unit, integration, e2e with the real binary; the
