@@ -1,4 +1,4 @@
-package merge
+package input
 
 import (
 	"io"
@@ -13,34 +13,30 @@ import (
 
 // readBufferBytes is the read-ahead per column stream: column chunks are read
 // in ranged pieces of this size, never as whole objects.
-const readBufferBytes = 1 << 20
+const ReadBufferBytes = 1 << 20
 
 // openedInput is one Parquet input opened for ranged reads through FileIO.
-type openedInput struct {
-	path  string
-	read  *int64 // bytes read so far, shared by all inputs of one rewrite
-	f     icebergio.File
-	props *parquet.ReaderProperties // BufferSize may be lowered before readers are made
-	pf    *file.Reader
-	fr    *pqarrow.FileReader
+type File struct {
+	Path    string
+	read    *int64 // bytes read so far, shared by all inputs of one rewrite
+	f       icebergio.File
+	Props   *parquet.ReaderProperties // BufferSize may be lowered before readers are made
+	Parquet *file.Reader
+	Arrow   *pqarrow.FileReader
 }
 
 // openInput opens path and parses its footer. batchRows is the record-reader
 // batch length; it bounds the decoded rows one reader holds.
-// pageStreaming is on outside tests; TestKWayMemoryIndependentOfRowGroupSize
-// turns it off to show the test can tell.
-var pageStreaming = true
-
-func openInput(fs icebergio.IO, path string, mem memory.Allocator, batchRows int64) (*openedInput, error) {
-	return openInputCounted(fs, path, mem, batchRows, readBufferBytes, new(int64))
+func Open(fs icebergio.IO, path string, mem memory.Allocator, batchRows int64) (*File, error) {
+	return OpenCounted(fs, path, mem, batchRows, ReadBufferBytes, new(int64))
 }
 
 // openInputCounted is openInput with a per-column read-ahead of bufBytes and
 // a byte counter.
-func openInputCounted(fs icebergio.IO, path string, mem memory.Allocator, batchRows, bufBytes int64, read *int64) (*openedInput, error) {
+func OpenCounted(fs icebergio.IO, path string, mem memory.Allocator, batchRows, bufBytes int64, read *int64) (*File, error) {
 	f, err := fs.Open(path)
 	if err != nil {
-		return nil, inputErr("opening input", path, &IOError{Err: err})
+		return nil, NewError("opening input", path, &IOError{Err: err})
 	}
 	props := parquet.NewReaderProperties(mem)
 	props.BufferedStreamEnabled = true
@@ -48,23 +44,35 @@ func openInputCounted(fs icebergio.IO, path string, mem memory.Allocator, batchR
 	// Other writers (DuckDB: 122,880-row row groups) write data pages of
 	// many MiB; decoded whole, fan-in x columns of them dominated a k-way
 	// merge's peak. Streamed, a plain page costs about a 1 MiB buffer.
-	props.PageStreamingEnabled = pageStreaming
+	props.PageStreamingEnabled = true
 	pf, err := file.NewParquetReader(readerAtSeeker{f, read}, file.WithReadProps(props))
 	if err != nil {
 		_ = f.Close()
-		return nil, inputErr("reading Parquet footer of input", path, err)
+		return nil, NewError("reading Parquet footer of input", path, err)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, mem)
 	if err != nil {
 		_ = pf.Close()
 		_ = f.Close()
-		return nil, inputErr("reading Arrow schema of input", path, err)
+		return nil, NewError("reading Arrow schema of input", path, err)
 	}
-	return &openedInput{path: path, read: read, f: f, props: props, pf: pf, fr: fr}, nil
+	return &File{Path: path, read: read, f: f, Props: props, Parquet: pf, Arrow: fr}, nil
 }
 
-func (in *openedInput) Close() error {
-	err := in.pf.Close()
+// Size is the file's size in bytes, from the store.
+func (in *File) Size() (int64, error) {
+	st, err := in.f.Stat()
+	if err != nil {
+		return 0, NewError("reading input", in.Path, &IOError{Err: err})
+	}
+	return st.Size(), nil
+}
+
+// ReaderAt reads the file's bytes, counting them with the other reads of the file.
+func (in *File) ReaderAt() io.ReaderAt { return readerAtSeeker{in.f, in.read} }
+
+func (in *File) Close() error {
+	err := in.Parquet.Close()
 	if cerr := in.f.Close(); err == nil {
 		err = cerr
 	}

@@ -1,4 +1,4 @@
-package merge
+package writer
 
 import (
 	"context"
@@ -7,21 +7,23 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/siglake/siglake/merge/input"
 )
 
 // asyncSink runs a sink's encoding in its own goroutine, so decoding and
 // merging (the caller) overlap with Parquet encoding and compression. Two
 // chunks may be in flight, which bounds the extra memory.
-type asyncSink struct {
-	s    *sink
+type AsyncSink struct {
+	s    *Sink
 	ch   chan arrow.RecordBatch
 	done chan struct{}
 	err  error // set by the goroutine before done closes
 	once sync.Once
 }
 
-func newAsyncSink(ctx context.Context, s *sink) *asyncSink {
-	a := &asyncSink{s: s, ch: make(chan arrow.RecordBatch, 2), done: make(chan struct{})}
+func NewAsyncSink(ctx context.Context, s *Sink) *AsyncSink {
+	a := &AsyncSink{s: s, ch: make(chan arrow.RecordBatch, 2), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		defer func() {
@@ -34,7 +36,7 @@ func newAsyncSink(ctx context.Context, s *sink) *asyncSink {
 		}()
 		for rec := range a.ch {
 			if a.err == nil {
-				a.err = s.write(ctx, rec)
+				a.err = s.Write(ctx, rec)
 			}
 			rec.Release()
 		}
@@ -43,7 +45,7 @@ func newAsyncSink(ctx context.Context, s *sink) *asyncSink {
 }
 
 // write hands rec (retained here, released by the goroutine) to the encoder.
-func (a *asyncSink) write(ctx context.Context, rec arrow.RecordBatch) error {
+func (a *AsyncSink) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	rec.Retain()
 	select {
 	case a.ch <- rec:
@@ -58,22 +60,46 @@ func (a *asyncSink) write(ctx context.Context, rec arrow.RecordBatch) error {
 }
 
 // wait stops the goroutine after it has encoded everything sent.
-func (a *asyncSink) wait() error {
+func (a *AsyncSink) wait() error {
 	a.once.Do(func() { close(a.ch) })
 	<-a.done
 	return a.err
 }
 
 // finish waits for the encoder, then closes the last file.
-func (a *asyncSink) finish() ([]Output, error) {
+func (a *AsyncSink) Finish() ([]Output, error) {
 	if err := a.wait(); err != nil {
-		return nil, errors.Join(err, a.s.abort())
+		return nil, errors.Join(err, a.s.Abort())
 	}
-	return a.s.finish()
+	return a.s.Finish()
 }
 
 // abort waits for the encoder and removes every file written.
-func (a *asyncSink) abort() error {
+func (a *AsyncSink) Abort() error {
 	_ = a.wait()
-	return a.s.abort()
+	return a.s.Abort()
+}
+
+// recoverAbort turns a panic in the Parquet decoder (corrupt input it did not
+// validate) into an error, removing the outputs of s. A panic on input is a
+// bug, but one in a dependency must not take the sidecar down.
+func RecoverAbort(err *error, s interface{ Abort() error }) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	*err = input.PanicError("decoding or encoding", r)
+	if s != nil && !isNilSink(s) {
+		*err = errors.Join(*err, s.Abort())
+	}
+}
+
+func isNilSink(s interface{ Abort() error }) bool {
+	switch v := s.(type) {
+	case *Sink:
+		return v == nil
+	case *AsyncSink:
+		return v == nil
+	}
+	return false
 }
