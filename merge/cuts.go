@@ -8,11 +8,9 @@ import (
 )
 
 // SplitSparseMinBinRows: a rewrite of fewer rows (two default row groups) is
-// cut by size only. Its output is merged again at the next level anyway; at
-// the batch floor, the quiet table's rewrites still cut, for 75% more live
-// files and 3% more write amplification than the size-only writer, while
-// this floor leaves the quiet table as it was and the busy one slightly
-// shallower (docs/compaction.md, "Late rows").
+// cut by size only: its output is merged again at the next level anyway, and
+// cutting it costs a quiet table files (the simulator's measurements:
+// docs/compaction.md, "Late rows").
 const SplitSparseMinBinRows = 2 * writer.DefaultRowGroupRows
 
 // binCuts derives a rewrite's density cuts from its inputs' time-bucket

@@ -202,7 +202,7 @@ func checkChunkCRCs(t *testing.T, what string, o Output) {
 }
 
 // TestDuckDBReadsNestedOutputs: DuckDB reads the nested columns of every
-// path's outputs (1 and 3 encoding goroutines, and WriteSorted's) with the
+// path's outputs (1 and 3 encoding goroutines, and writer.WriteSorted's) with the
 // input's rows, nulls at every level included; and every chunk sum an
 // output records is the CRC-32C of that chunk's bytes.
 func TestDuckDBReadsNestedOutputs(t *testing.T) {

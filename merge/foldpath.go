@@ -6,7 +6,7 @@ import (
 	"github.com/siglake/siglake/merge/kmerge"
 )
 
-// endSink is a runSink with work to do once the merge order is complete (a fold's last bucket).
+// endSink is a kmerge.RunSink with work to do once the merge order is complete (a fold's last bucket).
 type endSink struct {
 	kmerge.RunSink
 	end func() error

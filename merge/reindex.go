@@ -111,7 +111,7 @@ func buildColumnIndex(ctx context.Context, in *input.File, column string, maxMem
 }
 
 // ReadFooter decodes the search metadata in a data file's footer, reading only the footer.
-// Malformed entries are absent ("maybe"), as in DecodeFooter.
+// Malformed entries are absent ("maybe"), as in writer.DecodeFooter.
 func ReadFooter(fs icebergio.IO, path string) (*index.Footer, error) {
 	in, err := input.Open(fs, path, memory.DefaultAllocator, reindexBatchRows)
 	if err != nil {

@@ -43,8 +43,8 @@ const (
 	// kwayChunkRows is the k-way path's output chunk, the rows assembled and
 	// handed to the encoder at a time. Each chunk costs a fixed overhead in
 	// the Parquet writer and the metadata builder (per column buffers,
-	// levels, statistics): 16 Ki rows spent about 10% less CPU than 4 Ki
-	// for about 12 MB more peak memory (bench/merge inputs, 8 inputs).
+	// levels, statistics); 16 Ki rows trade a little memory for less CPU
+	// (docs/benchmarks.md, "K-way output chunk").
 	kwayChunkRows = 16 * 1024
 	// inMemoryFactor: the in-memory path holds inputs, the assembled chunk
 	// and the writer's buffers; it is chosen when this many times the
@@ -433,7 +433,7 @@ func estimateDecoded(in *input.File) int64 {
 	return n
 }
 
-// runMerge drives mergeOrder over cursors into a sink, cleaning up on error.
+// runMerge drives kmerge.Order over cursors into a sink, cleaning up on error.
 func runMerge(ctx context.Context, cursors []*kmerge.Cursor, chunkRows int64, s *writer.AsyncSink, rs kmerge.RunSink, release func()) (outs []Output, err error) {
 	defer writer.RecoverAbort(&err, s)
 	err = kmerge.Order(ctx, cursors, chunkRows, rs)

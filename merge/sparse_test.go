@@ -43,7 +43,7 @@ func TestDensityCuts(t *testing.T) {
 	}
 }
 
-// denseRows is the on-time part of lateBatch: just past SplitSparseMinRows.
+// denseRows is the on-time part of lateBatch: just past density.SplitSparseMinRows.
 const denseRows = density.SplitSparseMinRows + 4_000
 
 // lateBatch is what a drain batch of a busy pod looks like: a dense on-time
@@ -179,7 +179,7 @@ func describe(outs []Output) string {
 	return s
 }
 
-// TestWriteSortedLeavesSmallBatchesWhole: below SplitSparseMinRows a batch is
+// TestWriteSortedLeavesSmallBatchesWhole: below density.SplitSparseMinRows a batch is
 // cut by size only, however sparse its tail (small files are merged again
 // soon; a cut would only add a file).
 func TestWriteSortedLeavesSmallBatchesWhole(t *testing.T) {

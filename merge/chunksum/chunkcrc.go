@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
-// chunkCRCKey is the footer entry holding the CRC-32C of every column chunk
+// Key is the footer entry holding the CRC-32C of every column chunk
 // siglake wrote, each with the chunk's place in the file and its value count
 // (docs/file-format.md). The splice path copies row groups without decoding
 // them; with these sums it checks the copied bytes are the ones written, as
@@ -17,7 +17,7 @@ const Key = "siglake.chunkcrc.v1"
 
 var Table = crc32.MakeTable(crc32.Castagnoli)
 
-// chunkSum is what the footer records of one column chunk: where its bytes
+// Sum is what the footer records of one column chunk: where its bytes
 // start, how many there are, the values its footer entry counts, and their
 // CRC-32C.
 type Sum struct {
@@ -25,7 +25,7 @@ type Sum struct {
 	CRC               uint32
 }
 
-// chunkStart is where a column chunk's bytes start: its dictionary page when
+// Start is where a column chunk's bytes start: its dictionary page when
 // it has one before the first data page ("no dictionary" is written as 0 by
 // some writers), else its first data page.
 func Start(dataPageOffset int64, dictionaryPageOffset *int64) int64 {
@@ -35,7 +35,7 @@ func Start(dataPageOffset int64, dictionaryPageOffset *int64) int64 {
 	return dataPageOffset
 }
 
-// encodeChunkCRCs encodes per row group a flag byte (1: sums follow, 0: not
+// Encode encodes per row group a flag byte (1: sums follow, 0: not
 // known) and, when set, for each chunk in column order its start offset, its
 // total compressed size and its value count as unsigned varints, then its
 // sum as 4 bytes little-endian. ok is false when no row group has sums.
@@ -62,7 +62,7 @@ func Encode(rgs [][]Sum) (string, bool) {
 	return base64.StdEncoding.EncodeToString(b), true
 }
 
-// decodeChunkCRCs is encodeChunkCRCs' inverse for files of cols columns; ok
+// Decode is the inverse of Encode for files of cols columns; ok
 // is false when v does not decode.
 func Decode(v string, cols int) (rgs [][]Sum, ok bool) {
 	b, err := base64.StdEncoding.DecodeString(v)
@@ -104,7 +104,7 @@ func Decode(v string, cols int) (rgs [][]Sum, ok bool) {
 	return rgs, true
 }
 
-// chunkCRCs reads md's chunkCRCKey: per row group the sums of its chunks, nil
+// Of reads md's Key: per row group the sums of its chunks, nil
 // for a row group without. The sums belong to the bytes siglake wrote; a
 // tool that rewrites a file and keeps its key-value metadata (parquet-mr's
 // ParquetRewriter re-encoding with another codec) leaves them beside other

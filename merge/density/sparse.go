@@ -28,12 +28,11 @@ const DefaultSplitSparse = 0.05
 
 // SplitSparseMinRows: a drain batch of fewer rows is cut by size only. A
 // small file is merged again soon whatever its range, so a stretched range
-// costs it little, while every cut adds a file: measured in the simulator,
-// cutting small bins multiplied a quiet table's live files by seven
-// (docs/compaction.md, "Late rows").
+// costs it little, while every cut adds a file (the simulator's measurements:
+// docs/compaction.md, "Late rows").
 const SplitSparseMinRows = 1 << 16
 
-// drainBucketMicros is the histogram resolution of a drain batch: its
+// DrainBucketMicros is the histogram resolution of a drain batch: its
 // on-time window is seconds wide, so minute buckets would hide the edge.
 const DrainBucketMicros = 1_000_000
 
@@ -47,7 +46,7 @@ type TimeHistogram struct {
 	Counts       []int64
 }
 
-// DensityCuts are the boundaries between the dense and the sparse runs of a batch or bin, in
+// Cuts are the boundaries between the dense and the sparse runs of a batch or bin, in
 // ascending order: the runs alternate at each cut, and FirstSparse says whether the rows before
 // At[0] are sparse. A writer starts a new file at each cut, and names a file whose first row is
 // in a sparse run with WriterOptions.LatePath (docs/compaction.md, "Late rows"). A bucket is
@@ -82,7 +81,7 @@ func Of(h TimeHistogram, frac float64) Cuts {
 // at most.
 type timeBucket struct{ start, rows int64 }
 
-// cutsOfBuckets is the cut rule over non-empty buckets of one width in time order: a bucket is
+// OfBuckets is the cut rule over non-empty buckets of one width in time order: a bucket is
 // dense when it holds at least frac times the median bucket (taken over rows), and each change
 // between dense and sparse is a cut at the later bucket's start. Empty buckets are not listed, so
 // a batch with a row days before the rest costs a bucket, not a histogram wide enough for the
@@ -121,7 +120,7 @@ func OfBuckets(bs []timeBucket, frac float64) Cuts {
 	return cuts
 }
 
-// bucketsOfSorted counts sorted timestamps (µs) per bucket of width.
+// BucketsOfSorted counts sorted timestamps (µs) per bucket of width.
 func BucketsOfSorted(ts []int64, width int64) []timeBucket {
 	var bs []timeBucket
 	for _, t := range ts {
@@ -135,7 +134,7 @@ func BucketsOfSorted(ts []int64, width int64) []timeBucket {
 	return bs
 }
 
-// BatchDensityCuts are the density cuts of a drain batch: one histogram over all the rows of
+// BatchCuts are the density cuts of a drain batch: one histogram over all the rows of
 // recs, whatever partition each goes to, so that the rows a batch brings to a day that has
 // closed (all of them late) are found sparse too. A batch under SplitSparseMinRows rows, or frac
 // <= 0, gives no cuts. Rows with a null timestamp are left out (the write refuses them).
@@ -173,7 +172,7 @@ func BatchCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) Cuts {
 	return OfBuckets(bs, frac)
 }
 
-// footerHistogram sums the time-bucket footers of a bin's inputs at the
+// FooterHistogram sums the time-bucket footers of a bin's inputs at the
 // widest of their bucket widths (all are the default width times a power
 // of two, so each is a multiple of the others). ok is false when an input
 // has no time-bucket entry: without it the bin is cut by size only.

@@ -11,11 +11,11 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 )
 
-// readBufferBytes is the read-ahead per column stream: column chunks are read
+// ReadBufferBytes is the read-ahead per column stream: column chunks are read
 // in ranged pieces of this size, never as whole objects.
 const ReadBufferBytes = 1 << 20
 
-// openedInput is one Parquet input opened for ranged reads through FileIO.
+// File is one Parquet input opened for ranged reads through FileIO.
 type File struct {
 	Path    string
 	read    *int64 // bytes read so far, shared by all inputs of one rewrite
@@ -25,13 +25,13 @@ type File struct {
 	Arrow   *pqarrow.FileReader
 }
 
-// openInput opens path and parses its footer. batchRows is the record-reader
+// Open opens path and parses its footer. batchRows is the record-reader
 // batch length; it bounds the decoded rows one reader holds.
 func Open(fs icebergio.IO, path string, mem memory.Allocator, batchRows int64) (*File, error) {
 	return OpenCounted(fs, path, mem, batchRows, ReadBufferBytes, new(int64))
 }
 
-// openInputCounted is openInput with a per-column read-ahead of bufBytes and
+// OpenCounted is Open with a per-column read-ahead of bufBytes and
 // a byte counter.
 func OpenCounted(fs icebergio.IO, path string, mem memory.Allocator, batchRows, bufBytes int64, read *int64) (*File, error) {
 	f, err := fs.Open(path)

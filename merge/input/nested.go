@@ -18,14 +18,14 @@ import (
 // that stays open and only moves forward (the data pass reads each input's rows in order); the
 // flat columns keep the seek, which holds no reader between chunks.
 
-// seqReader reads the nested columns of one input forward, n rows at a time.
+// SeqReader reads the nested columns of one input forward, n rows at a time.
 type SeqReader struct {
 	src     *PQSource
 	schema  *arrow.Schema     // the timestamp plus the nested columns
 	pending arrow.RecordBatch // rows read from src but not returned yet
 }
 
-// splitNested returns the columns of schema that in stores with repeated leaves, and schema
+// SplitNested returns the columns of schema that in stores with repeated leaves, and schema
 // without them. nested is nil when there are none.
 func SplitNested(in *File, schema *arrow.Schema, tsName string) (nested, flat *arrow.Schema) {
 	sc := in.Parquet.MetaData().Schema
@@ -110,7 +110,7 @@ func (s *SeqReader) Close() {
 	_ = s.src.Close()
 }
 
-// zipColumns builds a record of schema from flat and nested, which hold its columns between
+// ZipColumns builds a record of schema from flat and nested, which hold its columns between
 // them (the timestamp is in both; flat's is used).
 func ZipColumns(schema *arrow.Schema, flat, nested arrow.RecordBatch) arrow.RecordBatch {
 	cols := make([]arrow.Array, schema.NumFields())

@@ -13,14 +13,14 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
-// tsPage is one data page of an input's timestamp column as its page index
+// TimestampPage is one data page of an input's timestamp column as its page index
 // describes it: file rows [row, row+n), timestamps in [min, max] (micros).
 type TimestampPage struct {
 	Row, N   int64
 	Min, Max int64
 }
 
-// timestampPages reads the page index (column index and offset index) of
+// TimestampPages reads the page index (column index and offset index) of
 // in's timestamp column. ok is false when the file has none for some row
 // group, or the column is not an INT64 timestamp: callers then decode every
 // page. Only the page index is read, not the pages.
@@ -117,7 +117,7 @@ func parquetUnit(u schema.TimeUnitType) (arrow.TimeUnit, bool) {
 	return 0, false
 }
 
-// isolatedRuns returns, per input, the row ranges the timestamp pass need not
+// IsolatedRuns returns, per input, the row ranges the timestamp pass need not
 // decode: runs of consecutive pages whose time range [min, max] no page of any
 // other input touches (bounds included). All rows of such a page come out
 // together, after every other input's earlier rows and before its later ones,
@@ -161,13 +161,13 @@ func IsolatedRuns(pages [][]TimestampPage, ok []bool) [][]TimestampPage {
 }
 
 // skippingTsSource is the page-bounded path's timestamp pass over one input
-// that skips the isolated runs (isolatedRuns): it reports their rows with
+// that skips the isolated runs (IsolatedRuns): it reports their rows with
 // the run's minimum timestamp standing in for every row, without reading
 // their pages, and seeks its reader (through the offset index) past them.
 // The data pass reads the real rows, and the sink rejects any output that
 // is not sorted, so a page index that lies fails the merge instead of
 // misordering it.
-type SkippingTsSource struct {
+type skippingTsSource struct {
 	src      *PQSource // timestamp-only
 	skip     []TimestampPage
 	rows     int64 // rows of the input
@@ -181,11 +181,11 @@ type SkippingTsSource struct {
 // NewSkippingTsSource skips skip (IsolatedRuns of the input) in src, an input of rows rows,
 // reporting stand-in batches of at most maxRows rows and adding the rows it skipped to skipped
 // (nil: not counted).
-func NewSkippingTsSource(src *PQSource, skip []TimestampPage, rows, maxRows int64, skipped *int64, fileName string) *SkippingTsSource {
-	return &SkippingTsSource{src: src, skip: skip, rows: rows, maxRows: maxRows, skipped: skipped, fileName: fileName}
+func NewSkippingTsSource(src *PQSource, skip []TimestampPage, rows, maxRows int64, skipped *int64, fileName string) Source {
+	return &skippingTsSource{src: src, skip: skip, rows: rows, maxRows: maxRows, skipped: skipped, fileName: fileName}
 }
 
-func (s *SkippingTsSource) Next(ctx context.Context) (Batch, bool, error) {
+func (s *skippingTsSource) Next(ctx context.Context) (Batch, bool, error) {
 	if len(s.skip) > 0 && s.skip[0].Row == s.pos {
 		r := &s.skip[0]
 		n := min(r.N, s.maxRows)
@@ -225,4 +225,4 @@ func (s *SkippingTsSource) Next(ctx context.Context) (Batch, bool, error) {
 	return b, true, nil
 }
 
-func (s *SkippingTsSource) Close() error { return s.src.Close() }
+func (s *skippingTsSource) Close() error { return s.src.Close() }

@@ -24,7 +24,8 @@ type prefetched struct {
 	err error
 }
 
-func NewPrefetch(ctx context.Context, src Source) *prefetchSource {
+// NewPrefetch wraps src in a prefetchSource.
+func NewPrefetch(ctx context.Context, src Source) Source {
 	p := &prefetchSource{src: src, ch: make(chan prefetched), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)

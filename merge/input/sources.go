@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// pqSource streams an input's rows (or only its timestamps) in batches,
+// PQSource streams an input's rows (or only its timestamps) in batches,
 // conformed to the output schema.
 type PQSource struct {
 	in     *File
@@ -21,13 +21,13 @@ type PQSource struct {
 	mem    memory.Allocator
 }
 
-// newPQSource reads the columns of in that schema names (all of them when
+// NewPQSource reads the columns of in that schema names (all of them when
 // tsOnly is false, just the timestamp column otherwise).
 func NewPQSource(ctx context.Context, in *File, schema *arrow.Schema, tsName string, tsOnly bool, mem memory.Allocator) (*PQSource, error) {
 	return NewPQSourceRG(ctx, in, schema, tsName, tsOnly, mem, nil)
 }
 
-// newPQSourceRG is newPQSource over the row groups rgs only (nil = all).
+// NewPQSourceRG is NewPQSource over the row groups rgs only (nil = all).
 func NewPQSourceRG(ctx context.Context, in *File, schema *arrow.Schema, tsName string, tsOnly bool, mem memory.Allocator, rgs []int) (*PQSource, error) {
 	fsc, err := in.Arrow.Schema()
 	if err != nil {
@@ -59,7 +59,7 @@ func NewPQSourceRG(ctx context.Context, in *File, schema *arrow.Schema, tsName s
 	return s, nil
 }
 
-// leafIndices returns the Parquet leaf column indices of a top-level column:
+// LeafIndices returns the Parquet leaf column indices of a top-level column:
 // one for a primitive column, every leaf below it for a nested one (a map's
 // keys and values, a list's elements).
 func LeafIndices(in *File, name string) []int {
@@ -145,7 +145,7 @@ type Source interface {
 	Close() error
 }
 
-// appendMicros appends the values of a timestamp array as microseconds.
+// AppendMicros appends the values of a timestamp array as microseconds.
 func AppendMicros(dst []int64, col arrow.Array) []int64 {
 	a := col.(*array.Timestamp)
 	unit := col.DataType().(*arrow.TimestampType).Unit

@@ -66,7 +66,7 @@ func (c *Cursor) Close() error {
 	return c.Src.Close()
 }
 
-// runSink receives the merge order as runs: rows [from, to) of cursor c's
+// RunSink receives the merge order as runs: rows [from, to) of cursor c's
 // current batch go out next. chunkEnd is called after every chunkRows rows
 // and once at the end (with fewer rows); runs never cross a chunk boundary.
 type RunSink interface {
@@ -74,7 +74,7 @@ type RunSink interface {
 	ChunkEnd() error
 }
 
-// mergeOrder runs the k-way merge over cursors: output order is timestamp,
+// Order runs the k-way merge over cursors: output order is timestamp,
 // then input index, then row order within the input, which is the order a
 // stable sort of the inputs' concatenation gives. Between heap operations it
 // takes the longest run the current minimum input can give before another

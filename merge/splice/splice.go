@@ -35,7 +35,7 @@ type Plan struct {
 
 // spliceCopies is the plan at row-group level: a row group is copied when
 // eligible says so (schema, size) and no other input's rows can fall inside
-// its time range, bounds included: it lies inside one of isolatedRuns' runs
+// its time range, bounds included: it lies inside one of input.IsolatedRuns' runs
 // of pages. rgRows are each input's row-group lengths. Pure: the tests drive
 // it with made-up page indexes.
 func spliceCopies(pages [][]input.TimestampPage, indexed []bool, rgRows [][]int64, eligible func(in, rg int) bool) [][]bool {
@@ -63,7 +63,7 @@ func spliceCopies(pages [][]input.TimestampPage, indexed []bool, rgRows [][]int6
 	return out
 }
 
-// planSplice plans the splice of opened inputs into files of tmpl's Parquet
+// PlanCopies plans the splice of opened inputs into files of tmpl's Parquet
 // schema: nil when no row group qualifies. A row group whose time range
 // holds a density cut (WriterOptions.cutBefore) after its first row is not
 // copied, so the writer can cut there. It reads only footers and the
@@ -393,7 +393,7 @@ type spliceSource struct {
 	copies    []bool
 	groupCols []string
 	footer    *index.Footer
-	crcs      [][]uint32 // chunkCRCs of the input
+	crcs      [][]uint32 // chunksum.Of of the input
 	idx       int
 	// dictReader reads the copied row groups' timestamp and group columns,
 	// string group columns as dictionaries.

@@ -11,7 +11,7 @@ import (
 	"github.com/siglake/siglake/merge/input"
 )
 
-// asyncSink runs a sink's encoding in its own goroutine, so decoding and
+// AsyncSink runs a sink's encoding in its own goroutine, so decoding and
 // merging (the caller) overlap with Parquet encoding and compression. Two
 // chunks may be in flight, which bounds the extra memory.
 type AsyncSink struct {
@@ -80,7 +80,7 @@ func (a *AsyncSink) Abort() error {
 	return a.s.Abort()
 }
 
-// recoverAbort turns a panic in the Parquet decoder (corrupt input it did not
+// RecoverAbort turns a panic in the Parquet decoder (corrupt input it did not
 // validate) into an error, removing the outputs of s. A panic on input is a
 // bug, but one in a dependency must not take the sidecar down.
 func RecoverAbort(err *error, s interface{ Abort() error }) {

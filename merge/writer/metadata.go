@@ -29,20 +29,20 @@ type MetadataOptions struct {
 	IndexAtFlush bool
 }
 
-// metaMode says which metadata one write produces.
+// MetaMode says which metadata one write produces.
 type MetaMode struct {
 	opts      MetadataOptions
 	wholeFile bool // whole-file trigram bloom and inverted indexes
 }
 
-// metaFull is the mode of a writer that holds its whole output: everything the
+// MetaFull is the mode of a writer that holds its whole output: everything the
 // options ask for, except that generation-0 writes skip the whole-file index
 // work unless index_at_flush is set.
 func MetaFull(o MetadataOptions, generation int) MetaMode {
 	return MetaMode{opts: o, wholeFile: generation > 0 || o.IndexAtFlush}
 }
 
-// metaStreamed is the mode of the streamed paths: no whole-file structures.
+// MetaStreamed is the mode of the streamed paths: no whole-file structures.
 func MetaStreamed(o MetadataOptions) MetaMode { return MetaMode{opts: o} }
 
 // metaBuilder accumulates one file's search metadata as rows are written.

@@ -121,7 +121,7 @@ func NewSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	return s, nil
 }
 
-// spliceTemplate returns the footer of an empty file written with schema and
+// Template returns the footer of an empty file written with schema and
 // opts: the Parquet schema outputs have, which an input's row groups must
 // match to be copied.
 func Template(schema *arrow.Schema, opts Options) (*metadata.FileMetaData, error) {

@@ -140,7 +140,7 @@ func (s *Sink) openFile(firstTs int64) error {
 // file and records the row group's metadata with the offsets moved to where
 // the chunks now are. Column and offset indexes are kept for closeFile.
 // Each chunk's CRC-32C is taken as it is copied: want, if set, holds what
-// the source's footer says (chunkCRCKey) and a difference fails the copy;
+// the source's footer says (chunksum.Key) and a difference fails the copy;
 // the output's footer records the sums when the bytes are known good (want
 // matched, or trusted: re-encoded or verified page by page).
 func (f *splicedFile) appendRowGroup(srcs []RowGroupSource, rg int, want []uint32, trusted bool) error {

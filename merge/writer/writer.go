@@ -62,7 +62,7 @@ type Options struct {
 	SplitSparse float64
 	// Cuts, when set, are the density cuts to use instead of deriving them
 	// from the rows of this write: the drain computes them once over the
-	// whole batch (BatchDensityCuts) and writes each day with them.
+	// whole batch (density.BatchCuts) and writes each day with them.
 	Cuts *density.Cuts
 	// LatePath, when set, names a new file whose first row lies in a sparse
 	// run of the cuts (LateFileName): the file joins the late stream, which
@@ -80,7 +80,7 @@ type Options struct {
 	// (and its search metadata); 0 = defaultEncodeWorkers. The output bytes do not depend on
 	// it (TestParallelEncodeSameBytes).
 	EncodeWorkers int
-	// template, when set, is spliceTemplate of the schema and these
+	// template, when set, is Template of the schema and these
 	// options, which Rewrite computes to plan the splice: the sink takes it
 	// instead of writing an empty file again.
 	template *metadata.FileMetaData
