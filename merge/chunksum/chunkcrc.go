@@ -62,9 +62,9 @@ func Encode(rgs [][]Sum) (string, bool) {
 	return base64.StdEncoding.EncodeToString(b), true
 }
 
-// Decode is the inverse of Encode for files of cols columns; ok
+// decode is the inverse of Encode for files of cols columns; ok
 // is false when v does not decode.
-func Decode(v string, cols int) (rgs [][]Sum, ok bool) {
+func decode(v string, cols int) (rgs [][]Sum, ok bool) {
 	b, err := base64.StdEncoding.DecodeString(v)
 	if err != nil {
 		return nil, false
@@ -118,7 +118,7 @@ func Of(md *metadata.FileMetaData) [][]uint32 {
 	if !ok {
 		return nil
 	}
-	rgs, ok := Decode(v, md.Schema.NumColumns())
+	rgs, ok := decode(v, md.Schema.NumColumns())
 	if !ok || len(rgs) != len(md.RowGroups) {
 		return nil
 	}
