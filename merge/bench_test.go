@@ -9,6 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	"github.com/siglake/siglake/merge/writer"
 )
 
 // benchInputs writes fanIn sorted files of rowsPer access-log rows each, all
@@ -49,7 +52,7 @@ func benchInputsAt(b *testing.B, sc *arrow.Schema, fanIn, rowsPer int, shift int
 		rec := rb.NewRecordBatch()
 		rb.Release()
 		decoded += recordBytes(rec)
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, []arrow.RecordBatch{rec}, WriterOptions{})
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, []arrow.RecordBatch{rec}, WriterOptions{})
 		rec.Release()
 		if err != nil {
 			b.Fatal(err)
@@ -116,4 +119,24 @@ func BenchmarkSplice(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(8*150_000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkZstdPageEncode: one 256 KiB page of log text through the codec
+// siglake writes with (level 1), to compare klauspost/compress versions.
+func BenchmarkZstdPageEncode(b *testing.B) {
+	rec := randRecord(rand.New(rand.NewPCG(1, 1)), testArrowSchema(b), 20000, 1_700_000_000_000_000, 3, true, true)
+	defer rec.Release()
+	var page []byte
+	for i := 0; len(page) < 256<<10; i++ {
+		page = append(page, rec.Column(2).ValueStr(i%20000)...)
+	}
+	c, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var dst []byte
+	b.SetBytes(int64(len(page)))
+	for i := 0; i < b.N; i++ {
+		dst = c.EncodeLevel(dst[:0], page, 1)
+	}
 }

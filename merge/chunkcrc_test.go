@@ -11,12 +11,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/siglake/siglake/merge/chunksum"
+	"github.com/siglake/siglake/merge/input"
 )
 
 // reencodeInput rewrites in as another tool that keeps key-value metadata
@@ -44,7 +48,7 @@ func reencodeInput(t *testing.T, in Input, codec compress.Compression) Input {
 	var out bytes.Buffer
 	props := parquet.NewWriterProperties(parquet.WithCompression(codec), parquet.WithStats(true), parquet.WithPageIndexEnabled(true),
 		parquet.WithDictionaryDefault(true), parquet.WithMaxRowGroupLength(1<<30), parquet.WithCreatedBy("another tool"))
-	fw, err := pqarrow.NewFileWriter(sc, &out, props, spliceArrowProps(WriterOptions{}.withDefaults()))
+	fw, err := pqarrow.NewFileWriter(sc, &out, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator), pqarrow.WithCoerceTimestamps(arrow.Microsecond)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +100,12 @@ func TestSpliceStaleChunkSumsFromAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := pf.MetaData()
-	if _, ok := footerValue(md, chunkCRCKey); !ok || md.NumRowGroups() != 3 {
+	if md.KeyValueMetadata().FindValue(chunksum.Key) == nil || md.NumRowGroups() != 3 {
 		t.Fatalf("the rewritten input lost the footer entry or its row groups (%d)", md.NumRowGroups())
 	}
 	_ = pf.Close()
 	got := map[PathKind][]string{}
 	for _, p := range []PathKind{PathKWay, PathSplice} {
-		before := pageChecks.Load()
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(p)), 1),
 			RewriteOptions{ForcePath: p, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
 		if err != nil {
@@ -115,7 +118,7 @@ func TestSpliceStaleChunkSumsFromAnotherWriter(t *testing.T) {
 			if res.SplicedBytes == 0 {
 				t.Fatal("the splice copied nothing")
 			}
-			if n := pageChecks.Load() - before; n != 3 {
+			if n := res.verifiedRowGroups; n != 3 {
 				t.Fatalf("the page check read %d row groups, want the rewritten input's 3", n)
 			}
 		}
@@ -150,11 +153,11 @@ func TestChunkCRCsTiedToLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		md := pf.MetaData()
-		if sums := chunkCRCs(md); len(sums) != 3 || sums[0] == nil || sums[1] == nil || sums[2] == nil {
+		if sums := chunksum.Of(md); len(sums) != 3 || sums[0] == nil || sums[1] == nil || sums[2] == nil {
 			t.Fatalf("a file siglake wrote has sums %v", sums)
 		}
 		edit.f(md)
-		if sums := chunkCRCs(md); len(sums) != 3 || sums[0] == nil || sums[1] != nil || sums[2] == nil {
+		if sums := chunksum.Of(md); len(sums) != 3 || sums[0] == nil || sums[1] != nil || sums[2] == nil {
 			t.Fatalf("%s changed: sums per row group present %v %v %v, want only row group 1's dropped", edit.name, sums[0] != nil, sums[1] != nil, sums[2] != nil)
 		}
 	}
@@ -197,7 +200,7 @@ func TestSpliceDamagedColumnIndexFails(t *testing.T) {
 	if !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "column index") {
 		t.Errorf("error does not name the input and its column index: %v", err)
 	}
-	if ie := (*InputError)(nil); !errors.As(err, &ie) || ie.Path != bad {
+	if ie := (*input.InputError)(nil); !errors.As(err, &ie) || ie.Path != bad {
 		t.Errorf("not classified as the input's fault: %v", err)
 	}
 	if left, _ := os.ReadDir(out); len(left) != 0 {

@@ -13,6 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/siglake/siglake/merge/chunksum"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -42,7 +45,7 @@ func TestDuckDBReadsOutputs(t *testing.T) {
 			}
 			rec := randRecord(r, sc, 500+r.IntN(3000), base, 3, true, r.IntN(2) == 0)
 			inputs = append(inputs, writeInput(t, dir, sc, rec, 1, 700))
-			c, err := Conform(rec, sc, memory.DefaultAllocator)
+			c, err := input.Conform(rec, sc, memory.DefaultAllocator)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +183,7 @@ func checkChunkCRCs(t *testing.T, what string, o Output) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sums := chunkCRCs(o.Meta)
+	sums := chunksum.Of(o.Meta)
 	if sums == nil {
 		t.Fatalf("%s: %s records no chunk sums", what, o.Path)
 	}
@@ -190,8 +193,8 @@ func checkChunkCRCs(t *testing.T, what string, o Output) {
 		}
 		for j, want := range cols {
 			cm := o.Meta.RowGroups[rg].Columns[j].MetaData
-			from := chunkStart(cm.DataPageOffset, cm.DictionaryPageOffset)
-			if got := crc32.Checksum(b[from:from+cm.TotalCompressedSize], castagnoli); got != want {
+			from := chunksum.Start(cm.DataPageOffset, cm.DictionaryPageOffset)
+			if got := crc32.Checksum(b[from:from+cm.TotalCompressedSize], chunksum.Table); got != want {
 				t.Fatalf("%s: %s row group %d column %d: CRC-32C %08x, the footer records %08x", what, o.Path, rg, j, got, want)
 			}
 		}
@@ -199,7 +202,7 @@ func checkChunkCRCs(t *testing.T, what string, o Output) {
 }
 
 // TestDuckDBReadsNestedOutputs: DuckDB reads the nested columns of every
-// path's outputs (1 and 3 encoding goroutines, and WriteSorted's) with the
+// path's outputs (1 and 3 encoding goroutines, and writer.WriteSorted's) with the
 // input's rows, nulls at every level included; and every chunk sum an
 // output records is the CRC-32C of that chunk's bytes.
 func TestDuckDBReadsNestedOutputs(t *testing.T) {
@@ -244,7 +247,7 @@ func TestDuckDBReadsNestedOutputs(t *testing.T) {
 		for _, path := range allPaths {
 			what := fmt.Sprintf("%s, %d encoders", path, workers)
 			res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, fmt.Sprintf("%s-%d", path, workers)), 2),
-				RewriteOptions{ForcePath: path, ChunkRows: 600, SpliceMinRows: 300, WriterOptions: WriterOptions{RowGroupRows: 1000, TargetFileBytes: 60_000, encodeWorkers: workers}})
+				RewriteOptions{ForcePath: path, ChunkRows: 600, SpliceMinRows: 300, WriterOptions: WriterOptions{RowGroupRows: 1000, TargetFileBytes: 60_000, EncodeWorkers: workers}})
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
@@ -253,8 +256,8 @@ func TestDuckDBReadsNestedOutputs(t *testing.T) {
 			}
 			check(what, res.Outputs)
 		}
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(filepath.Join(dir, fmt.Sprintf("sorted-%d", workers)), 0), sc, recs,
-			WriterOptions{RowGroupRows: 1000, TargetFileBytes: 60_000, encodeWorkers: workers})
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(filepath.Join(dir, fmt.Sprintf("sorted-%d", workers)), 0), sc, recs,
+			WriterOptions{RowGroupRows: 1000, TargetFileBytes: 60_000, EncodeWorkers: workers})
 		if err != nil {
 			t.Fatalf("WriteSorted, %d encoders: %v", workers, err)
 		}

@@ -11,6 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 // RowFilter selects the rows a delete-task rewrite drops: a row is dropped
@@ -181,13 +184,13 @@ func (c *boundColumn) holds(a arrow.Array, i int) bool {
 // apply drops b's matching rows and counts them. It keeps b as is when no row
 // matches; otherwise it releases b's record and returns the kept rows, copied
 // run by run (deletions are usually a few runs of one user or service).
-func (m *rowMatcher) apply(b batch, sc *arrow.Schema, mem memory.Allocator) (batch, error) {
-	n := len(b.ts)
+func (m *rowMatcher) apply(b input.Batch, sc *arrow.Schema, mem memory.Allocator) (input.Batch, error) {
+	n := len(b.TS)
 	var runs [][2]int  // kept [from, to)
 	var counts []int64 // per predicate, added to m.deleted once per batch
 	start, dropped := 0, 0
 	for i := 0; i < n; i++ {
-		p := m.matches(b.rec, b.ts, i)
+		p := m.matches(b.Rec, b.TS, i)
 		if p < 0 {
 			continue
 		}
@@ -211,16 +214,16 @@ func (m *rowMatcher) apply(b batch, sc *arrow.Schema, mem memory.Allocator) (bat
 	if start < n {
 		runs = append(runs, [2]int{start, n})
 	}
-	defer b.rec.Release()
-	out := batch{ts: make([]int64, 0, n-dropped)}
+	defer b.Rec.Release()
+	out := input.Batch{TS: make([]int64, 0, n-dropped)}
 	if len(runs) == 0 {
-		out.rec = b.rec.NewSlice(0, 0)
+		out.Rec = b.Rec.NewSlice(0, 0)
 		return out, nil
 	}
 	pieces := make([]arrow.RecordBatch, len(runs))
 	for i, r := range runs {
-		pieces[i] = b.rec.NewSlice(int64(r[0]), int64(r[1]))
-		out.ts = append(out.ts, b.ts[r[0]:r[1]]...)
+		pieces[i] = b.Rec.NewSlice(int64(r[0]), int64(r[1]))
+		out.TS = append(out.TS, b.TS[r[0]:r[1]]...)
 	}
 	defer func() {
 		for _, p := range pieces {
@@ -229,27 +232,27 @@ func (m *rowMatcher) apply(b batch, sc *arrow.Schema, mem memory.Allocator) (bat
 	}()
 	if len(pieces) == 1 {
 		pieces[0].Retain()
-		out.rec = pieces[0]
+		out.Rec = pieces[0]
 		return out, nil
 	}
-	rec, err := concatRecords(sc, pieces, mem)
+	rec, err := input.ConcatRecords(sc, pieces, mem)
 	if err != nil {
-		return batch{}, err
+		return input.Batch{}, err
 	}
-	out.rec = rec
+	out.Rec = rec
 	return out, nil
 }
 
 // filterSource drops the matching rows of a full-width source's batches.
 type filterSource struct {
-	src    source
+	src    input.Source
 	m      *rowMatcher
 	schema *arrow.Schema
 	mem    memory.Allocator
 }
 
-func (s *filterSource) next(ctx context.Context) (batch, bool, error) {
-	b, ok, err := s.src.next(ctx)
+func (s *filterSource) Next(ctx context.Context) (input.Batch, bool, error) {
+	b, ok, err := s.src.Next(ctx)
 	if err != nil || !ok {
 		return b, ok, err
 	}
@@ -257,11 +260,11 @@ func (s *filterSource) next(ctx context.Context) (batch, bool, error) {
 	return b, err == nil, err
 }
 
-func (s *filterSource) close() error { return s.src.close() }
+func (s *filterSource) Close() error { return s.src.Close() }
 
 // filtered wraps src in the rewrite's row filter, if it has one: the one hook
 // the merge paths need for delete tasks.
-func (o *RewriteOptions) filtered(src source, schema *arrow.Schema) source {
+func (o *RewriteOptions) filtered(src input.Source, schema *arrow.Schema) input.Source {
 	if o.matcher == nil {
 		return src
 	}
@@ -273,7 +276,7 @@ func (o *RewriteOptions) filtered(src source, schema *arrow.Schema) source {
 // drop (a row counts for the first predicate that matches), and the file's
 // row count. schema is the table's Arrow schema; columns a file lacks are null.
 func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arrow.Schema, tsName string, f *RowFilter, mem memory.Allocator) (perPredicate []int64, rows int64, err error) {
-	defer recoverAbort(&err, nil)
+	defer writer.RecoverAbort(&err, nil)
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -294,31 +297,31 @@ func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arr
 	if err != nil {
 		return nil, 0, err
 	}
-	in, err := openInput(fs, path, mem, kwayBatchRows(1))
+	in, err := input.Open(fs, path, mem, kwayBatchRows(1))
 	if err != nil {
 		return nil, 0, err
 	}
 	defer in.Close()
-	src, err := newPQSource(ctx, in, sub, tsName, false, mem)
+	src, err := input.NewPQSource(ctx, in, sub, tsName, false, mem)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer src.close()
+	defer src.Close()
 	for {
-		b, ok, err := src.next(ctx)
+		b, ok, err := src.Next(ctx)
 		if err != nil {
-			return nil, 0, inputErr("reading input", path, err)
+			return nil, 0, input.NewError("reading input", path, err)
 		}
 		if !ok {
 			break
 		}
-		rows += int64(len(b.ts))
-		for i := range b.ts {
-			if p := m.matches(b.rec, b.ts, i); p >= 0 {
+		rows += int64(len(b.TS))
+		for i := range b.TS {
+			if p := m.matches(b.Rec, b.TS, i); p >= 0 {
 				m.deleted[p]++
 			}
 		}
-		b.rec.Release()
+		b.Rec.Release()
 	}
 	return m.deleted, rows, nil
 }
@@ -351,7 +354,7 @@ func FilterRecord(rec arrow.RecordBatch, tsName string, f *RowFilter, mem memory
 		ts[i] = int64(col.Value(i))
 	}
 	rec.Retain()
-	out, err := m.apply(batch{rec: rec, ts: ts}, rec.Schema(), mem)
+	out, err := m.apply(input.Batch{Rec: rec, TS: ts}, rec.Schema(), mem)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -362,7 +365,7 @@ func FilterRecord(rec arrow.RecordBatch, tsName string, f *RowFilter, mem memory
 			break
 		}
 	}
-	return out.rec, dropped, nil
+	return out.Rec, dropped, nil
 }
 
 // Matcher is a RowFilter bound to a schema for readers that keep the rows it matches (the WAL

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/siglake/siglake/merge/folding"
+	"github.com/siglake/siglake/merge/input"
 )
 
 const (
@@ -106,11 +107,11 @@ func readRollup(t testing.TB, paths ...string) []rollupRow {
 	t.Helper()
 	var out []rollupRow
 	for _, p := range paths {
-		in, err := openInput(localFS, p, memory.DefaultAllocator, 4096)
+		in, err := input.Open(localFS, p, memory.DefaultAllocator, 4096)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rr, err := in.fr.GetRecordReader(context.Background(), nil, nil)
+		rr, err := in.Arrow.GetRecordReader(context.Background(), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

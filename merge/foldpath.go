@@ -2,11 +2,13 @@ package merge
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/siglake/siglake/merge/kmerge"
 )
 
-// endSink is a runSink with work to do once the merge order is complete (a fold's last bucket).
+// endSink is a kmerge.RunSink with work to do once the merge order is complete (a fold's last bucket).
 type endSink struct {
-	runSink
+	kmerge.RunSink
 	end func() error
 }
 
@@ -21,9 +23,9 @@ func (o *RewriteOptions) folded(out func(arrow.RecordBatch) error, schema *arrow
 }
 
 // withEnd gives rs the end step of a fold (none: rs itself).
-func withEnd(rs runSink, end func() error) runSink {
+func withEnd(rs kmerge.RunSink, end func() error) kmerge.RunSink {
 	if end == nil {
 		return rs
 	}
-	return endSink{runSink: rs, end: end}
+	return endSink{RunSink: rs, end: end}
 }

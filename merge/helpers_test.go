@@ -15,6 +15,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge/input"
 )
 
 // testIceSchema is a log table: timestamp, group column, free text, and two
@@ -98,7 +100,7 @@ func randRecord(r *rand.Rand, sc *arrow.Schema, n int, base int64, spread int64,
 // rowStrings renders every row of rec (conformed to sc) as one string.
 func rowStrings(t testing.TB, rec arrow.RecordBatch, sc *arrow.Schema) []string {
 	t.Helper()
-	c, err := Conform(rec, sc, memory.DefaultAllocator)
+	c, err := input.Conform(rec, sc, memory.DefaultAllocator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +127,12 @@ func rowStrings(t testing.TB, rec arrow.RecordBatch, sc *arrow.Schema) []string 
 // readFileRows reads a whole Parquet file through FileIO as row strings.
 func readFileRows(t testing.TB, fs icebergio.IO, path string, sc *arrow.Schema) []string {
 	t.Helper()
-	in, err := openInput(fs, path, memory.DefaultAllocator, 4096)
+	in, err := input.Open(fs, path, memory.DefaultAllocator, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	rr, err := in.fr.GetRecordReader(context.Background(), nil, nil)
+	rr, err := in.Arrow.GetRecordReader(context.Background(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,3 +186,11 @@ func recordBytes(rec arrow.RecordBatch) int64 {
 
 // long reports whether SIGLAKE_LONG=1 asks for the long versions of tests.
 func long() bool { return os.Getenv("SIGLAKE_LONG") == "1" }
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		if r != nil {
+			r.Release()
+		}
+	}
+}

@@ -26,7 +26,7 @@ type peakAllocator struct {
 
 func newPeakAllocator() *peakAllocator { return &peakAllocator{Allocator: memory.NewGoAllocator()} }
 
-func (a *peakAllocator) add(n int) {
+func (a *peakAllocator) Add(n int) {
 	c := a.cur.Add(int64(n))
 	for {
 		p := a.peak.Load()
@@ -36,12 +36,12 @@ func (a *peakAllocator) add(n int) {
 	}
 }
 
-func (a *peakAllocator) Allocate(n int) []byte { a.add(n); return a.Allocator.Allocate(n) }
+func (a *peakAllocator) Allocate(n int) []byte { a.Add(n); return a.Allocator.Allocate(n) }
 func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
-	a.add(n - len(b))
+	a.Add(n - len(b))
 	return a.Allocator.Reallocate(n, b)
 }
-func (a *peakAllocator) Free(b []byte) { a.add(-len(b)); a.Allocator.Free(b) }
+func (a *peakAllocator) Free(b []byte) { a.Add(-len(b)); a.Allocator.Free(b) }
 
 // TestPageBoundedMemoryIndependentOfInputSize merges 4 inputs at two sizes, the
 // larger 10x the smaller and over 10x the chunk budget, and checks that the
@@ -158,7 +158,7 @@ func TestKWayMemoryIndependentOfRowGroupSize(t *testing.T) {
 	for i := 0; i < fanIn; i++ {
 		recs = append(recs, randRecord(r, sc, rows, 1_700_000_000_000_000, 3, true, true))
 	}
-	defer releaseRecords(recs)
+	defer releaseAll(recs)
 	// peak merges the inputs written in layout l; pages is the compressed
 	// and decoded size of their data pages when each column is one page.
 	peak := func(l layout, streaming bool) (peak, compressed, decoded int64) {

@@ -20,7 +20,7 @@ func TestPageBoundedNestedColumns(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	dir := t.TempDir()
 	var inputs []Input
-	const rows = 12_000 // about 4 pages of map data per input (pageBytes is 256 KiB)
+	const rows = 12_000 // about 4 pages of map data per input (writer.PageBytes is 256 KiB)
 	for i := 0; i < 3; i++ {
 		rec := nestedRecord(r, sc, rows, int64(i))
 		inputs = append(inputs, writeInput(t, dir, sc, rec, 1, rows))

@@ -16,6 +16,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 func footerKeys(t *testing.T, o Output) map[string]bool {
@@ -49,7 +50,7 @@ func TestIndexSwitches(t *testing.T) {
 		{"inverted off", 3, MetadataOptions{IndexColumns: []string{"trace_id"}, InvertedIndexOff: true}, true, false, false},
 		{"over footer cap", 3, MetadataOptions{IndexColumns: []string{"trace_id"}, FooterMaxBytes: 100}, true, false, true},
 	} {
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(t.TempDir(), c.gen), sc, []arrow.RecordBatch{rec},
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(t.TempDir(), c.gen), sc, []arrow.RecordBatch{rec},
 			WriterOptions{Generation: c.gen, Metadata: c.md})
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +60,7 @@ func TestIndexSwitches(t *testing.T) {
 			t.Errorf("%s: trigram %v inverted %v skipped %v; want %v %v %v", c.name, keys[index.KeyFileTrigrams], keys[inv],
 				outs[0].SkippedIndexes, c.wantTri, c.wantInv, c.wantSkipped)
 		}
-		for _, k := range []string{index.KeyGroups, index.KeyTimeBuckets, index.KeyRowGroups, FooterGenerationKey} {
+		for _, k := range []string{index.KeyGroups, index.KeyTimeBuckets, index.KeyRowGroups, writer.FooterGenerationKey} {
 			if !keys[k] {
 				t.Errorf("%s: footer lacks %s", c.name, k)
 			}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/siglake/siglake/merge/writer"
 )
 
 // TestParallelEncodeSameBytes: the columns of a row group are encoded on
@@ -32,7 +34,7 @@ func TestParallelEncodeSameBytes(t *testing.T) {
 	tail := randRecord(r, sc, 200, t0+50_000_000, 100_000, true, true)
 	inputs = append(inputs, writeInput(t, dir, sc, tail, 0, 2000))
 	recs = append(recs, tail)
-	defer releaseRecords(recs)
+	defer releaseAll(recs)
 	late := randRecord(r, sc, 5000, t0+900_000_000, 3, true, true)
 	inputs = append(inputs, writeInput(t, dir, sc, late, 0, 2500))
 	late.Release()
@@ -60,7 +62,7 @@ func TestParallelEncodeSameBytes(t *testing.T) {
 		}
 	}
 	wopts := func(workers int) WriterOptions {
-		return WriterOptions{RowGroupRows: 1500, TargetFileBytes: 40 << 10, SplitSparse: 0.2, encodeWorkers: workers,
+		return WriterOptions{RowGroupRows: 1500, TargetFileBytes: 40 << 10, SplitSparse: 0.2, EncodeWorkers: workers,
 			Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}}}
 	}
 	for _, path := range []PathKind{PathInMemory, PathKWay, PathPageBounded, PathSplice} {
@@ -81,7 +83,7 @@ func TestParallelEncodeSameBytes(t *testing.T) {
 	}
 	var got [][][]byte
 	for _, workers := range []int{1, 4} {
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(filepath.Join(dir, fmt.Sprintf("sorted-%d", workers)), 0), sc, recs, wopts(workers))
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(filepath.Join(dir, fmt.Sprintf("sorted-%d", workers)), 0), sc, recs, wopts(workers))
 		if err != nil {
 			t.Fatal(err)
 		}

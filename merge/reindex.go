@@ -10,6 +10,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 // reindexBatchRows bounds the decoded rows the index rebuild holds at once
@@ -43,15 +45,15 @@ func BuildIndexes(ctx context.Context, fs icebergio.IO, path string, columns []s
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	in, err := openInput(fs, path, mem, reindexBatchRows)
+	in, err := input.Open(fs, path, mem, reindexBatchRows)
 	if err != nil {
 		return FileIndexes{}, err
 	}
 	defer in.Close()
-	footer, ferr := DecodeFooter(in.pf.MetaData())
-	out := FileIndexes{Footer: footer, Rows: in.pf.NumRows(), Built: map[string][]byte{}}
+	footer, ferr := writer.DecodeFooter(in.Parquet.MetaData())
+	out := FileIndexes{Footer: footer, Rows: in.Parquet.NumRows(), Built: map[string][]byte{}}
 	_ = ferr // malformed entries are absent: an undecodable footer index gets rebuilt
-	fsc, err := in.fr.Schema()
+	fsc, err := in.Arrow.Schema()
 	if err != nil {
 		return out, fmt.Errorf("reading schema of %s: %w", path, err)
 	}
@@ -82,8 +84,8 @@ func BuildIndexes(ctx context.Context, fs icebergio.IO, path string, columns []s
 
 // buildColumnIndex reads one column of in and returns its encoded inverted index, or nil once
 // the index holds more than maxMemBytes (0 = no cap).
-func buildColumnIndex(ctx context.Context, in *openedInput, column string, maxMemBytes int64) ([]byte, error) {
-	rr, err := in.fr.GetRecordReader(ctx, leafIndices(in, column), nil)
+func buildColumnIndex(ctx context.Context, in *input.File, column string, maxMemBytes int64) ([]byte, error) {
+	rr, err := in.Arrow.GetRecordReader(ctx, input.LeafIndices(in, column), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -102,20 +104,20 @@ func buildColumnIndex(ctx context.Context, in *openedInput, column string, maxMe
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	if rows := in.pf.NumRows(); int64(p.Rows()) != rows {
+	if rows := in.Parquet.NumRows(); int64(p.Rows()) != rows {
 		return nil, fmt.Errorf("read %d rows, the footer says %d", p.Rows(), rows)
 	}
 	return p.Encode(), nil
 }
 
 // ReadFooter decodes the search metadata in a data file's footer, reading only the footer.
-// Malformed entries are absent ("maybe"), as in DecodeFooter.
+// Malformed entries are absent ("maybe"), as in writer.DecodeFooter.
 func ReadFooter(fs icebergio.IO, path string) (*index.Footer, error) {
-	in, err := openInput(fs, path, memory.DefaultAllocator, reindexBatchRows)
+	in, err := input.Open(fs, path, memory.DefaultAllocator, reindexBatchRows)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	f, _ := DecodeFooter(in.pf.MetaData())
+	f, _ := writer.DecodeFooter(in.Parquet.MetaData())
 	return f, nil
 }

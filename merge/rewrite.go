@@ -10,6 +10,11 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge/folding"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/kmerge"
+	"github.com/siglake/siglake/merge/pagebounded"
+	"github.com/siglake/siglake/merge/splice"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 // PathKind names a merge path.
@@ -31,15 +36,6 @@ const (
 	// DefaultChunkRows is the page-bounded path's chunk
 	// (SIGLAKE_MERGE_CHUNK_ROWS): its decoded memory is about this many rows.
 	DefaultChunkRows = 64 * 1024
-	// pageBytes is the data page size siglake writes (writerProperties).
-	pageBytes = 256 << 10
-	// dictPageBytes is the dictionary size at which a column chunk falls
-	// back to plain encoding (arrow-go's default is 1 MiB). A column that
-	// needs a bigger dictionary has mostly distinct values (trace ids), so
-	// the dictionary buys little, while it is hashed for every value
-	// written and decoded again by every reader of the chunk, which the
-	// page-bounded path does once per chunk and input.
-	dictPageBytes = 256 << 10
 	// kwayRows bounds the rows the k-way path's input batches hold together:
 	// each input decodes kwayRows/fan-in rows at a time (kwayBatchRows), so
 	// its decoded memory does not grow with the fan-in.
@@ -47,13 +43,33 @@ const (
 	// kwayChunkRows is the k-way path's output chunk, the rows assembled and
 	// handed to the encoder at a time. Each chunk costs a fixed overhead in
 	// the Parquet writer and the metadata builder (per column buffers,
-	// levels, statistics): 16 Ki rows spent about 10% less CPU than 4 Ki
-	// for about 12 MB more peak memory (bench/merge inputs, 8 inputs).
+	// levels, statistics); 16 Ki rows trade a little memory for less CPU
+	// (docs/benchmarks.md, "K-way output chunk").
 	kwayChunkRows = 16 * 1024
 	// inMemoryFactor: the in-memory path holds inputs, the assembled chunk
 	// and the writer's buffers; it is chosen when this many times the
 	// estimated decoded size fits the budget.
 	inMemoryFactor = 3
+)
+
+// DefaultSpliceMinRows is the smallest row group the splice path copies
+// (SIGLAKE_MERGE_SPLICE_MIN_ROWS): half the default row-group length.
+// Copied row groups keep their size, so copying small ones would keep the
+// output's row groups small (what stalled Iceberg's row-group merge); those
+// are re-encoded with the rows around them instead.
+const DefaultSpliceMinRows = writer.DefaultRowGroupRows / 2
+
+// spliceShare is the share of a bin's bytes that must lie in copyable row
+// groups for ChoosePath to take the splice path: below it, the copies save
+// too little to give up the in-memory path's whole-file metadata.
+const spliceShare = 0.5
+
+// The writer's types that Rewrite's options and result carry, under the names callers of
+// Rewrite know them by; callers of the writer alone use merge/writer.
+type (
+	WriterOptions   = writer.Options
+	MetadataOptions = writer.MetadataOptions
+	Output          = writer.Output
 )
 
 // Input is one data file of the bin to rewrite.
@@ -123,6 +139,9 @@ type RewriteResult struct {
 	// tsSkipped: rows the page-bounded timestamp pass took from the page
 	// index instead of decoding them (tests).
 	tsSkipped int64
+	// verifiedRowGroups: copied row groups whose pages the splice read to
+	// check them, for want of chunk sums (tests).
+	verifiedRowGroups int64
 }
 
 // Budget is what ChoosePath weighs a bin against.
@@ -192,18 +211,18 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // the inputs, choose the path, run it, and say what it did.
 func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, schema *arrow.Schema, newPath func(i int) string, opts RewriteOptions) (_ RewriteResult, err error) {
 	start := time.Now()
-	defer recoverAbort(&err, nil)
+	defer writer.RecoverAbort(&err, nil)
 	if opts, err = bindOptions(opts, inputs, schema); err != nil {
 		return RewriteResult{}, err
 	}
 	var read int64
 	bin, err := openBin(fs, inputs, opts, &read)
-	defer bin.close()
+	defer bin.Close()
 	if err != nil {
 		return RewriteResult{}, err
 	}
 	if opts.SplitSparse > 0 && bin.rows >= SplitSparseMinBinRows {
-		opts.cutBefore = binCuts(bin.opened, opts.SplitSparse)
+		opts.WriterOptions = opts.WriterOptions.WithCutBefore(binCuts(bin.opened, opts.SplitSparse))
 	}
 	res, plan, err := choosePath(bin, schema, &opts)
 	if err != nil {
@@ -233,7 +252,7 @@ func Rewrite(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, sche
 // the row filter and the fold to the schema, refusing a forced path they
 // cannot run on.
 func bindOptions(opts RewriteOptions, inputs []Input, schema *arrow.Schema) (RewriteOptions, error) {
-	opts.WriterOptions = opts.WriterOptions.withDefaults()
+	opts.WriterOptions = opts.WriterOptions.WithDefaults()
 	if opts.MemoryBudget <= 0 {
 		opts.MemoryBudget = DefaultMemoryBudget()
 	}
@@ -275,53 +294,58 @@ func bindOptions(opts RewriteOptions, inputs []Input, schema *arrow.Schema) (Rew
 // openedBin is a bin's opened inputs with what ChoosePath weighs: their
 // estimated decoded size and their rows.
 type openedBin struct {
-	opened    []*openedInput
+	opened    []*input.File
 	est, rows int64
 }
 
-func (b openedBin) close() {
+func (b openedBin) Close() {
 	for _, in := range b.opened {
 		_ = in.Close()
 	}
 }
 
+// pageStreaming is on outside tests; TestKWayMemoryIndependentOfRowGroupSize
+// turns it off for a bin's inputs to show the test can tell.
+var pageStreaming = true
+
 // openBin opens every input's footer, counting the bytes read into read.
 // The inputs it opened are in the result even on error, for close.
 func openBin(fs icebergio.WriteFileIO, inputs []Input, opts RewriteOptions, read *int64) (openedBin, error) {
-	b := openedBin{opened: make([]*openedInput, 0, len(inputs))}
+	b := openedBin{opened: make([]*input.File, 0, len(inputs))}
 	for _, in := range inputs {
-		o, err := openInputCounted(fs, in.Path, opts.Allocator, kwayBatchRows(len(inputs)), readBufferBytes, read)
+		o, err := input.OpenCounted(fs, in.Path, opts.Allocator, kwayBatchRows(len(inputs)), input.ReadBufferBytes, read)
 		if err != nil {
 			return b, err
 		}
+		o.Props.PageStreamingEnabled = pageStreaming // read when the column readers are made
 		b.opened = append(b.opened, o)
 		b.est += estimateDecoded(o)
-		b.rows += o.pf.NumRows()
+		b.rows += o.Parquet.NumRows()
 	}
 	return b, nil
 }
 
 // choosePath picks the bin's merge path (the forced one, or ChoosePath's, then
 // the k-way path where a row filter or a fold needs every row decoded), and
-// plans the splice where it may run (setting opts.template for its sink).
-func choosePath(bin openedBin, schema *arrow.Schema, opts *RewriteOptions) (RewriteResult, *splicePlan, error) {
+// plans the splice where it may run (setting the template for its sink).
+func choosePath(bin openedBin, schema *arrow.Schema, opts *RewriteOptions) (RewriteResult, *splice.Plan, error) {
 	fanIn := len(bin.opened)
 	// A k-way stream holds two decoded batches (the one being merged and the
 	// one being assembled), and per column a read-ahead buffer and about two
 	// pages (compressed and decompressed).
-	perInput := int64(schema.NumFields()) * (streamReadBuffer(opts.MemoryBudget, fanIn, schema.NumFields()) + 2*pageBytes)
+	perInput := int64(schema.NumFields()) * (streamReadBuffer(opts.MemoryBudget, fanIn, schema.NumFields()) + 2*writer.PageBytes)
 	if bin.rows > 0 {
 		perInput += 2 * kwayBatchRows(fanIn) * (bin.est/bin.rows + 1)
 	}
 	res := RewriteResult{Path: opts.ForcePath, Reason: "forced by options"}
-	var plan *splicePlan
+	var plan *splice.Plan
 	if opts.matcher == nil && (res.Path == "" || res.Path == PathSplice) {
-		tmpl, err := spliceTemplate(schema, opts.WriterOptions)
+		tmpl, err := writer.Template(schema, opts.WriterOptions)
 		if err != nil {
 			return RewriteResult{}, nil, err
 		}
-		plan = planSplice(bin.opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows), opts.cutBefore.At)
-		opts.template = tmpl
+		plan = splice.PlanCopies(bin.opened, tmpl, opts.TimestampColumn, spliceMinRows(opts.SpliceMinRows), opts.CutBefore().At)
+		opts.WriterOptions = opts.WriterOptions.WithTemplate(tmpl)
 	} else if res.Path == PathSplice {
 		return RewriteResult{}, nil, fmt.Errorf("a row filter runs on the %s and %s paths, not %s", PathInMemory, PathKWay, PathSplice)
 	}
@@ -330,7 +354,7 @@ func choosePath(bin openedBin, schema *arrow.Schema, opts *RewriteOptions) (Rewr
 	}
 	b := Budget{MemoryBytes: opts.MemoryBudget, MaxFanIn: opts.MaxFanIn, StreamBytesPerInput: perInput}
 	if plan != nil {
-		b.SpliceBytes, b.InputBytes = plan.copyBytes, plan.totalBytes
+		b.SpliceBytes, b.InputBytes = plan.CopyBytes, plan.TotalBytes
 	}
 	res.Path, res.Reason = ChoosePath(bin.est, fanIn, b)
 	if opts.matcher != nil && res.Path == PathPageBounded {
@@ -347,12 +371,12 @@ func choosePath(bin openedBin, schema *arrow.Schema, opts *RewriteOptions) (Rewr
 
 // runPath runs the merge path res names, sizing the streamed paths' read-ahead
 // to the budget; the splice path adds its copied bytes to res.
-func runPath(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, opened []*openedInput, schema *arrow.Schema,
-	newPath func(int) string, opts RewriteOptions, plan *splicePlan, res *RewriteResult, read *int64) ([]Output, error) {
+func runPath(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, opened []*input.File, schema *arrow.Schema,
+	newPath func(int) string, opts RewriteOptions, plan *splice.Plan, res *RewriteResult, read *int64) ([]Output, error) {
 	streamed := func() {
 		buf := streamReadBuffer(opts.MemoryBudget, len(opened), schema.NumFields())
 		for _, in := range opened {
-			in.props.BufferSize = buf
+			in.Props.BufferSize = buf
 		}
 	}
 	switch res.Path {
@@ -363,11 +387,16 @@ func runPath(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, open
 		return mergeKWay(ctx, fs, opened, schema, newPath, opts)
 	case PathSplice:
 		streamed()
-		outs, spliced, err := mergeSplice(ctx, fs, opened, schema, newPath, opts, plan)
-		res.SplicedBytes = spliced
+		so := splice.Options{Writer: opts.WriterOptions, ChunkRows: kwayChunkRows, Unverified: opts.SpliceUnverified}
+		outs, st, err := splice.Merge(ctx, fs, opened, schema, newPath, so, plan)
+		res.SplicedBytes, res.verifiedRowGroups = st.CopiedBytes, st.VerifiedRowGroups
 		return outs, err
 	case PathPageBounded:
-		return mergePageBounded(ctx, fs, inputs, schema, newPath, opts, read, &res.tsSkipped)
+		paths := make([]string, len(inputs))
+		for i, in := range inputs {
+			paths[i] = in.Path
+		}
+		return pagebounded.Merge(ctx, fs, paths, schema, newPath, opts.WriterOptions, opts.ChunkRows, read, &res.tsSkipped)
 	}
 	return nil, fmt.Errorf("unknown merge path %q", res.Path)
 }
@@ -387,15 +416,15 @@ func kwayBatchRows(fanIn int) int64 {
 // 32 inputs 83 KiB: the buffers together stay at 16 MiB.
 func streamReadBuffer(budget int64, inputs, columns int) int64 {
 	b := budget / 32 / int64(max(inputs*columns, 1))
-	return min(max(b, 64<<10), pageBoundedReadBuffer)
+	return min(max(b, 64<<10), pagebounded.ReadBuffer)
 }
 
 // estimateDecoded estimates the Arrow size of an input from its footer: the
 // uncompressed column chunks, plus an offset per value (strings decode to
 // values and offsets; dictionary pages understate repeated values, which the
 // in-memory factor absorbs).
-func estimateDecoded(in *openedInput) int64 {
-	md := in.pf.MetaData()
+func estimateDecoded(in *input.File) int64 {
+	md := in.Parquet.MetaData()
 	var n int64
 	for i := 0; i < md.NumRowGroups(); i++ {
 		rg := md.RowGroup(i)
@@ -404,116 +433,88 @@ func estimateDecoded(in *openedInput) int64 {
 	return n
 }
 
-// runMerge drives mergeOrder over cursors into a sink, cleaning up on error.
-func runMerge(ctx context.Context, cursors []*cursor, chunkRows int64, s *asyncSink, rs runSink, release func()) (outs []Output, err error) {
-	defer recoverAbort(&err, s)
-	err = mergeOrder(ctx, cursors, chunkRows, rs)
+// runMerge drives kmerge.Order over cursors into a sink, cleaning up on error.
+func runMerge(ctx context.Context, cursors []*kmerge.Cursor, chunkRows int64, s *writer.AsyncSink, rs kmerge.RunSink, release func()) (outs []Output, err error) {
+	defer writer.RecoverAbort(&err, s)
+	err = kmerge.Order(ctx, cursors, chunkRows, rs)
 	if e, ok := rs.(endSink); ok && err == nil {
 		err = e.end()
 	}
 	release()
 	for _, c := range cursors {
-		if cerr := c.close(); err == nil && cerr != nil {
-			err = fmt.Errorf("closing input %s: %w", c.name, cerr)
+		if cerr := c.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing input %s: %w", c.Name, cerr)
 		}
 	}
 	if err != nil {
-		return nil, errors.Join(err, s.abort())
+		return nil, errors.Join(err, s.Abort())
 	}
-	return s.finish()
+	return s.Finish()
 }
 
 // mergeInMemory decodes every input whole, then merges: the only path that
 // holds the entire output, so it writes the whole-file search metadata.
-func mergeInMemory(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions) ([]Output, error) {
-	s, err := newSink(fs, newPath, schema, opts.WriterOptions, metaFull(opts.Metadata, opts.Generation))
+func mergeInMemory(ctx context.Context, fs icebergio.WriteFileIO, opened []*input.File, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions) ([]Output, error) {
+	s, err := writer.NewSink(fs, newPath, schema, opts.WriterOptions, writer.MetaFull(opts.Metadata, opts.Generation))
 	if err != nil {
 		return nil, err
 	}
-	cursors := make([]*cursor, 0, len(opened))
+	cursors := make([]*kmerge.Cursor, 0, len(opened))
 	releaseAll := func() {
 		for _, c := range cursors {
-			_ = c.close()
+			_ = c.Close()
 		}
 	}
 	for i, in := range opened {
-		pq, err := newPQSource(ctx, in, schema, opts.TimestampColumn, false, opts.Allocator)
+		pq, err := input.NewPQSource(ctx, in, schema, opts.TimestampColumn, false, opts.Allocator)
 		if err != nil {
 			releaseAll()
 			return nil, err
 		}
 		src := opts.filtered(pq, schema)
-		ms := &memSource{}
-		c := &cursor{idx: i, name: in.path, src: ms}
+		ms := &input.MemSource{}
+		c := &kmerge.Cursor{Idx: i, Name: in.Path, Src: ms}
 		cursors = append(cursors, c)
 		for {
-			b, ok, err := src.next(ctx)
+			b, ok, err := src.Next(ctx)
 			if err != nil {
-				_ = src.close()
+				_ = src.Close()
 				releaseAll()
-				return nil, inputErr("reading input", in.path, err)
+				return nil, input.NewError("reading input", in.Path, err)
 			}
 			if !ok {
 				break
 			}
-			ms.batches = append(ms.batches, b)
+			ms.Batches = append(ms.Batches, b)
 		}
-		_ = src.close()
+		_ = src.Close()
 	}
-	as := newAsyncSink(ctx, s)
-	out, end := opts.folded(func(r arrow.RecordBatch) error { return as.write(ctx, r) }, schema)
-	asm := newAssembler(ctx, schema, opts.Allocator, out)
-	return runMerge(ctx, cursors, min(opts.RowGroupRows, DefaultChunkRows), as, withEnd(asm, end), asm.release)
+	as := writer.NewAsyncSink(ctx, s)
+	out, end := opts.folded(func(r arrow.RecordBatch) error { return as.Write(ctx, r) }, schema)
+	asm := kmerge.NewAssembler(ctx, schema, opts.Allocator, out)
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, DefaultChunkRows), as, withEnd(asm, end), asm.Release)
 }
 
 // mergeKWay streams every input in batches through a heap: memory is about
 // fan-in x batch, whatever the input sizes.
-func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions) ([]Output, error) {
-	s, err := newSink(fs, newPath, schema, opts.WriterOptions, metaStreamed(opts.Metadata))
+func mergeKWay(ctx context.Context, fs icebergio.WriteFileIO, opened []*input.File, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions) ([]Output, error) {
+	s, err := writer.NewSink(fs, newPath, schema, opts.WriterOptions, writer.MetaStreamed(opts.Metadata))
 	if err != nil {
 		return nil, err
 	}
-	cursors := make([]*cursor, 0, len(opened))
+	cursors := make([]*kmerge.Cursor, 0, len(opened))
 	for i, in := range opened {
-		src, err := newPQSource(ctx, in, schema, opts.TimestampColumn, false, opts.Allocator)
+		src, err := input.NewPQSource(ctx, in, schema, opts.TimestampColumn, false, opts.Allocator)
 		if err != nil {
 			for _, c := range cursors {
-				_ = c.close()
+				_ = c.Close()
 			}
 			return nil, err
 		}
-		cursors = append(cursors, &cursor{idx: i, name: in.path, src: newPrefetchSource(ctx, opts.filtered(src, schema))})
+		cursors = append(cursors, &kmerge.Cursor{Idx: i, Name: in.Path, Src: input.NewPrefetch(ctx, opts.filtered(src, schema))})
 	}
-	as := newAsyncSink(ctx, s)
-	out, end := opts.folded(func(r arrow.RecordBatch) error { return as.write(ctx, r) }, schema)
-	asm := newAssembler(ctx, schema, opts.Allocator, out)
-	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), as, withEnd(asm, end), asm.release)
-}
-
-// recoverAbort turns a panic in the Parquet decoder (corrupt input it did not
-// validate) into an error, removing the outputs of s. A panic on input is a
-// bug, but one in a dependency must not take the sidecar down.
-func recoverAbort(err *error, s interface{ abort() error }) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	*err = panicError("decoding or encoding", r)
-	if s != nil && !isNilSink(s) {
-		*err = errors.Join(*err, s.abort())
-	}
-}
-
-func isNilSink(s interface{ abort() error }) bool {
-	switch v := s.(type) {
-	case *sink:
-		return v == nil
-	case *asyncSink:
-		return v == nil
-	}
-	return false
-}
-
-func panicError(what string, r any) error {
-	return fmt.Errorf("merge aborted by a panic while %s (corrupt input?): %v", what, r)
+	as := writer.NewAsyncSink(ctx, s)
+	out, end := opts.folded(func(r arrow.RecordBatch) error { return as.Write(ctx, r) }, schema)
+	asm := kmerge.NewAssembler(ctx, schema, opts.Allocator, out)
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), as, withEnd(asm, end), asm.Release)
 }

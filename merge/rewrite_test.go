@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 var allPaths = []PathKind{PathInMemory, PathKWay, PathPageBounded, PathSplice}
@@ -30,7 +31,7 @@ func writeInput(t testing.TB, dir string, sc *arrow.Schema, rec arrow.RecordBatc
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw, err := pqarrow.NewFileWriter(rec.Schema(), f, writerProperties(WriterOptions{}.withDefaults()), pqarrow.DefaultWriterProps())
+		fw, err := pqarrow.NewFileWriter(rec.Schema(), f, writer.ParquetWriterProperties(WriterOptions{}), pqarrow.DefaultWriterProps())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +46,7 @@ func writeInput(t testing.TB, dir string, sc *arrow.Schema, rec arrow.RecordBatc
 	if rec.NumCols() < int64(sc.NumFields()) {
 		rsc = arrow.NewSchema(sc.Fields()[:rec.NumCols()], nil)
 	}
-	outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, gen), rsc, []arrow.RecordBatch{rec},
+	outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, gen), rsc, []arrow.RecordBatch{rec},
 		WriterOptions{RowGroupRows: int64(rowGroupRows), Generation: gen})
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +196,7 @@ func checkOutputs(t *testing.T, what string, outs []Output, sc *arrow.Schema, ge
 		if int64(len(rows)) != o.Rows {
 			t.Fatalf("%s: output %d says %d rows, holds %d", what, i, o.Rows, len(rows))
 		}
-		f, err := DecodeFooter(o.Meta)
+		f, err := writer.DecodeFooter(o.Meta)
 		if err != nil {
 			t.Fatalf("%s: footer of output %d: %v", what, i, err)
 		}

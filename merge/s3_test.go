@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	icebergio "github.com/apache/iceberg-go/io"
 
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -31,7 +32,7 @@ func TestRewriteOnS3(t *testing.T) {
 	var want []string
 	for i := 0; i < 3; i++ {
 		rec := randRecord(r, sc, 3000, 1_700_000_000_000_000+r.Int64N(100), 3, true, true)
-		outs, err := WriteSorted(context.Background(), fio, func(int) string { return base + "/in/" + DataFileName(0) }, sc,
+		outs, err := writer.WriteSorted(context.Background(), fio, func(int) string { return base + "/in/" + DataFileName(0) }, sc,
 			[]arrow.RecordBatch{rec}, WriterOptions{RowGroupRows: 1000})
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 func TestDensityCuts(t *testing.T) {
@@ -33,15 +36,15 @@ func TestDensityCuts(t *testing.T) {
 		{"median over rows", []int64{10, 10, 10, 90}, 0.5, []int64{30}},
 	}
 	for _, c := range cases {
-		got := densityCutsOf(TimeHistogram{Start: 0, Width: w, Counts: c.counts}, c.frac).At
+		got := density.Of(density.TimeHistogram{Start: 0, Width: w, Counts: c.counts}, c.frac).At
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: cuts %v, want %v", c.name, got, c.want)
 		}
 	}
 }
 
-// denseRows is the on-time part of lateBatch: just past SplitSparseMinRows.
-const denseRows = SplitSparseMinRows + 4_000
+// denseRows is the on-time part of lateBatch: just past density.SplitSparseMinRows.
+const denseRows = density.SplitSparseMinRows + 4_000
 
 // lateBatch is what a drain batch of a busy pod looks like: a dense on-time
 // window of about 10 s starting at onTime, plus a sparse tail of late rows
@@ -64,9 +67,9 @@ func TestWriteSortedCutsSparseTail(t *testing.T) {
 	}
 	sort.SliceStable(want, func(a, b int) bool { return rowTs(want[a]) < rowTs(want[b]) })
 
-	for _, split := range []float64{0, DefaultSplitSparse} {
+	for _, split := range []float64{0, density.DefaultSplitSparse} {
 		dir := t.TempDir()
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{SplitSparse: split})
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{SplitSparse: split})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,9 +93,9 @@ func TestWriteSortedCutsSparseTail(t *testing.T) {
 		// The dense window keeps a range of seconds: its file starts at most
 		// one histogram bucket (1 s) before the first on-time row.
 		last := outs[len(outs)-1]
-		if len(outs) < 2 || last.MinTimestamp < onTime-drainBucketMicros || last.Rows < denseRows {
+		if len(outs) < 2 || last.MinTimestamp < onTime-density.DrainBucketMicros || last.Rows < denseRows {
 			t.Fatalf("split %v: outputs %v: want the late tail apart and the on-time rows in a file starting after %d",
-				split, describe(outs), onTime-drainBucketMicros)
+				split, describe(outs), onTime-density.DrainBucketMicros)
 		}
 	}
 }
@@ -111,7 +114,7 @@ func TestRewriteCutsSparseTailOnEveryPath(t *testing.T) {
 	for i := range 4 {
 		onTime := first + int64(i)*10_000_000
 		recs := lateBatch(r, sc, onTime)
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{})
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +129,7 @@ func TestRewriteCutsSparseTailOnEveryPath(t *testing.T) {
 	var ref []Output
 	for _, path := range allPaths {
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 1),
-			RewriteOptions{ForcePath: path, SpliceMinRows: 100, WriterOptions: WriterOptions{SplitSparse: DefaultSplitSparse,
+			RewriteOptions{ForcePath: path, SpliceMinRows: 100, WriterOptions: WriterOptions{SplitSparse: density.DefaultSplitSparse,
 				LatePath: func(int) string { return filepath.Join(dir, string(path), LateFileName(1)) }}})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -176,7 +179,7 @@ func describe(outs []Output) string {
 	return s
 }
 
-// TestWriteSortedLeavesSmallBatchesWhole: below SplitSparseMinRows a batch is
+// TestWriteSortedLeavesSmallBatchesWhole: below density.SplitSparseMinRows a batch is
 // cut by size only, however sparse its tail (small files are merged again
 // soon; a cut would only add a file).
 func TestWriteSortedLeavesSmallBatchesWhole(t *testing.T) {
@@ -186,8 +189,8 @@ func TestWriteSortedLeavesSmallBatchesWhole(t *testing.T) {
 	late := randRecord(r, sc, 100, 1_700_000_040_000_000-300_000_000, 5_000_000, true, true)
 	defer dense.Release()
 	defer late.Release()
-	outs, err := WriteSorted(context.Background(), localFS, pathGen(t.TempDir(), 0), sc, []arrow.RecordBatch{dense, late},
-		WriterOptions{SplitSparse: DefaultSplitSparse})
+	outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(t.TempDir(), 0), sc, []arrow.RecordBatch{dense, late},
+		WriterOptions{SplitSparse: density.DefaultSplitSparse})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +215,8 @@ func TestLateFileName(t *testing.T) {
 }
 
 func TestDensityCutsRuns(t *testing.T) {
-	h := TimeHistogram{Start: 0, Width: 10, Counts: []int64{2, 1, 0, 100, 120, 1, 90}}
-	c := densityCutsOf(h, 0.05)
+	h := density.TimeHistogram{Start: 0, Width: 10, Counts: []int64{2, 1, 0, 100, 120, 1, 90}}
+	c := density.Of(h, 0.05)
 	if !slices.Equal(c.At, []int64{30, 50, 60}) || !c.FirstSparse {
 		t.Fatalf("cuts %+v, want at [30 50 60], first run sparse", c)
 	}
@@ -222,10 +225,10 @@ func TestDensityCutsRuns(t *testing.T) {
 			t.Errorf("sparse at %d: %v, want %v", ts, got, want)
 		}
 	}
-	if c := densityCutsOf(TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 0, 1}}, 0.05); c.FirstSparse != false || !slices.Equal(c.At, []int64{20}) {
+	if c := density.Of(density.TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 0, 1}}, 0.05); c.FirstSparse != false || !slices.Equal(c.At, []int64{20}) {
 		t.Fatalf("dense head: %+v", c)
 	}
-	if c := densityCutsOf(TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 90}}, 0.05); c.FirstSparse || c.SparseAt(5) {
+	if c := density.Of(density.TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 90}}, 0.05); c.FirstSparse || c.SparseAt(5) {
 		t.Fatalf("one dense run: %+v", c)
 	}
 }
@@ -244,19 +247,19 @@ func TestBatchDensityCutsReachClosedDays(t *testing.T) {
 	for _, rec := range today {
 		defer rec.Release()
 	}
-	cuts := BatchDensityCuts(append([]arrow.RecordBatch{yesterday}, today...), "timestamp", DefaultSplitSparse)
+	cuts := density.BatchCuts(append([]arrow.RecordBatch{yesterday}, today...), "timestamp", density.DefaultSplitSparse)
 	if len(cuts.At) == 0 || !cuts.FirstSparse {
 		t.Fatalf("batch cuts %+v: want a sparse head", cuts)
 	}
 	dir := t.TempDir()
 	late := func(int) string { return filepath.Join(dir, LateFileName(0)) }
-	write := func(recs []arrow.RecordBatch, c *DensityCuts) []Output {
+	write := func(recs []arrow.RecordBatch, c *density.Cuts) []Output {
 		t.Helper()
 		for _, rec := range recs {
 			rec.Retain()
 		}
-		outs, err := WriteSortedReleasing(context.Background(), localFS, pathGen(dir, 0), sc, recs,
-			WriterOptions{SplitSparse: DefaultSplitSparse, Cuts: c, LatePath: late})
+		outs, err := writer.WriteSortedReleasing(context.Background(), localFS, pathGen(dir, 0), sc, recs,
+			WriterOptions{SplitSparse: density.DefaultSplitSparse, Cuts: c, LatePath: late})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +275,7 @@ func TestBatchDensityCutsReachClosedDays(t *testing.T) {
 	if len(outs) < 2 || ParseLate(outs[len(outs)-1].Path) || !ParseLate(outs[0].Path) {
 		t.Fatalf("the current day with the batch's cuts: %v: want late tail files, then the on-time file", describe(outs))
 	}
-	if n := BatchDensityCuts([]arrow.RecordBatch{yesterday}, "timestamp", DefaultSplitSparse); len(n.At) != 0 {
+	if n := density.BatchCuts([]arrow.RecordBatch{yesterday}, "timestamp", density.DefaultSplitSparse); len(n.At) != 0 {
 		t.Fatalf("a batch under SplitSparseMinRows was cut: %+v", n)
 	}
 }
@@ -287,7 +290,7 @@ func TestRewriteLeavesSmallBinsWhole(t *testing.T) {
 	var rows int64
 	for i := range 3 {
 		recs := lateBatch(r, sc, int64(1_700_000_400_000_000)+int64(i)*10_000_000)
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{})
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{})
 		for _, rec := range recs {
 			rec.Release()
 		}
@@ -297,11 +300,11 @@ func TestRewriteLeavesSmallBinsWhole(t *testing.T) {
 		inputs = append(inputs, Input{Path: outs[0].Path, Size: outs[0].Size, Rows: outs[0].Rows})
 		rows += outs[0].Rows
 	}
-	if rows >= SplitSparseMinBinRows || rows < SplitSparseMinRows {
+	if rows >= SplitSparseMinBinRows || rows < density.SplitSparseMinRows {
 		t.Fatalf("%d rows: the bin must lie between the two floors", rows)
 	}
 	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1),
-		RewriteOptions{WriterOptions: WriterOptions{SplitSparse: DefaultSplitSparse,
+		RewriteOptions{WriterOptions: WriterOptions{SplitSparse: density.DefaultSplitSparse,
 			LatePath: func(int) string { return filepath.Join(dir, "out", LateFileName(1)) }}})
 	if err != nil {
 		t.Fatal(err)
@@ -326,8 +329,8 @@ func TestBatchDensityCutsStrayRow(t *testing.T) {
 			rec.Release()
 		}
 	}()
-	cuts := BatchDensityCuts(recs, "timestamp", DefaultSplitSparse)
-	if len(cuts.At) == 0 || cuts.At[len(cuts.At)-1] < onTime-drainBucketMicros || cuts.At[len(cuts.At)-1] > onTime {
+	cuts := density.BatchCuts(recs, "timestamp", density.DefaultSplitSparse)
+	if len(cuts.At) == 0 || cuts.At[len(cuts.At)-1] < onTime-density.DrainBucketMicros || cuts.At[len(cuts.At)-1] > onTime {
 		t.Fatalf("cuts %v: want the last cut within 1 s before the on-time window at %d", cuts.At, onTime)
 	}
 	if !cuts.SparseAt(onTime-10_000_000) || cuts.SparseAt(onTime+1_000_000) {
@@ -343,7 +346,7 @@ func TestBatchDensityCutsStrayRow(t *testing.T) {
 			rec.Release()
 		}
 	}()
-	if got := BatchDensityCuts(nanos, "timestamp", DefaultSplitSparse); !slices.Equal(got.At, cuts.At) || got.FirstSparse != cuts.FirstSparse {
+	if got := density.BatchCuts(nanos, "timestamp", density.DefaultSplitSparse); !slices.Equal(got.At, cuts.At) || got.FirstSparse != cuts.FirstSparse {
 		t.Fatalf("nanosecond timestamps: cuts %+v, microseconds %+v", got, cuts)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -22,40 +21,12 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/siglake/siglake/merge/chunksum"
+	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/test/testenv"
 )
-
-func TestSpliceCopiesPlan(t *testing.T) {
-	pg := func(row, n, lo, hi int64) tsPage { return tsPage{row: row, n: n, min: lo, max: hi} }
-	all := func(int, int) bool { return true }
-	for _, c := range []struct {
-		name     string
-		pages    [][]tsPage
-		indexed  []bool
-		rgRows   [][]int64
-		eligible func(int, int) bool
-		want     [][]bool
-	}{
-		{"disjoint", [][]tsPage{{pg(0, 10, 0, 9), pg(10, 10, 10, 19)}, {pg(0, 10, 100, 109)}}, []bool{true, true},
-			[][]int64{{10, 10}, {10}}, all, [][]bool{{true, true}, {true}}},
-		{"a late sliver inside the second row group", [][]tsPage{{pg(0, 10, 0, 9), pg(10, 10, 10, 19)}, {pg(0, 2, 15, 16)}}, []bool{true, true},
-			[][]int64{{10, 10}, {2}}, all, [][]bool{{true, false}, {false}}},
-		{"touching bounds overlap", [][]tsPage{{pg(0, 10, 0, 9)}, {pg(0, 10, 9, 20)}}, []bool{true, true},
-			[][]int64{{10}, {10}}, all, [][]bool{{false}, {false}}},
-		{"one page of a row group overlaps", [][]tsPage{{pg(0, 5, 0, 4), pg(5, 5, 5, 9)}, {pg(0, 3, 7, 8)}}, []bool{true, true},
-			[][]int64{{10}, {3}}, all, [][]bool{{false}, {false}}},
-		{"no page index: nothing copied", [][]tsPage{{pg(0, 10, 0, 9)}, nil}, []bool{true, false},
-			[][]int64{{10}, {10}}, all, [][]bool{{false}, {false}}},
-		{"too small", [][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 100, 109)}}, []bool{true, true},
-			[][]int64{{10, 3}, {10}}, func(i, rg int) bool { return !(i == 0 && rg == 1) }, [][]bool{{true, false}, {true}}},
-	} {
-		got := spliceCopies(c.pages, c.indexed, c.rgRows, c.eligible)
-		if fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
-		}
-	}
-}
 
 // spliceShape is one kind of bin the splice must merge exactly.
 type spliceShape struct {
@@ -63,41 +34,6 @@ type spliceShape struct {
 	wantCopies bool
 	inputs     func(r *rand.Rand) []arrow.RecordBatch
 	rgRows     func(i int, rec arrow.RecordBatch) int
-}
-
-// TestPromoteLoneSmall: a small isolated row group is copied only when
-// re-encoding it would give a row group of its own rows anyway: copies on
-// both sides in time, and no re-encoded row group near it.
-func TestPromoteLoneSmall(t *testing.T) {
-	pg := func(row, n, lo, hi int64) tsPage { return tsPage{row: row, n: n, min: lo, max: hi} }
-	for _, c := range []struct {
-		name             string
-		pages            [][]tsPage
-		rgRows           [][]int64
-		copies, isolated [][]bool
-		want             [][]bool
-	}{
-		{"an L1 file's short last row group between two copies",
-			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {10}},
-			[][]bool{{true, false}, {true}}, [][]bool{{true, true}, {true}}, [][]bool{{true, true}, {true}}},
-		{"the last of all, after a copy",
-			[][]tsPage{{pg(0, 10, 0, 9)}, {pg(0, 3, 20, 22)}}, [][]int64{{10}, {3}},
-			[][]bool{{true}, {false}}, [][]bool{{true}, {true}}, [][]bool{{true}, {true}}},
-		{"two small ones next to each other merge into one re-encoded row group",
-			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 3, 13, 15)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {3}, {10}},
-			[][]bool{{true, false}, {false}, {true}}, [][]bool{{true, true}, {true}, {true}}, [][]bool{{true, false}, {false}, {true}}},
-		{"not isolated",
-			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}}, [][]int64{{10, 3}, {10}},
-			[][]bool{{true, false}, {true}}, [][]bool{{true, false}, {true}}, [][]bool{{true, false}, {true}}},
-		{"a re-encoded row group spans around it",
-			[][]tsPage{{pg(0, 10, 0, 9), pg(10, 3, 10, 12)}, {pg(0, 10, 20, 29)}, {pg(0, 1, 5, 5), pg(1, 1, 25, 25)}}, [][]int64{{10, 3}, {10}, {2}},
-			[][]bool{{true, false}, {true}, {false}}, [][]bool{{true, true}, {true}, {false}}, [][]bool{{true, false}, {true}, {false}}},
-	} {
-		promoteLoneSmall(c.copies, c.isolated, c.pages, c.rgRows)
-		if fmt.Sprint(c.copies) != fmt.Sprint(c.want) {
-			t.Errorf("%s: got %v, want %v", c.name, c.copies, c.want)
-		}
-	}
 }
 
 func lastTs(rec arrow.RecordBatch) int64 {
@@ -192,12 +128,11 @@ func spliceMatchesKWay(t *testing.T, stripSums bool) {
 			outs := map[PathKind]RewriteResult{}
 			for _, p := range []PathKind{PathKWay, PathSplice} {
 				opts.ForcePath = p
-				checks := pageChecks.Load()
 				res, err := Rewrite(context.Background(), localFS, s.inputs, sc, pathGen(filepath.Join(dir, string(p)), gen), opts)
 				if err != nil {
 					t.Fatalf("%s %s: %v", what, p, err)
 				}
-				if checks = pageChecks.Load() - checks; p == PathSplice && res.SplicedBytes > 0 && (checks > 0) != stripSums {
+				if checks := res.verifiedRowGroups; p == PathSplice && res.SplicedBytes > 0 && (checks > 0) != stripSums {
 					t.Fatalf("%s: the page check read %d row groups of inputs with sums %v", what, checks, !stripSums)
 				}
 				got := checkOutputs(t, what+" "+string(p), res.Outputs, sc, gen, s, p)
@@ -289,8 +224,7 @@ func spliceNestedColumns(t *testing.T, stripSums bool) {
 		}
 	}
 	got := map[PathKind][]string{}
-	var spliced int64
-	checks := pageChecks.Load()
+	var spliced, checks int64
 	for _, p := range []PathKind{PathKWay, PathSplice} {
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(p)), 2),
 			RewriteOptions{ForcePath: p, SpliceMinRows: 500, WriterOptions: WriterOptions{RowGroupRows: 1000}})
@@ -301,11 +235,12 @@ func spliceNestedColumns(t *testing.T, stripSums bool) {
 			got[p] = append(got[p], readFileRows(t, localFS, o.Path, sc)...)
 		}
 		spliced += res.SplicedBytes
+		checks += res.verifiedRowGroups
 	}
 	if spliced == 0 {
 		t.Fatal("the splice copied nothing")
 	}
-	if checks = pageChecks.Load() - checks; (checks > 0) != stripSums {
+	if (checks > 0) != stripSums {
 		t.Fatalf("the page check read %d row groups of inputs with sums %v", checks, !stripSums)
 	}
 	if !slices.Equal(got[PathSplice], got[PathKWay]) {
@@ -347,7 +282,7 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 				rewriteFooter(t, bad, func(md *metadata.FileMetaData) {
 					kvs := md.FileMetaData.KeyValueMetadata[:0]
 					for _, kv := range md.FileMetaData.KeyValueMetadata {
-						if kv.Key != chunkCRCKey {
+						if kv.Key != chunksum.Key {
 							kvs = append(kvs, kv)
 						}
 					}
@@ -362,7 +297,7 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := chunkCRCs(pf.MetaData()) != nil; got != withSums {
+			if got := chunksum.Of(pf.MetaData()) != nil; got != withSums {
 				t.Fatalf("input has chunk checksums: %v, want %v", got, withSums)
 			}
 			cc, err := pf.MetaData().RowGroup(1).ColumnChunk(2) // raw: neither the timestamp nor a group column
@@ -417,7 +352,7 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sums := chunkCRCs(o.Meta)
+				sums := chunksum.Of(o.Meta)
 				for rg := 0; rg < o.Meta.NumRowGroups(); rg++ {
 					c, err := o.Meta.RowGroup(rg).ColumnChunk(2)
 					if err != nil {
@@ -540,7 +475,7 @@ func groupTotals(t *testing.T, outs []Output) string {
 	t.Helper()
 	sum := map[string]int64{}
 	for _, o := range outs {
-		f, err := DecodeFooter(o.Meta)
+		f, err := writer.DecodeFooter(o.Meta)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -683,7 +618,7 @@ func rewriteFooter(t *testing.T, p string, edit func(md *metadata.FileMetaData))
 	}
 	out := append(slices.Clone(body), buf.Bytes()...)
 	out = binary.LittleEndian.AppendUint32(out, uint32(buf.Len()))
-	out = append(out, parquetMagic...)
+	out = append(out, "PAR1"...)
 	if err := os.WriteFile(p, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -699,7 +634,7 @@ func TestSpliceMisalignedBloomNotCopied(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	inputs := disjointInputs(t, dir, sc, r, 2)
 	rewriteFooter(t, inputs[0].Path, func(md *metadata.FileMetaData) {
-		f, err := DecodeFooter(md)
+		f, err := writer.DecodeFooter(md)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -740,7 +675,7 @@ func TestSpliceMisalignedBloomNotCopied(t *testing.T) {
 		t.Fatal("the splice copied nothing")
 	}
 	for _, o := range res.Outputs {
-		f, err := DecodeFooter(o.Meta)
+		f, err := writer.DecodeFooter(o.Meta)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -785,15 +720,7 @@ func TestSpliceExternalChunkNotCopied(t *testing.T) {
 	if res.SplicedBytes == 0 || res.SplicedBytes > all.SplicedBytes-rg1 {
 		t.Fatalf("spliced %d bytes; all row groups are %d, the one with an external chunk %d", res.SplicedBytes, all.SplicedBytes, rg1)
 	}
-	// The writer refuses one too, should a plan ever let it through.
-	b, err := os.ReadFile(inputs[0].Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &splicedFile{cw: &CountingWriter{W: io.Discard}, md: srcMD}
-	if err := f.appendRowGroup([]rgSource{{name: inputs[0].Path, r: bytes.NewReader(b), size: inputs[0].Size, md: srcMD}}, 1, nil, false); err == nil || !strings.Contains(err.Error(), "another file") {
-		t.Fatalf("copying a row group with an external chunk: %v", err)
-	}
+	// The writer refuses one too, should a plan ever let it through: writer.TestAppendRowGroupRefusesExternalChunk.
 }
 
 // TestSpliceCutsInsideACopyableRowGroup: a density cut inside a row group
@@ -820,7 +747,7 @@ func TestSpliceCutsInsideACopyableRowGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.cutBefore = DensityCuts{At: []int64{cut}}
+	opts.WriterOptions = opts.WriterOptions.WithCutBefore(density.Cuts{At: []int64{cut}})
 	res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "cut"), 1), opts)
 	if err != nil {
 		t.Fatal(err)

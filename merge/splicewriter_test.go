@@ -1,20 +1,19 @@
 package merge
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	"github.com/siglake/siglake/merge/chunksum"
+	"github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 // stripChunkCRCs removes the chunk sums from the footer of in's file.
@@ -23,7 +22,7 @@ func stripChunkCRCs(t *testing.T, in *Input) {
 	rewriteFooter(t, in.Path, func(md *metadata.FileMetaData) {
 		kvs := md.FileMetaData.KeyValueMetadata[:0]
 		for _, kv := range md.FileMetaData.KeyValueMetadata {
-			if kv.Key != chunkCRCKey {
+			if kv.Key != chunksum.Key {
 				kvs = append(kvs, kv)
 			}
 		}
@@ -52,7 +51,7 @@ func TestSpliceCopiedRowGroupOpensLateFile(t *testing.T) {
 			recs = append(recs, late)
 			rgRows = int(late.NumRows()) // the tail is row group 0
 		}
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{RowGroupRows: int64(rgRows)})
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs, WriterOptions{RowGroupRows: int64(rgRows)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +72,7 @@ func TestSpliceCopiedRowGroupOpensLateFile(t *testing.T) {
 	var named []int
 	newPath := func(i int) string { named = append(named, i); return pathGen(out, 1)(i) }
 	res, err := Rewrite(context.Background(), localFS, inputs, sc, newPath,
-		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 100, SpliceUnverified: true, WriterOptions: WriterOptions{SplitSparse: DefaultSplitSparse,
+		RewriteOptions{ForcePath: PathSplice, SpliceMinRows: 100, SpliceUnverified: true, WriterOptions: WriterOptions{SplitSparse: density.DefaultSplitSparse,
 			LatePath: func(int) string { return filepath.Join(out, LateFileName(1)) }}})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +92,7 @@ func TestSpliceCopiedRowGroupOpensLateFile(t *testing.T) {
 	if len(res.Outputs) < 2 || !ParseLate(o.Path) || o.Rows != 400 {
 		t.Fatalf("outputs %s: want the 400 rows of the tail in a late file of their own", describe(res.Outputs))
 	}
-	if sums := chunkCRCs(o.Meta); o.Meta.NumRowGroups() != 1 || (sums != nil && sums[0] != nil) {
+	if sums := chunksum.Of(o.Meta); o.Meta.NumRowGroups() != 1 || (sums != nil && sums[0] != nil) {
 		t.Fatalf("the late file's row group was re-encoded, not copied (%d row groups)", o.Meta.NumRowGroups())
 	}
 	if slices.Contains(named, 0) {
@@ -103,35 +102,5 @@ func TestSpliceCopiedRowGroupOpensLateFile(t *testing.T) {
 		if ParseLate(o.Path) {
 			t.Fatalf("output %d (%s) of the dense window named late", i+1, filepath.Base(o.Path))
 		}
-	}
-}
-
-// TestAppendRowGroupOrdinalOverflow: Parquet's row-group ordinal is an
-// int16; a file that would need a larger one fails with an error saying so
-// instead of writing a wrapped ordinal.
-func TestAppendRowGroupOrdinalOverflow(t *testing.T) {
-	sc := testArrowSchema(t)
-	rec := randRecord(rand.New(rand.NewPCG(1, 1)), sc, 100, 1_700_000_000_000_000, 3, true, true)
-	in := writeInput(t, t.TempDir(), sc, rec, 0, 100)
-	rec.Release()
-	b, err := os.ReadFile(in.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := file.NewParquetReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := pf.MetaData()
-	src := rgSource{name: in.Path, r: bytes.NewReader(b), size: int64(len(b)), md: md}
-	body := *md.FileMetaData
-	f := &splicedFile{path: "out.parquet", cw: &CountingWriter{W: io.Discard}, md: &metadata.FileMetaData{FileMetaData: &body, Schema: md.Schema}}
-	body.RowGroups = slices.Repeat(md.FileMetaData.RowGroups[:1], 32767)
-	if err := f.appendRowGroup([]rgSource{src}, 0, nil, true); err != nil {
-		t.Fatalf("row group 32768 (ordinal 32767): %v", err)
-	}
-	err = f.appendRowGroup([]rgSource{src}, 0, nil, true)
-	if err == nil || !strings.Contains(err.Error(), "row groups in one file") {
-		t.Fatalf("row group 32769: %v", err)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/merge/writer"
 )
 
 func TestDataFileNameRoundTrip(t *testing.T) {
@@ -53,7 +55,7 @@ func TestWriteSortedSortsSplitsAndKeepsRows(t *testing.T) {
 		sort.SliceStable(want, func(a, b int) bool { return tsLess(rowTs(want[a]), rowTs(want[b])) })
 
 		dir := t.TempDir()
-		outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs,
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, recs,
 			WriterOptions{RowGroupRows: 500, TargetFileBytes: 20_000, Generation: 0})
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +114,7 @@ func TestWriteSortedRejectsBadSchema(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	rec := randRecord(r, sc, 10, 0, 3, true, true)
 	defer rec.Release()
-	_, err := WriteSorted(context.Background(), localFS, pathGen(t.TempDir(), 0), sc, []arrow.RecordBatch{rec},
+	_, err := writer.WriteSorted(context.Background(), localFS, pathGen(t.TempDir(), 0), sc, []arrow.RecordBatch{rec},
 		WriterOptions{TimestampColumn: "nope"})
 	if err == nil {
 		t.Fatal("want error for a missing timestamp column")
@@ -155,7 +157,7 @@ func TestWriteSortedRemovesOutputsOnFailure(t *testing.T) {
 	defer rec.Release()
 	for _, limit := range []int64{0, 100, 30_000} {
 		dir := t.TempDir()
-		outs, err := WriteSorted(context.Background(), failingFS{limit: limit}, pathGen(dir, 1), sc, []arrow.RecordBatch{rec},
+		outs, err := writer.WriteSorted(context.Background(), failingFS{limit: limit}, pathGen(dir, 1), sc, []arrow.RecordBatch{rec},
 			WriterOptions{RowGroupRows: 1000, TargetFileBytes: 20_000, Generation: 1})
 		if err == nil {
 			t.Fatalf("limit %d: want error, got %d outputs", limit, len(outs))
@@ -188,7 +190,7 @@ func TestDictionaryFallsBackAt256KiB(t *testing.T) {
 	rec2 := array.NewRecordBatch(sc, cols, rec.NumRows())
 	defer rec2.Release()
 	dir := t.TempDir()
-	outs, err := WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, []arrow.RecordBatch{rec2},
+	outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, []arrow.RecordBatch{rec2},
 		WriterOptions{Metadata: MetadataOptions{RawColumn: "raw"}})
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +230,7 @@ func TestWriteSortedReleasingGathersInChunks(t *testing.T) {
 	sort.SliceStable(want, func(a, b int) bool { return tsLess(rowTs(want[a]), rowTs(want[b])) })
 	mem := newPeakAllocator()
 	dir := t.TempDir()
-	outs, err := WriteSortedReleasing(context.Background(), localFS, pathGen(dir, 0), sc, recs,
+	outs, err := writer.WriteSortedReleasing(context.Background(), localFS, pathGen(dir, 0), sc, recs,
 		WriterOptions{RowGroupRows: 8192, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/folding"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -99,7 +100,7 @@ func run(dir string, pods int, flush time.Duration, runs int, duck string) error
 		var podDay []arrow.RecordBatch
 		for w := 0; w < windows; w++ {
 			rec := podRows(r, day.Add(time.Duration(w)*flush), flush)
-			outs, err := merge.WriteSorted(ctx, fs, newPath(dir, "in", 0), walgen.RollupSchema, []arrow.RecordBatch{rec}, merge.WriterOptions{})
+			outs, err := writer.WriteSorted(ctx, fs, newPath(dir, "in", 0), walgen.RollupSchema, []arrow.RecordBatch{rec}, merge.WriterOptions{})
 			if err != nil {
 				return err
 			}
@@ -109,7 +110,7 @@ func run(dir string, pods int, flush time.Duration, runs int, duck string) error
 			}
 			podDay = append(podDay, rec)
 		}
-		outs, err := merge.WriteSorted(ctx, fs, newPath(dir, "day", 0), walgen.RollupSchema, podDay, merge.WriterOptions{})
+		outs, err := writer.WriteSorted(ctx, fs, newPath(dir, "day", 0), walgen.RollupSchema, podDay, merge.WriterOptions{})
 		for _, rec := range podDay {
 			rec.Release()
 		}

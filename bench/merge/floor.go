@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 // codecFloor is the "arrow-go copy" contender: it decodes every input with pqarrow and
@@ -28,7 +29,7 @@ func codecFloor(ctx context.Context, s inputSet, out string) (childResult, error
 		return childResult{}, err
 	}
 	defer f.Close()
-	fw, err := pqarrow.NewFileWriter(arrowSchema(), f, merge.ParquetWriterProperties(merge.WriterOptions{}), pqarrow.DefaultWriterProps())
+	fw, err := pqarrow.NewFileWriter(arrowSchema(), f, writer.ParquetWriterProperties(merge.WriterOptions{}), pqarrow.DefaultWriterProps())
 	if err != nil {
 		return childResult{}, err
 	}

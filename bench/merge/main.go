@@ -28,6 +28,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 func main() {
@@ -181,7 +182,7 @@ func gen(dir, shape string, n, mb int) (inputSet, error) {
 				}
 			}
 		}
-		outs, err := merge.WriteSorted(context.Background(), icebergio.LocalFS{}, func(int) string {
+		outs, err := writer.WriteSorted(context.Background(), icebergio.LocalFS{}, func(int) string {
 			return filepath.Join(dir, merge.DataFileName(0))
 		}, sc, []arrow.RecordBatch{rec}, merge.WriterOptions{})
 		rec.Release()

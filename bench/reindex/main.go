@@ -22,6 +22,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -69,7 +70,7 @@ func prepare(dir string, rows int) (string, error) {
 		for n := 0; n < rows/8; n += 50_000 {
 			recs = append(recs, g.Batch(memory.DefaultAllocator, start.Add(time.Duration(n)*time.Millisecond), min(50_000, rows/8-n), time.Millisecond))
 		}
-		outs, err := merge.WriteSorted(ctx, icebergio.LocalFS{}, func(int) string {
+		outs, err := writer.WriteSorted(ctx, icebergio.LocalFS{}, func(int) string {
 			return filepath.Join(dir, "in", merge.DataFileName(0))
 		}, sc, recs, merge.WriterOptions{TimestampColumn: "timestamp"})
 		for _, r := range recs {

@@ -32,6 +32,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -147,12 +149,12 @@ func drop(dir string, days, perDay, keep int) error {
 		for f := 0; f < perDay; f++ {
 			at := base.Add(time.Duration(d)*day + time.Duration(f)*(day/time.Duration(perDay)))
 			rec := g.Batch(memory.DefaultAllocator, at, 20, time.Second)
-			c, err := merge.Conform(rec, sc, memory.DefaultAllocator)
+			c, err := input.Conform(rec, sc, memory.DefaultAllocator)
 			rec.Release()
 			if err != nil {
 				return err
 			}
-			o, err := merge.WriteSorted(ctx, wfs, func(int) string {
+			o, err := writer.WriteSorted(ctx, wfs, func(int) string {
 				return lake.DataDir(t, at.Format("2006-01-02")) + "/" + merge.DataFileName(0)
 			}, sc, []arrow.RecordBatch{c}, merge.WriterOptions{TimestampColumn: lake.TimestampColumn, Metadata: metadata(t)})
 			c.Release()
@@ -228,7 +230,7 @@ func prepare(dir string, rows int) error {
 	var recs []arrow.RecordBatch
 	for i := 0; i < rows; i += 10000 {
 		rec := g.Batch(memory.DefaultAllocator, base.Add(time.Duration(i)*step), min(10000, rows-i), step)
-		c, err := merge.Conform(rec, sc, memory.DefaultAllocator)
+		c, err := input.Conform(rec, sc, memory.DefaultAllocator)
 		rec.Release()
 		if err != nil {
 			return err
@@ -239,7 +241,7 @@ func prepare(dir string, rows int) error {
 	if err != nil {
 		return err
 	}
-	outs, err := merge.WriteSorted(ctx, wfs, func(int) string {
+	outs, err := writer.WriteSorted(ctx, wfs, func(int) string {
 		return lake.DataDir(t, base.Format("2006-01-02")) + "/" + merge.DataFileName(0)
 	}, sc, recs, merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: 1 << 40, Metadata: metadata(t)})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/sidecar/plan/sim"
 )
 
@@ -41,7 +41,7 @@ func runSimulate(args []string) error {
 	mergeMBps := fs.Float64("merge-mbps", s.MergeBytesPerSec/1e6, "rewrite throughput of the table's owner, MB/s")
 	splice := fs.Float64("splice-mbps", 0, "copy rate of merge's splice path, MB/s (bytes no other input of a bin overlaps are copied at it); 0 re-encodes every byte")
 	durationVar(fs, &s.Tick, "tick", false, "maintenance tick (simulated)")
-	split := fs.Float64("split-sparse", merge.DefaultSplitSparse, "SIGLAKE_COMPACTOR_SPLIT_SPARSE of the modelled drain and rewriter (0: cut by size only)")
+	split := fs.Float64("split-sparse", density.DefaultSplitSparse, "SIGLAKE_COMPACTOR_SPLIT_SPARSE of the modelled drain and rewriter (0: cut by size only)")
 	fs.BoolVar(&s.Config.Leveled, "leveled", true, "false simulates only the legacy flat pass")
 	fs.BoolVar(&s.PassTimeLimit, "pass-time-limit", true, "give the planner the rewriter's measured speed and busy share, as the process does, so a busy rewriter's pass holds about one L0 check interval (docs/compaction.md)")
 	both := fs.Bool("compare", true, "simulate leveled and legacy side by side")

@@ -187,7 +187,7 @@ func TestAbsentMetadataAnswersMaybe(t *testing.T) {
 		if _, ok := f.Lookup("trace_id", "t1"); ok {
 			t.Fatalf("%s footer claims an inverted index", name)
 		}
-		if _, ok := f.GroupRows([]string{"service"}, []*string{strp("api")}); ok {
+		if _, ok := f.groupRows([]string{"service"}, []*string{strp("api")}); ok {
 			t.Fatalf("%s footer claims group counts", name)
 		}
 	}
@@ -221,7 +221,7 @@ func TestGroupsBucketsAndInvertedIndex(t *testing.T) {
 		if k == "<null>" {
 			v = nil
 		}
-		got, ok := f.GroupRows([]string{"service"}, []*string{v})
+		got, ok := f.groupRows([]string{"service"}, []*string{v})
 		if !ok || got != want {
 			t.Fatalf("group %s: %d rows (ok=%v), want %d", k, got, ok, want)
 		}

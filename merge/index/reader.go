@@ -267,10 +267,10 @@ func (f *Footer) RowGroupMayContainTime(rg int, t0, t1 int64) bool {
 	return r.Rows > 0 && r.MinMicros < t1 && r.MaxMicros >= t0
 }
 
-// GroupRows returns how many rows have the given group values (nil = null),
+// groupRows returns how many rows have the given group values (nil = null),
 // in the order of GroupColumns; ok is false when the file has no group-count
 // entry for exactly those columns.
-func (f *Footer) GroupRows(columns []string, values []*string) (rows int64, ok bool) {
+func (f *Footer) groupRows(columns []string, values []*string) (rows int64, ok bool) {
 	if f == nil || f.groups == nil || len(columns) != len(f.groups.Columns) {
 		return 0, false
 	}

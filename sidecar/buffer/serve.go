@@ -28,6 +28,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -658,7 +659,7 @@ func (a *answer) decode(mem memory.Allocator, src source) (*localwal.Segment, *h
 		return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
 	}
 	for _, rec := range seg.Records {
-		c, err := merge.Conform(rec, a.schema, mem)
+		c, err := input.Conform(rec, a.schema, mem)
 		if err != nil {
 			seg.Release()
 			a.skip("incompatible_schema")
@@ -727,7 +728,7 @@ func (s *Server) stream(w http.ResponseWriter, a *answer, o *Outcome) {
 
 func (a *answer) write(ctx context.Context, iw *ipc.Writer, seg *localwal.Segment, mem memory.Allocator, o *Outcome) error {
 	for _, rec := range seg.Records {
-		c, err := merge.Conform(rec, a.schema, mem)
+		c, err := input.Conform(rec, a.schema, mem)
 		if err != nil {
 			return err // decode checked every record
 		}

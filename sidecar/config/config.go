@@ -20,7 +20,9 @@ import (
 
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -417,7 +419,7 @@ func Options() []Option {
 				c.TargetFileBytes = int64(n) << 20
 				return err
 			}},
-		{"split-sparse", "SIGLAKE_COMPACTOR_SPLIT_SPARSE", strconv.FormatFloat(merge.DefaultSplitSparse, 'g', -1, 64), "compactor.splitSparse",
+		{"split-sparse", "SIGLAKE_COMPACTOR_SPLIT_SPARSE", strconv.FormatFloat(density.DefaultSplitSparse, 'g', -1, 64), "compactor.splitSparse",
 			"Drain and rewrite outputs are also cut where the row density falls below this fraction of the median density (late rows get files of their own, named late and planned as a stream of their own, docs/compaction.md); 0 cuts by size only, names no new file late and plans one stream.",
 			func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -1063,7 +1065,7 @@ func PlanConfig(c Config) (plan.Config, error) {
 	p.LateStream = c.SplitSparse > 0
 	// Without the splice an absorb bin re-encodes a terminal file whole; the same when its minimum
 	// is above the row groups the writer makes, as no row group qualifies for a copy.
-	if c.MergeSpliceMinRows < 0 || c.MergeSpliceMinRows > merge.DefaultRowGroupRows {
+	if c.MergeSpliceMinRows < 0 || c.MergeSpliceMinRows > writer.DefaultRowGroupRows {
 		p.AbsorbMaxReencode = 0
 	}
 	if err := p.Validate(); err != nil {

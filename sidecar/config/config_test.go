@@ -12,6 +12,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -113,9 +114,9 @@ func TestSpliceOffPlansNoAbsorb(t *testing.T) {
 	for minRows, want := range map[string]float64{
 		"0":       0,
 		"1000000": 0,
-		strconv.Itoa(merge.DefaultRowGroupRows + 1): 0,
-		strconv.Itoa(merge.DefaultRowGroupRows):     plan.DefaultConfig().AbsorbMaxReencode,
-		"":                                          plan.DefaultConfig().AbsorbMaxReencode,
+		strconv.Itoa(writer.DefaultRowGroupRows + 1): 0,
+		strconv.Itoa(writer.DefaultRowGroupRows):     plan.DefaultConfig().AbsorbMaxReencode,
+		"":                                           plan.DefaultConfig().AbsorbMaxReencode,
 	} {
 		c, err := Load(nil, func(k string) string {
 			if k == "SIGLAKE_MERGE_SPLICE_MIN_ROWS" {

@@ -22,6 +22,9 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -774,7 +777,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 // check such a segment would fail its batch on every retry and stall the table's drain.
 func conforms(sc *arrow.Schema, seg *localwal.Segment, mem memory.Allocator) error {
 	for _, rec := range seg.Records {
-		c, err := merge.Conform(rec, sc, mem)
+		c, err := input.Conform(rec, sc, mem)
 		if err != nil {
 			return fmt.Errorf("segment rows do not fit the table schema: %w", err)
 		}
@@ -813,7 +816,7 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 	tsIdx := sc.FieldIndices(lake.TimestampColumn)[0]
 	for _, l := range segs {
 		for _, rec := range l.seg.Records {
-			c, err := merge.Conform(rec, sc, d.Mem)
+			c, err := input.Conform(rec, sc, d.Mem)
 			if err != nil {
 				return nil, 0, 0, fmt.Errorf("segment %s: %w", l.info.Path, err)
 			}
@@ -845,7 +848,7 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 	for _, recs := range byDay {
 		all = append(all, recs...)
 	}
-	cuts := merge.BatchDensityCuts(all, lake.TimestampColumn, d.Cfg.SplitSparse)
+	cuts := density.BatchCuts(all, lake.TimestampColumn, d.Cfg.SplitSparse)
 	var latePath func(int) string
 	var outs []merge.Output
 	for day, recs := range byDay {
@@ -854,7 +857,7 @@ func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) (
 		if d.Cfg.SplitSparse > 0 {
 			latePath = func(int) string { return dir + "/" + merge.LateFileName(0) }
 		}
-		o, err := merge.WriteSortedReleasing(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
+		o, err := writer.WriteSortedReleasing(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
 			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, SplitSparse: d.Cfg.SplitSparse, Generation: 0, Allocator: d.Mem,
 				Cuts: &cuts, LatePath: latePath, Metadata: d.Cfg.Metadata.For(t)})
 		if err != nil {

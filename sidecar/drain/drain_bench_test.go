@@ -18,6 +18,9 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/gctune"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -97,7 +100,7 @@ func BenchmarkDrain(b *testing.B) {
 			began, cpu0 := time.Now(), cpuTime()
 			var written int64
 			for _, w := range work {
-				outs, err := merge.WriteSorted(context.Background(), w.fs, func(int) string { return w.dir + "/" + merge.DataFileName(0) },
+				outs, err := writer.WriteSorted(context.Background(), w.fs, func(int) string { return w.dir + "/" + merge.DataFileName(0) },
 					w.schema, w.recs, merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: cfg.TargetFileBytes,
 						SplitSparse: cfg.SplitSparse, Generation: 0, Allocator: memory.DefaultAllocator})
 				if err != nil {
@@ -128,7 +131,7 @@ func BenchmarkDrain(b *testing.B) {
 // or SIGLAKE_BENCH_SPLIT_SPARSE's (0 turns them off, to compare with builds that had none).
 func benchConfig(b *testing.B) Config {
 	c := defaultConfig(b.TempDir()).Config
-	c.SplitSparse = merge.DefaultSplitSparse
+	c.SplitSparse = density.DefaultSplitSparse
 	if v := os.Getenv("SIGLAKE_BENCH_SPLIT_SPARSE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || f >= 1 {
@@ -196,7 +199,7 @@ func floorInput(b *testing.B, cfg Config, dir string, segs []localwal.SegmentInf
 				}
 			}
 			for _, rec := range seg.Records {
-				c, err := merge.Conform(rec, sc, memory.DefaultAllocator)
+				c, err := input.Conform(rec, sc, memory.DefaultAllocator)
 				if err != nil {
 					b.Fatal(err)
 				}

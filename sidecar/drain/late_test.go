@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -21,7 +21,7 @@ import (
 func TestDrainWritesLateRowsApart(t *testing.T) {
 	e := newEnv(t, func(c *testConfig) {
 		c.CommitBatchTargetBytes = 0
-		c.SplitSparse = merge.DefaultSplitSparse
+		c.SplitSparse = density.DefaultSplitSparse
 	})
 	w, err := localwal.NewWriter(e.cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -52,7 +53,7 @@ func TestLiveFilesOncePerFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs, err := merge.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return DataDir(tbl, "2026-11-29") + "/" + merge.DataFileName(0) },
+	outs, err := writer.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return DataDir(tbl, "2026-11-29") + "/" + merge.DataFileName(0) },
 		sc, []arrow.RecordBatch{rec}, merge.WriterOptions{TimestampColumn: TimestampColumn, RowGroupRows: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/restcat"
 )
@@ -60,7 +61,7 @@ func batch(t *testing.T, l *Lake, seq uint64) AppendRequest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs, err := merge.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return DataDir(tbl, "2026-11-29") + "/" + merge.DataFileName(0) },
+	outs, err := writer.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return DataDir(tbl, "2026-11-29") + "/" + merge.DataFileName(0) },
 		sc, []arrow.RecordBatch{rec}, merge.WriterOptions{TimestampColumn: TimestampColumn})
 	if err != nil {
 		t.Fatal(err)

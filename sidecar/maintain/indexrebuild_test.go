@@ -21,6 +21,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -215,13 +217,13 @@ func checkSidecarIndexes(t *testing.T, tbl *table.Table, dataFile string, sc puf
 	}
 	rec := readFile(t, dataFile, sch)
 	defer rec.Release()
-	outs, err := merge.WriteSorted(ctx, icebergio.LocalFS{}, func(int) string { return filepath.Join(t.TempDir(), merge.DataFileName(1)) },
+	outs, err := writer.WriteSorted(ctx, icebergio.LocalFS{}, func(int) string { return filepath.Join(t.TempDir(), merge.DataFileName(1)) },
 		sch, []arrow.RecordBatch{rec}, merge.WriterOptions{Generation: 1, TimestampColumn: lake.TimestampColumn,
 			Metadata: merge.MetadataOptions{IndexColumns: rebuildCols}})
 	if err != nil || len(outs) != 1 {
 		t.Fatalf("footer reference: %d files, %v", len(outs), err)
 	}
-	ref, err := merge.DecodeFooter(outs[0].Meta)
+	ref, err := writer.DecodeFooter(outs[0].Meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +286,7 @@ func readFile(t *testing.T, path string, sch *arrow.Schema) arrow.RecordBatch {
 	if !tr.Next() {
 		t.Fatalf("%s: no rows", path)
 	}
-	rec, err := merge.Conform(tr.RecordBatch(), sch, memory.DefaultAllocator)
+	rec, err := input.Conform(tr.RecordBatch(), sch, memory.DefaultAllocator)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 )
 
 // BlobType is the Puffin blob type of one column's inverted index (encoding: the footer's
@@ -175,7 +176,7 @@ func (r *Rebuilder) writeSidecar(ctx context.Context, t *table.Table, fs iceberg
 	if err != nil {
 		return writtenSidecar{}, fmt.Errorf("create index sidecar %s: %w", p, err)
 	}
-	cw := &merge.CountingWriter{W: out}
+	cw := &writer.CountingWriter{W: out}
 	err = WritePuffin(cw, t.Schema(), dataFile, cols, built, snap, seq)
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = cerr

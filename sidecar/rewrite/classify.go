@@ -10,7 +10,7 @@ import (
 
 	"gocloud.dev/gcerrors"
 
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/input"
 )
 
 // Class is what kind of failure a rewrite met, which decides what maintenance does next: a
@@ -45,12 +45,12 @@ func (c Class) Permanent() bool { return c != ClassTransient }
 // A 403 from the object store is transient too: it is nearly always the credentials or a bucket
 // policy, which fail every file alike, not this file (a local permission error is this file's).
 func Classify(err error) (Class, string) {
-	var ie *merge.InputError
+	var ie *input.InputError
 	if err == nil || !errors.As(err, &ie) {
 		return ClassTransient, ""
 	}
 	cause := ie.Err
-	var ioe *merge.IOError
+	var ioe *input.IOError
 	switch {
 	case errors.Is(cause, fs.ErrNotExist) || statusCode(cause) == 404 || gcerrors.Code(cause) == gcerrors.NotFound:
 		return ClassMissing, ie.Path
@@ -62,7 +62,7 @@ func Classify(err error) (Class, string) {
 		return ClassCorrupt, ie.Path
 	case errors.As(cause, &ioe) || transient(cause):
 		return ClassTransient, ""
-	case errors.Is(cause, merge.ErrSchema):
+	case errors.Is(cause, input.ErrSchema):
 		return ClassSchema, ie.Path
 	}
 	return ClassCorrupt, ie.Path

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/input"
 )
 
 // statusErr is an object-store answer as the AWS SDK reports it (HTTPStatusCode).
@@ -23,8 +23,8 @@ func (e statusErr) HTTPStatusCode() int { return int(e) }
 // input are transient unless the object is gone; failures not of an input are transient; an error
 // joined while removing outputs does not change the input's class.
 func TestClassify(t *testing.T) {
-	in := func(err error) error { return &merge.InputError{Path: "f.parquet", Op: "reading input", Err: err} }
-	io_ := func(err error) error { return in(&merge.IOError{Err: err}) }
+	in := func(err error) error { return &input.InputError{Path: "f.parquet", Op: "reading input", Err: err} }
+	io_ := func(err error) error { return in(&input.IOError{Err: err}) }
 	for _, c := range []struct {
 		name string
 		err  error
@@ -32,7 +32,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{"garbage footer", in(errors.New("parquet: could not read footer: invalid magic")), ClassCorrupt},
 		{"out of order", in(errors.New("not sorted by timestamp at row 3")), ClassCorrupt},
-		{"schema", in(fmt.Errorf("%w: column %q has type int64", merge.ErrSchema, "service")), ClassSchema},
+		{"schema", in(fmt.Errorf("%w: column %q has type int64", input.ErrSchema, "service")), ClassSchema},
 		{"local file gone", io_(fs.ErrNotExist), ClassMissing},
 		{"S3 404", io_(statusErr(404)), ClassMissing},
 		{"local permission", io_(fs.ErrPermission), ClassPermission},

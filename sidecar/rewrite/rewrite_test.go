@@ -19,6 +19,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -58,7 +60,7 @@ func testTableNamed(t *testing.T, n, rows int, name func(i int) string) (*lake.L
 		}
 		fsys, _ := tbl.FS(ctx)
 		part := "2026-11-29"
-		outs, err := merge.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return lake.DataDir(tbl, part) + "/" + name(i) },
+		outs, err := writer.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return lake.DataDir(tbl, part) + "/" + name(i) },
 			sc, []arrow.RecordBatch{rec}, merge.WriterOptions{TimestampColumn: lake.TimestampColumn})
 		rec.Release()
 		if err != nil {
@@ -183,7 +185,7 @@ func TestRunNamesSparseRunsLate(t *testing.T) {
 	l, _ := testTable(t, 3, 100_000)
 	tbl, files, rows := live(t, l)
 	j := job(tbl, files)
-	j.SplitSparse = merge.DefaultSplitSparse
+	j.SplitSparse = density.DefaultSplitSparse
 	out := executor(l).Run(context.Background(), tbl, j)
 	if out.Status != Committed {
 		t.Fatalf("outcome %s %v", out.Status, out.Err)

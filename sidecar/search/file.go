@@ -23,6 +23,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
@@ -195,7 +196,7 @@ func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts,
 	f := &fileFacts{postings: map[string][]uint32{}}
 	if !fs.skipMeta && fs.dropKey == nil && fs.editFooter == nil {
 		// A malformed entry is absent ("maybe"): DecodeFooter's error only lists them.
-		f.footer, _ = merge.DecodeFooter(md)
+		f.footer, _ = writer.DecodeFooter(md)
 	} else if !fs.skipMeta {
 		kv := map[string]string{}
 		for _, e := range md.KeyValueMetadata().Keys() {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
@@ -67,7 +68,7 @@ func appendFiles(t *testing.T, l *lake.Lake, tbl *table.Table, fsys icebergio.Wr
 		if day == "" {
 			day = "2026-11-29"
 		}
-		outs, err := merge.WriteSorted(ctx, fsys, func(int) string {
+		outs, err := writer.WriteSorted(ctx, fsys, func(int) string {
 			return lake.DataDir(tbl, day) + "/" + merge.DataFileName(opts.Generation)
 		}, sc, append([]arrow.RecordBatch{s.rec}, s.more...), opts)
 		s.rec.Release()

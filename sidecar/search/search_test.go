@@ -24,6 +24,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
@@ -72,7 +73,7 @@ func randomTable(t *testing.T, rng *rand.Rand) *table.Table {
 		indexes := rng.IntN(3)
 		opts := merge.WriterOptions{TimestampColumn: lake.TimestampColumn, RowGroupRows: int64(50 + rng.IntN(600)), Generation: rng.IntN(3),
 			Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id", "service"}, IndexAtFlush: rng.IntN(2) == 0, InvertedIndexOff: indexes > 0}}
-		outs, err := merge.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string {
+		outs, err := writer.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string {
 			return lake.DataDir(tbl, "2026-11-29") + "/" + merge.DataFileName(opts.Generation)
 		}, sc, []arrow.RecordBatch{rec}, opts)
 		rec.Release()

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -45,7 +46,7 @@ func (e *Env) SplitFile(seed uint64, start time.Time, rows int, step time.Durati
 		e.T.Fatal(err)
 	}
 	day := start.UTC().Format("2006-01-02")
-	outs, err := merge.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return lake.DataDir(tbl, day) + "/" + merge.DataFileName(0) },
+	outs, err := writer.WriteSorted(ctx, fsys.(icebergio.WriteFileIO), func(int) string { return lake.DataDir(tbl, day) + "/" + merge.DataFileName(0) },
 		sc, []arrow.RecordBatch{rec}, merge.WriterOptions{TimestampColumn: lake.TimestampColumn, RowGroupRows: rowGroupRows})
 	if err != nil {
 		e.T.Fatal(err)

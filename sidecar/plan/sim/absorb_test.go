@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/siglake/siglake/merge"
+	mergedensity "github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -35,7 +37,7 @@ func TestAbsorbScenarios(t *testing.T) {
 	var table strings.Builder
 	table.WriteString("| scenario | absorb | write amp (bytes) | re-encoded / copied (x ingest) | rewrite CPU vs DuckDB | rewriter s | depth p50 | settled p50 / max | files p50 / final | absorb bins |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range scenarios {
-		s.SplitSparse, s.DrainSplitSparse, s.LateStream = merge.DefaultSplitSparse, merge.DefaultSplitSparse, true
+		s.SplitSparse, s.DrainSplitSparse, s.LateStream = mergedensity.DefaultSplitSparse, mergedensity.DefaultSplitSparse, true
 		s.SpliceBytesPerSec = spliceMBps * 1e6
 		s.Config.AbsorbMaxReencode = 0
 		before := Run(s)
@@ -71,8 +73,8 @@ func TestAbsorbScenarios(t *testing.T) {
 
 // TestRowGroupRowsMatchesMerge: the planner's splice cost model counts merge's row groups.
 func TestRowGroupRowsMatchesMerge(t *testing.T) {
-	if plan.RowGroupRows != merge.DefaultRowGroupRows || plan.RowGroupRows/2 != merge.DefaultSpliceMinRows {
-		t.Fatalf("plan.RowGroupRows %d, merge.DefaultRowGroupRows %d, merge.DefaultSpliceMinRows %d",
-			plan.RowGroupRows, merge.DefaultRowGroupRows, merge.DefaultSpliceMinRows)
+	if plan.RowGroupRows != writer.DefaultRowGroupRows || plan.RowGroupRows/2 != merge.DefaultSpliceMinRows {
+		t.Fatalf("plan.RowGroupRows %d, writer.DefaultRowGroupRows %d, merge.DefaultSpliceMinRows %d",
+			plan.RowGroupRows, writer.DefaultRowGroupRows, merge.DefaultSpliceMinRows)
 	}
 }

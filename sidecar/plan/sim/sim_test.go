@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/merge"
+	mergedensity "github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/sidecar/plan"
 )
 
@@ -199,8 +200,8 @@ func TestScenarioValidate(t *testing.T) {
 // The simulator's writer model cuts by density from the same row count as
 // the real one.
 func TestSplitMinRowsMatchesMerge(t *testing.T) {
-	if splitMinRows != merge.SplitSparseMinRows || splitMinBinRows != merge.SplitSparseMinBinRows {
-		t.Fatalf("sim floors %d and %d, merge.SplitSparseMinRows %d and SplitSparseMinBinRows %d", splitMinRows, splitMinBinRows, merge.SplitSparseMinRows, merge.SplitSparseMinBinRows)
+	if splitMinRows != mergedensity.SplitSparseMinRows || splitMinBinRows != merge.SplitSparseMinBinRows {
+		t.Fatalf("sim floors %d and %d, mergedensity.SplitSparseMinRows %d and SplitSparseMinBinRows %d", splitMinRows, splitMinBinRows, mergedensity.SplitSparseMinRows, merge.SplitSparseMinBinRows)
 	}
 }
 

@@ -1,8 +1,9 @@
-package merge
+package input
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,17 +18,17 @@ import (
 // that stays open and only moves forward (the data pass reads each input's rows in order); the
 // flat columns keep the seek, which holds no reader between chunks.
 
-// seqReader reads the nested columns of one input forward, n rows at a time.
-type seqReader struct {
-	src     *pqSource
+// SeqReader reads the nested columns of one input forward, n rows at a time.
+type SeqReader struct {
+	src     *PQSource
 	schema  *arrow.Schema     // the timestamp plus the nested columns
 	pending arrow.RecordBatch // rows read from src but not returned yet
 }
 
-// splitNested returns the columns of schema that in stores with repeated leaves, and schema
+// SplitNested returns the columns of schema that in stores with repeated leaves, and schema
 // without them. nested is nil when there are none.
-func splitNested(in *openedInput, schema *arrow.Schema, tsName string) (nested, flat *arrow.Schema) {
-	sc := in.pf.MetaData().Schema
+func SplitNested(in *File, schema *arrow.Schema, tsName string) (nested, flat *arrow.Schema) {
+	sc := in.Parquet.MetaData().Schema
 	repeated := map[string]bool{}
 	for i := 0; i < sc.NumColumns(); i++ {
 		if c := sc.Column(i); c.MaxRepetitionLevel() > 0 {
@@ -55,16 +56,16 @@ func splitNested(in *openedInput, schema *arrow.Schema, tsName string) (nested, 
 	return arrow.NewSchema(nf, &md), arrow.NewSchema(ff, &md)
 }
 
-func newSeqReader(ctx context.Context, in *openedInput, nested *arrow.Schema, tsName string, mem memory.Allocator) (*seqReader, error) {
-	src, err := newPQSource(ctx, in, nested, tsName, false, mem)
+func NewSeqReader(ctx context.Context, in *File, nested *arrow.Schema, tsName string, mem memory.Allocator) (*SeqReader, error) {
+	src, err := NewPQSource(ctx, in, nested, tsName, false, mem)
 	if err != nil {
 		return nil, err
 	}
-	return &seqReader{src: src, schema: nested}, nil
+	return &SeqReader{src: src, schema: nested}, nil
 }
 
 // read returns the next n rows.
-func (s *seqReader) read(ctx context.Context, name string, n int64) (arrow.RecordBatch, error) {
+func (s *SeqReader) Read(ctx context.Context, name string, n int64) (arrow.RecordBatch, error) {
 	var pieces []arrow.RecordBatch
 	defer func() {
 		for _, p := range pieces {
@@ -73,14 +74,14 @@ func (s *seqReader) read(ctx context.Context, name string, n int64) (arrow.Recor
 	}()
 	for left := n; left > 0; {
 		if s.pending == nil {
-			b, ok, err := s.src.next(ctx)
+			b, ok, err := s.src.Next(ctx)
 			if err != nil {
-				return nil, inputErr("reading input", name, err)
+				return nil, NewError("reading input", name, err)
 			}
 			if !ok {
-				return nil, inputErr("reading input", name, errors.New("data pass ended before the rows the timestamp pass planned"))
+				return nil, NewError("reading input", name, errors.New("data pass ended before the rows the timestamp pass planned"))
 			}
-			s.pending = b.rec
+			s.pending = b.Rec
 		}
 		take := min(left, s.pending.NumRows())
 		pieces = append(pieces, s.pending.NewSlice(0, take))
@@ -98,20 +99,20 @@ func (s *seqReader) read(ctx context.Context, name string, n int64) (arrow.Recor
 		pieces[0].Retain()
 		return pieces[0], nil
 	}
-	return concatRecords(s.schema, pieces, s.src.mem)
+	return ConcatRecords(s.schema, pieces, s.src.mem)
 }
 
-func (s *seqReader) close() {
+func (s *SeqReader) Close() {
 	if s.pending != nil {
 		s.pending.Release()
 		s.pending = nil
 	}
-	_ = s.src.close()
+	_ = s.src.Close()
 }
 
-// zipColumns builds a record of schema from flat and nested, which hold its columns between
+// ZipColumns builds a record of schema from flat and nested, which hold its columns between
 // them (the timestamp is in both; flat's is used).
-func zipColumns(schema *arrow.Schema, flat, nested arrow.RecordBatch) arrow.RecordBatch {
+func ZipColumns(schema *arrow.Schema, flat, nested arrow.RecordBatch) arrow.RecordBatch {
 	cols := make([]arrow.Array, schema.NumFields())
 	for i, f := range schema.Fields() {
 		if idx := flat.Schema().FieldIndices(f.Name); len(idx) > 0 {
@@ -121,4 +122,32 @@ func zipColumns(schema *arrow.Schema, flat, nested arrow.RecordBatch) arrow.Reco
 		}
 	}
 	return array.NewRecordBatch(schema, cols, flat.NumRows())
+}
+
+// ConcatRecords concatenates recs (of schema) into one record.
+func ConcatRecords(schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for c := range cols {
+		for i, r := range recs {
+			parts[i] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			for _, done := range cols[:c] {
+				done.Release()
+			}
+			return nil, fmt.Errorf("concatenating column %q: %w", schema.Field(c).Name, err)
+		}
+		cols[c] = a
+	}
+	out := array.NewRecordBatch(schema, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package merge
+package input
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // encoding. It holds at most one batch beyond the one being merged: the
 // channel is unbuffered, so the goroutine waits with its decoded batch.
 type prefetchSource struct {
-	src   source
+	src   Source
 	ch    chan prefetched
 	stop  chan struct{}
 	done  chan struct{}
@@ -19,12 +19,13 @@ type prefetchSource struct {
 }
 
 type prefetched struct {
-	b   batch
+	b   Batch
 	ok  bool
 	err error
 }
 
-func newPrefetchSource(ctx context.Context, src source) *prefetchSource {
+// NewPrefetch wraps src in a prefetchSource.
+func NewPrefetch(ctx context.Context, src Source) Source {
 	p := &prefetchSource{src: src, ch: make(chan prefetched), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -39,16 +40,16 @@ func newPrefetchSource(ctx context.Context, src source) *prefetchSource {
 			func() {
 				defer func() {
 					if rec := recover(); rec != nil {
-						r = prefetched{err: panicError("decoding", rec)}
+						r = prefetched{err: PanicError("decoding", rec)}
 					}
 				}()
-				r.b, r.ok, r.err = src.next(ctx)
+				r.b, r.ok, r.err = src.Next(ctx)
 			}()
 			select {
 			case p.ch <- r:
 			case <-p.stop:
-				if r.b.rec != nil {
-					r.b.rec.Release()
+				if r.b.Rec != nil {
+					r.b.Rec.Release()
 				}
 				return
 			}
@@ -60,9 +61,9 @@ func newPrefetchSource(ctx context.Context, src source) *prefetchSource {
 	return p
 }
 
-func (p *prefetchSource) next(ctx context.Context) (batch, bool, error) {
+func (p *prefetchSource) Next(ctx context.Context) (Batch, bool, error) {
 	if p.ended {
-		return batch{}, false, nil
+		return Batch{}, false, nil
 	}
 	select {
 	case r, open := <-p.ch:
@@ -71,19 +72,19 @@ func (p *prefetchSource) next(ctx context.Context) (batch, bool, error) {
 		}
 		return r.b, r.ok && open, r.err
 	case <-ctx.Done():
-		return batch{}, false, ctx.Err()
+		return Batch{}, false, ctx.Err()
 	}
 }
 
 // close stops the goroutine, releases what it decoded ahead, and closes the
 // underlying source.
-func (p *prefetchSource) close() error {
+func (p *prefetchSource) Close() error {
 	p.once.Do(func() { close(p.stop) })
 	for r := range p.ch {
-		if r.b.rec != nil {
-			r.b.rec.Release()
+		if r.b.Rec != nil {
+			r.b.Rec.Release()
 		}
 	}
 	<-p.done
-	return p.src.close()
+	return p.src.Close()
 }

@@ -1,4 +1,4 @@
-package merge
+package density
 
 import (
 	"cmp"
@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/input"
 )
 
 // Density-aware output cuts. A late row stretches the file that holds it
@@ -27,22 +28,13 @@ const DefaultSplitSparse = 0.05
 
 // SplitSparseMinRows: a drain batch of fewer rows is cut by size only. A
 // small file is merged again soon whatever its range, so a stretched range
-// costs it little, while every cut adds a file: measured in the simulator,
-// cutting small bins multiplied a quiet table's live files by seven
-// (docs/compaction.md, "Late rows").
+// costs it little, while every cut adds a file (the simulator's measurements:
+// docs/compaction.md, "Late rows").
 const SplitSparseMinRows = 1 << 16
 
-// SplitSparseMinBinRows: a rewrite of fewer rows (two default row groups) is
-// cut by size only. Its output is merged again at the next level anyway; at
-// the batch floor, the quiet table's rewrites still cut, for 75% more live
-// files and 3% more write amplification than the size-only writer, while
-// this floor leaves the quiet table as it was and the busy one slightly
-// shallower (docs/compaction.md, "Late rows").
-const SplitSparseMinBinRows = 2 * DefaultRowGroupRows
-
-// drainBucketMicros is the histogram resolution of a drain batch: its
+// DrainBucketMicros is the histogram resolution of a drain batch: its
 // on-time window is seconds wide, so minute buckets would hide the edge.
-const drainBucketMicros = 1_000_000
+const DrainBucketMicros = 1_000_000
 
 // maxCutBuckets bounds a histogram; wider spans get wider buckets.
 const maxCutBuckets = 4096
@@ -54,27 +46,27 @@ type TimeHistogram struct {
 	Counts       []int64
 }
 
-// DensityCuts are the boundaries between the dense and the sparse runs of a batch or bin, in
+// Cuts are the boundaries between the dense and the sparse runs of a batch or bin, in
 // ascending order: the runs alternate at each cut, and FirstSparse says whether the rows before
 // At[0] are sparse. A writer starts a new file at each cut, and names a file whose first row is
 // in a sparse run with WriterOptions.LatePath (docs/compaction.md, "Late rows"). A bucket is
 // dense when it holds at least frac times the median density, the median taken over rows (the
 // density below which half of the rows lie), as the simulator's Scenario.SplitSparse models it;
 // frac <= 0 or fewer than two non-empty buckets give no cuts.
-type DensityCuts struct {
+type Cuts struct {
 	At          []int64
 	FirstSparse bool
 }
 
 // SparseAt reports whether a row at ts lies in a sparse run.
-func (c DensityCuts) SparseAt(ts int64) bool {
+func (c Cuts) SparseAt(ts int64) bool {
 	passed := sort.Search(len(c.At), func(i int) bool { return c.At[i] > ts })
 	return c.FirstSparse != (passed%2 == 1)
 }
 
-func densityCutsOf(h TimeHistogram, frac float64) DensityCuts {
+func Of(h TimeHistogram, frac float64) Cuts {
 	if h.Width <= 0 {
-		return DensityCuts{}
+		return Cuts{}
 	}
 	var bs []timeBucket
 	for i, c := range h.Counts {
@@ -82,21 +74,21 @@ func densityCutsOf(h TimeHistogram, frac float64) DensityCuts {
 			bs = append(bs, timeBucket{start: h.Start + int64(i)*h.Width, rows: c})
 		}
 	}
-	return cutsOfBuckets(bs, frac)
+	return OfBuckets(bs, frac)
 }
 
 // timeBucket is a non-empty time bucket: rows rows from start on, up to the next bucket's start
 // at most.
 type timeBucket struct{ start, rows int64 }
 
-// cutsOfBuckets is the cut rule over non-empty buckets of one width in time order: a bucket is
+// OfBuckets is the cut rule over non-empty buckets of one width in time order: a bucket is
 // dense when it holds at least frac times the median bucket (taken over rows), and each change
 // between dense and sparse is a cut at the later bucket's start. Empty buckets are not listed, so
 // a batch with a row days before the rest costs a bucket, not a histogram wide enough for the
 // days between.
-func cutsOfBuckets(bs []timeBucket, frac float64) DensityCuts {
+func OfBuckets(bs []timeBucket, frac float64) Cuts {
 	if frac <= 0 || len(bs) < 2 {
-		return DensityCuts{}
+		return Cuts{}
 	}
 	var total int64
 	byDensity := make([]int64, len(bs))
@@ -114,7 +106,7 @@ func cutsOfBuckets(bs []timeBucket, frac float64) DensityCuts {
 		}
 	}
 	threshold := frac * float64(median)
-	cuts := DensityCuts{FirstSparse: float64(bs[0].rows) < threshold}
+	cuts := Cuts{FirstSparse: float64(bs[0].rows) < threshold}
 	prev := !cuts.FirstSparse
 	for _, b := range bs[1:] {
 		if dense := float64(b.rows) >= threshold; dense != prev {
@@ -123,13 +115,13 @@ func cutsOfBuckets(bs []timeBucket, frac float64) DensityCuts {
 		}
 	}
 	if len(cuts.At) == 0 {
-		return DensityCuts{} // one run: all of it is the batch's dense body
+		return Cuts{} // one run: all of it is the batch's dense body
 	}
 	return cuts
 }
 
-// bucketsOfSorted counts sorted timestamps (µs) per bucket of width.
-func bucketsOfSorted(ts []int64, width int64) []timeBucket {
+// BucketsOfSorted counts sorted timestamps (µs) per bucket of width.
+func BucketsOfSorted(ts []int64, width int64) []timeBucket {
 	var bs []timeBucket
 	for _, t := range ts {
 		start := floorDivI(t, width) * width
@@ -142,13 +134,13 @@ func bucketsOfSorted(ts []int64, width int64) []timeBucket {
 	return bs
 }
 
-// BatchDensityCuts are the density cuts of a drain batch: one histogram over all the rows of
+// BatchCuts are the density cuts of a drain batch: one histogram over all the rows of
 // recs, whatever partition each goes to, so that the rows a batch brings to a day that has
 // closed (all of them late) are found sparse too. A batch under SplitSparseMinRows rows, or frac
 // <= 0, gives no cuts. Rows with a null timestamp are left out (the write refuses them).
-func BatchDensityCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) DensityCuts {
+func BatchCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) Cuts {
 	if frac <= 0 {
-		return DensityCuts{}
+		return Cuts{}
 	}
 	per := map[int64]int64{} // rows per second: a sparse count, however far apart the rows lie
 	var rows int64
@@ -164,27 +156,27 @@ func BatchDensityCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) D
 		unit := col.DataType().(*arrow.TimestampType).Unit
 		for i := 0; i < col.Len(); i++ {
 			if col.IsValid(i) {
-				per[floorDivI(toMicros(int64(col.Value(i)), unit), drainBucketMicros)]++
+				per[floorDivI(input.ToMicros(int64(col.Value(i)), unit), DrainBucketMicros)]++
 				rows++
 			}
 		}
 	}
 	if rows < SplitSparseMinRows {
-		return DensityCuts{}
+		return Cuts{}
 	}
 	bs := make([]timeBucket, 0, len(per))
 	for sec, n := range per {
-		bs = append(bs, timeBucket{start: sec * drainBucketMicros, rows: n})
+		bs = append(bs, timeBucket{start: sec * DrainBucketMicros, rows: n})
 	}
 	slices.SortFunc(bs, func(a, b timeBucket) int { return cmp.Compare(a.start, b.start) })
-	return cutsOfBuckets(bs, frac)
+	return OfBuckets(bs, frac)
 }
 
-// footerHistogram sums the time-bucket footers of a bin's inputs at the
+// FooterHistogram sums the time-bucket footers of a bin's inputs at the
 // widest of their bucket widths (all are the default width times a power
 // of two, so each is a multiple of the others). ok is false when an input
 // has no time-bucket entry: without it the bin is cut by size only.
-func footerHistogram(footers []*index.Footer) (TimeHistogram, bool) {
+func FooterHistogram(footers []*index.Footer) (TimeHistogram, bool) {
 	type entry struct {
 		start, width int64
 		counts       []int64
@@ -239,22 +231,4 @@ func floorDivI(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-// binCuts derives a rewrite's density cuts from its inputs' time-bucket
-// footers: where the rows are, not where the file bounds say they might be.
-func binCuts(inputs []*openedInput, frac float64) DensityCuts {
-	footers := make([]*index.Footer, len(inputs))
-	for i, in := range inputs {
-		f, err := DecodeFooter(in.pf.MetaData())
-		if err != nil {
-			return DensityCuts{} // a malformed entry: cut by size only
-		}
-		footers[i] = f
-	}
-	h, ok := footerHistogram(footers)
-	if !ok {
-		return DensityCuts{}
-	}
-	return densityCutsOf(h, frac)
 }

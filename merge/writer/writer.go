@@ -1,4 +1,4 @@
-package merge
+package writer
 
 import (
 	"cmp"
@@ -10,14 +10,29 @@ import (
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	icebergio "github.com/apache/iceberg-go/io"
 
+	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/kmerge"
+)
+
+// Page and dictionary sizes of the files siglake writes.
+const (
+	// PageBytes is the data page size siglake writes (writerProperties).
+	PageBytes = 256 << 10
+	// dictPageBytes is the dictionary size at which a column chunk falls
+	// back to plain encoding (arrow-go's default is 1 MiB). A column that
+	// needs a bigger dictionary has mostly distinct values (trace ids), so
+	// the dictionary buys little, while it is hashed for every value
+	// written and decoded again by every reader of the chunk, which the
+	// page-bounded path does once per chunk and input.
+	dictPageBytes = 256 << 10
 )
 
 // DefaultRowGroupRows is the row-group length when WriterOptions leaves it 0:
@@ -26,7 +41,7 @@ import (
 const DefaultRowGroupRows = 128 * 1024
 
 // WriterOptions says how output Parquet files are written.
-type WriterOptions struct {
+type Options struct {
 	// TimestampColumn is the column outputs are sorted and split by; it must
 	// be an Arrow timestamp. Default "timestamp".
 	TimestampColumn string
@@ -47,8 +62,8 @@ type WriterOptions struct {
 	SplitSparse float64
 	// Cuts, when set, are the density cuts to use instead of deriving them
 	// from the rows of this write: the drain computes them once over the
-	// whole batch (BatchDensityCuts) and writes each day with them.
-	Cuts *DensityCuts
+	// whole batch (density.BatchCuts) and writes each day with them.
+	Cuts *density.Cuts
 	// LatePath, when set, names a new file whose first row lies in a sparse
 	// run of the cuts (LateFileName): the file joins the late stream, which
 	// the planner plans apart (plan.File.Late). Unset: every file is named
@@ -57,21 +72,33 @@ type WriterOptions struct {
 	// cutBefore holds the density cuts WriteSorted and Rewrite derive from
 	// SplitSparse (or take from Cuts): the sink starts a new file before the
 	// first row at or after each of them.
-	cutBefore DensityCuts
+	cutBefore density.Cuts
 	// Allocator for decoded and encoded buffers; nil = memory.DefaultAllocator.
 	// Tests pass an accounting allocator to measure peak memory.
 	Allocator memory.Allocator
-	// encodeWorkers is how many goroutines encode the columns of a chunk
+	// EncodeWorkers is how many goroutines encode the columns of a chunk
 	// (and its search metadata); 0 = defaultEncodeWorkers. The output bytes do not depend on
 	// it (TestParallelEncodeSameBytes).
-	encodeWorkers int
-	// template, when set, is spliceTemplate of the schema and these
+	EncodeWorkers int
+	// template, when set, is Template of the schema and these
 	// options, which Rewrite computes to plan the splice: the sink takes it
 	// instead of writing an empty file again.
 	template *metadata.FileMetaData
 }
 
-func (o WriterOptions) withDefaults() WriterOptions {
+// WithCutBefore returns o with the density cuts a rewrite derived from its inputs' footers: the
+// sink starts a new file before the first row at or after each of them.
+func (o Options) WithCutBefore(c density.Cuts) Options { o.cutBefore = c; return o }
+
+// CutBefore is the density cuts the sink will start new files at.
+func (o Options) CutBefore() density.Cuts { return o.cutBefore }
+
+// WithTemplate returns o with t, Template of the schema and o, which a rewrite computes to plan
+// the splice: the sink takes it instead of writing an empty file again.
+func (o Options) WithTemplate(t *metadata.FileMetaData) Options { o.template = t; return o }
+
+// WithDefaults fills the zero values of o with the defaults.
+func (o Options) WithDefaults() Options {
 	if o.TimestampColumn == "" {
 		o.TimestampColumn = "timestamp"
 	}
@@ -109,7 +136,7 @@ const FooterGenerationKey = "siglake.generation"
 // more Parquet files at newPath(0), newPath(1), ... through fs. Every record is
 // conformed to schema first. On error every file it created is removed. The
 // caller keeps its references to recs; WriteSortedReleasing takes them over.
-func WriteSorted(ctx context.Context, fs icebergio.WriteFileIO, newPath func(i int) string, schema *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) ([]Output, error) {
+func WriteSorted(ctx context.Context, fs icebergio.WriteFileIO, newPath func(i int) string, schema *arrow.Schema, recs []arrow.RecordBatch, opts Options) ([]Output, error) {
 	own := make([]arrow.RecordBatch, len(recs))
 	for i, r := range recs {
 		if r != nil {
@@ -132,18 +159,18 @@ const sortedChunkRows = 16 << 10
 // order a chunk at a time, and a source record's memory goes back as the
 // write passes its last timestamp. Inputs that are already in order (a WAL
 // mostly is) are handed to the encoder as slices, without a copy.
-func WriteSortedReleasing(ctx context.Context, fs icebergio.WriteFileIO, newPath func(i int) string, schema *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) ([]Output, error) {
+func WriteSortedReleasing(ctx context.Context, fs icebergio.WriteFileIO, newPath func(i int) string, schema *arrow.Schema, recs []arrow.RecordBatch, opts Options) ([]Output, error) {
 	defer releaseRecords(recs)
-	opts = opts.withDefaults()
-	s, err := newSink(fs, newPath, schema, opts, metaFull(opts.Metadata, opts.Generation))
+	opts = opts.WithDefaults()
+	s, err := NewSink(fs, newPath, schema, opts, MetaFull(opts.Metadata, opts.Generation))
 	if err != nil {
 		return nil, err
 	}
 	if err := writeInOrder(ctx, s, schema, recs, opts); err != nil {
-		s.abort()
+		s.Abort()
 		return nil, err
 	}
-	return s.finish()
+	return s.Finish()
 }
 
 func releaseRecords(recs []arrow.RecordBatch) {
@@ -158,7 +185,7 @@ func releaseRecords(recs []arrow.RecordBatch) {
 // writeInOrder conforms recs to schema (in place in the slice), sorts their
 // rows by timestamp and hands them to s chunk by chunk, releasing each
 // record once the chunk with its last row is written.
-func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) error {
+func writeInOrder(ctx context.Context, s *Sink, schema *arrow.Schema, recs []arrow.RecordBatch, opts Options) error {
 	mem := opts.Allocator
 	starts, err := conformAll(recs, schema, s.tsIdx, mem)
 	if err != nil {
@@ -175,12 +202,12 @@ func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arr
 	switch {
 	case opts.Cuts != nil:
 		s.setCuts(*opts.Cuts)
-	case opts.SplitSparse > 0 && total >= SplitSparseMinRows:
+	case opts.SplitSparse > 0 && total >= density.SplitSparseMinRows:
 		sorted := make([]int64, len(order))
 		for i, row := range order {
 			sorted[i] = ts[row]
 		}
-		s.setCuts(cutsOfBuckets(bucketsOfSorted(sorted, drainBucketMicros), opts.SplitSparse))
+		s.setCuts(density.OfBuckets(density.BucketsOfSorted(sorted, density.DrainBucketMicros), opts.SplitSparse))
 	}
 	recOf := func(row int32) int { // the record holding global row number row
 		return sort.Search(len(recs), func(i int) bool { return starts[i+1] > int64(row) })
@@ -197,27 +224,27 @@ func writeInOrder(ctx context.Context, s *sink, schema *arrow.Schema, recs []arr
 	}
 	slices.SortFunc(byLastUse, func(a, b int) int { return cmp.Compare(lastUse[a], lastUse[b]) })
 
-	a := newAssembler(ctx, schema, mem, func(rec arrow.RecordBatch) error { return s.write(ctx, rec) })
-	defer a.release()
-	keys := make([]*cursor, len(recs)) // the assembler tells sources apart by key
+	a := kmerge.NewAssembler(ctx, schema, mem, func(rec arrow.RecordBatch) error { return s.Write(ctx, rec) })
+	defer a.Release()
+	keys := make([]*kmerge.Cursor, len(recs)) // the assembler tells sources apart by key
 	for i := range keys {
-		keys[i] = new(cursor)
+		keys[i] = new(kmerge.Cursor)
 	}
 	released := 0
 	for pos := 0; pos < len(order); {
 		row := order[pos]
 		r := recOf(row)
 		end := pos + 1 // extend the run while rows are consecutive in record r
-		for end < len(order) && order[end] == order[end-1]+1 && int64(order[end]) < starts[r+1] && a.rows+int64(end-pos) < sortedChunkRows {
+		for end < len(order) && order[end] == order[end-1]+1 && int64(order[end]) < starts[r+1] && a.Rows+int64(end-pos) < sortedChunkRows {
 			end++
 		}
 		from := int64(row) - starts[r]
-		a.add(keys[r], recs[r], from, from+int64(end-pos))
+		a.Add(keys[r], recs[r], from, from+int64(end-pos))
 		pos = end
-		if a.rows < sortedChunkRows && pos < len(order) {
+		if a.Rows < sortedChunkRows && pos < len(order) {
 			continue
 		}
-		if err := a.chunkEnd(); err != nil {
+		if err := a.ChunkEnd(); err != nil {
 			return err
 		}
 		for ; released < len(byLastUse) && lastUse[byLastUse[released]] < pos; released++ {
@@ -241,7 +268,7 @@ func conformAll(recs []arrow.RecordBatch, schema *arrow.Schema, tsIdx int, mem m
 			starts = append(starts, total)
 			continue
 		}
-		c, err := Conform(r, schema, mem)
+		c, err := input.Conform(r, schema, mem)
 		if err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
@@ -262,7 +289,7 @@ func sortedOrder(recs []arrow.RecordBatch, tsIdx int, total int64) ([]int64, []i
 	ts := make([]int64, 0, total)
 	for _, r := range recs {
 		if r != nil {
-			ts = appendMicros(ts, r.Column(tsIdx))
+			ts = input.AppendMicros(ts, r.Column(tsIdx))
 		}
 	}
 	order := make([]int32, total)
@@ -282,38 +309,12 @@ func sortedOrder(recs []arrow.RecordBatch, tsIdx int, total int64) ([]int64, []i
 	return ts, order
 }
 
-// appendMicros appends the values of a timestamp array as microseconds.
-func appendMicros(dst []int64, col arrow.Array) []int64 {
-	a := col.(*array.Timestamp)
-	unit := col.DataType().(*arrow.TimestampType).Unit
-	vals := a.TimestampValues()
-	for _, v := range vals {
-		dst = append(dst, toMicros(int64(v), unit))
-	}
-	return dst
-}
-
-func toMicros(v int64, unit arrow.TimeUnit) int64 {
-	switch unit {
-	case arrow.Second:
-		return v * 1_000_000
-	case arrow.Millisecond:
-		return v * 1_000
-	case arrow.Nanosecond:
-		if v < 0 && v%1000 != 0 {
-			return v/1000 - 1
-		}
-		return v / 1000
-	}
-	return v
-}
-
 // writerProperties are the Parquet settings every siglake file uses: zstd,
 // statistics and page index on (readers prune by them and seek with the
 // offset index), dictionary for strings except the free-text raw column,
 // whose values rarely repeat: a dictionary there only costs memory on both
 // ends until the writer falls back to plain encoding.
-func writerProperties(opts WriterOptions) *parquet.WriterProperties {
+func writerProperties(opts Options) *parquet.WriterProperties {
 	raw := opts.Metadata.RawColumn
 	if raw == "" {
 		raw = index.DefaultRawColumn
@@ -332,7 +333,7 @@ func writerProperties(opts WriterOptions) *parquet.WriterProperties {
 		parquet.WithDictionaryDefault(true),
 		parquet.WithDictionaryPageSizeLimit(dictPageBytes),
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
-		parquet.WithDataPageSize(pageBytes),
+		parquet.WithDataPageSize(PageBytes),
 		parquet.WithCreatedBy("siglake"),
 	)
 }
@@ -352,6 +353,6 @@ func (c *CountingWriter) Write(p []byte) (int, error) {
 
 // ParquetWriterProperties are the Parquet settings siglake writes every data file with
 // (docs/file-format.md), for tools that must write the same way (bench/merge's codec floor).
-func ParquetWriterProperties(opts WriterOptions) *parquet.WriterProperties {
-	return writerProperties(opts.withDefaults())
+func ParquetWriterProperties(opts Options) *parquet.WriterProperties {
+	return writerProperties(opts.WithDefaults())
 }

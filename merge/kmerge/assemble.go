@@ -1,4 +1,4 @@
-package merge
+package kmerge
 
 import (
 	"context"
@@ -13,17 +13,17 @@ import (
 // assembler turns runs over decoded batches into output records: at each
 // chunk end it builds one record of the chunk's rows in merge order and
 // hands it to the sink.
-type assembler struct {
+type Assembler struct {
 	ctx    context.Context
 	schema *arrow.Schema
 	mem    memory.Allocator
 	out    func(arrow.RecordBatch) error
 
 	parts []part          // source row ranges touched in this chunk
-	open  map[*cursor]int // cursor -> its part in parts, for its current batch
-	recOf map[*cursor]arrow.RecordBatch
+	open  map[*Cursor]int // cursor -> its part in parts, for its current batch
+	recOf map[*Cursor]arrow.RecordBatch
 	runs  []span // output order, as ranges of parts
-	rows  int64
+	Rows  int64
 }
 
 // part is a contiguous row range of one decoded record.
@@ -37,19 +37,19 @@ type span struct {
 	off, ln int64 // offset within the part's range
 }
 
-func newAssembler(ctx context.Context, schema *arrow.Schema, mem memory.Allocator, out func(arrow.RecordBatch) error) *assembler {
-	return &assembler{ctx: ctx, schema: schema, mem: mem, out: out, open: map[*cursor]int{}, recOf: map[*cursor]arrow.RecordBatch{}}
+func NewAssembler(ctx context.Context, schema *arrow.Schema, mem memory.Allocator, out func(arrow.RecordBatch) error) *Assembler {
+	return &Assembler{ctx: ctx, schema: schema, mem: mem, out: out, open: map[*Cursor]int{}, recOf: map[*Cursor]arrow.RecordBatch{}}
 }
 
-func (a *assembler) run(c *cursor, from, to int) error {
-	a.add(c, c.b.rec, int64(from), int64(to))
+func (a *Assembler) Run(c *Cursor, from, to int) error {
+	a.Add(c, c.Batch.Rec, int64(from), int64(to))
 	return nil
 }
 
 // add appends rows [from, to) of rec, read through key, to the chunk. Rows a
 // key adds are consecutive in its record, so each (key, record) pair needs
 // only one part.
-func (a *assembler) add(key *cursor, rec arrow.RecordBatch, from, to int64) {
+func (a *Assembler) Add(key *Cursor, rec arrow.RecordBatch, from, to int64) {
 	p, ok := a.open[key]
 	if !ok || a.recOf[key] != rec || a.parts[p].hi != from {
 		rec.Retain()
@@ -65,11 +65,11 @@ func (a *assembler) add(key *cursor, rec arrow.RecordBatch, from, to int64) {
 	} else {
 		a.runs = append(a.runs, span{part: p, off: off, ln: to - from})
 	}
-	a.rows += to - from
+	a.Rows += to - from
 }
 
-func (a *assembler) chunkEnd() error {
-	if a.rows == 0 {
+func (a *Assembler) ChunkEnd() error {
+	if a.Rows == 0 {
 		return nil
 	}
 	rec, err := a.build()
@@ -81,7 +81,7 @@ func (a *assembler) chunkEnd() error {
 	return a.out(rec)
 }
 
-func (a *assembler) reset() {
+func (a *Assembler) reset() {
 	for _, p := range a.parts {
 		p.rec.Release()
 	}
@@ -90,15 +90,15 @@ func (a *assembler) reset() {
 	a.runs = a.runs[:0]
 	clear(a.open)
 	clear(a.recOf)
-	a.rows = 0
+	a.Rows = 0
 }
 
-func (a *assembler) release() { a.reset() }
+func (a *Assembler) Release() { a.reset() }
 
 // build copies the chunk's rows into one record. Long runs are concatenated
 // slice by slice; short interleaved runs are gathered with one Take over the
 // concatenated parts, which costs a second copy but no per-run overhead.
-func (a *assembler) build() (arrow.RecordBatch, error) {
+func (a *Assembler) build() (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, a.schema.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -107,7 +107,7 @@ func (a *assembler) build() (arrow.RecordBatch, error) {
 			}
 		}
 	}()
-	if len(a.runs) <= 1 || int64(len(a.runs))*32 <= a.rows {
+	if len(a.runs) <= 1 || int64(len(a.runs))*32 <= a.Rows {
 		for c := range cols {
 			slices := make([]arrow.Array, len(a.runs))
 			for i, r := range a.runs {
@@ -123,7 +123,7 @@ func (a *assembler) build() (arrow.RecordBatch, error) {
 				return nil, fmt.Errorf("assembling column %q: %w", a.schema.Field(c).Name, err)
 			}
 		}
-		return array.NewRecordBatch(a.schema, cols, a.rows), nil
+		return array.NewRecordBatch(a.schema, cols, a.Rows), nil
 	}
 	base := make([]int64, len(a.parts))
 	var n int64
@@ -132,7 +132,7 @@ func (a *assembler) build() (arrow.RecordBatch, error) {
 		n += p.hi - p.lo
 	}
 	ib := array.NewInt64Builder(a.mem)
-	ib.Reserve(int(a.rows))
+	ib.Reserve(int(a.Rows))
 	for _, r := range a.runs {
 		start := base[r.part] + r.off
 		for j := int64(0); j < r.ln; j++ {
@@ -161,7 +161,7 @@ func (a *assembler) build() (arrow.RecordBatch, error) {
 			return nil, fmt.Errorf("reordering column %q: %w", a.schema.Field(c).Name, err)
 		}
 	}
-	return array.NewRecordBatch(a.schema, cols, a.rows), nil
+	return array.NewRecordBatch(a.schema, cols, a.Rows), nil
 }
 
 func concat(parts []arrow.Array, mem memory.Allocator) (arrow.Array, error) {

@@ -1,4 +1,4 @@
-package merge
+package input
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ type InputError struct {
 func (e *InputError) Error() string { return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err) }
 func (e *InputError) Unwrap() error { return e.Err }
 
-func inputErr(op, path string, err error) error { return &InputError{Path: path, Op: op, Err: err} }
+func NewError(op, path string, err error) error { return &InputError{Path: path, Op: op, Err: err} }
 
 // IOError marks a failure of the storage under an input (opening it, a read or seek the store or
 // the network failed), as opposed to bytes that do not decode: the first may heal by itself (a
@@ -39,4 +39,8 @@ func ioErr(err error) error {
 		return err
 	}
 	return &IOError{Err: err}
+}
+
+func PanicError(what string, r any) error {
+	return fmt.Errorf("merge aborted by a panic while %s (corrupt input?): %v", what, r)
 }

@@ -1,4 +1,4 @@
-package merge
+package writer
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,26 +29,26 @@ type MetadataOptions struct {
 	IndexAtFlush bool
 }
 
-// metaMode says which metadata one write produces.
-type metaMode struct {
+// MetaMode says which metadata one write produces.
+type MetaMode struct {
 	opts      MetadataOptions
 	wholeFile bool // whole-file trigram bloom and inverted indexes
 }
 
-// metaFull is the mode of a writer that holds its whole output: everything the
+// MetaFull is the mode of a writer that holds its whole output: everything the
 // options ask for, except that generation-0 writes skip the whole-file index
 // work unless index_at_flush is set.
-func metaFull(o MetadataOptions, generation int) metaMode {
-	return metaMode{opts: o, wholeFile: generation > 0 || o.IndexAtFlush}
+func MetaFull(o MetadataOptions, generation int) MetaMode {
+	return MetaMode{opts: o, wholeFile: generation > 0 || o.IndexAtFlush}
 }
 
-// metaStreamed is the mode of the streamed paths: no whole-file structures.
-func metaStreamed(o MetadataOptions) metaMode { return metaMode{opts: o} }
+// MetaStreamed is the mode of the streamed paths: no whole-file structures.
+func MetaStreamed(o MetadataOptions) MetaMode { return MetaMode{opts: o} }
 
 // metaBuilder accumulates one file's search metadata as rows are written.
 type metaBuilder = index.Builder
 
-func newMetaBuilder(m metaMode, sc *arrow.Schema) *metaBuilder {
+func newMetaBuilder(m MetaMode, sc *arrow.Schema) *metaBuilder {
 	cfg := index.Config{
 		GroupColumns:   m.opts.GroupColumns,
 		RawColumn:      m.opts.RawColumn,

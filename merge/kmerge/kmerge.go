@@ -1,100 +1,86 @@
-package merge
+package kmerge
 
 import (
 	"context"
 	"fmt"
 	"sort"
 
-	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/siglake/siglake/merge/input"
 )
 
-// batch is one decoded piece of an input: its rows (nil for a
-// timestamp-only source) and their timestamps in microseconds.
-type batch struct {
-	rec arrow.RecordBatch
-	ts  []int64
-}
-
-// source yields an input's rows in file order. next returns ok=false at the
-// end. The caller owns (and releases) the returned record.
-type source interface {
-	next(ctx context.Context) (b batch, ok bool, err error)
-	close() error
-}
-
-// cursor is one input's position in the k-way merge.
-type cursor struct {
-	idx    int // input index: the tie-breaker for equal timestamps
-	name   string
-	src    source
-	b      batch
-	pos    int   // next row of b
-	base   int64 // input row number of b's first row
-	lastTs int64 // last timestamp seen, to reject unsorted inputs
+// Cursor is one input's position in the k-way merge.
+type Cursor struct {
+	Idx    int // input index: the tie-breaker for equal timestamps
+	Name   string
+	Src    input.Source
+	Batch  input.Batch // the current batch
+	pos    int         // next row of Batch
+	Base   int64       // input row number of Batch's first row
+	lastTs int64       // last timestamp seen, to reject unsorted inputs
 	seen   bool
 }
 
 // load reads the next non-empty batch; it returns false at the end.
-func (c *cursor) load(ctx context.Context) (bool, error) {
-	if c.b.rec != nil {
-		c.base += int64(len(c.b.ts))
-		c.b.rec.Release()
-		c.b = batch{}
-	} else if c.b.ts != nil {
-		c.base += int64(len(c.b.ts))
-		c.b = batch{}
+func (c *Cursor) load(ctx context.Context) (bool, error) {
+	if c.Batch.Rec != nil {
+		c.Base += int64(len(c.Batch.TS))
+		c.Batch.Rec.Release()
+		c.Batch = input.Batch{}
+	} else if c.Batch.TS != nil {
+		c.Base += int64(len(c.Batch.TS))
+		c.Batch = input.Batch{}
 	}
 	for {
-		b, ok, err := c.src.next(ctx)
+		b, ok, err := c.Src.Next(ctx)
 		if err != nil {
-			return false, inputErr("reading input", c.name, err)
+			return false, input.NewError("reading input", c.Name, err)
 		}
 		if !ok {
 			return false, nil
 		}
-		if len(b.ts) == 0 {
-			if b.rec != nil {
-				b.rec.Release()
+		if len(b.TS) == 0 {
+			if b.Rec != nil {
+				b.Rec.Release()
 			}
 			continue
 		}
-		for i, t := range b.ts {
+		for i, t := range b.TS {
 			if c.seen && t < c.lastTs {
-				if b.rec != nil {
-					b.rec.Release()
+				if b.Rec != nil {
+					b.Rec.Release()
 				}
-				return false, inputErr("reading input", c.name, fmt.Errorf("not sorted by timestamp at row %d (%d after %d)", c.base+int64(i), t, c.lastTs))
+				return false, input.NewError("reading input", c.Name, fmt.Errorf("not sorted by timestamp at row %d (%d after %d)", c.Base+int64(i), t, c.lastTs))
 			}
 			c.lastTs, c.seen = t, true
 		}
-		c.b, c.pos = b, 0
+		c.Batch, c.pos = b, 0
 		return true, nil
 	}
 }
 
-func (c *cursor) close() error {
-	if c.b.rec != nil {
-		c.b.rec.Release()
-		c.b = batch{}
+func (c *Cursor) Close() error {
+	if c.Batch.Rec != nil {
+		c.Batch.Rec.Release()
+		c.Batch = input.Batch{}
 	}
-	return c.src.close()
+	return c.Src.Close()
 }
 
-// runSink receives the merge order as runs: rows [from, to) of cursor c's
+// RunSink receives the merge order as runs: rows [from, to) of cursor c's
 // current batch go out next. chunkEnd is called after every chunkRows rows
 // and once at the end (with fewer rows); runs never cross a chunk boundary.
-type runSink interface {
-	run(c *cursor, from, to int) error
-	chunkEnd() error
+type RunSink interface {
+	Run(c *Cursor, from, to int) error
+	ChunkEnd() error
 }
 
-// mergeOrder runs the k-way merge over cursors: output order is timestamp,
+// Order runs the k-way merge over cursors: output order is timestamp,
 // then input index, then row order within the input, which is the order a
 // stable sort of the inputs' concatenation gives. Between heap operations it
 // takes the longest run the current minimum input can give before another
 // input's head comes first, so nearly disjoint inputs cost a heap operation
 // per run, not per row.
-func mergeOrder(ctx context.Context, cursors []*cursor, chunkRows int64, out runSink) error {
+func Order(ctx context.Context, cursors []*Cursor, chunkRows int64, out RunSink) error {
 	h := make(cursorHeap, 0, len(cursors))
 	for _, c := range cursors {
 		ok, err := c.load(ctx)
@@ -112,12 +98,12 @@ func mergeOrder(ctx context.Context, cursors []*cursor, chunkRows int64, out run
 			return err
 		}
 		c := h[0]
-		ts := c.b.ts
+		ts := c.Batch.TS
 		end := len(ts)
 		if len(h) > 1 {
 			o := h.second()
-			t2 := o.b.ts[o.pos]
-			if c.idx < o.idx {
+			t2 := o.Batch.TS[o.pos]
+			if c.Idx < o.Idx {
 				end = c.pos + sort.Search(len(ts)-c.pos, func(i int) bool { return ts[c.pos+i] > t2 })
 			} else {
 				end = c.pos + sort.Search(len(ts)-c.pos, func(i int) bool { return ts[c.pos+i] >= t2 })
@@ -125,15 +111,15 @@ func mergeOrder(ctx context.Context, cursors []*cursor, chunkRows int64, out run
 		}
 		end = min(end, c.pos+int(chunkRows-inChunk))
 		if end <= c.pos {
-			return fmt.Errorf("merge of input %s made no progress at row %d (heap order broken)", c.name, c.base+int64(c.pos))
+			return fmt.Errorf("merge of input %s made no progress at row %d (heap order broken)", c.Name, c.Base+int64(c.pos))
 		}
-		if err := out.run(c, c.pos, end); err != nil {
+		if err := out.Run(c, c.pos, end); err != nil {
 			return err
 		}
 		inChunk += int64(end - c.pos)
 		c.pos = end
 		if inChunk == chunkRows {
-			if err := out.chunkEnd(); err != nil {
+			if err := out.ChunkEnd(); err != nil {
 				return err
 			}
 			inChunk = 0
@@ -151,17 +137,17 @@ func mergeOrder(ctx context.Context, cursors []*cursor, chunkRows int64, out run
 		h.fix0()
 	}
 	if inChunk > 0 {
-		return out.chunkEnd()
+		return out.ChunkEnd()
 	}
 	return nil
 }
 
 // cursorHeap is a binary min-heap of cursors by (head timestamp, input index).
-type cursorHeap []*cursor
+type cursorHeap []*Cursor
 
 func (h cursorHeap) less(i, j int) bool {
-	a, b := h[i].b.ts[h[i].pos], h[j].b.ts[h[j].pos]
-	return a < b || (a == b && h[i].idx < h[j].idx)
+	a, b := h[i].Batch.TS[h[i].pos], h[j].Batch.TS[h[j].pos]
+	return a < b || (a == b && h[i].Idx < h[j].Idx)
 }
 
 func (h cursorHeap) init() {
@@ -191,7 +177,7 @@ func (h cursorHeap) down(i int) {
 func (h cursorHeap) fix0() { h.down(0) }
 
 // second returns the smallest cursor other than the root.
-func (h cursorHeap) second() *cursor {
+func (h cursorHeap) second() *Cursor {
 	if len(h) == 2 || !h.less(2, 1) {
 		return h[1]
 	}

@@ -1,4 +1,4 @@
-package merge
+package writer
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/input"
 )
 
 // sink writes every path's outputs. It receives rows already in output
@@ -32,15 +35,15 @@ import (
 // made from the row groups' own metadata with offsets rebased, serialized
 // by arrow-go (metadata.FileMetaData). Encoding each column into a file of
 // its own lets the columns of a row group be encoded in parallel
-// (WriterOptions.encodeWorkers) while the bytes of every chunk, and so the
+// (Options.EncodeWorkers) while the bytes of every chunk, and so the
 // file, stay what a serial encode gives: a column's pages depend on its
 // values and the writer properties only.
-type sink struct {
+type Sink struct {
 	fs      icebergio.WriteFileIO
 	newPath func(int) string
 	schema  *arrow.Schema
-	opts    WriterOptions
-	meta    metaMode
+	opts    Options
+	meta    MetaMode
 	tmpl    *metadata.FileMetaData // an empty file's footer: schema, column orders, created_by
 	tsIdx   int
 	fields  []*arrow.Schema // one schema per top-level field, for its encoder
@@ -54,7 +57,7 @@ type sink struct {
 	spare   *pendingRowGroup // the last row group's, emptied: its buffers' capacity serves the next
 	closing bool             // current file is full: close it at the next timestamp change
 	cuts    []int64          // density cuts not yet passed (WriterOptions.cutBefore)
-	runs    DensityCuts      // all of them, to tell a new file's run
+	runs    density.Cuts     // all of them, to tell a new file's run
 	lastTs  int64            // last timestamp of the last row group appended
 	prevTs  int64            // last timestamp written, to check the order
 	wrote   bool
@@ -62,10 +65,17 @@ type sink struct {
 	copiedBytes int64 // bytes of input row groups copied (not re-encoded)
 }
 
-func (s *sink) setCuts(c DensityCuts) { s.runs, s.cuts = c, slices.Clone(c.At) }
+func (s *Sink) setCuts(c density.Cuts) { s.runs, s.cuts = c, slices.Clone(c.At) }
+
+// GroupColumns are the columns the footer counts per value (index.Builder.GroupColumns), which
+// CopyRowGroup takes decoded.
+func (s *Sink) GroupColumns() []string { return newMetaBuilder(s.meta, s.schema).GroupColumns() }
+
+// CopiedBytes is the bytes of input row groups copied so far (not re-encoded).
+func (s *Sink) CopiedBytes() int64 { return s.copiedBytes }
 
 // defaultEncodeWorkers is how many goroutines encode a chunk's columns and
-// metadata when WriterOptions.encodeWorkers is 0.
+// metadata when Options.EncodeWorkers is 0.
 const defaultEncodeWorkers = 2
 
 // pendingRowGroup holds the re-encoded rows of the next output row group:
@@ -80,7 +90,7 @@ type pendingColumn struct {
 	fw  *pqarrow.FileWriter
 }
 
-func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.Schema, opts WriterOptions, meta metaMode) (*sink, error) {
+func NewSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.Schema, opts Options, meta MetaMode) (*Sink, error) {
 	idx := schema.FieldIndices(opts.TimestampColumn)
 	if len(idx) == 0 {
 		return nil, fmt.Errorf("schema has no timestamp column %q", opts.TimestampColumn)
@@ -91,12 +101,12 @@ func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	tmpl := opts.template
 	if tmpl == nil {
 		var err error
-		if tmpl, err = spliceTemplate(schema, opts); err != nil {
+		if tmpl, err = Template(schema, opts); err != nil {
 			return nil, err
 		}
 	}
-	s := &sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tmpl: tmpl, tsIdx: idx[0],
-		workers: opts.encodeWorkers}
+	s := &Sink{fs: fs, newPath: newPath, schema: schema, opts: opts, meta: meta, tmpl: tmpl, tsIdx: idx[0],
+		workers: opts.EncodeWorkers}
 	s.setCuts(opts.cutBefore)
 	if s.workers <= 0 {
 		// Two, as before this writer (the encoder and the search metadata
@@ -111,10 +121,10 @@ func newSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	return s, nil
 }
 
-// spliceTemplate returns the footer of an empty file written with schema and
+// Template returns the footer of an empty file written with schema and
 // opts: the Parquet schema outputs have, which an input's row groups must
 // match to be copied.
-func spliceTemplate(schema *arrow.Schema, opts WriterOptions) (*metadata.FileMetaData, error) {
+func Template(schema *arrow.Schema, opts Options) (*metadata.FileMetaData, error) {
 	var buf bytes.Buffer
 	fw, err := pqarrow.NewFileWriter(schema, &buf, writerProperties(opts), spliceArrowProps(opts))
 	if err != nil {
@@ -126,13 +136,13 @@ func spliceTemplate(schema *arrow.Schema, opts WriterOptions) (*metadata.FileMet
 	return fw.FileMetadata()
 }
 
-func spliceArrowProps(opts WriterOptions) pqarrow.ArrowWriterProperties {
+func spliceArrowProps(opts Options) pqarrow.ArrowWriterProperties {
 	return pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Allocator), pqarrow.WithCoerceTimestamps(arrow.Microsecond))
 }
 
 // write appends rec (conformed to the schema, sorted, and not earlier than
 // any row written before) to the output.
-func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
+func (s *Sink) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -140,7 +150,7 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 	if ts.NullN() > 0 {
 		return fmt.Errorf("timestamp column %q has %d null values", s.opts.TimestampColumn, ts.NullN())
 	}
-	micros := appendMicros(make([]int64, 0, ts.Len()), ts)
+	micros := input.AppendMicros(make([]int64, 0, ts.Len()), ts)
 	if err := s.checkOrder(micros); err != nil {
 		return err
 	}
@@ -180,7 +190,7 @@ func (s *sink) write(ctx context.Context, rec arrow.RecordBatch) error {
 // orders rows by plans made from the inputs' sort order and page indexes; a
 // file that lies about either must fail the rewrite, not produce an unsorted
 // output.
-func (s *sink) checkOrder(micros []int64) error {
+func (s *Sink) checkOrder(micros []int64) error {
 	for _, t := range micros {
 		if s.wrote && t < s.prevTs {
 			return fmt.Errorf("merge produced rows out of timestamp order (%d after %d): an input's rows disagree with its sort order or page index", t, s.prevTs)
@@ -208,7 +218,7 @@ func rowGroupCut(micros []int64, off, room int64, closing bool, lastTs int64) in
 // passCuts closes the current file before a row at ts when a density cut
 // lies at or before ts: the rows before the cut stay in the file, this row
 // starts the next one (later than all of them, so the files stay disjoint).
-func (s *sink) passCuts(ts int64) error {
+func (s *Sink) passCuts(ts int64) error {
 	if len(s.cuts) == 0 || s.cuts[0] > ts {
 		return nil
 	}
@@ -224,7 +234,7 @@ func (s *sink) passCuts(ts int64) error {
 // encode writes rows [from, to) of rec into the pending row group: each
 // column into its own encoder, and the search metadata, on up to s.workers
 // goroutines.
-func (s *sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) error {
+func (s *Sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) error {
 	if s.cur == nil {
 		if err := s.openFile(micros[0]); err != nil {
 			return err
@@ -292,7 +302,7 @@ func runParallel(workers int, tasks []func() error) error {
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
-						errs[i] = panicError("encoding", r)
+						errs[i] = input.PanicError("encoding", r)
 					}
 				}()
 				errs[i] = tasks[i]()
@@ -316,13 +326,13 @@ func runParallel(workers int, tasks []func() error) error {
 
 // endRowGroup finishes the pending row group (last timestamp lastTs) and
 // copies its columns into the current file.
-func (s *sink) endRowGroup(lastTs int64) error {
+func (s *Sink) endRowGroup(lastTs int64) error {
 	rg := s.rg
 	if rg == nil {
 		return nil
 	}
 	s.rg = nil
-	srcs := make([]rgSource, len(rg.cols))
+	srcs := make([]RowGroupSource, len(rg.cols))
 	tasks := make([]func() error, len(rg.cols))
 	for i := range rg.cols {
 		tasks[i] = func() error {
@@ -338,7 +348,7 @@ func (s *sink) endRowGroup(lastTs int64) error {
 				return fmt.Errorf("an encoded row group came out as %d", md.NumRowGroups())
 			}
 			b := c.buf.Bytes()
-			srcs[i] = rgSource{name: "encoded row group", r: bytes.NewReader(b), size: int64(len(b)), md: md}
+			srcs[i] = RowGroupSource{Name: "encoded row group", Reader: bytes.NewReader(b), Size: int64(len(b)), Meta: md}
 			return nil
 		}
 	}
@@ -364,7 +374,7 @@ func (s *sink) endRowGroup(lastTs int64) error {
 
 // rowGroupDone notes a row group appended to the current file ending at
 // lastTs, and whether the file is now full.
-func (s *sink) rowGroupDone(lastTs int64) {
+func (s *Sink) rowGroupDone(lastTs int64) {
 	s.lastTs = lastTs
 	if s.opts.TargetFileBytes > 0 && s.cur.cw.N >= s.opts.TargetFileBytes {
 		s.closing = true

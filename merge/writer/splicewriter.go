@@ -1,4 +1,4 @@
-package merge
+package writer
 
 import (
 	"bytes"
@@ -14,7 +14,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/siglake/siglake/merge/chunksum"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/input"
 )
 
 // parquetMagic opens and closes every Parquet file.
@@ -25,13 +28,13 @@ const parquetMagic = "PAR1"
 // ranges (io.Copy's 32 KiB would make a 100 MiB file 3,200 requests).
 const copyBufferBytes = 4 << 20
 
-// rgSource is a Parquet file whose row groups can be copied into another
+// RowGroupSource is a Parquet file whose row groups can be copied into another
 // file: its bytes and its parsed footer.
-type rgSource struct {
-	name string
-	r    io.ReaderAt
-	size int64
-	md   *metadata.FileMetaData
+type RowGroupSource struct {
+	Name   string
+	Reader io.ReaderAt
+	Size   int64
+	Meta   *metadata.FileMetaData
 }
 
 // splicedFile is one output being laid out.
@@ -46,7 +49,7 @@ type splicedFile struct {
 	rows         int64
 	minTs, maxTs int64
 	copyBuf      []byte
-	crcs         [][]chunkSum // per row group: its chunks' CRC-32C and layout, nil when not known good
+	crcs         [][]chunksum.Sum // per row group: its chunks' CRC-32C and layout, nil when not known good
 }
 
 // copyRowGroup appends row group rg of src unchanged. ts are its
@@ -55,7 +58,7 @@ type splicedFile struct {
 // its own footer encodes it (nil: none). crcs are its chunks' checksums as
 // its footer records them (nil: none), checked as the bytes are copied;
 // verified says its pages were read and found sound.
-func (s *sink) copyRowGroup(ctx context.Context, src rgSource, rg int, ts []int64, groups []arrow.Array, bloom []byte, crcs []uint32, verified bool) error {
+func (s *Sink) CopyRowGroup(ctx context.Context, src RowGroupSource, rg int, ts []int64, groups []arrow.Array, bloom []byte, crcs []uint32, verified bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -92,7 +95,7 @@ func (s *sink) copyRowGroup(ctx context.Context, src rgSource, rg int, ts []int6
 	}
 	f := s.cur
 	before := f.cw.N
-	if err := f.appendRowGroup([]rgSource{src}, rg, crcs, verified); err != nil {
+	if err := f.appendRowGroup([]RowGroupSource{src}, rg, crcs, verified); err != nil {
 		return err
 	}
 	s.copiedBytes += f.cw.N - before
@@ -109,7 +112,7 @@ func (s *sink) copyRowGroup(ctx context.Context, src rgSource, rg int, ts []int6
 // openFile starts output file i, whose first row is at firstTs: a file that
 // starts in a sparse run joins the late stream when the caller names late
 // files (WriterOptions.LatePath).
-func (s *sink) openFile(firstTs int64) error {
+func (s *Sink) openFile(firstTs int64) error {
 	var p string
 	if s.opts.LatePath != nil && s.runs.SparseAt(firstTs) {
 		p = s.opts.LatePath(len(s.outputs))
@@ -137,24 +140,24 @@ func (s *sink) openFile(firstTs int64) error {
 // file and records the row group's metadata with the offsets moved to where
 // the chunks now are. Column and offset indexes are kept for closeFile.
 // Each chunk's CRC-32C is taken as it is copied: want, if set, holds what
-// the source's footer says (chunkCRCKey) and a difference fails the copy;
+// the source's footer says (chunksum.Key) and a difference fails the copy;
 // the output's footer records the sums when the bytes are known good (want
 // matched, or trusted: re-encoded or verified page by page).
-func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, trusted bool) error {
+func (f *splicedFile) appendRowGroup(srcs []RowGroupSource, rg int, want []uint32, trusted bool) error {
 	ncols, err := f.checkRowGroup(srcs, rg, want)
 	if err != nil {
 		return err
 	}
-	out := *srcs[0].md.RowGroups[rg]
+	out := *srcs[0].Meta.RowGroups[rg]
 	out.Columns, out.TotalByteSize = nil, 0
 	start := f.cw.N
 	var total int64
 	colIdx := make([][]byte, ncols)
 	offIdx := make([]*metadata.OffsetIndexBuilder, ncols)
-	sums := make([]chunkSum, ncols)
+	sums := make([]chunksum.Sum, ncols)
 	for _, src := range srcs {
-		out.TotalByteSize += src.md.RowGroups[rg].TotalByteSize
-		for jj, c := range src.md.RowGroups[rg].Columns {
+		out.TotalByteSize += src.Meta.RowGroups[rg].TotalByteSize
+		for jj, c := range src.Meta.RowGroups[rg].Columns {
 			j := len(out.Columns)
 			cc, err := f.copyChunk(src, rg, jj, j, want)
 			if err != nil {
@@ -178,11 +181,11 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 			oc := *c
 			oc.MetaData = &cm
 			oc.FilePath = nil
-			oc.FileOffset = cc.sum.off
+			oc.FileOffset = cc.sum.Off
 			oc.ColumnIndexOffset, oc.ColumnIndexLength, oc.OffsetIndexOffset, oc.OffsetIndexLength = nil, nil, nil, nil
 			sums[j], offIdx[j], colIdx[j] = cc.sum, cc.offIdx, cc.colIdx
 			out.Columns = append(out.Columns, &oc)
-			total += cc.sum.size
+			total += cc.sum.Size
 		}
 	}
 	ord := int16(len(f.md.RowGroups))
@@ -202,30 +205,30 @@ func (f *splicedFile) appendRowGroup(srcs []rgSource, rg int, want []uint32, tru
 // f: the ordinal fits, every source has it with the same rows, and their
 // column chunks together are f's columns (and want's sums). It returns the
 // number of column chunks.
-func (f *splicedFile) checkRowGroup(srcs []rgSource, rg int, want []uint32) (int, error) {
+func (f *splicedFile) checkRowGroup(srcs []RowGroupSource, rg int, want []uint32) (int, error) {
 	if len(f.md.RowGroups) > math.MaxInt16 {
 		return 0, fmt.Errorf("writing %s: more than %d row groups in one file (Parquet's row-group ordinal is an int16): raise the row-group length or lower the target file size", f.path, math.MaxInt16+1)
 	}
 	ncols := 0
 	for _, src := range srcs {
-		if rg < 0 || rg >= len(src.md.RowGroups) {
-			return 0, fmt.Errorf("copying row group %d of %s: it has %d", rg, src.name, len(src.md.RowGroups))
+		if rg < 0 || rg >= len(src.Meta.RowGroups) {
+			return 0, fmt.Errorf("copying row group %d of %s: it has %d", rg, src.Name, len(src.Meta.RowGroups))
 		}
-		if n := src.md.RowGroups[rg].NumRows; n != srcs[0].md.RowGroups[rg].NumRows {
-			return 0, fmt.Errorf("copying row group %d of %s: %d rows, its other columns have %d", rg, src.name, n, srcs[0].md.RowGroups[rg].NumRows)
+		if n := src.Meta.RowGroups[rg].NumRows; n != srcs[0].Meta.RowGroups[rg].NumRows {
+			return 0, fmt.Errorf("copying row group %d of %s: %d rows, its other columns have %d", rg, src.Name, n, srcs[0].Meta.RowGroups[rg].NumRows)
 		}
-		ncols += len(src.md.RowGroups[rg].Columns)
+		ncols += len(src.Meta.RowGroups[rg].Columns)
 	}
 	if ncols != f.md.Schema.NumColumns() || (want != nil && len(want) != ncols) {
-		return 0, fmt.Errorf("copying row group %d of %s: %d column chunks, the output has %d columns", rg, srcs[0].name, ncols, f.md.Schema.NumColumns())
+		return 0, fmt.Errorf("copying row group %d of %s: %d column chunks, the output has %d columns", rg, srcs[0].Name, ncols, f.md.Schema.NumColumns())
 	}
 	return ncols, nil
 }
 
 // copiedChunk is one column chunk copied to the end of a spliced file.
 type copiedChunk struct {
-	sum    chunkSum // where it now lies, its size and CRC-32C
-	shift  int64    // its new offset minus its offset in the source
+	sum    chunksum.Sum // where it now lies, its size and CRC-32C
+	shift  int64        // its new offset minus its offset in the source
 	offIdx *metadata.OffsetIndexBuilder
 	colIdx []byte
 }
@@ -233,36 +236,36 @@ type copiedChunk struct {
 // copyChunk copies column chunk jj of row group rg of src, which becomes
 // output column j, checking its sum against want[j] (if want is set) and
 // rebasing its offset index; its column index is kept as it is, once it parses.
-func (f *splicedFile) copyChunk(src rgSource, rg, jj, j int, want []uint32) (copiedChunk, error) {
+func (f *splicedFile) copyChunk(src RowGroupSource, rg, jj, j int, want []uint32) (copiedChunk, error) {
 	fail := func(err error) (copiedChunk, error) {
-		return copiedChunk{}, inputErr("copying row group", src.name, fmt.Errorf("row group %d column %d: %w", rg, jj, err))
+		return copiedChunk{}, input.NewError("copying row group", src.Name, fmt.Errorf("row group %d column %d: %w", rg, jj, err))
 	}
-	c := src.md.RowGroups[rg].Columns[jj]
+	c := src.Meta.RowGroups[rg].Columns[jj]
 	if c.MetaData == nil || c.CryptoMetadata != nil || len(c.EncryptedColumnMetadata) > 0 {
 		return fail(errors.New("no plaintext column metadata"))
 	}
 	if c.FilePath != nil && *c.FilePath != "" {
 		return fail(fmt.Errorf("column chunk is in another file (%s)", *c.FilePath))
 	}
-	from := chunkStart(c.MetaData.DataPageOffset, c.MetaData.DictionaryPageOffset)
+	from := chunksum.Start(c.MetaData.DataPageOffset, c.MetaData.DictionaryPageOffset)
 	n := c.MetaData.TotalCompressedSize
-	if from < int64(len(parquetMagic)) || n <= 0 || from+n > src.size {
-		return fail(fmt.Errorf("column chunk [%d, +%d) lies outside the file (%d bytes)", from, n, src.size))
+	if from < int64(len(parquetMagic)) || n <= 0 || from+n > src.Size {
+		return fail(fmt.Errorf("column chunk [%d, +%d) lies outside the file (%d bytes)", from, n, src.Size))
 	}
 	dst := f.cw.N
 	if f.copyBuf == nil {
 		f.copyBuf = make([]byte, copyBufferBytes)
 	}
-	h := crc32.New(castagnoli)
-	if copied, err := io.CopyBuffer(io.MultiWriter(f.cw, h), io.NewSectionReader(src.r, from, n), f.copyBuf); err != nil || copied != n {
+	h := crc32.New(chunksum.Table)
+	if copied, err := io.CopyBuffer(io.MultiWriter(f.cw, h), io.NewSectionReader(src.Reader, from, n), f.copyBuf); err != nil || copied != n {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
 		return fail(fmt.Errorf("copying %d bytes at %d: %w", n, from, err))
 	}
-	cc := copiedChunk{sum: chunkSum{off: dst, size: n, values: c.MetaData.NumValues, crc: h.Sum32()}, shift: dst - from}
-	if want != nil && cc.sum.crc != want[j] {
-		return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", cc.sum.crc, want[j]))
+	cc := copiedChunk{sum: chunksum.Sum{Off: dst, Size: n, Values: c.MetaData.NumValues, CRC: h.Sum32()}, shift: dst - from}
+	if want != nil && cc.sum.CRC != want[j] {
+		return fail(fmt.Errorf("column chunk checksum %08x, its footer says %08x: the file was damaged after it was written", cc.sum.CRC, want[j]))
 	}
 	pages := -1 // not known: no offset index
 	if c.OffsetIndexOffset != nil && c.OffsetIndexLength != nil {
@@ -291,7 +294,7 @@ func (f *splicedFile) copyChunk(src rgSource, rg, jj, j int, want []uint32) (cop
 // rebaseOffsetIndex reads the offset index at [off, +length) of src, whose
 // pages must lie inside their chunk [from, +n), and moves them by shift. It
 // returns the rebased index and its number of pages.
-func rebaseOffsetIndex(src rgSource, off, length, from, n, shift int64) (*metadata.OffsetIndexBuilder, int, error) {
+func rebaseOffsetIndex(src RowGroupSource, off, length, from, n, shift int64) (*metadata.OffsetIndexBuilder, int, error) {
 	b, err := readRange(src, off, length)
 	if err != nil {
 		return nil, 0, err
@@ -342,12 +345,12 @@ func checkColumnIndex(descr *schema.Column, b []byte, pages int) (err error) {
 }
 
 // readRange reads the n bytes of src at off, which must lie inside it.
-func readRange(src rgSource, off, n int64) ([]byte, error) {
-	if off < 0 || n <= 0 || off+n > src.size {
-		return nil, fmt.Errorf("[%d, +%d) lies outside the file (%d bytes)", off, n, src.size)
+func readRange(src RowGroupSource, off, n int64) ([]byte, error) {
+	if off < 0 || n <= 0 || off+n > src.Size {
+		return nil, fmt.Errorf("[%d, +%d) lies outside the file (%d bytes)", off, n, src.Size)
 	}
 	b := make([]byte, n)
-	if _, err := src.r.ReadAt(b, off); err != nil && !(errors.Is(err, io.EOF) && off+n == src.size) {
+	if _, err := src.Reader.ReadAt(b, off); err != nil && !(errors.Is(err, io.EOF) && off+n == src.Size) {
 		return nil, err
 	}
 	return b, nil
@@ -355,7 +358,7 @@ func readRange(src rgSource, off, n int64) ([]byte, error) {
 
 // closeFile finishes the pending row group, writes the page indexes and the
 // footer of the current file.
-func (s *sink) closeFile() error {
+func (s *Sink) closeFile() error {
 	s.closing = false
 	if s.rg != nil {
 		if err := s.endRowGroup(s.cur.maxTs); err != nil {
@@ -406,8 +409,8 @@ func (s *sink) closeFile() error {
 	if err != nil {
 		return fail(fmt.Errorf("search metadata: %w", err))
 	}
-	if v, ok := encodeChunkCRCs(f.crcs); ok {
-		entries = append(entries, index.Entry{Key: chunkCRCKey, Value: v})
+	if v, ok := chunksum.Encode(f.crcs); ok {
+		entries = append(entries, index.Entry{Key: chunksum.Key, Value: v})
 	}
 	for _, e := range entries {
 		if err := kv.Append(e.Key, e.Value); err != nil {
@@ -443,9 +446,9 @@ func (s *sink) closeFile() error {
 }
 
 // finish closes the last file and returns the outputs; on error it aborts.
-func (s *sink) finish() ([]Output, error) {
+func (s *Sink) Finish() ([]Output, error) {
 	if err := s.closeFile(); err != nil {
-		return nil, errors.Join(err, s.abort())
+		return nil, errors.Join(err, s.Abort())
 	}
 	return s.outputs, nil
 }
@@ -453,7 +456,7 @@ func (s *sink) finish() ([]Output, error) {
 // abort closes and removes every file written. Removal is best effort: a
 // file that cannot be removed is left for orphan collection (it is never
 // committed), and the errors are returned for the log.
-func (s *sink) abort() error {
+func (s *Sink) Abort() error {
 	var errs []error
 	if s.rg != nil {
 		for _, c := range s.rg.cols {

@@ -1,8 +1,7 @@
-package merge
+package writer
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
@@ -39,25 +38,5 @@ func TestZstdCodecSmallWindow(t *testing.T) {
 	}
 	if _, ok := c.(compress.StreamingCodec); !ok {
 		t.Fatal("the codec lost the streaming interface")
-	}
-}
-
-// BenchmarkZstdPageEncode: one 256 KiB page of log text through the codec
-// siglake writes with (level 1), to compare klauspost/compress versions.
-func BenchmarkZstdPageEncode(b *testing.B) {
-	rec := randRecord(rand.New(rand.NewPCG(1, 1)), testArrowSchema(b), 20000, 1_700_000_000_000_000, 3, true, true)
-	defer rec.Release()
-	var page []byte
-	for i := 0; len(page) < 256<<10; i++ {
-		page = append(page, rec.Column(2).ValueStr(i%20000)...)
-	}
-	c, err := compress.GetCodec(compress.Codecs.Zstd)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var dst []byte
-	b.SetBytes(int64(len(page)))
-	for i := 0; i < b.N; i++ {
-		dst = c.EncodeLevel(dst[:0], page, 1)
 	}
 }

@@ -1,4 +1,4 @@
-package merge
+package splice
 
 import (
 	"cmp"
@@ -19,41 +19,31 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icebergio "github.com/apache/iceberg-go/io"
 
+	"github.com/siglake/siglake/merge/chunksum"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/kmerge"
+	"github.com/siglake/siglake/merge/writer"
 )
 
-// DefaultSpliceMinRows is the smallest row group the splice path copies
-// (SIGLAKE_MERGE_SPLICE_MIN_ROWS): half the default row-group length.
-// Copied row groups keep their size, so copying small ones would keep the
-// output's row groups small (what stalled Iceberg's row-group merge); those
-// are re-encoded with the rows around them instead.
-const DefaultSpliceMinRows = DefaultRowGroupRows / 2
-
-// spliceShare is the share of a bin's bytes that must lie in copyable row
-// groups for ChoosePath to take the splice path: below it, the copies save
-// too little to give up the in-memory path's whole-file metadata.
-const spliceShare = 0.5
-
-// splicePlan says which row groups of each input are copied unchanged.
-type splicePlan struct {
+// Plan says which row groups of each input are copied unchanged.
+type Plan struct {
 	copy       [][]bool // per input, per row group
-	copyBytes  int64    // compressed bytes of the copied row groups
-	totalBytes int64    // compressed bytes of all row groups
+	CopyBytes  int64    // compressed bytes of the copied row groups
+	TotalBytes int64    // compressed bytes of all row groups
 }
-
-func (p *splicePlan) copies() bool { return p != nil && p.copyBytes > 0 }
 
 // spliceCopies is the plan at row-group level: a row group is copied when
 // eligible says so (schema, size) and no other input's rows can fall inside
-// its time range, bounds included: it lies inside one of isolatedRuns' runs
+// its time range, bounds included: it lies inside one of input.IsolatedRuns' runs
 // of pages. rgRows are each input's row-group lengths. Pure: the tests drive
 // it with made-up page indexes.
-func spliceCopies(pages [][]tsPage, indexed []bool, rgRows [][]int64, eligible func(in, rg int) bool) [][]bool {
+func spliceCopies(pages [][]input.TimestampPage, indexed []bool, rgRows [][]int64, eligible func(in, rg int) bool) [][]bool {
 	out := make([][]bool, len(rgRows))
 	for i := range rgRows {
 		out[i] = make([]bool, len(rgRows[i]))
 	}
-	runs := isolatedRuns(pages, indexed)
+	runs := input.IsolatedRuns(pages, indexed)
 	if runs == nil {
 		return out
 	}
@@ -61,10 +51,10 @@ func spliceCopies(pages [][]tsPage, indexed []bool, rgRows [][]int64, eligible f
 		var start int64
 		r := 0
 		for rg, n := range rows {
-			for r < len(runs[i]) && runs[i][r].row+runs[i][r].n <= start {
+			for r < len(runs[i]) && runs[i][r].Row+runs[i][r].N <= start {
 				r++
 			}
-			if r < len(runs[i]) && runs[i][r].row <= start && start+n <= runs[i][r].row+runs[i][r].n && n > 0 && eligible(i, rg) {
+			if r < len(runs[i]) && runs[i][r].Row <= start && start+n <= runs[i][r].Row+runs[i][r].N && n > 0 && eligible(i, rg) {
 				out[i][rg] = true
 			}
 			start += n
@@ -73,12 +63,12 @@ func spliceCopies(pages [][]tsPage, indexed []bool, rgRows [][]int64, eligible f
 	return out
 }
 
-// planSplice plans the splice of opened inputs into files of tmpl's Parquet
+// PlanCopies plans the splice of opened inputs into files of tmpl's Parquet
 // schema: nil when no row group qualifies. A row group whose time range
 // holds a density cut (WriterOptions.cutBefore) after its first row is not
 // copied, so the writer can cut there. It reads only footers and the
 // timestamp column's page index.
-func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName string, minRows int64, cuts []int64) *splicePlan {
+func PlanCopies(opened []*input.File, tmpl *metadata.FileMetaData, tsName string, minRows int64, cuts []int64) *Plan {
 	if minRows <= 0 || len(opened) == 0 {
 		return nil
 	}
@@ -87,7 +77,7 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 	qualifies := false
 	var total int64
 	for i, in := range opened {
-		md := in.pf.MetaData()
+		md := in.Parquet.MetaData()
 		schemaOK[i] = sameParquetSchema(md, tmpl) && md.FileDecryptor == nil
 		for rg := 0; rg < md.NumRowGroups(); rg++ {
 			n := md.RowGroup(rg).NumRows()
@@ -99,24 +89,24 @@ func planSplice(opened []*openedInput, tmpl *metadata.FileMetaData, tsName strin
 	if !qualifies {
 		return nil
 	}
-	pages, indexed := make([][]tsPage, len(opened)), make([]bool, len(opened))
+	pages, indexed := make([][]input.TimestampPage, len(opened)), make([]bool, len(opened))
 	for i, in := range opened {
-		pages[i], indexed[i] = timestampPages(in, tsName)
+		pages[i], indexed[i] = input.TimestampPages(in, tsName)
 	}
-	p := &splicePlan{totalBytes: total}
+	p := &Plan{TotalBytes: total}
 	copyable := func(i, rg int) bool {
-		return schemaOK[i] && !externalChunks(opened[i].pf.MetaData(), rg) && !spansCut(pages[i], rgRows[i], rg, cuts)
+		return schemaOK[i] && !externalChunks(opened[i].Parquet.MetaData(), rg) && !spansCut(pages[i], rgRows[i], rg, cuts)
 	}
 	p.copy = spliceCopies(pages, indexed, rgRows, func(i, rg int) bool { return rgRows[i][rg] >= minRows && copyable(i, rg) })
 	promoteLoneSmall(p.copy, spliceCopies(pages, indexed, rgRows, copyable), pages, rgRows)
 	for i, in := range opened {
 		for rg, c := range p.copy[i] {
 			if c {
-				p.copyBytes += in.pf.MetaData().RowGroup(rg).TotalCompressedSize()
+				p.CopyBytes += in.Parquet.MetaData().RowGroup(rg).TotalCompressedSize()
 			}
 		}
 	}
-	if p.copyBytes == 0 {
+	if p.CopyBytes == 0 {
 		return nil
 	}
 	return p
@@ -160,7 +150,7 @@ func sameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
 // since each copy ends the re-encoded row group before it. Copying it keeps
 // the layout and skips the re-encode (an L1 file's short last row group in
 // a bin of time-disjoint files). copies is updated in place; pure otherwise.
-func promoteLoneSmall(copies, isolated [][]bool, pages [][]tsPage, rgRows [][]int64) {
+func promoteLoneSmall(copies, isolated [][]bool, pages [][]input.TimestampPage, rgRows [][]int64) {
 	type span struct {
 		in, rg int
 		lo, hi int64
@@ -212,15 +202,15 @@ func promoteLoneSmall(copies, isolated [][]bool, pages [][]tsPage, rgRows [][]in
 
 // rowGroupRange is the time range of the rows [start, end) of an input,
 // from its timestamp pages inside them; ok is false when none is.
-func rowGroupRange(pages []tsPage, start, end int64) (lo, hi int64, ok bool) {
+func rowGroupRange(pages []input.TimestampPage, start, end int64) (lo, hi int64, ok bool) {
 	for _, pg := range pages {
-		if pg.row < start || pg.row >= end {
+		if pg.Row < start || pg.Row >= end {
 			continue
 		}
 		if !ok {
-			lo, hi, ok = pg.min, pg.max, true
+			lo, hi, ok = pg.Min, pg.Max, true
 		}
-		lo, hi = min(lo, pg.min), max(hi, pg.max)
+		lo, hi = min(lo, pg.Min), max(hi, pg.Max)
 	}
 	return lo, hi, ok
 }
@@ -228,7 +218,7 @@ func rowGroupRange(pages []tsPage, start, end int64) (lo, hi int64, ok bool) {
 // spansCut says whether a density cut falls after the first row of row
 // group rg (rows per row group rgRows) and at or before its last, judged
 // from the timestamp pages inside it.
-func spansCut(pages []tsPage, rgRows []int64, rg int, cuts []int64) bool {
+func spansCut(pages []input.TimestampPage, rgRows []int64, rg int, cuts []int64) bool {
 	if len(cuts) == 0 {
 		return false
 	}
@@ -260,30 +250,48 @@ func externalChunks(md *metadata.FileMetaData, rg int) bool {
 	return false
 }
 
-// mergeSplice is the row-group splice path: the k-way merge over every
+// Options are what the splice path runs with.
+type Options struct {
+	Writer writer.Options
+	// ChunkRows is the re-encoded rows assembled and handed to the encoder at a time.
+	ChunkRows int64
+	// Unverified skips reading the pages of copied row groups whose input has no chunk sums
+	// (RewriteOptions.SpliceUnverified).
+	Unverified bool
+}
+
+// Stats is what a splice measured.
+type Stats struct {
+	CopiedBytes int64 // bytes of input row groups copied without re-encoding
+	// VerifiedRowGroups counts the copied row groups whose pages were read to check them
+	// (the input had no chunk sums).
+	VerifiedRowGroups int64
+}
+
+// Merge is the row-group splice path: the k-way merge over every
 // input, in which each copied row group goes by as one block of timestamps
 // (decoded with the group columns, for the footer's counts) and is then
 // copied into the output byte for byte, while the rows around it are merged,
 // re-encoded and written between the copies. Memory is the k-way path's
 // plus one encoded row group.
-func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*openedInput, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, plan *splicePlan) (outs []Output, copied int64, err error) {
-	w, err := newSink(fs, newPath, schema, opts.WriterOptions, metaStreamed(opts.Metadata))
+func Merge(ctx context.Context, fs icebergio.WriteFileIO, opened []*input.File, schema *arrow.Schema, newPath func(int) string, opts Options, plan *Plan) (outs []writer.Output, st Stats, err error) {
+	w, err := writer.NewSink(fs, newPath, schema, opts.Writer, writer.MetaStreamed(opts.Writer.Metadata))
 	if err != nil {
-		return nil, 0, err
+		return nil, Stats{}, err
 	}
-	defer recoverAbort(&err, w)
-	groupCols := newMetaBuilder(w.meta, schema).GroupColumns()
-	cursors := make([]*cursor, 0, len(opened))
-	runs := &spliceRuns{w: w, pending: make([]*copyJob, len(opened)), emitted: make([]int64, len(opened))}
+	defer writer.RecoverAbort(&err, w)
+	groupCols := w.GroupColumns()
+	cursors := make([]*kmerge.Cursor, 0, len(opened))
+	runs := &spliceRuns{ctx: ctx, w: w, pending: make([]*copyJob, len(opened)), emitted: make([]int64, len(opened))}
 	closeAll := func() error {
 		var errs []error
 		for _, c := range cursors {
-			if cerr := c.close(); cerr != nil {
-				errs = append(errs, fmt.Errorf("closing input %s: %w", c.name, cerr))
+			if cerr := c.Close(); cerr != nil {
+				errs = append(errs, fmt.Errorf("closing input %s: %w", c.Name, cerr))
 			}
 		}
 		for _, j := range runs.pending {
-			j.release()
+			j.Release()
 		}
 		return errors.Join(errs...)
 	}
@@ -292,33 +300,33 @@ func mergeSplice(ctx context.Context, fs icebergio.WriteFileIO, opened []*opened
 		if plan != nil {
 			copies = plan.copy[i]
 		}
-		footer, _ := DecodeFooter(in.pf.MetaData())
-		if n, ok := footer.NumRowGroups(); !ok || n != in.pf.MetaData().NumRowGroups() {
+		footer, _ := writer.DecodeFooter(in.Parquet.MetaData())
+		if n, ok := footer.NumRowGroups(); !ok || n != in.Parquet.MetaData().NumRowGroups() {
 			footer = nil // blooms that do not match the row groups are not copied
 		}
-		src := &spliceSource{in: in, schema: schema, tsName: opts.TimestampColumn, opts: opts, copies: copies,
-			groupCols: groupCols, footer: footer, crcs: chunkCRCs(in.pf.MetaData()), idx: i, runs: runs}
-		cursors = append(cursors, &cursor{idx: i, name: in.path, src: src})
+		src := &spliceSource{in: in, schema: schema, tsName: opts.Writer.TimestampColumn, opts: opts, copies: copies,
+			groupCols: groupCols, footer: footer, crcs: chunksum.Of(in.Parquet.MetaData()), idx: i, runs: runs}
+		cursors = append(cursors, &kmerge.Cursor{Idx: i, Name: in.Path, Src: src})
 	}
-	runs.asm = newAssembler(ctx, schema, opts.Allocator, func(r arrow.RecordBatch) error { return w.write(ctx, r) })
-	err = mergeOrder(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), runs)
+	runs.asm = kmerge.NewAssembler(ctx, schema, opts.Writer.Allocator, func(r arrow.RecordBatch) error { return w.Write(ctx, r) })
+	err = kmerge.Order(ctx, cursors, min(opts.Writer.RowGroupRows, opts.ChunkRows), runs)
 	if err == nil {
-		err = runs.asm.chunkEnd()
+		err = runs.asm.ChunkEnd()
 	}
-	runs.asm.release()
+	runs.asm.Release()
 	if cerr := closeAll(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, 0, errors.Join(err, w.abort())
+		return nil, Stats{}, errors.Join(err, w.Abort())
 	}
-	outs, err = w.finish()
-	return outs, w.copiedBytes, err
+	outs, err = w.Finish()
+	return outs, Stats{CopiedBytes: w.CopiedBytes(), VerifiedRowGroups: runs.verified.Load()}, err
 }
 
 // copyJob is a row group on its way through the merge as a block.
 type copyJob struct {
-	src      rgSource
+	src      writer.RowGroupSource
 	rg       int
 	ts       []int64
 	groups   []arrow.Array
@@ -327,7 +335,7 @@ type copyJob struct {
 	verified bool     // its pages were read and found sound
 }
 
-func (j *copyJob) release() {
+func (j *copyJob) Release() {
 	if j == nil {
 		return
 	}
@@ -341,96 +349,98 @@ func (j *copyJob) release() {
 // assembler; once every row of a copied row group has gone by, the rows
 // assembled so far are written and the row group is copied after them.
 type spliceRuns struct {
-	asm     *assembler
-	w       *sink
-	pending []*copyJob // per input: the row group its cursor is on
-	emitted []int64    // per input: rows of pending already in the order
+	ctx      context.Context
+	verified atomic.Int64 // row groups whose pages verifyPages read
+	asm      *kmerge.Assembler
+	w        *writer.Sink
+	pending  []*copyJob // per input: the row group its cursor is on
+	emitted  []int64    // per input: rows of pending already in the order
 }
 
-func (s *spliceRuns) run(c *cursor, from, to int) error {
-	if c.b.rec != nil {
-		return s.asm.run(c, from, to)
+func (s *spliceRuns) Run(c *kmerge.Cursor, from, to int) error {
+	if c.Batch.Rec != nil {
+		return s.asm.Run(c, from, to)
 	}
-	j := s.pending[c.idx]
+	j := s.pending[c.Idx]
 	if j == nil {
-		return fmt.Errorf("merge of input %s: a copied row group went by without its plan", c.name)
+		return fmt.Errorf("merge of input %s: a copied row group went by without its plan", c.Name)
 	}
-	s.emitted[c.idx] += int64(to - from)
-	if s.emitted[c.idx] < int64(len(j.ts)) {
+	s.emitted[c.Idx] += int64(to - from)
+	if s.emitted[c.Idx] < int64(len(j.ts)) {
 		return nil
 	}
 	// No other input has rows inside the row group's range, so nothing can
 	// come between its first and last row: copy it as a whole.
-	if err := s.asm.chunkEnd(); err != nil {
+	if err := s.asm.ChunkEnd(); err != nil {
 		return err
 	}
-	err := s.w.copyRowGroup(s.asm.ctx, j.src, j.rg, j.ts, j.groups, j.bloom, j.crcs, j.verified)
-	j.release()
-	s.pending[c.idx], s.emitted[c.idx] = nil, 0
+	err := s.w.CopyRowGroup(s.ctx, j.src, j.rg, j.ts, j.groups, j.bloom, j.crcs, j.verified)
+	j.Release()
+	s.pending[c.Idx], s.emitted[c.Idx] = nil, 0
 	return err
 }
 
-func (s *spliceRuns) chunkEnd() error { return s.asm.chunkEnd() }
+func (s *spliceRuns) ChunkEnd() error { return s.asm.ChunkEnd() }
 
 // spliceSource yields one input's rows for the splice: decoded batches for
 // the row groups that are re-encoded, and for each copied row group one
 // batch of its timestamps without rows (its copyJob goes to runs).
 type spliceSource struct {
-	in        *openedInput
+	in        *input.File
 	schema    *arrow.Schema
 	tsName    string
-	opts      RewriteOptions
+	opts      Options
 	copies    []bool
 	groupCols []string
 	footer    *index.Footer
-	crcs      [][]uint32 // chunkCRCs of the input
+	crcs      [][]uint32 // chunksum.Of of the input
 	idx       int
 	// dictReader reads the copied row groups' timestamp and group columns,
 	// string group columns as dictionaries.
 	dictReader *pqarrow.FileReader
 	runs       *spliceRuns
 
-	rg   int    // next row group
-	cur  source // the decoded run of row groups being read
-	size int64  // of the input file, once a copy needs it
+	rg   int          // next row group
+	cur  input.Source // the decoded run of row groups being read
+	size int64        // of the input file, once a copy needs it
 }
 
-func (s *spliceSource) next(ctx context.Context) (batch, bool, error) {
-	n := s.in.pf.NumRowGroups()
+func (s *spliceSource) Next(ctx context.Context) (input.Batch, bool, error) {
+	n := s.in.Parquet.NumRowGroups()
 	for {
 		if s.cur != nil {
-			b, ok, err := s.cur.next(ctx)
+			b, ok, err := s.cur.Next(ctx)
 			if err != nil || ok {
 				return b, ok, err
 			}
-			err = s.cur.close()
+			err = s.cur.Close()
 			s.cur = nil
 			if err != nil {
-				return batch{}, false, err
+				return input.Batch{}, false, err
 			}
 		}
 		if s.rg >= n {
-			return batch{}, false, nil
+			return input.Batch{}, false, nil
 		}
 		if s.rg < len(s.copies) && s.copies[s.rg] {
 			j, err := s.readCopy(ctx, s.rg)
 			s.rg++
 			if err != nil {
-				return batch{}, false, err
+				return input.Batch{}, false, err
 			}
 			s.runs.pending[s.idx] = j
 			s.runs.emitted[s.idx] = 0
-			return batch{ts: j.ts}, true, nil
+			return input.Batch{TS: j.ts}, true, nil
 		}
 		var rgs []int
 		for ; s.rg < n && !(s.rg < len(s.copies) && s.copies[s.rg]); s.rg++ {
 			rgs = append(rgs, s.rg)
 		}
-		src, err := newPQSourceRG(ctx, s.in, s.schema, s.tsName, false, s.opts.Allocator, rgs)
+		src, err := input.NewPQSourceRG(ctx, s.in, s.schema, s.tsName, false, s.opts.Writer.Allocator, rgs)
 		if err != nil {
-			return batch{}, false, err
+			return input.Batch{}, false, err
 		}
-		s.cur = newPrefetchSource(ctx, s.opts.filtered(src, s.schema))
+		s.cur = input.NewPrefetch(ctx, src)
 	}
 }
 
@@ -441,63 +451,63 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 	names := append([]string{s.tsName}, s.groupCols...)
 	var leaves []int
 	for _, name := range names {
-		leaves = append(leaves, leafIndices(s.in, name)...)
+		leaves = append(leaves, input.LeafIndices(s.in, name)...)
 	}
 	if s.dictReader == nil {
-		props := pqarrow.ArrowReadProperties{BatchSize: s.in.pf.MetaData().RowGroup(rg).NumRows()}
-		sc := s.in.pf.MetaData().Schema
+		props := pqarrow.ArrowReadProperties{BatchSize: s.in.Parquet.MetaData().RowGroup(rg).NumRows()}
+		sc := s.in.Parquet.MetaData().Schema
 		for _, name := range s.groupCols {
-			for _, l := range leafIndices(s.in, name) {
+			for _, l := range input.LeafIndices(s.in, name) {
 				if sc.Column(l).PhysicalType() == parquet.Types.ByteArray {
 					props.SetReadDict(l, true)
 				}
 			}
 		}
-		fr, err := pqarrow.NewFileReader(s.in.pf, props, s.opts.Allocator)
+		fr, err := pqarrow.NewFileReader(s.in.Parquet, props, s.opts.Writer.Allocator)
 		if err != nil {
-			return nil, inputErr("reading input", s.in.path, err)
+			return nil, input.NewError("reading input", s.in.Path, err)
 		}
 		s.dictReader = fr
 	}
 	tbl, err := s.dictReader.ReadRowGroups(ctx, leaves, []int{rg})
 	if err != nil {
-		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d: %w", rg, err))
+		return nil, input.NewError("reading input", s.in.Path, fmt.Errorf("row group %d: %w", rg, err))
 	}
 	defer tbl.Release()
 	if s.size == 0 {
-		st, err := s.in.f.Stat()
+		size, err := s.in.Size()
 		if err != nil {
-			return nil, inputErr("reading input", s.in.path, &IOError{Err: err})
+			return nil, err
 		}
-		s.size = st.Size()
+		s.size = size
 	}
-	j := &copyJob{rg: rg, src: rgSource{name: s.in.path, r: readerAtSeeker{s.in.f, s.in.read}, size: s.size, md: s.in.pf.MetaData()}}
+	j := &copyJob{rg: rg, src: writer.RowGroupSource{Name: s.in.Path, Reader: s.in.ReaderAt(), Size: s.size, Meta: s.in.Parquet.MetaData()}}
 	for k, name := range names {
 		idx := tbl.Schema().FieldIndices(name)
 		if len(idx) == 0 {
-			j.release()
-			return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d has no column %q", rg, name))
+			j.Release()
+			return nil, input.NewError("reading input", s.in.Path, fmt.Errorf("row group %d has no column %q", rg, name))
 		}
-		col, err := oneChunk(tbl.Column(idx[0]).Data().Chunks(), s.opts.Allocator)
+		col, err := oneChunk(tbl.Column(idx[0]).Data().Chunks(), s.opts.Writer.Allocator)
 		if err != nil {
-			j.release()
-			return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d column %q: %w", rg, name, err))
+			j.Release()
+			return nil, input.NewError("reading input", s.in.Path, fmt.Errorf("row group %d column %q: %w", rg, name, err))
 		}
 		if k == 0 {
 			if col.NullN() > 0 {
 				col.Release()
-				j.release()
-				return nil, inputErr("reading input", s.in.path, fmt.Errorf("timestamp column %q has null values", s.tsName))
+				j.Release()
+				return nil, input.NewError("reading input", s.in.Path, fmt.Errorf("timestamp column %q has null values", s.tsName))
 			}
-			j.ts = appendMicros(make([]int64, 0, col.Len()), col)
+			j.ts = input.AppendMicros(make([]int64, 0, col.Len()), col)
 			col.Release()
 			continue
 		}
 		j.groups = append(j.groups, col)
 	}
-	if want := s.in.pf.MetaData().RowGroup(rg).NumRows(); int64(len(j.ts)) != want {
-		j.release()
-		return nil, inputErr("reading input", s.in.path, fmt.Errorf("row group %d holds %d timestamps, its footer says %d rows", rg, len(j.ts), want))
+	if want := s.in.Parquet.MetaData().RowGroup(rg).NumRows(); int64(len(j.ts)) != want {
+		j.Release()
+		return nil, input.NewError("reading input", s.in.Path, fmt.Errorf("row group %d holds %d timestamps, its footer says %d rows", rg, len(j.ts), want))
 	}
 	// A bloom that describes other rows would prune rows it never saw (here
 	// and in every later splice of the output): copy it only when its entry
@@ -512,35 +522,31 @@ func (s *spliceSource) readCopy(ctx context.Context, rg int) (*copyJob, error) {
 		j.crcs = s.crcs[rg]
 		return j, nil
 	}
-	if s.opts.SpliceUnverified {
+	if s.opts.Unverified {
 		return j, nil
 	}
+	s.runs.verified.Add(1)
 	if err := verifyPages(s.in, rg, leaves); err != nil {
-		j.release()
+		j.Release()
 		return nil, err
 	}
 	j.verified = true
 	return j, nil
 }
 
-// pageChecks counts the row groups verifyPages read, for the tests to tell
-// which check a copy had.
-var pageChecks atomic.Int64
-
 // verifyPages reads every page of row group rg's columns except the leaves
 // already decoded: each page header must parse and its data decompress (zstd
 // frames carry a checksum), and the pages must hold the values the footer
 // says. Values are not decoded. A copy does not re-encode, so this is what
 // keeps damaged input from being carried into the output unnoticed.
-func verifyPages(in *openedInput, rg int, decoded []int) error {
-	pageChecks.Add(1)
-	r := in.pf.RowGroup(rg)
+func verifyPages(in *input.File, rg int, decoded []int) error {
+	r := in.Parquet.RowGroup(rg)
 	for i := 0; i < r.NumColumns(); i++ {
 		if slices.Contains(decoded, i) {
 			continue
 		}
 		fail := func(err error) error {
-			return inputErr("reading input", in.path, fmt.Errorf("row group %d column %d: %w", rg, i, err))
+			return input.NewError("reading input", in.Path, fmt.Errorf("row group %d column %d: %w", rg, i, err))
 		}
 		cc, err := r.MetaData().ColumnChunk(i)
 		if err != nil {
@@ -597,9 +603,9 @@ func oneChunk(chunks []arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 	return array.Concatenate(chunks, mem)
 }
 
-func (s *spliceSource) close() error {
+func (s *spliceSource) Close() error {
 	if s.cur != nil {
-		err := s.cur.close()
+		err := s.cur.Close()
 		s.cur = nil
 		return err
 	}

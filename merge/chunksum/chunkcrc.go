@@ -1,4 +1,4 @@
-package merge
+package chunksum
 
 import (
 	"encoding/base64"
@@ -8,38 +8,38 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
-// chunkCRCKey is the footer entry holding the CRC-32C of every column chunk
+// Key is the footer entry holding the CRC-32C of every column chunk
 // siglake wrote, each with the chunk's place in the file and its value count
 // (docs/file-format.md). The splice path copies row groups without decoding
 // them; with these sums it checks the copied bytes are the ones written, as
 // they stream through, instead of decompressing every page.
-const chunkCRCKey = "siglake.chunkcrc.v1"
+const Key = "siglake.chunkcrc.v1"
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+var Table = crc32.MakeTable(crc32.Castagnoli)
 
-// chunkSum is what the footer records of one column chunk: where its bytes
+// Sum is what the footer records of one column chunk: where its bytes
 // start, how many there are, the values its footer entry counts, and their
 // CRC-32C.
-type chunkSum struct {
-	off, size, values int64
-	crc               uint32
+type Sum struct {
+	Off, Size, Values int64
+	CRC               uint32
 }
 
-// chunkStart is where a column chunk's bytes start: its dictionary page when
+// Start is where a column chunk's bytes start: its dictionary page when
 // it has one before the first data page ("no dictionary" is written as 0 by
 // some writers), else its first data page.
-func chunkStart(dataPageOffset int64, dictionaryPageOffset *int64) int64 {
-	if d := dictionaryPageOffset; d != nil && *d >= int64(len(parquetMagic)) && *d < dataPageOffset {
+func Start(dataPageOffset int64, dictionaryPageOffset *int64) int64 {
+	if d := dictionaryPageOffset; d != nil && *d >= int64(len("PAR1")) && *d < dataPageOffset {
 		return *d
 	}
 	return dataPageOffset
 }
 
-// encodeChunkCRCs encodes per row group a flag byte (1: sums follow, 0: not
+// Encode encodes per row group a flag byte (1: sums follow, 0: not
 // known) and, when set, for each chunk in column order its start offset, its
 // total compressed size and its value count as unsigned varints, then its
 // sum as 4 bytes little-endian. ok is false when no row group has sums.
-func encodeChunkCRCs(rgs [][]chunkSum) (string, bool) {
+func Encode(rgs [][]Sum) (string, bool) {
 	var b []byte
 	any := false
 	for _, sums := range rgs {
@@ -50,10 +50,10 @@ func encodeChunkCRCs(rgs [][]chunkSum) (string, bool) {
 		any = true
 		b = append(b, 1)
 		for _, s := range sums {
-			b = binary.AppendUvarint(b, uint64(s.off))
-			b = binary.AppendUvarint(b, uint64(s.size))
-			b = binary.AppendUvarint(b, uint64(s.values))
-			b = binary.LittleEndian.AppendUint32(b, s.crc)
+			b = binary.AppendUvarint(b, uint64(s.Off))
+			b = binary.AppendUvarint(b, uint64(s.Size))
+			b = binary.AppendUvarint(b, uint64(s.Values))
+			b = binary.LittleEndian.AppendUint32(b, s.CRC)
 		}
 	}
 	if !any {
@@ -62,9 +62,9 @@ func encodeChunkCRCs(rgs [][]chunkSum) (string, bool) {
 	return base64.StdEncoding.EncodeToString(b), true
 }
 
-// decodeChunkCRCs is encodeChunkCRCs' inverse for files of cols columns; ok
+// decode is the inverse of Encode for files of cols columns; ok
 // is false when v does not decode.
-func decodeChunkCRCs(v string, cols int) (rgs [][]chunkSum, ok bool) {
+func decode(v string, cols int) (rgs [][]Sum, ok bool) {
 	b, err := base64.StdEncoding.DecodeString(v)
 	if err != nil {
 		return nil, false
@@ -87,16 +87,16 @@ func decodeChunkCRCs(v string, cols int) (rgs [][]chunkSum, ok bool) {
 		if flag != 1 {
 			return nil, false
 		}
-		sums := make([]chunkSum, cols)
+		sums := make([]Sum, cols)
 		for j := range sums {
 			var ok1, ok2, ok3 bool
-			sums[j].off, ok1 = uvarint()
-			sums[j].size, ok2 = uvarint()
-			sums[j].values, ok3 = uvarint()
+			sums[j].Off, ok1 = uvarint()
+			sums[j].Size, ok2 = uvarint()
+			sums[j].Values, ok3 = uvarint()
 			if !ok1 || !ok2 || !ok3 || len(b) < 4 {
 				return nil, false
 			}
-			sums[j].crc = binary.LittleEndian.Uint32(b)
+			sums[j].CRC = binary.LittleEndian.Uint32(b)
 			b = b[4:]
 		}
 		rgs = append(rgs, sums)
@@ -104,7 +104,7 @@ func decodeChunkCRCs(v string, cols int) (rgs [][]chunkSum, ok bool) {
 	return rgs, true
 }
 
-// chunkCRCs reads md's chunkCRCKey: per row group the sums of its chunks, nil
+// Of reads md's Key: per row group the sums of its chunks, nil
 // for a row group without. The sums belong to the bytes siglake wrote; a
 // tool that rewrites a file and keeps its key-value metadata (parquet-mr's
 // ParquetRewriter re-encoding with another codec) leaves them beside other
@@ -113,12 +113,12 @@ func decodeChunkCRCs(v string, cols int) (rgs [][]chunkSum, ok bool) {
 // beside its sum; otherwise the row group has none (the splice reads its
 // pages instead). An entry that does not decode, or does not describe as
 // many row groups as the file has, is absent: nil.
-func chunkCRCs(md *metadata.FileMetaData) [][]uint32 {
-	v, ok := footerValue(md, chunkCRCKey)
+func Of(md *metadata.FileMetaData) [][]uint32 {
+	v, ok := footerValue(md, Key)
 	if !ok {
 		return nil
 	}
-	rgs, ok := decodeChunkCRCs(v, md.Schema.NumColumns())
+	rgs, ok := decode(v, md.Schema.NumColumns())
 	if !ok || len(rgs) != len(md.RowGroups) {
 		return nil
 	}
@@ -130,12 +130,12 @@ func chunkCRCs(md *metadata.FileMetaData) [][]uint32 {
 		crcs := make([]uint32, len(sums))
 		for j, c := range md.RowGroups[rg].Columns {
 			cm := c.MetaData
-			if cm == nil || chunkStart(cm.DataPageOffset, cm.DictionaryPageOffset) != sums[j].off ||
-				cm.TotalCompressedSize != sums[j].size || cm.NumValues != sums[j].values {
+			if cm == nil || Start(cm.DataPageOffset, cm.DictionaryPageOffset) != sums[j].Off ||
+				cm.TotalCompressedSize != sums[j].Size || cm.NumValues != sums[j].Values {
 				crcs = nil
 				break
 			}
-			crcs[j] = sums[j].crc
+			crcs[j] = sums[j].CRC
 		}
 		out[rg] = crcs
 	}
