@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
-	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/fold"
 )
 
@@ -198,27 +196,4 @@ func foldShow(table string, args []string) error {
 		}
 	}
 	return firstErr
-}
-
-// printFoldStatus lists the rollup tables of a status report: their specification, or why they
-// are not folded.
-func printFoldStatus(w io.Writer, r sidecar.StatusReport, names []string) {
-	var lines []string
-	for _, n := range names {
-		m := r.Tables[n].Maintenance
-		if m == nil || m.Fold == nil {
-			continue
-		}
-		if m.Fold.Error != "" {
-			lines = append(lines, fmt.Sprintf("  %s: NOT FOLDED: %s", n, m.Fold.Error))
-		} else if m.Fold.Spec != nil {
-			lines = append(lines, fmt.Sprintf("  %s: %s", n, m.Fold.Spec.Describe()))
-		}
-	}
-	if len(lines) > 0 {
-		fmt.Fprintln(w, "\nFOLDING")
-		for _, l := range lines {
-			fmt.Fprintln(w, l)
-		}
-	}
 }
