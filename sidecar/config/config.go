@@ -1010,16 +1010,16 @@ func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config
 	}
 }
 
-// MinCommitTimeout is the least --commit-timeout accepted: a healthy commit of a large batch can
+// minCommitTimeout is the least --commit-timeout accepted: a healthy commit of a large batch can
 // take seconds, and a deadline below that abandons every commit (each left of unknown outcome).
-const MinCommitTimeout = 5 * time.Second
+const minCommitTimeout = 5 * time.Second
 
-// testMinCommitTimeoutEnv lowers MinCommitTimeout for the end-to-end tests, whose gc runs on
+// testMinCommitTimeoutEnv lowers minCommitTimeout for the end-to-end tests, whose gc runs on
 // objects seconds old (its floor is 12 x the commit timeout). A test hook, not an option.
 const testMinCommitTimeoutEnv = "SIGLAKE_TESTONLY_MIN_COMMIT_TIMEOUT"
 
 func checkCommitTimeout(d time.Duration, getenv func(string) string) error {
-	least := MinCommitTimeout
+	least := minCommitTimeout
 	if v, ok := lookup(getenv, testMinCommitTimeoutEnv); ok {
 		if v, err := duration.Parse(v); err == nil && v > 0 {
 			least = v

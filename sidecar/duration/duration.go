@@ -18,11 +18,11 @@ const Units = "s, m, h, d, w"
 // Examples lists accepted forms, for errors and usage texts.
 const Examples = "90s, 30m, 1h30m, 24h, 2d, 1d12h or 1w"
 
-// Accepted describes the syntax, for errors that name the input.
-const Accepted = "a duration such as " + Examples + " (" + Units + "; weeks and days first when combined), or 0"
+// accepted describes the syntax, for errors that name the input.
+const accepted = "a duration such as " + Examples + " (" + Units + "; weeks and days first when combined), or 0"
 
 // ErrSyntax is returned for anything but a non-negative duration that fits in time.Duration.
-var ErrSyntax = errors.New("accepted: " + Accepted)
+var ErrSyntax = errors.New("accepted: " + accepted)
 
 // Parse reads v. It refuses NaN, infinities, exponents and negative numbers, and a value past
 // time.Duration's range (about 292 years): converting such a float wraps to a negative duration,
