@@ -402,7 +402,7 @@ func Options() []Option {
 			func(c *Config, v string) error {
 				d, err := duration.Parse(v)
 				if err != nil || d < 300*time.Millisecond {
-					return fmt.Errorf("accepted: a duration of at least 300ms, such as 30s, 2m or 1h (s, m, h, d, w)")
+					return errors.New("accepted: a duration of at least 300ms, such as 30s, 2m, 1h or 1h30m (" + duration.Units + ")")
 				}
 				c.CatalogClaimTTL = d
 				return nil
@@ -1000,10 +1000,10 @@ func setSeconds(field func(*Config) *time.Duration) func(*Config, string) error 
 
 func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		// The one duration syntax of every option (package duration): 500ms, 10s, 2m, 1d.
+		// The one duration syntax of every option (package duration): 500ms, 10s, 2m, 1d, 1d12h.
 		d, err := duration.Parse(v)
 		if err != nil || positive && d == 0 {
-			return fmt.Errorf("accepted: a positive duration such as 500ms, 10s, 2m, 1d (s, m, h, d, w)")
+			return errors.New("accepted: a positive duration such as 500ms, 10s, 2m, 1d or 1d12h (" + duration.Units + ")")
 		}
 		*field(c) = d
 		return nil
