@@ -113,15 +113,11 @@ func foldShow(table string, args []string) error {
 	if help || err != nil {
 		return err
 	}
-	ctx, l, done, err := openLake(cfg)
+	ctx, l, tables, done, err := openTables(cfg, table)
 	if err != nil {
 		return err
 	}
 	defer done()
-	tables, err := tableOrAll(ctx, l, table)
-	if err != nil {
-		return err
-	}
 	var reps []foldReport
 	var firstErr error
 	for _, name := range tables {

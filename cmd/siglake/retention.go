@@ -190,15 +190,11 @@ func retentionShow(table string, args []string) error {
 	if help || err != nil {
 		return err
 	}
-	ctx, l, done, err := openLake(cfg)
+	ctx, l, tables, done, err := openTables(cfg, table)
 	if err != nil {
 		return err
 	}
 	defer done()
-	tables, err := tableOrAll(ctx, l, table)
-	if err != nil {
-		return err
-	}
 	log, err := sidecar.NewLogger("console", "warn")
 	if err != nil {
 		return err

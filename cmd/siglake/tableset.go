@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -41,14 +42,25 @@ func tableSubcommand(name, usage string, args []string, actions map[string]func(
 	return usageError{fmt.Errorf("%s %q: accepted subcommands: %s", name, action, strings.Join(names, ", "))}
 }
 
-// tableOrAll is table, or every table of l in name order when it is empty.
-func tableOrAll(ctx context.Context, l *lake.Lake, table string) ([]string, error) {
-	if table != "" {
-		return []string{table}, requireTables(ctx, l, table)
+// openTables is openLake for a command on table, or on every table in name order when it is
+// empty (`retention show`, `fold show`); done closes the lake.
+func openTables(cfg sidecar.Config, table string) (context.Context, *lake.Lake, []string, func(), error) {
+	ctx, l, done, err := openLake(cfg)
+	if err != nil {
+		return nil, nil, nil, nil, err
 	}
-	tables, err := l.ListTables(ctx)
-	sort.Strings(tables)
-	return tables, err
+	tables := []string{table}
+	if table != "" {
+		err = requireTables(ctx, l, table)
+	} else {
+		tables, err = l.ListTables(ctx)
+		sort.Strings(tables)
+	}
+	if err != nil {
+		done()
+		return nil, nil, nil, nil, err
+	}
+	return ctx, l, tables, done, nil
 }
 
 // tableSetting is what `retention set` and `fold set` share for a setting kept in a table
