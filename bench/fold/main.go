@@ -8,8 +8,9 @@
 // maintenance would (each window's pod files in one fold bin, then 2-hour groups of those
 // outputs), and the same two levels without the fold (compacted, every row kept). It reports rows,
 // files and bytes of the three, the merge times, and a dashboard query's time in DuckDB over each
-// (RUNS round-robin runs, dashboard.mjs; the answers must be the same). Then one bin of the pods' whole-day files is merged RUNS times with and without
-// the fold on the k-way path, alternating: fold throughput against a plain k-way merge.
+// (RUNS round-robin runs, dashboard.mjs; the answers must be the same). Then one bin of the
+// pods' whole-day files is merged RUNS times with and without the fold on the k-way path,
+// alternating: fold throughput against a plain k-way merge.
 package main
 
 import (
@@ -90,69 +91,18 @@ func run(dir string, pods int, flush time.Duration, runs int, duck string) error
 	if err != nil {
 		return err
 	}
-	// The day: per pod and window one file; per pod its whole day too (the throughput bin).
-	var before fileSet
-	windows := int(24 * time.Hour / flush)
-	perWindow := make([][]merge.Input, windows)
-	var dayBin []merge.Input
-	for p := 0; p < pods; p++ {
-		r := rand.New(rand.NewPCG(uint64(p), 42))
-		var podDay []arrow.RecordBatch
-		for w := 0; w < windows; w++ {
-			rec := podRows(r, day.Add(time.Duration(w)*flush), flush)
-			outs, err := writer.WriteSorted(ctx, fs, newPath(dir, "in", 0), walgen.RollupSchema, []arrow.RecordBatch{rec}, merge.WriterOptions{})
-			if err != nil {
-				return err
-			}
-			for _, o := range outs {
-				before.add(o)
-				perWindow[w] = append(perWindow[w], merge.Input{Path: o.Path, Size: o.Size, Rows: o.Rows})
-			}
-			podDay = append(podDay, rec)
-		}
-		outs, err := writer.WriteSorted(ctx, fs, newPath(dir, "day", 0), walgen.RollupSchema, podDay, merge.WriterOptions{})
-		for _, rec := range podDay {
-			rec.Release()
-		}
-		if err != nil {
-			return err
-		}
-		for _, o := range outs {
-			dayBin = append(dayBin, merge.Input{Path: o.Path, Size: o.Size, Rows: o.Rows})
-		}
+	before, perWindow, dayBin, err := writeDay(ctx, dir, pods, flush)
+	if err != nil {
+		return err
 	}
 	// Fold as maintenance would: each window's pod files, then 2-hour groups of the outputs; and
 	// the same two levels without the fold (the file count of a compacted table, every row kept).
 	group := max(int(2*time.Hour/flush), 1)
-	twoLevels := func(f *folding.Fold, sub1, sub2 string) (fileSet, float64, error) {
-		start := time.Now()
-		var l1 []merge.Input
-		var out fileSet
-		for _, bin := range perWindow {
-			res, err := merge.Rewrite(ctx, fs, bin, walgen.RollupSchema, newPath(dir, sub1, 1), merge.RewriteOptions{Fold: f})
-			if err != nil {
-				return out, 0, err
-			}
-			for _, o := range res.Outputs {
-				l1 = append(l1, merge.Input{Path: o.Path, Size: o.Size, Rows: o.Rows, Generation: 1})
-			}
-		}
-		for i := 0; i < len(l1); i += group {
-			res, err := merge.Rewrite(ctx, fs, l1[i:min(i+group, len(l1))], walgen.RollupSchema, newPath(dir, sub2, 2), merge.RewriteOptions{Fold: f})
-			if err != nil {
-				return out, 0, err
-			}
-			for _, o := range res.Outputs {
-				out.add(o)
-			}
-		}
-		return out, time.Since(start).Seconds(), nil
-	}
-	compacted, compactSecs, err := twoLevels(nil, "c1", "c2")
+	compacted, compactSecs, err := foldTwoLevels(ctx, dir, perWindow, group, nil, "c1", "c2")
 	if err != nil {
 		return err
 	}
-	after, foldSecs, err := twoLevels(&f, "l1", "l2")
+	after, foldSecs, err := foldTwoLevels(ctx, dir, perWindow, group, &f, "l1", "l2")
 	if err != nil {
 		return err
 	}
@@ -171,6 +121,67 @@ func run(dir string, pods int, flush time.Duration, runs int, duck string) error
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(report)
+}
+
+// writeDay writes the day: per pod and flush window one file (before, and per window the pods'
+// files), and per pod its whole day too (dayBin, the throughput bin).
+func writeDay(ctx context.Context, dir string, pods int, flush time.Duration) (before fileSet, perWindow [][]merge.Input, dayBin []merge.Input, err error) {
+	windows := int(24 * time.Hour / flush)
+	perWindow = make([][]merge.Input, windows)
+	for p := 0; p < pods; p++ {
+		r := rand.New(rand.NewPCG(uint64(p), 42))
+		var podDay []arrow.RecordBatch
+		for w := 0; w < windows; w++ {
+			rec := podRows(r, day.Add(time.Duration(w)*flush), flush)
+			outs, err := writer.WriteSorted(ctx, fs, newPath(dir, "in", 0), walgen.RollupSchema, []arrow.RecordBatch{rec}, merge.WriterOptions{})
+			if err != nil {
+				return before, nil, nil, err
+			}
+			for _, o := range outs {
+				before.add(o)
+				perWindow[w] = append(perWindow[w], merge.Input{Path: o.Path, Size: o.Size, Rows: o.Rows})
+			}
+			podDay = append(podDay, rec)
+		}
+		outs, err := writer.WriteSorted(ctx, fs, newPath(dir, "day", 0), walgen.RollupSchema, podDay, merge.WriterOptions{})
+		for _, rec := range podDay {
+			rec.Release()
+		}
+		if err != nil {
+			return before, nil, nil, err
+		}
+		for _, o := range outs {
+			dayBin = append(dayBin, merge.Input{Path: o.Path, Size: o.Size, Rows: o.Rows})
+		}
+	}
+	return before, perWindow, dayBin, nil
+}
+
+// foldTwoLevels rewrites each window's bin into sub1, then groups of group outputs into sub2,
+// with fold f (nil: compaction only); it returns the second level and the seconds it all took.
+func foldTwoLevels(ctx context.Context, dir string, perWindow [][]merge.Input, group int, f *folding.Fold, sub1, sub2 string) (fileSet, float64, error) {
+	start := time.Now()
+	var l1 []merge.Input
+	var out fileSet
+	for _, bin := range perWindow {
+		res, err := merge.Rewrite(ctx, fs, bin, walgen.RollupSchema, newPath(dir, sub1, 1), merge.RewriteOptions{Fold: f})
+		if err != nil {
+			return out, 0, err
+		}
+		for _, o := range res.Outputs {
+			l1 = append(l1, merge.Input{Path: o.Path, Size: o.Size, Rows: o.Rows, Generation: 1})
+		}
+	}
+	for i := 0; i < len(l1); i += group {
+		res, err := merge.Rewrite(ctx, fs, l1[i:min(i+group, len(l1))], walgen.RollupSchema, newPath(dir, sub2, 2), merge.RewriteOptions{Fold: f})
+		if err != nil {
+			return out, 0, err
+		}
+		for _, o := range res.Outputs {
+			out.add(o)
+		}
+	}
+	return out, time.Since(start).Seconds(), nil
 }
 
 // podRows is one pod's partial rows of [from, from+span): per minute, service and severity

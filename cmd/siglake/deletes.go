@@ -1,17 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/fold"
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // runDeleteRequest is `siglake delete-request --table T --where COL=VALUE --in COL=V1,V2 --from T
@@ -58,14 +59,30 @@ func runDeleteRequest(args []string) error {
 	if err != nil {
 		return err
 	}
-	log, err := sidecar.NewLogger("console", "warn")
+	out, cerr, err := requestMatches(ctx, l, cfg, *tbl, got)
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Println(got.ID)
+	printRecorded(ctx, l, cfg, *tbl, out, cerr)
+	return nil
+}
+
+// requestMatches is the report of a recorded request with what it matches now: the dry run of
+// delete-sweep, for this request alone. cerr says why the rows could not be counted.
+func requestMatches(ctx context.Context, l *lake.Lake, cfg sidecar.Config, tbl string, got deletes.Request) (out requestReport, cerr, err error) {
+	log, err := sidecar.NewLogger("console", "warn")
+	if err != nil {
+		return out, nil, err
+	}
 	defer func() { _ = log.Sync() }()
-	// What it matches now: the dry run of delete-sweep, for this request alone.
-	out := requestReport{Request: got, ExecuteAt: got.ExecuteAt(cfg.DeleteCancelPeriod), MatchingRows: -1}
-	rep, cerr := sidecar.DeleteSweeper(l, cfg, log).Sweep(ctx, *tbl, deletes.SweepOptions{NoCaps: true, Only: []string{got.ID}})
+	out = requestReport{Request: got, ExecuteAt: got.ExecuteAt(cfg.DeleteCancelPeriod), MatchingRows: -1}
+	rep, cerr := sidecar.DeleteSweeper(l, cfg, log).Sweep(ctx, tbl, deletes.SweepOptions{NoCaps: true, Only: []string{got.ID}})
 	if cerr == nil {
 		out.MatchingRows = rep.ByRequest[got.ID]
 		for _, c := range rep.Candidates {
@@ -74,41 +91,41 @@ func runDeleteRequest(args []string) error {
 			}
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	fmt.Println(got.ID)
-	fmt.Fprintf(os.Stderr, "recorded deletion request %s on table %s: %s\n", got.ID, *tbl, got.Describe())
+	return out, cerr, nil
+}
+
+// printRecorded tells on stderr what was recorded, what it matches now (cerr: not counted) and
+// when sweeps execute it.
+func printRecorded(ctx context.Context, l *lake.Lake, cfg sidecar.Config, tbl string, out requestReport, cerr error) {
+	got := out.Request
+	fmt.Fprintf(os.Stderr, "recorded deletion request %s on table %s: %s\n", got.ID, tbl, got.Describe())
 	if got.AllRows {
 		upTo := "for as long as it is pending"
 		if got.To != "" {
 			upTo = "with a timestamp before " + got.To
 		}
-		fmt.Fprintf(os.Stderr, "--all-rows: EVERY ROW of table %s %s will be deleted\n", *tbl, upTo)
+		fmt.Fprintf(os.Stderr, "--all-rows: EVERY ROW of table %s %s will be deleted\n", tbl, upTo)
 	}
 	if cerr != nil {
-		fmt.Fprintf(os.Stderr, "could not count the rows it matches (siglake delete-sweep --table %s shows them): %v\n", *tbl, cerr)
+		fmt.Fprintf(os.Stderr, "could not count the rows it matches (siglake delete-sweep --table %s shows them): %v\n", tbl, cerr)
 	} else {
-		fmt.Fprintf(os.Stderr, "matches now: %d rows in %d files (siglake delete-sweep --table %s lists them)\n", out.MatchingRows, out.CandidateFiles, *tbl)
+		fmt.Fprintf(os.Stderr, "matches now: %d rows in %d files (siglake delete-sweep --table %s lists them)\n", out.MatchingRows, out.CandidateFiles, tbl)
 		if out.MatchingRows == 0 {
 			// Most often a misspelt column value: the request would end done, deleting nothing.
 			cols := ""
-			if t, err := l.LoadTable(ctx, *tbl); err == nil {
+			if t, err := l.LoadTable(ctx, tbl); err == nil {
 				var names []string
 				for _, f := range t.Schema().Fields() {
 					names = append(names, f.Name)
 				}
-				cols = " (columns of " + *tbl + ": " + strings.Join(names, ", ") + ")"
+				cols = " (columns of " + tbl + ": " + strings.Join(names, ", ") + ")"
 			}
 			fmt.Fprintf(os.Stderr, "WARNING: the request matches no row now: check the column names and values%s\n", cols)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "sweeps execute it from %s (stored in the request: created %s + SIGLAKE_DELETE_CANCEL_PERIOD %s; a sweeper with a longer period waits longer); "+
 		"until %s before then `siglake delete-cancel --table %s %s` withdraws it\n",
-		out.ExecuteAt.UTC().Format(time.RFC3339), got.CreatedAt.Format(time.RFC3339), cfg.DeleteCancelPeriod, deletes.CancelMargin, *tbl, got.ID)
-	return nil
+		out.ExecuteAt.UTC().Format(time.RFC3339), got.CreatedAt.Format(time.RFC3339), cfg.DeleteCancelPeriod, deletes.CancelMargin, tbl, got.ID)
 }
 
 // requestReport is what delete-request --json prints: the stored request, when sweeps execute it,
@@ -152,118 +169,6 @@ func runDeleteCancel(args []string) error {
 	}
 	fmt.Printf("cancelled deletion request %s on table %s: no sweep executes it\n", r.ID, *tbl)
 	return nil
-}
-
-// runDeleteSweep is `siglake delete-sweep [--table T]... [--apply [--skip-cancel-period]] [--json] [compactor options]`.
-func runDeleteSweep(args []string) error {
-	fs := flag.NewFlagSet("siglake delete-sweep", flag.ContinueOnError)
-	withSynopsis(fs, "siglake delete-sweep [--table TABLE]... [--apply [--skip-cancel-period]] [--json] [--dir DIR | catalog options]")
-	apply := fs.Bool("apply", false, "rewrite the files and mark requests done, whatever SIGLAKE_DELETE_TASKS says (default: dry run); requests inside their cancel period wait")
-	skip := fs.Bool("skip-cancel-period", false, "with --apply: also execute requests recorded less than SIGLAKE_DELETE_CANCEL_PERIOD ago (they can no longer be cancelled)")
-	asJSON := fs.Bool("json", false, "print the sweep reports as JSON")
-	var tables multiFlag
-	fs.Var(&tables, "table", "limit the sweep to this `TABLE` (repeatable; default: every table)")
-	cfg, help, err := toolConfig(fs, args)
-	if help || err != nil {
-		return err
-	}
-	if *skip && !*apply {
-		return fmt.Errorf("--skip-cancel-period goes with --apply (a dry run already counts every pending request)")
-	}
-	log, err := sidecar.NewLogger("console", "info")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Sync() }()
-	ctx, l, done, err := openLake(cfg)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := requireTables(ctx, l, tables...); err != nil {
-		return err
-	}
-	if *skip {
-		fmt.Fprintf(os.Stderr, "--skip-cancel-period: executing pending requests now, also those recorded less than %s ago (SIGLAKE_DELETE_CANCEL_PERIOD)\n", cfg.DeleteCancelPeriod)
-	}
-	reps, err := sidecar.DeleteSweep(ctx, l, cfg, log, tables, deletes.SweepOptions{Apply: *apply, SkipCancelPeriod: *skip})
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(map[string]any{"apply": *apply, "skip_cancel_period": *skip, "sweeps": reps}); jerr != nil {
-			return jerr
-		}
-		return err
-	}
-	printSweeps(reps, *apply, cfg.DeleteCancelPeriod)
-	return err
-}
-
-func printSweeps(reps []deletes.SweepReport, apply bool, cancelPeriod time.Duration) {
-	last := map[string]deletes.SweepReport{}
-	var order []string
-	for i, r := range reps {
-		if _, ok := last[r.Table]; !ok {
-			order = append(order, r.Table)
-		}
-		last[r.Table] = r
-		if apply {
-			fmt.Printf("table %s sweep %d: %s, %d candidates, %d rewritten, %d rows deleted", r.Table, i+1, orNone(r.Outcome), len(r.Candidates), r.Rewritten, r.Deleted)
-			if len(r.Done) > 0 {
-				fmt.Printf(", done: %s", strings.Join(r.Done, " "))
-			}
-			fmt.Println()
-		}
-	}
-	for _, name := range order {
-		r := last[name]
-		fmt.Printf("\ntable %s: %d requests\n", name, len(r.Requests))
-		for _, q := range r.Requests {
-			fmt.Printf("  %s  %-7s  %s", q.ID, q.State, q.Describe())
-			if q.Reason != "" {
-				fmt.Printf("  (%s)", q.Reason)
-			}
-			fmt.Printf("  deleted %d rows in %d files", q.RowsDeleted, q.FilesRewritten)
-			switch {
-			case q.State == deletes.Done:
-				fmt.Printf(", done at snapshot %d", q.DoneSnapshotID)
-			case q.State == deletes.Pending && time.Now().Before(q.ExecuteAt(cancelPeriod)):
-				fmt.Printf(", waits its cancel period until %s (delete-cancel withdraws it; --apply --skip-cancel-period runs it now)",
-					q.ExecuteAt(cancelPeriod).UTC().Format(time.RFC3339))
-			}
-			fmt.Println()
-		}
-		for _, e := range r.Invalid {
-			fmt.Printf("  invalid: %s\n", e)
-		}
-		if apply {
-			continue
-		}
-		for _, c := range r.Candidates {
-			ids := make([]string, 0, len(c.Matching))
-			for id := range c.Matching {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
-			var parts []string
-			for _, id := range ids {
-				parts = append(parts, fmt.Sprintf("%s=%d", id, c.Matching[id]))
-			}
-			fmt.Printf("  candidate %s (%d rows, %d bytes): matching rows %s: %s\n", c.Path, c.Rows, c.Bytes, strings.Join(parts, " "), c.Result)
-		}
-		var total int64
-		for _, n := range r.ByRequest {
-			total += n
-		}
-		fmt.Printf("  %d candidate files, %d matching rows (dry run: add --apply to delete them)\n", len(r.Candidates), total)
-	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "nothing pending"
-	}
-	return s
 }
 
 // conditions parses the --where COLUMN=VALUE and --in COLUMN=V1,V2 flags of delete-request, tail

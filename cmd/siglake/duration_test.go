@@ -6,7 +6,7 @@ import (
 )
 
 // TestDurationFlags: every duration flag of every subcommand reads the one duration syntax (s, m,
-// h, d, w, and 1h30m); a bad value, a negative one, or a zero where it means nothing is a command
+// h, d, w, and combinations such as 1h30m or 1d12h); a bad value, a negative one, or a zero where it means nothing is a command
 // line error that names the flag and lists the accepted forms, with nothing on stdout.
 func TestDurationFlags(t *testing.T) {
 	// A tool's own flags are parsed before the catalog is looked at: a --dir that does not exist
@@ -54,7 +54,7 @@ func TestDurationFlags(t *testing.T) {
 			}
 			return true
 		}
-		for _, v := range []string{"2d", "1h30m"} {
+		for _, v := range []string{"2d", "1h30m", "1d12h"} {
 			if !accepted(v) {
 				t.Errorf("%s %s %s refused", strings.Join(f.cmd, " "), f.flag, v)
 			}

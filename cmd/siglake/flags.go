@@ -10,7 +10,7 @@ import (
 )
 
 // durationValue is a duration flag in the one duration syntax (package duration: s, m, h, d, w,
-// and Go's combinations such as 1h30m), so every subcommand reads `--since 2d` as the options and
+// and combinations such as 1h30m or 1d12h), so every subcommand reads `--since 2d` as the options and
 // stored settings do. Negative durations never parse; zero only where the flag gives it a meaning.
 type durationValue struct {
 	d         *time.Duration
@@ -18,7 +18,7 @@ type durationValue struct {
 }
 
 // errZeroDuration is the flag package's "invalid value" cause for a zero that means nothing.
-var errZeroDuration = errors.New("accepted: a duration above 0 such as 90s, 30m, 1h30m, 24h, 2d or 1w (s, m, h, d, w)")
+var errZeroDuration = errors.New("accepted: a duration above 0 such as " + duration.Examples + " (" + duration.Units + ")")
 
 func (v durationValue) String() string {
 	if v.d == nil || *v.d == 0 {
@@ -33,7 +33,7 @@ func (v durationValue) Set(s string) error {
 	case err != nil && !v.allowZero:
 		return errZeroDuration
 	case err != nil:
-		return errors.New("accepted: 0 or a duration such as 90s, 30m, 1h30m, 24h, 2d or 1w (s, m, h, d, w)")
+		return errors.New("accepted: 0 or a duration such as " + duration.Examples + " (" + duration.Units + ")")
 	case d == 0 && !v.allowZero:
 		return errZeroDuration
 	}
@@ -42,7 +42,7 @@ func (v durationValue) Set(s string) error {
 }
 
 // durationHint ends a duration flag's usage; its back-quoted word is the placeholder -h shows.
-const durationHint = " (`DURATION`: 90s, 30m, 1h30m, 2d, 1w)"
+const durationHint = " (`DURATION`: 90s, 30m, 1h30m, 2d, 1d12h, 1w)"
 
 // durationFlag defines --name on fs with default def. usage should not hold a back-quoted word:
 // the placeholder is DURATION. allowZero says whether 0 has a meaning (usage says which).

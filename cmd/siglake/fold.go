@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
-	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/fold"
 )
 
@@ -71,62 +69,33 @@ func foldSet(table string, args []string) error {
 		return err
 	}
 	e := fold.Edit{Bucket: s.Bucket, Keys: s.Keys, Aggregates: s.Aggregates, Tiers: s.Tiers, RemoveTiers: removeTiers, Replace: *replace}
+	set := tableSetting[fold.Spec]{noun: "specification", clear: *clear, replace: *replace, read: fold.Of, update: fold.Update,
+		apply: func(cur fold.Spec) (fold.Spec, error) {
+			next, err := cur.Apply(e)
+			if err == nil && next.Bucket == "" {
+				err = fmt.Errorf("--bucket is required: the table has no fold specification yet (or --clear to remove one)")
+			}
+			return next, err
+		},
+		lines: fold.Spec.Lines}
 	given := e.Bucket != "" || len(e.Keys) > 0 || len(e.Aggregates) > 0 || len(e.Tiers) > 0 || len(e.RemoveTiers) > 0
-	switch {
-	case *clear && (given || *replace):
-		return fmt.Errorf("--clear removes the specification; it takes no --bucket, --key, --agg, --tier, --remove-tier or --replace")
-	case !*clear && !given:
-		return fmt.Errorf("give --bucket, --key, --agg, --tier or --remove-tier (or --clear to remove the table's specification)")
+	if err := set.checkFlags(given, "--bucket", "--key", "--agg", "--tier", "--remove-tier"); err != nil {
+		return err
 	}
 	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	t, err := loadTable(ctx, l, table)
-	if err != nil {
+	if _, _, err := set.check(ctx, l, table); err != nil {
 		return err
 	}
-	before, _, err := fold.Of(t.Properties())
-	if err != nil && !*clear && !*replace {
-		return fmt.Errorf("%w; --replace sets a new specification over it, --clear removes it", err)
-	}
-	next := fold.Spec{}
-	if !*clear {
-		if next, err = before.Apply(e); err != nil {
-			return err
+	return set.commit(ctx, l, table, func(next fold.Spec) string {
+		if *clear {
+			return fmt.Sprintf("removed the fold specification of %s: it is no longer folded", table)
 		}
-		if next.Bucket == "" {
-			return fmt.Errorf("--bucket is required: the table has no fold specification yet (or --clear to remove one)")
-		}
-	}
-	// Applied to the specification stored at commit time (a concurrent `fold set` makes the
-	// commit retry on its result); the diff is printed from what it replaced.
-	before, next, err = fold.Update(ctx, l, table, func(cur fold.Spec, curErr error) (fold.Spec, error) {
-		switch {
-		case *clear:
-			return fold.Spec{}, nil
-		case curErr != nil && !*replace:
-			return fold.Spec{}, fmt.Errorf("%w; --replace sets a new specification over it, --clear removes it", curErr)
-		}
-		next, err := cur.Apply(e)
-		if err == nil && next.Bucket == "" {
-			err = fmt.Errorf("--bucket is required: the table has no fold specification yet (or --clear to remove one)")
-		}
-		return next, err
+		return fmt.Sprintf("stored the fold specification of %s: %s", table, next.Describe())
 	})
-	if err != nil {
-		return err
-	}
-	if *clear {
-		fmt.Printf("removed the fold specification of %s: it is no longer folded\n", table)
-	} else {
-		fmt.Printf("stored the fold specification of %s: %s\n", table, next.Describe())
-	}
-	if !printDiff(os.Stdout, before.Lines(), next.Lines()) {
-		fmt.Println("  (unchanged)")
-	}
-	return nil
 }
 
 // foldReport is one table in `fold show`.
@@ -144,15 +113,11 @@ func foldShow(table string, args []string) error {
 	if help || err != nil {
 		return err
 	}
-	ctx, l, done, err := openLake(cfg)
+	ctx, l, tables, done, err := openTables(cfg, table)
 	if err != nil {
 		return err
 	}
 	defer done()
-	tables, err := tableOrAll(ctx, l, table)
-	if err != nil {
-		return err
-	}
 	var reps []foldReport
 	var firstErr error
 	for _, name := range tables {
@@ -198,27 +163,4 @@ func foldShow(table string, args []string) error {
 		}
 	}
 	return firstErr
-}
-
-// printFoldStatus lists the rollup tables of a status report: their specification, or why they
-// are not folded.
-func printFoldStatus(w io.Writer, r sidecar.StatusReport, names []string) {
-	var lines []string
-	for _, n := range names {
-		m := r.Tables[n].Maintenance
-		if m == nil || m.Fold == nil {
-			continue
-		}
-		if m.Fold.Error != "" {
-			lines = append(lines, fmt.Sprintf("  %s: NOT FOLDED: %s", n, m.Fold.Error))
-		} else if m.Fold.Spec != nil {
-			lines = append(lines, fmt.Sprintf("  %s: %s", n, m.Fold.Spec.Describe()))
-		}
-	}
-	if len(lines) > 0 {
-		fmt.Fprintln(w, "\nFOLDING")
-		for _, l := range lines {
-			fmt.Fprintln(w, l)
-		}
-	}
 }

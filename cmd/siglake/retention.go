@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -34,43 +31,6 @@ drops the rest. See docs/retention.md.`
 func runRetention(args []string) error {
 	return tableSubcommand("retention", retentionUsage, args, map[string]func(table string, args []string) error{
 		"show": retentionShow, "set": retentionSet})
-}
-
-// tableSubcommand runs `siglake NAME ACTION [TABLE] ...`: the action's function gets the table
-// (empty when the first argument after the action is a flag) and the rest.
-func tableSubcommand(name, usage string, args []string, actions map[string]func(table string, args []string) error) error {
-	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprintln(os.Stdout, usage)
-		if len(args) == 0 {
-			return usageError{fmt.Errorf("a subcommand is required")}
-		}
-		return nil
-	}
-	action, rest := args[0], args[1:]
-	var table string
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		table, rest = rest[0], rest[1:]
-	}
-	if f, ok := actions[action]; ok {
-		return f(table, rest)
-	}
-	names := make([]string, 0, len(actions))
-	for a := range actions {
-		names = append(names, a)
-	}
-	sort.Strings(names)
-	fmt.Fprintln(os.Stderr, usage)
-	return usageError{fmt.Errorf("%s %q: accepted subcommands: %s", name, action, strings.Join(names, ", "))}
-}
-
-// tableOrAll is table, or every table of l in name order when it is empty.
-func tableOrAll(ctx context.Context, l *lake.Lake, table string) ([]string, error) {
-	if table != "" {
-		return []string{table}, requireTables(ctx, l, table)
-	}
-	tables, err := l.ListTables(ctx)
-	sort.Strings(tables)
-	return tables, err
 }
 
 // ruleFlag parses --rule COND[&COND]:PERIOD[:PRIORITY].
@@ -113,27 +73,6 @@ func parseConditions(v string) (where []deletes.Condition, why string) {
 	return where, ""
 }
 
-// printDiff writes a before/after diff of a policy's lines: "- " for a line only before, "+ "
-// for one only after, "  " for one kept. It returns whether anything changed.
-func printDiff(w io.Writer, before, after []string) bool {
-	changed := false
-	for _, l := range before {
-		if !slices.Contains(after, l) {
-			fmt.Fprintf(w, "  - %s\n", l)
-			changed = true
-		}
-	}
-	for _, l := range after {
-		if slices.Contains(before, l) {
-			fmt.Fprintf(w, "    %s\n", l)
-		} else {
-			fmt.Fprintf(w, "  + %s\n", l)
-			changed = true
-		}
-	}
-	return changed
-}
-
 func retentionSet(table string, args []string) error {
 	fs := flag.NewFlagSet("siglake retention set", flag.ContinueOnError)
 	withSynopsis(fs, "siglake retention set TABLE [--period PERIOD] [--rule COND[&COND]:PERIOD[:PRIORITY]]... [--remove-rule COND[&COND]]... [--replace] [--clear] [--dry-run] [--dir DIR | catalog options]")
@@ -151,101 +90,95 @@ func retentionSet(table string, args []string) error {
 	if table == "" {
 		return fmt.Errorf("a table is required: siglake retention set TABLE --period 30d")
 	}
-	var e retention.Edit
+	var periodGiven *string
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "period" {
-			e.Period = period
+			periodGiven = period
 		}
 	})
-	if e.Period != nil && *period != "default" {
-		if _, err := retention.ParsePeriod("--period", *period); err != nil {
-			return err
-		}
-	} else if e.Period != nil {
-		*e.Period = "" // the process default
-	}
-	for _, v := range rules {
-		r, err := parseRule(v)
-		if err != nil {
-			return err
-		}
-		e.Rules = append(e.Rules, r)
-	}
-	for _, v := range remove {
-		w, why := parseConditions(v)
-		if why != "" {
-			return fmt.Errorf("--remove-rule %q: %s; accepted: COLUMN=VALUE[&COLUMN=V1,V2], the conditions of a rule", v, why)
-		}
-		e.Remove = append(e.Remove, w)
+	e, err := retentionEdit(periodGiven, rules, remove)
+	if err != nil {
+		return err
 	}
 	e.Replace = *replace
-	given := e.Period != nil || len(e.Rules) > 0 || len(e.Remove) > 0
-	switch {
-	case *clear && (given || *replace):
-		return fmt.Errorf("--clear removes the policy; it takes no --period, --rule, --remove-rule or --replace")
-	case !*clear && !given:
-		return fmt.Errorf("give --period, --rule or --remove-rule (or --clear to remove the table's policy)")
+	set := tableSetting[retention.Policy]{noun: "policy", clear: *clear, replace: *replace,
+		read: retention.Of, apply: func(p retention.Policy) (retention.Policy, error) { return p.Apply(e) },
+		update: func(ctx context.Context, l *lake.Lake, table string, edit func(retention.Policy, error) (retention.Policy, error)) (retention.Policy, retention.Policy, error) {
+			return retention.Update(ctx, l, table, edit, fold.CheckRetention)
+		},
+		lines: func(p retention.Policy) []string { return p.Lines(cfg.RetentionPeriod) }}
+	if err := set.checkFlags(e.Period != nil || len(e.Rules) > 0 || len(e.Remove) > 0, "--period", "--rule", "--remove-rule"); err != nil {
+		return err
 	}
 	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	t, err := loadTable(ctx, l, table)
-	if err != nil {
-		return err
-	}
-	before, _, err := retention.Of(t.Properties())
-	if err != nil && !*clear && !*replace {
-		return fmt.Errorf("%w; --replace sets a new policy over it, --clear removes it", err)
-	}
-	p := retention.Policy{}
-	if !*clear {
-		if p, err = before.Apply(e); err != nil {
-			return err
-		}
-	}
-	log, err := sidecar.NewLogger("console", "warn")
+	before, p, err := set.check(ctx, l, table)
 	if err != nil {
 		return err
 	}
 	if *dry {
-		r := sidecar.RetentionRunner(l, cfg, log)
-		rep, err := r.Run(ctx, table, retention.Options{NoCaps: true, Policy: &p})
-		if err != nil {
-			return err
-		}
-		fmt.Printf("dry run: nothing written (\"process default\" is this command's --retention-period, %s)\n", retention.FormatPeriod(cfg.RetentionPeriod))
-		fmt.Printf("retention policy of %s would change:\n", table)
-		printDiff(os.Stdout, before.Lines(cfg.RetentionPeriod), p.Lines(cfg.RetentionPeriod))
-		printRetention([]retention.Report{rep}, cfg.RetentionInterval.Seconds() > 0)
-		return nil
+		return retentionDryRun(ctx, l, cfg, table, before, p)
 	}
-	// The edit is applied to the policy stored at commit time (a concurrent `retention set`
-	// makes the commit retry on its result) and the diff is printed from what it replaced.
-	before, p, err = retention.Update(ctx, l, table, func(cur retention.Policy, curErr error) (retention.Policy, error) {
-		switch {
-		case *clear:
-			return retention.Policy{}, nil
-		case curErr != nil && !*replace:
-			return retention.Policy{}, fmt.Errorf("%w; --replace sets a new policy over it, --clear removes it", curErr)
+	if err := set.commit(ctx, l, table, func(retention.Policy) string {
+		if *clear {
+			return fmt.Sprintf("removed the retention policy of %s: the process default (%s) applies", table, retention.FormatPeriod(cfg.RetentionPeriod))
 		}
-		return cur.Apply(e)
-	}, fold.CheckRetention)
-	if err != nil {
+		return fmt.Sprintf("stored the retention policy of %s:", table)
+	}); err != nil {
 		return err
-	}
-	if *clear {
-		fmt.Printf("removed the retention policy of %s: the process default (%s) applies\n", table, retention.FormatPeriod(cfg.RetentionPeriod))
-	} else {
-		fmt.Printf("stored the retention policy of %s:\n", table)
-	}
-	if !printDiff(os.Stdout, before.Lines(cfg.RetentionPeriod), p.Lines(cfg.RetentionPeriod)) {
-		fmt.Println("  (unchanged)")
 	}
 	if cfg.RetentionInterval <= 0 {
 		fmt.Println("note: --retention-interval-secs / SIGLAKE_RETENTION_INTERVAL_SECS is 0 here, so no sidecar with these options runs retention")
 	}
+	return nil
+}
+
+// retentionEdit reads the edit flags of `retention set`: period is nil when --period is not given
+// ("default" is the process default).
+func retentionEdit(period *string, rules, remove []string) (retention.Edit, error) {
+	var e retention.Edit
+	if period != nil && *period != "default" {
+		if _, err := retention.ParsePeriod("--period", *period); err != nil {
+			return e, err
+		}
+		e.Period = period
+	} else if period != nil {
+		e.Period = new(string) // the process default
+	}
+	for _, v := range rules {
+		r, err := parseRule(v)
+		if err != nil {
+			return e, err
+		}
+		e.Rules = append(e.Rules, r)
+	}
+	for _, v := range remove {
+		w, why := parseConditions(v)
+		if why != "" {
+			return e, fmt.Errorf("--remove-rule %q: %s; accepted: COLUMN=VALUE[&COLUMN=V1,V2], the conditions of a rule", v, why)
+		}
+		e.Remove = append(e.Remove, w)
+	}
+	return e, nil
+}
+
+// retentionDryRun shows how p would change the stored policy before and what it would remove now.
+func retentionDryRun(ctx context.Context, l *lake.Lake, cfg sidecar.Config, table string, before, p retention.Policy) error {
+	log, err := sidecar.NewLogger("console", "warn")
+	if err != nil {
+		return err
+	}
+	rep, err := sidecar.RetentionRunner(l, cfg, log).Run(ctx, table, retention.Options{NoCaps: true, Policy: &p})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("dry run: nothing written (\"process default\" is this command's --retention-period, %s)\n", retention.FormatPeriod(cfg.RetentionPeriod))
+	fmt.Printf("retention policy of %s would change:\n", table)
+	printDiff(os.Stdout, before.Lines(cfg.RetentionPeriod), p.Lines(cfg.RetentionPeriod))
+	printRetention([]retention.Report{rep}, cfg.RetentionInterval.Seconds() > 0)
 	return nil
 }
 
@@ -257,15 +190,11 @@ func retentionShow(table string, args []string) error {
 	if help || err != nil {
 		return err
 	}
-	ctx, l, done, err := openLake(cfg)
+	ctx, l, tables, done, err := openTables(cfg, table)
 	if err != nil {
 		return err
 	}
 	defer done()
-	tables, err := tableOrAll(ctx, l, table)
-	if err != nil {
-		return err
-	}
 	log, err := sidecar.NewLogger("console", "warn")
 	if err != nil {
 		return err

@@ -74,33 +74,8 @@ func runSearch(args []string) error {
 	if err := requireCatalog(cfg); err != nil {
 		return err
 	}
-	q := search.Query{From: *from, To: *to, Contains: contains.v, Token: token.v, Limit: *limit}
-	switch *order {
-	case "asc":
-	case "desc":
-		q.Desc = true
-	default:
-		return fmt.Errorf("--order %q: accepted: asc, desc", *order)
-	}
-	if *since > 0 {
-		if *from != "" {
-			return errors.New("--since and --from both bound the start: give one")
-		}
-		q.From = time.Now().Add(-*since).UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
-	}
-	if q.Where, err = conditions(where, in); err != nil {
-		return err
-	}
-	q.Columns = columnList(*columns)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	name := positional[0]
-	t, err := loadTable(ctx, l, name)
+	q, err := searchQuery(search.Query{From: *from, To: *to, Contains: contains.v, Token: token.v, Limit: *limit, Columns: columnList(*columns)},
+		*order, *since, where, in)
 	if err != nil {
 		return err
 	}
@@ -108,11 +83,48 @@ func runSearch(args []string) error {
 	if opts.MemoryBudget == 0 {
 		opts.MemoryBudget = merge.DefaultMemoryBudget()
 	}
+	return searchTable(cfg, positional[0], q, opts, *format, *explain)
+}
+
+// searchQuery completes q with the order, --since (not with --from) and the row conditions.
+func searchQuery(q search.Query, order string, since time.Duration, where, in []string) (search.Query, error) {
+	switch order {
+	case "asc":
+	case "desc":
+		q.Desc = true
+	default:
+		return q, fmt.Errorf("--order %q: accepted: asc, desc", order)
+	}
+	if since > 0 {
+		if q.From != "" {
+			return q, errors.New("--since and --from both bound the start: give one")
+		}
+		q.From = time.Now().Add(-since).UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	}
+	var err error
+	q.Where, err = conditions(where, in)
+	return q, err
+}
+
+// searchTable prints the rows of table name that q matches in format, and with explain what each
+// stage considered, pruned and read.
+func searchTable(cfg sidecar.Config, name string, q search.Query, opts search.Options, format string, explain bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	t, err := loadTable(ctx, l, name)
+	if err != nil {
+		return err
+	}
 	cols, err := search.Columns(t, q, opts)
 	if err != nil {
 		return err
 	}
-	out, err := search.NewWriter(os.Stdout, *format, cols)
+	out, err := search.NewWriter(os.Stdout, format, cols)
 	if err != nil {
 		return err
 	}
@@ -120,14 +132,11 @@ func runSearch(args []string) error {
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	if err != nil || !explain {
 		return err
 	}
-	if *explain {
-		if *format == "json" {
-			return json.NewEncoder(os.Stderr).Encode(ex)
-		}
-		return ex.Print(os.Stderr)
+	if format == "json" {
+		return json.NewEncoder(os.Stderr).Encode(ex)
 	}
-	return nil
+	return ex.Print(os.Stderr)
 }

@@ -56,11 +56,7 @@ func runSimulate(args []string) error {
 	s.MergeBytesPerSec = *mergeMBps * 1e6
 	s.SpliceBytesPerSec = *splice * 1e6
 	s.SplitSparse, s.DrainSplitSparse, s.LateStream = *split, *split, *split > 0
-	if s.Pods <= 0 || s.IngestBytesPerSec <= 0 || s.MergeBytesPerSec <= 0 || s.Duration <= 0 || s.Tick <= 0 ||
-		s.LateFraction < 0 || s.LateFraction > 1 || *split < 0 || *split >= 1 {
-		return fmt.Errorf("accepted: --pods, --ingest-mbps, --merge-mbps, --duration, --tick above 0, --late-fraction in [0,1] and --split-sparse in [0,1)")
-	}
-	if err := s.Config.Validate(); err != nil {
+	if err := checkScenario(s, *split); err != nil {
 		return err
 	}
 	if fi, err := os.Stderr.Stat(); *progress || (err == nil && fi.Mode()&os.ModeCharDevice != 0) {
@@ -76,15 +72,7 @@ func runSimulate(args []string) error {
 		results = []sim.Result{sim.Run(s)}
 	}
 	if *svg != "" {
-		f, err := os.Create(*svg)
-		if err != nil {
-			return err
-		}
-		if err := sim.WriteSVG(f, results...); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := writeSimSVG(*svg, results); err != nil {
 			return err
 		}
 	}
@@ -94,9 +82,43 @@ func runSimulate(args []string) error {
 		}
 		return json.NewEncoder(os.Stdout).Encode(results)
 	}
+	if err := printSimResults(s, results, time.Since(began)); err != nil {
+		return err
+	}
+	if *svg != "" {
+		fmt.Printf("\nplot: %s\n", *svg)
+	}
+	return nil
+}
+
+// checkScenario checks the flags that sim.Scenario cannot take (s after the flags are read).
+func checkScenario(s sim.Scenario, split float64) error {
+	if s.Pods <= 0 || s.IngestBytesPerSec <= 0 || s.MergeBytesPerSec <= 0 || s.Duration <= 0 || s.Tick <= 0 ||
+		s.LateFraction < 0 || s.LateFraction > 1 || split < 0 || split >= 1 {
+		return fmt.Errorf("accepted: --pods, --ingest-mbps, --merge-mbps, --duration, --tick above 0, --late-fraction in [0,1] and --split-sparse in [0,1)")
+	}
+	return s.Config.Validate()
+}
+
+// writeSimSVG writes the plot of results to path.
+func writeSimSVG(path string, results []sim.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteSVG(f, results...); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// printSimResults prints the scenario and one row per strategy; an error when the planner named
+// files that were not live.
+func printSimResults(s sim.Scenario, results []sim.Result, took time.Duration) error {
 	fmt.Printf("scenario %s: %d pods, %.1f MB/s, %s simulated, %.0f%% late (mean %s), merges at %.0f MB/s, split sparse %g (took %s)\n\n",
 		s.Name, s.Pods, s.IngestBytesPerSec/1e6, s.Duration, 100*s.LateFraction, s.LateMean, s.MergeBytesPerSec/1e6, s.SplitSparse,
-		time.Since(began).Round(time.Millisecond))
+		took.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STRATEGY\tWRITE AMP\tDEPTH MAX\tDEPTH P50\tSETTLED DEPTH P50\tFILES P50\tFILES FINAL\tL0/L1/L2 FINAL\tREWRITER BUSY\tSPLICED\tREWRITE S")
 	for _, r := range results {
@@ -109,9 +131,6 @@ func runSimulate(args []string) error {
 		if len(r.Errors) > 0 {
 			return fmt.Errorf("%s: the planner named files that were not live: %v", r.Strategy, r.Errors)
 		}
-	}
-	if *svg != "" {
-		fmt.Printf("\nplot: %s\n", *svg)
 	}
 	return nil
 }

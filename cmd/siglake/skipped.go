@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -66,22 +67,32 @@ func runSkipped(args []string) error {
 		return err
 	}
 	if action == "clear" {
-		cleared, err := l.ClearSkipped(ctx, pos[0], pos[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) > 1 && len(cleared) < len(pos)-1 {
-			return fmt.Errorf("%d of the %d paths given are not set aside in %s (siglake skipped list %s shows those that are); cleared %v",
-				len(pos)-1-len(cleared), len(pos)-1, pos[0], pos[0], cleared)
-		}
-		fmt.Printf("cleared %d set-aside file(s) of %s; maintenance plans them again\n", len(cleared), pos[0])
-		for _, p := range cleared {
-			fmt.Println("  " + p)
-		}
-		return nil
+		return skippedClear(ctx, l, pos[0], pos[1:])
 	}
-	tables := pos
+	return skippedList(ctx, l, pos, *asJSON)
+}
+
+// skippedClear brings paths of table (every set-aside file when none) back into planning.
+func skippedClear(ctx context.Context, l *lake.Lake, table string, paths []string) error {
+	cleared, err := l.ClearSkipped(ctx, table, paths)
+	if err != nil {
+		return err
+	}
+	if len(paths) > 0 && len(cleared) < len(paths) {
+		return fmt.Errorf("%d of the %d paths given are not set aside in %s (siglake skipped list %s shows those that are); cleared %v",
+			len(paths)-len(cleared), len(paths), table, table, cleared)
+	}
+	fmt.Printf("cleared %d set-aside file(s) of %s; maintenance plans them again\n", len(cleared), table)
+	for _, p := range cleared {
+		fmt.Println("  " + p)
+	}
+	return nil
+}
+
+// skippedList prints the set-aside files of tables (every table when none).
+func skippedList(ctx context.Context, l *lake.Lake, tables []string, asJSON bool) error {
 	if len(tables) == 0 {
+		var err error
 		if tables, err = l.ListTables(ctx); err != nil {
 			return err
 		}
@@ -95,7 +106,7 @@ func runSkipped(args []string) error {
 		}
 		out[name] = lake.SortedSkipped(lake.SkippedFiles(t.Properties()))
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)

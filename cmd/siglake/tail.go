@@ -71,31 +71,11 @@ func runTail(args []string) error {
 	if addr == "" {
 		addr = defaultBufferAddr(cfg)
 	}
-	var clients buffer.Buffers
-	if addr != "none" {
-		// The sidecar's own options, so that in its pod `siglake tail` needs no more than it has.
-		token, err := buffer.ReadToken(cfg.BufferTokenFile)
-		if err != nil {
-			return err
-		}
-		tlsCfg, err := buffer.ClientTLS(cfg.BufferTLSCAFile, cfg.BufferTLSCertFile, cfg.BufferTLSKeyFile)
-		if err != nil {
-			return err
-		}
-		var hc *http.Client
-		if tlsCfg != nil {
-			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.TLSClientConfig = tlsCfg
-			hc = &http.Client{Transport: tr}
-		}
-		if w := plainTokenWarning(strings.Split(addr, ","), token); w != "" {
-			fmt.Fprintln(os.Stderr, w)
-		}
-		if clients, err = buffer.Resolve(ctx, strings.Split(addr, ","), hc); err != nil {
-			return err
-		}
-		clients.WithToken(token)
-	} else if *follow {
+	clients, err := tailBuffers(ctx, cfg, addr)
+	if err != nil {
+		return err
+	}
+	if clients == nil && *follow {
 		return fmt.Errorf("--follow needs a WAL buffer (--buffer)")
 	}
 	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
@@ -103,26 +83,12 @@ func runTail(args []string) error {
 		return err
 	}
 	defer l.Close()
-	// A table the catalog does not have may still have rows in a WAL buffer (before its first
-	// commit); when no buffer holds any either, it is most often a typo: say so, with the tables.
-	var missing error
-	if have, err := l.ListTables(ctx); err == nil && !slices.Contains(have, tbl) {
-		missing = noSuchTable(ctx, l, tbl)
+	missing, err := tailCheckTable(ctx, l, tbl, q.Columns)
+	if err != nil {
+		return err
 	}
 	if missing != nil && clients == nil {
 		return missing
-	}
-	// A column the table lacks was left out of the rows without a word: refuse it first.
-	if t, err := l.LoadTable(ctx, tbl); err == nil && missing == nil {
-		var names []string
-		for _, f := range t.Schema().Fields() {
-			names = append(names, f.Name)
-		}
-		for _, c := range q.Columns {
-			if !slices.Contains(names, c) {
-				return fmt.Errorf("--columns %q: table %s has no such column; its columns: %s", c, tbl, strings.Join(names, ", "))
-			}
-		}
 	}
 	load := func(ctx context.Context) (*table.Table, error) {
 		t, err := l.LoadTable(ctx, tbl)
@@ -131,16 +97,20 @@ func runTail(args []string) error {
 		}
 		return t, err
 	}
-	out := &countingWriter{w: os.Stdout}
-	// The buffers' warnings are about a known table: for one the catalog lacks they are held back
-	// and dropped when no buffer had rows either, so the unknown-table error stands alone.
-	var errOut io.Writer = os.Stderr
-	var held bytes.Buffer
-	if missing != nil && !*follow {
-		errOut = &held
+	o := buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since, Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}
+	if missing == nil || *follow {
+		return buffer.Tail(ctx, load, clients, o, os.Stdout, os.Stderr)
 	}
-	err = buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
-		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, out, errOut)
+	return tailUnknownTable(func(out, errOut io.Writer) error { return buffer.Tail(ctx, load, clients, o, out, errOut) }, missing)
+}
+
+// tailUnknownTable runs tail (without --follow) for a table the catalog lacks. The buffers'
+// warnings are about a known table: they are held back and dropped when no buffer had rows
+// either, so the unknown-table error (missing) stands alone.
+func tailUnknownTable(tail func(out, errOut io.Writer) error, missing error) error {
+	out := &countingWriter{w: os.Stdout}
+	var held bytes.Buffer
+	err := tail(out, &held)
 	// A refused reader learns why (the token or certificate option), not that the table is unknown:
 	// a table not committed yet is known only to the buffers it could not read.
 	var refused *buffer.StatusError
@@ -148,11 +118,66 @@ func runTail(args []string) error {
 		_, _ = os.Stderr.Write(held.Bytes())
 		return err
 	}
-	if missing != nil && !*follow && (err != nil || out.n == 0) {
+	if err != nil || out.n == 0 {
 		return missing
 	}
 	_, _ = os.Stderr.Write(held.Bytes())
 	return err
+}
+
+// tailBuffers connects to the WAL buffers at addr (comma-separated; nil for "none") with the
+// sidecar's own token and TLS options, so that in its pod `siglake tail` needs no more than it has.
+func tailBuffers(ctx context.Context, cfg sidecar.Config, addr string) (buffer.Buffers, error) {
+	if addr == "none" {
+		return nil, nil
+	}
+	token, err := buffer.ReadToken(cfg.BufferTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := buffer.ClientTLS(cfg.BufferTLSCAFile, cfg.BufferTLSCertFile, cfg.BufferTLSKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	var hc *http.Client
+	if tlsCfg != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tlsCfg
+		hc = &http.Client{Transport: tr}
+	}
+	if w := plainTokenWarning(strings.Split(addr, ","), token); w != "" {
+		fmt.Fprintln(os.Stderr, w)
+	}
+	clients, err := buffer.Resolve(ctx, strings.Split(addr, ","), hc)
+	if err != nil {
+		return nil, err
+	}
+	clients.WithToken(token)
+	return clients, nil
+}
+
+// tailCheckTable returns missing, the error for a table the catalog does not have (which may
+// still have rows in a WAL buffer before its first commit; when no buffer holds any either, it is
+// most often a typo), and refuses a column the table lacks, which would be left out of the rows
+// without a word.
+func tailCheckTable(ctx context.Context, l *lake.Lake, tbl string, columns []string) (missing, err error) {
+	if have, err := l.ListTables(ctx); err == nil && !slices.Contains(have, tbl) {
+		return noSuchTable(ctx, l, tbl), nil
+	}
+	t, err := l.LoadTable(ctx, tbl)
+	if err != nil {
+		return nil, nil
+	}
+	var names []string
+	for _, f := range t.Schema().Fields() {
+		names = append(names, f.Name)
+	}
+	for _, c := range columns {
+		if !slices.Contains(names, c) {
+			return nil, fmt.Errorf("--columns %q: table %s has no such column; its columns: %s", c, tbl, strings.Join(names, ", "))
+		}
+	}
+	return nil, nil
 }
 
 // countingWriter counts what passes through it.

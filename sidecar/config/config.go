@@ -404,7 +404,7 @@ func Options() []Option {
 			func(c *Config, v string) error {
 				d, err := duration.Parse(v)
 				if err != nil || d < 300*time.Millisecond {
-					return fmt.Errorf("accepted: a duration of at least 300ms, such as 30s, 2m or 1h (s, m, h, d, w)")
+					return errors.New("accepted: a duration of at least 300ms, such as 30s, 2m, 1h or 1h30m (" + duration.Units + ")")
 				}
 				c.CatalogClaimTTL = d
 				return nil
@@ -1002,26 +1002,26 @@ func setSeconds(field func(*Config) *time.Duration) func(*Config, string) error 
 
 func setDuration(field func(*Config) *time.Duration, positive bool) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		// The one duration syntax of every option (package duration): 500ms, 10s, 2m, 1d.
+		// The one duration syntax of every option (package duration): 500ms, 10s, 2m, 1d, 1d12h.
 		d, err := duration.Parse(v)
 		if err != nil || positive && d == 0 {
-			return fmt.Errorf("accepted: a positive duration such as 500ms, 10s, 2m, 1d (s, m, h, d, w)")
+			return errors.New("accepted: a positive duration such as 500ms, 10s, 2m, 1d or 1d12h (" + duration.Units + ")")
 		}
 		*field(c) = d
 		return nil
 	}
 }
 
-// MinCommitTimeout is the least --commit-timeout accepted: a healthy commit of a large batch can
+// minCommitTimeout is the least --commit-timeout accepted: a healthy commit of a large batch can
 // take seconds, and a deadline below that abandons every commit (each left of unknown outcome).
-const MinCommitTimeout = 5 * time.Second
+const minCommitTimeout = 5 * time.Second
 
-// testMinCommitTimeoutEnv lowers MinCommitTimeout for the end-to-end tests, whose gc runs on
+// testMinCommitTimeoutEnv lowers minCommitTimeout for the end-to-end tests, whose gc runs on
 // objects seconds old (its floor is 12 x the commit timeout). A test hook, not an option.
 const testMinCommitTimeoutEnv = "SIGLAKE_TESTONLY_MIN_COMMIT_TIMEOUT"
 
 func checkCommitTimeout(d time.Duration, getenv func(string) string) error {
-	least := MinCommitTimeout
+	least := minCommitTimeout
 	if v, ok := lookup(getenv, testMinCommitTimeoutEnv); ok {
 		if v, err := duration.Parse(v); err == nil && v > 0 {
 			least = v

@@ -251,7 +251,7 @@ func TestDurationOptionsOneSyntax(t *testing.T) {
 			continue
 		}
 		n++
-		for _, v := range []string{"1d", "1w", "1h30m"} {
+		for _, v := range []string{"1d", "1w", "1h30m", "1d12h", "1w2d"} {
 			if _, err := Load([]string{"--" + o.Flag, v}, func(string) string { return "" }); err != nil {
 				t.Errorf("--%s %s: %v", o.Flag, v, err)
 			}

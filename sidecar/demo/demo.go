@@ -111,31 +111,74 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	if o.Version == "" {
 		o.Version = "demo"
 	}
-	note, err := prepareDir(o.Dir)
+	cfg, walDir, err := prepare(ctx, o, out)
 	if err != nil {
 		return err
+	}
+	runCtx, stopSidecar := context.WithCancel(ctx)
+	defer stopSidecar()
+	p, sidecarErr, err := startAndAnnounce(runCtx, o, cfg, out, log)
+	if err != nil {
+		return err
+	}
+	ld, err := generateLoad(ctx, o, walDir, p, out)
+	if err != nil {
+		return err
+	}
+	printRate(out, o, ld.sealed, ld.took)
+
+	// Stop the sidecar, then drain the rest in one go so the summary covers every sealed row.
+	stopSidecar()
+	if err := <-sidecarErr; err != nil {
+		return err
+	}
+	if err := drainRest(ctx, out, o, cfg, log); err != nil {
+		return err
+	}
+	if err := demoSummary(ctx, out, cfg, o.Dir, o.Tables, ld.sealed, ld.peak); err != nil {
+		return err
+	}
+	var events int64 // the rollup counts the events table's rows
+	if s := ld.sealed[walgen.EventsTable]; s != nil {
+		events = s.Rows
+	}
+	if err := rollupSummary(ctx, out, cfg, o.Dir, ld.rollupRows, events); err != nil || !o.KeepRunning {
+		return err
+	}
+	return keepRunning(ctx, out, o, cfg, log)
+}
+
+// prepare readies the demo directory, its WAL directory and the rollup table, and returns the
+// sidecar's configuration and the WAL directory.
+func prepare(ctx context.Context, o Options, out io.Writer) (sidecar.Config, string, error) {
+	note, err := prepareDir(o.Dir)
+	if err != nil {
+		return sidecar.Config{}, "", err
 	}
 	if note != "" {
 		fmt.Fprintf(out, "siglake demo: %s\n", note)
 	}
 	walDir := filepath.Join(o.Dir, "wal")
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
-		return err
+		return sidecar.Config{}, "", err
 	}
 	cfg, err := demoConfig(o.Dir)
 	if err != nil {
-		return err
+		return sidecar.Config{}, "", err
 	}
 	cfg.HTTPAddr = httpAddr(o.HTTPAddr)
 	if err := prepareRollup(ctx, cfg); err != nil {
-		return fmt.Errorf("the rollup table: %w", err)
+		return sidecar.Config{}, "", fmt.Errorf("the rollup table: %w", err)
 	}
+	return cfg, walDir, nil
+}
 
-	runCtx, stopSidecar := context.WithCancel(ctx)
-	defer stopSidecar()
-	p, addr, sidecarErr, err := startSidecar(runCtx, o, cfg, log)
+// startAndAnnounce starts the sidecar and prints where it and its WAL buffer listen; sidecarErr
+// delivers how the sidecar ended.
+func startAndAnnounce(ctx context.Context, o Options, cfg sidecar.Config, out io.Writer, log *zap.Logger) (*sidecar.Process, <-chan error, error) {
+	p, addr, sidecarErr, err := startSidecar(ctx, o, cfg, log)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	fmt.Fprintf(out, "siglake demo: embedded catalog %s, warehouse %s\n", cfg.Catalog, cfg.Warehouse)
 	fmt.Fprintf(out, "sidecar HTTP on %s (try: %s)\n", addr, statusCommand(o.Dir, addr))
@@ -143,71 +186,76 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 	select {
 	case bufAddr = <-p.BufferAddr:
 	case err := <-sidecarErr:
-		return err
+		return nil, nil, err
 	}
 	fmt.Fprintf(out, "WAL buffer on %s (try, while the demo runs: siglake tail events --follow --buffer %s --catalog %s --warehouse %s)\n",
 		bufAddr, bufAddr, cfg.Catalog, cfg.Warehouse)
 	fmt.Fprintf(out, "writing %d rows/s into each of %v for %s, 2%% of them late (so files overlap)\n\n", o.Rate, o.Tables, o.Duration)
+	return p, sidecarErr, nil
+}
 
-	// One walgen stream, as one ingest pod writes one WAL, feeding several tables.
+// load is what the generator wrote: a fingerprint of the rows sealed per table, the rollup's
+// rows, how long it ran (the achieved rate's denominator) and the deepest overlap the
+// maintenance loop saw per table.
+type load struct {
+	sealed     map[string]*rowsum.Sum
+	rollupRows int64
+	took       time.Duration
+	peak       map[string]int
+}
+
+// generateLoad runs one walgen stream, as one ingest pod writes one WAL, feeding every table for
+// o.Duration, and prints the sidecar's progress every 2 seconds meanwhile.
+func generateLoad(ctx context.Context, o Options, walDir string, p *sidecar.Process, out io.Writer) (load, error) {
 	genCtx, stopGen := context.WithTimeout(ctx, o.Duration)
 	defer stopGen()
+	ld := load{sealed: map[string]*rowsum.Sum{}, peak: map[string]int{}}
 	var (
-		mu         sync.Mutex
-		sealed     = map[string]*rowsum.Sum{}
-		rollupRows int64
-		genErr     error
-		wg         sync.WaitGroup
+		mu     sync.Mutex
+		genErr error
 	)
 	for _, tbl := range o.Tables {
-		sealed[tbl] = &rowsum.Sum{}
+		ld.sealed[tbl] = &rowsum.Sum{}
 	}
-	wg.Add(1)
+	genDone := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(genDone)
 		ro := walgen.RunOptions{WALDir: walDir, Stream: "demo-pod", Tables: o.Tables, Rate: o.Rate * int64(len(o.Tables)),
 			BatchRows: 2000, SegmentSize: 2 << 20, RollAge: 2 * time.Second, Rollup: walgen.RollupTable,
 			Gen: walgen.Options{Seed: 1, LateFraction: 0.02, MaxLateness: 5 * time.Minute}}
 		res, err := walgen.Run(genCtx, ro, func(tbl string, rec arrow.RecordBatch) {
 			mu.Lock()
-			_ = sealed[tbl].Add(rec, walgen.Columns...) // walgen's own schema: every column type is fingerprinted
+			_ = ld.sealed[tbl].Add(rec, walgen.Columns...) // walgen's own schema: every column type is fingerprinted
 			mu.Unlock()
 		})
 		mu.Lock()
-		genErr, rollupRows = err, res.RollupRows
+		genErr, ld.rollupRows = err, res.RollupRows
 		mu.Unlock()
 	}()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
-	genDone := make(chan struct{})
-	go func() { wg.Wait(); close(genDone) }()
 	start := time.Now()
-	var genTime time.Duration // how long the generator ran: the achieved rate's denominator
-	peak := map[string]int{}  // deepest overlap the maintenance loop saw per table
-progress:
 	for {
 		select {
 		case <-genDone:
-			genTime = time.Since(start)
-			break progress
+			ld.took = time.Since(start)
+			if genErr != nil {
+				return ld, fmt.Errorf("walgen: %w", genErr)
+			}
+			return ld, nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return load{}, ctx.Err() // the generator may still be writing ld
 		case <-tick.C:
 			for t, d := range printProgress(out, p, time.Since(start)) {
-				peak[t] = max(peak[t], d)
+				ld.peak[t] = max(ld.peak[t], d)
 			}
 		}
 	}
-	if genErr != nil {
-		return fmt.Errorf("walgen: %w", genErr)
-	}
-	printRate(out, o, sealed, genTime)
+}
 
-	// Stop the sidecar, then drain the rest in one go so the summary covers every sealed row.
-	stopSidecar()
-	if err := <-sidecarErr; err != nil {
-		return err
-	}
+// drainRest drains what the stopped sidecar left in the WAL in one go, on its own port, then
+// compacts, so the summary covers every sealed row.
+func drainRest(ctx context.Context, out io.Writer, o Options, cfg sidecar.Config, log *zap.Logger) error {
 	fmt.Fprintf(out, "\nload stopped; draining what is left...\n")
 	once := cfg
 	once.HTTPAddr = "127.0.0.1:0" // its own port: the address above is for the long-running sidecar
@@ -217,20 +265,7 @@ progress:
 	if err := p2.Run(ctx, true); err != nil {
 		return err
 	}
-	if err := Compact(ctx, out, cfg, log); err != nil {
-		return err
-	}
-	if err := demoSummary(ctx, out, cfg, o.Dir, o.Tables, sealed, peak); err != nil {
-		return err
-	}
-	var events int64 // the rollup counts the events table's rows
-	if s := sealed[walgen.EventsTable]; s != nil {
-		events = s.Rows
-	}
-	if err := rollupSummary(ctx, out, cfg, o.Dir, rollupRows, events); err != nil || !o.KeepRunning {
-		return err
-	}
-	return keepRunning(ctx, out, o, cfg, log)
+	return Compact(ctx, out, cfg, log)
 }
 
 // printRate says what rate the generator achieved per table next to the one asked for, and why

@@ -162,44 +162,16 @@ func appendValue(b []byte, arr arrow.Array, i int) ([]byte, error) {
 	return append(b, text...), nil
 }
 
+// valueText is the text of a non-null value: numbers and bytes as numberText and bytesText say,
+// dates as days, timestamps as microseconds, nested values by their parts.
 func valueText(arr arrow.Array, i int) (string, error) {
+	if t, ok := numberText(arr, i); ok {
+		return t, nil
+	}
+	if t, ok := bytesText(arr, i); ok {
+		return t, nil
+	}
 	switch a := arr.(type) {
-	case *array.Boolean:
-		return strconv.FormatBool(a.Value(i)), nil
-	case *array.Int8:
-		return strconv.FormatInt(int64(a.Value(i)), 10), nil
-	case *array.Int16:
-		return strconv.FormatInt(int64(a.Value(i)), 10), nil
-	case *array.Int32:
-		return strconv.FormatInt(int64(a.Value(i)), 10), nil
-	case *array.Int64:
-		return strconv.FormatInt(a.Value(i), 10), nil
-	case *array.Uint8:
-		return strconv.FormatUint(uint64(a.Value(i)), 10), nil
-	case *array.Uint16:
-		return strconv.FormatUint(uint64(a.Value(i)), 10), nil
-	case *array.Uint32:
-		return strconv.FormatUint(uint64(a.Value(i)), 10), nil
-	case *array.Uint64:
-		return strconv.FormatUint(a.Value(i), 10), nil
-	case *array.Float32:
-		return floatText(float64(a.Value(i))), nil
-	case *array.Float64:
-		return floatText(a.Value(i)), nil
-	case *array.String:
-		return a.Value(i), nil
-	case *array.LargeString:
-		return a.Value(i), nil
-	case *array.StringView:
-		return a.Value(i), nil
-	case *array.Binary:
-		return strings.ToUpper(hex.EncodeToString(a.Value(i))), nil
-	case *array.LargeBinary:
-		return strings.ToUpper(hex.EncodeToString(a.Value(i))), nil
-	case *array.BinaryView:
-		return strings.ToUpper(hex.EncodeToString(a.Value(i))), nil
-	case *array.FixedSizeBinary:
-		return strings.ToUpper(hex.EncodeToString(a.Value(i))), nil
 	case *array.Date32:
 		return strconv.FormatInt(int64(a.Value(i)), 10), nil
 	case *array.Date64:
@@ -217,6 +189,57 @@ func valueText(arr arrow.Array, i int) (string, error) {
 	default:
 		return "", fmt.Errorf("row checksum: unsupported column type %s", arr.DataType())
 	}
+}
+
+// numberText is the text of a boolean, integer or float value; ok is false for other types.
+func numberText(arr arrow.Array, i int) (text string, ok bool) {
+	switch a := arr.(type) {
+	case *array.Boolean:
+		return strconv.FormatBool(a.Value(i)), true
+	case *array.Int8:
+		return strconv.FormatInt(int64(a.Value(i)), 10), true
+	case *array.Int16:
+		return strconv.FormatInt(int64(a.Value(i)), 10), true
+	case *array.Int32:
+		return strconv.FormatInt(int64(a.Value(i)), 10), true
+	case *array.Int64:
+		return strconv.FormatInt(a.Value(i), 10), true
+	case *array.Uint8:
+		return strconv.FormatUint(uint64(a.Value(i)), 10), true
+	case *array.Uint16:
+		return strconv.FormatUint(uint64(a.Value(i)), 10), true
+	case *array.Uint32:
+		return strconv.FormatUint(uint64(a.Value(i)), 10), true
+	case *array.Uint64:
+		return strconv.FormatUint(a.Value(i), 10), true
+	case *array.Float32:
+		return floatText(float64(a.Value(i))), true
+	case *array.Float64:
+		return floatText(a.Value(i)), true
+	}
+	return "", false
+}
+
+// bytesText is a string value as it is and a binary one in upper-case hex; ok is false for other
+// types.
+func bytesText(arr arrow.Array, i int) (text string, ok bool) {
+	switch a := arr.(type) {
+	case *array.String:
+		return a.Value(i), true
+	case *array.LargeString:
+		return a.Value(i), true
+	case *array.StringView:
+		return a.Value(i), true
+	case *array.Binary:
+		return strings.ToUpper(hex.EncodeToString(a.Value(i))), true
+	case *array.LargeBinary:
+		return strings.ToUpper(hex.EncodeToString(a.Value(i))), true
+	case *array.BinaryView:
+		return strings.ToUpper(hex.EncodeToString(a.Value(i))), true
+	case *array.FixedSizeBinary:
+		return strings.ToUpper(hex.EncodeToString(a.Value(i))), true
+	}
+	return "", false
 }
 
 // floatText matches DuckDB's printf('%.17g', x), which follows C: Go's %g with an

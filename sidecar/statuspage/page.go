@@ -84,8 +84,8 @@ const (
 	DeletionsPath = "/status/deletions"
 )
 
-// TableURL is the page of a table.
-func TableURL(name string) string { return TablePrefix + url.PathEscape(name) }
+// tableURL is the page of a table.
+func tableURL(name string) string { return TablePrefix + url.PathEscape(name) }
 
 //go:embed templates/*.html
 var templateFS embed.FS
@@ -101,9 +101,9 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return fmtTime(*t)
 	},
 	"ago":      ago,
-	"tableURL": TableURL,
+	"tableURL": tableURL,
 	"levels":   levels,
-	"svg":      func(p maintain.Partition) template.HTML { return template.HTML(PartitionSVG(p)) },
+	"svg":      func(p maintain.Partition) template.HTML { return template.HTML(partitionSVG(p)) },
 	"join":     strings.Join,
 	"secs":     func(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Second).String() },
 	"color":    levelColor,
@@ -190,10 +190,10 @@ type pageData struct {
 	Timeline template.HTML
 }
 
-// MaxPagePartitions is how many partitions, newest first, the table page draws: a table with
+// maxPagePartitions is how many partitions, newest first, the table page draws: a table with
 // years of day partitions made a page of megabytes that took a second per request. The others
 // get a summary line and a link each (?partition=NAME draws one).
-const MaxPagePartitions = 30
+const maxPagePartitions = 30
 
 // timelineCache keeps drawn timelines by table, sample time and partition choice: they change
 // only when maintenance samples the table again, while the page is asked for far more often.
@@ -219,7 +219,7 @@ const maxPartitionLinks = 100
 const maxCachedTimelines = 64
 
 // timelineHTML draws st's partitions for the table page: only the partition named, when one is,
-// else the newest MaxPagePartitions and a summary of the rest. Partitions are in name order,
+// else the newest maxPagePartitions and a summary of the rest. Partitions are in name order,
 // which is time order for day partitions.
 func timelineHTML(table string, st *maintain.State, only string) template.HTML {
 	key := timelineKey{table: table, partition: only, sampled: st.SampledAt, n: len(st.Partitions)}
@@ -241,7 +241,7 @@ func timelineHTML(table string, st *maintain.State, only string) template.HTML {
 				parts = append(parts, p)
 			}
 		}
-		fmt.Fprintf(&b, `<div class="mut">Partition %s only; <a href="%s">the newest partitions</a>.</div>`, template.HTMLEscapeString(only), TableURL(table))
+		fmt.Fprintf(&b, `<div class="mut">Partition %s only; <a href="%s">the newest partitions</a>.</div>`, template.HTMLEscapeString(only), tableURL(table))
 		if len(parts) == 0 {
 			b.WriteString(`<div class="empty">No such partition among the live files.</div>`)
 		}
@@ -249,13 +249,13 @@ func timelineHTML(table string, st *maintain.State, only string) template.HTML {
 		b.WriteString(`<div class="empty">No live files.</div>`)
 	}
 	var older []maintain.Partition
-	if only == "" && len(parts) > MaxPagePartitions {
-		older, parts = parts[:len(parts)-MaxPagePartitions], parts[len(parts)-MaxPagePartitions:]
+	if only == "" && len(parts) > maxPagePartitions {
+		older, parts = parts[:len(parts)-maxPagePartitions], parts[len(parts)-maxPagePartitions:]
 	}
 	for i := len(parts) - 1; i >= 0; i-- {
 		p := parts[i]
 		fmt.Fprintf(&b, `<div class="partition" data-partition="%s" data-files="%d">%s</div>`,
-			template.HTMLEscapeString(p.Partition), len(p.Files), PartitionSVG(p))
+			template.HTMLEscapeString(p.Partition), len(p.Files), partitionSVG(p))
 	}
 	if len(older) > 0 {
 		files := 0
@@ -271,7 +271,7 @@ func timelineHTML(table string, st *maintain.State, only string) template.HTML {
 			for _, c := range p.FilesPerLevel {
 				n += c
 			}
-			fmt.Fprintf(&b, `<a href="%s?partition=%s">%s</a> (%d) `, TableURL(table), url.QueryEscape(p.Partition), template.HTMLEscapeString(p.Partition), n)
+			fmt.Fprintf(&b, `<a href="%s?partition=%s">%s</a> (%d) `, tableURL(table), url.QueryEscape(p.Partition), template.HTMLEscapeString(p.Partition), n)
 		}
 		b.WriteString(`</div></div>`)
 	}
@@ -304,13 +304,13 @@ func Deletions(w io.Writer, r Report) error {
 	return render(w, "deletions.html", pageData{Title: "quarantine, set-asides, deletions, retention", Nav: "deletions", R: r})
 }
 
-// TablePage renders one table: levels, overlap, work, the timeline of its newest partitions, its
+// tablePage renders one table: levels, overlap, work, the timeline of its newest partitions, its
 // set-aside files, deletions and retention. ErrNoTable when r does not hold it.
-func TablePage(w io.Writer, r Report, name string) error {
+func tablePage(w io.Writer, r Report, name string) error {
 	return TablePartitionPage(w, r, name, "")
 }
 
-// TablePartitionPage is TablePage drawing only the timeline of partition ("" for the newest).
+// TablePartitionPage is tablePage drawing only the timeline of partition ("" for the newest).
 func TablePartitionPage(w io.Writer, r Report, name, partition string) error {
 	for i := range r.Tables {
 		if t := &r.Tables[i]; t.Name == name {

@@ -52,7 +52,7 @@ func TestTimelineShapesMatchFiles(t *testing.T) {
 	}
 	files[2].Late = true
 	p := partition(t, "2026-12-03", files)
-	svg := PartitionSVG(p)
+	svg := partitionSVG(p)
 	m := fileRect.FindAllStringSubmatch(svg, -1)
 	if len(m) != len(files) {
 		t.Fatalf("%d file shapes, want %d:\n%s", len(m), len(files), svg)
@@ -94,14 +94,14 @@ func TestTimelineShapesMatchFiles(t *testing.T) {
 func TestTimelineCapsAndEmpty(t *testing.T) {
 	p := partition(t, "p", []plan.File{span("a", 0, 0, 0, 1), span("b", 0, 0, 0, 1)})
 	p.Omitted = 7
-	svg := PartitionSVG(p)
+	svg := partitionSVG(p)
 	if !strings.Contains(svg, "9 files, 7 more not drawn") || len(fileRect.FindAllString(svg, -1)) != 2 {
 		t.Errorf("capped partition:\n%s", svg)
 	}
 	if strings.Contains(svg, "NaN") || strings.Contains(svg, "Inf") {
 		t.Errorf("a zero-length range draws NaN or Inf:\n%s", svg)
 	}
-	if none := PartitionSVG(maintain.Partition{Partition: "q", Omitted: 3}); !strings.Contains(none, "3 files, 3 more not drawn") || strings.Contains(none, "no live files") {
+	if none := partitionSVG(maintain.Partition{Partition: "q", Omitted: 3}); !strings.Contains(none, "3 files, 3 more not drawn") || strings.Contains(none, "no live files") {
 		t.Errorf("a partition whose files were all left out says it has none:\n%s", none)
 	}
 	empty := TimelineSVG("t", nil)
@@ -130,7 +130,7 @@ func TestPagesEscapeHostileValues(t *testing.T) {
 		"index":     func(w io.Writer) error { return Index(w, r) },
 		"ring":      func(w io.Writer) error { return Ring(w, r) },
 		"deletions": func(w io.Writer) error { return Deletions(w, r) },
-		"table":     func(w io.Writer) error { return TablePage(w, r, evil) },
+		"table":     func(w io.Writer) error { return tablePage(w, r, evil) },
 	}
 	for name, render := range pages {
 		var b bytes.Buffer
@@ -151,7 +151,7 @@ func TestPagesEscapeHostileValues(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := TablePage(&b, r, evil); err != nil {
+	if err := tablePage(&b, r, evil); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(fileRect.FindAllString(b.String(), -1)); n != 1 {
@@ -189,13 +189,13 @@ func TestPagesOfAnEmptyProcess(t *testing.T) {
 			t.Errorf("%s page of an empty process does not say there are no tables", name)
 		}
 	}
-	if err := TablePage(io.Discard, r, "events"); !errors.Is(err, ErrNoTable) {
+	if err := tablePage(io.Discard, r, "events"); !errors.Is(err, ErrNoTable) {
 		t.Errorf("unknown table: %v, want ErrNoTable", err)
 	}
 	// A table seen only by the drain (not maintained here) renders without maintenance state.
 	r.Tables = []Table{{Name: "events"}}
 	var b bytes.Buffer
-	if err := TablePage(&b, r, "events"); err != nil || !strings.Contains(b.String(), "does not maintain this table") {
+	if err := tablePage(&b, r, "events"); err != nil || !strings.Contains(b.String(), "does not maintain this table") {
 		t.Errorf("drain-only table page: %v\n%s", err, b.String())
 	}
 }
@@ -244,7 +244,7 @@ func TestIndexShowsUncleanStop(t *testing.T) {
 }
 
 // TestTablePageBoundsPartitions: a table of 10,000 day partitions draws only the newest
-// MaxPagePartitions, newest first, and a summary line with a link for each other one, so the page
+// maxPagePartitions, newest first, and a summary line with a link for each other one, so the page
 // stays small; ?partition= draws just that one.
 func TestTablePageBoundsPartitions(t *testing.T) {
 	var files []plan.File
@@ -260,12 +260,12 @@ func TestTablePageBoundsPartitions(t *testing.T) {
 	r := Report{Node: "n", Now: t0, Tables: []Table{{Name: "events", Owned: true,
 		Maintenance: &maintain.State{SampledAt: t0, Partitions: parts, FilesPerLevel: map[string]int{"L0": 10000}}}}}
 	var b bytes.Buffer
-	if err := TablePage(&b, r, "events"); err != nil {
+	if err := tablePage(&b, r, "events"); err != nil {
 		t.Fatal(err)
 	}
 	drawn := regexp.MustCompile(`class="partition" data-partition="(p\d+)"`).FindAllStringSubmatch(b.String(), -1)
-	if len(drawn) != MaxPagePartitions || drawn[0][1] != "p09999" || drawn[len(drawn)-1][1] != "p09970" {
-		t.Fatalf("drew %d partitions (first %v), want the newest %d newest first", len(drawn), drawn[:min(len(drawn), 1)], MaxPagePartitions)
+	if len(drawn) != maxPagePartitions || drawn[0][1] != "p09999" || drawn[len(drawn)-1][1] != "p09970" {
+		t.Fatalf("drew %d partitions (first %v), want the newest %d newest first", len(drawn), drawn[:min(len(drawn), 1)], maxPagePartitions)
 	}
 	if !strings.Contains(b.String(), "9970 older partitions with 9970 live files are not drawn") {
 		t.Fatalf("no summary of the older partitions")

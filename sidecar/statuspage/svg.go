@@ -52,9 +52,9 @@ func esc(s string) string {
 	}, s))
 }
 
-// PartitionSVG is one partition's timeline as a standalone <svg> element (inline in HTML, or a
+// partitionSVG is one partition's timeline as a standalone <svg> element (inline in HTML, or a
 // file of its own).
-func PartitionSVG(p maintain.Partition) string {
+func partitionSVG(p maintain.Partition) string {
 	body, h := partitionPanel(p)
 	return fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">%s</svg>`,
 		svgWidth, h, svgWidth, h, esc("overlap timeline of partition "+p.Partition), body)

@@ -54,54 +54,15 @@ type Result struct {
 }
 
 // Run writes generated rows into the WAL until Rows are written or ctx is done, then seals
-// every open segment. each, when set, sees every batch before it is appended. The rows it returns are the rows sealed: nothing is counted that a crash
-// of this process could lose.
+// every open segment. each, when set, sees every batch before it is appended. The rows it returns
+// are the rows sealed: nothing is counted that a crash of this process could lose.
 func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.RecordBatch)) (Result, error) {
-	if len(o.Tables) == 0 {
-		o.Tables = []string{EventsTable}
-	}
-	names := o.Tables
-	if o.Rollup != "" {
-		names = append(names[:len(names):len(names)], o.Rollup)
-	}
-	for _, t := range names {
-		if !localwal.ValidTable(t) {
-			return Result{}, fmt.Errorf("table %q: accepted names match ^[a-z][a-z0-9_]{0,127}$", t)
-		}
-	}
-	if o.BatchRows <= 0 {
-		o.BatchRows = 1000
-	}
-	tables := int64(len(o.Tables))
-	if o.Step <= 0 {
-		o.Step = time.Millisecond
-		if o.Rate > 0 { // each table gets Rate/tables rows a second
-			o.Step = max(time.Duration(tables*int64(time.Second)/o.Rate), time.Microsecond)
-		}
-	}
-	clamp := o.Start.IsZero()
-	if clamp {
-		o.Start = time.Now().UTC()
-		if o.Rows > 0 && o.Rate == 0 { // as fast as possible: the rows end now, not minutes ahead
-			o.Start = o.Start.Add(-time.Duration((o.Rows+tables-1)/tables) * o.Step)
-		}
+	clamp, err := o.complete()
+	if err != nil {
+		return Result{}, err
 	}
 	var res Result
-	w, err := localwal.NewWriter(o.WALDir, localwal.WriterOptions{
-		Stream: o.Stream, RollBytes: o.SegmentSize, RollAge: o.RollAge, FormatVersion: o.WALVersion,
-		OnSeal: func(s localwal.SealedSegment) {
-			if s.Table == o.Rollup {
-				res.RollupRows += s.Rows
-				return
-			}
-			res.Rows += s.Rows
-			res.Segments++
-			res.Bytes += s.Size
-			if o.OnSeal != nil {
-				o.OnSeal(s)
-			}
-		},
-	})
+	w, err := newWriter(o, &res)
 	if err != nil {
 		return res, err
 	}
@@ -130,13 +91,11 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 		if each != nil {
 			each(table, rec)
 		}
-		err := w.Append(table, rec)
-		if err == nil && o.Rollup != "" && table == EventsTable {
-			roll := Rollup(memory.DefaultAllocator, rec)
-			err = w.Append(o.Rollup, roll)
-			roll.Release()
-		}
+		err := appendBatch(w, o.Rollup, table, rec)
 		rec.Release()
+		if err == nil {
+			err = w.SealDue(time.Now())
+		}
 		if err != nil {
 			w.Close()
 			return res, err
@@ -145,19 +104,86 @@ func Run(ctx context.Context, o RunOptions, each func(table string, rec arrow.Re
 		if (i+1)%len(o.Tables) == 0 {
 			ts = ts.Add(time.Duration(n) * o.Step)
 		}
-		if err := w.SealDue(time.Now()); err != nil {
-			w.Close()
-			return res, err
-		}
-		if o.Rate > 0 {
-			due := began.Add(time.Duration(float64(written) / float64(o.Rate) * float64(time.Second)))
-			if d := time.Until(due); d > 0 {
-				select {
-				case <-ctx.Done():
-				case <-time.After(d):
-				}
-			}
-		}
+		pace(ctx, began, written, o.Rate)
 	}
 	return res, w.Close()
+}
+
+// complete checks the table names and fills in the defaults: the tables, the batch size, the
+// step and the start. clamp says the start was not given, so no row may be later than the clock.
+func (o *RunOptions) complete() (clamp bool, err error) {
+	if len(o.Tables) == 0 {
+		o.Tables = []string{EventsTable}
+	}
+	names := o.Tables
+	if o.Rollup != "" {
+		names = append(names[:len(names):len(names)], o.Rollup)
+	}
+	for _, t := range names {
+		if !localwal.ValidTable(t) {
+			return false, fmt.Errorf("table %q: accepted names match ^[a-z][a-z0-9_]{0,127}$", t)
+		}
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 1000
+	}
+	tables := int64(len(o.Tables))
+	if o.Step <= 0 {
+		o.Step = time.Millisecond
+		if o.Rate > 0 { // each table gets Rate/tables rows a second
+			o.Step = max(time.Duration(tables*int64(time.Second)/o.Rate), time.Microsecond)
+		}
+	}
+	clamp = o.Start.IsZero()
+	if clamp {
+		o.Start = time.Now().UTC()
+		if o.Rows > 0 && o.Rate == 0 { // as fast as possible: the rows end now, not minutes ahead
+			o.Start = o.Start.Add(-time.Duration((o.Rows+tables-1)/tables) * o.Step)
+		}
+	}
+	return clamp, nil
+}
+
+// newWriter opens the WAL writer of a run; res counts what it seals.
+func newWriter(o RunOptions, res *Result) (*localwal.Writer, error) {
+	return localwal.NewWriter(o.WALDir, localwal.WriterOptions{
+		Stream: o.Stream, RollBytes: o.SegmentSize, RollAge: o.RollAge, FormatVersion: o.WALVersion,
+		OnSeal: func(s localwal.SealedSegment) {
+			if s.Table == o.Rollup {
+				res.RollupRows += s.Rows
+				return
+			}
+			res.Rows += s.Rows
+			res.Segments++
+			res.Bytes += s.Size
+			if o.OnSeal != nil {
+				o.OnSeal(s)
+			}
+		},
+	})
+}
+
+// appendBatch appends rec to table, and an events batch's rollup to the rollup table if set.
+func appendBatch(w *localwal.Writer, rollup, table string, rec arrow.RecordBatch) error {
+	if err := w.Append(table, rec); err != nil || rollup == "" || table != EventsTable {
+		return err
+	}
+	roll := Rollup(memory.DefaultAllocator, rec)
+	defer roll.Release()
+	return w.Append(rollup, roll)
+}
+
+// pace waits until written rows are due at rate rows a second since began (0: no wait), or ctx is
+// done.
+func pace(ctx context.Context, began time.Time, written, rate int64) {
+	if rate <= 0 {
+		return
+	}
+	due := began.Add(time.Duration(float64(written) / float64(rate) * float64(time.Second)))
+	if d := time.Until(due); d > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+	}
 }

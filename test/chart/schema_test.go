@@ -44,7 +44,8 @@ var chartValueCases = map[string][]valueCase{
 	"compactor.deleteCancelPeriod": {
 		ok(`"0"`), ok(`"24h"`), ok(`"90s"`), ok(`"30m"`), ok(`"2d"`), ok(`"1w"`), ok(`"1.5h"`), ok(`"1h30m"`), ok(`"500ms"`),
 		ok(`"0s"`), ok(`"0d"`), ok(`"99999d"`), ok(`"9999w"`), ok(`"99999h999999m9999999s999999999ms"`),
-		no(`"-1h"`), no(`"1x"`), no(`"24"`), no(`""`), no(`"1e3s"`), no(`"999999999d"`), no(`"9999999999h"`), no(`"1d2h"`),
+		no(`"-1h"`), no(`"1x"`), no(`"24"`), no(`""`), no(`"1e3s"`), no(`"999999999d"`), no(`"9999999999h"`),
+		stricter(`"1d2h"`, "days combined with hours (1d2h): the schema takes days or weeks alone"),
 		stricter(`".5h"`, leadingDot), stricter(`"999999h"`, overflowOK),
 	},
 	"compactor.retention.deleteDelay": {

@@ -85,16 +85,9 @@ func (e *Env) Seal(table string, recs ...arrow.RecordBatch) {
 	}
 }
 
-// Write seals `segments` segments of `rows` walgen rows each (5% late by up to a minute), segment i
-// starting i*rows ms after start, drains them, and returns the fingerprint of what was sealed.
-func (e *Env) Write(table string, segments, rows int, seed uint64, start time.Time) rowsum.Sum {
-	e.T.Helper()
-	sum := e.SealRows(table, segments, rows, seed, start)
-	e.DrainAll()
-	return sum
-}
-
-// SealRows is Write without the drain: the segments wait in the WAL.
+// SealRows seals `segments` segments of `rows` walgen rows each (5% late by up to a minute),
+// segment i starting i*rows ms after start, and returns the fingerprint of what was sealed; the
+// segments wait in the WAL (DrainAll drains them).
 func (e *Env) SealRows(table string, segments, rows int, seed uint64, start time.Time) rowsum.Sum {
 	e.T.Helper()
 	g := walgen.New(walgen.Options{Seed: seed, LateFraction: 0.05, MaxLateness: time.Minute})

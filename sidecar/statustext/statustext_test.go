@@ -1,4 +1,4 @@
-package main
+package statustext
 
 import (
 	"strings"
@@ -14,7 +14,7 @@ import (
 func TestStatusShowsCatalogNotWritable(t *testing.T) {
 	var b strings.Builder
 	now := time.Now()
-	printStatus(&b, sidecar.StatusReport{Node: "n", StartedAt: now, Now: now, CatalogReady: true,
+	Write(&b, sidecar.StatusReport{Node: "n", StartedAt: now, Now: now, CatalogReady: true,
 		CatalogWriteError: "catalog refuses commits: database or disk is full"})
 	if !strings.Contains(b.String(), "catalog  NOT WRITABLE: catalog refuses commits: database or disk is full") {
 		t.Fatalf("status:\n%s", b.String())
@@ -26,7 +26,7 @@ func TestStatusShowsCatalogNotWritable(t *testing.T) {
 func TestStatusShowsUncleanStop(t *testing.T) {
 	var b strings.Builder
 	now := time.Now()
-	printStatus(&b, sidecar.StatusReport{Node: "n", StartedAt: now, Now: now, CatalogReady: true,
+	Write(&b, sidecar.StatusReport{Node: "n", StartedAt: now, Now: now, CatalogReady: true,
 		UncleanStop: &drain.UncleanStop{DetectedAt: now, LeftForGC: 3, Batches: []drain.InterruptedBatch{{Table: "events", FilesWritten: 3, LeftForGC: 3}}}})
 	if !strings.Contains(b.String(), "UNCLEAN STOP  the previous run was killed mid-batch") || !strings.Contains(b.String(), "1 batch(es) in flight (events)") ||
 		!strings.Contains(b.String(), "3 uncommitted data file(s) left for siglake gc") {
