@@ -23,8 +23,8 @@ import (
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // runTail is `siglake tail TABLE [--where COL=V] [--in COL=V1,V2] [--from T] [--to T] [--columns A,B]
@@ -57,7 +57,7 @@ func runTail(args []string) error {
 		fmt.Fprintln(os.Stderr, "usage: siglake tail TABLE [flags]; see siglake tail -h")
 		return usageError{errors.New("TABLE is required")}
 	}
-	q := buffer.Query{Filter: deletes.Request{From: *from, To: *to}}
+	q := buffer.Query{Filter: rows.Filter{From: *from, To: *to}}
 	if q.Filter.Where, err = conditions(where, in); err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -61,7 +61,7 @@ func authService(t *testing.T, o Options) (*Service, rowsum.Sum, *Metrics) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	return s, sumOf(t, recs, deletes.Request{}, walgen.Columns...), m
+	return s, sumOf(t, recs, rows.Filter{}, walgen.Columns...), m
 }
 
 func readSum(c *Client) (rowsum.Sum, error) {

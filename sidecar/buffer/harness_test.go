@@ -15,8 +15,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -64,7 +64,7 @@ func gen(t *testing.T, seed uint64, n, rows int, start time.Time) []arrow.Record
 }
 
 // sumOf fingerprints the rows of recs that r matches (every row for an empty r), over columns.
-func sumOf(t *testing.T, recs []arrow.RecordBatch, r deletes.Request, columns ...string) rowsum.Sum {
+func sumOf(t *testing.T, recs []arrow.RecordBatch, r rows.Filter, columns ...string) rowsum.Sum {
 	t.Helper()
 	var s rowsum.Sum
 	for _, rec := range recs {

@@ -9,15 +9,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Query is one read of the buffer: GET /v1/buffer/{table}?from=&to=&where=&in=&columns=&after=.
 type Query struct {
-	// Filter holds the row conditions in the delete-request grammar (docs/deletes.md): Where
+	// Filter holds the row conditions in the grammar of rows (docs/deletes.md): Where
 	// (where=COLUMN=VALUE, in=COLUMN=V1,V2; all must hold) and the timestamp range [From, To).
-	Filter deletes.Request
+	Filter rows.Filter
 	// Columns projects the answer (in this order); empty: every column.
 	Columns []string
 	// After are the marks of the snapshot the reader read; nil asks for the rows above the
@@ -64,14 +64,14 @@ func ParseQuery(v url.Values) (Query, error) {
 		return q, &ParamError{"to", fmt.Errorf("%s is not after from %s: the range is [from, to)", q.Filter.To, q.Filter.From)}
 	}
 	for _, w := range v["where"] {
-		cs, err := deletes.ParseWhere(w)
+		cs, err := rows.ParseWhere(w)
 		if err != nil {
 			return q, &ParamError{"where", err}
 		}
 		q.Filter.Where = append(q.Filter.Where, cs...)
 	}
 	for _, w := range v["in"] {
-		c, err := deletes.ParseIn(w)
+		c, err := rows.ParseIn(w)
 		if err != nil {
 			return q, &ParamError{"in", err}
 		}
@@ -176,7 +176,7 @@ func (q Query) bind(sc *arrow.Schema) (*merge.Matcher, []int, error) {
 	if len(q.Filter.Where) == 0 && q.Filter.From == "" && q.Filter.To == "" {
 		return nil, proj, nil
 	}
-	f, err := deletes.RowFilter([]deletes.Request{q.Filter})
+	f, err := rows.RowFilter([]rows.Filter{q.Filter})
 	if err != nil {
 		return nil, nil, &ParamError{"from", err}
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // TestDrainRetiresWithTheChain: with the hook set, the real drain moves each committed batch
@@ -106,8 +106,8 @@ func TestMarksAndQueryRoundTrip(t *testing.T) {
 	if m.String() != "pod-0:1772366400000000000:50,pod-1:5:9,pod-2:1:1" {
 		t.Fatalf("advance: %s", m)
 	}
-	q := Query{Filter: deletes.Request{From: "2026-11-30", To: "2026-12-01T00:00:00Z",
-		Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"error", "fatal"}}}},
+	q := Query{Filter: rows.Filter{From: "2026-11-30", To: "2026-12-01T00:00:00Z",
+		Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"error", "fatal"}}}},
 		Columns: []string{"timestamp", "raw"}, After: m2, Unverified: true}
 	back, err := ParseQuery(url.Values(q.Values()))
 	if err != nil || !reflect.DeepEqual(back, q) {

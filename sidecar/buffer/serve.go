@@ -29,6 +29,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // ContentType is the media type of an answer: an Arrow IPC stream.
@@ -550,7 +551,7 @@ func (s *Server) answerSchema(t *table.Table, a *answer) *arrow.Schema {
 	}
 	kept := a.srcs[:0]
 	for _, src := range a.srcs {
-		tsc := segmentTableSchema(src.schema)
+		tsc := rows.TableSchema(src.schema, lake.TimestampColumn)
 		if t != nil {
 			if _, err := lake.CheckColumns(t, tsc); err != nil {
 				src.f.Close()
@@ -582,19 +583,6 @@ func (s *Server) answerSchema(t *table.Table, a *answer) *arrow.Schema {
 	a.srcs = kept
 	if len(fields) == 0 {
 		return nil
-	}
-	return arrow.NewSchema(fields, nil)
-}
-
-// segmentTableSchema is the table schema a segment asks for, as the drain computes it: its
-// columns, the timestamp in microseconds UTC, no metadata.
-func segmentTableSchema(sc *arrow.Schema) *arrow.Schema {
-	fields := append([]arrow.Field(nil), sc.Fields()...)
-	for i, f := range fields {
-		if f.Name == lake.TimestampColumn {
-			fields[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
-		}
-		fields[i].Metadata = arrow.Metadata{}
 	}
 	return arrow.NewSchema(fields, nil)
 }

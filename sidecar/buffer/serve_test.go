@@ -21,9 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -59,15 +59,15 @@ func TestRowsAndFiltersMatchTheSegments(t *testing.T) {
 	// in the table's schema, which fingerprints the same.
 	cases := []struct {
 		name    string
-		filter  deletes.Request
+		filter  rows.Filter
 		columns []string
 	}{
 		{name: "every row"},
-		{name: "where", filter: deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"checkout"}}}}},
-		{name: "in and where", filter: deletes.Request{Where: []deletes.Condition{
+		{name: "where", filter: rows.Filter{Where: []rows.Condition{{Column: "service", Values: []string{"checkout"}}}}},
+		{name: "in and where", filter: rows.Filter{Where: []rows.Condition{
 			{Column: "severity", Values: []string{"error", "fatal"}}, {Column: "host", Values: []string{"ip-10-0-0-1", "ip-10-0-0-7", "ip-10-0-0-12"}}}}},
-		{name: "time range", filter: deletes.Request{From: t0.Add(200 * time.Millisecond).Format(time.RFC3339Nano), To: t0.Add(time.Minute + 100*time.Millisecond).Format(time.RFC3339Nano)}},
-		{name: "range and where", filter: deletes.Request{From: t0.Format(time.RFC3339), Where: []deletes.Condition{{Column: "severity", Values: []string{"warn"}}}}},
+		{name: "time range", filter: rows.Filter{From: t0.Add(200 * time.Millisecond).Format(time.RFC3339Nano), To: t0.Add(time.Minute + 100*time.Millisecond).Format(time.RFC3339Nano)}},
+		{name: "range and where", filter: rows.Filter{From: t0.Format(time.RFC3339), Where: []rows.Condition{{Column: "severity", Values: []string{"warn"}}}}},
 		{name: "projection", columns: []string{"raw", "timestamp"}},
 	}
 	for _, c := range cases {
@@ -103,7 +103,7 @@ func TestRowsAndFiltersMatchTheSegments(t *testing.T) {
 	}
 	lakeSum := h.e.Sum("events")
 	got.Merge(lakeSum)
-	all := sumOf(t, append(append([]arrow.RecordBatch{}, committed...), recs...), deletes.Request{}, walgen.Columns...)
+	all := sumOf(t, append(append([]arrow.RecordBatch{}, committed...), recs...), rows.Filter{}, walgen.Columns...)
 	if got != all {
 		t.Fatalf("lake + buffer %+v, want %+v", got, all)
 	}
@@ -150,7 +150,7 @@ func TestOpenAndQuarantinedNeverServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sumOf(t, good[:1], deletes.Request{}, walgen.Columns...); got != want {
+	if want := sumOf(t, good[:1], rows.Filter{}, walgen.Columns...); got != want {
 		t.Fatalf("rows %+v, want only the sealed good segment's %+v", got, want)
 	}
 	if len(ans.Segments) != 2 { // the truncated one is listed, found bad mid-answer, and left out
@@ -168,7 +168,7 @@ func TestOpenAndQuarantinedNeverServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sumOf(t, good, deletes.Request{}, walgen.Columns...); got != want {
+	if want := sumOf(t, good, rows.Filter{}, walgen.Columns...); got != want {
 		t.Fatalf("rows %+v after sealing, want %+v", got, want)
 	}
 }
@@ -320,7 +320,7 @@ func TestLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := sumOf(t, recs, deletes.Request{}, walgen.Columns...); got != want || len(ans.Segments) != 5 {
+		if want := sumOf(t, recs, rows.Filter{}, walgen.Columns...); got != want || len(ans.Segments) != 5 {
 			t.Fatalf("paged rows %+v in %d segments, want %+v in 5", got, len(ans.Segments), want)
 		}
 		if n := testutil.ToFloat64(h.srv.Metrics.Requests.WithLabelValues("200")); n != 3 {
@@ -349,7 +349,7 @@ func TestCatalogOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sumOf(t, recs, deletes.Request{}, walgen.Columns...); got != want || ans.Verified || ans.Marks != nil {
+	if want := sumOf(t, recs, rows.Filter{}, walgen.Columns...); got != want || ans.Verified || ans.Marks != nil {
 		t.Fatalf("unverified %+v %+v, want %+v", got, ans, want)
 	}
 }
@@ -432,21 +432,21 @@ func TestSchemaOfNewColumns(t *testing.T) {
 	conflict2 := extra("severity_num", arrow.BinaryTypes.String, func(b array.Builder) { b.(*array.StringBuilder).Append("x") })
 	h.e.Seal("events", withCode, conflict, conflict2)
 	var cols []string
-	var rows int64
-	_, err := h.client.Read(context.Background(), "events", Query{Filter: deletes.Request{Where: []deletes.Condition{{Column: "code", Values: []string{"7"}}}}},
+	var n int64
+	_, err := h.client.Read(context.Background(), "events", Query{Filter: rows.Filter{Where: []rows.Condition{{Column: "code", Values: []string{"7"}}}}},
 		func(rec arrow.RecordBatch) error {
 			cols = nil
 			for _, f := range rec.Schema().Fields() {
 				cols = append(cols, f.Name)
 			}
-			rows += rec.NumRows()
+			n += rec.NumRows()
 			return nil
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows != withCode.NumRows() || !strings.Contains(strings.Join(cols, ","), "code,severity_num") {
-		t.Fatalf("%d rows with code=7, columns %v", rows, cols)
+	if n != withCode.NumRows() || !strings.Contains(strings.Join(cols, ","), "code,severity_num") {
+		t.Fatalf("%d rows with code=7, columns %v", n, cols)
 	}
 	if n := testutil.ToFloat64(h.srv.Metrics.Skipped.WithLabelValues("incompatible_schema")); n != 1 {
 		t.Fatalf("skipped incompatible: %v", n)

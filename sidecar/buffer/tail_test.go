@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -80,7 +80,7 @@ func TestTail(t *testing.T) {
 	}
 	// A filter, as JSON: every row of the service, from both.
 	svc := recs[0].Column(recs[0].Schema().FieldIndices("service")[0]).(*array.String).Value(0)
-	f := deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{svc}}}}
+	f := rows.Filter{Where: []rows.Condition{{Column: "service", Values: []string{svc}}}}
 	out.Reset()
 	if err := Tail(ctx, load, Buffers{h.client}, TailOptions{Table: "events", Lines: 1000, JSON: true, Query: Query{Filter: f}}, &out, &errOut); err != nil {
 		t.Fatal(err)

@@ -23,8 +23,8 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // ioCount counts what reads through a countingIO cost: bytes and requests. On S3, iceberg-go's
@@ -237,13 +237,13 @@ func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts,
 }
 
 // lookup returns the rows of ix whose value is one of w's.
-func lookup(c *compiled, ix *index.Inverted, w deletes.Condition) []uint32 {
-	var rows []uint32
+func lookup(c *compiled, ix *index.Inverted, w rows.Condition) []uint32 {
+	var ids []uint32
 	for _, v := range w.Values {
-		rows = append(rows, ix.Lookup(indexTerm(c.filterSchema, w.Column, v))...)
+		ids = append(ids, ix.Lookup(indexTerm(c.filterSchema, w.Column, v))...)
 	}
-	slices.Sort(rows)
-	return slices.Compact(rows)
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // puffinPostings adds the postings of --where columns without a footer index from registered
@@ -412,7 +412,7 @@ func (r *rowGroupRead) release() {
 	}
 }
 
-func (s *fileStream) next(ctx context.Context) (*rows, error) {
+func (s *fileStream) next(ctx context.Context) (*batch, error) {
 	for s.remaining() != 0 {
 		if s.cur == nil {
 			if len(s.rgs) == 0 {
@@ -495,7 +495,7 @@ func sliceOf(rr pqarrow.RecordReader, at *int64, lo int64) (arrow.RecordBatch, e
 // none), in two reads: the tested columns select the rows, and only when some match are the
 // other printed columns decoded, cut to them and put beside the tested ones (so no column is
 // read twice).
-func (s *fileStream) readSlice(ctx context.Context, lo int64) (*rows, error) {
+func (s *fileStream) readSlice(ctx context.Context, lo int64) (*batch, error) {
 	c, r := s.fs.c, s.cur
 	rec, err := sliceOf(r.test, &r.testAt, lo)
 	if err != nil {
@@ -541,7 +541,7 @@ func (s *fileStream) readSlice(ctx context.Context, lo int64) (*rows, error) {
 	}
 	s.keepFirst(&b)
 	if s.onePhase {
-		return &rows{rec: b.kept, ts: b.ts, reverse: c.desc}, nil
+		return &batch{rec: b.kept, ts: b.ts, reverse: c.desc}, nil
 	}
 	defer b.kept.Release()
 	if r.other == nil {
@@ -561,7 +561,7 @@ func (s *fileStream) readSlice(ctx context.Context, lo int64) (*rows, error) {
 		return nil, err
 	}
 	defer other.Release()
-	return &rows{rec: beside(b.kept, other), ts: b.ts, reverse: c.desc}, nil
+	return &batch{rec: beside(b.kept, other), ts: b.ts, reverse: c.desc}, nil
 }
 
 // selected is one slice of the tested columns: which rows match, those rows, their timestamps.

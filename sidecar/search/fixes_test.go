@@ -20,9 +20,9 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -252,7 +252,7 @@ func TestSearchPuffinAfterFooterStage(t *testing.T) {
 	}
 	all := fullScan(t, tbl)
 	q := Query{From: base.Add(time.Hour).Format(time.RFC3339), To: base.Add(90 * time.Minute).Format(time.RFC3339),
-		Where: []deletes.Condition{{Column: "service", Values: []string{all[0].service}}}}
+		Where: []rows.Condition{{Column: "service", Values: []string{all[0].service}}}}
 	got, ex := collect(t, tbl, q, Options{})
 	if len(got) != 0 || ex.Files.Pruned[ByTimeBuckets] != 1 {
 		t.Fatalf("%d rows; files %+v, want pruned by %s", len(got), ex.Files, ByTimeBuckets)
@@ -339,7 +339,7 @@ func TestSearchTwoDaysInContainsToken(t *testing.T) {
 		reasons []Reason
 	}{
 		{"second day", Query{From: "2026-11-30"}, []Reason{ByManifest}},
-		{"--in two services, --contains and --token", Query{Where: []deletes.Condition{{Column: "service", Values: []string{pick.service, other}}},
+		{"--in two services, --contains and --token", Query{Where: []rows.Condition{{Column: "service", Values: []string{pick.service, other}}},
 			Contains: &sub, Token: &tok}, []Reason{ByTokenBloom, ByTrigramBloom}},
 	} {
 		want := expected(all, c.q)
@@ -380,7 +380,7 @@ func TestSearchColumnAddedLater(t *testing.T) {
 	rec.Release()
 	tenant.Release()
 	tbl, _ = appendFiles(t, l, tbl, fsys, sc2, []spec{{rec: rec2}}, 1)
-	q := Query{Where: []deletes.Condition{{Column: "tenant", Values: []string{"t1"}}}, Columns: []string{"tenant"}}
+	q := Query{Where: []rows.Condition{{Column: "tenant", Values: []string{"t1"}}}, Columns: []string{"tenant"}}
 	var got int
 	ex, err := Run(ctx, tbl, q, Options{}, func(rec arrow.RecordBatch, i int) (int64, error) {
 		if v := rec.Column(rec.Schema().FieldIndices("tenant")[0]).(*array.String).Value(i); v != "t1" {

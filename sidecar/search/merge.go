@@ -8,9 +8,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// rows is a batch of matching rows of one file, in scan order: ts[i] is row i's timestamp (µs);
+// batch is a batch of matching rows of one file, in scan order: ts[i] is row i's timestamp (µs);
 // with reverse the scan takes them from the last to the first.
-type rows struct {
+type batch struct {
 	rec     arrow.RecordBatch
 	ts      []int64
 	reverse bool
@@ -18,7 +18,7 @@ type rows struct {
 
 // stream is one file's matching rows, batch after batch in scan order; nil at the end.
 type stream interface {
-	next(ctx context.Context) (*rows, error)
+	next(ctx context.Context) (*batch, error)
 	close() error
 }
 
@@ -124,7 +124,7 @@ func orderedMerge(ctx context.Context, files []pending, desc bool, limit int, em
 type cursor struct {
 	s    stream
 	rank int
-	cur  *rows
+	cur  *batch
 	i    int // position in scan order within cur
 }
 

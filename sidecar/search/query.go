@@ -13,7 +13,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Query is one search as the command line gives it.
@@ -22,7 +22,7 @@ type Query struct {
 	// or a UTC day); empty leaves that side open.
 	From, To string
 	// Where is a conjunction of COLUMN IN (VALUES) conditions (the delete-request grammar).
-	Where []deletes.Condition
+	Where []rows.Condition
 	// Contains keeps rows whose raw column contains the substring (nil: no test). An empty
 	// substring is refused: it would match every row and prune nothing, most often by mistake.
 	Contains *string
@@ -39,7 +39,7 @@ type Query struct {
 // compiled is a Query bound to a table schema, with its values parsed.
 type compiled struct {
 	from, to  int64 // [from, to) µs; math.MinInt64/MaxInt64 when open
-	where     []deletes.Condition
+	where     []rows.Condition
 	contains  *string
 	token     *string
 	limit     int
@@ -63,8 +63,7 @@ func compile(q Query, sc *iceberg.Schema, tsColumn, rawColumn string) (*compiled
 	if q.Limit < 0 {
 		return nil, fmt.Errorf("--limit %d: accepted: 0 (every row) or more", q.Limit)
 	}
-	r := deletes.Request{From: q.From, To: q.To}
-	from, to, err := r.Range()
+	from, to, err := rows.Filter{From: q.From, To: q.To}.Range()
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +172,7 @@ func columnNames(sc *iceberg.Schema) []string {
 
 // icebergFilter is the query as an Iceberg row filter for scan planning (manifest bounds).
 func (c *compiled) icebergFilter(sc *iceberg.Schema) (iceberg.BooleanExpression, error) {
-	r := deletes.Request{Where: c.where}
+	r := rows.Filter{Where: c.where}
 	if c.from != minTime || c.to != maxTime {
 		// Expr takes the range as text; the compiled bounds are exact microseconds.
 		r.From, r.To = microText(c.from, minTime), microText(c.to, maxTime)

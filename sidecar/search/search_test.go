@@ -24,9 +24,9 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -195,7 +195,7 @@ func tokensOf(s string) []string {
 // expected is the full scan's answer to q: the matching rows by (timestamp, path, row), reversed
 // for desc, cut at the limit.
 func expected(all []row, q Query) []string {
-	from, to, _ := (&deletes.Request{From: q.From, To: q.To}).Range()
+	from, to, _ := rows.Filter{From: q.From, To: q.To}.Range()
 	var hits []row
 	for _, r := range all {
 		if from != nil && r.ts < *from || to != nil && r.ts >= *to {
@@ -260,13 +260,13 @@ func randomQuery(rng *rand.Rand, all []row) Query {
 	}
 	switch rng.IntN(4) {
 	case 0:
-		q.Where = append(q.Where, deletes.Condition{Column: "service", Values: []string{pick().service}})
+		q.Where = append(q.Where, rows.Condition{Column: "service", Values: []string{pick().service}})
 	case 1:
 		v := "no-such-trace"
 		if r := pick(); r.trace != nil && rng.IntN(4) > 0 {
 			v = *r.trace
 		}
-		q.Where = append(q.Where, deletes.Condition{Column: "trace_id", Values: []string{v}})
+		q.Where = append(q.Where, rows.Condition{Column: "trace_id", Values: []string{v}})
 	}
 	if r := pick(); r.raw != nil && len(*r.raw) > 8 {
 		switch rng.IntN(4) {

@@ -21,8 +21,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/siglake/siglake/sidecar/buffer"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
@@ -76,7 +76,7 @@ func TestBufferServesSealedRows(t *testing.T) {
 		js.Metadata[buffer.MetaThrough] != ans.Through.String() {
 		t.Fatalf("Arrow JS read %d rows checksum %d (%v); walgen sealed %d rows checksum %d", js.Rows, js.Checksum, js.Metadata, w.Rows, w.Fingerprint.Sum)
 	}
-	filtered, _, err := bufferSum(c, "events", buffer.Query{Filter: deletes.Request{Where: []deletes.Condition{{Column: "severity", Values: []string{"error", "fatal"}}}}})
+	filtered, _, err := bufferSum(c, "events", buffer.Query{Filter: rows.Filter{Where: []rows.Condition{{Column: "severity", Values: []string{"error", "fatal"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
