@@ -38,6 +38,7 @@ import (
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/search"
+	"github.com/siglake/siglake/sidecar/search/output"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -295,7 +296,7 @@ func measure(ctx context.Context, name string, cfg sidecar.Config, runs int, duc
 		for v, skip := range []bool{false, true} {
 			var times []float64
 			for r := 0; r < runs; r++ {
-				w, _ := search.NewWriter(io.Discard, "csv", cols)
+				w, _ := output.NewWriter(io.Discard, "csv", cols)
 				t0 := time.Now()
 				ex, err := search.Run(ctx, t, q.q, search.Options{SkipMetadata: skip}, w.Row)
 				if err != nil {

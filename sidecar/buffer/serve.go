@@ -307,20 +307,76 @@ func (a *answer) skip(reason string) {
 // prepare does everything that can still fail with a status: list, read the marks, decide, open
 // the segments, build the schema, bind the query, decode the first segment.
 func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (*answer, *httpError) {
-	unavailable := func(format string, args ...any) *httpError {
-		return &httpError{http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf(format, args...)}}
-	}
 	// 1. The WAL dirs, then retention, then the catalog: the order Decide's proof needs.
+	req, herr := s.listSegments(tbl)
+	if herr != nil {
+		return nil, herr
+	}
+	t, loadErr, herr := s.readMarks(ctx, tbl, q, &req)
+	if herr != nil {
+		return nil, herr
+	}
+	// 2. Decide.
+	plan, ref := Decide(req)
+	if ref != nil {
+		o.Refusal = ref
+		return nil, refusal(ref, req.Current)
+	}
+	a := &answer{table: tbl, verified: !q.Unverified, plan: plan, current: req.Current, budget: s.perRead()}
+	if s.PastRetention != nil {
+		a.expired, a.cutoff = s.PastRetention(t, s.now())
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			a.close()
+		}
+	}()
+	// 3. Open every segment now; one gone since the listing was drained or quarantined meanwhile.
+	if herr := s.openSegments(ctx, a, q, o); herr != nil {
+		return nil, herr
+	}
+	// 4. The answer's columns: the table's, then new ones the segments bring (as the drain adds
+	// them). A segment whose column type conflicts is left out: the drain quarantines it.
+	if herr := s.bindColumns(t, loadErr, a, q); herr != nil {
+		return nil, herr
+	}
+	// 5. Memory: a segment's file and its decoded records are held while it is answered.
+	if herr := a.fitMemory(); herr != nil {
+		return nil, herr
+	}
+	// 6. Decode the first segment before the status goes out, so its failures are statuses.
+	if herr := a.decodeFirst(s.Mem); herr != nil {
+		return nil, herr
+	}
+	a.out = a.outSchema()
+	ok = true
+	return a, nil
+}
+
+// unavailable is a 503: the buffer cannot answer now, a retry may succeed.
+func unavailable(format string, args ...any) *httpError {
+	return &httpError{http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf(format, args...)}}
+}
+
+// internalError is a 500 with err's text.
+func internalError(err error) *httpError {
+	return &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+}
+
+// listSegments lists the streams of the WAL root, the live segments of tbl in each, then the
+// retained ones.
+func (s *Server) listSegments(tbl string) (Request, *httpError) {
+	var req Request
 	dirs, err := Dirs(s.Cfg.WALDir, s.Cfg.Claims)
 	if err != nil {
-		return nil, unavailable("listing the WAL root: %v", err)
+		return req, unavailable("listing the WAL root: %v", err)
 	}
-	var req Request
 	streamOf := map[string]string{} // dir -> stream
 	for _, dir := range dirs {
 		segs, err := localwal.Scan(dir)
 		if err != nil {
-			return nil, unavailable("%v", err)
+			return req, unavailable("%v", err)
 		}
 		stream := dirStream(dir, s.Cfg.Claims, segs)
 		if stream == "" {
@@ -341,24 +397,31 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 		}
 		rs, err := listRetained(dir, tbl)
 		if err != nil {
-			return nil, unavailable("%v", err)
+			return req, unavailable("%v", err)
 		}
 		for _, r := range rs {
 			r.Stream = streamOf[dir]
 			req.Retained = append(req.Retained, r)
 		}
 	}
-	t, loadErr := s.LoadTable(ctx, tbl)
+	return req, nil
+}
+
+// readMarks loads tbl (nil when the catalog does not have it) and completes req with its marks,
+// the reader's and the limits. An unreachable catalog is loadErr for an unverified read.
+func (s *Server) readMarks(ctx context.Context, tbl string, q Query, req *Request) (t *table.Table, loadErr error, herr *httpError) {
+	t, loadErr = s.LoadTable(ctx, tbl)
 	if errors.Is(loadErr, catalog.ErrNoSuchTable) {
 		t, loadErr = nil, nil
 	}
 	if loadErr != nil && !q.Unverified {
-		return nil, unavailable("reading the table's marks from the catalog: %v (without them the buffer cannot prove an answer has no gap; unverified=true answers anyway)", loadErr)
+		return nil, nil, unavailable("reading the table's marks from the catalog: %v (without them the buffer cannot prove an answer has no gap; unverified=true answers anyway)", loadErr)
 	}
 	req.Current = Marks{}
 	if t != nil {
+		var err error
 		if req.Current, err = TableMarks(t); err != nil {
-			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+			return nil, nil, internalError(err)
 		}
 	}
 	req.After, req.Unverified = q.After, q.Unverified
@@ -366,101 +429,117 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 	if req.MaxSegments <= 0 {
 		req.MaxSegments = DefaultMaxSegments
 	}
+	return t, loadErr, nil
+}
 
-	// 2. Decide.
-	plan, ref := Decide(req)
-	if ref != nil {
-		o.Refusal = ref
-		return nil, refusal(ref, req.Current)
-	}
-	a := &answer{table: tbl, verified: !q.Unverified, plan: plan, current: req.Current, budget: s.perRead()}
-	if s.PastRetention != nil {
-		a.expired, a.cutoff = s.PastRetention(t, s.now())
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			a.close()
-		}
-	}()
-
-	// 3. Open every segment now; one gone since the listing was drained or quarantined meanwhile.
-	for i, g := range plan.Serve {
-		f, err := os.Open(g.Path)
-		if errors.Is(err, fs.ErrNotExist) && !g.Retained {
-			if rg, found := findRetained(filepath.Dir(g.Path), g.Name); found {
-				rg.Stream = g.Stream
-				g = rg
-				f, err = os.Open(g.Path)
-			}
-		}
+// openSegments opens the segments of a's plan. A segment gone since the listing (drained,
+// retired or quarantined meanwhile) refuses the answer, unless it is unverified; one whose head
+// does not read is skipped (the drain quarantines it).
+func (s *Server) openSegments(ctx context.Context, a *answer, q Query, o *Outcome) *httpError {
+	for i, g := range a.plan.Serve {
+		f, g, err := openSegment(g)
 		if errors.Is(err, fs.ErrNotExist) {
 			if q.Unverified {
 				continue
 			}
-			// Committed (or quarantined) after the marks were read: report the marks of now.
-			cur := req.Current
-			if nt, err := s.LoadTable(ctx, tbl); err == nil {
-				if m, err := TableMarks(nt); err == nil {
-					cur = m
-				}
-			}
-			reason := "draining"
-			if g.Retained {
-				reason = "drained" // swept from retention meanwhile
-			}
-			ref := &Refusal{Stream: g.Stream, After: plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: reason, At: g.Mark}
-			o.Refusal = ref
-			return nil, refusal(ref, cur)
+			return s.gone(ctx, a, g, o)
 		}
 		if err != nil {
-			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("open segment: %v", err)}}
+			return internalError(fmt.Errorf("open segment: %w", err))
 		}
-		hdr, sc, err := localwal.ReadHead(g.Name, f)
-		var se *localwal.SegmentError
-		switch {
-		case errors.As(err, &se) && se.Reason != localwal.ReasonIO:
+		src, skip, err := readHead(g, f)
+		if err != nil {
 			f.Close()
-			a.skip(se.Reason) // the drain quarantines it: its rows never reach the table
-			continue
-		case err != nil:
+			return internalError(err)
+		}
+		if skip != "" {
 			f.Close()
-			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
-		case hdr.Stream != g.Stream:
-			f.Close()
-			a.skip(localwal.ReasonBadHeader)
+			a.skip(skip)
 			continue
 		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			f.Close()
-			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
-		}
-		plan.Serve[i] = g
-		a.srcs = append(a.srcs, source{seg: g, f: f, schema: sc})
+		a.plan.Serve[i] = g
+		a.srcs = append(a.srcs, src)
 	}
+	return nil
+}
 
-	// 4. The answer's columns: the table's, then new ones the segments bring (as the drain adds
-	// them). A segment whose column type conflicts is left out: the drain quarantines it.
+// openSegment opens g, or where the drain retired it meanwhile, its retained copy.
+func openSegment(g Segment) (*os.File, Segment, error) {
+	f, err := os.Open(g.Path)
+	if errors.Is(err, fs.ErrNotExist) && !g.Retained {
+		if rg, found := findRetained(filepath.Dir(g.Path), g.Name); found {
+			rg.Stream = g.Stream
+			g = rg
+			f, err = os.Open(g.Path)
+		}
+	}
+	return f, g, err
+}
+
+// gone refuses an answer whose segment g was committed (or quarantined) after the marks were
+// read, with the marks of now.
+func (s *Server) gone(ctx context.Context, a *answer, g Segment, o *Outcome) *httpError {
+	cur := a.current
+	if nt, err := s.LoadTable(ctx, a.table); err == nil {
+		if m, err := TableMarks(nt); err == nil {
+			cur = m
+		}
+	}
+	reason := "draining"
+	if g.Retained {
+		reason = "drained" // swept from retention meanwhile
+	}
+	ref := &Refusal{Stream: g.Stream, After: a.plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: reason, At: g.Mark}
+	o.Refusal = ref
+	return refusal(ref, cur)
+}
+
+// readHead reads the head of segment g open in f and rewinds it: the source to serve, or the
+// reason to skip a segment the drain quarantines, or an error to fail the answer with.
+func readHead(g Segment, f *os.File) (source, string, error) {
+	hdr, sc, err := localwal.ReadHead(g.Name, f)
+	var se *localwal.SegmentError
+	switch {
+	case errors.As(err, &se) && se.Reason != localwal.ReasonIO:
+		return source{}, se.Reason, nil // the drain quarantines it: its rows never reach the table
+	case err != nil:
+		return source{}, "", err
+	case hdr.Stream != g.Stream:
+		return source{}, localwal.ReasonBadHeader, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return source{}, "", err
+	}
+	return source{seg: g, f: f, schema: sc}, "", nil
+}
+
+// bindColumns sets a's schema (the table's columns, then those the segments add) and binds the
+// query's filter and projection to it.
+func (s *Server) bindColumns(t *table.Table, loadErr error, a *answer, q Query) *httpError {
 	a.schema = s.answerSchema(t, a)
 	if a.schema == nil {
 		if loadErr != nil {
-			return nil, unavailable("the catalog is unreachable (%v) and no sealed segment of %s is here to give its columns", loadErr, tbl)
+			return unavailable("the catalog is unreachable (%v) and no sealed segment of %s is here to give its columns", loadErr, a.table)
 		}
-		return nil, &httpError{http.StatusNotFound, errorBody{Error: fmt.Sprintf("table %s: not in the catalog and no sealed segment of it is waiting", tbl)}}
+		return &httpError{http.StatusNotFound, errorBody{Error: fmt.Sprintf("table %s: not in the catalog and no sealed segment of it is waiting", a.table)}}
 	}
 	match, proj, err := q.bind(a.schema)
 	if err != nil {
-		return nil, paramError(err)
+		return paramError(err)
 	}
 	a.match, a.proj = match, proj
+	return nil
+}
 
-	// 5. Memory: a segment's file and its decoded records are held while it is answered.
+// fitMemory ends the answer before the first segment whose file and decoded rows do not fit a
+// read's share; a first segment that does not fit is refused.
+func (a *answer) fitMemory() *httpError {
 	for i, src := range a.srcs {
 		if 2*src.seg.Size <= a.budget {
 			continue
 		}
 		if i == 0 {
-			return nil, &httpError{http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf(
+			return &httpError{http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf(
 				"segment %s is %d bytes; a read may hold %d bytes of file and decoded rows (SIGLAKE_BUFFER_MEMORY_BYTES / SIGLAKE_BUFFER_MAX_READERS), which needs at least twice the file",
 				src.seg.Name, src.seg.Size, a.budget)}}
 		}
@@ -471,23 +550,25 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 		a.plan = a.plan.cut(src.seg)
 		break
 	}
+	return nil
+}
 
-	// 6. Decode the first segment before the status goes out, so its failures are statuses.
+// decodeFirst decodes the first segment that has rows for the answer; those before it are
+// dropped.
+func (a *answer) decodeFirst(mem memory.Allocator) *httpError {
 	for len(a.srcs) > 0 {
-		seg, herr := a.decode(s.Mem, a.srcs[0])
+		seg, herr := a.decode(mem, a.srcs[0])
 		if herr != nil {
-			return nil, herr
+			return herr
 		}
 		if seg != nil {
 			a.first = seg
-			break
+			return nil
 		}
 		a.srcs[0].f.Close()
 		a.srcs = a.srcs[1:]
 	}
-	a.out = a.outSchema()
-	ok = true
-	return a, nil
+	return nil
 }
 
 // cut ends p before segment g (and everything after it): the limits stop the answer there.

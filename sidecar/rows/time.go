@@ -29,3 +29,9 @@ func ParseMicros(flag, v string) (int64, error) {
 	}
 	return t.UnixMicro(), nil
 }
+
+// FormatMicros renders µs since the epoch as RFC 3339 UTC with six fractional digits, which
+// ParseTime reads back exactly.
+func FormatMicros(us int64) string {
+	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z")
+}

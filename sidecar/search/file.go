@@ -25,6 +25,7 @@ import (
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/rows"
+	"github.com/siglake/siglake/sidecar/search/ordered"
 )
 
 // ioCount counts what reads through a countingIO cost: bytes and requests. On S3, iceberg-go's
@@ -119,7 +120,7 @@ type fileSource struct {
 
 // open reads path's footer and decides the footer and row-group stages; nil when the file is
 // pruned whole.
-func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
+func (fs *fileSource) open(ctx context.Context, path string) (ordered.Stream, error) {
 	before := fs.fsys.n.snapshot()
 	f, err := fs.fsys.Open(path)
 	if err != nil {
@@ -412,7 +413,7 @@ func (r *rowGroupRead) release() {
 	}
 }
 
-func (s *fileStream) next(ctx context.Context) (*batch, error) {
+func (s *fileStream) Next(ctx context.Context) (*ordered.Batch, error) {
 	for s.remaining() != 0 {
 		if s.cur == nil {
 			if len(s.rgs) == 0 {
@@ -436,7 +437,7 @@ func (s *fileStream) next(ctx context.Context) (*batch, error) {
 			return nil, fmt.Errorf("read row group %d of %s: %w", s.cur.rg, s.path, err)
 		}
 		if r != nil {
-			s.produced += int64(len(r.ts))
+			s.produced += int64(len(r.TS))
 			return r, nil
 		}
 	}
@@ -495,7 +496,7 @@ func sliceOf(rr pqarrow.RecordReader, at *int64, lo int64) (arrow.RecordBatch, e
 // none), in two reads: the tested columns select the rows, and only when some match are the
 // other printed columns decoded, cut to them and put beside the tested ones (so no column is
 // read twice).
-func (s *fileStream) readSlice(ctx context.Context, lo int64) (*batch, error) {
+func (s *fileStream) readSlice(ctx context.Context, lo int64) (*ordered.Batch, error) {
 	c, r := s.fs.c, s.cur
 	rec, err := sliceOf(r.test, &r.testAt, lo)
 	if err != nil {
@@ -541,7 +542,7 @@ func (s *fileStream) readSlice(ctx context.Context, lo int64) (*batch, error) {
 	}
 	s.keepFirst(&b)
 	if s.onePhase {
-		return &batch{rec: b.kept, ts: b.ts, reverse: c.desc}, nil
+		return &ordered.Batch{Rec: b.kept, TS: b.ts, Reverse: c.desc}, nil
 	}
 	defer b.kept.Release()
 	if r.other == nil {
@@ -561,7 +562,7 @@ func (s *fileStream) readSlice(ctx context.Context, lo int64) (*batch, error) {
 		return nil, err
 	}
 	defer other.Release()
-	return &batch{rec: beside(b.kept, other), ts: b.ts, reverse: c.desc}, nil
+	return &ordered.Batch{Rec: beside(b.kept, other), TS: b.ts, Reverse: c.desc}, nil
 }
 
 // selected is one slice of the tested columns: which rows match, those rows, their timestamps.
@@ -618,7 +619,7 @@ func minus(a, b []string) []string {
 	return out
 }
 
-func (s *fileStream) close() error {
+func (s *fileStream) Close() error {
 	if s.cur != nil {
 		s.cur.release()
 		s.cur = nil

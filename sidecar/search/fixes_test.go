@@ -1,7 +1,6 @@
 package search
 
 import (
-	"bytes"
 	"context"
 	"path"
 	"slices"
@@ -265,42 +264,6 @@ func TestSearchPuffinAfterFooterStage(t *testing.T) {
 	got, ex = collect(t, tbl, q, Options{})
 	if want := expected(all, q); !slices.Equal(got, want) || ex.PuffinIndexesRead+ex.IndexesNotRead != 1 {
 		t.Fatalf("in range: %d rows (want %d), Puffin indexes read %d, left %d (want one weighed)", len(got), len(want), ex.PuffinIndexesRead, ex.IndexesNotRead)
-	}
-}
-
-// TestTableStreams: the table format prints while rows come, not all at Close, and keeps the
-// first block's alignment after it.
-func TestTableStreams(t *testing.T) {
-	g := walgen.New(walgen.Options{Seed: 6})
-	rec := g.Batch(memory.DefaultAllocator, base, 10_000, time.Millisecond)
-	defer rec.Release()
-	var out bytes.Buffer
-	cols := []string{"timestamp", "service", "severity"}
-	w, err := NewWriter(&out, "table", cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < int(rec.NumRows()); i++ {
-		if _, err := w.Row(rec, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	before := out.Len()
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if before == 0 || before < out.Len()/2 {
-		t.Fatalf("%d of %d bytes written before Close", before, out.Len())
-	}
-	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 10_001 {
-		t.Fatalf("%d lines, want a header and 10000 rows", len(lines))
-	}
-	col := strings.Index(lines[0], "service")
-	for _, l := range []string{lines[1], lines[5000], lines[10_000]} {
-		if l[col-2:col] != "  " || l[col] == ' ' {
-			t.Fatalf("line %q: service not at column %d of the header %q", l, col, lines[0])
-		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,7 +180,7 @@ func rowOf(rec arrow.RecordBatch, i int, p string, ord int) row {
 			b.WriteString("-|")
 			continue
 		}
-		b.WriteString(textValue(a, i) + "|")
+		b.WriteString(cellText(a, i) + "|")
 	}
 	r.key = b.String()
 	return r
@@ -399,4 +400,13 @@ func checkCounters(t *testing.T, ex *Explain, rows int64) {
 	if ex.MaxOpenStreams > max(ex.OverlapDepth, 1) {
 		t.Fatalf("%d streams open at once, overlap depth %d", ex.MaxOpenStreams, ex.OverlapDepth)
 	}
+}
+
+// cellText is a non-null value as text for a row's key: timestamps in microseconds, whatever
+// their unit, everything else as Arrow prints it.
+func cellText(a arrow.Array, i int) string {
+	if v, ok := a.(*array.Timestamp); ok {
+		return strconv.FormatInt(v.Value(i).ToTime(v.DataType().(*arrow.TimestampType).Unit).UnixMicro(), 10)
+	}
+	return a.ValueStr(i)
 }
