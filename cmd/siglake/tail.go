@@ -21,7 +21,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar"
-	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -43,7 +43,7 @@ func runTail(args []string) error {
 	since := durationFlag(fs, "since", time.Hour, true, "look this far back for them (0: the whole table)")
 	follow := fs.Bool("follow", false, "keep printing rows as they are sealed, until interrupted")
 	interval := durationFlag(fs, "interval", time.Second, false, "with --follow, how often to poll the WAL buffers")
-	bufs := fs.String("buffer", "", "WAL buffer addresses, comma-separated host:port or https://host:port (a name with several addresses, such as a headless Service, means every pod); \"none\" reads the lake only (default: --buffer-addr / SIGLAKE_BUFFER_ADDR, else 127.0.0.1:"+strconv.Itoa(buffer.DefaultPort)+")")
+	bufs := fs.String("buffer", "", "WAL buffer addresses, comma-separated host:port or https://host:port (a name with several addresses, such as a headless Service, means every pod); \"none\" reads the lake only (default: --buffer-addr / SIGLAKE_BUFFER_ADDR, else 127.0.0.1:"+strconv.Itoa(reader.DefaultPort)+")")
 	asJSON := fs.Bool("json", false, "print one JSON object per row")
 	tbl := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -57,7 +57,7 @@ func runTail(args []string) error {
 		fmt.Fprintln(os.Stderr, "usage: siglake tail TABLE [flags]; see siglake tail -h")
 		return usageError{errors.New("TABLE is required")}
 	}
-	q := buffer.Query{Filter: rows.Filter{From: *from, To: *to}}
+	q := reader.Query{Filter: rows.Filter{From: *from, To: *to}}
 	if q.Filter.Where, err = conditions(where, in); err != nil {
 		return err
 	}
@@ -71,14 +71,14 @@ func runTail(args []string) error {
 	if addr == "" {
 		addr = defaultBufferAddr(cfg)
 	}
-	var clients buffer.Buffers
+	var clients reader.Buffers
 	if addr != "none" {
 		// The sidecar's own options, so that in its pod `siglake tail` needs no more than it has.
-		token, err := buffer.ReadToken(cfg.BufferTokenFile)
+		token, err := reader.ReadToken(cfg.BufferTokenFile)
 		if err != nil {
 			return err
 		}
-		tlsCfg, err := buffer.ClientTLS(cfg.BufferTLSCAFile, cfg.BufferTLSCertFile, cfg.BufferTLSKeyFile)
+		tlsCfg, err := reader.ClientTLS(cfg.BufferTLSCAFile, cfg.BufferTLSCertFile, cfg.BufferTLSKeyFile)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func runTail(args []string) error {
 		if w := plainTokenWarning(strings.Split(addr, ","), token); w != "" {
 			fmt.Fprintln(os.Stderr, w)
 		}
-		if clients, err = buffer.Resolve(ctx, strings.Split(addr, ","), hc); err != nil {
+		if clients, err = reader.Resolve(ctx, strings.Split(addr, ","), hc); err != nil {
 			return err
 		}
 		clients.WithToken(token)
@@ -139,11 +139,11 @@ func runTail(args []string) error {
 	if missing != nil && !*follow {
 		errOut = &held
 	}
-	err = buffer.Tail(ctx, load, clients, buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
+	err = reader.Tail(ctx, load, clients, reader.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since,
 		Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}, out, errOut)
 	// A refused reader learns why (the token or certificate option), not that the table is unknown:
 	// a table not committed yet is known only to the buffers it could not read.
-	var refused *buffer.StatusError
+	var refused *reader.StatusError
 	if errors.As(err, &refused) && (refused.Code == http.StatusUnauthorized || refused.Code == http.StatusForbidden) {
 		_, _ = os.Stderr.Write(held.Bytes())
 		return err
@@ -174,7 +174,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func defaultBufferAddr(cfg sidecar.Config) string {
 	addr := cfg.BufferAddr
 	if addr == "" {
-		return "127.0.0.1:" + strconv.Itoa(buffer.DefaultPort)
+		return "127.0.0.1:" + strconv.Itoa(reader.DefaultPort)
 	}
 	if host, port, err := net.SplitHostPort(addr); err == nil {
 		// 127.0.0.1 for "::" too: Go listens there on both families.

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -28,7 +29,7 @@ type harness struct {
 	e      *testlake.Env
 	srv    *Server
 	http   *httptest.Server
-	client *Client
+	client *reader.Client
 	reg    *prometheus.Registry
 }
 
@@ -44,7 +45,7 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	h.srv = &Server{Cfg: cfg, LoadTable: e.Lake.LoadTable, Metrics: NewMetrics(reg), Log: e.Log, Now: time.Now, Mem: memory.DefaultAllocator}
 	h.http = httptest.NewServer(h.srv.Handler())
 	t.Cleanup(h.http.Close)
-	h.client = &Client{Addr: h.http.URL}
+	h.client = &reader.Client{Addr: h.http.URL}
 	return h
 }
 
@@ -83,7 +84,7 @@ func sumOf(t *testing.T, recs []arrow.RecordBatch, r rows.Filter, columns ...str
 }
 
 // read reads the buffer with q and fingerprints the answer over columns.
-func (h *harness) read(q Query, columns ...string) (rowsum.Sum, Answer, error) {
+func (h *harness) read(q reader.Query, columns ...string) (rowsum.Sum, reader.Answer, error) {
 	h.t.Helper()
 	var s rowsum.Sum
 	ans, err := h.client.Read(context.Background(), "events", q, func(rec arrow.RecordBatch) error { return s.Add(rec, columns...) })
@@ -91,14 +92,14 @@ func (h *harness) read(q Query, columns ...string) (rowsum.Sum, Answer, error) {
 }
 
 // get does a raw GET and decodes a JSON error body.
-func (h *harness) get(path string) (int, errorBody, http.Header) {
+func (h *harness) get(path string) (int, reader.ErrorBody, http.Header) {
 	h.t.Helper()
 	resp, err := http.Get(h.http.URL + path)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var eb errorBody
+	var eb reader.ErrorBody
 	body, _ := io.ReadAll(resp.Body)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		_ = json.Unmarshal(body, &eb)

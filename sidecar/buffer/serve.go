@@ -28,22 +28,10 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
+	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rows"
-)
-
-// ContentType is the media type of an answer: an Arrow IPC stream.
-const ContentType = "application/vnd.apache.arrow.stream"
-
-// Schema-level metadata keys of an answer (also sent as Siglake-Buffer-* response headers).
-const (
-	MetaTable    = "siglake.buffer.table"
-	MetaAfter    = "siglake.buffer.after"    // the marks the rows are above
-	MetaMarks    = "siglake.buffer.marks"    // the table's marks the buffer read (empty: unverified)
-	MetaThrough  = "siglake.buffer.through"  // after= of the next request: past every served segment
-	MetaComplete = "siglake.buffer.complete" // "false": the limits cut the answer; continue from through
-	MetaSegments = "siglake.buffer.segments" // the segments served, comma-separated file names
-	MetaVerified = "siglake.buffer.verified" // "false" for unverified=true answers
 )
 
 // DefaultMaxSegments bounds the segments of one answer: each is an open file while it is answered.
@@ -171,19 +159,7 @@ func (s *Server) now() time.Time {
 // httpError is an answer other than 200, with its JSON body.
 type httpError struct {
 	code int
-	body errorBody
-}
-
-type errorBody struct {
-	Error string `json:"error"`
-	// Parameter names the malformed parameter (400).
-	Parameter string `json:"parameter,omitempty"`
-	// Reason, Stream and Marks explain a refusal (409): Marks are the table's marks now, in the
-	// after= form; reload the table (its marks are these or newer) and ask again. A 401 has the
-	// Reason alone (siglake_buffer_unauthorized_total's).
-	Reason string `json:"reason,omitempty"`
-	Stream string `json:"stream,omitempty"`
-	Marks  string `json:"marks,omitempty"`
+	body reader.ErrorBody
 }
 
 func writeError(w http.ResponseWriter, e *httpError) {
@@ -200,11 +176,11 @@ func writeError(w http.ResponseWriter, e *httpError) {
 }
 
 func paramError(err error) *httpError {
-	var pe *ParamError
+	var pe *reader.ParamError
 	if errors.As(err, &pe) {
-		return &httpError{http.StatusBadRequest, errorBody{Error: pe.Error(), Parameter: pe.Param}}
+		return &httpError{http.StatusBadRequest, reader.ErrorBody{Error: pe.Error(), Parameter: pe.Param}}
 	}
-	return &httpError{http.StatusBadRequest, errorBody{Error: err.Error()}}
+	return &httpError{http.StatusBadRequest, reader.ErrorBody{Error: err.Error()}}
 }
 
 func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
@@ -219,17 +195,17 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 	}
 	if !localwal.ValidTable(o.Table) {
-		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("table %q: accepted: ^[a-z][a-z0-9_]{0,127}$", o.Table), Parameter: "table"}})
+		fail(&httpError{http.StatusBadRequest, reader.ErrorBody{Error: fmt.Sprintf("table %q: accepted: ^[a-z][a-z0-9_]{0,127}$", o.Table), Parameter: "table"}})
 		return
 	}
 	// Not r.URL.Query(): it drops a parse error (a bad escape, more parameters than the parser
 	// takes) and would serve the rest without the filters it lost.
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("query string: %v", err)}})
+		fail(&httpError{http.StatusBadRequest, reader.ErrorBody{Error: fmt.Sprintf("query string: %v", err)}})
 		return
 	}
-	q, err := ParseQuery(v)
+	q, err := reader.ParseQuery(v)
 	if err != nil {
 		fail(paramError(err))
 		return
@@ -238,13 +214,13 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
 	default:
-		fail(&httpError{http.StatusTooManyRequests, errorBody{Error: fmt.Sprintf("%d reads are running, the most SIGLAKE_BUFFER_MAX_READERS allows; retry shortly", cap(s.slots))}})
+		fail(&httpError{http.StatusTooManyRequests, reader.ErrorBody{Error: fmt.Sprintf("%d reads are running, the most SIGLAKE_BUFFER_MAX_READERS allows; retry shortly", cap(s.slots))}})
 		return
 	}
 	if s.Reserve != nil {
 		release, err := s.Reserve(r.Context(), s.perRead())
 		if err != nil {
-			fail(&httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+			fail(&httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: err.Error()}})
 			return
 		}
 		defer release()
@@ -265,7 +241,7 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 // source is one segment an answer serves, open since before the answer started: an open file
 // stays readable when the drain removes or retires the segment meanwhile.
 type source struct {
-	seg    Segment
+	seg    segments.Segment
 	f      *os.File
 	schema *arrow.Schema // the segment's own
 }
@@ -274,8 +250,8 @@ type source struct {
 type answer struct {
 	table    string
 	verified bool
-	plan     Plan
-	current  Marks
+	plan     segments.Plan
+	current  reader.Marks
 	srcs     []source
 	schema   *arrow.Schema // every column, what each record is conformed to
 	out      *arrow.Schema // the projection, with the answer's metadata
@@ -306,7 +282,7 @@ func (a *answer) skip(reason string) {
 
 // prepare does everything that can still fail with a status: list, read the marks, decide, open
 // the segments, build the schema, bind the query, decode the first segment.
-func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (*answer, *httpError) {
+func (s *Server) prepare(ctx context.Context, tbl string, q reader.Query, o *Outcome) (*answer, *httpError) {
 	// 1. The WAL dirs, then retention, then the catalog: the order Decide's proof needs.
 	req, herr := s.listSegments(tbl)
 	if herr != nil {
@@ -317,7 +293,7 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 		return nil, herr
 	}
 	// 2. Decide.
-	plan, ref := Decide(req)
+	plan, ref := segments.Decide(req)
 	if ref != nil {
 		o.Refusal = ref
 		return nil, refusal(ref, req.Current)
@@ -356,19 +332,19 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 
 // unavailable is a 503: the buffer cannot answer now, a retry may succeed.
 func unavailable(format string, args ...any) *httpError {
-	return &httpError{http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf(format, args...)}}
+	return &httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: fmt.Sprintf(format, args...)}}
 }
 
 // internalError is a 500 with err's text.
 func internalError(err error) *httpError {
-	return &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+	return &httpError{http.StatusInternalServerError, reader.ErrorBody{Error: err.Error()}}
 }
 
 // listSegments lists the streams of the WAL root, the live segments of tbl in each, then the
 // retained ones.
-func (s *Server) listSegments(tbl string) (Request, *httpError) {
-	var req Request
-	dirs, err := Dirs(s.Cfg.WALDir, s.Cfg.Claims)
+func (s *Server) listSegments(tbl string) (segments.Request, *httpError) {
+	var req segments.Request
+	dirs, err := segments.Dirs(s.Cfg.WALDir, s.Cfg.Claims)
 	if err != nil {
 		return req, unavailable("listing the WAL root: %v", err)
 	}
@@ -386,7 +362,7 @@ func (s *Server) listSegments(tbl string) (Request, *httpError) {
 		req.Streams = append(req.Streams, stream)
 		for _, g := range segs {
 			if g.Table == tbl {
-				req.Live = append(req.Live, Segment{Name: g.Name, Path: g.Path, Stream: stream,
+				req.Live = append(req.Live, segments.Segment{Name: g.Name, Path: g.Path, Stream: stream,
 					Mark: lake.Mark{Incarnation: g.Incarnation, Seq: g.Seq}, Size: g.Size})
 			}
 		}
@@ -395,7 +371,7 @@ func (s *Server) listSegments(tbl string) (Request, *httpError) {
 		if streamOf[dir] == "" {
 			continue
 		}
-		rs, err := listRetained(dir, tbl)
+		rs, err := segments.ListRetained(dir, tbl)
 		if err != nil {
 			return req, unavailable("%v", err)
 		}
@@ -409,7 +385,7 @@ func (s *Server) listSegments(tbl string) (Request, *httpError) {
 
 // readMarks loads tbl (nil when the catalog does not have it) and completes req with its marks,
 // the reader's and the limits. An unreachable catalog is loadErr for an unverified read.
-func (s *Server) readMarks(ctx context.Context, tbl string, q Query, req *Request) (t *table.Table, loadErr error, herr *httpError) {
+func (s *Server) readMarks(ctx context.Context, tbl string, q reader.Query, req *segments.Request) (t *table.Table, loadErr error, herr *httpError) {
 	t, loadErr = s.LoadTable(ctx, tbl)
 	if errors.Is(loadErr, catalog.ErrNoSuchTable) {
 		t, loadErr = nil, nil
@@ -417,10 +393,10 @@ func (s *Server) readMarks(ctx context.Context, tbl string, q Query, req *Reques
 	if loadErr != nil && !q.Unverified {
 		return nil, nil, unavailable("reading the table's marks from the catalog: %v (without them the buffer cannot prove an answer has no gap; unverified=true answers anyway)", loadErr)
 	}
-	req.Current = Marks{}
+	req.Current = reader.Marks{}
 	if t != nil {
 		var err error
-		if req.Current, err = TableMarks(t); err != nil {
+		if req.Current, err = reader.TableMarks(t); err != nil {
 			return nil, nil, internalError(err)
 		}
 	}
@@ -435,7 +411,7 @@ func (s *Server) readMarks(ctx context.Context, tbl string, q Query, req *Reques
 // openSegments opens the segments of a's plan. A segment gone since the listing (drained,
 // retired or quarantined meanwhile) refuses the answer, unless it is unverified; one whose head
 // does not read is skipped (the drain quarantines it).
-func (s *Server) openSegments(ctx context.Context, a *answer, q Query, o *Outcome) *httpError {
+func (s *Server) openSegments(ctx context.Context, a *answer, q reader.Query, o *Outcome) *httpError {
 	for i, g := range a.plan.Serve {
 		f, g, err := openSegment(g)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -464,10 +440,10 @@ func (s *Server) openSegments(ctx context.Context, a *answer, q Query, o *Outcom
 }
 
 // openSegment opens g, or where the drain retired it meanwhile, its retained copy.
-func openSegment(g Segment) (*os.File, Segment, error) {
+func openSegment(g segments.Segment) (*os.File, segments.Segment, error) {
 	f, err := os.Open(g.Path)
 	if errors.Is(err, fs.ErrNotExist) && !g.Retained {
-		if rg, found := findRetained(filepath.Dir(g.Path), g.Name); found {
+		if rg, found := segments.FindRetained(filepath.Dir(g.Path), g.Name); found {
 			rg.Stream = g.Stream
 			g = rg
 			f, err = os.Open(g.Path)
@@ -478,10 +454,10 @@ func openSegment(g Segment) (*os.File, Segment, error) {
 
 // gone refuses an answer whose segment g was committed (or quarantined) after the marks were
 // read, with the marks of now.
-func (s *Server) gone(ctx context.Context, a *answer, g Segment, o *Outcome) *httpError {
+func (s *Server) gone(ctx context.Context, a *answer, g segments.Segment, o *Outcome) *httpError {
 	cur := a.current
 	if nt, err := s.LoadTable(ctx, a.table); err == nil {
-		if m, err := TableMarks(nt); err == nil {
+		if m, err := reader.TableMarks(nt); err == nil {
 			cur = m
 		}
 	}
@@ -489,14 +465,14 @@ func (s *Server) gone(ctx context.Context, a *answer, g Segment, o *Outcome) *ht
 	if g.Retained {
 		reason = "drained" // swept from retention meanwhile
 	}
-	ref := &Refusal{Stream: g.Stream, After: a.plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: reason, At: g.Mark}
+	ref := &segments.Refusal{Stream: g.Stream, After: a.plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: reason, At: g.Mark}
 	o.Refusal = ref
 	return refusal(ref, cur)
 }
 
 // readHead reads the head of segment g open in f and rewinds it: the source to serve, or the
 // reason to skip a segment the drain quarantines, or an error to fail the answer with.
-func readHead(g Segment, f *os.File) (source, string, error) {
+func readHead(g segments.Segment, f *os.File) (source, string, error) {
 	hdr, sc, err := localwal.ReadHead(g.Name, f)
 	var se *localwal.SegmentError
 	switch {
@@ -515,15 +491,15 @@ func readHead(g Segment, f *os.File) (source, string, error) {
 
 // bindColumns sets a's schema (the table's columns, then those the segments add) and binds the
 // query's filter and projection to it.
-func (s *Server) bindColumns(t *table.Table, loadErr error, a *answer, q Query) *httpError {
+func (s *Server) bindColumns(t *table.Table, loadErr error, a *answer, q reader.Query) *httpError {
 	a.schema = s.answerSchema(t, a)
 	if a.schema == nil {
 		if loadErr != nil {
 			return unavailable("the catalog is unreachable (%v) and no sealed segment of %s is here to give its columns", loadErr, a.table)
 		}
-		return &httpError{http.StatusNotFound, errorBody{Error: fmt.Sprintf("table %s: not in the catalog and no sealed segment of it is waiting", a.table)}}
+		return &httpError{http.StatusNotFound, reader.ErrorBody{Error: fmt.Sprintf("table %s: not in the catalog and no sealed segment of it is waiting", a.table)}}
 	}
-	match, proj, err := q.bind(a.schema)
+	match, proj, err := bind(q, a.schema)
 	if err != nil {
 		return paramError(err)
 	}
@@ -539,7 +515,7 @@ func (a *answer) fitMemory() *httpError {
 			continue
 		}
 		if i == 0 {
-			return &httpError{http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf(
+			return &httpError{http.StatusRequestEntityTooLarge, reader.ErrorBody{Error: fmt.Sprintf(
 				"segment %s is %d bytes; a read may hold %d bytes of file and decoded rows (SIGLAKE_BUFFER_MEMORY_BYTES / SIGLAKE_BUFFER_MAX_READERS), which needs at least twice the file",
 				src.seg.Name, src.seg.Size, a.budget)}}
 		}
@@ -547,7 +523,7 @@ func (a *answer) fitMemory() *httpError {
 			rest.f.Close()
 		}
 		a.srcs = a.srcs[:i]
-		a.plan = a.plan.cut(src.seg)
+		a.plan = a.plan.Cut(src.seg)
 		break
 	}
 	return nil
@@ -571,21 +547,8 @@ func (a *answer) decodeFirst(mem memory.Allocator) *httpError {
 	return nil
 }
 
-// cut ends p before segment g (and everything after it): the limits stop the answer there.
-func (p Plan) cut(g Segment) Plan {
-	out := Plan{After: p.After, Through: p.After.Clone(), Complete: false}
-	for _, s := range p.Serve {
-		if s.Name == g.Name && s.Stream == g.Stream {
-			break
-		}
-		out.Serve = append(out.Serve, s)
-		out.Through[s.Stream] = s.Mark
-	}
-	return out
-}
-
-func refusal(ref *Refusal, current Marks) *httpError {
-	return &httpError{http.StatusConflict, errorBody{Error: ref.Error(), Reason: ref.Reason, Stream: ref.Stream, Marks: current.String()}}
+func refusal(ref *segments.Refusal, current reader.Marks) *httpError {
+	return &httpError{http.StatusConflict, reader.ErrorBody{Error: ref.Error(), Reason: ref.Reason, Stream: ref.Stream, Marks: current.String()}}
 }
 
 // dirStream is the stream a WAL dir holds: under claims its name, otherwise its STREAM file's,
@@ -698,8 +661,8 @@ func (a *answer) metadata() map[string]string {
 		marks = a.current.String()
 	}
 	return map[string]string{
-		MetaTable: a.table, MetaAfter: a.plan.After.String(), MetaMarks: marks, MetaThrough: a.plan.Through.String(),
-		MetaComplete: strconv.FormatBool(a.plan.Complete), MetaSegments: strings.Join(names, ","), MetaVerified: strconv.FormatBool(a.verified),
+		reader.MetaTable: a.table, reader.MetaAfter: a.plan.After.String(), reader.MetaMarks: marks, reader.MetaThrough: a.plan.Through.String(),
+		reader.MetaComplete: strconv.FormatBool(a.plan.Complete), reader.MetaSegments: strings.Join(names, ","), reader.MetaVerified: strconv.FormatBool(a.verified),
 	}
 }
 
@@ -712,19 +675,19 @@ func (a *answer) decode(mem memory.Allocator, src source) (*localwal.Segment, *h
 		err = fmt.Errorf("%d bytes, listed with %d", len(data), src.seg.Size)
 	}
 	if err != nil {
-		return nil, &httpError{http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("read segment %s: %v", src.seg.Name, err)}}
+		return nil, &httpError{http.StatusInternalServerError, reader.ErrorBody{Error: fmt.Sprintf("read segment %s: %v", src.seg.Name, err)}}
 	}
 	seg, err := localwal.Decode(src.seg.Name, data, localwal.ReadOptions{Mem: mem, MaxDecodedBytes: max(1, a.budget-int64(len(data)))})
 	var se *localwal.SegmentError
 	switch {
 	case errors.Is(err, localwal.ErrDecodeBudget):
-		return nil, &httpError{http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf(
+		return nil, &httpError{http.StatusRequestEntityTooLarge, reader.ErrorBody{Error: fmt.Sprintf(
 			"segment %s decodes to more than a read may hold (%d bytes: SIGLAKE_BUFFER_MEMORY_BYTES / SIGLAKE_BUFFER_MAX_READERS)", src.seg.Name, a.budget)}}
 	case errors.As(err, &se) && se.Reason != localwal.ReasonIO:
 		a.skip(se.Reason)
 		return nil, nil
 	case err != nil:
-		return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+		return nil, &httpError{http.StatusInternalServerError, reader.ErrorBody{Error: err.Error()}}
 	}
 	for _, rec := range seg.Records {
 		c, err := merge.Conform(rec, a.schema, mem)
@@ -743,9 +706,9 @@ func (a *answer) decode(mem memory.Allocator, src source) (*localwal.Segment, *h
 // chunk), so no reader mistakes a partial answer for a whole one.
 func (s *Server) stream(w http.ResponseWriter, a *answer, o *Outcome) {
 	h := w.Header()
-	h.Set("Content-Type", ContentType)
+	h.Set("Content-Type", reader.ContentType)
 	h.Set("Cache-Control", "no-store")
-	for k, v := range map[string]string{"After": MetaAfter, "Marks": MetaMarks, "Through": MetaThrough, "Complete": MetaComplete, "Verified": MetaVerified} {
+	for k, v := range map[string]string{"After": reader.MetaAfter, "Marks": reader.MetaMarks, "Through": reader.MetaThrough, "Complete": reader.MetaComplete, "Verified": reader.MetaVerified} {
 		h.Set("Siglake-Buffer-"+k, a.metadata()[v])
 	}
 	h.Set("Siglake-Buffer-Segments", strconv.Itoa(len(a.srcs)))
@@ -855,9 +818,9 @@ type TableBacklog struct {
 
 // serveList answers GET /v1/buffer: per table, the sealed segments waiting and those retained.
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
-	dirs, err := Dirs(s.Cfg.WALDir, s.Cfg.Claims)
+	dirs, err := segments.Dirs(s.Cfg.WALDir, s.Cfg.Claims)
 	if err != nil {
-		writeError(w, &httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+		writeError(w, &httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: err.Error()}})
 		return
 	}
 	tables := map[string]*TableBacklog{}
@@ -870,7 +833,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 	for _, dir := range dirs {
 		segs, err := localwal.Scan(dir)
 		if err != nil {
-			writeError(w, &httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+			writeError(w, &httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: err.Error()}})
 			return
 		}
 		for _, g := range segs {
@@ -878,7 +841,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 			b.Segments++
 			b.Bytes += g.Size
 		}
-		rs, _ := listRetained(dir, "")
+		rs, _ := segments.ListRetained(dir, "")
 		for _, g := range rs {
 			t, _, _, _ := localwal.ParseSegmentName(g.Name)
 			b := get(t)

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -80,7 +81,7 @@ func TestRowsAndFiltersMatchTheSegments(t *testing.T) {
 			if want.Rows == 0 {
 				t.Fatal("the case selects no row: it tests nothing")
 			}
-			got, ans, err := h.read(Query{Filter: c.filter, Columns: c.columns}, cols...)
+			got, ans, err := h.read(reader.Query{Filter: c.filter, Columns: c.columns}, cols...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,11 +94,11 @@ func TestRowsAndFiltersMatchTheSegments(t *testing.T) {
 		})
 	}
 	// Passing the table's marks is the same as passing none; the lake plus the buffer is every row.
-	marks, err := TableMarks(h.table())
+	marks, err := reader.TableMarks(h.table())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := h.read(Query{After: marks}, walgen.Columns...)
+	got, _, err := h.read(reader.Query{After: marks}, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestOpenAndQuarantinedNeverServed(t *testing.T) {
 	if open, _ := filepath.Glob(filepath.Join(h.e.WAL, "*.open")); len(open) != 1 {
 		t.Fatalf("open segments %v", open)
 	}
-	got, ans, err := h.read(Query{}, walgen.Columns...)
+	got, ans, err := h.read(reader.Query{}, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestOpenAndQuarantinedNeverServed(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err = h.read(Query{}, walgen.Columns...)
+	got, _, err = h.read(reader.Query{}, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestLimits(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := h.read(Query{})
+			_, _, err := h.read(reader.Query{})
 			done <- err
 		}()
 		<-entered
@@ -245,9 +246,9 @@ func TestLimits(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		var se *StatusError
+		var se *reader.StatusError
 		h.srv.LoadTable = load
-		if _, _, err := h.read(Query{}); err != nil || errors.As(err, &se) {
+		if _, _, err := h.read(reader.Query{}); err != nil || errors.As(err, &se) {
 			t.Fatalf("after the first finished: %v", err)
 		}
 	})
@@ -263,7 +264,7 @@ func TestLimits(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := h.read(Query{})
+			_, _, err := h.read(reader.Query{})
 			done <- err
 		}()
 		waitUntil := time.Now().Add(10 * time.Second)
@@ -286,8 +287,8 @@ func TestLimits(t *testing.T) {
 	t.Run("413", func(t *testing.T) {
 		h := newHarness(t, func(c *Config) { c.MemoryBytes = 64 << 10; c.MaxReaders = 1 })
 		h.e.Seal("events", gen(t, 8, 1, 2000, t0)...)
-		_, _, err := h.read(Query{})
-		var se *StatusError
+		_, _, err := h.read(reader.Query{})
+		var se *reader.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusRequestEntityTooLarge || !strings.Contains(se.Message, "SIGLAKE_BUFFER_MEMORY_BYTES") {
 			t.Fatalf("got %v, want 413", err)
 		}
@@ -306,8 +307,8 @@ func TestLimits(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = h.read(Query{})
-		var se *StatusError
+		_, _, err = h.read(reader.Query{})
+		var se *reader.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusRequestEntityTooLarge || !strings.Contains(se.Message, "decodes to more") {
 			t.Fatalf("got %v, want 413", err)
 		}
@@ -316,7 +317,7 @@ func TestLimits(t *testing.T) {
 		h := newHarness(t, func(c *Config) { c.MaxSegments = 2 })
 		recs := gen(t, 10, 5, 100, t0)
 		h.e.Seal("events", recs...)
-		got, ans, err := h.read(Query{}, walgen.Columns...)
+		got, ans, err := h.read(reader.Query{}, walgen.Columns...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,12 +341,12 @@ func TestCatalogOutage(t *testing.T) {
 	recs := gen(t, 11, 2, 100, t0)
 	h.e.Seal("events", recs...)
 	h.srv.LoadTable = func(context.Context, string) (*table.Table, error) { return nil, errors.New("connection refused") }
-	_, _, err := h.read(Query{})
-	var se *StatusError
+	_, _, err := h.read(reader.Query{})
+	var se *reader.StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable || !strings.Contains(se.Message, "unverified=true") {
 		t.Fatalf("got %v, want 503", err)
 	}
-	got, ans, err := h.read(Query{Unverified: true}, walgen.Columns...)
+	got, ans, err := h.read(reader.Query{Unverified: true}, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +358,7 @@ func TestCatalogOutage(t *testing.T) {
 // TestCutShortIsAnError: an answer whose stream stops after the status (the sidecar failed
 // mid-answer and cut the connection, or a proxy ended it) is an error, never a short answer.
 func TestCutShortIsAnError(t *testing.T) {
-	md := arrow.NewMetadata([]string{MetaComplete, MetaVerified}, []string{"true", "true"})
+	md := arrow.NewMetadata([]string{reader.MetaComplete, reader.MetaVerified}, []string{"true", "true"})
 	sc := arrow.NewSchema([]arrow.Field{{Name: "timestamp", Type: arrow.FixedWidthTypes.Timestamp_us}}, &md)
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(sc))
@@ -374,31 +375,31 @@ func TestCutShortIsAnError(t *testing.T) {
 	whole := buf.Bytes()
 	for name, handler := range map[string]http.HandlerFunc{
 		"connection cut": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", ContentType)
+			w.Header().Set("Content-Type", reader.ContentType)
 			_, _ = w.Write(partial)
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler)
 		},
 		"clean end without the marker": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", ContentType)
+			w.Header().Set("Content-Type", reader.ContentType)
 			_, _ = w.Write(partial)
 		},
 		"whole": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", ContentType)
+			w.Header().Set("Content-Type", reader.ContentType)
 			_, _ = w.Write(whole)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(handler)
 			defer srv.Close()
-			_, err := (&Client{Addr: srv.URL}).Read(context.Background(), "events", Query{}, func(arrow.RecordBatch) error { return nil })
+			_, err := (&reader.Client{Addr: srv.URL}).Read(context.Background(), "events", reader.Query{}, func(arrow.RecordBatch) error { return nil })
 			if name == "whole" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrCutShort) {
+			if !errors.Is(err, reader.ErrCutShort) {
 				t.Fatalf("got %v, want ErrCutShort", err)
 			}
 		})
@@ -433,7 +434,7 @@ func TestSchemaOfNewColumns(t *testing.T) {
 	h.e.Seal("events", withCode, conflict, conflict2)
 	var cols []string
 	var n int64
-	_, err := h.client.Read(context.Background(), "events", Query{Filter: rows.Filter{Where: []rows.Condition{{Column: "code", Values: []string{"7"}}}}},
+	_, err := h.client.Read(context.Background(), "events", reader.Query{Filter: rows.Filter{Where: []rows.Condition{{Column: "code", Values: []string{"7"}}}}},
 		func(rec arrow.RecordBatch) error {
 			cols = nil
 			for _, f := range rec.Schema().Fields() {
