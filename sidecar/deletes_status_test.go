@@ -11,6 +11,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // TestStatusShowsNoPredicateValues: /debug/status lists a pending deletion request with its id,
@@ -20,7 +21,7 @@ func TestStatusShowsNoPredicateValues(t *testing.T) {
 	e := testlake.New(t)
 	e.DeleteTable(1)
 	const secret = "alice.smith@example.com"
-	r := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "host", Values: []string{secret}}}})
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "host", Values: []string{secret}}}})
 	cfg, err := Load(nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

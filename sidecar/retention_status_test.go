@@ -15,10 +15,10 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -31,7 +31,7 @@ func TestStatusShowsNoRetentionRuleValues(t *testing.T) {
 	e.DeleteTable(1)
 	const secret = "alice.smith@example.com"
 	pol := retention.Policy{Period: "30d", Rules: []retention.Rule{
-		{Where: []deletes.Condition{{Column: "host", Values: []string{secret}}}, Period: "1d", Priority: 2}}}
+		{Where: []rows.Condition{{Column: "host", Values: []string{secret}}}, Period: "1d", Priority: 2}}}
 	if _, err := retention.Set(context.Background(), e.Lake, "events", pol); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func setProperty(t *testing.T, e *testlake.Env, table, key, value string) {
 func TestInvalidRetentionRuleValueNotPublished(t *testing.T) {
 	e := rollupLake(t)
 	const secret = "alice.smith@example.com"
-	bad := retention.Policy{Version: 1, Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "events", Values: []string{secret}}}, Period: "1d"}}}
+	bad := retention.Policy{Version: 1, Rules: []retention.Rule{{Where: []rows.Condition{{Column: "events", Values: []string{secret}}}, Period: "1d"}}}
 	v, _ := bad.Encode()
 	setProperty(t, e, walgen.RollupTable, retention.Property, v)
 	cfg, err := Load(nil, func(string) string { return "" })

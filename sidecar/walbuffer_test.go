@@ -12,7 +12,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
+	"github.com/siglake/siglake/sidecar/buffer/segments"
 )
 
 // TestProcessServesTheBuffer: with --buffer-addr set the process serves the WAL buffer on its own
@@ -34,12 +35,12 @@ func TestProcessServesTheBuffer(t *testing.T) {
 	if httpAddr == bufAddr {
 		t.Fatalf("the buffer shares the HTTP listener %s", httpAddr)
 	}
-	c := &buffer.Client{Addr: bufAddr}
+	c := &reader.Client{Addr: bufAddr}
 	var got RowSum
-	read := func(q buffer.Query) buffer.Answer {
+	read := func(q reader.Query) reader.Answer {
 		t.Helper()
 		got = RowSum{}
-		var ans buffer.Answer
+		var ans reader.Answer
 		var err error
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if ans, err = c.Read(ctx, "events", q, func(rec arrow.RecordBatch) error { return got.Add(rec, eventColumns...) }); err == nil || time.Now().After(deadline) {
@@ -52,7 +53,7 @@ func TestProcessServesTheBuffer(t *testing.T) {
 		}
 		return ans
 	}
-	read(buffer.Query{})
+	read(reader.Query{})
 	if got != sealed {
 		t.Fatalf("buffer %+v, sealed %+v", got, sealed)
 	}
@@ -72,7 +73,7 @@ func TestProcessServesTheBuffer(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
-	kept, _ := filepath.Glob(filepath.Join(e.cfg.WALDir, buffer.RetainedDir, "events.*"))
+	kept, _ := filepath.Glob(filepath.Join(e.cfg.WALDir, segments.RetainedDir, "events.*"))
 	if len(kept) != 3 || e.tableSum("events") != sealed {
 		t.Fatalf("retained %v, table %+v", kept, e.tableSum("events"))
 	}
@@ -80,7 +81,7 @@ func TestProcessServesTheBuffer(t *testing.T) {
 	go func() { ran <- p.Run(ctx, false) }()
 	<-p.Addr
 	c.Addr = <-p.BufferAddr
-	read(buffer.Query{After: buffer.Marks{}})
+	read(reader.Query{After: reader.Marks{}})
 	if got != sealed {
 		t.Fatalf("from retention %+v, want %+v", got, sealed)
 	}
@@ -96,7 +97,7 @@ func TestProcessServesTheBuffer(t *testing.T) {
 	go func() { ran <- p.Run(ctx, false) }()
 	<-p.Addr
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if kept, _ = filepath.Glob(filepath.Join(e.cfg.WALDir, buffer.RetainedDir, "events.*")); len(kept) == 0 {
+		if kept, _ = filepath.Glob(filepath.Join(e.cfg.WALDir, segments.RetainedDir, "events.*")); len(kept) == 0 {
 			break
 		}
 	}
@@ -105,7 +106,7 @@ func TestProcessServesTheBuffer(t *testing.T) {
 	if len(kept) != 0 {
 		t.Fatalf("a process with the buffer off left %v", kept)
 	}
-	if _, err := os.Stat(filepath.Join(e.cfg.WALDir, buffer.RetainedDir)); err != nil {
+	if _, err := os.Stat(filepath.Join(e.cfg.WALDir, segments.RetainedDir)); err != nil {
 		t.Fatal(err) // the directory itself may stay
 	}
 }
@@ -126,12 +127,12 @@ func TestProcessBufferLeavesOutRowsPastRetention(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- p.Run(ctx, false) }()
 	<-p.Addr
-	c := &buffer.Client{Addr: <-p.BufferAddr}
+	c := &reader.Client{Addr: <-p.BufferAddr}
 	var got RowSum
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		got = RowSum{}
-		if _, err = c.Read(ctx, "events", buffer.Query{}, func(rec arrow.RecordBatch) error { return got.Add(rec, eventColumns...) }); err == nil || time.Now().After(deadline) {
+		if _, err = c.Read(ctx, "events", reader.Query{}, func(rec arrow.RecordBatch) error { return got.Add(rec, eventColumns...) }); err == nil || time.Now().After(deadline) {
 			break // 503 until the catalog is open
 		}
 	}

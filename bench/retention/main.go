@@ -34,10 +34,10 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/writer"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -264,9 +264,9 @@ func prepare(dir string, rows int) error {
 
 // rewriteOne rewrites the prepared day's file: retention without its debug rows, or the
 // k-way merge of all of it (what a level rewrite of the same bytes costs).
-func rewriteOne(dir, mode string, rows int) error {
+func rewriteOne(dir, mode string, n int) error {
 	if _, err := os.Stat(filepath.Join(dir, prepared)); err != nil {
-		return prepare(dir, rows)
+		return prepare(dir, n)
 	}
 	ctx := context.Background()
 	l, err := lake.Open(ctx, lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse"), Namespace: "bench"})
@@ -292,7 +292,7 @@ func rewriteOne(dir, mode string, rows int) error {
 		// A rule drops the day's debug rows (a tenth of walgen's), spread through the file, as a
 		// `severity=debug:1d` rule does on a table kept longer.
 		if _, err := retention.Set(ctx, l, "events", retention.Policy{Period: "0",
-			Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "severity", Values: []string{"debug"}}}, Period: "1d"}}}); err != nil {
+			Rules: []retention.Rule{{Where: []rows.Condition{{Column: "severity", Values: []string{"debug"}}}, Period: "1d"}}}); err != nil {
 			return err
 		}
 		now := base.Add(60 * time.Hour) // the rule's cutoff is the end of the day

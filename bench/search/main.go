@@ -32,12 +32,13 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/demo"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/search"
+	"github.com/siglake/siglake/sidecar/search/output"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -230,11 +231,11 @@ func queries(ctx context.Context, t *table.Table, end time.Time) ([]query, error
 	dayWhere := fmt.Sprintf("epoch_us(timestamp) >= %d AND epoch_us(timestamp) < %d", us(day), us(day.Add(24*time.Hour)))
 	return []query{
 		{"last 5 minutes, newest 100", search.Query{From: rfc(five), Desc: true, Limit: 100}, fmt.Sprintf("epoch_us(timestamp) >= %d", us(five))},
-		{"a trace id over a day", search.Query{From: rfc(day), To: rfc(day.Add(24 * time.Hour)), Where: []deletes.Condition{{Column: "trace_id", Values: []string{trace}}}},
+		{"a trace id over a day", search.Query{From: rfc(day), To: rfc(day.Add(24 * time.Hour)), Where: []rows.Condition{{Column: "trace_id", Values: []string{trace}}}},
 			dayWhere + " AND trace_id = " + sqlString(trace)},
 		{"a substring over an hour", search.Query{From: rfc(hour), Contains: &sub}, fmt.Sprintf("epoch_us(timestamp) >= %d AND contains(raw, %s)", us(hour), sqlString(sub))},
 		{"a service over a day, first 1000", search.Query{From: rfc(day), To: rfc(day.Add(24 * time.Hour)), Limit: 1000,
-			Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}}, dayWhere + " AND service = 'billing'"},
+			Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}}, dayWhere + " AND service = 'billing'"},
 	}, nil
 }
 
@@ -295,7 +296,7 @@ func measure(ctx context.Context, name string, cfg sidecar.Config, runs int, duc
 		for v, skip := range []bool{false, true} {
 			var times []float64
 			for r := 0; r < runs; r++ {
-				w, _ := search.NewWriter(io.Discard, "csv", cols)
+				w, _ := output.NewWriter(io.Discard, "csv", cols)
 				t0 := time.Now()
 				ex, err := search.Run(ctx, t, q.q, search.Options{SkipMetadata: skip}, w.Row)
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // runDeleteRequest is `siglake delete-request --table T --where COL=VALUE --in COL=V1,V2 --from T
@@ -173,17 +174,17 @@ func runDeleteCancel(args []string) error {
 
 // conditions parses the --where COLUMN=VALUE and --in COLUMN=V1,V2 flags of delete-request, tail
 // and search (the delete-request grammar).
-func conditions(where, in multiFlag) ([]deletes.Condition, error) {
-	var out []deletes.Condition
+func conditions(where, in multiFlag) ([]rows.Condition, error) {
+	var out []rows.Condition
 	for _, w := range where {
-		cs, err := deletes.ParseWhere(w)
+		cs, err := rows.ParseWhere(w)
 		if err != nil {
 			return nil, fmt.Errorf("--where %w", err)
 		}
 		out = append(out, cs...)
 	}
 	for _, w := range in {
-		c, err := deletes.ParseIn(w)
+		c, err := rows.ParseIn(w)
 		if err != nil {
 			return nil, fmt.Errorf("--in %w", err)
 		}

@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 
 	"github.com/siglake/siglake/sidecar"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 const retentionUsage = `usage: siglake retention show [TABLE] [--json] [compactor options]
@@ -62,13 +62,13 @@ func parseRule(v string) (retention.Rule, error) {
 }
 
 // parseConditions reads COND[&COND] (COLUMN=VALUE or COLUMN=V1,V2); why says what is wrong.
-func parseConditions(v string) (where []deletes.Condition, why string) {
+func parseConditions(v string) (where []rows.Condition, why string) {
 	for _, c := range strings.Split(v, "&") {
 		col, vals, ok := strings.Cut(c, "=")
 		if !ok || col == "" || vals == "" {
 			return nil, fmt.Sprintf("condition %q is not COLUMN=VALUE", c)
 		}
-		where = append(where, deletes.Condition{Column: col, Values: strings.Split(vals, ",")})
+		where = append(where, rows.Condition{Column: col, Values: strings.Split(vals, ",")})
 	}
 	return where, ""
 }

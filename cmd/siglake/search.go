@@ -17,6 +17,7 @@ import (
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/search"
+	"github.com/siglake/siglake/sidecar/search/output"
 )
 
 // optionalString is a string flag that knows whether it was given (--contains "" is an error,
@@ -68,8 +69,8 @@ func runSearch(args []string) error {
 		return usageError{err}
 	}
 	// Refused before anything is read (docs/search.md), the catalog too.
-	if !slices.Contains(search.Formats, *format) {
-		return fmt.Errorf("--format %q: accepted: %s", *format, strings.Join(search.Formats, ", "))
+	if !slices.Contains(output.Formats, *format) {
+		return fmt.Errorf("--format %q: accepted: %s", *format, strings.Join(output.Formats, ", "))
 	}
 	if err := requireCatalog(cfg); err != nil {
 		return err
@@ -124,7 +125,7 @@ func searchTable(cfg sidecar.Config, name string, q search.Query, opts search.Op
 	if err != nil {
 		return err
 	}
-	out, err := search.NewWriter(os.Stdout, format, cols)
+	out, err := output.NewWriter(os.Stdout, format, cols)
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar"
-	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // runTail is `siglake tail TABLE [--where COL=V] [--in COL=V1,V2] [--from T] [--to T] [--columns A,B]
@@ -43,7 +43,7 @@ func runTail(args []string) error {
 	since := durationFlag(fs, "since", time.Hour, true, "look this far back for them (0: the whole table)")
 	follow := fs.Bool("follow", false, "keep printing rows as they are sealed, until interrupted")
 	interval := durationFlag(fs, "interval", time.Second, false, "with --follow, how often to poll the WAL buffers")
-	bufs := fs.String("buffer", "", "WAL buffer addresses, comma-separated host:port or https://host:port (a name with several addresses, such as a headless Service, means every pod); \"none\" reads the lake only (default: --buffer-addr / SIGLAKE_BUFFER_ADDR, else 127.0.0.1:"+strconv.Itoa(buffer.DefaultPort)+")")
+	bufs := fs.String("buffer", "", "WAL buffer addresses, comma-separated host:port or https://host:port (a name with several addresses, such as a headless Service, means every pod); \"none\" reads the lake only (default: --buffer-addr / SIGLAKE_BUFFER_ADDR, else 127.0.0.1:"+strconv.Itoa(reader.DefaultPort)+")")
 	asJSON := fs.Bool("json", false, "print one JSON object per row")
 	tbl := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -57,7 +57,7 @@ func runTail(args []string) error {
 		fmt.Fprintln(os.Stderr, "usage: siglake tail TABLE [flags]; see siglake tail -h")
 		return usageError{errors.New("TABLE is required")}
 	}
-	q := buffer.Query{Filter: deletes.Request{From: *from, To: *to}}
+	q := reader.Query{Filter: rows.Filter{From: *from, To: *to}}
 	if q.Filter.Where, err = conditions(where, in); err != nil {
 		return err
 	}
@@ -97,11 +97,11 @@ func runTail(args []string) error {
 		}
 		return t, err
 	}
-	o := buffer.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since, Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}
+	o := reader.TailOptions{Table: tbl, Query: q, Lines: *lines, Since: *since, Follow: *follow, Interval: *interval, JSON: *asJSON, Attempts: 5}
 	if missing == nil || *follow {
-		return buffer.Tail(ctx, load, clients, o, os.Stdout, os.Stderr)
+		return reader.Tail(ctx, load, clients, o, os.Stdout, os.Stderr)
 	}
-	return tailUnknownTable(func(out, errOut io.Writer) error { return buffer.Tail(ctx, load, clients, o, out, errOut) }, missing)
+	return tailUnknownTable(func(out, errOut io.Writer) error { return reader.Tail(ctx, load, clients, o, out, errOut) }, missing)
 }
 
 // tailUnknownTable runs tail (without --follow) for a table the catalog lacks. The buffers'
@@ -113,7 +113,7 @@ func tailUnknownTable(tail func(out, errOut io.Writer) error, missing error) err
 	err := tail(out, &held)
 	// A refused reader learns why (the token or certificate option), not that the table is unknown:
 	// a table not committed yet is known only to the buffers it could not read.
-	var refused *buffer.StatusError
+	var refused *reader.StatusError
 	if errors.As(err, &refused) && (refused.Code == http.StatusUnauthorized || refused.Code == http.StatusForbidden) {
 		_, _ = os.Stderr.Write(held.Bytes())
 		return err
@@ -127,15 +127,15 @@ func tailUnknownTable(tail func(out, errOut io.Writer) error, missing error) err
 
 // tailBuffers connects to the WAL buffers at addr (comma-separated; nil for "none") with the
 // sidecar's own token and TLS options, so that in its pod `siglake tail` needs no more than it has.
-func tailBuffers(ctx context.Context, cfg sidecar.Config, addr string) (buffer.Buffers, error) {
+func tailBuffers(ctx context.Context, cfg sidecar.Config, addr string) (reader.Buffers, error) {
 	if addr == "none" {
 		return nil, nil
 	}
-	token, err := buffer.ReadToken(cfg.BufferTokenFile)
+	token, err := reader.ReadToken(cfg.BufferTokenFile)
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg, err := buffer.ClientTLS(cfg.BufferTLSCAFile, cfg.BufferTLSCertFile, cfg.BufferTLSKeyFile)
+	tlsCfg, err := reader.ClientTLS(cfg.BufferTLSCAFile, cfg.BufferTLSCertFile, cfg.BufferTLSKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func tailBuffers(ctx context.Context, cfg sidecar.Config, addr string) (buffer.B
 	if w := plainTokenWarning(strings.Split(addr, ","), token); w != "" {
 		fmt.Fprintln(os.Stderr, w)
 	}
-	clients, err := buffer.Resolve(ctx, strings.Split(addr, ","), hc)
+	clients, err := reader.Resolve(ctx, strings.Split(addr, ","), hc)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func defaultBufferAddr(cfg sidecar.Config) string {
 	addr := cfg.BufferAddr
 	if addr == "" {
-		return "127.0.0.1:" + strconv.Itoa(buffer.DefaultPort)
+		return "127.0.0.1:" + strconv.Itoa(reader.DefaultPort)
 	}
 	if host, port, err := net.SplitHostPort(addr); err == nil {
 		// 127.0.0.1 for "::" too: Go listens there on both families.

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,46 +11,9 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 )
-
-// Reasons a request is refused with 401 (siglake_buffer_unauthorized_total{reason}).
-const (
-	UnauthorizedMissing      = "missing"        // no Authorization header
-	UnauthorizedMalformed    = "malformed"      // an Authorization header that is not "Bearer <token>"
-	UnauthorizedInvalid      = "invalid"        // a bearer token that is not in the token file
-	UnauthorizedNoClientCert = "no_client_cert" // mutual TLS on, and no verified client certificate
-)
-
-// TokensAccepted says what a token file holds, for errors.
-const TokensAccepted = "one token per line (several during a rotation, all accepted; blank lines and lines starting with # are skipped), each at least 16 characters, printable ASCII without spaces (e.g. head -c 32 /dev/urandom | base64)"
-
-// minTokenLen keeps guessable tokens out: 16 characters of base64 are 96 bits.
-const minTokenLen = 16
-
-// ParseTokens reads a token file's content.
-func ParseTokens(data []byte) ([]string, error) {
-	var out []string
-	for i, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if len(line) < minTokenLen {
-			// Only the line number: the line may be a token, and errors go to logs.
-			return nil, fmt.Errorf("line %d is shorter than %d characters", i+1, minTokenLen)
-		}
-		for _, r := range line {
-			if r <= ' ' || r > '~' {
-				return nil, fmt.Errorf("line %d has a character other than printable ASCII without spaces", i+1)
-			}
-		}
-		out = append(out, line)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no token in it")
-	}
-	return out, nil
-}
 
 // Auth decides who may read the buffer: a bearer token from TokenFile, a verified client
 // certificate (ClientCerts), or both; each one configured is required.
@@ -101,10 +63,10 @@ func (a *Auth) reload() error {
 	}
 	var tokens []string
 	if err == nil {
-		tokens, err = ParseTokens(data)
+		tokens, err = reader.ParseTokens(data)
 	}
 	if err != nil {
-		return fmt.Errorf("--buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE %q: %w; accepted: %s", a.TokenFile, err, TokensAccepted)
+		return fmt.Errorf("--buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE %q: %w; accepted: %s", a.TokenFile, err, reader.TokensAccepted)
 	}
 	// Hashes, so that comparing takes the same time whatever the lengths.
 	hashes := make([][sha256.Size]byte, len(tokens))
@@ -156,19 +118,19 @@ func (a *Auth) Refresh() {
 // Check returns "" when r may read, else the reason it may not.
 func (a *Auth) Check(r *http.Request) string {
 	if a.ClientCerts && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
-		return UnauthorizedNoClientCert
+		return reader.UnauthorizedNoClientCert
 	}
 	if a.TokenFile == "" {
 		return ""
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return UnauthorizedMissing
+		return reader.UnauthorizedMissing
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return UnauthorizedMalformed
+		return reader.UnauthorizedMalformed
 	}
 	sum := sha256.Sum256([]byte(token))
 	match := 0
@@ -176,7 +138,7 @@ func (a *Auth) Check(r *http.Request) string {
 		match |= subtle.ConstantTimeCompare(sum[:], t[:]) // every token compared: no early exit
 	}
 	if match == 0 {
-		return UnauthorizedInvalid
+		return reader.UnauthorizedInvalid
 	}
 	return ""
 }
@@ -200,14 +162,14 @@ func (a *Auth) Wrap(h http.Handler) http.Handler {
 			a.Log.Debug("WAL buffer request refused: no valid credentials", zap.String("reason", reason), zap.String("remote", r.RemoteAddr))
 		}
 		msg := "the WAL buffer needs credentials: "
-		if reason == UnauthorizedNoClientCert {
+		if reason == reader.UnauthorizedNoClientCert {
 			msg += "a client certificate signed by the sidecar's --buffer-tls-client-ca-file"
 		} else {
 			msg += "Authorization: Bearer <a token of the sidecar's --buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE>"
 		}
 		if a.TokenFile != "" {
 			challenge := `Bearer realm="siglake-buffer"`
-			if reason == UnauthorizedInvalid || reason == UnauthorizedMalformed {
+			if reason == reader.UnauthorizedInvalid || reason == reader.UnauthorizedMalformed {
 				challenge += `, error="invalid_token"` // RFC 6750 3.1
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
@@ -216,6 +178,6 @@ func (a *Auth) Wrap(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusUnauthorized)
-		_ = json.NewEncoder(w).Encode(errorBody{Error: msg, Reason: reason})
+		_ = json.NewEncoder(w).Encode(reader.ErrorBody{Error: msg, Reason: reason})
 	})
 }

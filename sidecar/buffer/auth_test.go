@@ -25,7 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -61,12 +62,12 @@ func authService(t *testing.T, o Options) (*Service, rowsum.Sum, *Metrics) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	return s, sumOf(t, recs, deletes.Request{}, walgen.Columns...), m
+	return s, sumOf(t, recs, rows.Filter{}, walgen.Columns...), m
 }
 
-func readSum(c *Client) (rowsum.Sum, error) {
+func readSum(c *reader.Client) (rowsum.Sum, error) {
 	var s rowsum.Sum
-	_, err := c.Read(context.Background(), "events", Query{}, func(rec arrow.RecordBatch) error { return s.Add(rec, walgen.Columns...) })
+	_, err := c.Read(context.Background(), "events", reader.Query{}, func(rec arrow.RecordBatch) error { return s.Add(rec, walgen.Columns...) })
 	return s, err
 }
 
@@ -106,11 +107,11 @@ func TestBufferRefusesReadersWithoutAToken(t *testing.T) {
 			t.Fatalf("Authorization %q: siglake_buffer_unauthorized_total{reason=%q} %v, want %v", authz, reason, got, before+1)
 		}
 	}
-	refused("", UnauthorizedMissing)
-	refused("Basic "+tokenA, UnauthorizedMalformed)
-	refused("Bearer", UnauthorizedMalformed)
-	refused("Bearer "+tokenB, UnauthorizedInvalid)
-	refused("Bearer "+tokenA[:len(tokenA)-1], UnauthorizedInvalid) // a prefix is not the token
+	refused("", reader.UnauthorizedMissing)
+	refused("Basic "+tokenA, reader.UnauthorizedMalformed)
+	refused("Bearer", reader.UnauthorizedMalformed)
+	refused("Bearer "+tokenB, reader.UnauthorizedInvalid)
+	refused("Bearer "+tokenA[:len(tokenA)-1], reader.UnauthorizedInvalid) // a prefix is not the token
 	if code, _, _ := rawGet(t, http.DefaultClient, "http://"+s.Addr()+"/v1/buffer", ""); code != http.StatusUnauthorized {
 		t.Fatalf("the listing without a token: %d", code)
 	}
@@ -133,32 +134,32 @@ func TestBufferRefusesReadersWithoutAToken(t *testing.T) {
 	}
 
 	// The Go client: without a token its error names the option; with one it reads every row.
-	_, err := readSum(&Client{Addr: s.Addr()})
-	var se *StatusError
+	_, err := readSum(&reader.Client{Addr: s.Addr()})
+	var se *reader.StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized || !strings.Contains(err.Error(), "SIGLAKE_BUFFER_TOKEN_FILE") {
 		t.Fatalf("read without a token: %v", err)
 	}
-	if got, err := readSum(&Client{Addr: s.Addr(), Token: tokenA}); err != nil || got != want {
+	if got, err := readSum(&reader.Client{Addr: s.Addr(), Token: tokenA}); err != nil || got != want {
 		t.Fatalf("read with the token: %+v %v, want %+v", got, err, want)
 	}
 
 	// Rotation: B is added (both read), then A removed (A refused), without a restart.
 	writeTokens(t, file, tokenB, tokenA)
 	for _, tok := range []string{tokenA, tokenB} {
-		if got, err := readSum(&Client{Addr: s.Addr(), Token: tok}); err != nil || got != want {
+		if got, err := readSum(&reader.Client{Addr: s.Addr(), Token: tok}); err != nil || got != want {
 			t.Fatalf("during the rotation, %s: %+v %v", tok[:6], got, err)
 		}
 	}
 	writeTokens(t, file, tokenB)
-	refused("Bearer "+tokenA, UnauthorizedInvalid)
-	if got, err := readSum(&Client{Addr: s.Addr(), Token: tokenB}); err != nil || got != want {
+	refused("Bearer "+tokenA, reader.UnauthorizedInvalid)
+	if got, err := readSum(&reader.Client{Addr: s.Addr(), Token: tokenB}); err != nil || got != want {
 		t.Fatalf("after the rotation, B: %+v %v", got, err)
 	}
 	// A broken file keeps the tokens read before: a bad write must not lock readers out, nor let
 	// anyone in.
 	writeTokens(t, file, "short")
-	refused("Bearer short", UnauthorizedInvalid)
-	if _, err := readSum(&Client{Addr: s.Addr(), Token: tokenB}); err != nil {
+	refused("Bearer short", reader.UnauthorizedInvalid)
+	if _, err := readSum(&reader.Client{Addr: s.Addr(), Token: tokenB}); err != nil {
 		t.Fatalf("after a broken rewrite of the file, B: %v", err)
 	}
 }
@@ -176,7 +177,7 @@ func TestBufferTokenFileUpdateVisible(t *testing.T) {
 	// Meant to revoke A for B, with a bad line: nothing of it is taken.
 	writeTokens(t, file, tokenB, "short")
 	for range 3 {
-		if got, err := readSum(&Client{Addr: s.Addr(), Token: tokenA}); err != nil || got != want {
+		if got, err := readSum(&reader.Client{Addr: s.Addr(), Token: tokenA}); err != nil || got != want {
 			t.Fatalf("A after a broken update: %+v %v", got, err)
 		}
 	}
@@ -194,7 +195,7 @@ func TestBufferTokenFileUpdateVisible(t *testing.T) {
 	if code, _, body := rawGet(t, http.DefaultClient, "http://"+s.Addr()+"/v1/buffer/events", "Bearer "+tokenA); code != http.StatusUnauthorized {
 		t.Fatalf("A after the good update: %d %s", code, body)
 	}
-	if got, err := readSum(&Client{Addr: s.Addr(), Token: tokenB}); err != nil || got != want {
+	if got, err := readSum(&reader.Client{Addr: s.Addr(), Token: tokenB}); err != nil || got != want {
 		t.Fatalf("B after the good update: %+v %v", got, err)
 	}
 	eqTokens(1)
@@ -236,12 +237,12 @@ func TestBufferRefusesBeforeReadingTheBody(t *testing.T) {
 }
 
 func TestParseTokens(t *testing.T) {
-	got, err := ParseTokens([]byte("# comment\n\n  " + tokenA + "  \r\n" + tokenB + "\n"))
+	got, err := reader.ParseTokens([]byte("# comment\n\n  " + tokenA + "  \r\n" + tokenB + "\n"))
 	if err != nil || len(got) != 2 || got[0] != tokenA || got[1] != tokenB {
 		t.Fatalf("%q %v", got, err)
 	}
 	for _, bad := range []string{"", "# only a comment\n", "tiny-token\n", tokenA + " x\n", "tökenA-0123456789abcdef\n"} {
-		if _, err := ParseTokens([]byte(bad)); err == nil {
+		if _, err := reader.ParseTokens([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		} else if strings.Contains(err.Error(), "tiny-token") || strings.Contains(err.Error(), tokenA) {
 			t.Errorf("%q: the error quotes the line: %v", bad, err)
@@ -325,7 +326,7 @@ func TestBufferTLS(t *testing.T) {
 		if code, err := plainGet("http://" + s.Addr() + "/v1/buffer/events"); err == nil && code < 400 {
 			t.Fatalf("plain HTTP answered %d", code)
 		}
-		tc, err := ClientTLS(pki.caFile, "", "")
+		tc, err := reader.ClientTLS(pki.caFile, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +334,7 @@ func TestBufferTLS(t *testing.T) {
 		if code, _, _ := rawGet(t, hc, "https://"+s.Addr()+"/v1/buffer/events", ""); code != http.StatusUnauthorized {
 			t.Fatalf("TLS without a token: %d", code)
 		}
-		if got, err := readSum(&Client{Addr: "https://" + s.Addr(), HTTP: hc, Token: tokenA}); err != nil || got != want {
+		if got, err := readSum(&reader.Client{Addr: "https://" + s.Addr(), HTTP: hc, Token: tokenA}); err != nil || got != want {
 			t.Fatalf("TLS with the token: %+v %v", got, err)
 		}
 	})
@@ -342,24 +343,24 @@ func TestBufferTLS(t *testing.T) {
 		s, want, m := authService(t, Options{TLS: TLSOptions{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: pki.caFile}})
 		url := "https://" + s.Addr()
 		client := func(cert, key string) *http.Client {
-			tc, err := ClientTLS(pki.caFile, cert, key)
+			tc, err := reader.ClientTLS(pki.caFile, cert, key)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
 		}
-		_, err := readSum(&Client{Addr: url, HTTP: client("", "")})
-		var se *StatusError
+		_, err := readSum(&reader.Client{Addr: url, HTTP: client("", "")})
+		var se *reader.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusUnauthorized || !strings.Contains(err.Error(), "--buffer-tls-cert-file") {
 			t.Fatalf("no client certificate: %v", err)
 		}
-		if n := testutil.ToFloat64(m.Unauthorized.WithLabelValues(UnauthorizedNoClientCert)); n != 1 {
+		if n := testutil.ToFloat64(m.Unauthorized.WithLabelValues(reader.UnauthorizedNoClientCert)); n != 1 {
 			t.Fatalf("siglake_buffer_unauthorized_total{reason=no_client_cert} %v", n)
 		}
-		if _, err := readSum(&Client{Addr: url, HTTP: client(strangerCert, strangerKey)}); err == nil {
+		if _, err := readSum(&reader.Client{Addr: url, HTTP: client(strangerCert, strangerKey)}); err == nil {
 			t.Fatal("a certificate of another CA reads")
 		}
-		if got, err := readSum(&Client{Addr: url, HTTP: client(cliCert, cliKey)}); err != nil || got != want {
+		if got, err := readSum(&reader.Client{Addr: url, HTTP: client(cliCert, cliKey)}); err != nil || got != want {
 			t.Fatalf("with the client certificate: %+v %v", got, err)
 		}
 	})
@@ -393,29 +394,4 @@ func plainGet(url string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
-}
-
-// TestResolvedHTTPSVerifiesTheName: a reader that dials one pod's address of a name (Resolve
-// expands a headless Service into its pods) verifies the buffer's certificate for the name it was
-// given, not for the pod address, which a Service's certificate does not hold.
-func TestResolvedHTTPSVerifiesTheName(t *testing.T) {
-	pki := newPKI(t, t.TempDir())
-	cert, key := pki.issueFor(t, "siglake-headless.logs.svc", nil) // no IP in it
-	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, tokenA)
-	s, want, _ := authService(t, Options{TokenFile: file, TLS: TLSOptions{CertFile: cert, KeyFile: key}})
-	tc, err := ClientTLS(pki.caFile, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
-	if _, err := readSum(&Client{Addr: "https://" + s.Addr(), HTTP: hc, Token: tokenA}); err == nil {
-		t.Fatal("a certificate without the pod address verified for it: the test proves nothing")
-	}
-	if got, err := readSum(&Client{Addr: "https://" + s.Addr(), HTTP: withServerName(hc, "siglake-headless.logs.svc"), Token: tokenA}); err != nil || got != want {
-		t.Fatalf("verified for the name: %+v %v", got, err)
-	}
-	if tc.ServerName != "" {
-		t.Fatal("withServerName changed the caller's TLS configuration")
-	}
 }

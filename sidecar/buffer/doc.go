@@ -7,10 +7,12 @@
 // duplicate. The stream marks the drain commits with each batch's files are the sequence numbers
 // that make this checkable; Decide is the pure rule, docs/wal-buffer.md its proof sketch.
 //
-// The parts: Decide (pure) picks the segments of an answer from the directory listings, the
-// retained segments and the table's marks; Retention keeps committed segments a short while
-// (the drain's Retire hook) with the chain of marks in their names; Server is the thin HTTP
-// handler that opens, decodes, filters (the delete-request grammar, merge.Matcher) and streams
-// segment by segment within a memory share; Client, Buffers and ReadConsistent are the reader's
-// side, which `siglake tail` and a query engine use.
+// The parts: sidecar/buffer/segments decides which segments an answer holds (Decide, pure, from
+// the directory listings, the retained segments and the table's marks) and keeps committed
+// segments a short while (Retention, the drain's Retire hook) with the chain of marks in their
+// names; this package is the server: Server, the thin HTTP handler that opens, decodes, filters
+// (the grammar of sidecar/rows, merge.Matcher) and streams segment by segment within a memory
+// share, its listener (Start) and its credentials (Auth, TLS); sidecar/buffer/reader is the
+// reader's side (the query's wire form, Client, Buffers, ReadConsistent and `siglake tail`),
+// which a query engine uses too.
 package buffer

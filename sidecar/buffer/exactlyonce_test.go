@@ -14,6 +14,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
+	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -71,10 +73,10 @@ type raceStats struct {
 func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 	h := newHarness(t, nil)
 	ctx := context.Background()
-	const segments, rows = 60, 40
-	var ret *Retention
+	const nSegs, rows = 60, 40
+	var ret *segments.Retention
 	if keep > 0 {
-		ret = &Retention{Keep: keep, Now: time.Now}
+		ret = &segments.Retention{Keep: keep, Now: time.Now}
 		h.e.Drain.Retire = ret.Retire
 	}
 
@@ -100,7 +102,7 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 		}
 		defer w.Close()
 		g := walgen.New(walgen.Options{Seed: 99, LateFraction: 0.05, MaxLateness: time.Minute})
-		for i := 0; i < segments; i++ {
+		for i := 0; i < nSegs; i++ {
 			select {
 			case <-stop:
 				return
@@ -169,14 +171,14 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 		default:
 		}
 		tbl, err := h.e.Lake.LoadTable(ctx, "events")
-		marks := Marks{}
+		marks := reader.Marks{}
 		var lakeSum rowsum.Sum
 		switch {
 		case errors.Is(err, catalog.ErrNoSuchTable):
 		case err != nil:
 			t.Fatal(err)
 		default:
-			if marks, err = TableMarks(tbl); err != nil {
+			if marks, err = reader.TableMarks(tbl); err != nil {
 				t.Fatal(err)
 			}
 			if lakeSum, err = rowsum.Table(ctx, tbl, walgen.Columns...); err != nil {
@@ -186,9 +188,9 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 		if rng.IntN(3) > 0 {
 			time.Sleep(time.Duration(rng.IntN(25)) * time.Millisecond) // let commits land between the reads
 		}
-		bufSum, ans, err := h.read(Query{After: marks}, walgen.Columns...)
-		var ref *RefusedError
-		var se *StatusError
+		bufSum, ans, err := h.read(reader.Query{After: marks}, walgen.Columns...)
+		var ref *reader.RefusedError
+		var se *reader.StatusError
 		if errors.As(err, &se) && se.Code == 404 && tbl == nil {
 			continue // nothing sealed yet
 		}
@@ -272,7 +274,7 @@ func TestReadConsistent(t *testing.T) {
 	load := func(ctx context.Context) (*table.Table, error) { return h.e.Lake.LoadTable(ctx, "events") }
 	attempts := 0
 	// The first attempt's buffer read sees a commit that removed segments: refused, and retried.
-	through, err := ReadConsistent(ctx, load, Buffers{h.client}, "events", Query{}, 3,
+	through, err := reader.ReadConsistent(ctx, load, reader.Buffers{h.client}, "events", reader.Query{}, 3,
 		func(attempt int, tbl *table.Table) error {
 			attempts = attempt
 			lakeSum = rowsum.Sum{}
@@ -326,10 +328,10 @@ func TestLakePlusBufferExactlyOncePastRetention(t *testing.T) {
 				h.e.Seal("events", fresh)
 				h.e.DrainAll()
 			}
-			marks, lakeSum := Marks{}, rowsum.Sum{}
+			marks, lakeSum := reader.Marks{}, rowsum.Sum{}
 			if c.exists {
 				var err error
-				if marks, err = TableMarks(h.table()); err != nil {
+				if marks, err = reader.TableMarks(h.table()); err != nil {
 					t.Fatal(err)
 				}
 				lakeSum = h.e.Sum("events")
@@ -337,7 +339,7 @@ func TestLakePlusBufferExactlyOncePastRetention(t *testing.T) {
 				h.e.Seal("events", fresh)
 			}
 			h.e.Seal("events", old, straddling)
-			bufSum, _, err := h.read(Query{After: marks}, walgen.Columns...)
+			bufSum, _, err := h.read(reader.Query{After: marks}, walgen.Columns...)
 			if err != nil {
 				t.Fatal(err)
 			}

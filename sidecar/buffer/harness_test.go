@@ -15,8 +15,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -28,7 +29,7 @@ type harness struct {
 	e      *testlake.Env
 	srv    *Server
 	http   *httptest.Server
-	client *Client
+	client *reader.Client
 	reg    *prometheus.Registry
 }
 
@@ -44,7 +45,7 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	h.srv = &Server{Cfg: cfg, LoadTable: e.Lake.LoadTable, Metrics: NewMetrics(reg), Log: e.Log, Now: time.Now, Mem: memory.DefaultAllocator}
 	h.http = httptest.NewServer(h.srv.Handler())
 	t.Cleanup(h.http.Close)
-	h.client = &Client{Addr: h.http.URL}
+	h.client = &reader.Client{Addr: h.http.URL}
 	return h
 }
 
@@ -64,7 +65,7 @@ func gen(t *testing.T, seed uint64, n, rows int, start time.Time) []arrow.Record
 }
 
 // sumOf fingerprints the rows of recs that r matches (every row for an empty r), over columns.
-func sumOf(t *testing.T, recs []arrow.RecordBatch, r deletes.Request, columns ...string) rowsum.Sum {
+func sumOf(t *testing.T, recs []arrow.RecordBatch, r rows.Filter, columns ...string) rowsum.Sum {
 	t.Helper()
 	var s rowsum.Sum
 	for _, rec := range recs {
@@ -83,7 +84,7 @@ func sumOf(t *testing.T, recs []arrow.RecordBatch, r deletes.Request, columns ..
 }
 
 // read reads the buffer with q and fingerprints the answer over columns.
-func (h *harness) read(q Query, columns ...string) (rowsum.Sum, Answer, error) {
+func (h *harness) read(q reader.Query, columns ...string) (rowsum.Sum, reader.Answer, error) {
 	h.t.Helper()
 	var s rowsum.Sum
 	ans, err := h.client.Read(context.Background(), "events", q, func(rec arrow.RecordBatch) error { return s.Add(rec, columns...) })
@@ -91,14 +92,14 @@ func (h *harness) read(q Query, columns ...string) (rowsum.Sum, Answer, error) {
 }
 
 // get does a raw GET and decodes a JSON error body.
-func (h *harness) get(path string) (int, errorBody, http.Header) {
+func (h *harness) get(path string) (int, reader.ErrorBody, http.Header) {
 	h.t.Helper()
 	resp, err := http.Get(h.http.URL + path)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var eb errorBody
+	var eb reader.ErrorBody
 	body, _ := io.ReadAll(resp.Body)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		_ = json.Unmarshal(body, &eb)

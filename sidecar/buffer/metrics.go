@@ -4,8 +4,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/siglake/siglake/localwal"
 	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
+	"github.com/siglake/siglake/sidecar/buffer/segments"
 )
 
 // Metrics are the WAL buffer's metrics (docs/metrics.md "WAL buffer").
@@ -65,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, c := range []string{"200", "400", "404", "409", "413", "429", "500", "503", "aborted"} {
 		m.Requests.WithLabelValues(c)
 	}
-	for _, r := range []string{UnauthorizedMissing, UnauthorizedMalformed, UnauthorizedInvalid, UnauthorizedNoClientCert} {
+	for _, r := range []string{reader.UnauthorizedMissing, reader.UnauthorizedMalformed, reader.UnauthorizedInvalid, reader.UnauthorizedNoClientCert} {
 		m.Unauthorized.WithLabelValues(r)
 	}
 	for _, r := range []string{"drained", "draining"} {
@@ -83,7 +86,7 @@ type Outcome struct {
 	Table    string
 	Code     string // HTTP status, or "aborted"
 	Error    string
-	Refusal  *Refusal
+	Refusal  *segments.Refusal
 	Segments int
 	Rows     int64
 	Bytes    int64

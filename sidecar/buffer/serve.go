@@ -29,21 +29,10 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
+	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/lake"
-)
-
-// ContentType is the media type of an answer: an Arrow IPC stream.
-const ContentType = "application/vnd.apache.arrow.stream"
-
-// Schema-level metadata keys of an answer (also sent as Siglake-Buffer-* response headers).
-const (
-	MetaTable    = "siglake.buffer.table"
-	MetaAfter    = "siglake.buffer.after"    // the marks the rows are above
-	MetaMarks    = "siglake.buffer.marks"    // the table's marks the buffer read (empty: unverified)
-	MetaThrough  = "siglake.buffer.through"  // after= of the next request: past every served segment
-	MetaComplete = "siglake.buffer.complete" // "false": the limits cut the answer; continue from through
-	MetaSegments = "siglake.buffer.segments" // the segments served, comma-separated file names
-	MetaVerified = "siglake.buffer.verified" // "false" for unverified=true answers
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // DefaultMaxSegments bounds the segments of one answer: each is an open file while it is answered.
@@ -171,19 +160,7 @@ func (s *Server) now() time.Time {
 // httpError is an answer other than 200, with its JSON body.
 type httpError struct {
 	code int
-	body errorBody
-}
-
-type errorBody struct {
-	Error string `json:"error"`
-	// Parameter names the malformed parameter (400).
-	Parameter string `json:"parameter,omitempty"`
-	// Reason, Stream and Marks explain a refusal (409): Marks are the table's marks now, in the
-	// after= form; reload the table (its marks are these or newer) and ask again. A 401 has the
-	// Reason alone (siglake_buffer_unauthorized_total's).
-	Reason string `json:"reason,omitempty"`
-	Stream string `json:"stream,omitempty"`
-	Marks  string `json:"marks,omitempty"`
+	body reader.ErrorBody
 }
 
 func writeError(w http.ResponseWriter, e *httpError) {
@@ -200,11 +177,11 @@ func writeError(w http.ResponseWriter, e *httpError) {
 }
 
 func paramError(err error) *httpError {
-	var pe *ParamError
+	var pe *reader.ParamError
 	if errors.As(err, &pe) {
-		return &httpError{http.StatusBadRequest, errorBody{Error: pe.Error(), Parameter: pe.Param}}
+		return &httpError{http.StatusBadRequest, reader.ErrorBody{Error: pe.Error(), Parameter: pe.Param}}
 	}
-	return &httpError{http.StatusBadRequest, errorBody{Error: err.Error()}}
+	return &httpError{http.StatusBadRequest, reader.ErrorBody{Error: err.Error()}}
 }
 
 func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
@@ -219,17 +196,17 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 	}
 	if !localwal.ValidTable(o.Table) {
-		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("table %q: accepted: ^[a-z][a-z0-9_]{0,127}$", o.Table), Parameter: "table"}})
+		fail(&httpError{http.StatusBadRequest, reader.ErrorBody{Error: fmt.Sprintf("table %q: accepted: ^[a-z][a-z0-9_]{0,127}$", o.Table), Parameter: "table"}})
 		return
 	}
 	// Not r.URL.Query(): it drops a parse error (a bad escape, more parameters than the parser
 	// takes) and would serve the rest without the filters it lost.
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		fail(&httpError{http.StatusBadRequest, errorBody{Error: fmt.Sprintf("query string: %v", err)}})
+		fail(&httpError{http.StatusBadRequest, reader.ErrorBody{Error: fmt.Sprintf("query string: %v", err)}})
 		return
 	}
-	q, err := ParseQuery(v)
+	q, err := reader.ParseQuery(v)
 	if err != nil {
 		fail(paramError(err))
 		return
@@ -238,13 +215,13 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
 	default:
-		fail(&httpError{http.StatusTooManyRequests, errorBody{Error: fmt.Sprintf("%d reads are running, the most SIGLAKE_BUFFER_MAX_READERS allows; retry shortly", cap(s.slots))}})
+		fail(&httpError{http.StatusTooManyRequests, reader.ErrorBody{Error: fmt.Sprintf("%d reads are running, the most SIGLAKE_BUFFER_MAX_READERS allows; retry shortly", cap(s.slots))}})
 		return
 	}
 	if s.Reserve != nil {
 		release, err := s.Reserve(r.Context(), s.perRead())
 		if err != nil {
-			fail(&httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+			fail(&httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: err.Error()}})
 			return
 		}
 		defer release()
@@ -265,7 +242,7 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 // source is one segment an answer serves, open since before the answer started: an open file
 // stays readable when the drain removes or retires the segment meanwhile.
 type source struct {
-	seg    Segment
+	seg    segments.Segment
 	f      *os.File
 	schema *arrow.Schema // the segment's own
 }
@@ -274,8 +251,8 @@ type source struct {
 type answer struct {
 	table    string
 	verified bool
-	plan     Plan
-	current  Marks
+	plan     segments.Plan
+	current  reader.Marks
 	srcs     []source
 	schema   *arrow.Schema // every column, what each record is conformed to
 	out      *arrow.Schema // the projection, with the answer's metadata
@@ -306,69 +283,18 @@ func (a *answer) skip(reason string) {
 
 // prepare does everything that can still fail with a status: list, read the marks, decide, open
 // the segments, build the schema, bind the query, decode the first segment.
-func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (*answer, *httpError) {
-	unavailable := func(format string, args ...any) *httpError {
-		return &httpError{http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf(format, args...)}}
-	}
+func (s *Server) prepare(ctx context.Context, tbl string, q reader.Query, o *Outcome) (*answer, *httpError) {
 	// 1. The WAL dirs, then retention, then the catalog: the order Decide's proof needs.
-	dirs, err := Dirs(s.Cfg.WALDir, s.Cfg.Claims)
-	if err != nil {
-		return nil, unavailable("listing the WAL root: %v", err)
+	req, herr := s.listSegments(tbl)
+	if herr != nil {
+		return nil, herr
 	}
-	var req Request
-	streamOf := map[string]string{} // dir -> stream
-	for _, dir := range dirs {
-		segs, err := localwal.Scan(dir)
-		if err != nil {
-			return nil, unavailable("%v", err)
-		}
-		stream := dirStream(dir, s.Cfg.Claims, segs)
-		if stream == "" {
-			continue // no stream has written here yet
-		}
-		streamOf[dir] = stream
-		req.Streams = append(req.Streams, stream)
-		for _, g := range segs {
-			if g.Table == tbl {
-				req.Live = append(req.Live, Segment{Name: g.Name, Path: g.Path, Stream: stream,
-					Mark: lake.Mark{Incarnation: g.Incarnation, Seq: g.Seq}, Size: g.Size})
-			}
-		}
+	t, loadErr, herr := s.readMarks(ctx, tbl, q, &req)
+	if herr != nil {
+		return nil, herr
 	}
-	for _, dir := range dirs {
-		if streamOf[dir] == "" {
-			continue
-		}
-		rs, err := listRetained(dir, tbl)
-		if err != nil {
-			return nil, unavailable("%v", err)
-		}
-		for _, r := range rs {
-			r.Stream = streamOf[dir]
-			req.Retained = append(req.Retained, r)
-		}
-	}
-	t, loadErr := s.LoadTable(ctx, tbl)
-	if errors.Is(loadErr, catalog.ErrNoSuchTable) {
-		t, loadErr = nil, nil
-	}
-	if loadErr != nil && !q.Unverified {
-		return nil, unavailable("reading the table's marks from the catalog: %v (without them the buffer cannot prove an answer has no gap; unverified=true answers anyway)", loadErr)
-	}
-	req.Current = Marks{}
-	if t != nil {
-		if req.Current, err = TableMarks(t); err != nil {
-			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
-		}
-	}
-	req.After, req.Unverified = q.After, q.Unverified
-	req.MaxSegments, req.MaxBytes = s.Cfg.MaxSegments, s.Cfg.MaxResponseBytes
-	if req.MaxSegments <= 0 {
-		req.MaxSegments = DefaultMaxSegments
-	}
-
 	// 2. Decide.
-	plan, ref := Decide(req)
+	plan, ref := segments.Decide(req)
 	if ref != nil {
 		o.Refusal = ref
 		return nil, refusal(ref, req.Current)
@@ -383,84 +309,214 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 			a.close()
 		}
 	}()
-
 	// 3. Open every segment now; one gone since the listing was drained or quarantined meanwhile.
-	for i, g := range plan.Serve {
-		f, err := os.Open(g.Path)
-		if errors.Is(err, fs.ErrNotExist) && !g.Retained {
-			if rg, found := findRetained(filepath.Dir(g.Path), g.Name); found {
-				rg.Stream = g.Stream
-				g = rg
-				f, err = os.Open(g.Path)
+	if herr := s.openSegments(ctx, a, q, o); herr != nil {
+		return nil, herr
+	}
+	// 4. The answer's columns: the table's, then new ones the segments bring (as the drain adds
+	// them). A segment whose column type conflicts is left out: the drain quarantines it.
+	if herr := s.bindColumns(t, loadErr, a, q); herr != nil {
+		return nil, herr
+	}
+	// 5. Memory: a segment's file and its decoded records are held while it is answered.
+	if herr := a.fitMemory(); herr != nil {
+		return nil, herr
+	}
+	// 6. Decode the first segment before the status goes out, so its failures are statuses.
+	if herr := a.decodeFirst(s.Mem); herr != nil {
+		return nil, herr
+	}
+	a.out = a.outSchema()
+	ok = true
+	return a, nil
+}
+
+// unavailable is a 503: the buffer cannot answer now, a retry may succeed.
+func unavailable(format string, args ...any) *httpError {
+	return &httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: fmt.Sprintf(format, args...)}}
+}
+
+// internalError is a 500 with err's text.
+func internalError(err error) *httpError {
+	return &httpError{http.StatusInternalServerError, reader.ErrorBody{Error: err.Error()}}
+}
+
+// listSegments lists the streams of the WAL root, the live segments of tbl in each, then the
+// retained ones.
+func (s *Server) listSegments(tbl string) (segments.Request, *httpError) {
+	var req segments.Request
+	dirs, err := segments.Dirs(s.Cfg.WALDir, s.Cfg.Claims)
+	if err != nil {
+		return req, unavailable("listing the WAL root: %v", err)
+	}
+	streamOf := map[string]string{} // dir -> stream
+	for _, dir := range dirs {
+		segs, err := localwal.Scan(dir)
+		if err != nil {
+			return req, unavailable("%v", err)
+		}
+		stream := dirStream(dir, s.Cfg.Claims, segs)
+		if stream == "" {
+			continue // no stream has written here yet
+		}
+		streamOf[dir] = stream
+		req.Streams = append(req.Streams, stream)
+		for _, g := range segs {
+			if g.Table == tbl {
+				req.Live = append(req.Live, segments.Segment{Name: g.Name, Path: g.Path, Stream: stream,
+					Mark: lake.Mark{Incarnation: g.Incarnation, Seq: g.Seq}, Size: g.Size})
 			}
 		}
+	}
+	for _, dir := range dirs {
+		if streamOf[dir] == "" {
+			continue
+		}
+		rs, err := segments.ListRetained(dir, tbl)
+		if err != nil {
+			return req, unavailable("%v", err)
+		}
+		for _, r := range rs {
+			r.Stream = streamOf[dir]
+			req.Retained = append(req.Retained, r)
+		}
+	}
+	return req, nil
+}
+
+// readMarks loads tbl (nil when the catalog does not have it) and completes req with its marks,
+// the reader's and the limits. An unreachable catalog is loadErr for an unverified read.
+func (s *Server) readMarks(ctx context.Context, tbl string, q reader.Query, req *segments.Request) (t *table.Table, loadErr error, herr *httpError) {
+	t, loadErr = s.LoadTable(ctx, tbl)
+	if errors.Is(loadErr, catalog.ErrNoSuchTable) {
+		t, loadErr = nil, nil
+	}
+	if loadErr != nil && !q.Unverified {
+		return nil, nil, unavailable("reading the table's marks from the catalog: %v (without them the buffer cannot prove an answer has no gap; unverified=true answers anyway)", loadErr)
+	}
+	req.Current = reader.Marks{}
+	if t != nil {
+		var err error
+		if req.Current, err = reader.TableMarks(t); err != nil {
+			return nil, nil, internalError(err)
+		}
+	}
+	req.After, req.Unverified = q.After, q.Unverified
+	req.MaxSegments, req.MaxBytes = s.Cfg.MaxSegments, s.Cfg.MaxResponseBytes
+	if req.MaxSegments <= 0 {
+		req.MaxSegments = DefaultMaxSegments
+	}
+	return t, loadErr, nil
+}
+
+// openSegments opens the segments of a's plan. A segment gone since the listing (drained,
+// retired or quarantined meanwhile) refuses the answer, unless it is unverified; one whose head
+// does not read is skipped (the drain quarantines it).
+func (s *Server) openSegments(ctx context.Context, a *answer, q reader.Query, o *Outcome) *httpError {
+	for i, g := range a.plan.Serve {
+		f, g, err := openSegment(g)
 		if errors.Is(err, fs.ErrNotExist) {
 			if q.Unverified {
 				continue
 			}
-			// Committed (or quarantined) after the marks were read: report the marks of now.
-			cur := req.Current
-			if nt, err := s.LoadTable(ctx, tbl); err == nil {
-				if m, err := TableMarks(nt); err == nil {
-					cur = m
-				}
-			}
-			reason := "draining"
-			if g.Retained {
-				reason = "drained" // swept from retention meanwhile
-			}
-			ref := &Refusal{Stream: g.Stream, After: plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: reason, At: g.Mark}
-			o.Refusal = ref
-			return nil, refusal(ref, cur)
+			return s.gone(ctx, a, g, o)
 		}
 		if err != nil {
-			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("open segment: %v", err)}}
+			return internalError(fmt.Errorf("open segment: %w", err))
 		}
-		hdr, sc, err := localwal.ReadHead(g.Name, f)
-		var se *localwal.SegmentError
-		switch {
-		case errors.As(err, &se) && se.Reason != localwal.ReasonIO:
+		src, skip, err := readHead(g, f)
+		if err != nil {
 			f.Close()
-			a.skip(se.Reason) // the drain quarantines it: its rows never reach the table
-			continue
-		case err != nil:
+			return internalError(err)
+		}
+		if skip != "" {
 			f.Close()
-			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
-		case hdr.Stream != g.Stream:
-			f.Close()
-			a.skip(localwal.ReasonBadHeader)
+			a.skip(skip)
 			continue
 		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			f.Close()
-			return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
-		}
-		plan.Serve[i] = g
-		a.srcs = append(a.srcs, source{seg: g, f: f, schema: sc})
+		a.plan.Serve[i] = g
+		a.srcs = append(a.srcs, src)
 	}
+	return nil
+}
 
-	// 4. The answer's columns: the table's, then new ones the segments bring (as the drain adds
-	// them). A segment whose column type conflicts is left out: the drain quarantines it.
+// openSegment opens g, or where the drain retired it meanwhile, its retained copy.
+func openSegment(g segments.Segment) (*os.File, segments.Segment, error) {
+	f, err := os.Open(g.Path)
+	if errors.Is(err, fs.ErrNotExist) && !g.Retained {
+		if rg, found := segments.FindRetained(filepath.Dir(g.Path), g.Name); found {
+			rg.Stream = g.Stream
+			g = rg
+			f, err = os.Open(g.Path)
+		}
+	}
+	return f, g, err
+}
+
+// gone refuses an answer whose segment g was committed (or quarantined) after the marks were
+// read, with the marks of now.
+func (s *Server) gone(ctx context.Context, a *answer, g segments.Segment, o *Outcome) *httpError {
+	cur := a.current
+	if nt, err := s.LoadTable(ctx, a.table); err == nil {
+		if m, err := reader.TableMarks(nt); err == nil {
+			cur = m
+		}
+	}
+	reason := "draining"
+	if g.Retained {
+		reason = "drained" // swept from retention meanwhile
+	}
+	ref := &segments.Refusal{Stream: g.Stream, After: a.plan.After.Get(g.Stream), Current: cur.Get(g.Stream), Reason: reason, At: g.Mark}
+	o.Refusal = ref
+	return refusal(ref, cur)
+}
+
+// readHead reads the head of segment g open in f and rewinds it: the source to serve, or the
+// reason to skip a segment the drain quarantines, or an error to fail the answer with.
+func readHead(g segments.Segment, f *os.File) (source, string, error) {
+	hdr, sc, err := localwal.ReadHead(g.Name, f)
+	var se *localwal.SegmentError
+	switch {
+	case errors.As(err, &se) && se.Reason != localwal.ReasonIO:
+		return source{}, se.Reason, nil // the drain quarantines it: its rows never reach the table
+	case err != nil:
+		return source{}, "", err
+	case hdr.Stream != g.Stream:
+		return source{}, localwal.ReasonBadHeader, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return source{}, "", err
+	}
+	return source{seg: g, f: f, schema: sc}, "", nil
+}
+
+// bindColumns sets a's schema (the table's columns, then those the segments add) and binds the
+// query's filter and projection to it.
+func (s *Server) bindColumns(t *table.Table, loadErr error, a *answer, q reader.Query) *httpError {
 	a.schema = s.answerSchema(t, a)
 	if a.schema == nil {
 		if loadErr != nil {
-			return nil, unavailable("the catalog is unreachable (%v) and no sealed segment of %s is here to give its columns", loadErr, tbl)
+			return unavailable("the catalog is unreachable (%v) and no sealed segment of %s is here to give its columns", loadErr, a.table)
 		}
-		return nil, &httpError{http.StatusNotFound, errorBody{Error: fmt.Sprintf("table %s: not in the catalog and no sealed segment of it is waiting", tbl)}}
+		return &httpError{http.StatusNotFound, reader.ErrorBody{Error: fmt.Sprintf("table %s: not in the catalog and no sealed segment of it is waiting", a.table)}}
 	}
-	match, proj, err := q.bind(a.schema)
+	match, proj, err := bind(q, a.schema)
 	if err != nil {
-		return nil, paramError(err)
+		return paramError(err)
 	}
 	a.match, a.proj = match, proj
+	return nil
+}
 
-	// 5. Memory: a segment's file and its decoded records are held while it is answered.
+// fitMemory ends the answer before the first segment whose file and decoded rows do not fit a
+// read's share; a first segment that does not fit is refused.
+func (a *answer) fitMemory() *httpError {
 	for i, src := range a.srcs {
 		if 2*src.seg.Size <= a.budget {
 			continue
 		}
 		if i == 0 {
-			return nil, &httpError{http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf(
+			return &httpError{http.StatusRequestEntityTooLarge, reader.ErrorBody{Error: fmt.Sprintf(
 				"segment %s is %d bytes; a read may hold %d bytes of file and decoded rows (SIGLAKE_BUFFER_MEMORY_BYTES / SIGLAKE_BUFFER_MAX_READERS), which needs at least twice the file",
 				src.seg.Name, src.seg.Size, a.budget)}}
 		}
@@ -468,43 +524,32 @@ func (s *Server) prepare(ctx context.Context, tbl string, q Query, o *Outcome) (
 			rest.f.Close()
 		}
 		a.srcs = a.srcs[:i]
-		a.plan = a.plan.cut(src.seg)
+		a.plan = a.plan.Cut(src.seg)
 		break
 	}
+	return nil
+}
 
-	// 6. Decode the first segment before the status goes out, so its failures are statuses.
+// decodeFirst decodes the first segment that has rows for the answer; those before it are
+// dropped.
+func (a *answer) decodeFirst(mem memory.Allocator) *httpError {
 	for len(a.srcs) > 0 {
-		seg, herr := a.decode(s.Mem, a.srcs[0])
+		seg, herr := a.decode(mem, a.srcs[0])
 		if herr != nil {
-			return nil, herr
+			return herr
 		}
 		if seg != nil {
 			a.first = seg
-			break
+			return nil
 		}
 		a.srcs[0].f.Close()
 		a.srcs = a.srcs[1:]
 	}
-	a.out = a.outSchema()
-	ok = true
-	return a, nil
+	return nil
 }
 
-// cut ends p before segment g (and everything after it): the limits stop the answer there.
-func (p Plan) cut(g Segment) Plan {
-	out := Plan{After: p.After, Through: p.After.Clone(), Complete: false}
-	for _, s := range p.Serve {
-		if s.Name == g.Name && s.Stream == g.Stream {
-			break
-		}
-		out.Serve = append(out.Serve, s)
-		out.Through[s.Stream] = s.Mark
-	}
-	return out
-}
-
-func refusal(ref *Refusal, current Marks) *httpError {
-	return &httpError{http.StatusConflict, errorBody{Error: ref.Error(), Reason: ref.Reason, Stream: ref.Stream, Marks: current.String()}}
+func refusal(ref *segments.Refusal, current reader.Marks) *httpError {
+	return &httpError{http.StatusConflict, reader.ErrorBody{Error: ref.Error(), Reason: ref.Reason, Stream: ref.Stream, Marks: current.String()}}
 }
 
 // dirStream is the stream a WAL dir holds: under claims its name, otherwise its STREAM file's,
@@ -551,7 +596,7 @@ func (s *Server) answerSchema(t *table.Table, a *answer) *arrow.Schema {
 	}
 	kept := a.srcs[:0]
 	for _, src := range a.srcs {
-		tsc := segmentTableSchema(src.schema)
+		tsc := rows.TableSchema(src.schema, lake.TimestampColumn)
 		if t != nil {
 			if _, err := lake.CheckColumns(t, tsc); err != nil {
 				src.f.Close()
@@ -587,19 +632,6 @@ func (s *Server) answerSchema(t *table.Table, a *answer) *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
-// segmentTableSchema is the table schema a segment asks for, as the drain computes it: its
-// columns, the timestamp in microseconds UTC, no metadata.
-func segmentTableSchema(sc *arrow.Schema) *arrow.Schema {
-	fields := append([]arrow.Field(nil), sc.Fields()...)
-	for i, f := range fields {
-		if f.Name == lake.TimestampColumn {
-			fields[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
-		}
-		fields[i].Metadata = arrow.Metadata{}
-	}
-	return arrow.NewSchema(fields, nil)
-}
-
 // outSchema is the projection with the answer's metadata.
 func (a *answer) outSchema() *arrow.Schema {
 	fields := make([]arrow.Field, len(a.proj))
@@ -630,8 +662,8 @@ func (a *answer) metadata() map[string]string {
 		marks = a.current.String()
 	}
 	return map[string]string{
-		MetaTable: a.table, MetaAfter: a.plan.After.String(), MetaMarks: marks, MetaThrough: a.plan.Through.String(),
-		MetaComplete: strconv.FormatBool(a.plan.Complete), MetaSegments: strings.Join(names, ","), MetaVerified: strconv.FormatBool(a.verified),
+		reader.MetaTable: a.table, reader.MetaAfter: a.plan.After.String(), reader.MetaMarks: marks, reader.MetaThrough: a.plan.Through.String(),
+		reader.MetaComplete: strconv.FormatBool(a.plan.Complete), reader.MetaSegments: strings.Join(names, ","), reader.MetaVerified: strconv.FormatBool(a.verified),
 	}
 }
 
@@ -644,19 +676,19 @@ func (a *answer) decode(mem memory.Allocator, src source) (*localwal.Segment, *h
 		err = fmt.Errorf("%d bytes, listed with %d", len(data), src.seg.Size)
 	}
 	if err != nil {
-		return nil, &httpError{http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("read segment %s: %v", src.seg.Name, err)}}
+		return nil, &httpError{http.StatusInternalServerError, reader.ErrorBody{Error: fmt.Sprintf("read segment %s: %v", src.seg.Name, err)}}
 	}
 	seg, err := localwal.Decode(src.seg.Name, data, localwal.ReadOptions{Mem: mem, MaxDecodedBytes: max(1, a.budget-int64(len(data)))})
 	var se *localwal.SegmentError
 	switch {
 	case errors.Is(err, localwal.ErrDecodeBudget):
-		return nil, &httpError{http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf(
+		return nil, &httpError{http.StatusRequestEntityTooLarge, reader.ErrorBody{Error: fmt.Sprintf(
 			"segment %s decodes to more than a read may hold (%d bytes: SIGLAKE_BUFFER_MEMORY_BYTES / SIGLAKE_BUFFER_MAX_READERS)", src.seg.Name, a.budget)}}
 	case errors.As(err, &se) && se.Reason != localwal.ReasonIO:
 		a.skip(se.Reason)
 		return nil, nil
 	case err != nil:
-		return nil, &httpError{http.StatusInternalServerError, errorBody{Error: err.Error()}}
+		return nil, &httpError{http.StatusInternalServerError, reader.ErrorBody{Error: err.Error()}}
 	}
 	for _, rec := range seg.Records {
 		c, err := input.Conform(rec, a.schema, mem)
@@ -675,9 +707,9 @@ func (a *answer) decode(mem memory.Allocator, src source) (*localwal.Segment, *h
 // chunk), so no reader mistakes a partial answer for a whole one.
 func (s *Server) stream(w http.ResponseWriter, a *answer, o *Outcome) {
 	h := w.Header()
-	h.Set("Content-Type", ContentType)
+	h.Set("Content-Type", reader.ContentType)
 	h.Set("Cache-Control", "no-store")
-	for k, v := range map[string]string{"After": MetaAfter, "Marks": MetaMarks, "Through": MetaThrough, "Complete": MetaComplete, "Verified": MetaVerified} {
+	for k, v := range map[string]string{"After": reader.MetaAfter, "Marks": reader.MetaMarks, "Through": reader.MetaThrough, "Complete": reader.MetaComplete, "Verified": reader.MetaVerified} {
 		h.Set("Siglake-Buffer-"+k, a.metadata()[v])
 	}
 	h.Set("Siglake-Buffer-Segments", strconv.Itoa(len(a.srcs)))
@@ -787,9 +819,9 @@ type TableBacklog struct {
 
 // serveList answers GET /v1/buffer: per table, the sealed segments waiting and those retained.
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
-	dirs, err := Dirs(s.Cfg.WALDir, s.Cfg.Claims)
+	dirs, err := segments.Dirs(s.Cfg.WALDir, s.Cfg.Claims)
 	if err != nil {
-		writeError(w, &httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+		writeError(w, &httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: err.Error()}})
 		return
 	}
 	tables := map[string]*TableBacklog{}
@@ -802,7 +834,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 	for _, dir := range dirs {
 		segs, err := localwal.Scan(dir)
 		if err != nil {
-			writeError(w, &httpError{http.StatusServiceUnavailable, errorBody{Error: err.Error()}})
+			writeError(w, &httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: err.Error()}})
 			return
 		}
 		for _, g := range segs {
@@ -810,7 +842,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 			b.Segments++
 			b.Bytes += g.Size
 		}
-		rs, _ := listRetained(dir, "")
+		rs, _ := segments.ListRetained(dir, "")
 		for _, g := range rs {
 			t, _, _, _ := localwal.ParseSegmentName(g.Name)
 			b := get(t)

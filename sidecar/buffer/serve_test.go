@@ -21,9 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -59,15 +60,15 @@ func TestRowsAndFiltersMatchTheSegments(t *testing.T) {
 	// in the table's schema, which fingerprints the same.
 	cases := []struct {
 		name    string
-		filter  deletes.Request
+		filter  rows.Filter
 		columns []string
 	}{
 		{name: "every row"},
-		{name: "where", filter: deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"checkout"}}}}},
-		{name: "in and where", filter: deletes.Request{Where: []deletes.Condition{
+		{name: "where", filter: rows.Filter{Where: []rows.Condition{{Column: "service", Values: []string{"checkout"}}}}},
+		{name: "in and where", filter: rows.Filter{Where: []rows.Condition{
 			{Column: "severity", Values: []string{"error", "fatal"}}, {Column: "host", Values: []string{"ip-10-0-0-1", "ip-10-0-0-7", "ip-10-0-0-12"}}}}},
-		{name: "time range", filter: deletes.Request{From: t0.Add(200 * time.Millisecond).Format(time.RFC3339Nano), To: t0.Add(time.Minute + 100*time.Millisecond).Format(time.RFC3339Nano)}},
-		{name: "range and where", filter: deletes.Request{From: t0.Format(time.RFC3339), Where: []deletes.Condition{{Column: "severity", Values: []string{"warn"}}}}},
+		{name: "time range", filter: rows.Filter{From: t0.Add(200 * time.Millisecond).Format(time.RFC3339Nano), To: t0.Add(time.Minute + 100*time.Millisecond).Format(time.RFC3339Nano)}},
+		{name: "range and where", filter: rows.Filter{From: t0.Format(time.RFC3339), Where: []rows.Condition{{Column: "severity", Values: []string{"warn"}}}}},
 		{name: "projection", columns: []string{"raw", "timestamp"}},
 	}
 	for _, c := range cases {
@@ -80,7 +81,7 @@ func TestRowsAndFiltersMatchTheSegments(t *testing.T) {
 			if want.Rows == 0 {
 				t.Fatal("the case selects no row: it tests nothing")
 			}
-			got, ans, err := h.read(Query{Filter: c.filter, Columns: c.columns}, cols...)
+			got, ans, err := h.read(reader.Query{Filter: c.filter, Columns: c.columns}, cols...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,17 +94,17 @@ func TestRowsAndFiltersMatchTheSegments(t *testing.T) {
 		})
 	}
 	// Passing the table's marks is the same as passing none; the lake plus the buffer is every row.
-	marks, err := TableMarks(h.table())
+	marks, err := reader.TableMarks(h.table())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := h.read(Query{After: marks}, walgen.Columns...)
+	got, _, err := h.read(reader.Query{After: marks}, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lakeSum := h.e.Sum("events")
 	got.Merge(lakeSum)
-	all := sumOf(t, append(append([]arrow.RecordBatch{}, committed...), recs...), deletes.Request{}, walgen.Columns...)
+	all := sumOf(t, append(append([]arrow.RecordBatch{}, committed...), recs...), rows.Filter{}, walgen.Columns...)
 	if got != all {
 		t.Fatalf("lake + buffer %+v, want %+v", got, all)
 	}
@@ -146,11 +147,11 @@ func TestOpenAndQuarantinedNeverServed(t *testing.T) {
 	if open, _ := filepath.Glob(filepath.Join(h.e.WAL, "*.open")); len(open) != 1 {
 		t.Fatalf("open segments %v", open)
 	}
-	got, ans, err := h.read(Query{}, walgen.Columns...)
+	got, ans, err := h.read(reader.Query{}, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sumOf(t, good[:1], deletes.Request{}, walgen.Columns...); got != want {
+	if want := sumOf(t, good[:1], rows.Filter{}, walgen.Columns...); got != want {
 		t.Fatalf("rows %+v, want only the sealed good segment's %+v", got, want)
 	}
 	if len(ans.Segments) != 2 { // the truncated one is listed, found bad mid-answer, and left out
@@ -164,11 +165,11 @@ func TestOpenAndQuarantinedNeverServed(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err = h.read(Query{}, walgen.Columns...)
+	got, _, err = h.read(reader.Query{}, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sumOf(t, good, deletes.Request{}, walgen.Columns...); got != want {
+	if want := sumOf(t, good, rows.Filter{}, walgen.Columns...); got != want {
 		t.Fatalf("rows %+v after sealing, want %+v", got, want)
 	}
 }
@@ -233,7 +234,7 @@ func TestLimits(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := h.read(Query{})
+			_, _, err := h.read(reader.Query{})
 			done <- err
 		}()
 		<-entered
@@ -245,9 +246,9 @@ func TestLimits(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		var se *StatusError
+		var se *reader.StatusError
 		h.srv.LoadTable = load
-		if _, _, err := h.read(Query{}); err != nil || errors.As(err, &se) {
+		if _, _, err := h.read(reader.Query{}); err != nil || errors.As(err, &se) {
 			t.Fatalf("after the first finished: %v", err)
 		}
 	})
@@ -263,7 +264,7 @@ func TestLimits(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := h.read(Query{})
+			_, _, err := h.read(reader.Query{})
 			done <- err
 		}()
 		waitUntil := time.Now().Add(10 * time.Second)
@@ -286,8 +287,8 @@ func TestLimits(t *testing.T) {
 	t.Run("413", func(t *testing.T) {
 		h := newHarness(t, func(c *Config) { c.MemoryBytes = 64 << 10; c.MaxReaders = 1 })
 		h.e.Seal("events", gen(t, 8, 1, 2000, t0)...)
-		_, _, err := h.read(Query{})
-		var se *StatusError
+		_, _, err := h.read(reader.Query{})
+		var se *reader.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusRequestEntityTooLarge || !strings.Contains(se.Message, "SIGLAKE_BUFFER_MEMORY_BYTES") {
 			t.Fatalf("got %v, want 413", err)
 		}
@@ -306,8 +307,8 @@ func TestLimits(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = h.read(Query{})
-		var se *StatusError
+		_, _, err = h.read(reader.Query{})
+		var se *reader.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusRequestEntityTooLarge || !strings.Contains(se.Message, "decodes to more") {
 			t.Fatalf("got %v, want 413", err)
 		}
@@ -316,11 +317,11 @@ func TestLimits(t *testing.T) {
 		h := newHarness(t, func(c *Config) { c.MaxSegments = 2 })
 		recs := gen(t, 10, 5, 100, t0)
 		h.e.Seal("events", recs...)
-		got, ans, err := h.read(Query{}, walgen.Columns...)
+		got, ans, err := h.read(reader.Query{}, walgen.Columns...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := sumOf(t, recs, deletes.Request{}, walgen.Columns...); got != want || len(ans.Segments) != 5 {
+		if want := sumOf(t, recs, rows.Filter{}, walgen.Columns...); got != want || len(ans.Segments) != 5 {
 			t.Fatalf("paged rows %+v in %d segments, want %+v in 5", got, len(ans.Segments), want)
 		}
 		if n := testutil.ToFloat64(h.srv.Metrics.Requests.WithLabelValues("200")); n != 3 {
@@ -340,16 +341,16 @@ func TestCatalogOutage(t *testing.T) {
 	recs := gen(t, 11, 2, 100, t0)
 	h.e.Seal("events", recs...)
 	h.srv.LoadTable = func(context.Context, string) (*table.Table, error) { return nil, errors.New("connection refused") }
-	_, _, err := h.read(Query{})
-	var se *StatusError
+	_, _, err := h.read(reader.Query{})
+	var se *reader.StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable || !strings.Contains(se.Message, "unverified=true") {
 		t.Fatalf("got %v, want 503", err)
 	}
-	got, ans, err := h.read(Query{Unverified: true}, walgen.Columns...)
+	got, ans, err := h.read(reader.Query{Unverified: true}, walgen.Columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sumOf(t, recs, deletes.Request{}, walgen.Columns...); got != want || ans.Verified || ans.Marks != nil {
+	if want := sumOf(t, recs, rows.Filter{}, walgen.Columns...); got != want || ans.Verified || ans.Marks != nil {
 		t.Fatalf("unverified %+v %+v, want %+v", got, ans, want)
 	}
 }
@@ -357,7 +358,7 @@ func TestCatalogOutage(t *testing.T) {
 // TestCutShortIsAnError: an answer whose stream stops after the status (the sidecar failed
 // mid-answer and cut the connection, or a proxy ended it) is an error, never a short answer.
 func TestCutShortIsAnError(t *testing.T) {
-	md := arrow.NewMetadata([]string{MetaComplete, MetaVerified}, []string{"true", "true"})
+	md := arrow.NewMetadata([]string{reader.MetaComplete, reader.MetaVerified}, []string{"true", "true"})
 	sc := arrow.NewSchema([]arrow.Field{{Name: "timestamp", Type: arrow.FixedWidthTypes.Timestamp_us}}, &md)
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(sc))
@@ -374,31 +375,31 @@ func TestCutShortIsAnError(t *testing.T) {
 	whole := buf.Bytes()
 	for name, handler := range map[string]http.HandlerFunc{
 		"connection cut": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", ContentType)
+			w.Header().Set("Content-Type", reader.ContentType)
 			_, _ = w.Write(partial)
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler)
 		},
 		"clean end without the marker": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", ContentType)
+			w.Header().Set("Content-Type", reader.ContentType)
 			_, _ = w.Write(partial)
 		},
 		"whole": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", ContentType)
+			w.Header().Set("Content-Type", reader.ContentType)
 			_, _ = w.Write(whole)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(handler)
 			defer srv.Close()
-			_, err := (&Client{Addr: srv.URL}).Read(context.Background(), "events", Query{}, func(arrow.RecordBatch) error { return nil })
+			_, err := (&reader.Client{Addr: srv.URL}).Read(context.Background(), "events", reader.Query{}, func(arrow.RecordBatch) error { return nil })
 			if name == "whole" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrCutShort) {
+			if !errors.Is(err, reader.ErrCutShort) {
 				t.Fatalf("got %v, want ErrCutShort", err)
 			}
 		})
@@ -432,21 +433,21 @@ func TestSchemaOfNewColumns(t *testing.T) {
 	conflict2 := extra("severity_num", arrow.BinaryTypes.String, func(b array.Builder) { b.(*array.StringBuilder).Append("x") })
 	h.e.Seal("events", withCode, conflict, conflict2)
 	var cols []string
-	var rows int64
-	_, err := h.client.Read(context.Background(), "events", Query{Filter: deletes.Request{Where: []deletes.Condition{{Column: "code", Values: []string{"7"}}}}},
+	var n int64
+	_, err := h.client.Read(context.Background(), "events", reader.Query{Filter: rows.Filter{Where: []rows.Condition{{Column: "code", Values: []string{"7"}}}}},
 		func(rec arrow.RecordBatch) error {
 			cols = nil
 			for _, f := range rec.Schema().Fields() {
 				cols = append(cols, f.Name)
 			}
-			rows += rec.NumRows()
+			n += rec.NumRows()
 			return nil
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows != withCode.NumRows() || !strings.Contains(strings.Join(cols, ","), "code,severity_num") {
-		t.Fatalf("%d rows with code=7, columns %v", rows, cols)
+	if n != withCode.NumRows() || !strings.Contains(strings.Join(cols, ","), "code,severity_num") {
+		t.Fatalf("%d rows with code=7, columns %v", n, cols)
 	}
 	if n := testutil.ToFloat64(h.srv.Metrics.Skipped.WithLabelValues("incompatible_schema")); n != 1 {
 		t.Fatalf("skipped incompatible: %v", n)

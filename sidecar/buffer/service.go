@@ -16,6 +16,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -79,7 +80,7 @@ func (t Timeouts) orDefault() Timeouts {
 // Service is the buffer in a running process: its listener, and the retention sweep.
 type Service struct {
 	Server    *Server
-	Retention *Retention // nil when nothing is retained
+	Retention *segments.Retention // nil when nothing is retained
 	ln        net.Listener
 	srv       *http.Server
 	stop      context.CancelFunc
@@ -123,7 +124,7 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve,
 		PastRetention: o.PastRetention, Auth: auth}}
 	if o.RetainAfterDrain > 0 {
-		s.Retention = &Retention{Keep: o.RetainAfterDrain, Now: time.Now}
+		s.Retention = &segments.Retention{Keep: o.RetainAfterDrain, Now: time.Now}
 	}
 	// No WriteTimeout: it would bound a whole answer; the handler sets a deadline per write.
 	s.srv = &http.Server{Handler: s.Server.Handler(), ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, IdleTimeout: to.Idle}
@@ -138,7 +139,7 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	// Swept also with retention off: segments a run with it on left behind.
-	keep := &Retention{Now: time.Now}
+	keep := &segments.Retention{Now: time.Now}
 	if s.Retention != nil {
 		keep = s.Retention
 	}
@@ -149,7 +150,7 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 		defer tick.Stop()
 		for {
 			auth.Refresh()
-			if dirs, err := Dirs(o.WALDir, o.Claims); err == nil {
+			if dirs, err := segments.Dirs(o.WALDir, o.Claims); err == nil {
 				n, b, err := keep.Sweep(dirs)
 				if err != nil {
 					log.Warn("sweeping retained WAL segments", zap.Error(err))
@@ -195,10 +196,10 @@ func (s *Service) Close() {
 // Cleanup removes every retained segment under the WAL dir: a process with the buffer off calls
 // it once, so segments a run with it on kept do not stay forever.
 func Cleanup(walDir string, claims bool) error {
-	dirs, err := Dirs(walDir, claims)
+	dirs, err := segments.Dirs(walDir, claims)
 	if err != nil {
 		return err
 	}
-	_, _, err = (&Retention{}).Sweep(dirs)
+	_, _, err = (&segments.Retention{}).Sweep(dirs)
 	return err
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
+	"github.com/siglake/siglake/sidecar/buffer/segments"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -64,7 +66,7 @@ func TestTail(t *testing.T) {
 	load := func(ctx context.Context) (*table.Table, error) { return h.e.Lake.LoadTable(ctx, "events") }
 	var out, errOut bytes.Buffer
 	// The newest 150: 50 from the lake, 100 from the buffer.
-	err := Tail(ctx, load, Buffers{h.client}, TailOptions{Table: "events", Lines: 150, Query: Query{Columns: []string{"timestamp", "service"}}}, &out, &errOut)
+	err := reader.Tail(ctx, load, reader.Buffers{h.client}, reader.TailOptions{Table: "events", Lines: 150, Query: reader.Query{Columns: []string{"timestamp", "service"}}}, &out, &errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +82,9 @@ func TestTail(t *testing.T) {
 	}
 	// A filter, as JSON: every row of the service, from both.
 	svc := recs[0].Column(recs[0].Schema().FieldIndices("service")[0]).(*array.String).Value(0)
-	f := deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{svc}}}}
+	f := rows.Filter{Where: []rows.Condition{{Column: "service", Values: []string{svc}}}}
 	out.Reset()
-	if err := Tail(ctx, load, Buffers{h.client}, TailOptions{Table: "events", Lines: 1000, JSON: true, Query: Query{Filter: f}}, &out, &errOut); err != nil {
+	if err := reader.Tail(ctx, load, reader.Buffers{h.client}, reader.TailOptions{Table: "events", Lines: 1000, JSON: true, Query: reader.Query{Filter: f}}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	want := sumOf(t, recs, f, walgen.Columns...).Rows
@@ -102,7 +104,7 @@ func TestTail(t *testing.T) {
 	}
 	// Follow: the rows sealed after the start are printed as they come, also those committed
 	// between two polls (retention keeps them).
-	h.e.Drain.Retire = (&Retention{Keep: time.Minute}).Retire
+	h.e.Drain.Retire = (&segments.Retention{Keep: time.Minute}).Retire
 	later := ordered(t, 42, 2, 10, t0.Add(time.Hour))
 	fout, ferr := follow(t, h, load, 20*time.Millisecond, func(func() string) {
 		h.e.Seal("events", later[0])
@@ -130,7 +132,7 @@ func TestTail(t *testing.T) {
 		h.srv.Handler().ServeHTTP(w, r)
 	}))
 	defer gated.Close()
-	h.client = &Client{Addr: gated.URL}
+	h.client = &reader.Client{Addr: gated.URL}
 	more := ordered(t, 43, 2, 10, t0.Add(2*time.Hour))
 	_, ferr = follow(t, h, load, 300*time.Millisecond, func(func() string) {
 		gate.Lock()
@@ -150,8 +152,8 @@ func follow(t *testing.T, h *harness, load func(context.Context) (*table.Table, 
 	var out, errs syncBuffer
 	ended := make(chan error, 1)
 	go func() {
-		ended <- Tail(ctx, load, Buffers{h.client}, TailOptions{Table: "events", Lines: 1, Follow: true, Interval: every,
-			Query: Query{Columns: []string{"timestamp"}}}, &out, &errs)
+		ended <- reader.Tail(ctx, load, reader.Buffers{h.client}, reader.TailOptions{Table: "events", Lines: 1, Follow: true, Interval: every,
+			Query: reader.Query{Columns: []string{"timestamp"}}}, &out, &errs)
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for out.String() == "" && time.Now().Before(deadline) {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 )
 
 // startService runs the buffer's real listener over a lake with one table of sealed rows.
@@ -59,14 +61,14 @@ func stalledReader(t *testing.T, addr string) net.Conn {
 func TestStalledReaderLosesItsSlot(t *testing.T) {
 	s := startService(t, 1, Timeouts{Write: 500 * time.Millisecond})
 	stalledReader(t, s.Addr())
-	c := &Client{Addr: "http://" + s.Addr()}
+	c := &reader.Client{Addr: "http://" + s.Addr()}
 	// Wait until the stalled read holds the slot (a second read gets 429), then until it is freed.
 	var err error
 	held := false
 	start := time.Now()
 	for deadline := start.Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		_, err = c.Read(context.Background(), "events", Query{}, func(arrow.RecordBatch) error { return nil })
-		var se *StatusError
+		_, err = c.Read(context.Background(), "events", reader.Query{}, func(arrow.RecordBatch) error { return nil })
+		var se *reader.StatusError
 		if errors.As(err, &se) && se.Code == http.StatusTooManyRequests {
 			held = true
 			continue
@@ -178,10 +180,10 @@ func TestSlowReaderGetsTheWholeAnswer(t *testing.T) {
 		return slowConn{c}, nil
 	}}
 	defer tr.CloseIdleConnections()
-	c := &Client{Addr: "http://" + s.Addr(), HTTP: &http.Client{Transport: tr}}
+	c := &reader.Client{Addr: "http://" + s.Addr(), HTTP: &http.Client{Transport: tr}}
 	start := time.Now()
 	var got int64
-	ans, err := c.Read(context.Background(), "events", Query{}, func(r arrow.RecordBatch) error { got += r.NumRows(); return nil })
+	ans, err := c.Read(context.Background(), "events", reader.Query{}, func(r arrow.RecordBatch) error { got += r.NumRows(); return nil })
 	took := time.Since(start)
 	if err != nil || got != rows || ans.Rows != rows {
 		t.Fatalf("slow reader: %d of %d rows after %v: %v", got, rows, took.Round(time.Millisecond), err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 )
 
 // reloading keeps what load makes of some files, and makes it again when one of them changes
@@ -78,7 +80,7 @@ func serverTLS(o TLSOptions) (*tls.Config, error) {
 	if o.ClientCAFile == "" {
 		return base, nil
 	}
-	cas := &reloading[*x509.CertPool]{paths: []string{o.ClientCAFile}, load: func() (*x509.CertPool, error) { return CertPool(o.ClientCAFile) }}
+	cas := &reloading[*x509.CertPool]{paths: []string{o.ClientCAFile}, load: func() (*x509.CertPool, error) { return reader.CertPool(o.ClientCAFile) }}
 	if _, err := cas.get(); err != nil {
 		return nil, fmt.Errorf("--buffer-tls-client-ca-file / SIGLAKE_BUFFER_TLS_CLIENT_CA_FILE %q: %w; accepted: PEM CA certificates", o.ClientCAFile, err)
 	}
@@ -95,17 +97,4 @@ func serverTLS(o TLSOptions) (*tls.Config, error) {
 		return c, nil
 	}
 	return base, nil
-}
-
-// CertPool reads PEM CA certificates.
-func CertPool(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("no PEM certificate in it")
-	}
-	return pool, nil
 }

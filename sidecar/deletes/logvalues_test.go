@@ -15,6 +15,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -25,7 +26,7 @@ func TestSweepLogsNoPredicateValues(t *testing.T) {
 	e := testlake.New(t)
 	e.DeleteTable(1)
 	const secret = "alice.smith@example.com"
-	r := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "host", Values: []string{secret}}}})
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "host", Values: []string{secret}}}})
 	core, logs := observer.New(zapcore.InfoLevel)
 	s, _ := sweeper(e)
 	s.Log = zap.New(core)
@@ -70,7 +71,7 @@ func TestInvalidRequestLogsNoValue(t *testing.T) {
 	roll.Release()
 	e.DrainAll()
 	const secret = "alice.smith@example.com"
-	r := deletes.Request{Version: deletes.Version, ID: "20261129T000000Z-abcdef", Where: []deletes.Condition{{Column: "events", Values: []string{secret}}},
+	r := deletes.Request{Version: deletes.Version, ID: "20261129T000000Z-abcdef", Where: []rows.Condition{{Column: "events", Values: []string{secret}}},
 		CreatedAt: testlake.DeleteBase, State: deletes.Pending}
 	v, err := r.Encode()
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package deletes holds deletion requests ("delete the rows of user X"): their format, how they
-// are validated against a table's schema, stored in the table's properties, and turned into an
-// Iceberg row filter (for scan planning) and a merge.RowFilter (for the rewrite).
+// are validated against a table's schema and stored in the table's properties, when they may
+// run, and the delete-task sweeper. The rows a request selects are a rows.Filter.
 // Format and semantics: docs/deletes.md.
 package deletes
 
@@ -10,16 +10,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/duration"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Version is the format version of a stored request; readers refuse newer ones. Version 2 added
@@ -44,7 +40,7 @@ type Request struct {
 	Version int    `json:"version"`
 	ID      string `json:"id"`
 	// Where is a conjunction: each condition holds when the column's value is one of Values.
-	Where []Condition `json:"where"`
+	Where []rows.Condition `json:"where"`
 	// From and To bound the timestamp column, [From, To), in RFC 3339 with microseconds; empty
 	// leaves that side open.
 	From      string    `json:"from,omitempty"`
@@ -73,111 +69,6 @@ type Request struct {
 	// committed after DoneSnapshotID are not deleted.
 	DoneAt         *time.Time `json:"done_at,omitempty"`
 	DoneSnapshotID int64      `json:"done_snapshot_id,omitempty"`
-}
-
-// Condition is COLUMN IN (VALUES...); one value is an equality. Values are text in the column's
-// type: strings as is, integers in decimal, booleans true/false.
-type Condition struct {
-	Column string   `json:"column"`
-	Values []string `json:"values"`
-}
-
-// whereAccepted is the --where grammar, for errors.
-const whereAccepted = `accepted: COLUMN=VALUE, several joined by AND (service=billing AND severity=debug); ` +
-	`quote a value holding spaces or the word AND: COLUMN="a b"`
-
-// ParseWhere parses one --where (the CLI, the WAL buffer's where=): COLUMN=VALUE conditions joined
-// by AND (any case), each an equality; a value holding blanks is quoted ("a b" or 'a b'). What it
-// cannot read (OR, !=, <, a dangling AND) is refused with the token: read as a value, it would make
-// a deletion match nothing, or something else than asked. The value may be empty here; Validate
-// refuses an empty value for a deletion.
-func ParseWhere(s string) ([]Condition, error) {
-	var out []Condition
-	rest := strings.TrimLeftFunc(s, unicode.IsSpace)
-	for {
-		i := strings.IndexFunc(rest, func(c rune) bool { return c == '=' || unicode.IsSpace(c) })
-		if i <= 0 || rest[i] != '=' {
-			return nil, fmt.Errorf("%q: token %q is not COLUMN=VALUE; %s", s, firstToken(rest), whereAccepted)
-		}
-		col := rest[:i]
-		if j := strings.IndexAny(col, "!<>()\"'"); j >= 0 {
-			return nil, fmt.Errorf("%q: token %q: the only comparison is = (equality); %s", s, col[j:]+"=", whereAccepted)
-		}
-		rest = rest[i+1:]
-		var val string
-		if rest != "" && (rest[0] == '"' || rest[0] == '\'') {
-			end := strings.IndexByte(rest[1:], rest[0])
-			if end < 0 {
-				return nil, fmt.Errorf("%q: the quote of %s's value is not closed; %s", s, col, whereAccepted)
-			}
-			val, rest = rest[1:1+end], rest[2+end:]
-			if c, _ := utf8.DecodeRuneInString(rest); rest != "" && !unicode.IsSpace(c) {
-				return nil, fmt.Errorf("%q: token %q right after the quoted value of %s; %s", s, firstToken(rest), col, whereAccepted)
-			}
-		} else {
-			end := strings.IndexFunc(rest, unicode.IsSpace)
-			if end < 0 {
-				end = len(rest)
-			}
-			val, rest = rest[:end], rest[end:]
-			if strings.HasPrefix(val, "=") {
-				return nil, fmt.Errorf("%q: token %q: the only comparison is = (equality); %s", s, col+"="+val[:1], whereAccepted)
-			}
-			if err := plainValue(val); err != nil {
-				return nil, fmt.Errorf("%q: token %q: %w; %s", s, col+"="+val, err, whereAccepted)
-			}
-		}
-		out = append(out, Condition{Column: col, Values: []string{val}})
-		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
-		if rest == "" {
-			return out, nil
-		}
-		tok := firstToken(rest)
-		if !strings.EqualFold(tok, "AND") {
-			return nil, fmt.Errorf("%q: token %q after %s's value: conditions are joined by AND only (for one of several values use --in COLUMN=V1,V2); %s",
-				s, tok, col, whereAccepted)
-		}
-		rest = strings.TrimLeftFunc(rest[len(tok):], unicode.IsSpace)
-		if rest == "" {
-			return nil, fmt.Errorf("%q: AND at the end: a condition must follow; %s", s, whereAccepted)
-		}
-	}
-}
-
-// plainValue refuses an unquoted value that holds an invisible separator (a zero-width space or
-// another format character, which unicode.IsSpace does not count as a blank) or the word AND:
-// text copied from a page can join two conditions with such characters, and read as one value
-// the deletion would match nothing. A quoted value may hold anything.
-func plainValue(v string) error {
-	for _, c := range v {
-		if unicode.IsSpace(c) || unicode.Is(unicode.Cf, c) {
-			return fmt.Errorf("an unquoted value holds the invisible character %U (copied text?)", c)
-		}
-	}
-	for _, w := range strings.FieldsFunc(v, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {
-		if strings.EqualFold(w, "AND") {
-			return fmt.Errorf("an unquoted value holds the word AND: join conditions with blanks around AND, or quote the value")
-		}
-	}
-	return nil
-}
-
-// firstToken is s up to its first blank (any Unicode space: a copied non-breaking space is one).
-func firstToken(s string) string {
-	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// ParseIn parses COLUMN=V1,V2,..., the column is one of the values (`--in`, the buffer's in=);
-// values cannot contain commas.
-func ParseIn(s string) (Condition, error) {
-	col, vals, ok := strings.Cut(s, "=")
-	if !ok || col == "" || vals == "" {
-		return Condition{}, fmt.Errorf("%q: accepted: COLUMN=V1,V2,...", s)
-	}
-	return Condition{Column: col, Values: strings.Split(vals, ",")}, nil
 }
 
 // PropertyPrefix prefixes the table property holding a request: siglake.delete.<id>.
@@ -275,7 +166,7 @@ func (r *Request) recordedWithoutBound() bool {
 	if r.Version >= 2 || len(r.Where) > 0 || r.From != "" || r.To == "" {
 		return false
 	}
-	to, err := ParseTime("--to", r.To)
+	to, err := rows.ParseTime("--to", r.To)
 	if err != nil {
 		return false
 	}
@@ -318,7 +209,7 @@ func (r *Request) WholeTable(sp Span, now time.Time) (bool, error) {
 	if len(r.Where) > 0 {
 		return false, nil
 	}
-	from, to, err := r.Range()
+	from, to, err := r.Filter().Range()
 	if err != nil {
 		return false, err
 	}
@@ -341,7 +232,7 @@ func (r *Request) unbounded() error {
 		return nil
 	}
 	if r.To != "" {
-		to, err := ParseTime("--to", r.To)
+		to, err := rows.ParseTime("--to", r.To)
 		if err != nil {
 			return err
 		}
@@ -365,33 +256,8 @@ func PendingOf(rs []Request) []Request {
 	return out
 }
 
-// ParseDuration reads a duration in the one syntax of siglake's options (package duration): a
-// number with s, m, h, d (24h) or w (7d), or several Go units (1h30m); 0 is none. NaN, infinities,
-// negatives and values past time.Duration's range are refused: they used to wrap to a negative
-// period, which meant none.
-func ParseDuration(v string) (time.Duration, error) {
-	d, err := duration.Parse(v)
-	if err != nil {
-		return 0, fmt.Errorf("%q: %w", v, err)
-	}
-	return d, nil
-}
-
-// ParseTime accepts RFC 3339 (2026-11-29T10:00:00Z, fractions allowed) or a UTC day (2026-11-29).
-func ParseTime(flag, v string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UTC(), nil
-	}
-	if t, err := time.Parse(time.DateOnly, v); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("%s %q: accepted: RFC 3339 (2026-11-29T10:00:00Z) or a UTC day (2026-11-29)", flag, v)
-}
-
-// Validate checks r against a table schema: every column exists, is a top-level scalar the
-// filter accepts (string, int, long, boolean; not the timestamp column, which --from/--to bound),
-// appears once, and every value parses; the times parse and From < To. A request with neither
-// a condition nor a time range is refused: it would delete the whole table.
+// Validate checks r against a table schema (rows.Filter.Check: columns, values, times). A
+// request with neither a condition nor a time range is refused: it would delete the whole table.
 func (r *Request) Validate(sc *iceberg.Schema, tsColumn string) error {
 	if r.AllRows && len(r.Where) > 0 {
 		return fmt.Errorf("--all-rows deletes every row: give it without --where/--in, or drop it to delete the matching rows")
@@ -399,220 +265,31 @@ func (r *Request) Validate(sc *iceberg.Schema, tsColumn string) error {
 	if len(r.Where) == 0 && r.From == "" && r.To == "" && !r.AllRows {
 		return fmt.Errorf("a deletion request needs at least one --where/--in condition or a --from/--to range (%w; to delete every row, say so with --all-rows)", ErrWholeTable)
 	}
-	seen := map[string]bool{}
-	for _, c := range r.Where {
-		if c.Column == tsColumn {
-			return fmt.Errorf("column %q: bound the timestamp column with --from/--to, not a condition", c.Column)
-		}
-		f, ok := sc.FindFieldByName(c.Column)
-		if !ok || strings.Contains(c.Column, ".") {
-			return fmt.Errorf("column %q: the table has no such top-level column; columns: %s", c.Column, columnNames(sc))
-		}
-		if seen[c.Column] {
-			return fmt.Errorf("column %q: more than one condition; list the values of one column in one --in", c.Column)
-		}
-		seen[c.Column] = true
-		switch f.Type.(type) {
-		case iceberg.StringType, iceberg.Int32Type, iceberg.Int64Type, iceberg.BooleanType:
-		default:
-			return fmt.Errorf("column %q has type %s: conditions accept string, int, long and boolean columns", c.Column, f.Type)
-		}
-		if len(c.Values) == 0 {
-			return fmt.Errorf("column %q: a condition needs at least one value", c.Column)
-		}
-		for _, v := range c.Values {
-			if v == "" {
-				// Most often an unset shell variable (--where user_id=$USER_ID), which would
-				// delete every row whose column is empty.
-				return fmt.Errorf("column %q: an empty value; give the value to delete", c.Column)
-			}
-			if err := parseValue(f.Type, v); err != nil {
-				return fmt.Errorf("column %q value %q: %w", c.Column, v, err)
-			}
-		}
-	}
-	from, to, err := r.Range()
-	if err != nil {
-		return err
-	}
-	if from != nil && to != nil && *from >= *to {
-		return fmt.Errorf("--from %s is not before --to %s: the range is [from, to)", r.From, r.To)
-	}
-	return nil
+	return r.Filter().Check(sc, tsColumn)
 }
 
-func parseValue(t iceberg.Type, v string) error {
-	switch t.(type) {
-	case iceberg.Int32Type:
-		if _, err := strconv.ParseInt(v, 10, 32); err != nil {
-			return fmt.Errorf("accepted: a decimal 32-bit integer")
-		}
-	case iceberg.Int64Type:
-		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-			return fmt.Errorf("accepted: a decimal integer")
-		}
-	case iceberg.BooleanType:
-		if _, err := strconv.ParseBool(v); err != nil {
-			return fmt.Errorf("accepted: true, false")
-		}
-	}
-	return nil
+// Filter is the rows r selects, named by r's id in errors.
+func (r *Request) Filter() rows.Filter {
+	return rows.Filter{Name: "request " + r.ID, Where: r.Where, From: r.From, To: r.To}
 }
 
-func columnNames(sc *iceberg.Schema) string {
-	var names []string
-	for _, f := range sc.Fields() {
-		names = append(names, f.Name)
-	}
-	return strings.Join(names, ", ")
-}
-
-// Range returns From and To in microseconds (nil when open).
-func (r *Request) Range() (from, to *int64, err error) {
-	if r.From != "" {
-		t, err := ParseTime("--from", r.From)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := microseconds("--from", r.From, t); err != nil {
-			return nil, nil, err
-		}
-		us := t.UnixMicro()
-		from = &us
-	}
-	if r.To != "" {
-		t, err := ParseTime("--to", r.To)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := microseconds("--to", r.To, t); err != nil {
-			return nil, nil, err
-		}
-		us := t.UnixMicro()
-		to = &us
-	}
-	return from, to, nil
-}
-
-// microseconds refuses a time finer than the table's timestamps: flooring it would move a bound
-// past rows the user meant to keep or to delete.
-func microseconds(flag, v string, t time.Time) error {
-	if t.Nanosecond()%1000 != 0 {
-		return fmt.Errorf("%s %q: timestamps are stored to the microsecond; give at most 6 fractional digits", flag, v)
-	}
-	return nil
-}
-
-// Expr is r as an Iceberg row filter, for scan planning (partition and column-metrics pruning).
-// r must have been validated against sc.
-func (r *Request) Expr(sc *iceberg.Schema, tsColumn string) (iceberg.BooleanExpression, error) {
-	var parts []iceberg.BooleanExpression
-	for _, c := range r.Where {
-		f, _ := sc.FindFieldByName(c.Column)
-		ref := iceberg.Reference(c.Column)
-		switch f.Type.(type) {
-		case iceberg.StringType:
-			parts = append(parts, iceberg.IsIn(ref, c.Values...))
-		case iceberg.Int32Type:
-			vs := make([]int32, len(c.Values))
-			for i, v := range c.Values {
-				n, _ := strconv.ParseInt(v, 10, 32)
-				vs[i] = int32(n)
-			}
-			parts = append(parts, iceberg.IsIn(ref, vs...))
-		case iceberg.Int64Type:
-			vs := make([]int64, len(c.Values))
-			for i, v := range c.Values {
-				vs[i], _ = strconv.ParseInt(v, 10, 64)
-			}
-			parts = append(parts, iceberg.IsIn(ref, vs...))
-		case iceberg.BooleanType:
-			vs := make([]bool, len(c.Values))
-			for i, v := range c.Values {
-				vs[i], _ = strconv.ParseBool(v)
-			}
-			parts = append(parts, iceberg.IsIn(ref, vs...))
-		default:
-			return nil, fmt.Errorf("column %q has type %s: conditions accept string, int, long and boolean columns", c.Column, f.Type)
-		}
-	}
-	from, to, err := r.Range()
-	if err != nil {
-		return nil, err
-	}
-	if from != nil {
-		parts = append(parts, iceberg.GreaterThanEqual(iceberg.Reference(tsColumn), iceberg.Timestamp(*from)))
-	}
-	if to != nil {
-		parts = append(parts, iceberg.LessThan(iceberg.Reference(tsColumn), iceberg.Timestamp(*to)))
-	}
-	switch len(parts) {
-	case 0:
-		return iceberg.AlwaysTrue{}, nil
-	case 1:
-		return parts[0], nil
-	}
-	return iceberg.NewAnd(parts[0], parts[1], parts[2:]...), nil
-}
-
-// AnyExpr is the Iceberg filter of rows any of rs matches.
-func AnyExpr(rs []Request, sc *iceberg.Schema, tsColumn string) (iceberg.BooleanExpression, error) {
-	var parts []iceberg.BooleanExpression
+// filters are the rows of each of rs.
+func filters(rs []Request) []rows.Filter {
+	out := make([]rows.Filter, len(rs))
 	for i := range rs {
-		e, err := rs[i].Expr(sc, tsColumn)
-		if err != nil {
-			return nil, fmt.Errorf("request %s: %w", rs[i].ID, err)
-		}
-		parts = append(parts, e)
+		out[i] = rs[i].Filter()
 	}
-	switch len(parts) {
-	case 0:
-		return iceberg.AlwaysFalse{}, nil
-	case 1:
-		return parts[0], nil
-	}
-	return iceberg.NewOr(parts[0], parts[1], parts[2:]...), nil
-}
-
-// RowFilter is the merge filter of rows any of rs matches; predicate i is rs[i].
-func RowFilter(rs []Request) (*merge.RowFilter, error) {
-	f := &merge.RowFilter{}
-	for _, r := range rs {
-		from, to, err := r.Range()
-		if err != nil {
-			return nil, fmt.Errorf("request %s: %w", r.ID, err)
-		}
-		p := merge.Predicate{From: from, To: to}
-		for _, c := range r.Where {
-			p.Columns = append(p.Columns, merge.ColumnIn{Column: c.Column, Values: c.Values})
-		}
-		f.Predicates = append(f.Predicates, p)
-	}
-	return f, nil
+	return out
 }
 
 // Describe renders r's predicate for logs and the CLI: service IN (billing) AND timestamp >= ....
 func (r *Request) Describe() string {
-	var parts []string
-	for _, c := range r.Where {
-		if len(c.Values) == 1 {
-			parts = append(parts, fmt.Sprintf("%s = %q", c.Column, c.Values[0]))
-		} else {
-			q := make([]string, len(c.Values))
-			for i, v := range c.Values {
-				q[i] = strconv.Quote(v)
-			}
-			parts = append(parts, fmt.Sprintf("%s IN (%s)", c.Column, strings.Join(q, ", ")))
-		}
+	d := r.Filter().Describe()
+	if !r.AllRows {
+		return d
 	}
-	if r.From != "" {
-		parts = append(parts, "timestamp >= "+r.From)
+	if d == "" {
+		return "ALL ROWS"
 	}
-	if r.To != "" {
-		parts = append(parts, "timestamp < "+r.To)
-	}
-	if r.AllRows {
-		parts = append([]string{"ALL ROWS"}, parts...)
-	}
-	return strings.Join(parts, " AND ")
+	return "ALL ROWS AND " + d
 }

@@ -1,18 +1,19 @@
 package deletes
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // TestListKeepsGoodRequestsAndReportsBadOnes: a property that does not decode (bad JSON, a newer
 // format, an unknown state) is reported by name and never returned for execution.
 func TestListKeepsGoodRequestsAndReportsBadOnes(t *testing.T) {
-	good := Request{Version: 1, ID: NewID(time.Now()), State: Pending, Where: []Condition{{Column: "service", Values: []string{"a"}}}}
+	good := Request{Version: 1, ID: NewID(time.Now()), State: Pending, Where: []rows.Condition{{Column: "service", Values: []string{"a"}}}}
 	v, err := good.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -41,42 +42,6 @@ func TestListKeepsGoodRequestsAndReportsBadOnes(t *testing.T) {
 	}
 }
 
-// TestParseConditions: the one parser of --where/--in (the CLI and the WAL buffer's where=/in=).
-func TestParseConditions(t *testing.T) {
-	if cs, err := ParseWhere("user=a=b"); err != nil || len(cs) != 1 || cs[0].Column != "user" || len(cs[0].Values) != 1 || cs[0].Values[0] != "a=b" {
-		t.Fatalf("%+v %v", cs, err)
-	}
-	if c, err := ParseIn("service=a,b"); err != nil || c.Column != "service" || len(c.Values) != 2 {
-		t.Fatalf("%+v %v", c, err)
-	}
-	for _, bad := range []string{"user", "=x"} {
-		if _, err := ParseWhere(bad); err == nil || !strings.Contains(err.Error(), "accepted: COLUMN=VALUE") {
-			t.Errorf("where %q: %v", bad, err)
-		}
-	}
-	for _, bad := range []string{"service", "service=", "=a"} {
-		if _, err := ParseIn(bad); err == nil || !strings.Contains(err.Error(), "accepted: COLUMN=V1,V2,...") {
-			t.Errorf("in %q: %v", bad, err)
-		}
-	}
-}
-
-// TestParseDurationRefusesWrapping: a cancel period that is not a number or too large used to
-// wrap to about -292 years, which waiting() read as no period: requests ran at once.
-func TestParseDurationRefusesWrapping(t *testing.T) {
-	for _, in := range []string{"20000w", "1e5w", "NaNd", "nand", "Infd", "-1d", "-24h"} {
-		d, err := ParseDuration(in)
-		if err == nil || !strings.Contains(err.Error(), `"`+in+`"`) || !strings.Contains(err.Error(), "accepted:") {
-			t.Errorf("%q: %v, %v; want an error naming the input and what is accepted", in, d, err)
-		}
-	}
-	for in, want := range map[string]time.Duration{"0": 0, "72h": 72 * time.Hour, "3d": 72 * time.Hour, "1w": 7 * 24 * time.Hour} {
-		if d, err := ParseDuration(in); err != nil || d != want {
-			t.Errorf("%q: %v, %v; want %v", in, d, err, want)
-		}
-	}
-}
-
 // TestExecutableRefusesUnboundedRequests: a stored request with no condition and no all_rows runs
 // only with a bound that leaves rows out: a from, or a to at or before its creation. A version-1
 // request whose to lies up to 10 minutes before its creation is the old CLI's whole-table default
@@ -98,7 +63,7 @@ func TestExecutableRefusesUnboundedRequests(t *testing.T) {
 		{"v2, to before its creation", Request{Version: 2, To: ts(-time.Hour)}, true},
 		{"v2, a from", Request{Version: 2, From: "2026-11-01"}, true},
 		{"v2, all_rows", Request{Version: 2, AllRows: true, To: "2099-01-01"}, true},
-		{"v2, a condition and a future to", Request{Version: 2, To: "2099-01-01", Where: []Condition{{Column: "service", Values: []string{"a"}}}}, true},
+		{"v2, a condition and a future to", Request{Version: 2, To: "2099-01-01", Where: []rows.Condition{{Column: "service", Values: []string{"a"}}}}, true},
 		{"v1, to = created", Request{Version: 1, To: ts(0)}, false},
 		{"v1, to = created - 5s (slow connect)", Request{Version: 1, To: ts(-5 * time.Second)}, false},
 		{"v1, to = created - 9m", Request{Version: 1, To: ts(-9 * time.Minute)}, false},
@@ -115,30 +80,5 @@ func TestExecutableRefusesUnboundedRequests(t *testing.T) {
 		if !c.ok && (len(errs) != 1 || !strings.Contains(errs[0].Error(), "every row")) {
 			t.Errorf("%s: errors %v, want one saying it would delete every row", c.name, errs)
 		}
-	}
-}
-
-// TestParseWhereUnicodeBlanks: blanks are any Unicode space (a copied non-breaking space joins
-// conditions as well as a plain one), and an unquoted value holding an invisible character or the
-// word AND is refused with the token, never read as one value that matches nothing.
-func TestParseWhereUnicodeBlanks(t *testing.T) {
-	for _, in := range []string{"service=billing\u00a0AND\u00a0severity=debug", "service=billing\u2003and\u3000severity=debug", "\u00a0service=billing AND severity=debug\u00a0"} {
-		cs, err := ParseWhere(in)
-		if err != nil || len(cs) != 2 || cs[0].Values[0] != "billing" || cs[1].Column != "severity" || cs[1].Values[0] != "debug" {
-			t.Errorf("%q: %+v, %v; want two conditions", in, cs, err)
-		}
-	}
-	for in, token := range map[string]string{
-		"service=billing\u200bAND\u200bseverity=debug": "service=billing\u200bAND\u200bseverity=debug",
-		"service=billing_AND_severity=debug":           "service=billing_AND_severity=debug",
-		"msg=a\ufeffb":                                 "msg=a\ufeffb",
-	} {
-		_, err := ParseWhere(in)
-		if err == nil || !strings.Contains(err.Error(), "token "+strconv.Quote(token)) {
-			t.Errorf("%q: %v, want a refusal naming token %q", in, err, token)
-		}
-	}
-	if cs, err := ParseWhere("msg=\"a\u00a0AND b\""); err != nil || cs[0].Values[0] != "a\u00a0AND b" {
-		t.Errorf("a quoted value: %+v, %v", cs, err)
 	}
 }

@@ -12,10 +12,11 @@ import (
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
-func billing() []deletes.Condition {
-	return []deletes.Condition{{Column: "service", Values: []string{"billing"}}}
+func billing() []rows.Condition {
+	return []rows.Condition{{Column: "service", Values: []string{"billing"}}}
 }
 
 // TestWholeTableRequestsRefused: the whole-table check sees what the user gave, before --to
@@ -88,45 +89,6 @@ func TestWholeTableSpan(t *testing.T) {
 	} {
 		if got, err := c.r.WholeTable(c.sp, now); err != nil || got != c.whole {
 			t.Errorf("%s: whole table = %v (%v), want %v", c.situation, got, err, c.whole)
-		}
-	}
-}
-
-// TestParseWhereAnd: one --where holds conditions joined by AND (any case), values may be quoted,
-// and what the grammar does not have is refused with the token, never read into a value.
-func TestParseWhereAnd(t *testing.T) {
-	for in, want := range map[string][]deletes.Condition{
-		"service=billing AND severity=debug":  {{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"debug"}}},
-		"service=billing and  severity=debug": {{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"debug"}}},
-		`raw="a AND b" And host='web 1'`:      {{Column: "raw", Values: []string{"a AND b"}}, {Column: "host", Values: []string{"web 1"}}},
-		"user=a=b":                            {{Column: "user", Values: []string{"a=b"}}},
-		"user_id=":                            {{Column: "user_id", Values: []string{""}}},
-	} {
-		got, err := deletes.ParseWhere(in)
-		if err != nil || len(got) != len(want) {
-			t.Errorf("%q: %+v, %v; want %+v", in, got, err, want)
-			continue
-		}
-		for i := range want {
-			if got[i].Column != want[i].Column || len(got[i].Values) != 1 || got[i].Values[0] != want[i].Values[0] {
-				t.Errorf("%q: condition %d is %+v, want %+v", in, i, got[i], want[i])
-			}
-		}
-	}
-	for in, token := range map[string]string{
-		"service=billing OR severity=debug": `token "OR"`,
-		"service!=billing":                  `token "!="`,
-		"service==billing":                  `token "service=="`,
-		"service=billing AND":               "AND at the end",
-		"service=billing severity=debug":    `token "severity=debug"`,
-		`service="billing`:                  "quote of service's value is not closed",
-		"service = billing":                 `token "service"`,
-		"service":                           `token "service"`,
-		"=x":                                `token "=x"`,
-	} {
-		_, err := deletes.ParseWhere(in)
-		if err == nil || !strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "accepted: COLUMN=VALUE") {
-			t.Errorf("%q: error %v, want it to name %s and what is accepted", in, err, token)
 		}
 	}
 }
@@ -255,7 +217,7 @@ func TestDeleteCancel(t *testing.T) {
 		t.Fatalf("cancel a done request: %v", err)
 	}
 
-	running := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "severity", Values: []string{"debug"}}}})
+	running := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "severity", Values: []string{"debug"}}}})
 	running.RowsDeleted, running.FilesRewritten = 10, 1
 	tbl := e.Table("events")
 	txn := tbl.NewTransaction()

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // RecordOptions say how Record completes what the user gave.
@@ -65,7 +66,7 @@ func RecordWith(ctx context.Context, l *lake.Lake, name string, r Request, now t
 	// Store times in one canonical form (UTC, RFC 3339).
 	for _, p := range []*string{&r.From, &r.To} {
 		if *p != "" {
-			tm, _ := ParseTime("", *p)
+			tm, _ := rows.ParseTime("", *p)
 			*p = tm.UTC().Format(time.RFC3339Nano)
 		}
 	}

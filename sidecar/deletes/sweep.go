@@ -20,6 +20,7 @@ import (
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/rewrite"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Sweeper executes the deletion requests recorded in tables (docs/deletes.md): candidate
@@ -301,7 +302,7 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	if len(rep.pending) == 0 || t.CurrentSnapshot() == nil {
 		return rep, nil
 	}
-	expr, err := AnyExpr(rep.pending, t.Schema(), lake.TimestampColumn)
+	expr, err := rows.AnyExpr(filters(rep.pending), t.Schema(), lake.TimestampColumn)
 	if err != nil {
 		return rep, err
 	}
@@ -440,7 +441,7 @@ func (s *Sweeper) executable(t *table.Table, rs []Request) ([]Request, []error) 
 // without them.
 func (s *Sweeper) examine(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, df iceberg.DataFile,
 	open []Request, o SweepOptions, c *CandidateFile, rep *SweepReport, log *zap.Logger) error {
-	f, err := RowFilter(open)
+	f, err := rows.RowFilter(filters(open))
 	if err != nil {
 		return err
 	}
@@ -501,7 +502,7 @@ func (s *Sweeper) examine(ctx context.Context, t *table.Table, fsys icebergio.IO
 // df is still live.
 func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFile, matched []Request, log *zap.Logger) (snap, deleted int64, outputs int, err error) {
 	name := t.Identifier()[len(t.Identifier())-1]
-	f, err := RowFilter(matched)
+	f, err := rows.RowFilter(filters(matched))
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -596,7 +597,7 @@ func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, l
 			if contains(rep.Waiting, r.ID) || rep.pending != nil && !containsReq(rep.pending, r.ID) {
 				continue // not part of this sweep (waiting out its cancel period, or recorded since)
 			}
-			expr, err := r.Expr(t.Schema(), lake.TimestampColumn)
+			expr, err := r.Filter().Expr(t.Schema(), lake.TimestampColumn)
 			if err != nil {
 				return err
 			}

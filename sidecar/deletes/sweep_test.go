@@ -22,6 +22,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rewrite"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -60,8 +61,8 @@ func TestDeleteSweepRemovesExactlyTheMatchingRows(t *testing.T) {
 	}
 	rs := []deletes.Request{
 		testlake.Record(t, e.Lake, deletes.Request{From: testlake.Hour(2), To: testlake.Hour(3), Reason: "whole segment 1"}),
-		testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing", "auth"}}}, From: testlake.Hour(4), To: testlake.Hour(5)}),
-		testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"nosuch"}}}}),
+		testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing", "auth"}}}, From: testlake.Hour(4), To: testlake.Hour(5)}),
+		testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}, {Column: "severity", Values: []string{"nosuch"}}}}),
 	}
 	want, counts := testlake.ExpectAfter(recs, rs)
 	if counts[rs[0].ID] != 1500 || counts[rs[1].ID] == 0 || counts[rs[2].ID] != 0 {
@@ -142,7 +143,7 @@ func TestDeleteSweepRemovesExactlyTheMatchingRows(t *testing.T) {
 func TestDeleteRequestsSurviveExpiry(t *testing.T) {
 	e := testlake.New(t)
 	recs := e.DeleteTable(3)
-	r := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 	// More commits, then expire all but the newest snapshot.
 	e.DeleteTable(0)
 	if err := e.Lake.ExpireSnapshots(context.Background(), "events", 1); err != nil {
@@ -172,7 +173,7 @@ func TestDeleteRewriteLosesToConcurrentRewrite(t *testing.T) {
 	e := testlake.New(t)
 	recs := e.DeleteTable(2)
 	all, _ := testlake.ExpectAfter(recs, nil)
-	r := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}, To: testlake.Hour(1)})
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}, To: testlake.Hour(1)})
 	stale, err := e.Lake.LoadTable(context.Background(), "events")
 	if err != nil {
 		t.Fatal(err)
@@ -222,13 +223,13 @@ func TestDeleteRequestsRejected(t *testing.T) {
 		want string
 	}{
 		{deletes.Request{}, "needs at least one"},
-		{deletes.Request{Where: []deletes.Condition{{Column: "user_id", Values: []string{"alice"}}}}, `column "user_id": the table has no such top-level column; columns: timestamp, service`},
-		{deletes.Request{Where: []deletes.Condition{{Column: "attributes", Values: []string{"x"}}}}, `column "attributes" has type map<string, string>: conditions accept string, int, long and boolean columns`},
-		{deletes.Request{Where: []deletes.Condition{{Column: "timestamp", Values: []string{"1"}}}}, "with --from/--to"},
+		{deletes.Request{Where: []rows.Condition{{Column: "user_id", Values: []string{"alice"}}}}, `column "user_id": the table has no such top-level column; columns: timestamp, service`},
+		{deletes.Request{Where: []rows.Condition{{Column: "attributes", Values: []string{"x"}}}}, `column "attributes" has type map<string, string>: conditions accept string, int, long and boolean columns`},
+		{deletes.Request{Where: []rows.Condition{{Column: "timestamp", Values: []string{"1"}}}}, "with --from/--to"},
 		{deletes.Request{From: "yesterday"}, `--from "yesterday": accepted: RFC 3339`},
 		{deletes.Request{From: testlake.Hour(3), To: testlake.Hour(2)}, "is not before --to"},
-		{deletes.Request{Where: []deletes.Condition{{Column: "service"}}}, "at least one value"},
-		{deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{""}}}}, `column "service": an empty value`},
+		{deletes.Request{Where: []rows.Condition{{Column: "service"}}}, "at least one value"},
+		{deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{""}}}}, `column "service": an empty value`},
 		{deletes.Request{From: "2026-11-29T00:00:00.0000005Z"}, "stored to the microsecond"},
 	} {
 		_, err := deletes.Record(context.Background(), e.Lake, "events", c.r, time.Now())
@@ -259,7 +260,7 @@ func TestDeleteRequestsConcurrentRecord(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 8; i++ {
 				_, err := deletes.Record(context.Background(), l, "events",
-					deletes.Request{Where: []deletes.Condition{{Column: "host", Values: []string{fmt.Sprintf("w%d-%d", w, i)}}}}, time.Now())
+					deletes.Request{Where: []rows.Condition{{Column: "host", Values: []string{fmt.Sprintf("w%d-%d", w, i)}}}}, time.Now())
 				if err != nil {
 					errs <- err
 				}
@@ -323,7 +324,7 @@ func TestDoneRequestsExpire(t *testing.T) {
 	var props = iceberg.Properties{}
 	for id, at := range map[string]time.Time{"old": old, "young": young} {
 		r := deletes.Request{Version: 1, ID: id, State: deletes.Done, DoneAt: &at,
-			Where: []deletes.Condition{{Column: "service", Values: []string{"nothing"}}}}
+			Where: []rows.Condition{{Column: "service", Values: []string{"nothing"}}}}
 		v, err := r.Encode()
 		if err != nil {
 			t.Fatal(err)
@@ -341,7 +342,7 @@ func TestDoneRequestsExpire(t *testing.T) {
 	if _, err := txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 	sweepAll(t, e)
 	stored := testlake.StoredRequests(t, e.Lake)
 	if _, ok := stored["old"]; ok {
@@ -374,7 +375,7 @@ func TestPartitionOf(t *testing.T) {
 func TestDeleteSweepLeavesSetAsideFiles(t *testing.T) {
 	e := testlake.New(t)
 	e.DeleteTable(3)
-	r := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}, Reason: "t"})
+	r := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}, Reason: "t"})
 	var bad string
 	var good lake.File
 	for p, f := range testlake.LiveByPath(t, e.Lake) {
@@ -386,7 +387,7 @@ func TestDeleteSweepLeavesSetAsideFiles(t *testing.T) {
 	}
 	// A request whose rows can only be in a good file is done whatever the set-aside file holds.
 	at := func(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }
-	other := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"auth"}}},
+	other := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"auth"}}},
 		From: at(good.MinTime), To: at(good.MaxTime + 1), Reason: "t"})
 	if err := os.WriteFile(testlake.LocalPath(bad), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
@@ -416,7 +417,7 @@ func TestDeleteSweepLeavesSetAsideFiles(t *testing.T) {
 func TestDeleteSweepShutdownWhileWaitingForMemory(t *testing.T) {
 	e := testlake.New(t)
 	e.DeleteTable(2)
-	testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 	s, reg := sweeper(e)
 	var rep deletes.SweepReport
 	membudgettest.ShutDownWhileWaiting(t, &s.Executor.Reserve, func(ctx context.Context) {
@@ -442,7 +443,7 @@ func TestDeleteSweepSplitFile(t *testing.T) {
 	if files := testenv.TableFiles(t, e.Table("events"), testenv.S3Env{}); len(files) != 1 {
 		t.Fatalf("testenv.TableFiles listed %v for one data file", files)
 	}
-	part := testlake.Record(t, e.Lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	part := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 	want, counts := testlake.ExpectAfter([]arrow.RecordBatch{rec}, []deletes.Request{part})
 	if counts[part.ID] == 0 || counts[part.ID] == 4000 {
 		t.Fatalf("setup: the request matches %d of 4000 rows", counts[part.ID])

@@ -28,6 +28,7 @@ import (
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Drain turns sealed WAL segments into committed Iceberg data files, exactly once: files are written,
@@ -617,7 +618,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	var t *table.Table
 	kept := segs[:0]
 	for _, l := range segs {
-		nt, err := d.Lake.EnsureTable(ctx, b.table, segmentTableSchema(l.seg.Schema))
+		nt, err := d.Lake.EnsureTable(ctx, b.table, rows.TableSchema(l.seg.Schema, lake.TimestampColumn))
 		var schemaErr *lake.SchemaError
 		if errors.As(err, &schemaErr) {
 			l.seg.Release()
@@ -935,19 +936,6 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-// segmentTableSchema is the table schema a segment asks for: its columns, with the timestamp in
-// microseconds UTC (Iceberg timestamptz) and without the segment header metadata.
-func segmentTableSchema(sc *arrow.Schema) *arrow.Schema {
-	fields := append([]arrow.Field(nil), sc.Fields()...)
-	for i, f := range fields {
-		if f.Name == lake.TimestampColumn {
-			fields[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
-		}
-		fields[i].Metadata = arrow.Metadata{}
-	}
-	return arrow.NewSchema(fields, nil)
 }
 
 func (d *Drain) removeOutputs(ctx context.Context, t *table.Table, outs []merge.Output) {

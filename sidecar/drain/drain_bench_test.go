@@ -23,6 +23,7 @@ import (
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/gctune"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -182,7 +183,7 @@ func floorInput(b *testing.B, cfg Config, dir string, segs []localwal.SegmentInf
 				b.Fatal(err)
 			}
 			if sc == nil {
-				t, err := l.EnsureTable(ctx, bt.table, segmentTableSchema(seg.Schema))
+				t, err := l.EnsureTable(ctx, bt.table, rows.TableSchema(seg.Schema, lake.TimestampColumn))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // A folded row is many rows' sum, so a condition on an aggregated column of a rollup table would
@@ -34,7 +35,7 @@ func CheckDelete(props iceberg.Properties, r deletes.Request) error {
 }
 
 // keysOnly refuses the first condition of where on a column that is not a key of s.
-func (s Spec) keysOnly(what, kind string, where []deletes.Condition) error {
+func (s Spec) keysOnly(what, kind string, where []rows.Condition) error {
 	for _, c := range where {
 		if !s.IsKey(c.Column) {
 			return fmt.Errorf("%s: column %q: a rollup table (table property %s): %s test its key columns (%s) only",

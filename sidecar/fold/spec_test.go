@@ -9,6 +9,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 func rollupSchema() *iceberg.Schema {
@@ -103,8 +104,8 @@ func TestCheckDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	props := iceberg.Properties{Property: v}
-	key := deletes.Request{ID: "r1", Where: []deletes.Condition{{Column: "service", Values: []string{"api"}}}}
-	agg := deletes.Request{ID: "r2", Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}
+	key := deletes.Request{ID: "r1", Where: []rows.Condition{{Column: "service", Values: []string{"api"}}}}
+	agg := deletes.Request{ID: "r2", Where: []rows.Condition{{Column: "events", Values: []string{"1"}}}}
 	if err := CheckDelete(props, key); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestCheckRetentionAndExisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onBytes := retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "bytes", Values: []string{"0"}}}, Period: "7d"}}}
+	onBytes := retention.Policy{Period: "30d", Rules: []retention.Rule{{Where: []rows.Condition{{Column: "bytes", Values: []string{"0"}}}, Period: "7d"}}}
 	if err := CheckRetention(iceberg.Properties{Property: v}, onBytes); err == nil || !strings.Contains(err.Error(), `column "bytes"`) {
 		t.Fatalf("retention rule on an aggregated column: %v", err)
 	}
@@ -142,7 +143,7 @@ func TestCheckRetentionAndExisting(t *testing.T) {
 		t.Fatalf("spec over a rule on an aggregated column: %v", err)
 	}
 	r := deletes.Request{Version: deletes.Version, ID: deletes.NewID(time.Now()), State: deletes.Pending,
-		Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}
+		Where: []rows.Condition{{Column: "events", Values: []string{"1"}}}}
 	rv, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +179,7 @@ func TestRetentionCutoffsOnBucketBoundaries(t *testing.T) {
 			buckets = append(buckets, d)
 		}
 	}
-	p := retention.Policy{Period: "10d", Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "service", Values: []string{"api"}}}, Period: "36h"}}}
+	p := retention.Policy{Period: "10d", Rules: []retention.Rule{{Where: []rows.Condition{{Column: "service", Values: []string{"api"}}}, Period: "36h"}}}
 	base := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	for _, off := range []time.Duration{0, 7*time.Minute + 13*time.Second, 11*time.Hour + 59*time.Minute, 13 * time.Hour} {
 		now := base.Add(off)

@@ -11,6 +11,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 func newDeleteEnv(t *testing.T, mutate func(*testConfig)) *env {
@@ -31,7 +32,7 @@ func TestDeleteTasksSwitch(t *testing.T) {
 		t.Run(fmt.Sprintf("on=%v", on), func(t *testing.T) {
 			e := newDeleteEnv(t, func(c *testConfig) { c.DeleteTasks = on })
 			recs := e.te.DeleteTable(3)
-			r := testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+			r := testlake.Record(t, e.lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 			want, _ := testlake.ExpectAfter(recs, []deletes.Request{r})
 			all, _ := testlake.ExpectAfter(recs, nil)
 			m := newMaintainer(t, e, e.lake, time.Now)
@@ -76,7 +77,7 @@ func TestDeleteTasksSwitch(t *testing.T) {
 func TestFailingTableDoesNotStarveDeletes(t *testing.T) {
 	e := newDeleteEnv(t, func(c *testConfig) { c.DeleteTasks = true })
 	e.te.DeleteTable(3)
-	r := testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	r := testlake.Record(t, e.lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 	e.writeSegments("other", 2, 2000, 9, testlake.DeleteBase)
 	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -406,10 +407,10 @@ func TestFoldDeletesAndRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}, time.Now(), deletes.RecordOptions{}); err == nil || !strings.Contains(err.Error(), `column "events"`) || !strings.Contains(err.Error(), fold.Property) {
+	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []rows.Condition{{Column: "events", Values: []string{"1"}}}}, time.Now(), deletes.RecordOptions{}); err == nil || !strings.Contains(err.Error(), `column "events"`) || !strings.Contains(err.Error(), fold.Property) {
 		t.Fatalf("a deletion request on an aggregated column: %v", err)
 	}
-	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}}, time.Now(), deletes.RecordOptions{}); err != nil {
+	if _, err := fold.RecordDelete(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}}, time.Now(), deletes.RecordOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deleteSweep(t, e, []string{walgen.RollupTable})
@@ -494,7 +495,7 @@ func TestFoldKeyColumnsOnlyEnforced(t *testing.T) {
 	want := sealRollup(e, 2, 300, 31, start, 200*time.Millisecond)
 	e.te.DrainAll()
 	ctx := context.Background()
-	r, err := deletes.Record(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []deletes.Condition{{Column: "events", Values: []string{"1"}}}}, time.Now())
+	r, err := deletes.Record(ctx, e.lake, walgen.RollupTable, deletes.Request{Where: []rows.Condition{{Column: "events", Values: []string{"1"}}}}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,12 +525,12 @@ func TestFoldKeyColumnsOnlyEnforced(t *testing.T) {
 	}
 	sameGroups(t, "after the sweep", viaIceberg(t, e).coarsen(1), want.coarsen(1))
 	_, err = fold.SetRetention(ctx, e.lake, walgen.RollupTable, retention.Policy{Period: "30d",
-		Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "bytes", Values: []string{"0"}}}, Period: "7d"}}})
+		Rules: []retention.Rule{{Where: []rows.Condition{{Column: "bytes", Values: []string{"0"}}}, Period: "7d"}}})
 	if err == nil || !strings.Contains(err.Error(), `column "bytes"`) {
 		t.Fatalf("a retention rule on an aggregated column: %v", err)
 	}
 	if _, err := fold.SetRetention(ctx, e.lake, walgen.RollupTable, retention.Policy{Period: "30d",
-		Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}, Period: "7d"}}}); err != nil {
+		Rules: []retention.Rule{{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}, Period: "7d"}}}); err != nil {
 		t.Fatal(err)
 	}
 }

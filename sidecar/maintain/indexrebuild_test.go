@@ -28,6 +28,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 var rebuildCols = []string{"trace_id", "service"}
@@ -498,7 +499,7 @@ func TestIndexRebuildFollowsDeleteTasks(t *testing.T) {
 			for _, f := range files {
 				before[f.Path] = true
 			}
-			testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+			testlake.Record(t, e.lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 			if tc.byHand {
 				deleteSweep(t, e, []string{"events"})
 			} else if rep, err := m.Deletes().Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true}); err != nil || rep.Rewritten == 0 {

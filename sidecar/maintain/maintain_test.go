@@ -21,6 +21,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -252,7 +253,7 @@ func TestSkippedBackloggedCycleCommitsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	testlake.Record(t, e.lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 	stale := "file:///nowhere/g0001-gone.parquet"
 	setProps(t, e, iceberg.Properties{puffinidx.Key(stale): `{"data_file":"` + stale + `","sidecars":[]}`})
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -325,7 +326,7 @@ func TestGaugesOfTablesNoLongerOwnedDisappear(t *testing.T) {
 	smallFilesTable(t, e, 3)
 	e.writeSegments("other", 2, 100, 77, time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC))
 	e.te.DrainAll()
-	testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+	testlake.Record(t, e.lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 	now := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 	m := newMaintainer(t, e, e.lake, func() time.Time { return now })
 	owns := true

@@ -14,6 +14,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // cycleShutDownWaiting runs a maintenance cycle of m while a drain holds the whole memory budget,
@@ -108,11 +109,11 @@ func TestIdleShutdownWhileWaitingForMemoryIsNoError(t *testing.T) {
 				sealDays(e, 3, 10, 0, 1)
 				e.te.DrainAll()
 				if c.deletes {
-					testlake.Record(t, e.lake, deletes.Request{Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}})
+					testlake.Record(t, e.lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 				}
 				// A rule that ends part of every day's file: retention must rewrite, which waits.
 				if _, err := retention.Set(context.Background(), e.lake, "events", retention.Policy{Period: "30d",
-					Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "severity", Values: []string{"debug"}}}, Period: "3d"}}}); err != nil {
+					Rules: []retention.Rule{{Where: []rows.Condition{{Column: "severity", Values: []string{"debug"}}}, Period: "3d"}}}); err != nil {
 					t.Fatal(err)
 				}
 				m := newMaintainer(t, e, e.lake, func() time.Time { return retentionNow })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -112,7 +113,7 @@ func TestRetentionRacesDrainRewriteDeleteTask(t *testing.T) {
 	old := sealDays(e, 5, 31, 29, 8) // 8 L0 files a day: level rewrites have work in each
 	e.te.DrainAll()
 	req, err := deletes.Record(context.Background(), e.lake, "events", deletes.Request{
-		Where: []deletes.Condition{{Column: "service", Values: []string{"billing"}}}, To: retentionNow.Add(-20 * 24 * time.Hour).Format(time.RFC3339)}, time.Now())
+		Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}, To: retentionNow.Add(-20 * 24 * time.Hour).Format(time.RFC3339)}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

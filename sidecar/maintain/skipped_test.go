@@ -12,10 +12,10 @@ import (
 	"go.uber.org/zap/zapcore"
 	zapobserver "go.uber.org/zap/zaptest/observer"
 
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -218,7 +218,7 @@ func TestRetentionReadFailuresSetAside(t *testing.T) {
 	sealDays(e, 7, 5, 5, 1)
 	e.te.DrainAll()
 	if _, err := retention.Set(context.Background(), e.lake, "events", retention.Policy{Period: "0",
-		Rules: []retention.Rule{{Where: []deletes.Condition{{Column: "severity", Values: []string{"debug"}}}, Period: "3d"}}}); err != nil {
+		Rules: []retention.Rule{{Where: []rows.Condition{{Column: "severity", Values: []string{"debug"}}}, Period: "3d"}}}); err != nil {
 		t.Fatal(err)
 	}
 	files := testlakeLive(t, e)

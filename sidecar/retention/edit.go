@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Edit is a change to a stored policy, as `siglake retention set` names it: what it does not
@@ -19,7 +19,7 @@ type Edit struct {
 	// Rules are added, or replace the rule with the same conditions (in any order).
 	Rules []Rule
 	// Remove are the conditions of rules to remove; each must match a rule.
-	Remove [][]deletes.Condition
+	Remove [][]rows.Condition
 	// Replace starts from an empty policy instead of the stored one.
 	Replace bool
 }
@@ -51,7 +51,7 @@ func (p Policy) Apply(e Edit) (Policy, error) {
 	return out, nil
 }
 
-func (p Policy) ruleIndex(where []deletes.Condition) int {
+func (p Policy) ruleIndex(where []rows.Condition) int {
 	k := conditionsKey(where)
 	for i, r := range p.Rules {
 		if conditionsKey(r.Where) == k {
@@ -74,7 +74,7 @@ func (p Policy) ruleList() string {
 
 // conditionsKey identifies a rule by its conditions whatever their order: COLUMN=V1,V2 joined by
 // & (the --rule syntax), columns and values sorted.
-func conditionsKey(where []deletes.Condition) string {
+func conditionsKey(where []rows.Condition) string {
 	var cs []string
 	for _, c := range where {
 		vs := slices.Clone(c.Values)

@@ -20,10 +20,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Property is the table property holding the policy (JSON, docs/retention.md).
@@ -50,9 +50,9 @@ type Policy struct {
 // own period. Precedence: the highest Priority wins; among equal priorities the shortest period
 // (Loki's per-stream retention).
 type Rule struct {
-	Where    []deletes.Condition `json:"where"`
-	Period   string              `json:"period"` // "0" keeps matching rows for ever
-	Priority int                 `json:"priority,omitempty"`
+	Where    []rows.Condition `json:"where"`
+	Period   string           `json:"period"` // "0" keeps matching rows for ever
+	Priority int              `json:"priority,omitempty"`
 }
 
 // ParsePeriod reads a period: a number of days (30d) or weeks (2w), a Go duration (36h), or 0
@@ -127,8 +127,7 @@ func (p Policy) Validate(sc *iceberg.Schema, tsColumn string) error {
 		if _, err := ParsePeriod(fmt.Sprintf("rule %d period", i+1), r.Period); err != nil {
 			return err
 		}
-		req := deletes.Request{Where: r.Where}
-		if err := req.Validate(sc, tsColumn); err != nil {
+		if err := (rows.Filter{Where: r.Where}).Check(sc, tsColumn); err != nil {
 			return &RuleError{Rule: i + 1, Shape: r.Shape(), Err: err}
 		}
 	}
@@ -199,9 +198,9 @@ func (r Rule) Fingerprint(key string) string {
 type Class struct {
 	Name string `json:"class"`
 	// Rule is the 1-based index of the policy rule the class is (0: the table period).
-	Rule   int                 `json:"-"`
-	Where  []deletes.Condition `json:"-"`
-	Period time.Duration       `json:"-"`
+	Rule   int              `json:"-"`
+	Where  []rows.Condition `json:"-"`
+	Period time.Duration    `json:"-"`
 	// Cutoff in microseconds; nil keeps the class for ever.
 	Cutoff *int64 `json:"-"`
 }
@@ -245,8 +244,7 @@ func (p Policy) Classes(now time.Time, def time.Duration) []Class {
 	}
 	var out []Class
 	for _, r := range rs {
-		req := deletes.Request{Where: r.r.Where}
-		out = append(out, Class{Name: fmt.Sprintf("rule %d: %s", r.idx+1, req.Describe()), Rule: r.idx + 1, Where: r.r.Where, Period: r.d, Cutoff: cut(r.d)})
+		out = append(out, Class{Name: fmt.Sprintf("rule %d: %s", r.idx+1, rows.Filter{Where: r.r.Where}.Describe()), Rule: r.idx + 1, Where: r.r.Where, Period: r.d, Cutoff: cut(r.d)})
 	}
 	d := p.TablePeriod(def)
 	out = append(out, Class{Name: "table period", Period: d, Cutoff: cut(d)})
@@ -317,14 +315,14 @@ func RowFilter(cs []Class) *merge.RowFilter {
 // any class's conditions with its cutoff. It ignores precedence (a wider set, never a narrower
 // one): planning only rules files out.
 func Expr(cs []Class, sc *iceberg.Schema, tsColumn string) (iceberg.BooleanExpression, error) {
-	var rs []deletes.Request
+	var fs []rows.Filter
 	for _, c := range cs {
 		if c.Cutoff == nil {
 			continue
 		}
-		rs = append(rs, deletes.Request{Where: c.Where, To: time.UnixMicro(*c.Cutoff).UTC().Format(time.RFC3339Nano)})
+		fs = append(fs, rows.Filter{Where: c.Where, To: time.UnixMicro(*c.Cutoff).UTC().Format(time.RFC3339Nano)})
 	}
-	return deletes.AnyExpr(rs, sc, tsColumn)
+	return rows.AnyExpr(fs, sc, tsColumn)
 }
 
 // Describe renders p for the CLI and logs, with def for a policy without its own period.
@@ -335,8 +333,7 @@ func (p Policy) Describe(def time.Duration) string {
 	}
 	s := "period " + FormatPeriod(p.TablePeriod(def)) + src
 	for i, r := range p.Rules {
-		req := deletes.Request{Where: r.Where}
-		s += fmt.Sprintf("; rule %d: %s keeps %s", i+1, req.Describe(), r.Period)
+		s += fmt.Sprintf("; rule %d: %s keeps %s", i+1, rows.Filter{Where: r.Where}.Describe(), r.Period)
 		if r.Priority != 0 {
 			s += fmt.Sprintf(" (priority %d)", r.Priority)
 		}

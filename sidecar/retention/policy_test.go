@@ -11,11 +11,11 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
-func where(col string, vs ...string) []deletes.Condition {
-	return []deletes.Condition{{Column: col, Values: vs}}
+func where(col string, vs ...string) []rows.Condition {
+	return []rows.Condition{{Column: col, Values: vs}}
 }
 
 // TestPrecedence: a row takes the highest-priority rule that matches it, ties take the shortest
@@ -160,9 +160,9 @@ func TestValidate(t *testing.T) {
 // holds no value.
 func TestFingerprint(t *testing.T) {
 	const key = "7d4c1e0a-0000-4000-8000-000000000001"
-	a := Rule{Where: []deletes.Condition{{Column: "host", Values: []string{"alice@example.com", "bob@example.com"}}, {Column: "service", Values: []string{"api"}}}}
-	b := Rule{Where: []deletes.Condition{{Column: "service", Values: []string{"api"}}, {Column: "host", Values: []string{"bob@example.com", "alice@example.com"}}}}
-	c := Rule{Where: []deletes.Condition{{Column: "host", Values: []string{"carol@example.com", "bob@example.com"}}, {Column: "service", Values: []string{"api"}}}}
+	a := Rule{Where: []rows.Condition{{Column: "host", Values: []string{"alice@example.com", "bob@example.com"}}, {Column: "service", Values: []string{"api"}}}}
+	b := Rule{Where: []rows.Condition{{Column: "service", Values: []string{"api"}}, {Column: "host", Values: []string{"bob@example.com", "alice@example.com"}}}}
+	c := Rule{Where: []rows.Condition{{Column: "host", Values: []string{"carol@example.com", "bob@example.com"}}, {Column: "service", Values: []string{"api"}}}}
 	fa := a.Fingerprint(key)
 	if len(fa) != 12 || fa != b.Fingerprint(key) {
 		t.Fatalf("fingerprints %q and %q of the same conditions", fa, b.Fingerprint(key))

@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
@@ -30,6 +29,7 @@ import (
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
@@ -401,8 +401,8 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 }
 
-func where(col string, vs ...string) []deletes.Condition {
-	return []deletes.Condition{{Column: col, Values: vs}}
+func where(col string, vs ...string) []rows.Condition {
+	return []rows.Condition{{Column: col, Values: vs}}
 }
 
 // TestRetentionLosesToARewrite: a level rewrite replaces the files retention planned to drop

@@ -17,7 +17,8 @@
 // its first timestamp, so disjoint files are read one after the other and only overlapping ones
 // are open together; the scan stops once the limit is full.
 //
-// The pure parts (query compilation, pruning decisions, the merge order) are in query.go,
-// prune.go and merge.go; file I/O through iceberg-go's FileIO is in file.go; Run in search.go
-// wires them.
+// The pure parts are query compilation (query.go, over the grammar of sidecar/rows), the pruning
+// decisions (prune.go) and the time-ordered merge (sidecar/search/ordered); file I/O through
+// iceberg-go's FileIO is in file.go; Run in search.go wires them. sidecar/search/output prints
+// the rows.
 package search

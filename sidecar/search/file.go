@@ -24,8 +24,9 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/merge/writer"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
+	"github.com/siglake/siglake/sidecar/search/ordered"
 )
 
 // ioCount counts what reads through a countingIO cost: bytes and requests. On S3, iceberg-go's
@@ -120,7 +121,7 @@ type fileSource struct {
 
 // open reads path's footer and decides the footer and row-group stages; nil when the file is
 // pruned whole.
-func (fs *fileSource) open(ctx context.Context, path string) (stream, error) {
+func (fs *fileSource) open(ctx context.Context, path string) (ordered.Stream, error) {
 	before := fs.fsys.n.snapshot()
 	f, err := fs.fsys.Open(path)
 	if err != nil {
@@ -238,13 +239,13 @@ func (fs *fileSource) facts(path string, md *metadata.FileMetaData) (*fileFacts,
 }
 
 // lookup returns the rows of ix whose value is one of w's.
-func lookup(c *compiled, ix *index.Inverted, w deletes.Condition) []uint32 {
-	var rows []uint32
+func lookup(c *compiled, ix *index.Inverted, w rows.Condition) []uint32 {
+	var ids []uint32
 	for _, v := range w.Values {
-		rows = append(rows, ix.Lookup(indexTerm(c.filterSchema, w.Column, v))...)
+		ids = append(ids, ix.Lookup(indexTerm(c.filterSchema, w.Column, v))...)
 	}
-	slices.Sort(rows)
-	return slices.Compact(rows)
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // puffinPostings adds the postings of --where columns without a footer index from registered
@@ -413,7 +414,7 @@ func (r *rowGroupRead) release() {
 	}
 }
 
-func (s *fileStream) next(ctx context.Context) (*rows, error) {
+func (s *fileStream) Next(ctx context.Context) (*ordered.Batch, error) {
 	for s.remaining() != 0 {
 		if s.cur == nil {
 			if len(s.rgs) == 0 {
@@ -437,7 +438,7 @@ func (s *fileStream) next(ctx context.Context) (*rows, error) {
 			return nil, fmt.Errorf("read row group %d of %s: %w", s.cur.rg, s.path, err)
 		}
 		if r != nil {
-			s.produced += int64(len(r.ts))
+			s.produced += int64(len(r.TS))
 			return r, nil
 		}
 	}
@@ -496,7 +497,7 @@ func sliceOf(rr pqarrow.RecordReader, at *int64, lo int64) (arrow.RecordBatch, e
 // none), in two reads: the tested columns select the rows, and only when some match are the
 // other printed columns decoded, cut to them and put beside the tested ones (so no column is
 // read twice).
-func (s *fileStream) readSlice(ctx context.Context, lo int64) (*rows, error) {
+func (s *fileStream) readSlice(ctx context.Context, lo int64) (*ordered.Batch, error) {
 	c, r := s.fs.c, s.cur
 	rec, err := sliceOf(r.test, &r.testAt, lo)
 	if err != nil {
@@ -542,7 +543,7 @@ func (s *fileStream) readSlice(ctx context.Context, lo int64) (*rows, error) {
 	}
 	s.keepFirst(&b)
 	if s.onePhase {
-		return &rows{rec: b.kept, ts: b.ts, reverse: c.desc}, nil
+		return &ordered.Batch{Rec: b.kept, TS: b.ts, Reverse: c.desc}, nil
 	}
 	defer b.kept.Release()
 	if r.other == nil {
@@ -562,7 +563,7 @@ func (s *fileStream) readSlice(ctx context.Context, lo int64) (*rows, error) {
 		return nil, err
 	}
 	defer other.Release()
-	return &rows{rec: beside(b.kept, other), ts: b.ts, reverse: c.desc}, nil
+	return &ordered.Batch{Rec: beside(b.kept, other), TS: b.ts, Reverse: c.desc}, nil
 }
 
 // selected is one slice of the tested columns: which rows match, those rows, their timestamps.
@@ -619,7 +620,7 @@ func minus(a, b []string) []string {
 	return out
 }
 
-func (s *fileStream) close() error {
+func (s *fileStream) Close() error {
 	if s.cur != nil {
 		s.cur.release()
 		s.cur = nil

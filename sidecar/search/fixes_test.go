@@ -1,7 +1,6 @@
 package search
 
 import (
-	"bytes"
 	"context"
 	"path"
 	"slices"
@@ -21,9 +20,9 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/merge/writer"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -253,7 +252,7 @@ func TestSearchPuffinAfterFooterStage(t *testing.T) {
 	}
 	all := fullScan(t, tbl)
 	q := Query{From: base.Add(time.Hour).Format(time.RFC3339), To: base.Add(90 * time.Minute).Format(time.RFC3339),
-		Where: []deletes.Condition{{Column: "service", Values: []string{all[0].service}}}}
+		Where: []rows.Condition{{Column: "service", Values: []string{all[0].service}}}}
 	got, ex := collect(t, tbl, q, Options{})
 	if len(got) != 0 || ex.Files.Pruned[ByTimeBuckets] != 1 {
 		t.Fatalf("%d rows; files %+v, want pruned by %s", len(got), ex.Files, ByTimeBuckets)
@@ -266,42 +265,6 @@ func TestSearchPuffinAfterFooterStage(t *testing.T) {
 	got, ex = collect(t, tbl, q, Options{})
 	if want := expected(all, q); !slices.Equal(got, want) || ex.PuffinIndexesRead+ex.IndexesNotRead != 1 {
 		t.Fatalf("in range: %d rows (want %d), Puffin indexes read %d, left %d (want one weighed)", len(got), len(want), ex.PuffinIndexesRead, ex.IndexesNotRead)
-	}
-}
-
-// TestTableStreams: the table format prints while rows come, not all at Close, and keeps the
-// first block's alignment after it.
-func TestTableStreams(t *testing.T) {
-	g := walgen.New(walgen.Options{Seed: 6})
-	rec := g.Batch(memory.DefaultAllocator, base, 10_000, time.Millisecond)
-	defer rec.Release()
-	var out bytes.Buffer
-	cols := []string{"timestamp", "service", "severity"}
-	w, err := NewWriter(&out, "table", cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < int(rec.NumRows()); i++ {
-		if _, err := w.Row(rec, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	before := out.Len()
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if before == 0 || before < out.Len()/2 {
-		t.Fatalf("%d of %d bytes written before Close", before, out.Len())
-	}
-	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 10_001 {
-		t.Fatalf("%d lines, want a header and 10000 rows", len(lines))
-	}
-	col := strings.Index(lines[0], "service")
-	for _, l := range []string{lines[1], lines[5000], lines[10_000]} {
-		if l[col-2:col] != "  " || l[col] == ' ' {
-			t.Fatalf("line %q: service not at column %d of the header %q", l, col, lines[0])
-		}
 	}
 }
 
@@ -340,7 +303,7 @@ func TestSearchTwoDaysInContainsToken(t *testing.T) {
 		reasons []Reason
 	}{
 		{"second day", Query{From: "2026-11-30"}, []Reason{ByManifest}},
-		{"--in two services, --contains and --token", Query{Where: []deletes.Condition{{Column: "service", Values: []string{pick.service, other}}},
+		{"--in two services, --contains and --token", Query{Where: []rows.Condition{{Column: "service", Values: []string{pick.service, other}}},
 			Contains: &sub, Token: &tok}, []Reason{ByTokenBloom, ByTrigramBloom}},
 	} {
 		want := expected(all, c.q)
@@ -381,7 +344,7 @@ func TestSearchColumnAddedLater(t *testing.T) {
 	rec.Release()
 	tenant.Release()
 	tbl, _ = appendFiles(t, l, tbl, fsys, sc2, []spec{{rec: rec2}}, 1)
-	q := Query{Where: []deletes.Condition{{Column: "tenant", Values: []string{"t1"}}}, Columns: []string{"tenant"}}
+	q := Query{Where: []rows.Condition{{Column: "tenant", Values: []string{"t1"}}}, Columns: []string{"tenant"}}
 	var got int
 	ex, err := Run(ctx, tbl, q, Options{}, func(rec arrow.RecordBatch, i int) (int64, error) {
 		if v := rec.Column(rec.Schema().FieldIndices("tenant")[0]).(*array.String).Value(i); v != "t1" {

@@ -7,8 +7,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge/index"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -23,9 +23,9 @@ func TestCompileRefusesBadInput(t *testing.T) {
 		q    Query
 		want string
 	}{
-		{Query{Where: []deletes.Condition{{Column: "nosuch", Values: []string{"x"}}}}, `--where column "nosuch": the table has no such column; columns: timestamp, service`},
-		{Query{Where: []deletes.Condition{{Column: "attributes", Values: []string{"x"}}}}, `--where column "attributes" has type map`},
-		{Query{Where: []deletes.Condition{{Column: "timestamp", Values: []string{"x"}}}}, `bound the timestamp with --from/--to`},
+		{Query{Where: []rows.Condition{{Column: "nosuch", Values: []string{"x"}}}}, `--where column "nosuch": the table has no such column; columns: timestamp, service`},
+		{Query{Where: []rows.Condition{{Column: "attributes", Values: []string{"x"}}}}, `--where column "attributes" has type map`},
+		{Query{Where: []rows.Condition{{Column: "timestamp", Values: []string{"x"}}}}, `bound the timestamp with --from/--to`},
 		{Query{Columns: []string{"nosuch"}}, `--columns "nosuch": the table has no such column`},
 		{Query{From: "yesterday"}, `--from "yesterday": accepted: RFC 3339`},
 		{Query{To: "2026-11-29T10:00:00"}, `--to "2026-11-29T10:00:00"`},
@@ -40,7 +40,7 @@ func TestCompileRefusesBadInput(t *testing.T) {
 			t.Errorf("%+v: got %v, want an error containing %q", c.q, err, c.want)
 		}
 	}
-	if _, err := compile(Query{Where: []deletes.Condition{{Column: "service", Values: []string{"api"}}}}, sc, lake.TimestampColumn, "raw"); err != nil {
+	if _, err := compile(Query{Where: []rows.Condition{{Column: "service", Values: []string{"api"}}}}, sc, lake.TimestampColumn, "raw"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/search/ordered"
 )
 
 // Options are how a search reads.
@@ -30,12 +31,6 @@ type Options struct {
 
 	dropKey    func(path, key string) bool             // see fileSource.dropKey
 	editFooter func(path string, kv map[string]string) // see fileSource.editFooter
-}
-
-// Check validates q against t's schema without reading data: the errors a search would give.
-func Check(t *table.Table, q Query, o Options) error {
-	_, err := compile(q, t.Schema(), lake.TimestampColumn, rawColumn(o))
-	return err
 }
 
 // Columns returns the columns a search of q prints, in order.
@@ -110,11 +105,11 @@ func Run(ctx context.Context, t *table.Table, q Query, o Options, emit func(rec 
 		// Compressed size is what the manifests know; decoded rows are a few times wider.
 		rowBytes = 4 * rowBytes / rows
 	}
-	ex.OverlapDepth = overlapDepth(bounds)
+	ex.OverlapDepth = ordered.OverlapDepth(bounds)
 	src.shape = shapeFor(o.MemoryBudget, ex.OverlapDepth, len(c.decode), rowBytes)
 	ex.BatchRows = src.shape.batchRows
 	files := scanOrder(planned, c.desc, src)
-	st, err := orderedMerge(ctx, files, c.desc, c.limit, func(rec arrow.RecordBatch, row int) error {
+	st, err := ordered.Merge(ctx, files, c.desc, c.limit, func(rec arrow.RecordBatch, row int) error {
 		n, err := emit(rec, row)
 		ex.ReturnedBytes += n
 		return err
@@ -122,9 +117,9 @@ func Run(ctx context.Context, t *table.Table, q Query, o Options, emit func(rec 
 	if err != nil {
 		return ex, fmt.Errorf("search %s: %w", name, err)
 	}
-	ex.RowsReturned = st.returned
-	ex.MaxOpenStreams = st.maxOpen
-	if n := len(files) - st.opened; n > 0 {
+	ex.RowsReturned = st.Returned
+	ex.MaxOpenStreams = st.MaxOpen
+	if n := len(files) - st.Opened; n > 0 {
 		ex.Files.prune(ByLimit)
 		ex.Files.Pruned[ByLimit] = int64(n)
 	}
@@ -153,7 +148,7 @@ func withLimit(s Stage, n int64) map[Reason]int64 {
 
 // scanOrder sorts the planned files by where the scan reaches them and ranks equal timestamps by
 // path, so the order of rows never depends on how the files were laid out.
-func scanOrder(files []lake.File, desc bool, src *fileSource) []pending {
+func scanOrder(files []lake.File, desc bool, src *fileSource) []ordered.File {
 	paths := make([]string, len(files))
 	for i, f := range files {
 		paths[i] = f.Path
@@ -163,26 +158,26 @@ func scanOrder(files []lake.File, desc bool, src *fileSource) []pending {
 	for i, p := range paths {
 		rank[p] = i
 	}
-	out := make([]pending, len(files))
+	out := make([]ordered.File, len(files))
 	for i, f := range files {
 		start := f.MinTime
 		if desc {
 			start = f.MaxTime
 		}
-		out[i] = pending{start: start, rank: rank[f.Path], open: func(ctx context.Context) (stream, error) { return src.open(ctx, f.Path) }}
+		out[i] = ordered.File{Start: start, Rank: rank[f.Path], Open: func(ctx context.Context) (ordered.Stream, error) { return src.open(ctx, f.Path) }}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		if a.start != b.start {
+		if a.Start != b.Start {
 			if desc {
-				return a.start > b.start
+				return a.Start > b.Start
 			}
-			return a.start < b.start
+			return a.Start < b.Start
 		}
 		if desc {
-			return a.rank > b.rank
+			return a.Rank > b.Rank
 		}
-		return a.rank < b.rank
+		return a.Rank < b.Rank
 	})
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +26,9 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/merge/writer"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/puffinidx"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -180,7 +181,7 @@ func rowOf(rec arrow.RecordBatch, i int, p string, ord int) row {
 			b.WriteString("-|")
 			continue
 		}
-		b.WriteString(textValue(a, i) + "|")
+		b.WriteString(cellText(a, i) + "|")
 	}
 	r.key = b.String()
 	return r
@@ -196,7 +197,7 @@ func tokensOf(s string) []string {
 // expected is the full scan's answer to q: the matching rows by (timestamp, path, row), reversed
 // for desc, cut at the limit.
 func expected(all []row, q Query) []string {
-	from, to, _ := (&deletes.Request{From: q.From, To: q.To}).Range()
+	from, to, _ := rows.Filter{From: q.From, To: q.To}.Range()
 	var hits []row
 	for _, r := range all {
 		if from != nil && r.ts < *from || to != nil && r.ts >= *to {
@@ -261,13 +262,13 @@ func randomQuery(rng *rand.Rand, all []row) Query {
 	}
 	switch rng.IntN(4) {
 	case 0:
-		q.Where = append(q.Where, deletes.Condition{Column: "service", Values: []string{pick().service}})
+		q.Where = append(q.Where, rows.Condition{Column: "service", Values: []string{pick().service}})
 	case 1:
 		v := "no-such-trace"
 		if r := pick(); r.trace != nil && rng.IntN(4) > 0 {
 			v = *r.trace
 		}
-		q.Where = append(q.Where, deletes.Condition{Column: "trace_id", Values: []string{v}})
+		q.Where = append(q.Where, rows.Condition{Column: "trace_id", Values: []string{v}})
 	}
 	if r := pick(); r.raw != nil && len(*r.raw) > 8 {
 		switch rng.IntN(4) {
@@ -400,4 +401,13 @@ func checkCounters(t *testing.T, ex *Explain, rows int64) {
 	if ex.MaxOpenStreams > max(ex.OverlapDepth, 1) {
 		t.Fatalf("%d streams open at once, overlap depth %d", ex.MaxOpenStreams, ex.OverlapDepth)
 	}
+}
+
+// cellText is a non-null value as text for a row's key: timestamps in microseconds, whatever
+// their unit, everything else as Arrow prints it.
+func cellText(a arrow.Array, i int) string {
+	if v, ok := a.(*array.Timestamp); ok {
+		return strconv.FormatInt(v.Value(i).ToTime(v.DataType().(*arrow.TimestampType).Unit).UnixMicro(), 10)
+	}
+	return a.ValueStr(i)
 }

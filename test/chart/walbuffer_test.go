@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 )
 
 // TestWALBufferValue: compactor.walBuffer.enabled renders SIGLAKE_BUFFER_ADDR on every pod
@@ -159,7 +159,7 @@ func TestWALBufferAuthRenders(t *testing.T) {
 				if err := os.WriteFile(path, data, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				if tok, err := buffer.ReadToken(path); err != nil || tok != tok1 {
+				if tok, err := reader.ReadToken(path); err != nil || tok != tok1 {
 					t.Fatalf("the binary reads the rendered token file as %q, %v", tok, err)
 				}
 			}

@@ -20,9 +20,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/catalog"
 
-	"github.com/siglake/siglake/sidecar/buffer"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/testenv"
@@ -30,11 +30,11 @@ import (
 
 // startBuffered runs the compactor with the WAL buffer on a free loopback port and waits until
 // it answers; it returns the running process and a client.
-func (s *site) startBuffered(args ...string) (*running, *buffer.Client) {
+func (s *site) startBuffered(args ...string) (*running, *reader.Client) {
 	s.t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(s.t))
 	r := s.start(nil, append([]string{"--buffer-addr", addr}, args...)...)
-	c := &buffer.Client{Addr: addr}
+	c := &reader.Client{Addr: addr}
 	waitFor(s.t, 30*time.Second, "the WAL buffer", func() bool {
 		resp, err := http.Get("http://" + addr + "/v1/buffer")
 		if err == nil {
@@ -46,7 +46,7 @@ func (s *site) startBuffered(args ...string) (*running, *buffer.Client) {
 }
 
 // bufferSum reads table from the buffer with q and fingerprints the answer.
-func bufferSum(c *buffer.Client, table string, q buffer.Query) (rowsum.Sum, buffer.Answer, error) {
+func bufferSum(c *reader.Client, table string, q reader.Query) (rowsum.Sum, reader.Answer, error) {
 	var s rowsum.Sum
 	ans, err := c.Read(context.Background(), table, q, func(rec arrow.RecordBatch) error { return s.Add(rec, walgen.Columns...) })
 	return s, ans, err
@@ -60,10 +60,10 @@ func TestBufferServesSealedRows(t *testing.T) {
 	w := s.walgen("pod-0", 3000, 1)
 	r, c := s.startBuffered("--commit-batch-max-age-secs", "3600", "--commit-batch-target-mb", "1000")
 	var got rowsum.Sum
-	var ans buffer.Answer
+	var ans reader.Answer
 	waitFor(t, 30*time.Second, "the buffer to answer (the catalog opens first)", func() bool {
 		var err error
-		got, ans, err = bufferSum(c, "events", buffer.Query{})
+		got, ans, err = bufferSum(c, "events", reader.Query{})
 		return err == nil
 	})
 	if got != w.Fingerprint || len(ans.Segments) != w.Segments || !ans.Verified {
@@ -72,11 +72,11 @@ func TestBufferServesSealedRows(t *testing.T) {
 	// Arrow JS, a reader we did not write, reads the same rows (fingerprinted in JavaScript), a
 	// filtered answer too.
 	js := testenv.ArrowJS(t, "http://"+c.Addr+"/v1/buffer/events", walgen.Columns...)
-	if js.Status != 200 || js.Rows != w.Rows || js.Checksum != w.Fingerprint.Sum || js.Metadata[buffer.MetaComplete] != "true" ||
-		js.Metadata[buffer.MetaThrough] != ans.Through.String() {
+	if js.Status != 200 || js.Rows != w.Rows || js.Checksum != w.Fingerprint.Sum || js.Metadata[reader.MetaComplete] != "true" ||
+		js.Metadata[reader.MetaThrough] != ans.Through.String() {
 		t.Fatalf("Arrow JS read %d rows checksum %d (%v); walgen sealed %d rows checksum %d", js.Rows, js.Checksum, js.Metadata, w.Rows, w.Fingerprint.Sum)
 	}
-	filtered, _, err := bufferSum(c, "events", buffer.Query{Filter: deletes.Request{Where: []deletes.Condition{{Column: "severity", Values: []string{"error", "fatal"}}}}})
+	filtered, _, err := bufferSum(c, "events", reader.Query{Filter: rows.Filter{Where: []rows.Condition{{Column: "severity", Values: []string{"error", "fatal"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestBufferServesSealedRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != buffer.ContentType || resp.Header.Get("Siglake-Buffer-Complete") != "true" {
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != reader.ContentType || resp.Header.Get("Siglake-Buffer-Complete") != "true" {
 		t.Fatalf("GET: %d %v", resp.StatusCode, resp.Header)
 	}
 	resp, err = http.Get("http://" + c.Addr + "/v1/buffer/events?columns=timestamp&whre=service=x")
@@ -146,10 +146,10 @@ func TestBufferExactlyOnceWhileTheBinaryDrains(t *testing.T) {
 			ctx := context.Background()
 			for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
 				tbl, err := l.LoadTable(ctx, "events")
-				marks := buffer.Marks{}
+				marks := reader.Marks{}
 				var lakeSum rowsum.Sum
 				if err == nil {
-					if marks, err = buffer.TableMarks(tbl); err != nil {
+					if marks, err = reader.TableMarks(tbl); err != nil {
 						t.Fatal(err)
 					}
 					if lakeSum, err = rowsum.Table(ctx, tbl, walgen.Columns...); err != nil {
@@ -159,9 +159,9 @@ func TestBufferExactlyOnceWhileTheBinaryDrains(t *testing.T) {
 					t.Fatal(err)
 				}
 				time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
-				bufSum, ans, err := bufferSum(bc, "events", buffer.Query{After: marks})
-				var ref *buffer.RefusedError
-				var se *buffer.StatusError
+				bufSum, ans, err := bufferSum(bc, "events", reader.Query{After: marks})
+				var ref *reader.RefusedError
+				var se *reader.StatusError
 				switch {
 				case errors.As(err, &ref):
 					if !marks.Get("pod-0").Less(ref.Marks.Get("pod-0")) {
@@ -327,7 +327,7 @@ func TestBufferNeedsAToken(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	r := s.start(nil, "--buffer-addr", addr, "--buffer-token-file", tokens, "--commit-batch-max-age-secs", "3600", "--commit-batch-target-mb", "1000")
 	waitFor(t, 30*time.Second, "the WAL buffer", func() bool {
-		_, ans, err := bufferSum(&buffer.Client{Addr: addr, Token: old}, "events", buffer.Query{})
+		_, ans, err := bufferSum(&reader.Client{Addr: addr, Token: old}, "events", reader.Query{})
 		return err == nil && ans.Verified
 	})
 	resp, err := http.Get("http://" + addr + "/v1/buffer/events")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -42,8 +43,8 @@ func (e *Env) DeleteTable(segments int) []arrow.RecordBatch {
 	return recs
 }
 
-// RowMatch is the test's own evaluation of a request on a generated row.
-func RowMatch(rec arrow.RecordBatch, i int, r deletes.Request) bool {
+// RowMatch is the test's own evaluation of a filter on a generated row.
+func RowMatch(rec arrow.RecordBatch, i int, r rows.Filter) bool {
 	for _, c := range r.Where {
 		col := rec.Column(rec.Schema().FieldIndices(c.Column)[0]).(*array.String)
 		if col.IsNull(i) || !slices.Contains(c.Values, col.Value(i)) {
@@ -52,13 +53,13 @@ func RowMatch(rec arrow.RecordBatch, i int, r deletes.Request) bool {
 	}
 	ts := int64(rec.Column(0).(*array.Timestamp).Value(i))
 	if r.From != "" {
-		f, _ := deletes.ParseTime("", r.From)
+		f, _ := rows.ParseTime("", r.From)
 		if ts < f.UnixMicro() {
 			return false
 		}
 	}
 	if r.To != "" {
-		to, _ := deletes.ParseTime("", r.To)
+		to, _ := rows.ParseTime("", r.To)
 		if ts >= to.UnixMicro() {
 			return false
 		}
@@ -75,7 +76,7 @@ func ExpectAfter(recs []arrow.RecordBatch, rs []deletes.Request) (rowsum.Sum, ma
 		for i := 0; i < int(rec.NumRows()); i++ {
 			hit := false
 			for _, r := range rs {
-				if RowMatch(rec, i, r) {
+				if RowMatch(rec, i, r.Filter()) {
 					counts[r.ID]++
 					hit = true
 					break

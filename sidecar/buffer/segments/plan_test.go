@@ -1,4 +1,4 @@
-package buffer
+package segments
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -40,70 +41,70 @@ func TestDecide(t *testing.T) {
 		req      Request
 		want     []uint64
 		refuse   string // reason
-		through  Marks
+		through  reader.Marks
 		complete bool
 	}{
 		{name: "nothing committed since the reader's snapshot: the live segments above its mark",
-			req:  Request{Streams: []string{a}, After: Marks{a: mk(1, 2)}, Current: Marks{a: mk(1, 2)}, Live: []Segment{liveSeg(a, 3), liveSeg(a, 4)}},
-			want: []uint64{3, 4}, through: Marks{a: mk(1, 4)}, complete: true},
+			req:  Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 2)}, Current: reader.Marks{a: mk(1, 2)}, Live: []Segment{liveSeg(a, 3), liveSeg(a, 4)}},
+			want: []uint64{3, 4}, through: reader.Marks{a: mk(1, 4)}, complete: true},
 		{name: "a live segment at or below the mark is committed (its removal pending): not served",
-			req:  Request{Streams: []string{a}, After: Marks{a: mk(1, 3)}, Current: Marks{a: mk(1, 3)}, Live: []Segment{liveSeg(a, 3), liveSeg(a, 4)}},
-			want: []uint64{4}, through: Marks{a: mk(1, 4)}, complete: true},
+			req:  Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 3)}, Current: reader.Marks{a: mk(1, 3)}, Live: []Segment{liveSeg(a, 3), liveSeg(a, 4)}},
+			want: []uint64{4}, through: reader.Marks{a: mk(1, 4)}, complete: true},
 		{name: "without after: above the table's current marks",
-			req:  Request{Streams: []string{a}, Current: Marks{a: mk(1, 3)}, Live: []Segment{liveSeg(a, 3), liveSeg(a, 4)}},
-			want: []uint64{4}, through: Marks{a: mk(1, 4)}, complete: true},
+			req:  Request{Streams: []string{a}, Current: reader.Marks{a: mk(1, 3)}, Live: []Segment{liveSeg(a, 3), liveSeg(a, 4)}},
+			want: []uint64{4}, through: reader.Marks{a: mk(1, 4)}, complete: true},
 		{name: "a stream never committed: every live segment",
-			req:  Request{Streams: []string{a}, After: Marks{}, Current: Marks{}, Live: []Segment{liveSeg(a, 1), liveSeg(a, 2)}},
-			want: []uint64{1, 2}, through: Marks{a: mk(1, 2)}, complete: true},
+			req:  Request{Streams: []string{a}, After: reader.Marks{}, Current: reader.Marks{}, Live: []Segment{liveSeg(a, 1), liveSeg(a, 2)}},
+			want: []uint64{1, 2}, through: reader.Marks{a: mk(1, 2)}, complete: true},
 		{name: "commits since the snapshot, chain retained: the chain, then the live segments",
-			req: Request{Streams: []string{a}, After: Marks{a: mk(1, 2)}, Current: Marks{a: mk(1, 5)},
+			req: Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 2)}, Current: reader.Marks{a: mk(1, 5)},
 				Retained: []Segment{retSeg(a, 1, 0), retSeg(a, 2, 1), retSeg(a, 3, 2), retSeg(a, 4, 3), retSeg(a, 5, 4)},
 				Live:     []Segment{liveSeg(a, 6)}},
-			want: []uint64{3, 4, 5, 6}, through: Marks{a: mk(1, 6)}, complete: true},
+			want: []uint64{3, 4, 5, 6}, through: reader.Marks{a: mk(1, 6)}, complete: true},
 		{name: "the chain has a seq gap (a crash wasted a number): the links, not the numbers, prove it whole",
-			req: Request{Streams: []string{a}, After: Marks{a: mk(1, 2)}, Current: Marks{a: mk(1, 7)},
+			req: Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 2)}, Current: reader.Marks{a: mk(1, 7)},
 				Retained: []Segment{retSeg(a, 4, 2), retSeg(a, 7, 4)}},
-			want: []uint64{4, 7}, through: Marks{a: mk(1, 7)}, complete: true},
+			want: []uint64{4, 7}, through: reader.Marks{a: mk(1, 7)}, complete: true},
 		{name: "a committed segment swept from retention: refused, not a gap",
-			req: Request{Streams: []string{a}, After: Marks{a: mk(1, 2)}, Current: Marks{a: mk(1, 5)},
+			req: Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 2)}, Current: reader.Marks{a: mk(1, 5)},
 				Retained: []Segment{retSeg(a, 3, 2), retSeg(a, 5, 4)}, Live: []Segment{liveSeg(a, 6)}},
 			refuse: "drained"},
 		{name: "the same with a seq gap that looks contiguous: the prev link decides",
-			req: Request{Streams: []string{a}, After: Marks{a: mk(1, 2)}, Current: Marks{a: mk(1, 4)},
+			req: Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 2)}, Current: reader.Marks{a: mk(1, 4)},
 				Retained: []Segment{retSeg(a, 4, 3)}},
 			refuse: "drained"},
 		{name: "retention off: any commit since the snapshot refuses",
-			req:    Request{Streams: []string{a}, After: Marks{a: mk(1, 2)}, Current: Marks{a: mk(1, 3)}, Live: []Segment{liveSeg(a, 4)}},
+			req:    Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 2)}, Current: reader.Marks{a: mk(1, 3)}, Live: []Segment{liveSeg(a, 4)}},
 			refuse: "drained"},
 		{name: "committed, not yet moved into retention: refused as draining",
-			req: Request{Streams: []string{a}, After: Marks{a: mk(1, 2)}, Current: Marks{a: mk(1, 4)},
+			req: Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 2)}, Current: reader.Marks{a: mk(1, 4)},
 				Retained: []Segment{retSeg(a, 3, 2)}, Live: []Segment{liveSeg(a, 4), liveSeg(a, 5)}},
 			refuse: "draining"},
 		{name: "a reader whose snapshot omits a committed stream is refused unless its whole chain is kept",
-			req:    Request{Streams: []string{a}, After: Marks{}, Current: Marks{a: mk(1, 1)}, Live: []Segment{liveSeg(a, 2)}},
+			req:    Request{Streams: []string{a}, After: reader.Marks{}, Current: reader.Marks{a: mk(1, 1)}, Live: []Segment{liveSeg(a, 2)}},
 			refuse: "drained"},
 		{name: "a stream of another pod is neither served nor judged; its mark passes through",
-			req: Request{Streams: []string{a}, After: Marks{a: mk(1, 1), "pod-b": mk(9, 1)}, Current: Marks{a: mk(1, 1), "pod-b": mk(9, 7)},
+			req: Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 1), "pod-b": mk(9, 1)}, Current: reader.Marks{a: mk(1, 1), "pod-b": mk(9, 7)},
 				Live: []Segment{liveSeg(a, 2)}},
-			want: []uint64{2}, through: Marks{a: mk(1, 2), "pod-b": mk(9, 1)}, complete: true},
+			want: []uint64{2}, through: reader.Marks{a: mk(1, 2), "pod-b": mk(9, 1)}, complete: true},
 		{name: "a segment seen in the WAL dir and then in retention (moved between the listings) is served once",
-			req: Request{Streams: []string{a}, After: Marks{a: mk(1, 2)}, Current: Marks{a: mk(1, 3)},
+			req: Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 2)}, Current: reader.Marks{a: mk(1, 3)},
 				Retained: []Segment{retSeg(a, 3, 2)}, Live: []Segment{liveSeg(a, 3), liveSeg(a, 4)}},
-			want: []uint64{3, 4}, through: Marks{a: mk(1, 4)}, complete: true},
+			want: []uint64{3, 4}, through: reader.Marks{a: mk(1, 4)}, complete: true},
 		{name: "the reader's snapshot is newer than the catalog read: above the reader's mark",
-			req:  Request{Streams: []string{a}, After: Marks{a: mk(1, 4)}, Current: Marks{a: mk(1, 3)}, Live: []Segment{liveSeg(a, 4), liveSeg(a, 5)}},
-			want: []uint64{5}, through: Marks{a: mk(1, 5)}, complete: true},
+			req:  Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 4)}, Current: reader.Marks{a: mk(1, 3)}, Live: []Segment{liveSeg(a, 4), liveSeg(a, 5)}},
+			want: []uint64{5}, through: reader.Marks{a: mk(1, 5)}, complete: true},
 		{name: "unverified: the live segments above after, marks unknown",
-			req:  Request{Streams: []string{a}, After: Marks{a: mk(1, 1)}, Unverified: true, Live: []Segment{liveSeg(a, 1), liveSeg(a, 2)}},
-			want: []uint64{2}, through: Marks{a: mk(1, 2)}, complete: true},
+			req:  Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 1)}, Unverified: true, Live: []Segment{liveSeg(a, 1), liveSeg(a, 2)}},
+			want: []uint64{2}, through: reader.Marks{a: mk(1, 2)}, complete: true},
 		{name: "the segment limit cuts the answer at a boundary; through says where the next page starts",
-			req: Request{Streams: []string{a}, After: Marks{a: mk(1, 0)}, Current: Marks{}, MaxSegments: 2,
+			req: Request{Streams: []string{a}, After: reader.Marks{a: mk(1, 0)}, Current: reader.Marks{}, MaxSegments: 2,
 				Live: []Segment{liveSeg(a, 1), liveSeg(a, 2), liveSeg(a, 3)}},
-			want: []uint64{1, 2}, through: Marks{a: mk(1, 2)}, complete: false},
+			want: []uint64{1, 2}, through: reader.Marks{a: mk(1, 2)}, complete: false},
 		{name: "the byte limit serves at least one segment",
-			req: Request{Streams: []string{a}, Current: Marks{}, MaxBytes: 50,
+			req: Request{Streams: []string{a}, Current: reader.Marks{}, MaxBytes: 50,
 				Live: []Segment{liveSeg(a, 1), liveSeg(a, 2)}},
-			want: []uint64{1}, through: Marks{a: mk(1, 1)}, complete: false},
+			want: []uint64{1}, through: reader.Marks{a: mk(1, 1)}, complete: false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,9 +205,9 @@ func TestDecideExactlyOnceModel(t *testing.T) {
 			}
 		}
 		after := marks[rng.IntN(len(marks))] // the reader's snapshot, some commits old
-		req := Request{Streams: []string{stream}, After: Marks{stream: after}, Current: Marks{stream: mark}}
+		req := Request{Streams: []string{stream}, After: reader.Marks{stream: after}, Current: reader.Marks{stream: mark}}
 		if after == (lake.Mark{}) && rng.IntN(2) == 0 {
-			req.After = Marks{} // a reader of a table without this stream's mark yet
+			req.After = reader.Marks{} // a reader of a table without this stream's mark yet
 		}
 		for _, s := range segs {
 			switch {

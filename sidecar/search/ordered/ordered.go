@@ -1,4 +1,8 @@
-package search
+// Package ordered merges the time-ordered row batches of several files into one order (search's
+// last stage): a file is opened only when the scan reaches its first timestamp, so disjoint files
+// are read one after the other and open streams stay at the overlap depth. Pure: the files come
+// as Stream values.
+package ordered
 
 import (
 	"container/heap"
@@ -8,48 +12,48 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// rows is a batch of matching rows of one file, in scan order: ts[i] is row i's timestamp (µs);
-// with reverse the scan takes them from the last to the first.
-type rows struct {
-	rec     arrow.RecordBatch
-	ts      []int64
-	reverse bool
+// Batch is a batch of matching rows of one file, in scan order: TS[i] is row i's timestamp (µs);
+// with Reverse the scan takes them from the last to the first.
+type Batch struct {
+	Rec     arrow.RecordBatch
+	TS      []int64
+	Reverse bool
 }
 
-// stream is one file's matching rows, batch after batch in scan order; nil at the end.
-type stream interface {
-	next(ctx context.Context) (*rows, error)
-	close() error
+// Stream is one file's matching rows, batch after batch in scan order; nil at the end.
+type Stream interface {
+	Next(ctx context.Context) (*Batch, error)
+	Close() error
 }
 
-// pending is a file the scan has not opened yet.
-type pending struct {
-	// start is the first timestamp of the file in scan order: its MinTime ascending, its MaxTime
+// File is a file the scan has not opened yet.
+type File struct {
+	// Start is the first timestamp of the file in scan order: its MinTime ascending, its MaxTime
 	// descending (manifest bounds, inclusive).
-	start int64
-	// rank orders rows with equal timestamps across files (ascending by path; descending scans
+	Start int64
+	// Rank orders rows with equal timestamps across files (ascending by path; descending scans
 	// reverse it), so the order never depends on the layout.
-	rank int
-	open func(ctx context.Context) (stream, error) // nil stream: the file was pruned
+	Rank int
+	Open func(ctx context.Context) (Stream, error) // nil Stream: the file was pruned
 }
 
-// mergeStats is what the merge saw.
-type mergeStats struct {
-	opened   int // files whose stream was opened (the rest were not reached)
-	maxOpen  int // most streams open at once
-	returned int64
+// Stats is what the merge saw.
+type Stats struct {
+	Opened   int // files whose stream was opened (the rest were not reached)
+	MaxOpen  int // most streams open at once
+	Returned int64
 }
 
-// orderedMerge emits the rows of the files in timestamp order (desc: newest first; equal
+// Merge emits the rows of the files in timestamp order (desc: newest first; equal
 // timestamps by rank, then file order), at most limit of them (0: all). files must be sorted by
-// (start, rank) in scan order. A file is opened only when the scan reaches its start, so
+// (Start, Rank) in scan order. A file is opened only when the scan reaches its start, so
 // disjoint files are read one after the other and open streams stay at the overlap depth.
-func orderedMerge(ctx context.Context, files []pending, desc bool, limit int, emit func(rec arrow.RecordBatch, row int) error) (st mergeStats, err error) {
+func Merge(ctx context.Context, files []File, desc bool, limit int, emit func(rec arrow.RecordBatch, row int) error) (st Stats, err error) {
 	h := &cursorHeap{desc: desc}
 	defer func() {
 		for _, c := range h.cs {
 			c.release()
-			if cerr := c.s.close(); err == nil {
+			if cerr := c.s.Close(); err == nil {
 				err = cerr
 			}
 		}
@@ -62,46 +66,46 @@ func orderedMerge(ctx context.Context, files []pending, desc bool, limit int, em
 		return start <= ts
 	}
 	for {
-		if limit > 0 && st.returned >= int64(limit) {
+		if limit > 0 && st.Returned >= int64(limit) {
 			return st, nil
 		}
 		// Open every file the scan has reached: its rows may come before the heap's top.
-		for next < len(files) && (h.Len() == 0 || reached(files[next].start, h.cs[0].ts())) {
+		for next < len(files) && (h.Len() == 0 || reached(files[next].Start, h.cs[0].ts())) {
 			f := files[next]
 			next++
-			s, err := f.open(ctx)
+			s, err := f.Open(ctx)
 			if err != nil {
 				return st, err
 			}
-			st.opened++
+			st.Opened++
 			if s == nil {
 				continue
 			}
-			c := &cursor{s: s, rank: f.rank}
+			c := &cursor{s: s, rank: f.Rank}
 			ok, err := c.advance(ctx)
 			if err != nil {
-				_ = s.close()
+				_ = s.Close()
 				return st, err
 			}
 			if !ok {
-				if err := s.close(); err != nil {
+				if err := s.Close(); err != nil {
 					return st, err
 				}
 				continue
 			}
 			heap.Push(h, c)
-			st.maxOpen = max(st.maxOpen, h.Len())
+			st.MaxOpen = max(st.MaxOpen, h.Len())
 		}
 		if h.Len() == 0 {
 			return st, nil
 		}
 		c := h.cs[0]
-		if err := emit(c.cur.rec, c.row()); err != nil {
+		if err := emit(c.cur.Rec, c.row()); err != nil {
 			return st, err
 		}
-		st.returned++
+		st.Returned++
 		c.i++
-		if c.i < len(c.cur.ts) {
+		if c.i < len(c.cur.TS) {
 			heap.Fix(h, 0)
 			continue
 		}
@@ -114,7 +118,7 @@ func orderedMerge(ctx context.Context, files []pending, desc bool, limit int, em
 			continue
 		}
 		heap.Pop(h)
-		if err := c.s.close(); err != nil {
+		if err := c.s.Close(); err != nil {
 			return st, err
 		}
 	}
@@ -122,24 +126,24 @@ func orderedMerge(ctx context.Context, files []pending, desc bool, limit int, em
 
 // cursor is one open stream and its position.
 type cursor struct {
-	s    stream
+	s    Stream
 	rank int
-	cur  *rows
+	cur  *Batch
 	i    int // position in scan order within cur
 }
 
 func (c *cursor) row() int {
-	if c.cur.reverse {
-		return len(c.cur.ts) - 1 - c.i
+	if c.cur.Reverse {
+		return len(c.cur.TS) - 1 - c.i
 	}
 	return c.i
 }
 
-func (c *cursor) ts() int64 { return c.cur.ts[c.row()] }
+func (c *cursor) ts() int64 { return c.cur.TS[c.row()] }
 
 func (c *cursor) release() {
 	if c.cur != nil {
-		c.cur.rec.Release()
+		c.cur.Rec.Release()
 		c.cur = nil
 	}
 }
@@ -148,15 +152,15 @@ func (c *cursor) release() {
 func (c *cursor) advance(ctx context.Context) (bool, error) {
 	c.release()
 	for {
-		r, err := c.s.next(ctx)
+		r, err := c.s.Next(ctx)
 		if err != nil || r == nil {
 			return false, err
 		}
-		if len(r.ts) > 0 {
+		if len(r.TS) > 0 {
 			c.cur, c.i = r, 0
 			return true, nil
 		}
-		r.rec.Release()
+		r.Rec.Release()
 	}
 }
 
@@ -182,9 +186,9 @@ func (h *cursorHeap) Pop() any {
 	return c
 }
 
-// overlapDepth is the most files whose [min, max] time ranges share an instant: how many streams
+// OverlapDepth is the most files whose [min, max] time ranges share an instant: how many streams
 // the merge may hold open at once (it sizes their share of the memory budget).
-func overlapDepth(bounds [][2]int64) int {
+func OverlapDepth(bounds [][2]int64) int {
 	type edge struct {
 		t     int64
 		delta int

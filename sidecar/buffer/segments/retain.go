@@ -1,4 +1,4 @@
-package buffer
+package segments
 
 import (
 	"errors"
@@ -132,8 +132,8 @@ func (r *Retention) Sweep(dirs []string) (kept int, bytes int64, err error) {
 	return kept, bytes, errors.Join(errs...)
 }
 
-// listRetained returns the retained segments of table in dir (Stream left empty).
-func listRetained(dir, table string) ([]Segment, error) {
+// ListRetained returns the retained segments of table in dir (Stream left empty).
+func ListRetained(dir, table string) ([]Segment, error) {
 	rdir := filepath.Join(dir, RetainedDir)
 	ents, err := os.ReadDir(rdir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -160,12 +160,12 @@ func listRetained(dir, table string) ([]Segment, error) {
 	return out, nil
 }
 
-// findRetained looks for the WAL segment walName in dir's retention (it was retired after the
+// FindRetained looks for the WAL segment walName in dir's retention (it was retired after the
 // listing that saw it in the WAL dir).
-func findRetained(dir, walName string) (Segment, bool) {
+func FindRetained(dir, walName string) (Segment, bool) {
 	stem := strings.TrimSuffix(walName, localwal.SealedSuffix)
 	table, _, _, _ := localwal.ParseSegmentName(walName)
-	segs, _ := listRetained(dir, table)
+	segs, _ := ListRetained(dir, table)
 	for _, s := range segs {
 		if s.Name == walName && strings.HasPrefix(filepath.Base(s.Path), stem+".") {
 			return s, true

@@ -1,4 +1,4 @@
-package buffer
+package reader
 
 import (
 	"bytes"
@@ -178,7 +178,7 @@ func (c *Client) page(ctx context.Context, tbl string, q Query, fn func(arrow.Re
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var eb errorBody
+		var eb ErrorBody
 		if json.Unmarshal(body, &eb) != nil || eb.Error == "" {
 			eb.Error = strings.TrimSpace(string(body))
 		}

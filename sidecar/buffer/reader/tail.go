@@ -1,4 +1,4 @@
-package buffer
+package reader
 
 import (
 	"container/heap"
@@ -50,16 +50,9 @@ func Tail(ctx context.Context, load func(context.Context) (*table.Table, error),
 	if o.Lines <= 0 {
 		o.Lines = 20
 	}
-	q := o.Query
-	if o.Since > 0 {
-		since := o.Now().Add(-o.Since).UTC().Truncate(time.Microsecond)
-		from, _, err := q.Filter.Range()
-		if err != nil {
-			return err
-		}
-		if from == nil || *from < since.UnixMicro() {
-			q.Filter.From = since.Format(time.RFC3339Nano)
-		}
+	q, err := o.query()
+	if err != nil {
+		return err
 	}
 	fmtRow := formatter(o.JSON)
 	var top *rowHeap
@@ -105,6 +98,28 @@ func Tail(ctx context.Context, load func(context.Context) (*table.Table, error),
 	if !o.Follow {
 		return nil
 	}
+	return follow(ctx, bs, o, q, through, fmtRow, out, errOut)
+}
+
+// query is o's query, from no earlier than Since ago.
+func (o TailOptions) query() (Query, error) {
+	q := o.Query
+	if o.Since <= 0 {
+		return q, nil
+	}
+	since := o.Now().Add(-o.Since).UTC().Truncate(time.Microsecond)
+	from, _, err := q.Filter.Range()
+	if err != nil {
+		return q, err
+	}
+	if from == nil || *from < since.UnixMicro() {
+		q.Filter.From = since.Format(time.RFC3339Nano)
+	}
+	return q, nil
+}
+
+// follow prints the rows sealed above through as they come, until ctx ends.
+func follow(ctx context.Context, bs Buffers, o TailOptions, q Query, through Marks, fmtRow func(arrow.RecordBatch, int) string, out, errOut io.Writer) error {
 	tick := time.NewTicker(max(10*time.Millisecond, o.Interval))
 	defer tick.Stop()
 	for {

@@ -1,9 +1,14 @@
-package buffer
+// Package segments decides which WAL segments an answer of the buffer holds: Decide, the pure
+// rule that picks the segments above a reader's marks or refuses (promise 12, docs/wal-buffer.md),
+// and Retention, which keeps committed segments a short while with the chain of marks in their
+// names.
+package segments
 
 import (
 	"fmt"
 	"sort"
 
+	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -37,9 +42,9 @@ type Request struct {
 	Streams []string
 	// After are the marks of the snapshot the reader read (after=); nil when the request named
 	// none, which means the table's current marks.
-	After Marks
+	After reader.Marks
 	// Current are the table's marks, read after the listings. Ignored when Unverified.
-	Current Marks
+	Current reader.Marks
 	// Unverified answers without the table's marks (the catalog is down): the live segments
 	// above After, with no proof against a gap or an overlap with the lake.
 	Unverified bool
@@ -56,10 +61,10 @@ type Plan struct {
 	// Serve are the segments, by stream, oldest first within a stream.
 	Serve []Segment
 	// After are the marks the answer's rows are above: the request's, or the table's current ones.
-	After Marks
+	After reader.Marks
 	// Through are After advanced past every served segment: the after= of a next request that
 	// wants only rows sealed since (a later page, or the next poll of a follower).
-	Through Marks
+	Through reader.Marks
 	// Complete is false when the limits cut the answer; the rest follows from Through.
 	Complete bool
 }
@@ -99,7 +104,7 @@ func Decide(req Request) (Plan, *Refusal) {
 	case req.After != nil:
 		p.After = req.After.Clone()
 	case req.Unverified:
-		p.After = Marks{}
+		p.After = reader.Marks{}
 	default:
 		p.After = req.Current.Clone()
 	}
@@ -176,4 +181,17 @@ func hasBetween(segs []Segment, lo, hi lake.Mark) bool {
 		}
 	}
 	return false
+}
+
+// Cut ends p before segment g (and everything after it): the limits stop the answer there.
+func (p Plan) Cut(g Segment) Plan {
+	out := Plan{After: p.After, Through: p.After.Clone(), Complete: false}
+	for _, s := range p.Serve {
+		if s.Name == g.Name && s.Stream == g.Stream {
+			break
+		}
+		out.Serve = append(out.Serve, s)
+		out.Through[s.Stream] = s.Mark
+	}
+	return out
 }

@@ -1,23 +1,19 @@
-package buffer
+package reader
 
 import (
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Query is one read of the buffer: GET /v1/buffer/{table}?from=&to=&where=&in=&columns=&after=.
 type Query struct {
-	// Filter holds the row conditions in the delete-request grammar (docs/deletes.md): Where
+	// Filter holds the row conditions in the grammar of rows (docs/deletes.md): Where
 	// (where=COLUMN=VALUE, in=COLUMN=V1,V2; all must hold) and the timestamp range [From, To).
-	Filter deletes.Request
+	Filter rows.Filter
 	// Columns projects the answer (in this order); empty: every column.
 	Columns []string
 	// After are the marks of the snapshot the reader read; nil asks for the rows above the
@@ -64,14 +60,14 @@ func ParseQuery(v url.Values) (Query, error) {
 		return q, &ParamError{"to", fmt.Errorf("%s is not after from %s: the range is [from, to)", q.Filter.To, q.Filter.From)}
 	}
 	for _, w := range v["where"] {
-		cs, err := deletes.ParseWhere(w)
+		cs, err := rows.ParseWhere(w)
 		if err != nil {
 			return q, &ParamError{"where", err}
 		}
 		q.Filter.Where = append(q.Filter.Where, cs...)
 	}
 	for _, w := range v["in"] {
-		c, err := deletes.ParseIn(w)
+		c, err := rows.ParseIn(w)
 		if err != nil {
 			return q, &ParamError{"in", err}
 		}
@@ -131,60 +127,6 @@ func (q Query) Values() url.Values {
 		v.Set("unverified", "true")
 	}
 	return v
-}
-
-// bind checks q against the answer's schema sc and returns the row filter (nil: every row) and
-// the column indices of the projection. Errors are *ParamError.
-func (q Query) bind(sc *arrow.Schema) (*merge.Matcher, []int, error) {
-	names := func() string {
-		var ns []string
-		for _, f := range sc.Fields() {
-			ns = append(ns, f.Name)
-		}
-		sort.Strings(ns)
-		return strings.Join(ns, ", ")
-	}
-	var proj []int
-	for _, c := range q.Columns {
-		idx := sc.FieldIndices(c)
-		if len(idx) == 0 {
-			return nil, nil, &ParamError{"columns", fmt.Errorf("no column %q; columns: %s", c, names())}
-		}
-		proj = append(proj, idx[0])
-	}
-	if len(q.Columns) == 0 {
-		for i := range sc.Fields() {
-			proj = append(proj, i)
-		}
-	}
-	for _, c := range q.Filter.Where {
-		param := "where"
-		if len(c.Values) != 1 {
-			param = "in"
-		}
-		idx := sc.FieldIndices(c.Column)
-		switch {
-		case c.Column == lake.TimestampColumn:
-			return nil, nil, &ParamError{param, fmt.Errorf("column %q: bound the timestamp column with from= and to=", c.Column)}
-		case len(idx) == 0:
-			return nil, nil, &ParamError{param, fmt.Errorf("no column %q; columns: %s", c.Column, names())}
-		}
-		if err := merge.FilterableType(sc.Field(idx[0]).Type); err != nil {
-			return nil, nil, &ParamError{param, fmt.Errorf("column %q: %w", c.Column, err)}
-		}
-	}
-	if len(q.Filter.Where) == 0 && q.Filter.From == "" && q.Filter.To == "" {
-		return nil, proj, nil
-	}
-	f, err := deletes.RowFilter([]deletes.Request{q.Filter})
-	if err != nil {
-		return nil, nil, &ParamError{"from", err}
-	}
-	m, err := merge.CompileFilter(f, sc, lake.TimestampColumn)
-	if err != nil {
-		return nil, nil, &ParamError{"where", err}
-	}
-	return m, proj, nil
 }
 
 func contains(list []string, s string) bool {

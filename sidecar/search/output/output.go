@@ -1,4 +1,6 @@
-package search
+// Package output prints search results as a table (aligned, streaming after its first block),
+// JSON lines or CSV.
+package output
 
 import (
 	"bytes"
@@ -9,11 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Formats are the output formats of Writer.
@@ -176,17 +179,12 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// formatMicros renders µs since the epoch as RFC 3339 UTC with six fractional digits.
-func formatMicros(us int64) string {
-	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z")
-}
-
 // textValue is a non-null value as text: timestamps in RFC 3339, strings as is, everything else
 // as Arrow prints it (maps and lists as JSON).
 func textValue(a arrow.Array, i int) string {
 	switch v := a.(type) {
 	case *array.Timestamp:
-		return formatMicros(v.Value(i).ToTime(v.DataType().(*arrow.TimestampType).Unit).UnixMicro())
+		return rows.FormatMicros(v.Value(i).ToTime(v.DataType().(*arrow.TimestampType).Unit).UnixMicro())
 	case *array.String:
 		return v.Value(i)
 	case *array.LargeString:
