@@ -87,7 +87,7 @@ func foldSet(table string, args []string) error {
 	if err != nil {
 		return err
 	}
-	before, _, err := fold.Of(t.Properties())
+	before, _, err := fold.SpecProperty.Read(t.Properties())
 	if err != nil && !*clear && !*replace {
 		return fmt.Errorf("%w; --replace sets a new specification over it, --clear removes it", err)
 	}

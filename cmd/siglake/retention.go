@@ -195,7 +195,7 @@ func retentionSet(table string, args []string) error {
 	if err != nil {
 		return err
 	}
-	before, _, err := retention.Of(t.Properties())
+	before, _, err := retention.PolicyProperty.Read(t.Properties())
 	if err != nil && !*clear && !*replace {
 		return fmt.Errorf("%w; --replace sets a new policy over it, --clear removes it", err)
 	}

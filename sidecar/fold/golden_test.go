@@ -11,7 +11,7 @@ import (
 func TestSpecGolden(t *testing.T) {
 	const stored = `{"version":1,"bucket":"1m","keys":["service","level"],"aggregates":[{"column":"count","func":"sum"},` +
 		`{"column":"latency_max","func":"max"}],"tiers":[{"after":"7d","bucket":"1h"},{"after":"30d","bucket":"1d"}]}`
-	s, ok, err := Of(iceberg.Properties{Property: stored})
+	s, ok, err := SpecProperty.Read(iceberg.Properties{Property: stored})
 	if err != nil || !ok {
 		t.Fatalf("decode %s: %v, %v", stored, ok, err)
 	}

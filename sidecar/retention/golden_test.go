@@ -13,7 +13,7 @@ import (
 func TestPolicyGolden(t *testing.T) {
 	const stored = `{"version":1,"period":"30d","rules":[{"where":[{"column":"level","values":["debug","trace"]}],"period":"7d","priority":2},` +
 		`{"where":[{"column":"service","values":["audit"]}],"period":"0"}]}`
-	p, ok, err := Of(iceberg.Properties{Property: stored})
+	p, ok, err := PolicyProperty.Read(iceberg.Properties{Property: stored})
 	if err != nil || !ok {
 		t.Fatalf("decode %s: %v, %v", stored, ok, err)
 	}

@@ -256,7 +256,7 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 			rep.OldestRow = &at
 		}
 	}
-	pol, _, err := Of(t.Properties())
+	pol, _, err := PolicyProperty.Read(t.Properties())
 	if o.Policy != nil {
 		pol, err = *o.Policy, nil
 	}

@@ -946,7 +946,7 @@ func TestConcurrentPolicyEditsKeepBoth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, _, err := retention.Of(e.Table("events").Properties())
+	stored, _, err := retention.PolicyProperty.Read(e.Table("events").Properties())
 	if err != nil || len(stored.Rules) != 2 {
 		t.Fatalf("stored policy %+v (%v), want both rules", stored, err)
 	}
