@@ -12,10 +12,10 @@ func TestRecordsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := encode(st.Claims["pod-0"]); got != claim {
+	if got := encode(claimProperty, st.Claims["pod-0"]); got != claim {
 		t.Fatalf("claim re-encoded %s, want %s", got, claim)
 	}
-	if got := encode(st.Claimers["ingest-0"]); got != beat {
+	if got := encode(heartbeatProperty, st.Claimers["ingest-0"]); got != beat {
 		t.Fatalf("heartbeat re-encoded %s, want %s", got, beat)
 	}
 }

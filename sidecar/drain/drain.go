@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -702,13 +703,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		First: lake.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
 		Last:  lake.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
 		Summary: iceberg.Properties{
-			"siglake.segments": strconv.Itoa(len(segs)),
-			"siglake.rows":     strconv.FormatInt(rows, 10),
+			tableprops.SumSegments: strconv.Itoa(len(segs)),
+			tableprops.SumRows:     strconv.FormatInt(rows, 10),
 		},
 	}
 	if d.Claims != nil {
-		req.Summary["siglake.claim.holder"] = d.Cfg.NodeName
-		req.Summary["siglake.claim.epoch"] = strconv.FormatUint(epoch, 10)
+		req.Summary[tableprops.SumClaimHolder] = d.Cfg.NodeName
+		req.Summary[tableprops.SumClaimEpoch] = strconv.FormatUint(epoch, 10)
 		// The fence: past it another process may take the stream over, so this one must not
 		// start the commit. (A commit that started in time and lands late is caught by the mark.)
 		stream := filepath.Base(b.dir)

@@ -20,6 +20,7 @@ import (
 	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -257,11 +258,11 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	if err != nil {
 		return discard(Failed, err)
 	}
-	props := iceberg.Properties{"siglake.rewrite.kind": job.Kind, "siglake.rewrite.path": string(res.Path),
-		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
+	props := iceberg.Properties{tableprops.SumRewriteKind: job.Kind, tableprops.SumRewritePath: string(res.Path),
+		tableprops.SumRewriteInputs: strconv.Itoa(len(inputs))}
 	if res.Fold != nil {
-		props["siglake.fold.rows-in"] = strconv.FormatInt(res.Fold.RowsIn, 10)
-		props["siglake.fold.rows-out"] = strconv.FormatInt(res.Fold.RowsOut, 10)
+		props[tableprops.SumFoldRowsIn] = strconv.FormatInt(res.Fold.RowsIn, 10)
+		props[tableprops.SumFoldRowsOut] = strconv.FormatInt(res.Fold.RowsOut, 10)
 	}
 	if job.Props != nil {
 		for k, v := range job.Props(res) {

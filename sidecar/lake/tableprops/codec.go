@@ -15,7 +15,8 @@ import (
 type Codec[T any] struct {
 	// Name is the key, or the prefix (ending in ".") of the namespace's keys.
 	Name string
-	// What names a value in errors: "fold specification".
+	// What names a value in errors: "fold specification"; its last word ("specification") names
+	// it in short ones.
 	What string
 	// Version, when set, points at the value's format version; Decode refuses one outside
 	// MinVersion..MaxVersion (a newer writer's value is never guessed at).
@@ -51,13 +52,13 @@ func (c Codec[T]) Decode(key, v string) (T, error) {
 	if c.Version != nil {
 		if ver := *c.Version(&x); ver < c.MinVersion || ver > c.MaxVersion {
 			var zero T
-			return zero, fmt.Errorf("table property %s: %s of format version %d, this siglake reads %s", key, c.What, ver, c.Versions())
+			return zero, fmt.Errorf("table property %s: %s format version %d, this siglake reads %d..%d", key, c.noun(), ver, c.MinVersion, c.MaxVersion)
 		}
 	}
 	if c.KeyOf != nil {
 		if home := c.KeyOf(x); home != key {
 			var zero T
-			return zero, fmt.Errorf("table property %s: holds the %s that belongs under %s", key, c.What, home)
+			return zero, fmt.Errorf("table property %s: holds %s id %q, which belongs under %s", key, c.noun(), strings.TrimPrefix(home, c.Name), home)
 		}
 	}
 	if c.Check != nil {
@@ -69,16 +70,8 @@ func (c Codec[T]) Decode(key, v string) (T, error) {
 	return x, nil
 }
 
-// Versions are the format versions Decode accepts, in words.
-func (c Codec[T]) Versions() string {
-	if c.Version == nil {
-		return "values without a version"
-	}
-	if c.MinVersion == c.MaxVersion {
-		return fmt.Sprintf("version %d", c.MaxVersion)
-	}
-	return fmt.Sprintf("versions %d..%d", c.MinVersion, c.MaxVersion)
-}
+// noun is What's last word.
+func (c Codec[T]) noun() string { return c.What[strings.LastIndex(c.What, " ")+1:] }
 
 // Encode is the stored form of x, as it is (Current stamps the version first).
 func (c Codec[T]) Encode(x T) (string, error) {
