@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
@@ -517,9 +518,9 @@ type loaded struct {
 // end of that segment, not of the batch.)
 func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	start := d.Now()
-	cost0 := lake.ObjectStoreCost(b.table) // includes concurrent work on the same table (its rewrites)
+	cost0 := objstore.CostOf(b.table) // includes concurrent work on the same table (its rewrites)
 	out = BatchOutcome{Table: b.table, Dir: b.dir}
-	defer func() { out.Took, out.Cost = d.Now().Sub(start), lake.ObjectStoreCost(b.table).Sub(cost0) }()
+	defer func() { out.Took, out.Cost = d.Now().Sub(start), objstore.CostOf(b.table).Sub(cost0) }()
 	fail := func(stage string, err error) BatchOutcome { out.Stage, out.Err = stage, err; return out }
 	log := d.Log.With(zap.String("table", b.table))
 	var epoch uint64
