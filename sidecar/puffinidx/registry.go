@@ -121,7 +121,7 @@ func StaleKeys(props map[string]string, live func(dataFile string) bool) []strin
 }
 
 // Referenced returns the Puffin files t's registrations name: objects that only a table property
-// references, which `siglake gc` must keep (lake.GCOptions.Keep). A malformed registration is an
+// references, which `siglake gc` must keep (orphans.Options.Keep). A malformed registration is an
 // error, so gc deletes nothing in a table whose registrations it cannot read: fix or remove those
 // properties first.
 func Referenced(t *table.Table) ([]string, error) {
