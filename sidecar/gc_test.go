@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 )
 
@@ -47,7 +48,7 @@ func TestGCEmbedded(t *testing.T) {
 		return nil
 	})
 
-	dry, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour})
+	dry, err := orphans.Run(ctx, e.lake, orphans.Options{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestGCEmbedded(t *testing.T) {
 	if _, err := os.Stat(old); err != nil {
 		t.Fatalf("the dry run deleted %s: %v", old, err)
 	}
-	applied, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour, Apply: true})
+	applied, err := orphans.Run(ctx, e.lake, orphans.Options{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour, Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestGCEmbedded(t *testing.T) {
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("after gc the table holds %d rows, want %d", got.Rows, want.Rows)
 	}
-	if _, err := e.lake.GC(ctx, lake.GCOptions{Keep: puffinidx.Referenced}); err == nil {
+	if _, err := orphans.Run(ctx, e.lake, orphans.Options{Keep: puffinidx.Referenced}); err == nil {
 		t.Fatal("gc without a positive --older-than ran")
 	}
 }
@@ -89,25 +90,25 @@ func TestGCFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		opts lake.GCOptions
+		opts orphans.Options
 		want string // "" accepted
 	}{
-		{lake.GCOptions{OlderThan: 3 * time.Second}, "--older-than 3s is below gc's floor of 1d"},
-		{lake.GCOptions{OlderThan: 23 * time.Hour}, "--older-than 23h is below gc's floor of 1d"},
-		{lake.GCOptions{OlderThan: 24 * time.Hour}, ""},
-		{lake.GCOptions{OlderThan: time.Hour, MinAge: 2 * time.Hour}, "--older-than 1h is below gc's floor of 2h"},
+		{orphans.Options{OlderThan: 3 * time.Second}, "--older-than 3s is below gc's floor of 1d"},
+		{orphans.Options{OlderThan: 23 * time.Hour}, "--older-than 23h is below gc's floor of 1d"},
+		{orphans.Options{OlderThan: 24 * time.Hour}, ""},
+		{orphans.Options{OlderThan: time.Hour, MinAge: 2 * time.Hour}, "--older-than 1h is below gc's floor of 2h"},
 		// The floor itself: at least 2 x 6 attempts x the commit deadline (2m by default).
-		{lake.GCOptions{OlderThan: 20 * time.Minute, MinAge: 20 * time.Minute}, "--min-age-floor 20m is below 24m"},
-		{lake.GCOptions{OlderThan: 24 * time.Minute, MinAge: 24 * time.Minute}, ""},
-		{lake.GCOptions{OlderThan: 2 * time.Second, MinAge: 2 * time.Second, CommitTimeout: 250 * time.Millisecond}, "--min-age-floor 2s is below 3s"},
-		{lake.GCOptions{OlderThan: 3 * time.Second, MinAge: 3 * time.Second, CommitTimeout: 250 * time.Millisecond}, ""},
+		{orphans.Options{OlderThan: 20 * time.Minute, MinAge: 20 * time.Minute}, "--min-age-floor 20m is below 24m"},
+		{orphans.Options{OlderThan: 24 * time.Minute, MinAge: 24 * time.Minute}, ""},
+		{orphans.Options{OlderThan: 2 * time.Second, MinAge: 2 * time.Second, CommitTimeout: 250 * time.Millisecond}, "--min-age-floor 2s is below 3s"},
+		{orphans.Options{OlderThan: 3 * time.Second, MinAge: 3 * time.Second, CommitTimeout: 250 * time.Millisecond}, ""},
 	} {
 		c.opts.Keep = puffinidx.Referenced
-		_, err := e.lake.GC(ctx, c.opts)
+		_, err := orphans.Run(ctx, e.lake, c.opts)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%+v: %v", c.opts, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, lake.ErrGCTooYoung)):
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, orphans.ErrTooYoung)):
 			t.Errorf("%+v: error %v, want one saying %q", c.opts, err, c.want)
 		}
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -185,14 +186,14 @@ func drop(dir string, days, perDay, keep int) error {
 	r := &retention.Runner{Cfg: retention.Config{DeleteDelay: 2 * time.Hour, MaxFiles: 8, MaxBytes: 1 << 30, Metadata: metadata},
 		Lake: l, Executor: &rewrite.Executor{Lake: l, Now: time.Now}, Metrics: retention.NewMetrics(prometheus.NewRegistry()),
 		RewriteMetrics: rewrite.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop(), Now: func() time.Time { return now }}
-	cost0 := lake.ObjectStoreCost("events")
+	cost0 := objstore.CostOf("events")
 	t0 := time.Now()
 	rep, err := r.Run(ctx, "events", retention.Options{Apply: true})
 	took := time.Since(t0)
 	if err != nil {
 		return err
 	}
-	cost := lake.ObjectStoreCost("events").Sub(cost0)
+	cost := objstore.CostOf("events").Sub(cost0)
 	p := rep.Paths["partition"]
 	if p == nil {
 		return fmt.Errorf("nothing dropped: %+v", rep)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/duration"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 )
 
 // durationValue is a duration flag in the one duration syntax (package duration: s, m, h, d, w,
@@ -24,7 +24,7 @@ func (v durationValue) String() string {
 	if v.d == nil || *v.d == 0 {
 		return "0"
 	}
-	return lake.FormatAge(*v.d)
+	return orphans.FormatAge(*v.d)
 }
 
 func (v durationValue) Set(s string) error {

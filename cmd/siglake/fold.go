@@ -69,7 +69,7 @@ func foldSet(table string, args []string) error {
 		return err
 	}
 	e := fold.Edit{Bucket: s.Bucket, Keys: s.Keys, Aggregates: s.Aggregates, Tiers: s.Tiers, RemoveTiers: removeTiers, Replace: *replace}
-	set := tableSetting[fold.Spec]{noun: "specification", clear: *clear, replace: *replace, read: fold.Of, update: fold.Update,
+	set := tableSetting[fold.Spec]{noun: "specification", clear: *clear, replace: *replace, read: fold.SpecProperty.Read, update: fold.Update,
 		apply: func(cur fold.Spec) (fold.Spec, error) {
 			next, err := cur.Apply(e)
 			if err == nil && next.Bucket == "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 )
 
 // runGC is `siglake gc --older-than DURATION [--min-age-floor DURATION] [--apply] [--table T]...
@@ -19,9 +20,9 @@ import (
 func runGC(args []string) error {
 	gcFlags := flag.NewFlagSet("siglake gc", flag.ContinueOnError)
 	withSynopsis(gcFlags, "siglake gc [--older-than DURATION] [--min-age-floor DURATION] [--apply] [--table TABLE]... [--json] [--dir DIR | catalog options]")
-	olderThan := durationFlag(gcFlags, "older-than", lake.DefaultGCOlderThan, false,
+	olderThan := durationFlag(gcFlags, "older-than", orphans.DefaultOlderThan, false,
 		"only objects older than this are removed; at least the floor (--min-age-floor)")
-	floor := durationFlag(gcFlags, "min-age-floor", lake.DefaultGCMinAge, false,
+	floor := durationFlag(gcFlags, "min-age-floor", orphans.DefaultMinAge, false,
 		"the least --older-than gc accepts; lower it only knowing no commit or rewrite runs that long, never below 12 times --commit-timeout")
 	apply := gcFlags.Bool("apply", false, "delete the orphans (default: dry run, list them)")
 	asJSON := gcFlags.Bool("json", false, "print the result as JSON")
@@ -33,7 +34,7 @@ func runGC(args []string) error {
 		return err
 	}
 	// Refused before the catalog is even opened: a young limit is an error of the command line.
-	if err := lake.CheckGCAge(*olderThan, *floor, cfg.CommitTimeout); err != nil {
+	if err := orphans.CheckAge(*olderThan, *floor, cfg.CommitTimeout); err != nil {
 		return err
 	}
 	// gc cannot see the compactor's deadline: it assumes its own --commit-timeout, and says so.
@@ -49,18 +50,18 @@ func runGC(args []string) error {
 	if err := requireTables(ctx, l, tables...); err != nil {
 		return err
 	}
-	results, err := l.GC(ctx, lake.GCOptions{OlderThan: *olderThan, MinAge: *floor, Apply: *apply, Tables: tables, Keep: sidecar.GCKeep})
+	results, err := orphans.Run(ctx, l, orphans.Options{OlderThan: *olderThan, MinAge: *floor, Apply: *apply, Tables: tables, Keep: sidecar.GCKeep})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(map[string]any{"apply": *apply, "older_than": lake.FormatAge(*olderThan), "min_age_floor": lake.FormatAge(*floor),
-			"commit_timeout": lake.FormatAge(commitTimeout), "tables": results}); jerr != nil {
+		if jerr := enc.Encode(map[string]any{"apply": *apply, "older_than": orphans.FormatAge(*olderThan), "min_age_floor": orphans.FormatAge(*floor),
+			"commit_timeout": orphans.FormatAge(commitTimeout), "tables": results}); jerr != nil {
 			return jerr
 		}
 		return err
 	}
 	fmt.Printf("assuming the compactor's --commit-timeout is %s (pass gc the same value): the floor is at least %s\n",
-		lake.FormatAge(commitTimeout), lake.FormatAge(lake.GCFloorMin(commitTimeout)))
+		orphans.FormatAge(commitTimeout), orphans.FormatAge(orphans.FloorMin(commitTimeout)))
 	verb := "would delete"
 	if *apply {
 		verb = "deleted"

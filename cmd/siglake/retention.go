@@ -102,7 +102,7 @@ func retentionSet(table string, args []string) error {
 	}
 	e.Replace = *replace
 	set := tableSetting[retention.Policy]{noun: "policy", clear: *clear, replace: *replace,
-		read: retention.Of, apply: func(p retention.Policy) (retention.Policy, error) { return p.Apply(e) },
+		read: retention.PolicyProperty.Read, apply: func(p retention.Policy) (retention.Policy, error) { return p.Apply(e) },
 		update: func(ctx context.Context, l *lake.Lake, table string, edit func(retention.Policy, error) (retention.Policy, error)) (retention.Policy, retention.Policy, error) {
 			return retention.Update(ctx, l, table, edit, fold.CheckRetention)
 		},

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -70,7 +68,7 @@ func openTables(cfg sidecar.Config, table string) (context.Context, *lake.Lake, 
 type tableSetting[T any] struct {
 	noun           string // what is set, "policy" or "specification", for messages
 	clear, replace bool
-	read           func(iceberg.Properties) (T, bool, error)
+	read           func(map[string]string) (T, bool, error)
 	apply          func(T) (T, error) // the edit
 	update         func(ctx context.Context, l *lake.Lake, table string, edit func(cur T, curErr error) (T, error)) (before, after T, err error)
 	lines          func(T) []string

@@ -8,18 +8,30 @@
 package claim
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // Property key prefixes of the claims table.
 const (
-	StreamKeyPrefix  = "siglake.claim."   // + stream: a Claim
-	ClaimerKeyPrefix = "siglake.claimer." // + holder: a Heartbeat
+	StreamKeyPrefix  = tableprops.ClaimPrefix   // + stream: a Claim
+	ClaimerKeyPrefix = tableprops.ClaimerPrefix // + holder: a Heartbeat
+)
+
+// The records' codecs (docs/format/table-properties.md); neither carries a version.
+var (
+	claimProperty = tableprops.Codec[Claim]{Name: StreamKeyPrefix, What: "stream claim",
+		Check: func(c Claim) error {
+			if c.Holder == "" {
+				return fmt.Errorf("a claim without a holder")
+			}
+			return nil
+		}}
+	heartbeatProperty = tableprops.Codec[Heartbeat]{Name: ClaimerKeyPrefix, What: "claimer heartbeat"}
 )
 
 // Claim is one stream's claim record.
@@ -47,28 +59,25 @@ type State struct {
 // processes.
 func Parse(props map[string]string) (State, error) {
 	st := State{Claims: map[string]Claim{}, Claimers: map[string]Heartbeat{}}
-	for k, v := range props {
-		switch {
-		case strings.HasPrefix(k, StreamKeyPrefix):
-			var c Claim
-			if err := json.Unmarshal([]byte(v), &c); err != nil || c.Holder == "" {
-				return st, fmt.Errorf("claims table property %s=%q: want {\"holder\":...,\"epoch\":...,\"expires\":RFC 3339}", k, v)
-			}
-			st.Claims[strings.TrimPrefix(k, StreamKeyPrefix)] = c
-		case strings.HasPrefix(k, ClaimerKeyPrefix):
-			var h Heartbeat
-			if err := json.Unmarshal([]byte(v), &h); err != nil {
-				return st, fmt.Errorf("claims table property %s=%q: want {\"expires\":RFC 3339}", k, v)
-			}
-			st.Claimers[strings.TrimPrefix(k, ClaimerKeyPrefix)] = h
-		}
+	claims, errs := claimProperty.List(props)
+	for _, e := range claims {
+		st.Claims[e.Name] = e.Value
+	}
+	beats, beatErrs := heartbeatProperty.List(props)
+	for _, e := range beats {
+		st.Claimers[e.Name] = e.Value
+	}
+	if errs = append(errs, beatErrs...); len(errs) > 0 {
+		return st, fmt.Errorf(`claims %w (want {"holder":...,"epoch":...,"expires":RFC 3339} under %s<stream>, {"expires":RFC 3339} under %s<holder>)`,
+			errs[0], StreamKeyPrefix, ClaimerKeyPrefix)
 	}
 	return st, nil
 }
 
-func encode(v any) string {
-	b, _ := json.Marshal(v) // plain structs: cannot fail
-	return string(b)
+// encode is the stored form of a record: plain structs, which cannot fail to encode.
+func encode[T any](c tableprops.Codec[T], v T) string {
+	s, _ := c.Encode(v)
+	return s
 }
 
 // Plan is what one claimer commits in one tick.
@@ -151,14 +160,14 @@ func (p *Plan) share(mine, free []string, me string, busy map[string]bool) {
 // included), and the housekeeping of dead heartbeats and expired claims of gone streams.
 func (p *Plan) write(st State, me string, present map[string]bool, now time.Time, ttl time.Duration) {
 	expires := now.Add(ttl)
-	p.Set[ClaimerKeyPrefix+me] = encode(Heartbeat{Expires: expires})
+	p.Set[ClaimerKeyPrefix+me] = encode(heartbeatProperty, Heartbeat{Expires: expires})
 	for _, s := range p.Hold {
 		c := st.Claims[s]
 		epoch := c.Epoch
 		if c.Holder != me {
 			epoch++
 		}
-		p.Set[StreamKeyPrefix+s] = encode(Claim{Holder: me, Epoch: epoch, Expires: expires})
+		p.Set[StreamKeyPrefix+s] = encode(claimProperty, Claim{Holder: me, Epoch: epoch, Expires: expires})
 	}
 	for s, c := range st.Claims {
 		if c.Holder == me && !present[s] {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // Manager takes, renews and releases one process's claims in the catalog and answers the drain's
@@ -252,7 +253,7 @@ func (m *Manager) tick(ctx context.Context) error {
 			m.beforeCommit()
 		}
 		nt, err := lake.CommitPropertiesCAS(ctx, t, p.Set, p.Remove, iceberg.Properties{
-			"siglake.claimer": m.Holder, "siglake.claims.held": strconv.Itoa(len(p.Hold)),
+			tableprops.SumClaimer: m.Holder, tableprops.SumClaimsHeld: strconv.Itoa(len(p.Hold)),
 		})
 		if err != nil {
 			m.mu.Lock()
@@ -351,7 +352,7 @@ func (m *Manager) Release(ctx context.Context) error {
 		if len(remove) == 0 {
 			return nil
 		}
-		_, err = lake.CommitPropertiesCAS(ctx, t, nil, remove, iceberg.Properties{"siglake.claimer": m.Holder, "siglake.claims.held": "0"})
+		_, err = lake.CommitPropertiesCAS(ctx, t, nil, remove, iceberg.Properties{tableprops.SumClaimer: m.Holder, tableprops.SumClaimsHeld: "0"})
 		if errors.Is(err, lake.ErrCASConflict) && attempt < conflictRetries {
 			m.obs().Committed(Conflict)
 			continue

@@ -7,14 +7,12 @@ package deletes
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/rows"
 )
 
@@ -72,7 +70,19 @@ type Request struct {
 }
 
 // PropertyPrefix prefixes the table property holding a request: siglake.delete.<id>.
-const PropertyPrefix = "siglake.delete."
+const PropertyPrefix = tableprops.DeletePrefix
+
+// requestProperty reads and writes stored requests: versions 1 and 2 (2 adds execute_at, all_rows
+// and the cancelled state), each under its id's key.
+var requestProperty = tableprops.Codec[Request]{Name: PropertyPrefix, What: "deletion request",
+	Version: func(r *Request) *int { return &r.Version }, MinVersion: 1, MaxVersion: Version,
+	KeyOf: func(r Request) string { return Key(r.ID) },
+	Check: func(r Request) error {
+		if r.State != Pending && r.State != Done && !(r.State == Cancelled && r.Version >= 2) {
+			return fmt.Errorf("state %q, accepted: %s, %s, %s (cancelled from version 2)", r.State, Pending, Done, Cancelled)
+		}
+		return nil
+	}}
 
 // Key is the table property of request id.
 func Key(id string) string { return PropertyPrefix + id }
@@ -90,29 +100,10 @@ func NewID(now time.Time) string {
 }
 
 // Encode is the stored form of r.
-func (r Request) Encode() (string, error) {
-	b, err := json.Marshal(r)
-	return string(b), err
-}
+func (r Request) Encode() (string, error) { return requestProperty.Encode(r) }
 
 // Decode parses the stored form of a request; key names the property in errors.
-func Decode(key, v string) (Request, error) {
-	var r Request
-	dec := json.NewDecoder(strings.NewReader(v))
-	if err := dec.Decode(&r); err != nil {
-		return Request{}, fmt.Errorf("table property %s: not a deletion request (JSON): %w", key, err)
-	}
-	if r.Version < 1 || r.Version > Version {
-		return Request{}, fmt.Errorf("table property %s: request format version %d, this siglake reads 1..%d", key, r.Version, Version)
-	}
-	if r.State != Pending && r.State != Done && !(r.State == Cancelled && r.Version >= 2) {
-		return Request{}, fmt.Errorf("table property %s: state %q, accepted: %s, %s, %s", key, r.State, Pending, Done, Cancelled)
-	}
-	if Key(r.ID) != key {
-		return Request{}, fmt.Errorf("table property %s: holds request id %q, which belongs under %s", key, r.ID, Key(r.ID))
-	}
-	return r, nil
-}
+func Decode(key, v string) (Request, error) { return requestProperty.Decode(key, v) }
 
 // Executable returns the requests of rs that validate against the table schema now, and an
 // error for each that does not. A stored request is checked again before every sweep: it may
@@ -143,20 +134,11 @@ func Executable(rs []Request, sc *iceberg.Schema, tsColumn string) ([]Request, [
 // List returns the requests stored in a table's properties, sorted by id, and an error for each
 // property under PropertyPrefix that does not decode (those are left alone, never executed).
 func List(props iceberg.Properties) ([]Request, []error) {
+	entries, errs := requestProperty.List(props)
 	var out []Request
-	var errs []error
-	for k, v := range props {
-		if !strings.HasPrefix(k, PropertyPrefix) {
-			continue
-		}
-		r, err := Decode(k, v)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, r)
+	for _, e := range entries {
+		out = append(out, e.Value) // by key, which is by id
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, errs
 }
 

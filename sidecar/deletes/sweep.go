@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -531,7 +532,7 @@ func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFi
 		DeleteTask:      true,
 		Reason:          "deletion requests " + strings.Join(ids, ","),
 		Props: func(res merge.RewriteResult) iceberg.Properties {
-			return iceberg.Properties{"siglake.delete.requests": strings.Join(ids, ","), "siglake.delete.rows": fmt.Sprint(sum(res))}
+			return iceberg.Properties{tableprops.SumDeleteRequests: strings.Join(ids, ","), tableprops.SumDeleteRows: fmt.Sprint(sum(res))}
 		},
 		// Progress goes on top of what the table holds at the commit, in the same commit.
 		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {

@@ -27,6 +27,8 @@ import (
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/rows"
 )
@@ -520,9 +522,9 @@ type loaded struct {
 // end of that segment, not of the batch.)
 func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	start := d.Now()
-	cost0 := lake.ObjectStoreCost(b.table) // includes concurrent work on the same table (its rewrites)
+	cost0 := objstore.CostOf(b.table) // includes concurrent work on the same table (its rewrites)
 	out = BatchOutcome{Table: b.table, Dir: b.dir}
-	defer func() { out.Took, out.Cost = d.Now().Sub(start), lake.ObjectStoreCost(b.table).Sub(cost0) }()
+	defer func() { out.Took, out.Cost = d.Now().Sub(start), objstore.CostOf(b.table).Sub(cost0) }()
 	fail := func(stage string, err error) BatchOutcome { out.Stage, out.Err = stage, err; return out }
 	log := d.Log.With(zap.String("table", b.table))
 	var epoch uint64
@@ -706,13 +708,13 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 		First: lake.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
 		Last:  lake.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
 		Summary: iceberg.Properties{
-			"siglake.segments": strconv.Itoa(len(segs)),
-			"siglake.rows":     strconv.FormatInt(rows, 10),
+			tableprops.SumSegments: strconv.Itoa(len(segs)),
+			tableprops.SumRows:     strconv.FormatInt(rows, 10),
 		},
 	}
 	if d.Claims != nil {
-		req.Summary["siglake.claim.holder"] = d.Cfg.NodeName
-		req.Summary["siglake.claim.epoch"] = strconv.FormatUint(epoch, 10)
+		req.Summary[tableprops.SumClaimHolder] = d.Cfg.NodeName
+		req.Summary[tableprops.SumClaimEpoch] = strconv.FormatUint(epoch, 10)
 		// The fence: past it another process may take the stream over, so this one must not
 		// start the commit. (A commit that started in time and lands late is caught by the mark.)
 		stream := filepath.Base(b.dir)

@@ -9,6 +9,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 )
 
 // ReasonIncompatibleSchema quarantines a segment whose schema the table cannot take (the
@@ -176,7 +177,7 @@ type BatchOutcome struct {
 	Commit        lake.CommitResult
 	Mark          lake.Mark
 	Took          time.Duration
-	Cost          lake.Cost
+	Cost          objstore.Cost
 	// Stage is where a failed batch failed (read, table, write, commit, remove), for
 	// siglake_drain_errors_total; "" when it did not, or failed where no stage is counted.
 	Stage string

@@ -24,7 +24,7 @@ import (
 // request on a table without a fold specification, one testing key columns only on a rollup. It
 // is the delete sweep's Check (deletes.Sweeper).
 func CheckDelete(props iceberg.Properties, r deletes.Request) error {
-	s, ok, err := Of(props)
+	s, ok, err := SpecProperty.Read(props)
 	if !ok {
 		return nil
 	}
@@ -61,7 +61,7 @@ func RecordDelete(ctx context.Context, l *lake.Lake, name string, r deletes.Requ
 // CheckRetention says whether retention policy p may be set on a table with properties props:
 // on a rollup, its rules test key columns only.
 func CheckRetention(props iceberg.Properties, p retention.Policy) error {
-	s, ok, err := Of(props)
+	s, ok, err := SpecProperty.Read(props)
 	if !ok {
 		return nil
 	}
@@ -98,7 +98,7 @@ func (s Spec) checkExisting(props iceberg.Properties) error {
 			return fmt.Errorf("%w; wait until it is done or cancel it, or make the column a key", err)
 		}
 	}
-	p, ok, err := retention.Of(props)
+	p, ok, err := retention.PolicyProperty.Read(props)
 	if !ok || err != nil {
 		return nil // no rules to keep consistent, or retention reports its own bad policy
 	}

@@ -6,7 +6,6 @@ package fold
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,15 +17,22 @@ import (
 	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/retention"
 )
 
 // Property is the table property holding the specification (JSON, docs/folding.md).
-const Property = "siglake.fold"
+const Property = tableprops.Fold
 
 // Version is the format version of a stored specification; readers refuse newer ones.
 const Version = 1
+
+// SpecProperty reads and writes the stored specification (docs/format/table-properties.md);
+// SpecProperty.Read is the specification of a table's properties. Fields it does not know are
+// refused: people write specifications by hand.
+var SpecProperty = tableprops.Codec[Spec]{Name: Property, What: "fold specification", Strict: true,
+	Version: func(s *Spec) *int { return &s.Version }, MinVersion: 1, MaxVersion: Version}
 
 const day = 24 * time.Hour
 
@@ -69,29 +75,8 @@ func ParseBucket(what, v string) (time.Duration, error) {
 // rows is not the sum of theirs.
 var distinctFuncs = map[string]bool{"count_distinct": true, "distinct": true, "uniq": true, "approx_count_distinct": true, "countDistinct": true}
 
-// Of reads the specification stored in props; ok is false when the table has none.
-func Of(props iceberg.Properties) (s Spec, ok bool, err error) {
-	v, ok := props[Property]
-	if !ok {
-		return Spec{}, false, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(v))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return Spec{}, true, fmt.Errorf("table property %s: not a fold specification (JSON): %w", Property, err)
-	}
-	if s.Version < 1 || s.Version > Version {
-		return Spec{}, true, fmt.Errorf("table property %s: specification format version %d, this siglake reads 1..%d", Property, s.Version, Version)
-	}
-	return s, true, nil
-}
-
-// Encode is the stored form of s.
-func (s Spec) Encode() (string, error) {
-	s.Version = Version
-	b, err := json.Marshal(s)
-	return string(b), err
-}
+// Encode is the stored form of s, at the current format version.
+func (s Spec) Encode() (string, error) { return SpecProperty.Encode(SpecProperty.Current(s)) }
 
 // Validate checks s against a table schema: the buckets divide a day, each tier is older and
 // coarser than the one before (a multiple of it), every column is the timestamp, a key or
@@ -236,7 +221,7 @@ type Table struct {
 // Load reads and validates the specification of t: ok is false for a table without one; a bad
 // one is returned as err (the table is then not folded).
 func Load(t *table.Table) (s Spec, ok bool, err error) {
-	s, ok, err = Of(t.Properties())
+	s, ok, err = SpecProperty.Read(t.Properties())
 	if !ok || err != nil {
 		return s, ok, err
 	}
@@ -251,7 +236,7 @@ func Set(ctx context.Context, l *lake.Lake, name string, s Spec) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
-	clear := s.Bucket == "" && len(s.Keys) == 0 && len(s.Aggregates) == 0 && len(s.Tiers) == 0
+	clear := s.empty()
 	var v string
 	if !clear {
 		if err := s.Validate(t.Schema()); err != nil {
@@ -277,52 +262,24 @@ func (s Spec) PlanTiers(now time.Time) (plan.FoldCutoffs, error) {
 	return plan.FoldCutoffs(c), err
 }
 
-// Update edits table name's fold specification inside one properties commit, like
-// retention.Update: edit gets the specification stored now (and its decode error) and returns
-// the new one (a zero Spec removes it); a concurrent edit that commits first makes edit run again
-// on its result. It returns the specification replaced and the one stored.
+// Update edits table name's fold specification inside one properties commit (lake.EditValue,
+// shared with retention.Update): edit gets the specification stored now (and its decode error)
+// and returns the new one (a zero Spec removes it); a concurrent edit that commits first makes
+// edit run again on its result. It returns the specification replaced and the one stored.
 func Update(ctx context.Context, l *lake.Lake, name string, edit func(cur Spec, curErr error) (Spec, error)) (before, after Spec, err error) {
-	t, err := l.LoadTable(ctx, name)
-	if err != nil {
-		return Spec{}, Spec{}, err
-	}
-	schema := t.Schema()
-	var editErr error
-	err = l.UpdatePropertiesCAS(ctx, name, func(props iceberg.Properties) (iceberg.Properties, []string) {
-		cur, _, curErr := Of(props)
-		next, err := edit(cur, curErr)
-		clear := next.Bucket == "" && len(next.Keys) == 0 && len(next.Aggregates) == 0 && len(next.Tiers) == 0
-		if err == nil && !clear {
-			if err = next.Validate(schema); err == nil {
-				err = next.checkExisting(props)
+	return lake.EditValue(ctx, l, name, lake.ValueEdit[Spec]{Codec: SpecProperty, Edit: edit, Empty: Spec.empty,
+		Check: func(sc *iceberg.Schema, props iceberg.Properties, next Spec) error {
+			if next.empty() {
+				return nil
 			}
-		}
-		if err != nil {
-			editErr = fmt.Errorf("fold specification for %s: %w", name, err)
-			return nil, nil
-		}
-		editErr = nil
-		before, after = cur, next
-		if clear {
-			if _, ok := props[Property]; ok {
-				return nil, []string{Property}
+			if err := next.Validate(sc); err != nil {
+				return err
 			}
-			return nil, nil
-		}
-		next.Version = Version
-		v, err := next.Encode()
-		if err != nil {
-			editErr = err
-			return nil, nil
-		}
-		after = next
-		return iceberg.Properties{Property: v}, nil
-	})
-	if editErr != nil {
-		return Spec{}, Spec{}, editErr
-	}
-	if err != nil {
-		return Spec{}, Spec{}, fmt.Errorf("store the fold specification of %s: %w", name, err)
-	}
-	return before, after, nil
+			return next.checkExisting(props)
+		}})
+}
+
+// empty says s is the zero specification, which removes the table's.
+func (s Spec) empty() bool {
+	return s.Bucket == "" && len(s.Keys) == 0 && len(s.Aggregates) == 0 && len(s.Tiers) == 0
 }

@@ -65,14 +65,14 @@ func TestOfRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, ok, err := Of(iceberg.Properties{Property: v})
+	s, ok, err := SpecProperty.Read(iceberg.Properties{Property: v})
 	if !ok || err != nil || s.Describe() != goodSpec().Describe() {
 		t.Fatalf("round trip: %+v %v %v", s, ok, err)
 	}
-	if _, _, err := Of(iceberg.Properties{Property: `{"version":1,"bucket":"1m","oops":1}`}); err == nil || !strings.Contains(err.Error(), Property) {
+	if _, _, err := SpecProperty.Read(iceberg.Properties{Property: `{"version":1,"bucket":"1m","oops":1}`}); err == nil || !strings.Contains(err.Error(), Property) {
 		t.Fatalf("unknown field: %v", err)
 	}
-	if _, _, err := Of(iceberg.Properties{Property: `{"version":9}`}); err == nil {
+	if _, _, err := SpecProperty.Read(iceberg.Properties{Property: `{"version":9}`}); err == nil {
 		t.Fatal("a newer version was read")
 	}
 }

@@ -5,19 +5,19 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 )
 
-// cost logs a lake.Cost as requests per kind plus totals.
-type cost lake.Cost
+// cost logs a objstore.Cost as requests per kind plus totals.
+type cost objstore.Cost
 
 func (c cost) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	t := lake.Cost(c).Total()
+	t := objstore.Cost(c).Total()
 	enc.AddInt64("requests", t.Requests)
 	enc.AddInt64("errors", t.Errors)
 	enc.AddInt64("bytes_read", t.BytesRead)
 	enc.AddInt64("bytes_written", t.BytesWritten)
-	for _, op := range lake.Ops {
+	for _, op := range objstore.Ops {
 		if v, ok := c[op]; ok && v.Requests > 0 {
 			enc.AddInt64(string(op), v.Requests)
 		}
@@ -27,17 +27,17 @@ func (c cost) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 
 // CostField is c as the log field "objstore", or nothing when no request was made (a local
 // warehouse).
-func CostField(c lake.Cost) zap.Field {
+func CostField(c objstore.Cost) zap.Field {
 	if c.Total().Requests == 0 {
 		return zap.Skip()
 	}
 	return zap.Object("objstore", cost(c))
 }
 
-// ObjectStoreCollector exports lake's object-store accounting (lake.ObjectStoreCounts) as
+// ObjectStoreCollector exports lake's object-store accounting (objstore.Counts) as
 // Prometheus metrics (register it once per registry).
 func ObjectStoreCollector() prometheus.Collector {
-	return objStoreCollector{counts: lake.ObjectStoreCounts}
+	return objStoreCollector{counts: objstore.Counts}
 }
 
 var (
@@ -56,7 +56,7 @@ var (
 // objStoreCollector reads the counts at every scrape: lake counts at the SDK's HTTP client,
 // where no registry is at hand.
 type objStoreCollector struct {
-	counts func() []lake.ObjectStoreCount
+	counts func() []objstore.Count
 }
 
 func (objStoreCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -8,16 +8,16 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 )
 
 // TestObjectStoreCollector: lake's counters become the siglake_objstore_* series, errors only
 // by the classes that happened.
 func TestObjectStoreCollector(t *testing.T) {
-	c := objStoreCollector{counts: func() []lake.ObjectStoreCount {
-		return []lake.ObjectStoreCount{
-			{Table: "events", Op: lake.OpRangedGet, Requests: 7, BytesRead: 700},
-			{Table: "events", Op: lake.OpHead, Requests: 2, Err4xx: 1},
+	c := objStoreCollector{counts: func() []objstore.Count {
+		return []objstore.Count{
+			{Table: "events", Op: objstore.OpRangedGet, Requests: 7, BytesRead: 700},
+			{Table: "events", Op: objstore.OpHead, Requests: 2, Err4xx: 1},
 		}
 	}}
 	want := `
@@ -49,8 +49,8 @@ siglake_objstore_read_bytes_total{op="ranged_get",table="events"} 700
 func TestCostField(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	log := zap.New(core)
-	log.Info("with", CostField(lake.Cost{lake.OpGet: {Requests: 3, BytesRead: 30}, lake.OpPut: {Requests: 1, Errors: 1, BytesWritten: 5}}))
-	log.Info("without", CostField(lake.Cost{}))
+	log.Info("with", CostField(objstore.Cost{objstore.OpGet: {Requests: 3, BytesRead: 30}, objstore.OpPut: {Requests: 1, Errors: 1, BytesWritten: 5}}))
+	log.Info("without", CostField(objstore.Cost{}))
 	e := logs.All()
 	got := e[0].ContextMap()["objstore"].(map[string]any)
 	want := map[string]int64{"requests": 4, "errors": 1, "bytes_read": 30, "bytes_written": 5, "get": 3, "put": 1}

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // Drain claims (docs/claims.md) live in the properties of one bookkeeping table, kept out of the
@@ -45,7 +47,7 @@ func (l *Lake) EnsureClaimsTable(ctx context.Context) (*table.Table, error) {
 		sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "stream", Type: iceberg.PrimitiveTypes.String})
 		t, err = l.cat.CreateTable(ctx, id, sc, catalog.WithProperties(iceberg.Properties{
 			"format-version":     "2",
-			"siglake.created-by": "siglake",
+			tableprops.CreatedBy: "siglake",
 			// Every claim commit writes a metadata file; keep only the recent ones.
 			table.MetadataDeleteAfterCommitEnabledKey: "true",
 			table.MetadataPreviousVersionsMaxKey:      "10",

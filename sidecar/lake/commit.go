@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // Mark is a stream's position: the (incarnation, seq) of the last WAL segment of that stream
@@ -33,7 +35,7 @@ func (m Mark) Less(o Mark) bool {
 func (m Mark) String() string { return fmt.Sprintf("%d:%d", m.Incarnation, m.Seq) }
 
 // MarkPropertyPrefix prefixes the table property holding each stream's mark.
-const MarkPropertyPrefix = "siglake.mark."
+const MarkPropertyPrefix = tableprops.MarkPrefix
 
 // ReadMark returns stream's mark in t, or ok=false when the stream has never committed to t.
 func ReadMark(t *table.Table, stream string) (m Mark, ok bool, err error) {
@@ -41,17 +43,23 @@ func ReadMark(t *table.Table, stream string) (m Mark, ok bool, err error) {
 	if !ok {
 		return Mark{}, false, nil
 	}
+	m, err = parseMark(MarkPropertyPrefix+stream, v)
+	return m, err == nil, err
+}
+
+// parseMark reads the stored form of a mark (Mark.String), property key.
+func parseMark(key, v string) (m Mark, err error) {
 	inc, seq, found := strings.Cut(v, ":")
 	if !found {
-		return Mark{}, false, fmt.Errorf("table property %s%s=%q: want incarnation:seq", MarkPropertyPrefix, stream, v)
+		return Mark{}, fmt.Errorf("table property %s=%q: want incarnation:seq", key, v)
 	}
 	if m.Incarnation, err = strconv.ParseUint(inc, 10, 64); err == nil {
 		m.Seq, err = strconv.ParseUint(seq, 10, 64)
 	}
 	if err != nil {
-		return Mark{}, false, fmt.Errorf("table property %s%s=%q: %w", MarkPropertyPrefix, stream, v, err)
+		return Mark{}, fmt.Errorf("table property %s=%q: %w", key, v, err)
 	}
-	return m, true, nil
+	return m, nil
 }
 
 // Marks returns the mark of every stream that has committed to t (its siglake.mark.* properties).
@@ -166,7 +174,7 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w",
 				req.Table, req.Stream, cur, req.First, req.Last, ErrMarkAhead)
 		}
-		props := iceberg.Properties{"siglake.stream": req.Stream, "siglake.mark": req.Last.String()}
+		props := iceberg.Properties{tableprops.SumStream: req.Stream, tableprops.SumMark: req.Last.String()}
 		for k, v := range req.Summary {
 			props[k] = v
 		}

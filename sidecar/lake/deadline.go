@@ -17,7 +17,7 @@ import (
 // DefaultCommitTimeout bounds one catalog commit attempt (--commit-timeout). A commit that hangs
 // (a held SQLite write lock, a catalog that accepts the request and never answers) would otherwise
 // hold its batch, and its files, for as long as the catalog likes; and gc's age floor
-// (DefaultGCMinAge) can only protect files whose commit ends within a known time.
+// (orphans.DefaultMinAge) can only protect files whose commit ends within a known time.
 const DefaultCommitTimeout = 2 * time.Minute
 
 // CommitSlowFraction of the deadline is when a commit still running is reported slow, so a hung

@@ -10,13 +10,15 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // CatalogIDProperty is the property that holds the identity of siglake's catalog and namespace.
 // Gossip members compete for a table's maintenance lease only when they advertise the same
 // identity (docs/gossip.md "Leases per catalog"): pods with private embedded catalogs each own
 // all their tables, pods on one shared catalog share them.
-const CatalogIDProperty = "siglake.catalog-id"
+const CatalogIDProperty = tableprops.CatalogID
 
 // IdentityNamespace is the namespace whose properties hold the identity of the catalog and
 // siglake's namespace ns: `<ns>_identity`, beside the claims' `<ns>_claims`. It holds no table.

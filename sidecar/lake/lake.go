@@ -22,6 +22,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	_ "github.com/lib/pq"  // PostgreSQL driver for the SQL catalog; already in iceberg-go's module graph
 	_ "modernc.org/sqlite" // pure-Go SQLite so the binary builds with CGO_ENABLED=0
+
+	_ "github.com/siglake/siglake/sidecar/lake/objstore" // the counting s3:// FileIO every table access uses
 )
 
 // ErrBadConfig marks errors in the catalog or warehouse options themselves (retrying cannot help).

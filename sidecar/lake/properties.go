@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // UpdateProperties commits the properties f sets and removes on the newest metadata, retried on a
@@ -76,7 +78,7 @@ func (l *Lake) UpdatePropertiesCAS(ctx context.Context, name string, f func(iceb
 		}
 		keys := slices.Concat(slices.Collect(maps.Keys(set)), remove)
 		slices.Sort(keys)
-		if _, err = CommitPropertiesCAS(ctx, t, set, remove, iceberg.Properties{"siglake.properties-edit": strings.Join(keys, ",")}); err == nil || !errors.Is(err, ErrCASConflict) {
+		if _, err = CommitPropertiesCAS(ctx, t, set, remove, iceberg.Properties{tableprops.SumPropertiesEdit: strings.Join(keys, ",")}); err == nil || !errors.Is(err, ErrCASConflict) {
 			break
 		}
 	}
@@ -84,4 +86,65 @@ func (l *Lake) UpdatePropertiesCAS(ctx context.Context, name string, f func(iceb
 		return fmt.Errorf("update the properties of %s: %w", name, err)
 	}
 	return nil
+}
+
+// ValueEdit is one compare-and-swap edit of a table's single-key JSON value (a policy, a
+// specification): EditValue runs it.
+type ValueEdit[T any] struct {
+	Codec tableprops.Codec[T]
+	// Edit gets the value stored now (and its decode error) and returns the new one.
+	Edit func(cur T, curErr error) (T, error)
+	// Check, when set, vets the new value against the table's schema and its other properties.
+	Check func(sc *iceberg.Schema, props iceberg.Properties, next T) error
+	// Empty says the new value removes the property instead.
+	Empty func(T) bool
+}
+
+// EditValue edits table name's value of e.Codec inside one properties commit (UpdatePropertiesCAS):
+// when another edit commits first, the commit conflicts and e.Edit runs again on the value that
+// edit stored, so neither is lost (reading, editing and then setting would overwrite it). It
+// returns the value replaced and the one stored (at the current format version); an error from
+// Edit or Check writes nothing.
+func EditValue[T any](ctx context.Context, l *Lake, name string, e ValueEdit[T]) (before, after T, err error) {
+	var zero T
+	t, err := l.LoadTable(ctx, name)
+	if err != nil {
+		return zero, zero, err
+	}
+	schema := t.Schema()
+	var editErr error
+	err = l.UpdatePropertiesCAS(ctx, name, func(props iceberg.Properties) (iceberg.Properties, []string) {
+		cur, _, curErr := e.Codec.Read(props)
+		next, err := e.Edit(cur, curErr)
+		if err == nil && e.Check != nil {
+			err = e.Check(schema, props, next)
+		}
+		if err != nil {
+			editErr = fmt.Errorf("%s for %s: %w", e.Codec.What, name, err)
+			return nil, nil
+		}
+		editErr = nil
+		before, after = cur, next
+		if e.Empty(next) {
+			if _, ok := props[e.Codec.Name]; ok {
+				return nil, []string{e.Codec.Name}
+			}
+			return nil, nil
+		}
+		next = e.Codec.Current(next)
+		v, err := e.Codec.Encode(next)
+		if err != nil {
+			editErr = err
+			return nil, nil
+		}
+		after = next
+		return iceberg.Properties{e.Codec.Name: v}, nil
+	})
+	if editErr != nil {
+		return zero, zero, editErr
+	}
+	if err != nil {
+		return zero, zero, fmt.Errorf("store the %s of %s: %w", e.Codec.What, name, err)
+	}
+	return before, after, nil
 }

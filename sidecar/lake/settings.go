@@ -9,18 +9,19 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // Table settings siglake reads from a table's properties (docs/configuration.md "Table properties").
 
 // IndexAtFlushProperty is the table property behind the table setting index_at_flush: "true" makes
 // generation-0 writes (drain flushes) do the whole-file index work too; default false.
-const IndexAtFlushProperty = "siglake.index_at_flush"
+const IndexAtFlushProperty = tableprops.IndexAtFlush
 
 // IndexColumnsProperty is the table property behind the table's index specification: the
 // comma-separated columns that get an inverted index (footer, or a Puffin sidecar from the
 // rebuild). Unset: none.
-const IndexColumnsProperty = "siglake.index_columns"
+const IndexColumnsProperty = tableprops.IndexColumns
 
 // IndexColumns returns the columns t's index specification names, in order, without repeats.
 func IndexColumns(t *table.Table) []string { return IndexColumnsOf(t.Properties()) }

@@ -4,19 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // SkippedPrefix prefixes the table properties that set a data file aside: its rewrites failed
 // permanently (a corrupt, truncated, missing or unreadable object) SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES
 // times, so maintenance plans without it (docs/operations.md "Skipped files"). They live with
 // the table, so every owner, after restarts and lease moves, knows.
-const SkippedPrefix = "siglake.skipped."
+const SkippedPrefix = tableprops.SkippedPrefix
 
 // Skipped is one set-aside data file.
 type Skipped struct {
@@ -28,6 +28,10 @@ type Skipped struct {
 	Kind     string    `json:"kind"` // the rewrite that failed last
 }
 
+// skippedCodec reads and writes the set-aside records; a record belongs under its path's key.
+var skippedCodec = tableprops.Codec[Skipped]{Name: SkippedPrefix, What: "set-aside file",
+	KeyOf: func(s Skipped) string { return SkippedKey(s.Path) }}
+
 // SkippedKey is the property of path: a hash, since paths are long and hold any character.
 func SkippedKey(path string) string {
 	h := sha256.Sum256([]byte(path))
@@ -38,13 +42,10 @@ func SkippedKey(path string) string {
 // alone (and do not set anything aside).
 func SkippedFiles(props iceberg.Properties) map[string]Skipped {
 	out := map[string]Skipped{}
-	for k, v := range props {
-		if !strings.HasPrefix(k, SkippedPrefix) {
-			continue
-		}
-		var s Skipped
-		if json.Unmarshal([]byte(v), &s) == nil && s.Path != "" && SkippedKey(s.Path) == k {
-			out[s.Path] = s
+	entries, _ := skippedCodec.List(props)
+	for _, e := range entries {
+		if e.Value.Path != "" {
+			out[e.Value.Path] = e.Value
 		}
 	}
 	return out
@@ -62,7 +63,7 @@ func SortedSkipped(m map[string]Skipped) []Skipped {
 
 // SetSkipped records s in table name, retried on a concurrent commit.
 func (l *Lake) SetSkipped(ctx context.Context, name string, s Skipped) error {
-	v, err := json.Marshal(s)
+	v, err := skippedCodec.Encode(s)
 	if err != nil {
 		return err
 	}

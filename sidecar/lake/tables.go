@@ -9,6 +9,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // TimestampColumn is the column every siglake table is partitioned (by day) and sorted by.
@@ -86,7 +88,7 @@ func (l *Lake) createTable(ctx context.Context, name string, sc *arrow.Schema) (
 	props := iceberg.Properties{
 		"format-version":                  "2",
 		"write.parquet.compression-codec": "zstd",
-		"siglake.created-by":              "siglake",
+		tableprops.CreatedBy:              "siglake",
 	}
 	return l.cat.CreateTable(ctx, l.Ident(name), isc,
 		catalog.WithPartitionSpec(&spec), catalog.WithSortOrder(order), catalog.WithProperties(props))

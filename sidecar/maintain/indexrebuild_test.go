@@ -26,6 +26,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -436,7 +437,7 @@ func ageAll(t *testing.T, tbl *table.Table) {
 
 func gcApply(t *testing.T, e *env) {
 	t.Helper()
-	if _, err := e.lake.GC(context.Background(), lake.GCOptions{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour, Apply: true}); err != nil {
+	if _, err := orphans.Run(context.Background(), e.lake, orphans.Options{Keep: puffinidx.Referenced, OlderThan: time.Hour, MinAge: time.Hour, Apply: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.tableSum("events"); got.Rows == 0 {

@@ -10,19 +10,31 @@
 package puffinidx
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // PropertyPrefix prefixes the table property registering one data file's sidecars; the data
 // file's base name (unique: a fresh UUID) follows.
-const PropertyPrefix = "siglake.invidx.puffin.v1."
+const PropertyPrefix = tableprops.PuffinPrefix
+
+// registrationProperty reads and writes registrations; the version is in the prefix (v1), and a
+// registration belongs under its data file's key.
+var registrationProperty = tableprops.Codec[Registration]{Name: PropertyPrefix, What: "index registration",
+	KeyOf: func(r Registration) string { return Key(r.DataFile) },
+	Check: func(r Registration) error {
+		if r.DataFile == "" {
+			return errors.New("a registration without data_file")
+		}
+		return nil
+	}}
 
 // Registration is the value of one data file's property.
 type Registration struct {
@@ -67,32 +79,20 @@ type Registry map[string]Registration
 // out (its file is treated as unindexed: a gap costs pruning, never correctness).
 func Parse(props map[string]string) (Registry, error) {
 	reg := Registry{}
-	var bad []string
-	keys := make([]string, 0)
-	for k := range props {
-		if strings.HasPrefix(k, PropertyPrefix) {
-			keys = append(keys, k)
-		}
+	entries, errs := registrationProperty.List(props)
+	for _, e := range entries {
+		reg[e.Value.DataFile] = e.Value
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		var r Registration
-		if err := json.Unmarshal([]byte(props[k]), &r); err != nil || r.DataFile == "" || Key(r.DataFile) != k {
-			bad = append(bad, k)
-			continue
-		}
-		reg[r.DataFile] = r
-	}
-	if len(bad) > 0 {
-		return reg, fmt.Errorf("table properties %v: not an index registration (want JSON {data_file, sidecars} under %s<data file name>)", bad, PropertyPrefix)
+	if len(errs) > 0 {
+		return reg, fmt.Errorf("%w (want JSON {data_file, sidecars} under %s<data file name>)", errors.Join(errs...), PropertyPrefix)
 	}
 	return reg, nil
 }
 
 // Encode is the property value of r.
 func (r Registration) Encode() string {
-	b, _ := json.Marshal(r) // strings, ints and slices only: cannot fail
-	return string(b)
+	s, _ := registrationProperty.Encode(r) // strings, ints and slices only: cannot fail
+	return s
 }
 
 // PuffinPaths returns every registered sidecar path (what gc must keep).
@@ -121,7 +121,7 @@ func StaleKeys(props map[string]string, live func(dataFile string) bool) []strin
 }
 
 // Referenced returns the Puffin files t's registrations name: objects that only a table property
-// references, which `siglake gc` must keep (lake.GCOptions.Keep). A malformed registration is an
+// references, which `siglake gc` must keep (orphans.Options.Keep). A malformed registration is an
 // error, so gc deletes nothing in a table whose registrations it cannot read: fix or remove those
 // properties first.
 func Referenced(t *table.Table) ([]string, error) {

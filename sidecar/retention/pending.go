@@ -7,19 +7,25 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // PendingPrefix prefixes the table properties that list objects retention removed from the
 // table and will delete from storage: siglake.retention.pending.<id>. They live with the table,
 // so whichever process owns it next finishes what another started.
-const PendingPrefix = "siglake.retention.pending."
+const PendingPrefix = tableprops.RetentionPending
+
+// pendingProperty reads and writes the pending deletions; one belongs under its id.
+var pendingProperty = tableprops.Codec[Pending]{Name: PendingPrefix, What: "pending retention deletion",
+	Version: func(p *Pending) *int { return &p.Version }, MinVersion: 1, MaxVersion: Version,
+	KeyOf: func(p Pending) string { return PendingPrefix + p.ID }}
 
 // inlineFiles is the most paths a pending entry holds itself; a bigger removal (a dropped
 // month) writes its list to an object beside the table metadata, so the metadata every later
@@ -66,24 +72,11 @@ type pendingList struct {
 // PendingOf returns the pending deletions stored in props, oldest first, and an error for each
 // property that does not decode (left alone: never deleted from, never removed).
 func PendingOf(props iceberg.Properties) ([]Pending, []error) {
+	entries, errs := pendingProperty.List(props)
 	var out []Pending
-	var errs []error
-	for k, v := range props {
-		if !strings.HasPrefix(k, PendingPrefix) {
-			continue
-		}
-		var p Pending
-		if err := json.Unmarshal([]byte(v), &p); err != nil {
-			errs = append(errs, fmt.Errorf("table property %s: not a pending retention deletion (JSON): %w", k, err))
-			continue
-		}
-		if p.Version < 1 || p.Version > Version || PendingPrefix+p.ID != k {
-			errs = append(errs, fmt.Errorf("table property %s: pending deletion of version %d and id %q, this siglake reads version 1..%d stored under its id", k, p.Version, p.ID, Version))
-			continue
-		}
-		out = append(out, p)
+	for _, e := range entries {
+		out = append(out, e.Value) // by key, which is by id
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, errs
 }
 
@@ -123,7 +116,7 @@ func stagePending(txn *table.Transaction, fsys icebergio.WriteFileIO, location s
 			return "", fmt.Errorf("write the pending deletion list %s: %w", p.List, err)
 		}
 	}
-	v, err := json.Marshal(p)
+	v, err := pendingProperty.Encode(p)
 	if err != nil {
 		return p.List, err
 	}

@@ -22,15 +22,23 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Property is the table property holding the policy (JSON, docs/retention.md).
-const Property = "siglake.retention"
+const Property = tableprops.Retention
 
-// Version is the format version of a stored policy; readers refuse newer ones.
+// Version is the format version of a stored policy (and of a pending deletion); readers refuse
+// newer ones.
 const Version = 1
+
+// PolicyProperty reads and writes the stored policy (docs/format/table-properties.md);
+// PolicyProperty.Read is the policy of a table's properties. Fields it does not know are refused:
+// people write policies by hand.
+var PolicyProperty = tableprops.Codec[Policy]{Name: Property, What: "retention policy", Strict: true,
+	Version: func(p *Policy) *int { return &p.Version }, MinVersion: 1, MaxVersion: Version}
 
 // MinPeriod is the shortest period accepted: a shorter one is far more often a typo (30m for
 // 30d) than a wish, and it would drop rows commit batching and late ingest still deliver.
@@ -86,29 +94,8 @@ func FormatPeriod(d time.Duration) string {
 	return d.String()
 }
 
-// Of reads the policy stored in props; ok is false when the table has none.
-func Of(props iceberg.Properties) (p Policy, ok bool, err error) {
-	v, ok := props[Property]
-	if !ok {
-		return Policy{}, false, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(v))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return Policy{}, true, fmt.Errorf("table property %s: not a retention policy (JSON): %w", Property, err)
-	}
-	if p.Version < 1 || p.Version > Version {
-		return Policy{}, true, fmt.Errorf("table property %s: policy format version %d, this siglake reads 1..%d", Property, p.Version, Version)
-	}
-	return p, true, nil
-}
-
-// Encode is the stored form of p.
-func (p Policy) Encode() (string, error) {
-	p.Version = Version
-	b, err := json.Marshal(p)
-	return string(b), err
-}
+// Encode is the stored form of p, at the current format version.
+func (p Policy) Encode() (string, error) { return PolicyProperty.Encode(PolicyProperty.Current(p)) }
 
 // Validate checks p against a table schema: periods parse and are at least MinPeriod (or 0),
 // every rule has a condition, and its conditions pass the deletion-request checks (the columns
@@ -368,7 +355,7 @@ func DrainFilter(def time.Duration) func(t *table.Table, now time.Time) (*merge.
 		var pol Policy
 		var err error
 		if t != nil {
-			pol, _, err = Of(t.Properties())
+			pol, _, err = PolicyProperty.Read(t.Properties())
 			if err == nil {
 				err = pol.Validate(t.Schema(), lake.TimestampColumn)
 			}

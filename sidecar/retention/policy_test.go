@@ -150,7 +150,7 @@ func TestValidate(t *testing.T) {
 	if err := (Policy{Period: "30d", Rules: []Rule{{Where: where("severity", "debug"), Period: "3d"}}}).Validate(sc, "timestamp"); err != nil {
 		t.Error(err)
 	}
-	if _, _, err := Of(iceberg.Properties{Property: `{"version":1,"period":"30d","rulez":[]}`}); err == nil {
+	if _, _, err := PolicyProperty.Read(iceberg.Properties{Property: `{"version":1,"period":"30d","rulez":[]}`}); err == nil {
 		t.Error("an unknown field must be refused, not ignored (a typo would keep rows nobody meant to keep)")
 	}
 }

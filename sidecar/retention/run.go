@@ -21,6 +21,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -256,7 +257,7 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 			rep.OldestRow = &at
 		}
 	}
-	pol, _, err := Of(t.Properties())
+	pol, _, err := PolicyProperty.Read(t.Properties())
 	if o.Policy != nil {
 		pol, err = *o.Policy, nil
 	}
@@ -489,8 +490,8 @@ func (r *Runner) drop(ctx context.Context, t *table.Table, wfs icebergio.WriteFi
 	now := r.Now()
 	pending := Pending{ID: newID(now), Bytes: bytes, RemovedAt: now}
 	var list string
-	props := iceberg.Properties{"siglake.rewrite.kind": plan.KindRetention.String(), "siglake.retention.dropped-files": strconv.Itoa(len(old)),
-		"siglake.retention.dropped-rows": strconv.FormatInt(rows, 10), "siglake.retention.pending": pending.ID}
+	props := iceberg.Properties{tableprops.SumRewriteKind: plan.KindRetention.String(), tableprops.SumRetentionFiles: strconv.Itoa(len(old)),
+		tableprops.SumRetentionRows: strconv.FormatInt(rows, 10), tableprops.SumRetentionPending: pending.ID}
 	cr, err := r.Lake.CommitReplace(ctx, name, old, nil, props, func(cur *table.Table, txn *table.Transaction) error {
 		pending.after(cur)
 		if list != "" { // a retried attempt: the list object is already written
@@ -615,7 +616,7 @@ func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO,
 		RowFilter:       filter,
 		Reason:          "rows past retention",
 		Props: func(res merge.RewriteResult) iceberg.Properties {
-			return iceberg.Properties{"siglake.retention.dropped-rows": strconv.FormatInt(sum(res.Deleted), 10), "siglake.retention.pending": pending.ID}
+			return iceberg.Properties{tableprops.SumRetentionRows: strconv.FormatInt(sum(res.Deleted), 10), tableprops.SumRetentionPending: pending.ID}
 		},
 		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
 			pending.after(cur)

@@ -26,6 +26,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -292,7 +293,7 @@ func TestRetentionFreesStorageAfterTheDelay(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := e.Lake.GC(context.Background(), lake.GCOptions{OlderThan: time.Hour, MinAge: time.Hour, Apply: true, Keep: keepAll}); err != nil {
+	if _, err := orphans.Run(context.Background(), e.Lake, orphans.Options{OlderThan: time.Hour, MinAge: time.Hour, Apply: true, Keep: keepAll}); err != nil {
 		t.Fatal(err)
 	}
 	if n := exists(); n != 5 {
@@ -946,7 +947,7 @@ func TestConcurrentPolicyEditsKeepBoth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, _, err := retention.Of(e.Table("events").Properties())
+	stored, _, err := retention.PolicyProperty.Read(e.Table("events").Properties())
 	if err != nil || len(stored.Rules) != 2 {
 		t.Fatalf("stored policy %+v (%v), want both rules", stored, err)
 	}

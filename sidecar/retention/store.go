@@ -25,62 +25,32 @@ func Set(ctx context.Context, l *lake.Lake, name string, p Policy) (Policy, erro
 	if err != nil {
 		return Policy{}, err
 	}
-	clear := p.Period == "" && len(p.Rules) == 0
+	clear := p.empty()
 	if err := l.SetProperty(ctx, name, Property, v, clear); err != nil {
 		return Policy{}, fmt.Errorf("store the retention policy of %s: %w", name, err)
 	}
 	return p, nil
 }
 
-// Update edits table name's policy inside one properties commit: edit gets the policy stored now
-// (and its decode error) and returns the new one; check, when set, vets it against the table's
-// other properties. When another edit commits first, the commit conflicts and edit runs again on
-// the policy that edit stored, so neither is lost (reading, editing and then Set would overwrite
-// it). It returns the policy replaced and the one stored; an error from edit or check writes
-// nothing.
+// Update edits table name's policy inside one properties commit (lake.EditValue, shared with
+// fold.Update): edit gets the policy stored now (and its decode error) and returns the new one;
+// check, when set, vets it against the table's other properties. When another edit commits
+// first, the commit conflicts and edit runs again on the policy that edit stored, so neither is
+// lost (reading, editing and then Set would overwrite it). It returns the policy replaced and
+// the one stored; an error from edit or check writes nothing.
 func Update(ctx context.Context, l *lake.Lake, name string, edit func(cur Policy, curErr error) (Policy, error),
 	check func(iceberg.Properties, Policy) error) (before, after Policy, err error) {
-	t, err := l.LoadTable(ctx, name)
-	if err != nil {
-		return Policy{}, Policy{}, err
-	}
-	schema := t.Schema()
-	var editErr error
-	err = l.UpdatePropertiesCAS(ctx, name, func(props iceberg.Properties) (iceberg.Properties, []string) {
-		cur, _, curErr := Of(props)
-		next, err := edit(cur, curErr)
-		if err == nil {
-			err = next.Validate(schema, lake.TimestampColumn)
-		}
-		if err == nil && check != nil {
-			err = check(props, next)
-		}
-		if err != nil {
-			editErr = fmt.Errorf("retention policy for %s: %w", name, err)
-			return nil, nil
-		}
-		editErr = nil
-		before, after = cur, next
-		if next.Period == "" && len(next.Rules) == 0 {
-			if _, ok := props[Property]; ok {
-				return nil, []string{Property}
+	return lake.EditValue(ctx, l, name, lake.ValueEdit[Policy]{Codec: PolicyProperty, Edit: edit, Empty: Policy.empty,
+		Check: func(sc *iceberg.Schema, props iceberg.Properties, next Policy) error {
+			if err := next.Validate(sc, lake.TimestampColumn); err != nil {
+				return err
 			}
-			return nil, nil
-		}
-		next.Version = Version
-		v, err := next.Encode()
-		if err != nil {
-			editErr = err
-			return nil, nil
-		}
-		after = next
-		return iceberg.Properties{Property: v}, nil
-	})
-	if editErr != nil {
-		return Policy{}, Policy{}, editErr
-	}
-	if err != nil {
-		return Policy{}, Policy{}, fmt.Errorf("store the retention policy of %s: %w", name, err)
-	}
-	return before, after, nil
+			if check != nil {
+				return check(props, next)
+			}
+			return nil
+		}})
 }
+
+// empty says p is the zero policy, which removes the table's own (the process default applies).
+func (p Policy) empty() bool { return p.Period == "" && len(p.Rules) == 0 }

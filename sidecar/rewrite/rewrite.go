@@ -20,6 +20,8 @@ import (
 	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -118,7 +120,7 @@ type Outcome struct {
 	Took time.Duration
 	// Cost is the object-store requests of the table while the rewrite ran (it includes
 	// concurrent work on the same table, such as its drain).
-	Cost lake.Cost
+	Cost objstore.Cost
 	// Orphans are outputs of an uncommitted rewrite that could not be removed (left for gc), and
 	// OrphanErr says why.
 	Orphans   []string
@@ -158,10 +160,10 @@ type Executor struct {
 func (e *Executor) Run(ctx context.Context, t *table.Table, job Job) Outcome {
 	start := e.Now()
 	name := t.Identifier()[len(t.Identifier())-1]
-	cost0 := lake.ObjectStoreCost(name)
+	cost0 := objstore.CostOf(name)
 	// Merge and commit only: the index rebuild that may follow is not the rewrite's cost.
 	done := func(o Outcome) Outcome {
-		o.Took, o.Cost = e.Now().Sub(start), lake.ObjectStoreCost(name).Sub(cost0)
+		o.Took, o.Cost = e.Now().Sub(start), objstore.CostOf(name).Sub(cost0)
 		return o
 	}
 	out, fs := e.run(ctx, t, name, job)
@@ -257,11 +259,11 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	if err != nil {
 		return discard(Failed, err)
 	}
-	props := iceberg.Properties{"siglake.rewrite.kind": job.Kind, "siglake.rewrite.path": string(res.Path),
-		"siglake.rewrite.inputs": strconv.Itoa(len(inputs))}
+	props := iceberg.Properties{tableprops.SumRewriteKind: job.Kind, tableprops.SumRewritePath: string(res.Path),
+		tableprops.SumRewriteInputs: strconv.Itoa(len(inputs))}
 	if res.Fold != nil {
-		props["siglake.fold.rows-in"] = strconv.FormatInt(res.Fold.RowsIn, 10)
-		props["siglake.fold.rows-out"] = strconv.FormatInt(res.Fold.RowsOut, 10)
+		props[tableprops.SumFoldRowsIn] = strconv.FormatInt(res.Fold.RowsIn, 10)
+		props[tableprops.SumFoldRowsOut] = strconv.FormatInt(res.Fold.RowsOut, 10)
 	}
 	if job.Props != nil {
 		for k, v := range job.Props(res) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 )
 
 // Explain is what a search considered, pruned and read, per stage (--explain). At every stage
@@ -40,10 +40,10 @@ type Explain struct {
 	BatchRows      int64 `json:"batch_rows"`
 	// ObjectStore is what the S3 client measured for the table during the search (manifests
 	// included); empty on a local warehouse.
-	ObjectStore *lake.OpCost `json:"object_store,omitempty"`
+	ObjectStore *objstore.OpCost `json:"object_store,omitempty"`
 	// ObjectStoreOps is ObjectStore by request kind: each opened file and Puffin sidecar is one
 	// whole-object GET (get), each read of it one ranged GET (ranged_get).
-	ObjectStoreOps lake.Cost `json:"object_store_ops,omitempty"`
+	ObjectStoreOps objstore.Cost `json:"object_store_ops,omitempty"`
 	// PuffinIndexesRead counts Puffin index blobs read (and used) for --where columns.
 	PuffinIndexesRead int64 `json:"puffin_indexes_read"`
 	// IndexesNotRead counts Puffin index blobs left unread because they are larger than the tested

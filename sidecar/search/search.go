@@ -12,6 +12,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/search/ordered"
 )
@@ -63,7 +64,7 @@ func Run(ctx context.Context, t *table.Table, q Query, o Options, emit func(rec 
 		o.Mem = memory.DefaultAllocator
 	}
 	name := t.Identifier()[len(t.Identifier())-1]
-	costBefore := lake.ObjectStoreCost(name)
+	costBefore := objstore.CostOf(name)
 	ex := &Explain{MemoryBudget: o.MemoryBudget}
 	all, err := lake.LiveFiles(ctx, t)
 	if err != nil {
@@ -128,7 +129,7 @@ func Run(ctx context.Context, t *table.Table, q Query, o Options, emit func(rec 
 	total := src.fsys.n.snapshot()
 	ex.DataBytes, ex.DataRequests = total.bytes-ex.FooterBytes, total.requests-ex.FooterRequests
 	if strings.HasPrefix(t.Location(), "s3") {
-		ops := lake.ObjectStoreCost(name).Sub(costBefore)
+		ops := objstore.CostOf(name).Sub(costBefore)
 		d := ops.Total()
 		ex.ObjectStore, ex.ObjectStoreOps = &d, ops
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 )
 
 // TestBenchBackends measures, in one run, the drain and a rewrite on the embedded default (SQLite
@@ -106,7 +107,7 @@ func benchRewrite(t *testing.T, name string, s *site) {
 	}
 	wfs := fsys.(icebergio.WriteFileIO)
 	for _, path := range []merge.PathKind{merge.PathInMemory, merge.PathKWay, merge.PathPageBounded} {
-		before := lake.ObjectStoreCost("events")
+		before := objstore.CostOf("events")
 		start := time.Now()
 		res, err := merge.Rewrite(ctx, wfs, inputs, sc, func(int) string { return lake.DataDir(tbl, part) + "/" + merge.DataFileName(1) },
 			merge.RewriteOptions{WriterOptions: merge.WriterOptions{TimestampColumn: lake.TimestampColumn}, ForcePath: path})
@@ -114,7 +115,7 @@ func benchRewrite(t *testing.T, name string, s *site) {
 			t.Fatalf("%s rewrite on %s: %v", path, name, err)
 		}
 		secs := time.Since(start).Seconds()
-		cost := lake.ObjectStoreCost("events").Sub(before)
+		cost := objstore.CostOf("events").Sub(before)
 		var outRows int64
 		for _, o := range res.Outputs {
 			outRows += o.Rows
@@ -126,7 +127,7 @@ func benchRewrite(t *testing.T, name string, s *site) {
 		tot := cost.Total()
 		t.Logf("rewrite %s, %s: %d files, %d rows, %.1f MB in -> %.1f MB out in %.2f s (%.1f MB/s of input); merge read %.2fx the input; object store: %d GET + %d ranged GET, read %.2fx the input, %d requests in all",
 			name, path, len(inputs), inRows, float64(inBytes)/1e6, float64(res.BytesWritten)/1e6, secs, float64(inBytes)/1e6/secs,
-			float64(res.BytesRead)/float64(inBytes), cost[lake.OpGet].Requests, cost[lake.OpRangedGet].Requests,
+			float64(res.BytesRead)/float64(inBytes), cost[objstore.OpGet].Requests, cost[objstore.OpRangedGet].Requests,
 			float64(tot.BytesRead)/float64(inBytes), tot.Requests)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/search"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -228,12 +228,12 @@ func TestBackendsSearch(t *testing.T) {
 	if opened(all) <= opened(one) {
 		t.Fatalf("the queries open %d and %d files: the comparison tests nothing", opened(one), opened(all))
 	}
-	gets := func(ex search.Explain, op lake.Op) int64 { return ex.ObjectStoreOps[op].Requests }
-	if d, want := gets(all, lake.OpGet)-gets(one, lake.OpGet), opened(all)-opened(one); d != want {
+	gets := func(ex search.Explain, op objstore.Op) int64 { return ex.ObjectStoreOps[op].Requests }
+	if d, want := gets(all, objstore.OpGet)-gets(one, objstore.OpGet), opened(all)-opened(one); d != want {
 		t.Errorf("whole-object GETs: %d more opening %d files than %d, want one per opened file (%d)\none %+v\nall %+v",
 			d, opened(all), opened(one), want, one.ObjectStoreOps, all.ObjectStoreOps)
 	}
-	store := func(ex search.Explain) int64 { return gets(ex, lake.OpGet) + gets(ex, lake.OpRangedGet) }
+	store := func(ex search.Explain) int64 { return gets(ex, objstore.OpGet) + gets(ex, objstore.OpRangedGet) }
 	if d, want := store(all)-store(one), all.Requests()-one.Requests(); d != want {
 		t.Errorf("GETs: %d more on the store, %d more in --explain: --explain must count every request", d, want)
 	}

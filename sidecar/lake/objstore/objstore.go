@@ -1,4 +1,7 @@
-package lake
+// Package objstore is siglake's object-store cost accounting and S3 client: it counts every S3
+// request where it happens, and resumes GET bodies that break off. Package lake imports it for
+// its side effect: the s3:// FileIO factory it registers.
+package objstore
 
 // Object-store cost accounting. Compaction's purpose is paid in object-store requests and bandwidth,
 // so every S3 request siglake makes is counted where it happens: at the HTTP client of the AWS SDK,
@@ -86,11 +89,11 @@ func (c Cost) Total() OpCost {
 	return t
 }
 
-// ObjectStoreCost returns the process's object-store usage so far for requests under table's
+// CostOf returns the process's object-store usage so far for requests under table's
 // directory; table "" sums every request (including those outside any table, such as listings of
 // the warehouse). The drain and rewrites take one before and one after their work and log the
 // difference (Cost.Sub); concurrent work on the same table is included in that difference.
-func ObjectStoreCost(table string) Cost {
+func CostOf(table string) Cost {
 	return accounting.cost(table)
 }
 
@@ -406,9 +409,9 @@ func init() {
 	icebergio.Register("s3", countingS3Factory)
 }
 
-// ObjectStoreCount is one (table, kind) counter of the accounting: what sidecar/instrument
+// Count is one (table, kind) counter of the accounting: what sidecar/instrument
 // exports as the siglake_objstore_* metrics (lake itself imports no metrics library).
-type ObjectStoreCount struct {
+type Count struct {
 	Table string // "" for requests outside any table directory
 	Op    Op
 	// Requests, BytesRead and BytesWritten as in OpCost; the errors by class.
@@ -416,12 +419,12 @@ type ObjectStoreCount struct {
 	ErrNetwork, Err4xx, Err5xx        int64
 }
 
-// ObjectStoreCounts returns every counter of the process so far, sorted by table, then kind.
-func ObjectStoreCounts() []ObjectStoreCount {
+// Counts returns every counter of the process so far, sorted by table, then kind.
+func Counts() []Count {
 	accounting.mu.RLock()
-	out := make([]ObjectStoreCount, 0, len(accounting.m))
+	out := make([]Count, 0, len(accounting.m))
 	for k, c := range accounting.m {
-		out = append(out, ObjectStoreCount{Table: k.table, Op: k.op, Requests: c.requests.Load(),
+		out = append(out, Count{Table: k.table, Op: k.op, Requests: c.requests.Load(),
 			BytesRead: c.bytesRead.Load(), BytesWritten: c.bytesWritten.Load(),
 			ErrNetwork: c.errNetwork.Load(), Err4xx: c.err4xx.Load(), Err5xx: c.err5xx.Load()})
 	}

@@ -1,4 +1,15 @@
-package lake
+// Package orphans is orphan cleanup (`siglake gc`). A crash between writing a data file and
+// committing it, a commit that failed cleanly after the files were written, or an expired
+// snapshot leaves objects that no retained snapshot references. They cost storage, not correctness, so gc is a separate, explicit
+// tool: it lists them (dry run by default) and deletes them with Apply.
+//
+// iceberg-go's orphan cleanup does the work (table.PlanOrphanFiles / ExecuteOrphanCleanup): it walks
+// the table location and keeps everything the table metadata reaches: the current and logged
+// metadata files, every snapshot's manifest list, manifests and data files, statistics files.
+// On top of that, gc keeps what Options.Keep names: the Puffin index sidecars registered in
+// table properties and the objects retention removed and deletes itself after its delay
+// (sidecar.GCKeep: puffinidx.Referenced, retention.Referenced), which iceberg-go's walk does not read.
+package orphans
 
 import (
 	"context"
@@ -9,67 +20,57 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// Orphan cleanup (`siglake gc`). A crash between writing a data file and committing it, a commit
-// that failed cleanly after the files were written, or an expired snapshot leaves objects that no
-// retained snapshot references. They cost storage, not correctness, so gc is a separate, explicit
-// tool: it lists them (dry run by default) and deletes them with Apply.
-//
-// iceberg-go's orphan cleanup does the work (table.PlanOrphanFiles / ExecuteOrphanCleanup): it walks
-// the table location and keeps everything the table metadata reaches: the current and logged
-// metadata files, every snapshot's manifest list, manifests and data files, statistics files.
-// On top of that, gc keeps what GCOptions.Keep names: the Puffin index sidecars registered in
-// table properties and the objects retention removed and deletes itself after its delay
-// (sidecar.GCKeep: puffinidx.Referenced, retention.Referenced), which iceberg-go's walk does not read.
-
-// DefaultGCOlderThan is the default age limit: only objects older than this are candidates. It
+// DefaultOlderThan is the default age limit: only objects older than this are candidates. It
 // must exceed the longest time between writing a file and committing it (a drain batch's
 // commit retries, a rewrite), or gc could delete a file a commit is about to reference.
-const DefaultGCOlderThan = 72 * time.Hour
+const DefaultOlderThan = 72 * time.Hour
 
-// DefaultGCMinAge is gc's floor: an --older-than below it is refused unless the operator lowers
+// DefaultMinAge is gc's floor: an --older-than below it is refused unless the operator lowers
 // the floor explicitly (--min-age-floor). Like Iceberg's remove-orphan-files, which refuses
 // anything under 24 hours: a file younger than that may belong to a commit in flight (a stalled
 // catalog, a long rewrite), and deleting it leaves a table whose metadata cannot be loaded.
-const DefaultGCMinAge = 24 * time.Hour
+const DefaultMinAge = 24 * time.Hour
 
 // FileCommitAttempts is the most commit attempts any path makes with the same written files:
 // the drain's batch (DefaultRetry) and a rewrite's replace (ReplaceAttempts). Paths that commit
 // only properties (deletion requests, claims, marks of their own) write a new metadata file per
 // attempt, so no file of theirs waits longer than one attempt.
-var FileCommitAttempts = max(DefaultRetry.Attempts, ReplaceAttempts)
+var FileCommitAttempts = max(lake.DefaultRetry.Attempts, lake.ReplaceAttempts)
 
-// GCFloorMin is the lowest floor gc accepts under commit deadline d: twice the longest the commit
+// FloorMin is the lowest floor gc accepts under commit deadline d: twice the longest the commit
 // attempts of one set of files can run (FileCommitAttempts, each abandoned at d). The factor
 // covers the waits between attempts and a commit abandoned at its deadline that the catalog
 // applies a little later.
-func GCFloorMin(d time.Duration) time.Duration {
+func FloorMin(d time.Duration) time.Duration {
 	if d <= 0 {
-		d = DefaultCommitTimeout
+		d = lake.DefaultCommitTimeout
 	}
 	return 2 * time.Duration(FileCommitAttempts) * d
 }
 
-// ErrGCTooYoung refuses a gc whose age limit or floor could reach a commit in flight.
-var ErrGCTooYoung = errors.New("gc refused")
+// ErrTooYoung refuses a gc whose age limit or floor could reach a commit in flight.
+var ErrTooYoung = errors.New("gc refused")
 
-// CheckGCAge checks an --older-than against gc's floor (0: DefaultGCMinAge) and the floor against
-// the commit deadline d (GCFloorMin).
-func CheckGCAge(olderThan, floor, d time.Duration) error {
+// CheckAge checks an --older-than against gc's floor (0: DefaultMinAge) and the floor against
+// the commit deadline d (FloorMin).
+func CheckAge(olderThan, floor, d time.Duration) error {
 	if floor <= 0 {
-		floor = DefaultGCMinAge
+		floor = DefaultMinAge
 	}
 	if d <= 0 {
-		d = DefaultCommitTimeout
+		d = lake.DefaultCommitTimeout
 	}
-	if lo := GCFloorMin(d); floor < lo {
+	if lo := FloorMin(d); floor < lo {
 		return fmt.Errorf("%w: --min-age-floor %s is below %s, twice the longest a commit may run under --commit-timeout %s (%d attempts; pass gc the compactor's --commit-timeout)",
-			ErrGCTooYoung, FormatAge(floor), FormatAge(lo), FormatAge(d), FileCommitAttempts)
+			ErrTooYoung, FormatAge(floor), FormatAge(lo), FormatAge(d), FileCommitAttempts)
 	}
 	if olderThan < floor {
 		return fmt.Errorf("%w: --older-than %s is below gc's floor of %s: younger objects may belong to a commit in flight; lower the floor only with --min-age-floor (at least %s under --commit-timeout %s)",
-			ErrGCTooYoung, FormatAge(olderThan), FormatAge(floor), FormatAge(GCFloorMin(d)), FormatAge(d))
+			ErrTooYoung, FormatAge(olderThan), FormatAge(floor), FormatAge(FloorMin(d)), FormatAge(d))
 	}
 	return nil
 }
@@ -88,11 +89,11 @@ func FormatAge(d time.Duration) string {
 	return d.String()
 }
 
-// GCOptions say what gc looks at and whether it deletes.
-type GCOptions struct {
+// Options say what gc looks at and whether it deletes.
+type Options struct {
 	// OlderThan: objects modified more recently are never candidates. It must be at least MinAge.
 	OlderThan time.Duration
-	// MinAge is the floor OlderThan must reach (CheckGCAge); 0 is DefaultGCMinAge. Lower only by
+	// MinAge is the floor OlderThan must reach (CheckAge); 0 is DefaultMinAge. Lower only by
 	// an operator's explicit choice.
 	MinAge time.Duration
 	// CommitTimeout is the commit deadline the floor must stay far above; 0 is the lake's.
@@ -108,8 +109,8 @@ type GCOptions struct {
 	Keep func(t *table.Table) ([]string, error)
 }
 
-// GCResult is what gc found (and deleted) in one table.
-type GCResult struct {
+// Result is what gc found (and deleted) in one table.
+type Result struct {
 	Table   string             `json:"table"`
 	Cutoff  time.Time          `json:"cutoff"`
 	Orphans []table.OrphanFile `json:"orphans"` // path and size of each unreferenced object older than the cutoff
@@ -117,17 +118,17 @@ type GCResult struct {
 	Deleted []string           `json:"deleted,omitempty"` // with Apply: the objects actually deleted
 }
 
-// GC finds (and with Apply deletes) the orphans of the lake's tables. It goes on with the next
+// Run finds (and with Apply deletes) the orphans of the lake's tables. It goes on with the next
 // table after one fails and returns every table's error, joined.
-func (l *Lake) GC(ctx context.Context, opts GCOptions) ([]GCResult, error) {
+func Run(ctx context.Context, l *lake.Lake, opts Options) ([]Result, error) {
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = l.CommitTimeout()
 	}
-	if err := CheckGCAge(opts.OlderThan, opts.MinAge, opts.CommitTimeout); err != nil {
+	if err := CheckAge(opts.OlderThan, opts.MinAge, opts.CommitTimeout); err != nil {
 		return nil, err
 	}
 	if opts.Keep == nil {
-		return nil, errors.New("gc: GCOptions.Keep is required (sidecar.GCKeep keeps the registered index sidecars and pending retention deletions)")
+		return nil, errors.New("gc: Options.Keep is required (sidecar.GCKeep keeps the registered index sidecars and pending retention deletions)")
 	}
 	names := opts.Tables
 	if len(names) == 0 {
@@ -137,7 +138,7 @@ func (l *Lake) GC(ctx context.Context, opts GCOptions) ([]GCResult, error) {
 		}
 		sort.Strings(names)
 	}
-	var out []GCResult
+	var out []Result
 	var errs []error
 	for _, name := range names {
 		r, err := gcTable(ctx, l, name, opts)
@@ -150,24 +151,24 @@ func (l *Lake) GC(ctx context.Context, opts GCOptions) ([]GCResult, error) {
 	return out, errors.Join(errs...)
 }
 
-func gcTable(ctx context.Context, l *Lake, name string, opts GCOptions) (GCResult, error) {
+func gcTable(ctx context.Context, l *lake.Lake, name string, opts Options) (Result, error) {
 	t, err := l.LoadTable(ctx, name)
 	if err != nil {
-		return GCResult{}, err
+		return Result{}, err
 	}
 	plan, err := t.PlanOrphanFiles(ctx, table.WithFilesOlderThan(opts.OlderThan))
 	if err != nil {
-		return GCResult{}, fmt.Errorf("gc of %s: list orphans under %s: %w", name, t.Location(), err)
+		return Result{}, fmt.Errorf("gc of %s: list orphans under %s: %w", name, t.Location(), err)
 	}
 	keep := map[string]bool{}
 	paths, err := opts.Keep(t)
 	if err != nil {
-		return GCResult{}, fmt.Errorf("gc of %s: %w (gc deletes nothing in it until then)", name, err)
+		return Result{}, fmt.Errorf("gc of %s: %w (gc deletes nothing in it until then)", name, err)
 	}
 	for _, p := range paths {
 		keep[gcPathKey(p)] = true
 	}
-	r := GCResult{Table: name, Cutoff: plan.Cutoff()}
+	r := Result{Table: name, Cutoff: plan.Cutoff()}
 	for _, o := range plan.OrphanFiles() {
 		if !keep[gcPathKey(o.Path)] {
 			r.Orphans = append(r.Orphans, o)

@@ -1,4 +1,4 @@
-package lake
+package objstore
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ func TestCountingClientCountsBodiesAndErrors(t *testing.T) {
 	defer srv.Close()
 	c := countingClient{inner: srv.Client()}
 	tbl := "counting_client_t"
-	before := ObjectStoreCost(tbl)
+	before := CostOf(tbl)
 	do := func(method, p, body string) {
 		req, _ := http.NewRequest(method, srv.URL+"/b/w/ns.db/"+tbl+"/data/"+p, strings.NewReader(body))
 		resp, err := c.Do(req)
@@ -80,7 +80,7 @@ func TestCountingClientCountsBodiesAndErrors(t *testing.T) {
 	do("GET", "a", "")
 	do("GET", "missing", "")
 	do("GET", "broken", "")
-	got := ObjectStoreCost(tbl).Sub(before)
+	got := CostOf(tbl).Sub(before)
 	if p := got[OpPut]; p.Requests != 1 || p.BytesWritten != 300 || p.Errors != 0 {
 		t.Errorf("put: %+v", p)
 	}
@@ -103,7 +103,7 @@ func TestObjectStoreAccountingOnS3(t *testing.T) {
 	obj := dir + "/data/f.bin"
 	payload := []byte(strings.Repeat("0123456789", 10_000))
 
-	before := ObjectStoreCost(tbl)
+	before := CostOf(tbl)
 	if err := w.WriteFile(obj, payload); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestObjectStoreAccountingOnS3(t *testing.T) {
 	if err := fio.Remove(obj); err != nil {
 		t.Fatal(err)
 	}
-	got := ObjectStoreCost(tbl).Sub(before)
+	got := CostOf(tbl).Sub(before)
 	t.Logf("cost: %+v", got)
 
 	if p := got[OpPut]; p.Requests < 1 || p.BytesWritten < int64(len(payload)) {
@@ -155,25 +155,13 @@ func TestObjectStoreAccountingOnS3(t *testing.T) {
 
 	// The same numbers reach the counters sidecar/instrument exports (TestObjectStoreCollector).
 	var requests int64
-	for _, n := range ObjectStoreCounts() {
+	for _, n := range Counts() {
 		if n.Table == tbl {
 			requests += n.Requests
 		}
 	}
-	if total := ObjectStoreCost(tbl).Total().Requests; requests != total || requests < got.Total().Requests {
-		t.Fatalf("ObjectStoreCounts has %d requests of %s, ObjectStoreCost %d", requests, tbl, total)
-	}
-}
-
-func TestDataDirKeepsTheSchemeSlashes(t *testing.T) {
-	for loc, want := range map[string]string{
-		"s3://b/wh/siglake.db/events":  "s3://b/wh/siglake.db/events/data/timestamp_day=2026-01-02",
-		"s3://b/wh/siglake.db/events/": "s3://b/wh/siglake.db/events/data/timestamp_day=2026-01-02",
-		"file:///tmp/wh/siglake.db/ev": "file:///tmp/wh/siglake.db/ev/data/timestamp_day=2026-01-02",
-	} {
-		if got := dataDir(loc, "2026-01-02"); got != want {
-			t.Errorf("DataDir(%q) = %q, want %q", loc, got, want)
-		}
+	if total := CostOf(tbl).Total().Requests; requests != total || requests < got.Total().Requests {
+		t.Fatalf("Counts has %d requests of %s, CostOf %d", requests, tbl, total)
 	}
 }
 
@@ -209,12 +197,12 @@ func TestResumingBodyHidesShortReads(t *testing.T) {
 	}
 
 	breaks.Store(2)
-	before := ObjectStoreCost("resume_t")
+	before := CostOf("resume_t")
 	got, err := get()
 	if err != nil || !bytes.Equal(got, payload) {
 		t.Fatalf("two short reads: got %d bytes (%v), want the %d-byte object", len(got), err, len(payload))
 	}
-	cost := ObjectStoreCost("resume_t").Sub(before)
+	cost := CostOf("resume_t").Sub(before)
 	if served.Load() != 3 || cost[OpGet].Requests != 3 || cost[OpGet].Errors != 2 {
 		t.Fatalf("served %d, counted %+v; want 3 requests, 2 of them short", served.Load(), cost[OpGet])
 	}
