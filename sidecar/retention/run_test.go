@@ -22,6 +22,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
@@ -51,8 +52,8 @@ func runner(e *testlake.Env, c *clock, delay time.Duration) (*retention.Runner, 
 	return &retention.Runner{
 		Cfg: retention.Config{DeleteDelay: delay, MaxFiles: 8, MaxBytes: 1 << 30, TargetFileBytes: 256 << 20,
 			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }},
-		Lake: e.Lake, Executor: &rewrite.Executor{Lake: e.Lake, Now: c.Now}, Metrics: retention.NewMetrics(reg),
-		RewriteMetrics: rewrite.NewMetrics(reg), Log: e.Log, Now: c.Now,
+		Lake: e.Lake, Metrics: retention.NewMetrics(reg), Now: c.Now,
+		Rewriter: filtered.Rewriter{Executor: &rewrite.Executor{Lake: e.Lake, Now: c.Now}, RewriteMetrics: rewrite.NewMetrics(reg), Log: e.Log},
 	}, reg
 }
 
