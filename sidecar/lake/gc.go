@@ -21,7 +21,7 @@ import (
 // metadata files, every snapshot's manifest list, manifests and data files, statistics files.
 // On top of that, gc keeps what GCOptions.Keep names: the Puffin index sidecars registered in
 // table properties and the objects retention removed and deletes itself after its delay
-// (sidecar.GCKeep: puffinidx.Referenced, retention.Referenced), which iceberg-go's walk does not read.
+// (sidecar.GCKeep: puffinidx.Referenced, pending.Referenced), which iceberg-go's walk does not read.
 
 // DefaultGCOlderThan is the default age limit: only objects older than this are candidates. It
 // must exceed the longest time between writing a file and committing it (a drain batch's

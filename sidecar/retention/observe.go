@@ -171,14 +171,14 @@ func logHappened(log *zap.Logger, h happened) {
 	for _, err := range h.lost {
 		log.Info("retention drop lost to a concurrent change; the next run replans", zap.Error(err))
 	}
-	for _, e := range h.badPending {
+	for _, e := range h.free.Bad {
 		log.Warn("ignoring a table property that is not a pending retention deletion; nothing of it is deleted", zap.Error(e))
 	}
-	for _, u := range h.unfreed {
-		log.Warn("retention could not delete every object of a pending deletion; the next run retries", zap.String("pending_id", u.id), zap.Error(u.err))
+	for _, u := range h.free.Unfreed {
+		log.Warn("retention could not delete every object of a pending deletion; the next run retries", zap.String("pending_id", u.ID), zap.Error(u.Err))
 	}
-	for _, f := range h.freed {
-		log.Info("retention freed storage", zap.String("pending_id", f.p.ID), zap.Int("files", f.p.Count), zap.Int64("bytes", f.p.Bytes),
-			zap.Time("removed_at", f.p.RemovedAt), zap.Bool("retried", f.retried))
+	for _, f := range h.free.Freed {
+		log.Info("retention freed storage", zap.String("pending_id", f.Entry.ID), zap.Int("files", f.Entry.Count), zap.Int64("bytes", f.Entry.Bytes),
+			zap.Time("removed_at", f.Entry.RemovedAt), zap.Bool("retried", f.Retried))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/retention/pending"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
@@ -536,8 +537,7 @@ func (m *removal) rewrite(ctx context.Context, pick plan.RetentionPick) error {
 // pending deletion in the same commit.
 func (m *removal) rewriteFile(ctx context.Context, rd filtered.Read, pk *Pick) error {
 	f := rd.File
-	now := m.Now()
-	pending := Pending{ID: newID(now), Bytes: f.Size, RemovedAt: now}
+	entry := pending.New(m.Now(), f.Size)
 	out := m.Rewrite(ctx, m.src, filtered.Rewrite{
 		Read:            rd,
 		Generation:      f.Generation + 1,
@@ -545,11 +545,11 @@ func (m *removal) rewriteFile(ctx context.Context, rd filtered.Read, pk *Pick) e
 		Metadata:        m.Cfg.Metadata,
 		Reason:          "rows past retention",
 		Props: func(res merge.RewriteResult) iceberg.Properties {
-			return iceberg.Properties{"siglake.retention.dropped-rows": strconv.FormatInt(filtered.Removed(res), 10), "siglake.retention.pending": pending.ID}
+			return iceberg.Properties{"siglake.retention.dropped-rows": strconv.FormatInt(filtered.Removed(res), 10), "siglake.retention.pending": entry.ID}
 		},
 		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
-			pending.after(cur)
-			_, err := stagePending(txn, nil, m.src.Table.Location(), pending, []string{f.Path})
+			entry.After(cur)
+			_, err := pending.Stage(txn, nil, m.src.Table.Location(), entry, []string{f.Path})
 			return err
 		},
 		RowsField: "rows_past_retention",

@@ -1,7 +1,13 @@
-package retention
+// Package pending keeps retention's pending deletions: the objects a retention commit removed
+// from a table, listed in a table property until the delete delay has passed and no retained
+// snapshot references them, then deleted from storage (Free). The entries live with the table,
+// so whichever process owns it next finishes what another started.
+package pending
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,19 +22,21 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// PendingPrefix prefixes the table properties that list objects retention removed from the
-// table and will delete from storage: siglake.retention.pending.<id>. They live with the table,
-// so whichever process owns it next finishes what another started.
-const PendingPrefix = "siglake.retention.pending."
+// Prefix prefixes the table properties that list objects retention removed from the table and
+// will delete from storage: siglake.retention.pending.<id>.
+const Prefix = "siglake.retention.pending."
+
+// Version is the format version of a stored entry and list; readers refuse newer ones.
+const Version = 1
 
 // inlineFiles is the most paths a pending entry holds itself; a bigger removal (a dropped
 // month) writes its list to an object beside the table metadata, so the metadata every later
 // commit rewrites stays small.
 const inlineFiles = 16
 
-// Pending is one retention commit's removed objects, waiting for the delete delay and for every
+// Entry is one retention commit's removed objects, waiting for the delete delay and for every
 // snapshot that references them to expire.
-type Pending struct {
+type Entry struct {
 	Version int    `json:"version"`
 	ID      string `json:"id"`
 	// Files are the removed data files (inline), or List is the object that lists them.
@@ -51,8 +59,15 @@ type Pending struct {
 	Deleting bool `json:"deleting,omitempty"`
 }
 
-// after records the head a removal is staged on.
-func (p *Pending) after(cur *table.Table) {
+// New is the entry of a removal of bytes staged at now, under a new id.
+func New(now time.Time, bytes int64) Entry {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return Entry{ID: now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), Bytes: bytes, RemovedAt: now}
+}
+
+// After records the head a removal is staged on.
+func (p *Entry) After(cur *table.Table) {
 	s := cur.CurrentSnapshot()
 	p.AfterSequence, p.AfterSnapshotID, p.AfterTimestampMs = s.SequenceNumber, s.SnapshotID, s.TimestampMs
 }
@@ -63,21 +78,21 @@ type pendingList struct {
 	Files   []string `json:"files"`
 }
 
-// PendingOf returns the pending deletions stored in props, oldest first, and an error for each
+// Of returns the pending deletions stored in props, oldest first, and an error for each
 // property that does not decode (left alone: never deleted from, never removed).
-func PendingOf(props iceberg.Properties) ([]Pending, []error) {
-	var out []Pending
+func Of(props iceberg.Properties) ([]Entry, []error) {
+	var out []Entry
 	var errs []error
 	for k, v := range props {
-		if !strings.HasPrefix(k, PendingPrefix) {
+		if !strings.HasPrefix(k, Prefix) {
 			continue
 		}
-		var p Pending
+		var p Entry
 		if err := json.Unmarshal([]byte(v), &p); err != nil {
 			errs = append(errs, fmt.Errorf("table property %s: not a pending retention deletion (JSON): %w", k, err))
 			continue
 		}
-		if p.Version < 1 || p.Version > Version || PendingPrefix+p.ID != k {
+		if p.Version < 1 || p.Version > Version || Prefix+p.ID != k {
 			errs = append(errs, fmt.Errorf("table property %s: pending deletion of version %d and id %q, this siglake reads version 1..%d stored under its id", k, p.Version, p.ID, Version))
 			continue
 		}
@@ -90,7 +105,7 @@ func PendingOf(props iceberg.Properties) ([]Pending, []error) {
 // Due says whether p's objects may be deleted: the delay has passed since the removal, and every
 // snapshot t retains is above the head the removal was staged on (no snapshot a reader can
 // still open references them).
-func (p Pending) Due(t *table.Table, now time.Time, delay time.Duration) (bool, string) {
+func (p Entry) Due(t *table.Table, now time.Time, delay time.Duration) (bool, string) {
 	if wait := p.RemovedAt.Add(delay).Sub(now); wait > 0 {
 		return false, fmt.Sprintf("delete delay: %s left", wait.Round(time.Second))
 	}
@@ -106,9 +121,9 @@ func (p Pending) Due(t *table.Table, now time.Time, delay time.Duration) (bool, 
 	return true, ""
 }
 
-// stage writes p into txn (and, for a big removal, its list object first). It returns the list
+// Stage writes p into txn (and, for a big removal, its list object first). It returns the list
 // object written, which the caller removes when the commit fails cleanly.
-func stagePending(txn *table.Transaction, fsys icebergio.WriteFileIO, location string, p Pending, files []string) (string, error) {
+func Stage(txn *table.Transaction, fsys icebergio.WriteFileIO, location string, p Entry, files []string) (string, error) {
 	p.Version = Version
 	p.Count = len(files)
 	if len(files) <= inlineFiles {
@@ -127,17 +142,17 @@ func stagePending(txn *table.Transaction, fsys icebergio.WriteFileIO, location s
 	if err != nil {
 		return p.List, err
 	}
-	return p.List, txn.SetProperties(iceberg.Properties{PendingPrefix + p.ID: string(v)})
+	return p.List, txn.SetProperties(iceberg.Properties{Prefix + p.ID: string(v)})
 }
 
 // paths are p's files; a list object already deleted means its files were deleted before it.
-func (p Pending) paths(fsys icebergio.IO) ([]string, bool, error) {
+func (p Entry) paths(fsys icebergio.IO) ([]string, bool, error) {
 	if p.List == "" {
 		return p.Files, true, nil
 	}
 	f, err := fsys.Open(p.List)
 	if err != nil {
-		if isNotExist(err) {
+		if IsNotExist(err) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("open the pending deletion list %s: %w", p.List, err)
@@ -159,7 +174,7 @@ func (p Pending) paths(fsys icebergio.IO) ([]string, bool, error) {
 // itself deletes them when they are due. An unreadable list is an error: gc must then delete
 // nothing in the table.
 func Referenced(t *table.Table) ([]string, error) {
-	ps, errs := PendingOf(t.Properties())
+	ps, errs := Of(t.Properties())
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
@@ -184,9 +199,9 @@ func Referenced(t *table.Table) ([]string, error) {
 	return out, nil
 }
 
-// isNotExist: the object is gone (a retry after a partial delete). The gocloud FileIO does not
+// IsNotExist: the object is gone (a retry after a partial delete). The gocloud FileIO does not
 // always wrap fs.ErrNotExist, so its messages count too.
-func isNotExist(err error) bool {
+func IsNotExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || err != nil && (strings.Contains(err.Error(), "no such file") || strings.Contains(err.Error(), "NoSuchKey") ||
 		strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "NotFound"))
 }
