@@ -29,6 +29,7 @@ import (
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/retention/pending"
 )
 
 // NewLogger builds the process logger: JSON in a container, console on a terminal (format "auto").
@@ -492,9 +493,9 @@ func GCKeep(t *table.Table) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pending, err := retention.Referenced(t)
+	removed, err := pending.Referenced(t)
 	if err != nil {
 		return nil, fmt.Errorf("pending retention deletions: %w", err)
 	}
-	return append(idx, pending...), nil
+	return append(idx, removed...), nil
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/writer"
+	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -184,8 +185,8 @@ func drop(dir string, days, perDay, keep int) error {
 	l.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { cc.Catalog = c; return cc })
 	now := base.Add(time.Duration(days) * day) // the cutoff is the end of day days-keep
 	r := &retention.Runner{Cfg: retention.Config{DeleteDelay: 2 * time.Hour, MaxFiles: 8, MaxBytes: 1 << 30, Metadata: metadata},
-		Lake: l, Executor: &rewrite.Executor{Lake: l, Now: time.Now}, Metrics: retention.NewMetrics(prometheus.NewRegistry()),
-		RewriteMetrics: rewrite.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop(), Now: func() time.Time { return now }}
+		Lake: l, Metrics: retention.NewMetrics(prometheus.NewRegistry()), Now: func() time.Time { return now },
+		Rewriter: filtered.Rewriter{Executor: &rewrite.Executor{Lake: l, Now: time.Now}, RewriteMetrics: rewrite.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}}
 	cost0 := objstore.CostOf("events")
 	t0 := time.Now()
 	rep, err := r.Run(ctx, "events", retention.Options{Apply: true})
@@ -298,8 +299,8 @@ func rewriteOne(dir, mode string, n int) error {
 		}
 		now := base.Add(60 * time.Hour) // the rule's cutoff is the end of the day
 		r := &retention.Runner{Cfg: retention.Config{DeleteDelay: 2 * time.Hour, MaxFiles: 8, MaxBytes: 1 << 40, Metadata: metadata},
-			Lake: l, Executor: &rewrite.Executor{Lake: l, Now: time.Now}, Metrics: retention.NewMetrics(reg),
-			RewriteMetrics: rewrite.NewMetrics(reg), Log: zap.NewNop(), Now: func() time.Time { return now }}
+			Lake: l, Metrics: retention.NewMetrics(reg), Now: func() time.Time { return now },
+			Rewriter: filtered.Rewriter{Executor: &rewrite.Executor{Lake: l, Now: time.Now}, RewriteMetrics: rewrite.NewMetrics(reg), Log: zap.NewNop()}}
 		start = time.Now()
 		rep, err := r.Run(ctx, "events", retention.Options{Apply: true})
 		if err != nil {

@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -30,22 +29,17 @@ import (
 // that also updates the requests' progress. A request is done when a sweep finds no live file
 // with rows it matches.
 type Sweeper struct {
+	// Rewriter runs the delete-task rewrites. Its Executor's AfterCommit is the Puffin index
+	// rebuild under SIGLAKE_INDEX_REBUILD (a delete-task rewrite writes generation 0, often
+	// streamed, so its outputs lack footer indexes like any streamed rewrite's); its OnFailure is
+	// the maintainer's set-aside accounting; its Log is the sweeper's too.
+	filtered.Rewriter
 	Cfg     SweepConfig
 	Lake    *lake.Lake
 	Metrics *Metrics
-	// RewriteMetrics count the delete-task rewrites with every other rewrite.
-	RewriteMetrics *rewrite.Metrics
 	// Publish receives each table's deletion state; nil publishes nothing.
 	Publish Publisher
-	Log     *zap.Logger
 	Now     func() time.Time
-	// OnFailure, when set, receives every failed delete-task rewrite or read of a candidate (the
-	// maintainer's set-aside accounting).
-	OnFailure rewrite.FailureFunc
-	// Executor runs the delete-task rewrites; its AfterCommit is the Puffin index rebuild under
-	// SIGLAKE_INDEX_REBUILD (a delete-task rewrite writes generation 0, often streamed, so its
-	// outputs lack footer indexes like any streamed rewrite's).
-	Executor *rewrite.Executor
 	// Check vets each pending request against its table's properties before it runs (fold's
 	// key-columns-only rule for rollup tables: deletes cannot import fold, which imports
 	// deletes); a request it refuses is reported as invalid and never executed. nil runs every
@@ -66,16 +60,6 @@ type Sweeper struct {
 	staged func()
 }
 
-// partitionOf is the partition of a data file from its directory (`.../timestamp_day=2026-11-29/`),
-// for logs; "" when the path does not say.
-func partitionOf(path string) string {
-	dir := path[:max(strings.LastIndex(path, "/"), 0)]
-	if _, v, ok := strings.Cut(dir[strings.LastIndex(dir, "/")+1:], "="); ok {
-		return v
-	}
-	return ""
-}
-
 // SweepConfig is what the sweeper is told; the process maps its options onto it.
 type SweepConfig struct {
 	// MaxFiles and MaxBytes cap one sweep of a table (SIGLAKE_DELETE_SWEEP_MAX_FILES,
@@ -93,87 +77,6 @@ type SweepConfig struct {
 	// passed since it was recorded, so a mistaken one can be withdrawn (siglake delete-cancel). 0
 	// executes at once.
 	CancelPeriod time.Duration
-}
-
-// Publisher receives each table's deletion state as a value it never writes again.
-type Publisher interface {
-	Deletes(table string, st *State)
-}
-
-// State is a table's deletion requests as the last sweep (or idle-cycle look) saw them.
-type State struct {
-	CheckedAt time.Time `json:"checked_at"`
-	Sweeps    bool      `json:"sweeps"` // SIGLAKE_DELETE_TASKS
-	// CancelPeriod is SIGLAKE_DELETE_CANCEL_PERIOD, which the execution times follow from.
-	CancelPeriod string           `json:"cancel_period"`
-	Pending      []PendingRequest `json:"pending"`
-	LastSweep    *SweepSummary    `json:"last_sweep,omitempty"`
-	Invalid      []string         `json:"invalid,omitempty"` // properties that do not decode
-}
-
-// PendingRequest is one pending deletion request as status pages show it: never its predicate,
-// whose values are what an erasure exists to remove (siglake delete-sweep, with catalog access,
-// shows them).
-type PendingRequest struct {
-	ID    string `json:"id"`
-	Table string `json:"table"`
-	// State is waiting (inside its cancel period: siglake delete-cancel withdraws it) or pending
-	// (sweeps execute it).
-	State          string    `json:"state"`
-	AllRows        bool      `json:"all_rows,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
-	ExecuteAt      time.Time `json:"execute_at"`
-	RowsDeleted    int64     `json:"rows_deleted"`
-	FilesRewritten int64     `json:"files_rewritten"`
-}
-
-// Waiting is the State of a pending request inside its cancel period.
-const Waiting = "waiting"
-
-// SweepSummary is what one delete sweep of a table did.
-type SweepSummary struct {
-	Time        time.Time `json:"time"`
-	Outcome     string    `json:"outcome"`
-	Candidates  int       `json:"candidates"`
-	Examined    int       `json:"examined"`
-	Rewritten   int       `json:"rewritten"`
-	RowsDeleted int64     `json:"rows_deleted"`
-	Done        []string  `json:"done,omitempty"`
-	Capped      bool      `json:"capped,omitempty"`
-	Error       string    `json:"error,omitempty"`
-}
-
-// SweepOutcomes are the outcome label values of siglake_delete_sweeps_total.
-var SweepOutcomes = []string{"deleted", "clean", "capped", "conflict", "failed"}
-
-// Metrics are the delete tasks' metrics (docs/metrics.md "Delete tasks").
-type Metrics struct {
-	Pending        *prometheus.GaugeVec   // table
-	RowsDeleted    *prometheus.CounterVec // table
-	FilesRewritten *prometheus.CounterVec // table
-	RequestsDone   *prometheus.CounterVec // table
-	Sweeps         *prometheus.CounterVec // outcome
-}
-
-// NewMetrics registers the delete tasks' metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "siglake_delete_requests_pending", Help: "Deletion requests recorded in the table and not done yet (from the last maintenance look at the table)."}, []string{"table"}),
-		RowsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_delete_rows_deleted_total", Help: "Rows removed by committed delete-task rewrites."}, []string{"table"}),
-		FilesRewritten: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_delete_files_rewritten_total", Help: "Data files replaced by committed delete-task rewrites (a file left with no rows is removed without a replacement)."}, []string{"table"}),
-		RequestsDone: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_delete_requests_done_total", Help: "Deletion requests marked done (a sweep found no live file with matching rows)."}, []string{"table"}),
-		Sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_delete_sweeps_total", Help: "Delete sweeps of a table by outcome: deleted (committed a rewrite), clean (no live file had matching rows), capped (stopped at the per-sweep file or byte cap with nothing to rewrite yet), conflict (a rewrite lost to a concurrent change; retried on a later sweep), failed."}, []string{"outcome"}),
-	}
-	reg.MustRegister(m.Pending, m.RowsDeleted, m.FilesRewritten, m.RequestsDone, m.Sweeps)
-	for _, o := range SweepOutcomes {
-		m.Sweeps.WithLabelValues(o) // at 0, so the first failed sweep shows in increase()
-	}
-	return m
 }
 
 // SweepOptions say how one sweep runs.
@@ -213,6 +116,8 @@ type SweepReport struct {
 	Snapshots []int64          `json:"snapshot_ids,omitempty"` // of the committed rewrites
 	examined  int
 	pending   []Request
+	// done are the requests this sweep marked done, as stored, for the observer.
+	done []Request
 }
 
 // CandidateFile is a file scan planning could not rule out for some pending request.
@@ -222,6 +127,16 @@ type CandidateFile struct {
 	Rows     int64            `json:"rows"`
 	Matching map[string]int64 `json:"matching_rows,omitempty"` // by request id; absent = not examined
 	Result   string           `json:"result"`
+}
+
+// partitionOf is the partition of a data file from its directory (`.../timestamp_day=2026-11-29/`),
+// for logs; "" when the path does not say.
+func partitionOf(path string) string {
+	dir := path[:max(strings.LastIndex(path, "/"), 0)]
+	if _, v, ok := strings.Cut(dir[strings.LastIndex(dir, "/")+1:], "="); ok {
+		return v
+	}
+	return ""
 }
 
 func (s *Sweeper) cleanKey(file, id string) string { return file + "\x00" + id }
@@ -241,13 +156,14 @@ func (s *Sweeper) trimClean(tasks []table.FileScanTask) {
 	}
 }
 
-// Sweep runs one delete sweep of table name.
+// Sweep runs one delete sweep of table name: read the requests, plan the candidate files,
+// examine (and, applying, rewrite) them, mark done the requests no live file matches. It records
+// nothing itself: its report goes to the observer.
 func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep SweepReport, err error) {
 	rep.Table = name
 	if s.clean == nil {
 		s.clean = map[string]bool{}
 	}
-	log := s.Log.With(zap.String("table", name))
 	defer func() {
 		stopped := membudget.Shutdown(ctx, err)
 		switch {
@@ -256,140 +172,24 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 		case err != nil:
 			rep.Outcome = "failed"
 		}
-		if o.Apply && rep.Outcome != "" {
-			s.Metrics.Sweeps.WithLabelValues(rep.Outcome).Inc()
-		}
-		switch {
-		case !stopped:
-			s.publish(name, rep, err)
-		case rep.Requests != nil:
-			s.publish(name, rep, nil) // the requests read: the last sweep's summary stays, with no error
-		}
+		s.observe(o, rep, err, stopped)
 	}()
 	t, err := s.Lake.LoadTable(ctx, name)
 	if err != nil {
 		return rep, err
 	}
-	all, bad := List(t.Properties())
-	pending, invalid := s.executable(t, all)
-	for _, e := range append(bad, invalid...) {
-		rep.Invalid = append(rep.Invalid, e.Error())
-		// The property, not the cause: it may quote the request's values (siglake delete-sweep
-		// prints it).
-		log.Warn(publicInvalid(e.Error()) + "; it is ignored")
-	}
-	rep.Requests = all
-	if o.Only != nil {
-		kept := pending[:0:0]
-		for _, r := range pending {
-			if contains(o.Only, r.ID) {
-				kept = append(kept, r)
-			}
-		}
-		pending = kept
-	}
-	if o.Apply && !o.SkipCancelPeriod {
-		var due []Request
-		pending, due = nil, pending
-		for _, r := range due {
-			if s.waiting(r) {
-				rep.Waiting = append(rep.Waiting, r.ID)
-				continue
-			}
-			pending = append(pending, r)
-		}
-	}
-	rep.pending = pending
+	w := &sweep{Sweeper: s, o: o, rep: &rep}
+	w.requests(t)
 	if len(rep.pending) == 0 || t.CurrentSnapshot() == nil {
 		return rep, nil
 	}
-	expr, err := rows.AnyExpr(filters(rep.pending), t.Schema(), lake.TimestampColumn)
-	if err != nil {
+	if err := w.files(ctx, t); err != nil {
 		return rep, err
-	}
-	// One candidate per data file, however many row-group ranges scan planning split it into.
-	tasks, err := lake.PlanDataFiles(ctx, t, expr)
-	if err != nil {
-		return rep, fmt.Errorf("plan candidate files of %s: %w", name, err)
-	}
-	s.trimClean(tasks)
-	sc, err := lake.ArrowSchema(t)
-	if err != nil {
-		return rep, err
-	}
-	fsys, err := t.FS(ctx)
-	if err != nil {
-		return rep, err
-	}
-	rep.ByRequest = map[string]int64{}
-	// Which candidates this sweep examines is the planner's decision (plan.PlanDeletes).
-	// A set-aside file (siglake skipped list) is never read: it takes no part in the planning (so
-	// it uses up no cap) and is reported; the requests it may hold rows of stay pending.
-	skipped := lake.SkippedFiles(t.Properties())
-	kept := tasks[:0]
-	for _, task := range tasks {
-		if _, ok := skipped[task.File.FilePath()]; ok {
-			df := task.File
-			rep.Candidates = append(rep.Candidates, CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(),
-				Result: "not examined: set aside after failed rewrites (siglake skipped list)"})
-			rep.SetAside++
-			continue
-		}
-		kept = append(kept, task)
-	}
-	tasks = kept
-	cands := make([]plan.DeleteCandidate, len(tasks))
-	for i, task := range tasks {
-		cands[i] = plan.DeleteCandidate{Path: task.File.FilePath(), Bytes: task.File.FileSizeBytes()}
-		for _, r := range rep.pending {
-			if o.NoCaps || !s.clean[s.cleanKey(cands[i].Path, r.ID)] {
-				cands[i].Open = append(cands[i].Open, r.ID)
-			}
-		}
-	}
-	dp := plan.PlanDeletes(cands, plan.DeleteCaps{MaxFiles: s.Cfg.MaxFiles, MaxBytes: s.Cfg.MaxBytes, NoCaps: o.NoCaps})
-	rep.Capped = dp.Capped
-	byID := map[string]Request{}
-	for _, r := range rep.pending {
-		byID[r.ID] = r
-	}
-	var firstErr error
-	for i, pick := range dp.Picks {
-		df := tasks[i].File
-		c := CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(), Result: pick.Reason}
-		switch {
-		case pick.Action != plan.DeleteExamine:
-		case ctx.Err() != nil:
-			c.Result = "not examined: shutting down"
-		default:
-			rep.examined++
-			open := make([]Request, len(pick.Requests))
-			for j, id := range pick.Requests {
-				open[j] = byID[id]
-			}
-			err := s.examine(ctx, t, fsys, sc, df, open, o, &c, &rep, log)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		}
-		rep.Candidates = append(rep.Candidates, c)
-	}
-	switch {
-	case firstErr != nil:
-		return rep, firstErr
-	case rep.Rewritten > 0:
-		rep.Outcome = "deleted"
-	case rep.Conflicts > 0:
-		rep.Outcome = "conflict"
-	case rep.Capped:
-		rep.Outcome = "capped"
-	default:
-		rep.Outcome = "clean"
 	}
 	// markDone decides per request: one whose candidates include a set-aside file is never found
 	// clean there, so it stays pending; the others can be done.
 	if o.Apply && !rep.Capped && rep.Conflicts == 0 && ctx.Err() == nil {
-		if err := s.markDone(ctx, name, &rep, log); err != nil {
+		if err := w.markDone(ctx); err != nil {
 			return rep, err
 		}
 	}
@@ -398,6 +198,144 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 		rep.Requests, _ = List(t.Properties())
 	}
 	return rep, nil
+}
+
+// sweep is one sweep of a table under way: what its steps share.
+type sweep struct {
+	*Sweeper
+	o   SweepOptions
+	rep *SweepReport
+	src filtered.Source
+}
+
+// requests reads t's requests into the report and keeps, as the sweep's pending ones, those it
+// executes: valid, among o.Only when set, and (applying) past their cancel period.
+func (w *sweep) requests(t *table.Table) {
+	all, bad := List(t.Properties())
+	pending, invalid := w.executable(t, all)
+	for _, e := range append(bad, invalid...) {
+		w.rep.Invalid = append(w.rep.Invalid, e.Error())
+	}
+	w.rep.Requests = all
+	if w.o.Only != nil {
+		pending = slices.DeleteFunc(pending, func(r Request) bool { return !slices.Contains(w.o.Only, r.ID) })
+	}
+	if w.o.Apply && !w.o.SkipCancelPeriod {
+		var due []Request
+		for _, r := range pending {
+			if w.waiting(r) {
+				w.rep.Waiting = append(w.rep.Waiting, r.ID)
+				continue
+			}
+			due = append(due, r)
+		}
+		pending = due
+	}
+	w.rep.pending = pending
+}
+
+// files plans the candidate files of the pending requests, examines those the planner picks and
+// sets the outcome.
+func (w *sweep) files(ctx context.Context, t *table.Table) error {
+	tasks, err := w.candidates(ctx, t)
+	if err != nil {
+		return err
+	}
+	cands := make([]plan.DeleteCandidate, len(tasks))
+	for i, task := range tasks {
+		cands[i] = plan.DeleteCandidate{Path: task.File.FilePath(), Bytes: task.File.FileSizeBytes()}
+		for _, r := range w.rep.pending {
+			if w.o.NoCaps || !w.clean[w.cleanKey(cands[i].Path, r.ID)] {
+				cands[i].Open = append(cands[i].Open, r.ID)
+			}
+		}
+	}
+	// Which candidates this sweep examines is the planner's decision.
+	dp := plan.PlanDeletes(cands, plan.DeleteCaps{MaxFiles: w.Cfg.MaxFiles, MaxBytes: w.Cfg.MaxBytes, NoCaps: w.o.NoCaps})
+	w.rep.Capped = dp.Capped
+	if err := w.examineAll(ctx, tasks, dp.Picks); err != nil {
+		return err
+	}
+	switch {
+	case w.rep.Rewritten > 0:
+		w.rep.Outcome = "deleted"
+	case w.rep.Conflicts > 0:
+		w.rep.Outcome = "conflict"
+	case w.rep.Capped:
+		w.rep.Outcome = "capped"
+	default:
+		w.rep.Outcome = "clean"
+	}
+	return nil
+}
+
+// candidates are the live files scan planning cannot rule out for some pending request, one per
+// data file however many row-group ranges planning split it into. A set-aside file (siglake
+// skipped list) is never read: it takes no part in the planning (so it uses up no cap) and is
+// reported; the requests it may hold rows of stay pending.
+func (w *sweep) candidates(ctx context.Context, t *table.Table) ([]table.FileScanTask, error) {
+	expr, err := rows.AnyExpr(filters(w.rep.pending), t.Schema(), lake.TimestampColumn)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := lake.PlanDataFiles(ctx, t, expr)
+	if err != nil {
+		return nil, fmt.Errorf("plan candidate files of %s: %w", w.rep.Table, err)
+	}
+	w.trimClean(tasks)
+	if w.src, err = filtered.Open(ctx, t); err != nil {
+		return nil, err
+	}
+	w.rep.ByRequest = map[string]int64{}
+	skipped := lake.SkippedFiles(t.Properties())
+	kept := tasks[:0]
+	for _, task := range tasks {
+		if _, ok := skipped[task.File.FilePath()]; ok {
+			df := task.File
+			w.rep.Candidates = append(w.rep.Candidates, CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(),
+				Result: "not examined: set aside after failed rewrites (siglake skipped list)"})
+			w.rep.SetAside++
+			continue
+		}
+		kept = append(kept, task)
+	}
+	return kept, nil
+}
+
+// examineAll examines each candidate the planner picked, in order, and reports every candidate.
+func (w *sweep) examineAll(ctx context.Context, tasks []table.FileScanTask, picks []plan.DeletePick) error {
+	byID := map[string]Request{}
+	for _, r := range w.rep.pending {
+		byID[r.ID] = r
+	}
+	var firstErr error
+	for i, pick := range picks {
+		df := tasks[i].File
+		c := CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(), Result: pick.Reason}
+		switch {
+		case pick.Action != plan.DeleteExamine:
+		case ctx.Err() != nil:
+			c.Result = "not examined: shutting down"
+		default:
+			w.rep.examined++
+			open := make([]Request, len(pick.Requests))
+			for j, id := range pick.Requests {
+				open[j] = byID[id]
+			}
+			if err := w.examine(ctx, fileOf(df), open, &c); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+		w.rep.Candidates = append(w.rep.Candidates, c)
+	}
+	return firstErr
+}
+
+// fileOf is a candidate data file as the rewrite executor takes it.
+func fileOf(df iceberg.DataFile) lake.File {
+	gen, _ := merge.ParseGeneration(df.FilePath())
+	return lake.File{Path: df.FilePath(), Partition: partitionOf(df.FilePath()), Size: df.FileSizeBytes(), Rows: df.Count(),
+		Generation: gen, DataFile: df}
 }
 
 // waiting says whether r is still inside its cancel period: before the later of its stored
@@ -409,15 +347,6 @@ func (s *Sweeper) waiting(r Request) bool {
 		return false
 	}
 	return s.Now().Before(r.ExecuteAt(s.Cfg.CancelPeriod))
-}
-
-func contains(ss []string, v string) bool {
-	for _, x := range ss {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // executable is the pending requests of rs that a sweep of t runs: valid against t's schema and
@@ -440,240 +369,219 @@ func (s *Sweeper) executable(t *table.Table, rs []Request) ([]Request, []error) 
 
 // examine counts a candidate's matching rows per open request and, when applying, rewrites it
 // without them.
-func (s *Sweeper) examine(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, df iceberg.DataFile,
-	open []Request, o SweepOptions, c *CandidateFile, rep *SweepReport, log *zap.Logger) error {
-	f, err := rows.RowFilter(filters(open))
+func (w *sweep) examine(ctx context.Context, f lake.File, open []Request, c *CandidateFile) error {
+	filter, err := rows.RowFilter(filters(open))
 	if err != nil {
 		return err
 	}
-	per, _, err := merge.CountMatches(ctx, fsys, c.Path, sc, lake.TimestampColumn, f, nil)
+	per, err := w.Count(ctx, w.src, filtered.Read{Kind: plan.KindDeleteTask.String(), File: f, Filter: filter}, true)
 	if err != nil {
 		c.Result = "failed: " + err.Error()
-		name := t.Identifier()[len(t.Identifier())-1]
-		gen, _ := merge.ParseGeneration(df.FilePath())
-		job := rewrite.Job{Kind: plan.KindDeleteTask.String(), Partition: partitionOf(df.FilePath()),
-			Inputs: []lake.File{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen, DataFile: df}}}
-		out := rewrite.Observer{Metrics: s.RewriteMetrics, Log: s.Log}.ReadFailed(name, job, err)
-		if s.OnFailure != nil {
-			s.OnFailure(ctx, name, job, out)
-		}
 		return fmt.Errorf("count matching rows of %s: %w", c.Path, err)
 	}
 	c.Matching = map[string]int64{}
 	var matched []Request
 	for i, r := range open {
 		c.Matching[r.ID] = per[i]
-		rep.ByRequest[r.ID] += per[i]
+		w.rep.ByRequest[r.ID] += per[i]
 		if per[i] == 0 {
-			if o.Apply || o.NoCaps {
-				s.clean[s.cleanKey(c.Path, r.ID)] = true
+			if w.o.Apply || w.o.NoCaps {
+				w.clean[w.cleanKey(c.Path, r.ID)] = true
 			}
 			continue
 		}
 		matched = append(matched, r)
 	}
-	if len(matched) == 0 {
+	switch {
+	case len(matched) == 0:
 		c.Result = "no matching rows: not rewritten"
 		return nil
-	}
-	if !o.Apply {
+	case !w.o.Apply:
 		c.Result = "would rewrite (dry run)"
 		return nil
 	}
-	snap, deleted, outs, err := s.rewrite(ctx, t, df, matched, log)
-	switch {
+	out := w.rewrite(ctx, w.src, f, matched)
+	switch err := out.Error(); {
 	case err == nil:
-		c.Result = fmt.Sprintf("rewritten into %d files, snapshot %d", outs, snap)
-		rep.Rewritten++
-		rep.Deleted += deleted
-		rep.Snapshots = append(rep.Snapshots, snap)
+		c.Result = fmt.Sprintf("rewritten into %d files, snapshot %d", len(out.Merge.Outputs), out.SnapshotID)
+		w.rep.Rewritten++
+		w.rep.Deleted += filtered.Removed(out.Merge)
+		w.rep.Snapshots = append(w.rep.Snapshots, out.SnapshotID)
 		return nil
 	case errors.Is(err, rewrite.ErrConflict):
-		c.Result = "conflict: " + err.Error()
-		rep.Conflicts++
+		c.Result = "conflict: " + rewriteError(f, err).Error()
+		w.rep.Conflicts++
 		return nil
+	default:
+		c.Result = "failed: " + rewriteError(f, err).Error()
+		return rewriteError(f, err)
 	}
-	c.Result = "failed: " + err.Error()
-	return err
 }
 
-// rewrite writes df without the rows of matched and commits the replace together with the
-// requests' progress, through the rewrite executor. The commit pins the branch head it read (so
+func rewriteError(f lake.File, err error) error {
+	return fmt.Errorf("delete-task rewrite of %s: %w", f.Path, err)
+}
+
+// rewrite writes f without the rows of matched and commits the replace together with the
+// requests' progress, through the filtered rewriter. The commit pins the branch head it read (so
 // progress written by someone else is never overwritten) and is retried on fresh metadata while
-// df is still live.
-func (s *Sweeper) rewrite(ctx context.Context, t *table.Table, df iceberg.DataFile, matched []Request, log *zap.Logger) (snap, deleted int64, outputs int, err error) {
-	name := t.Identifier()[len(t.Identifier())-1]
-	f, err := rows.RowFilter(filters(matched))
+// f is still live.
+func (s *Sweeper) rewrite(ctx context.Context, src filtered.Source, f lake.File, matched []Request) rewrite.Outcome {
+	filter, err := rows.RowFilter(filters(matched))
 	if err != nil {
-		return 0, 0, 0, err
+		return rewrite.Outcome{Status: rewrite.Failed, Err: err}
 	}
-	gen, _ := merge.ParseGeneration(df.FilePath())
 	ids := make([]string, len(matched))
 	for i, r := range matched {
 		ids[i] = r.ID
 	}
-	sum := func(res merge.RewriteResult) (n int64) {
-		for _, d := range res.Deleted {
-			n += d
-		}
-		return n
-	}
-	job := rewrite.Job{
-		Kind:      plan.KindDeleteTask.String(),
-		Partition: partitionOf(df.FilePath()),
-		Inputs:    []lake.File{{Path: df.FilePath(), Size: df.FileSizeBytes(), Rows: df.Count(), Generation: gen, DataFile: df}},
-		// The output goes beside the input (same partition directory). Not path.Dir: it would fold
-		// "s3://bucket" into "s3:/bucket" (see lake.DataDir).
-		Dir:             df.FilePath()[:strings.LastIndex(df.FilePath(), "/")],
+	return s.Rewrite(ctx, src, filtered.Rewrite{
+		Read:            filtered.Read{Kind: plan.KindDeleteTask.String(), File: f, Filter: filter},
 		Generation:      0,
-		TargetFileBytes: max(s.Cfg.TargetFileBytes, df.FileSizeBytes()),
-		Metadata:        s.Cfg.Metadata.For(t),
-		RowFilter:       f,
+		TargetFileBytes: s.Cfg.TargetFileBytes,
+		Metadata:        s.Cfg.Metadata,
 		DeleteTask:      true,
 		Reason:          "deletion requests " + strings.Join(ids, ","),
 		Props: func(res merge.RewriteResult) iceberg.Properties {
-			return iceberg.Properties{tableprops.SumDeleteRequests: strings.Join(ids, ","), tableprops.SumDeleteRows: fmt.Sprint(sum(res))}
+			return iceberg.Properties{tableprops.SumDeleteRequests: strings.Join(ids, ","), tableprops.SumDeleteRows: fmt.Sprint(filtered.Removed(res))}
 		},
 		// Progress goes on top of what the table holds at the commit, in the same commit.
 		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
-			stored, _ := List(cur.Properties())
-			byID := map[string]Request{}
-			for _, r := range stored {
-				byID[r.ID] = r
-			}
-			var upd []Request
-			for i, r := range matched {
-				sr, ok := byID[r.ID]
-				switch {
-				case !ok:
-					// Removed, or no longer a request that decodes, since the sweep read it: nobody
-					// asks for these rows to go any more. A conflict commits nothing and removes
-					// the outputs; the next sweep plans without it.
-					return fmt.Errorf("%w: deletion request %s is gone from the table properties", table.ErrCommitFailed, r.ID)
-				case sr.State != Pending:
-					// Cancelled (or changed) since the sweep read it: the same.
-					return fmt.Errorf("%w: deletion request %s is %s now", table.ErrCommitFailed, r.ID, sr.State)
-				}
-				sr.RowsDeleted += res.Deleted[i]
-				sr.FilesRewritten++
-				upd = append(upd, sr)
-			}
-			if err := Stage(txn, upd...); err != nil {
-				return err
-			}
-			if s.staged != nil {
-				s.staged()
-			}
-			return nil
+			return s.stageProgress(matched, res, cur, txn)
 		},
+		RowsField: "rows_deleted",
+		Fields:    []zap.Field{zap.Strings("request_ids", ids)},
+	})
+}
+
+// stageProgress adds a rewrite's rows and file to each matched request, as stored at the commit.
+func (s *Sweeper) stageProgress(matched []Request, res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
+	stored, _ := List(cur.Properties())
+	byID := map[string]Request{}
+	for _, r := range stored {
+		byID[r.ID] = r
 	}
-	out := s.Executor.Run(ctx, t, job)
-	if out.Status == rewrite.Failed && s.OnFailure != nil {
-		defer s.OnFailure(ctx, name, job, out)
+	var upd []Request
+	for i, r := range matched {
+		sr, ok := byID[r.ID]
+		switch {
+		case !ok:
+			// Removed, or no longer a request that decodes, since the sweep read it: nobody asks
+			// for these rows to go any more. A conflict commits nothing and removes the outputs;
+			// the next sweep plans without it.
+			return fmt.Errorf("%w: deletion request %s is gone from the table properties", table.ErrCommitFailed, r.ID)
+		case sr.State != Pending:
+			// Cancelled (or changed) since the sweep read it: the same.
+			return fmt.Errorf("%w: deletion request %s is %s now", table.ErrCommitFailed, r.ID, sr.State)
+		}
+		sr.RowsDeleted += res.Deleted[i]
+		sr.FilesRewritten++
+		upd = append(upd, sr)
 	}
-	rewrite.Observer{Metrics: s.RewriteMetrics, Log: s.Log}.Observe(name, job, out, zap.String("path", df.FilePath()),
-		zap.Strings("request_ids", ids), zap.Int64("rows_deleted", sum(out.Merge)), zap.Int64("rows_before", df.Count()))
-	if err := out.Error(); err != nil {
-		return 0, 0, 0, fmt.Errorf("delete-task rewrite of %s: %w", df.FilePath(), err)
+	if err := Stage(txn, upd...); err != nil {
+		return err
 	}
-	deleted = sum(out.Merge)
-	s.Metrics.RowsDeleted.WithLabelValues(name).Add(float64(deleted))
-	s.Metrics.FilesRewritten.WithLabelValues(name).Inc()
-	return out.SnapshotID, deleted, len(out.Merge.Outputs), nil
+	if s.staged != nil {
+		s.staged()
+	}
+	return nil
 }
 
 // markDone marks done each pending request that every candidate of this sweep was clean for,
 // after checking again on the table's newest metadata (rows appended since the sweep planned
-// must be examined first). The commit pins that metadata's branch head.
-func (s *Sweeper) markDone(ctx context.Context, name string, rep *SweepReport, log *zap.Logger) error {
+// must be examined first). The commit pins that metadata's branch head; it is retried a few
+// times while the table moves, then left to the next sweep.
+func (w *sweep) markDone(ctx context.Context) error {
 	for attempt := 0; attempt < 4; attempt++ {
-		t, err := s.Lake.LoadTable(ctx, name)
+		t, err := w.Lake.LoadTable(ctx, w.rep.Table)
 		if err != nil {
 			return err
 		}
 		stored, _ := List(t.Properties())
-		pending, _ := s.executable(t, stored)
-		var done []Request
-		for _, r := range pending {
-			if contains(rep.Waiting, r.ID) || rep.pending != nil && !containsReq(rep.pending, r.ID) {
-				continue // not part of this sweep (waiting out its cancel period, or recorded since)
-			}
-			expr, err := r.Filter().Expr(t.Schema(), lake.TimestampColumn)
+		done, err := w.doneOn(ctx, t, stored)
+		if err != nil || len(done) == 0 {
+			return err
+		}
+		committed, err := w.commitDone(ctx, t, stored, done)
+		if err != nil || !committed {
 			if err != nil {
 				return err
 			}
-			tasks, err := lake.PlanDataFiles(ctx, t, expr)
-			if err != nil {
-				return fmt.Errorf("plan candidate files of %s: %w", name, err)
-			}
-			clean := true
-			for _, task := range tasks {
-				if !s.clean[s.cleanKey(task.File.FilePath(), r.ID)] {
-					clean = false
-					break
-				}
-			}
-			if !clean {
-				continue
-			}
-			now := s.Now().UTC()
-			r.State, r.DoneAt = Done, &now
-			if snap := t.CurrentSnapshot(); snap != nil {
-				r.DoneSnapshotID = snap.SnapshotID
-			}
-			done = append(done, r)
-		}
-		if len(done) == 0 {
-			return nil
-		}
-		txn := t.NewTransaction()
-		if err := txn.AssertRefSnapshotID(""); err != nil {
-			return err
-		}
-		if err := Stage(txn, done...); err != nil {
-			return err
-		}
-		// Done and cancelled requests past their retention leave the table metadata in the same
-		// commit, so the metadata every later commit rewrites does not grow with every request
-		// ever made.
-		var expired []string
-		for _, r := range stored {
-			if r.expired(s.Now()) {
-				expired = append(expired, Key(r.ID))
-			}
-		}
-		if len(expired) > 0 {
-			if err := txn.RemoveProperties(expired); err != nil {
-				return err
-			}
-		}
-		if _, err := txn.Commit(ctx); err != nil {
-			if lake.IsConflict(err) {
-				continue
-			}
-			return fmt.Errorf("mark deletion requests done in %s: %w", name, err)
+			continue
 		}
 		for _, r := range done {
-			rep.Done = append(rep.Done, r.ID)
-			s.Metrics.RequestsDone.WithLabelValues(name).Inc()
-			// The request's columns, not its values: they are what an erasure exists to remove, and
-			// logs are kept and shipped (siglake delete-sweep shows the predicate).
-			cols := make([]string, len(r.Where))
-			for i, c := range r.Where {
-				cols[i] = c.Column
-			}
-			log.Info("deletion request done", zap.String("request_id", r.ID), zap.Strings("columns", cols),
-				zap.Int64("rows_deleted", r.RowsDeleted), zap.Int64("files_rewritten", r.FilesRewritten),
-				zap.Int64("snapshot_id", r.DoneSnapshotID))
-			for k := range s.clean {
+			w.rep.Done = append(w.rep.Done, r.ID)
+			w.rep.done = append(w.rep.done, r)
+			for k := range w.clean {
 				if strings.HasSuffix(k, "\x00"+r.ID) {
-					delete(s.clean, k)
+					delete(w.clean, k)
 				}
 			}
 		}
 		return nil
 	}
 	return nil // the table kept moving: the next sweep checks again
+}
+
+// doneOn is the requests of this sweep that no live file of t holds a row of any more: every
+// candidate scan planning finds on t was found clean.
+func (w *sweep) doneOn(ctx context.Context, t *table.Table, stored []Request) ([]Request, error) {
+	pending, _ := w.executable(t, stored)
+	var done []Request
+	for _, r := range pending {
+		if slices.Contains(w.rep.Waiting, r.ID) || w.rep.pending != nil && !slices.ContainsFunc(w.rep.pending, func(p Request) bool { return p.ID == r.ID }) {
+			continue // not part of this sweep (waiting out its cancel period, or recorded since)
+		}
+		expr, err := r.Filter().Expr(t.Schema(), lake.TimestampColumn)
+		if err != nil {
+			return nil, err
+		}
+		tasks, err := lake.PlanDataFiles(ctx, t, expr)
+		if err != nil {
+			return nil, fmt.Errorf("plan candidate files of %s: %w", w.rep.Table, err)
+		}
+		if slices.ContainsFunc(tasks, func(task table.FileScanTask) bool { return !w.clean[w.cleanKey(task.File.FilePath(), r.ID)] }) {
+			continue
+		}
+		now := w.Now().UTC()
+		r.State, r.DoneAt = Done, &now
+		if snap := t.CurrentSnapshot(); snap != nil {
+			r.DoneSnapshotID = snap.SnapshotID
+		}
+		done = append(done, r)
+	}
+	return done, nil
+}
+
+// commitDone stores done on t's branch head; false when the head moved first. Done and cancelled
+// requests past their retention leave the table metadata in the same commit, so the metadata
+// every later commit rewrites does not grow with every request ever made.
+func (w *sweep) commitDone(ctx context.Context, t *table.Table, stored, done []Request) (bool, error) {
+	txn := t.NewTransaction()
+	if err := txn.AssertRefSnapshotID(""); err != nil {
+		return false, err
+	}
+	if err := Stage(txn, done...); err != nil {
+		return false, err
+	}
+	var expired []string
+	for _, r := range stored {
+		if r.expired(w.Now()) {
+			expired = append(expired, Key(r.ID))
+		}
+	}
+	if len(expired) > 0 {
+		if err := txn.RemoveProperties(expired); err != nil {
+			return false, err
+		}
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		if lake.IsConflict(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("mark deletion requests done in %s: %w", w.rep.Table, err)
+	}
+	return true, nil
 }
 
 // expired says whether r is done or cancelled for longer than DoneRetention (a cancelled request
@@ -688,81 +596,6 @@ func (r *Request) expired(now time.Time) bool {
 		return now.Sub(r.CreatedAt) > DoneRetention
 	}
 	return false
-}
-
-func containsReq(rs []Request, id string) bool {
-	for _, r := range rs {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-// publish updates the pending gauge and /debug/status from a sweep.
-func (s *Sweeper) publish(name string, rep SweepReport, err error) {
-	s.publishMu.Lock()
-	defer s.publishMu.Unlock()
-	var pending []PendingRequest
-	for _, r := range rep.Requests {
-		if r.State == Pending {
-			p := PendingRequest{ID: r.ID, Table: name, State: Pending, AllRows: r.AllRows, CreatedAt: r.CreatedAt,
-				ExecuteAt: r.ExecuteAt(s.Cfg.CancelPeriod), RowsDeleted: r.RowsDeleted, FilesRewritten: r.FilesRewritten}
-			if s.waiting(r) {
-				p.State = Waiting
-			}
-			pending = append(pending, p)
-		}
-	}
-	// An invalid request's error may quote its values ("column host value ..."): status pages
-	// name the property only.
-	invalid := make([]string, len(rep.Invalid))
-	for i, e := range rep.Invalid {
-		invalid[i] = publicInvalid(e)
-	}
-	if err == nil || rep.Requests != nil {
-		s.Metrics.Pending.WithLabelValues(name).Set(float64(len(pending)))
-	}
-	sum := &SweepSummary{Time: s.Now(), Outcome: rep.Outcome, Candidates: len(rep.Candidates), Examined: rep.examined,
-		Rewritten: rep.Rewritten, RowsDeleted: rep.Deleted, Done: rep.Done, Capped: rep.Capped}
-	if err != nil {
-		sum.Error = err.Error()
-	}
-	last := sum
-	if prev := s.published[name]; rep.Outcome == "" && err == nil && prev != nil {
-		last = prev.LastSweep // a look without a sweep keeps the last sweep's summary
-	}
-	st := &State{CheckedAt: s.Now(), Sweeps: s.Cfg.Sweeps, CancelPeriod: s.Cfg.CancelPeriod.String(), Pending: pending, Invalid: invalid, LastSweep: last}
-	if s.published == nil {
-		s.published = map[string]*State{}
-	}
-	s.published[name] = st
-	if s.Publish != nil {
-		s.Publish.Deletes(name, st)
-	}
-}
-
-// publicInvalid is an invalid request's error (Executable, List) without its cause, which may
-// quote the request's values: the property it is stored under.
-func publicInvalid(e string) string {
-	key, _, _ := strings.Cut(strings.TrimPrefix(e, "table property "), ":")
-	return "table property " + key + ": not a valid deletion request, never executed (siglake delete-sweep says why)"
-}
-
-// Pending refreshes a table's pending requests (gauge and status) without sweeping: what an idle
-// cycle does when SIGLAKE_DELETE_TASKS is off.
-func (s *Sweeper) Pending(ctx context.Context, name string) error {
-	t, err := s.Lake.LoadTable(ctx, name)
-	if err != nil {
-		return err
-	}
-	all, bad := List(t.Properties())
-	rep := SweepReport{Table: name, Requests: all}
-	for _, e := range bad {
-		rep.Invalid = append(rep.Invalid, e.Error())
-	}
-	s.publish(name, rep, nil)
-	return nil
 }
 
 // SweepTables is `siglake delete-sweep`: without apply, one uncapped dry run per table (requests,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
@@ -32,8 +33,8 @@ func sweeper(e *testlake.Env) (*deletes.Sweeper, *prometheus.Registry) {
 	return &deletes.Sweeper{
 		Cfg: deletes.SweepConfig{MaxFiles: 8, MaxBytes: 1024 << 20, TargetFileBytes: 256 << 20, Sweeps: true,
 			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }},
-		Lake: e.Lake, Metrics: deletes.NewMetrics(reg), RewriteMetrics: rewrite.NewMetrics(reg), Log: e.Log, Now: time.Now,
-		Executor: &rewrite.Executor{Lake: e.Lake, Now: time.Now},
+		Lake: e.Lake, Metrics: deletes.NewMetrics(reg), Now: time.Now,
+		Rewriter: filtered.Rewriter{Executor: &rewrite.Executor{Lake: e.Lake, Now: time.Now}, RewriteMetrics: rewrite.NewMetrics(reg), Log: e.Log},
 	}, reg
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -301,8 +302,7 @@ func (e *executor) reserveRebuild(ctx context.Context, bytes int64) (release fun
 func (e *executor) deletes() *deletes.Sweeper {
 	if e.sweeper == nil {
 		s := e.set
-		e.sweeper = &deletes.Sweeper{Cfg: s.Cfg.Sweep, Lake: s.Lake, Metrics: s.Metrics.Deletes, RewriteMetrics: s.Metrics.Rewrite,
-			Log: s.Log, Now: s.Now, Executor: e.rewriteExecutor(), OnFailure: e.readFailed,
+		e.sweeper = &deletes.Sweeper{Cfg: s.Cfg.Sweep, Lake: s.Lake, Metrics: s.Metrics.Deletes, Now: s.Now, Rewriter: e.filtered(),
 			Check: fold.CheckDelete}
 		if p, ok := s.Publish.(deletes.Publisher); ok {
 			e.sweeper.Publish = p
@@ -311,12 +311,16 @@ func (e *executor) deletes() *deletes.Sweeper {
 	return e.sweeper
 }
 
+// filtered runs the delete-task and retention rewrites.
+func (e *executor) filtered() filtered.Rewriter {
+	return filtered.Rewriter{Executor: e.rewriteExecutor(), RewriteMetrics: e.set.Metrics.Rewrite, Log: e.set.Log, OnFailure: e.readFailed}
+}
+
 // retention is the retention runner (made on first use).
 func (e *executor) retention() *retention.Runner {
 	if e.retainer == nil {
 		s := e.set
-		e.retainer = &retention.Runner{Cfg: s.Cfg.Retention, Lake: s.Lake, Executor: e.rewriteExecutor(), Metrics: s.Metrics.Retention,
-			RewriteMetrics: s.Metrics.Rewrite, Log: s.Log, Now: s.Now, OnFailure: e.readFailed}
+		e.retainer = &retention.Runner{Cfg: s.Cfg.Retention, Lake: s.Lake, Metrics: s.Metrics.Retention, Now: s.Now, Rewriter: e.filtered()}
 		if p, ok := s.Publish.(retention.Publisher); ok {
 			e.retainer.Publish = p
 		}

@@ -98,7 +98,9 @@ type RunSummary struct {
 }
 
 // observe turns an applied run's report into metrics, status and log lines.
-func (r *Runner) observe(rep Report, err error, log *zap.Logger) {
+func (r *Runner) observe(rep Report, err error) {
+	log := r.Log.With(zap.String("table", rep.Table))
+	logHappened(log, rep.happened)
 	m := r.Metrics
 	if rep.Outcome != "" { // "" with an error: shut down before any outcome
 		m.Runs.WithLabelValues(rep.Outcome).Inc()
@@ -155,3 +157,28 @@ func (r *Runner) observe(rep Report, err error, log *zap.Logger) {
 
 // Paths a removal takes, as the metrics label them.
 var Paths = []string{plan.RetentionPartition.String(), plan.RetentionFile.String(), plan.RetentionRewrite.String()}
+
+// logHappened logs what a run did along the way.
+func logHappened(log *zap.Logger, h happened) {
+	for _, d := range h.drops {
+		log.Info("retention dropped files past the cutoff (metadata only)", zap.Int("files", d.files), zap.Int("partitions", d.partitions),
+			zap.Int64("rows", d.rows), zap.Int64("bytes", d.bytes), zap.Int64("snapshot_id", d.snapshotID),
+			zap.String("pending_id", d.pendingID), zap.Strings("partitions_dropped", d.partitionsDropped))
+	}
+	for _, l := range h.listsLeft {
+		log.Warn("could not remove the list of an uncommitted retention drop; gc will", zap.String("path", l.path), zap.Error(l.err))
+	}
+	for _, err := range h.lost {
+		log.Info("retention drop lost to a concurrent change; the next run replans", zap.Error(err))
+	}
+	for _, e := range h.free.Bad {
+		log.Warn("ignoring a table property that is not a pending retention deletion; nothing of it is deleted", zap.Error(e))
+	}
+	for _, u := range h.free.Unfreed {
+		log.Warn("retention could not delete every object of a pending deletion; the next run retries", zap.String("pending_id", u.ID), zap.Error(u.Err))
+	}
+	for _, f := range h.free.Freed {
+		log.Info("retention freed storage", zap.String("pending_id", f.Entry.ID), zap.Int("files", f.Entry.Count), zap.Int64("bytes", f.Entry.Bytes),
+			zap.Time("removed_at", f.Entry.RemovedAt), zap.Bool("retried", f.Retried))
+	}
+}

@@ -2,28 +2,23 @@ package retention
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/retention/pending"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
@@ -47,18 +42,15 @@ type Config struct {
 
 // Runner runs retention on tables.
 type Runner struct {
-	Cfg            Config
-	Lake           *lake.Lake
-	Executor       *rewrite.Executor
-	Metrics        *Metrics
-	RewriteMetrics *rewrite.Metrics
+	// Rewriter runs the retention rewrites. Its OnFailure is the maintainer's set-aside
+	// accounting; its Log is the runner's too.
+	filtered.Rewriter
+	Cfg     Config
+	Lake    *lake.Lake
+	Metrics *Metrics
 	// Publish receives each table's retention state; nil publishes nothing.
 	Publish Publisher
-	Log     *zap.Logger
 	Now     func() time.Time
-	// OnFailure, when set, receives every failed retention rewrite or read of a file (the
-	// maintainer's set-aside accounting).
-	OnFailure rewrite.FailureFunc
 
 	// clean remembers, per table and path, the files read without a row past retention (and the
 	// outputs of its own rewrites), with the policy and cutoffs they were read under. Data files
@@ -124,6 +116,8 @@ type Report struct {
 	// publicPolicy and publicInvalid are Policy and Invalid without condition values, for the
 	// status page (observe): a rule may name a person.
 	publicPolicy, publicInvalid string
+	// happened is what the run did along the way, for the observer's log lines.
+	happened happened
 }
 
 // ClassCutoff is a class and its cutoff at the run.
@@ -181,19 +175,12 @@ func (r *Report) count(path string, files int, rows, bytes int64) {
 	c.Bytes += bytes
 }
 
-func newID(now time.Time) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
 // Run runs retention on table name once: it removes what is past retention (remove) and, when
 // applying, frees the storage of earlier removals that are due, whatever the removal found:
 // freeing does not depend on the policy, so an invalid policy or a failing rewrite never holds
-// storage back.
+// storage back. It records nothing itself: an applied run's report goes to the observer.
 func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, err error) {
 	rep = Report{Table: name, Time: r.Now()}
-	log := r.Log.With(zap.String("table", name))
 	defer func() {
 		// A shutdown (a rewrite waiting for memory, say) is no failed run: it is neither counted
 		// nor published as an error.
@@ -205,16 +192,16 @@ func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, e
 			rep.Error = err.Error()
 		}
 		if o.Apply {
-			r.observe(rep, err, log)
+			r.observe(rep, err)
 		}
 	}()
 	t, err := r.Lake.LoadTable(ctx, name)
 	if err != nil {
 		return rep, err
 	}
-	err = r.remove(ctx, t, o, &rep, log)
+	err = r.remove(ctx, t, o, &rep)
 	if o.Apply {
-		if ferr := r.free(ctx, name, &rep, log); ferr != nil {
+		if ferr := r.free(ctx, name, &rep); ferr != nil {
 			err = errors.Join(err, ferr)
 		}
 	} else {
@@ -239,27 +226,85 @@ func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, e
 	return rep, nil
 }
 
+// removal is one run's removal from a table under way: what its steps share.
+type removal struct {
+	*Runner
+	o   Options
+	rep *Report
+	src filtered.Source
+	wfs icebergio.WriteFileIO
+	// live are the table's live files by path; files in the order listed.
+	live  map[string]lake.File
+	files []lake.File
+	pol   Policy
+	// classes are the policy's classes at the run, key what a file found clean is clean under.
+	classes []Class
+	key     cleanRead
+	filter  *merge.RowFilter
+}
+
 // remove plans and commits the removal of what is past retention in t.
-func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Report, log *zap.Logger) error {
-	name := rep.Table
+func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Report) error {
+	m := &removal{Runner: r, o: o, rep: rep}
 	// The live files first: the oldest-row gauge stays current even when the policy is invalid.
+	if err := m.listLive(ctx, t); err != nil {
+		return err
+	}
+	if err := m.policy(t); err != nil {
+		return err
+	}
+	cut := Cutoffs(m.classes)
+	if cut.Latest == nil {
+		rep.Outcome = "keep"
+		return nil
+	}
+	mayHold, err := m.candidates(ctx, t, cut)
+	if err != nil {
+		return err
+	}
+	pfs := make([]plan.File, len(m.files))
+	for i, f := range m.files {
+		pfs[i] = plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, Late: f.Late, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
+	}
+	rp := plan.PlanRetention(pfs, cut, plan.RetentionCaps{MaxFiles: r.Cfg.MaxFiles, MaxBytes: r.Cfg.MaxBytes, NoCaps: o.NoCaps}, mayHold)
+	rep.Capped = len(rp.Capped)
+	if err := m.open(ctx, t); err != nil {
+		return err
+	}
+	return m.execute(ctx, rp)
+}
+
+// listLive reads t's live files and the oldest row among them.
+func (m *removal) listLive(ctx context.Context, t *table.Table) error {
 	files, err := lake.LiveFiles(ctx, t)
 	if err != nil {
 		return err
 	}
-	rep.listed = true
-	live := make(map[string]lake.File, len(files))
-	pfs := make([]plan.File, len(files))
-	for i, f := range files {
-		live[f.Path] = f
-		pfs[i] = plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, Late: f.Late, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
-		if at := time.UnixMicro(f.MinTime).UTC(); rep.OldestRow == nil || at.Before(*rep.OldestRow) {
-			rep.OldestRow = &at
+	m.rep.listed = true
+	m.files, m.live = files, make(map[string]lake.File, len(files))
+	for _, f := range files {
+		m.live[f.Path] = f
+	}
+	m.rep.OldestRow = oldestRow(files)
+	return nil
+}
+
+// oldestRow is the lower time bound of files; nil for none.
+func oldestRow(files []lake.File) *time.Time {
+	var oldest *time.Time
+	for _, f := range files {
+		if at := time.UnixMicro(f.MinTime).UTC(); oldest == nil || at.Before(*oldest) {
+			oldest = &at
 		}
 	}
+	return oldest
+}
+
+// policy reads and validates t's policy (or o.Policy) and reports it and its classes' cutoffs.
+func (m *removal) policy(t *table.Table) error {
 	pol, _, err := PolicyProperty.Read(t.Properties())
-	if o.Policy != nil {
-		pol, err = *o.Policy, nil
+	if m.o.Policy != nil {
+		pol, err = *m.o.Policy, nil
 	}
 	if err == nil {
 		err = pol.Validate(t.Schema(), lake.TimestampColumn)
@@ -267,15 +312,15 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 	if err != nil {
 		// The error goes to logs and the status page: without values (Invalid, for siglake
 		// retention show, keeps them).
-		rep.Invalid, rep.publicInvalid = err.Error(), PublicError(err)
-		return fmt.Errorf("%w in %s: %s; nothing is removed until `siglake retention set` fixes it", ErrBadPolicy, name, rep.publicInvalid)
+		m.rep.Invalid, m.rep.publicInvalid = err.Error(), PublicError(err)
+		return fmt.Errorf("%w in %s: %s; nothing is removed until `siglake retention set` fixes it", ErrBadPolicy, m.rep.Table, m.rep.publicInvalid)
 	}
 	fpKey := t.Metadata().TableUUID().String()
-	rep.Policy, rep.publicPolicy = pol.Describe(r.Cfg.DefaultPeriod), pol.Public(r.Cfg.DefaultPeriod, fpKey)
-	classes := pol.Classes(r.Now(), r.Cfg.DefaultPeriod)
-	longest := Longest(classes)
-	rep.Longest = &longest
-	for _, c := range classes {
+	m.rep.Policy, m.rep.publicPolicy = pol.Describe(m.Cfg.DefaultPeriod), pol.Public(m.Cfg.DefaultPeriod, fpKey)
+	m.pol, m.classes = pol, pol.Classes(m.Now(), m.Cfg.DefaultPeriod)
+	longest := Longest(m.classes)
+	m.rep.Longest = &longest
+	for _, c := range m.classes {
 		cc := ClassCutoff{Class: c.Name, Period: FormatPeriod(c.Period), public: c.Name}
 		if c.Rule > 0 {
 			rule := pol.Rules[c.Rule-1]
@@ -286,62 +331,65 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 			at := time.UnixMicro(*c.Cutoff).UTC()
 			cc.Cutoff = &at
 		}
-		rep.Classes = append(rep.Classes, cc)
+		m.rep.Classes = append(m.rep.Classes, cc)
 	}
-	cut := Cutoffs(classes)
-	if cut.Latest == nil {
-		rep.Outcome = "keep"
-		return nil
-	}
-	key := cleanKey(pol, classes)
-	r.trimClean(name, live)
-	// A set-aside file (siglake skipped list) is never read: it still goes when it is past the
-	// cutoff whole (a drop reads nothing), and is reported otherwise.
+	m.key = cleanKey(pol, m.classes)
+	return nil
+}
+
+// candidates is which files may hold rows past retention and are worth reading: not set aside,
+// not known clean and, under rules, not ruled out by scan planning. A set-aside file (siglake
+// skipped list) is never read: it still goes when it is past the cutoff whole (a drop reads
+// nothing), and is reported otherwise.
+func (m *removal) candidates(ctx context.Context, t *table.Table, cut plan.RetentionCutoffs) (func(string) bool, error) {
+	m.trimClean(m.rep.Table, m.live)
 	skipped := lake.SkippedFiles(t.Properties())
-	for _, f := range files {
+	for _, f := range m.files {
 		if _, ok := skipped[f.Path]; ok && f.MinTime < *cut.Latest && (cut.Whole == nil || f.MaxTime >= *cut.Whole) {
-			rep.Picks = append(rep.Picks, Pick{Path: f.Path, Partition: f.Partition, Action: "set_aside", Bytes: f.Size, Rows: f.Rows,
+			m.rep.Picks = append(m.rep.Picks, Pick{Path: f.Path, Partition: f.Partition, Action: "set_aside", Bytes: f.Size, Rows: f.Rows,
 				Reason: "may hold rows past retention, but it is set aside after failed rewrites (siglake skipped list): not read"})
-			rep.SetAside++
+			m.rep.SetAside++
 		}
 	}
-	mayHold := func(p string) bool { _, bad := skipped[p]; return !bad && !r.knownClean(name, live[p], key) }
-	if len(pol.Rules) > 0 {
-		// Rules narrow what may be past retention by column values: let scan planning rule
-		// files out by their column bounds before any is read.
-		expr, err := Expr(classes, t.Schema(), lake.TimestampColumn)
-		if err != nil {
-			return err
-		}
-		tasks, err := lake.PlanDataFiles(ctx, t, expr)
-		if err != nil {
-			return fmt.Errorf("plan retention candidates of %s: %w", name, err)
-		}
-		cand := make(map[string]bool, len(tasks))
-		for _, task := range tasks {
-			cand[task.File.FilePath()] = true
-		}
-		mayHold = func(p string) bool {
-			_, bad := skipped[p]
-			return cand[p] && !bad && !r.knownClean(name, live[p], key)
-		}
+	mayHold := func(p string) bool { _, bad := skipped[p]; return !bad && !m.knownClean(m.rep.Table, m.live[p], m.key) }
+	if len(m.pol.Rules) == 0 {
+		return mayHold, nil
 	}
-	rp := plan.PlanRetention(pfs, cut, plan.RetentionCaps{MaxFiles: r.Cfg.MaxFiles, MaxBytes: r.Cfg.MaxBytes, NoCaps: o.NoCaps}, mayHold)
-	rep.Capped = len(rp.Capped)
-	filter := RowFilter(classes)
-	sc, err := lake.ArrowSchema(t)
+	// Rules narrow what may be past retention by column values: let scan planning rule files
+	// out by their column bounds before any is read.
+	expr, err := Expr(m.classes, t.Schema(), lake.TimestampColumn)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := lake.PlanDataFiles(ctx, t, expr)
+	if err != nil {
+		return nil, fmt.Errorf("plan retention candidates of %s: %w", m.rep.Table, err)
+	}
+	cand := make(map[string]bool, len(tasks))
+	for _, task := range tasks {
+		cand[task.File.FilePath()] = true
+	}
+	return func(p string) bool { return cand[p] && mayHold(p) }, nil
+}
+
+// open opens t for reading and writing its files.
+func (m *removal) open(ctx context.Context, t *table.Table) error {
+	m.filter = RowFilter(m.classes)
+	src, err := filtered.Open(ctx, t)
 	if err != nil {
 		return err
 	}
-	fsys, err := t.FS(ctx)
-	if err != nil {
-		return err
-	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
+	wfs, ok := src.FS.(icebergio.WriteFileIO)
 	if !ok {
 		return fmt.Errorf("FileIO of %s cannot write", t.Location())
 	}
-	if err := r.drop(ctx, t, wfs, rp.Drops, live, o, rep, log); err != nil {
+	m.src, m.wfs = src, wfs
+	return nil
+}
+
+// execute drops, rewrites and reports what the planner decided.
+func (m *removal) execute(ctx context.Context, rp plan.RetentionPlan) error {
+	if err := m.drop(ctx, rp.Drops); err != nil {
 		return err
 	}
 	var firstErr error
@@ -349,17 +397,17 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 		if ctx.Err() != nil {
 			break
 		}
-		if err := r.rewrite(ctx, t, fsys, sc, live, filter, pick, o, key, rep, log); err != nil && firstErr == nil {
+		if err := m.rewrite(ctx, pick); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
 	for _, pick := range rp.Capped {
-		rep.Picks = append(rep.Picks, Pick{Path: pick.File.Path, Partition: pick.File.Partition, Action: pick.Path.String(),
+		m.rep.Picks = append(m.rep.Picks, Pick{Path: pick.File.Path, Partition: pick.File.Partition, Action: pick.Path.String(),
 			Bytes: pick.File.SizeBytes, Rows: pick.File.Rows, Reason: pick.Reason})
 	}
-	if o.Apply && len(rep.Snapshots) > 0 {
+	if m.o.Apply && len(m.rep.Snapshots) > 0 {
 		// The age gauge is of what stays: read the live files again.
-		if err := r.oldest(ctx, name, rep); err != nil && firstErr == nil {
+		if err := m.oldest(ctx, m.rep.Table, m.rep); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -446,360 +494,84 @@ func (r *Runner) oldest(ctx context.Context, name string, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	rep.OldestRow = nil
-	for _, f := range files {
-		if at := time.UnixMicro(f.MinTime).UTC(); rep.OldestRow == nil || at.Before(*rep.OldestRow) {
-			rep.OldestRow = &at
-		}
-	}
+	rep.OldestRow = oldestRow(files)
 	return nil
-}
-
-// drop removes the files wholly past retention in one metadata-only replace (no outputs, no data
-// read or written), recording them as pending deletion in the same commit.
-func (r *Runner) drop(ctx context.Context, t *table.Table, wfs icebergio.WriteFileIO, picks []plan.RetentionPick, live map[string]lake.File, o Options, rep *Report, log *zap.Logger) error {
-	if len(picks) == 0 {
-		return nil
-	}
-	name := t.Identifier()[len(t.Identifier())-1]
-	old := make([]iceberg.DataFile, 0, len(picks))
-	paths := make([]string, 0, len(picks))
-	var bytes, rows int64
-	parts := map[string]bool{}
-	for _, p := range picks {
-		pk := Pick{Path: p.File.Path, Partition: p.File.Partition, Action: p.Path.String(), Bytes: p.File.SizeBytes,
-			Rows: p.File.Rows, Expired: p.File.Rows, Reason: p.Reason}
-		if !o.Apply {
-			pk.Result = "would drop (dry run)"
-			rep.count(p.Path.String(), 1, p.File.Rows, p.File.SizeBytes)
-		}
-		rep.Picks = append(rep.Picks, pk)
-		if p.Path == plan.RetentionPartition {
-			parts[p.File.Partition] = true
-		}
-		paths = append(paths, p.File.Path)
-		bytes += p.File.SizeBytes
-		rows += p.File.Rows
-	}
-	if !o.Apply {
-		return nil
-	}
-	for _, p := range picks {
-		old = append(old, live[p.File.Path].DataFile)
-	}
-	now := r.Now()
-	pending := Pending{ID: newID(now), Bytes: bytes, RemovedAt: now}
-	var list string
-	props := iceberg.Properties{tableprops.SumRewriteKind: plan.KindRetention.String(), tableprops.SumRetentionFiles: strconv.Itoa(len(old)),
-		tableprops.SumRetentionRows: strconv.FormatInt(rows, 10), tableprops.SumRetentionPending: pending.ID}
-	cr, err := r.Lake.CommitReplace(ctx, name, old, nil, props, func(cur *table.Table, txn *table.Transaction) error {
-		pending.after(cur)
-		if list != "" { // a retried attempt: the list object is already written
-			return stageWritten(txn, pending, list, len(paths))
-		}
-		var err error
-		list, err = stagePending(txn, wfs, t.Location(), pending, paths)
-		return err
-	})
-	result := ""
-	switch {
-	case err == nil:
-		rep.Snapshots = append(rep.Snapshots, cr.Table.CurrentSnapshot().SnapshotID)
-		result = fmt.Sprintf("dropped, snapshot %d", cr.Table.CurrentSnapshot().SnapshotID)
-		for _, p := range picks {
-			rep.count(p.Path.String(), 1, p.File.Rows, p.File.SizeBytes)
-		}
-		log.Info("retention dropped files past the cutoff (metadata only)", zap.Int("files", len(old)), zap.Int("partitions", len(parts)),
-			zap.Int64("rows", rows), zap.Int64("bytes", bytes), zap.Int64("snapshot_id", cr.Table.CurrentSnapshot().SnapshotID),
-			zap.String("pending_id", pending.ID), zap.Strings("partitions_dropped", keys(parts)))
-	case errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err):
-		rep.Conflicts++
-		result = "conflict: " + err.Error()
-		r.removeList(wfs, list, cr.MaybeCommitted, log)
-		log.Info("retention drop lost to a concurrent change; the next run replans", zap.Error(err))
-		err = nil
-	default:
-		r.removeList(wfs, list, cr.MaybeCommitted, log)
-		result = "failed: " + err.Error()
-	}
-	for i := len(rep.Picks) - len(picks); i < len(rep.Picks); i++ {
-		rep.Picks[i].Result = result
-	}
-	if err != nil {
-		return fmt.Errorf("retention drop of %d files of %s: %w", len(old), name, err)
-	}
-	return nil
-}
-
-// stageWritten stages p again with its already written list object.
-func stageWritten(txn *table.Transaction, p Pending, list string, n int) error {
-	p.Version, p.List, p.Count = Version, list, n
-	v, err := jsonString(p)
-	if err != nil {
-		return err
-	}
-	return txn.SetProperties(iceberg.Properties{PendingPrefix + p.ID: v})
-}
-
-func (r *Runner) removeList(wfs icebergio.WriteFileIO, list string, maybe bool, log *zap.Logger) {
-	if list == "" || maybe { // an unknown outcome may have committed the entry: keep its list
-		return
-	}
-	if err := wfs.Remove(list); err != nil && !isNotExist(err) {
-		log.Warn("could not remove the list of an uncommitted retention drop; gc will", zap.String("path", list), zap.Error(err))
-	}
 }
 
 // rewrite counts a straddling file's rows past retention and, if any and applying, rewrites it
-// without them through the rewrite executor; the replaced file goes on the pending list in the
+// without them through the filtered rewriter; the replaced file goes on the pending list in the
 // same commit.
-func (r *Runner) rewrite(ctx context.Context, t *table.Table, fsys icebergio.IO, sc *arrow.Schema, live map[string]lake.File, filter *merge.RowFilter,
-	pick plan.RetentionPick, o Options, key cleanRead, rep *Report, log *zap.Logger) error {
-	name := t.Identifier()[len(t.Identifier())-1]
-	f := live[pick.File.Path]
+func (m *removal) rewrite(ctx context.Context, pick plan.RetentionPick) error {
+	f := m.live[pick.File.Path]
 	pk := Pick{Path: f.Path, Partition: f.Partition, Action: pick.Path.String(), Bytes: f.Size, Rows: f.Rows, Reason: pick.Reason}
-	own := true // false when a drop recorded the file itself
-	defer func() {
-		if own {
-			rep.Picks = append(rep.Picks, pk)
-		}
-	}()
-	per, _, err := merge.CountMatches(ctx, fsys, f.Path, sc, lake.TimestampColumn, filter, nil)
+	rd := filtered.Read{Kind: plan.KindRetention.String(), File: f, Filter: m.filter}
+	per, err := m.Count(ctx, m.src, rd, m.o.Apply)
 	if err != nil {
 		pk.Result = "failed: " + err.Error()
-		if o.Apply {
-			job := rewrite.Job{Kind: plan.KindRetention.String(), Partition: f.Partition, Inputs: []lake.File{f}}
-			out := rewrite.Observer{Metrics: r.RewriteMetrics, Log: r.Log}.ReadFailed(name, job, err)
-			if r.OnFailure != nil {
-				r.OnFailure(ctx, name, job, out)
-			}
-		}
+		m.rep.Picks = append(m.rep.Picks, pk)
 		return fmt.Errorf("count rows past retention in %s: %w", f.Path, err)
 	}
 	for _, n := range per {
 		pk.Expired += n
 	}
-	if pk.Expired == 0 {
+	switch {
+	case pk.Expired == 0:
 		pk.Result = "no rows past retention: not rewritten"
-		if o.Policy == nil { // read under the stored policy: later runs need not read it again
-			r.markClean(name, f, key)
+		if m.o.Policy == nil { // read under the stored policy: later runs need not read it again
+			m.markClean(m.rep.Table, f, m.key)
 		}
-		return nil
-	}
-	if !o.Apply {
+	case !m.o.Apply:
 		pk.Result = "would rewrite (dry run)"
-		rep.count(plan.RetentionRewrite.String(), 1, pk.Expired, 0)
-		return nil
+		m.rep.count(plan.RetentionRewrite.String(), 1, pk.Expired, 0)
+	case pk.Expired == f.Rows:
+		// Every row is past its class's cutoff (rules keep none of them): a drop, no rewrite; the
+		// drop reports the file.
+		return m.drop(ctx, []plan.RetentionPick{{File: pick.File, Path: plan.RetentionFile, Reason: "every row past its class's cutoff"}})
+	default:
+		err = m.rewriteFile(ctx, rd, &pk)
 	}
-	if pk.Expired == f.Rows {
-		// Every row is past its class's cutoff (rules keep none of them): a drop, no rewrite.
-		own = false
-		wfs, _ := fsys.(icebergio.WriteFileIO)
-		return r.drop(ctx, t, wfs, []plan.RetentionPick{{File: pick.File, Path: plan.RetentionFile, Reason: "every row past its class's cutoff"}}, live, o, rep, log)
-	}
-	if !o.Apply {
-		pk.Result = "would rewrite (dry run)"
-		rep.count(plan.RetentionRewrite.String(), 1, pk.Expired, f.Size)
-		return nil
-	}
-	now := r.Now()
-	pending := Pending{ID: newID(now), Bytes: f.Size, RemovedAt: now}
-	job := rewrite.Job{
-		Kind:      plan.KindRetention.String(),
-		Partition: f.Partition,
-		Inputs:    []lake.File{f},
-		// The output goes beside the input (lake.DataDir would fold s3://bucket).
-		Dir:             f.Path[:strings.LastIndex(f.Path, "/")],
+	m.rep.Picks = append(m.rep.Picks, pk)
+	return err
+}
+
+// rewriteFile rewrites rd.File without its rows past retention, recording the replaced file as
+// pending deletion in the same commit.
+func (m *removal) rewriteFile(ctx context.Context, rd filtered.Read, pk *Pick) error {
+	f := rd.File
+	entry := pending.New(m.Now(), f.Size)
+	out := m.Rewrite(ctx, m.src, filtered.Rewrite{
+		Read:            rd,
 		Generation:      f.Generation + 1,
-		TargetFileBytes: max(r.Cfg.TargetFileBytes, f.Size),
-		Metadata:        r.Cfg.Metadata.For(t),
-		RowFilter:       filter,
+		TargetFileBytes: m.Cfg.TargetFileBytes,
+		Metadata:        m.Cfg.Metadata,
 		Reason:          "rows past retention",
 		Props: func(res merge.RewriteResult) iceberg.Properties {
-			return iceberg.Properties{tableprops.SumRetentionRows: strconv.FormatInt(sum(res.Deleted), 10), tableprops.SumRetentionPending: pending.ID}
+			return iceberg.Properties{tableprops.SumRetentionRows: strconv.FormatInt(filtered.Removed(res), 10), tableprops.SumRetentionPending: entry.ID}
 		},
 		Stage: func(res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
-			pending.after(cur)
-			_, err := stagePending(txn, nil, t.Location(), pending, []string{f.Path})
+			entry.After(cur)
+			_, err := pending.Stage(txn, nil, m.src.Table.Location(), entry, []string{f.Path})
 			return err
 		},
-	}
-	out := r.Executor.Run(ctx, t, job)
-	if out.Status == rewrite.Failed && r.OnFailure != nil {
-		defer r.OnFailure(ctx, name, job, out)
-	}
-	rewrite.Observer{Metrics: r.RewriteMetrics, Log: r.Log}.Observe(name, job, out, zap.String("path", f.Path),
-		zap.Int64("rows_past_retention", sum(out.Merge.Deleted)), zap.Int64("rows_before", f.Rows))
+		RowsField: "rows_past_retention",
+	})
 	switch err := out.Error(); {
 	case err == nil:
-		dropped := sum(out.Merge.Deleted)
+		dropped := filtered.Removed(out.Merge)
 		// The outputs hold no row past retention under this key: the next run need not read them.
 		for _, o := range out.Merge.Outputs {
-			r.markClean(name, lake.File{Path: o.Path}, key)
+			m.markClean(m.rep.Table, lake.File{Path: o.Path}, m.key)
 		}
 		pk.Result = fmt.Sprintf("rewritten into %d files without %d rows, snapshot %d", len(out.Merge.Outputs), dropped, out.SnapshotID)
-		rep.Snapshots = append(rep.Snapshots, out.SnapshotID)
-		rep.count(plan.RetentionRewrite.String(), 1, dropped, f.Size)
+		m.rep.Snapshots = append(m.rep.Snapshots, out.SnapshotID)
+		m.rep.count(plan.RetentionRewrite.String(), 1, dropped, f.Size)
 		return nil
 	case errors.Is(err, rewrite.ErrConflict):
 		pk.Result = "conflict: " + err.Error()
-		rep.Conflicts++
+		m.rep.Conflicts++
 		return nil
 	default:
 		pk.Result = "failed: " + err.Error()
 		return fmt.Errorf("retention rewrite of %s: %w", f.Path, err)
 	}
-}
-
-// free deletes the objects of pending deletions that are due, then removes their entries. Before
-// deleting, one commit marks the due entries as being deleted, so an entry's objects and bytes
-// count in the freed metrics once: a process that dies halfway leaves the marked entry, and the
-// next owner deletes again (an object already gone is fine) without counting it again.
-func (r *Runner) free(ctx context.Context, name string, rep *Report, log *zap.Logger) error {
-	t, err := r.Lake.LoadTable(ctx, name)
-	if err != nil {
-		return err
-	}
-	ps, errs := PendingOf(t.Properties())
-	for _, e := range errs {
-		log.Warn("ignoring a table property that is not a pending retention deletion; nothing of it is deleted", zap.Error(e))
-	}
-	now := r.Now()
-	var due, mark []Pending
-	for _, p := range ps {
-		if ok, _ := p.Due(t, now, r.Cfg.DeleteDelay); ok {
-			due = append(due, p)
-			if !p.Deleting {
-				mark = append(mark, p)
-			}
-		}
-	}
-	if len(due) == 0 || ctx.Err() != nil {
-		r.pendingView(t, rep)
-		return nil
-	}
-	if len(mark) > 0 {
-		marked := iceberg.Properties{}
-		for _, p := range mark {
-			p.Deleting = true
-			v, err := jsonString(p)
-			if err != nil {
-				return err
-			}
-			marked[PendingPrefix+p.ID] = v
-		}
-		if err := r.Lake.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
-			set := iceberg.Properties{}
-			for k, v := range marked {
-				if _, ok := cur[k]; ok { // not finished by another owner meanwhile
-					set[k] = v
-				}
-			}
-			return set, nil
-		}); err != nil {
-			return err
-		}
-		if t, err = r.Lake.LoadTable(ctx, name); err != nil {
-			return err
-		}
-	}
-	fsys, err := t.FS(ctx)
-	if err != nil {
-		return err
-	}
-	files, err := lake.LiveFiles(ctx, t)
-	if err != nil {
-		return err
-	}
-	live := make(map[string]bool, len(files))
-	for _, f := range files {
-		live[f.Path] = true
-	}
-	var done []string
-	for _, p := range due {
-		if _, ok := t.Properties()[PendingPrefix+p.ID]; !ok {
-			continue
-		}
-		paths, _, err := p.paths(fsys)
-		if err != nil {
-			return err
-		}
-		var failed error
-		for _, path := range paths {
-			if live[path] {
-				// Never delete a live file, whatever a list says (a hand-edited property).
-				failed = fmt.Errorf("pending deletion %s lists %s, which is live: not deleting it", p.ID, path)
-				continue
-			}
-			if err := fsys.Remove(path); err != nil && !isNotExist(err) {
-				failed = fmt.Errorf("delete %s of pending deletion %s: %w", path, p.ID, err)
-			}
-		}
-		if failed == nil && p.List != "" {
-			if err := fsys.Remove(p.List); err != nil && !isNotExist(err) {
-				failed = fmt.Errorf("delete the pending deletion list %s: %w", p.List, err)
-			}
-		}
-		if failed != nil {
-			log.Warn("retention could not delete every object of a pending deletion; the next run retries", zap.String("pending_id", p.ID), zap.Error(failed))
-			continue
-		}
-		if !p.Deleting { // marked by this run: count it once
-			rep.FreedFiles += p.Count
-			rep.FreedBytes += p.Bytes
-		}
-		done = append(done, PendingPrefix+p.ID)
-		log.Info("retention freed storage", zap.String("pending_id", p.ID), zap.Int("files", p.Count), zap.Int64("bytes", p.Bytes),
-			zap.Time("removed_at", p.RemovedAt), zap.Bool("retried", p.Deleting))
-	}
-	if len(done) > 0 {
-		if err := r.Lake.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
-			var present []string
-			for _, k := range done {
-				if _, ok := cur[k]; ok {
-					present = append(present, k)
-				}
-			}
-			return nil, present
-		}); err != nil {
-			return fmt.Errorf("remove freed retention entries of %s (their objects are gone; the next run removes the entries): %w", name, err)
-		}
-		if t, err = r.Lake.LoadTable(ctx, name); err != nil {
-			return err
-		}
-	}
-	r.pendingView(t, rep)
-	return nil
-}
-
-// pendingView shows t's pending deletions in rep.
-func (r *Runner) pendingView(t *table.Table, rep *Report) {
-	ps, _ := PendingOf(t.Properties())
-	rep.Pending, rep.pendingKnown = nil, true
-	for _, p := range ps {
-		_, why := p.Due(t, r.Now(), r.Cfg.DeleteDelay)
-		rep.Pending = append(rep.Pending, PendingView{ID: p.ID, Files: p.Count, Bytes: p.Bytes, RemovedAt: p.RemovedAt,
-			DueAt: p.RemovedAt.Add(r.Cfg.DeleteDelay), Waiting: why})
-	}
-}
-
-func jsonString(v any) (string, error) {
-	b, err := json.Marshal(v)
-	return string(b), err
-}
-
-func sum(ns []int64) (s int64) {
-	for _, n := range ns {
-		s += n
-	}
-	return s
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
@@ -29,6 +30,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
+	"github.com/siglake/siglake/sidecar/retention/pending"
 	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -52,8 +54,8 @@ func runner(e *testlake.Env, c *clock, delay time.Duration) (*retention.Runner, 
 	return &retention.Runner{
 		Cfg: retention.Config{DeleteDelay: delay, MaxFiles: 8, MaxBytes: 1 << 30, TargetFileBytes: 256 << 20,
 			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }},
-		Lake: e.Lake, Executor: &rewrite.Executor{Lake: e.Lake, Now: c.Now}, Metrics: retention.NewMetrics(reg),
-		RewriteMetrics: rewrite.NewMetrics(reg), Log: e.Log, Now: c.Now,
+		Lake: e.Lake, Metrics: retention.NewMetrics(reg), Now: c.Now,
+		Rewriter: filtered.Rewriter{Executor: &rewrite.Executor{Lake: e.Lake, Now: c.Now}, RewriteMetrics: rewrite.NewMetrics(reg), Log: e.Log},
 	}, reg
 }
 
@@ -278,7 +280,7 @@ func TestRetentionFreesStorageAfterTheDelay(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := retention.Referenced(t)
+		b, err := pending.Referenced(t)
 		return append(a, b...), err
 	}
 	// Every object is past gc's age limit (an hour, above gc's floor): only the pending list keeps them.
@@ -318,7 +320,7 @@ func TestRetentionFreesStorageAfterTheDelay(t *testing.T) {
 	if n := exists(); n != 0 || rep.FreedFiles != 5 {
 		t.Fatalf("after the delay: %d objects still exist, %d freed", n, rep.FreedFiles)
 	}
-	if ps, _ := retention.PendingOf(e.Table("events").Properties()); len(ps) != 0 {
+	if ps, _ := pending.Of(e.Table("events").Properties()); len(ps) != 0 {
 		t.Fatalf("pending list not empty: %+v", ps)
 	}
 	if got := promtest.Counter(t, reg, "siglake_retention_freed_files_total", ""); got != 5 {
@@ -448,7 +450,7 @@ func TestRetentionLosesToARewrite(t *testing.T) {
 	if fired.Load() == 0 || rep.Outcome != "conflict" || len(rep.Snapshots) != 0 {
 		t.Fatalf("fault fired %d times; run outcome %s, snapshots %v; want a lost drop", fired.Load(), rep.Outcome, rep.Snapshots)
 	}
-	if ps, _ := retention.PendingOf(e.Table("events").Properties()); len(ps) != 0 {
+	if ps, _ := pending.Of(e.Table("events").Properties()); len(ps) != 0 {
 		t.Fatalf("a lost drop recorded pending deletions: %+v", ps)
 	}
 	all := keep(recs, func(arrow.RecordBatch, int) bool { return true })
@@ -559,7 +561,7 @@ func TestFreedCountedOnce(t *testing.T) {
 	var failed atomic.Int32
 	catalogtest.Hook(e.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
 		b, _ := json.Marshal(ups)
-		if strings.Contains(string(b), `"remove-properties"`) && strings.Contains(string(b), retention.PendingPrefix) && failed.Add(1) == 1 {
+		if strings.Contains(string(b), `"remove-properties"`) && strings.Contains(string(b), pending.Prefix) && failed.Add(1) == 1 {
 			return nil, "", fmt.Errorf("injected: the catalog is unreachable")
 		}
 		return next(ctx, id, reqs, ups)
@@ -577,7 +579,7 @@ func TestFreedCountedOnce(t *testing.T) {
 	if got := testutil.ToFloat64(r.Metrics.FreedFiles.WithLabelValues("events")); got != 5 {
 		t.Fatalf("siglake_retention_freed_files_total = %v, want 5 (each object once)", got)
 	}
-	if ps, _ := retention.PendingOf(e.Table("events").Properties()); len(ps) != 0 {
+	if ps, _ := pending.Of(e.Table("events").Properties()); len(ps) != 0 {
 		t.Fatalf("entries left: %+v", ps)
 	}
 }
@@ -606,7 +608,7 @@ func TestPendingFollowsTheHead(t *testing.T) {
 		t.Fatalf("run: %v, outcome %s, fault fired %d times", err, rep.Outcome, fired.Load())
 	}
 	tbl := e.Table("events")
-	ps, _ := retention.PendingOf(tbl.Properties())
+	ps, _ := pending.Of(tbl.Properties())
 	if len(ps) != 1 {
 		t.Fatalf("pending entries %+v, want one", ps)
 	}
@@ -906,7 +908,7 @@ func TestRetentionDropsAWhollyExpiredFileWithoutWritingOne(t *testing.T) {
 	if got := e.Sum("events"); got != want {
 		t.Fatalf("table holds %d rows, want %d", got.Rows, want.Rows)
 	}
-	ps, _ := retention.PendingOf(tbl.Properties())
+	ps, _ := pending.Of(tbl.Properties())
 	listed := false
 	for _, p := range ps {
 		listed = listed || slices.Contains(p.Files, expired.Path)

@@ -8,7 +8,7 @@
 // metadata files, every snapshot's manifest list, manifests and data files, statistics files.
 // On top of that, gc keeps what Options.Keep names: the Puffin index sidecars registered in
 // table properties and the objects retention removed and deletes itself after its delay
-// (sidecar.GCKeep: puffinidx.Referenced, retention.Referenced), which iceberg-go's walk does not read.
+// (sidecar.GCKeep: puffinidx.Referenced, pending.Referenced), which iceberg-go's walk does not read.
 package orphans
 
 import (

@@ -1,7 +1,13 @@
-package retention
+// Package pending keeps retention's pending deletions: the objects a retention commit removed
+// from a table, listed in a table property until the delete delay has passed and no retained
+// snapshot references them, then deleted from storage (Free). The entries live with the table,
+// so whichever process owns it next finishes what another started.
+package pending
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,24 +23,26 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
-// PendingPrefix prefixes the table properties that list objects retention removed from the
-// table and will delete from storage: siglake.retention.pending.<id>. They live with the table,
-// so whichever process owns it next finishes what another started.
-const PendingPrefix = tableprops.RetentionPending
+// Prefix prefixes the table properties that list objects retention removed from the table and
+// will delete from storage: siglake.retention.pending.<id>.
+const Prefix = tableprops.RetentionPending
 
-// pendingProperty reads and writes the pending deletions; one belongs under its id.
-var pendingProperty = tableprops.Codec[Pending]{Name: PendingPrefix, What: "pending retention deletion",
-	Version: func(p *Pending) *int { return &p.Version }, MinVersion: 1, MaxVersion: Version,
-	KeyOf: func(p Pending) string { return PendingPrefix + p.ID }}
+// Version is the format version of a stored entry and list; readers refuse newer ones.
+const Version = 1
+
+// property reads and writes the pending deletions; one belongs under its id.
+var property = tableprops.Codec[Entry]{Name: Prefix, What: "pending retention deletion",
+	Version: func(p *Entry) *int { return &p.Version }, MinVersion: 1, MaxVersion: Version,
+	KeyOf: func(p Entry) string { return Prefix + p.ID }}
 
 // inlineFiles is the most paths a pending entry holds itself; a bigger removal (a dropped
 // month) writes its list to an object beside the table metadata, so the metadata every later
 // commit rewrites stays small.
 const inlineFiles = 16
 
-// Pending is one retention commit's removed objects, waiting for the delete delay and for every
+// Entry is one retention commit's removed objects, waiting for the delete delay and for every
 // snapshot that references them to expire.
-type Pending struct {
+type Entry struct {
 	Version int    `json:"version"`
 	ID      string `json:"id"`
 	// Files are the removed data files (inline), or List is the object that lists them.
@@ -57,8 +65,15 @@ type Pending struct {
 	Deleting bool `json:"deleting,omitempty"`
 }
 
-// after records the head a removal is staged on.
-func (p *Pending) after(cur *table.Table) {
+// New is the entry of a removal of bytes staged at now, under a new id.
+func New(now time.Time, bytes int64) Entry {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return Entry{ID: now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), Bytes: bytes, RemovedAt: now}
+}
+
+// After records the head a removal is staged on.
+func (p *Entry) After(cur *table.Table) {
 	s := cur.CurrentSnapshot()
 	p.AfterSequence, p.AfterSnapshotID, p.AfterTimestampMs = s.SequenceNumber, s.SnapshotID, s.TimestampMs
 }
@@ -69,11 +84,11 @@ type pendingList struct {
 	Files   []string `json:"files"`
 }
 
-// PendingOf returns the pending deletions stored in props, oldest first, and an error for each
+// Of returns the pending deletions stored in props, oldest first, and an error for each
 // property that does not decode (left alone: never deleted from, never removed).
-func PendingOf(props iceberg.Properties) ([]Pending, []error) {
-	entries, errs := pendingProperty.List(props)
-	var out []Pending
+func Of(props iceberg.Properties) ([]Entry, []error) {
+	entries, errs := property.List(props)
+	var out []Entry
 	for _, e := range entries {
 		out = append(out, e.Value) // by key, which is by id
 	}
@@ -83,7 +98,7 @@ func PendingOf(props iceberg.Properties) ([]Pending, []error) {
 // Due says whether p's objects may be deleted: the delay has passed since the removal, and every
 // snapshot t retains is above the head the removal was staged on (no snapshot a reader can
 // still open references them).
-func (p Pending) Due(t *table.Table, now time.Time, delay time.Duration) (bool, string) {
+func (p Entry) Due(t *table.Table, now time.Time, delay time.Duration) (bool, string) {
 	if wait := p.RemovedAt.Add(delay).Sub(now); wait > 0 {
 		return false, fmt.Sprintf("delete delay: %s left", wait.Round(time.Second))
 	}
@@ -99,9 +114,9 @@ func (p Pending) Due(t *table.Table, now time.Time, delay time.Duration) (bool, 
 	return true, ""
 }
 
-// stage writes p into txn (and, for a big removal, its list object first). It returns the list
+// Stage writes p into txn (and, for a big removal, its list object first). It returns the list
 // object written, which the caller removes when the commit fails cleanly.
-func stagePending(txn *table.Transaction, fsys icebergio.WriteFileIO, location string, p Pending, files []string) (string, error) {
+func Stage(txn *table.Transaction, fsys icebergio.WriteFileIO, location string, p Entry, files []string) (string, error) {
 	p.Version = Version
 	p.Count = len(files)
 	if len(files) <= inlineFiles {
@@ -116,21 +131,21 @@ func stagePending(txn *table.Transaction, fsys icebergio.WriteFileIO, location s
 			return "", fmt.Errorf("write the pending deletion list %s: %w", p.List, err)
 		}
 	}
-	v, err := pendingProperty.Encode(p)
+	v, err := property.Encode(p)
 	if err != nil {
 		return p.List, err
 	}
-	return p.List, txn.SetProperties(iceberg.Properties{PendingPrefix + p.ID: string(v)})
+	return p.List, txn.SetProperties(iceberg.Properties{Prefix + p.ID: string(v)})
 }
 
 // paths are p's files; a list object already deleted means its files were deleted before it.
-func (p Pending) paths(fsys icebergio.IO) ([]string, bool, error) {
+func (p Entry) paths(fsys icebergio.IO) ([]string, bool, error) {
 	if p.List == "" {
 		return p.Files, true, nil
 	}
 	f, err := fsys.Open(p.List)
 	if err != nil {
-		if isNotExist(err) {
+		if IsNotExist(err) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("open the pending deletion list %s: %w", p.List, err)
@@ -152,7 +167,7 @@ func (p Pending) paths(fsys icebergio.IO) ([]string, bool, error) {
 // itself deletes them when they are due. An unreadable list is an error: gc must then delete
 // nothing in the table.
 func Referenced(t *table.Table) ([]string, error) {
-	ps, errs := PendingOf(t.Properties())
+	ps, errs := Of(t.Properties())
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
@@ -177,9 +192,9 @@ func Referenced(t *table.Table) ([]string, error) {
 	return out, nil
 }
 
-// isNotExist: the object is gone (a retry after a partial delete). The gocloud FileIO does not
+// IsNotExist: the object is gone (a retry after a partial delete). The gocloud FileIO does not
 // always wrap fs.ErrNotExist, so its messages count too.
-func isNotExist(err error) bool {
+func IsNotExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || err != nil && (strings.Contains(err.Error(), "no such file") || strings.Contains(err.Error(), "NoSuchKey") ||
 		strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "NotFound"))
 }
