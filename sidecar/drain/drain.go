@@ -211,7 +211,7 @@ func (d *Drain) Run(stop, work context.Context, poll time.Duration, once bool, a
 	defer t.Stop()
 	for {
 		res, err := d.Cycle(work, once)
-		if membudget.Shutdown(work, err) {
+		if membudget.IsStopping(work, err) {
 			// The stop (or the shutdown timeout) ended a batch's wait for memory: the process is
 			// stopping, the segments stay for the next start, and nothing failed.
 			err = nil
@@ -264,7 +264,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	}
 	failed := map[string]bool{}
 	for _, b := range batches {
-		if ctx.Err() != nil || d.Stop != nil && d.Stop.Err() != nil {
+		if ctx.Err() != nil || membudget.Stopping(d.Stop) != nil {
 			break // shutting down: take no new batch
 		}
 		// The backoff also keeps a stream's batches of one table in order: a later batch must not
@@ -540,28 +540,18 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
 	if len(b.segs) == 0 {
 		return out
 	}
-	releaseShare := func() {}
-	if d.Reserve != nil {
-		// A wait for memory is not a batch in flight: SIGTERM (Stop) ends it, so the batch does not
-		// start only for the shutdown timeout to cut it.
-		rctx, cancel := membudget.UntilStop(ctx, d.Stop)
-		release, err := d.Reserve(rctx, share)
-		cancel()
-		if err == nil {
-			if err = membudget.Stopping(d.Stop); err != nil { // granted as the stop came
-				release()
-			}
-		}
-		if err != nil {
-			if membudget.Shutdown(ctx, err) { // only a shutdown ends the wait: not a drain error
-				out.Err, out.shutdown = err, true
-				return out
-			}
-			return fail("", err)
-		}
-		releaseShare = sync.OnceFunc(release)
-		defer releaseShare()
+	// A wait for memory is not a batch in flight: SIGTERM (Stop) ends it, so the batch does not
+	// start only for the shutdown timeout to cut it.
+	release, err := membudget.ReserveForWork(ctx, d.Stop, d.Reserve, share)
+	if membudget.IsStopping(ctx, err) { // only a stop ends the wait: not a drain error
+		out.Err, out.shutdown = err, true
+		return out
 	}
+	if err != nil {
+		return fail("", err)
+	}
+	releaseShare := sync.OnceFunc(release)
+	defer releaseShare()
 	var segs []loaded
 	var decoded []*localwal.Segment // every decoded segment, released on return (Release is idempotent)
 	defer func() {
