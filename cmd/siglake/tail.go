@@ -20,7 +20,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
@@ -98,7 +97,7 @@ func runTail(args []string) error {
 	} else if *follow {
 		return fmt.Errorf("--follow needs a WAL buffer (--buffer)")
 	}
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -171,7 +170,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // its options (https:// when it serves TLS), else loopback at the default port. A wildcard bind
 // (0.0.0.0, ::, no host) is not an address to dial, and no certificate names it: tail in the
 // sidecar's pod dials loopback on that port, which the chart's certificate must name.
-func defaultBufferAddr(cfg sidecar.Config) string {
+func defaultBufferAddr(cfg config.Config) string {
 	addr := cfg.BufferAddr
 	if addr == "" {
 		return "127.0.0.1:" + strconv.Itoa(buffer.DefaultPort)
