@@ -7,7 +7,7 @@ import (
 	"github.com/siglake/siglake/gossip"
 )
 
-// The sidecar's use (sidecar.GossipConfig builds the Config from the process
+// The sidecar's use (config.GossipConfig builds the Config from the process
 // options): start, ask Owns before each unit of maintenance work, leave on
 // shutdown. Here gossip is disabled, so the process owns every table.
 func ExampleStart() {

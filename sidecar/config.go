@@ -8,40 +8,15 @@ import (
 	"github.com/siglake/siglake/sidecar/retention"
 )
 
-// The process's configuration lives in sidecar/config; these names keep the process's API.
-type (
-	Config      = config.Config
-	Option      = config.Option
-	Role        = config.Role
-	ConfigError = config.ConfigError
-	FlagError   = config.FlagError
-)
-
-const (
-	RoleAll         = config.RoleAll
-	RoleDrain       = config.RoleDrain
-	RoleMaintenance = config.RoleMaintenance
-)
-
-var (
-	Load         = config.Load
-	Options      = config.Options
-	EnvNames     = config.EnvNames
-	PrintFlags   = config.PrintFlags
-	LakeConfig   = config.LakeConfig
-	PlanConfig   = config.PlanConfig
-	GossipConfig = config.GossipConfig
-)
-
 // DrainConfig is the part of the options the drain needs.
-func DrainConfig(c Config) drain.Config {
+func DrainConfig(c config.Config) drain.Config {
 	return drain.Config{WALDir: c.WALDir, NodeName: c.NodeName, CommitBatchTargetBytes: c.CommitBatchTargetBytes,
 		CommitBatchMaxAge: c.CommitBatchMaxAge, MaxSegmentBytes: c.WALSegmentMaxBytes, TargetFileBytes: c.TargetFileBytes, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
 		PastRetention: retention.DrainFilter(c.RetentionPeriod)}
 }
 
 // MaintainConfig is the part of the options the maintenance loop needs.
-func MaintainConfig(c Config) maintain.Config {
+func MaintainConfig(c config.Config) maintain.Config {
 	return maintain.Config{SnapshotExpireInterval: c.SnapshotExpireInterval, SnapshotRetain: c.SnapshotRetain,
 		DeleteTasks: c.DeleteTasks, Sweep: SweepConfig(c), IndexRebuild: c.IndexRebuild, MergeMemoryBytes: c.MergeMemoryBytes,
 		MergeChunkRows: c.MergeChunkRows, MergeSpliceMinRows: c.MergeSpliceMinRows, MergeSpliceUnverified: !c.MergeSpliceVerify, MaxFanIn: c.MaxFanIn, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
@@ -50,13 +25,13 @@ func MaintainConfig(c Config) maintain.Config {
 }
 
 // RetentionConfig is the part of the options retention needs.
-func RetentionConfig(c Config) retention.Config {
+func RetentionConfig(c config.Config) retention.Config {
 	return retention.Config{DefaultPeriod: c.RetentionPeriod, DeleteDelay: c.RetentionDeleteDelay, MaxFiles: c.RetentionMaxFiles,
 		MaxBytes: c.RetentionMaxBytes, TargetFileBytes: c.TargetFileBytes, Metadata: c.MetadataOptions}
 }
 
 // SweepConfig is the part of the options the delete sweeper needs.
-func SweepConfig(c Config) deletes.SweepConfig {
+func SweepConfig(c config.Config) deletes.SweepConfig {
 	return deletes.SweepConfig{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
 		Sweeps: c.DeleteTasks, Metadata: c.MetadataOptions, CancelPeriod: c.DeleteCancelPeriod}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/maintain"
@@ -22,11 +23,11 @@ func TestStatusShowsNoPredicateValues(t *testing.T) {
 	e.DeleteTable(1)
 	const secret = "alice.smith@example.com"
 	r := testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "host", Values: []string{secret}}}})
-	cfg, err := Load(nil, func(string) string { return "" })
+	cfg, err := config.Load(nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := NewStatus("n", RoleAll, "test", time.Now())
+	st := NewStatus("n", config.RoleAll, "test", time.Now())
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: e.Lake, Metrics: NewMetrics().Maintain, Log: e.Log, Now: time.Now, Publish: st}
 	// The idle cycle's sweep: inside the default cancel period it only publishes the request.
 	rep, err := m.Deletes().Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -37,11 +38,11 @@ func TestStatusShowsBadFoldSpec(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pc, err := PlanConfig(e.cfg)
+	pc, err := config.PlanConfig(e.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := NewStatus("test", RoleAll, "test", time.Now())
+	st := NewStatus("test", config.RoleAll, "test", time.Now())
 	metrics := NewMetrics()
 	m := &maintain.Maintainer{Cfg: MaintainConfig(e.cfg), Plan: pc, Lake: e.lake, Metrics: metrics.Maintain, Publish: st, Log: zap.NewNop(), Now: time.Now}
 	if _, err := m.Cycle(ctx); err != nil {

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"github.com/siglake/siglake/sidecar/config"
 	"testing"
 	"time"
 
@@ -24,16 +25,16 @@ type RowSum = rowsum.Sum
 type env struct {
 	t     *testing.T
 	dir   string
-	cfg   Config
+	cfg   config.Config
 	lake  *lake.Lake
 	drain *drain.Drain
 	te    *testlake.Env
 }
 
-func newEnv(t *testing.T, mutate func(*Config)) *env {
+func newEnv(t *testing.T, mutate func(*config.Config)) *env {
 	t.Helper()
 	te := testlake.New(t)
-	cfg, err := Load(nil, func(string) string { return "" })
+	cfg, err := config.Load(nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

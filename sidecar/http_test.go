@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/drain"
 )
 
@@ -22,7 +23,7 @@ import (
 // that sends no next request is closed after the idle timeout, so idle clients cannot pile up
 // descriptors the drain needs.
 func TestIdleHTTPConnectionsAreClosed(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.HTTPAddr, c.Role = "127.0.0.1:0", RoleDrain })
+	e := newEnv(t, func(c *config.Config) { c.HTTPAddr, c.Role = "127.0.0.1:0", config.RoleDrain })
 	if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestIdleHTTPConnectionsAreClosed(t *testing.T) {
 // TestStatusPageShowsUncleanStop: the overview served by the process shows an unclean stop the
 // start found, not only /debug/status.
 func TestStatusPageShowsUncleanStop(t *testing.T) {
-	st := NewStatus("n", RoleAll, "test", time.Now())
+	st := NewStatus("n", config.RoleAll, "test", time.Now())
 	st.UncleanStop(&drain.UncleanStop{DetectedAt: time.Now(), LeftForGC: 1, Batches: []drain.InterruptedBatch{{Table: "events", FilesWritten: 1, LeftForGC: 1}}})
 	srv := httptest.NewServer(Handler(NewMetrics(), st, &Readiness{}, time.Now))
 	defer srv.Close()
@@ -91,7 +92,7 @@ func TestStatusPageShowsUncleanStop(t *testing.T) {
 // TestTablePagesRenderTwoAtOnce: beyond two table pages in progress the process answers 503 with
 // Retry-After instead of drawing more at once.
 func TestTablePagesRenderTwoAtOnce(t *testing.T) {
-	st := NewStatus("n", RoleAll, "test", time.Now())
+	st := NewStatus("n", config.RoleAll, "test", time.Now())
 	srv := httptest.NewServer(Handler(NewMetrics(), st, &Readiness{}, time.Now))
 	defer srv.Close()
 	for i := 0; i < cap(tablePageSlots); i++ {

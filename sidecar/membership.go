@@ -15,7 +15,7 @@ import (
 
 // startGossip joins the cluster when gossip is configured.
 func (p *Process) startGossip(httpAddr string) error {
-	gc, ok, err := GossipConfig(p.Cfg, httpAddr, p.Version)
+	gc, ok, err := config.GossipConfig(p.Cfg, httpAddr, p.Version)
 	if err != nil || !ok {
 		return err
 	}

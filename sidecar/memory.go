@@ -110,10 +110,6 @@ func (p *Process) publishMemory() {
 	p.Status.Update(func(r *StatusReport) { r.Memory = &s })
 }
 
-// Memory is the process memory budget once Run started (nil before): a loop wired outside this
-// package (search) takes its share under its name, membudget.LoopSearch for search.
-func (p *Process) Memory() *membudget.Budget { return p.memory }
-
 // returnStartupGarbage hands the pages freed since the process started back to the OS at once.
 // Package initialisation alone allocates about 36 MB that is garbage right after (iceberg-go
 // parses substrait's function catalogue, 32 MB, at init), while an idle process keeps about 5 MB

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -15,7 +16,7 @@ import (
 // the status lock through OnChange) while the status is refreshed from the budget must not
 // deadlock.
 func TestMemoryStatusNoLockInversion(t *testing.T) {
-	p := NewProcess(Config{MemoryBudgetBytes: 1 << 20}, zap.NewNop(), "test")
+	p := NewProcess(config.Config{MemoryBudgetBytes: 1 << 20}, zap.NewNop(), "test")
 	p.memory = p.newMemoryBudget()
 	done := make(chan struct{})
 	go func() {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -38,7 +39,7 @@ func TestOpenLakeWaitsOutACatalogBeingProvisioned(t *testing.T) {
 	noRole.User = url.UserPassword("no_such_role_"+hex.EncodeToString(b[:]), "pw")
 
 	open := func(catalog string, once bool, grace time.Duration, logs *zap.Logger) (*lake.Lake, time.Duration, error) {
-		e := newEnv(t, func(c *Config) { c.Catalog = catalog })
+		e := newEnv(t, func(c *config.Config) { c.Catalog = catalog })
 		p := NewProcess(e.cfg, logs, "test")
 		p.ProvisionGrace = grace
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

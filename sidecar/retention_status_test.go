@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -35,12 +36,12 @@ func TestStatusShowsNoRetentionRuleValues(t *testing.T) {
 	if _, err := retention.Set(context.Background(), e.Lake, "events", pol); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(nil, func(string) string { return "" })
+	cfg, err := config.Load(nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zapcore.InfoLevel)
-	st := NewStatus("n", RoleAll, "test", time.Now())
+	st := NewStatus("n", config.RoleAll, "test", time.Now())
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: e.Lake, Metrics: NewMetrics().Maintain, Log: zap.New(core), Now: time.Now, Publish: st}
 	rep, err := m.Retention().Run(context.Background(), "events", retention.Options{Apply: true})
 	if err != nil {
@@ -118,12 +119,12 @@ func TestInvalidRetentionRuleValueNotPublished(t *testing.T) {
 	bad := retention.Policy{Version: 1, Rules: []retention.Rule{{Where: []rows.Condition{{Column: "events", Values: []string{secret}}}, Period: "1d"}}}
 	v, _ := bad.Encode()
 	setProperty(t, e, walgen.RollupTable, retention.Property, v)
-	cfg, err := Load(nil, func(string) string { return "" })
+	cfg, err := config.Load(nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zapcore.InfoLevel)
-	st := NewStatus("n", RoleAll, "test", time.Now())
+	st := NewStatus("n", config.RoleAll, "test", time.Now())
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: e.Lake, Metrics: NewMetrics().Maintain, Log: zap.New(core), Now: time.Now, Publish: st}
 	rep, err := m.Retention().Run(context.Background(), walgen.RollupTable, retention.Options{Apply: true})
 	if err == nil || !strings.Contains(rep.Invalid, secret) {

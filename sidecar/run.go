@@ -20,6 +20,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/instrument"
@@ -78,7 +79,7 @@ func colour() bool {
 
 // Process is a running `siglake compactor`.
 type Process struct {
-	Cfg     Config
+	Cfg     config.Config
 	Log     *zap.Logger
 	Metrics *Metrics
 	Status  *Status
@@ -107,7 +108,7 @@ type Process struct {
 }
 
 // NewProcess prepares a process from cfg.
-func NewProcess(cfg Config, log *zap.Logger, version string) *Process {
+func NewProcess(cfg config.Config, log *zap.Logger, version string) *Process {
 	p := &Process{Cfg: cfg, Log: log, Metrics: NewMetrics(), Version: version, Now: time.Now,
 		Status: NewStatus(cfg.NodeName, cfg.Role, version, time.Now()), Addr: make(chan string, 1), BufferAddr: make(chan string, 1),
 		HTTPTimeouts: DefaultHTTPTimeouts, ProvisionGrace: DefaultProvisionGrace}
@@ -241,7 +242,7 @@ const DefaultProvisionGrace = 2 * time.Minute
 func (p *Process) openLake(ctx context.Context, once bool) (*lake.Lake, error) {
 	start := time.Now()
 	for failures := 1; ; failures++ {
-		l, err := lake.Open(ctx, LakeConfig(p.Cfg))
+		l, err := lake.Open(ctx, config.LakeConfig(p.Cfg))
 		if err == nil {
 			p.setCatalog(nil)
 			return l, nil
@@ -449,7 +450,7 @@ func (p *Process) drain(stop, work context.Context, l *lake.Lake, once bool) err
 // maintain ticks the maintainer until stop is done; gauges and expiry keep running with rewrites off.
 func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 	p.Metrics.Maintain.LastSuccess.WithLabelValues() // exported (at 0) even if maintenance cannot start
-	pc, err := PlanConfig(p.Cfg)
+	pc, err := config.PlanConfig(p.Cfg)
 	if err != nil {
 		p.Log.Error("maintenance disabled: bad compaction settings", zap.Error(err))
 		return
@@ -468,20 +469,20 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 
 // DeleteSweep is `siglake delete-sweep` (deletes.Sweeper.SweepTables) with this process's
 // options: its rewrites get the same index rebuild as the maintenance loop's.
-func DeleteSweep(ctx context.Context, l *lake.Lake, cfg Config, log *zap.Logger, tables []string, o deletes.SweepOptions) ([]deletes.SweepReport, error) {
+func DeleteSweep(ctx context.Context, l *lake.Lake, cfg config.Config, log *zap.Logger, tables []string, o deletes.SweepOptions) ([]deletes.SweepReport, error) {
 	return DeleteSweeper(l, cfg, log).SweepTablesWith(ctx, tables, o)
 }
 
 // DeleteSweeper is the sweeper of `siglake delete-sweep` and of delete-request's count of what a
 // request matches: the process's options, metrics nobody scrapes.
-func DeleteSweeper(l *lake.Lake, cfg Config, log *zap.Logger) *deletes.Sweeper {
+func DeleteSweeper(l *lake.Lake, cfg config.Config, log *zap.Logger) *deletes.Sweeper {
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
 	return m.Deletes()
 }
 
 // RetentionRunner is the retention of `siglake retention`: the process's options, the
 // maintainer's executor, metrics nobody scrapes.
-func RetentionRunner(l *lake.Lake, cfg Config, log *zap.Logger) *retention.Runner {
+func RetentionRunner(l *lake.Lake, cfg config.Config, log *zap.Logger) *retention.Runner {
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
 	return m.Retention()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
@@ -27,11 +28,11 @@ type Status struct {
 
 // StatusReport is the JSON document of /debug/status.
 type StatusReport struct {
-	Node      string    `json:"node"`
-	Role      Role      `json:"role"`
-	Version   string    `json:"version"`
-	StartedAt time.Time `json:"started_at"`
-	Now       time.Time `json:"now"`
+	Node      string      `json:"node"`
+	Role      config.Role `json:"role"`
+	Version   string      `json:"version"`
+	StartedAt time.Time   `json:"started_at"`
+	Now       time.Time   `json:"now"`
 
 	CatalogReady bool   `json:"catalog_ready"`
 	CatalogError string `json:"catalog_error,omitempty"`
@@ -98,7 +99,7 @@ type ErrorEntry struct {
 const maxErrors = 20
 
 // NewStatus starts a status for a process.
-func NewStatus(node string, role Role, version string, now time.Time) *Status {
+func NewStatus(node string, role config.Role, version string, now time.Time) *Status {
 	return &Status{s: StatusReport{Node: node, Role: role, Version: version, StartedAt: now, Tables: map[string]*TableReport{}}}
 }
 

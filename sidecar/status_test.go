@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -24,7 +25,7 @@ import (
 // encodes a snapshot outside the lock. Run under -race (make test does): a Status that handed out
 // a value it later writes is a data race the detector reports.
 func TestStatusPublishedValuesAreNotMutated(t *testing.T) {
-	st := NewStatus("n", RoleAll, "test", time.Now())
+	st := NewStatus("n", config.RoleAll, "test", time.Now())
 	srv := httptest.NewServer(Handler(NewMetrics(), st, &Readiness{}, time.Now))
 	defer srv.Close()
 	var wg sync.WaitGroup

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"github.com/siglake/siglake/sidecar/config"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,7 @@ import (
 // unknown table's page is a 404.
 func TestStatusPagesServed(t *testing.T) {
 	now := time.Now().UTC()
-	st := NewStatus("pod-0", RoleAll, "test", now)
+	st := NewStatus("pod-0", config.RoleAll, "test", now)
 	files := []plan.File{
 		{Path: "a.parquet", Partition: "2026-12-03", SizeBytes: 10, MinTime: now.Add(-time.Hour).UnixMicro(), MaxTime: now.UnixMicro()},
 		{Path: "b.parquet", Partition: "2026-12-03", SizeBytes: 10, MinTime: now.Add(-30 * time.Minute).UnixMicro(), MaxTime: now.UnixMicro()},

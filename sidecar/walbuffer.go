@@ -15,7 +15,7 @@ import (
 )
 
 // BufferOptions is the part of the options the WAL buffer needs.
-func BufferOptions(c Config) buffer.Options {
+func BufferOptions(c config.Config) buffer.Options {
 	return buffer.Options{Addr: c.BufferAddr, WALDir: c.WALDir, Claims: c.CatalogClaim, RetainAfterDrain: c.BufferRetainAfterDrain,
 		MaxReaders: c.BufferMaxReaders, MemoryBytes: c.BufferMemoryBytes, MaxResponseBytes: c.BufferMaxResponseBytes,
 		// The drain's own hook: the buffer leaves out exactly the rows the drain drops (promise 12).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
+	"github.com/siglake/siglake/sidecar/config"
 )
 
 // TestProcessServesTheBuffer: with --buffer-addr set the process serves the WAL buffer on its own
@@ -21,10 +22,10 @@ import (
 // which a reader of an older snapshot is answered; with it off, a start removes what a run with it
 // on retained.
 func TestProcessServesTheBuffer(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
+	e := newEnv(t, func(c *config.Config) {
 		c.HTTPAddr, c.BufferAddr = "127.0.0.1:0", "127.0.0.1:0"
 		c.DrainPollInterval, c.CommitBatchMaxAge = 10*time.Millisecond, time.Hour
-		c.Role, c.BufferRetainAfterDrain = RoleDrain, time.Hour
+		c.Role, c.BufferRetainAfterDrain = config.RoleDrain, time.Hour
 	})
 	sealed := e.writeSegments("events", 3, 100, 1, time.Now().UTC())
 	p := NewProcess(e.cfg, zap.NewNop(), "test")
@@ -115,10 +116,10 @@ func TestProcessServesTheBuffer(t *testing.T) {
 // retention hook, so a segment of rows 40 days old under a 30-day SIGLAKE_RETENTION_PERIOD is not
 // served (the drain would drop them), while the fresh segments are.
 func TestProcessBufferLeavesOutRowsPastRetention(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
+	e := newEnv(t, func(c *config.Config) {
 		c.HTTPAddr, c.BufferAddr = "127.0.0.1:0", "127.0.0.1:0"
 		c.DrainPollInterval, c.CommitBatchMaxAge = 10*time.Millisecond, time.Hour
-		c.Role, c.RetentionPeriod = RoleDrain, 30*24*time.Hour
+		c.Role, c.RetentionPeriod = config.RoleDrain, 30*24*time.Hour
 	})
 	e.writeSegments("events", 1, 100, 1, time.Now().UTC().Add(-40*24*time.Hour))
 	fresh := e.writeSegments("events", 2, 100, 2, time.Now().UTC())
@@ -164,9 +165,9 @@ func TestProcessWarnsAboutAnUnauthenticatedBuffer(t *testing.T) {
 		{"token over HTTP", tokens, "--buffer-tls-cert-file / SIGLAKE_BUFFER_TLS_CERT_FILE", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, func(cfg *Config) {
+			e := newEnv(t, func(cfg *config.Config) {
 				cfg.HTTPAddr, cfg.BufferAddr, cfg.BufferTokenFile, cfg.BufferInsecureNoAuth = "127.0.0.1:0", "0.0.0.0:0", c.tokenFile, c.insecure
-				cfg.Role = RoleDrain
+				cfg.Role = config.RoleDrain
 			})
 			if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
 				t.Fatal(err)
@@ -196,8 +197,8 @@ func TestProcessWarnsAboutAnUnauthenticatedBuffer(t *testing.T) {
 			}
 		})
 	}
-	e := newEnv(t, func(cfg *Config) {
-		cfg.HTTPAddr, cfg.BufferAddr, cfg.BufferTokenFile, cfg.Role = "127.0.0.1:0", "127.0.0.1:0", filepath.Join(t.TempDir(), "missing"), RoleDrain
+	e := newEnv(t, func(cfg *config.Config) {
+		cfg.HTTPAddr, cfg.BufferAddr, cfg.BufferTokenFile, cfg.Role = "127.0.0.1:0", "127.0.0.1:0", filepath.Join(t.TempDir(), "missing"), config.RoleDrain
 	})
 	if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -214,8 +215,8 @@ func TestProcessWarnsAboutAnUnauthenticatedBuffer(t *testing.T) {
 // the buffer beyond loopback and neither credentials nor the opt-out does not start: the error
 // names the options, and nothing listens on the buffer's address.
 func TestProcessRefusesAnUnauthenticatedBuffer(t *testing.T) {
-	e := newEnv(t, func(cfg *Config) {
-		cfg.HTTPAddr, cfg.BufferAddr, cfg.Role = "127.0.0.1:0", "0.0.0.0:0", RoleDrain
+	e := newEnv(t, func(cfg *config.Config) {
+		cfg.HTTPAddr, cfg.BufferAddr, cfg.Role = "127.0.0.1:0", "0.0.0.0:0", config.RoleDrain
 	})
 	if err := os.MkdirAll(e.cfg.WALDir, 0o755); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/demo"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -76,7 +77,7 @@ func run(ctx context.Context, dir string, rows int64, runs int, duckDir string) 
 			return err
 		}
 	}
-	cfg, err := config(lakeDir, wal)
+	cfg, err := benchConfig(lakeDir, wal)
 	if err != nil {
 		return err
 	}
@@ -104,26 +105,26 @@ func run(ctx context.Context, dir string, rows int64, runs int, duckDir string) 
 	return nil
 }
 
-func config(lakeDir, wal string) (sidecar.Config, error) {
-	return sidecar.Load([]string{"--wal-dir", wal, "--catalog", "sqlite:" + filepath.Join(lakeDir, "catalog.db"),
+func benchConfig(lakeDir, wal string) (config.Config, error) {
+	return config.Load([]string{"--wal-dir", wal, "--catalog", "sqlite:" + filepath.Join(lakeDir, "catalog.db"),
 		"--warehouse", filepath.Join(lakeDir, "warehouse")}, func(string) string { return "" })
 }
 
 // ingest writes the rows to the WAL and drains them with the real drain.
-func ingest(ctx context.Context, cfg sidecar.Config, wal string, rows int64) error {
+func ingest(ctx context.Context, cfg config.Config, wal string, rows int64) error {
 	fmt.Fprintf(os.Stderr, "writing %d rows to the WAL\n", rows)
 	if _, err := walgen.Run(ctx, walgen.RunOptions{WALDir: wal, Stream: "pod-0", Tables: []string{walgen.EventsTable}, Rows: rows,
 		BatchRows: 2000, SegmentSize: 4 << 20, RollAge: time.Hour, Start: start, Step: step,
 		Gen: walgen.Options{Seed: 1, LateFraction: 0.02, MaxLateness: 5 * time.Minute}}, nil); err != nil {
 		return fmt.Errorf("walgen: %w", err)
 	}
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
 	defer l.Close()
 	d := &drain.Drain{Cfg: sidecar.DrainConfig(cfg), Lake: l, Metrics: sidecar.NewMetrics().Drain, Log: zap.NewNop(), Now: time.Now,
-		Publish: sidecar.NewStatus("bench", sidecar.RoleAll, "bench", time.Now()), Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
+		Publish: sidecar.NewStatus("bench", config.RoleAll, "bench", time.Now()), Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
 	fmt.Fprintln(os.Stderr, "draining")
 	for {
 		segs, err := localwal.Scan(wal)
@@ -141,8 +142,8 @@ func ingest(ctx context.Context, cfg sidecar.Config, wal string, rows int64) err
 
 // compact names trace_id in the table's index specification and runs maintenance passes until
 // the planner rests.
-func compact(ctx context.Context, cfg sidecar.Config) error {
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+func compact(ctx context.Context, cfg config.Config) error {
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func compact(ctx context.Context, cfg sidecar.Config) error {
 // rebuildIndexes gives the live files the Puffin index sidecars of trace_id and service that
 // SIGLAKE_INDEX_REBUILD would register after the rewrite (a streamed rewrite writes no footer
 // index).
-func rebuildIndexes(ctx context.Context, cfg sidecar.Config) error {
+func rebuildIndexes(ctx context.Context, cfg config.Config) error {
 	l, t, live, err := openEvents(ctx, cfg)
 	if err != nil {
 		return err
@@ -183,8 +184,8 @@ func rebuildIndexes(ctx context.Context, cfg sidecar.Config) error {
 }
 
 // openEvents opens the lake and its events table with the live files.
-func openEvents(ctx context.Context, cfg sidecar.Config) (*lake.Lake, *table.Table, []lake.File, error) {
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+func openEvents(ctx context.Context, cfg config.Config) (*lake.Lake, *table.Table, []lake.File, error) {
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -265,7 +266,7 @@ type duckResult struct {
 	ReadCalls int64   `json:"read_calls"`
 }
 
-func measure(ctx context.Context, name string, cfg sidecar.Config, runs int, duckDir string) error {
+func measure(ctx context.Context, name string, cfg config.Config, runs int, duckDir string) error {
 	l, t, live, err := openEvents(ctx, cfg)
 	if err != nil {
 		return err

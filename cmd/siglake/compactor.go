@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 )
 
 func runCompactor(args []string) error {
@@ -30,7 +31,7 @@ func runCompactor(args []string) error {
 		}
 		rest = append(rest, a)
 	}
-	cfg, err := sidecar.Load(rest, nil)
+	cfg, err := config.Load(rest, nil)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -67,5 +68,5 @@ flag also has a SIGLAKE_* environment variable; a flag wins over its variable.
 
 Options (docs/configuration.md):
 `)
-	sidecar.PrintFlags(w)
+	config.PrintFlags(w)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -76,7 +77,7 @@ func runDeleteRequest(args []string) error {
 
 // requestMatches is the report of a recorded request with what it matches now: the dry run of
 // delete-sweep, for this request alone. cerr says why the rows could not be counted.
-func requestMatches(ctx context.Context, l *lake.Lake, cfg sidecar.Config, tbl string, got deletes.Request) (out requestReport, cerr, err error) {
+func requestMatches(ctx context.Context, l *lake.Lake, cfg config.Config, tbl string, got deletes.Request) (out requestReport, cerr, err error) {
 	log, err := sidecar.NewLogger("console", "warn")
 	if err != nil {
 		return out, nil, err
@@ -97,7 +98,7 @@ func requestMatches(ctx context.Context, l *lake.Lake, cfg sidecar.Config, tbl s
 
 // printRecorded tells on stderr what was recorded, what it matches now (cerr: not counted) and
 // when sweeps execute it.
-func printRecorded(ctx context.Context, l *lake.Lake, cfg sidecar.Config, tbl string, out requestReport, cerr error) {
+func printRecorded(ctx context.Context, l *lake.Lake, cfg config.Config, tbl string, out requestReport, cerr error) {
 	got := out.Request
 	fmt.Fprintf(os.Stderr, "recorded deletion request %s on table %s: %s\n", got.ID, tbl, got.Describe())
 	if got.AllRows {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 )
@@ -93,7 +94,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // options (flags or SIGLAKE_* env) from the rest, so tools reach the catalog and warehouse the
 // sidecar uses. help is true when -h was asked for and printed. A tool takes no positional
 // argument; an embedded catalog must exist (requireCatalog).
-func toolConfig(fs *flag.FlagSet, args []string) (cfg sidecar.Config, help bool, err error) {
+func toolConfig(fs *flag.FlagSet, args []string) (cfg config.Config, help bool, err error) {
 	cfg, positional, help, err := toolConfigArgs(fs, args)
 	if help || err != nil {
 		return cfg, help, err
@@ -108,7 +109,7 @@ func toolConfig(fs *flag.FlagSet, args []string) (cfg sidecar.Config, help bool,
 
 // toolConfigArgs is toolConfig for a tool that takes positional arguments: it returns them, and
 // leaves requireCatalog to the caller, after it has checked them.
-func toolConfigArgs(fs *flag.FlagSet, args []string) (cfg sidecar.Config, positional []string, help bool, err error) {
+func toolConfigArgs(fs *flag.FlagSet, args []string) (cfg config.Config, positional []string, help bool, err error) {
 	dir := fs.Lookup("dir")
 	if dir == nil {
 		fs.String("dir", "", dirUsage)
@@ -134,7 +135,7 @@ func toolConfigArgs(fs *flag.FlagSet, args []string) (cfg sidecar.Config, positi
 	if rest, err = withDir(dir.Value.String(), rest); err != nil {
 		return cfg, nil, false, err
 	}
-	cfg, err = sidecar.Load(rest, nil)
+	cfg, err = config.Load(rest, nil)
 	if errors.Is(err, flag.ErrHelp) {
 		return cfg, nil, true, nil
 	}
@@ -144,11 +145,11 @@ func toolConfigArgs(fs *flag.FlagSet, args []string) (cfg sidecar.Config, positi
 	return cfg, positional, false, nil
 }
 
-// loadError marks an error of sidecar.Load that is a wrong command line (an unknown flag, a
+// loadError marks an error of config.Load that is a wrong command line (an unknown flag, a
 // stray argument: Load printed it with the usage) as a usageError; any other error, such as a bad
 // option value, stays an error of the command, which main prints.
 func loadError(err error) error {
-	var fe *sidecar.FlagError
+	var fe *config.FlagError
 	if errors.As(err, &fe) {
 		return usageError{err}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -60,12 +61,12 @@ func runInspect(args []string) error {
 		maxRows = 1 << 30
 	}
 	ctx := context.Background()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	pc, err := sidecar.PlanConfig(cfg)
+	pc, err := config.PlanConfig(cfg)
 	if err != nil {
 		return err
 	}

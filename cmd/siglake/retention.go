@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -166,7 +167,7 @@ func retentionEdit(period *string, rules, remove []string) (retention.Edit, erro
 }
 
 // retentionDryRun shows how p would change the stored policy before and what it would remove now.
-func retentionDryRun(ctx context.Context, l *lake.Lake, cfg sidecar.Config, table string, before, p retention.Policy) error {
+func retentionDryRun(ctx context.Context, l *lake.Lake, cfg config.Config, table string, before, p retention.Policy) error {
 	log, err := sidecar.NewLogger("console", "warn")
 	if err != nil {
 		return err

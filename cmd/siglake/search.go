@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/search"
 	"github.com/siglake/siglake/sidecar/search/output"
@@ -109,10 +109,10 @@ func searchQuery(q search.Query, order string, since time.Duration, where, in []
 
 // searchTable prints the rows of table name that q matches in format, and with explain what each
 // stage considered, pruned and read.
-func searchTable(cfg sidecar.Config, name string, q search.Query, opts search.Options, format string, explain bool) error {
+func searchTable(cfg config.Config, name string, q search.Query, opts search.Options, format string, explain bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -42,7 +42,7 @@ func tableSubcommand(name, usage string, args []string, actions map[string]func(
 
 // openTables is openLake for a command on table, or on every table in name order when it is
 // empty (`retention show`, `fold show`); done closes the lake.
-func openTables(cfg sidecar.Config, table string) (context.Context, *lake.Lake, []string, func(), error) {
+func openTables(cfg config.Config, table string) (context.Context, *lake.Lake, []string, func(), error) {
 	ctx, l, done, err := openLake(cfg)
 	if err != nil {
 		return nil, nil, nil, nil, err

@@ -20,7 +20,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -78,7 +77,7 @@ func runTail(args []string) error {
 	if clients == nil && *follow {
 		return fmt.Errorf("--follow needs a WAL buffer (--buffer)")
 	}
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -127,7 +126,7 @@ func tailUnknownTable(tail func(out, errOut io.Writer) error, missing error) err
 
 // tailBuffers connects to the WAL buffers at addr (comma-separated; nil for "none") with the
 // sidecar's own token and TLS options, so that in its pod `siglake tail` needs no more than it has.
-func tailBuffers(ctx context.Context, cfg sidecar.Config, addr string) (reader.Buffers, error) {
+func tailBuffers(ctx context.Context, cfg config.Config, addr string) (reader.Buffers, error) {
 	if addr == "none" {
 		return nil, nil
 	}
@@ -196,7 +195,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // its options (https:// when it serves TLS), else loopback at the default port. A wildcard bind
 // (0.0.0.0, ::, no host) is not an address to dial, and no certificate names it: tail in the
 // sidecar's pod dials loopback on that port, which the chart's certificate must name.
-func defaultBufferAddr(cfg sidecar.Config) string {
+func defaultBufferAddr(cfg config.Config) string {
 	addr := cfg.BufferAddr
 	if addr == "" {
 		return "127.0.0.1:" + strconv.Itoa(reader.DefaultPort)

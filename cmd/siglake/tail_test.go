@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 )
 
 // TestTailReadsLikeSearch: tail reads the lake as `search --order desc --limit N` does, opening
@@ -108,7 +108,7 @@ func TestTailDefaultBufferAddr(t *testing.T) {
 		{"[::1]:9465", "", "[::1]:9465"},
 		{"10.0.0.7:9465", "", "10.0.0.7:9465"},
 	} {
-		cfg := sidecar.Config{BufferAddr: c.addr, BufferTLSCertFile: c.cert}
+		cfg := config.Config{BufferAddr: c.addr, BufferTLSCertFile: c.cert}
 		if got := defaultBufferAddr(cfg); got != c.want {
 			t.Errorf("bind %q (cert %q): tail dials %q, want %q", c.addr, c.cert, got, c.want)
 		}

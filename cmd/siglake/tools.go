@@ -16,7 +16,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -52,7 +52,7 @@ func withDir(dir string, rest []string) ([]string, error) {
 // requireCatalog fails, saying what to pass, when the catalog is an embedded one whose file does
 // not exist. A tool would otherwise get SQLite's "unable to open database file (14)" for a missing
 // directory, or silently create an empty catalog and find no table.
-func requireCatalog(cfg sidecar.Config) error {
+func requireCatalog(cfg config.Config) error {
 	path, ok := strings.CutPrefix(cfg.Catalog, "sqlite:")
 	if !ok {
 		return nil
@@ -72,7 +72,7 @@ func requireCatalog(cfg sidecar.Config) error {
 }
 
 // splitArgs sorts a tool's command line into its own flags (those fs defines), the compactor
-// options for sidecar.Load, and positional arguments. Every compactor option takes a value, so
+// options for config.Load, and positional arguments. Every compactor option takes a value, so
 // "--name value" is one option; a tool's own boolean flag takes none.
 func splitArgs(fs *flag.FlagSet, args []string) (own, rest, positional []string, help bool) {
 	for i := 0; i < len(args); i++ {
@@ -106,11 +106,11 @@ func splitArgs(fs *flag.FlagSet, args []string) (own, rest, positional []string,
 	return own, rest, positional, false
 }
 
-// checkOptionFlags checks what splitArgs left for sidecar.Load: every flag is a compactor option
+// checkOptionFlags checks what splitArgs left for config.Load: every flag is a compactor option
 // and has its value.
 func checkOptionFlags(rest []string) error {
 	known := map[string]bool{}
-	for _, o := range sidecar.Options() {
+	for _, o := range config.Options() {
 		known[o.Flag] = true
 	}
 	for i := 0; i < len(rest); i++ {
@@ -186,9 +186,9 @@ func noSuchTable(ctx context.Context, l *lake.Lake, name string) error {
 
 // openLake opens the catalog and warehouse of cfg for a one-shot command, under a context that
 // SIGTERM or an interrupt cancels; done closes the lake and releases the signal handler.
-func openLake(cfg sidecar.Config) (context.Context, *lake.Lake, func(), error) {
+func openLake(cfg config.Config) (context.Context, *lake.Lake, func(), error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		stop()
 		return nil, nil, nil, err

@@ -165,7 +165,7 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 		s.clean = map[string]bool{}
 	}
 	defer func() {
-		stopped := membudget.Shutdown(ctx, err)
+		stopped := membudget.IsStopping(ctx, err)
 		switch {
 		case stopped: // a shutdown (a rewrite waiting for memory, say) is no failed sweep
 			rep.Outcome = ""

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -64,7 +65,7 @@ func RunningAddr(dir string) (string, error) {
 
 // startSidecar runs a sidecar (role all) on the demo's lake and returns its HTTP address, recorded
 // in dir for siglake status --dir until the sidecar stops; its error arrives on the channel.
-func startSidecar(ctx context.Context, o Options, cfg sidecar.Config, log *zap.Logger) (*sidecar.Process, string, <-chan error, error) {
+func startSidecar(ctx context.Context, o Options, cfg config.Config, log *zap.Logger) (*sidecar.Process, string, <-chan error, error) {
 	p := sidecar.NewProcess(cfg, log, o.Version)
 	p.Metrics.SetBuildInfo(o.Version, o.Revision)
 	done := make(chan error, 1)
@@ -150,32 +151,32 @@ func Run(ctx context.Context, o Options, out io.Writer, log *zap.Logger) error {
 
 // prepare readies the demo directory, its WAL directory and the rollup table, and returns the
 // sidecar's configuration and the WAL directory.
-func prepare(ctx context.Context, o Options, out io.Writer) (sidecar.Config, string, error) {
+func prepare(ctx context.Context, o Options, out io.Writer) (config.Config, string, error) {
 	note, err := prepareDir(o.Dir)
 	if err != nil {
-		return sidecar.Config{}, "", err
+		return config.Config{}, "", err
 	}
 	if note != "" {
 		fmt.Fprintf(out, "siglake demo: %s\n", note)
 	}
 	walDir := filepath.Join(o.Dir, "wal")
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
-		return sidecar.Config{}, "", err
+		return config.Config{}, "", err
 	}
 	cfg, err := demoConfig(o.Dir)
 	if err != nil {
-		return sidecar.Config{}, "", err
+		return config.Config{}, "", err
 	}
 	cfg.HTTPAddr = httpAddr(o.HTTPAddr)
 	if err := prepareRollup(ctx, cfg); err != nil {
-		return sidecar.Config{}, "", fmt.Errorf("the rollup table: %w", err)
+		return config.Config{}, "", fmt.Errorf("the rollup table: %w", err)
 	}
 	return cfg, walDir, nil
 }
 
 // startAndAnnounce starts the sidecar and prints where it and its WAL buffer listen; sidecarErr
 // delivers how the sidecar ended.
-func startAndAnnounce(ctx context.Context, o Options, cfg sidecar.Config, out io.Writer, log *zap.Logger) (*sidecar.Process, <-chan error, error) {
+func startAndAnnounce(ctx context.Context, o Options, cfg config.Config, out io.Writer, log *zap.Logger) (*sidecar.Process, <-chan error, error) {
 	p, addr, sidecarErr, err := startSidecar(ctx, o, cfg, log)
 	if err != nil {
 		return nil, nil, err
@@ -255,7 +256,7 @@ func generateLoad(ctx context.Context, o Options, walDir string, p *sidecar.Proc
 
 // drainRest drains what the stopped sidecar left in the WAL in one go, on its own port, then
 // compacts, so the summary covers every sealed row.
-func drainRest(ctx context.Context, out io.Writer, o Options, cfg sidecar.Config, log *zap.Logger) error {
+func drainRest(ctx context.Context, out io.Writer, o Options, cfg config.Config, log *zap.Logger) error {
 	fmt.Fprintf(out, "\nload stopped; draining what is left...\n")
 	once := cfg
 	once.HTTPAddr = "127.0.0.1:0" // its own port: the address above is for the long-running sidecar
@@ -298,7 +299,7 @@ func statusCommand(dir, addr string) string {
 
 // keepRunning runs a sidecar on the demo's lake until ctx is done (Ctrl-C), with its address
 // printed and recorded in the directory.
-func keepRunning(ctx context.Context, out io.Writer, o Options, cfg sidecar.Config, log *zap.Logger) error {
+func keepRunning(ctx context.Context, out io.Writer, o Options, cfg config.Config, log *zap.Logger) error {
 	cfg.HTTPAddr = httpAddr(cfg.HTTPAddr)
 	_, addr, done, err := startSidecar(ctx, o, cfg, log)
 	if err != nil {
@@ -316,8 +317,8 @@ func keepRunning(ctx context.Context, out io.Writer, o Options, cfg sidecar.Conf
 }
 
 // demoConfig is the demo's sidecar configuration: WAL, embedded catalog and warehouse under dir.
-func demoConfig(dir string) (sidecar.Config, error) {
-	cfg, err := sidecar.Load(nil, func(string) string { return "" })
+func demoConfig(dir string) (config.Config, error) {
+	cfg, err := config.Load(nil, func(string) string { return "" })
 	if err != nil {
 		return cfg, err
 	}
@@ -386,8 +387,8 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 
 // demoSummary prints each table's summary and the commands to look further. It writes the live
 // data files of each table's current snapshot to DIR/TABLE.live-files.txt for the DuckDB hint.
-func demoSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir string, tables []string, sealed map[string]*rowsum.Sum, peak map[string]int) error {
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+func demoSummary(ctx context.Context, out io.Writer, cfg config.Config, dir string, tables []string, sealed map[string]*rowsum.Sum, peak map[string]int) error {
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -501,20 +502,20 @@ func shellDuckDB(script string) string {
 // Compact runs maintenance passes (the real planner and merges) until the planner finds
 // nothing to do, so the summary shows where leveled compaction takes the tables (and
 // bench/search measures reads after compaction).
-func Compact(ctx context.Context, out io.Writer, cfg sidecar.Config, log *zap.Logger) error {
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+func Compact(ctx context.Context, out io.Writer, cfg config.Config, log *zap.Logger) error {
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	pc, err := sidecar.PlanConfig(cfg)
+	pc, err := config.PlanConfig(cfg)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "running maintenance passes until the planner has nothing left to do...\n")
 	for pass := 1; pass <= 6; pass++ {
 		// A fresh maintainer has every level check due, like a newly elected owner.
-		st := sidecar.NewStatus("demo", sidecar.RoleAll, "demo", time.Now())
+		st := sidecar.NewStatus("demo", config.RoleAll, "demo", time.Now())
 		m := &maintain.Maintainer{Cfg: sidecar.MaintainConfig(cfg), Plan: pc, Lake: l, Metrics: sidecar.NewMetrics().Maintain, Publish: st,
 			Log: log, Now: time.Now}
 		rep, err := m.Cycle(ctx)

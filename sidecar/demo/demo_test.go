@@ -19,6 +19,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -94,7 +95,7 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +118,10 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 
 // testDemoDuckDBHint runs the printed read_parquet command through DuckDB and checks it counts
 // the events table's rows, where a glob over the warehouse counts the replaced files too.
-func testDemoDuckDBHint(t *testing.T, cfg sidecar.Config, out string) {
+func testDemoDuckDBHint(t *testing.T, cfg config.Config, out string) {
 	iceberg, parquet := printedDuckDBScript(t, out, "iceberg_scan("), printedDuckDBScript(t, out, "read_parquet(getvariable(")
 	ctx := context.Background()
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestDemoKeepRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lake.Open(context.Background(), sidecar.LakeConfig(cfg))
+	l, err := lake.Open(context.Background(), config.LakeConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -16,8 +17,8 @@ import (
 
 // prepareRollup creates walgen's per-minute rollup table and stores its fold specification, so
 // the demo's sidecar folds the partial rows walgen writes into it.
-func prepareRollup(ctx context.Context, cfg sidecar.Config) error {
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+func prepareRollup(ctx context.Context, cfg config.Config) error {
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -31,8 +32,8 @@ func prepareRollup(ctx context.Context, cfg sidecar.Config) error {
 
 // rollupSummary shows the rollup's rows before folding (the partial rows sealed) and after.
 // The rollup's sum(events) must equal the events rows sealed: folding keeps the counts.
-func rollupSummary(ctx context.Context, out io.Writer, cfg sidecar.Config, dir string, sealed, events int64) error {
-	l, err := lake.Open(ctx, sidecar.LakeConfig(cfg))
+func rollupSummary(ctx context.Context, out io.Writer, cfg config.Config, dir string, sealed, events int64) error {
+	l, err := lake.Open(ctx, config.LakeConfig(cfg))
 	if err != nil {
 		return err
 	}

@@ -4,33 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/merge/density"
-	"github.com/siglake/siglake/merge/input"
-	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
-	"github.com/siglake/siglake/sidecar/lake/objstore"
-	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
-	"github.com/siglake/siglake/sidecar/rows"
 )
 
 // Drain turns sealed WAL segments into committed Iceberg data files, exactly once: files are written,
@@ -87,6 +73,11 @@ type Drain struct {
 	inQuarantine     int
 	quarantineListed time.Time
 	quarantineDirty  bool
+	// checkedDirs are the WAL dirs whose in-flight markers were checked since this drain last took
+	// them (all at start; with claims a stream dir again when its claim is taken over).
+	checkedDirs map[string]bool
+	// unclean is every interrupted batch found since the start (nil: none).
+	unclean *UncleanStop
 	// ignoredLogged holds the ignored entries of the last scan, each logged once when first seen.
 	ignoredLogged map[string]bool
 }
@@ -217,7 +208,7 @@ func (d *Drain) Run(stop, work context.Context, poll time.Duration, once bool, a
 	defer t.Stop()
 	for {
 		res, err := d.Cycle(work, once)
-		if membudget.Shutdown(work, err) {
+		if membudget.IsStopping(work, err) {
 			// The stop (or the shutdown timeout) ended a batch's wait for memory: the process is
 			// stopping, the segments stay for the next start, and nothing failed.
 			err = nil
@@ -245,32 +236,17 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	dirs := d.walDirs()
 	segs, dirOf, ignored, errs := scanDirs(dirs)
 	d.observeIgnored(ignored)
-	for _, err := range errs {
-		d.Metrics.DrainErrors.WithLabelValues("scan").Inc()
-		d.publisher().Error(now, "scan", "", err)
-		if d.Claims == nil { // the one WAL dir: nothing to drain
-			return res, fmt.Errorf("%w (--wal-dir / SIGLAKE_WAL_DIR): %w", ErrWALDir, err)
-		}
-		d.Log.Warn("a claimed stream directory cannot be scanned; the other streams go on", zap.Error(err))
+	if err := d.observeScanErrors(now, errs); err != nil {
+		return res, err
 	}
+	d.checkTakenOver(ctx, dirs)
 	segs = d.quarantineOversize(segs, dirOf)
 	d.ObserveBacklog(segs, now)
 	var firstErr error
-	// Batches never mix WAL dirs: each dir is one stream, and a batch commits one stream's mark.
-	byDir := map[string][]localwal.SegmentInfo{}
-	for _, s := range segs {
-		byDir[dirOf[s.Path]] = append(byDir[dirOf[s.Path]], s)
-	}
-	var batches []batch
-	for _, dir := range dirs {
-		for _, b := range planBatches(byDir[dir], now, d.Cfg.CommitBatchTargetBytes, d.Cfg.CommitBatchMaxAge, flush) {
-			b.dir = dir
-			batches = append(batches, b)
-		}
-	}
+	batches := cycleBatches(dirs, segs, dirOf, now, d.Cfg, flush)
 	failed := map[string]bool{}
 	for _, b := range batches {
-		if ctx.Err() != nil || d.Stop != nil && d.Stop.Err() != nil {
+		if ctx.Err() != nil || membudget.Stopping(d.Stop) != nil {
 			break // shutting down: take no new batch
 		}
 		// The backoff also keeps a stream's batches of one table in order: a later batch must not
@@ -286,6 +262,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		stopWatch := d.watchBacklog(dirs)
 		out := d.commitBatch(ctx, b)
 		stopWatch()
+		d.observe(out)
 		// The backlog after every batch, not once per cycle: one cycle drains a whole catch-up.
 		d.listQuarantine(d.Now())
 		d.scanBacklog(dirs, d.quarantined, d.inQuarantine)
@@ -297,7 +274,6 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 			}
 			break
 		}
-		d.observe(out)
 		if out.Err != nil {
 			d.noteFailure(key, now)
 			failed[key] = true
@@ -319,59 +295,21 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	return res, firstErr
 }
 
-// maxIgnoredLogged is how many newly seen ignored paths one cycle logs one by one.
-const maxIgnoredLogged = 20
-
-// observeIgnored counts the entries that look like segments but are never drained, and logs each
-// path once while it stays (again if it comes back after it was gone).
-func (d *Drain) observeIgnored(ignored []localwal.Ignored) {
-	counts := map[string]int{}
-	seen := make(map[string]bool, len(ignored))
-	logged, unlogged := 0, 0
-	for _, ig := range ignored {
-		counts[ig.Reason]++
-		seen[ig.Path] = true
-		if d.ignoredLogged[ig.Path] {
-			continue
-		}
-		// Thousands of stray files must not become thousands of lines in one cycle: the first few
-		// paths, then one line with the counts (the gauge has them too).
-		if logged == maxIgnoredLogged {
-			unlogged++
-			continue
-		}
-		logged++
-		d.Log.Warn("a file in the WAL dir looks like a segment but is not drained: its rows do not reach the lake, and once later segments of its stream commit, the mark is past it",
-			zap.String("path", ig.Path), zap.String("reason", ig.Reason))
-	}
-	if unlogged > 0 {
-		d.Log.Warn("more files in the WAL dir look like segments and are not drained; their paths are not logged",
-			zap.Int("not_logged", unlogged), zap.Any("ignored_by_reason", counts))
-	}
-	d.ignoredLogged = seen
-	for _, r := range localwal.IgnoredReasons {
-		d.Metrics.IgnoredFiles.WithLabelValues(r).Set(float64(counts[r]))
-	}
-}
-
-// quarantineOversize moves the segments above Cfg.MaxSegmentBytes to quarantine before a batch
-// counts, reserves memory for or reads them: a batch holding one would wait for (or take) more
-// memory than the process has, and hold back every good segment behind it.
-func (d *Drain) quarantineOversize(segs []localwal.SegmentInfo, dirOf map[string]string) []localwal.SegmentInfo {
-	limit := d.Cfg.MaxSegmentBytes
-	if limit <= 0 {
-		return segs
-	}
-	kept := segs[:0:0]
+// cycleBatches are the batches due now, each of one WAL dir: batches never mix WAL dirs, since
+// each dir is one stream and a batch commits one stream's mark.
+func cycleBatches(dirs []string, segs []localwal.SegmentInfo, dirOf map[string]string, now time.Time, cfg Config, flush bool) []batch {
+	byDir := map[string][]localwal.SegmentInfo{}
 	for _, s := range segs {
-		if s.Size > limit {
-			d.quarantine(dirOf[s.Path], s, localwal.ReasonOversize, fmt.Errorf(
-				"%d bytes, above the limit of %d (--wal-segment-max-mb / SIGLAKE_WAL_SEGMENT_MAX_MB); not read", s.Size, limit))
-			continue
-		}
-		kept = append(kept, s)
+		byDir[dirOf[s.Path]] = append(byDir[dirOf[s.Path]], s)
 	}
-	return kept
+	var batches []batch
+	for _, dir := range dirs {
+		for _, b := range planBatches(byDir[dir], now, cfg.CommitBatchTargetBytes, cfg.CommitBatchMaxAge, flush) {
+			b.dir = dir
+			batches = append(batches, b)
+		}
+	}
+	return batches
 }
 
 func (d *Drain) noteFailure(key string, now time.Time) {
@@ -380,588 +318,4 @@ func (d *Drain) noteFailure(key string, now time.Time) {
 	}
 	d.failures[key]++
 	d.backoffUntil[key] = now.Add(drainBackoff.Wait(d.failures[key], nil))
-}
-
-// ObserveBacklog publishes the sealed backlog segs (gauges and status); the process calls it
-// while the catalog is unreachable, when no cycle runs.
-func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
-	d.listQuarantine(now)
-	d.observeBacklog(segs, now, d.quarantined, d.inQuarantine)
-}
-
-// scanBacklog scans dirs and publishes their backlog; a dir that cannot be scanned is left out
-// with claims (as Cycle does), and without them nothing is published (Cycle reports the error).
-func (d *Drain) scanBacklog(dirs []string, quarantined int64, inQuarantine int) {
-	segs, _, errs := ScanDirs(dirs)
-	if len(errs) > 0 && d.Claims == nil {
-		return
-	}
-	d.observeBacklog(segs, d.Now(), quarantined, inQuarantine)
-}
-
-// watchBacklog republishes the backlog of dirs every BacklogEvery until the returned stop is
-// called (it returns once the watcher is done), so the gauges follow the WAL while a batch's
-// commit waits. The quarantine count is the one at the start: the batch may change it.
-func (d *Drain) watchBacklog(dirs []string) (stop func()) {
-	every := d.BacklogEvery
-	if every <= 0 {
-		every = time.Second
-	}
-	q, iq := d.quarantined, d.inQuarantine
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				d.scanBacklog(dirs, q, iq)
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
-}
-
-// observeBacklog takes the quarantine counts as values: the watcher goroutine calls it while the
-// drain's own goroutine may quarantine, so only that goroutine reads and writes the drain's counts.
-func (d *Drain) observeBacklog(segs []localwal.SegmentInfo, now time.Time, quarantined int64, inQuarantine int) {
-	var bytes int64
-	var oldest time.Time
-	for _, s := range segs {
-		bytes += s.Size
-		if oldest.IsZero() || s.ModTime.Before(oldest) {
-			oldest = s.ModTime
-		}
-	}
-	age := 0.0
-	if !oldest.IsZero() {
-		age = max(0, now.Sub(oldest).Seconds())
-	}
-	d.Metrics.SealedSegments.Set(float64(len(segs)))
-	d.Metrics.SealedBytes.Set(float64(bytes))
-	d.Metrics.OldestSealedAge.Set(age)
-	d.publisher().Backlog(Backlog{Segments: len(segs), Bytes: bytes, OldestAgeSeconds: age, Quarantined: quarantined,
-		InQuarantine: inQuarantine})
-}
-
-// listQuarantine recounts the segments in the quarantine dirs on the first call (so a restart
-// shows what earlier runs left there), after a quarantine, and every quarantineRelist. A dir that
-// cannot be listed keeps the last count: a wrong 0 would hide quarantined rows.
-func (d *Drain) listQuarantine(now time.Time) {
-	if !d.quarantineDirty && !d.quarantineListed.IsZero() && now.Sub(d.quarantineListed) < quarantineRelist {
-		return
-	}
-	total := 0
-	for _, dir := range d.walDirs() {
-		n, err := localwal.Quarantined(dir)
-		if err != nil {
-			d.Log.Warn("cannot count the segments in quarantine; the gauge keeps its last value", zap.Error(err))
-			return
-		}
-		total += n
-	}
-	d.inQuarantine, d.quarantineListed, d.quarantineDirty = total, now, false
-	d.Metrics.InQuarantine.Set(float64(total))
-}
-
-// batchMemoryFactor is what a batch holds at its peak per byte of decoded segments: the segments
-// decoded (in place for uncompressed ones: about their file size), the write's sort order,
-// gathered chunk and encoded row group on top. The drain benchmark's batches peaked at 1.7 times
-// their size in live heap.
-const batchMemoryFactor = 2
-
-// BatchMemory is the share of the process memory budget a batch of segBytes takes, whose
-// compressed bodies decode to extra more bytes (localwal.DecodedSize): a compressed segment's
-// records are allocated beside its file bytes, so sizing by the file alone under-reserves it.
-func BatchMemory(segBytes, extra int64) int64 { return batchMemoryFactor * (segBytes + extra) }
-
-// fitBudget returns b cut to what the memory budget holds and its share (BatchMemory of its
-// segments, from their IPC metadata; a segment whose metadata cannot be read counts by its file
-// size, and the read reports it). The reservation is capped at the budget, so a segment whose
-// share alone is above it would be decoded past the budget (a small zstd segment of repeated
-// values can decode to gigabytes): it is quarantined as oversize without reading its body. The
-// segments after the first that does not fit beside the others wait for a later batch.
-func (d *Drain) fitBudget(b batch) (batch, int64) {
-	limit := d.MemoryLimit
-	var share, bytes int64
-	kept := b.segs[:0:0]
-	for _, s := range b.segs {
-		extra, err := localwal.DecodedSize(s.Path)
-		if err != nil {
-			extra = 0
-		}
-		need := BatchMemory(s.Size, extra)
-		if limit > 0 && need > limit {
-			d.quarantine(b.dir, s, localwal.ReasonOversize, fmt.Errorf(
-				"%d bytes on disk decode to %d more, a batch share of %d bytes, above the process memory budget of %d bytes (--memory-budget-bytes / SIGLAKE_MEMORY_BUDGET_BYTES); not read",
-				s.Size, extra, need, limit))
-			continue
-		}
-		if limit > 0 && len(kept) > 0 && share+need > limit {
-			break // in order: a later segment must not commit (move the mark) before this one
-		}
-		kept = append(kept, s)
-		share += need
-		bytes += s.Size
-	}
-	b.segs, b.bytes = kept, bytes
-	return b, share
-}
-
-// loaded is a decoded segment of a batch.
-type loaded struct {
-	info localwal.SegmentInfo
-	seg  *localwal.Segment
-}
-
-// commitBatch runs the exactly-once protocol for one batch and returns what it did; observe turns
-// that into metrics, status and log lines. (A quarantine is recorded where it happens: it is the
-// end of that segment, not of the batch.)
-func (d *Drain) commitBatch(ctx context.Context, b batch) (out BatchOutcome) {
-	start := d.Now()
-	cost0 := objstore.CostOf(b.table) // includes concurrent work on the same table (its rewrites)
-	out = BatchOutcome{Table: b.table, Dir: b.dir}
-	defer func() { out.Took, out.Cost = d.Now().Sub(start), objstore.CostOf(b.table).Sub(cost0) }()
-	fail := func(stage string, err error) BatchOutcome { out.Stage, out.Err = stage, err; return out }
-	log := d.Log.With(zap.String("table", b.table))
-	var epoch uint64
-	if d.Claims != nil {
-		// While the batch is in flight its stream is not released; Valid fences the commit itself.
-		stream := filepath.Base(b.dir)
-		e, ok := d.Claims.Begin(stream)
-		if !ok {
-			d.Claims.Fenced()
-			return fail("", fmt.Errorf("stream %s: %w", stream, errNotClaimed))
-		}
-		defer d.Claims.End(stream)
-		epoch = e
-		log = log.With(zap.String("stream_dir", stream), zap.Uint64("claim_epoch", epoch))
-	}
-
-	// 1. Decode. A bad segment is quarantined and the rest of the batch goes on.
-	b, share := d.fitBudget(b)
-	if len(b.segs) == 0 {
-		return out
-	}
-	releaseShare := func() {}
-	if d.Reserve != nil {
-		// A wait for memory is not a batch in flight: SIGTERM (Stop) ends it, so the batch does not
-		// start only for the shutdown timeout to cut it.
-		rctx, cancel := membudget.UntilStop(ctx, d.Stop)
-		release, err := d.Reserve(rctx, share)
-		cancel()
-		if err == nil {
-			if err = membudget.Stopping(d.Stop); err != nil { // granted as the stop came
-				release()
-			}
-		}
-		if err != nil {
-			if membudget.Shutdown(ctx, err) { // only a shutdown ends the wait: not a drain error
-				out.Err, out.shutdown = err, true
-				return out
-			}
-			return fail("", err)
-		}
-		releaseShare = sync.OnceFunc(release)
-		defer releaseShare()
-	}
-	var segs []loaded
-	var decoded []*localwal.Segment // every decoded segment, released on return (Release is idempotent)
-	defer func() {
-		for _, s := range decoded {
-			s.Release()
-		}
-	}()
-	for _, info := range b.segs {
-		opts := localwal.ReadOptions{Mem: d.Mem, MaxFileBytes: d.Cfg.MaxSegmentBytes}
-		if d.MemoryLimit > 0 {
-			// Without it the cap is 64 MiB + 64 x the file size: gigabytes at the size limit.
-			opts.MaxDecodedBytes = share
-		}
-		seg, err := localwal.ReadAll(info.Path, opts)
-		var se *localwal.SegmentError
-		if errors.As(err, &se) && se.Reason != localwal.ReasonIO {
-			reason := se.Reason
-			if errors.Is(err, localwal.ErrDecodeBudget) && d.MemoryLimit > 0 {
-				reason = localwal.ReasonOversize
-				err = fmt.Errorf("%w (the batch's share of the process memory budget, --memory-budget-bytes / SIGLAKE_MEMORY_BUDGET_BYTES)", err)
-			}
-			d.quarantine(b.dir, info, reason, err)
-			continue
-		}
-		if err != nil {
-			return fail("read", fmt.Errorf("read segment %s: %w", info.Path, err))
-		}
-		decoded = append(decoded, seg)
-		// With claims the directory name is the claim key: a stream written under another name
-		// could be drained by two claim holders at once (two directories, one mark).
-		if d.Claims != nil && seg.Header.Stream != filepath.Base(b.dir) {
-			seg.Release()
-			d.quarantine(b.dir, info, localwal.ReasonBadHeader, fmt.Errorf("stream %q in the stream directory %q: with catalog claims each stream directory is named by its stream", seg.Header.Stream, filepath.Base(b.dir)))
-			continue
-		}
-		if len(segs) > 0 && seg.Header.Stream != segs[0].seg.Header.Stream {
-			seg.Release()
-			d.quarantine(b.dir, info, localwal.ReasonBadHeader, fmt.Errorf("stream %q differs from stream %q of the other segments in this WAL dir", seg.Header.Stream, segs[0].seg.Header.Stream))
-			continue
-		}
-		segs = append(segs, loaded{info, seg})
-	}
-	if len(segs) == 0 {
-		return out
-	}
-	stream := segs[0].seg.Header.Stream
-	out.Stream = stream
-
-	// 2. Make sure the table exists and holds every column; a type conflict quarantines that segment.
-	var t *table.Table
-	kept := segs[:0]
-	for _, l := range segs {
-		nt, err := d.Lake.EnsureTable(ctx, b.table, rows.TableSchema(l.seg.Schema, lake.TimestampColumn))
-		var schemaErr *lake.SchemaError
-		if errors.As(err, &schemaErr) {
-			l.seg.Release()
-			d.quarantine(b.dir, l.info, ReasonIncompatibleSchema, err)
-			continue
-		}
-		if err != nil {
-			return fail("table", err)
-		}
-		sc, err := lake.ArrowSchema(nt)
-		if err != nil {
-			return fail("", err)
-		}
-		if err := conforms(sc, l.seg, d.Mem); err != nil {
-			l.seg.Release()
-			d.quarantine(b.dir, l.info, ReasonIncompatibleSchema, err)
-			continue
-		}
-		t = nt
-		kept = append(kept, l)
-	}
-	segs = kept
-	if len(segs) == 0 {
-		return out
-	}
-
-	// 3. Drop what an earlier commit already holds (a crash between commit and removal).
-	mark, hasMark, err := lake.ReadMark(t, stream)
-	if err != nil {
-		return fail("", err)
-	}
-	fresh := segs[:0]
-	for _, l := range segs {
-		m := lake.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
-		if hasMark && !mark.Less(m) {
-			l.seg.Release()
-			if err := localwal.Remove(b.dir, l.info); err != nil {
-				return fail("remove", fmt.Errorf("remove already-committed segment %s: %w", l.info.Path, err))
-			}
-			log.Info("removed segment an earlier commit already holds",
-				zap.String("path", l.info.Path), zap.Stringer("mark", mark))
-			out.Removed++
-			continue
-		}
-		fresh = append(fresh, l)
-	}
-	segs = fresh
-	if len(segs) == 0 {
-		return out
-	}
-
-	// 4. Write generation-0 Parquet, one sorted file per day partition. The marker says a batch is
-	// in flight until this returns: a start that finds it knows the run before was killed.
-	// The marker only informs; a failed write (a full WAL disk) must not stop the batch, since
-	// its commit is what frees the disk.
-	flight := inflight{Table: b.table, Started: d.Now(), PID: os.Getpid()}
-	d.recordInflight(b.dir, flight)
-	defer os.Remove(inflightPath(b.dir, b.table))
-	outputs, rows, past, err := d.writeFiles(ctx, t, segs)
-	// The write released the batch's records: the commit and its retries hold no rows, so the
-	// share goes back now rather than after a commit that may retry for seconds.
-	releaseShare()
-	if err != nil {
-		return fail("write", err)
-	}
-	out.PastRetention = past
-	files, err := lake.DataFiles(t, outputs)
-	if err != nil {
-		d.removeOutputs(ctx, t, outputs)
-		return fail("", err)
-	}
-	for _, f := range files {
-		flight.Files = append(flight.Files, f.FilePath())
-	}
-	d.recordInflight(b.dir, flight)
-	var bytes int64
-	for _, o := range outputs {
-		bytes += o.Size
-	}
-
-	// 5. One commit: the files and the stream mark together.
-	first, last := segs[0].seg.Header, segs[len(segs)-1].seg.Header
-	req := lake.AppendRequest{
-		Table: b.table, Files: files, Stream: stream,
-		First: lake.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
-		Last:  lake.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
-		Summary: iceberg.Properties{
-			tableprops.SumSegments: strconv.Itoa(len(segs)),
-			tableprops.SumRows:     strconv.FormatInt(rows, 10),
-		},
-	}
-	if d.Claims != nil {
-		req.Summary[tableprops.SumClaimHolder] = d.Cfg.NodeName
-		req.Summary[tableprops.SumClaimEpoch] = strconv.FormatUint(epoch, 10)
-		// The fence: past it another process may take the stream over, so this one must not
-		// start the commit. (A commit that started in time and lands late is caught by the mark.)
-		stream := filepath.Base(b.dir)
-		if !d.Claims.Valid(stream) {
-			d.Claims.Fenced()
-			d.removeOutputs(ctx, t, outputs)
-			return fail("", fmt.Errorf("stream %s: %w", stream, errNotClaimed))
-		}
-		// And before every retry: CommitAppend's attempts can take seconds.
-		req.Fence = func() error {
-			if !d.Claims.Valid(stream) {
-				d.Claims.Fenced()
-				return fmt.Errorf("stream %s: %w", stream, errNotClaimed)
-			}
-			return nil
-		}
-	}
-	log.Debug("committing batch", zap.Int("segments", len(segs)), zap.Int("files", len(files)), zap.Stringer("mark", req.Last))
-	if d.beforeCommit != nil {
-		d.beforeCommit()
-	}
-	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
-	if err != nil {
-		if !res.MaybeCommitted {
-			d.removeOutputs(ctx, t, outputs) // nothing references them
-		}
-		return fail("commit", err)
-	}
-	out.Commit, out.Mark, out.Rows, out.Files, out.Bytes = res, req.Last, rows, len(files), bytes
-	if res.Outcome == lake.AlreadyCommitted {
-		// Segments above the mark were filtered before writing, so the mark reached this batch
-		// through an earlier attempt of this very commit (its files are ours and referenced), or
-		// through another process draining the same stream (a claim holder past its fence; its
-		// files hold the rows and ours are orphans for gc). Either way: append nothing again.
-		log.Warn("the stream mark shows the batch committed (a lost commit response, or another process drained this stream); not appending again",
-			zap.Stringer("mark", req.Last), zap.Int64("snapshot_id", res.SnapshotID))
-	}
-
-	// 6. Only now may the segments go.
-	if d.Retire != nil && res.Outcome == lake.Committed {
-		infos := make([]localwal.SegmentInfo, len(segs))
-		for i, l := range segs {
-			infos[i] = l.info
-		}
-		if err := d.Retire(b.dir, res.Prev, infos); err != nil {
-			return fail("remove", fmt.Errorf("retire drained segments of %s (their rows are committed; the mark drops them next cycle): %w", b.dir, err))
-		}
-		out.Removed, out.Segments = len(segs), len(segs)
-		return out
-	}
-	for _, l := range segs {
-		if err := localwal.Remove(b.dir, l.info); err != nil {
-			return fail("remove", fmt.Errorf("remove drained segment %s (its rows are committed; the mark drops it next cycle): %w", l.info.Path, err))
-		}
-		out.Removed++
-	}
-	out.Segments = len(segs)
-	return out
-}
-
-// conforms checks that every record of seg converts to the table schema sc. Some do not although the
-// Iceberg types match (uint64 data for a long column, nulls in a required column); without this
-// check such a segment would fail its batch on every retry and stall the table's drain.
-func conforms(sc *arrow.Schema, seg *localwal.Segment, mem memory.Allocator) error {
-	for _, rec := range seg.Records {
-		c, err := input.Conform(rec, sc, mem)
-		if err != nil {
-			return fmt.Errorf("segment rows do not fit the table schema: %w", err)
-		}
-		c.Release()
-	}
-	return nil
-}
-
-// writeFiles conforms every record to the table schema, drops the rows already past the table's
-// retention, splits the rest by day and writes one sorted generation-0 file per day. It returns
-// the rows written and the rows dropped. It releases the segments' records as it goes (their
-// headers stay): a batch's memory shrinks while its files are written.
-func (d *Drain) writeFiles(ctx context.Context, t *table.Table, segs []loaded) ([]merge.Output, int64, int64, error) {
-	sc, err := lake.ArrowSchema(t)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	fsys, err := t.FS(ctx)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("open FileIO of %s: %w", t.Location(), err)
-	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
-	if !ok {
-		return nil, 0, 0, fmt.Errorf("FileIO of %s cannot write", t.Location())
-	}
-	expired, cutoff := d.retentionFilter(t)
-	byDay := map[int64][]arrow.RecordBatch{}
-	defer func() {
-		for _, rs := range byDay {
-			for _, r := range rs {
-				r.Release()
-			}
-		}
-	}()
-	var rows, past int64
-	tsIdx := sc.FieldIndices(lake.TimestampColumn)[0]
-	for _, l := range segs {
-		for _, rec := range l.seg.Records {
-			c, err := input.Conform(rec, sc, d.Mem)
-			if err != nil {
-				return nil, 0, 0, fmt.Errorf("segment %s: %w", l.info.Path, err)
-			}
-			if expired != nil && minTimestamp(c, tsIdx) < cutoff {
-				kept, dropped, err := merge.FilterRecord(c, lake.TimestampColumn, expired, d.Mem)
-				c.Release()
-				if err != nil {
-					return nil, 0, 0, fmt.Errorf("segment %s: drop rows past retention: %w", l.info.Path, err)
-				}
-				for _, n := range dropped {
-					past += n
-				}
-				c = kept
-			}
-			rows += c.NumRows()
-			err = splitByDay(ctx, c, tsIdx, d.Mem, byDay)
-			c.Release()
-			if err != nil {
-				return nil, 0, 0, err
-			}
-		}
-		// Its rows are in byDay now (slices of the same buffers); nothing else may hold the
-		// segment's records, or its memory would outlive the write below.
-		l.seg.Release()
-	}
-	// One set of density cuts for the whole batch: the rows it brings to a day that has closed
-	// are all late, and go to the late stream, as its late rows in the current day do.
-	var all []arrow.RecordBatch
-	for _, recs := range byDay {
-		all = append(all, recs...)
-	}
-	cuts := density.BatchCuts(all, lake.TimestampColumn, d.Cfg.SplitSparse)
-	var latePath func(int) string
-	var outs []merge.Output
-	for day, recs := range byDay {
-		delete(byDay, day) // the writer owns recs now and releases each as it writes its rows
-		dir := lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
-		if d.Cfg.SplitSparse > 0 {
-			latePath = func(int) string { return dir + "/" + merge.LateFileName(0) }
-		}
-		o, err := writer.WriteSortedReleasing(ctx, wfs, func(int) string { return dir + "/" + merge.DataFileName(0) }, sc, recs,
-			merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, SplitSparse: d.Cfg.SplitSparse, Generation: 0, Allocator: d.Mem,
-				Cuts: &cuts, LatePath: latePath, Metadata: d.Cfg.Metadata.For(t)})
-		if err != nil {
-			d.removeOutputs(ctx, t, outs)
-			return nil, 0, 0, fmt.Errorf("write %s: %w", dir, err)
-		}
-		d.Metrics.Merge.CountSkipped(o)
-		outs = append(outs, o...)
-	}
-	return outs, rows, past, nil
-}
-
-// retentionFilter is the row filter of rows already past t's retention, and the latest cutoff;
-// nil when retention is not wired or keeps every row.
-func (d *Drain) retentionFilter(t *table.Table) (*merge.RowFilter, int64) {
-	if d.Cfg.PastRetention == nil {
-		return nil, 0
-	}
-	return d.Cfg.PastRetention(t, d.Now())
-}
-
-// minTimestamp is the smallest value of rec's timestamp column ts (microseconds).
-func minTimestamp(rec arrow.RecordBatch, ts int) int64 {
-	col := rec.Column(ts).(*array.Timestamp)
-	m := int64(math.MaxInt64)
-	for i := 0; i < col.Len(); i++ {
-		if col.IsValid(i) {
-			m = min(m, int64(col.Value(i)))
-		}
-	}
-	return m
-}
-
-// splitByDay appends rec's rows to out by UTC day of column ts (microseconds).
-func splitByDay(ctx context.Context, rec arrow.RecordBatch, ts int, mem memory.Allocator, out map[int64][]arrow.RecordBatch) error {
-	col := rec.Column(ts).(*array.Timestamp)
-	day := func(i int) int64 { return floorDiv(int64(col.Value(i)), 86400_000_000) }
-	n := int(rec.NumRows())
-	if n == 0 {
-		return nil
-	}
-	first, uniform := day(0), true
-	for i := 1; i < n && uniform; i++ {
-		uniform = day(i) == first
-	}
-	if uniform {
-		rec.Retain()
-		out[first] = append(out[first], rec)
-		return nil
-	}
-	days := map[int64]bool{}
-	for i := 0; i < n; i++ {
-		days[day(i)] = true
-	}
-	for dd := range days {
-		mb := array.NewBooleanBuilder(mem)
-		for i := 0; i < n; i++ {
-			mb.Append(day(i) == dd)
-		}
-		mask := mb.NewBooleanArray()
-		mb.Release()
-		part, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
-		mask.Release()
-		if err != nil {
-			return fmt.Errorf("split rows by day: %w", err)
-		}
-		out[dd] = append(out[dd], part)
-	}
-	return nil
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
-func (d *Drain) removeOutputs(ctx context.Context, t *table.Table, outs []merge.Output) {
-	fsys, err := t.FS(ctx)
-	if err != nil {
-		return
-	}
-	if orphans, err := lake.RemoveFiles(fsys, outs); len(orphans) > 0 {
-		d.Log.Warn("could not remove uncommitted outputs; gc will", zap.Strings("paths", orphans), zap.Error(err))
-	}
-}
-
-func (d *Drain) quarantine(dir string, info localwal.SegmentInfo, reason string, cause error) {
-	dest, err := localwal.Quarantine(dir, info, reason, cause.Error())
-	d.publisher().Error(d.Now(), "quarantine", info.Table, cause)
-	if err != nil {
-		// Not counted: the metric counts segments moved, and this one is retried every cycle.
-		d.Log.Error("could not quarantine bad segment; it stays in place", zap.String("path", info.Path),
-			zap.String("reason", reason), zap.NamedError("cause", cause), zap.Error(err))
-		return
-	}
-	d.Metrics.Quarantined.WithLabelValues(reason).Inc()
-	d.quarantined++
-	d.quarantineDirty = true
-	d.Log.Error("quarantined bad segment", zap.String("table", info.Table), zap.String("path", info.Path),
-		zap.String("quarantined_to", dest), zap.String("reason", reason), zap.NamedError("cause", cause))
 }

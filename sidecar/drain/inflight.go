@@ -26,7 +26,10 @@ const inflightPrefix = ".inflight-"
 
 // inflight is a marker's content.
 type inflight struct {
-	Table   string    `json:"table"`
+	Table string `json:"table"`
+	// Node is the process that ran the batch (--node-name): with catalog claims a stream, and its
+	// markers, pass between processes.
+	Node    string    `json:"node,omitempty"`
 	Started time.Time `json:"started"`
 	PID     int       `json:"pid"`
 	// Files are the data files the batch wrote, once written (empty: killed before or while writing).
@@ -55,30 +58,26 @@ func writeInflight(dir string, m inflight, writeFile func(string, []byte, os.Fil
 	return nil
 }
 
-// recordInflight writes the marker and, when that fails (a full or read-only WAL disk), warns
-// and counts it instead of failing the batch: the marker only tells the next start about a kill,
+// recordInflight writes the batch's marker. A failure (a full or read-only WAL disk) is recorded
+// in the outcome instead of failing the batch: the marker only tells the next start about a kill,
 // while the batch's commit is what frees the WAL disk. Without a marker a kill during this batch
 // goes unreported; exactly-once does not depend on it.
-func (d *Drain) recordInflight(dir string, m inflight) {
+func (d *Drain) recordInflight(c *batchCommit) {
 	write := d.writeMarkerFile
 	if write == nil {
 		write = os.WriteFile
 	}
-	err := writeInflight(dir, m, write)
-	if err == nil {
-		return
-	}
-	d.Log.Warn("could not record the batch in flight (is the WAL disk full?); the batch goes on, but a kill during it will not be reported at the next start",
-		zap.String("table", m.Table), zap.String("dir", dir), zap.Error(err))
-	if d.Metrics != nil && d.Metrics.MarkerErrors != nil {
-		d.Metrics.MarkerErrors.Inc()
+	if err := writeInflight(c.b.dir, c.flight, write); err != nil {
+		c.out.MarkerErrors = append(c.out.MarkerErrors, err)
 	}
 }
 
 // InterruptedBatch is a batch the previous run left in flight: what /debug/status shows.
 type InterruptedBatch struct {
-	Table   string    `json:"table"`
-	Dir     string    `json:"dir"`
+	Table string `json:"table"`
+	Dir   string `json:"dir"`
+	// Node is the process that left it (empty in markers older than the field).
+	Node    string    `json:"node,omitempty"`
 	Started time.Time `json:"started"`
 	// FilesWritten are the data files it had written (0: killed before its write finished).
 	FilesWritten int `json:"files_written"`
@@ -99,10 +98,44 @@ type uncleanPublisher interface{ UncleanStop(u *UncleanStop) }
 
 // CheckUncleanStop looks for batches the previous run left in flight in the WAL dirs this
 // process drains, reports them (one warn line, the status, siglake_drain_interrupted_batch_files)
-// and removes their markers. It returns nil when the previous run stopped cleanly.
+// and removes their markers. It returns nil when the previous run stopped cleanly. With catalog
+// claims, a stream directory whose claim this process takes later is checked when it takes it
+// (Cycle): its markers are another process's.
 func (d *Drain) CheckUncleanStop(ctx context.Context) *UncleanStop {
+	dirs := d.walDirs()
+	d.checkedDirs = setOf(dirs)
+	return d.checkUnclean(ctx, dirs)
+}
+
+// checkTakenOver checks the markers of the WAL dirs this cycle drains that the cycle before did
+// not (a stream whose claim this process took over since), before any batch of theirs could
+// overwrite a marker the stream's previous holder left.
+func (d *Drain) checkTakenOver(ctx context.Context, dirs []string) {
+	var taken []string
+	for _, dir := range dirs {
+		if !d.checkedDirs[dir] {
+			taken = append(taken, dir)
+		}
+	}
+	d.checkedDirs = setOf(dirs)
+	if len(taken) > 0 {
+		d.checkUnclean(ctx, taken)
+	}
+}
+
+func setOf(dirs []string) map[string]bool {
+	m := make(map[string]bool, len(dirs))
+	for _, dir := range dirs {
+		m[dir] = true
+	}
+	return m
+}
+
+// checkUnclean reports and removes the markers in dirs; nil when there are none. What it finds is
+// added to what this process found before, which the status shows.
+func (d *Drain) checkUnclean(ctx context.Context, dirs []string) *UncleanStop {
 	var u UncleanStop
-	for _, dir := range d.walDirs() {
+	for _, dir := range dirs {
 		// A marker write the previous run did not finish (killed, or a full disk).
 		tmps, _ := filepath.Glob(filepath.Join(dir, inflightPrefix+"*.json.tmp"))
 		for _, p := range tmps {
@@ -118,7 +151,7 @@ func (d *Drain) CheckUncleanStop(ctx context.Context) *UncleanStop {
 			if err != nil || m.Table == "" {
 				m.Table = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), inflightPrefix), ".json")
 			}
-			b := InterruptedBatch{Table: m.Table, Dir: dir, Started: m.Started, FilesWritten: len(m.Files)}
+			b := InterruptedBatch{Table: m.Table, Dir: dir, Node: m.Node, Started: m.Started, FilesWritten: len(m.Files)}
 			b.LeftForGC = d.uncommitted(ctx, m)
 			u.Batches = append(u.Batches, b)
 			u.LeftForGC += b.LeftForGC
@@ -163,6 +196,8 @@ func (d *Drain) uncommitted(ctx context.Context, m inflight) int {
 	return n
 }
 
+// observeUncleanStop reports u, and shows it added to what this process found before (the
+// status value and the gauge cover every interrupted batch found since the start).
 func (d *Drain) observeUncleanStop(u *UncleanStop) {
 	tables := make([]string, 0, len(u.Batches))
 	for _, b := range u.Batches {
@@ -170,10 +205,16 @@ func (d *Drain) observeUncleanStop(u *UncleanStop) {
 	}
 	d.Log.Warn("the previous run stopped mid-batch (killed, not a clean stop): its segments are drained again; files it wrote but did not commit are left for siglake gc",
 		zap.Strings("tables", tables), zap.Int("batches", len(u.Batches)), zap.Int("files_left_for_gc", u.LeftForGC))
+	all := *u
+	if d.unclean != nil {
+		all.Batches = append(append([]InterruptedBatch(nil), d.unclean.Batches...), u.Batches...)
+		all.LeftForGC += d.unclean.LeftForGC
+	}
+	d.unclean = &all
 	if d.Metrics != nil && d.Metrics.InterruptedFiles != nil {
-		d.Metrics.InterruptedFiles.Set(float64(u.LeftForGC))
+		d.Metrics.InterruptedFiles.Set(float64(all.LeftForGC))
 	}
 	if p, ok := d.publisher().(uncleanPublisher); ok {
-		p.UncleanStop(u)
+		p.UncleanStop(&all)
 	}
 }

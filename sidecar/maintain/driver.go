@@ -332,7 +332,7 @@ func (m *Maintainer) runRetention(ctx context.Context, tables []string, rep *Cyc
 		}
 		rr, err := m.exec.retention().Run(ctx, name, retention.Options{Apply: true})
 		rep.Retention = append(rep.Retention, rr)
-		if membudget.Shutdown(ctx, err) {
+		if membudget.IsStopping(ctx, err) {
 			break // the runner logged it; a shutdown is no table error
 		}
 		if err != nil {
@@ -358,7 +358,7 @@ func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []deletes.
 		}
 		rep, err := m.exec.sweep(ctx, name)
 		out = append(out, rep)
-		if membudget.Shutdown(ctx, err) {
+		if membudget.IsStopping(ctx, err) {
 			break
 		}
 	}

@@ -264,7 +264,7 @@ func (e *executor) rebuildIndexes(ctx context.Context, t *table.Table, fs iceber
 	// still indexes the columns of ordinary files.
 	rb := &puffinidx.Rebuilder{Metrics: e.set.Metrics.Rebuild, Log: e.set.Log, MaxMemBytes: max(budget/2, 16<<20)}
 	release, err := e.reserveRebuild(ctx, rb.MaxMemBytes)
-	if membudget.Shutdown(ctx, err) {
+	if membudget.IsStopping(ctx, err) {
 		e.obs.rebuildNotStarted(name, snap)
 		return
 	}
@@ -282,20 +282,14 @@ func (e *executor) rebuildIndexes(ctx context.Context, t *table.Table, fs iceber
 	e.obs.rebuilt(name, snap, t.Properties(), run)
 }
 
-// reserveRebuild takes the index rebuild's memory from the process budget (none without one).
-// Like a merge's: a stop ends the wait, and a share granted as it came is given back.
+// reserveRebuild takes the index rebuild's memory from the process budget (none without one),
+// as a merge does: a stop ends the wait.
 func (e *executor) reserveRebuild(ctx context.Context, bytes int64) (release func(), err error) {
-	if e.set.Reserve == nil {
-		return func() {}, nil
+	var reserve membudget.ReserveFunc
+	if e.set.Reserve != nil {
+		reserve = func(ctx context.Context, n int64) (func(), error) { return e.set.Reserve(ctx, membudget.LoopIndexRebuild, n) }
 	}
-	rctx, cancel := membudget.UntilStop(ctx, e.set.Stop)
-	release, err = e.set.Reserve(rctx, "index_rebuild", bytes)
-	cancel()
-	if err == nil && membudget.Stopping(e.set.Stop) != nil { // granted as the stop came
-		release()
-		err = membudget.ErrStopping
-	}
-	return release, err
+	return membudget.ReserveForWork(ctx, e.set.Stop, reserve, bytes)
 }
 
 // deletes is the delete sweeper (made on first use).

@@ -231,7 +231,7 @@ func (o *observer) rewrite(name string, job rewrite.Job, out rewrite.Outcome) {
 // swept logs a table's delete sweep that stopped or failed.
 func (o *observer) swept(ctx context.Context, name string, err error) {
 	switch {
-	case membudget.Shutdown(ctx, err):
+	case membudget.IsStopping(ctx, err):
 		o.set.Log.Info("delete sweep stopped: shutting down", zap.String("table", name))
 	case err != nil:
 		o.error("delete-sweep", name, err)

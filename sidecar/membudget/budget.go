@@ -6,11 +6,20 @@
 // The budget counts what the loops say they hold, not the heap: the Go runtime's own headroom (the
 // garbage collector lets the heap grow past what is live), the binary and the idle process are
 // what the limit leaves out (DefaultFraction).
+//
+// A wait for memory is where work meets the process stopping, so the package also holds the one
+// vocabulary for it (stopping.go), used by every loop:
+//   - the stop context (a loop's Stop field or stop argument) is done once the process is asked to
+//     stop (SIGTERM); the work context (ctx) outlives it by the shutdown timeout, so that work in
+//     flight can finish;
+//   - Stopping(stop) is ErrStopping once the stop is done: work that has not started does not start;
+//   - IsStopping(ctx, err) says err ended work because the process is stopping (ErrStopping, or the
+//     work context cancelled): no failure, neither counted, published as an error nor warned about;
+//   - ReserveForWork takes a share for work about to start, waiting no longer than the stop.
 package membudget
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -132,7 +141,7 @@ func (b *Budget) Acquire(ctx context.Context, loop string, n int64) (Lease, erro
 	waited := time.Since(start)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
-			err = cause // ErrStopping from UntilStop, so that Shutdown knows it
+			err = cause // ErrStopping from the stop, so that IsStopping knows it
 		}
 		b.account(loop, func(s *loopShare) { s.waiting--; s.waited += waited })
 		return Lease{}, fmt.Errorf("waiting for %d bytes of the process memory budget for %s: %w", n, loop, err)
@@ -231,39 +240,4 @@ func (b *Budget) Reserve(ctx context.Context, loop string, n int64) (release fun
 // Reserve is Budget.Reserve for this share's loop.
 func (s Share) Reserve(ctx context.Context, n int64) (release func(), err error) {
 	return s.b.Reserve(ctx, s.loop, n)
-}
-
-// Shutdown reports whether err ended a loop's work because ctx, the loop's context, was cancelled
-// (the process is shutting down, a wait for memory included), or because the process was asked to
-// stop before the work started (ErrStopping): that is no failure, to be neither counted, published
-// as an error nor logged as a warning. A deadline is not a shutdown: work cut by
-// context.DeadlineExceeded failed like any other.
-func Shutdown(ctx context.Context, err error) bool {
-	return err != nil && (errors.Is(err, ErrStopping) || errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled))
-}
-
-// ErrStopping is the cause of a context from UntilStop once stop is done: the process was asked
-// to stop (SIGTERM), so work that has not started yet does not start. It wraps context.Canceled.
-var ErrStopping = fmt.Errorf("the process is stopping: %w", context.Canceled)
-
-// UntilStop returns a context derived from ctx that is also cancelled, with cause ErrStopping,
-// once stop is done (nil: never). The loops run their work under a context that outlives the stop
-// signal by the shutdown timeout, so that work in flight can finish; a wait for memory is not work
-// in flight, and waits under this one: after SIGTERM it ends instead of being granted a share
-// that would start work the shutdown timeout then cuts.
-func UntilStop(ctx, stop context.Context) (context.Context, context.CancelFunc) {
-	c, cancel := context.WithCancelCause(ctx)
-	if stop == nil {
-		return c, func() { cancel(context.Canceled) }
-	}
-	unhook := context.AfterFunc(stop, func() { cancel(ErrStopping) })
-	return c, func() { unhook(); cancel(context.Canceled) }
-}
-
-// Stopping is ErrStopping once stop (nil: never) is done, else nil.
-func Stopping(stop context.Context) error {
-	if stop != nil && stop.Err() != nil {
-		return ErrStopping
-	}
-	return nil
 }

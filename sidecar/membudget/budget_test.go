@@ -3,7 +3,6 @@ package membudget
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -152,71 +151,3 @@ func loopOf(s Snapshot, loop string) LoopSnapshot {
 	return LoopSnapshot{}
 }
 
-// TestShutdown: only a cancellation of the loop's own context ending the work is a shutdown; a
-// deadline, or a cancellation error while the loop's context is live, is a failure.
-func TestShutdown(t *testing.T) {
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-	defer cancel2()
-	wrapped := fmt.Errorf("merge: waiting for memory: %w", context.Canceled)
-	for _, c := range []struct {
-		name string
-		ctx  context.Context
-		err  error
-		want bool
-	}{
-		{"cancelled", cancelled, wrapped, true},
-		{"cancelled, joined", cancelled, errors.Join(errors.New("x"), wrapped), true},
-		{"cancelled, no error", cancelled, nil, false},
-		{"cancelled, another error", cancelled, errors.New("disk full"), false},
-		{"deadline", expired, fmt.Errorf("merge: %w", context.DeadlineExceeded), false},
-		{"deadline, cancellation error", expired, wrapped, false},
-		{"live context", context.Background(), wrapped, false},
-		{"stopping, live context", context.Background(), fmt.Errorf("merge: %w", ErrStopping), true},
-	} {
-		if got := Shutdown(c.ctx, c.err); got != c.want {
-			t.Errorf("%s: Shutdown = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
-// TestUntilStop: a wait for memory under UntilStop ends when stop is done, with ErrStopping, which
-// Shutdown counts as a shutdown although the loop's own context is live; the parent's cancellation
-// still ends it as before, and Stopping follows stop.
-func TestUntilStop(t *testing.T) {
-	b := New(1<<20, Options{})
-	hold, err := b.Acquire(context.Background(), LoopDrain, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Release()
-	work := context.Background() // outlives the stop, as the process's work context does
-	stop, sigterm := context.WithCancel(context.Background())
-	ctx, cancel := UntilStop(work, stop)
-	defer cancel()
-	if Stopping(stop) != nil || Stopping(nil) != nil {
-		t.Fatal("stopping before the stop")
-	}
-	errc := make(chan error, 1)
-	go func() { _, err := b.Acquire(ctx, LoopMerge, 1); errc <- err }()
-	for loopOf(b.Snapshot(), LoopMerge).Waiting == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	sigterm()
-	err = <-errc
-	if !errors.Is(err, ErrStopping) || !errors.Is(err, context.Canceled) || !Shutdown(work, err) {
-		t.Fatalf("wait ended by the stop: %v (ErrStopping %v, shutdown %v)", err, errors.Is(err, ErrStopping), Shutdown(work, err))
-	}
-	if !errors.Is(Stopping(stop), ErrStopping) {
-		t.Fatal("Stopping is nil after the stop")
-	}
-
-	parent, cancelParent := context.WithCancel(context.Background())
-	ctx2, cancel2 := UntilStop(parent, nil)
-	defer cancel2()
-	cancelParent()
-	if _, err := b.Acquire(ctx2, LoopMerge, 1); errors.Is(err, ErrStopping) || !Shutdown(parent, err) {
-		t.Fatalf("wait ended by the parent: %v", err)
-	}
-}

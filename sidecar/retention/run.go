@@ -184,7 +184,7 @@ func (r *Runner) Run(ctx context.Context, name string, o Options) (rep Report, e
 	defer func() {
 		// A shutdown (a rewrite waiting for memory, say) is no failed run: it is neither counted
 		// nor published as an error.
-		stopped := membudget.Shutdown(ctx, err)
+		stopped := membudget.IsStopping(ctx, err)
 		if err != nil && rep.Outcome == "" && !stopped {
 			rep.Outcome = "failed"
 		}

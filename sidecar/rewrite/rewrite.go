@@ -212,30 +212,22 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	cancelled := func(err error) (Outcome, icebergio.WriteFileIO) {
 		return Outcome{Status: Cancelled, Err: fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err)}, nil
 	}
-	if err := membudget.Stopping(e.Stop); err != nil {
+	// The merge keeps to its budget by the path it picks; the commit and the index rebuild after
+	// it hold no decoded rows, so the share goes back when the merge returns.
+	budget := e.MemoryBudget
+	if budget <= 0 {
+		budget = merge.DefaultMemoryBudget()
+	}
+	var reserve membudget.ReserveFunc
+	if e.Reserve != nil {
+		reserve = func(ctx context.Context, n int64) (func(), error) { return e.Reserve(ctx, membudget.LoopMerge, n) }
+	}
+	release, err := membudget.ReserveForWork(ctx, e.Stop, reserve, budget)
+	if membudget.IsStopping(ctx, err) {
 		return cancelled(err)
 	}
-	release := func() {}
-	if e.Reserve != nil {
-		// The merge keeps to its budget by the path it picks; the commit and the index rebuild
-		// after it hold no decoded rows, so the share goes back when the merge returns.
-		budget := e.MemoryBudget
-		if budget <= 0 {
-			budget = merge.DefaultMemoryBudget()
-		}
-		rctx, cancel := membudget.UntilStop(ctx, e.Stop) // a stop ends the wait
-		release, err = e.Reserve(rctx, "merge", budget)
-		cancel()
-		if err != nil {
-			if membudget.Shutdown(ctx, err) {
-				return cancelled(err)
-			}
-			return failed(fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err))
-		}
-		if err := membudget.Stopping(e.Stop); err != nil { // granted as the stop came
-			release()
-			return cancelled(err)
-		}
+	if err != nil {
+		return failed(fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err))
 	}
 	res, err := merge.Rewrite(ctx, wfs, inputs, sc, newPath,
 		merge.RewriteOptions{

@@ -403,7 +403,7 @@ func TestRunStartsNoMergeAfterStop(t *testing.T) {
 	before := parquetOnDisk(t, wh)
 	check := func(name string, out Outcome) {
 		t.Helper()
-		if out.Status != Cancelled || !errors.Is(out.Err, membudget.ErrStopping) || !membudget.Shutdown(context.Background(), out.Err) {
+		if out.Status != Cancelled || !errors.Is(out.Err, membudget.ErrStopping) || !membudget.IsStopping(context.Background(), out.Err) {
 			t.Errorf("%s: %s %v, want %s by the stop", name, out.Status, out.Err, Cancelled)
 		}
 		if _, now, _ := live(t, l); len(now) != len(files) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 )
 
 // schemaNode is the part of a values.schema.json node the bounds test reads.
@@ -63,8 +63,8 @@ var verdictCompanions = map[string][]string{
 }
 
 // binaryVerdict renders the chart in dir with value path=v and runs the sidecar's environment
-// through the binary: its option parser (sidecar.Load), then the planner's validation
-// (sidecar.PlanConfig), so a value the parser passes but the planner refuses (max fan-in 1)
+// through the binary: its option parser (config.Load), then the planner's validation
+// (config.PlanConfig), so a value the parser passes but the planner refuses (max fan-in 1)
 // counts as refused. A render failure is returned as renderErr.
 func binaryVerdict(t *testing.T, dir, path, v string) (renderErr, binaryErr error) {
 	t.Helper()
@@ -78,7 +78,7 @@ func binaryVerdict(t *testing.T, dir, path, v string) (renderErr, binaryErr erro
 	if err != nil {
 		return nil, err
 	}
-	_, err = sidecar.PlanConfig(cfg)
+	_, err = config.PlanConfig(cfg)
 	return nil, err
 }
 
@@ -96,7 +96,7 @@ func TestSchemaBoundsMatchBinary(t *testing.T) {
 	}
 	nodes := schemaLeaves(t)
 	options := map[string][]string{} // chart value -> the options it renders
-	for _, o := range sidecar.Options() {
+	for _, o := range config.Options() {
 		if o.Chart != "" {
 			options[o.Chart] = append(options[o.Chart], o.Env)
 		}

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 )
 
 // auxEnv are the variables the chart renders that are not options of `siglake compactor`, each
@@ -87,7 +87,7 @@ func resolveEnv(t *testing.T, c *corev1.Container) map[string]string {
 
 // loadEnv runs the binary's option parser over exactly env, the way `siglake compactor` reads its
 // process environment (os.LookupEnv: a variable set to "" counts as set).
-func loadEnv(t *testing.T, env map[string]string) (sidecar.Config, error) {
+func loadEnv(t *testing.T, env map[string]string) (config.Config, error) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -99,7 +99,7 @@ func loadEnv(t *testing.T, env map[string]string) (sidecar.Config, error) {
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	return sidecar.Load(nil, nil)
+	return config.Load(nil, nil)
 }
 
 func sidecarContainer(t *testing.T, r rendered) *corev1.Container {
@@ -119,13 +119,13 @@ func sidecarContainer(t *testing.T, r rendered) *corev1.Container {
 // values file says.
 func TestRenderedEnvIsAccepted(t *testing.T) {
 	accepted := map[string]bool{}
-	for _, n := range sidecar.EnvNames() {
+	for _, n := range config.EnvNames() {
 		accepted[n] = true
 	}
 	mb := int64(1 << 20)
-	checks := map[string]func(t *testing.T, c sidecar.Config, env map[string]string){
-		"default-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
-			eq(t, "role", c.Role, sidecar.RoleAll)
+	checks := map[string]func(t *testing.T, c config.Config, env map[string]string){
+		"default-values.yaml": func(t *testing.T, c config.Config, env map[string]string) {
+			eq(t, "role", c.Role, config.RoleAll)
 			eq(t, "commit batch bytes", c.CommitBatchTargetBytes, 32*mb)
 			eq(t, "commit batch age", c.CommitBatchMaxAge, 10*time.Second)
 			eq(t, "snapshot expiry", c.SnapshotExpireInterval, 60*time.Second)
@@ -142,14 +142,14 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 			eq(t, "catalog", c.Catalog, "sqlite:/var/lib/siglake/data/catalog.db")
 			eq(t, "GOMEMLIMIT (0.9 of 1Gi)", env["GOMEMLIMIT"], "966367641")
 		},
-		"drain-only-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
-			eq(t, "role", c.Role, sidecar.RoleDrain)
+		"drain-only-values.yaml": func(t *testing.T, c config.Config, env map[string]string) {
+			eq(t, "role", c.Role, config.RoleDrain)
 			eq(t, "catalog (shared: 5 replicas)", c.Catalog, "postgres://siglake@postgres.db.svc:5432/siglake?sslmode=require")
 			eq(t, "warehouse (shared: 5 replicas)", c.Warehouse, "s3://lake/siglake")
 			eq(t, "commit batch bytes", c.CommitBatchTargetBytes, int64(0))
 			eq(t, "commit batch age", c.CommitBatchMaxAge, 5*time.Second)
 		},
-		"all-off-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
+		"all-off-values.yaml": func(t *testing.T, c config.Config, env map[string]string) {
 			eq(t, "inverted index", c.InvertedIndex, false)
 			eq(t, "delete tasks", c.DeleteTasks, false)
 			eq(t, "SIGLAKE_DELETE_TASKS", env["SIGLAKE_DELETE_TASKS"], "0")
@@ -163,12 +163,12 @@ func TestRenderedEnvIsAccepted(t *testing.T) {
 			_, hasLimit := env["GOMEMLIMIT"]
 			eq(t, "GOMEMLIMIT without a memory limit", hasLimit, false)
 		},
-		"networkpolicy-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
+		"networkpolicy-values.yaml": func(t *testing.T, c config.Config, env map[string]string) {
 			// The policy restricts who reaches the listeners, not where they bind.
 			eq(t, "http", c.HTTPAddr, "0.0.0.0:9464")
 			eq(t, "gossip bind", c.GossipBind, "0.0.0.0:7946")
 		},
-		"s3-postgres-values.yaml": func(t *testing.T, c sidecar.Config, env map[string]string) {
+		"s3-postgres-values.yaml": func(t *testing.T, c config.Config, env map[string]string) {
 			eq(t, "catalog (from the Secret)", c.Catalog, secrets["siglake-catalog"]["dsn"])
 			eq(t, "namespace", c.Namespace, "logs")
 			eq(t, "index rebuild", c.IndexRebuild, true)
@@ -252,7 +252,7 @@ func TestOptionsHaveChartValues(t *testing.T) {
 			rendered[n] = true
 		}
 	}
-	for _, o := range sidecar.Options() {
+	for _, o := range config.Options() {
 		if o.Chart == "" {
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/config"
 )
 
 // valueCase is one input of a chart value that renders an option of the binary: whether the chart
@@ -146,7 +146,7 @@ func TestSchemaAgreesWithBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	chartValues := map[string][]string{}
-	for _, o := range sidecar.Options() {
+	for _, o := range config.Options() {
 		if o.Chart != "" {
 			chartValues[o.Chart] = append(chartValues[o.Chart], o.Env)
 		}

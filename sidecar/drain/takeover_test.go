@@ -1,0 +1,76 @@
+package drain
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// uncleanCapture keeps the unclean stops a drain publishes.
+type uncleanCapture struct {
+	nopPublisher
+	last *UncleanStop
+}
+
+func (u *uncleanCapture) UncleanStop(v *UncleanStop) { u.last = v }
+
+// TestTakenOverStreamReportsItsInterruptedBatch: with catalog claims a stream passes between
+// processes. The process before was killed mid-batch in stream directory ingest-0 and left its
+// in-flight marker there; this process did not hold that claim at its start, so the start's
+// check did not see the marker. When it takes the claim over, the interrupted batch is reported
+// (status, gauge) before a batch of its own could overwrite and remove the marker, and the
+// stream's rows still land once.
+func TestTakenOverStreamReportsItsInterruptedBatch(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CatalogClaim = true })
+	root := e.cfg.WALDir
+	dir := filepath.Join(root, "ingest-0")
+	want := writeStreamDir(t, dir, "ingest-0", "events", 2, 500, 3, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	left := inflight{Table: "events", Node: "drain-1", Started: time.Now().Add(-time.Minute), PID: 1,
+		Files: []string{filepath.Join(e.dir, "warehouse", "never-committed.parquet")}}
+	if err := writeInflight(dir, left, os.WriteFile); err != nil {
+		t.Fatal(err)
+	}
+	pub := &uncleanCapture{}
+	e.drain.Publish = pub
+	m := testClaimManager(t, e.lake, root, "drain-0", nil)
+	e.drain.Claims = m
+	if u := e.drain.CheckUncleanStop(context.Background()); u != nil {
+		t.Fatalf("start with no claim held reported %+v", u)
+	}
+	if err := m.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Held(); len(got) != 1 {
+		t.Fatalf("held %v, want ingest-0", got)
+	}
+	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	u := pub.last
+	if u == nil || len(u.Batches) != 1 {
+		raw, _ := json.Marshal(u)
+		t.Fatalf("taking the claim over reported %s, want the batch drain-1 left in flight", raw)
+	}
+	if b := u.Batches[0]; b.Dir != dir || b.Table != "events" || b.Node != "drain-1" || b.LeftForGC != 1 {
+		t.Fatalf("interrupted batch %+v", b)
+	}
+	if g := testutil.ToFloat64(e.drain.Metrics.InterruptedFiles); g != 1 {
+		t.Fatalf("siglake_drain_interrupted_batch_files = %v, want 1", g)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, inflightPrefix+"*")); len(m) != 0 {
+		t.Fatalf("markers left: %v", m)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table %+v, want %+v", got, want)
+	}
+	// Held on: not checked again, so this process's own batches are never reported.
+	e.drain.Cycle(context.Background(), true)
+	if len(pub.last.Batches) != 1 {
+		t.Fatalf("a second cycle reported again: %+v", pub.last)
+	}
+}
