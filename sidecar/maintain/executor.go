@@ -287,7 +287,9 @@ func (e *executor) rebuildIndexes(ctx context.Context, t *table.Table, fs iceber
 func (e *executor) reserveRebuild(ctx context.Context, bytes int64) (release func(), err error) {
 	var reserve membudget.ReserveFunc
 	if e.set.Reserve != nil {
-		reserve = func(ctx context.Context, n int64) (func(), error) { return e.set.Reserve(ctx, membudget.LoopIndexRebuild, n) }
+		reserve = func(ctx context.Context, n int64) (func(), error) {
+			return e.set.Reserve(ctx, membudget.LoopIndexRebuild, n)
+		}
 	}
 	return membudget.ReserveForWork(ctx, e.set.Stop, reserve, bytes)
 }

@@ -150,4 +150,3 @@ func loopOf(s Snapshot, loop string) LoopSnapshot {
 	}
 	return LoopSnapshot{}
 }
-
