@@ -18,7 +18,7 @@ import (
 
 const (
 	configDoc = "../../docs/configuration.md"
-	beginMark = "<!-- options:begin (generated from sidecar.Options; SIGLAKE_UPDATE_DOCS=1 go test ./sidecar/config -run TestConfigurationDocInStep rewrites it) -->\n"
+	beginMark = "<!-- options:begin (generated from config.Options; SIGLAKE_UPDATE_DOCS=1 go test ./sidecar/config -run TestConfigurationDocInStep rewrites it) -->\n"
 	endMark   = "<!-- options:end -->"
 )
 
@@ -41,7 +41,7 @@ func TestConfigurationDocInStep(t *testing.T) {
 			}
 			return
 		}
-		t.Fatalf("%s option table is out of step with sidecar.Options(); rerun with SIGLAKE_UPDATE_DOCS=1.\nwant:\n%s", configDoc, want)
+		t.Fatalf("%s option table is out of step with config.Options(); rerun with SIGLAKE_UPDATE_DOCS=1.\nwant:\n%s", configDoc, want)
 	}
 }
 

@@ -32,7 +32,7 @@ import (
 //
 //   - drain: Drain.Cycle on a fresh embedded catalog: read and decode the segments, conform, split by
 //     day, write sorted generation-0 Parquet, commit, remove the segments;
-//   - floor: only merge.WriteSorted of the same (already decoded, conformed, day-split) batches, grouped
+//   - floor: only writer.WriteSorted of the same (already decoded, conformed, day-split) batches, grouped
 //     into the same commit batches, with the same writer options (density cuts included) and FileIO,
 //     into a local dir.
 //

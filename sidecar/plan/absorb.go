@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// RowGroupRows mirrors merge.DefaultRowGroupRows: the rows of a full row
+// RowGroupRows mirrors writer.DefaultRowGroupRows: the rows of a full row
 // group, the unit the splice copies (a test in sim holds the two equal).
 const RowGroupRows = 128 * 1024
 

@@ -53,7 +53,7 @@ func TestLateRowsLayout(t *testing.T) {
 	}
 	before, after := res[0], res[1]
 	// The size-only writer never names a late file; with cuts, the sparse tail of a planned bin
-	// joins the late stream (the drain's batches here are under merge.SplitSparseMinRows).
+	// joins the late stream (the drain's batches here are under density.SplitSparseMinRows).
 	if before.lateFiles != 0 || after.lateFiles == 0 {
 		t.Errorf("late-stream files: %d with the size-only writer, %d with cuts; want 0 and some", before.lateFiles, after.lateFiles)
 	}

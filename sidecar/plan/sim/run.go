@@ -649,7 +649,7 @@ func cutEqual(iv []piece, n int) [][]piece {
 
 const maxPieces = 8
 
-// splitMinRows mirrors merge.SplitSparseMinRows: a batch or bin of fewer rows
+// splitMinRows mirrors density.SplitSparseMinRows: a batch or bin of fewer rows
 // is cut by size only (a test holds the two equal).
 const splitMinRows = 1 << 16
 

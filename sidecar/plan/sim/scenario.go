@@ -162,7 +162,7 @@ func (s Scenario) withDefaults() Scenario {
 		s.MergeBytesPerSec = 200e6
 	}
 	if s.SpliceRowGroupBytes <= 0 {
-		s.SpliceRowGroupBytes = 128 << 10 * s.RowBytes // merge.DefaultRowGroupRows rows
+		s.SpliceRowGroupBytes = 128 << 10 * s.RowBytes // writer.DefaultRowGroupRows rows
 	}
 	if s.SpliceMinBytes <= 0 {
 		s.SpliceMinBytes = s.SpliceRowGroupBytes / 2 // merge.DefaultSpliceMinRows
