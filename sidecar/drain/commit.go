@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.uber.org/zap"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -311,6 +312,10 @@ func (d *Drain) commit(ctx context.Context, c *batchCommit) bool {
 		}
 	}
 	c.out.Tried, c.out.Files, c.out.Mark = len(c.segs), len(c.files), req.Last
+	// Logged as the commit starts, not with the outcome: a kill after this line and before the
+	// outcome is a kill during the commit (the crash tests wait for it).
+	d.Log.Debug("committing batch", zap.String("table", c.out.Table), zap.Int("segments", c.out.Tried),
+		zap.Int("files", c.out.Files), zap.Stringer("mark", c.out.Mark))
 	if d.beforeCommit != nil {
 		d.beforeCommit()
 	}

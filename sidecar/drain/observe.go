@@ -284,9 +284,6 @@ func (d *Drain) observeSteps(out BatchOutcome) {
 	if len(out.Orphans) > 0 {
 		d.Log.Warn("could not remove uncommitted outputs; gc will", zap.Strings("paths", out.Orphans), zap.Error(out.OrphanErr))
 	}
-	if out.Tried > 0 {
-		log.Debug("committing batch", zap.Int("segments", out.Tried), zap.Int("files", out.Files), zap.Stringer("mark", out.Mark))
-	}
 	if out.Commit.Outcome == lake.AlreadyCommitted {
 		log.Warn("the stream mark shows the batch committed (a lost commit response, or another process drained this stream); not appending again",
 			zap.Stringer("mark", out.Mark), zap.Int64("snapshot_id", out.Commit.SnapshotID))
