@@ -13,7 +13,7 @@ import (
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membudget"
-	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -82,8 +82,8 @@ func NewMetrics() *Metrics {
 	}
 	m.Deletes = deletes.NewMetrics(reg)
 	m.Rewrite = rewrite.NewMetrics(reg)
-	kinds := make([]string, len(plan.Kinds))
-	for i, k := range plan.Kinds {
+	kinds := make([]string, len(level.Kinds))
+	for i, k := range level.Kinds {
 		kinds[i] = k.String()
 	}
 	m.Rewrite.Init(kinds)

@@ -12,6 +12,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // TestStatusPagesServed: the HTML pages are on the status listener, rendered from what the loops
@@ -20,7 +21,7 @@ import (
 func TestStatusPagesServed(t *testing.T) {
 	now := time.Now().UTC()
 	st := NewStatus("pod-0", config.RoleAll, "test", now)
-	files := []plan.File{
+	files := []level.File{
 		{Path: "a.parquet", Partition: "2026-12-03", SizeBytes: 10, MinTime: now.Add(-time.Hour).UnixMicro(), MaxTime: now.UnixMicro()},
 		{Path: "b.parquet", Partition: "2026-12-03", SizeBytes: 10, MinTime: now.Add(-30 * time.Minute).UnixMicro(), MaxTime: now.UnixMicro()},
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/statuspage"
 )
 
@@ -188,7 +189,7 @@ func snapshotID(s *table.Snapshot) int64 {
 }
 
 func inspectPartitions(files []lake.File, pc plan.Config) []inspectPartition {
-	pf := make([]plan.File, 0, len(files))
+	pf := make([]level.File, 0, len(files))
 	for _, f := range files {
 		pf = append(pf, maintain.PlanFile(f))
 	}

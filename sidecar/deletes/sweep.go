@@ -19,6 +19,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/sidecar/rows"
 )
@@ -374,7 +375,7 @@ func (w *sweep) examine(ctx context.Context, f lake.File, open []Request, c *Can
 	if err != nil {
 		return err
 	}
-	per, err := w.Count(ctx, w.src, filtered.Read{Kind: plan.KindDeleteTask.String(), File: f, Filter: filter}, true)
+	per, err := w.Count(ctx, w.src, filtered.Read{Kind: level.KindDeleteTask.String(), File: f, Filter: filter}, true)
 	if err != nil {
 		c.Result = "failed: " + err.Error()
 		return fmt.Errorf("count matching rows of %s: %w", c.Path, err)
@@ -436,7 +437,7 @@ func (s *Sweeper) rewrite(ctx context.Context, src filtered.Source, f lake.File,
 		ids[i] = r.ID
 	}
 	return s.Rewrite(ctx, src, filtered.Rewrite{
-		Read:            filtered.Read{Kind: plan.KindDeleteTask.String(), File: f, Filter: filter},
+		Read:            filtered.Read{Kind: level.KindDeleteTask.String(), File: f, Filter: filter},
 		Generation:      0,
 		TargetFileBytes: s.Cfg.TargetFileBytes,
 		Metadata:        s.Cfg.Metadata,

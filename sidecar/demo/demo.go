@@ -25,7 +25,7 @@ import (
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
-	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -413,7 +413,7 @@ func demoSummary(ctx context.Context, out io.Writer, cfg config.Config, dir stri
 		}
 		metadata[name] = localPath(t.MetadataLocation())
 		var rows, bytes int64
-		parts := map[string][]plan.File{}
+		parts := map[string][]level.File{}
 		for _, f := range files {
 			rows += f.Rows
 			bytes += f.Size
@@ -421,7 +421,7 @@ func demoSummary(ctx context.Context, out io.Writer, cfg config.Config, dir stri
 		}
 		depth := 0
 		for _, pf := range parts {
-			d, _ := plan.Depth(pf)
+			d, _ := level.Depth(pf)
 			depth = max(depth, d)
 		}
 		got, err := rowsum.Table(ctx, t, walgen.Columns...)

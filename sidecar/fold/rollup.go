@@ -8,6 +8,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // Rollup is a rollup table's folding at one instant: what maintenance plans and rewrites with.
@@ -37,7 +38,7 @@ func RollupOf(t *table.Table, now time.Time, maxGroups int) (*Rollup, error) {
 }
 
 // Files is the planner's view of a rollup's files: their fold record from their names.
-func Files(files []plan.File) []plan.FoldFile {
+func Files(files []level.File) []plan.FoldFile {
 	out := make([]plan.FoldFile, len(files))
 	for i, f := range files {
 		tier, ok := merge.ParseFoldTier(f.Path)
@@ -47,7 +48,7 @@ func Files(files []plan.File) []plan.FoldFile {
 }
 
 // Tier is the tier every row of files reaches when folded at these cutoffs: the lowest any is due.
-func (r *Rollup) Tier(files []plan.File) int {
+func (r *Rollup) Tier(files []level.File) int {
 	tier := -1
 	for _, f := range files {
 		if d := r.Cut.Due(f.MaxTime); tier < 0 || d < tier {

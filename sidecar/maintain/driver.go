@@ -23,6 +23,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/retention"
 )
 
@@ -396,7 +397,7 @@ func sweepFailed(sweeps []deletes.SweepReport) bool {
 }
 
 // PlanFile is the planner's view of a live file.
-func PlanFile(f lake.File) plan.File {
-	return plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, Late: f.Late,
+func PlanFile(f lake.File) level.File {
+	return level.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, Late: f.Late,
 		MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
 }

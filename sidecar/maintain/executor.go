@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -69,7 +70,7 @@ type view struct {
 	name   string
 	t      *table.Table
 	byPath map[string]lake.File // every live file
-	files  []plan.File          // the files the planner may take: set-aside ones left out
+	files  []level.File         // the files the planner may take: set-aside ones left out
 	roll   *fold.Rollup         // the rollup, nil for an ordinary table or a bad specification
 }
 
@@ -89,7 +90,7 @@ func (e *executor) read(ctx context.Context, name string, now time.Time, skippin
 	// Set-aside files stay in the gauges (depth is reported with them) but out of planning: their
 	// clusters are planned without them, so the rest of the partition still compacts.
 	skipped := lake.SkippedFiles(t.Properties())
-	all := make([]plan.File, 0, len(files))
+	all := make([]level.File, 0, len(files))
 	for _, f := range files {
 		all = append(all, PlanFile(f))
 		v.byPath[f.Path] = f
@@ -118,7 +119,7 @@ func (e *executor) read(ctx context.Context, name string, now time.Time, skippin
 }
 
 // foldInput is a rollup table's fold view for the planner (nil for a table without a rollup).
-func foldInput(r *fold.Rollup, files []plan.File, minFiles int) *plan.FoldInput {
+func foldInput(r *fold.Rollup, files []level.File, minFiles int) *plan.FoldInput {
 	if r == nil {
 		return nil
 	}
@@ -165,7 +166,7 @@ func (e *executor) run(ctx context.Context, v *view, pass plan.TablePass, now ti
 }
 
 // bin runs one bin and counts its outcome into run.
-func (e *executor) bin(ctx context.Context, v *view, b plan.Bin, key string, now time.Time, run *passRun) (BinReport, error) {
+func (e *executor) bin(ctx context.Context, v *view, b level.Bin, key string, now time.Time, run *passRun) (BinReport, error) {
 	br := BinReport{Kind: b.Kind.String(), Partition: b.Partition, Files: len(b.Files), Bytes: b.EstimatedBytes, Reason: b.Reason}
 	started := time.Now() // the real clock: Maintainer.Now may be a test's
 	out, err := e.rewriteBin(ctx, v, b)
@@ -210,7 +211,7 @@ func (e *executor) rewriteExecutor() *rewrite.Executor {
 
 // rewriteBin runs one bin through the rewrite executor: one replace of exactly its input files.
 // Every bin of a rollup table folds.
-func (e *executor) rewriteBin(ctx context.Context, v *view, b plan.Bin) (rewrite.Outcome, error) {
+func (e *executor) rewriteBin(ctx context.Context, v *view, b level.Bin) (rewrite.Outcome, error) {
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
 		Dir: lake.DataDir(v.t, b.Partition), TargetFileBytes: b.TargetFileBytes, SplitSparse: e.set.Cfg.SplitSparse,
 		Metadata: e.set.Cfg.Metadata.For(v.t), Reason: b.Reason}

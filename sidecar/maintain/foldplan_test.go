@@ -8,23 +8,24 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // foldPlanInput: 4 partitions of 16 overlapping unfolded files (a fold bin each) and 4 of 8
 // small disjoint folded files (a level L0 bin each).
 func foldPlanInput(now time.Time) plan.Input {
-	var files []plan.File
+	var files []level.File
 	base := now.Add(-time.Hour).UnixMicro()
 	for p := 0; p < 4; p++ {
 		for i := 0; i < 16; i++ {
-			files = append(files, plan.File{Path: fmt.Sprintf("u%d/%s", p, merge.DataFileName(0)), Partition: fmt.Sprintf("u%d", p),
+			files = append(files, level.File{Path: fmt.Sprintf("u%d/%s", p, merge.DataFileName(0)), Partition: fmt.Sprintf("u%d", p),
 				SizeBytes: 1 << 10, MinTime: base, MaxTime: base + 60e6, Rows: 10})
 		}
 	}
 	for p := 0; p < 4; p++ {
 		for i := 0; i < 8; i++ {
 			ts := base + int64(i)*120e6
-			files = append(files, plan.File{Path: fmt.Sprintf("f%d/%s", p, merge.FoldedFileName(1, 0)), Partition: fmt.Sprintf("f%d", p),
+			files = append(files, level.File{Path: fmt.Sprintf("f%d/%s", p, merge.FoldedFileName(1, 0)), Partition: fmt.Sprintf("f%d", p),
 				SizeBytes: 1 << 10, Generation: 1, MinTime: ts, MaxTime: ts + 60e6, Rows: 10})
 		}
 	}
@@ -47,7 +48,7 @@ func TestFoldPlanSharesPassBudget(t *testing.T) {
 	if len(pass.Bins) > 2 || pass.Files() > 32 {
 		t.Fatalf("pass of %d bins, %d files; budget 2 bins, 32 files:\n%s", len(pass.Bins), pass.Files(), pass)
 	}
-	if len(pass.Bins) != 2 || pass.Bins[0].Kind != plan.KindFold || pass.Bins[1].Kind != plan.KindFold {
+	if len(pass.Bins) != 2 || pass.Bins[0].Kind != level.KindFold || pass.Bins[1].Kind != level.KindFold {
 		t.Fatalf("want the 2 fold bins first:\n%s", pass)
 	}
 	if pass.Decision != plan.DecisionRun {
@@ -55,7 +56,7 @@ func TestFoldPlanSharesPassBudget(t *testing.T) {
 	}
 	deferredFolds := 0
 	for _, b := range pass.Deferred {
-		if b.Kind == plan.KindFold {
+		if b.Kind == level.KindFold {
 			deferredFolds++
 		}
 	}
@@ -80,7 +81,7 @@ func TestFoldOnlyPassRuns(t *testing.T) {
 		t.Fatalf("want a run with fold bins:\n%s", pass)
 	}
 	for _, b := range pass.Bins {
-		if b.Kind != plan.KindFold {
+		if b.Kind != level.KindFold {
 			t.Fatalf("level bin planned with no check due:\n%s", pass)
 		}
 	}
@@ -103,7 +104,7 @@ func TestRollupPlannedInOneStream(t *testing.T) {
 		if i%2 == 0 {
 			name = merge.LateFileName(1)
 		}
-		in.Files = append(in.Files, plan.File{Path: "d/" + name, Partition: "d", SizeBytes: 1 << 10, Generation: 1,
+		in.Files = append(in.Files, level.File{Path: "d/" + name, Partition: "d", SizeBytes: 1 << 10, Generation: 1,
 			MinTime: base, MaxTime: base + 60e6, Rows: 10, Late: merge.ParseLate(name)})
 	}
 	m := &Maintainer{Plan: plan.DefaultConfig(), Cfg: Config{FoldMinFiles: 100}, Metrics: newTestMetrics()}

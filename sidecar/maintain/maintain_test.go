@@ -20,6 +20,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/test/testenv"
@@ -51,7 +52,7 @@ func newMaintainer(t *testing.T, e *env, l *lake.Lake, clock func() time.Time) *
 	return &Maintainer{Cfg: e.cfg.Config, Plan: pc, Lake: l, Metrics: newTestMetrics(), Publish: &recorder{}, Log: e.te.Log, Now: clock}
 }
 
-func tableState(t *testing.T, l *lake.Lake, pc plan.Config) (files []plan.File, depth, l0 int) {
+func tableState(t *testing.T, l *lake.Lake, pc plan.Config) (files []level.File, depth, l0 int) {
 	t.Helper()
 	tbl, err := l.LoadTable(context.Background(), "events")
 	if err != nil {
@@ -64,11 +65,11 @@ func tableState(t *testing.T, l *lake.Lake, pc plan.Config) (files []plan.File, 
 	for _, f := range live {
 		pf := PlanFile(f)
 		files = append(files, pf)
-		if pc.LevelOf(f.Size) == plan.L0 {
+		if pc.LevelOf(f.Size) == level.L0 {
 			l0++
 		}
 	}
-	for _, d := range plan.PartitionDepths(files) {
+	for _, d := range level.PartitionDepths(files) {
 		depth = max(depth, d)
 	}
 	return files, depth, l0
@@ -113,7 +114,7 @@ func TestMaintenanceConverges(t *testing.T) {
 	// With the rewriter busy (these cycles run back to back), the limit is the L0 interval.
 	limit := 0.0
 	if m.exec.speed.busy.Share() >= 0.5 {
-		limit = m.Plan.CheckInterval[plan.L0].Seconds()
+		limit = m.Plan.CheckInterval[level.L0].Seconds()
 	}
 	if lp := m.State("events").LastPass; !m.exec.speed.rate.Known() || m.exec.speed.busy.Share() <= 0 || lp == nil || lp.TimeLimitSeconds != limit {
 		t.Fatalf("rewrite speed known %v, busy %.2f, last pass %+v: want time limit %v s", m.exec.speed.rate.Known(), m.exec.speed.busy.Share(), lp, limit)
@@ -361,7 +362,7 @@ func TestGaugesOfTablesNoLongerOwnedDisappear(t *testing.T) {
 		w := map[string]float64{"siglake_table_gauges_sampled_at_seconds": float64(now.Unix()),
 			"siglake_delete_requests_pending": pending, "siglake_compactor_outstanding_bins": 0, "siglake_compactor_outstanding_bytes": 0,
 			"siglake_compactor_skipped_files": 0}
-		for l := plan.L0; l < plan.NumLevels; l++ {
+		for l := level.L0; l < level.NumLevels; l++ {
 			w["siglake_table_live_files{"+l.String()+"}"], w["siglake_table_live_bytes{"+l.String()+"}"] = 0, 0
 		}
 		depth := 0
@@ -423,7 +424,7 @@ func liveTableOf(t *testing.T, e *env, name string) (*table.Table, []lake.File) 
 // as it was (the race the detector found when passes were written into the shown state).
 func TestPublishedStateIsNeverWritten(t *testing.T) {
 	m := &Maintainer{Plan: plan.DefaultConfig(), Metrics: newTestMetrics(), Publish: &recorder{}, Now: time.Now}
-	files := []plan.File{{Path: "a", SizeBytes: 1 << 20, MinTime: 0, MaxTime: 10, Rows: 5}}
+	files := []level.File{{Path: "a", SizeBytes: 1 << 20, MinTime: 0, MaxTime: 10, Rows: 5}}
 	m.parts()
 	m.obs.sampleGauges("events", files, time.Now())
 	first := m.State("events")

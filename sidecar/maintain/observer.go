@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rewrite"
@@ -136,7 +137,7 @@ func (o *observer) outstandingWork(name string, pass plan.TablePass, committed p
 }
 
 // sampleGauges publishes a table's overlap depth and live files and bytes per level.
-func (o *observer) sampleGauges(name string, files []plan.File, now time.Time) {
+func (o *observer) sampleGauges(name string, files []level.File, now time.Time) {
 	parts := Partitions(files, o.set.Plan)
 	depth := 0
 	for _, p := range parts {
@@ -144,7 +145,7 @@ func (o *observer) sampleGauges(name string, files []plan.File, now time.Time) {
 	}
 	count := map[string]int{}
 	bytes := map[string]int{}
-	for l := plan.L0; l < plan.NumLevels; l++ {
+	for l := level.L0; l < level.NumLevels; l++ {
 		count[l.String()], bytes[l.String()] = 0, 0
 	}
 	for _, f := range files {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // Partition is one partition's live files as `siglake inspect` and the status pages show them:
@@ -39,8 +40,8 @@ type PartitionFile struct {
 
 // Partitions groups files by partition, sorted by partition name, each partition's files in the
 // order given (lake.LiveFiles sorts them by time).
-func Partitions(files []plan.File, pc plan.Config) []Partition {
-	by := map[string][]plan.File{}
+func Partitions(files []level.File, pc plan.Config) []Partition {
+	by := map[string][]level.File{}
 	for _, f := range files {
 		by[f.Partition] = append(by[f.Partition], f)
 	}
@@ -59,8 +60,8 @@ func Partitions(files []plan.File, pc plan.Config) []Partition {
 			p.Files = append(p.Files, PartitionFile{Path: f.Path, Level: lvl, Generation: f.Generation, Late: f.Late, Bytes: f.SizeBytes,
 				Rows: f.Rows, Min: time.UnixMicro(f.MinTime).UTC(), Max: time.UnixMicro(f.MaxTime).UTC()})
 		}
-		p.OverlapDepth, _ = plan.Depth(fs)
-		p.Clusters = len(plan.Clusters(fs))
+		p.OverlapDepth, _ = level.Depth(fs)
+		p.Clusters = len(level.Clusters(fs))
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })

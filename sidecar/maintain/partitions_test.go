@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // TestSampleGaugesPublishesPartitions: the gauges' sample publishes each partition's files (what
@@ -13,12 +14,12 @@ import (
 // files of a partition while its counts stay whole.
 func TestSampleGaugesPublishesPartitions(t *testing.T) {
 	m := &Maintainer{Plan: plan.DefaultConfig(), Metrics: newTestMetrics(), Publish: &recorder{}, Now: time.Now}
-	var files []plan.File
+	var files []level.File
 	for i := range maxPageFiles + 5 { // one big partition of disjoint files
-		files = append(files, plan.File{Path: "big", Partition: "2026-12-01", SizeBytes: 1, MinTime: int64(i * 10), MaxTime: int64(i*10 + 5), Rows: 1})
+		files = append(files, level.File{Path: "big", Partition: "2026-12-01", SizeBytes: 1, MinTime: int64(i * 10), MaxTime: int64(i*10 + 5), Rows: 1})
 	}
 	for i := range 3 { // three files over one range: depth 3
-		files = append(files, plan.File{Path: "deep", Partition: "2026-12-02", SizeBytes: 1, MinTime: 0, MaxTime: 100, Generation: i})
+		files = append(files, level.File{Path: "deep", Partition: "2026-12-02", SizeBytes: 1, MinTime: 0, MaxTime: 100, Generation: i})
 	}
 	m.parts()
 	m.obs.sampleGauges("events", files, time.Now())

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/lake"
-	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
 
@@ -31,7 +31,7 @@ type backoff struct {
 
 // binKey names the work a bin belongs to: its table, partition and kind. Not its exact files: a
 // bin that gains a newly drained file must not escape the back-off of the one that failed.
-func binKey(table string, b plan.Bin) string {
+func binKey(table string, b level.Bin) string {
 	return table + "\x00" + b.Partition + "\x00" + b.Kind.String()
 }
 
@@ -73,7 +73,7 @@ func (p *poison) backingOff(key string, now time.Time) (time.Time, bool) {
 	return b.until, ok && now.Before(b.until)
 }
 
-func (p *poison) succeeded(table, key string, b plan.Bin) {
+func (p *poison) succeeded(table, key string, b level.Bin) {
 	delete(p.backoff, key)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -84,7 +84,7 @@ func (p *poison) succeeded(table, key string, b plan.Bin) {
 
 // failed records a failed rewrite: back-off for a transient cause, a count against the blamed
 // input for a permanent one, and the input set aside once the count reaches the limit.
-func (e *executor) failed(ctx context.Context, table, key string, b plan.Bin, out rewrite.Outcome, now time.Time) {
+func (e *executor) failed(ctx context.Context, table, key string, b level.Bin, out rewrite.Outcome, now time.Time) {
 	p := &e.poison
 	if p.backoff == nil {
 		p.backoff = map[string]backoff{}

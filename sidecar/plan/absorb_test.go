@@ -5,24 +5,26 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // big is a terminal file: 300 MiB, 6 M rows spread over [fromSec, toSec).
-func big(part string, i, gen int, fromSec, toSec int64) File {
-	return File{Path: fmt.Sprintf("%s/big%02d-g%d", part, i, gen), Partition: part, SizeBytes: 300 * mib,
+func big(part string, i, gen int, fromSec, toSec int64) level.File {
+	return level.File{Path: fmt.Sprintf("%s/big%02d-g%d", part, i, gen), Partition: part, SizeBytes: 300 * mib,
 		Generation: gen, MinTime: fromSec * 1e6, MaxTime: toSec*1e6 - 1, Rows: 6_000_000}
 }
 
 // straggler is a small file of rows over [fromSec, toSec).
-func straggler(part string, i, gen int, fromSec, toSec int64) File {
-	return File{Path: fmt.Sprintf("%s/s%02d-g%d", part, i, gen), Partition: part, SizeBytes: 4 * mib,
+func straggler(part string, i, gen int, fromSec, toSec int64) level.File {
+	return level.File{Path: fmt.Sprintf("%s/s%02d-g%d", part, i, gen), Partition: part, SizeBytes: 4 * mib,
 		Generation: gen, MinTime: fromSec * 1e6, MaxTime: toSec*1e6 - 1, Rows: 20_000}
 }
 
-func absorbBinsOf(p Pass) []Bin {
-	var out []Bin
+func absorbBinsOf(p Pass) []level.Bin {
+	var out []level.Bin
 	for _, b := range p.Bins {
-		if b.Kind == KindAbsorb {
+		if b.Kind == level.KindAbsorb {
 			out = append(out, b)
 		}
 	}
@@ -32,7 +34,7 @@ func absorbBinsOf(p Pass) []Bin {
 func TestAbsorbTakesStragglerAtTerminalEdge(t *testing.T) {
 	// A terminal file and a straggler at the generation cap inside its last 40 s: the level
 	// rules cannot take the straggler and the L2 sweep merges small files only among themselves.
-	files := []File{big("d", 0, 3, 0, 3600), straggler("d", 0, 8, 3560, 3580)}
+	files := []level.File{big("d", 0, 3, 0, 3600), straggler("d", 0, 8, 3560, 3580)}
 	cfg := DefaultConfig()
 	p := run(cfg, files)
 	bins := absorbBinsOf(p)
@@ -40,12 +42,10 @@ func TestAbsorbTakesStragglerAtTerminalEdge(t *testing.T) {
 		t.Fatalf("want one absorb bin of both files, got %v", p)
 	}
 	b := bins[0]
-	if b.Level != L2 || b.OutputGeneration() != 9 || b.TargetFileBytes < b.EstimatedBytes {
+	if b.Level != level.L2 || b.OutputGeneration() != 9 || b.TargetFileBytes < b.EstimatedBytes {
 		t.Errorf("bin %v: level %v, generation %d, target %d for %d bytes (one output)", b, b.Level, b.OutputGeneration(), b.TargetFileBytes, b.EstimatedBytes)
 	}
-	if re := spliceEstimate(b.Files); re > b.EstimatedBytes/10 {
-		t.Errorf("estimated re-encode %d of %d bytes: the straggler touches one or two row groups", re, b.EstimatedBytes)
-	}
+	// The bin's estimated re-encode (a row group or two) is level's TestAbsorbCostRule.
 
 	cfg.AbsorbMaxReencode = 0 // without the splice: nothing is planned
 	if p := run(cfg, files); len(p.Bins) != 0 {
@@ -55,7 +55,7 @@ func TestAbsorbTakesStragglerAtTerminalEdge(t *testing.T) {
 
 func TestAbsorbRefusesWhatMustBeReencoded(t *testing.T) {
 	cfg := DefaultConfig()
-	cases := map[string][]File{
+	cases := map[string][]level.File{
 		// The straggler spreads over the whole terminal file: every row group re-encoded.
 		"covers the terminal file": {big("d", 0, 1, 0, 3600), straggler("d", 0, 1, 0, 3600)},
 		// Terminal files that overlap each other are terminalCandidates' work.
@@ -77,7 +77,7 @@ func TestAbsorbRefusesWhatMustBeReencoded(t *testing.T) {
 		}
 	}
 	// The last case absorbs the nearer straggler once the capped one is no longer in the way.
-	files := []File{big("d", 0, 1, 0, 3600), big("d", 1, 1, 4000, 7200), straggler("d", 0, 1, 3700, 3710)}
+	files := []level.File{big("d", 0, 1, 0, 3600), big("d", 1, 1, 4000, 7200), straggler("d", 0, 1, 3700, 3710)}
 	if bins := absorbBinsOf(run(cfg, files)); len(bins) != 1 || bins[0].Files[0].Path != "d/big00-g1" {
 		t.Errorf("a disjoint straggler in the gap: want it absorbed by the terminal file before it, got %v", bins)
 	}
@@ -86,7 +86,7 @@ func TestAbsorbRefusesWhatMustBeReencoded(t *testing.T) {
 func TestAbsorbKeepsStreamsApart(t *testing.T) {
 	late := straggler("d", 0, 8, 3560, 3580)
 	late.Late = true
-	files := []File{big("d", 0, 1, 0, 3600), late}
+	files := []level.File{big("d", 0, 1, 0, 3600), late}
 	if bins := absorbBinsOf(run(DefaultConfig(), files)); len(bins) != 0 {
 		t.Errorf("a late straggler absorbed into an on-time file: %v", bins)
 	}
@@ -94,26 +94,6 @@ func TestAbsorbKeepsStreamsApart(t *testing.T) {
 	cfg.LateStream = false // one stream: it may
 	if bins := absorbBinsOf(run(cfg, files)); len(bins) != 1 {
 		t.Errorf("one stream: want the straggler absorbed, got %v", bins)
-	}
-}
-
-func TestSpliceEstimate(t *testing.T) {
-	t0 := big("d", 0, 1, 0, 3600)
-	rg := t0.SizeBytes * RowGroupRows / t0.Rows
-	for _, c := range []struct {
-		name string
-		fs   []File
-		want int64
-	}{
-		{"disjoint", []File{t0, big("d", 1, 1, 3600, 7200)}, 0},
-		{"edge: the last 36 s and a row group, the small file whole",
-			[]File{t0, straggler("d", 0, 1, 3564, 3600)}, t0.SizeBytes/100 + rg + 4*mib},
-		{"inside: two row-group edges", []File{t0, straggler("d", 0, 1, 1800, 1836)}, t0.SizeBytes/100 + 2*rg + 4*mib},
-		{"no row count: whole", []File{{Path: "a", SizeBytes: 10, MaxTime: 9}, {Path: "b", SizeBytes: 5, MinTime: 10, MaxTime: 19}}, 15},
-	} {
-		if got := spliceEstimate(c.fs); got < c.want-c.want/100-1 || got > c.want+c.want/100+1 {
-			t.Errorf("%s: estimate %d, want about %d", c.name, got, c.want)
-		}
 	}
 }
 
@@ -128,7 +108,7 @@ func TestAbsorbBinsProperties(t *testing.T) {
 		cfg.MaxFanIn = 2 + r.IntN(8)
 		cfg.MaxBinsPerPass = 1 + r.IntN(20)
 		cfg.LateStream = r.IntN(2) == 0
-		var files []File
+		var files []level.File
 		tm := int64(0)
 		for i := range 2 + r.IntN(10) {
 			w := 60 + r.Int64N(600)
@@ -161,7 +141,7 @@ func TestAbsorbBinsProperties(t *testing.T) {
 	t.Logf("%d absorb bins in %d cases", planned, propertyCases())
 }
 
-func checkAbsorb(cfg Config, files []File, b Bin) error {
+func checkAbsorb(cfg Config, files []level.File, b level.Bin) error {
 	if len(b.Files) < 2 || len(b.Files) > cfg.MaxFanIn {
 		return fmt.Errorf("absorb bin of %d files (fan-in %d)", len(b.Files), cfg.MaxFanIn)
 	}
@@ -171,7 +151,7 @@ func checkAbsorb(cfg Config, files []File, b Bin) error {
 	for _, f := range b.Files {
 		in[f.Path] = true
 		lo, hi = min(lo, f.MinTime), max(hi, f.MaxTime)
-		if cfg.LevelOf(f.SizeBytes) == L2 {
+		if cfg.LevelOf(f.SizeBytes) == level.L2 {
 			terms++
 		}
 		if cfg.LateStream && f.Late != b.Files[0].Late {
@@ -181,12 +161,11 @@ func checkAbsorb(cfg Config, files []File, b Bin) error {
 	if terms != 1 {
 		return fmt.Errorf("absorb bin with %d terminal files: %v", terms, b)
 	}
-	if b.TargetFileBytes < b.EstimatedBytes || b.EstimatedBytes > cfg.TargetBytes[L2]*5/4 {
+	if b.TargetFileBytes < b.EstimatedBytes || b.EstimatedBytes > cfg.TargetBytes[level.L2]*5/4 {
 		return fmt.Errorf("absorb bin of %d bytes, target %d: not one output", b.EstimatedBytes, b.TargetFileBytes)
 	}
-	if re := spliceEstimate(b.Files); float64(re) > cfg.AbsorbMaxReencode*float64(b.EstimatedBytes) {
-		return fmt.Errorf("absorb bin re-encodes %d of %d bytes", re, b.EstimatedBytes)
-	}
+	// The cost rule (the splice model's re-encode at most AbsorbMaxReencode) is level's
+	// TestAbsorbCostRule, where the model is.
 	for _, f := range files {
 		sameStream := !cfg.LateStream || f.Late == b.Files[0].Late
 		if !in[f.Path] && sameStream && f.MinTime <= hi && lo <= f.MaxTime {
@@ -200,7 +179,7 @@ func checkAbsorb(cfg Config, files []File, b Bin) error {
 // generation cap, so the level rules leave them) settles into the terminal layer alone, and then
 // no pass plans anything more. Without absorb bins the stragglers stay.
 func TestAbsorbPassesConverge(t *testing.T) {
-	var files []File
+	var files []level.File
 	for i := range 10 {
 		files = append(files, big("d", i, 2, int64(i)*600, int64(i+1)*600),
 			straggler("d", i, 8, int64(i+1)*600-30, int64(i+1)*600-10))
@@ -215,7 +194,7 @@ func TestAbsorbPassesConverge(t *testing.T) {
 			fs, seq = applyIdeal(fs, p.Bins, seq)
 			now = now.Add(10 * time.Second)
 		}
-		d, _ := Depth(fs)
+		d, _ := level.Depth(fs)
 		switch {
 		case absorb == 0 && len(fs) != 20:
 			t.Errorf("absorb off: %d files left, want the 20 as they were", len(fs))
@@ -223,7 +202,7 @@ func TestAbsorbPassesConverge(t *testing.T) {
 			t.Errorf("absorb on: %d files at depth %d, want the 10 terminal files at depth 1", len(fs), d)
 		}
 		// Settled: a further L2 check plans nothing.
-		st.LastCheck[L2] = time.Time{}
+		st.LastCheck[level.L2] = time.Time{}
 		if p := Plan(cfg, Input{Files: fs, Now: now, State: st}); len(p.Bins) != 0 {
 			t.Errorf("absorb %v: settled layout still planned %v", absorb, p)
 		}

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // TestLevelCadencesUnderJitter drives the planner as the maintenance loop does, on a 10 s ticker
@@ -17,8 +19,8 @@ func TestLevelCadencesUnderJitter(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	var st State
-	var last [NumLevels]time.Time
-	intervals := make([][]time.Duration, NumLevels)
+	var last [level.NumLevels]time.Time
+	intervals := make([][]time.Duration, level.NumLevels)
 	const tick = 10 * time.Second
 	for i := 0; i < 6*3600/10; i++ {
 		jitter := time.Duration(rng.IntN(10_000_000)) - 5*time.Millisecond // ±5 ms
@@ -35,7 +37,7 @@ func TestLevelCadencesUnderJitter(t *testing.T) {
 			last[l] = now
 		}
 	}
-	for l := L0; l < NumLevels; l++ {
+	for l := level.L0; l < level.NumLevels; l++ {
 		want := cfg.CheckInterval[l]
 		slack := CadenceSlack(want)
 		if len(intervals[l]) == 0 {

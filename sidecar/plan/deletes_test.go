@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"testing"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 func TestPlanDeletes(t *testing.T) {
@@ -45,7 +47,7 @@ func TestPlanDeletes(t *testing.T) {
 			}
 		})
 	}
-	if KindDeleteTask.String() != "delete-task" {
-		t.Fatalf("kind name %q", KindDeleteTask)
+	if level.KindDeleteTask.String() != "delete-task" {
+		t.Fatalf("kind name %q", level.KindDeleteTask)
 	}
 }

@@ -2,7 +2,10 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // FoldCutoffs are a rollup table's tier cutoffs at one instant, in microseconds of the timestamp
@@ -23,7 +26,7 @@ func (c FoldCutoffs) Due(maxTime int64) int {
 
 // FoldFile is a live file of a rollup table with its fold record (from its name).
 type FoldFile struct {
-	File
+	level.File
 	// Folded: a fold wrote the file; Tier is then the tier all its rows reached.
 	Folded bool
 	Tier   int
@@ -41,9 +44,9 @@ type FoldConfig struct {
 	MaxBins int
 }
 
-// FoldBin is a KindFold bin and the tier its outputs record.
+// FoldBin is a level.KindFold bin and the tier its outputs record.
 type FoldBin struct {
-	Bin
+	level.Bin
 	Tier int
 }
 
@@ -55,7 +58,7 @@ type FoldBin struct {
 func PlanFold(cfg FoldConfig, files []FoldFile, cut FoldCutoffs, taken map[string]bool) []FoldBin {
 	cfg.MinFiles = max(cfg.MinFiles, 1)
 	cfg.MaxFanIn = max(cfg.MaxFanIn, 2)
-	parts := map[string][]File{}
+	parts := map[string][]level.File{}
 	rec := map[string]FoldFile{}
 	for _, f := range files {
 		if taken[f.Path] || f.MinTime > f.MaxTime {
@@ -65,7 +68,7 @@ func PlanFold(cfg FoldConfig, files []FoldFile, cut FoldCutoffs, taken map[strin
 		rec[f.Path] = f
 	}
 	var out []FoldBin
-	for _, part := range sortedPartitions(parts) {
+	for _, part := range slices.Sorted(maps.Keys(parts)) {
 		out = append(out, foldPartition(cfg, part, parts[part], rec, cut)...)
 	}
 	if cfg.MaxBins > 0 && len(out) > cfg.MaxBins {
@@ -75,8 +78,8 @@ func PlanFold(cfg FoldConfig, files []FoldFile, cut FoldCutoffs, taken map[strin
 }
 
 // foldPartition is PlanFold for the files of one partition (rec: their fold records).
-func foldPartition(cfg FoldConfig, part string, pool []File, rec map[string]FoldFile, cut FoldCutoffs) []FoldBin {
-	needs := func(f File) (unfolded, coarsen bool) {
+func foldPartition(cfg FoldConfig, part string, pool []level.File, rec map[string]FoldFile, cut FoldCutoffs) []FoldBin {
+	needs := func(f level.File) (unfolded, coarsen bool) {
 		r := rec[f.Path]
 		due := cut.Due(f.MaxTime)
 		return !r.Folded, (r.Folded && r.Tier < due) || (!r.Folded && due > 0)
@@ -99,15 +102,15 @@ func foldPartition(cfg FoldConfig, part string, pool []File, rec map[string]Fold
 		why = fmt.Sprintf("rollup: %d files due for a coarser tier, %d unfolded", coarsen, unfolded)
 	}
 	var out []FoldBin
-	var cur []File
+	var cur []level.File
 	flush := func() {
 		if len(cur) > 0 {
 			out = append(out, foldBin(cfg, part, cur, cut, why))
 			cur = nil
 		}
 	}
-	for _, c := range Clusters(pool) {
-		need := slices.ContainsFunc(c, func(f File) bool {
+	for _, c := range level.Clusters(pool) {
+		need := slices.ContainsFunc(c, func(f level.File) bool {
 			u, co := needs(f)
 			return co || (u && unfolded >= cfg.MinFiles)
 		})
@@ -117,7 +120,7 @@ func foldPartition(cfg FoldConfig, part string, pool []File, rec map[string]Fold
 		// A cluster past the fan-in folds in time-adjacent pieces: their outputs may overlap,
 		// which costs a later fold, never an aggregate.
 		for len(c) > 0 {
-			if len(cur) > 0 && (len(cur)+len(c) > cfg.MaxFanIn || sumBytes(cur) >= cfg.TargetBytes) {
+			if len(cur) > 0 && (len(cur)+len(c) > cfg.MaxFanIn || level.SumBytes(cur) >= cfg.TargetBytes) {
 				flush()
 			}
 			n := min(len(c), cfg.MaxFanIn-len(cur))
@@ -130,15 +133,15 @@ func foldPartition(cfg FoldConfig, part string, pool []File, rec map[string]Fold
 }
 
 // foldBin is the fold bin of files, at the lowest tier they are due.
-func foldBin(cfg FoldConfig, part string, files []File, cut FoldCutoffs, why string) FoldBin {
+func foldBin(cfg FoldConfig, part string, files []level.File, cut FoldCutoffs, why string) FoldBin {
 	tier := -1
 	for _, f := range files {
 		if d := cut.Due(f.MaxTime); tier < 0 || d < tier {
 			tier = d
 		}
 	}
-	b := sumBytes(files)
-	return FoldBin{Tier: tier, Bin: Bin{Kind: KindFold, Level: L0, Partition: part, Files: files,
+	b := level.SumBytes(files)
+	return FoldBin{Tier: tier, Bin: level.Bin{Kind: level.KindFold, Level: level.L0, Partition: part, Files: files,
 		EstimatedBytes: b, TargetFileBytes: cfg.TargetBytes, Score: float64(len(files)),
 		Reason: fmt.Sprintf("%s; %d files, %d bytes to tier %d", why, len(files), b, tier)}}
 }

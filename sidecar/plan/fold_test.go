@@ -3,10 +3,12 @@ package plan
 import (
 	"fmt"
 	"testing"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 func foldFile(part string, i int, min, max int64, folded bool, tier int) FoldFile {
-	return FoldFile{File: File{Path: fmt.Sprintf("%s/f%02d", part, i), Partition: part, SizeBytes: 1000, MinTime: min, MaxTime: max},
+	return FoldFile{File: level.File{Path: fmt.Sprintf("%s/f%02d", part, i), Partition: part, SizeBytes: 1000, MinTime: min, MaxTime: max},
 		Folded: folded, Tier: tier}
 }
 
@@ -21,7 +23,7 @@ func TestPlanFoldSmallAndMany(t *testing.T) {
 	}
 	files = append(files, foldFile("d1", 3, 150, 250, false, 0), foldFile("d1", 4, 180, 300, true, 0), foldFile("d1", 5, 1000, 2000, true, 0))
 	bins := PlanFold(cfg, files, nil, nil)
-	if len(bins) != 1 || bins[0].Kind != KindFold || len(bins[0].Files) != 5 || bins[0].Tier != 0 {
+	if len(bins) != 1 || bins[0].Kind != level.KindFold || len(bins[0].Files) != 5 || bins[0].Tier != 0 {
 		t.Fatalf("want one fold bin of the 5 overlapping files (the folded file they overlap too), got %+v", bins)
 	}
 	if bins := PlanFold(cfg, files, nil, map[string]bool{"d1/f00": true, "d1/f01": true}); len(bins) != 0 {

@@ -20,58 +20,12 @@
 package plan
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
-
-// Kind names why a bin exists; it labels metrics and status pages.
-type Kind uint8
-
-const (
-	// KindL0 and KindL1 are level rewrites: whole overlap clusters of one
-	// level packed up to the level's target size.
-	KindL0 Kind = iota
-	KindL1
-	// KindDepth is an overlap-driven rewrite: time-adjacent files of one
-	// cluster, any level or generation, that may exceed the byte target
-	// but never the fan-in.
-	KindDepth
-	// KindLegacy is the flat whole-partition pass.
-	KindLegacy
-	// KindBackpressureL0 is the restricted L0 pass of a backlogged cycle.
-	KindBackpressureL0
-	// KindDeleteTask rewrites one file without the rows of deletion requests (PlanDeletes), at
-	// generation 0, like Pebble's delete-only compactions: chosen by what it must remove, not by
-	// size or overlap.
-	KindDeleteTask
-	// KindRetention rewrites one file without its rows past retention (PlanRetention): a file
-	// that straddles a cutoff, or whose older rows a rule covers in part.
-	KindRetention
-	// KindFold folds the rows of a rollup table's files (PlanFold): many small unfolded files
-	// of a partition, or files due for a coarser tier.
-	KindFold
-	// KindAbsorb is a terminal file taking in the small files beside it, at the L2 check, where
-	// the splice copies most of the bin (absorb.go).
-	KindAbsorb
-)
-
-var kindNames = [...]string{"l0", "l1", "depth", "legacy", "backpressure_l0", "delete-task", "retention", "fold", "absorb"}
-
-// Kinds lists every kind, for pre-registering metric labels.
-var Kinds = []Kind{KindL0, KindL1, KindDepth, KindLegacy, KindBackpressureL0, KindDeleteTask, KindRetention, KindFold, KindAbsorb}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", k)
-}
-
-// MarshalText renders the kind by name for JSON status pages.
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // Decision says what kind of cycle a pass was.
 type Decision uint8
@@ -109,7 +63,7 @@ func (d Decision) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 type State struct {
 	// LastCheck is when each level was last checked. A level starved of
 	// budget keeps its old time so the next cycle checks it again.
-	LastCheck [NumLevels]time.Time
+	LastCheck [level.NumLevels]time.Time
 	// LastLegacy is when the legacy pass last ran.
 	LastLegacy time.Time
 	// BackloggedCycles counts consecutive cycles with the sealed backlog
@@ -126,7 +80,7 @@ type State struct {
 // Input is everything one pass looks at.
 type Input struct {
 	// Files are the table's live data files, all partitions.
-	Files []File
+	Files []level.File
 	// Now is the pass's time; the planner never reads a clock.
 	Now time.Time
 	// SealedBacklog is the number of sealed WAL segments not yet drained.
@@ -155,69 +109,20 @@ type Input struct {
 	TimeSpent time.Duration
 }
 
-// Bin is one rewrite: the files to merge into time-disjoint outputs and
-// commit as one validated replace.
-type Bin struct {
-	Kind Kind
-	// Level is the level the bin was selected from; for overlap-driven bins,
-	// the highest level among its files.
-	Level     Level
-	Partition string
-	// Files are sorted by (MinTime, MaxTime, Path).
-	Files []File
-	// EstimatedBytes is the sum of the inputs' sizes: a rewrite keeps its
-	// rows, so the output is about as large.
-	EstimatedBytes int64
-	// TargetFileBytes is where the rewrite should split its output.
-	TargetFileBytes int64
-	// Score is the pressure of the candidate the bin came from; higher was
-	// served first.
-	Score float64
-	// Reason says in words why the bin exists.
-	Reason string
-}
-
-// Late reports whether the bin merges late-stream files only: its outputs
-// stay in the late stream. With Config.LateStream the leveled planner never
-// mixes the streams; the legacy pass and a planner without LateStream do,
-// and the outputs of a mixed bin are on-time (its sparse runs excepted).
-func (b Bin) Late() bool {
-	for _, f := range b.Files {
-		if !f.Late {
-			return false
-		}
-	}
-	return len(b.Files) > 0
-}
-
-// OutputGeneration is the generation the bin's outputs carry.
-func (b Bin) OutputGeneration() int {
-	g := 0
-	for _, f := range b.Files {
-		g = max(g, f.Generation)
-	}
-	return g + 1
-}
-
-func (b Bin) String() string {
-	return fmt.Sprintf("%s %s partition=%q files=%d bytes=%d score=%.2f: %s",
-		b.Kind, b.Level, b.Partition, len(b.Files), b.EstimatedBytes, b.Score, b.Reason)
-}
-
 // Pass is the planner's answer for one cycle.
 type Pass struct {
 	Decision Decision
-	Bins     []Bin
+	Bins     []level.Bin
 	// Skipped lists, in words, work that was due but not planned and why.
 	Skipped []string
 	// Deferred are the bins a due check built but the pass's budget refused: work left for a
 	// later pass (no two share a file, and none shares one with Bins). With Bins not yet run it
 	// is the table's outstanding compaction work.
-	Deferred []Bin
+	Deferred []level.Bin
 	// Depth is the overlap depth of every partition of the input.
 	Depth map[string]int
 	// Checked lists the level checks that ran in this pass.
-	Checked []Level
+	Checked []level.Level
 	// TimeLimit is the estimated rewrite time the pass's bins may add up to
 	// (0: no limit): the L0 check interval when Input.Rewriter knows a
 	// speed and the rewriter is busy (Input.RewriterBusy). The first bin is
@@ -267,10 +172,10 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 	files, skipped := validFiles(in.Files)
 	// One grouping and one depth per partition serve the pass's depths and the legacy pass: over
 	// the legacy strategy's many files they were the planner's largest cost, computed twice.
-	parts := byPartition(files)
+	parts := level.ByPartition(files)
 	depths := make(map[string]int, len(parts))
 	for part, fs := range parts {
-		depths[part], _ = Depth(fs)
+		depths[part], _ = level.Depth(fs)
 	}
 	p := Pass{
 		Skipped: skipped,
@@ -295,12 +200,9 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 	case DecisionThrottledBackpressure:
 		p.Decision = d
 		b := newBudget(cfg.MaxFilesPerPass, cfg.BackpressureMaxBins)
-		onTime, late := streams(cfg, files)
-		cands := append(levelCandidates(cfg, onTime, L0, KindBackpressureL0),
-			lateCandidates(levelCandidates(cfg, late, L0, KindBackpressureL0))...)
-		p.Checked = []Level{L0}
-		p.serve(cfg, cands, b)
-		p.Next.LastCheck[L0] = in.Now
+		p.Checked = []level.Level{level.L0}
+		p.serve(cfg, level.BackpressureCandidates(cfg.Rules, files), b)
+		p.Next.LastCheck[level.L0] = in.Now
 		return p
 	}
 
@@ -311,15 +213,20 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 			return p
 		}
 		p.Decision = DecisionRun
-		starved := p.serve(cfg, legacyCandidates(cfg, parts, depths), newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins))
+		starved := p.serve(cfg, level.LegacyCandidates(cfg.Rules, parts, depths), newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins))
 		if len(starved) == 0 {
 			p.Next.LastLegacy = in.Now
 		}
 		return p
 	}
 
-	cands, checked := dueCandidates(cfg, files, in)
-	p.Checked = checked
+	var due [level.NumLevels]bool
+	for l := range due {
+		due[l] = Due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l])
+		if due[l] {
+			p.Checked = append(p.Checked, level.Level(l))
+		}
+	}
 	if len(p.Checked) == 0 {
 		p.Decision = DecisionNothingDue
 		return p
@@ -327,11 +234,11 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 	p.Decision = DecisionRun
 	b := newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins)
 	if in.Rewriter.Known() && in.RewriterBusy >= busyForTimeLimit {
-		p.TimeLimit = cfg.CheckInterval[L0]
+		p.TimeLimit = cfg.CheckInterval[level.L0]
 		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)-ahead.time
 		b.pastTime = in.State.TimeLimitedPasses >= largeBinWait
 	}
-	starved := p.serve(cfg, cands, b)
+	starved := p.serve(cfg, level.Candidates(cfg.Rules, files, due), b)
 	p.Next.TimeLimitedPasses = 0
 	if b.timeRefused != nil && !b.tookPast {
 		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1
@@ -342,42 +249,6 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 		}
 	}
 	return p
-}
-
-// dueCandidates returns the candidates of every level check due at in.Now, each stream apart,
-// and the levels checked: the L0 check brings the depth trigger, the L2 check the overlap of
-// terminal files and the absorb bins.
-func dueCandidates(cfg Config, files []File, in Input) (cands []candidate, checked []Level) {
-	onTime, late := streams(cfg, files)
-	for l := L0; l < NumLevels; l++ {
-		if !Due(in.State.LastCheck[l], in.Now, cfg.CheckInterval[l]) {
-			continue
-		}
-		checked = append(checked, l)
-		for i, fs := range [][]File{onTime, late} {
-			var cs []candidate
-			switch l {
-			case L0:
-				limit := cfg.MaxOverlapDepth
-				if i == 1 {
-					limit = lateDepthLimit(cfg)
-				}
-				cs = append(levelCandidates(cfg, fs, L0, KindL0), depthCandidates(cfg, fs, limit)...)
-			case L1:
-				cs = levelCandidates(cfg, fs, L1, KindL1)
-			case L2:
-				cs = append(terminalCandidates(cfg, fs), absorbCandidates(cfg, fs)...)
-			}
-			if i == 1 {
-				cs = lateCandidates(cs)
-			}
-			cands = append(cands, cs...)
-		}
-		if l == L0 {
-			cands = append(cands, combinedDepthCandidates(cfg, onTime, late)...)
-		}
-	}
-	return cands, checked
 }
 
 // SkipsBackpressure reports whether a cycle with this sealed backlog, after backloggedCycles
@@ -454,9 +325,9 @@ func (c Config) sane() Config {
 	return c
 }
 
-func validFiles(in []File) ([]File, []string) {
+func validFiles(in []level.File) ([]level.File, []string) {
 	var skipped []string
-	out := make([]File, 0, len(in))
+	out := make([]level.File, 0, len(in))
 	for _, f := range in {
 		if f.MinTime > f.MaxTime {
 			skipped = append(skipped, fmt.Sprintf("file %s: min time %d after max time %d; left out", f.Path, f.MinTime, f.MaxTime))
@@ -465,244 +336,4 @@ func validFiles(in []File) ([]File, []string) {
 		out = append(out, f)
 	}
 	return out, skipped
-}
-
-// candidate is one reason to rewrite in one partition; its bins are built
-// when it is served, from the files earlier bins have not taken.
-type candidate struct {
-	kind      Kind
-	level     Level // level whose check produced it (starvation bookkeeping)
-	partition string
-	score     float64
-	why       string
-	build     func(taken map[string]bool) []Bin
-}
-
-// budget is what a pass may still take. With a rate, time is what is left
-// of the pass's time limit, which every bin but the first must fit by the
-// rate's estimate; timeRefused holds the bins the limit refused; with
-// pastTime the largest of them is taken past the limit once the others are
-// served (tookPast).
-type budget struct {
-	files, bins int
-	rate        *RewriteRate
-	time        time.Duration
-	timeRefused []Bin
-	pastTime    bool
-	tookPast    bool
-}
-
-func newBudget(files, bins int) *budget { return &budget{files: files, bins: bins} }
-
-// fits is the pass's one budget rule, for bins of every kind: a bin fits while the pass has a
-// bin left and the files it takes. (The time limit, which applies to level bins only, is
-// overTime.)
-func (b *budget) fits(bin Bin) bool { return b.bins >= 1 && len(bin.Files) <= b.files }
-
-// take charges bin to the budget: a bin, its files and, with a rate, its estimated time.
-func (b *budget) take(bin Bin) {
-	b.bins--
-	b.files -= len(bin.Files)
-	if b.rate != nil {
-		b.time -= b.rate.Estimate(bin.EstimatedBytes)
-	}
-}
-
-// largeBinWait is how many passes in a row the time limit may leave a bin
-// for later before a pass takes one bin past it, so a large rewrite whose
-// score stays below the fresh files' still runs; 3 held the busy edge and the
-// late table's settled depth lowest (docs/compaction.md, "The pass's time limit").
-const largeBinWait = 3
-
-// busyForTimeLimit is the rewriter's busy share (Input.RewriterBusy) from
-// which a pass has a time limit: half, where passes start to run into the
-// next L0 check (the simulated shares are in docs/compaction.md, "Late rows").
-const busyForTimeLimit = 0.5
-
-// serve hands out the budget to candidates in score order and reports the
-// levels that had a bin refused for want of budget.
-func (p *Pass) serve(cfg Config, cands []candidate, b *budget) map[Level]bool {
-	slices.SortStableFunc(cands, func(a, c candidate) int {
-		if x := cmp.Compare(c.score, a.score); x != 0 {
-			return x
-		}
-		if x := cmp.Compare(a.kind, c.kind); x != 0 {
-			return x
-		}
-		return cmp.Compare(a.partition, c.partition)
-	})
-	starved := map[Level]bool{}
-	taken := map[string]bool{}
-	deferred := map[string]bool{} // files of the bins in p.Deferred
-	// A candidate's bins hold files of its partition only and are pairwise disjoint, so a
-	// deferred bin's files matter only to later candidates of the same partition: they enter
-	// deferred then. Over the legacy pass (one candidate per partition, most files deferred)
-	// no file enters it.
-	pending := map[string][]int{}           // partition: indices in p.Deferred not yet in deferred
-	takenIn := map[string]map[string]bool{} // partition: its files in taken
-	deferBin := func(c candidate, bin Bin) {
-		bin.Score = c.score
-		pending[c.partition] = append(pending[c.partition], len(p.Deferred))
-		p.Deferred = append(p.Deferred, bin)
-	}
-	for _, c := range cands {
-		for _, i := range pending[c.partition] {
-			for _, f := range p.Deferred[i].Files {
-				deferred[f.Path] = true
-			}
-		}
-		delete(pending, c.partition)
-		// The files taken in c's partition, all its bins and builds can hold: lookups in a
-		// small partition's set (or none) instead of the pass's.
-		t := takenIn[c.partition]
-		bins := c.build(t)
-		if len(bins) == 0 {
-			// Quiet when an earlier bin of this pass took the partition's
-			// files: the work is being done, under another kind.
-			if !slices.ContainsFunc(p.Bins, func(b Bin) bool { return b.Partition == c.partition }) {
-				p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %s, but no bin of 2+ files", c.kind, c.level, c.partition, c.why))
-			}
-			continue
-		}
-		refused := 0
-		for _, bin := range bins {
-			if b.overTime(p, bin, t) {
-				b.timeRefused = append(b.timeRefused, bin)
-				refused++
-				if !anyTaken(bin.Files, deferred) {
-					deferBin(c, bin)
-				}
-				continue
-			}
-			if !b.fits(bin) || anyTaken(bin.Files, t) {
-				refused++
-				if !anyTaken(bin.Files, t) && !anyTaken(bin.Files, deferred) {
-					deferBin(c, bin)
-				}
-				continue
-			}
-			b.take(bin)
-			if t == nil {
-				t = map[string]bool{}
-				takenIn[c.partition] = t
-			}
-			for _, f := range bin.Files {
-				taken[f.Path] = true
-				t[f.Path] = true
-			}
-			bin.Score = c.score
-			p.Bins = append(p.Bins, bin)
-		}
-		if refused > 0 {
-			starved[c.level] = true
-			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %d of %d bins left for a later pass (budget: %d bins, %d files%s left)",
-				c.kind, c.level, c.partition, refused, len(bins), b.bins, b.files, b.timeLeft(p)))
-		}
-	}
-	p.takePastTime(b, taken)
-	// A later, smaller bin may have taken files of a deferred one: that work is being done.
-	// Only bins of a partition some bin took files of can share one (takePastTime's bin is
-	// in taken only).
-	p.Deferred = slices.DeleteFunc(p.Deferred, func(d Bin) bool {
-		return (takenIn[d.Partition] != nil || b.tookPast) && anyTaken(d.Files, taken)
-	})
-	return starved
-}
-
-// takePastTime takes, in a pass allowed to go past its time limit, the
-// first bin (in score order) the limit refused that could never fit it, an
-// estimate above the whole limit, and the other budgets still allow; else
-// the first refused one. A bin that fits an empty pass is left for a pass
-// with less fresh work, so the allowance goes to the rewrite that would
-// otherwise wait for ever (each waits largeBinWait passes for each such one
-// ahead of it).
-func (p *Pass) takePastTime(b *budget, taken map[string]bool) {
-	if !b.pastTime {
-		return
-	}
-	best := -1
-	for i, bin := range b.timeRefused {
-		if !b.fits(bin) || anyTaken(bin.Files, taken) {
-			continue
-		}
-		if best < 0 {
-			best = i
-		}
-		if b.rate.Estimate(bin.EstimatedBytes) > p.TimeLimit {
-			best = i
-			break
-		}
-	}
-	if best < 0 {
-		return
-	}
-	bin := b.timeRefused[best]
-	b.take(bin) // past the limit: what is left of it no longer matters
-	for _, f := range bin.Files {
-		taken[f.Path] = true
-	}
-	bin.Reason += fmt.Sprintf("; past the pass's time limit after %d passes that left it for later", largeBinWait)
-	p.Bins = append(p.Bins, bin)
-	b.tookPast = true
-}
-
-// overTime reports whether bin, which the other budgets would take, is
-// refused by the time limit: it is not the pass's first bin and its
-// estimated time is more than the limit has left.
-func (b *budget) overTime(p *Pass, bin Bin, taken map[string]bool) bool {
-	return b.rate != nil && len(p.Bins) > 0 && b.rate.Estimate(bin.EstimatedBytes) > b.time &&
-		b.fits(bin) && !anyTaken(bin.Files, taken)
-}
-
-func (b *budget) timeLeft(p *Pass) string {
-	if b.rate == nil {
-		return ""
-	}
-	return fmt.Sprintf(", %s of %s rewrite time", max(b.time, 0).Round(time.Millisecond), p.TimeLimit)
-}
-
-func anyTaken(fs []File, taken map[string]bool) bool {
-	for _, f := range fs {
-		if taken[f.Path] {
-			return true
-		}
-	}
-	return false
-}
-
-func untaken(fs []File, taken map[string]bool) []File {
-	out := make([]File, 0, len(fs))
-	for _, f := range fs {
-		if !taken[f.Path] {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func sumBytes(fs []File) int64 {
-	var n int64
-	for _, f := range fs {
-		n += f.SizeBytes
-	}
-	return n
-}
-
-func maxLevel(cfg Config, fs []File) Level {
-	l := L0
-	for _, f := range fs {
-		l = max(l, cfg.LevelOf(f.SizeBytes))
-	}
-	return l
-}
-
-// sortedPartitions returns the partition keys in order, so passes are
-// deterministic whatever the map order.
-func sortedPartitions(m map[string][]File) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -7,15 +7,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+const mib = int64(1) << 20
+
 const kib = int64(1) << 10
 
 // file builds a file; size in KiB, times in seconds (stored as microseconds).
-func file(part string, i int, sizeKiB int64, gen int, fromSec, toSec int64) File {
-	return File{
+func file(part string, i int, sizeKiB int64, gen int, fromSec, toSec int64) level.File {
+	return level.File{
 		Path:      fmt.Sprintf("%s/f%04d-g%d.parquet", part, i, gen),
 		Partition: part, SizeBytes: sizeKiB * kib, Generation: gen,
 		MinTime: fromSec * 1e6, MaxTime: toSec*1e6 - 1, Rows: sizeKiB,
@@ -23,8 +27,8 @@ func file(part string, i int, sizeKiB int64, gen int, fromSec, toSec int64) File
 }
 
 // disjoint returns n small disjoint files of one partition.
-func disjoint(part string, n int, sizeKiB int64, gen int) []File {
-	out := make([]File, n)
+func disjoint(part string, n int, sizeKiB int64, gen int) []level.File {
+	out := make([]level.File, n)
 	for i := range out {
 		out[i] = file(part, i, sizeKiB, gen, int64(i)*10, int64(i)*10+10)
 	}
@@ -32,15 +36,15 @@ func disjoint(part string, n int, sizeKiB int64, gen int) []File {
 }
 
 // stacked returns n files covering the same 10 s, first index start.
-func stacked(part string, start, n int, sizeKiB int64, gen int) []File {
-	out := make([]File, n)
+func stacked(part string, start, n int, sizeKiB int64, gen int) []level.File {
+	out := make([]level.File, n)
 	for i := range out {
 		out[i] = file(part, start+i, sizeKiB, gen, 0, 10)
 	}
 	return out
 }
 
-func run(cfg Config, files []File) Pass {
+func run(cfg Config, files []level.File) Pass {
 	return Plan(cfg, Input{Files: files, Now: t0})
 }
 
@@ -90,8 +94,8 @@ func TestLevelOfBoundaries(t *testing.T) {
 	c := DefaultConfig()
 	for _, tc := range []struct {
 		size int64
-		want Level
-	}{{0, L0}, {16*mib - 1, L0}, {16 * mib, L1}, {256*mib - 1, L1}, {256 * mib, L2}, {1 << 40, L2}} {
+		want level.Level
+	}{{0, level.L0}, {16*mib - 1, level.L0}, {16 * mib, level.L1}, {256*mib - 1, level.L1}, {256 * mib, level.L2}, {1 << 40, level.L2}} {
 		if got := c.LevelOf(tc.size); got != tc.want {
 			t.Errorf("LevelOf(%d) = %v, want %v", tc.size, got, tc.want)
 		}
@@ -101,7 +105,7 @@ func TestLevelOfBoundaries(t *testing.T) {
 func TestCheckCadence(t *testing.T) {
 	cfg := DefaultConfig()
 	st := State{}
-	step := func(at time.Duration) []Level {
+	step := func(at time.Duration) []level.Level {
 		p := Plan(cfg, Input{Now: t0.Add(at), State: st})
 		st = p.Next
 		return p.Checked
@@ -155,7 +159,7 @@ func TestLevelBinsKeepClustersWhole(t *testing.T) {
 	cfg.MaxBinsPerPass = 100
 	// Three clusters of three overlapping files: 3+3 > fan-in 4, so each
 	// cluster is its own bin, never 4 + 4 + 1.
-	var fs []File
+	var fs []level.File
 	for c := range 3 {
 		for i := range 3 {
 			fs = append(fs, file("p", c*3+i, 100, 0, int64(c*100+i), int64(c*100+i+5)))
@@ -166,7 +170,7 @@ func TestLevelBinsKeepClustersWhole(t *testing.T) {
 		t.Fatalf("bins %q, want three whole clusters\n%v", kinds(p), p)
 	}
 	for _, b := range p.Bins {
-		if d, _ := Depth(b.Files); d != 3 {
+		if d, _ := level.Depth(b.Files); d != 3 {
 			t.Errorf("bin is not one cluster: %v", b.Files)
 		}
 	}
@@ -174,7 +178,7 @@ func TestLevelBinsKeepClustersWhole(t *testing.T) {
 
 func TestLevelBinsCloseAtTarget(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.TargetBytes[L0] = 1 * mib
+	cfg.TargetBytes[level.L0] = 1 * mib
 	// 12 disjoint 300 KiB files: bins close once they reach 1 MiB (4 files).
 	p := run(cfg, disjoint("p", 12, 300, 0))
 	if kinds(p) != "l0:4,l0:4,l0:4" {
@@ -189,7 +193,7 @@ func TestOversizedClusterBecomesAdjacentBins(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxOverlapDepth = 1000 // keep the depth trigger out of it
 	// A chain: each file overlaps only the next; one cluster of 40 > 32.
-	var fs []File
+	var fs []level.File
 	for i := range 40 {
 		fs = append(fs, file("p", i, 100, 0, int64(i*10), int64(i*10+15)))
 	}
@@ -230,9 +234,9 @@ func TestGenerationCap(t *testing.T) {
 
 func TestDepthTrigger(t *testing.T) {
 	cfg := DefaultConfig()
-	mixed := func(n int) []File {
+	mixed := func(n int) []level.File {
 		// Levels mixed so that no level reaches 8 files.
-		var fs []File
+		var fs []level.File
 		for i := range n {
 			size := []int64{100, 20 << 10, 300 << 10}[i%3]
 			fs = append(fs, file("p", i, size, 0, 0, 10))
@@ -240,7 +244,7 @@ func TestDepthTrigger(t *testing.T) {
 		return fs
 	}
 	// The L2 check would repair the overlapping L2 files; keep it not due.
-	st := State{LastCheck: [NumLevels]time.Time{2: t0}}
+	st := State{LastCheck: [level.NumLevels]time.Time{2: t0}}
 	if p := Plan(cfg, Input{Files: mixed(12), Now: t0, State: st}); len(p.Bins) != 0 {
 		t.Fatalf("depth 12 planned %s", kinds(p))
 	}
@@ -248,7 +252,7 @@ func TestDepthTrigger(t *testing.T) {
 	if kinds(p) != "depth:13" {
 		t.Fatalf("depth 13 planned %q", kinds(p))
 	}
-	if p.Bins[0].Level != L2 {
+	if p.Bins[0].Level != level.L2 {
 		t.Errorf("depth bin level %v, want L2 (highest input)", p.Bins[0].Level)
 	}
 	if p.Depth["p"] != 13 {
@@ -263,7 +267,7 @@ func TestDepthTriggerTakesDeepestClusterOnly(t *testing.T) {
 	for i := range 20 { // a second, deeper cluster later in time
 		fs = append(fs, file("p", 100+i, 100, 0, 1000, 1010))
 	}
-	st := State{LastCheck: [NumLevels]time.Time{2: t0}} // no L2 sweep
+	st := State{LastCheck: [level.NumLevels]time.Time{2: t0}} // no L2 sweep
 	p := Plan(cfg, Input{Files: fs, Now: t0, State: st})
 	if kinds(p) != "depth:20" {
 		t.Fatalf("bins %q, want the deepest cluster (20)", kinds(p))
@@ -277,7 +281,7 @@ func TestDepthBinsObeyFanInAndBudget(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.EligibleFiles = 1000
 	cfg.MaxBinsPerPass = 3
-	var fs []File
+	var fs []level.File
 	for i := range 150 { // a deep, drifting stack
 		fs = append(fs, file("p", i, 100, 0, int64(i), int64(i+60)))
 	}
@@ -286,7 +290,7 @@ func TestDepthBinsObeyFanInAndBudget(t *testing.T) {
 		t.Fatalf("bins %q, want 3 (budget)", kinds(p))
 	}
 	for _, b := range p.Bins {
-		if len(b.Files) > cfg.MaxFanIn || b.Kind != KindDepth {
+		if len(b.Files) > cfg.MaxFanIn || b.Kind != level.KindDepth {
 			t.Fatalf("bad bin %v", b)
 		}
 		for i := 1; i < len(b.Files); i++ {
@@ -298,7 +302,7 @@ func TestDepthBinsObeyFanInAndBudget(t *testing.T) {
 	if len(p.Skipped) == 0 || !strings.Contains(strings.Join(p.Skipped, "\n"), "later pass") {
 		t.Errorf("budget refusal not reported: %v", p.Skipped)
 	}
-	if !p.Next.LastCheck[L0].IsZero() {
+	if !p.Next.LastCheck[level.L0].IsZero() {
 		t.Errorf("starved L0 check marked done")
 	}
 }
@@ -331,24 +335,24 @@ func TestPressureOrdersLevelsAndPartitions(t *testing.T) {
 		t.Fatalf("served %v first, want partition b (20 files)", p.Bins)
 	}
 	// L1 with 16 files beats L0 with 9.
-	var l1 []File
+	var l1 []level.File
 	for i := range 16 {
 		l1 = append(l1, file("c", i, 20<<10, 0, int64(1000+i*10), int64(1010+i*10)))
 	}
 	p = run(cfg, append(disjoint("a", 9, 100, 0), l1...))
-	if len(p.Bins) != 1 || p.Bins[0].Kind != KindL1 {
+	if len(p.Bins) != 1 || p.Bins[0].Kind != level.KindL1 {
 		t.Fatalf("served %s, want l1", kinds(p))
 	}
-	if !p.Next.LastCheck[L1].Equal(t0) || !p.Next.LastCheck[L0].IsZero() {
+	if !p.Next.LastCheck[level.L1].Equal(t0) || !p.Next.LastCheck[level.L0].IsZero() {
 		t.Errorf("next state %+v: L1 served so done, L0 starved so still due", p.Next.LastCheck)
 	}
 }
 
 func TestTerminalOverlapAtL2Check(t *testing.T) {
 	cfg := DefaultConfig()
-	fs := []File{file("p", 0, 300<<10, 3, 0, 100), file("p", 1, 300<<10, 3, 90, 200), file("p", 2, 300<<10, 3, 300, 400)}
+	fs := []level.File{file("p", 0, 300<<10, 3, 0, 100), file("p", 1, 300<<10, 3, 90, 200), file("p", 2, 300<<10, 3, 300, 400)}
 	p := run(cfg, fs)
-	if kinds(p) != "depth:2" || p.Bins[0].Level != L2 {
+	if kinds(p) != "depth:2" || p.Bins[0].Level != level.L2 {
 		t.Fatalf("bins %q, want one L2 overlap bin of 2\n%v", kinds(p), p)
 	}
 	// Not at an L0-only check.
@@ -364,7 +368,7 @@ func TestLegacy(t *testing.T) {
 	cfg.Leveled = false
 	cfg.MaxBinsPerPass = 100
 	cfg.MaxFilesPerPass = 1000
-	big := []File{file("done", 0, 300<<10, 1, 0, 10), file("done", 1, 300<<10, 1, 10, 20)}
+	big := []level.File{file("done", 0, 300<<10, 1, 0, 10), file("done", 1, 300<<10, 1, 10, 20)}
 	fs := append(disjoint("p", 70, 100, 0), big...)
 	p := run(cfg, fs)
 	if kinds(p) != "legacy:23,legacy:23,legacy:24" {
@@ -424,7 +428,7 @@ func TestBackpressureCadence(t *testing.T) {
 					t.Fatalf("throttled pass has %d bins", len(p.Bins))
 				}
 				for _, b := range p.Bins {
-					if b.Kind != KindBackpressureL0 || b.Level != L0 {
+					if b.Kind != level.KindBackpressureL0 || b.Level != level.L0 {
 						t.Fatalf("throttled pass planned %v", b)
 					}
 				}
@@ -471,7 +475,7 @@ func TestPassString(t *testing.T) {
 
 func TestL2CheckSweepsStragglersWithoutTheBigFile(t *testing.T) {
 	cfg := DefaultConfig()
-	fs := []File{file("p", 0, 300<<10, 4, 0, 100)}
+	fs := []level.File{file("p", 0, 300<<10, 4, 0, 100)}
 	for i := range 5 { // late rows that reached the partition after it closed
 		fs = append(fs, file("p", 1+i, 10, 0, int64(90+i), 100))
 	}
@@ -490,21 +494,21 @@ func TestL2CheckSweepsStragglersWithoutTheBigFile(t *testing.T) {
 func TestDepthTriggerPrefersSmallerFiles(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.EligibleFiles = 1000
-	st := State{LastCheck: [NumLevels]time.Time{2: t0}} // no L2 sweep
-	small := stacked("p", 0, 13, 20<<10, 0)             // 13 L1 files: deep enough alone
-	big := stacked("p", 100, 5, 300<<10, 2)             // 5 L2 files on the same instant
+	st := State{LastCheck: [level.NumLevels]time.Time{2: t0}} // no L2 sweep
+	small := stacked("p", 0, 13, 20<<10, 0)                   // 13 L1 files: deep enough alone
+	big := stacked("p", 100, 5, 300<<10, 2)                   // 5 L2 files on the same instant
 	p := Plan(cfg, Input{Files: append(slices.Clone(small), big...), Now: t0, State: st})
-	if kinds(p) != "depth:13" || p.Bins[0].Level != L1 {
+	if kinds(p) != "depth:13" || p.Bins[0].Level != level.L1 {
 		t.Fatalf("bins %q, want the 13 smaller files only\n%v", kinds(p), p)
 	}
 	// With only 12 smaller files the terminal ones are needed: all 17.
 	p = Plan(cfg, Input{Files: append(slices.Clone(small[:12]), big...), Now: t0, State: st})
-	if kinds(p) != "depth:17" || p.Bins[0].Level != L2 {
+	if kinds(p) != "depth:17" || p.Bins[0].Level != level.L2 {
 		t.Fatalf("bins %q, want all 17 files\n%v", kinds(p), p)
 	}
 }
 
-func lateFiles(fs []File) []File {
+func lateFiles(fs []level.File) []level.File {
 	for i := range fs {
 		fs[i].Late = true
 		fs[i].Path = strings.Replace(fs[i].Path, ".parquet", "-late.parquet", 1)
@@ -537,7 +541,7 @@ func TestStreamsPlannedApart(t *testing.T) {
 			fs = lateFiles(fs)
 		}
 		// Only the L0 check (with the depth trigger) is due: the L2 sweep would merge them too.
-		p := Plan(cfg, Input{Files: fs, Now: t0, State: State{LastCheck: [NumLevels]time.Time{{}, t0, t0}}})
+		p := Plan(cfg, Input{Files: fs, Now: t0, State: State{LastCheck: [level.NumLevels]time.Time{{}, t0, t0}}})
 		if got, want := kinds(p), map[bool]string{false: "", true: "depth:7"}[late]; got != want {
 			t.Fatalf("late %v, depth 7: bins %q, want %q\n%v", late, got, want, p)
 		}
@@ -546,7 +550,7 @@ func TestStreamsPlannedApart(t *testing.T) {
 	if d := run(cfg, files).Depth["d"]; d != 16 {
 		t.Fatalf("depth %d, want 16 (both streams)", d)
 	}
-	onlyL0 := State{LastCheck: [NumLevels]time.Time{{}, t0, t0}}
+	onlyL0 := State{LastCheck: [level.NumLevels]time.Time{{}, t0, t0}}
 	// Each stream within its own limit (12 and 6), the table at 18 over the spec's 12: the
 	// stream with more files at the deepest instant is merged.
 	both := append(stacked("d", 0, 12, 100, capped), lateFiles(stacked("d", 100, 6, 100, capped))...)
@@ -556,11 +560,11 @@ func TestStreamsPlannedApart(t *testing.T) {
 	}
 	// The late stream has its L1 and L2 checks too.
 	l1 := lateFiles(disjoint("d", 8, 20<<10, 1))
-	if p := Plan(cfg, Input{Files: l1, Now: t0, State: State{LastCheck: [NumLevels]time.Time{t0, {}, t0}}}); kinds(p) != "l1:8" || !p.Bins[0].Late() {
+	if p := Plan(cfg, Input{Files: l1, Now: t0, State: State{LastCheck: [level.NumLevels]time.Time{t0, {}, t0}}}); kinds(p) != "l1:8" || !p.Bins[0].Late() {
 		t.Fatalf("8 late L1 files at the L1 check: bins %s\n%v", kinds(p), p)
 	}
 	l2 := lateFiles(stacked("d", 0, 2, 300<<10, capped))
-	if p := Plan(cfg, Input{Files: l2, Now: t0, State: State{LastCheck: [NumLevels]time.Time{t0, t0, {}}}}); kinds(p) != "depth:2" || !p.Bins[0].Late() {
+	if p := Plan(cfg, Input{Files: l2, Now: t0, State: State{LastCheck: [level.NumLevels]time.Time{t0, t0, {}}}}); kinds(p) != "depth:2" || !p.Bins[0].Late() {
 		t.Fatalf("2 overlapping late L2 files at the L2 check: bins %s\n%v", kinds(p), p)
 	}
 	// Without LateStream (SIGLAKE_COMPACTOR_SPLIT_SPARSE 0) the streams are one again.

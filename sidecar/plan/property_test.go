@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // propertyCases is the number of random file sets; SIGLAKE_LONG=1 runs more.
@@ -36,13 +38,13 @@ func randomCase(r *rand.Rand) (Config, Input) {
 	cfg.BackpressureCompactEvery = r.IntN(6)
 	cfg.BackpressureMaxBins = 1 + r.IntN(3)
 	if r.IntN(10) == 0 {
-		cfg.TargetBytes[L0] = int64(1+r.IntN(64)) * mib
+		cfg.TargetBytes[level.L0] = int64(1+r.IntN(64)) * mib
 	}
 	if r.IntN(20) == 0 {
 		cfg.ReclusterInterval = 0
 	}
 
-	var files []File
+	var files []level.File
 	nParts := 1 + r.IntN(4)
 	for p := range nParts {
 		part := fmt.Sprintf("day=%d", p)
@@ -60,7 +62,7 @@ func randomCase(r *rand.Rand) (Config, Input) {
 				lo, hi = t, t+r.Int64N(10e6)
 			}
 			size := int64(math.Exp(r.Float64()*math.Log(2<<30))) + 1 // log-uniform up to 2 GiB
-			files = append(files, File{
+			files = append(files, level.File{
 				Path:      part + "/" + strconv.Itoa(i),
 				Partition: part, SizeBytes: size, Generation: r.IntN(10),
 				MinTime: lo, MaxTime: hi, Rows: size / 100, Late: r.IntN(4) == 0,
@@ -92,7 +94,7 @@ func randomCase(r *rand.Rand) (Config, Input) {
 
 func TestPlannerProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 7))
-	counts := map[Kind]int{}
+	counts := map[level.Kind]int{}
 	cappedInDepth := 0
 	for iter := range propertyCases() {
 		cfg, in := randomCase(r)
@@ -103,7 +105,7 @@ func TestPlannerProperties(t *testing.T) {
 		for _, b := range p.Bins {
 			counts[b.Kind]++
 			for _, f := range b.Files {
-				if b.Kind == KindDepth && cfg.LevelCapped(f.Generation) {
+				if b.Kind == level.KindDepth && cfg.LevelCapped(f.Generation) {
 					cappedInDepth++
 				}
 			}
@@ -118,7 +120,7 @@ func TestPlannerProperties(t *testing.T) {
 		}
 	}
 	// The generator must exercise every kind, or the properties prove little.
-	for k := KindL0; k <= KindBackpressureL0; k++ {
+	for k := level.KindL0; k <= level.KindBackpressureL0; k++ {
 		if counts[k] == 0 {
 			t.Errorf("no %v bin in %d random cases", k, propertyCases())
 		}
@@ -134,7 +136,7 @@ func checkPass(cfg Config, in Input, p Pass) error {
 	if err := checkTimeLimit(cfg, in, p); err != nil {
 		return err
 	}
-	byPath := map[string]File{}
+	byPath := map[string]level.File{}
 	for _, f := range in.Files {
 		byPath[f.Path] = f
 	}
@@ -210,10 +212,10 @@ func checkPass(cfg Config, in Input, p Pass) error {
 			return fmt.Errorf("bin %d: late %v, reason %q", bi, b.Late(), b.Reason)
 		}
 		switch b.Kind {
-		case KindL0, KindL1, KindBackpressureL0:
-			want := L0
-			if b.Kind == KindL1 {
-				want = L1
+		case level.KindL0, level.KindL1, level.KindBackpressureL0:
+			want := level.L0
+			if b.Kind == level.KindL1 {
+				want = level.L1
 			}
 			for _, f := range b.Files {
 				if cfg.LevelOf(f.SizeBytes) != want || cfg.LevelCapped(f.Generation) {
@@ -221,11 +223,11 @@ func checkPass(cfg Config, in Input, p Pass) error {
 				}
 				levelBinOf[f.Path] = bi
 			}
-		case KindLegacy:
+		case level.KindLegacy:
 			if cfg.Leveled {
 				return fmt.Errorf("legacy bin in leveled mode")
 			}
-		case KindDepth:
+		case level.KindDepth:
 			if !cfg.Leveled && p.Decision != DecisionThrottledBackpressure {
 				return fmt.Errorf("depth bin in legacy mode")
 			}
@@ -233,16 +235,16 @@ func checkPass(cfg Config, in Input, p Pass) error {
 		if p.Decision == DecisionThrottledBackpressure {
 			// The restricted pass considers L0 files only; an L0 cluster
 			// too large for one bin goes as time-adjacent depth bins.
-			if b.Kind != KindBackpressureL0 && b.Kind != KindDepth {
+			if b.Kind != level.KindBackpressureL0 && b.Kind != level.KindDepth {
 				return fmt.Errorf("throttled pass planned a %v bin", b.Kind)
 			}
 			for _, f := range b.Files {
-				if cfg.LevelOf(f.SizeBytes) != L0 || cfg.LevelCapped(f.Generation) {
+				if cfg.LevelOf(f.SizeBytes) != level.L0 || cfg.LevelCapped(f.Generation) {
 					return fmt.Errorf("throttled pass took %v", f)
 				}
 			}
 		}
-		if !cfg.Leveled && p.Decision == DecisionRun && b.Kind != KindLegacy {
+		if !cfg.Leveled && p.Decision == DecisionRun && b.Kind != level.KindLegacy {
 			return fmt.Errorf("legacy mode planned a %v bin", b.Kind)
 		}
 	}
@@ -251,10 +253,10 @@ func checkPass(cfg Config, in Input, p Pass) error {
 	// level bins or entirely inside one of them.
 	type key struct {
 		part string
-		l    Level
+		l    level.Level
 		late bool // each stream is a pool of its own (File.Late)
 	}
-	pools := map[key][]File{}
+	pools := map[key][]level.File{}
 	for _, f := range in.Files {
 		if f.MinTime > f.MaxTime || cfg.LevelCapped(f.Generation) {
 			continue
@@ -263,7 +265,7 @@ func checkPass(cfg Config, in Input, p Pass) error {
 		pools[k] = append(pools[k], f)
 	}
 	for k, pool := range pools {
-		for _, c := range Clusters(pool) {
+		for _, c := range level.Clusters(pool) {
 			bin, inBin := -1, 0
 			for _, f := range c {
 				if bi, ok := levelBinOf[f.Path]; ok {
@@ -318,13 +320,13 @@ func TestLegacyCoversWholePartitions(t *testing.T) {
 		p := Plan(cfg, in)
 		covered := map[string]int{}
 		for _, b := range p.Bins {
-			if b.Kind != KindLegacy {
+			if b.Kind != level.KindLegacy {
 				t.Fatalf("case %d: %v bin in legacy mode", iter, b.Kind)
 			}
 			covered[b.Partition] += len(b.Files)
 		}
-		for part, fs := range byPartition(in.Files) {
-			d, _ := Depth(fs)
+		for part, fs := range level.ByPartition(in.Files) {
+			d, _ := level.Depth(fs)
 			small := 0
 			for _, f := range fs {
 				if f.SizeBytes < cfg.L1MinBytes {
@@ -350,30 +352,30 @@ func TestLegacyCoversWholePartitions(t *testing.T) {
 // what the level rules and the depth trigger leave).
 func TestRepeatedPassesConverge(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
-	sets := map[string][]File{}
+	sets := map[string][]level.File{}
 	// 20 pods x 12 commits: every commit window overlaps the next a little
 	// and every pod's file of a window overlaps the other pods'.
 	for w := range 12 {
 		for pod := range 20 {
-			sets["ingest"] = append(sets["ingest"], File{
+			sets["ingest"] = append(sets["ingest"], level.File{
 				Path: fmt.Sprintf("w%02d-p%02d", w, pod), Partition: "p", SizeBytes: 200 * kib,
 				MinTime: int64(w)*10e6 - int64(pod)*1e5, MaxTime: int64(w+1)*10e6 + int64(pod)*1e5, Rows: 1000,
 			})
 		}
 	}
 	for i := range 200 {
-		sets["stacked"] = append(sets["stacked"], File{Path: fmt.Sprint("s", i), Partition: "p",
+		sets["stacked"] = append(sets["stacked"], level.File{Path: fmt.Sprint("s", i), Partition: "p",
 			SizeBytes: 100 * kib, MinTime: 0, MaxTime: 60e6, Rows: 500})
 		lo := r.Int64N(600e6)
-		sets["random"] = append(sets["random"], File{Path: fmt.Sprint("r", i), Partition: "p",
+		sets["random"] = append(sets["random"], level.File{Path: fmt.Sprint("r", i), Partition: "p",
 			SizeBytes: 100*kib + r.Int64N(4<<20), MinTime: lo, MaxTime: lo + r.Int64N(120e6), Rows: 500})
 		// Late tails: each file reaches back up to 5 minutes.
 		end := int64(i) * 5e6
-		sets["late"] = append(sets["late"], File{Path: fmt.Sprint("l", i), Partition: "p",
+		sets["late"] = append(sets["late"], level.File{Path: fmt.Sprint("l", i), Partition: "p",
 			SizeBytes: 1 << 20, MinTime: end - 5e6 - r.Int64N(300e6), MaxTime: end, Rows: 5000})
 		// Two streams: on-time files of 5 s and late files reaching back up to 5 minutes,
 		// overlapping each other everywhere.
-		f := File{Path: fmt.Sprint("t", i), Partition: "p", SizeBytes: 1 << 20, MinTime: end - 5e6, MaxTime: end, Rows: 5000}
+		f := level.File{Path: fmt.Sprint("t", i), Partition: "p", SizeBytes: 1 << 20, MinTime: end - 5e6, MaxTime: end, Rows: 5000}
 		if i%3 == 0 {
 			f.Path, f.MinTime, f.Late = fmt.Sprint("tl", i), end-5e6-r.Int64N(300e6), true
 		}
@@ -388,10 +390,10 @@ func TestRepeatedPassesConverge(t *testing.T) {
 			p := Plan(cfg, Input{Files: files, Now: now, State: st})
 			st = p.Next
 			files, seq = applyIdeal(files, p.Bins, seq)
-			d, _ := Depth(files)
+			d, _ := level.Depth(files)
 			l0 := 0
 			for _, f := range files {
-				if cfg.LevelOf(f.SizeBytes) == L0 {
+				if cfg.LevelOf(f.SizeBytes) == level.L0 {
 					l0++
 				}
 			}
@@ -406,7 +408,7 @@ func TestRepeatedPassesConverge(t *testing.T) {
 			now = now.Add(10 * time.Second)
 		}
 		if !converged {
-			d, _ := Depth(files)
+			d, _ := level.Depth(files)
 			t.Errorf("%s: no convergence in two hours: %d files, depth %d", name, len(files), d)
 		}
 	}
@@ -414,9 +416,9 @@ func TestRepeatedPassesConverge(t *testing.T) {
 
 // applyIdeal replaces each bin's files by outputs that split the bin's time
 // span evenly into ceil(bytes/target) time-disjoint files.
-func applyIdeal(files []File, bins []Bin, seq int) ([]File, int) {
+func applyIdeal(files []level.File, bins []level.Bin, seq int) ([]level.File, int) {
 	gone := map[string]bool{}
-	var outs []File
+	var outs []level.File
 	for _, b := range bins {
 		lo, hi := b.Files[0].MinTime, b.Files[0].MaxTime
 		var rows int64
@@ -431,7 +433,7 @@ func applyIdeal(files []File, bins []Bin, seq int) ([]File, int) {
 			seq++
 			from := lo + span*i/n
 			to := lo + span*(i+1)/n - 1
-			outs = append(outs, File{
+			outs = append(outs, level.File{
 				Path: fmt.Sprintf("out-%d", seq), Partition: b.Partition, SizeBytes: b.EstimatedBytes / n,
 				Generation: b.OutputGeneration(), MinTime: from, MaxTime: to, Rows: rows / n, Late: b.Late(),
 			})
@@ -461,7 +463,7 @@ func checkTimeLimit(cfg Config, in Input, p Pass) error {
 		}
 		return nil
 	}
-	if want := cfg.sane().CheckInterval[L0]; p.TimeLimit != want {
+	if want := cfg.sane().CheckInterval[level.L0]; p.TimeLimit != want {
 		return fmt.Errorf("time limit %v, want %v", p.TimeLimit, want)
 	}
 	allowed := 0

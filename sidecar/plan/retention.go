@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"sort"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // RetentionCutoffs are a table's retention cutoffs at one instant, in microseconds of the
@@ -57,7 +59,7 @@ func (p RetentionPath) MarshalText() ([]byte, error) { return []byte(p.String())
 
 // RetentionPick is the decision for one live file, with a reason for status pages.
 type RetentionPick struct {
-	File   File
+	File   level.File
 	Path   RetentionPath
 	Reason string
 }
@@ -80,13 +82,13 @@ type RetentionPlan struct {
 // and are rewritten, oldest first, inside the caps. mayHold, when set, rules out rewrite
 // candidates that scan planning proved hold no row of a class past its cutoff (column bounds).
 // Pure: the same files and cutoffs give the same plan.
-func PlanRetention(files []File, c RetentionCutoffs, caps RetentionCaps, mayHold func(path string) bool) RetentionPlan {
+func PlanRetention(files []level.File, c RetentionCutoffs, caps RetentionCaps, mayHold func(path string) bool) RetentionPlan {
 	var p RetentionPlan
 	if c.Latest == nil {
 		return p
 	}
-	whole := func(f File) bool { return c.Whole != nil && f.MaxTime < *c.Whole }
-	parts := map[string][]File{}
+	whole := func(f level.File) bool { return c.Whole != nil && f.MaxTime < *c.Whole }
+	parts := map[string][]level.File{}
 	var order []string
 	for _, f := range files {
 		if _, ok := parts[f.Partition]; !ok {
@@ -95,7 +97,7 @@ func PlanRetention(files []File, c RetentionCutoffs, caps RetentionCaps, mayHold
 		parts[f.Partition] = append(parts[f.Partition], f)
 	}
 	sort.Strings(order)
-	var single, rewrite []File
+	var single, rewrite []level.File
 	for _, part := range order {
 		fs := parts[part]
 		all := true

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"testing"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // TestPlanRetention: partitions whose every file is past the whole cutoff drop as partitions,
@@ -11,10 +13,10 @@ import (
 // cutoff (a class kept for ever) nothing drops.
 func TestPlanRetention(t *testing.T) {
 	c := func(v int64) *int64 { return &v }
-	f := func(part string, min, max, size int64) File {
-		return File{Path: fmt.Sprintf("%s/%d-%d", part, min, max), Partition: part, MinTime: min, MaxTime: max, SizeBytes: size}
+	f := func(part string, min, max, size int64) level.File {
+		return level.File{Path: fmt.Sprintf("%s/%d-%d", part, min, max), Partition: part, MinTime: min, MaxTime: max, SizeBytes: size}
 	}
-	files := []File{
+	files := []level.File{
 		f("d1", 0, 9, 10), f("d1", 5, 19, 10), // d1 wholly before 20: a partition drop
 		f("d2", 10, 15, 10), f("d2", 30, 40, 10), // d2: one file drops, one straddles the latest cutoff
 		f("d3", 36, 50, 10), // newer than the latest cutoff: untouched

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"math"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // TableInput is everything the pass of one table looks at: the level planner's input and, for a
@@ -30,7 +32,7 @@ type Work struct {
 }
 
 // Add counts bins.
-func (w *Work) Add(bins ...Bin) {
+func (w *Work) Add(bins ...level.Bin) {
 	for _, b := range bins {
 		w.Bins++
 		w.Bytes += b.EstimatedBytes
@@ -119,12 +121,12 @@ func rewritesRun(cfg Config, in Input) bool {
 // foldBins picks a rollup table's fold bins within the pass's budget: the bins that fit, the ones
 // deferred for budget (outstanding work, run first by a later pass), and the files neither holds,
 // for the level checks.
-func foldBins(cfg Config, in FoldInput, files []File) (bins, deferred []Bin, rest []File) {
+func foldBins(cfg Config, in FoldInput, files []level.File) (bins, deferred []level.Bin, rest []level.File) {
 	minFiles := in.MinFiles
 	if minFiles <= 0 {
 		minFiles = cfg.EligibleFiles
 	}
-	fb := PlanFold(FoldConfig{MinFiles: minFiles, MaxFanIn: cfg.MaxFanIn, TargetBytes: cfg.TargetBytes[L0]}, in.Files, in.Cut, nil)
+	fb := PlanFold(FoldConfig{MinFiles: minFiles, MaxFanIn: cfg.MaxFanIn, TargetBytes: cfg.TargetBytes[level.L0]}, in.Files, in.Cut, nil)
 	if len(fb) == 0 {
 		return nil, nil, files
 	}
@@ -141,7 +143,7 @@ func foldBins(cfg Config, in FoldInput, files []File) (bins, deferred []Bin, res
 			taken[f.Path] = true
 		}
 	}
-	return bins, deferred, untaken(files, taken)
+	return bins, deferred, level.Untaken(files, taken)
 }
 
 // outstanding is the work due now (TablePass.Outstanding): the same table's pass with the

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // randomTable is randomCase with, for every other case, a rollup table's fold view: files folded
@@ -72,17 +74,17 @@ func TestTablePassProperties(t *testing.T) {
 			t.Fatalf("case %d: the same input planned two passes:\n%v\n---\n%v", iter, p.Pass, q.Pass)
 		}
 		for _, b := range p.Bins {
-			if b.Kind == KindFold {
+			if b.Kind == level.KindFold {
 				folds++
 			} else {
 				levels++
 			}
 		}
-		if p.TimeLimit > 0 && len(p.Bins) > 2 && p.Bins[0].Kind == KindFold && p.Bins[len(p.Bins)-1].Kind != KindFold {
+		if p.TimeLimit > 0 && len(p.Bins) > 2 && p.Bins[0].Kind == level.KindFold && p.Bins[len(p.Bins)-1].Kind != level.KindFold {
 			timedBoth++
 		}
 		for _, b := range p.Deferred {
-			if b.Kind == KindFold {
+			if b.Kind == level.KindFold {
 				deferredFolds++
 			}
 		}
@@ -100,7 +102,7 @@ func checkTablePass(cfg Config, in TableInput, p TablePass) error {
 	if err := checkBudget(cfg, in, p); err != nil {
 		return err
 	}
-	for _, b := range append(append([]Bin{}, p.Bins...), p.Deferred...) {
+	for _, b := range append(append([]level.Bin{}, p.Bins...), p.Deferred...) {
 		if strings.TrimSpace(b.Reason) == "" {
 			return fmt.Errorf("bin without a reason: %v", b)
 		}
@@ -153,14 +155,14 @@ func checkBudget(cfg Config, in TableInput, p TablePass) error {
 // in PlanFold's order while they fit the budget and deferred when they do not (the fold share),
 // and none is planned otherwise; an ordinary table has none.
 func checkFoldShare(cfg Config, in TableInput, p TablePass) error {
-	var want, wantDeferred []Bin
+	var want, wantDeferred []level.Bin
 	if in.Fold != nil && rewritesRun(cfg, in.Input) {
 		minFiles := in.Fold.MinFiles
 		if minFiles <= 0 {
 			minFiles = cfg.EligibleFiles
 		}
 		bins, files := cfg.MaxBinsPerPass, cfg.MaxFilesPerPass
-		for _, f := range PlanFold(FoldConfig{MinFiles: minFiles, MaxFanIn: cfg.MaxFanIn, TargetBytes: cfg.TargetBytes[L0]}, in.Fold.Files, in.Fold.Cut, nil) {
+		for _, f := range PlanFold(FoldConfig{MinFiles: minFiles, MaxFanIn: cfg.MaxFanIn, TargetBytes: cfg.TargetBytes[level.L0]}, in.Fold.Files, in.Fold.Cut, nil) {
 			if bins >= 1 && len(f.Files) <= files {
 				bins, files = bins-1, files-len(f.Files)
 				want = append(want, f.Bin)
@@ -169,9 +171,9 @@ func checkFoldShare(cfg Config, in TableInput, p TablePass) error {
 			}
 		}
 	}
-	var got, gotDeferred []Bin
+	var got, gotDeferred []level.Bin
 	for i, b := range p.Bins {
-		if b.Kind != KindFold {
+		if b.Kind != level.KindFold {
 			continue
 		}
 		if i != len(got) {
@@ -180,7 +182,7 @@ func checkFoldShare(cfg Config, in TableInput, p TablePass) error {
 		got = append(got, b)
 	}
 	for _, b := range p.Deferred {
-		if b.Kind == KindFold {
+		if b.Kind == level.KindFold {
 			gotDeferred = append(gotDeferred, b)
 		}
 	}
@@ -204,14 +206,14 @@ func checkTableTime(cfg Config, in TableInput, p TablePass) error {
 	if in.State.TimeLimitedPasses >= largeBinWait {
 		allowed = 1
 	}
-	sum, past, level := in.TimeSpent, 0, 0
+	sum, past, levelBins := in.TimeSpent, 0, 0
 	for _, b := range p.Bins {
 		est := in.Rewriter.Estimate(b.EstimatedBytes)
-		if b.Kind != KindFold {
-			if level > 0 && sum+est > p.TimeLimit {
+		if b.Kind != level.KindFold {
+			if levelBins > 0 && sum+est > p.TimeLimit {
 				past++
 			}
-			level++
+			levelBins++
 		}
 		sum += est
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // rateOf is a rewriter that took fixed plus bytes at perSec for rewrites
@@ -19,7 +21,7 @@ func rateOf(fixed time.Duration, perSec float64) RewriteRate {
 // timeLimitCase is a partition of fresh small files, which score high, and
 // one of overlapping terminal files, whose depth rewrite takes a 100 MB/s
 // rewriter far longer than one L0 check interval (10 s).
-func timeLimitCase() []File {
+func timeLimitCase() []level.File {
 	files := stacked("a", 0, 20, 1024, 0)
 	return append(files, stacked("b", 100, 14, 300*1024, 1)...)
 }
@@ -53,7 +55,7 @@ func TestPassTimeLimit(t *testing.T) {
 	ranAt := -1
 	for i := range largeBinWait + 2 {
 		p := Plan(cfg, Input{Files: files, Now: t0.Add(time.Duration(i) * 10 * time.Second), State: st, Rewriter: rate, RewriterBusy: 1})
-		if p.TimeLimit != cfg.CheckInterval[L0] {
+		if p.TimeLimit != cfg.CheckInterval[level.L0] {
 			t.Fatalf("pass %d: time limit %v, want the L0 check interval", i, p.TimeLimit)
 		}
 		if binBytes(p, "a") == 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/retention/pending"
 )
 
@@ -95,7 +96,7 @@ func (m *removal) commitDrop(ctx context.Context, old []iceberg.DataFile, paths 
 	entry := pending.New(m.Now(), d.bytes)
 	d.pendingID = entry.ID
 	var list string
-	props := iceberg.Properties{tableprops.SumRewriteKind: plan.KindRetention.String(), tableprops.SumRetentionFiles: strconv.Itoa(len(old)),
+	props := iceberg.Properties{tableprops.SumRewriteKind: level.KindRetention.String(), tableprops.SumRetentionFiles: strconv.Itoa(len(old)),
 		tableprops.SumRetentionRows: strconv.FormatInt(d.rows, 10), tableprops.SumRetentionPending: entry.ID}
 	cr, err := m.Lake.CommitReplace(ctx, m.rep.Table, old, nil, props, func(cur *table.Table, txn *table.Transaction) error {
 		entry.After(cur)

@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/retention/pending"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
@@ -262,9 +263,9 @@ func (r *Runner) remove(ctx context.Context, t *table.Table, o Options, rep *Rep
 	if err != nil {
 		return err
 	}
-	pfs := make([]plan.File, len(m.files))
+	pfs := make([]level.File, len(m.files))
 	for i, f := range m.files {
-		pfs[i] = plan.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, Late: f.Late, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
+		pfs[i] = level.File{Path: f.Path, Partition: f.Partition, SizeBytes: f.Size, Generation: f.Generation, Late: f.Late, MinTime: f.MinTime, MaxTime: f.MaxTime, Rows: f.Rows}
 	}
 	rp := plan.PlanRetention(pfs, cut, plan.RetentionCaps{MaxFiles: r.Cfg.MaxFiles, MaxBytes: r.Cfg.MaxBytes, NoCaps: o.NoCaps}, mayHold)
 	rep.Capped = len(rp.Capped)
@@ -504,7 +505,7 @@ func (r *Runner) oldest(ctx context.Context, name string, rep *Report) error {
 func (m *removal) rewrite(ctx context.Context, pick plan.RetentionPick) error {
 	f := m.live[pick.File.Path]
 	pk := Pick{Path: f.Path, Partition: f.Partition, Action: pick.Path.String(), Bytes: f.Size, Rows: f.Rows, Reason: pick.Reason}
-	rd := filtered.Read{Kind: plan.KindRetention.String(), File: f, Filter: m.filter}
+	rd := filtered.Read{Kind: level.KindRetention.String(), File: f, Filter: m.filter}
 	per, err := m.Count(ctx, m.src, rd, m.o.Apply)
 	if err != nil {
 		pk.Result = "failed: " + err.Error()

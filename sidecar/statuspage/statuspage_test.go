@@ -16,13 +16,14 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
+	planlevel "github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/retention"
 )
 
 var t0 = time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 
 // partition builds a partition through maintain.Partitions, as the maintenance loop does.
-func partition(t *testing.T, name string, files []plan.File) maintain.Partition {
+func partition(t *testing.T, name string, files []planlevel.File) maintain.Partition {
 	t.Helper()
 	for i := range files {
 		files[i].Partition = name
@@ -34,8 +35,8 @@ func partition(t *testing.T, name string, files []plan.File) maintain.Partition 
 	return parts[0]
 }
 
-func span(path string, from, to time.Duration, gen int, size int64) plan.File {
-	return plan.File{Path: path, SizeBytes: size, Generation: gen, Rows: 100,
+func span(path string, from, to time.Duration, gen int, size int64) planlevel.File {
+	return planlevel.File{Path: path, SizeBytes: size, Generation: gen, Rows: 100,
 		MinTime: t0.Add(from).UnixMicro(), MaxTime: t0.Add(to).UnixMicro()}
 }
 
@@ -45,7 +46,7 @@ var fileRect = regexp.MustCompile(`<rect class="file" data-level="([^"]*)" data-
 // and sized by its time range on the partition's axis; the whole picture is well-formed XML.
 func TestTimelineShapesMatchFiles(t *testing.T) {
 	cfg := plan.DefaultConfig()
-	files := []plan.File{
+	files := []planlevel.File{
 		span("a.parquet", 0, 10*time.Minute, 0, 1<<20),
 		span("b.parquet", 5*time.Minute, 15*time.Minute, 1, cfg.L1MinBytes),
 		span("c.parquet", 20*time.Minute, 40*time.Minute, 2, cfg.L2MinBytes),
@@ -80,7 +81,7 @@ func TestTimelineShapesMatchFiles(t *testing.T) {
 	if !strings.Contains(svg, "overlap depth 2 in 2 clusters") {
 		t.Errorf("the panel does not state depth and clusters from maintain.Partitions:\n%s", svg)
 	}
-	doc := TimelineSVG("siglake.events", []maintain.Partition{p, partition(t, "2026-12-04", []plan.File{span("d.parquet", 0, time.Hour, 0, 1)})})
+	doc := TimelineSVG("siglake.events", []maintain.Partition{p, partition(t, "2026-12-04", []planlevel.File{span("d.parquet", 0, time.Hour, 0, 1)})})
 	if n := len(fileRect.FindAllString(doc, -1)); n != 4 {
 		t.Errorf("the document has %d file shapes, want 4", n)
 	}
@@ -92,7 +93,7 @@ func TestTimelineShapesMatchFiles(t *testing.T) {
 // TestTimelineCapsAndEmpty: a partition whose files were capped says how many are not drawn; an
 // empty one and a partition whose files all share one instant still draw.
 func TestTimelineCapsAndEmpty(t *testing.T) {
-	p := partition(t, "p", []plan.File{span("a", 0, 0, 0, 1), span("b", 0, 0, 0, 1)})
+	p := partition(t, "p", []planlevel.File{span("a", 0, 0, 0, 1), span("b", 0, 0, 0, 1)})
 	p.Omitted = 7
 	svg := partitionSVG(p)
 	if !strings.Contains(svg, "9 files, 7 more not drawn") || len(fileRect.FindAllString(svg, -1)) != 2 {
@@ -114,7 +115,7 @@ func TestTimelineCapsAndEmpty(t *testing.T) {
 // are text, never markup, on every page and in the standalone SVG.
 func TestPagesEscapeHostileValues(t *testing.T) {
 	const evil = `<script>alert(1)</script><img src=x onerror=alert(2)>"'&`
-	p := partition(t, "2026-12-03"+evil, []plan.File{span("s3://lake/"+evil+".parquet", 0, time.Minute, 0, 1)})
+	p := partition(t, "2026-12-03"+evil, []planlevel.File{span("s3://lake/"+evil+".parquet", 0, time.Minute, 0, 1)})
 	now := t0.Add(time.Hour)
 	r := Report{Node: "pod" + evil, Role: "all", Version: evil, StartedAt: t0, Now: now, CatalogReady: true, CatalogID: evil,
 		Members: []Member{{Name: evil, Addr: evil, State: "alive", Roles: []string{evil}, Catalog: evil}},
@@ -247,7 +248,7 @@ func TestIndexShowsUncleanStop(t *testing.T) {
 // maxPagePartitions, newest first, and a summary line with a link for each other one, so the page
 // stays small; ?partition= draws just that one.
 func TestTablePageBoundsPartitions(t *testing.T) {
-	var files []plan.File
+	var files []planlevel.File
 	for i := 0; i < 10000; i++ {
 		f := span(fmt.Sprintf("f%05d.parquet", i), 0, time.Minute, 0, 1<<20)
 		f.Partition = fmt.Sprintf("p%05d", i)
@@ -288,7 +289,7 @@ func TestTablePageBoundsPartitions(t *testing.T) {
 // TestTimelineSVGWithControlCharacters: a control character in a table or partition name (which
 // html.EscapeString keeps) still makes a well-formed standalone SVG.
 func TestTimelineSVGWithControlCharacters(t *testing.T) {
-	p := partition(t, "day\x01\x1b", []plan.File{span("a.parquet", 0, time.Minute, 0, 1<<20)})
+	p := partition(t, "day\x01\x1b", []planlevel.File{span("a.parquet", 0, time.Minute, 0, 1<<20)})
 	doc := TimelineSVG("table ev\x00ents\x07", []maintain.Partition{p})
 	var v struct{}
 	if err := xml.Unmarshal([]byte(doc), &v); err != nil {

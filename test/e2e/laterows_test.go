@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/rowsum"
 )
 
@@ -17,7 +18,7 @@ type lateRowsResult struct {
 	split              string
 	depthP50, depthMax int
 	samples            int
-	files              [plan.NumLevels]int
+	files              [level.NumLevels]int
 	lateFiles          int   // live files of the late stream (merge.ParseLate)
 	wideRows, rows     int64 // rows in live files wider than the run plus 2 min, and all rows
 	rewrites           float64

@@ -10,6 +10,7 @@ import (
 	mergedensity "github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // Measured CPU seconds per MB of Parquet input (docs/benchmarks.md, "Splice"): k-way on the
@@ -73,8 +74,8 @@ func TestAbsorbScenarios(t *testing.T) {
 
 // TestRowGroupRowsMatchesMerge: the planner's splice cost model counts merge's row groups.
 func TestRowGroupRowsMatchesMerge(t *testing.T) {
-	if plan.RowGroupRows != writer.DefaultRowGroupRows || plan.RowGroupRows/2 != merge.DefaultSpliceMinRows {
+	if level.RowGroupRows != writer.DefaultRowGroupRows || level.RowGroupRows/2 != merge.DefaultSpliceMinRows {
 		t.Fatalf("plan.RowGroupRows %d, writer.DefaultRowGroupRows %d, merge.DefaultSpliceMinRows %d",
-			plan.RowGroupRows, writer.DefaultRowGroupRows, merge.DefaultSpliceMinRows)
+			level.RowGroupRows, writer.DefaultRowGroupRows, merge.DefaultSpliceMinRows)
 	}
 }

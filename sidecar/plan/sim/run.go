@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // Sample is the table at one instant of simulated time.
@@ -21,7 +22,7 @@ type Sample struct {
 	// SettledDepth counts only files whose newest row is SettledAfter old.
 	SettledDepth int
 	Files        int
-	Levels       [plan.NumLevels]int
+	Levels       [level.NumLevels]int
 	// BacklogSeconds is rewrite work planned but not yet committed.
 	BacklogSeconds float64
 }
@@ -48,7 +49,7 @@ type Result struct {
 	SettledDepthMax, SettledDepthP50 int
 	FilesMax, FilesP50, FilesFinal   int
 	// FinalLevels is the live file count per level at the end.
-	FinalLevels       [plan.NumLevels]int
+	FinalLevels       [level.NumLevels]int
 	BacklogMaxSeconds float64
 	// BusyFraction is the share of time the rewriter was working.
 	BusyFraction float64
@@ -86,13 +87,13 @@ func (r Result) waByKind() string {
 }
 
 type simFile struct {
-	plan.File
+	level.File
 	pieces []piece
 	dead   bool // rewritten away; its partition's sorted list drops it at its next rebuild
 }
 
 type pending struct {
-	bin  plan.Bin
+	bin  level.Bin
 	done int64 // completion time, µs
 	took int64 // duration, µs
 	// copied is what the splice model copied of it: the maintainer's
@@ -109,13 +110,13 @@ type partState struct {
 	depth   int
 	settled int
 	newest  int64 // largest MaxTime of its files
-	levels  [plan.NumLevels]int
+	levels  [level.NumLevels]int
 	// list is the partition's files in time order for the planner's input,
 	// rebuilt only when listDirty: between passes most partitions do not
 	// change, and the planner's sorts run in linear time on sorted runs.
 	// order holds the same files; a rebuild drops the dead ones and merges
 	// in added, sorted, rather than sorting the partition again.
-	list      []plan.File
+	list      []level.File
 	order     []*simFile
 	added     []*simFile
 	listDirty bool
@@ -295,7 +296,7 @@ func (w *world) add(part int64, gen int, late bool, ps []piece) *simFile {
 		return nil
 	}
 	w.seq++
-	f := &simFile{File: plan.File{
+	f := &simFile{File: level.File{
 		Path:      "f" + strconv.Itoa(w.seq),
 		Partition: "h" + strconv.FormatInt(part, 10),
 		SizeBytes: int64(math.Round(bytes)), Generation: gen,
@@ -317,13 +318,13 @@ func (w *world) add(part int64, gen int, late bool, ps []piece) *simFile {
 // partition's in time order: the planner's passes do not depend on the order
 // of its input (a property test holds it to that), but grouped and sorted
 // runs make its grouping and sorts cheap over the legacy strategy's many files.
-func (w *world) live() []plan.File {
+func (w *world) live() []level.File {
 	keys := make([]string, 0, len(w.parts))
 	for k := range w.parts {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([]plan.File, 0, len(w.files))
+	out := make([]level.File, 0, len(w.files))
 	for _, k := range keys {
 		out = append(out, w.parts[k].sorted()...)
 	}
@@ -331,7 +332,7 @@ func (w *world) live() []plan.File {
 }
 
 // sorted returns the partition's files in time order (list).
-func (pt *partState) sorted() []plan.File {
+func (pt *partState) sorted() []level.File {
 	if !pt.listDirty {
 		return pt.list
 	}
@@ -377,7 +378,7 @@ func byTime(a, b *simFile) int {
 // SpliceMinBytes. 0 when the scenario has no splice. Optimistic: it credits
 // a copy to any bin with copyable bytes, where merge.ChoosePath splices only
 // a bin that does not fit in memory and is at least half copyable.
-func (w *world) spliceBytes(b plan.Bin) float64 {
+func (w *world) spliceBytes(b level.Bin) float64 {
 	if w.s.SpliceBytesPerSec <= 0 || len(b.Files) == 0 {
 		return 0
 	}
@@ -429,7 +430,7 @@ func mergeRanges(rs []piece) []piece {
 
 // apply performs an ideal rewrite: the bin's rows, sorted by time, are cut
 // into ceil(bytes/target) outputs of equal bytes, pairwise time-disjoint.
-func (w *world) apply(b plan.Bin) {
+func (w *world) apply(b level.Bin) {
 	var ins []piece
 	part := int64(0)
 	for _, f := range b.Files {
@@ -675,14 +676,14 @@ func compact(ps []piece) []piece {
 func (w *world) sample(now int64) {
 	s := Sample{At: time.Duration(now) * time.Microsecond, Files: len(w.files)}
 	cutoff := now - w.s.SettledAfter.Microseconds()
-	var settled []plan.File
+	var settled []level.File
 	for _, pt := range w.parts {
 		// A partition's settled set changes when its files change or when
 		// one of its files may have crossed the cutoff since last time.
 		if pt.dirty || pt.newest >= cutoff-w.s.SampleEvery.Microseconds() {
 			settled = settled[:0]
 			pt.newest = math.MinInt64
-			pt.levels = [plan.NumLevels]int{}
+			pt.levels = [level.NumLevels]int{}
 			fs := pt.sorted() // time order: the depths' sorts run on sorted starts
 			for _, f := range fs {
 				pt.levels[w.cfg.LevelOf(f.SizeBytes)]++
@@ -691,8 +692,8 @@ func (w *world) sample(now int64) {
 					settled = append(settled, f)
 				}
 			}
-			pt.depth, _ = plan.Depth(fs)
-			pt.settled, _ = plan.Depth(settled)
+			pt.depth, _ = level.Depth(fs)
+			pt.settled, _ = level.Depth(settled)
 			pt.dirty = false
 		}
 		s.Depth = max(s.Depth, pt.depth)

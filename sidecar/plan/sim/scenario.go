@@ -77,7 +77,7 @@ type Scenario struct {
 	// partition per batch.
 	DrainSplitSparse float64
 	// LateStream tags the sparse runs the cuts make (and the outputs of
-	// bins of such files) as late files (plan.File.Late), which the
+	// bins of such files) as late files (level.File.Late), which the
 	// planner plans apart from the on-time files, as siglake's writers do
 	// when cuts are on. false leaves every file on-time.
 	LateStream bool

@@ -11,6 +11,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	mergedensity "github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/sidecar/plan"
+	"github.com/siglake/siglake/sidecar/plan/level"
 )
 
 // short is a one-hour scenario small enough for every test run.
@@ -226,11 +227,11 @@ func TestSpliceCostModel(t *testing.T) {
 	big := 10 * w.s.SpliceRowGroupBytes
 	a := w.add(0, 1, false, []piece{{0, 999, big}})
 	b := w.add(0, 1, false, []piece{{1000, 1999, big}})
-	if got := w.spliceBytes(plan.Bin{Files: []plan.File{a.File, b.File}}); got != 2*big {
+	if got := w.spliceBytes(level.Bin{Files: []level.File{a.File, b.File}}); got != 2*big {
 		t.Fatalf("two disjoint files: spliced %.0f, want %.0f", got, 2*big)
 	}
 	c := w.add(0, 0, false, []piece{{990, 995, 100}})
-	got := w.spliceBytes(plan.Bin{Files: []plan.File{a.File, b.File, c.File}})
+	got := w.spliceBytes(level.Bin{Files: []level.File{a.File, b.File, c.File}})
 	if want := 2*big - 0.006*big - 2*w.s.SpliceRowGroupBytes; math.Abs(got-want) > 1 {
 		t.Fatalf("a late sliver inside the first file: spliced %.0f, want %.0f", got, want)
 	}

@@ -1,4 +1,4 @@
-package plan
+package level
 
 import (
 	"cmp"
@@ -104,7 +104,7 @@ func Clusters(files []File) [][]File {
 // PartitionDepths returns the overlap depth of every partition of files.
 func PartitionDepths(files []File) map[string]int {
 	out := make(map[string]int)
-	for p, fs := range byPartition(files) {
+	for p, fs := range ByPartition(files) {
 		out[p], _ = Depth(fs)
 	}
 	return out
@@ -122,7 +122,8 @@ func sortByTime(fs []File) {
 	})
 }
 
-func byPartition(files []File) map[string][]File {
+// ByPartition groups files by partition, keeping their order within each.
+func ByPartition(files []File) map[string][]File {
 	out := make(map[string][]File)
 	// Input usually comes grouped by partition: one map update per run of a
 	// partition's files, not two string hashes per file.
@@ -135,4 +136,56 @@ func byPartition(files []File) map[string][]File {
 		i = j
 	}
 	return out
+}
+
+// Untaken returns the files of fs whose paths are not in taken (the files
+// earlier bins of a pass hold).
+func Untaken(fs []File, taken map[string]bool) []File {
+	out := make([]File, 0, len(fs))
+	for _, f := range fs {
+		if !taken[f.Path] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// AnyTaken reports whether a file of fs is in taken.
+func AnyTaken(fs []File, taken map[string]bool) bool {
+	for _, f := range fs {
+		if taken[f.Path] {
+			return true
+		}
+	}
+	return false
+}
+
+// SumBytes is the files' total size.
+func SumBytes(fs []File) int64 {
+	var n int64
+	for _, f := range fs {
+		n += f.SizeBytes
+	}
+	return n
+}
+
+func maxTime(fs []File) int64 {
+	var t int64
+	for i, f := range fs {
+		if i == 0 || f.MaxTime > t {
+			t = f.MaxTime
+		}
+	}
+	return t
+}
+
+// sortedPartitions returns the partition keys in order, so passes are
+// deterministic whatever the map order.
+func sortedPartitions(m map[string][]File) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

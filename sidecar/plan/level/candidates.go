@@ -1,10 +1,71 @@
-package plan
+package level
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
 )
+
+// Candidate is one reason to rewrite in one partition; its bins are built
+// when the planner serves it, from the files earlier bins have not taken.
+type Candidate struct {
+	Kind Kind
+	// Level is the level whose check produced it: a level starved of budget
+	// is checked again at the next pass.
+	Level     Level
+	Partition string
+	// Score is the pressure: candidates are served highest first.
+	Score float64
+	// Why says in words why the candidate exists; bins extend it.
+	Why string
+	// Build returns the candidate's bins from the files of its partition not
+	// in taken; nil when too few are left.
+	Build func(taken map[string]bool) []Bin
+}
+
+// Candidates returns the candidates of the level checks that run (checks[l]),
+// each stream apart: the L0 check brings the depth trigger, the L2 check the
+// overlap of terminal files and the absorb bins.
+func Candidates(cfg Rules, files []File, checks [NumLevels]bool) []Candidate {
+	onTime, late := streams(cfg, files)
+	var cands []Candidate
+	for l := L0; l < NumLevels; l++ {
+		if !checks[l] {
+			continue
+		}
+		for i, fs := range [][]File{onTime, late} {
+			var cs []Candidate
+			switch l {
+			case L0:
+				limit := cfg.MaxOverlapDepth
+				if i == 1 {
+					limit = lateDepthLimit(cfg)
+				}
+				cs = append(levelCandidates(cfg, fs, L0, KindL0), depthCandidates(cfg, fs, limit)...)
+			case L1:
+				cs = levelCandidates(cfg, fs, L1, KindL1)
+			case L2:
+				cs = append(terminalCandidates(cfg, fs), absorbCandidates(cfg, fs)...)
+			}
+			if i == 1 {
+				cs = lateCandidates(cs)
+			}
+			cands = append(cands, cs...)
+		}
+		if l == L0 {
+			cands = append(cands, combinedDepthCandidates(cfg, onTime, late)...)
+		}
+	}
+	return cands
+}
+
+// BackpressureCandidates returns the candidates of a backlogged cycle's
+// restricted pass: the L0 level check of each stream, without the depth trigger.
+func BackpressureCandidates(cfg Rules, files []File) []Candidate {
+	onTime, late := streams(cfg, files)
+	return append(levelCandidates(cfg, onTime, L0, KindBackpressureL0),
+		lateCandidates(levelCandidates(cfg, late, L0, KindBackpressureL0))...)
+}
 
 // streams splits files into the on-time stream and the late stream
 // (File.Late), when the leveled planner keeps them apart (Config.LateStream).
@@ -13,7 +74,7 @@ import (
 // whose range reaches minutes back, and a late rewrite never rewrites on-time
 // rows to absorb a few late ones. Overlap depth as reported (Pass.Depth) still
 // counts both.
-func streams(cfg Config, files []File) (onTime, late []File) {
+func streams(cfg Rules, files []File) (onTime, late []File) {
 	if !cfg.Leveled || !cfg.LateStream {
 		return files, nil
 	}
@@ -32,9 +93,9 @@ func streams(cfg Config, files []File) (onTime, late []File) {
 // MaxOverlapDepth whose streams are each within their own limits (on-time 12
 // and late 6 make 18) gets a depth rewrite of the stream that holds more files
 // at its deepest instant. The bin stays within that stream.
-func combinedDepthCandidates(cfg Config, onTime, late []File) []candidate {
-	on, lt := byPartition(onTime), byPartition(late)
-	var out []candidate
+func combinedDepthCandidates(cfg Rules, onTime, late []File) []Candidate {
+	on, lt := ByPartition(onTime), ByPartition(late)
+	var out []Candidate
 	for _, part := range sortedPartitions(lt) {
 		onPool, latePool := on[part], lt[part]
 		d, _ := Depth(append(slices.Clone(onPool), latePool...))
@@ -44,11 +105,11 @@ func combinedDepthCandidates(cfg Config, onTime, late []File) []candidate {
 			continue // within the limit, or a stream's own trigger serves it
 		}
 		why := fmt.Sprintf("overlap depth %d > %d with both streams (on-time %d, late %d)", d, cfg.MaxOverlapDepth, dOn, dLate)
-		out = append(out, candidate{
-			kind: KindDepth, level: L0, partition: part, why: why,
-			score: float64(d) / float64(cfg.MaxOverlapDepth),
-			build: func(taken map[string]bool) []Bin {
-				fo, fl := untaken(onPool, taken), untaken(latePool, taken)
+		out = append(out, Candidate{
+			Kind: KindDepth, Level: L0, Partition: part, Why: why,
+			Score: float64(d) / float64(cfg.MaxOverlapDepth),
+			Build: func(taken map[string]bool) []Bin {
+				fo, fl := Untaken(onPool, taken), Untaken(latePool, taken)
 				d, at := Depth(append(slices.Clone(fo), fl...))
 				if d <= cfg.MaxOverlapDepth {
 					return nil
@@ -90,16 +151,16 @@ func covering(fs []File, t int64) int {
 // the settled layout converges to; half kept it lowest (docs/compaction.md,
 // "Late rows"). The table's depth as a whole still has
 // the spec's trigger (combinedDepthCandidates).
-func lateDepthLimit(cfg Config) int { return max(1, cfg.MaxOverlapDepth/2) }
+func lateDepthLimit(cfg Rules) int { return max(1, cfg.MaxOverlapDepth/2) }
 
 // lateCandidates marks candidates built from the late stream in their
 // reasons, so status pages tell the two streams apart.
-func lateCandidates(cs []candidate) []candidate {
+func lateCandidates(cs []Candidate) []Candidate {
 	for i := range cs {
 		c := &cs[i]
-		build := c.build
-		c.why = "late stream: " + c.why
-		c.build = func(taken map[string]bool) []Bin {
+		build := c.Build
+		c.Why = "late stream: " + c.Why
+		c.Build = func(taken map[string]bool) []Bin {
 			bins := build(taken)
 			for j := range bins {
 				bins[j].Reason = "late stream: " + bins[j].Reason
@@ -113,29 +174,29 @@ func lateCandidates(cs []candidate) []candidate {
 // levelCandidates returns one candidate per partition whose level l holds
 // at least EligibleFiles rewrite-eligible files (of the right size and
 // below the generation cap).
-func levelCandidates(cfg Config, files []File, l Level, kind Kind) []candidate {
+func levelCandidates(cfg Rules, files []File, l Level, kind Kind) []Candidate {
 	parts := map[string][]File{}
 	for _, f := range files {
 		if cfg.LevelOf(f.SizeBytes) == l && !cfg.LevelCapped(f.Generation) {
 			parts[f.Partition] = append(parts[f.Partition], f)
 		}
 	}
-	var out []candidate
+	var out []Candidate
 	for _, part := range sortedPartitions(parts) {
 		pool := parts[part]
 		if len(pool) < cfg.EligibleFiles {
 			continue
 		}
 		why := fmt.Sprintf("%d rewrite-eligible %s files >= %d", len(pool), l, cfg.EligibleFiles)
-		out = append(out, candidate{
-			kind: kind, level: l, partition: part, why: why,
-			score: float64(len(pool)) / float64(cfg.EligibleFiles),
-			build: func(taken map[string]bool) []Bin {
+		out = append(out, Candidate{
+			Kind: kind, Level: l, Partition: part, Why: why,
+			Score: float64(len(pool)) / float64(cfg.EligibleFiles),
+			Build: func(taken map[string]bool) []Bin {
 				// A cluster part of which an earlier bin took is left whole
 				// for a later pass rather than split.
 				var free []File
 				for _, c := range Clusters(pool) {
-					if !anyTaken(c, taken) {
+					if !AnyTaken(c, taken) {
 						free = append(free, c...)
 					}
 				}
@@ -155,7 +216,7 @@ func levelCandidates(cfg Config, files []File, l Level, kind Kind) []candidate {
 // fan-in cannot be a level bin at all and is rewritten as time-adjacent
 // overlap bins instead, so a long chain of slightly overlapping files
 // cannot block its level forever.
-func levelBins(cfg Config, kind Kind, l Level, part string, pool []File, why string) []Bin {
+func levelBins(cfg Rules, kind Kind, l Level, part string, pool []File, why string) []Bin {
 	target := cfg.TargetBytes[l]
 	var bins []Bin
 	var cur []File
@@ -177,7 +238,7 @@ func levelBins(cfg Config, kind Kind, l Level, part string, pool []File, why str
 			bins = append(bins, adjacentBins(cfg, part, c, maxTime(c), reason)...)
 			continue
 		}
-		cb := sumBytes(c)
+		cb := SumBytes(c)
 		if len(cur) > 0 && (len(cur)+len(c) > cfg.MaxFanIn || curBytes >= target) {
 			flush()
 		}
@@ -188,25 +249,15 @@ func levelBins(cfg Config, kind Kind, l Level, part string, pool []File, why str
 	return bins
 }
 
-func maxTime(fs []File) int64 {
-	var t int64
-	for i, f := range fs {
-		if i == 0 || f.MaxTime > t {
-			t = f.MaxTime
-		}
-	}
-	return t
-}
-
 // depthCandidates returns one candidate per partition whose overlap depth
 // exceeds limit (MaxOverlapDepth, or lateDepthLimit in the late stream).
 // Every file of the partition's stream counts, whatever its level or
 // generation: overlap costs ordered reads wherever it is. The bins
 // take the deepest cluster of the non-terminal files when those alone
 // exceed the limit, else the deepest cluster of all files.
-func depthCandidates(cfg Config, files []File, limit int) []candidate {
-	parts := byPartition(files)
-	var out []candidate
+func depthCandidates(cfg Rules, files []File, limit int) []Candidate {
+	parts := ByPartition(files)
+	var out []Candidate
 	for _, part := range sortedPartitions(parts) {
 		pool := parts[part]
 		d, _ := Depth(pool)
@@ -214,11 +265,11 @@ func depthCandidates(cfg Config, files []File, limit int) []candidate {
 			continue
 		}
 		why := fmt.Sprintf("overlap depth %d > %d", d, limit)
-		out = append(out, candidate{
-			kind: KindDepth, level: L0, partition: part, why: why,
-			score: float64(d) / float64(limit),
-			build: func(taken map[string]bool) []Bin {
-				free := untaken(pool, taken)
+		out = append(out, Candidate{
+			Kind: KindDepth, Level: L0, Partition: part, Why: why,
+			Score: float64(d) / float64(limit),
+			Build: func(taken map[string]bool) []Bin {
+				free := Untaken(pool, taken)
 				d, at := Depth(free)
 				if d <= limit {
 					return nil
@@ -253,9 +304,9 @@ func depthCandidates(cfg Config, files []File, limit int) []candidate {
 // their own group, so a sweep never rewrites a large file to absorb a few
 // small ones; what remains is at most a terminal layer plus one layer of
 // stragglers.
-func terminalCandidates(cfg Config, files []File) []candidate {
-	parts := byPartition(files)
-	var out []candidate
+func terminalCandidates(cfg Rules, files []File) []Candidate {
+	parts := ByPartition(files)
+	var out []Candidate
 	for _, part := range sortedPartitions(parts) {
 		var big, small []File
 		for _, f := range parts[part] {
@@ -271,13 +322,13 @@ func terminalCandidates(cfg Config, files []File) []candidate {
 			continue
 		}
 		why := fmt.Sprintf("L2 check: overlap among terminal files (depth %d) or among smaller files (depth %d)", db, ds)
-		out = append(out, candidate{
-			kind: KindDepth, level: L2, partition: part, why: why,
-			score: float64(max(db, ds)) / float64(cfg.MaxOverlapDepth),
-			build: func(taken map[string]bool) []Bin {
+		out = append(out, Candidate{
+			Kind: KindDepth, Level: L2, Partition: part, Why: why,
+			Score: float64(max(db, ds)) / float64(cfg.MaxOverlapDepth),
+			Build: func(taken map[string]bool) []Bin {
 				var bins []Bin
 				for _, group := range [][]File{big, small} {
-					for _, c := range Clusters(untaken(group, taken)) {
+					for _, c := range Clusters(Untaken(group, taken)) {
 						if len(c) >= 2 {
 							bins = append(bins, adjacentBins(cfg, part, c, c[0].MinTime, why)...)
 						}
@@ -290,12 +341,12 @@ func terminalCandidates(cfg Config, files []File) []candidate {
 	return out
 }
 
-// legacyCandidates returns one candidate per partition that is not yet
+// LegacyCandidates returns one candidate per partition that is not yet
 // compact (it has overlap or more than one small file); its bins cover the
 // whole partition, time-adjacent, at most MaxFanIn files each.
-// parts are the files by partition and depths their depths (Plan has them already).
-func legacyCandidates(cfg Config, parts map[string][]File, depths map[string]int) []candidate {
-	var out []candidate
+// parts are the files by partition and depths their depths (the planner has them already).
+func LegacyCandidates(cfg Rules, parts map[string][]File, depths map[string]int) []Candidate {
+	var out []Candidate
 	for _, part := range sortedPartitions(parts) {
 		pool := parts[part]
 		d := depths[part]
@@ -309,11 +360,11 @@ func legacyCandidates(cfg Config, parts map[string][]File, depths map[string]int
 			continue
 		}
 		why := fmt.Sprintf("legacy whole-partition pass: %d files, %d small, depth %d", len(pool), small, d)
-		out = append(out, candidate{
-			kind: KindLegacy, level: L0, partition: part, why: why,
-			score: float64(len(pool)) / float64(cfg.EligibleFiles),
-			build: func(taken map[string]bool) []Bin {
-				free := untaken(pool, taken)
+		out = append(out, Candidate{
+			Kind: KindLegacy, Level: L0, Partition: part, Why: why,
+			Score: float64(len(pool)) / float64(cfg.EligibleFiles),
+			Build: func(taken map[string]bool) []Bin {
+				free := Untaken(pool, taken)
 				sortByTime(free)
 				var bins []Bin
 				for _, chunk := range chunks(free, cfg.MaxFanIn) {
@@ -322,7 +373,7 @@ func legacyCandidates(cfg Config, parts map[string][]File, depths map[string]int
 					}
 					bins = append(bins, Bin{
 						Kind: KindLegacy, Level: maxLevel(cfg, chunk), Partition: part, Files: chunk,
-						EstimatedBytes: sumBytes(chunk), TargetFileBytes: cfg.TargetBytes[L1],
+						EstimatedBytes: SumBytes(chunk), TargetFileBytes: cfg.TargetBytes[L1],
 						Reason: why,
 					})
 				}
@@ -349,7 +400,7 @@ func clusterAt(fs []File, t int64) []File {
 // per instant without joining distant ranges. Runs that hold more files
 // containing instant hot come first, so a tight budget is spent where the
 // overlap is deepest.
-func adjacentBins(cfg Config, part string, cluster []File, hot int64, reason string) []Bin {
+func adjacentBins(cfg Rules, part string, cluster []File, hot int64, reason string) []Bin {
 	fs := slices.Clone(cluster)
 	sortByTime(fs)
 	var bins []Bin
@@ -366,7 +417,7 @@ func adjacentBins(cfg Config, part string, cluster []File, hot int64, reason str
 		}
 		bins = append(bins, Bin{
 			Kind: KindDepth, Level: l, Partition: part, Files: chunk,
-			EstimatedBytes: sumBytes(chunk), TargetFileBytes: cfg.TargetBytes[l],
+			EstimatedBytes: SumBytes(chunk), TargetFileBytes: cfg.TargetBytes[l],
 			Reason: fmt.Sprintf("%s; time-adjacent run of %d files", reason, len(chunk)),
 		})
 	}
@@ -397,4 +448,12 @@ func chunks(fs []File, limit int) [][]File {
 		start = end
 	}
 	return out
+}
+
+func maxLevel(cfg Rules, fs []File) Level {
+	l := L0
+	for _, f := range fs {
+		l = max(l, cfg.LevelOf(f.SizeBytes))
+	}
+	return l
 }

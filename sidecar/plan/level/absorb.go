@@ -1,4 +1,4 @@
-package plan
+package level
 
 import (
 	"cmp"
@@ -31,12 +31,12 @@ const RowGroupRows = 128 * 1024
 // first. A terminal file decodes far past a pod's merge budget, so
 // merge.ChoosePath splices such a bin when at least half of its bytes are
 // copyable: the default AbsorbMaxReencode, 0.5, asks the same of the model.
-func absorbCandidates(cfg Config, files []File) []candidate {
+func absorbCandidates(cfg Rules, files []File) []Candidate {
 	if cfg.AbsorbMaxReencode <= 0 {
 		return nil
 	}
-	parts := byPartition(files)
-	var out []candidate
+	parts := ByPartition(files)
+	var out []Candidate
 	for _, part := range sortedPartitions(parts) {
 		pool := parts[part]
 		n := len(absorbBins(cfg, part, pool, pool))
@@ -44,11 +44,11 @@ func absorbCandidates(cfg Config, files []File) []candidate {
 			continue
 		}
 		why := fmt.Sprintf("L2 check: %d terminal files can absorb the small files beside them by a splice", n)
-		out = append(out, candidate{
-			kind: KindAbsorb, level: L2, partition: part, why: why,
-			score: float64(n) / float64(n+cfg.EligibleFiles),
-			build: func(taken map[string]bool) []Bin {
-				return absorbBins(cfg, part, untaken(pool, taken), pool)
+		out = append(out, Candidate{
+			Kind: KindAbsorb, Level: L2, Partition: part, Why: why,
+			Score: float64(n) / float64(n+cfg.EligibleFiles),
+			Build: func(taken map[string]bool) []Bin {
+				return absorbBins(cfg, part, Untaken(pool, taken), pool)
 			},
 		})
 	}
@@ -58,7 +58,7 @@ func absorbCandidates(cfg Config, files []File) []candidate {
 // absorbBins builds the absorb bins of one partition's stream from the files
 // free (not taken by an earlier bin of the pass); no bin's time range
 // overlaps a file of all outside it, taken or not.
-func absorbBins(cfg Config, part string, free, all []File) []Bin {
+func absorbBins(cfg Rules, part string, free, all []File) []Bin {
 	var terms, small []File
 	for _, f := range free {
 		if cfg.LevelOf(f.SizeBytes) == L2 {
@@ -100,8 +100,8 @@ func absorbBins(cfg Config, part string, free, all []File) []Bin {
 
 // absorbBin checks the rules of absorbCandidates for one bin (fs[0] is the
 // terminal file) and builds it.
-func absorbBin(cfg Config, part string, fs, pool []File, maxBytes int64) (Bin, bool) {
-	bytes := sumBytes(fs)
+func absorbBin(cfg Rules, part string, fs, pool []File, maxBytes int64) (Bin, bool) {
+	bytes := SumBytes(fs)
 	if bytes > maxBytes {
 		return Bin{}, false
 	}
@@ -198,7 +198,7 @@ func sortIndex(fs []File, t int64) int {
 
 // overlapsTerminal reports whether terminal file t overlaps another terminal
 // file of all (the stream's files, taken or not).
-func overlapsTerminal(cfg Config, t File, all []File) bool {
+func overlapsTerminal(cfg Rules, t File, all []File) bool {
 	for _, g := range all {
 		if g.Path != t.Path && cfg.LevelOf(g.SizeBytes) == L2 && g.Overlaps(t) {
 			return true

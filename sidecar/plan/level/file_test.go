@@ -1,4 +1,4 @@
-package plan
+package level
 
 import (
 	"fmt"
@@ -122,25 +122,5 @@ func TestPartitionDepths(t *testing.T) {
 	got := PartitionDepths(fs)
 	if got["a"] != 2 || got["b"] != 1 || len(got) != 2 {
 		t.Fatalf("PartitionDepths = %v", got)
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	cfg := DefaultConfig()
-	fs := []File{
-		{Path: "a", Partition: "p", SizeBytes: 1 << 20, Generation: 0, MinTime: 0, MaxTime: 10},
-		{Path: "b", Partition: "p", SizeBytes: 20 << 20, Generation: 9, MinTime: 5, MaxTime: 15},
-		{Path: "c", Partition: "p", SizeBytes: 300 << 20, Generation: 2, MinTime: 20, MaxTime: 30},
-		{Path: "d", Partition: "o", SizeBytes: 1, MinTime: 0, MaxTime: 0},
-	}
-	got := Summarize(cfg, fs)
-	if len(got) != 2 || got[0].Partition != "o" || got[1].Partition != "p" {
-		t.Fatalf("partitions %+v", got)
-	}
-	p := got[1]
-	want := PartitionSummary{Partition: "p", Files: [3]int{1, 1, 1}, Bytes: [3]int64{1 << 20, 20 << 20, 300 << 20},
-		Capped: 1, MaxGeneration: 9, Depth: 2, Clusters: 2}
-	if p != want {
-		t.Fatalf("summary %+v, want %+v", p, want)
 	}
 }
