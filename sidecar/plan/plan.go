@@ -17,6 +17,11 @@
 //     terminal files (with the L2 check). Candidates are served in score
 //     order and share the pass's file and bin budgets.
 //  4. Legacy: each partition with small files or overlap is rewritten whole.
+//
+// The candidates come from the picker, package level (files, levels, overlap,
+// the checks' candidates); this package decides when each check runs and
+// serves the candidates under the pass's budgets (budget.go), and plans the
+// table's other work: a rollup's fold bins, retention and delete tasks.
 package plan
 
 import (

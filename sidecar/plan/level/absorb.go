@@ -20,7 +20,7 @@ const RowGroupRows = 128 * 1024
 // bin costs about the stragglers plus a row group per overlap (spliceEstimate).
 // A bin is one terminal file that overlaps no other terminal file, plus the
 // small files nearest to it in time, and is planned only when
-//   - its estimated re-encoded share is at most Config.AbsorbMaxReencode,
+//   - its estimated re-encoded share is at most Rules.AbsorbMaxReencode,
 //   - its time range overlaps no file of the stream outside it (the output adds
 //     no overlap and no cluster is split),
 //   - it fits TargetBytes[L2] and a quarter (one output, no new sliver file),

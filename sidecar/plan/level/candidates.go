@@ -68,11 +68,11 @@ func BackpressureCandidates(cfg Rules, files []File) []Candidate {
 }
 
 // streams splits files into the on-time stream and the late stream
-// (File.Late), when the leveled planner keeps them apart (Config.LateStream).
+// (File.Late), when the leveled planner keeps them apart (Rules.LateStream).
 // Each is planned with the same rules on its own: late files are merged among
 // themselves, into late files, so an on-time rewrite never takes a late file
 // whose range reaches minutes back, and a late rewrite never rewrites on-time
-// rows to absorb a few late ones. Overlap depth as reported (Pass.Depth) still
+// rows to absorb a few late ones. Overlap depth as reported (plan.Pass.Depth) still
 // counts both.
 func streams(cfg Rules, files []File) (onTime, late []File) {
 	if !cfg.Leveled || !cfg.LateStream {
