@@ -69,7 +69,7 @@ func tableState(t *testing.T, l *lake.Lake, pc plan.Config) (files []level.File,
 			l0++
 		}
 	}
-	for _, d := range level.PartitionDepths(files) {
+	for _, d := range level.PartitionDepths(level.ByPartition(files)) {
 		depth = max(depth, d)
 	}
 	return files, depth, l0

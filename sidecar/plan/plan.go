@@ -178,10 +178,7 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 	// One grouping and one depth per partition serve the pass's depths and the legacy pass: over
 	// the legacy strategy's many files they were the planner's largest cost, computed twice.
 	parts := level.ByPartition(files)
-	depths := make(map[string]int, len(parts))
-	for part, fs := range parts {
-		depths[part], _ = level.Depth(fs)
-	}
+	depths := level.PartitionDepths(parts)
 	p := Pass{
 		Skipped: skipped,
 		Depth:   depths,

@@ -101,10 +101,11 @@ func Clusters(files []File) [][]File {
 	return append(out, sorted[start:])
 }
 
-// PartitionDepths returns the overlap depth of every partition of files.
-func PartitionDepths(files []File) map[string]int {
-	out := make(map[string]int)
-	for p, fs := range ByPartition(files) {
+// PartitionDepths returns the overlap depth of every partition of parts (the
+// files by partition, ByPartition).
+func PartitionDepths(parts map[string][]File) map[string]int {
+	out := make(map[string]int, len(parts))
+	for p, fs := range parts {
 		out[p], _ = Depth(fs)
 	}
 	return out

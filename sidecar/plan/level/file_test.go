@@ -119,7 +119,7 @@ func TestPartitionDepths(t *testing.T) {
 		{Partition: "a", MinTime: 5, MaxTime: 15},
 		{Partition: "b", MinTime: 5, MaxTime: 15},
 	}
-	got := PartitionDepths(fs)
+	got := PartitionDepths(ByPartition(fs))
 	if got["a"] != 2 || got["b"] != 1 || len(got) != 2 {
 		t.Fatalf("PartitionDepths = %v", got)
 	}
