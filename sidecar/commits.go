@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/deadline"
 )
 
 // writeErrors are the tables whose last commit failed, with why. Kept per table: one table whose
@@ -28,23 +29,23 @@ type writeErrors struct {
 // deadline too; every commit's answer says whether the catalog takes writes
 // (siglake_catalog_writable, /readyz), which the read ping of watchCatalog cannot tell (a catalog
 // on a full disk answers reads and refuses every commit).
-func (p *Process) observeCommit(ev lake.CommitEvent) {
+func (p *Process) observeCommit(ev deadline.CommitEvent) {
 	log := p.Log.With(zap.String("table", ev.Table), zap.Duration("elapsed", ev.Elapsed), zap.Duration("deadline", ev.Deadline))
 	switch ev.Phase {
-	case lake.CommitSlow:
+	case deadline.CommitSlow:
 		p.Metrics.CommitSlow.WithLabelValues(ev.Table).Inc()
 		log.Warn("catalog commit still running past half its deadline (--commit-timeout); it is abandoned at the deadline")
-	case lake.CommitTimedOut:
+	case deadline.CommitTimedOut:
 		p.Metrics.CommitTimeouts.WithLabelValues(ev.Table).Inc()
 		log.Warn("catalog commit abandoned at its deadline; its outcome is unknown: its files are kept and the retry re-reads the stream mark",
 			zap.Error(ev.Err))
 		p.Metrics.CommitsAbandonedInFlight.Set(float64(ev.Abandoned))
 		p.setWritable(ev.Table, ev.Err)
-	case lake.CommitAbandonedEnded:
+	case deadline.CommitAbandonedEnded:
 		// A late answer says nothing of the catalog now; the retry re-read the mark already.
 		p.Metrics.CommitsAbandonedInFlight.Set(float64(ev.Abandoned))
 		log.Info("an abandoned catalog commit returned", zap.NamedError("late_answer", ev.Err))
-	case lake.CommitDone:
+	case deadline.CommitDone:
 		if ev.Err != nil && !lake.IsConflict(ev.Err) {
 			p.setWritable(ev.Table, ev.Err)
 			return
@@ -68,7 +69,7 @@ func (p *Process) setWritable(table string, err error) {
 		delete(w.errs, table)
 	default:
 		msg := "catalog refuses commits: " + err.Error()
-		if errors.Is(err, lake.ErrCommitDeadline) {
+		if errors.Is(err, deadline.ErrCommitDeadline) {
 			msg = "catalog commit hung past --commit-timeout: " + err.Error()
 		}
 		if w.errs == nil {

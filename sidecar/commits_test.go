@@ -19,7 +19,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/deadline"
 )
 
 // TestCatalogWritableFromCommits: a catalog that answers reads but refuses commits (a full disk)
@@ -99,7 +99,7 @@ func TestCatalogWritableFromCommits(t *testing.T) {
 	e.lake.SetCommitTimeout(300 * time.Millisecond)
 	mode.Store(stall)
 	e.writeSegments("events", 1, 500, 3, start.Add(2*time.Hour))
-	if _, err := e.drain.Cycle(ctx, true); !errors.Is(err, lake.ErrCommitDeadline) {
+	if _, err := e.drain.Cycle(ctx, true); !errors.Is(err, deadline.ErrCommitDeadline) {
 		t.Fatalf("held commit: %v, want the deadline", err)
 	}
 	slow := testutil.ToFloat64(p.Metrics.CommitSlow.WithLabelValues("events"))

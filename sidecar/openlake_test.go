@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/catalogs"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -51,7 +52,7 @@ func TestOpenLakeWaitsOutACatalogBeingProvisioned(t *testing.T) {
 
 	t.Run("once_fails_at_once", func(t *testing.T) {
 		_, took, err := open(late.String(), true, time.Minute, zap.NewNop())
-		if !errors.Is(err, lake.ErrBadConfig) || took > 5*time.Second {
+		if !errors.Is(err, catalogs.ErrBadConfig) || took > 5*time.Second {
 			t.Fatalf("--once on a missing database: %v after %v, want a configuration error at once", err, took)
 		}
 	})
@@ -83,7 +84,7 @@ func TestOpenLakeWaitsOutACatalogBeingProvisioned(t *testing.T) {
 	t.Run("role_never_appears", func(t *testing.T) {
 		const grace = 2 * time.Second
 		_, took, err := open(noRole.String(), false, grace, zap.NewNop())
-		if !errors.Is(err, lake.ErrBadConfig) || !strings.Contains(err.Error(), "refused the credentials") {
+		if !errors.Is(err, catalogs.ErrBadConfig) || !strings.Contains(err.Error(), "refused the credentials") {
 			t.Fatalf("role never created: %v, want the configuration error", err)
 		}
 		if took < grace || took > grace+5*time.Second {

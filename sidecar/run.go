@@ -25,6 +25,9 @@ import (
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/backoff"
+	"github.com/siglake/siglake/sidecar/lake/catalogs"
+	"github.com/siglake/siglake/sidecar/lake/redact"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membership"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -96,7 +99,7 @@ type Process struct {
 	HTTPTimeouts   HTTPTimeouts
 	BufferTimeouts buffer.Timeouts
 	// ProvisionGrace is how long the long-running process waits out a catalog that refuses its
-	// role, database or grants (lake.ErrNotProvisioned) before it exits (DefaultProvisionGrace).
+	// role, database or grants (catalogs.ErrNotProvisioned) before it exits (DefaultProvisionGrace).
 	ProvisionGrace time.Duration
 
 	cluster *gossip.Cluster
@@ -178,7 +181,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 	}
 	p.Ready.Set(false, "connecting to the catalog")
 	p.Log.Info("siglake compactor starting", zap.String("role", string(p.Cfg.Role)), zap.String("node", p.Cfg.NodeName),
-		zap.String("wal_dir", p.Cfg.WALDir), zap.String("catalog", lake.Redact(p.Cfg.Catalog)), zap.String("warehouse", p.Cfg.Warehouse),
+		zap.String("wal_dir", p.Cfg.WALDir), zap.String("catalog", redact.URI(p.Cfg.Catalog)), zap.String("warehouse", p.Cfg.Warehouse),
 		zap.String("http_addr", ln.Addr().String()), zap.String("version", p.Version))
 
 	// work outlives ctx by ShutdownTimeout so an in-flight commit can finish after SIGTERM.
@@ -248,12 +251,12 @@ func (p *Process) openLake(ctx context.Context, once bool) (*lake.Lake, error) {
 			return l, nil
 		}
 		left := p.ProvisionGrace - time.Since(start)
-		if errors.Is(err, lake.ErrBadConfig) && (once || !errors.Is(err, lake.ErrNotProvisioned) || left <= 0) {
+		if errors.Is(err, catalogs.ErrBadConfig) && (once || !errors.Is(err, catalogs.ErrNotProvisioned) || left <= 0) {
 			return nil, err
 		}
 		p.setCatalog(err)
 		wait := catalogBackoff.Wait(failures, nil)
-		if errors.Is(err, lake.ErrBadConfig) {
+		if errors.Is(err, catalogs.ErrBadConfig) {
 			wait = min(wait, left)
 			p.Log.Error("the catalog refuses this process's role, database or grants; waiting in case they are still being "+
 				"provisioned, then exiting: check --catalog / SIGLAKE_CATALOG and the database's users",
@@ -286,7 +289,7 @@ func (p *Process) openLake(ctx context.Context, once bool) (*lake.Lake, error) {
 }
 
 // catalogBackoff paces openLake: 1 s, 2 s, ... 30 s between attempts to reach the catalog.
-var catalogBackoff = lake.Backoff{Min: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: lake.NoJitter}
+var catalogBackoff = backoff.Policy{Min: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: backoff.NoJitter}
 
 func (p *Process) setCatalog(err error) {
 	if err == nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/deadline"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 )
 
@@ -41,7 +41,7 @@ func runGC(args []string) error {
 	// gc cannot see the compactor's deadline: it assumes its own --commit-timeout, and says so.
 	commitTimeout := cfg.CommitTimeout
 	if commitTimeout <= 0 {
-		commitTimeout = lake.DefaultCommitTimeout
+		commitTimeout = deadline.DefaultCommitTimeout
 	}
 	ctx, l, done, err := openLake(cfg)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/deadline"
 )
 
 // stallCommits makes l's catalog hold every table commit while stalled is set, deaf to its
@@ -74,7 +75,7 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 	}
 	stalled, release, held := stallCommits(e.lake)
 	var events sync.Map // phase -> count
-	e.lake.WatchCommits(func(ev lake.CommitEvent) {
+	e.lake.WatchCommits(func(ev deadline.CommitEvent) {
 		n, _ := events.LoadOrStore(ev.Phase, new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
 	})
@@ -91,7 +92,7 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 	t0 := time.Now()
 	_, err := e.drain.Cycle(context.Background(), true)
 	took := time.Since(t0)
-	if !errors.Is(err, lake.ErrCommitDeadline) && !errors.Is(err, lake.ErrAbandonedInFlight) {
+	if !errors.Is(err, deadline.ErrCommitDeadline) && !errors.Is(err, deadline.ErrAbandonedInFlight) {
 		t.Fatalf("cycle under a held catalog: %v, want the commit deadline", err)
 	}
 	// 3 attempts of 200 ms each: far below the hold, which lasts until release.
@@ -112,13 +113,13 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 	}
 	// The first attempt is abandoned; the retries are refused while it is in flight, so abandoned
 	// calls into the catalog do not pile up.
-	if n, ok := events.Load(lake.CommitTimedOut); !ok || n.(*atomic.Int32).Load() != 1 {
+	if n, ok := events.Load(deadline.CommitTimedOut); !ok || n.(*atomic.Int32).Load() != 1 {
 		t.Fatalf("timed-out commit events: %v, want 1 (the retries wait for it)", n)
 	}
 	if h, n := held.Load(), e.lake.AbandonedInFlight(); h != 1 || n != 1 {
 		t.Fatalf("%d attempts held by the catalog, %d abandoned in flight; want 1 and 1", h, n)
 	}
-	if !errors.Is(err, lake.ErrCommitDeadline) && !errors.Is(err, lake.ErrAbandonedInFlight) {
+	if !errors.Is(err, deadline.ErrCommitDeadline) && !errors.Is(err, deadline.ErrAbandonedInFlight) {
 		t.Fatalf("batch error %v", err)
 	}
 
@@ -130,7 +131,7 @@ func TestCommitDeadlineAbandonsStalledCommit(t *testing.T) {
 			t.Fatal("the abandoned attempt returned but is still counted in flight")
 		}
 	}
-	if n, ok := events.Load(lake.CommitAbandonedEnded); !ok || n.(*atomic.Int32).Load() != 1 {
+	if n, ok := events.Load(deadline.CommitAbandonedEnded); !ok || n.(*atomic.Int32).Load() != 1 {
 		t.Fatalf("abandoned-ended events: %v, want 1", n)
 	}
 	if _, err := e.drain.Cycle(context.Background(), true); err != nil {
@@ -182,7 +183,7 @@ func TestAbandonedCommitReleasedAfterRetryCommitted(t *testing.T) {
 	drained0 := drained()
 
 	stalled.Store(true)
-	if _, err := e.drain.Cycle(context.Background(), true); !errors.Is(err, lake.ErrCommitDeadline) && !errors.Is(err, lake.ErrAbandonedInFlight) {
+	if _, err := e.drain.Cycle(context.Background(), true); !errors.Is(err, deadline.ErrCommitDeadline) && !errors.Is(err, deadline.ErrAbandonedInFlight) {
 		t.Fatalf("cycle under a held catalog: %v, want the commit deadline", err)
 	}
 	if held.Load() == 0 {

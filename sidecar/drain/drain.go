@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/backoff"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -141,7 +142,7 @@ func (d *Drain) publisher() Publisher {
 
 // drainBackoff delays a table after failed batches: 1 s, 2 s, ... 32 s. No jitter: the delay
 // is a deadline against the drain's own clock, and each table backs off on its own.
-var drainBackoff = lake.Backoff{Min: time.Second, Max: 32 * time.Second, Factor: 2, Jitter: lake.NoJitter}
+var drainBackoff = backoff.Policy{Min: time.Second, Max: 32 * time.Second, Factor: 2, Jitter: backoff.NoJitter}
 
 // ErrWALDir marks a cycle that could not list the WAL directory.
 var ErrWALDir = errors.New("cannot scan the WAL dir")

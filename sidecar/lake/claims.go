@@ -15,22 +15,22 @@ import (
 // Drain claims (docs/claims.md) live in the properties of one bookkeeping table, kept out of the
 // data namespace so readers listing the log tables, maintenance and gc never see it.
 const (
-	ClaimsNamespaceSuffix = "_claims"
-	ClaimsTableName       = "streams"
+	claimsNamespaceSuffix = "_claims"
+	claimsTableName       = "streams"
 )
 
 // ErrCASConflict means a compare-and-swap commit lost: another commit reached the table after the
 // metadata the caller read. Nothing was committed; reload and decide again.
 var ErrCASConflict = errors.New("the table changed since it was read")
 
-// ClaimsIdent is the identifier of the claims table of this lake.
-func (l *Lake) ClaimsIdent() table.Identifier {
-	return table.Identifier{l.ns[0] + ClaimsNamespaceSuffix, ClaimsTableName}
+// claimsIdent is the identifier of the claims table of this lake.
+func (l *Lake) claimsIdent() table.Identifier {
+	return table.Identifier{l.ns[0] + claimsNamespaceSuffix, claimsTableName}
 }
 
 // EnsureClaimsTable loads the claims table, creating it (and its namespace) on first use.
 func (l *Lake) EnsureClaimsTable(ctx context.Context) (*table.Table, error) {
-	id := l.ClaimsIdent()
+	id := l.claimsIdent()
 	ns := table.Identifier{id[0]}
 	for attempt := 0; ; attempt++ {
 		t, err := l.cat.LoadTable(ctx, id)
@@ -64,7 +64,7 @@ func (l *Lake) EnsureClaimsTable(ctx context.Context) (*table.Table, error) {
 
 // LoadClaimsTable loads the claims table; ok is false when no process has created it yet.
 func (l *Lake) LoadClaimsTable(ctx context.Context) (t *table.Table, ok bool, err error) {
-	t, err = l.cat.LoadTable(ctx, l.ClaimsIdent())
+	t, err = l.cat.LoadTable(ctx, l.claimsIdent())
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
 		return nil, false, nil
 	}

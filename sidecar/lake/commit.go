@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/sidecar/lake/backoff"
+	"github.com/siglake/siglake/sidecar/lake/deadline"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
@@ -120,7 +123,7 @@ type CommitResult struct {
 }
 
 // Retry bounds CommitAppend's own retries; the drain keeps the batch and tries again later after that.
-// The k-th retry waits between MinWait·2^(k-1) and MinWait·2^k, never more than MaxWait (Backoff).
+// The k-th retry waits between MinWait·2^(k-1) and MinWait·2^k, never more than MaxWait (backoff.Policy).
 type Retry struct {
 	Attempts int
 	MinWait  time.Duration // least wait, before the first retry
@@ -130,8 +133,8 @@ type Retry struct {
 // Backoff is the retries' policy: doubling, with equal jitter so concurrent committers on one
 // table do not retry in lockstep. Its ceiling starts at 2·MinWait, so the first retry waits at
 // least MinWait.
-func (r Retry) Backoff() Backoff {
-	return Backoff{Min: 2 * r.MinWait, Max: r.MaxWait, Factor: 2, Jitter: EqualJitter}
+func (r Retry) Backoff() backoff.Policy {
+	return backoff.Policy{Min: 2 * r.MinWait, Max: r.MaxWait, Factor: 2, Jitter: backoff.EqualJitter}
 }
 
 // DefaultRetry is what the drain uses.
@@ -148,7 +151,7 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 	policy := retry.Backoff()
 	for attempt := 1; attempt <= max(1, retry.Attempts); attempt++ {
 		if attempt > 1 {
-			if err := sleep(ctx, policy.Wait(attempt-1, rand.Int64N)); err != nil {
+			if err := backoff.Sleep(ctx, policy.Wait(attempt-1, rand.Int64N)); err != nil {
 				return CommitResult{Attempts: attempt - 1, MaybeCommitted: maybe}, fmt.Errorf("commit to %s: %w (last error: %v)", req.Table, err, lastErr)
 			}
 		}
@@ -218,7 +221,7 @@ func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry)
 // safe. iceberg-go wraps CAS failures in table.ErrCommitFailed, and so does its REST client's
 // answer to a 409 CommitFailedException (rest.ErrCommitFailed wraps it), but its SQL catalog
 // returns a failed requirement (the branch moved before the update) as a plain error, recognised
-// by its text. The other side, a commit that may have landed, is IsCommitStateUnknown (rest.go).
+// by its text. The other side, a commit that may have landed, is IsCommitStateUnknown.
 func IsConflict(err error) bool {
 	if errors.Is(err, rest.ErrCommitStateUnknown) {
 		// A REST 5xx whose message happens to quote a failed requirement is still unknown.
@@ -228,13 +231,29 @@ func IsConflict(err error) bool {
 		strings.Contains(err.Error(), "requirement failed:")
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+// IsCommitStateUnknown reports whether a failed commit may have been applied all the same: the
+// catalog said it does not know (a REST 500, 502, 503 or 504 on a commit, which iceberg-go's REST
+// client returns as rest.ErrCommitStateUnknown) or no answer came at all (a connection cut after
+// the request went out, a timeout). Such a commit is never retried blindly: the retry first
+// re-reads what the commit would have changed (CommitAppend re-reads the stream mark), and the
+// files it references are kept.
+//
+// Not unknown: a conflict (IsConflict: nothing committed) and a definite refusal (the catalog
+// answered 400, 401, 403, 404, 419 or 501: it did not apply the request). Everything else counts as
+// unknown, so an error this does not recognise is treated as the dangerous case.
+func IsCommitStateUnknown(err error) bool {
+	if err == nil || IsConflict(err) || errors.Is(err, deadline.ErrAbandonedInFlight) { // never sent
+		return false
 	}
+	if errors.Is(err, rest.ErrCommitStateUnknown) {
+		return true
+	}
+	for _, refusal := range []error{rest.ErrBadRequest, rest.ErrUnauthorized, rest.ErrForbidden,
+		rest.ErrAuthorizationExpired, rest.ErrEndpointNotSupported, iceberg.ErrNotImplemented,
+		catalog.ErrNoSuchTable, catalog.ErrNoSuchNamespace} {
+		if errors.Is(err, refusal) {
+			return false
+		}
+	}
+	return true
 }

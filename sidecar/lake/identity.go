@@ -14,11 +14,11 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
-// CatalogIDProperty is the property that holds the identity of siglake's catalog and namespace.
+// catalogIDProperty is the property that holds the identity of siglake's catalog and namespace.
 // Gossip members compete for a table's maintenance lease only when they advertise the same
 // identity (docs/gossip.md "Leases per catalog"): pods with private embedded catalogs each own
 // all their tables, pods on one shared catalog share them.
-const CatalogIDProperty = tableprops.CatalogID
+const catalogIDProperty = tableprops.CatalogID
 
 // IdentityNamespace is the namespace whose properties hold the identity of the catalog and
 // siglake's namespace ns: `<ns>_identity`, beside the claims' `<ns>_claims`. It holds no table.
@@ -43,24 +43,24 @@ func (l *Lake) CatalogID(ctx context.Context) (string, error) {
 	ns := table.Identifier{IdentityNamespace(l.ns[0])}
 	props, err := l.cat.LoadNamespaceProperties(ctx, ns)
 	switch {
-	case err == nil && props[CatalogIDProperty] != "":
-		return props[CatalogIDProperty], nil
+	case err == nil && props[catalogIDProperty] != "":
+		return props[catalogIDProperty], nil
 	case err == nil:
-		return "", fmt.Errorf("namespace %s exists without property %s: it is siglake's catalog identity; drop the namespace and siglake creates it again", ns[0], CatalogIDProperty)
+		return "", fmt.Errorf("namespace %s exists without property %s: it is siglake's catalog identity; drop the namespace and siglake creates it again", ns[0], catalogIDProperty)
 	case !errors.Is(err, catalog.ErrNoSuchNamespace):
 		return "", fmt.Errorf("read catalog identity (namespace %s): %w", ns[0], err)
 	}
-	if err := l.cat.CreateNamespace(ctx, ns, iceberg.Properties{CatalogIDProperty: newCatalogID()}); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+	if err := l.cat.CreateNamespace(ctx, ns, iceberg.Properties{catalogIDProperty: newCatalogID()}); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return "", fmt.Errorf("create catalog identity (namespace %s): %w", ns[0], err)
 	}
 	props, err = l.cat.LoadNamespaceProperties(ctx, ns) // ours, or the one that won the create
 	if err != nil {
 		return "", fmt.Errorf("read catalog identity (namespace %s): %w", ns[0], err)
 	}
-	if id := props[CatalogIDProperty]; id != "" {
+	if id := props[catalogIDProperty]; id != "" {
 		return id, nil
 	}
-	return "", fmt.Errorf("catalog identity of %s is not kept by the catalog (property %s of namespace %s)", l.ns[0], CatalogIDProperty, ns[0])
+	return "", fmt.Errorf("catalog identity of %s is not kept by the catalog (property %s of namespace %s)", l.ns[0], catalogIDProperty, ns[0])
 }
 
 // LeaseKey is the name a table's maintenance lease goes by: namespace and table, so tables of the

@@ -90,7 +90,7 @@ func TestCatalogIDRecreatedAndBroken(t *testing.T) {
 	if _, err := l.cat.UpdateNamespaceProperties(ctx, ns, nil, iceberg.Properties{"other": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.cat.UpdateNamespaceProperties(ctx, ns, []string{CatalogIDProperty}, nil); err != nil {
+	if _, err := l.cat.UpdateNamespaceProperties(ctx, ns, []string{catalogIDProperty}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.CatalogID(ctx); err == nil || !strings.Contains(err.Error(), "drop the namespace") {

@@ -5,7 +5,6 @@ package lake
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,19 +14,14 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3:// FileIO without the other clouds' SDKs
 	"github.com/apache/iceberg-go/table"
-	_ "github.com/lib/pq"  // PostgreSQL driver for the SQL catalog; already in iceberg-go's module graph
-	_ "modernc.org/sqlite" // pure-Go SQLite so the binary builds with CGO_ENABLED=0
 
+	"github.com/siglake/siglake/sidecar/lake/catalogs"
+	"github.com/siglake/siglake/sidecar/lake/deadline"
 	_ "github.com/siglake/siglake/sidecar/lake/objstore" // the counting s3:// FileIO every table access uses
 )
-
-// ErrBadConfig marks errors in the catalog or warehouse options themselves (retrying cannot help).
-var ErrBadConfig = errors.New("bad configuration")
 
 // Config says where the catalog and the data live.
 type Config struct {
@@ -48,14 +42,14 @@ type Config struct {
 
 // Lake is an open catalog plus the namespace siglake's tables live in.
 type Lake struct {
-	// cat is the opened catalog behind the commit deadline (deadline.go).
-	cat *deadlineCatalog
+	// cat is the opened catalog behind the commit deadline.
+	cat *deadline.Catalog
 	ns  table.Identifier
 	// ioProps are the FileIO properties (S3 endpoint, credentials) for the warehouse.
 	ioProps   iceberg.Properties
 	warehouse string
-	// closeIdle releases the REST catalog's pooled connections (iceberg-go leaves a transport it
-	// was given to its owner); nil for the SQL catalogs.
+	// closeIdle releases the REST catalog's pooled connections (catalogs.Open); nil for the SQL
+	// catalogs.
 	closeIdle func()
 }
 
@@ -63,7 +57,7 @@ type Lake struct {
 func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	warehouse, err := warehouseURI(cfg.Warehouse)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --warehouse / SIGLAKE_WAREHOUSE: %w", ErrBadConfig, err)
+		return nil, fmt.Errorf("%w: --warehouse / SIGLAKE_WAREHOUSE: %w", catalogs.ErrBadConfig, err)
 	}
 	ioProps := iceberg.Properties{}
 	if strings.HasPrefix(warehouse, "s3://") {
@@ -82,53 +76,15 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 		}
 	}
 
-	props := iceberg.Properties{"warehouse": warehouse}
-	for k, v := range ioProps {
-		props[k] = v
-	}
-	var cat catalog.Catalog
-	var closeIdle func()
-	switch {
-	case strings.HasPrefix(cfg.Catalog, "sqlite:"):
-		cat, err = openSQLite(strings.TrimPrefix(cfg.Catalog, "sqlite:"), props)
-	case strings.HasPrefix(cfg.Catalog, "postgres://"), strings.HasPrefix(cfg.Catalog, "postgresql://"):
-		// The driver's own parse error quotes the whole URI, password included. An empty host is
-		// fine with host= in the query: a Unix socket directory (the Cloud SQL Auth Proxy's socket
-		// mode, a local server's /var/run/postgresql).
-		if u, perr := url.Parse(cfg.Catalog); perr != nil || (u.Host == "" && u.Query().Get("host") == "") {
-			return nil, badCatalog(cfg.Catalog, "not a valid postgres:// URL", nil)
-		}
-		cat, err = openSQL("postgres", cfg.Catalog, sqlcat.Postgres, props)
-	case strings.HasPrefix(cfg.Catalog, "rest+"):
-		if u, perr := url.Parse(strings.TrimPrefix(cfg.Catalog, "rest+")); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, badCatalog(cfg.Catalog, "a REST catalog URL is rest+http://HOST or rest+https://HOST", nil)
-		}
-		tr := newRESTTransport() // waits out a 429's Retry-After (rest.go)
-		closeIdle = tr.CloseIdleConnections
-		cat, err = rest.NewCatalog(ctx, "siglake", strings.TrimPrefix(cfg.Catalog, "rest+"), rest.WithWarehouseLocation(warehouse),
-			rest.WithAdditionalProps(props), rest.WithCustomTransport(tr))
-	default:
-		return nil, badCatalog(cfg.Catalog, "unknown catalog kind", nil)
-	}
+	cat, closeIdle, err := catalogs.Open(ctx, cfg.Catalog, warehouse, ioProps)
 	if err != nil {
-		if closeIdle != nil {
-			closeIdle()
-		}
-		if errors.Is(err, ErrBadConfig) {
-			return nil, err
-		}
-		if err := openError(cfg.Catalog, err); errors.Is(err, ErrBadConfig) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("open catalog %s: %w", Redact(cfg.Catalog), err)
+		return nil, err
 	}
-	dc := &deadlineCatalog{Catalog: cat}
-	dc.timeout.Store(int64(cfg.CommitTimeout))
-	l := &Lake{cat: dc, ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle}
+	l := &Lake{cat: deadline.New(cat, cfg.CommitTimeout), ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle}
 	// The first query may be the first connection (database/sql connects lazily).
 	if err := l.ensureNamespace(ctx); err != nil {
 		l.Close()
-		return nil, openError(cfg.Catalog, err)
+		return nil, catalogs.OpenError(cfg.Catalog, err)
 	}
 	return l, nil
 }
@@ -142,6 +98,19 @@ func (l *Lake) Catalog() catalog.Catalog { return l.cat }
 func (l *Lake) WrapCatalog(wrap func(catalog.Catalog) catalog.Catalog) {
 	l.cat.Catalog = wrap(l.cat.Catalog)
 }
+
+// CommitTimeout is the deadline each catalog commit attempt runs under.
+func (l *Lake) CommitTimeout() time.Duration { return l.cat.Timeout() }
+
+// SetCommitTimeout changes the commit deadline (0: deadline.DefaultCommitTimeout) for the
+// commits that start from now on.
+func (l *Lake) SetCommitTimeout(d time.Duration) { l.cat.SetTimeout(d) }
+
+// WatchCommits makes watch see every commit attempt's events (deadline.Catalog.Watch); nil stops it.
+func (l *Lake) WatchCommits(watch func(deadline.CommitEvent)) { l.cat.Watch(watch) }
+
+// AbandonedInFlight is the number of abandoned commit attempts still in flight.
+func (l *Lake) AbandonedInFlight() int { return l.cat.AbandonedInFlight() }
 
 // Namespace is the namespace siglake's tables live in.
 func (l *Lake) Namespace() string { return l.ns[0] }
@@ -198,54 +167,6 @@ func (l *Lake) ensureNamespace(ctx context.Context) error {
 		return fmt.Errorf("create namespace %s: %w", l.ns[0], err)
 	}
 	return nil
-}
-
-func openSQLite(path string, props iceberg.Properties) (catalog.Catalog, error) {
-	if path == "" {
-		return nil, badCatalog("sqlite:", "a sqlite catalog needs a path", nil)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkSQLitePath("sqlite:"+path, abs); err != nil {
-		return nil, err
-	}
-	// WAL journal and a busy timeout let several processes (drain replicas, CLI tools) share the
-	// file; every pooled connection gets them because they are in the DSN.
-	dsn := "file:" + abs + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
-	return openSQL("sqlite", dsn, sqlcat.SQLite, props)
-}
-
-func openSQL(driver, dsn string, dialect sqlcat.SupportedDialect, props iceberg.Properties) (catalog.Catalog, error) {
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		return nil, err
-	}
-	p := iceberg.Properties{"init_catalog_tables": "true"}
-	for k, v := range props {
-		p[k] = v
-	}
-	cat, err := sqlcat.NewCatalog("siglake", db, dialect, p)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return &ownedSQLCatalog{Catalog: cat, db: db}, nil
-}
-
-// ownedSQLCatalog closes the database handle that NewCatalog leaves to its caller.
-type ownedSQLCatalog struct {
-	*sqlcat.Catalog
-	db *sql.DB
-}
-
-func (c *ownedSQLCatalog) Close() error {
-	err := c.Catalog.Close()
-	if e := c.db.Close(); err == nil {
-		err = e
-	}
-	return err
 }
 
 // warehouseURI turns the warehouse option into a URI iceberg-go's FileIO registry understands.

@@ -2,13 +2,13 @@ package lake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
@@ -16,35 +16,7 @@ import (
 // UpdateProperties commits the properties f sets and removes on the newest metadata, retried on a
 // concurrent commit; nothing to change commits nothing.
 func (l *Lake) UpdateProperties(ctx context.Context, name string, f func(iceberg.Properties) (iceberg.Properties, []string)) error {
-	var err error
-	for attempt := 0; attempt < ReplaceAttempts; attempt++ {
-		t, lerr := l.LoadTable(ctx, name)
-		if lerr != nil {
-			return lerr
-		}
-		set, remove := f(t.Properties())
-		if len(set) == 0 && len(remove) == 0 {
-			return nil
-		}
-		txn := t.NewTransaction()
-		if len(set) > 0 {
-			if err = txn.SetProperties(set); err != nil {
-				return err
-			}
-		}
-		if len(remove) > 0 {
-			if err = txn.RemoveProperties(remove); err != nil {
-				return err
-			}
-		}
-		if _, err = txn.Commit(ctx); err == nil || !IsConflict(err) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("update the properties of %s: %w", name, err)
-	}
-	return nil
+	return l.updateProperties(ctx, name, f, commitProperties)
 }
 
 // SetProperty commits table property key = value on the newest metadata (UpdateProperties);
@@ -66,6 +38,13 @@ func (l *Lake) SetProperty(ctx context.Context, name, key, value string, remove 
 // where f read it (CommitPropertiesCAS), so an edit that another commits first makes this commit
 // conflict and f runs again on the newer properties, instead of overwriting that edit.
 func (l *Lake) UpdatePropertiesCAS(ctx context.Context, name string, f func(iceberg.Properties) (iceberg.Properties, []string)) error {
+	return l.updateProperties(ctx, name, f, commitPropertiesCAS)
+}
+
+// updateProperties is the one retry loop of both: load the newest metadata, let f decide what to
+// change, commit it, and again after a conflict.
+func (l *Lake) updateProperties(ctx context.Context, name string, f func(iceberg.Properties) (iceberg.Properties, []string),
+	commit func(ctx context.Context, t *table.Table, set iceberg.Properties, remove []string) error) error {
 	var err error
 	for attempt := 0; attempt < ReplaceAttempts; attempt++ {
 		t, lerr := l.LoadTable(ctx, name)
@@ -76,9 +55,8 @@ func (l *Lake) UpdatePropertiesCAS(ctx context.Context, name string, f func(iceb
 		if len(set) == 0 && len(remove) == 0 {
 			return nil
 		}
-		keys := slices.Concat(slices.Collect(maps.Keys(set)), remove)
-		slices.Sort(keys)
-		if _, err = CommitPropertiesCAS(ctx, t, set, remove, iceberg.Properties{tableprops.SumPropertiesEdit: strings.Join(keys, ",")}); err == nil || !errors.Is(err, ErrCASConflict) {
+		// A lost compare-and-swap (ErrCASConflict) wraps the conflict, so IsConflict holds for it too.
+		if err = commit(ctx, t, set, remove); err == nil || !IsConflict(err) {
 			break
 		}
 	}
@@ -86,6 +64,28 @@ func (l *Lake) UpdatePropertiesCAS(ctx context.Context, name string, f func(iceb
 		return fmt.Errorf("update the properties of %s: %w", name, err)
 	}
 	return nil
+}
+
+// commitProperties sets and removes properties of t in one commit, applied by the catalog to the
+// metadata it holds at commit time.
+func commitProperties(ctx context.Context, t *table.Table, set iceberg.Properties, remove []string) error {
+	txn := t.NewTransaction()
+	if err := txn.SetProperties(set); err != nil {
+		return err
+	}
+	if err := txn.RemoveProperties(remove); err != nil {
+		return err
+	}
+	_, err := txn.Commit(ctx)
+	return err
+}
+
+// commitPropertiesCAS is CommitPropertiesCAS with the keys it edits in the snapshot summary.
+func commitPropertiesCAS(ctx context.Context, t *table.Table, set iceberg.Properties, remove []string) error {
+	keys := slices.Concat(slices.Collect(maps.Keys(set)), remove)
+	slices.Sort(keys)
+	_, err := CommitPropertiesCAS(ctx, t, set, remove, iceberg.Properties{tableprops.SumPropertiesEdit: strings.Join(keys, ",")})
+	return err
 }
 
 // ValueEdit is one compare-and-swap edit of a table's single-key JSON value (a policy, a

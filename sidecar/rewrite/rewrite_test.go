@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/deadline"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -299,7 +300,7 @@ func TestRunCommitAbandonedAtDeadline(t *testing.T) {
 	if !safety.Stop() {
 		t.Fatalf("the rewrite waited %s for the held commit instead of abandoning it at the deadline", took)
 	}
-	if out.Status != MaybeCommitted || !errors.Is(out.Err, lake.ErrCommitDeadline) {
+	if out.Status != MaybeCommitted || !errors.Is(out.Err, deadline.ErrCommitDeadline) {
 		t.Fatalf("outcome %s %v, want maybe_committed at the commit deadline", out.Status, out.Err)
 	}
 	close(release)

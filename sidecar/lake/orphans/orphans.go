@@ -22,6 +22,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/deadline"
 )
 
 // DefaultOlderThan is the default age limit: only objects older than this are candidates. It
@@ -47,7 +48,7 @@ var FileCommitAttempts = max(lake.DefaultRetry.Attempts, lake.ReplaceAttempts)
 // applies a little later.
 func FloorMin(d time.Duration) time.Duration {
 	if d <= 0 {
-		d = lake.DefaultCommitTimeout
+		d = deadline.DefaultCommitTimeout
 	}
 	return 2 * time.Duration(FileCommitAttempts) * d
 }
@@ -62,7 +63,7 @@ func CheckAge(olderThan, floor, d time.Duration) error {
 		floor = DefaultMinAge
 	}
 	if d <= 0 {
-		d = lake.DefaultCommitTimeout
+		d = deadline.DefaultCommitTimeout
 	}
 	if lo := FloorMin(d); floor < lo {
 		return fmt.Errorf("%w: --min-age-floor %s is below %s, twice the longest a commit may run under --commit-timeout %s (%d attempts; pass gc the compactor's --commit-timeout)",

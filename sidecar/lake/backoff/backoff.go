@@ -1,9 +1,14 @@
-package lake
+// Package backoff is siglake's one exponential backoff: the policy that says how long to wait
+// after a failure, and the wait itself.
+package backoff
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
-// Backoff is siglake's one exponential backoff. CommitAppend's retries (Retry.Backoff), the
-// drain's per-table delay after a failed batch and the wait for an unreachable catalog use it.
+// Policy is siglake's one exponential backoff. The lake's commit retries (lake.Retry.Backoff),
+// the drain's per-table delay after a failed batch and the wait for an unreachable catalog use it.
 //
 // Policy: the ceiling of wait n (n >= 1: after the n-th failure in a row) is Min·Factor^(n-1),
 // capped at Max. The jitter then picks the wait from the ceiling d:
@@ -13,14 +18,14 @@ import "time"
 //	             callers do not retry in lockstep
 //
 // Wait is pure: it reads no clock, and the jitter comes from the random source the caller passes.
-type Backoff struct {
+type Policy struct {
 	Min    time.Duration // ceiling of the first wait
 	Max    time.Duration // cap on the ceiling; the wait never exceeds it
 	Factor float64       // growth of the ceiling per failure; 0 means 2, 1 or less means none
 	Jitter Jitter
 }
 
-// Jitter says how a wait is drawn from its ceiling (see Backoff).
+// Jitter says how a wait is drawn from its ceiling (see Policy).
 type Jitter int
 
 const (
@@ -31,7 +36,7 @@ const (
 // Wait returns the wait after the n-th failure in a row (n < 1 counts as 1). int64n draws the
 // jitter with rand.Int64N's contract (uniform in [0, n)), e.g. math/rand/v2's Int64N or a
 // seeded *rand.Rand's; it is not called for NoJitter and may then be nil.
-func (b Backoff) Wait(n int, int64n func(int64) int64) time.Duration {
+func (b Policy) Wait(n int, int64n func(int64) int64) time.Duration {
 	f := b.Factor
 	if f == 0 {
 		f = 2
@@ -46,4 +51,16 @@ func (b Backoff) Wait(n int, int64n func(int64) int64) time.Duration {
 		d = d/2 + time.Duration(int64n(int64(d/2)+1))
 	}
 	return d
+}
+
+// Sleep waits d, or until ctx is done (then its error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -1,4 +1,4 @@
-package lake
+package backoff
 
 import (
 	"math/rand/v2"
@@ -9,11 +9,11 @@ import (
 // TestBackoffPolicy: growth by the factor, the cap, and jitter inside [ceiling/2, ceiling].
 func TestBackoffPolicy(t *testing.T) {
 	const s = time.Second
-	drain := Backoff{Min: s, Max: 32 * s, Factor: 2}
-	commit := DefaultRetry.Backoff()
+	drain := Policy{Min: s, Max: 32 * s, Factor: 2}
+	commit := Policy{Min: 200 * time.Millisecond, Max: 5 * s, Factor: 2, Jitter: EqualJitter} // lake.DefaultRetry's
 	for _, c := range []struct {
 		name   string
-		b      Backoff
+		b      Policy
 		n      int
 		lo, hi time.Duration
 	}{
@@ -23,10 +23,10 @@ func TestBackoffPolicy(t *testing.T) {
 		{"doubles again", drain, 6, 32 * s, 32 * s},
 		{"capped", drain, 7, 32 * s, 32 * s},
 		{"capped far out", drain, 1 << 20, 32 * s, 32 * s},
-		{"cap below a power", Backoff{Min: s, Max: 30 * s}, 6, 30 * s, 30 * s},
-		{"factor 3", Backoff{Min: s, Max: time.Hour, Factor: 3}, 3, 9 * s, 9 * s},
-		{"factor 1 does not grow", Backoff{Min: s, Max: time.Hour, Factor: 1}, 9, s, s},
-		{"zero policy waits nothing", Backoff{}, 3, 0, 0},
+		{"cap below a power", Policy{Min: s, Max: 30 * s}, 6, 30 * s, 30 * s},
+		{"factor 3", Policy{Min: s, Max: time.Hour, Factor: 3}, 3, 9 * s, 9 * s},
+		{"factor 1 does not grow", Policy{Min: s, Max: time.Hour, Factor: 1}, 9, s, s},
+		{"zero policy waits nothing", Policy{}, 3, 0, 0},
 		{"equal jitter, first commit retry", commit, 1, 100 * time.Millisecond, 200 * time.Millisecond},
 		{"equal jitter, second commit retry", commit, 2, 200 * time.Millisecond, 400 * time.Millisecond},
 		{"equal jitter, capped at MaxWait", commit, 12, 2500 * time.Millisecond, 5 * s},
@@ -41,20 +41,6 @@ func TestBackoffPolicy(t *testing.T) {
 			if w := c.b.Wait(c.n, rnd.Int64N); w < c.lo || w > c.hi {
 				t.Fatalf("%s: wait %d = %v, outside [%v, %v]", c.name, c.n, w, c.lo, c.hi)
 			}
-		}
-	}
-}
-
-// TestRetryBackoffBounds: Retry's fields are the least and most a retry waits.
-func TestRetryBackoffBounds(t *testing.T) {
-	r := Retry{Attempts: 6, MinWait: 10 * time.Millisecond, MaxWait: 50 * time.Millisecond}
-	b := r.Backoff()
-	if got := b.Wait(1, func(int64) int64 { return 0 }); got != r.MinWait {
-		t.Errorf("least first wait %v, want MinWait %v", got, r.MinWait)
-	}
-	for k := 1; k < r.Attempts; k++ {
-		if got := b.Wait(k, func(n int64) int64 { return n - 1 }); got > r.MaxWait {
-			t.Errorf("retry %d may wait %v, above MaxWait %v", k, got, r.MaxWait)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package lake
+package redact
 
 import (
 	"strings"
@@ -45,12 +45,12 @@ func TestRedactNeverReturnsASecret(t *testing.T) {
 		{"postgres://u@h/db", "", "postgres://u@h/db"},
 		{"rest+http://127.0.0.1:8181", "", "rest+http://127.0.0.1:8181"},
 	} {
-		got := Redact(c.uri)
+		got := URI(c.uri)
 		if got != c.want {
-			t.Errorf("Redact(%q) = %q, want %q", c.uri, got, c.want)
+			t.Errorf("URI(%q) = %q, want %q", c.uri, got, c.want)
 		}
 		if c.secret != "" && strings.Contains(got, c.secret) {
-			t.Errorf("Redact(%q) = %q holds the secret %q", c.uri, got, c.secret)
+			t.Errorf("URI(%q) = %q holds the secret %q", c.uri, got, c.secret)
 		}
 	}
 }

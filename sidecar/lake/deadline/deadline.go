@@ -1,4 +1,8 @@
-package lake
+// Package deadline bounds every catalog commit attempt of a lake. Its Catalog runs each
+// CommitTable under a deadline and abandons the attempt there (its outcome unknown), refuses new
+// attempts on a table while an abandoned one is still in flight, and reports slow, timed-out and
+// answered attempts to a watcher as events: it neither logs nor counts.
+package deadline
 
 import (
 	"context"
@@ -20,9 +24,9 @@ import (
 // (orphans.DefaultMinAge) can only protect files whose commit ends within a known time.
 const DefaultCommitTimeout = 2 * time.Minute
 
-// CommitSlowFraction of the deadline is when a commit still running is reported slow, so a hung
+// slowFraction of the deadline is when a commit still running is reported slow, so a hung
 // commit is visible before it is abandoned.
-const CommitSlowFraction = 0.5
+const slowFraction = 0.5
 
 // ErrCommitDeadline marks a commit attempt abandoned at its deadline. Its outcome is unknown: the
 // catalog may still apply it, so IsCommitStateUnknown holds, its files are kept, and the retry
@@ -33,7 +37,7 @@ var ErrCommitDeadline = errors.New("commit abandoned at its deadline (--commit-t
 type CommitPhase int
 
 const (
-	// CommitSlow: the commit is still running past CommitSlowFraction of its deadline.
+	// CommitSlow: the commit is still running past half its deadline.
 	CommitSlow CommitPhase = iota
 	// CommitTimedOut: the commit was abandoned at its deadline (ErrCommitDeadline).
 	CommitTimedOut
@@ -49,7 +53,7 @@ const (
 // otherwise pile up one goroutine (and catalog connection) per deadline.
 var ErrAbandonedInFlight = errors.New("an abandoned commit to this table is still in flight (siglake_catalog_commits_abandoned_inflight); retry later")
 
-// CommitEvent is what the lake tells its watcher about one catalog commit attempt. The lake
+// CommitEvent is what the Catalog tells its watcher about one commit attempt. The Catalog
 // neither logs nor counts: the process's observer turns events into log lines and metrics.
 type CommitEvent struct {
 	Table    string
@@ -62,11 +66,11 @@ type CommitEvent struct {
 	Abandoned int
 }
 
-// deadlineCatalog is the catalog every table of a Lake commits through: each CommitTable runs
-// under the commit deadline. It is the one place commits are bounded, whoever makes them (drain
-// appends, replaces, property updates, claims, expiry), because every table the lake loads or
-// creates is bound to it.
-type deadlineCatalog struct {
+// Catalog is the catalog every table of a lake commits through: each CommitTable runs under the
+// commit deadline. It is the one place commits are bounded, whoever makes them (drain appends,
+// replaces, property updates, claims, expiry), because every table it loads or creates is bound
+// to it. The embedded catalog is the inner one; a test may wrap it (the deadline stays outermost).
+type Catalog struct {
 	catalog.Catalog
 	timeout atomic.Int64 // nanoseconds; <= 0 means DefaultCommitTimeout
 	watch   atomic.Pointer[func(CommitEvent)]
@@ -77,8 +81,15 @@ type deadlineCatalog struct {
 	inFlight  int
 }
 
+// New bounds the commits of inner by timeout (0: DefaultCommitTimeout).
+func New(inner catalog.Catalog, timeout time.Duration) *Catalog {
+	c := &Catalog{Catalog: inner}
+	c.timeout.Store(int64(timeout))
+	return c
+}
+
 // abandon records an abandoned attempt on key until done delivers its late answer.
-func (c *deadlineCatalog) abandon(key, name string, start time.Time, d time.Duration, done <-chan commitAnswer) int {
+func (c *Catalog) abandon(key, name string, start time.Time, d time.Duration, done <-chan commitAnswer) int {
 	c.mu.Lock()
 	if c.abandoned == nil {
 		c.abandoned = map[string]int{}
@@ -102,38 +113,39 @@ func (c *deadlineCatalog) abandon(key, name string, start time.Time, d time.Dura
 }
 
 // AbandonedInFlight is the number of abandoned commit attempts still in flight.
-func (l *Lake) AbandonedInFlight() int {
-	l.cat.mu.Lock()
-	defer l.cat.mu.Unlock()
-	return l.cat.inFlight
+func (c *Catalog) AbandonedInFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inFlight
 }
 
-func (c *deadlineCatalog) deadline() time.Duration {
+// Timeout is the deadline each commit attempt runs under.
+func (c *Catalog) Timeout() time.Duration {
 	if d := time.Duration(c.timeout.Load()); d > 0 {
 		return d
 	}
 	return DefaultCommitTimeout
 }
 
-func (c *deadlineCatalog) report(ev CommitEvent) {
+func (c *Catalog) report(ev CommitEvent) {
 	if w := c.watch.Load(); w != nil {
 		(*w)(ev)
 	}
 }
 
 // bind makes t commit through c (the inner catalog bound it to itself).
-func (c *deadlineCatalog) bind(t *table.Table, err error) (*table.Table, error) {
+func (c *Catalog) bind(t *table.Table, err error) (*table.Table, error) {
 	if err != nil || t == nil {
 		return t, err
 	}
 	return table.New(t.Identifier(), t.Metadata(), t.MetadataLocation(), t.FS, c), nil
 }
 
-func (c *deadlineCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+func (c *Catalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
 	return c.bind(c.Catalog.LoadTable(ctx, id))
 }
 
-func (c *deadlineCatalog) CreateTable(ctx context.Context, id table.Identifier, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) (*table.Table, error) {
+func (c *Catalog) CreateTable(ctx context.Context, id table.Identifier, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) (*table.Table, error) {
 	return c.bind(c.Catalog.CreateTable(ctx, id, sc, opts...))
 }
 
@@ -147,8 +159,8 @@ type commitAnswer struct {
 // with the deadline's context, and at the deadline the attempt is abandoned even if the catalog
 // does not heed the context (a SQLite busy wait): the caller gets ErrCommitDeadline at once, and
 // a commit that lands later is one of unknown outcome, which the callers already handle.
-func (c *deadlineCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
-	d := c.deadline()
+func (c *Catalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
+	d := c.Timeout()
 	name := id[len(id)-1]
 	key := strings.Join(id, ".")
 	c.mu.Lock()
@@ -160,7 +172,7 @@ func (c *deadlineCatalog) CommitTable(ctx context.Context, id table.Identifier, 
 	start := time.Now()
 	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrCommitDeadline)
 	defer cancel()
-	slow := time.AfterFunc(time.Duration(float64(d)*CommitSlowFraction), func() {
+	slow := time.AfterFunc(time.Duration(float64(d)*slowFraction), func() {
 		c.report(CommitEvent{Table: name, Phase: CommitSlow, Elapsed: time.Since(start), Deadline: d})
 	})
 	defer slow.Stop()
@@ -202,27 +214,24 @@ func (c *deadlineCatalog) CommitTable(ctx context.Context, id table.Identifier, 
 }
 
 // Close closes the inner catalog when it has connections of its own.
-func (c *deadlineCatalog) Close() error {
+func (c *Catalog) Close() error {
 	if cl, ok := c.Catalog.(interface{ Close() error }); ok {
 		return cl.Close()
 	}
 	return nil
 }
 
-// CommitTimeout is the deadline each catalog commit attempt runs under.
-func (l *Lake) CommitTimeout() time.Duration { return l.cat.deadline() }
-
-// WatchCommits makes watch see every commit attempt's slow, timed-out and done events (the
-// process's observer); nil stops it. watch runs on the committing goroutine or a timer's, so it
-// must be quick and safe for concurrent use.
-func (l *Lake) WatchCommits(watch func(CommitEvent)) {
+// Watch makes watch see every commit attempt's slow, timed-out and done events (the process's
+// observer); nil stops it. watch runs on the committing goroutine or a timer's, so it must be
+// quick and safe for concurrent use.
+func (c *Catalog) Watch(watch func(CommitEvent)) {
 	if watch == nil {
-		l.cat.watch.Store(nil)
+		c.watch.Store(nil)
 		return
 	}
-	l.cat.watch.Store(&watch)
+	c.watch.Store(&watch)
 }
 
-// SetCommitTimeout changes the commit deadline (0: DefaultCommitTimeout) for the commits that
-// start from now on.
-func (l *Lake) SetCommitTimeout(d time.Duration) { l.cat.timeout.Store(int64(d)) }
+// SetTimeout changes the commit deadline (0: DefaultCommitTimeout) for the commits that start
+// from now on.
+func (c *Catalog) SetTimeout(d time.Duration) { c.timeout.Store(int64(d)) }

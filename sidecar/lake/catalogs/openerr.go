@@ -1,4 +1,4 @@
-package lake
+package catalogs
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/lib/pq"
 	"modernc.org/sqlite"
+
+	"github.com/siglake/siglake/sidecar/lake/redact"
 )
 
 // acceptedCatalogs is what --catalog accepts, for the errors that reject it.
@@ -17,12 +19,15 @@ const acceptedCatalogs = "accepted: sqlite:PATH (a SQLite catalog file, created 
 	"postgres://USER@/DB?host=/SOCKET/DIR (a Unix socket), " +
 	"rest+http(s)://HOST/PATH"
 
+// ErrBadConfig marks errors in the catalog or warehouse options themselves (retrying cannot help).
+var ErrBadConfig = errors.New("bad configuration")
+
 // badCatalog is the error for a --catalog that retrying cannot make work.
 func badCatalog(uri, what string, cause error) error {
 	if cause != nil {
-		return fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %s: %s (%w); %s", ErrBadConfig, Redact(uri), what, cause, acceptedCatalogs)
+		return fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %s: %s (%w); %s", ErrBadConfig, redact.URI(uri), what, cause, acceptedCatalogs)
 	}
-	return fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %s: %s; %s", ErrBadConfig, Redact(uri), what, acceptedCatalogs)
+	return fmt.Errorf("%w: --catalog / SIGLAKE_CATALOG %s: %s; %s", ErrBadConfig, redact.URI(uri), what, acceptedCatalogs)
 }
 
 // ErrNotProvisioned marks the configuration errors that a catalog being set up also gives: a role
@@ -38,10 +43,10 @@ type notProvisioned struct{ error }
 func (e notProvisioned) Unwrap() error        { return e.error }
 func (e notProvisioned) Is(target error) bool { return target == ErrNotProvisioned }
 
-// openError turns a failure to open the catalog into what Open returns: a bad-configuration error
+// OpenError turns a failure to open the catalog, or of its first query, into what Open returns: a bad-configuration error
 // naming the option when retrying cannot fix it (marked ErrNotProvisioned when set-up order may
 // explain it), else the error to retry.
-func openError(uri string, err error) error {
+func OpenError(uri string, err error) error {
 	why := permanentOpenError(err)
 	if why == "" {
 		return err

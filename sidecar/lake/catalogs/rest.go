@@ -1,44 +1,14 @@
-package lake
+package catalogs
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/siglake/siglake/sidecar/lake/backoff"
 )
-
-// IsCommitStateUnknown reports whether a failed commit may have been applied all the same: the
-// catalog said it does not know (a REST 500, 502, 503 or 504 on a commit, which iceberg-go's REST
-// client returns as rest.ErrCommitStateUnknown) or no answer came at all (a connection cut after
-// the request went out, a timeout). Such a commit is never retried blindly: the retry first
-// re-reads what the commit would have changed (CommitAppend re-reads the stream mark), and the
-// files it references are kept.
-//
-// Not unknown: a conflict (IsConflict: nothing committed) and a definite refusal (the catalog
-// answered 400, 401, 403, 404, 419 or 501: it did not apply the request). Everything else counts as
-// unknown, so an error this does not recognise is treated as the dangerous case.
-func IsCommitStateUnknown(err error) bool {
-	if err == nil || IsConflict(err) || errors.Is(err, ErrAbandonedInFlight) { // never sent
-		return false
-	}
-	if errors.Is(err, rest.ErrCommitStateUnknown) {
-		return true
-	}
-	for _, refusal := range []error{rest.ErrBadRequest, rest.ErrUnauthorized, rest.ErrForbidden,
-		rest.ErrAuthorizationExpired, rest.ErrEndpointNotSupported, iceberg.ErrNotImplemented,
-		catalog.ErrNoSuchTable, catalog.ErrNoSuchNamespace} {
-		if errors.Is(err, refusal) {
-			return false
-		}
-	}
-	return true
-}
 
 // restRetryAfterMax bounds the wait of one 429: a server asking for longer gets its 429 passed on
 // (an error: the drain's own backoff takes over and the batch stays in the WAL).
@@ -59,7 +29,7 @@ type throttleTransport struct {
 }
 
 func newRESTTransport() *throttleTransport {
-	return &throttleTransport{base: http.DefaultTransport.(*http.Transport).Clone(), sleep: sleep}
+	return &throttleTransport{base: http.DefaultTransport.(*http.Transport).Clone(), sleep: backoff.Sleep}
 }
 
 func (t *throttleTransport) RoundTrip(r *http.Request) (*http.Response, error) {

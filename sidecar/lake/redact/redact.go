@@ -1,4 +1,6 @@
-package lake
+// Package redact hides the secrets of a catalog URI (passwords, secret query parameters, keyword
+// DSN passwords) before the URI is logged or quoted in an error.
+package redact
 
 import (
 	"net/url"
@@ -6,15 +8,15 @@ import (
 	"strings"
 )
 
-// masked replaces a secret in what Redact returns.
+// masked replaces a secret in what URI returns.
 const masked = "xxxxx"
 
-// Redact hides the secrets in a catalog URI before it is logged or returned in an error: the
+// URI hides the secrets in a catalog URI before it is logged or returned in an error: the
 // password of the user info, query parameters whose names say they hold a secret, and the values
 // of password=... in a keyword DSN. What it cannot parse it masks rather than returns: a URI that
 // fails to parse is usually one whose password holds a reserved character (a bare %, / or ?), so
 // only the scheme and host are kept, when they can be found.
-func Redact(uri string) string {
+func URI(uri string) string {
 	if !strings.Contains(uri, "://") {
 		if keywordSecret.MatchString(uri) {
 			return keywordSecret.ReplaceAllString(uri, "${1}="+masked)
