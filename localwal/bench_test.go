@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal/internal/recordcheck"
 )
 
 // Benchmarks count MB/s of decoded Arrow buffer bytes (what the ingest
@@ -108,7 +110,7 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
-// BenchmarkValidate compares validateRecord with Arrow's full validation on
+// BenchmarkValidate compares recordcheck.Full with Arrow's full validation on
 // the records of SIGLAKE_BENCH_WAL's sealed segments (a walgen WAL, whose
 // map of attributes nests strings), or on generated log batches without it.
 func BenchmarkValidate(b *testing.B) {
@@ -139,7 +141,7 @@ func BenchmarkValidate(b *testing.B) {
 	for _, v := range []struct {
 		name     string
 		validate func(arrow.RecordBatch) error
-	}{{"arrow", arrowValidate}, {"localwal", validateRecord}} {
+	}{{"arrow", arrowValidate}, {"localwal", recordcheck.Full}} {
 		b.Run(v.name, func(b *testing.B) {
 			b.SetBytes(raw)
 			for i := 0; i < b.N; i++ {

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal/internal/ipcmsg"
 )
 
 // ReadHead reads only the first message of a segment, its schema, from r (the content of the file
@@ -50,7 +52,7 @@ func ReadHead(name string, r io.Reader) (Header, *arrow.Schema, error) {
 	if _, err := io.ReadFull(r, msg[framing:]); err != nil {
 		return Header{}, nil, headIOErr(name, err)
 	}
-	bodyLen, err := checkMessage(msg[framing:])
+	bodyLen, err := ipcmsg.CheckMessage(msg[framing:])
 	if err != nil {
 		return Header{}, nil, segErr(name, ReasonCorrupt, "checking IPC metadata: message 0 at offset 0: %w", err)
 	}
@@ -60,8 +62,8 @@ func ReadHead(name string, r io.Reader) (Header, *arrow.Schema, error) {
 	}
 	// ipc.NewReader reads the schema message when it is created and nothing else; the budget
 	// is a second guard on what it may allocate.
-	budget := &budgetAllocator{mem: memory.DefaultAllocator, limit: 1 << 20}
-	defer budget.disarm()
+	budget := ipcmsg.NewBudget(memory.DefaultAllocator, 1<<20)
+	defer budget.Disarm()
 	rd, err := ipc.NewReader(bytes.NewReader(msg), ipc.WithMetadataSizeLimit(MaxMetadataBytes), ipc.WithAllocator(budget))
 	if err != nil {
 		return Header{}, nil, segErr(name, ReasonCorrupt, "reading schema: %w", err)

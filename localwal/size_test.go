@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/siglake/siglake/localwal/internal/ipcmsg"
 )
 
 // TestDecodedSize: an uncompressed segment decodes in place (nothing beyond its file bytes); a
@@ -27,9 +29,7 @@ func TestDecodedSize(t *testing.T) {
 			t.Fatalf("%s: DecodedSize %d, %v for a %d-byte file", c.comp, n, err, file)
 		}
 		// A damaged file ends the estimate; it never fails or panics.
-		if _, err := decodedSize(bytesReaderAt(data[:len(data)/2]), int64(len(data)/2)); err != nil {
-			t.Fatal(err)
-		}
+		ipcmsg.DecodedSize(bytesReaderAt(data[:len(data)/2]), int64(len(data)/2), MaxMetadataBytes)
 	}
 }
 
