@@ -63,7 +63,7 @@ func TestGuardAcceptsRealSchemas(t *testing.T) {
 
 // Metadata that claims a huge vector is refused before Arrow allocates it.
 func TestGuardRejectsLyingVector(t *testing.T) {
-	rec := newLogGen(1, t0).batch(memory.DefaultAllocator, 2)
+	rec := newLogGen(1, t0).Batch(memory.DefaultAllocator, 2)
 	defer rec.Release()
 	data := rawSegment(t, logSchema, nil, rec)
 	// The schema's fields vector length is the uint32 8 (the column count)

@@ -84,16 +84,16 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	gen := newLogGen(11, t0)
 	var seeds [][]byte
 	for _, n := range []int{1, 7} {
-		rec := gen.batch(mem, n)
+		rec := gen.Batch(mem, n)
 		seeds = append(seeds, rawSegment(tb, logSchema, nil, rec))
 		rec.Release()
 	}
 	// Two batches, zstd-compressed, as the Writer makes them.
-	_, zstd := validSegmentAs(tb, CompressionZstd, 2, 5)
-	_, plain := validSegmentAs(tb, CompressionNone, 1, 3)
+	_, zstd := validSegmentAs(tb, compressionZstd, 2, 5)
+	_, plain := validSegmentAs(tb, compressionNone, 1, 3)
 	seeds = append(seeds, zstd, plain)
 	// Version 2 (with the checksum trailer), and the same with a flipped bit.
-	rec := gen.batch(mem, 4)
+	rec := gen.Batch(mem, 4)
 	v2 := AppendChecksum(rawSegment(tb, logSchema, map[string]string{KeyVersion: FormatVersion}, rec))
 	rec.Release()
 	flipped := slices.Clone(v2)
@@ -115,7 +115,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 
 // validSegmentAs is validSegment renamed to testName: the Writer's clock
 // is set so its incarnation is 1.
-func validSegmentAs(tb testing.TB, comp Compression, batches, rows int) (string, []byte) {
+func validSegmentAs(tb testing.TB, comp compression, batches, rows int) (string, []byte) {
 	name, data := validSegment(tb, comp, batches, rows)
 	if name != SegmentName("logs", uint64(t0.UnixNano()), 1) {
 		tb.Fatalf("unexpected writer segment name %s", name)
@@ -127,7 +127,7 @@ func validSegmentAs(tb testing.TB, comp Compression, batches, rows int) (string,
 	}
 	defer seg.Release()
 	var opts []ipc.Option
-	if comp == CompressionZstd {
+	if comp == compressionZstd {
 		opts = append(opts, ipc.WithZstd())
 	}
 	return testName, rawSegmentWith(tb, opts, logSchema, nil, seg.Records...)
@@ -341,7 +341,7 @@ func dictSegment(tb testing.TB) []byte {
 // rejects it, Arrow's copying reader accepts it, and the oracle must call
 // that agreement rather than a fuzz failure.
 func TestOracleBufferPastBody(t *testing.T) {
-	_, plain := validSegmentAs(t, CompressionNone, 2, 3)
+	_, plain := validSegmentAs(t, compressionNone, 2, 3)
 	data := shortenLastBody(t, plain, 8)
 	if !bufferPastBody(data) {
 		t.Fatal("repro has no buffer past its body")
@@ -363,7 +363,7 @@ func TestOracleBufferPastBody(t *testing.T) {
 // segment whose bytes start at an odd address decodes to the same records
 // as an aligned copy, and none of its buffers alias the misaligned bytes.
 func TestDecodeMisalignedBody(t *testing.T) {
-	_, plain := validSegmentAs(t, CompressionNone, 2, 20)
+	_, plain := validSegmentAs(t, compressionNone, 2, 20)
 	buf := make([]byte, len(plain)+1)
 	data := buf[1:]
 	copy(data, plain)

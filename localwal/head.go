@@ -95,12 +95,6 @@ func headIOErr(name string, err error) *SegmentError {
 	return &SegmentError{Path: name, Reason: ReasonIO, Err: fmt.Errorf("reading segment: %w", err)}
 }
 
-// ReadStreamID returns the stream id recorded in dir's STREAM file, ok=false when there is none.
-func ReadStreamID(dir string) (id string, ok bool, err error) {
-	st, ok, err := readStreamState(dir)
-	return st.Stream, ok, err
-}
-
 // ParseSegmentName splits a sealed segment's file name (no directory) into its table,
 // incarnation and seq; ok=false for any other name.
 func ParseSegmentName(name string) (table string, incarnation, seq uint64, ok bool) {

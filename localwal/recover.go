@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/siglake/siglake/localwal/internal/durable"
 )
 
 // endOfStream is the Arrow IPC end-of-stream marker: continuation token
@@ -101,7 +103,7 @@ func recoverOne(dir string, seg SegmentInfo, max int64) (Recovered, error) {
 		if err := os.Remove(seg.Path); err != nil {
 			return r, fmt.Errorf("removing empty open segment: %w", err)
 		}
-		return r, syncDir(dir)
+		return r, durable.SyncDir(dir)
 	}
 	r.Rows = decoded.Rows
 	version := decoded.Header.Version
@@ -119,7 +121,7 @@ func recoverOne(dir string, seg SegmentInfo, max int64) (Recovered, error) {
 	if err := os.Rename(seg.Path, r.NewPath); err != nil {
 		return r, fmt.Errorf("sealing recovered segment %s: %w", seg.Path, err)
 	}
-	return r, syncDir(dir)
+	return r, durable.SyncDir(dir)
 }
 
 // sealPrefix cuts path after keep bytes and appends the end-of-stream

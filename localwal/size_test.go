@@ -12,11 +12,11 @@ import (
 // zstd one allocates its uncompressed buffers, more than the compressed file holds.
 func TestDecodedSize(t *testing.T) {
 	for _, c := range []struct {
-		comp     Compression
+		comp     compression
 		min, max func(file int64) int64
 	}{
-		{CompressionNone, func(int64) int64 { return 0 }, func(int64) int64 { return 0 }},
-		{CompressionZstd, func(f int64) int64 { return f + 1 }, func(f int64) int64 { return 100 * f }},
+		{compressionNone, func(int64) int64 { return 0 }, func(int64) int64 { return 0 }},
+		{compressionZstd, func(f int64) int64 { return f + 1 }, func(f int64) int64 { return 100 * f }},
 	} {
 		_, data := validSegment(t, c.comp, 3, 2000)
 		path := filepath.Join(t.TempDir(), testName)
