@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -19,12 +18,9 @@ import (
 // record batch. The WAL buffer uses it to learn a segment's stream and columns before it answers;
 // the batches may still be bad, which only ReadAll tells. Every failure is a *SegmentError.
 func ReadHead(name string, r io.Reader) (Header, *arrow.Schema, error) {
-	np, ok := parseName(filepath.Base(name))
-	if !ok {
-		return Header{}, nil, segErr(name, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
-	}
-	if !ValidTable(np.table) {
-		return Header{}, nil, segErr(name, ReasonBadTableName, "table %q in file name does not match %s", np.table, tableRe)
+	np, serr := parseFileName(name)
+	if serr != nil {
+		return Header{}, nil, serr
 	}
 	// The framing: an optional 0xFFFFFFFF continuation marker, then the metadata length.
 	var prefix [8]byte
@@ -70,20 +66,10 @@ func ReadHead(name string, r io.Reader) (Header, *arrow.Schema, error) {
 	}
 	schema := rd.Schema()
 	rd.Release()
-	hdr, reason, err := headerFromMetadata(schema.Metadata())
-	if err != nil {
-		return Header{}, nil, &SegmentError{Path: name, Reason: reason, Err: err}
-	}
-	switch {
-	case hdr.Table != np.table:
-		return Header{}, nil, segErr(name, ReasonCorrupt, "header table %q does not match file name table %q", hdr.Table, np.table)
-	case hdr.Incarnation != np.incarnation:
-		return Header{}, nil, segErr(name, ReasonCorrupt, "header incarnation %d does not match file name incarnation %d", hdr.Incarnation, np.incarnation)
-	case hdr.Seq != np.seq:
-		return Header{}, nil, segErr(name, ReasonCorrupt, "header seq %d does not match file name seq %d", hdr.Seq, np.seq)
-	}
-	if err := CheckSchema(schema); err != nil {
-		return Header{}, nil, &SegmentError{Path: name, Reason: ReasonBadSchema, Err: err}
+	// No trailer is known from the head: the version is checked against it by ReadAll.
+	hdr, serr := checkHeader(name, schema, np, false)
+	if serr != nil {
+		return Header{}, nil, serr
 	}
 	return hdr, schema, nil
 }

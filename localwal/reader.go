@@ -210,15 +210,21 @@ func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messag
 // checkName parses the segment's file name (only its base name) and refuses
 // an empty file.
 func checkName(path string, data []byte) (nameParts, *SegmentError) {
+	np, serr := parseFileName(path)
+	if serr == nil && len(data) == 0 {
+		serr = segErr(path, ReasonEmpty, "zero-byte file")
+	}
+	return np, serr
+}
+
+// parseFileName parses the base name of path and checks its table name.
+func parseFileName(path string) (nameParts, *SegmentError) {
 	np, ok := parseName(filepath.Base(path))
 	if !ok {
 		return np, segErr(path, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
 	}
 	if !ValidTable(np.table) {
 		return np, segErr(path, ReasonBadTableName, "table %q in file name does not match %s", np.table, tableRe)
-	}
-	if len(data) == 0 {
-		return np, segErr(path, ReasonEmpty, "zero-byte file")
 	}
 	return np, nil
 }
