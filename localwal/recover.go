@@ -28,7 +28,7 @@ type Recovered struct {
 // seq first. A segment keeps the longest run of complete, valid record
 // batches from its start: the file is cut after it, given an end-of-stream
 // marker, fsynced and sealed under its own name. A segment without rows is removed; one whose
-// header or schema is unusable is quarantined. NewWriter runs this before
+// header or schema is unusable is quarantined. walwriter.New runs this before
 // handing out a new seq: sealing an old seq after newer segments of the
 // same table were drained would put it below the drain's mark, and the
 // drain would skip it.

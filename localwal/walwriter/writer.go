@@ -460,7 +460,7 @@ func (w *Writer) seal(seg *openSegment) error {
 }
 
 // flush hands the buffered bytes to the kernel and records the segment's size from the file's
-// offset. (localwal imports arrow only, so it takes no counting writer from merge, and needs none.)
+// offset. (the WAL packages import arrow only, so it takes no counting writer from merge, and needs none.)
 func (seg *openSegment) flush() error {
 	if err := seg.buf.Flush(); err != nil {
 		return err
