@@ -3,9 +3,7 @@ package localwal
 import (
 	"bytes"
 	"encoding/binary"
-	"hash"
 	"hash/crc32"
-	"io"
 )
 
 // A version 2 segment ends with a trailer after the Arrow end-of-stream
@@ -49,18 +47,4 @@ func splitTrailer(data []byte) (body []byte, crc uint32, ok bool) {
 	}
 	n := len(data) - TrailerSize
 	return data[:n], binary.LittleEndian.Uint32(data[n:]), true
-}
-
-// crcWriter passes writes through and keeps the CRC32C of what it passed.
-type crcWriter struct {
-	w io.Writer
-	h hash.Hash32
-}
-
-func newCRCWriter(w io.Writer) *crcWriter { return &crcWriter{w: w, h: crc32.New(castagnoli)} }
-
-func (c *crcWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.h.Write(p[:n])
-	return n, err
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // TestChecksumCatchesFlippedBit flips one bit inside a string value of a
@@ -17,7 +16,7 @@ import (
 // valid UTF-8), so without the trailer the segment would decode and its
 // changed row be committed.
 func TestChecksumCatchesFlippedBit(t *testing.T) {
-	for _, comp := range []Compression{CompressionNone, CompressionZstd} {
+	for _, comp := range []compression{compressionNone, compressionZstd} {
 		name, data := validSegment(t, comp, 2, 20)
 		if !bytes.HasSuffix(data, []byte(TrailerMagic)) {
 			t.Fatalf("%s: the Writer wrote no checksum trailer", comp)
@@ -31,7 +30,7 @@ func TestChecksumCatchesFlippedBit(t *testing.T) {
 		}
 		seg.Release()
 		var bad []byte
-		if comp == CompressionNone {
+		if comp == compressionNone {
 			// A message word is lower-case ASCII: flipping bit 5 makes it upper case, still UTF-8.
 			bad = bytes.Clone(data)
 			i := bytes.Index(bad, []byte("request"))
@@ -107,7 +106,7 @@ func TestVersion2WithoutTrailer(t *testing.T) {
 // TestReadAllOversize: a file above MaxFileBytes is refused as oversize
 // from its size, before it is read.
 func TestReadAllOversize(t *testing.T) {
-	name, data := validSegment(t, CompressionNone, 1, 50)
+	name, data := validSegment(t, compressionNone, 1, 50)
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -144,7 +143,7 @@ func TestReadAllOversize(t *testing.T) {
 // trailer that verifies, both when it cuts a torn batch and when the writer
 // died after the trailer but before the rename.
 func TestRecoverChecksum(t *testing.T) {
-	name, data := validSegment(t, CompressionNone, 3, 10)
+	name, data := validSegment(t, compressionNone, 3, 10)
 	open := strings.TrimSuffix(name, SealedSuffix) + OpenSuffix
 	for _, c := range []struct {
 		what  string
@@ -178,94 +177,5 @@ func TestRecoverChecksum(t *testing.T) {
 func TestChecksumIsCRC32C(t *testing.T) {
 	if got := Checksum([]byte("123456789")); got != 0xE3069283 {
 		t.Fatalf("CRC of 123456789 is %08x, want e3069283 (CRC32C)", got)
-	}
-}
-
-// TestWriterVersion1: FormatVersion 1 writes what a drain older than version 2 reads: the header
-// says version 1 and the stream ends at its end-of-stream marker, with no trailer; sealed by
-// Close and by crash recovery alike. Other versions are refused.
-func TestWriterVersion1(t *testing.T) {
-	for _, crash := range []bool{false, true} {
-		dir := t.TempDir()
-		w, err := NewWriter(dir, WriterOptions{Stream: "ingest-0", FormatVersion: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := newLogGen(7, t0).batch(memory.DefaultAllocator, 20)
-		if err := w.Append("logs", rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-		if crash {
-			w.mu.Lock()
-			for _, seg := range w.open {
-				if err := seg.flush(); err != nil {
-					t.Fatal(err)
-				}
-				seg.f.Close()
-			}
-			w.mu.Unlock()
-			w.unlock()
-			if w, err = NewWriter(dir, WriterOptions{Stream: "ingest-0", FormatVersion: 1}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		segs, err := Scan(dir)
-		if err != nil || len(segs) != 1 {
-			t.Fatalf("crash %v: %v %v", crash, segs, err)
-		}
-		seg, err := ReadAll(segs[0].Path, ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seg.Header.Version != 1 || seg.Rows != 20 || seg.Schema.Metadata().Values()[seg.Schema.Metadata().FindKey(KeyVersion)] != FormatVersion1 {
-			t.Fatalf("crash %v: version %d, %d rows", crash, seg.Header.Version, seg.Rows)
-		}
-		seg.Release()
-		data, _ := os.ReadFile(segs[0].Path)
-		if !bytes.HasSuffix(data, endOfStream) {
-			t.Fatalf("crash %v: a version 1 segment ends with %x, want the end-of-stream marker", crash, data[len(data)-12:])
-		}
-	}
-	if _, err := NewWriter(t.TempDir(), WriterOptions{Stream: "ingest-0", FormatVersion: 3}); err == nil || !strings.Contains(err.Error(), "accepted: 1 or 2") {
-		t.Fatalf("version 3: %v", err)
-	}
-}
-
-// TestRecoverOversize: crash recovery does not read an .open file above its limit (it is read
-// whole): it quarantines it as oversize, and a normal one beside it is still sealed.
-func TestRecoverOversize(t *testing.T) {
-	dir := t.TempDir()
-	w, err := NewWriter(dir, WriterOptions{Stream: "ingest-0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	big := filepath.Join(dir, segmentStem("logs", 1, 1)+OpenSuffix)
-	f, err := os.Create(big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(1 << 30); err != nil { // sparse
-		t.Fatal(err)
-	}
-	f.Close()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	rs, err := RecoverLimit(dir, 64<<20)
-	runtime.ReadMemStats(&after)
-	if err != nil || len(rs) != 1 || rs[0].Action != "quarantined" || rs[0].Reason != ReasonOversize {
-		t.Fatalf("recovered %+v %v, want the 1 GiB file quarantined as oversize", rs, err)
-	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
-		t.Fatalf("recovery allocated %d bytes: the oversize file was read", n)
-	}
-	if _, err := os.Stat(filepath.Join(dir, QuarantineDir, filepath.Base(big))); err != nil {
-		t.Fatalf("not in quarantine: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal/internal/ipcmsg"
 )
 
 // The metadata guard must accept everything a real Arrow writer produces:
@@ -46,7 +48,7 @@ func TestGuardAcceptsRealSchemas(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	data := rawSegment(t, schema, nil, rec, rec)
-	if at, err := guardStream(data); err != nil {
+	if at, err := ipcmsg.CheckStream(data); err != nil {
 		t.Fatalf("guard rejected a real stream at %d: %v", at, err)
 	}
 	seg, err := Decode(testName, data, ReadOptions{})
@@ -61,7 +63,7 @@ func TestGuardAcceptsRealSchemas(t *testing.T) {
 
 // Metadata that claims a huge vector is refused before Arrow allocates it.
 func TestGuardRejectsLyingVector(t *testing.T) {
-	rec := newLogGen(1, t0).batch(memory.DefaultAllocator, 2)
+	rec := newLogGen(1, t0).Batch(memory.DefaultAllocator, 2)
 	defer rec.Release()
 	data := rawSegment(t, logSchema, nil, rec)
 	// The schema's fields vector length is the uint32 8 (the column count)
@@ -72,7 +74,7 @@ func TestGuardRejectsLyingVector(t *testing.T) {
 		if data[i] == byte(logSchema.NumFields()) && data[i+1] == 0 && data[i+2] == 0 && data[i+3] == 0 {
 			bad := append([]byte(nil), data...)
 			bad[i+3] = 0x40 // about a billion fields
-			if _, err := guardStream(bad); err != nil {
+			if _, err := ipcmsg.CheckStream(bad); err != nil {
 				hit = true
 				wantReason(t, testName, bad, ReadOptions{}, ReasonCorrupt)
 			}

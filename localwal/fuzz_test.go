@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal/internal/ipcmsg"
 )
 
 // FuzzReadSegment feeds arbitrary bytes to the decoder as the content of
@@ -82,16 +84,16 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	gen := newLogGen(11, t0)
 	var seeds [][]byte
 	for _, n := range []int{1, 7} {
-		rec := gen.batch(mem, n)
+		rec := gen.Batch(mem, n)
 		seeds = append(seeds, rawSegment(tb, logSchema, nil, rec))
 		rec.Release()
 	}
 	// Two batches, zstd-compressed, as the Writer makes them.
-	_, zstd := validSegmentAs(tb, CompressionZstd, 2, 5)
-	_, plain := validSegmentAs(tb, CompressionNone, 1, 3)
+	_, zstd := validSegmentAs(tb, compressionZstd, 2, 5)
+	_, plain := validSegmentAs(tb, compressionNone, 1, 3)
 	seeds = append(seeds, zstd, plain)
 	// Version 2 (with the checksum trailer), and the same with a flipped bit.
-	rec := gen.batch(mem, 4)
+	rec := gen.Batch(mem, 4)
 	v2 := AppendChecksum(rawSegment(tb, logSchema, map[string]string{KeyVersion: FormatVersion}, rec))
 	rec.Release()
 	flipped := slices.Clone(v2)
@@ -113,7 +115,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 
 // validSegmentAs is validSegment renamed to testName: the Writer's clock
 // is set so its incarnation is 1.
-func validSegmentAs(tb testing.TB, comp Compression, batches, rows int) (string, []byte) {
+func validSegmentAs(tb testing.TB, comp compression, batches, rows int) (string, []byte) {
 	name, data := validSegment(tb, comp, batches, rows)
 	if name != SegmentName("logs", uint64(t0.UnixNano()), 1) {
 		tb.Fatalf("unexpected writer segment name %s", name)
@@ -125,7 +127,7 @@ func validSegmentAs(tb testing.TB, comp Compression, batches, rows int) (string,
 	}
 	defer seg.Release()
 	var opts []ipc.Option
-	if comp == CompressionZstd {
+	if comp == compressionZstd {
 		opts = append(opts, ipc.WithZstd())
 	}
 	return testName, rawSegmentWith(tb, opts, logSchema, nil, seg.Records...)
@@ -161,7 +163,7 @@ type copyingMessages struct {
 	src *countingReader
 }
 
-func (c copyingMessages) offset() int64 { return c.src.n }
+func (c copyingMessages) Offset() int64 { return c.src.n }
 
 func newCopyingMessages(data []byte, mem memory.Allocator) messageSource {
 	src := &countingReader{r: bytes.NewReader(data)}
@@ -178,6 +180,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// arrowValidate is Arrow's own full validation, the oracle recordcheck.Full
+// must agree with (a panic inside it is a rejection, as in recordcheck.Full).
+func arrowValidate(rec arrow.RecordBatch) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("arrow validation panicked: %v", p)
+		}
+	}()
+	return array.ValidateRecordFull(rec)
 }
 
 // checkSameAsCopying decodes data again through Arrow's copying reader and
@@ -248,7 +261,7 @@ func ipcMessages(data []byte) []ipcMessage {
 		if n == 0 || int32(n) < 0 || uint64(len(data)-pos) < uint64(n) {
 			break
 		}
-		bodyLen, err := checkMessage(data[pos : pos+int(n)])
+		bodyLen, err := ipcmsg.CheckMessage(data[pos : pos+int(n)])
 		if err != nil {
 			break
 		}
@@ -266,33 +279,12 @@ func ipcMessages(data []byte) []ipcMessage {
 // a buffer whose offset+length exceeds its message's body length.
 func bufferPastBody(data []byte) bool {
 	for _, m := range ipcMessages(data) {
-		c := &fbChecker{buf: data[m.metaPos : m.metaPos+m.metaLen]}
-		msg, err := c.table(int(binary.LittleEndian.Uint32(c.buf)), 0)
-		if err != nil {
+		l, ok := ipcmsg.Describe(data[m.metaPos : m.metaPos+m.metaLen])
+		if !ok {
 			continue
 		}
-		hdr, ok, err := c.tableField(msg, 2, 1)
-		if err != nil || !ok {
-			continue
-		}
-		rb := hdr
-		switch c.u8(msg, 1) {
-		case fbHeaderRecordBatch:
-		case fbHeaderDictionaryBatch:
-			if rb, ok, err = c.tableField(hdr, 1, 2); err != nil || !ok {
-				continue
-			}
-		default:
-			continue
-		}
-		pos, n, err := c.vector(rb, 2, 16)
-		if err != nil {
-			continue
-		}
-		for i := 0; i < n; i++ {
-			off := int64(binary.LittleEndian.Uint64(c.buf[pos+16*i:]))
-			ln := int64(binary.LittleEndian.Uint64(c.buf[pos+16*i+8:]))
-			if off < 0 || ln < 0 || off > m.bodyLen || ln > m.bodyLen-off {
+		for _, b := range l.Buffers {
+			if b.Offset < 0 || b.Length < 0 || b.Offset > m.bodyLen || b.Length > m.bodyLen-b.Offset {
 				return true
 			}
 		}
@@ -310,13 +302,9 @@ func shortenLastBody(tb testing.TB, data []byte, k int) []byte {
 		tb.Fatal("no messages")
 	}
 	m := msgs[len(msgs)-1]
-	c := &fbChecker{buf: data[m.metaPos : m.metaPos+m.metaLen]}
-	msg, err := c.table(int(binary.LittleEndian.Uint32(c.buf)), 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := c.field(msg, 3, 8)
-	if p < 0 || m.bodyLen < int64(k) {
+	l, ok := ipcmsg.Describe(data[m.metaPos : m.metaPos+m.metaLen])
+	p := l.BodyLengthAt
+	if !ok || p < 0 || m.bodyLen < int64(k) {
 		tb.Fatalf("last message has no body of %d bytes", k)
 	}
 	out := slices.Clone(data)
@@ -353,7 +341,7 @@ func dictSegment(tb testing.TB) []byte {
 // rejects it, Arrow's copying reader accepts it, and the oracle must call
 // that agreement rather than a fuzz failure.
 func TestOracleBufferPastBody(t *testing.T) {
-	_, plain := validSegmentAs(t, CompressionNone, 2, 3)
+	_, plain := validSegmentAs(t, compressionNone, 2, 3)
 	data := shortenLastBody(t, plain, 8)
 	if !bufferPastBody(data) {
 		t.Fatal("repro has no buffer past its body")
@@ -371,11 +359,11 @@ func TestOracleBufferPastBody(t *testing.T) {
 	}
 }
 
-// TestDecodeMisalignedBody covers the copy branch of inPlaceMessages: a
+// TestDecodeMisalignedBody covers the copy branch of ipcmsg.InPlace: a
 // segment whose bytes start at an odd address decodes to the same records
 // as an aligned copy, and none of its buffers alias the misaligned bytes.
 func TestDecodeMisalignedBody(t *testing.T) {
-	_, plain := validSegmentAs(t, CompressionNone, 2, 20)
+	_, plain := validSegmentAs(t, compressionNone, 2, 20)
 	buf := make([]byte, len(plain)+1)
 	data := buf[1:]
 	copy(data, plain)

@@ -5,11 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal/internal/ipcmsg"
 )
 
 // ReadHead reads only the first message of a segment, its schema, from r (the content of the file
@@ -17,12 +18,9 @@ import (
 // record batch. The WAL buffer uses it to learn a segment's stream and columns before it answers;
 // the batches may still be bad, which only ReadAll tells. Every failure is a *SegmentError.
 func ReadHead(name string, r io.Reader) (Header, *arrow.Schema, error) {
-	np, ok := parseName(filepath.Base(name))
-	if !ok {
-		return Header{}, nil, segErr(name, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
-	}
-	if !ValidTable(np.table) {
-		return Header{}, nil, segErr(name, ReasonBadTableName, "table %q in file name does not match %s", np.table, tableRe)
+	np, serr := parseFileName(name)
+	if serr != nil {
+		return Header{}, nil, serr
 	}
 	// The framing: an optional 0xFFFFFFFF continuation marker, then the metadata length.
 	var prefix [8]byte
@@ -50,7 +48,7 @@ func ReadHead(name string, r io.Reader) (Header, *arrow.Schema, error) {
 	if _, err := io.ReadFull(r, msg[framing:]); err != nil {
 		return Header{}, nil, headIOErr(name, err)
 	}
-	bodyLen, err := checkMessage(msg[framing:])
+	bodyLen, err := ipcmsg.CheckMessage(msg[framing:])
 	if err != nil {
 		return Header{}, nil, segErr(name, ReasonCorrupt, "checking IPC metadata: message 0 at offset 0: %w", err)
 	}
@@ -60,28 +58,18 @@ func ReadHead(name string, r io.Reader) (Header, *arrow.Schema, error) {
 	}
 	// ipc.NewReader reads the schema message when it is created and nothing else; the budget
 	// is a second guard on what it may allocate.
-	budget := &budgetAllocator{mem: memory.DefaultAllocator, limit: 1 << 20}
-	defer budget.disarm()
+	budget := ipcmsg.NewBudget(memory.DefaultAllocator, 1<<20)
+	defer budget.Disarm()
 	rd, err := ipc.NewReader(bytes.NewReader(msg), ipc.WithMetadataSizeLimit(MaxMetadataBytes), ipc.WithAllocator(budget))
 	if err != nil {
 		return Header{}, nil, segErr(name, ReasonCorrupt, "reading schema: %w", err)
 	}
 	schema := rd.Schema()
 	rd.Release()
-	hdr, reason, err := headerFromMetadata(schema.Metadata())
-	if err != nil {
-		return Header{}, nil, &SegmentError{Path: name, Reason: reason, Err: err}
-	}
-	switch {
-	case hdr.Table != np.table:
-		return Header{}, nil, segErr(name, ReasonCorrupt, "header table %q does not match file name table %q", hdr.Table, np.table)
-	case hdr.Incarnation != np.incarnation:
-		return Header{}, nil, segErr(name, ReasonCorrupt, "header incarnation %d does not match file name incarnation %d", hdr.Incarnation, np.incarnation)
-	case hdr.Seq != np.seq:
-		return Header{}, nil, segErr(name, ReasonCorrupt, "header seq %d does not match file name seq %d", hdr.Seq, np.seq)
-	}
-	if err := CheckSchema(schema); err != nil {
-		return Header{}, nil, &SegmentError{Path: name, Reason: ReasonBadSchema, Err: err}
+	// No trailer is known from the head: the version is checked against it by ReadAll.
+	hdr, serr := checkHeader(name, schema, np, false)
+	if serr != nil {
+		return Header{}, nil, serr
 	}
 	return hdr, schema, nil
 }
@@ -91,12 +79,6 @@ func headIOErr(name string, err error) *SegmentError {
 		return segErr(name, ReasonTruncated, "the file ends inside its schema message")
 	}
 	return &SegmentError{Path: name, Reason: ReasonIO, Err: fmt.Errorf("reading segment: %w", err)}
-}
-
-// ReadStreamID returns the stream id recorded in dir's STREAM file, ok=false when there is none.
-func ReadStreamID(dir string) (id string, ok bool, err error) {
-	st, ok, err := readStreamState(dir)
-	return st.Stream, ok, err
 }
 
 // ParseSegmentName splits a sealed segment's file name (no directory) into its table,

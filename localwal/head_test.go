@@ -10,7 +10,7 @@ import (
 // TestReadHead: the schema message alone gives the header and the schema ReadAll gives; a head
 // that is cut, corrupt or inconsistent with the name fails with ReadAll's reason, never a panic.
 func TestReadHead(t *testing.T) {
-	for _, comp := range []Compression{CompressionZstd, CompressionNone} {
+	for _, comp := range []compression{compressionZstd, compressionNone} {
 		name, data := validSegment(t, comp, 3, 50)
 		hdr, sc, err := ReadHead(name, bytes.NewReader(data))
 		if err != nil {
@@ -42,7 +42,7 @@ func TestReadHead(t *testing.T) {
 	}
 	// Random bytes and flipped bytes: an error with a known reason.
 	rng := rand.New(rand.NewPCG(3, 4))
-	name, data := validSegment(t, CompressionNone, 1, 10)
+	name, data := validSegment(t, compressionNone, 1, 10)
 	known := map[string]bool{}
 	for _, r := range Reasons {
 		known[r] = true
@@ -66,7 +66,7 @@ func TestReadHead(t *testing.T) {
 // TestDecodeBudgetIsToldApart: a decode that hits ReadOptions.MaxDecodedBytes says so (the WAL
 // buffer answers 413 for it), while its reason stays corrupt for the drain.
 func TestDecodeBudgetIsToldApart(t *testing.T) {
-	name, data := validSegment(t, CompressionZstd, 2, 2000)
+	name, data := validSegment(t, compressionZstd, 2, 2000)
 	_, err := Decode(name, data, ReadOptions{MaxDecodedBytes: 64 << 10})
 	if !isReason(err, ReasonCorrupt) || !errors.Is(err, ErrDecodeBudget) {
 		t.Fatalf("got %v", err)

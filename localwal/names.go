@@ -18,9 +18,15 @@ const (
 	QuarantineDir = "quarantine"
 )
 
+// What table names and stream ids must match.
+const (
+	TablePattern  = `^[a-z][a-z0-9_]{0,127}$`
+	StreamPattern = `^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`
+)
+
 var (
-	tableRe  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,127}$`)
-	streamRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
+	tableRe  = regexp.MustCompile(TablePattern)
+	streamRe = regexp.MustCompile(StreamPattern)
 )
 
 // ValidTable reports whether name is an acceptable table name.

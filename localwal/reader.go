@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal/internal/ipcmsg"
+	"github.com/siglake/siglake/localwal/internal/recordcheck"
 )
 
 // ReadOptions tune the reader. The zero value is ready to use.
@@ -144,13 +146,22 @@ func Decode(name string, data []byte, opts ReadOptions) (*Segment, error) {
 // that prefix ends; header and schema problems are still errors.
 func decode(path string, data []byte, opts ReadOptions, salvage bool) (*Segment, int64, *SegmentError) {
 	return decodeFrom(path, data, opts, salvage, func(data []byte, _ memory.Allocator) messageSource {
-		return newInPlaceMessages(data, MaxMetadataBytes)
-	}, validateRecord)
+		return ipcmsg.NewInPlace(data, MaxMetadataBytes)
+	}, recordcheck.Full)
+}
+
+// messageSource is an IPC message reader that knows how far into the
+// segment it has read, so the decoder can tell where the last good batch
+// ends (crash recovery keeps that prefix) and whether bytes trail the
+// end-of-stream marker.
+type messageSource interface {
+	ipc.MessageReader
+	Offset() int64
 }
 
 // decodeFrom is decode with the IPC message reader and the record validation
 // as arguments: the fuzz target checks that decoding in place with
-// validateRecord accepts, rejects and returns exactly what Arrow's own
+// recordcheck.Full accepts, rejects and returns exactly what Arrow's own
 // copying reader and full validation do. Its steps: the file name, the
 // checksum trailer, the flatbuffer guard, the schema message and header,
 // then the record batches and what follows them.
@@ -175,8 +186,8 @@ func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messag
 	if data, serr = guardMetadata(path, data, salvage); serr != nil {
 		return nil, 0, serr
 	}
-	budget := &budgetAllocator{mem: mem, limit: limit}
-	defer budget.disarm()
+	budget := ipcmsg.NewBudget(mem, limit)
+	defer budget.Disarm()
 
 	// Message bodies are read in place; what decoding allocates on top
 	// (decompressed buffers) is charged to the budget.
@@ -192,22 +203,28 @@ func decodeFrom(path string, data []byte, opts ReadOptions, salvage bool, messag
 		return nil, 0, serr
 	}
 	d.seg = &Segment{Header: hdr, Schema: rd.Schema()}
-	d.goodEnd = d.src.offset() // end of the schema message
+	d.goodEnd = d.src.Offset() // end of the schema message
 	return d.batches(rd, validate, trailer)
 }
 
 // checkName parses the segment's file name (only its base name) and refuses
 // an empty file.
 func checkName(path string, data []byte) (nameParts, *SegmentError) {
+	np, serr := parseFileName(path)
+	if serr == nil && len(data) == 0 {
+		serr = segErr(path, ReasonEmpty, "zero-byte file")
+	}
+	return np, serr
+}
+
+// parseFileName parses the base name of path and checks its table name.
+func parseFileName(path string) (nameParts, *SegmentError) {
 	np, ok := parseName(filepath.Base(path))
 	if !ok {
 		return np, segErr(path, ReasonCorrupt, "file name is not <table>.<incarnation>.<seq>%s", SealedSuffix)
 	}
 	if !ValidTable(np.table) {
 		return np, segErr(path, ReasonBadTableName, "table %q in file name does not match %s", np.table, tableRe)
-	}
-	if len(data) == 0 {
-		return np, segErr(path, ReasonEmpty, "zero-byte file")
 	}
 	return np, nil
 }
@@ -233,7 +250,7 @@ func stripTrailer(path string, data []byte, salvage bool) (body []byte, trailer 
 // guardMetadata checks every message's flatbuffer metadata before Arrow
 // reads it. Crash recovery keeps the batches before the first bad message.
 func guardMetadata(path string, data []byte, salvage bool) ([]byte, *SegmentError) {
-	badAt, err := guardStream(data)
+	badAt, err := ipcmsg.CheckStream(data)
 	if err == nil {
 		return data, nil
 	}
@@ -273,7 +290,7 @@ func checkHeader(path string, schema *arrow.Schema, np nameParts, trailer bool) 
 type batchDecode struct {
 	path    string
 	salvage bool
-	budget  *budgetAllocator
+	budget  *ipcmsg.Budget
 	size    int64 // bytes of the stream, trailer stripped
 	src     messageSource
 	mr      *eosWatch
@@ -288,7 +305,7 @@ func (d *batchDecode) fail(e *SegmentError) (*Segment, int64, *SegmentError) {
 		return d.seg, d.goodEnd, nil
 	}
 	d.seg.Release()
-	if d.budget.tripped.Load() {
+	if d.budget.Tripped() {
 		e.Err = fmt.Errorf("%w: %w", ErrDecodeBudget, e.Err)
 	}
 	return nil, 0, e
@@ -308,7 +325,7 @@ func (d *batchDecode) batches(rd *ipc.Reader, validate func(arrow.RecordBatch) e
 		seg.Rows += rec.NumRows()
 		// The message reader reads exactly one message per call, so
 		// this is where the batch's bytes end.
-		d.goodEnd = d.src.offset()
+		d.goodEnd = d.src.Offset()
 	}
 	if err := rd.Err(); err != nil {
 		return d.fail(streamErr(path, d.mr, fmt.Sprintf("reading record batch %d", len(seg.Records)), err))
@@ -316,11 +333,11 @@ func (d *batchDecode) batches(rd *ipc.Reader, validate func(arrow.RecordBatch) e
 	if !d.mr.eos {
 		return d.fail(segErr(path, ReasonTruncated, "no end-of-stream marker after %d record batches", len(seg.Records)))
 	}
-	if tail := d.size - d.src.offset(); tail > 0 && tail < int64(TrailerSize) && hdr.Version >= 2 && !trailer {
+	if tail := d.size - d.src.Offset(); tail > 0 && tail < int64(TrailerSize) && hdr.Version >= 2 && !trailer {
 		return d.fail(segErr(path, ReasonTruncated, "the file ends %d bytes into its %d-byte checksum trailer", tail, TrailerSize))
 	}
-	if d.src.offset() != d.size {
-		return d.fail(segErr(path, ReasonCorrupt, "%d bytes after the end-of-stream marker", d.size-d.src.offset()))
+	if d.src.Offset() != d.size {
+		return d.fail(segErr(path, ReasonCorrupt, "%d bytes after the end-of-stream marker", d.size-d.src.Offset()))
 	}
 	if seg.Rows == 0 && !d.salvage {
 		return d.fail(segErr(path, ReasonEmpty, "stream holds %d record batches and no rows", len(seg.Records)))
@@ -367,43 +384,3 @@ func (w *eosWatch) Message() (*ipc.Message, error) {
 // default budget only a corrupt file gets there). A reader with a smaller
 // budget of its own, the WAL buffer, tells it apart from real corruption.
 var ErrDecodeBudget = errors.New("decode budget exceeded")
-
-// budgetAllocator refuses to allocate more than limit bytes in total while
-// a segment is decoded. Arrow's reader turns the panic into an error.
-type budgetAllocator struct {
-	mem      memory.Allocator
-	limit    int64
-	used     atomic.Int64
-	disarmed atomic.Bool
-	tripped  atomic.Bool // the limit was hit
-}
-
-type budgetExceeded struct{ want, used, limit int64 }
-
-func (b budgetExceeded) Error() string {
-	return fmt.Sprintf("decoding would allocate %d more bytes after %d (budget %d)", b.want, b.used, b.limit)
-}
-
-func (b *budgetAllocator) charge(n int) {
-	if b.disarmed.Load() || n <= 0 {
-		return
-	}
-	if used := b.used.Add(int64(n)); used > b.limit {
-		b.tripped.Store(true)
-		panic(budgetExceeded{int64(n), used - int64(n), b.limit})
-	}
-}
-
-func (b *budgetAllocator) disarm() { b.disarmed.Store(true) }
-
-func (b *budgetAllocator) Allocate(size int) []byte {
-	b.charge(size)
-	return b.mem.Allocate(size)
-}
-
-func (b *budgetAllocator) Reallocate(size int, buf []byte) []byte {
-	b.charge(size - len(buf))
-	return b.mem.Reallocate(size, buf)
-}
-
-func (b *budgetAllocator) Free(buf []byte) { b.mem.Free(buf) }

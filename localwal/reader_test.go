@@ -76,20 +76,32 @@ func jsonBatch(t testing.TB, schema *arrow.Schema, js string) arrow.RecordBatch 
 	return rec
 }
 
-// validSegment is a real Writer-made segment and its file name.
-func validSegment(t testing.TB, comp Compression, batches, rows int) (string, []byte) {
+// compression is the body compression of a test segment.
+type compression string
+
+const (
+	compressionNone compression = "none"
+	compressionZstd compression = "zstd"
+)
+
+// validSegment is a segment as the Writer writes it (walwriter's tests read
+// what it really writes) and its file name: the Writer's header for a fresh
+// directory with its clock at t0, one batch per Append, the checksum trailer.
+func validSegment(t testing.TB, comp compression, batches, rows int) (string, []byte) {
 	t.Helper()
-	dir := t.TempDir()
-	var name string
-	w, err := NewWriter(dir, WriterOptions{Stream: "ingest-0", Compression: comp, Now: func() time.Time { return t0 },
-		OnSeal: func(s SealedSegment) { name = s.Name }})
-	if err != nil {
-		t.Fatal(err)
+	hdr := Header{Table: "logs", Stream: "ingest-0", Incarnation: uint64(t0.UnixNano()), Seq: 1, Created: t0, Version: 2}
+	md := hdr.Metadata()
+	schema := arrow.NewSchema(logSchema.Fields(), &md)
+	opts := []ipc.Option{ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator)}
+	if comp == compressionZstd {
+		opts = append(opts, ipc.WithZstd())
 	}
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, opts...)
 	gen := newLogGen(7, t0)
 	for i := 0; i < batches; i++ {
-		rec := gen.batch(memory.DefaultAllocator, rows)
-		if err := w.Append("logs", rec); err != nil {
+		rec := gen.Batch(memory.DefaultAllocator, rows)
+		if err := w.Write(rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()
@@ -97,11 +109,7 @@ func validSegment(t testing.TB, comp Compression, batches, rows int) (string, []
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return name, data
+	return SegmentName(hdr.Table, hdr.Incarnation, hdr.Seq), AppendChecksum(buf.Bytes())
 }
 
 // wantReason decodes data as name and checks the rejection, including
@@ -140,7 +148,7 @@ func arrowRecovered(err error) bool {
 }
 
 func TestDecodeValid(t *testing.T) {
-	for _, comp := range []Compression{CompressionZstd, CompressionNone} {
+	for _, comp := range []compression{compressionZstd, compressionNone} {
 		name, data := validSegment(t, comp, 3, 200)
 		seg, err := Decode(name, data, ReadOptions{})
 		if err != nil {
@@ -154,7 +162,7 @@ func TestDecodeValid(t *testing.T) {
 }
 
 func TestRejectTruncated(t *testing.T) {
-	for _, comp := range []Compression{CompressionZstd, CompressionNone} {
+	for _, comp := range []compression{compressionZstd, compressionNone} {
 		name, data := validSegment(t, comp, 3, 5)
 		// Every cut, including those at message boundaries, where Arrow's
 		// stream reader alone would report a clean end.
@@ -185,7 +193,7 @@ func TestRejectRandomBytes(t *testing.T) {
 	}
 	// Flipped bytes inside a real segment: rejected or, when the flip hit
 	// padding or a value, read; never a panic or a leak.
-	name, data := validSegment(t, CompressionNone, 2, 30)
+	name, data := validSegment(t, compressionNone, 2, 30)
 	for i := 0; i < len(data); i += 7 {
 		bad := slices.Clone(data)
 		bad[i] ^= 0x5a
@@ -205,7 +213,7 @@ func TestRejectRandomBytes(t *testing.T) {
 }
 
 func TestRejectTrailingBytes(t *testing.T) {
-	name, data := validSegment(t, CompressionZstd, 1, 10)
+	name, data := validSegment(t, compressionZstd, 1, 10)
 	wantReason(t, name, append(slices.Clone(data), 0, 0, 0, 0, 0, 0, 0, 0), ReadOptions{}, ReasonCorrupt)
 }
 
@@ -218,7 +226,7 @@ func TestRejectEmpty(t *testing.T) {
 	}
 	// A well-formed stream with no batches, and one with a zero-row batch.
 	wantReason(t, testName, rawSegment(t, logSchema, nil), ReadOptions{}, ReasonEmpty)
-	zero := newLogGen(1, t0).batch(memory.DefaultAllocator, 0)
+	zero := newLogGen(1, t0).Batch(memory.DefaultAllocator, 0)
 	defer zero.Release()
 	wantReason(t, testName, rawSegment(t, logSchema, nil, zero, zero), ReadOptions{}, ReasonEmpty)
 }
@@ -229,7 +237,7 @@ func isReason(err error, reason string) bool {
 }
 
 func TestRejectHeader(t *testing.T) {
-	rec := newLogGen(1, t0).batch(memory.DefaultAllocator, 5)
+	rec := newLogGen(1, t0).Batch(memory.DefaultAllocator, 5)
 	defer rec.Release()
 	cases := []struct {
 		name   string
@@ -334,7 +342,7 @@ func TestRejectIO(t *testing.T) {
 }
 
 func TestDecodeBudget(t *testing.T) {
-	name, data := validSegment(t, CompressionZstd, 2, 2000)
+	name, data := validSegment(t, compressionZstd, 2, 2000)
 	wantReason(t, name, data, ReadOptions{MaxDecodedBytes: 64 << 10}, ReasonCorrupt)
 	seg, err := Decode(name, data, ReadOptions{MaxDecodedBytes: 64 << 20})
 	if err != nil {
@@ -416,7 +424,7 @@ func TestBacklogOldest(t *testing.T) {
 
 func TestQuarantine(t *testing.T) {
 	dir := t.TempDir()
-	name, data := validSegment(t, CompressionZstd, 1, 10)
+	name, data := validSegment(t, compressionZstd, 1, 10)
 	path := filepath.Join(dir, name)
 	os.WriteFile(path, data[:len(data)/2], 0o644)
 	segs, _ := Scan(dir)
@@ -474,7 +482,7 @@ func TestQuarantine(t *testing.T) {
 // columns; the format doc promises both are readable.
 func TestDecodeForeignEncodings(t *testing.T) {
 	mem := memory.DefaultAllocator
-	rec := newLogGen(9, t0).batch(mem, 50)
+	rec := newLogGen(9, t0).Batch(mem, 50)
 	defer rec.Release()
 	seg, err := Decode(testName, rawSegmentWith(t, []ipc.Option{ipc.WithLZ4()}, logSchema, nil, rec), ReadOptions{})
 	if err != nil {
@@ -514,7 +522,7 @@ func TestDecodeForeignEncodings(t *testing.T) {
 // into the bytes they were decoded from (no body copies), and that a
 // compressed one, which cannot, still decodes.
 func TestDecodeInPlace(t *testing.T) {
-	for _, comp := range []Compression{CompressionNone, CompressionZstd} {
+	for _, comp := range []compression{compressionNone, compressionZstd} {
 		t.Run(string(comp), func(t *testing.T) {
 			name, data := validSegment(t, comp, 3, 50)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -539,9 +547,9 @@ func TestDecodeInPlace(t *testing.T) {
 				}
 			}
 			switch {
-			case comp == CompressionNone && (inside == 0 || mem.CurrentAlloc() != 0):
+			case comp == compressionNone && (inside == 0 || mem.CurrentAlloc() != 0):
 				t.Fatalf("uncompressed: %d buffers point into the file bytes, %d bytes allocated; want all in place", inside, mem.CurrentAlloc())
-			case comp == CompressionZstd && inside != 0:
+			case comp == compressionZstd && inside != 0:
 				t.Fatalf("compressed: %d buffers point into the compressed file bytes", inside)
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/siglake/siglake/localwal/internal/durable"
 )
 
 // endOfStream is the Arrow IPC end-of-stream marker: continuation token
@@ -26,7 +28,7 @@ type Recovered struct {
 // seq first. A segment keeps the longest run of complete, valid record
 // batches from its start: the file is cut after it, given an end-of-stream
 // marker, fsynced and sealed under its own name. A segment without rows is removed; one whose
-// header or schema is unusable is quarantined. NewWriter runs this before
+// header or schema is unusable is quarantined. walwriter.New runs this before
 // handing out a new seq: sealing an old seq after newer segments of the
 // same table were drained would put it below the drain's mark, and the
 // drain would skip it.
@@ -101,7 +103,7 @@ func recoverOne(dir string, seg SegmentInfo, max int64) (Recovered, error) {
 		if err := os.Remove(seg.Path); err != nil {
 			return r, fmt.Errorf("removing empty open segment: %w", err)
 		}
-		return r, syncDir(dir)
+		return r, durable.SyncDir(dir)
 	}
 	r.Rows = decoded.Rows
 	version := decoded.Header.Version
@@ -119,7 +121,7 @@ func recoverOne(dir string, seg SegmentInfo, max int64) (Recovered, error) {
 	if err := os.Rename(seg.Path, r.NewPath); err != nil {
 		return r, fmt.Errorf("sealing recovered segment %s: %w", seg.Path, err)
 	}
-	return r, syncDir(dir)
+	return r, durable.SyncDir(dir)
 }
 
 // sealPrefix cuts path after keep bytes and appends the end-of-stream

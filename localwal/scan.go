@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/siglake/siglake/localwal/internal/durable"
 )
 
 // SegmentInfo is what a directory listing says about a sealed segment.
@@ -146,7 +148,7 @@ func Remove(dir string, segs ...SegmentInfo) error {
 		}
 	}
 	if len(segs) > 0 {
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -223,12 +225,34 @@ func Quarantine(dir string, seg SegmentInfo, reason, detail string) (string, err
 	if err != nil {
 		return "", fmt.Errorf("encoding quarantine reason for %s: %w", target, err)
 	}
-	if err := writeFileAtomicMode(target+ReasonSuffix, append(data, '\n'), QuarantineMode); err != nil {
+	if err := durable.WriteFile(target+ReasonSuffix, append(data, '\n'), QuarantineMode); err != nil {
 		return "", err
 	}
-	// writeFileAtomic synced qdir; the rename also changed dir.
-	if err := syncDir(dir); err != nil {
+	// durable.WriteFile synced qdir; the rename also changed dir.
+	if err := durable.SyncDir(dir); err != nil {
 		return "", err
 	}
 	return target, nil
+}
+
+// MaxIncarnation returns the largest incarnation named by any segment file
+// in dir or its quarantine, sealed or open. A writer's new incarnation must
+// exceed it even if the clock went backwards after STREAM was lost.
+func MaxIncarnation(dir string) (uint64, error) {
+	var max uint64
+	for _, d := range []string{dir, filepath.Join(dir, QuarantineDir)} {
+		ents, err := os.ReadDir(d)
+		if errors.Is(err, fs.ErrNotExist) && d != dir {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("listing %s: %w", d, err)
+		}
+		for _, e := range ents {
+			if p, ok := parseName(e.Name()); ok && p.incarnation > max {
+				max = p.incarnation
+			}
+		}
+	}
+	return max, nil
 }

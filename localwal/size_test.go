@@ -4,17 +4,19 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/siglake/siglake/localwal/internal/ipcmsg"
 )
 
 // TestDecodedSize: an uncompressed segment decodes in place (nothing beyond its file bytes); a
 // zstd one allocates its uncompressed buffers, more than the compressed file holds.
 func TestDecodedSize(t *testing.T) {
 	for _, c := range []struct {
-		comp     Compression
+		comp     compression
 		min, max func(file int64) int64
 	}{
-		{CompressionNone, func(int64) int64 { return 0 }, func(int64) int64 { return 0 }},
-		{CompressionZstd, func(f int64) int64 { return f + 1 }, func(f int64) int64 { return 100 * f }},
+		{compressionNone, func(int64) int64 { return 0 }, func(int64) int64 { return 0 }},
+		{compressionZstd, func(f int64) int64 { return f + 1 }, func(f int64) int64 { return 100 * f }},
 	} {
 		_, data := validSegment(t, c.comp, 3, 2000)
 		path := filepath.Join(t.TempDir(), testName)
@@ -27,9 +29,7 @@ func TestDecodedSize(t *testing.T) {
 			t.Fatalf("%s: DecodedSize %d, %v for a %d-byte file", c.comp, n, err, file)
 		}
 		// A damaged file ends the estimate; it never fails or panics.
-		if _, err := decodedSize(bytesReaderAt(data[:len(data)/2]), int64(len(data)/2)); err != nil {
-			t.Fatal(err)
-		}
+		ipcmsg.DecodedSize(bytesReaderAt(data[:len(data)/2]), int64(len(data)/2), MaxMetadataBytes)
 	}
 }
 

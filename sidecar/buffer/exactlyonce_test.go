@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -90,8 +91,8 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 		defer wg.Done()
 		defer close(writing)
 		var cur rowsum.Sum
-		w, err := localwal.NewWriter(h.e.WAL, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour,
-			OnSeal: func(s localwal.SealedSegment) {
+		w, err := walwriter.New(h.e.WAL, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour,
+			OnSeal: func(s walwriter.SealedSegment) {
 				mu.Lock()
 				sealed[s.Seq] = cur
 				mu.Unlock()

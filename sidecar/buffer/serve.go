@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
@@ -558,7 +559,7 @@ func dirStream(dir string, claims bool, segs []localwal.SegmentInfo) string {
 	if claims {
 		return filepath.Base(dir)
 	}
-	if id, ok, err := localwal.ReadStreamID(dir); err == nil && ok {
+	if id, ok, err := walwriter.ReadStreamID(dir); err == nil && ok {
 		return id
 	}
 	for _, g := range segs {

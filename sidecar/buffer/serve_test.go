@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -137,7 +138,7 @@ func TestOpenAndQuarantinedNeverServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A segment still being written.
-	w, err := localwal.NewWriter(h.e.WAL, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
+	w, err := walwriter.New(h.e.WAL, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestLimits(t *testing.T) {
 	})
 	t.Run("decoded beyond the share is 413 too", func(t *testing.T) {
 		h := newHarness(t, func(c *Config) { c.MemoryBytes = 5 << 20; c.MaxReaders = 1 })
-		w, err := localwal.NewWriter(h.e.WAL, localwal.WriterOptions{Stream: "pod-0", Compression: localwal.CompressionZstd})
+		w, err := walwriter.New(h.e.WAL, walwriter.Options{Stream: "pod-0", Compression: walwriter.CompressionZstd})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
-	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/drain"
@@ -72,7 +72,7 @@ func TestDemoDuckDBHintCountsLiveRows(t *testing.T) {
 	cfg.CommitBatchTargetBytes = 0 // one commit, one file per segment
 	ctx := context.Background()
 	// Ten sealed segments of overlapping rows, as an ingest pod would leave them.
-	w, err := localwal.NewWriter(cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
+	w, err := walwriter.New(cfg.WALDir, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -32,7 +33,7 @@ import (
 // sealedRun is what writeEach sealed: one segment per entry, in seq order, with its rows' fingerprint.
 type sealedRun struct {
 	incarnation uint64
-	segs        []localwal.SealedSegment
+	segs        []walwriter.SealedSegment
 	sums        []RowSum
 	recs        []arrow.RecordBatch // the rows of each segment (kept for crafting bad copies)
 }
@@ -42,8 +43,8 @@ type sealedRun struct {
 func (e *env) writeEach(n, rows int, seed uint64, start time.Time) *sealedRun {
 	e.t.Helper()
 	run := &sealedRun{}
-	w, err := localwal.NewWriter(e.cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour,
-		OnSeal: func(s localwal.SealedSegment) { run.segs = append(run.segs, s) }})
+	w, err := walwriter.New(e.cfg.WALDir, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour,
+		OnSeal: func(s walwriter.SealedSegment) { run.segs = append(run.segs, s) }})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -469,7 +470,7 @@ func TestNewOptionalColumnAddedAsNull(t *testing.T) {
 				}
 			}
 			// Slot 3 and on: the same rows plus a tenant column, written by the real writer.
-			w, err := localwal.NewWriter(e.cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
+			w, err := walwriter.New(e.cfg.WALDir, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
@@ -26,7 +27,7 @@ import (
 // writeStream seals segments into dir with the given stream name (each ingest pod names its own).
 func writeStreamDir(t *testing.T, dir, stream, table string, segments, rows int, seed uint64, start time.Time) RowSum {
 	t.Helper()
-	w, err := localwal.NewWriter(dir, localwal.WriterOptions{Stream: stream, RollBytes: 1 << 40, RollAge: time.Hour})
+	w, err := walwriter.New(dir, walwriter.Options{Stream: stream, RollBytes: 1 << 40, RollAge: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -39,7 +40,7 @@ func TestMarkSurvivesSnapshotExpiry(t *testing.T) {
 	d2 := *e.drain
 	d2.Cfg = other.cfg.Config
 	other.drain = &d2
-	w, err := localwal.NewWriter(other.cfg.WALDir, localwal.WriterOptions{Stream: "pod-1"})
+	w, err := walwriter.New(other.cfg.WALDir, walwriter.Options{Stream: "pod-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
@@ -101,13 +101,13 @@ func registryOf(m *Metrics) *prometheus.Registry {
 // the fingerprint of what was sealed.
 func (e *env) writeSegments(table string, segments, rows int, seed uint64, start time.Time) RowSum {
 	e.t.Helper()
-	return e.writeSegmentsAs(localwal.CompressionNone, table, segments, rows, seed, start)
+	return e.writeSegmentsAs(walwriter.CompressionNone, table, segments, rows, seed, start)
 }
 
 // writeSegmentsAs is writeSegments with the given body compression.
-func (e *env) writeSegmentsAs(comp localwal.Compression, table string, segments, rows int, seed uint64, start time.Time) RowSum {
+func (e *env) writeSegmentsAs(comp walwriter.Compression, table string, segments, rows int, seed uint64, start time.Time) RowSum {
 	e.t.Helper()
-	w, err := localwal.NewWriter(e.cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour, Compression: comp})
+	w, err := walwriter.New(e.cfg.WALDir, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour, Compression: comp})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -90,7 +91,7 @@ func (a *peakAllocator) Free(b []byte) { a.add(-len(b)); a.Allocator.Free(b) }
 // What the batch allocates (decode and write, through d.Mem) stays within the share it reserved.
 func TestCompressedBatchShareCoversDecode(t *testing.T) {
 	e := newEnv(t, nil)
-	want := e.writeSegmentsAs(localwal.CompressionZstd, "events", 2, 20000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	want := e.writeSegmentsAs(walwriter.CompressionZstd, "events", 2, 20000, 1, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
 	mem := &peakAllocator{Allocator: memory.NewGoAllocator()}
 	e.drain.Mem = mem
 	var share int64
@@ -194,7 +195,7 @@ func TestHighRatioSegmentQuarantinedAsOversize(t *testing.T) {
 	e := newEnv(t, nil)
 	start := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	const budget = 16 << 20
-	w, err := localwal.NewWriter(e.cfg.WALDir, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour, Compression: localwal.CompressionZstd})
+	w, err := walwriter.New(e.cfg.WALDir, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour, Compression: walwriter.CompressionZstd})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 )
 
 // RunOptions configure a load-generation run.
@@ -37,11 +38,11 @@ type RunOptions struct {
 	// Rollup, if set, is the table the per-minute rollup of every events batch goes to
 	// (RollupTable): this stream's partial rows, as an ingest pod writes them.
 	Rollup string
-	// WALVersion is the segment format version written (localwal.WriterOptions.FormatVersion):
+	// WALVersion is the segment format version written (walwriter.Options.FormatVersion):
 	// 1 for a WAL that drains older than version 2 still read; 0 is the current version.
 	WALVersion int
 	// OnSeal is told about every sealed segment (the demo counts them).
-	OnSeal func(localwal.SealedSegment)
+	OnSeal func(walwriter.SealedSegment)
 }
 
 // Result is what a run sealed.
@@ -145,10 +146,10 @@ func (o *RunOptions) complete() (clamp bool, err error) {
 }
 
 // newWriter opens the WAL writer of a run; res counts what it seals.
-func newWriter(o RunOptions, res *Result) (*localwal.Writer, error) {
-	return localwal.NewWriter(o.WALDir, localwal.WriterOptions{
+func newWriter(o RunOptions, res *Result) (*walwriter.Writer, error) {
+	return walwriter.New(o.WALDir, walwriter.Options{
 		Stream: o.Stream, RollBytes: o.SegmentSize, RollAge: o.RollAge, FormatVersion: o.WALVersion,
-		OnSeal: func(s localwal.SealedSegment) {
+		OnSeal: func(s walwriter.SealedSegment) {
 			if s.Table == o.Rollup {
 				res.RollupRows += s.Rows
 				return
@@ -164,7 +165,7 @@ func newWriter(o RunOptions, res *Result) (*localwal.Writer, error) {
 }
 
 // appendBatch appends rec to table, and an events batch's rollup to the rollup table if set.
-func appendBatch(w *localwal.Writer, rollup, table string, rec arrow.RecordBatch) error {
+func appendBatch(w *walwriter.Writer, rollup, table string, rec arrow.RecordBatch) error {
 	if err := w.Append(table, rec); err != nil || rollup == "" || table != EventsTable {
 		return err
 	}

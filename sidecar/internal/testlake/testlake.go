@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/instrument"
@@ -68,7 +68,7 @@ func NewWith(t testing.TB, mutate func(*lake.Config)) *Env {
 // Seal writes recs into the WAL, one sealed segment each, to table.
 func (e *Env) Seal(table string, recs ...arrow.RecordBatch) {
 	e.T.Helper()
-	w, err := localwal.NewWriter(e.WAL, localwal.WriterOptions{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
+	w, err := walwriter.New(e.WAL, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
 	if err != nil {
 		e.T.Fatal(err)
 	}

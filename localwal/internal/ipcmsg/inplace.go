@@ -1,4 +1,4 @@
-package localwal
+package ipcmsg
 
 import (
 	"encoding/binary"
@@ -11,16 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// messageSource is an IPC message reader that knows how far into the
-// segment it has read, so the decoder can tell where the last good batch
-// ends (crash recovery keeps that prefix) and whether bytes trail the
-// end-of-stream marker.
-type messageSource interface {
-	ipc.MessageReader
-	offset() int64
-}
-
-// inPlaceMessages reads IPC messages straight out of the segment's bytes:
+// InPlace reads IPC messages straight out of the segment's bytes:
 // the metadata and the body of each message are slices of data, so an
 // uncompressed record batch's buffers point into the file buffer instead of
 // a copy of it. That halves what a decoded segment costs (the file buffer
@@ -29,28 +20,32 @@ type messageSource interface {
 // It reports the end of the stream and short input exactly as Arrow's own
 // stream reader does (a bare io.EOF for the end-of-stream marker, an error
 // wrapping io.EOF or io.ErrUnexpectedEOF when the input runs out), so the
-// rest of the decoder cannot tell the two apart.
-type inPlaceMessages struct {
+// rest of the decoder cannot tell the two apart. Its Offset says how far it
+// has read, so the decoder can tell where the last good batch ends and
+// whether bytes trail the end-of-stream marker.
+type InPlace struct {
 	data     []byte
 	pos      int
 	maxMeta  int
 	refCount atomic.Int64
 }
 
-func newInPlaceMessages(data []byte, maxMeta int) *inPlaceMessages {
-	r := &inPlaceMessages{data: data, maxMeta: maxMeta}
+// NewInPlace reads the messages of data, refusing metadata above maxMeta bytes.
+func NewInPlace(data []byte, maxMeta int) *InPlace {
+	r := &InPlace{data: data, maxMeta: maxMeta}
 	r.refCount.Store(1)
 	return r
 }
 
-func (r *inPlaceMessages) offset() int64 { return int64(r.pos) }
-func (r *inPlaceMessages) Retain()       { r.refCount.Add(1) }
-func (r *inPlaceMessages) Release()      { r.refCount.Add(-1) }
+// Offset is the number of bytes read so far: where the last message read ends.
+func (r *InPlace) Offset() int64 { return int64(r.pos) }
+func (r *InPlace) Retain()       { r.refCount.Add(1) }
+func (r *InPlace) Release()      { r.refCount.Add(-1) }
 
 // take returns the next n bytes. Running out before n is ErrUnexpectedEOF,
 // or EOF when nothing at all is left and eofOK says that is a clean place
 // to stop (Arrow's reader makes the same distinction).
-func (r *inPlaceMessages) take(n int, eofOK bool) ([]byte, error) {
+func (r *InPlace) take(n int, eofOK bool) ([]byte, error) {
 	left := len(r.data) - r.pos
 	if left < n {
 		r.pos = len(r.data)
@@ -64,7 +59,7 @@ func (r *inPlaceMessages) take(n int, eofOK bool) ([]byte, error) {
 	return b, nil
 }
 
-func (r *inPlaceMessages) Message() (*ipc.Message, error) {
+func (r *InPlace) Message() (*ipc.Message, error) {
 	b, err := r.take(4, true)
 	if err != nil {
 		return nil, fmt.Errorf("arrow/ipc: could not read continuation indicator: %w", err)
@@ -92,9 +87,9 @@ func (r *inPlaceMessages) Message() (*ipc.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("arrow/ipc: could not read message metadata: %w", err)
 	}
-	// guardStream has checked this metadata before Arrow reads it; a message
+	// CheckStream has checked this metadata before Arrow reads it; a message
 	// it stopped short of (cut input) ends in an error here or below.
-	bodyLen, err := checkMessage(meta)
+	bodyLen, err := CheckMessage(meta)
 	if err != nil {
 		return nil, fmt.Errorf("arrow/ipc: invalid message metadata: %w", err)
 	}

@@ -1,4 +1,4 @@
-package localwal
+package recordcheck
 
 import (
 	"encoding/binary"
@@ -10,8 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// arrowValidate is Arrow's own full validation, the oracle validateRecord
-// must agree with (a panic inside it is a rejection, as in validateRecord).
+// arrowValidate is Arrow's own full validation, the oracle Full
+// must agree with (a panic inside it is a rejection, as in Full).
 func arrowValidate(rec arrow.RecordBatch) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -45,7 +45,7 @@ func (c stringCase) data() arrow.ArrayData {
 		[]*memory.Buffer{vb, memory.NewBufferBytes(ob), memory.NewBufferBytes([]byte(c.values))}, nil, c.nulls, c.offset)
 }
 
-// records are the ways a string array reaches validateRecord: as a column,
+// records are the ways a string array reaches Full: as a column,
 // and as the values of a map<string,string> column (one entry per string;
 // map keys cannot be null, so they are valid strings).
 // Arrow's constructors panic on some corrupt layouts (so does its IPC reader,
@@ -85,7 +85,7 @@ func (c stringCase) records() (recs []arrow.RecordBatch) {
 	return []arrow.RecordBatch{plain, nested}
 }
 
-// sameVerdict fails unless validateRecord and Arrow's full validation both
+// sameVerdict fails unless Full and Arrow's full validation both
 // accept or both reject every record of c, and returns whether they accept
 // (one false when Arrow cannot even build c).
 func sameVerdict(t testing.TB, c stringCase) (accepted []bool) {
@@ -95,9 +95,9 @@ func sameVerdict(t testing.TB, c stringCase) (accepted []bool) {
 		return []bool{false}
 	}
 	for _, rec := range recs {
-		ours, theirs := validateRecord(rec), arrowValidate(rec)
+		ours, theirs := Full(rec), arrowValidate(rec)
 		if (ours == nil) != (theirs == nil) {
-			t.Fatalf("%+v as %s: validateRecord %v, Arrow %v", c, rec.Schema().Field(0).Type, ours, theirs)
+			t.Fatalf("%+v as %s: Full %v, Arrow %v", c, rec.Schema().Field(0).Type, ours, theirs)
 		}
 		accepted = append(accepted, ours == nil)
 		rec.Release()
@@ -147,7 +147,7 @@ func TestValidateStringsLikeArrow(t *testing.T) {
 	}
 }
 
-// FuzzValidateStrings: on any string buffers, validateRecord and Arrow's full
+// FuzzValidateStrings: on any string buffers, Full and Arrow's full
 // validation agree (FuzzReadSegment covers the same through whole segments).
 func FuzzValidateStrings(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 2, 0, 0, 0}, []byte("é"), []byte(nil), uint8(0), uint8(1), int16(0))

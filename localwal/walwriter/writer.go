@@ -1,9 +1,17 @@
-package localwal
+// Package walwriter is the WAL writer ingest pods use: it appends record
+// batches to one segment per table, rolls by size, age and schema change,
+// seals a segment by an atomic rename, hands out sequence numbers that never
+// repeat (persisted in the STREAM file), and salvages the unsealed segments
+// of a crashed writer before it writes anything (localwal.Recover). The
+// segment format, the reader and the directory scan are localwal's.
+package walwriter
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +23,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/internal/durable"
 )
 
 // Compression selects the Arrow IPC body compression of new segments.
@@ -45,7 +56,7 @@ func ParseCompression(s string) (Compression, error) {
 	return "", fmt.Errorf("unknown WAL compression %q (accepted: none, zstd)", s)
 }
 
-// Defaults for WriterOptions.
+// Defaults for Options.
 const (
 	// DefaultRollBytes bounds a segment's size so that the drain can hold a
 	// whole segment in memory and a commit batch (32 MiB by default) is a
@@ -56,8 +67,8 @@ const (
 	DefaultRollAge = 5 * time.Second
 )
 
-// WriterOptions configure a Writer.
-type WriterOptions struct {
+// Options configure a Writer.
+type Options struct {
 	// Stream identifies the writer (e.g. the pod name). Required unless
 	// the directory already has a STREAM file, whose id is then used; a
 	// different non-empty value is an error, because a WAL directory
@@ -86,14 +97,14 @@ type WriterOptions struct {
 	// renamed). It runs with the Writer's lock held and must not call
 	// back into the Writer.
 	OnSeal func(SealedSegment)
-	// OnRecover, when set, is told what NewWriter's crash recovery did
-	// with each .open segment it found (see Recover), e.g. to log it.
-	OnRecover func(Recovered)
+	// OnRecover, when set, is told what New's crash recovery did
+	// with each .open segment it found (see localwal.Recover), e.g. to log it.
+	OnRecover func(localwal.Recovered)
 }
 
 // SealedSegment describes a segment the Writer sealed.
 type SealedSegment struct {
-	SegmentInfo
+	localwal.SegmentInfo
 	Stream  string
 	Rows    int64
 	Batches int
@@ -102,12 +113,12 @@ type SealedSegment struct {
 // Writer appends record batches to per-table segments in one directory.
 // It is safe for concurrent use. After an I/O error the Writer fails for
 // good (every later call returns the error): the open segment of that table
-// is left as a .open file, and the next NewWriter salvages it before any new
+// is left as a .open file, and the next New salvages it before any new
 // sequence number is used, so sealed segments of a table keep their order.
 type Writer struct {
 	mu     sync.Mutex
 	dir    string
-	opts   WriterOptions
+	opts   Options
 	ipcOpt []ipc.Option
 	state  streamState
 	open   map[string]*openSegment
@@ -117,7 +128,7 @@ type Writer struct {
 }
 
 type openSegment struct {
-	hdr     Header
+	hdr     localwal.Header
 	schema  *arrow.Schema // the caller's schema; metadata is ignored by Equal
 	path    string
 	f       *os.File
@@ -129,10 +140,10 @@ type openSegment struct {
 	batches int
 }
 
-// NewWriter opens dir (creating it if needed) for appending. It takes an
+// New opens dir (creating it if needed) for appending. It takes an
 // exclusive lock on the directory, loads or creates the STREAM file and
-// salvages .open segments a crashed writer left behind (see Recover).
-func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
+// salvages .open segments a crashed writer left behind (see localwal.Recover).
+func New(dir string, opts Options) (*Writer, error) {
 	if opts.RollBytes <= 0 {
 		opts.RollBytes = DefaultRollBytes
 	}
@@ -157,8 +168,8 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	default:
 		return nil, fmt.Errorf("WAL format version %d: accepted: 1 or 2", opts.FormatVersion)
 	}
-	if opts.Stream != "" && !ValidStream(opts.Stream) {
-		return nil, fmt.Errorf("stream id %q does not match %s", opts.Stream, streamRe)
+	if opts.Stream != "" && !localwal.ValidStream(opts.Stream) {
+		return nil, fmt.Errorf("stream id %q does not match %s", opts.Stream, localwal.StreamPattern)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating WAL dir %s: %w", dir, err)
@@ -190,11 +201,11 @@ func (w *Writer) init() error {
 		}
 	} else {
 		if w.opts.Stream == "" {
-			return fmt.Errorf("WAL dir %s has no %s file and no stream id was given", w.dir, StreamFile)
+			return fmt.Errorf("WAL dir %s has no %s file and no stream id was given", w.dir, localwal.StreamFile)
 		}
 		// A new incarnation: strictly above any segment still on disk, so
 		// the drain never mistakes new segments for committed old ones.
-		maxInc, err := maxIncarnationOnDisk(w.dir)
+		maxInc, err := localwal.MaxIncarnation(w.dir)
 		if err != nil {
 			return err
 		}
@@ -209,7 +220,7 @@ func (w *Writer) init() error {
 	}
 	w.state = st
 	// An .open file grows to about RollBytes plus one batch; far above that it is no segment.
-	recovered, err := RecoverLimit(w.dir, max(DefaultMaxRecoverBytes, 8*w.opts.RollBytes))
+	recovered, err := localwal.RecoverLimit(w.dir, max(localwal.DefaultMaxRecoverBytes, 8*w.opts.RollBytes))
 	if w.opts.OnRecover != nil {
 		for _, r := range recovered {
 			w.opts.OnRecover(r)
@@ -232,13 +243,13 @@ func (w *Writer) Incarnation() uint64 { return w.state.Incarnation }
 // sealed first; the segment is sealed after the write once it reaches
 // RollBytes. A batch without rows is ignored. The Writer does not keep rec.
 func (w *Writer) Append(table string, rec arrow.RecordBatch) error {
-	if !ValidTable(table) {
-		return fmt.Errorf("table name %q does not match %s", table, tableRe)
+	if !localwal.ValidTable(table) {
+		return fmt.Errorf("table name %q does not match %s", table, localwal.TablePattern)
 	}
 	if rec == nil {
 		return fmt.Errorf("appending to %s: nil record batch", table)
 	}
-	if err := CheckSchema(rec.Schema()); err != nil {
+	if err := localwal.CheckSchema(rec.Schema()); err != nil {
 		return fmt.Errorf("appending to %s: %w", table, err)
 	}
 	w.mu.Lock()
@@ -367,8 +378,8 @@ func (w *Writer) create(table string, schema *arrow.Schema, now time.Time) (*ope
 		return nil, w.fail(err)
 	}
 	w.state = next
-	hdr := Header{Table: table, Stream: w.state.Stream, Incarnation: w.state.Incarnation, Seq: seq, Created: now, Version: w.opts.FormatVersion}
-	path := filepath.Join(w.dir, segmentStem(table, hdr.Incarnation, seq)+OpenSuffix)
+	hdr := localwal.Header{Table: table, Stream: w.state.Stream, Incarnation: w.state.Incarnation, Seq: seq, Created: now, Version: w.opts.FormatVersion}
+	path := filepath.Join(w.dir, openName(table, hdr.Incarnation, seq))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, w.fail(fmt.Errorf("creating segment: %w", err))
@@ -382,9 +393,14 @@ func (w *Writer) create(table string, schema *arrow.Schema, now time.Time) (*ope
 	return seg, nil
 }
 
+// openName is the name of a segment while it is written.
+func openName(table string, incarnation, seq uint64) string {
+	return strings.TrimSuffix(localwal.SegmentName(table, incarnation, seq), localwal.SealedSuffix) + localwal.OpenSuffix
+}
+
 // segmentSchema is the caller's schema with the header keys as its
 // metadata. Caller metadata keys outside the siglake. namespace are kept.
-func segmentSchema(s *arrow.Schema, h Header) *arrow.Schema {
+func segmentSchema(s *arrow.Schema, h localwal.Header) *arrow.Schema {
 	hm := h.Metadata()
 	keys, vals := hm.Keys(), hm.Values()
 	md := s.Metadata()
@@ -407,7 +423,7 @@ func (w *Writer) seal(seg *openSegment) error {
 		return w.fail(fmt.Errorf("ending stream of %s: %w", seg.path, err))
 	}
 	if seg.hdr.Version != 1 {
-		if _, err := seg.buf.Write(Trailer(seg.crc.h.Sum32())); err != nil {
+		if _, err := seg.buf.Write(localwal.Trailer(seg.crc.h.Sum32())); err != nil {
 			seg.f.Close()
 			return w.fail(fmt.Errorf("writing checksum trailer of %s: %w", seg.path, err))
 		}
@@ -423,16 +439,16 @@ func (w *Writer) seal(seg *openSegment) error {
 	if err := seg.f.Close(); err != nil {
 		return w.fail(fmt.Errorf("closing %s: %w", seg.path, err))
 	}
-	final := strings.TrimSuffix(seg.path, OpenSuffix) + SealedSuffix
+	final := strings.TrimSuffix(seg.path, localwal.OpenSuffix) + localwal.SealedSuffix
 	if err := os.Rename(seg.path, final); err != nil {
 		return w.fail(fmt.Errorf("sealing %s: %w", seg.path, err))
 	}
-	if err := syncDir(w.dir); err != nil {
+	if err := durable.SyncDir(w.dir); err != nil {
 		return w.fail(err)
 	}
 	if w.opts.OnSeal != nil {
 		w.opts.OnSeal(SealedSegment{
-			SegmentInfo: SegmentInfo{
+			SegmentInfo: localwal.SegmentInfo{
 				Path: final, Name: filepath.Base(final), Table: seg.hdr.Table,
 				Incarnation: seg.hdr.Incarnation, Seq: seg.hdr.Seq,
 				Size: seg.size, ModTime: w.opts.Now(),
@@ -444,7 +460,7 @@ func (w *Writer) seal(seg *openSegment) error {
 }
 
 // flush hands the buffered bytes to the kernel and records the segment's size from the file's
-// offset. (localwal imports arrow only, so it takes no counting writer from merge, and needs none.)
+// offset. (the WAL packages import arrow only, so it takes no counting writer from merge, and needs none.)
 func (seg *openSegment) flush() error {
 	if err := seg.buf.Flush(); err != nil {
 		return err
@@ -455,4 +471,21 @@ func (seg *openSegment) flush() error {
 	}
 	seg.size = off
 	return nil
+}
+
+// crcWriter passes writes through and keeps the CRC32C of what it passed:
+// the checksum the trailer records (localwal.Checksum), summed as written.
+type crcWriter struct {
+	w io.Writer
+	h hash.Hash32
+}
+
+func newCRCWriter(w io.Writer) *crcWriter {
+	return &crcWriter{w: w, h: crc32.New(crc32.MakeTable(crc32.Castagnoli))}
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.h.Write(p[:n])
+	return n, err
 }

@@ -1,4 +1,4 @@
-package localwal
+package walwriter
 
 import (
 	"encoding/json"
@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/internal/durable"
 )
 
 // streamState is the content of the STREAM file. It is the only place
@@ -19,9 +22,15 @@ type streamState struct {
 	NextSeq     uint64 `json:"next_seq"`
 }
 
+// ReadStreamID returns the stream id recorded in dir's STREAM file, ok=false when there is none.
+func ReadStreamID(dir string) (id string, ok bool, err error) {
+	st, ok, err := readStreamState(dir)
+	return st.Stream, ok, err
+}
+
 func readStreamState(dir string) (streamState, bool, error) {
 	var st streamState
-	path := filepath.Join(dir, StreamFile)
+	path := filepath.Join(dir, localwal.StreamFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, false, nil
@@ -32,7 +41,7 @@ func readStreamState(dir string) (streamState, bool, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return st, false, fmt.Errorf("parsing %s: %w", path, err)
 	}
-	if !ValidStream(st.Stream) || st.Incarnation == 0 || st.NextSeq == 0 {
+	if !localwal.ValidStream(st.Stream) || st.Incarnation == 0 || st.NextSeq == 0 {
 		return st, false, fmt.Errorf("%s holds invalid state %+v", path, st)
 	}
 	return st, true, nil
@@ -43,27 +52,5 @@ func writeStreamState(dir string, st streamState) error {
 	if err != nil {
 		return fmt.Errorf("encoding stream state: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, StreamFile), append(data, '\n'))
-}
-
-// maxIncarnationOnDisk returns the largest incarnation named by any
-// segment file in dir or its quarantine, sealed or open. A new incarnation
-// must exceed it even if the clock went backwards after STREAM was lost.
-func maxIncarnationOnDisk(dir string) (uint64, error) {
-	var max uint64
-	for _, d := range []string{dir, filepath.Join(dir, QuarantineDir)} {
-		ents, err := os.ReadDir(d)
-		if errors.Is(err, fs.ErrNotExist) && d != dir {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("listing %s: %w", d, err)
-		}
-		for _, e := range ents {
-			if p, ok := parseName(e.Name()); ok && p.incarnation > max {
-				max = p.incarnation
-			}
-		}
-	}
-	return max, nil
+	return durable.WriteFile(filepath.Join(dir, localwal.StreamFile), append(data, '\n'), 0o600)
 }

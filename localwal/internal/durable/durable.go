@@ -1,4 +1,6 @@
-package localwal
+// Package durable writes files so that a crash leaves either the old or the
+// new content, and makes renames and creations inside a directory durable.
+package durable
 
 import (
 	"fmt"
@@ -6,8 +8,8 @@ import (
 	"path/filepath"
 )
 
-// syncDir makes renames and creations inside dir durable.
-func syncDir(dir string) error {
+// SyncDir makes renames and creations inside dir durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("opening dir %s for fsync: %w", dir, err)
@@ -19,13 +21,10 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// writeFileAtomic replaces path with data so that a crash leaves either
-// the old or the new content: temp file, fsync, rename, fsync dir. The
-// file gets mode 0600.
-func writeFileAtomic(path string, data []byte) error { return writeFileAtomicMode(path, data, 0o600) }
-
-// writeFileAtomicMode is writeFileAtomic with the file's mode (not reduced by the umask).
-func writeFileAtomicMode(path string, data []byte, perm os.FileMode) error {
+// WriteFile replaces path with data so that a crash leaves either the old
+// or the new content: temp file, fsync, rename, fsync dir. The file gets
+// mode perm (not reduced by the umask).
+func WriteFile(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -57,5 +56,5 @@ func writeFileAtomicMode(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("renaming %s to %s: %w", tmpName, path, err)
 	}
 	ok = true
-	return syncDir(dir)
+	return SyncDir(dir)
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package localwal
+package walwriter
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package localwal
+package ipcmsg
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 // slices as long as a flatbuffer vector claims to be and follows child
 // offsets without a depth limit. A few flipped bytes can therefore ask for
 // hundreds of GiB (a fatal, unrecoverable out-of-memory) or recurse
-// forever. guardStream walks every message's flatbuffer metadata before
+// forever. CheckStream walks every message's flatbuffer metadata before
 // Arrow sees it and rejects any vector that does not fit in its buffer,
 // nesting deeper than maxNesting, and table graphs that revisit tables more
 // often than the buffer could hold distinct ones (shared subtrees would
@@ -29,11 +29,11 @@ const (
 	fbTypeUnion             = 14
 )
 
-// guardStream checks the metadata of every complete message in data. It
+// CheckStream checks the metadata of every complete message in data. It
 // stops quietly where the framing ends or is cut short: the Arrow reader
 // reports those cases (end of stream, truncation) itself. On failure it
 // also returns the offset where the bad message starts.
-func guardStream(data []byte) (int, error) {
+func CheckStream(data []byte) (int, error) {
 	pos := 0
 	for i := 0; ; i++ {
 		start := pos
@@ -56,7 +56,7 @@ func guardStream(data []byte) (int, error) {
 			return 0, nil
 		}
 		meta := data[pos : pos+int(n)]
-		bodyLen, err := checkMessage(meta)
+		bodyLen, err := CheckMessage(meta)
 		if err != nil {
 			return start, fmt.Errorf("message %d at offset %d: %w", i, start, err)
 		}
@@ -72,8 +72,8 @@ type fbChecker struct {
 	visits int
 }
 
-// checkMessage validates one Message table and returns its bodyLength.
-func checkMessage(meta []byte) (int64, error) {
+// CheckMessage validates one Message table and returns its bodyLength.
+func CheckMessage(meta []byte) (int64, error) {
 	c := &fbChecker{buf: meta}
 	if len(meta) < 4 {
 		return 0, fmt.Errorf("metadata of %d bytes", len(meta))

@@ -1,6 +1,7 @@
-package localwal
+package walwriter
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"os"
@@ -12,7 +13,19 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/localwal/internal/waltest"
+)
+
+// The test data of localwal's tests.
+var (
+	t0        = waltest.T0
+	logSchema = waltest.LogSchema
+	newLogGen = waltest.NewLogGen
+	rawBytes  = waltest.RawBytes
 )
 
 // fakeClock is a settable clock for writer tests.
@@ -28,8 +41,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
 type sealLog struct {
 	mu   sync.Mutex
 	segs []SealedSegment
@@ -37,18 +48,18 @@ type sealLog struct {
 
 func (l *sealLog) add(s SealedSegment) { l.mu.Lock(); l.segs = append(l.segs, s); l.mu.Unlock() }
 
-func newTestWriter(t *testing.T, dir string, clk *fakeClock, log *sealLog, mod func(*WriterOptions)) *Writer {
+func newTestWriter(t *testing.T, dir string, clk *fakeClock, log *sealLog, mod func(*Options)) *Writer {
 	t.Helper()
-	opts := WriterOptions{Stream: "ingest-0", RollBytes: 64 << 10, RollAge: 5 * time.Second, Now: clk.Now}
+	opts := Options{Stream: "ingest-0", RollBytes: 64 << 10, RollAge: 5 * time.Second, Now: clk.Now}
 	if log != nil {
 		opts.OnSeal = log.add
 	}
 	if mod != nil {
 		mod(&opts)
 	}
-	w, err := NewWriter(dir, opts)
+	w, err := New(dir, opts)
 	if err != nil {
-		t.Fatalf("NewWriter: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return w
 }
@@ -82,7 +93,7 @@ func testRoundTrip(t *testing.T, comp Compression) {
 	if comp == CompressionZstd {
 		roll = 16 << 10
 	}
-	w := newTestWriter(t, dir, clk, &log, func(o *WriterOptions) { o.Compression = comp; o.RollBytes = roll })
+	w := newTestWriter(t, dir, clk, &log, func(o *Options) { o.Compression = comp; o.RollBytes = roll })
 
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	gen := newLogGen(1, t0)
@@ -97,7 +108,7 @@ func testRoundTrip(t *testing.T, comp Compression) {
 	}
 	// Phase 1: enough rows to roll "logs" by size several times.
 	for i := 0; i < 40; i++ {
-		appendTo(tables[i%3], gen.batch(mem, 10+i))
+		appendTo(tables[i%3], gen.Batch(mem, 10+i))
 	}
 	sizeRolls := len(log.segs)
 	if sizeRolls == 0 {
@@ -129,24 +140,24 @@ func testRoundTrip(t *testing.T, comp Compression) {
 		t.Fatalf("SealDue at RollAge sealed %d segments, want %d", got, openNow)
 	}
 	// An aged segment is also rolled by the next Append to its table.
-	appendTo("logs", gen.batch(mem, 10))
+	appendTo("logs", gen.Batch(mem, 10))
 	before := len(log.segs)
 	clk.Advance(6 * time.Second)
-	appendTo("logs", gen.batch(mem, 10))
+	appendTo("logs", gen.Batch(mem, 10))
 	if len(log.segs) != before+1 || log.segs[before].Rows != 10 {
 		t.Fatalf("Append after RollAge did not seal the aged segment: %+v", log.segs[before:])
 	}
 	// Phase 3: schema change seals the current segment of that table.
 	before = len(log.segs)
-	base := gen.batch(mem, 20)
+	base := gen.Batch(mem, 20)
 	alt := altBatch(mem, base)
 	base.Release()
-	appendTo("events", gen.batch(mem, 5))
+	appendTo("events", gen.Batch(mem, 5))
 	appendTo("events", alt)
 	if len(log.segs) != before+1 || log.segs[before].Table != "events" {
 		t.Fatalf("schema change did not seal the events segment")
 	}
-	appendTo("events", gen.batch(mem, 5)) // and back again
+	appendTo("events", gen.Batch(mem, 5)) // and back again
 	// Phase 4: Close seals the rest.
 	open := 2 // logs (one batch) and events
 	before = len(log.segs)
@@ -156,12 +167,12 @@ func testRoundTrip(t *testing.T, comp Compression) {
 	if len(log.segs) != before+open {
 		t.Fatalf("Close sealed %d segments, want %d", len(log.segs)-before, open)
 	}
-	if ents, _ := filepath.Glob(filepath.Join(dir, "*"+OpenSuffix)); len(ents) != 0 {
+	if ents, _ := filepath.Glob(filepath.Join(dir, "*"+localwal.OpenSuffix)); len(ents) != 0 {
 		t.Fatalf("open segments left after Close: %v", ents)
 	}
 
 	// Scan sees exactly what OnSeal reported, in seq order.
-	segs, err := Scan(dir)
+	segs, err := localwal.Scan(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,9 +191,9 @@ func testRoundTrip(t *testing.T, comp Compression) {
 	// Reading back yields every appended batch, per table, in order, and
 	// the records outlive the reader.
 	readMem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	got := map[string][]*Segment{}
+	got := map[string][]*localwal.Segment{}
 	for _, s := range segs {
-		seg, err := ReadAll(s.Path, ReadOptions{Mem: readMem})
+		seg, err := localwal.ReadAll(s.Path, localwal.ReadOptions{Mem: readMem})
 		if err != nil {
 			t.Fatalf("ReadAll(%s): %v", s.Name, err)
 		}
@@ -225,7 +236,7 @@ func TestWriterRejectsBadInput(t *testing.T) {
 	w := newTestWriter(t, dir, clk, nil, nil)
 	defer w.Close()
 	mem := memory.NewGoAllocator()
-	rec := newLogGen(2, t0).batch(mem, 3)
+	rec := newLogGen(2, t0).Batch(mem, 3)
 	defer rec.Release()
 	if err := w.Append("Bad-Name", rec); err == nil {
 		t.Error("Append accepted a bad table name")
@@ -239,14 +250,14 @@ func TestWriterRejectsBadInput(t *testing.T) {
 	if err := w.Append("logs", bad); err == nil {
 		t.Error("Append accepted a batch without a timestamp column")
 	}
-	if _, err := NewWriter(t.TempDir(), WriterOptions{Stream: "bad stream"}); err == nil {
-		t.Error("NewWriter accepted an invalid stream id")
+	if _, err := New(t.TempDir(), Options{Stream: "bad stream"}); err == nil {
+		t.Error("New accepted an invalid stream id")
 	}
-	if _, err := NewWriter(t.TempDir(), WriterOptions{}); err == nil {
-		t.Error("NewWriter accepted a new dir without a stream id")
+	if _, err := New(t.TempDir(), Options{}); err == nil {
+		t.Error("New accepted a new dir without a stream id")
 	}
-	if _, err := NewWriter(t.TempDir(), WriterOptions{Stream: "x", Compression: "lz5"}); err == nil {
-		t.Error("NewWriter accepted an unknown compression")
+	if _, err := New(t.TempDir(), Options{Stream: "x", Compression: "lz5"}); err == nil {
+		t.Error("New accepted an unknown compression")
 	}
 }
 
@@ -254,7 +265,7 @@ func TestWriterLocksDir(t *testing.T) {
 	dir := t.TempDir()
 	clk := &fakeClock{t: t0}
 	w := newTestWriter(t, dir, clk, nil, nil)
-	if _, err := NewWriter(dir, WriterOptions{Stream: "ingest-0", Now: clk.Now}); err == nil {
+	if _, err := New(dir, Options{Stream: "ingest-0", Now: clk.Now}); err == nil {
 		t.Fatal("a second writer opened a locked dir")
 	}
 	if err := w.Close(); err != nil {
@@ -267,7 +278,7 @@ func TestWriterLocksDir(t *testing.T) {
 // appendOne writes one small batch to table and returns the sealed segment.
 func appendOne(t *testing.T, w *Writer, log *sealLog, table string) SealedSegment {
 	t.Helper()
-	rec := newLogGen(3, t0).batch(memory.DefaultAllocator, 5)
+	rec := newLogGen(3, t0).Batch(memory.DefaultAllocator, 5)
 	defer rec.Release()
 	if err := w.Append(table, rec); err != nil {
 		t.Fatal(err)
@@ -301,7 +312,7 @@ func TestStreamPersistence(t *testing.T) {
 	w.Close()
 
 	// Restart without a stream id: the STREAM file supplies it, seqs go on.
-	w = newTestWriter(t, dir, clk, &log, func(o *WriterOptions) { o.Stream = "" })
+	w = newTestWriter(t, dir, clk, &log, func(o *Options) { o.Stream = "" })
 	if w.Incarnation() != inc || w.Stream() != "ingest-0" {
 		t.Fatalf("restart changed identity: %s/%d", w.Stream(), w.Incarnation())
 	}
@@ -313,11 +324,11 @@ func TestStreamPersistence(t *testing.T) {
 	w.Close()
 
 	// Drain everything: the seq must still not repeat.
-	segs, _ := Scan(dir)
-	if err := Remove(dir, segs...); err != nil {
+	segs, _ := localwal.Scan(dir)
+	if err := localwal.Remove(dir, segs...); err != nil {
 		t.Fatal(err)
 	}
-	if segs, _ := Scan(dir); len(segs) != 0 {
+	if segs, _ := localwal.Scan(dir); len(segs) != 0 {
 		t.Fatalf("Remove left %d segments", len(segs))
 	}
 	w = newTestWriter(t, dir, clk, &log, nil)
@@ -329,13 +340,13 @@ func TestStreamPersistence(t *testing.T) {
 	w.Close()
 
 	// A writer for another stream refuses the dir.
-	if _, err := NewWriter(dir, WriterOptions{Stream: "ingest-1", Now: clk.Now}); err == nil {
+	if _, err := New(dir, Options{Stream: "ingest-1", Now: clk.Now}); err == nil {
 		t.Fatal("a dir owned by ingest-0 was opened for ingest-1")
 	}
 
 	// STREAM lost: a new incarnation, seq 1, above the old one even when
 	// the clock went backwards (a segment of the old incarnation remains).
-	if err := os.Remove(filepath.Join(dir, StreamFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, localwal.StreamFile)); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(-time.Hour)
@@ -351,11 +362,11 @@ func TestStreamPersistence(t *testing.T) {
 	w.Close()
 
 	// STREAM lost with an empty dir: the clock decides.
-	if err := os.Remove(filepath.Join(dir, StreamFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, localwal.StreamFile)); err != nil {
 		t.Fatal(err)
 	}
-	segs, _ = Scan(dir)
-	Remove(dir, segs...)
+	segs, _ = localwal.Scan(dir)
+	localwal.Remove(dir, segs...)
 	clk.Advance(2 * time.Hour)
 	w = newTestWriter(t, dir, clk, &log, nil)
 	if w.Incarnation() != uint64(clk.Now().UnixNano()) {
@@ -364,9 +375,9 @@ func TestStreamPersistence(t *testing.T) {
 	w.Close()
 
 	// A corrupt STREAM file stops the writer instead of guessing.
-	os.WriteFile(filepath.Join(dir, StreamFile), []byte("{"), 0o644)
-	if _, err := NewWriter(dir, WriterOptions{Stream: "ingest-0"}); err == nil {
-		t.Fatal("NewWriter accepted a corrupt STREAM file")
+	os.WriteFile(filepath.Join(dir, localwal.StreamFile), []byte("{"), 0o644)
+	if _, err := New(dir, Options{Stream: "ingest-0"}); err == nil {
+		t.Fatal("New accepted a corrupt STREAM file")
 	}
 }
 
@@ -389,12 +400,12 @@ func TestRecoverOpenSegments(t *testing.T) {
 	dir := t.TempDir()
 	clk := &fakeClock{t: t0}
 	var log sealLog
-	w := newTestWriter(t, dir, clk, &log, func(o *WriterOptions) { o.RollBytes = 1 << 30 })
+	w := newTestWriter(t, dir, clk, &log, func(o *Options) { o.RollBytes = 1 << 30 })
 	gen := newLogGen(4, t0)
 	mem := memory.DefaultAllocator
 	var rows [3]int64
 	for i := 0; i < 9; i++ {
-		rec := gen.batch(mem, 100)
+		rec := gen.Batch(mem, 100)
 		if err := w.Append([]string{"logs", "events", "metrics"}[i%3], rec); err != nil {
 			t.Fatal(err)
 		}
@@ -402,7 +413,7 @@ func TestRecoverOpenSegments(t *testing.T) {
 		rec.Release()
 	}
 	crash(t, w)
-	opens, _ := filepath.Glob(filepath.Join(dir, "*"+OpenSuffix))
+	opens, _ := filepath.Glob(filepath.Join(dir, "*"+localwal.OpenSuffix))
 	if len(opens) != 3 {
 		t.Fatalf("want 3 open segments, found %v", opens)
 	}
@@ -440,30 +451,30 @@ func TestRecoverOpenSegments(t *testing.T) {
 	f.Close()
 	cut(find("metrics"), func(int64) int64 { return 50 })
 	// A stray open file with a bad header is quarantined, not deleted.
-	stray := filepath.Join(dir, segmentStem("audit", 1, 99)+OpenSuffix)
-	strayRec := gen.batch(mem, 10)
-	os.WriteFile(stray, rawSegment(t, logSchema, map[string]string{KeyVersion: "7"}, strayRec), 0o644)
+	stray := filepath.Join(dir, openName("audit", 1, 99))
+	strayRec := gen.Batch(mem, 10)
+	os.WriteFile(stray, badVersionStream(t, strayRec), 0o644)
 	strayRec.Release()
 
 	actions := map[string]string{}
-	w = newTestWriter(t, dir, clk, &log, func(o *WriterOptions) {
-		o.OnRecover = func(r Recovered) { actions[filepath.Base(r.Path)[:5]] = r.Action }
+	w = newTestWriter(t, dir, clk, &log, func(o *Options) {
+		o.OnRecover = func(r localwal.Recovered) { actions[filepath.Base(r.Path)[:5]] = r.Action }
 	})
 	defer w.Close()
 	want := map[string]string{"logs.": "sealed", "event": "sealed", "metri": "removed", "audit": "quarantined"}
 	if !maps.Equal(actions, want) {
 		t.Fatalf("recovery actions %v, want %v", actions, want)
 	}
-	if opens, _ := filepath.Glob(filepath.Join(dir, "*"+OpenSuffix)); len(opens) != 0 {
+	if opens, _ := filepath.Glob(filepath.Join(dir, "*"+localwal.OpenSuffix)); len(opens) != 0 {
 		t.Fatalf("open segments left after recovery: %v", opens)
 	}
-	segs, err := Scan(dir)
+	segs, err := localwal.Scan(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gotRows := map[string]int64{}
 	for _, s := range segs {
-		seg, err := ReadAll(s.Path, ReadOptions{})
+		seg, err := localwal.ReadAll(s.Path, localwal.ReadOptions{})
 		if err != nil {
 			t.Fatalf("recovered segment unreadable: %v", err)
 		}
@@ -473,7 +484,7 @@ func TestRecoverOpenSegments(t *testing.T) {
 	if gotRows["events"] != 300 || gotRows["logs"] != 200 || gotRows["metrics"] != 0 {
 		t.Fatalf("recovered rows %v, want events 300, logs 200, metrics 0", gotRows)
 	}
-	if _, err := os.Stat(filepath.Join(dir, QuarantineDir, filepath.Base(stray)+ReasonSuffix)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, localwal.QuarantineDir, filepath.Base(stray)+localwal.ReasonSuffix)); err != nil {
 		t.Fatalf("stray open segment not quarantined: %v", err)
 	}
 	// New segments come after the recovered ones.
@@ -487,7 +498,7 @@ func TestWriterFailsForGood(t *testing.T) {
 	dir := t.TempDir()
 	clk := &fakeClock{t: t0}
 	w := newTestWriter(t, dir, clk, nil, nil)
-	rec := newLogGen(5, t0).batch(memory.DefaultAllocator, 5)
+	rec := newLogGen(5, t0).Batch(memory.DefaultAllocator, 5)
 	defer rec.Release()
 	if err := w.Append("logs", rec); err != nil {
 		t.Fatal(err)
@@ -508,7 +519,7 @@ func TestWriterFailsForGood(t *testing.T) {
 func TestWriterConcurrentAppend(t *testing.T) {
 	dir := t.TempDir()
 	var log sealLog
-	w, err := NewWriter(dir, WriterOptions{Stream: "ingest-0", RollBytes: 32 << 10, RollAge: 20 * time.Millisecond, OnSeal: log.add})
+	w, err := New(dir, Options{Stream: "ingest-0", RollBytes: 32 << 10, RollAge: 20 * time.Millisecond, OnSeal: log.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +531,7 @@ func TestWriterConcurrentAppend(t *testing.T) {
 			defer wg.Done()
 			gen := newLogGen(uint64(100+g), t0)
 			for i := 0; i < batches; i++ {
-				rec := gen.batch(memory.DefaultAllocator, rows)
+				rec := gen.Batch(memory.DefaultAllocator, rows)
 				if err := w.Append([]string{"logs", "events"}[(g+i)%2], rec); err != nil {
 					t.Error(err)
 				}
@@ -544,7 +555,7 @@ func TestWriterConcurrentAppend(t *testing.T) {
 		}
 	}()
 	// An empty batch creates nothing.
-	empty := newLogGen(1, t0).batch(memory.DefaultAllocator, 0)
+	empty := newLogGen(1, t0).Batch(memory.DefaultAllocator, 0)
 	if err := w.Append("nothing", empty); err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +566,7 @@ func TestWriterConcurrentAppend(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	segs, err := Scan(dir)
+	segs, err := localwal.Scan(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +576,7 @@ func TestWriterConcurrentAppend(t *testing.T) {
 		if s.Table == "nothing" {
 			t.Fatal("an empty batch produced a segment")
 		}
-		seg, err := ReadAll(s.Path, ReadOptions{})
+		seg, err := localwal.ReadAll(s.Path, localwal.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -579,4 +590,23 @@ func TestWriterConcurrentAppend(t *testing.T) {
 	if total != goroutines*batches*rows || len(segs) != len(log.segs) {
 		t.Fatalf("read %d rows in %d segments, want %d rows in %d", total, len(segs), goroutines*batches*rows, len(log.segs))
 	}
+}
+
+// badVersionStream is rec as an Arrow IPC stream whose header says format
+// version 7, which no reader accepts.
+func badVersionStream(t *testing.T, rec arrow.RecordBatch) []byte {
+	t.Helper()
+	md := arrow.NewMetadata([]string{localwal.KeyVersion}, []string{"7"})
+	schema := arrow.NewSchema(rec.Schema().Fields(), &md)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	r := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
+	defer r.Release()
+	if err := w.Write(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

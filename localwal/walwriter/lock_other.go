@@ -1,6 +1,6 @@
 //go:build !unix
 
-package localwal
+package walwriter
 
 // lockDir is a no-op where flock is unavailable; only one writer per
 // directory may run there.
