@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/siglake/siglake/gossip/internal/mllog"
 	"github.com/siglake/siglake/gossip/internal/transport"
+	"github.com/siglake/siglake/gossip/keys"
 	"go.uber.org/zap"
 )
 
@@ -232,6 +233,16 @@ func (c *Cluster) Shutdown() error {
 	}
 	return nil
 }
+
+// SetKeys installs keys at runtime (keys.Install): keys[0] becomes the key
+// this member sends with, every key in keys is accepted, installed keys not
+// in keys are removed. It reports whether anything changed.
+func (c *Cluster) SetKeys(ks [][]byte) (changed bool, err error) {
+	return keys.Install(c.keyring, ks)
+}
+
+// Keys returns the keyring's state.
+func (c *Cluster) Keys() keys.State { return keys.Of(c.keyring) }
 
 // stopLoops ends the rejoin loop (a leaving member must not join again).
 func (c *Cluster) stopLoops() { c.stopOnce.Do(func() { close(c.stop) }) }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/siglake/siglake/gossip/keys"
 )
 
 // The steps of Config.KeyMigration.
@@ -177,7 +179,7 @@ func (c Config) Validate() error {
 	}
 	for i, k := range c.Keys {
 		if l := len(k); l != 16 && l != 24 && l != 32 {
-			errs = append(errs, fmt.Errorf("gossip key %d is %d bytes (SIGLAKE_GOSSIP_KEY_FILE): accepted: %s", i+1, l, KeysAccepted))
+			errs = append(errs, fmt.Errorf("gossip key %d is %d bytes (SIGLAKE_GOSSIP_KEY_FILE): accepted: %s", i+1, l, keys.Accepted))
 		}
 	}
 	switch c.KeyMigration {

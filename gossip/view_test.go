@@ -1,8 +1,11 @@
 package gossip
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/gossip/lease"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -17,7 +20,7 @@ func alive(name string, roles ...string) Member {
 func tableOwnedBy(t *testing.T, want string, members []string) string {
 	t.Helper()
 	for _, tb := range tableNames(1000) {
-		if Owner(tb, members) == want {
+		if lease.Owner(tb, members) == want {
 			return tb
 		}
 	}
@@ -322,4 +325,22 @@ func TestViewEstablishedHoldsOnLastingSelfConflict(t *testing.T) {
 	if v.owns(at.Add(window-time.Second), tb) || !v.owns(at.Add(window), tb) {
 		t.Fatal("hold does not end a window after the last claim")
 	}
+}
+
+// tableNames are n table names for the lease tests.
+func tableNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("logs.tenant_%04d", i)
+	}
+	return out
+}
+
+// podNames are n member names with prefix.
+func podNames(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
 }

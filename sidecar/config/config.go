@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/gossip"
+	gossipkeys "github.com/siglake/siglake/gossip/keys"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/merge/index"
@@ -1083,11 +1084,11 @@ func GossipKeys(c Config) ([][]byte, error) {
 	data, err := os.ReadFile(c.GossipKeyFile)
 	if err == nil {
 		var keys [][]byte
-		if keys, err = gossip.ParseKeys(data); err == nil {
+		if keys, err = gossipkeys.Parse(data); err == nil {
 			return keys, nil
 		}
 	}
-	return nil, fmt.Errorf("--gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE %q: %w; accepted: %s", c.GossipKeyFile, err, gossip.KeysAccepted)
+	return nil, fmt.Errorf("--gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE %q: %w; accepted: %s", c.GossipKeyFile, err, gossipkeys.Accepted)
 }
 
 // GossipConfig maps the process options onto the gossip configuration. ok is false when
