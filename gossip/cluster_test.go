@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/siglake/siglake/gossip/joinlist"
 	"github.com/siglake/siglake/gossip/lease"
 )
 
@@ -422,7 +423,7 @@ func TestClusterRestartUnderSameName(t *testing.T) {
 			tc := startCluster(t, 3, fastConfig)
 			tc.waitConverged(tables, 20*time.Second)
 			old := tc.members[2]
-			_, port, err := ParseHostPort(old.Addr(), 0)
+			_, port, err := joinlist.ParseHostPort(old.Addr(), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -635,7 +636,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 	}
 	defer a.Shutdown()
 	cfg = fastConfig("b")
-	_, port, err := ParseHostPort(a.Addr(), 0)
+	_, port, err := joinlist.ParseHostPort(a.Addr(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/gossip/joinlist"
 	gossipkeys "github.com/siglake/siglake/gossip/keys"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/density"
@@ -597,7 +598,7 @@ func Options() []Option {
 		{"gossip-join", "SIGLAKE_GOSSIP_JOIN", "", "gossip.join",
 			"Comma-separated host:port peers or DNS names (a headless Service) to join.",
 			func(c *Config, v string) error {
-				c.GossipJoin = gossip.ParseJoin(v)
+				c.GossipJoin = joinlist.Parse(v)
 				return nil
 			}},
 		{"gossip-key-file", "SIGLAKE_GOSSIP_KEY_FILE", "", "gossip.keySecret.name",
@@ -1101,7 +1102,7 @@ func GossipConfig(c Config, httpAddr, version string) (gc gossip.Config, ok bool
 	if c.NodeName != "" {
 		gc.NodeName = c.NodeName
 	}
-	host, port, err := gossip.ParseHostPort(c.GossipBind, gossip.DefaultPort)
+	host, port, err := joinlist.ParseHostPort(c.GossipBind, gossip.DefaultPort)
 	if err != nil {
 		return gc, false, fmt.Errorf("--gossip-bind / SIGLAKE_GOSSIP_BIND %q: %w; accepted: host:port", c.GossipBind, err)
 	}
@@ -1110,7 +1111,7 @@ func GossipConfig(c Config, httpAddr, version string) (gc gossip.Config, ok bool
 	}
 	gc.BindAddr, gc.BindPort = host, port
 	if c.GossipAdvertise != "" {
-		h, p, err := gossip.ParseHostPort(c.GossipAdvertise, port)
+		h, p, err := joinlist.ParseHostPort(c.GossipAdvertise, port)
 		if err != nil || h == "" {
 			return gc, false, fmt.Errorf("--gossip-advertise / SIGLAKE_GOSSIP_ADVERTISE %q: accepted: ip or ip:port", c.GossipAdvertise)
 		}
