@@ -15,6 +15,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -39,7 +40,7 @@ type batchCommit struct {
 	segs    []loaded            // the segments still in the batch, in order
 	stream  string
 	table   *table.Table
-	flight  inflight
+	flight  marker.Marker
 	outputs []merge.Output
 	files   []iceberg.DataFile
 	rows    int64
@@ -255,9 +256,9 @@ func (d *Drain) dropCommitted(_ context.Context, c *batchCommit) bool {
 // the run before was killed. The marker only informs; a failed write (a full WAL disk) must not
 // stop the batch, since its commit is what frees the disk.
 func (d *Drain) write(ctx context.Context, c *batchCommit) bool {
-	c.flight = inflight{Table: c.b.table, Node: d.Cfg.NodeName, Started: d.Now(), PID: os.Getpid()}
+	c.flight = marker.Marker{Table: c.b.table, Node: d.Cfg.NodeName, Started: d.Now(), PID: os.Getpid()}
 	d.recordInflight(c)
-	c.undo = append(c.undo, func() { os.Remove(inflightPath(c.b.dir, c.b.table)) })
+	c.undo = append(c.undo, func() { marker.Remove(c.b.dir, c.b.table) })
 	outputs, rows, past, err := d.writeFiles(ctx, c)
 	// The write released the batch's records: the commit and its retries hold no rows, so the
 	// share goes back now rather than after a commit that may retry for seconds.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -73,7 +74,7 @@ func TestBatchingByTargetAndAge(t *testing.T) {
 func TestInflightMarkerWriteFailureDoesNotStopTheDrain(t *testing.T) {
 	e := newEnv(t, nil)
 	want := e.writeSegments("events", 3, 1000, 7, time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
-	leftover := filepath.Join(e.cfg.WALDir, inflightPrefix+"events.json.tmp")
+	leftover := filepath.Join(e.cfg.WALDir, marker.Prefix+"events.json.tmp")
 	if err := os.WriteFile(leftover, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
