@@ -21,6 +21,7 @@ import (
 	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/writer"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/drain/dayfiles"
 	"github.com/siglake/siglake/sidecar/gctune"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -167,24 +168,24 @@ type floorWork struct {
 }
 
 // floorInput decodes segs and prepares exactly the WriteSorted calls the drain makes: the same
-// commit batches (planBatches), conformed to the table schema, split by day.
+// commit batches (batches.Plan), conformed to the table schema, split by day.
 func floorInput(b *testing.B, cfg Config, dir string, segs []localwal.SegmentInfo) []floorWork {
 	ctx := context.Background()
 	l := benchLake(b, dir)
 	b.Cleanup(func() { l.Close() })
 	var out []floorWork
-	for _, bt := range planBatches(segs, time.Now(), cfg.CommitBatchTargetBytes, cfg.CommitBatchMaxAge, true) {
+	for _, bt := range batches.Plan(segs, time.Now(), cfg.CommitBatchTargetBytes, cfg.CommitBatchMaxAge, true) {
 		var days *dayfiles.Days
 		var fsys icebergio.WriteFileIO
 		var sc *arrow.Schema
 		var tblDir func(date string) string
-		for _, info := range bt.segs {
+		for _, info := range bt.Segs {
 			seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			if sc == nil {
-				t, err := l.EnsureTable(ctx, bt.table, rows.TableSchema(seg.Schema, lake.TimestampColumn))
+				t, err := l.EnsureTable(ctx, bt.Table, rows.TableSchema(seg.Schema, lake.TimestampColumn))
 				if err != nil {
 					b.Fatal(err)
 				}

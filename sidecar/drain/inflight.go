@@ -23,7 +23,7 @@ func (d *Drain) recordInflight(c *batchCommit) {
 	if write == nil {
 		write = os.WriteFile
 	}
-	if err := marker.Write(c.b.dir, c.flight, write); err != nil {
+	if err := marker.Write(c.b.Dir, c.flight, write); err != nil {
 		c.out.MarkerErrors = append(c.out.MarkerErrors, err)
 	}
 }
