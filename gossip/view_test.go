@@ -153,7 +153,7 @@ func TestViewSameStateKeepsSinceAndCountsTransitions(t *testing.T) {
 func TestViewPrunesDepartedMembers(t *testing.T) {
 	v := newView(alive("a", both()...), 0, false, false, t0)
 	for i := range 3 * maxDeparted {
-		name := podNames("p", 3*maxDeparted)[i]
+		name := fmt.Sprintf("p-%d", i)
 		at := t0.Add(time.Duration(i) * time.Second)
 		v.observe(at, alive(name, both()...))
 		v.observe(at, Member{Name: name, State: StateDead})
@@ -332,15 +332,6 @@ func tableNames(n int) []string {
 	out := make([]string, n)
 	for i := range out {
 		out[i] = fmt.Sprintf("logs.tenant_%04d", i)
-	}
-	return out
-}
-
-// podNames are n member names with prefix.
-func podNames(prefix string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s-%d", prefix, i)
 	}
 	return out
 }
