@@ -1,10 +1,8 @@
 package gossip
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,7 +10,10 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/siglake/siglake/gossip/internal/mllog"
+	"github.com/siglake/siglake/gossip/internal/nodemeta"
 	"github.com/siglake/siglake/gossip/internal/transport"
+	"github.com/siglake/siglake/gossip/joinlist"
+	"github.com/siglake/siglake/gossip/keys"
 	"go.uber.org/zap"
 )
 
@@ -27,7 +28,7 @@ type Cluster struct {
 	now  func() time.Time
 
 	// lookupIP resolves a join entry's DNS name to all its addresses.
-	lookupIP func(ctx context.Context, host string) ([]net.IP, error)
+	lookupIP joinlist.LookupIP
 
 	meta  *delegate
 	mlLog *mllog.Writer // nil when Disabled
@@ -102,7 +103,7 @@ func (c *Cluster) SetCatalog(id string, timeout time.Duration) error {
 	if c.ml == nil || leaving {
 		return nil
 	}
-	b, err := encodeMeta(meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Catalog: id}, memberlist.MetaMaxSize)
+	b, err := c.selfMeta(id, false)
 	if err != nil {
 		return err
 	}
@@ -187,7 +188,7 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	c.mu.Lock()
 	catalog := c.v.catalog
 	c.mu.Unlock()
-	b, err := encodeMeta(meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Catalog: catalog, Leaving: true}, memberlist.MetaMaxSize)
+	b, err := c.selfMeta(catalog, true)
 	if err != nil {
 		return fmt.Errorf("gossip leave: %w", err)
 	}
@@ -232,6 +233,22 @@ func (c *Cluster) Shutdown() error {
 	}
 	return nil
 }
+
+// selfMeta is the metadata this member gossips about itself.
+func (c *Cluster) selfMeta(catalog string, leaving bool) ([]byte, error) {
+	return nodemeta.Encode(nodemeta.Meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr,
+		Catalog: catalog, Leaving: leaving}, memberlist.MetaMaxSize)
+}
+
+// SetKeys installs keys at runtime (keys.Install): keys[0] becomes the key
+// this member sends with, every key in keys is accepted, installed keys not
+// in keys are removed. It reports whether anything changed.
+func (c *Cluster) SetKeys(ks [][]byte) (changed bool, err error) {
+	return keys.Install(c.keyring, ks)
+}
+
+// Keys returns the keyring's state.
+func (c *Cluster) Keys() keys.State { return keys.Of(c.keyring) }
 
 // stopLoops ends the rejoin loop (a leaving member must not join again).
 func (c *Cluster) stopLoops() { c.stopOnce.Do(func() { close(c.stop) }) }

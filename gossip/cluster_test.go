@@ -12,6 +12,9 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/siglake/siglake/gossip/joinlist"
+	"github.com/siglake/siglake/gossip/lease"
 )
 
 // fastConfig has timings for tests: failures are detected in about a second
@@ -138,7 +141,7 @@ func (tc *testCluster) converged(tables []string) (bool, string) {
 		}
 		for _, tb := range tables {
 			o, _ := m.Owner(tb)
-			if w := Owner(tb, want); o != w {
+			if w := lease.Owner(tb, want); o != w {
 				return false, fmt.Sprintf("%s: owner of %s is %s, want %s", m.Name(), tb, o, w)
 			}
 		}
@@ -220,7 +223,7 @@ func TestClusterConvergesToOneOwnerPerTable(t *testing.T) {
 // each of those tables had exactly one survivor whose Owns is true.
 func failover(t *testing.T, tc *testCluster, tables []string, graceful bool) (detect, acting time.Duration) {
 	t.Helper()
-	victimName := Owner(tables[0], tc.names())
+	victimName := lease.Owner(tables[0], tc.names())
 	var victim *Cluster
 	for _, m := range tc.live() {
 		if m.Name() == victimName {
@@ -229,7 +232,7 @@ func failover(t *testing.T, tc *testCluster, tables []string, graceful bool) (de
 	}
 	var moved []string
 	for _, tb := range tables {
-		if Owner(tb, tc.names()) == victimName {
+		if lease.Owner(tb, tc.names()) == victimName {
 			moved = append(moved, tb)
 		}
 	}
@@ -420,7 +423,7 @@ func TestClusterRestartUnderSameName(t *testing.T) {
 			tc := startCluster(t, 3, fastConfig)
 			tc.waitConverged(tables, 20*time.Second)
 			old := tc.members[2]
-			_, port, err := ParseHostPort(old.Addr(), 0)
+			_, port, err := joinlist.ParseHostPort(old.Addr(), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -633,7 +636,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 	}
 	defer a.Shutdown()
 	cfg = fastConfig("b")
-	_, port, err := ParseHostPort(a.Addr(), 0)
+	_, port, err := joinlist.ParseHostPort(a.Addr(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

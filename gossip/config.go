@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/siglake/siglake/gossip/joinlist"
+	"github.com/siglake/siglake/gossip/keys"
 )
 
 // The steps of Config.KeyMigration.
@@ -171,13 +172,13 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address (SIGLAKE_GOSSIP_ADVERTISE)", c.AdvertiseAddr))
 	}
 	for _, j := range c.Join {
-		if _, _, err := splitJoin(j, 1); err != nil {
+		if _, _, err := joinlist.Split(j, 1); err != nil {
 			errs = append(errs, fmt.Errorf("join entry %q (SIGLAKE_GOSSIP_JOIN): %w", j, err))
 		}
 	}
 	for i, k := range c.Keys {
 		if l := len(k); l != 16 && l != 24 && l != 32 {
-			errs = append(errs, fmt.Errorf("gossip key %d is %d bytes (SIGLAKE_GOSSIP_KEY_FILE): accepted: %s", i+1, l, KeysAccepted))
+			errs = append(errs, fmt.Errorf("gossip key %d is %d bytes (SIGLAKE_GOSSIP_KEY_FILE): accepted: %s", i+1, l, keys.Accepted))
 		}
 	}
 	switch c.KeyMigration {
@@ -214,56 +215,4 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("settle period (SIGLAKE_GOSSIP_SETTLE_SECS) must not be negative, got %s", c.SettlePeriod))
 	}
 	return errors.Join(errs...)
-}
-
-// ParseJoin splits a comma-separated join list, dropping blanks.
-func ParseJoin(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// ParseHostPort parses "host:port", "[v6]:port", ":port", or a bare host
-// or IP (which gets defPort). The host must be an IP address or empty.
-func ParseHostPort(s string, defPort int) (host string, port int, err error) {
-	host, port, err = splitJoin(s, defPort)
-	if err != nil {
-		return "", 0, err
-	}
-	if host != "" && net.ParseIP(host) == nil {
-		return "", 0, fmt.Errorf("%q is not an IP address", host)
-	}
-	return host, port, nil
-}
-
-// splitJoin splits a join entry into host (IP or DNS name) and port.
-func splitJoin(s string, defPort int) (string, int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", 0, errors.New("empty address")
-	}
-	host, ps, err := net.SplitHostPort(s)
-	if err != nil {
-		// No port: a bare host, IPv4, or IPv6 (with or without brackets).
-		h := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
-		if strings.ContainsAny(h, "[]/ ") {
-			return "", 0, fmt.Errorf("cannot parse %q as host or host:port", s)
-		}
-		if strings.Contains(h, ":") && net.ParseIP(h) == nil {
-			return "", 0, fmt.Errorf("cannot parse %q as host or host:port", s)
-		}
-		return h, defPort, nil
-	}
-	port, err := strconv.Atoi(ps)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("port %q is not a number from 0 to 65535", ps)
-	}
-	if strings.ContainsAny(host, "/ ") {
-		return "", 0, fmt.Errorf("cannot parse host %q", host)
-	}
-	return host, port, nil
 }

@@ -1,7 +1,6 @@
 package gossip
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,45 +34,5 @@ func TestValidate(t *testing.T) {
 	c.ProbeInterval = 0
 	if err := c.Validate(); err != nil {
 		t.Fatalf("disabled gossip needs no timings: %v", err)
-	}
-}
-
-func TestSplitJoin(t *testing.T) {
-	cases := []struct {
-		in   string
-		host string
-		port int
-		bad  bool
-	}{
-		{"10.0.0.1:7000", "10.0.0.1", 7000, false},
-		{"10.0.0.1", "10.0.0.1", 7946, false},
-		{"siglake-gossip.default.svc.cluster.local", "siglake-gossip.default.svc.cluster.local", 7946, false},
-		{"siglake-gossip:8000", "siglake-gossip", 8000, false},
-		{"[fd00::1]:7000", "fd00::1", 7000, false},
-		{"fd00::1", "fd00::1", 7946, false},
-		{"[fd00::1]", "fd00::1", 7946, false},
-		{"host:99999", "", 0, true},
-		{"host:x", "", 0, true},
-		{"", "", 0, true},
-		{"a b", "", 0, true},
-	}
-	for _, c := range cases {
-		h, p, err := splitJoin(c.in, DefaultPort)
-		if (err != nil) != c.bad || (!c.bad && (h != c.host || p != c.port)) {
-			t.Errorf("splitJoin(%q) = %q %d %v", c.in, h, p, err)
-		}
-	}
-}
-
-func TestParseJoin(t *testing.T) {
-	for in, want := range map[string][]string{
-		"":                       nil,
-		" , ,":                   nil,
-		"a:7946":                 {"a:7946"},
-		" a:1 ,, siglake-peers ": {"a:1", "siglake-peers"},
-	} {
-		if got := ParseJoin(in); !slices.Equal(got, want) {
-			t.Errorf("ParseJoin(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/siglake/siglake/gossip/internal/nodemeta"
 	"go.uber.org/zap"
 )
 
@@ -153,7 +154,7 @@ func conflictHold(cfg Config, n int) time.Duration {
 // metadata leaves the member without roles, so it owns nothing.
 func (c *Cluster) member(n *memberlist.Node, state string) Member {
 	m := Member{Name: n.Name, Addr: n.Address(), State: state}
-	md, err := decodeMeta(n.Meta)
+	md, err := nodemeta.Decode(n.Meta)
 	if err != nil {
 		c.log.Warn("gossip member metadata unreadable; it will own no table", zap.String("member", n.Name), zap.Error(err))
 		return m

@@ -40,14 +40,3 @@ func ExampleStart() {
 	// owner: siglake-ingest-0 owned tables: 2
 	// after leave: false
 }
-
-// Owner is the pure lease rule: every process computes the same owner from
-// the same members.
-func ExampleOwner() {
-	members := []string{"siglake-ingest-0", "siglake-ingest-1", "siglake-ingest-2"}
-	fmt.Println(gossip.Owner("logs.events", members))
-	fmt.Println(gossip.Owner("logs.events", []string{"siglake-ingest-2", "siglake-ingest-0", "siglake-ingest-1"}))
-	// Output:
-	// siglake-ingest-0
-	// siglake-ingest-0
-}

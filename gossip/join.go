@@ -2,12 +2,11 @@ package gossip
 
 import (
 	"context"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/siglake/siglake/gossip/internal/mllog"
+	"github.com/siglake/siglake/gossip/joinlist"
 	"go.uber.org/zap"
 )
 
@@ -120,41 +119,14 @@ func joinRefused(err error) bool {
 	return mllog.KeyError(msg) || strings.Contains(msg, "EOF")
 }
 
-// resolveJoin turns the join list into ip:port strings. A DNS name yields
-// every address it resolves to; an entry that cannot be resolved is logged
-// and counted in failed.
+// resolveJoin turns the join list into ip:port strings (joinlist.Resolve),
+// logging the entries that do not resolve.
 func (c *Cluster) resolveJoin(ctx context.Context) (addrs []string, failed int) {
 	defPort := c.cfg.BindPort
 	if defPort == 0 {
 		defPort = DefaultPort
 	}
-	seen := map[string]bool{}
-	add := func(ip net.IP, port int) {
-		a := net.JoinHostPort(ip.String(), strconv.Itoa(port))
-		if !seen[a] {
-			seen[a] = true
-			addrs = append(addrs, a)
-		}
-	}
-	for _, entry := range c.cfg.Join {
-		host, port, err := splitJoin(entry, defPort)
-		if err != nil { // Validate rejects these; kept for safety
-			failed++
-			continue
-		}
-		if ip := net.ParseIP(host); ip != nil {
-			add(ip, port)
-			continue
-		}
-		ips, err := c.lookupIP(ctx, strings.TrimSuffix(host, "."))
-		if err != nil || len(ips) == 0 {
-			failed++
-			c.log.Warn("gossip join entry did not resolve", zap.String("entry", entry), zap.Error(err))
-			continue
-		}
-		for _, ip := range ips {
-			add(ip, port)
-		}
-	}
-	return addrs, failed
+	return joinlist.Resolve(ctx, c.cfg.Join, defPort, c.lookupIP, func(entry string, err error) {
+		c.log.Warn("gossip join entry did not resolve", zap.String("entry", entry), zap.Error(err))
+	})
 }

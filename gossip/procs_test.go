@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/gossip/lease"
 )
 
 // Members in child processes, so a test can SIGKILL one for real. The test
@@ -101,7 +103,7 @@ func sigkillFailover(t *testing.T, profile string, n int, tables []string) (dete
 
 	var moved, kept []string
 	for _, tb := range tables {
-		if Owner(tb, tc.names()) == victim {
+		if lease.Owner(tb, tc.names()) == victim {
 			moved = append(moved, tb)
 		} else {
 			kept = append(kept, tb)

@@ -23,12 +23,12 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 		log = zap.NewNop()
 	}
 	log = log.Named("gossip")
-	metaBytes, err := encodeMeta(meta{Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr, Catalog: cfg.Catalog}, memberlist.MetaMaxSize)
+	keys := cfg.Keys
+	c := newCluster(cfg, log)
+	metaBytes, err := c.selfMeta(cfg.Catalog, false)
 	if err != nil {
 		return nil, err
 	}
-	keys := cfg.Keys
-	c := newCluster(cfg, log)
 	if cfg.Disabled {
 		log.Info("gossip disabled: this process is the only member", zap.String("node", cfg.NodeName), zap.Strings("roles", cfg.Roles))
 		return c, nil

@@ -2,6 +2,8 @@ package gossip
 
 import (
 	"time"
+
+	"github.com/siglake/siglake/gossip/keys"
 )
 
 // Stats are counters and gauges for metrics (see docs/gossip.md for the
@@ -41,7 +43,7 @@ type Stats struct {
 	// Keys is the number of encryption keys accepted (0: plaintext gossip).
 	Keys int `json:"keys"`
 	// PrimaryKey is the fingerprint of the key sent with ("" without
-	// encryption): KeyFingerprint, never the key.
+	// encryption): keys.Fingerprint, never the key.
 	PrimaryKey string `json:"primary_key,omitempty"`
 }
 
@@ -103,11 +105,11 @@ type Status struct {
 	Refused bool `json:"refused,omitempty"`
 	// ClusterLabel is the label every packet carries; Encryption the
 	// keyring (key count and the fingerprint of the key sent with).
-	ClusterLabel string   `json:"cluster_label,omitempty"`
-	Encryption   KeyState `json:"encryption"`
-	Members      []Member `json:"members"`
-	Leases       []Lease  `json:"leases"`
-	Stats        Stats    `json:"stats"`
+	ClusterLabel string     `json:"cluster_label,omitempty"`
+	Encryption   keys.State `json:"encryption"`
+	Members      []Member   `json:"members"`
+	Leases       []Lease    `json:"leases"`
+	Stats        Stats      `json:"stats"`
 }
 
 // Status returns members, every tracked lease and the counters.

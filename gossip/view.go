@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/siglake/siglake/gossip/lease"
 )
 
 // Member states as this process reports them. memberlist's "suspect" is not
@@ -115,7 +117,7 @@ type view struct {
 	// for this process's tables. Members that advertise no catalog (not
 	// known yet, or a version before catalog identities) compete among
 	// themselves only.
-	cands []candidate
+	cands []lease.Candidate
 	// changedAt is when cands last changed.
 	changedAt time.Time
 
@@ -180,14 +182,14 @@ func (v *view) pruneDeparted() {
 // recompute derives the candidate set and, if it changed, moves the leases
 // whose owner changed.
 func (v *view) recompute(now time.Time) []LeaseChange {
-	var cands []candidate
+	var cands []lease.Candidate
 	catalog := v.catalog
 	for _, m := range v.members {
 		if m.State == StateAlive && !m.Leaving && hasRole(m.Roles, RoleMaintenance) && m.Catalog == catalog {
-			cands = append(cands, newCandidate(m.Name))
+			cands = append(cands, lease.NewCandidate(m.Name))
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].name < cands[j].name })
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Name < cands[j].Name })
 	if slices.Equal(cands, v.cands) {
 		return nil
 	}
@@ -195,7 +197,7 @@ func (v *view) recompute(now time.Time) []LeaseChange {
 	v.changedAt = now
 	var changes []LeaseChange
 	for table, l := range v.leases {
-		owner := pick(table, cands)
+		owner := lease.Pick(table, cands)
 		if owner == l.Owner {
 			continue
 		}
@@ -303,7 +305,7 @@ func (v *view) track(table string) *Lease {
 	if l, ok := v.leases[table]; ok {
 		return l
 	}
-	l := &Lease{Table: table, Owner: pick(table, v.cands), Since: v.changedAt}
+	l := &Lease{Table: table, Owner: lease.Pick(table, v.cands), Since: v.changedAt}
 	l.ActiveFrom = v.activeFrom(l.Since)
 	v.leases[table] = l
 	return l
@@ -323,7 +325,7 @@ func (v *view) lease(now time.Time, table string) Lease {
 	l := *lp
 	l.Candidates = make([]string, len(v.cands))
 	for i, c := range v.cands {
-		l.Candidates[i] = c.name
+		l.Candidates[i] = c.Name
 	}
 	l.Local = l.Owner == v.self
 	if l.Local {

@@ -1,8 +1,11 @@
 package gossip
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/gossip/lease"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -17,7 +20,7 @@ func alive(name string, roles ...string) Member {
 func tableOwnedBy(t *testing.T, want string, members []string) string {
 	t.Helper()
 	for _, tb := range tableNames(1000) {
-		if Owner(tb, members) == want {
+		if lease.Owner(tb, members) == want {
 			return tb
 		}
 	}
@@ -150,7 +153,7 @@ func TestViewSameStateKeepsSinceAndCountsTransitions(t *testing.T) {
 func TestViewPrunesDepartedMembers(t *testing.T) {
 	v := newView(alive("a", both()...), 0, false, false, t0)
 	for i := range 3 * maxDeparted {
-		name := podNames("p", 3*maxDeparted)[i]
+		name := fmt.Sprintf("p-%d", i)
 		at := t0.Add(time.Duration(i) * time.Second)
 		v.observe(at, alive(name, both()...))
 		v.observe(at, Member{Name: name, State: StateDead})
@@ -322,4 +325,13 @@ func TestViewEstablishedHoldsOnLastingSelfConflict(t *testing.T) {
 	if v.owns(at.Add(window-time.Second), tb) || !v.owns(at.Add(window), tb) {
 		t.Fatal("hold does not end a window after the last claim")
 	}
+}
+
+// tableNames are n table names for the lease tests.
+func tableNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("logs.tenant_%04d", i)
+	}
+	return out
 }

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/deadline"
 )
@@ -142,12 +142,12 @@ func (p *Process) publishWritable() {
 func (p *Process) sealedSegments() []localwal.SegmentInfo {
 	dirs := []string{p.Cfg.WALDir}
 	if p.Cfg.CatalogClaim {
-		streams, _, _ := drain.StreamDirs(p.Cfg.WALDir)
+		streams, _, _ := batches.StreamDirs(p.Cfg.WALDir)
 		for i, s := range streams {
 			streams[i] = filepath.Join(p.Cfg.WALDir, s)
 		}
 		dirs = streams
 	}
-	segs, _, _ := drain.ScanDirs(dirs)
+	segs, _, _ := batches.ScanDirs(dirs)
 	return segs
 }

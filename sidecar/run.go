@@ -23,6 +23,7 @@ import (
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/backoff"
@@ -377,7 +378,7 @@ func (p *Process) claimManager(l *lake.Lake) *claim.Manager {
 		Lake: l, Holder: p.Cfg.NodeName, TTL: p.Cfg.CatalogClaimTTL, Now: time.Now,
 		Observer: instrument.ClaimObserver{Metrics: p.Metrics.Claims, Log: p.Log},
 		Streams: func() ([]string, error) {
-			streams, loose, err := drain.StreamDirs(root)
+			streams, loose, err := batches.StreamDirs(root)
 			if loose > 0 && !warned {
 				warned = true
 				p.Log.Error("catalog claims are on but sealed segments lie directly in the WAL root; they are not drained until moved into a stream subdirectory (or claims are turned off)",

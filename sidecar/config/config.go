@@ -19,6 +19,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/gossip/joinlist"
+	gossipkeys "github.com/siglake/siglake/gossip/keys"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/merge/index"
@@ -596,7 +598,7 @@ func Options() []Option {
 		{"gossip-join", "SIGLAKE_GOSSIP_JOIN", "", "gossip.join",
 			"Comma-separated host:port peers or DNS names (a headless Service) to join.",
 			func(c *Config, v string) error {
-				c.GossipJoin = gossip.ParseJoin(v)
+				c.GossipJoin = joinlist.Parse(v)
 				return nil
 			}},
 		{"gossip-key-file", "SIGLAKE_GOSSIP_KEY_FILE", "", "gossip.keySecret.name",
@@ -1083,11 +1085,11 @@ func GossipKeys(c Config) ([][]byte, error) {
 	data, err := os.ReadFile(c.GossipKeyFile)
 	if err == nil {
 		var keys [][]byte
-		if keys, err = gossip.ParseKeys(data); err == nil {
+		if keys, err = gossipkeys.Parse(data); err == nil {
 			return keys, nil
 		}
 	}
-	return nil, fmt.Errorf("--gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE %q: %w; accepted: %s", c.GossipKeyFile, err, gossip.KeysAccepted)
+	return nil, fmt.Errorf("--gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE %q: %w; accepted: %s", c.GossipKeyFile, err, gossipkeys.Accepted)
 }
 
 // GossipConfig maps the process options onto the gossip configuration. ok is false when
@@ -1100,7 +1102,7 @@ func GossipConfig(c Config, httpAddr, version string) (gc gossip.Config, ok bool
 	if c.NodeName != "" {
 		gc.NodeName = c.NodeName
 	}
-	host, port, err := gossip.ParseHostPort(c.GossipBind, gossip.DefaultPort)
+	host, port, err := joinlist.ParseHostPort(c.GossipBind, gossip.DefaultPort)
 	if err != nil {
 		return gc, false, fmt.Errorf("--gossip-bind / SIGLAKE_GOSSIP_BIND %q: %w; accepted: host:port", c.GossipBind, err)
 	}
@@ -1109,7 +1111,7 @@ func GossipConfig(c Config, httpAddr, version string) (gc gossip.Config, ok bool
 	}
 	gc.BindAddr, gc.BindPort = host, port
 	if c.GossipAdvertise != "" {
-		h, p, err := gossip.ParseHostPort(c.GossipAdvertise, port)
+		h, p, err := joinlist.ParseHostPort(c.GossipAdvertise, port)
 		if err != nil || h == "" {
 			return gc, false, fmt.Errorf("--gossip-advertise / SIGLAKE_GOSSIP_ADVERTISE %q: accepted: ip or ip:port", c.GossipAdvertise)
 		}

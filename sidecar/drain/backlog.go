@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 )
 
 // ObserveBacklog publishes the sealed backlog segs (gauges and status); the process calls it
@@ -18,7 +19,7 @@ func (d *Drain) ObserveBacklog(segs []localwal.SegmentInfo, now time.Time) {
 // scanBacklog scans dirs and publishes their backlog; a dir that cannot be scanned is left out
 // with claims (as Cycle does), and without them nothing is published (Cycle reports the error).
 func (d *Drain) scanBacklog(dirs []string, quarantined int64, inQuarantine int) {
-	segs, _, errs := ScanDirs(dirs)
+	segs, _, errs := batches.ScanDirs(dirs)
 	if len(errs) > 0 && d.Claims == nil {
 		return
 	}

@@ -26,8 +26,8 @@ func BatchMemory(segBytes, extra int64) int64 { return batchMemoryFactor * (segB
 func (d *Drain) fitBudget(c *batchCommit) {
 	b, limit := c.b, d.MemoryLimit
 	var share, bytes int64
-	kept := b.segs[:0:0]
-	for _, s := range b.segs {
+	kept := b.Segs[:0:0]
+	for _, s := range b.Segs {
 		extra, err := localwal.DecodedSize(s.Path)
 		if err != nil {
 			extra = 0
@@ -46,5 +46,5 @@ func (d *Drain) fitBudget(c *batchCommit) {
 		share += need
 		bytes += s.Size
 	}
-	c.b.segs, c.b.bytes, c.share = kept, bytes, share
+	c.b.Segs, c.b.Bytes, c.share = kept, bytes, share
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -59,7 +60,7 @@ func testClaimManager(t *testing.T, l *lake.Lake, root, holder string, clock fun
 		clock = time.Now
 	}
 	return &claim.Manager{Lake: l, Holder: holder, TTL: 30 * time.Second, Now: clock,
-		Streams:  func() ([]string, error) { s, _, err := StreamDirs(root); return s, err },
+		Streams:  func() ([]string, error) { s, _, err := batches.StreamDirs(root); return s, err },
 		Observer: instrument.ClaimObserver{Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: instrument.NewClaimMetrics(prometheus.NewRegistry())}}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -23,9 +24,9 @@ func TestDrainOnlyClaimedStreams(t *testing.T) {
 	for i, s := range []string{"pod-a", "pod-b"} {
 		want.Merge(writeStreamDir(t, filepath.Join(root, s), s, "events", 2, 1000, uint64(3+i), start))
 	}
-	streams, loose, err := StreamDirs(root)
+	streams, loose, err := batches.StreamDirs(root)
 	if err != nil || loose != 0 || len(streams) != 2 {
-		t.Fatalf("StreamDirs = %v, %d, %v", streams, loose, err)
+		t.Fatalf("batches.StreamDirs = %v, %d, %v", streams, loose, err)
 	}
 
 	var mu sync.Mutex

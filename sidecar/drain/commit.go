@@ -15,6 +15,8 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/drain/batches"
+	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -26,7 +28,7 @@ import (
 // reads what the steps before it added and adds its own. What the batch did, for the observer,
 // is in out.
 type batchCommit struct {
-	b     batch
+	b     batches.Batch
 	epoch uint64 // the stream's claim epoch (claims on)
 	share int64  // the batch's share of the memory budget (fitBudget)
 	// release gives the batch's memory share back (idempotent): after the write, since the
@@ -39,7 +41,7 @@ type batchCommit struct {
 	segs    []loaded            // the segments still in the batch, in order
 	stream  string
 	table   *table.Table
-	flight  inflight
+	flight  marker.Marker
 	outputs []merge.Output
 	files   []iceberg.DataFile
 	rows    int64
@@ -68,10 +70,10 @@ var batchSteps = []func(*Drain, context.Context, *batchCommit) bool{
 
 // commitBatch runs the exactly-once protocol for one batch and returns what it did; observe turns
 // that into metrics, status and log lines.
-func (d *Drain) commitBatch(ctx context.Context, b batch) BatchOutcome {
+func (d *Drain) commitBatch(ctx context.Context, b batches.Batch) BatchOutcome {
 	start := d.Now()
-	cost0 := objstore.CostOf(b.table) // includes concurrent work on the same table (its rewrites)
-	c := &batchCommit{b: b, release: func() {}, out: BatchOutcome{Table: b.table, Dir: b.dir}}
+	cost0 := objstore.CostOf(b.Table) // includes concurrent work on the same table (its rewrites)
+	c := &batchCommit{b: b, release: func() {}, out: BatchOutcome{Table: b.Table, Dir: b.Dir}}
 	for _, step := range batchSteps {
 		if !step(d, ctx, c) {
 			break
@@ -80,7 +82,7 @@ func (d *Drain) commitBatch(ctx context.Context, b batch) BatchOutcome {
 	for i := len(c.undo) - 1; i >= 0; i-- {
 		c.undo[i]()
 	}
-	c.out.Took, c.out.Cost = d.Now().Sub(start), objstore.CostOf(b.table).Sub(cost0)
+	c.out.Took, c.out.Cost = d.Now().Sub(start), objstore.CostOf(b.Table).Sub(cost0)
 	return c.out
 }
 
@@ -98,7 +100,7 @@ func (c *batchCommit) notClaimed(stream string) bool {
 
 // quarantine moves one of the batch's segments to quarantine; the observer records it.
 func (c *batchCommit) quarantine(d *Drain, info localwal.SegmentInfo, reason string, cause error) {
-	c.out.Quarantines = append(c.out.Quarantines, d.quarantine(c.b.dir, info, reason, cause))
+	c.out.Quarantines = append(c.out.Quarantines, d.quarantine(c.b.Dir, info, reason, cause))
 }
 
 // holdClaim keeps the stream's claim from being released while the batch is in flight (claims
@@ -107,7 +109,7 @@ func (d *Drain) holdClaim(_ context.Context, c *batchCommit) bool {
 	if d.Claims == nil {
 		return true
 	}
-	stream := filepath.Base(c.b.dir)
+	stream := filepath.Base(c.b.Dir)
 	epoch, ok := d.Claims.Begin(stream)
 	if !ok {
 		return c.notClaimed(stream)
@@ -121,7 +123,7 @@ func (d *Drain) holdClaim(_ context.Context, c *batchCommit) bool {
 // the wait: the segments stay for the next start, and nothing failed.
 func (d *Drain) reserveMemory(ctx context.Context, c *batchCommit) bool {
 	d.fitBudget(c)
-	if len(c.b.segs) == 0 {
+	if len(c.b.Segs) == 0 {
 		return false
 	}
 	release, err := membudget.ReserveForWork(ctx, d.Stop, d.Reserve, c.share)
@@ -144,7 +146,7 @@ func (d *Drain) reserveMemory(ctx context.Context, c *batchCommit) bool {
 // decode reads the batch's segments. A bad segment is quarantined and the rest of the batch goes
 // on; an unreadable one (I/O) fails the batch, to be retried.
 func (d *Drain) decode(_ context.Context, c *batchCommit) bool {
-	for _, info := range c.b.segs {
+	for _, info := range c.b.Segs {
 		opts := localwal.ReadOptions{Mem: d.Mem, MaxFileBytes: d.Cfg.MaxSegmentBytes}
 		if d.MemoryLimit > 0 {
 			// Without it the cap is 64 MiB + 64 x the file size: gigabytes at the size limit.
@@ -184,7 +186,7 @@ func (d *Drain) decode(_ context.Context, c *batchCommit) bool {
 func (d *Drain) streamMismatch(c *batchCommit, seg *localwal.Segment) error {
 	// With claims the directory name is the claim key: a stream written under another name
 	// could be drained by two claim holders at once (two directories, one mark).
-	if dir := filepath.Base(c.b.dir); d.Claims != nil && seg.Header.Stream != dir {
+	if dir := filepath.Base(c.b.Dir); d.Claims != nil && seg.Header.Stream != dir {
 		return fmt.Errorf("stream %q in the stream directory %q: with catalog claims each stream directory is named by its stream", seg.Header.Stream, dir)
 	}
 	if len(c.segs) > 0 && seg.Header.Stream != c.segs[0].seg.Header.Stream {
@@ -198,7 +200,7 @@ func (d *Drain) streamMismatch(c *batchCommit, seg *localwal.Segment) error {
 func (d *Drain) ensureTable(ctx context.Context, c *batchCommit) bool {
 	kept := c.segs[:0]
 	for _, l := range c.segs {
-		nt, err := d.Lake.EnsureTable(ctx, c.b.table, rows.TableSchema(l.seg.Schema, lake.TimestampColumn))
+		nt, err := d.Lake.EnsureTable(ctx, c.b.Table, rows.TableSchema(l.seg.Schema, lake.TimestampColumn))
 		var schemaErr *lake.SchemaError
 		if errors.As(err, &schemaErr) {
 			l.seg.Release()
@@ -236,7 +238,7 @@ func (d *Drain) dropCommitted(_ context.Context, c *batchCommit) bool {
 		m := lake.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
 		if hasMark && !mark.Less(m) {
 			l.seg.Release()
-			if err := localwal.Remove(c.b.dir, l.info); err != nil {
+			if err := localwal.Remove(c.b.Dir, l.info); err != nil {
 				return c.fail("remove", fmt.Errorf("remove already-committed segment %s: %w", l.info.Path, err))
 			}
 			c.out.HeldBefore = append(c.out.HeldBefore, l.info.Path)
@@ -255,9 +257,9 @@ func (d *Drain) dropCommitted(_ context.Context, c *batchCommit) bool {
 // the run before was killed. The marker only informs; a failed write (a full WAL disk) must not
 // stop the batch, since its commit is what frees the disk.
 func (d *Drain) write(ctx context.Context, c *batchCommit) bool {
-	c.flight = inflight{Table: c.b.table, Node: d.Cfg.NodeName, Started: d.Now(), PID: os.Getpid()}
+	c.flight = marker.Marker{Table: c.b.Table, Node: d.Cfg.NodeName, Started: d.Now(), PID: os.Getpid()}
 	d.recordInflight(c)
-	c.undo = append(c.undo, func() { os.Remove(inflightPath(c.b.dir, c.b.table)) })
+	c.undo = append(c.undo, func() { marker.Remove(c.b.Dir, c.b.Table) })
 	outputs, rows, past, err := d.writeFiles(ctx, c)
 	// The write released the batch's records: the commit and its retries hold no rows, so the
 	// share goes back now rather than after a commit that may retry for seconds.
@@ -286,7 +288,7 @@ func (d *Drain) write(ctx context.Context, c *batchCommit) bool {
 func (d *Drain) commit(ctx context.Context, c *batchCommit) bool {
 	first, last := c.segs[0].seg.Header, c.segs[len(c.segs)-1].seg.Header
 	req := lake.AppendRequest{
-		Table: c.b.table, Files: c.files, Stream: c.stream,
+		Table: c.b.Table, Files: c.files, Stream: c.stream,
 		First: lake.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
 		Last:  lake.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
 		Summary: iceberg.Properties{
@@ -297,7 +299,7 @@ func (d *Drain) commit(ctx context.Context, c *batchCommit) bool {
 	if d.Claims != nil {
 		req.Summary[tableprops.SumClaimHolder] = d.Cfg.NodeName
 		req.Summary[tableprops.SumClaimEpoch] = strconv.FormatUint(c.epoch, 10)
-		stream := filepath.Base(c.b.dir)
+		stream := filepath.Base(c.b.Dir)
 		if !d.Claims.Valid(stream) {
 			c.removeOutputs(ctx, c.outputs)
 			return c.notClaimed(stream)
@@ -345,14 +347,14 @@ func (d *Drain) removeSegments(_ context.Context, c *batchCommit) bool {
 		for i, l := range c.segs {
 			infos[i] = l.info
 		}
-		if err := d.Retire(c.b.dir, c.out.Commit.Prev, infos); err != nil {
-			return c.fail("remove", fmt.Errorf("retire drained segments of %s (their rows are committed; the mark drops them next cycle): %w", c.b.dir, err))
+		if err := d.Retire(c.b.Dir, c.out.Commit.Prev, infos); err != nil {
+			return c.fail("remove", fmt.Errorf("retire drained segments of %s (their rows are committed; the mark drops them next cycle): %w", c.b.Dir, err))
 		}
 		c.out.Removed, c.out.Segments = len(c.segs), len(c.segs)
 		return true
 	}
 	for _, l := range c.segs {
-		if err := localwal.Remove(c.b.dir, l.info); err != nil {
+		if err := localwal.Remove(c.b.Dir, l.info); err != nil {
 			return c.fail("remove", fmt.Errorf("remove drained segment %s (its rows are committed; the mark drops it next cycle): %w", l.info.Path, err))
 		}
 		c.out.Removed++

@@ -3,7 +3,6 @@ package drain
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/backoff"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -87,25 +87,6 @@ type Drain struct {
 // segments by hand, which the drain is not told about.
 const quarantineRelist = 30 * time.Second
 
-// StreamDirs lists the stream subdirectories of a WAL root (claims on): every directory except
-// quarantine and hidden ones. loose counts sealed segments lying in the root itself.
-func StreamDirs(root string) (streams []string, loose int, err error) {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list WAL root %s (--wal-dir / SIGLAKE_WAL_DIR): %w", root, err)
-	}
-	for _, e := range ents {
-		// A stream directory is named by its stream id (lost+found on an ext4 volume root is not).
-		if e.IsDir() && e.Name() != localwal.QuarantineDir && localwal.ValidStream(e.Name()) {
-			streams = append(streams, e.Name())
-		}
-	}
-	if segs, err := localwal.Scan(root); err == nil {
-		loose = len(segs)
-	}
-	return streams, loose, nil
-}
-
 // Config is what the drain is told; the process maps its options onto it.
 type Config struct {
 	// WALDir is the WAL directory, or with catalog claims the root of stream subdirectories.
@@ -172,35 +153,6 @@ func (d *Drain) walDirs() []string {
 	return dirs
 }
 
-// ScanDirs lists the sealed segments of every dir; each batch remembers its dir. A dir that
-// cannot be scanned is left out and its error returned with the others' segments, so one bad
-// stream directory does not stop the streams beside it.
-func ScanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []error) {
-	all, dirOf, _, errs := scanDirs(dirs)
-	return all, dirOf, errs
-}
-
-// scanDirs is ScanDirs plus the entries of the dirs that look like segments but are not listed.
-func scanDirs(dirs []string) ([]localwal.SegmentInfo, map[string]string, []localwal.Ignored, []error) {
-	var all []localwal.SegmentInfo
-	var ignored []localwal.Ignored
-	var errs []error
-	dirOf := map[string]string{}
-	for _, dir := range dirs {
-		segs, ign, err := localwal.ScanIgnored(dir)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, s := range segs {
-			dirOf[s.Path] = dir
-		}
-		all = append(all, segs...)
-		ignored = append(ignored, ign...)
-	}
-	return all, dirOf, ignored, errs
-}
-
 // Run cycles every poll until stop is done, or with once until nothing sealed is left or a cycle
 // fails. Batches run under work, which outlives stop by the shutdown timeout so that a batch in
 // flight at SIGTERM can finish. after, when set, sees every cycle's result.
@@ -235,7 +187,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	var res CycleResult
 	now := d.Now()
 	dirs := d.walDirs()
-	segs, dirOf, ignored, errs := scanDirs(dirs)
+	segs, dirOf, ignored, errs := batches.ScanIgnored(dirs)
 	d.observeIgnored(ignored)
 	if err := d.observeScanErrors(now, errs); err != nil {
 		return res, err
@@ -244,15 +196,15 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	segs = d.quarantineOversize(segs, dirOf)
 	d.ObserveBacklog(segs, now)
 	var firstErr error
-	batches := cycleBatches(dirs, segs, dirOf, now, d.Cfg, flush)
+	due := batches.Due(dirs, segs, dirOf, now, d.Cfg.CommitBatchTargetBytes, d.Cfg.CommitBatchMaxAge, flush)
 	failed := map[string]bool{}
-	for _, b := range batches {
+	for _, b := range due {
 		if ctx.Err() != nil || membudget.Stopping(d.Stop) != nil {
 			break // shutting down: take no new batch
 		}
 		// The backoff also keeps a stream's batches of one table in order: a later batch must not
 		// commit (and move the mark past) an earlier one that failed.
-		key := b.dir + "\x00" + b.table
+		key := b.Dir + "\x00" + b.Table
 		if failed[key] {
 			continue // an earlier batch of this dir and table failed: never overtake it, even on flush
 		}
@@ -289,28 +241,11 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		res.Segments += out.Removed
 		res.Rows += out.Rows
 	}
-	if after, _, err := ScanDirs(dirs); err == nil {
+	if after, _, err := batches.ScanDirs(dirs); err == nil {
 		d.ObserveBacklog(after, d.Now())
 		res.Pending = len(after)
 	}
 	return res, firstErr
-}
-
-// cycleBatches are the batches due now, each of one WAL dir: batches never mix WAL dirs, since
-// each dir is one stream and a batch commits one stream's mark.
-func cycleBatches(dirs []string, segs []localwal.SegmentInfo, dirOf map[string]string, now time.Time, cfg Config, flush bool) []batch {
-	byDir := map[string][]localwal.SegmentInfo{}
-	for _, s := range segs {
-		byDir[dirOf[s.Path]] = append(byDir[dirOf[s.Path]], s)
-	}
-	var batches []batch
-	for _, dir := range dirs {
-		for _, b := range planBatches(byDir[dir], now, cfg.CommitBatchTargetBytes, cfg.CommitBatchMaxAge, flush) {
-			b.dir = dir
-			batches = append(batches, b)
-		}
-	}
-	return batches
 }
 
 func (d *Drain) noteFailure(key string, now time.Time) {

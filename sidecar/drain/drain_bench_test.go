@@ -21,6 +21,8 @@ import (
 	"github.com/siglake/siglake/merge/density"
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/writer"
+	"github.com/siglake/siglake/sidecar/drain/batches"
+	"github.com/siglake/siglake/sidecar/drain/dayfiles"
 	"github.com/siglake/siglake/sidecar/gctune"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -166,24 +168,24 @@ type floorWork struct {
 }
 
 // floorInput decodes segs and prepares exactly the WriteSorted calls the drain makes: the same
-// commit batches (planBatches), conformed to the table schema, split by day.
+// commit batches (batches.Plan), conformed to the table schema, split by day.
 func floorInput(b *testing.B, cfg Config, dir string, segs []localwal.SegmentInfo) []floorWork {
 	ctx := context.Background()
 	l := benchLake(b, dir)
 	b.Cleanup(func() { l.Close() })
 	var out []floorWork
-	for _, bt := range planBatches(segs, time.Now(), cfg.CommitBatchTargetBytes, cfg.CommitBatchMaxAge, true) {
-		byDay := map[int64][]arrow.RecordBatch{}
+	for _, bt := range batches.Plan(segs, time.Now(), cfg.CommitBatchTargetBytes, cfg.CommitBatchMaxAge, true) {
+		var days *dayfiles.Days
 		var fsys icebergio.WriteFileIO
 		var sc *arrow.Schema
-		var tblDir func(day int64) string
-		for _, info := range bt.segs {
+		var tblDir func(date string) string
+		for _, info := range bt.Segs {
 			seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			if sc == nil {
-				t, err := l.EnsureTable(ctx, bt.table, rows.TableSchema(seg.Schema, lake.TimestampColumn))
+				t, err := l.EnsureTable(ctx, bt.Table, rows.TableSchema(seg.Schema, lake.TimestampColumn))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -195,24 +197,23 @@ func floorInput(b *testing.B, cfg Config, dir string, segs []localwal.SegmentInf
 					b.Fatal(err)
 				}
 				fsys = f.(icebergio.WriteFileIO)
-				tblDir = func(day int64) string {
-					return lake.DataDir(t, time.Unix(day*86400, 0).UTC().Format("2006-01-02"))
-				}
+				tblDir = func(date string) string { return lake.DataDir(t, date) }
+				days = dayfiles.New(sc.FieldIndices(lake.TimestampColumn)[0], memory.DefaultAllocator)
 			}
 			for _, rec := range seg.Records {
 				c, err := input.Conform(rec, sc, memory.DefaultAllocator)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := splitByDay(ctx, c, sc.FieldIndices(lake.TimestampColumn)[0], memory.DefaultAllocator, byDay); err != nil {
+				if err := days.Add(ctx, c); err != nil {
 					b.Fatal(err)
 				}
 				c.Release()
 			}
 			seg.Release()
 		}
-		for day, recs := range byDay {
-			out = append(out, floorWork{fs: fsys, dir: tblDir(day), schema: sc, recs: recs})
+		for date, recs := range days.Take() {
+			out = append(out, floorWork{fs: fsys, dir: tblDir(date), schema: sc, recs: recs})
 		}
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -43,29 +43,6 @@ func TestDrainCommitsEveryRowOnce(t *testing.T) {
 	}
 }
 
-func TestBatchingByTargetAndAge(t *testing.T) {
-	base := time.Unix(1000, 0)
-	seg := func(table string, seq uint64, size int64, age time.Duration) localwal.SegmentInfo {
-		return localwal.SegmentInfo{Table: table, Seq: seq, Size: size, ModTime: base.Add(-age)}
-	}
-	segs := []localwal.SegmentInfo{
-		seg("a", 3, 10, time.Second), seg("a", 1, 10, 2*time.Second), seg("a", 2, 15, time.Second),
-		seg("b", 4, 5, 20*time.Second),
-		seg("c", 5, 5, time.Second),
-	}
-	got := planBatches(segs, base, 20, 10*time.Second, false)
-	// a: 1+2 reach 25 >= 20 and close; 3 is young and waits. b is old: due. c is young: waits.
-	if len(got) != 2 || got[0].table != "a" || len(got[0].segs) != 2 || got[0].segs[0].Seq != 1 || got[1].table != "b" {
-		t.Fatalf("batches %+v", got)
-	}
-	if got := planBatches(segs, base, 0, time.Hour, false); len(got) != 5 {
-		t.Fatalf("targetMb 0 must commit each segment alone, got %d batches", len(got))
-	}
-	if got := planBatches(segs, base, 1<<30, time.Hour, true); len(got) != 3 {
-		t.Fatalf("flush must commit every table's remainder, got %d batches", len(got))
-	}
-}
-
 // TestInflightMarkerWriteFailureDoesNotStopTheDrain: with the WAL disk full the marker cannot be
 // written; the batch still commits and removes its segments (the one process that frees the disk
 // must not stop on its informational marker), the failure is counted, and a marker write the
@@ -73,7 +50,7 @@ func TestBatchingByTargetAndAge(t *testing.T) {
 func TestInflightMarkerWriteFailureDoesNotStopTheDrain(t *testing.T) {
 	e := newEnv(t, nil)
 	want := e.writeSegments("events", 3, 1000, 7, time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
-	leftover := filepath.Join(e.cfg.WALDir, inflightPrefix+"events.json.tmp")
+	leftover := filepath.Join(e.cfg.WALDir, marker.Prefix+"events.json.tmp")
 	if err := os.WriteFile(leftover, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -2,61 +2,17 @@ package drain
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
+	"sort"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/lake"
 )
-
-// A batch in flight is recorded in its WAL dir as a hidden marker file (the scan skips dot
-// files): written before the batch's files, rewritten with their locations once they are written,
-// removed when the batch returns (committed, failed or stopped cleanly). A marker found at start
-// is a batch the previous run did not finish: it was killed (kill -9, OOM, node loss) mid-batch.
-// Exactly-once does not need it (the mark and the segments decide); it tells the operator, and
-// counts the files the interrupted batch left for gc.
-const inflightPrefix = ".inflight-"
-
-// inflight is a marker's content.
-type inflight struct {
-	Table string `json:"table"`
-	// Node is the process that ran the batch (--node-name): with catalog claims a stream, and its
-	// markers, pass between processes.
-	Node    string    `json:"node,omitempty"`
-	Started time.Time `json:"started"`
-	PID     int       `json:"pid"`
-	// Files are the data files the batch wrote, once written (empty: killed before or while writing).
-	Files []string `json:"files,omitempty"`
-}
-
-func inflightPath(dir, table string) string { return filepath.Join(dir, inflightPrefix+table+".json") }
-
-// writeInflight records m in dir, replacing the marker atomically (a torn marker would read as
-// another table's).
-func writeInflight(dir string, m inflight, writeFile func(string, []byte, os.FileMode) error) error {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	p := inflightPath(dir, m.Table)
-	tmp := p + ".tmp"
-	if err := writeFile(tmp, raw, 0o644); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("record batch in flight: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("record batch in flight: %w", err)
-	}
-	return nil
-}
 
 // recordInflight writes the batch's marker. A failure (a full or read-only WAL disk) is recorded
 // in the outcome instead of failing the batch: the marker only tells the next start about a kill,
@@ -67,7 +23,7 @@ func (d *Drain) recordInflight(c *batchCommit) {
 	if write == nil {
 		write = os.WriteFile
 	}
-	if err := writeInflight(c.b.dir, c.flight, write); err != nil {
+	if err := marker.Write(c.b.Dir, c.flight, write); err != nil {
 		c.out.MarkerErrors = append(c.out.MarkerErrors, err)
 	}
 }
@@ -136,26 +92,11 @@ func setOf(dirs []string) map[string]bool {
 func (d *Drain) checkUnclean(ctx context.Context, dirs []string) *UncleanStop {
 	var u UncleanStop
 	for _, dir := range dirs {
-		// A marker write the previous run did not finish (killed, or a full disk).
-		tmps, _ := filepath.Glob(filepath.Join(dir, inflightPrefix+"*.json.tmp"))
-		for _, p := range tmps {
-			_ = os.Remove(p)
-		}
-		names, _ := filepath.Glob(filepath.Join(dir, inflightPrefix+"*.json"))
-		for _, p := range names {
-			raw, err := os.ReadFile(p)
-			var m inflight
-			if err == nil {
-				err = json.Unmarshal(raw, &m)
-			}
-			if err != nil || m.Table == "" {
-				m.Table = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), inflightPrefix), ".json")
-			}
+		for _, m := range marker.Take(dir) {
 			b := InterruptedBatch{Table: m.Table, Dir: dir, Node: m.Node, Started: m.Started, FilesWritten: len(m.Files)}
 			b.LeftForGC = d.uncommitted(ctx, m)
 			u.Batches = append(u.Batches, b)
 			u.LeftForGC += b.LeftForGC
-			_ = os.Remove(p)
 		}
 	}
 	if len(u.Batches) == 0 {
@@ -168,7 +109,7 @@ func (d *Drain) checkUnclean(ctx context.Context, dirs []string) *UncleanStop {
 
 // uncommitted counts m's files that t's current snapshot does not reference; all of them when
 // the table cannot be read (they are orphans unless the commit happened).
-func (d *Drain) uncommitted(ctx context.Context, m inflight) int {
+func (d *Drain) uncommitted(ctx context.Context, m marker.Marker) int {
 	if len(m.Files) == 0 {
 		return 0
 	}
@@ -199,12 +140,13 @@ func (d *Drain) uncommitted(ctx context.Context, m inflight) int {
 // observeUncleanStop reports u, and shows it added to what this process found before (the
 // status value and the gauge cover every interrupted batch found since the start).
 func (d *Drain) observeUncleanStop(u *UncleanStop) {
-	tables := make([]string, 0, len(u.Batches))
-	for _, b := range u.Batches {
-		tables = append(tables, b.Table)
+	for _, g := range byNode(u.Batches, d.Cfg.NodeName) {
+		fields := []zap.Field{zap.Strings("tables", g.tables), zap.Int("batches", g.batches), zap.Int("files_left_for_gc", g.leftForGC)}
+		if g.node != "" {
+			fields = append(fields, zap.String("node", g.node))
+		}
+		d.Log.Warn(uncleanMessage(g.node), fields...)
 	}
-	d.Log.Warn("the previous run stopped mid-batch (killed, not a clean stop): its segments are drained again; files it wrote but did not commit are left for siglake gc",
-		zap.Strings("tables", tables), zap.Int("batches", len(u.Batches)), zap.Int("files_left_for_gc", u.LeftForGC))
 	all := *u
 	if d.unclean != nil {
 		all.Batches = append(append([]InterruptedBatch(nil), d.unclean.Batches...), u.Batches...)
@@ -217,4 +159,46 @@ func (d *Drain) observeUncleanStop(u *UncleanStop) {
 	if p, ok := d.publisher().(uncleanPublisher); ok {
 		p.UncleanStop(&all)
 	}
+}
+
+// leftBy is the interrupted batches one process left: node "" is this process's previous run.
+type leftBy struct {
+	node      string
+	tables    []string
+	batches   int
+	leftForGC int
+}
+
+// byNode groups batches by the process that left them, this process's own previous run first
+// (markers without a node are older than the field, from before claims passed streams around).
+func byNode(batches []InterruptedBatch, self string) []leftBy {
+	var out []leftBy
+	at := map[string]int{}
+	for _, b := range batches {
+		node := b.Node
+		if node == self {
+			node = ""
+		}
+		i, ok := at[node]
+		if !ok {
+			i = len(out)
+			at[node] = i
+			out = append(out, leftBy{node: node})
+		}
+		out[i].tables = append(out[i].tables, b.Table)
+		out[i].batches++
+		out[i].leftForGC += b.LeftForGC
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].node == "" && out[j].node != "" })
+	return out
+}
+
+// uncleanMessage says what happened to the batches node left in flight: this process's previous
+// run (node "") was killed, or node was, and this process took its stream's claim over.
+func uncleanMessage(node string) string {
+	const after = " (killed, not a clean stop): its segments are drained again; files it wrote but did not commit are left for siglake gc"
+	if node == "" {
+		return "the previous run of this process stopped mid-batch" + after
+	}
+	return "node " + node + " stopped mid-batch in a stream whose claim this process took over" + after
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 )
 
 // TestBackpressureCounters: with SIGLAKE_COMPACTOR_MAX_SEALED_FOR_RECLUSTER=5 and
@@ -40,7 +40,7 @@ func TestBackpressureCounters(t *testing.T) {
 			pc.ReclusterInterval = m.Plan.ReclusterInterval
 			m.Plan = pc
 			m.Backlog = func() int { // what the process counts: the sealed segments in the WAL dir
-				segs, _, _ := drain.ScanDirs([]string{e.te.WAL})
+				segs, _, _ := batches.ScanDirs([]string{e.te.WAL})
 				return len(segs)
 			}
 			counts := func() (float64, float64) {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/gossip"
+	gossipkeys "github.com/siglake/siglake/gossip/keys"
 )
 
 // KeyReload is how often the gossip key file is re-read. A Secret's new contents reach a mounted
@@ -38,7 +39,7 @@ func WatchKeys(ctx context.Context, c *gossip.Cluster, path string, every time.D
 		}
 		var keys [][]byte
 		if err == nil {
-			keys, err = gossip.ParseKeys(data)
+			keys, err = gossipkeys.Parse(data)
 		}
 		changed := false
 		if err == nil {
@@ -48,7 +49,7 @@ func WatchKeys(ctx context.Context, c *gossip.Cluster, path string, every time.D
 			if msg := err.Error(); msg != lastErr {
 				lastErr = msg
 				log.Error("gossip key file not applied; the keys in use stay", zap.String("key_file", path), zap.Error(err),
-					zap.String("accepted", gossip.KeysAccepted), zap.Bool("no_keyring", errors.Is(err, gossip.ErrNoKeyring)))
+					zap.String("accepted", gossipkeys.Accepted), zap.Bool("no_keyring", errors.Is(err, gossipkeys.ErrNoKeyring)))
 			}
 			continue
 		}

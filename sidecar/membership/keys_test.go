@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/gossip"
+	gossipkeys "github.com/siglake/siglake/gossip/keys"
 )
 
 // TestWatchKeysRotates: the key file is re-read while the member runs; each rotation step is
@@ -46,7 +47,7 @@ func TestWatchKeysRotates(t *testing.T) {
 	defer cancel()
 	go WatchKeys(ctx, c, path, 10*time.Millisecond, zap.New(core))
 
-	wait := func(want gossip.KeyState) {
+	wait := func(want gossipkeys.State) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for c.Keys() != want {
@@ -57,17 +58,17 @@ func TestWatchKeysRotates(t *testing.T) {
 		}
 	}
 	write(b64(oldKey) + "\n" + b64(newKey) + "\n")
-	wait(gossip.KeyState{Keys: 2, Primary: gossip.KeyFingerprint(oldKey)})
+	wait(gossipkeys.State{Keys: 2, Primary: gossipkeys.Fingerprint(oldKey)})
 	write(b64(newKey) + "\n" + b64(oldKey) + "\n")
-	wait(gossip.KeyState{Keys: 2, Primary: gossip.KeyFingerprint(newKey)})
+	wait(gossipkeys.State{Keys: 2, Primary: gossipkeys.Fingerprint(newKey)})
 	write("not a key\n")
 	time.Sleep(200 * time.Millisecond)
-	wait(gossip.KeyState{Keys: 2, Primary: gossip.KeyFingerprint(newKey)})
+	wait(gossipkeys.State{Keys: 2, Primary: gossipkeys.Fingerprint(newKey)})
 	if n := logs.FilterMessage("gossip key file not applied; the keys in use stay").Len(); n != 1 {
 		t.Fatalf("a broken key file was logged %d times, want once", n)
 	}
 	write(b64(newKey) + "\n")
-	wait(gossip.KeyState{Keys: 1, Primary: gossip.KeyFingerprint(newKey)})
+	wait(gossipkeys.State{Keys: 1, Primary: gossipkeys.Fingerprint(newKey)})
 	if n := logs.FilterMessage("gossip keys reloaded").Len(); n != 3 {
 		t.Fatalf("%d reloads logged, want 3", n)
 	}
@@ -101,11 +102,11 @@ func TestPrimaryKeyMetric(t *testing.T) {
 			}
 		}
 	}
-	want := "fingerprint=" + gossip.KeyFingerprint(key)
+	want := "fingerprint=" + gossipkeys.Fingerprint(key)
 	if len(got) != 1 || got[0] != want {
 		t.Fatalf("siglake_gossip_primary_key_info labels %v, want [%s]", got, want)
 	}
-	if strings.Contains(want, base64.StdEncoding.EncodeToString(key)) || len(gossip.KeyFingerprint(key)) != 16 {
+	if strings.Contains(want, base64.StdEncoding.EncodeToString(key)) || len(gossipkeys.Fingerprint(key)) != 16 {
 		t.Fatalf("fingerprint %q is not 8 bytes of hex", want)
 	}
 }

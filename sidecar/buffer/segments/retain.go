@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -181,7 +181,7 @@ func Dirs(walDir string, claims bool) ([]string, error) {
 	if !claims {
 		return []string{walDir}, nil
 	}
-	streams, _, err := drain.StreamDirs(walDir)
+	streams, _, err := batches.StreamDirs(walDir)
 	if err != nil {
 		return nil, err
 	}

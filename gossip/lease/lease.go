@@ -1,59 +1,57 @@
-package gossip
-
-// Rendezvous (highest-random-weight) hashing: every member scores every
+// Package lease is the table-lease election: which member owns a table, given
+// the members that compete for it.
+//
+// It is rendezvous (highest-random-weight) hashing: every member scores every
 // table, and the member with the highest score owns it. Every process that
 // sees the same member set picks the same owner without talking to anyone,
 // and a join or leave moves only the tables the joiner wins or the leaver
 // held; no table moves between two members that stay.
 //
-// This file is pure: no clock, no I/O, no package state.
+// The package is pure: no clock, no I/O, no package state. Which members
+// compete (alive, maintenance role, same catalog) and when an owner may act
+// (settle periods) are the gossip package's view.
+package lease
 
 // Owner returns the member of members that owns table, or "" when members is
 // empty. The result does not depend on the order of members; duplicates are
 // harmless. Ties in score (astronomically rare) go to the smaller name so
 // every process still agrees.
 func Owner(table string, members []string) string {
-	th := hashString(table)
-	best := -1
-	var bestW uint64
+	cands := make([]Candidate, len(members))
 	for i, m := range members {
-		w := weight(th, memberHash(m))
-		if best < 0 || w > bestW || (w == bestW && m < members[best]) {
-			best, bestW = i, w
-		}
+		cands[i] = NewCandidate(m)
 	}
-	if best < 0 {
-		return ""
-	}
-	return members[best]
+	return Pick(table, cands)
 }
 
-// candidate is a member with its name hash computed once, so recomputing
+// Candidate is a member with its name hash computed once, so recomputing
 // the owners of many tables costs one mix per (table, member) pair.
-type candidate struct {
-	name string
+// Candidates compare equal when their names do.
+type Candidate struct {
+	Name string
 	hash uint64
 }
 
-func newCandidate(name string) candidate {
-	return candidate{name: name, hash: memberHash(name)}
+// NewCandidate is the candidate of the member named name.
+func NewCandidate(name string) Candidate {
+	return Candidate{Name: name, hash: memberHash(name)}
 }
 
-// pick is Owner over precomputed candidates.
-func pick(table string, cands []candidate) string {
+// Pick is Owner over precomputed candidates.
+func Pick(table string, cands []Candidate) string {
 	th := hashString(table)
 	best := -1
 	var bestW uint64
 	for i, c := range cands {
 		w := weight(th, c.hash)
-		if best < 0 || w > bestW || (w == bestW && c.name < cands[best].name) {
+		if best < 0 || w > bestW || (w == bestW && c.Name < cands[best].Name) {
 			best, bestW = i, w
 		}
 	}
 	if best < 0 {
 		return ""
 	}
-	return cands[best].name
+	return cands[best].Name
 }
 
 // weight is the score of a member for a table. The member hash is mixed

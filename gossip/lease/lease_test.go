@@ -1,4 +1,4 @@
-package gossip
+package lease
 
 import (
 	"fmt"
@@ -49,8 +49,8 @@ func TestOwnerBasics(t *testing.T) {
 		if Owner(tb, rev) != o || Owner(tb, dup) != o {
 			t.Fatalf("table %s: owner depends on member order or duplicates", tb)
 		}
-		if o2 := pick(tb, []candidate{newCandidate("c"), newCandidate("a"), newCandidate("d"), newCandidate("b")}); o2 != o {
-			t.Fatalf("table %s: pick %q != Owner %q", tb, o2, o)
+		if o2 := Pick(tb, []Candidate{NewCandidate("c"), NewCandidate("a"), NewCandidate("d"), NewCandidate("b")}); o2 != o {
+			t.Fatalf("table %s: Pick %q != Owner %q", tb, o2, o)
 		}
 	}
 }
