@@ -19,6 +19,7 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
@@ -92,9 +93,9 @@ type Process struct {
 	// BufferAddr is the WAL buffer's listen address once it serves (--buffer-addr set).
 	BufferAddr chan string
 	// HTTPTimeouts bound the metrics and status listener (DefaultHTTPTimeouts); BufferTimeouts the
-	// WAL buffer's (zero fields: buffer.DefaultTimeouts). Tests shorten them.
+	// WAL buffer's (zero fields: listen.DefaultTimeouts). Tests shorten them.
 	HTTPTimeouts   HTTPTimeouts
-	BufferTimeouts buffer.Timeouts
+	BufferTimeouts listen.Timeouts
 	// ProvisionGrace is how long the long-running process waits out a catalog that refuses its
 	// role, database or grants (lake.ErrNotProvisioned) before it exits (DefaultProvisionGrace).
 	ProvisionGrace time.Duration

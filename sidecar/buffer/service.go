@@ -16,6 +16,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -33,48 +34,21 @@ type Options struct {
 	MaxResponseBytes int64
 	// Reserve takes each read's share of the process memory budget (Server.Reserve); nil: none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
-	// Timeouts bound the listener's connections; zero fields take DefaultTimeouts'.
-	Timeouts Timeouts
+	// Timeouts bound the listener's connections; zero fields take listen.DefaultTimeouts'.
+	Timeouts listen.Timeouts
 	// PastRetention is the drain's retention hook (Server.PastRetention); nil: none.
 	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
-	// TokenFile holds the bearer tokens readers must send (Auth.TokenFile); "" takes none.
+	// TokenFile holds the bearer tokens readers must send (listen.Auth.TokenFile); "" takes none.
 	TokenFile string
 	// InsecureNoAuth lets Addr beyond loopback serve without a token or client CA
 	// (--buffer-insecure-no-auth); without it Start refuses such an Addr.
 	InsecureNoAuth bool
 	// TLS puts the listener on HTTPS, with mutual TLS when it has a client CA.
-	TLS TLSOptions
+	TLS listen.TLSOptions
 
 	// wrap, when set, wraps the listener (tests: connections with small socket buffers, so that
 	// a slow reader's pace reaches the server's writes instead of filling kernel buffers).
 	wrap func(net.Listener) net.Listener
-}
-
-// Timeouts bound the buffer listener's connections, so that neither idle nor stalled readers
-// hold descriptors or read slots (docs/wal-buffer.md "Limits").
-type Timeouts struct {
-	// ReadHeader and Read bound reading a request (its line and headers; the whole request).
-	ReadHeader, Read time.Duration
-	// Write bounds each write of an answer, not the answer: an answer streams for as long as its
-	// reader keeps taking it, and a reader that takes nothing for this long is cut off and its
-	// read slot freed.
-	Write time.Duration
-	// Idle closes a keep-alive connection that waits this long for its next request.
-	Idle time.Duration
-}
-
-// DefaultTimeouts are the buffer listener's timeouts.
-var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: 90 * time.Second}
-
-func (t Timeouts) orDefault() Timeouts {
-	d := DefaultTimeouts
-	pick := func(v, def time.Duration) time.Duration {
-		if v > 0 {
-			return v
-		}
-		return def
-	}
-	return Timeouts{ReadHeader: pick(t.ReadHeader, d.ReadHeader), Read: pick(t.Read, d.Read), Write: pick(t.Write, d.Write), Idle: pick(t.Idle, d.Idle)}
 }
 
 // Service is the buffer in a running process: its listener, and the retention sweep.
@@ -95,11 +69,18 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	if err := config.BufferCredentialsCheck(o.Addr, o.TokenFile, o.TLS.ClientCAFile, o.InsecureNoAuth); err != nil {
 		return nil, err
 	}
-	auth, err := NewAuth(o.TokenFile, o.TLS.ClientCAFile != "", m, log)
+	if warning := listen.Exposure(o.Addr, o.TokenFile, o.TLS.ClientCAFile, o.TLS.CertFile); warning != "" {
+		log.Warn(warning, zap.String("buffer_addr", o.Addr))
+	}
+	var lm *listen.Metrics
+	if m != nil {
+		lm = m.Metrics
+	}
+	auth, err := listen.NewAuth(o.TokenFile, o.TLS.ClientCAFile != "", lm, log)
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg, err := serverTLS(o.TLS)
+	tlsCfg, err := listen.ServerTLS(o.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +98,7 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	if mem <= 0 {
 		mem = merge.DefaultMemoryBudget() / 4
 	}
-	to := o.Timeouts.orDefault()
+	to := o.Timeouts.OrDefault()
 	s := &Service{ln: ln, Server: &Server{
 		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
 			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments, WriteTimeout: to.Write},
