@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/drain"
+	"github.com/siglake/siglake/sidecar/gomem"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
@@ -137,9 +138,9 @@ func CheckWALDir(dir string) error {
 // ShutdownTimeout (abandoning it after that leaves its segments in the WAL, so nothing is lost),
 // and returns nil. once drains everything sealed, then returns.
 func (p *Process) Run(ctx context.Context, once bool) error {
-	setDefaultGoMemLimit(p.Log)
+	gomem.SetDefaultGoMemLimit(p.Log)
 	p.memory = p.newMemoryBudget()
-	setDefaultGCPercent(p.Log, gcTuning(p.Cfg.Role.Drains(), p.Cfg.CommitBatchTargetBytes, p.memory.Limit()))
+	gomem.SetDefaultGCPercent(p.Log, gomem.GCTuning(p.Cfg.Role.Drains(), p.Cfg.CommitBatchTargetBytes, p.memory.Limit()))
 	p.publishMemory()
 	if p.Cfg.Role.Drains() {
 		if err := CheckWALDir(p.Cfg.WALDir); err != nil {
@@ -211,7 +212,7 @@ func (p *Process) Run(ctx context.Context, once bool) error {
 	p.setWritable("", nil) // open: writable until a commit says otherwise
 	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)
-	returnStartupGarbage(p.Log) // started: what is allocated from here on is the loops' working set
+	gomem.ReturnStartupGarbage(p.Log) // started: what is allocated from here on is the loops' working set
 
 	var wg sync.WaitGroup
 	if p.Cfg.Role.Maintains() && !once {
