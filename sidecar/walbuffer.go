@@ -15,8 +15,8 @@ import (
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
-// BufferOptions is the part of the options the WAL buffer needs.
-func BufferOptions(c config.Config) buffer.Options {
+// bufferOptions is the part of the options the WAL buffer needs.
+func bufferOptions(c config.Config) buffer.Options {
 	return buffer.Options{Addr: c.BufferAddr, WALDir: c.WALDir, Claims: c.CatalogClaim, RetainAfterDrain: c.BufferRetainAfterDrain,
 		MaxReaders: c.BufferMaxReaders, MemoryBytes: c.BufferMemoryBytes, MaxResponseBytes: c.BufferMaxResponseBytes,
 		// The drain's own hook: the buffer leaves out exactly the rows the drain drops (promise 12).
@@ -48,7 +48,7 @@ func (p *Process) startBuffer(l *atomic.Pointer[lake.Lake]) error {
 		}
 		return nil, errCatalogNotOpen
 	}
-	o := BufferOptions(p.Cfg)
+	o := bufferOptions(p.Cfg)
 	o.Timeouts = p.BufferTimeouts
 	if p.memory != nil {
 		o.Reserve = p.memory.For(membudget.LoopWALBuffer).Reserve
