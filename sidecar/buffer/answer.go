@@ -29,7 +29,7 @@ import (
 // stream writes the answer: the status, then segment by segment its rows, flushed after each.
 // A failure after the status was sent cuts the connection (no end-of-stream marker, no final
 // chunk), so no reader mistakes a partial answer for a whole one.
-func (s *Server) stream(w http.ResponseWriter, a *answer, o *Outcome) {
+func (s *Server) stream(w http.ResponseWriter, a *answer, o *outcome) {
 	h := w.Header()
 	h.Set("Content-Type", reader.ContentType)
 	h.Set("Cache-Control", "no-store")
@@ -117,7 +117,7 @@ func (a *answer) decode(mem memory.Allocator, src source) (*localwal.Segment, *h
 	return seg, nil
 }
 
-func (a *answer) write(ctx context.Context, iw *ipc.Writer, seg *localwal.Segment, mem memory.Allocator, o *Outcome) error {
+func (a *answer) write(ctx context.Context, iw *ipc.Writer, seg *localwal.Segment, mem memory.Allocator, o *outcome) error {
 	for _, rec := range seg.Records {
 		c, err := input.Conform(rec, a.schema, mem)
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 )
 
-// TableBacklog is what waits for one table in GET /v1/buffer.
-type TableBacklog struct {
+// tableBacklog is what waits for one table in GET /v1/buffer.
+type tableBacklog struct {
 	Segments         int   `json:"segments"`
 	Bytes            int64 `json:"bytes"`
 	RetainedSegments int   `json:"retained_segments"`
@@ -24,10 +24,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{http.StatusServiceUnavailable, reader.ErrorBody{Error: err.Error()}})
 		return
 	}
-	tables := map[string]*TableBacklog{}
-	get := func(t string) *TableBacklog {
+	tables := map[string]*tableBacklog{}
+	get := func(t string) *tableBacklog {
 		if tables[t] == nil {
-			tables[t] = &TableBacklog{}
+			tables[t] = &tableBacklog{}
 		}
 		return tables[t]
 	}

@@ -68,8 +68,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// Outcome is what one read did; observe turns it into metrics and a log line.
-type Outcome struct {
+// outcome is what one read did; observe turns it into metrics and a log line.
+type outcome struct {
 	Table    string
 	Code     string // HTTP status, or "aborted"
 	Error    string
@@ -81,7 +81,7 @@ type Outcome struct {
 	Took     time.Duration
 }
 
-func (s *Server) observe(o Outcome) {
+func (s *Server) observe(o outcome) {
 	m := s.Metrics
 	if m != nil {
 		m.Requests.WithLabelValues(o.Code).Inc()

@@ -69,7 +69,7 @@ func (a *answer) skip(reason string) {
 
 // prepare does everything that can still fail with a status: list, read the marks, decide, open
 // the segments, build the schema, bind the query, decode the first segment.
-func (s *Server) prepare(ctx context.Context, tbl string, q reader.Query, o *Outcome) (*answer, *httpError) {
+func (s *Server) prepare(ctx context.Context, tbl string, q reader.Query, o *outcome) (*answer, *httpError) {
 	// 1. The WAL dirs, then retention, then the catalog: the order Decide's proof needs.
 	req, herr := s.listSegments(tbl)
 	if herr != nil {
@@ -211,7 +211,7 @@ func dirStream(dir string, claims bool, segs []localwal.SegmentInfo) string {
 // openSegments opens the segments of a's plan. A segment gone since the listing (drained,
 // retired or quarantined meanwhile) refuses the answer, unless it is unverified; one whose head
 // does not read is skipped (the drain quarantines it).
-func (s *Server) openSegments(ctx context.Context, a *answer, q reader.Query, o *Outcome) *httpError {
+func (s *Server) openSegments(ctx context.Context, a *answer, q reader.Query, o *outcome) *httpError {
 	for i, g := range a.plan.Serve {
 		f, g, err := openSegment(g)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -254,7 +254,7 @@ func openSegment(g segments.Segment) (*os.File, segments.Segment, error) {
 
 // gone refuses an answer whose segment g was committed (or quarantined) after the marks were
 // read, with the marks of now.
-func (s *Server) gone(ctx context.Context, a *answer, g segments.Segment, o *Outcome) *httpError {
+func (s *Server) gone(ctx context.Context, a *answer, g segments.Segment, o *outcome) *httpError {
 	cur := a.current
 	if nt, err := s.LoadTable(ctx, a.table); err == nil {
 		if m, err := reader.TableMarks(nt); err == nil {

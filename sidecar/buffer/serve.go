@@ -129,7 +129,7 @@ func refusal(ref *segments.Refusal, current reader.Marks) *httpError {
 
 func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
-	o := Outcome{Table: r.PathValue("table")}
+	o := outcome{Table: r.PathValue("table")}
 	defer func() {
 		o.Took = s.now().Sub(start)
 		s.observe(o)
