@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -33,6 +34,18 @@ func (p *Process) startGossip(httpAddr string) error {
 	p.cluster = c
 	p.Metrics.Reg.MustRegister(membership.Collector(c))
 	return nil
+}
+
+// watchMembership follows the gossip view into /debug/status, and the gossip key file, until ctx
+// is done; without gossip it does nothing.
+func (p *Process) watchMembership(ctx context.Context) {
+	if p.cluster == nil {
+		return
+	}
+	go membership.Watch(ctx, p.cluster, p.Cfg.Namespace, p.Status, p.Log)
+	if p.Cfg.GossipKeyFile != "" {
+		go membership.WatchKeys(ctx, p.cluster, p.Cfg.GossipKeyFile, membership.KeyReload, p.Log.Named("gossip"))
+	}
 }
 
 // stopGossip leaves the cluster so peers move this process's tables at once instead of waiting

@@ -9,19 +9,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/buffer"
+	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
-// BufferOptions is the part of the options the WAL buffer needs.
-func BufferOptions(c config.Config) buffer.Options {
+// bufferOptions is the part of the options the WAL buffer needs.
+func bufferOptions(c config.Config) buffer.Options {
 	return buffer.Options{Addr: c.BufferAddr, WALDir: c.WALDir, Claims: c.CatalogClaim, RetainAfterDrain: c.BufferRetainAfterDrain,
 		MaxReaders: c.BufferMaxReaders, MemoryBytes: c.BufferMemoryBytes, MaxResponseBytes: c.BufferMaxResponseBytes,
 		// The drain's own hook: the buffer leaves out exactly the rows the drain drops (promise 12).
 		PastRetention: DrainConfig(c).PastRetention,
 		TokenFile:     c.BufferTokenFile, InsecureNoAuth: c.BufferInsecureNoAuth,
-		TLS: buffer.TLSOptions{CertFile: c.BufferTLSCertFile, KeyFile: c.BufferTLSKeyFile, ClientCAFile: c.BufferTLSClientCAFile}}
+		TLS: listen.TLSOptions{CertFile: c.BufferTLSCertFile, KeyFile: c.BufferTLSKeyFile, ClientCAFile: c.BufferTLSClientCAFile}}
 }
 
 // errCatalogNotOpen answers buffer reads (503) until the catalog is open.
@@ -47,21 +48,7 @@ func (p *Process) startBuffer(l *atomic.Pointer[lake.Lake]) error {
 		}
 		return nil, errCatalogNotOpen
 	}
-	// Refused here too, not only by Validate: a Config built in code never went through it.
-	if err := config.BufferCredentialsCheck(p.Cfg.BufferAddr, p.Cfg.BufferTokenFile, p.Cfg.BufferTLSClientCAFile, p.Cfg.BufferInsecureNoAuth); err != nil {
-		return err
-	}
-	if !config.BufferLoopback(p.Cfg.BufferAddr) {
-		switch {
-		case p.Cfg.BufferTokenFile == "" && p.Cfg.BufferTLSClientCAFile == "":
-			p.Log.Warn("the WAL buffer serves log rows beyond loopback without credentials, because --buffer-insecure-no-auth / SIGLAKE_BUFFER_INSECURE_NO_AUTH is set: anyone who reaches the port reads them; set --buffer-token-file / SIGLAKE_BUFFER_TOKEN_FILE (docs/wal-buffer.md)",
-				zap.String("buffer_addr", p.Cfg.BufferAddr))
-		case p.Cfg.BufferTLSCertFile == "":
-			p.Log.Warn("the WAL buffer takes bearer tokens over plain HTTP beyond loopback: whoever sees the traffic sees a token; set --buffer-tls-cert-file / SIGLAKE_BUFFER_TLS_CERT_FILE (docs/wal-buffer.md)",
-				zap.String("buffer_addr", p.Cfg.BufferAddr))
-		}
-	}
-	o := BufferOptions(p.Cfg)
+	o := bufferOptions(p.Cfg)
 	o.Timeouts = p.BufferTimeouts
 	if p.memory != nil {
 		o.Reserve = p.memory.For(membudget.LoopWALBuffer).Reserve

@@ -10,9 +10,12 @@
 // The parts: sidecar/buffer/segments decides which segments an answer holds (Decide, pure, from
 // the directory listings, the retained segments and the table's marks) and keeps committed
 // segments a short while (Retention, the drain's Retire hook) with the chain of marks in their
-// names; this package is the server: Server, the thin HTTP handler that opens, decodes, filters
-// (the grammar of sidecar/rows, merge.Matcher) and streams segment by segment within a memory
-// share, its listener (Start) and its credentials (Auth, TLS); sidecar/buffer/reader is the
+// names; sidecar/buffer/listen guards the listener (tokens, client certificates, TLS, timeouts);
+// this package is the server: Server, the thin HTTP handler that parses a request (serve.go),
+// plans its answer while a failure can still be a status (prepare.go: list, read the marks,
+// decide, open, bind the query to the columns) and streams it segment by segment within a memory
+// share, filtered by the grammar of sidecar/rows (answer.go), and Start, the service around it
+// (its listener and the retention sweep); sidecar/buffer/reader is the
 // reader's side (the query's wire form, Client, Buffers, ReadConsistent and `siglake tail`),
 // which a query engine uses too.
 package buffer

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/buffer/reader"
+	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 )
 
@@ -23,12 +23,8 @@ type Metrics struct {
 	Readers   prometheus.Gauge
 	Retained  prometheus.Gauge
 	RetainedB prometheus.Gauge
-	// Unauthorized counts requests refused with 401 before anything else is done, by reason.
-	Unauthorized *prometheus.CounterVec
-	// Tokens is how many tokens the token file gave at its last good read; TokenReloadErrors
-	// counts re-reads that failed (the tokens before stay accepted).
-	Tokens            prometheus.Gauge
-	TokenReloadErrors prometheus.Counter
+	// The listener's: refusals without credentials, the tokens accepted.
+	*listen.Metrics
 }
 
 // NewMetrics registers the buffer's metrics on reg.
@@ -55,21 +51,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_buffer_retained_segments", Help: "Committed segments kept for SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN."}),
 		RetainedB: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "siglake_buffer_retained_bytes", Help: "Bytes of the committed segments kept for SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN."}),
-		Unauthorized: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_buffer_unauthorized_total", Help: "WAL buffer requests refused with 401 before any work: missing or malformed Authorization header, invalid token, or no verified client certificate (no_client_cert)."}, []string{"reason"}),
-		Tokens: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_buffer_tokens", Help: "Bearer tokens the WAL buffer accepts now, from the last good read of SIGLAKE_BUFFER_TOKEN_FILE (0 without one)."}),
-		TokenReloadErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "siglake_buffer_token_reload_errors_total", Help: "Re-reads of a changed SIGLAKE_BUFFER_TOKEN_FILE that failed (unreadable, or no valid token), each failure once; the tokens read before stay accepted, revoked ones included."}),
+		Metrics: listen.NewMetrics(reg),
 	}
-	reg.MustRegister(m.Requests, m.Refusals, m.Rows, m.Bytes, m.Segments, m.Skipped, m.Duration, m.Readers, m.Retained, m.RetainedB, m.Unauthorized,
-		m.Tokens, m.TokenReloadErrors)
+	reg.MustRegister(m.Requests, m.Refusals, m.Rows, m.Bytes, m.Segments, m.Skipped, m.Duration, m.Readers, m.Retained, m.RetainedB)
 	// Exported at 0 for their known values, so the first refusal or skip shows in increase().
 	for _, c := range []string{"200", "400", "404", "409", "413", "429", "500", "503", "aborted"} {
 		m.Requests.WithLabelValues(c)
-	}
-	for _, r := range []string{reader.UnauthorizedMissing, reader.UnauthorizedMalformed, reader.UnauthorizedInvalid, reader.UnauthorizedNoClientCert} {
-		m.Unauthorized.WithLabelValues(r)
 	}
 	for _, r := range []string{"drained", "draining"} {
 		m.Refusals.WithLabelValues(r)
@@ -81,8 +68,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// Outcome is what one read did; observe turns it into metrics and a log line.
-type Outcome struct {
+// outcome is what one read did; observe turns it into metrics and a log line.
+type outcome struct {
 	Table    string
 	Code     string // HTTP status, or "aborted"
 	Error    string
@@ -94,7 +81,7 @@ type Outcome struct {
 	Took     time.Duration
 }
 
-func (s *Server) observe(o Outcome) {
+func (s *Server) observe(o outcome) {
 	m := s.Metrics
 	if m != nil {
 		m.Requests.WithLabelValues(o.Code).Inc()

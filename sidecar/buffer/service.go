@@ -16,6 +16,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -33,48 +34,21 @@ type Options struct {
 	MaxResponseBytes int64
 	// Reserve takes each read's share of the process memory budget (Server.Reserve); nil: none.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
-	// Timeouts bound the listener's connections; zero fields take DefaultTimeouts'.
-	Timeouts Timeouts
+	// Timeouts bound the listener's connections; zero fields take listen.DefaultTimeouts'.
+	Timeouts listen.Timeouts
 	// PastRetention is the drain's retention hook (Server.PastRetention); nil: none.
 	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
-	// TokenFile holds the bearer tokens readers must send (Auth.TokenFile); "" takes none.
+	// TokenFile holds the bearer tokens readers must send (listen.Auth.TokenFile); "" takes none.
 	TokenFile string
 	// InsecureNoAuth lets Addr beyond loopback serve without a token or client CA
 	// (--buffer-insecure-no-auth); without it Start refuses such an Addr.
 	InsecureNoAuth bool
 	// TLS puts the listener on HTTPS, with mutual TLS when it has a client CA.
-	TLS TLSOptions
+	TLS listen.TLSOptions
 
 	// wrap, when set, wraps the listener (tests: connections with small socket buffers, so that
 	// a slow reader's pace reaches the server's writes instead of filling kernel buffers).
 	wrap func(net.Listener) net.Listener
-}
-
-// Timeouts bound the buffer listener's connections, so that neither idle nor stalled readers
-// hold descriptors or read slots (docs/wal-buffer.md "Limits").
-type Timeouts struct {
-	// ReadHeader and Read bound reading a request (its line and headers; the whole request).
-	ReadHeader, Read time.Duration
-	// Write bounds each write of an answer, not the answer: an answer streams for as long as its
-	// reader keeps taking it, and a reader that takes nothing for this long is cut off and its
-	// read slot freed.
-	Write time.Duration
-	// Idle closes a keep-alive connection that waits this long for its next request.
-	Idle time.Duration
-}
-
-// DefaultTimeouts are the buffer listener's timeouts.
-var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: 90 * time.Second}
-
-func (t Timeouts) orDefault() Timeouts {
-	d := DefaultTimeouts
-	pick := func(v, def time.Duration) time.Duration {
-		if v > 0 {
-			return v
-		}
-		return def
-	}
-	return Timeouts{ReadHeader: pick(t.ReadHeader, d.ReadHeader), Read: pick(t.Read, d.Read), Write: pick(t.Write, d.Write), Idle: pick(t.Idle, d.Idle)}
 }
 
 // Service is the buffer in a running process: its listener, and the retention sweep.
@@ -90,39 +64,12 @@ type Service struct {
 // Start listens on o.Addr and serves reads; load reads the table's marks (nil until the catalog
 // is open: reads get 503 meanwhile). It also sweeps retention every quarter of its duration.
 func Start(o Options, load func(ctx context.Context, name string) (*table.Table, error), m *Metrics, log *zap.Logger) (*Service, error) {
-	// Credentials first: none beyond loopback, or a bad token or certificate file, fails before
-	// the port is taken.
-	if err := config.BufferCredentialsCheck(o.Addr, o.TokenFile, o.TLS.ClientCAFile, o.InsecureNoAuth); err != nil {
-		return nil, err
-	}
-	auth, err := NewAuth(o.TokenFile, o.TLS.ClientCAFile != "", m, log)
+	ln, auth, err := openListener(o, m, log)
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg, err := serverTLS(o.TLS)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on --buffer-addr / SIGLAKE_BUFFER_ADDR %q: %w", o.Addr, err)
-	}
-	if o.wrap != nil {
-		ln = o.wrap(ln)
-	}
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
-	mem := o.MemoryBytes
-	if mem <= 0 {
-		mem = merge.DefaultMemoryBudget() / 4
-	}
-	to := o.Timeouts.orDefault()
-	s := &Service{ln: ln, Server: &Server{
-		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
-			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments, WriteTimeout: to.Write},
-		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve,
-		PastRetention: o.PastRetention, Auth: auth}}
+	to := o.Timeouts.OrDefault()
+	s := &Service{ln: ln, Server: newServer(o, load, m, log, auth, to.Write)}
 	if o.RetainAfterDrain > 0 {
 		s.Retention = &segments.Retention{Keep: o.RetainAfterDrain, Now: time.Now}
 	}
@@ -138,39 +85,94 @@ func Start(o Options, load func(ctx context.Context, name string) (*table.Table,
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	// Swept also with retention off: segments a run with it on left behind.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.sweep(ctx, o, auth, m, log)
+	}()
+	log.Info("WAL buffer serving", zap.String("buffer_addr", ln.Addr().String()), zap.Duration("retain_after_drain", o.RetainAfterDrain),
+		zap.Int("max_readers", o.MaxReaders), zap.Int64("memory_bytes", s.Server.Cfg.MemoryBytes),
+		zap.Bool("token", o.TokenFile != ""), zap.Bool("tls", o.TLS.CertFile != ""), zap.Bool("client_certs", o.TLS.ClientCAFile != ""))
+	return s, nil
+}
+
+// openListener checks the credentials, then takes the port: none beyond loopback, or a bad token
+// or certificate file, fails before the port is taken. The listener is TLS's when o.TLS has a
+// certificate.
+func openListener(o Options, m *Metrics, log *zap.Logger) (net.Listener, *listen.Auth, error) {
+	if err := config.BufferCredentialsCheck(o.Addr, o.TokenFile, o.TLS.ClientCAFile, o.InsecureNoAuth); err != nil {
+		return nil, nil, err
+	}
+	if warning := listen.Exposure(o.Addr, o.TokenFile, o.TLS.ClientCAFile, o.TLS.CertFile); warning != "" {
+		log.Warn(warning, zap.String("buffer_addr", o.Addr))
+	}
+	var lm *listen.Metrics
+	if m != nil {
+		lm = m.Metrics
+	}
+	auth, err := listen.NewAuth(o.TokenFile, o.TLS.ClientCAFile != "", lm, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	tlsCfg, err := listen.ServerTLS(o.TLS)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on --buffer-addr / SIGLAKE_BUFFER_ADDR %q: %w", o.Addr, err)
+	}
+	if o.wrap != nil {
+		ln = o.wrap(ln)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	return ln, auth, nil
+}
+
+// newServer is the handler's side of o: a read's memory share is a quarter of the merge budget
+// when o sets none.
+func newServer(o Options, load func(ctx context.Context, name string) (*table.Table, error), m *Metrics, log *zap.Logger, auth *listen.Auth, writeTimeout time.Duration) *Server {
+	mem := o.MemoryBytes
+	if mem <= 0 {
+		mem = merge.DefaultMemoryBudget() / 4
+	}
+	return &Server{
+		Cfg: Config{WALDir: o.WALDir, Claims: o.Claims, MaxReaders: o.MaxReaders, MemoryBytes: mem,
+			MaxResponseBytes: o.MaxResponseBytes, MaxSegments: DefaultMaxSegments, WriteTimeout: writeTimeout},
+		LoadTable: load, Metrics: m, Log: log, Now: time.Now, Mem: memory.DefaultAllocator, Reserve: o.Reserve,
+		PastRetention: o.PastRetention, Auth: auth}
+}
+
+// sweep removes retained segments past their time and re-reads the token file, at once and then
+// every quarter of the retention (at least every second), until ctx is done. It sweeps with
+// retention off too: segments a run with it on left behind.
+func (s *Service) sweep(ctx context.Context, o Options, auth *listen.Auth, m *Metrics, log *zap.Logger) {
 	keep := &segments.Retention{Now: time.Now}
 	if s.Retention != nil {
 		keep = s.Retention
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		tick := time.NewTicker(max(time.Second, keep.Keep/4))
-		defer tick.Stop()
-		for {
-			auth.Refresh()
-			if dirs, err := segments.Dirs(o.WALDir, o.Claims); err == nil {
-				n, b, err := keep.Sweep(dirs)
-				if err != nil {
-					log.Warn("sweeping retained WAL segments", zap.Error(err))
-				}
-				if m != nil {
-					m.Retained.Set(float64(n))
-					m.RetainedB.Set(float64(b))
-				}
+	tick := time.NewTicker(max(time.Second, keep.Keep/4))
+	defer tick.Stop()
+	for {
+		auth.Refresh()
+		if dirs, err := segments.Dirs(o.WALDir, o.Claims); err == nil {
+			n, b, err := keep.Sweep(dirs)
+			if err != nil {
+				log.Warn("sweeping retained WAL segments", zap.Error(err))
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+			if m != nil {
+				m.Retained.Set(float64(n))
+				m.RetainedB.Set(float64(b))
 			}
 		}
-	}()
-	log.Info("WAL buffer serving", zap.String("buffer_addr", ln.Addr().String()), zap.Duration("retain_after_drain", o.RetainAfterDrain),
-		zap.Int("max_readers", o.MaxReaders), zap.Int64("memory_bytes", mem),
-		zap.Bool("token", o.TokenFile != ""), zap.Bool("tls", tlsCfg != nil), zap.Bool("client_certs", o.TLS.ClientCAFile != ""))
-	return s, nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // Addr is the address the buffer listens on.

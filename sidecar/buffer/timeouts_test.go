@@ -15,11 +15,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 )
 
 // startService runs the buffer's real listener over a lake with one table of sealed rows.
-func startService(t *testing.T, readers int, to Timeouts) *Service {
+func startService(t *testing.T, readers int, to listen.Timeouts) *Service {
 	t.Helper()
 	h := newHarness(t, nil)
 	// About 8 MB of answer: far more than a stalled reader's socket buffers take.
@@ -59,7 +60,7 @@ func stalledReader(t *testing.T, addr string) net.Conn {
 // read slot only until a write to it has waited the write timeout; then the next reader is
 // answered 200, not 429.
 func TestStalledReaderLosesItsSlot(t *testing.T) {
-	s := startService(t, 1, Timeouts{Write: 500 * time.Millisecond})
+	s := startService(t, 1, listen.Timeouts{Write: 500 * time.Millisecond})
 	stalledReader(t, s.Addr())
 	c := &reader.Client{Addr: "http://" + s.Addr()}
 	// Wait until the stalled read holds the slot (a second read gets 429), then until it is freed.
@@ -89,7 +90,7 @@ func TestStalledReaderLosesItsSlot(t *testing.T) {
 // TestIdleConnectionsAreClosed: a keep-alive connection that sends no next request is closed
 // after the idle timeout.
 func TestIdleConnectionsAreClosed(t *testing.T) {
-	s := startService(t, 1, Timeouts{Idle: 300 * time.Millisecond})
+	s := startService(t, 1, listen.Timeouts{Idle: 300 * time.Millisecond})
 	c, err := net.Dial("tcp", s.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +165,7 @@ func TestSlowReaderGetsTheWholeAnswer(t *testing.T) {
 	const rows = 400 // about 100 KB of answer
 	h.e.Seal("events", gen(t, 7, 1, rows, t0)...)
 	s, err := Start(Options{Addr: "127.0.0.1:0", WALDir: h.e.WAL, MaxReaders: 1, MemoryBytes: 256 << 20, MaxResponseBytes: 256 << 20,
-		Timeouts: Timeouts{Read: 200 * time.Millisecond, Write: 500 * time.Millisecond},
+		Timeouts: listen.Timeouts{Read: 200 * time.Millisecond, Write: 500 * time.Millisecond},
 		wrap:     func(ln net.Listener) net.Listener { return smallBufferListener{ln} }},
 		h.e.Lake.LoadTable, NewMetrics(prometheus.NewRegistry()), h.e.Log)
 	if err != nil {

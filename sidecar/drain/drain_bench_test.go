@@ -43,7 +43,7 @@ import (
 // which bench/drain/run.sh makes) or, without it, SIGLAKE_BENCH_DRAIN_MB (default 32) MB generated
 // here. Run one iteration per count: -benchtime=1x -count=3 -cpu=1.
 func BenchmarkDrain(b *testing.B) {
-	// The binary tunes the collector when GOGC is unset (sidecar.gcTuning: one batch of headroom,
+	// The binary tunes the collector when GOGC is unset (gomem.GCTuning: one batch of headroom,
 	// GOGC between 50 and 100); SIGLAKE_BENCH_GCTUNE_MB=32 does the same here for 32 MiB batches.
 	if v := os.Getenv("SIGLAKE_BENCH_GCTUNE_MB"); v != "" {
 		mb, err := strconv.Atoi(v)

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/gomem"
 	"github.com/siglake/siglake/sidecar/rowsum"
 )
 
@@ -33,7 +34,7 @@ func TestMemorySoak(t *testing.T) {
 	ingest := soakTime(t, 20*time.Second)
 	const rate = 8000 // rows per second, about 2 MB/s of WAL: a busy ingest pod
 	s := newSite(t)
-	ratio := sidecar.DefaultGoMemLimitRatio
+	ratio := gomem.DefaultGoMemLimitRatio
 	s.extraEnv = append(s.extraEnv, fmt.Sprintf("GOMEMLIMIT=%d", int64(soakLimit*ratio)))
 	// Default commit batching (32 MiB or 10 s), rewrites every second.
 	r := s.start(nil, "--commit-batch-target-mb", "32", "--commit-batch-max-age-secs", "10", "--recluster-interval-secs", "1",
@@ -122,7 +123,7 @@ func TestMemorySoakBudgetWaits(t *testing.T) {
 	ingest := soakTime(t, 8*time.Second)
 	const rate = 8000
 	s := newSite(t)
-	ratio := sidecar.DefaultGoMemLimitRatio
+	ratio := gomem.DefaultGoMemLimitRatio
 	s.extraEnv = append(s.extraEnv, fmt.Sprintf("GOMEMLIMIT=%d", int64(soakLimit*ratio)))
 	r, c := s.startBuffered("--commit-batch-target-mb", "32", "--commit-batch-max-age-secs", "2",
 		"--memory-budget-bytes", fmt.Sprint(64<<20), "--buffer-memory-bytes", fmt.Sprint(63<<20),

@@ -1,4 +1,4 @@
-package buffer
+package listen
 
 import (
 	"crypto/tls"
@@ -63,9 +63,9 @@ type TLSOptions struct {
 	ClientCAFile string
 }
 
-// serverTLS is the listener's tls.Config, nil without a certificate. Every file is read once
+// ServerTLS is the listener's tls.Config, nil without a certificate. Every file is read once
 // here, so a bad one fails the start with the option's name.
-func serverTLS(o TLSOptions) (*tls.Config, error) {
+func ServerTLS(o TLSOptions) (*tls.Config, error) {
 	if o.CertFile == "" {
 		return nil, nil
 	}

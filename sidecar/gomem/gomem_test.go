@@ -1,4 +1,4 @@
-package sidecar
+package gomem
 
 import (
 	"io/fs"
@@ -72,7 +72,7 @@ func TestDefaultGCPercent(t *testing.T) {
 // process does not drain), at most a quarter of the memory budget, and the target stays between
 // DefaultGCPercent, which bounds the drain's peak, and the runtime's 100.
 func TestGCTuning(t *testing.T) {
-	c := gcTuning(true, 32<<20, 1<<30)
+	c := GCTuning(true, 32<<20, 1<<30)
 	if c.Headroom != 32<<20 || c.MinPercent != DefaultGCPercent || c.MaxPercent != 100 {
 		t.Fatalf("tuning %+v", c)
 	}
@@ -88,7 +88,7 @@ func TestGCTuning(t *testing.T) {
 		{"tiny budget", true, 32 << 20, 16 << 20, minGCHeadroom},
 		{"no budget known", true, 64 << 20, 0, 64 << 20},
 	} {
-		if got := gcTuning(x.drains, x.batch, x.budget).Headroom; got != x.wantHeadroom {
+		if got := GCTuning(x.drains, x.batch, x.budget).Headroom; got != x.wantHeadroom {
 			t.Errorf("%s: headroom %d, want %d", x.name, got, x.wantHeadroom)
 		}
 	}
@@ -110,12 +110,12 @@ func TestSetDefaultGCPercentTunes(t *testing.T) {
 		t.Skip("the tuning runs already in this test process")
 	}
 	t.Setenv("GOGC", "100")
-	setDefaultGCPercent(zap.NewNop(), gcTuning(true, 32<<20, 1<<30))
+	SetDefaultGCPercent(zap.NewNop(), GCTuning(true, 32<<20, 1<<30))
 	if gctune.Running() {
 		t.Fatal("GOGC=100 set, but the process started tuning the collector")
 	}
 	t.Setenv("GOGC", "")
-	setDefaultGCPercent(zap.NewNop(), gcTuning(true, 32<<20, 1<<30))
+	SetDefaultGCPercent(zap.NewNop(), GCTuning(true, 32<<20, 1<<30))
 	if !gctune.Running() {
 		t.Fatal("GOGC unset, but the process did not tune the collector")
 	}

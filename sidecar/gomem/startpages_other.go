@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sidecar
+package gomem
 
 // pageRange is one mapping releaseBinaryPages advised (see startpages_linux.go).
 type pageRange struct {

@@ -1,4 +1,4 @@
-package buffer
+package listen
 
 import (
 	"crypto/sha256"
