@@ -29,6 +29,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -72,7 +73,7 @@ type Server struct {
 	// rows it says are past the table's retention (t nil: a table not created yet, the process
 	// default) are left out of every answer, since the drain drops them before writing and a
 	// reader would otherwise get rows the lake never holds (promise 12). nil: none are.
-	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
+	PastRetention func(t *table.Table, now time.Time) (*rowfilter.Filter, int64)
 	// Auth, when set, refuses requests without valid credentials before anything else.
 	Auth *Auth
 
@@ -257,9 +258,9 @@ type answer struct {
 	schema   *arrow.Schema // every column, what each record is conformed to
 	out      *arrow.Schema // the projection, with the answer's metadata
 	proj     []int
-	match    *merge.Matcher   // nil: every row
-	expired  *merge.RowFilter // rows past retention, as the drain drops them; nil: none
-	cutoff   int64            // no row at or after it is past retention (microseconds)
+	match    *merge.Matcher    // nil: every row
+	expired  *rowfilter.Filter // rows past retention, as the drain drops them; nil: none
+	cutoff   int64             // no row at or after it is past retention (microseconds)
 	budget   int64
 	first    *localwal.Segment // srcs[0] decoded before the status was sent
 	skipped  map[string]int

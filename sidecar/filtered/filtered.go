@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
@@ -60,7 +61,7 @@ type Read struct {
 	// Kind is the rewrite kind a failure is counted under (delete-task, retention).
 	Kind   string
 	File   lake.File
-	Filter *merge.RowFilter
+	Filter *rowfilter.Filter
 }
 
 func (rd Read) job() rewrite.Job {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -240,7 +241,7 @@ type removal struct {
 	// classes are the policy's classes at the run, key what a file found clean is clean under.
 	classes []Class
 	key     cleanRead
-	filter  *merge.RowFilter
+	filter  *rowfilter.Filter
 }
 
 // remove plans and commits the removal of what is past retention in t.
