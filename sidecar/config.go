@@ -2,7 +2,7 @@ package sidecar
 
 import (
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -31,7 +31,7 @@ func RetentionConfig(c config.Config) retention.Config {
 }
 
 // SweepConfig is the part of the options the delete sweeper needs.
-func SweepConfig(c config.Config) deletes.SweepConfig {
-	return deletes.SweepConfig{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
+func SweepConfig(c config.Config) sweep.Config {
+	return sweep.Config{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
 		Sweeps: c.DeleteTasks, Metadata: c.MetadataOptions, CancelPeriod: c.DeleteCancelPeriod}
 }
