@@ -398,7 +398,7 @@ func (m *removal) execute(ctx context.Context, rp plan.RetentionPlan) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := m.rewrite(ctx, pick); err != nil && firstErr == nil {
+		if err := m.examine(ctx, pick); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -499,10 +499,10 @@ func (r *Runner) oldest(ctx context.Context, name string, rep *Report) error {
 	return nil
 }
 
-// rewrite counts a straddling file's rows past retention and, if any and applying, rewrites it
+// examine counts a straddling file's rows past retention and, if any and applying, rewrites it
 // without them through the filtered rewriter; the replaced file goes on the pending list in the
 // same commit.
-func (m *removal) rewrite(ctx context.Context, pick plan.RetentionPick) error {
+func (m *removal) examine(ctx context.Context, pick plan.RetentionPick) error {
 	f := m.live[pick.File.Path]
 	pk := Pick{Path: f.Path, Partition: f.Partition, Action: pick.Path.String(), Bytes: f.Size, Rows: f.Rows, Reason: pick.Reason}
 	rd := filtered.Read{Kind: plan.KindRetention.String(), File: f, Filter: m.filter}
