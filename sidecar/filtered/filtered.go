@@ -130,3 +130,18 @@ func Removed(res merge.RewriteResult) (n int64) {
 	}
 	return n
 }
+
+// SetAside splits files, in order, into those a filtered run reads and those set aside after
+// failed rewrites (the siglake skipped list in props), which it never reads: the one set-aside
+// rule of delete tasks and retention. path is a file's path.
+func SetAside[F any](props iceberg.Properties, files []F, path func(F) string) (read, aside []F) {
+	skipped := lake.SkippedFiles(props)
+	for _, f := range files {
+		if _, ok := skipped[path(f)]; ok {
+			aside = append(aside, f)
+			continue
+		}
+		read = append(read, f)
+	}
+	return read, aside
+}

@@ -344,15 +344,17 @@ func (m *removal) policy(t *table.Table) error {
 // nothing), and is reported otherwise.
 func (m *removal) candidates(ctx context.Context, t *table.Table, cut plan.RetentionCutoffs) (func(string) bool, error) {
 	m.trimClean(m.rep.Table, m.live)
-	skipped := lake.SkippedFiles(t.Properties())
-	for _, f := range m.files {
-		if _, ok := skipped[f.Path]; ok && f.MinTime < *cut.Latest && (cut.Whole == nil || f.MaxTime >= *cut.Whole) {
+	_, aside := filtered.SetAside(t.Properties(), m.files, func(f lake.File) string { return f.Path })
+	skipped := make(map[string]bool, len(aside))
+	for _, f := range aside {
+		skipped[f.Path] = true
+		if f.MinTime < *cut.Latest && (cut.Whole == nil || f.MaxTime >= *cut.Whole) {
 			m.rep.Picks = append(m.rep.Picks, Pick{Path: f.Path, Partition: f.Partition, Action: "set_aside", Bytes: f.Size, Rows: f.Rows,
 				Reason: "may hold rows past retention, but it is set aside after failed rewrites (siglake skipped list): not read"})
 			m.rep.SetAside++
 		}
 	}
-	mayHold := func(p string) bool { _, bad := skipped[p]; return !bad && !m.knownClean(m.rep.Table, m.live[p], m.key) }
+	mayHold := func(p string) bool { return !skipped[p] && !m.knownClean(m.rep.Table, m.live[p], m.key) }
 	if len(m.pol.Rules) == 0 {
 		return mayHold, nil
 	}

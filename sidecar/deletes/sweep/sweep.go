@@ -289,17 +289,12 @@ func (w *sweep) candidates(ctx context.Context, t *table.Table) ([]table.FileSca
 		return nil, err
 	}
 	w.rep.ByRequest = map[string]int64{}
-	skipped := lake.SkippedFiles(t.Properties())
-	kept := tasks[:0]
-	for _, task := range tasks {
-		if _, ok := skipped[task.File.FilePath()]; ok {
-			df := task.File
-			w.rep.Candidates = append(w.rep.Candidates, CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(),
-				Result: "not examined: set aside after failed rewrites (siglake skipped list)"})
-			w.rep.SetAside++
-			continue
-		}
-		kept = append(kept, task)
+	kept, aside := filtered.SetAside(t.Properties(), tasks, func(task table.FileScanTask) string { return task.File.FilePath() })
+	for _, task := range aside {
+		df := task.File
+		w.rep.Candidates = append(w.rep.Candidates, CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(),
+			Result: "not examined: set aside after failed rewrites (siglake skipped list)"})
+		w.rep.SetAside++
 	}
 	return kept, nil
 }
