@@ -153,11 +153,11 @@ func TestChunkCRCsTiedToLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		md := pf.MetaData()
-		if sums := chunksum.Of(md); len(sums) != 3 || sums[0] == nil || sums[1] == nil || sums[2] == nil {
+		if sums := chunksum.RowGroupSums(md); len(sums) != 3 || sums[0] == nil || sums[1] == nil || sums[2] == nil {
 			t.Fatalf("a file siglake wrote has sums %v", sums)
 		}
 		edit.f(md)
-		if sums := chunksum.Of(md); len(sums) != 3 || sums[0] == nil || sums[1] != nil || sums[2] == nil {
+		if sums := chunksum.RowGroupSums(md); len(sums) != 3 || sums[0] == nil || sums[1] != nil || sums[2] == nil {
 			t.Fatalf("%s changed: sums per row group present %v %v %v, want only row group 1's dropped", edit.name, sums[0] != nil, sums[1] != nil, sums[2] != nil)
 		}
 	}

@@ -28,5 +28,5 @@ func binCuts(inputs []*input.File, frac float64) density.Cuts {
 	if !ok {
 		return density.Cuts{}
 	}
-	return density.Of(h, frac)
+	return density.CutsOfHistogram(h, frac)
 }

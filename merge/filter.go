@@ -13,50 +13,11 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/merge/writer"
 )
 
-// RowFilter selects the rows a delete-task rewrite drops: a row is dropped
-// when any of its predicates matches it. It is evaluated on decoded batches;
-// choosing which files to rewrite is the caller's job (Iceberg scan planning).
-type RowFilter struct {
-	Predicates []Predicate
-	// FirstMatch makes the predicates an ordered list of classes (retention): a row belongs to
-	// the first predicate whose column tests hold, and is dropped only when that predicate's
-	// time range holds too and it is not Keep. Without it, a row is dropped when any predicate
-	// holds whole (deletion requests).
-	FirstMatch bool
-}
-
-// Predicate is a conjunction: every column test and the time range must hold.
-// A null value never matches.
-type Predicate struct {
-	Columns []ColumnIn
-	// From and To bound the timestamp column in microseconds, [From, To); nil
-	// leaves that side open.
-	From, To *int64
-	// Keep never drops the rows of this predicate (with FirstMatch: a class kept forever).
-	Keep bool
-}
-
-// ColumnIn holds when the column's value is one of Values (text, parsed per
-// the column's type: strings as is, integers in decimal, booleans true/false).
-type ColumnIn struct {
-	Column string
-	Values []string
-}
-
-// FilterableType says whether delete predicates may test a column of type t,
-// and if not, what they accept.
-func FilterableType(t arrow.DataType) error {
-	switch t.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.BOOL:
-		return nil
-	}
-	return fmt.Errorf("type %s is not accepted: delete predicates test string, integer and boolean columns", t)
-}
-
-// rowMatcher is a RowFilter bound to a schema, with values parsed once.
+// rowMatcher is a rowfilter.Filter bound to a schema, with values parsed once.
 type rowMatcher struct {
 	preds      []boundPredicate
 	firstMatch bool
@@ -77,8 +38,8 @@ type boundColumn struct {
 }
 
 // compileFilter binds f to sc; it fails on a column sc lacks, a type
-// FilterableType refuses, or a value that does not parse as the column's type.
-func compileFilter(f *RowFilter, sc *arrow.Schema) (*rowMatcher, error) {
+// rowfilter.CheckType refuses, or a value that does not parse as the column's type.
+func compileFilter(f *rowfilter.Filter, sc *arrow.Schema) (*rowMatcher, error) {
 	m := &rowMatcher{deleted: make([]int64, len(f.Predicates)), firstMatch: f.FirstMatch}
 	for pi, p := range f.Predicates {
 		bp, err := compilePredicate(p, sc)
@@ -90,7 +51,7 @@ func compileFilter(f *RowFilter, sc *arrow.Schema) (*rowMatcher, error) {
 	return m, nil
 }
 
-func compilePredicate(p Predicate, sc *arrow.Schema) (boundPredicate, error) {
+func compilePredicate(p rowfilter.Predicate, sc *arrow.Schema) (boundPredicate, error) {
 	bp := boundPredicate{from: p.From, to: p.To, keep: p.Keep}
 	for _, c := range p.Columns {
 		idx := sc.FieldIndices(c.Column)
@@ -98,7 +59,7 @@ func compilePredicate(p Predicate, sc *arrow.Schema) (boundPredicate, error) {
 			return bp, fmt.Errorf("no column %q", c.Column)
 		}
 		typ := sc.Field(idx[0]).Type
-		if err := FilterableType(typ); err != nil {
+		if err := rowfilter.CheckType(typ); err != nil {
 			return bp, fmt.Errorf("column %q: %w", c.Column, err)
 		}
 		bc := boundColumn{idx: idx[0]}
@@ -275,7 +236,7 @@ func (o *RewriteOptions) filtered(src input.Source, schema *arrow.Schema) input.
 // the data file at path and returns, per predicate, how many rows it would
 // drop (a row counts for the first predicate that matches), and the file's
 // row count. schema is the table's Arrow schema; columns a file lacks are null.
-func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arrow.Schema, tsName string, f *RowFilter, mem memory.Allocator) (perPredicate []int64, rows int64, err error) {
+func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arrow.Schema, tsName string, f *rowfilter.Filter, mem memory.Allocator) (perPredicate []int64, rows int64, err error) {
 	defer writer.RecoverAbort(&err, nil)
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -329,7 +290,7 @@ func CountMatches(ctx context.Context, fs icebergio.IO, path string, schema *arr
 // FilterRecord returns rec without the rows f drops, and how many it dropped per predicate (nil
 // when none). tsName is rec's timestamp column (microseconds). The result is rec itself, retained,
 // when no row matched; the caller releases rec and the result.
-func FilterRecord(rec arrow.RecordBatch, tsName string, f *RowFilter, mem memory.Allocator) (arrow.RecordBatch, []int64, error) {
+func FilterRecord(rec arrow.RecordBatch, tsName string, f *rowfilter.Filter, mem memory.Allocator) (arrow.RecordBatch, []int64, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -368,7 +329,7 @@ func FilterRecord(rec arrow.RecordBatch, tsName string, f *RowFilter, mem memory
 	return out.Rec, dropped, nil
 }
 
-// Matcher is a RowFilter bound to a schema for readers that keep the rows it matches (the WAL
+// Matcher is a rowfilter.Filter bound to a schema for readers that keep the rows it matches (the WAL
 // buffer's query filter) where a delete-task rewrite drops them.
 type Matcher struct {
 	m  *rowMatcher
@@ -376,9 +337,9 @@ type Matcher struct {
 }
 
 // CompileFilter binds f to sc, whose column tsName is the timestamp in microseconds. It fails as
-// the rewrite's binding fails: a column sc lacks, a type FilterableType refuses, a value that
+// the rewrite's binding fails: a column sc lacks, a type rowfilter.CheckType refuses, a value that
 // does not parse as the column's type.
-func CompileFilter(f *RowFilter, sc *arrow.Schema, tsName string) (*Matcher, error) {
+func CompileFilter(f *rowfilter.Filter, sc *arrow.Schema, tsName string) (*Matcher, error) {
 	idx := sc.FieldIndices(tsName)
 	if len(idx) != 1 {
 		return nil, fmt.Errorf("filter: schema has %d columns named %q", len(idx), tsName)

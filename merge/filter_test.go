@@ -13,13 +13,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/siglake/siglake/merge/folding"
+	"github.com/siglake/siglake/merge/rowfilter"
 )
 
 // randFilter draws 1-3 predicates over service (IN), level (=) and a time
 // window, and returns the filter and an independent evaluator over the
 // rendered rows of rowStrings (ts|service|raw|level|trace_id|).
-func randFilter(r *rand.Rand, base int64) (*RowFilter, func(row string) bool) {
-	f := &RowFilter{}
+func randFilter(r *rand.Rand, base int64) (*rowfilter.Filter, func(row string) bool) {
+	f := &rowfilter.Filter{}
 	type pred struct {
 		svcs     []string
 		level    string
@@ -27,7 +28,7 @@ func randFilter(r *rand.Rand, base int64) (*RowFilter, func(row string) bool) {
 	}
 	var ps []pred
 	for n := 1 + r.IntN(3); n > 0; n-- {
-		var p Predicate
+		var p rowfilter.Predicate
 		var q pred
 		if r.IntN(4) != 0 {
 			for _, s := range services {
@@ -38,11 +39,11 @@ func randFilter(r *rand.Rand, base int64) (*RowFilter, func(row string) bool) {
 			if len(q.svcs) == 0 {
 				q.svcs = []string{services[r.IntN(len(services))]}
 			}
-			p.Columns = append(p.Columns, ColumnIn{Column: "service", Values: q.svcs})
+			p.Columns = append(p.Columns, rowfilter.ColumnIn{Column: "service", Values: q.svcs})
 		}
 		if r.IntN(3) == 0 {
 			q.level = strconv.Itoa(r.IntN(6))
-			p.Columns = append(p.Columns, ColumnIn{Column: "level", Values: []string{q.level}})
+			p.Columns = append(p.Columns, rowfilter.ColumnIn{Column: "level", Values: []string{q.level}})
 		}
 		q.from, q.to = -1<<62, 1<<62
 		if r.IntN(2) == 0 {
@@ -170,7 +171,7 @@ func TestDeleteEverythingWritesNothing(t *testing.T) {
 	rec.Release()
 	for _, p := range []PathKind{PathInMemory, PathKWay} {
 		res, err := Rewrite(context.Background(), localFS, []Input{in}, sc, pathGen(filepath.Join(dir, string(p)), 0),
-			RewriteOptions{ForcePath: p, DeleteTask: true, RowFilter: &RowFilter{Predicates: []Predicate{{}}}})
+			RewriteOptions{ForcePath: p, DeleteTask: true, RowFilter: &rowfilter.Filter{Predicates: []rowfilter.Predicate{{}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,12 +184,12 @@ func TestDeleteEverythingWritesNothing(t *testing.T) {
 func TestRowFilterRejectsBadPredicates(t *testing.T) {
 	sc := testArrowSchema(t)
 	for _, c := range []struct {
-		f    RowFilter
+		f    rowfilter.Filter
 		want string
 	}{
-		{RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"user_id", []string{"a"}}}}}}, `no column "user_id"`},
-		{RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"level", []string{"high"}}}}}}, "accepted: a decimal integer"},
-		{RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"timestamp", []string{"1"}}}}}}, "accepted: delete predicates test string, integer and boolean"},
+		{rowfilter.Filter{Predicates: []rowfilter.Predicate{{Columns: []rowfilter.ColumnIn{{Column: "user_id", Values: []string{"a"}}}}}}, `no column "user_id"`},
+		{rowfilter.Filter{Predicates: []rowfilter.Predicate{{Columns: []rowfilter.ColumnIn{{Column: "level", Values: []string{"high"}}}}}}, "accepted: a decimal integer"},
+		{rowfilter.Filter{Predicates: []rowfilter.Predicate{{Columns: []rowfilter.ColumnIn{{Column: "timestamp", Values: []string{"1"}}}}}}, "accepted: delete predicates test string, integer and boolean"},
 	} {
 		_, err := compileFilter(&c.f, sc)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -198,12 +199,12 @@ func TestRowFilterRejectsBadPredicates(t *testing.T) {
 	// A value that does not fit the file's column type is named by its column only: the error
 	// reaches logs and the status page's skipped cause, and the value may be personal data.
 	const email = "alice.smith@example.com"
-	f := RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"level", []string{email}}}}}}
+	f := rowfilter.Filter{Predicates: []rowfilter.Predicate{{Columns: []rowfilter.ColumnIn{{Column: "level", Values: []string{email}}}}}}
 	if _, err := compileFilter(&f, sc); err == nil || strings.Contains(err.Error(), "alice") || !strings.Contains(err.Error(), `"level"`) {
 		t.Fatalf("a value that is not an integer: error %v, want one naming the column and not the value", err)
 	}
 	if _, err := Rewrite(context.Background(), localFS, nil, sc, pathGen(t.TempDir(), 0),
-		RewriteOptions{ForcePath: PathPageBounded, RowFilter: &RowFilter{}}); err == nil {
+		RewriteOptions{ForcePath: PathPageBounded, RowFilter: &rowfilter.Filter{}}); err == nil {
 		t.Fatal("a forced page-bounded rewrite with a row filter was accepted")
 	}
 }
@@ -237,11 +238,11 @@ func TestMatcherKeepsExactlyTheMatchingRows(t *testing.T) {
 		kept.Release()
 		rec.Release()
 	}
-	if _, err := CompileFilter(&RowFilter{Predicates: []Predicate{{Columns: []ColumnIn{{"level", []string{"x"}}}}}}, sc, "timestamp"); err == nil ||
+	if _, err := CompileFilter(&rowfilter.Filter{Predicates: []rowfilter.Predicate{{Columns: []rowfilter.ColumnIn{{Column: "level", Values: []string{"x"}}}}}}, sc, "timestamp"); err == nil ||
 		strings.Contains(err.Error(), "delete") || !strings.Contains(err.Error(), `column "level"`) || strings.Contains(err.Error(), `"x"`) {
 		t.Fatalf("error %v: should name the column, not the value (it may be personal data) nor a delete predicate", err)
 	}
-	if _, err := CompileFilter(&RowFilter{}, sc, "service"); err == nil {
+	if _, err := CompileFilter(&rowfilter.Filter{}, sc, "service"); err == nil {
 		t.Fatal("a non-timestamp time column is accepted")
 	}
 }
@@ -254,7 +255,7 @@ func TestFoldKeysAreFilterable(t *testing.T) {
 		arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64,
 		arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Float64, arrow.FixedWidthTypes.Boolean,
 		&arrow.TimestampType{Unit: arrow.Microsecond}, arrow.FixedWidthTypes.Date32} {
-		if f, k := FilterableType(typ), folding.FoldableKeyType(typ); (f == nil) != (k == nil) {
+		if f, k := rowfilter.CheckType(typ), folding.FoldableKeyType(typ); (f == nil) != (k == nil) {
 			t.Errorf("%s: filterable %v, fold key %v", typ, f, k)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/merge/rowfilter"
 )
 
 // TestFilterRecordFirstMatch: with FirstMatch a row takes the first class whose columns match and
@@ -34,9 +36,9 @@ func TestFilterRecordFirstMatch(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	c := func(v int64) *int64 { return &v }
-	f := &RowFilter{FirstMatch: true, Predicates: []Predicate{
-		{Columns: []ColumnIn{{Column: "severity", Values: []string{"error"}}}, Keep: true},
-		{Columns: []ColumnIn{{Column: "severity", Values: []string{"debug"}}}, To: c(100)},
+	f := &rowfilter.Filter{FirstMatch: true, Predicates: []rowfilter.Predicate{
+		{Columns: []rowfilter.ColumnIn{{Column: "severity", Values: []string{"error"}}}, Keep: true},
+		{Columns: []rowfilter.ColumnIn{{Column: "severity", Values: []string{"debug"}}}, To: c(100)},
 		{To: c(50)}, // the table's period: every other row
 	}}
 	out, dropped, err := FilterRecord(rec, "timestamp", f, nil)

@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/kmerge"
 	"github.com/siglake/siglake/merge/pagebounded"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/merge/splice"
 	"github.com/siglake/siglake/merge/writer"
 )
@@ -108,7 +109,7 @@ type RewriteOptions struct {
 	// RowFilter, if set, drops the rows it matches (delete tasks). It runs on
 	// the in-memory and k-way paths; a bin the budget would send to the
 	// page-bounded path streams through the k-way path instead.
-	RowFilter *RowFilter
+	RowFilter *rowfilter.Filter
 	// Fold, if set, folds the merged stream's rows of one (bucket, keys) into one (aggregate
 	// folding). Like RowFilter it needs every row decoded: it runs on the in-memory and k-way
 	// paths, never on one that copies row groups or pages.

@@ -36,7 +36,7 @@ func TestDensityCuts(t *testing.T) {
 		{"median over rows", []int64{10, 10, 10, 90}, 0.5, []int64{30}},
 	}
 	for _, c := range cases {
-		got := density.Of(density.TimeHistogram{Start: 0, Width: w, Counts: c.counts}, c.frac).At
+		got := density.CutsOfHistogram(density.TimeHistogram{Start: 0, Width: w, Counts: c.counts}, c.frac).At
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: cuts %v, want %v", c.name, got, c.want)
 		}
@@ -216,7 +216,7 @@ func TestLateFileName(t *testing.T) {
 
 func TestDensityCutsRuns(t *testing.T) {
 	h := density.TimeHistogram{Start: 0, Width: 10, Counts: []int64{2, 1, 0, 100, 120, 1, 90}}
-	c := density.Of(h, 0.05)
+	c := density.CutsOfHistogram(h, 0.05)
 	if !slices.Equal(c.At, []int64{30, 50, 60}) || !c.FirstSparse {
 		t.Fatalf("cuts %+v, want at [30 50 60], first run sparse", c)
 	}
@@ -225,10 +225,10 @@ func TestDensityCutsRuns(t *testing.T) {
 			t.Errorf("sparse at %d: %v, want %v", ts, got, want)
 		}
 	}
-	if c := density.Of(density.TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 0, 1}}, 0.05); c.FirstSparse != false || !slices.Equal(c.At, []int64{20}) {
+	if c := density.CutsOfHistogram(density.TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 0, 1}}, 0.05); c.FirstSparse != false || !slices.Equal(c.At, []int64{20}) {
 		t.Fatalf("dense head: %+v", c)
 	}
-	if c := density.Of(density.TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 90}}, 0.05); c.FirstSparse || c.SparseAt(5) {
+	if c := density.CutsOfHistogram(density.TimeHistogram{Start: 0, Width: 10, Counts: []int64{100, 90}}, 0.05); c.FirstSparse || c.SparseAt(5) {
 		t.Fatalf("one dense run: %+v", c)
 	}
 }

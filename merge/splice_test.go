@@ -297,7 +297,7 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := chunksum.Of(pf.MetaData()) != nil; got != withSums {
+			if got := chunksum.RowGroupSums(pf.MetaData()) != nil; got != withSums {
 				t.Fatalf("input has chunk checksums: %v, want %v", got, withSums)
 			}
 			cc, err := pf.MetaData().RowGroup(1).ColumnChunk(2) // raw: neither the timestamp nor a group column
@@ -352,7 +352,7 @@ func TestSpliceCorruptCopiedPageFails(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sums := chunksum.Of(o.Meta)
+				sums := chunksum.RowGroupSums(o.Meta)
 				for rg := 0; rg < o.Meta.NumRowGroups(); rg++ {
 					c, err := o.Meta.RowGroup(rg).ColumnChunk(2)
 					if err != nil {

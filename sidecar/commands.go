@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/puffinidx"
@@ -19,15 +19,15 @@ import (
 	"github.com/siglake/siglake/sidecar/retention/pending"
 )
 
-// DeleteSweep is `siglake delete-sweep` (deletes.Sweeper.SweepTables) with this process's
+// DeleteSweep is `siglake delete-sweep` (sweep.Sweeper.SweepTables) with this process's
 // options: its rewrites get the same index rebuild as the maintenance loop's.
-func DeleteSweep(ctx context.Context, l *lake.Lake, cfg config.Config, log *zap.Logger, tables []string, o deletes.SweepOptions) ([]deletes.SweepReport, error) {
+func DeleteSweep(ctx context.Context, l *lake.Lake, cfg config.Config, log *zap.Logger, tables []string, o sweep.Options) ([]sweep.Report, error) {
 	return DeleteSweeper(l, cfg, log).SweepTablesWith(ctx, tables, o)
 }
 
 // DeleteSweeper is the sweeper of `siglake delete-sweep` and of delete-request's count of what a
 // request matches: the process's options, metrics nobody scrapes.
-func DeleteSweeper(l *lake.Lake, cfg config.Config, log *zap.Logger) *deletes.Sweeper {
+func DeleteSweeper(l *lake.Lake, cfg config.Config, log *zap.Logger) *sweep.Sweeper {
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
 	return m.Deletes()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -30,7 +31,7 @@ func TestStatusShowsNoPredicateValues(t *testing.T) {
 	st := NewStatus("n", config.RoleAll, "test", time.Now())
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: e.Lake, Metrics: NewMetrics().Maintain, Log: e.Log, Now: time.Now, Publish: st}
 	// The idle cycle's sweep: inside the default cancel period it only publishes the request.
-	rep, err := m.Deletes().Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+	rep, err := m.Deletes().Sweep(context.Background(), "events", sweep.Options{Apply: true})
 	if err != nil || len(rep.Waiting) != 1 {
 		t.Fatalf("sweep: waiting %v, %v", rep.Waiting, err)
 	}

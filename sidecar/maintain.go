@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/retention"
@@ -29,8 +29,8 @@ func retentionConfig(c config.Config) retention.Config {
 }
 
 // sweepConfig is the part of the options the delete sweeper needs.
-func sweepConfig(c config.Config) deletes.SweepConfig {
-	return deletes.SweepConfig{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
+func sweepConfig(c config.Config) sweep.Config {
+	return sweep.Config{MaxFiles: c.DeleteSweepMaxFiles, MaxBytes: c.DeleteSweepMaxBytes, TargetFileBytes: c.TargetFileBytes,
 		Sweeps: c.DeleteTasks, Metadata: c.MetadataOptions, CancelPeriod: c.DeleteCancelPeriod}
 }
 

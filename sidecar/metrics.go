@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/siglake/siglake/sidecar/buffer"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/instrument"
@@ -42,7 +42,7 @@ type Metrics struct {
 	Maintain *maintain.Metrics
 
 	// Deletes are the delete tasks' metrics (sidecar/deletes).
-	Deletes *deletes.Metrics
+	Deletes *sweep.Metrics
 	// Retention are retention's metrics (sidecar/retention).
 	Retention *retention.Metrics
 
@@ -80,7 +80,7 @@ func NewMetrics() *Metrics {
 			Name: "siglake_build_info", Help: "Always 1; the labels say which build runs: version, VCS revision, Go version."},
 			[]string{"version", "revision", "goversion"}),
 	}
-	m.Deletes = deletes.NewMetrics(reg)
+	m.Deletes = sweep.NewMetrics(reg)
 	m.Rewrite = rewrite.NewMetrics(reg)
 	kinds := make([]string, len(level.Kinds))
 	for i, k := range level.Kinds {

@@ -8,7 +8,7 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membership"
@@ -74,7 +74,7 @@ type TableReport struct {
 	// Candidates are the members the owner was chosen among (those sharing this catalog).
 	Candidates  []string         `json:"candidates,omitempty"`
 	Maintenance *maintain.State  `json:"maintenance,omitempty"`
-	Deletes     *deletes.State   `json:"deletes,omitempty"`
+	Deletes     *sweep.State     `json:"deletes,omitempty"`
 	Retention   *retention.State `json:"retention,omitempty"`
 }
 
@@ -124,7 +124,7 @@ func (r *StatusReport) Table(name string) *TableReport {
 var (
 	_ drain.Publisher      = (*Status)(nil)
 	_ maintain.Publisher   = (*Status)(nil)
-	_ deletes.Publisher    = (*Status)(nil)
+	_ sweep.Publisher      = (*Status)(nil)
 	_ retention.Publisher  = (*Status)(nil)
 	_ membership.Publisher = (*Status)(nil)
 )
@@ -150,8 +150,8 @@ func (s *Status) Maintenance(table string, st *maintain.State) {
 // Owned shows the tables this process maintains.
 func (s *Status) Owned(tables []string) { s.Update(func(r *StatusReport) { r.Owned = tables }) }
 
-// Deletes shows a table's deletion requests (deletes.Publisher).
-func (s *Status) Deletes(table string, st *deletes.State) {
+// Deletes shows a table's deletion requests (sweep.Publisher).
+func (s *Status) Deletes(table string, st *sweep.State) {
 	s.Update(func(r *StatusReport) { r.Table(table).Deletes = st })
 }
 

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
@@ -44,7 +44,7 @@ func TestStatusPublishedValuesAreNotMutated(t *testing.T) {
 			st.Owned([]string{"events"})
 			st.Committed("events", &drain.CommitReport{Time: time.Now(), Rows: int64(i)})
 			st.Backlog(drain.Backlog{Segments: i})
-			st.Deletes("events", &deletes.State{CheckedAt: time.Now()})
+			st.Deletes("events", &sweep.State{CheckedAt: time.Now()})
 			st.Error(time.Now(), "test", "events", fmt.Errorf("error %d", i))
 		}
 	}()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/plan"
 	"github.com/siglake/siglake/sidecar/plan/level"
@@ -27,7 +27,7 @@ func TestStatusPagesServed(t *testing.T) {
 	}
 	st.Maintenance("events", &maintain.State{SampledAt: now, FilesPerLevel: map[string]int{"L0": 2}, BytesPerLevel: map[string]int{"L0": 20},
 		OverlapDepth: 2, Partitions: maintain.Partitions(files, plan.DefaultConfig())})
-	st.Deletes("events", &deletes.State{Pending: []deletes.PendingRequest{{ID: "req-1", Table: "events", State: "waiting", CreatedAt: now, ExecuteAt: now.Add(time.Hour)}}})
+	st.Deletes("events", &sweep.State{Pending: []sweep.PendingRequest{{ID: "req-1", Table: "events", State: "waiting", CreatedAt: now, ExecuteAt: now.Add(time.Hour)}}})
 	st.Owned([]string{"events"})
 	srv := httptest.NewServer(Handler(NewMetrics(), st, &Readiness{}, time.Now))
 	defer srv.Close()

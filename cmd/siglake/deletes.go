@@ -12,6 +12,7 @@ import (
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -84,7 +85,7 @@ func requestMatches(ctx context.Context, l *lake.Lake, cfg config.Config, tbl st
 	}
 	defer func() { _ = log.Sync() }()
 	out = requestReport{Request: got, ExecuteAt: got.ExecuteAt(cfg.DeleteCancelPeriod), MatchingRows: -1}
-	rep, cerr := sidecar.DeleteSweeper(l, cfg, log).Sweep(ctx, tbl, deletes.SweepOptions{NoCaps: true, Only: []string{got.ID}})
+	rep, cerr := sidecar.DeleteSweeper(l, cfg, log).Sweep(ctx, tbl, sweep.Options{NoCaps: true, Only: []string{got.ID}})
 	if cerr == nil {
 		out.MatchingRows = rep.ByRequest[got.ID]
 		for _, c := range rep.Candidates {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 )
 
 // runDeleteSweep is `siglake delete-sweep [--table T]... [--apply [--skip-cancel-period]] [--json] [compactor options]`.
@@ -45,7 +46,7 @@ func runDeleteSweep(args []string) error {
 	if *skip {
 		fmt.Fprintf(os.Stderr, "--skip-cancel-period: executing pending requests now, also those recorded less than %s ago (SIGLAKE_DELETE_CANCEL_PERIOD)\n", cfg.DeleteCancelPeriod)
 	}
-	reps, err := sidecar.DeleteSweep(ctx, l, cfg, log, tables, deletes.SweepOptions{Apply: *apply, SkipCancelPeriod: *skip})
+	reps, err := sidecar.DeleteSweep(ctx, l, cfg, log, tables, sweep.Options{Apply: *apply, SkipCancelPeriod: *skip})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -58,8 +59,8 @@ func runDeleteSweep(args []string) error {
 	return err
 }
 
-func printSweeps(reps []deletes.SweepReport, apply bool, cancelPeriod time.Duration) {
-	last := map[string]deletes.SweepReport{}
+func printSweeps(reps []sweep.Report, apply bool, cancelPeriod time.Duration) {
+	last := map[string]sweep.Report{}
 	var order []string
 	for i, r := range reps {
 		if _, ok := last[r.Table]; !ok {

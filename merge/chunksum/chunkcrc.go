@@ -104,7 +104,7 @@ func decode(v string, cols int) (rgs [][]Sum, ok bool) {
 	return rgs, true
 }
 
-// Of reads md's Key: per row group the sums of its chunks, nil
+// RowGroupSums reads md's Key: per row group the sums of its chunks, nil
 // for a row group without. The sums belong to the bytes siglake wrote; a
 // tool that rewrites a file and keeps its key-value metadata (parquet-mr's
 // ParquetRewriter re-encoding with another codec) leaves them beside other
@@ -113,7 +113,7 @@ func decode(v string, cols int) (rgs [][]Sum, ok bool) {
 // beside its sum; otherwise the row group has none (the splice reads its
 // pages instead). An entry that does not decode, or does not describe as
 // many row groups as the file has, is absent: nil.
-func Of(md *metadata.FileMetaData) [][]uint32 {
+func RowGroupSums(md *metadata.FileMetaData) [][]uint32 {
 	v, ok := footerValue(md, Key)
 	if !ok {
 		return nil

@@ -64,7 +64,8 @@ func (c Cuts) SparseAt(ts int64) bool {
 	return c.FirstSparse != (passed%2 == 1)
 }
 
-func Of(h TimeHistogram, frac float64) Cuts {
+// CutsOfHistogram is the cut rule (CutsOfBuckets) over h's non-empty buckets.
+func CutsOfHistogram(h TimeHistogram, frac float64) Cuts {
 	if h.Width <= 0 {
 		return Cuts{}
 	}
@@ -74,19 +75,19 @@ func Of(h TimeHistogram, frac float64) Cuts {
 			bs = append(bs, timeBucket{start: h.Start + int64(i)*h.Width, rows: c})
 		}
 	}
-	return OfBuckets(bs, frac)
+	return CutsOfBuckets(bs, frac)
 }
 
 // timeBucket is a non-empty time bucket: rows rows from start on, up to the next bucket's start
 // at most.
 type timeBucket struct{ start, rows int64 }
 
-// OfBuckets is the cut rule over non-empty buckets of one width in time order: a bucket is
+// CutsOfBuckets is the cut rule over non-empty buckets of one width in time order: a bucket is
 // dense when it holds at least frac times the median bucket (taken over rows), and each change
 // between dense and sparse is a cut at the later bucket's start. Empty buckets are not listed, so
 // a batch with a row days before the rest costs a bucket, not a histogram wide enough for the
 // days between.
-func OfBuckets(bs []timeBucket, frac float64) Cuts {
+func CutsOfBuckets(bs []timeBucket, frac float64) Cuts {
 	if frac <= 0 || len(bs) < 2 {
 		return Cuts{}
 	}
@@ -169,7 +170,7 @@ func BatchCuts(recs []arrow.RecordBatch, tsColumn string, frac float64) Cuts {
 		bs = append(bs, timeBucket{start: sec * DrainBucketMicros, rows: n})
 	}
 	slices.SortFunc(bs, func(a, b timeBucket) int { return cmp.Compare(a.start, b.start) })
-	return OfBuckets(bs, frac)
+	return CutsOfBuckets(bs, frac)
 }
 
 // FooterHistogram sums the time-bucket footers of a bin's inputs at the

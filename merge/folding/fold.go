@@ -68,7 +68,7 @@ type FoldStats struct {
 }
 
 // FoldableKeyType says whether a fold may key on a column of type t: the types delete
-// predicates test (merge.FilterableType; TestFoldKeysAreFilterable keeps the two in step), so
+// predicates test (rowfilter.CheckType; TestFoldKeysAreFilterable keeps the two in step), so
 // deletion requests work on a rollup's keys.
 func FoldableKeyType(t arrow.DataType) error {
 	switch t.ID() {

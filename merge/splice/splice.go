@@ -305,7 +305,7 @@ func Merge(ctx context.Context, fs icebergio.WriteFileIO, opened []*input.File, 
 			footer = nil // blooms that do not match the row groups are not copied
 		}
 		src := &spliceSource{in: in, schema: schema, tsName: opts.Writer.TimestampColumn, opts: opts, copies: copies,
-			groupCols: groupCols, footer: footer, crcs: chunksum.Of(in.Parquet.MetaData()), idx: i, runs: runs}
+			groupCols: groupCols, footer: footer, crcs: chunksum.RowGroupSums(in.Parquet.MetaData()), idx: i, runs: runs}
 		cursors = append(cursors, &kmerge.Cursor{Idx: i, Name: in.Path, Src: src})
 	}
 	runs.asm = kmerge.NewAssembler(ctx, schema, opts.Writer.Allocator, func(r arrow.RecordBatch) error { return w.Write(ctx, r) })
@@ -393,7 +393,7 @@ type spliceSource struct {
 	copies    []bool
 	groupCols []string
 	footer    *index.Footer
-	crcs      [][]uint32 // chunksum.Of of the input
+	crcs      [][]uint32 // chunksum.RowGroupSums of the input
 	idx       int
 	// dictReader reads the copied row groups' timestamp and group columns,
 	// string group columns as dictionaries.

@@ -207,7 +207,7 @@ func writeInOrder(ctx context.Context, s *Sink, schema *arrow.Schema, recs []arr
 		for i, row := range order {
 			sorted[i] = ts[row]
 		}
-		s.setCuts(density.OfBuckets(density.BucketsOfSorted(sorted, density.DrainBucketMicros), opts.SplitSparse))
+		s.setCuts(density.CutsOfBuckets(density.BucketsOfSorted(sorted, density.DrainBucketMicros), opts.SplitSparse))
 	}
 	recOf := func(row int32) int { // the record holding global row number row
 		return sort.Search(len(recs), func(i int) bool { return starts[i+1] > int64(row) })

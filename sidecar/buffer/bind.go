@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -49,7 +50,7 @@ func bind(q reader.Query, sc *arrow.Schema) (*merge.Matcher, []int, error) {
 		case len(idx) == 0:
 			return nil, nil, &reader.ParamError{Param: param, Err: fmt.Errorf("no column %q; columns: %s", c.Column, names())}
 		}
-		if err := merge.FilterableType(sc.Field(idx[0]).Type); err != nil {
+		if err := rowfilter.CheckType(sc.Field(idx[0]).Type); err != nil {
 			return nil, nil, &reader.ParamError{Param: param, Err: fmt.Errorf("column %q: %w", c.Column, err)}
 		}
 	}

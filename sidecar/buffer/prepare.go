@@ -20,6 +20,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -44,9 +45,9 @@ type answer struct {
 	schema   *arrow.Schema // every column, what each record is conformed to
 	out      *arrow.Schema // the projection, with the answer's metadata
 	proj     []int
-	match    *merge.Matcher   // nil: every row
-	expired  *merge.RowFilter // rows past retention, as the drain drops them; nil: none
-	cutoff   int64            // no row at or after it is past retention (microseconds)
+	match    *merge.Matcher    // nil: every row
+	expired  *rowfilter.Filter // rows past retention, as the drain drops them; nil: none
+	cutoff   int64             // no row at or after it is past retention (microseconds)
 	budget   int64
 	first    *localwal.Segment // srcs[0] decoded before the status was sent
 	skipped  map[string]int

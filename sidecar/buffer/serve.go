@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
@@ -59,7 +59,7 @@ type Server struct {
 	// rows it says are past the table's retention (t nil: a table not created yet, the process
 	// default) are left out of every answer, since the drain drops them before writing and a
 	// reader would otherwise get rows the lake never holds (promise 12). nil: none are.
-	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
+	PastRetention func(t *table.Table, now time.Time) (*rowfilter.Filter, int64)
 	// Auth, when set, refuses requests without valid credentials before anything else.
 	Auth *listen.Auth
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/config"
@@ -37,7 +38,7 @@ type Options struct {
 	// Timeouts bound the listener's connections; zero fields take listen.DefaultTimeouts'.
 	Timeouts listen.Timeouts
 	// PastRetention is the drain's retention hook (Server.PastRetention); nil: none.
-	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
+	PastRetention func(t *table.Table, now time.Time) (*rowfilter.Filter, int64)
 	// TokenFile holds the bearer tokens readers must send (listen.Auth.TokenFile); "" takes none.
 	TokenFile string
 	// InsecureNoAuth lets Addr beyond loopback serve without a token or client CA

@@ -255,15 +255,6 @@ func (r *Request) Filter() rows.Filter {
 	return rows.Filter{Name: "request " + r.ID, Where: r.Where, From: r.From, To: r.To}
 }
 
-// filters are the rows of each of rs.
-func filters(rs []Request) []rows.Filter {
-	out := make([]rows.Filter, len(rs))
-	for i := range rs {
-		out[i] = rs[i].Filter()
-	}
-	return out
-}
-
 // Describe renders r's predicate for logs and the CLI: service IN (billing) AND timestamp >= ....
 func (r *Request) Describe() string {
 	d := r.Filter().Describe()

@@ -226,3 +226,17 @@ func Stage(txn *table.Transaction, rs ...Request) error {
 	}
 	return txn.SetProperties(props)
 }
+
+// Expired says whether r is done or cancelled for longer than DoneRetention (a cancelled request
+// another tool wrote without cancelled_at counts from its creation).
+func (r *Request) Expired(now time.Time) bool {
+	switch {
+	case r.State == Done && r.DoneAt != nil:
+		return now.Sub(*r.DoneAt) > DoneRetention
+	case r.State == Cancelled && r.CancelledAt != nil:
+		return now.Sub(*r.CancelledAt) > DoneRetention
+	case r.State == Cancelled:
+		return now.Sub(r.CreatedAt) > DoneRetention
+	}
+	return false
+}

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -111,7 +111,7 @@ type Config struct {
 	// the latest cutoff (no row at or after it is past); the drain drops those rows before
 	// writing, so a replayed old WAL cannot bring deleted days back. nil filter: none can be.
 	// The process wires retention.DrainFilter here, so the drain does not import retention.
-	PastRetention func(t *table.Table, now time.Time) (*merge.RowFilter, int64)
+	PastRetention func(t *table.Table, now time.Time) (*rowfilter.Filter, int64)
 }
 
 func (d *Drain) publisher() Publisher {

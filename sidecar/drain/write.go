@@ -12,6 +12,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/drain/dayfiles"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -94,7 +95,7 @@ func (d *Drain) writeFiles(ctx context.Context, c *batchCommit) ([]merge.Output,
 
 // retentionFilter is the row filter of rows already past t's retention, and the latest cutoff;
 // nil when retention is not wired or keeps every row.
-func (d *Drain) retentionFilter(t *table.Table) (*merge.RowFilter, int64) {
+func (d *Drain) retentionFilter(t *table.Table) (*rowfilter.Filter, int64) {
 	if d.Cfg.PastRetention == nil {
 		return nil, 0
 	}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rewrite"
 )
@@ -60,7 +61,7 @@ type Read struct {
 	// Kind is the rewrite kind a failure is counted under (delete-task, retention).
 	Kind   string
 	File   lake.File
-	Filter *merge.RowFilter
+	Filter *rowfilter.Filter
 }
 
 func (rd Read) job() rewrite.Job {
@@ -128,4 +129,19 @@ func Removed(res merge.RewriteResult) (n int64) {
 		n += d
 	}
 	return n
+}
+
+// SetAside splits files, in order, into those a filtered run reads and those set aside after
+// failed rewrites (the siglake skipped list in props), which it never reads: the one set-aside
+// rule of delete tasks and retention. path is a file's path.
+func SetAside[F any](props iceberg.Properties, files []F, path func(F) string) (read, aside []F) {
+	skipped := lake.SkippedFiles(props)
+	for _, f := range files {
+		if _, ok := skipped[path(f)]; ok {
+			aside = append(aside, f)
+			continue
+		}
+		read = append(read, f)
+	}
+	return read, aside
 }

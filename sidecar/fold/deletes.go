@@ -21,8 +21,8 @@ import (
 // existing requests and rules.
 
 // CheckDelete says whether deletion request r may run on a table with properties props: any
-// request on a table without a fold specification, one testing key columns only on a rollup. It
-// is the delete sweep's Check (deletes.Sweeper).
+// request on a table without a fold specification, one testing key columns only on a rollup. The
+// delete sweeper (sweep.Sweeper) vets each request with it before it runs.
 func CheckDelete(props iceberg.Properties, r deletes.Request) error {
 	s, ok, err := SpecProperty.Read(props)
 	if !ok {

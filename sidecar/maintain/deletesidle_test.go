@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/rows"
@@ -54,7 +55,7 @@ func TestDeleteTasksSwitch(t *testing.T) {
 				if v := promtest.Gauge(pending); v != 1 {
 					t.Fatalf("siglake_delete_requests_pending = %v, want 1", v)
 				}
-				var shown []deletes.PendingRequest
+				var shown []sweep.PendingRequest
 				if st := published(m).deletes["events"]; st != nil {
 					shown = st.Pending
 				}

@@ -19,7 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan"
@@ -94,7 +94,7 @@ type Config struct {
 	// DeleteTasks is SIGLAKE_DELETE_TASKS: idle cycles sweep deletion requests.
 	DeleteTasks bool
 	// Sweep configures the delete sweeper.
-	Sweep deletes.SweepConfig
+	Sweep sweep.Config
 	// RetentionInterval is SIGLAKE_RETENTION_INTERVAL_SECS: how often owned tables get a
 	// retention run (0 = never); Retention configures the runs.
 	RetentionInterval time.Duration
@@ -137,7 +137,7 @@ type CycleReport struct {
 	// sets siglake_maintenance_last_success_timestamp_seconds.
 	Succeeded bool
 	// DeleteSweeps are the delete sweeps of an idle cycle (none when SIGLAKE_DELETE_TASKS is off).
-	DeleteSweeps []deletes.SweepReport
+	DeleteSweeps []sweep.Report
 	// Retention are the retention runs of this cycle (one per owned table when due).
 	Retention []retention.Report
 	// Expired are the tables whose snapshots this cycle expired.
@@ -157,7 +157,7 @@ type TableError struct {
 // Deletes is the maintainer's delete sweeper (created on first use; it keeps what it learnt
 // about clean files between cycles). Its rewrites run through the maintainer's executor, so they
 // get the index rebuild under SIGLAKE_INDEX_REBUILD like every other rewrite.
-func (m *Maintainer) Deletes() *deletes.Sweeper {
+func (m *Maintainer) Deletes() *sweep.Sweeper {
 	m.parts()
 	return m.exec.deletes()
 }
@@ -344,8 +344,8 @@ func (m *Maintainer) runRetention(ctx context.Context, tables []string, rep *Cyc
 
 // idleDeletes sweeps each owned table's pending deletion requests, or with SIGLAKE_DELETE_TASKS
 // off only publishes them (requests are still recorded and counted; delete-sweep --apply runs them).
-func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []deletes.SweepReport {
-	var out []deletes.SweepReport
+func (m *Maintainer) idleDeletes(ctx context.Context, owned []string) []sweep.Report {
+	var out []sweep.Report
 	for _, name := range owned {
 		if ctx.Err() != nil {
 			break
@@ -387,7 +387,7 @@ func (m *Maintainer) forgetTables(owned []string) {
 	}
 }
 
-func sweepFailed(sweeps []deletes.SweepReport) bool {
+func sweepFailed(sweeps []sweep.Report) bool {
 	for _, s := range sweeps {
 		if s.Outcome == "failed" {
 			return true

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -34,7 +34,7 @@ type executor struct {
 	// poison is the failure bookkeeping: back-offs and set-aside inputs (poison.go).
 	poison poison
 	// sweeper and retainer are made on first use; both keep what they learnt between cycles.
-	sweeper  *deletes.Sweeper
+	sweeper  *sweep.Sweeper
 	retainer *retention.Runner
 }
 
@@ -296,12 +296,11 @@ func (e *executor) reserveRebuild(ctx context.Context, bytes int64) (release fun
 }
 
 // deletes is the delete sweeper (made on first use).
-func (e *executor) deletes() *deletes.Sweeper {
+func (e *executor) deletes() *sweep.Sweeper {
 	if e.sweeper == nil {
 		s := e.set
-		e.sweeper = &deletes.Sweeper{Cfg: s.Cfg.Sweep, Lake: s.Lake, Metrics: s.Metrics.Deletes, Now: s.Now, Rewriter: e.filtered(),
-			Check: fold.CheckDelete}
-		if p, ok := s.Publish.(deletes.Publisher); ok {
+		e.sweeper = &sweep.Sweeper{Cfg: s.Cfg.Sweep, Lake: s.Lake, Metrics: s.Metrics.Deletes, Now: s.Now, Rewriter: e.filtered()}
+		if p, ok := s.Publish.(sweep.Publisher); ok {
 			e.sweeper.Publish = p
 		}
 	}
@@ -326,8 +325,8 @@ func (e *executor) retention() *retention.Runner {
 }
 
 // sweep runs the delete tasks of one table.
-func (e *executor) sweep(ctx context.Context, name string) (deletes.SweepReport, error) {
-	rep, err := e.deletes().Sweep(ctx, name, deletes.SweepOptions{Apply: true})
+func (e *executor) sweep(ctx context.Context, name string) (sweep.Report, error) {
+	rep, err := e.deletes().Sweep(ctx, name, sweep.Options{Apply: true})
 	e.obs.swept(ctx, name, err)
 	return rep, err
 }

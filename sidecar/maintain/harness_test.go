@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/instrument"
@@ -45,7 +45,7 @@ func metadata(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(
 // defaultConfig is the maintenance part of the process defaults (docs/configuration.md).
 func defaultConfig() testConfig {
 	return testConfig{Config: Config{SnapshotExpireInterval: 60 * time.Second, SnapshotRetain: 100, DeleteTasks: true,
-		Sweep:          deletes.SweepConfig{MaxFiles: 8, MaxBytes: 1024 << 20, TargetFileBytes: 256 << 20, Sweeps: true, Metadata: metadata},
+		Sweep:          sweep.Config{MaxFiles: 8, MaxBytes: 1024 << 20, TargetFileBytes: 256 << 20, Sweeps: true, Metadata: metadata},
 		MergeChunkRows: merge.DefaultChunkRows, MaxFanIn: merge.DefaultMaxFanIn, Metadata: metadata},
 		ReclusterInterval: 10 * time.Second}
 }
@@ -87,7 +87,7 @@ type recorder struct {
 	mu      sync.Mutex
 	errors  []error
 	owned   []string
-	deletes map[string]*deletes.State
+	deletes map[string]*sweep.State
 	retent  map[string]*retention.State
 }
 
@@ -106,11 +106,11 @@ func (r *recorder) Retention(table string, st *retention.State) {
 	}
 	r.retent[table] = st
 }
-func (r *recorder) Deletes(table string, st *deletes.State) {
+func (r *recorder) Deletes(table string, st *sweep.State) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.deletes == nil {
-		r.deletes = map[string]*deletes.State{}
+		r.deletes = map[string]*sweep.State{}
 	}
 	r.deletes[table] = st
 }
@@ -120,7 +120,7 @@ var registries sync.Map // *Metrics -> *prometheus.Registry
 
 func newTestMetrics() *Metrics {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, rewrite.NewMetrics(reg), instrument.NewMergeMetrics(reg), puffinidx.NewMetrics(reg), deletes.NewMetrics(reg), retention.NewMetrics(reg))
+	m := NewMetrics(reg, rewrite.NewMetrics(reg), instrument.NewMergeMetrics(reg), puffinidx.NewMetrics(reg), sweep.NewMetrics(reg), retention.NewMetrics(reg))
 	m.Fold = fold.NewMetrics(reg)
 	registries.Store(m, reg)
 	return m
@@ -136,7 +136,7 @@ func counterValue(t *testing.T, m *Metrics, name, outcome string) float64 {
 func published(m *Maintainer) *recorder { return m.Publish.(*recorder) }
 
 // deleteSweep is `siglake delete-sweep --apply` over tables with e's configuration.
-func deleteSweep(t *testing.T, e *env, tables []string) []deletes.SweepReport {
+func deleteSweep(t *testing.T, e *env, tables []string) []sweep.Report {
 	t.Helper()
 	m := &Maintainer{Cfg: e.cfg.Config, Lake: e.lake, Metrics: newTestMetrics(), Log: e.te.Log, Now: time.Now}
 	reps, err := m.Deletes().SweepTables(context.Background(), tables, true)

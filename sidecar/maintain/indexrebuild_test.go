@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
@@ -503,7 +504,7 @@ func TestIndexRebuildFollowsDeleteTasks(t *testing.T) {
 			testlake.Record(t, e.lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 			if tc.byHand {
 				deleteSweep(t, e, []string{"events"})
-			} else if rep, err := m.Deletes().Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true}); err != nil || rep.Rewritten == 0 {
+			} else if rep, err := m.Deletes().Sweep(context.Background(), "events", sweep.Options{Apply: true}); err != nil || rep.Rewritten == 0 {
 				t.Fatalf("sweep rewrote %d files, %v", rep.Rewritten, err)
 			}
 			tbl, files := liveTable(t, e)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -149,7 +150,7 @@ func TestRetentionRacesDrainRewriteDeleteTask(t *testing.T) {
 		return err
 	})
 	run(func() error {
-		_, err := sweeper.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+		_, err := sweeper.Sweep(context.Background(), "events", sweep.Options{Apply: true})
 		return err
 	})
 	wg.Wait()

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -111,14 +111,14 @@ type Metrics struct {
 	Rewrite   *rewrite.Metrics
 	Merge     *instrument.MergeMetrics
 	Rebuild   *puffinidx.Metrics
-	Deletes   *deletes.Metrics
+	Deletes   *sweep.Metrics
 	Retention *retention.Metrics
 	// Fold counts folding (nil: not counted); the process sets it beside NewMetrics.
 	Fold *fold.Metrics
 }
 
 // NewMetrics registers the maintenance loop's own metrics on reg and takes the shared ones.
-func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *instrument.MergeMetrics, rb *puffinidx.Metrics, dm *deletes.Metrics, rm *retention.Metrics) *Metrics {
+func NewMetrics(reg prometheus.Registerer, rw *rewrite.Metrics, mm *instrument.MergeMetrics, rb *puffinidx.Metrics, dm *sweep.Metrics, rm *retention.Metrics) *Metrics {
 	m := &Metrics{Rewrite: rw, Merge: mm, Rebuild: rb, Deletes: dm, Retention: rm,
 		OverlapDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_table_overlap_depth", Help: "Largest number of live file time ranges of one partition that contain the same instant (from the last metadata walk)."}, []string{"table"}),

@@ -149,7 +149,7 @@ func (r *Runner) free(ctx context.Context, name string, rep *Report) error {
 
 // pendingView shows t's pending deletions in rep.
 func (r *Runner) pendingView(t *table.Table, rep *Report) {
-	ps, _ := pending.Of(t.Properties())
+	ps, _ := pending.List(t.Properties())
 	rep.Pending, rep.pendingKnown = nil, true
 	for _, p := range ps {
 		_, why := p.Due(t, r.Now(), r.Cfg.DeleteDelay)

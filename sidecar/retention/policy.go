@@ -19,7 +19,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -286,12 +286,12 @@ func Cutoffs(cs []Class) plan.RetentionCutoffs {
 
 // RowFilter drops the rows past their class's cutoff: the merge evaluates classes in order and
 // a row takes the first whose conditions hold.
-func RowFilter(cs []Class) *merge.RowFilter {
-	f := &merge.RowFilter{FirstMatch: true}
+func RowFilter(cs []Class) *rowfilter.Filter {
+	f := &rowfilter.Filter{FirstMatch: true}
 	for _, c := range cs {
-		p := merge.Predicate{To: c.Cutoff, Keep: c.Cutoff == nil}
+		p := rowfilter.Predicate{To: c.Cutoff, Keep: c.Cutoff == nil}
 		for _, w := range c.Where {
-			p.Columns = append(p.Columns, merge.ColumnIn{Column: w.Column, Values: w.Values})
+			p.Columns = append(p.Columns, rowfilter.ColumnIn{Column: w.Column, Values: w.Values})
 		}
 		f.Predicates = append(f.Predicates, p)
 	}
@@ -350,8 +350,8 @@ func (p Policy) Public(def time.Duration, key string) string {
 // keeps every row. A stored policy that does not validate drops nothing here: the maintenance
 // run reports it. def is SIGLAKE_RETENTION_PERIOD. A nil t is a table not created yet (the WAL
 // buffer serves its rows): the drain creates it without a policy, so def applies.
-func DrainFilter(def time.Duration) func(t *table.Table, now time.Time) (*merge.RowFilter, int64) {
-	return func(t *table.Table, now time.Time) (*merge.RowFilter, int64) {
+func DrainFilter(def time.Duration) func(t *table.Table, now time.Time) (*rowfilter.Filter, int64) {
+	return func(t *table.Table, now time.Time) (*rowfilter.Filter, int64) {
 		var pol Policy
 		var err error
 		if t != nil {

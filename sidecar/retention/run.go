@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -241,7 +242,7 @@ type removal struct {
 	// classes are the policy's classes at the run, key what a file found clean is clean under.
 	classes []Class
 	key     cleanRead
-	filter  *merge.RowFilter
+	filter  *rowfilter.Filter
 }
 
 // remove plans and commits the removal of what is past retention in t.
@@ -344,15 +345,17 @@ func (m *removal) policy(t *table.Table) error {
 // nothing), and is reported otherwise.
 func (m *removal) candidates(ctx context.Context, t *table.Table, cut plan.RetentionCutoffs) (func(string) bool, error) {
 	m.trimClean(m.rep.Table, m.live)
-	skipped := lake.SkippedFiles(t.Properties())
-	for _, f := range m.files {
-		if _, ok := skipped[f.Path]; ok && f.MinTime < *cut.Latest && (cut.Whole == nil || f.MaxTime >= *cut.Whole) {
+	_, aside := filtered.SetAside(t.Properties(), m.files, func(f lake.File) string { return f.Path })
+	skipped := make(map[string]bool, len(aside))
+	for _, f := range aside {
+		skipped[f.Path] = true
+		if f.MinTime < *cut.Latest && (cut.Whole == nil || f.MaxTime >= *cut.Whole) {
 			m.rep.Picks = append(m.rep.Picks, Pick{Path: f.Path, Partition: f.Partition, Action: "set_aside", Bytes: f.Size, Rows: f.Rows,
 				Reason: "may hold rows past retention, but it is set aside after failed rewrites (siglake skipped list): not read"})
 			m.rep.SetAside++
 		}
 	}
-	mayHold := func(p string) bool { _, bad := skipped[p]; return !bad && !m.knownClean(m.rep.Table, m.live[p], m.key) }
+	mayHold := func(p string) bool { return !skipped[p] && !m.knownClean(m.rep.Table, m.live[p], m.key) }
 	if len(m.pol.Rules) == 0 {
 		return mayHold, nil
 	}
@@ -398,7 +401,7 @@ func (m *removal) execute(ctx context.Context, rp plan.RetentionPlan) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := m.rewrite(ctx, pick); err != nil && firstErr == nil {
+		if err := m.examine(ctx, pick); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -499,10 +502,10 @@ func (r *Runner) oldest(ctx context.Context, name string, rep *Report) error {
 	return nil
 }
 
-// rewrite counts a straddling file's rows past retention and, if any and applying, rewrites it
+// examine counts a straddling file's rows past retention and, if any and applying, rewrites it
 // without them through the filtered rewriter; the replaced file goes on the pending list in the
 // same commit.
-func (m *removal) rewrite(ctx context.Context, pick plan.RetentionPick) error {
+func (m *removal) examine(ctx context.Context, pick plan.RetentionPick) error {
 	f := m.live[pick.File.Path]
 	pk := Pick{Path: f.Path, Partition: f.Partition, Action: pick.Path.String(), Bytes: f.Size, Rows: f.Rows, Reason: pick.Reason}
 	rd := filtered.Read{Kind: level.KindRetention.String(), File: f, Filter: m.filter}

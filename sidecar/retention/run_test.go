@@ -320,7 +320,7 @@ func TestRetentionFreesStorageAfterTheDelay(t *testing.T) {
 	if n := exists(); n != 0 || rep.FreedFiles != 5 {
 		t.Fatalf("after the delay: %d objects still exist, %d freed", n, rep.FreedFiles)
 	}
-	if ps, _ := pending.Of(e.Table("events").Properties()); len(ps) != 0 {
+	if ps, _ := pending.List(e.Table("events").Properties()); len(ps) != 0 {
 		t.Fatalf("pending list not empty: %+v", ps)
 	}
 	if got := promtest.Counter(t, reg, "siglake_retention_freed_files_total", ""); got != 5 {
@@ -450,7 +450,7 @@ func TestRetentionLosesToARewrite(t *testing.T) {
 	if fired.Load() == 0 || rep.Outcome != "conflict" || len(rep.Snapshots) != 0 {
 		t.Fatalf("fault fired %d times; run outcome %s, snapshots %v; want a lost drop", fired.Load(), rep.Outcome, rep.Snapshots)
 	}
-	if ps, _ := pending.Of(e.Table("events").Properties()); len(ps) != 0 {
+	if ps, _ := pending.List(e.Table("events").Properties()); len(ps) != 0 {
 		t.Fatalf("a lost drop recorded pending deletions: %+v", ps)
 	}
 	all := keep(recs, func(arrow.RecordBatch, int) bool { return true })
@@ -579,7 +579,7 @@ func TestFreedCountedOnce(t *testing.T) {
 	if got := testutil.ToFloat64(r.Metrics.FreedFiles.WithLabelValues("events")); got != 5 {
 		t.Fatalf("siglake_retention_freed_files_total = %v, want 5 (each object once)", got)
 	}
-	if ps, _ := pending.Of(e.Table("events").Properties()); len(ps) != 0 {
+	if ps, _ := pending.List(e.Table("events").Properties()); len(ps) != 0 {
 		t.Fatalf("entries left: %+v", ps)
 	}
 }
@@ -608,7 +608,7 @@ func TestPendingFollowsTheHead(t *testing.T) {
 		t.Fatalf("run: %v, outcome %s, fault fired %d times", err, rep.Outcome, fired.Load())
 	}
 	tbl := e.Table("events")
-	ps, _ := pending.Of(tbl.Properties())
+	ps, _ := pending.List(tbl.Properties())
 	if len(ps) != 1 {
 		t.Fatalf("pending entries %+v, want one", ps)
 	}
@@ -908,7 +908,7 @@ func TestRetentionDropsAWhollyExpiredFileWithoutWritingOne(t *testing.T) {
 	if got := e.Sum("events"); got != want {
 		t.Fatalf("table holds %d rows, want %d", got.Rows, want.Rows)
 	}
-	ps, _ := pending.Of(tbl.Properties())
+	ps, _ := pending.List(tbl.Properties())
 	listed := false
 	for _, p := range ps {
 		listed = listed || slices.Contains(p.Files, expired.Path)

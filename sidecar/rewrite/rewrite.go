@@ -18,6 +18,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/folding"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
@@ -46,7 +47,7 @@ type Job struct {
 	// Metadata is the search metadata the outputs carry.
 	Metadata merge.MetadataOptions
 	// RowFilter drops the rows it matches (delete tasks); nil keeps every row (promise 2).
-	RowFilter *merge.RowFilter
+	RowFilter *rowfilter.Filter
 	// DeleteTask marks a delete-task rewrite (merge.RewriteOptions.DeleteTask).
 	DeleteTask bool
 	// Fold folds the rows of a rollup table (merge.RewriteOptions.Fold); FoldTier is the tier

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/rowfilter"
 )
 
 // Expr is f as an Iceberg row filter, for scan planning (partition and column-metrics pruning).
@@ -97,16 +97,16 @@ func AnyExpr(fs []Filter, sc *iceberg.Schema, tsColumn string) (iceberg.BooleanE
 }
 
 // RowFilter is the merge filter of rows any of fs matches; predicate i is fs[i].
-func RowFilter(fs []Filter) (*merge.RowFilter, error) {
-	out := &merge.RowFilter{}
+func RowFilter(fs []Filter) (*rowfilter.Filter, error) {
+	out := &rowfilter.Filter{}
 	for _, f := range fs {
 		from, to, err := f.Range()
 		if err != nil {
 			return nil, f.named(err)
 		}
-		p := merge.Predicate{From: from, To: to}
+		p := rowfilter.Predicate{From: from, To: to}
 		for _, c := range f.Where {
-			p.Columns = append(p.Columns, merge.ColumnIn{Column: c.Column, Values: c.Values})
+			p.Columns = append(p.Columns, rowfilter.ColumnIn{Column: c.Column, Values: c.Values})
 		}
 		out.Predicates = append(out.Predicates, p)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/index"
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/rows"
 )
 
@@ -51,7 +52,7 @@ type compiled struct {
 	// selected on them before the other output columns are decoded, and only when some match.
 	tested       []string
 	decode       []string // every column read: output plus tested
-	filter       *merge.RowFilter
+	filter       *rowfilter.Filter
 	filterSchema *arrow.Schema // the table's Arrow schema: the filter is checked against it
 }
 

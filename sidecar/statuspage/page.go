@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -56,7 +56,7 @@ type Table struct {
 	WriteError  string // why its last commit failed, if it did
 	LastCommit  *drain.CommitReport
 	Maintenance *maintain.State
-	Deletes     *deletes.State
+	Deletes     *sweep.State
 	Retention   *retention.State
 }
 

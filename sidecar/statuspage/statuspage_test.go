@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/maintain"
@@ -124,7 +124,7 @@ func TestPagesEscapeHostileValues(t *testing.T) {
 			Maintenance: &maintain.State{SampledAt: t0, FilesPerLevel: map[string]int{"L0": 1}, BytesPerLevel: map[string]int{"L0": 1},
 				Partitions: []maintain.Partition{p}, RecentRewrites: []maintain.RecentRewrite{{Time: t0, BinReport: maintain.BinReport{Kind: evil, Partition: evil, Path: evil, Reason: evil}}}, Skipped: []lake.Skipped{{Path: evil, Class: "corrupt", Cause: evil, At: t0, Failures: 2, Kind: evil}},
 				LastPass: &maintain.PassReport{Time: t0, Decision: evil, Bins: []maintain.BinReport{{Kind: evil, Partition: evil, Reason: evil, Result: evil}}, Skipped: []string{evil}}},
-			Deletes:   &deletes.State{CancelPeriod: evil, Pending: []deletes.PendingRequest{{ID: evil, Table: evil, State: evil, CreatedAt: t0, ExecuteAt: now}}},
+			Deletes:   &sweep.State{CancelPeriod: evil, Pending: []sweep.PendingRequest{{ID: evil, Table: evil, State: evil, CreatedAt: t0, ExecuteAt: now}}},
 			Retention: &retention.State{Policy: evil, Invalid: evil, Pending: []retention.PendingView{{ID: evil, Waiting: evil}}}}},
 	}
 	pages := map[string]func(io.Writer) error{

@@ -98,7 +98,7 @@ func Free(ctx context.Context, l *lake.Lake, name string, now time.Time, delay t
 // markDue returns the pending deletions of *t that are due, after marking those not marked yet
 // as being deleted (*t is then reloaded). A stop leaves them all for the next run.
 func (f *freeing) markDue(ctx context.Context, t **table.Table) ([]Entry, error) {
-	ps, errs := Of((*t).Properties())
+	ps, errs := List((*t).Properties())
 	f.res.Bad = errs
 	var due []Entry
 	marked := iceberg.Properties{}

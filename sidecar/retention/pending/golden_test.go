@@ -18,7 +18,7 @@ func TestPendingGolden(t *testing.T) {
 	} {
 		var probe struct{ ID string }
 		_ = json.Unmarshal([]byte(stored), &probe)
-		ps, errs := Of(iceberg.Properties{Prefix + probe.ID: stored})
+		ps, errs := List(iceberg.Properties{Prefix + probe.ID: stored})
 		if len(errs) > 0 || len(ps) != 1 {
 			t.Fatalf("decode %s: %v %v", stored, ps, errs)
 		}

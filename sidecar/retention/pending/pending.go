@@ -84,9 +84,9 @@ type pendingList struct {
 	Files   []string `json:"files"`
 }
 
-// Of returns the pending deletions stored in props, oldest first, and an error for each
+// List returns the pending deletions stored in props, oldest first, and an error for each
 // property that does not decode (left alone: never deleted from, never removed).
-func Of(props iceberg.Properties) ([]Entry, []error) {
+func List(props iceberg.Properties) ([]Entry, []error) {
 	entries, errs := property.List(props)
 	var out []Entry
 	for _, e := range entries {
@@ -167,7 +167,7 @@ func (p Entry) paths(fsys icebergio.IO) ([]string, bool, error) {
 // itself deletes them when they are due. An unreadable list is an error: gc must then delete
 // nothing in the table.
 func Referenced(t *table.Table) ([]string, error) {
-	ps, errs := Of(t.Properties())
+	ps, errs := List(t.Properties())
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}

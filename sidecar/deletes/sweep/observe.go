@@ -1,4 +1,4 @@
-package deletes
+package sweep
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/sidecar/deletes"
 )
 
 // Publisher receives each table's deletion state as a value it never writes again.
@@ -21,7 +23,7 @@ type State struct {
 	// CancelPeriod is SIGLAKE_DELETE_CANCEL_PERIOD, which the execution times follow from.
 	CancelPeriod string           `json:"cancel_period"`
 	Pending      []PendingRequest `json:"pending"`
-	LastSweep    *SweepSummary    `json:"last_sweep,omitempty"`
+	LastSweep    *Summary         `json:"last_sweep,omitempty"`
 	Invalid      []string         `json:"invalid,omitempty"` // properties that do not decode
 }
 
@@ -44,8 +46,8 @@ type PendingRequest struct {
 // Waiting is the State of a pending request inside its cancel period.
 const Waiting = "waiting"
 
-// SweepSummary is what one delete sweep of a table did.
-type SweepSummary struct {
+// Summary is what one delete sweep of a table did.
+type Summary struct {
 	Time        time.Time `json:"time"`
 	Outcome     string    `json:"outcome"`
 	Candidates  int       `json:"candidates"`
@@ -57,8 +59,8 @@ type SweepSummary struct {
 	Error       string    `json:"error,omitempty"`
 }
 
-// SweepOutcomes are the outcome label values of siglake_delete_sweeps_total.
-var SweepOutcomes = []string{"deleted", "clean", "capped", "conflict", "failed"}
+// Outcomes are the outcome label values of siglake_delete_sweeps_total.
+var Outcomes = []string{"deleted", "clean", "capped", "conflict", "failed"}
 
 // Metrics are the delete tasks' metrics (docs/metrics.md "Delete tasks").
 type Metrics struct {
@@ -84,7 +86,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_delete_sweeps_total", Help: "Delete sweeps of a table by outcome: deleted (committed a rewrite), clean (no live file had matching rows), capped (stopped at the per-sweep file or byte cap with nothing to rewrite yet), conflict (a rewrite lost to a concurrent change; retried on a later sweep), failed."}, []string{"outcome"}),
 	}
 	reg.MustRegister(m.Pending, m.RowsDeleted, m.FilesRewritten, m.RequestsDone, m.Sweeps)
-	for _, o := range SweepOutcomes {
+	for _, o := range Outcomes {
 		m.Sweeps.WithLabelValues(o) // at 0, so the first failed sweep shows in increase()
 	}
 	return m
@@ -92,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // observe turns what a sweep of a table returned into metrics, log lines and its published state.
 // The sweep itself records nothing; stopped says a shutdown ended it (no failed sweep).
-func (s *Sweeper) observe(o SweepOptions, rep SweepReport, err error, stopped bool) {
+func (s *Sweeper) observe(o Options, rep Report, err error, stopped bool) {
 	log := s.Log.With(zap.String("table", rep.Table))
 	for _, e := range rep.Invalid {
 		// The property, not the cause: it may quote the request's values (siglake delete-sweep
@@ -127,13 +129,13 @@ func (s *Sweeper) observe(o SweepOptions, rep SweepReport, err error, stopped bo
 }
 
 // publish updates the pending gauge and /debug/status from a sweep.
-func (s *Sweeper) publish(name string, rep SweepReport, err error) {
+func (s *Sweeper) publish(name string, rep Report, err error) {
 	s.publishMu.Lock()
 	defer s.publishMu.Unlock()
 	var pending []PendingRequest
 	for _, r := range rep.Requests {
-		if r.State == Pending {
-			p := PendingRequest{ID: r.ID, Table: name, State: Pending, AllRows: r.AllRows, CreatedAt: r.CreatedAt,
+		if r.State == deletes.Pending {
+			p := PendingRequest{ID: r.ID, Table: name, State: deletes.Pending, AllRows: r.AllRows, CreatedAt: r.CreatedAt,
 				ExecuteAt: r.ExecuteAt(s.Cfg.CancelPeriod), RowsDeleted: r.RowsDeleted, FilesRewritten: r.FilesRewritten}
 			if s.waiting(r) {
 				p.State = Waiting
@@ -150,7 +152,7 @@ func (s *Sweeper) publish(name string, rep SweepReport, err error) {
 	if err == nil || rep.Requests != nil {
 		s.Metrics.Pending.WithLabelValues(name).Set(float64(len(pending)))
 	}
-	sum := &SweepSummary{Time: s.Now(), Outcome: rep.Outcome, Candidates: len(rep.Candidates), Examined: rep.examined,
+	sum := &Summary{Time: s.Now(), Outcome: rep.Outcome, Candidates: len(rep.Candidates), Examined: rep.examined,
 		Rewritten: rep.Rewritten, RowsDeleted: rep.Deleted, Done: rep.Done, Capped: rep.Capped}
 	if err != nil {
 		sum.Error = err.Error()
@@ -169,7 +171,7 @@ func (s *Sweeper) publish(name string, rep SweepReport, err error) {
 	}
 }
 
-// publicInvalid is an invalid request's error (Executable, List) without its cause, which may
+// publicInvalid is an invalid request's error (deletes.Executable, deletes.List) without its cause, which may
 // quote the request's values: the property it is stored under.
 func publicInvalid(e string) string {
 	key, _, _ := strings.Cut(strings.TrimPrefix(e, "table property "), ":")
@@ -183,8 +185,8 @@ func (s *Sweeper) Pending(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	all, bad := List(t.Properties())
-	rep := SweepReport{Table: name, Requests: all}
+	all, bad := deletes.List(t.Properties())
+	rep := Report{Table: name, Requests: all}
 	for _, e := range bad {
 		rep.Invalid = append(rep.Invalid, e.Error())
 	}

@@ -1,4 +1,4 @@
-package deletes_test
+package sweep_test
 
 import (
 	"context"
@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/rows"
 )
@@ -117,7 +116,7 @@ func TestCancelPeriodHoldsSweeps(t *testing.T) {
 	s.Publish = &pub
 	ctx := context.Background()
 
-	dry, err := s.Sweep(ctx, "events", deletes.SweepOptions{NoCaps: true})
+	dry, err := s.Sweep(ctx, "events", sweep.Options{NoCaps: true})
 	if err != nil || dry.ByRequest[r.ID] != counts[r.ID] {
 		t.Fatalf("dry run counts %d rows (%v), want %d", dry.ByRequest[r.ID], err, counts[r.ID])
 	}
@@ -132,7 +131,7 @@ func TestCancelPeriodHoldsSweeps(t *testing.T) {
 		t.Fatalf("rows deleted inside the cancel period: %+v, want %+v", got, before)
 	}
 	st := pub.get("events")
-	if st == nil || len(st.Pending) != 1 || st.Pending[0].State != deletes.Waiting || !st.Pending[0].ExecuteAt.Equal(created.Add(time.Hour).UTC()) {
+	if st == nil || len(st.Pending) != 1 || st.Pending[0].State != sweep.Waiting || !st.Pending[0].ExecuteAt.Equal(created.Add(time.Hour).UTC()) {
 		t.Fatalf("published %+v", st)
 	}
 
@@ -154,7 +153,7 @@ func TestCancelPeriodHoldsSweeps(t *testing.T) {
 	want2, _ := testlake.ExpectAfter(recs2, []deletes.Request{r2})
 	s2, _ := sweeper(e2)
 	s2.Cfg.CancelPeriod = 24 * time.Hour
-	if _, err := s2.SweepTablesWith(ctx, nil, deletes.SweepOptions{Apply: true, SkipCancelPeriod: true}); err != nil {
+	if _, err := s2.SweepTablesWith(ctx, nil, sweep.Options{Apply: true, SkipCancelPeriod: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e2.Sum("events"); got != want2 {
@@ -165,19 +164,19 @@ func TestCancelPeriodHoldsSweeps(t *testing.T) {
 // capture is a Publisher that keeps the last state per table.
 type capture struct {
 	mu sync.Mutex
-	m  map[string]*deletes.State
+	m  map[string]*sweep.State
 }
 
-func (c *capture) Deletes(table string, st *deletes.State) {
+func (c *capture) Deletes(table string, st *sweep.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[string]*deletes.State{}
+		c.m = map[string]*sweep.State{}
 	}
 	c.m[table] = st
 }
 
-func (c *capture) get(table string) *deletes.State {
+func (c *capture) get(table string) *sweep.State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[table]
@@ -246,13 +245,13 @@ func TestCancelInsideSweepCommitRefused(t *testing.T) {
 	var once sync.Once
 	var cerr error
 	called := false
-	deletes.SetStaged(s, func() {
+	sweep.SetStaged(s, func() {
 		once.Do(func() {
 			called = true
 			_, cerr = deletes.Cancel(context.Background(), e.Lake, "events", r.ID, time.Now(), 0)
 		})
 	})
-	if _, err := s.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true}); err != nil {
+	if _, err := s.Sweep(context.Background(), "events", sweep.Options{Apply: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !called {
@@ -270,39 +269,6 @@ func TestCancelInsideSweepCommitRefused(t *testing.T) {
 	}
 }
 
-// TestCancelAfterSweepCommitSeesProgress: a cancel that read the request before a sweep committed
-// rows of it (--skip-cancel-period runs a waiting request) and commits after would overwrite the
-// progress as cancelled with 0 rows. Its commit pins the snapshot it read, so it retries, reads
-// the progress and refuses. (iceberg-go v0.7 also adds a branch requirement of its own to every
-// transaction; the explicit pin keeps this true should its commit retries rebase that one.)
-func TestCancelAfterSweepCommitSeesProgress(t *testing.T) {
-	e := testlake.New(t)
-	e.DeleteTable(2)
-	r, err := deletes.RecordWith(context.Background(), e.Lake, "events", deletes.Request{Where: billing()}, time.Now(),
-		deletes.RecordOptions{CancelPeriod: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := sweeper(e)
-	var once sync.Once
-	deletes.SetCancelStaged(func() {
-		once.Do(func() {
-			if _, err := s.SweepTablesWith(context.Background(), nil, deletes.SweepOptions{Apply: true, SkipCancelPeriod: true}); err != nil {
-				t.Error(err)
-			}
-		})
-	})
-	defer deletes.SetCancelStaged(nil)
-	_, cerr := deletes.Cancel(context.Background(), e.Lake, "events", r.ID, time.Now(), time.Hour)
-	st := testlake.StoredRequests(t, e.Lake)[r.ID]
-	if cerr == nil {
-		t.Fatalf("cancel after the sweep deleted rows reported success; stored %s with %d rows deleted", st.State, st.RowsDeleted)
-	}
-	if st.State == deletes.Cancelled || st.RowsDeleted == 0 {
-		t.Fatalf("stored %+v (cancel: %v)", st, cerr)
-	}
-}
-
 // TestSweepCommitsNothingForAGoneRequest: a request removed from the table properties after the
 // sweep read it (no longer asked for) makes the rewrite's commit a conflict: no row goes.
 func TestSweepCommitsNothingForAGoneRequest(t *testing.T) {
@@ -312,8 +278,8 @@ func TestSweepCommitsNothingForAGoneRequest(t *testing.T) {
 	r := testlake.Record(t, e.Lake, deletes.Request{Where: billing()})
 	s, _ := sweeper(e)
 	var once sync.Once
-	// Check runs after the sweep read the request, before the rewrite's commit step.
-	s.Check = func(iceberg.Properties, deletes.Request) error {
+	// The hook runs after the sweep read the request, before the rewrite's commit step.
+	sweep.SetVetted(s, func() {
 		once.Do(func() {
 			txn := e.Table("events").NewTransaction()
 			if err := txn.RemoveProperties([]string{deletes.Key(r.ID)}); err != nil {
@@ -323,9 +289,8 @@ func TestSweepCommitsNothingForAGoneRequest(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		return nil
-	}
-	rep, err := s.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+	})
+	rep, err := s.Sweep(context.Background(), "events", sweep.Options{Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +337,7 @@ func TestStoredExecutionTimeHolds(t *testing.T) {
 		}
 	}
 	s, _ := sweeper(e)
-	if _, err := s.SweepTablesWith(ctx, nil, deletes.SweepOptions{Apply: true, SkipCancelPeriod: true}); err != nil {
+	if _, err := s.SweepTablesWith(ctx, nil, sweep.Options{Apply: true, SkipCancelPeriod: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.Sum("events"); got != want {

@@ -1,4 +1,4 @@
-package deletes_test
+package sweep_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/filtered"
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
@@ -28,18 +29,18 @@ import (
 )
 
 // sweeper is a delete sweeper over e's lake with the process defaults, its metrics on reg.
-func sweeper(e *testlake.Env) (*deletes.Sweeper, *prometheus.Registry) {
+func sweeper(e *testlake.Env) (*sweep.Sweeper, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
-	return &deletes.Sweeper{
-		Cfg: deletes.SweepConfig{MaxFiles: 8, MaxBytes: 1024 << 20, TargetFileBytes: 256 << 20, Sweeps: true,
+	return &sweep.Sweeper{
+		Cfg: sweep.Config{MaxFiles: 8, MaxBytes: 1024 << 20, TargetFileBytes: 256 << 20, Sweeps: true,
 			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }},
-		Lake: e.Lake, Metrics: deletes.NewMetrics(reg), Now: time.Now,
+		Lake: e.Lake, Metrics: sweep.NewMetrics(reg), Now: time.Now,
 		Rewriter: filtered.Rewriter{Executor: &rewrite.Executor{Lake: e.Lake, Now: time.Now}, RewriteMetrics: rewrite.NewMetrics(reg), Log: e.Log},
 	}, reg
 }
 
 // sweepAll is `siglake delete-sweep --apply` over every table.
-func sweepAll(t *testing.T, e *testlake.Env) []deletes.SweepReport {
+func sweepAll(t *testing.T, e *testlake.Env) []sweep.Report {
 	t.Helper()
 	s, _ := sweeper(e)
 	reps, err := s.SweepTables(context.Background(), nil, true)
@@ -70,7 +71,7 @@ func TestDeleteSweepRemovesExactlyTheMatchingRows(t *testing.T) {
 		t.Fatalf("setup: requests match %v rows", counts)
 	}
 	s, reg := sweeper(e)
-	rep, err := s.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+	rep, err := s.Sweep(context.Background(), "events", sweep.Options{Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestDeleteSweepRemovesExactlyTheMatchingRows(t *testing.T) {
 	if rep.Rewritten != 2 || rep.Outcome != "deleted" || len(rep.Done) != 1 || rep.Done[0] != rs[0].ID {
 		t.Fatalf("first sweep: rewrote %d, outcome %s, done %v", rep.Rewritten, rep.Outcome, rep.Done)
 	}
-	rep, err = s.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+	rep, err = s.Sweep(context.Background(), "events", sweep.Options{Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestDeleteRewriteLosesToConcurrentRewrite(t *testing.T) {
 	}
 
 	s, _ := sweeper(e)
-	_, _, _, err = deletes.RewriteFile(s, context.Background(), stale, victim, []deletes.Request{r}, e.Log)
+	_, _, _, err = sweep.RewriteFile(s, context.Background(), stale, victim, []deletes.Request{r}, e.Log)
 	if err == nil || !strings.Contains(err.Error(), rewrite.ErrConflict.Error()) {
 		t.Fatalf("delete rewrite over a replaced file: %v, want a conflict", err)
 	}
@@ -364,7 +365,7 @@ func TestPartitionOf(t *testing.T) {
 		"file:///wh/events/data/g0000-z.parquet":                                    "",
 		"g0000-z.parquet":                                                           "",
 	} {
-		if got := deletes.PartitionOf(path); got != want {
+		if got := sweep.PartitionOf(path); got != want {
 			t.Errorf("partition of %s = %q, want %q", path, got, want)
 		}
 	}
@@ -420,9 +421,9 @@ func TestDeleteSweepShutdownWhileWaitingForMemory(t *testing.T) {
 	e.DeleteTable(2)
 	testlake.Record(t, e.Lake, deletes.Request{Where: []rows.Condition{{Column: "service", Values: []string{"billing"}}}})
 	s, reg := sweeper(e)
-	var rep deletes.SweepReport
+	var rep sweep.Report
 	membudgettest.ShutDownWhileWaiting(t, &s.Executor.Reserve, func(ctx context.Context) {
-		rep, _ = s.Sweep(ctx, "events", deletes.SweepOptions{Apply: true})
+		rep, _ = s.Sweep(ctx, "events", sweep.Options{Apply: true})
 	})
 	if rep.Outcome == "failed" {
 		t.Errorf("a shutdown while waiting for memory reported a failed sweep")
@@ -451,14 +452,14 @@ func TestDeleteSweepSplitFile(t *testing.T) {
 	}
 	s, reg := sweeper(e)
 	ctx := context.Background()
-	rep, err := s.Sweep(ctx, "events", deletes.SweepOptions{})
+	rep, err := s.Sweep(ctx, "events", sweep.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Candidates) != 1 || rep.ByRequest[part.ID] != counts[part.ID] {
 		t.Fatalf("dry run: %d candidates, %d matching rows; want 1 and %d", len(rep.Candidates), rep.ByRequest[part.ID], counts[part.ID])
 	}
-	rep, err = s.Sweep(ctx, "events", deletes.SweepOptions{Apply: true})
+	rep, err = s.Sweep(ctx, "events", sweep.Options{Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +481,7 @@ func TestDeleteSweepSplitFile(t *testing.T) {
 		t.Fatalf("setup: the request matches %d of 4000 rows", counts[all.ID])
 	}
 	s2, _ := sweeper(e2)
-	rep, err = s2.Sweep(ctx, "events", deletes.SweepOptions{Apply: true})
+	rep, err = s2.Sweep(ctx, "events", sweep.Options{Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package deletes
+// Package sweep is the delete-task sweeper: it executes the deletion requests (package deletes)
+// recorded in tables, examining candidate files and rewriting them without the matching rows
+// through the filtered rewriter, and publishes each table's deletion state. A request on a rollup
+// table that tests a non-key column is refused here as where it is recorded (fold.CheckDelete).
+package sweep
 
 import (
 	"context"
@@ -14,7 +18,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/deletes"
 	"github.com/siglake/siglake/sidecar/filtered"
+	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -35,18 +41,12 @@ type Sweeper struct {
 	// streamed, so its outputs lack footer indexes like any streamed rewrite's); its OnFailure is
 	// the maintainer's set-aside accounting; its Log is the sweeper's too.
 	filtered.Rewriter
-	Cfg     SweepConfig
+	Cfg     Config
 	Lake    *lake.Lake
 	Metrics *Metrics
 	// Publish receives each table's deletion state; nil publishes nothing.
 	Publish Publisher
 	Now     func() time.Time
-	// Check vets each pending request against its table's properties before it runs (fold's
-	// key-columns-only rule for rollup tables: deletes cannot import fold, which imports
-	// deletes); a request it refuses is reported as invalid and never executed. nil runs every
-	// request that validates against the schema.
-	Check func(props iceberg.Properties, r Request) error
-
 	// clean remembers (file, request) pairs known to have no matching row. Data files never
 	// change, so this holds until the file is replaced; it lets a capped sweep move on to files
 	// it has not examined instead of reading the same clean ones every time.
@@ -56,13 +56,15 @@ type Sweeper struct {
 	// another caller of the same Sweeper may publish its own.
 	publishMu sync.Mutex
 	published map[string]*State
+	// vetted, when set (tests), runs each time the sweep has read and vetted the requests.
+	vetted func()
 	// staged, when set (tests), runs in a delete-task rewrite's commit step after it read the
 	// newest metadata and staged the progress, before the catalog commit.
 	staged func()
 }
 
-// SweepConfig is what the sweeper is told; the process maps its options onto it.
-type SweepConfig struct {
+// Config is what the sweeper is told; the process maps its options onto it.
+type Config struct {
 	// MaxFiles and MaxBytes cap one sweep of a table (SIGLAKE_DELETE_SWEEP_MAX_FILES,
 	// SIGLAKE_DELETE_SWEEP_MAX_MB), so a big request cannot starve the drain.
 	MaxFiles int
@@ -80,8 +82,8 @@ type SweepConfig struct {
 	CancelPeriod time.Duration
 }
 
-// SweepOptions say how one sweep runs.
-type SweepOptions struct {
+// Options say how one sweep runs.
+type Options struct {
 	// Apply rewrites files and marks requests done; without it the sweep only reports
 	// candidates and matching rows (siglake delete-sweep without --apply).
 	Apply bool
@@ -96,18 +98,18 @@ type SweepOptions struct {
 	Only []string
 }
 
-// SweepReport says what one sweep of a table found and did.
-type SweepReport struct {
-	Table      string          `json:"table"`
-	Requests   []Request       `json:"requests"` // every request, as stored after the sweep
-	Invalid    []string        `json:"invalid,omitempty"`
-	Candidates []CandidateFile `json:"candidates"`
-	Outcome    string          `json:"outcome"`
-	Rewritten  int             `json:"rewritten"`
-	Deleted    int64           `json:"rows_deleted"`
-	Done       []string        `json:"done,omitempty"`
-	Capped     bool            `json:"capped,omitempty"`
-	Conflicts  int             `json:"conflicts,omitempty"`
+// Report says what one sweep of a table found and did.
+type Report struct {
+	Table      string            `json:"table"`
+	Requests   []deletes.Request `json:"requests"` // every request, as stored after the sweep
+	Invalid    []string          `json:"invalid,omitempty"`
+	Candidates []CandidateFile   `json:"candidates"`
+	Outcome    string            `json:"outcome"`
+	Rewritten  int               `json:"rewritten"`
+	Deleted    int64             `json:"rows_deleted"`
+	Done       []string          `json:"done,omitempty"`
+	Capped     bool              `json:"capped,omitempty"`
+	Conflicts  int               `json:"conflicts,omitempty"`
 	// SetAside candidates were not read: set aside after failed rewrites. Their requests stay
 	// pending.
 	SetAside int `json:"set_aside,omitempty"`
@@ -116,9 +118,9 @@ type SweepReport struct {
 	ByRequest map[string]int64 `json:"matching_rows_by_request,omitempty"`
 	Snapshots []int64          `json:"snapshot_ids,omitempty"` // of the committed rewrites
 	examined  int
-	pending   []Request
+	pending   []deletes.Request
 	// done are the requests this sweep marked done, as stored, for the observer.
-	done []Request
+	done []deletes.Request
 }
 
 // CandidateFile is a file scan planning could not rule out for some pending request.
@@ -160,7 +162,7 @@ func (s *Sweeper) trimClean(tasks []table.FileScanTask) {
 // Sweep runs one delete sweep of table name: read the requests, plan the candidate files,
 // examine (and, applying, rewrite) them, mark done the requests no live file matches. It records
 // nothing itself: its report goes to the observer.
-func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep SweepReport, err error) {
+func (s *Sweeper) Sweep(ctx context.Context, name string, o Options) (rep Report, err error) {
 	rep.Table = name
 	if s.clean == nil {
 		s.clean = map[string]bool{}
@@ -196,7 +198,7 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 	}
 	// Report what is stored now.
 	if t, err := s.Lake.LoadTable(ctx, name); err == nil {
-		rep.Requests, _ = List(t.Properties())
+		rep.Requests, _ = deletes.List(t.Properties())
 	}
 	return rep, nil
 }
@@ -204,25 +206,25 @@ func (s *Sweeper) Sweep(ctx context.Context, name string, o SweepOptions) (rep S
 // sweep is one sweep of a table under way: what its steps share.
 type sweep struct {
 	*Sweeper
-	o   SweepOptions
-	rep *SweepReport
+	o   Options
+	rep *Report
 	src filtered.Source
 }
 
 // requests reads t's requests into the report and keeps, as the sweep's pending ones, those it
 // executes: valid, among o.Only when set, and (applying) past their cancel period.
 func (w *sweep) requests(t *table.Table) {
-	all, bad := List(t.Properties())
+	all, bad := deletes.List(t.Properties())
 	pending, invalid := w.executable(t, all)
 	for _, e := range append(bad, invalid...) {
 		w.rep.Invalid = append(w.rep.Invalid, e.Error())
 	}
 	w.rep.Requests = all
 	if w.o.Only != nil {
-		pending = slices.DeleteFunc(pending, func(r Request) bool { return !slices.Contains(w.o.Only, r.ID) })
+		pending = slices.DeleteFunc(pending, func(r deletes.Request) bool { return !slices.Contains(w.o.Only, r.ID) })
 	}
 	if w.o.Apply && !w.o.SkipCancelPeriod {
-		var due []Request
+		var due []deletes.Request
 		for _, r := range pending {
 			if w.waiting(r) {
 				w.rep.Waiting = append(w.rep.Waiting, r.ID)
@@ -288,24 +290,19 @@ func (w *sweep) candidates(ctx context.Context, t *table.Table) ([]table.FileSca
 		return nil, err
 	}
 	w.rep.ByRequest = map[string]int64{}
-	skipped := lake.SkippedFiles(t.Properties())
-	kept := tasks[:0]
-	for _, task := range tasks {
-		if _, ok := skipped[task.File.FilePath()]; ok {
-			df := task.File
-			w.rep.Candidates = append(w.rep.Candidates, CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(),
-				Result: "not examined: set aside after failed rewrites (siglake skipped list)"})
-			w.rep.SetAside++
-			continue
-		}
-		kept = append(kept, task)
+	kept, aside := filtered.SetAside(t.Properties(), tasks, func(task table.FileScanTask) string { return task.File.FilePath() })
+	for _, task := range aside {
+		df := task.File
+		w.rep.Candidates = append(w.rep.Candidates, CandidateFile{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(),
+			Result: "not examined: set aside after failed rewrites (siglake skipped list)"})
+		w.rep.SetAside++
 	}
 	return kept, nil
 }
 
 // examineAll examines each candidate the planner picked, in order, and reports every candidate.
 func (w *sweep) examineAll(ctx context.Context, tasks []table.FileScanTask, picks []plan.DeletePick) error {
-	byID := map[string]Request{}
+	byID := map[string]deletes.Request{}
 	for _, r := range w.rep.pending {
 		byID[r.ID] = r
 	}
@@ -319,7 +316,7 @@ func (w *sweep) examineAll(ctx context.Context, tasks []table.FileScanTask, pick
 			c.Result = "not examined: shutting down"
 		default:
 			w.rep.examined++
-			open := make([]Request, len(pick.Requests))
+			open := make([]deletes.Request, len(pick.Requests))
 			for j, id := range pick.Requests {
 				open[j] = byID[id]
 			}
@@ -343,34 +340,35 @@ func fileOf(df iceberg.DataFile) lake.File {
 // execution time and its creation plus this sweeper's period. A request that stores none, or
 // stores its creation (recorded with a period of 0), swept with a period of 0, never waits,
 // whatever the clocks of the recorder and the sweeper say.
-func (s *Sweeper) waiting(r Request) bool {
+func (s *Sweeper) waiting(r deletes.Request) bool {
 	if s.Cfg.CancelPeriod <= 0 && (r.NotBefore == nil || !r.NotBefore.After(r.CreatedAt)) {
 		return false
 	}
 	return s.Now().Before(r.ExecuteAt(s.Cfg.CancelPeriod))
 }
 
-// executable is the pending requests of rs that a sweep of t runs: valid against t's schema and
-// passing Check; an error for each of the others.
-func (s *Sweeper) executable(t *table.Table, rs []Request) ([]Request, []error) {
-	pending, invalid := Executable(PendingOf(rs), t.Schema(), lake.TimestampColumn)
-	if s.Check == nil {
-		return pending, invalid
-	}
+// executable is the pending requests of rs that a sweep of t runs: valid against t's schema and,
+// on a rollup table, testing its key columns only (fold.CheckDelete: another tool may have stored
+// it); an error for each of the others, which is reported and never executed.
+func (s *Sweeper) executable(t *table.Table, rs []deletes.Request) ([]deletes.Request, []error) {
+	pending, invalid := deletes.Executable(deletes.PendingOf(rs), t.Schema(), lake.TimestampColumn)
 	ok := pending[:0:0]
 	for _, r := range pending {
-		if err := s.Check(t.Properties(), r); err != nil {
-			invalid = append(invalid, fmt.Errorf("table property %s: %w", Key(r.ID), err))
+		if err := fold.CheckDelete(t.Properties(), r); err != nil {
+			invalid = append(invalid, fmt.Errorf("table property %s: %w", deletes.Key(r.ID), err))
 			continue
 		}
 		ok = append(ok, r)
+	}
+	if s.vetted != nil {
+		s.vetted()
 	}
 	return ok, invalid
 }
 
 // examine counts a candidate's matching rows per open request and, when applying, rewrites it
 // without them.
-func (w *sweep) examine(ctx context.Context, f lake.File, open []Request, c *CandidateFile) error {
+func (w *sweep) examine(ctx context.Context, f lake.File, open []deletes.Request, c *CandidateFile) error {
 	filter, err := rows.RowFilter(filters(open))
 	if err != nil {
 		return err
@@ -381,7 +379,7 @@ func (w *sweep) examine(ctx context.Context, f lake.File, open []Request, c *Can
 		return fmt.Errorf("count matching rows of %s: %w", c.Path, err)
 	}
 	c.Matching = map[string]int64{}
-	var matched []Request
+	var matched []deletes.Request
 	for i, r := range open {
 		c.Matching[r.ID] = per[i]
 		w.rep.ByRequest[r.ID] += per[i]
@@ -427,7 +425,7 @@ func rewriteError(f lake.File, err error) error {
 // requests' progress, through the filtered rewriter. The commit pins the branch head it read (so
 // progress written by someone else is never overwritten) and is retried on fresh metadata while
 // f is still live.
-func (s *Sweeper) rewrite(ctx context.Context, src filtered.Source, f lake.File, matched []Request) rewrite.Outcome {
+func (s *Sweeper) rewrite(ctx context.Context, src filtered.Source, f lake.File, matched []deletes.Request) rewrite.Outcome {
 	filter, err := rows.RowFilter(filters(matched))
 	if err != nil {
 		return rewrite.Outcome{Status: rewrite.Failed, Err: err}
@@ -456,13 +454,13 @@ func (s *Sweeper) rewrite(ctx context.Context, src filtered.Source, f lake.File,
 }
 
 // stageProgress adds a rewrite's rows and file to each matched request, as stored at the commit.
-func (s *Sweeper) stageProgress(matched []Request, res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
-	stored, _ := List(cur.Properties())
-	byID := map[string]Request{}
+func (s *Sweeper) stageProgress(matched []deletes.Request, res merge.RewriteResult, cur *table.Table, txn *table.Transaction) error {
+	stored, _ := deletes.List(cur.Properties())
+	byID := map[string]deletes.Request{}
 	for _, r := range stored {
 		byID[r.ID] = r
 	}
-	var upd []Request
+	var upd []deletes.Request
 	for i, r := range matched {
 		sr, ok := byID[r.ID]
 		switch {
@@ -471,7 +469,7 @@ func (s *Sweeper) stageProgress(matched []Request, res merge.RewriteResult, cur 
 			// for these rows to go any more. A conflict commits nothing and removes the outputs;
 			// the next sweep plans without it.
 			return fmt.Errorf("%w: deletion request %s is gone from the table properties", table.ErrCommitFailed, r.ID)
-		case sr.State != Pending:
+		case sr.State != deletes.Pending:
 			// Cancelled (or changed) since the sweep read it: the same.
 			return fmt.Errorf("%w: deletion request %s is %s now", table.ErrCommitFailed, r.ID, sr.State)
 		}
@@ -479,7 +477,7 @@ func (s *Sweeper) stageProgress(matched []Request, res merge.RewriteResult, cur 
 		sr.FilesRewritten++
 		upd = append(upd, sr)
 	}
-	if err := Stage(txn, upd...); err != nil {
+	if err := deletes.Stage(txn, upd...); err != nil {
 		return err
 	}
 	if s.staged != nil {
@@ -498,7 +496,7 @@ func (w *sweep) markDone(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		stored, _ := List(t.Properties())
+		stored, _ := deletes.List(t.Properties())
 		done, err := w.doneOn(ctx, t, stored)
 		if err != nil || len(done) == 0 {
 			return err
@@ -526,11 +524,11 @@ func (w *sweep) markDone(ctx context.Context) error {
 
 // doneOn is the requests of this sweep that no live file of t holds a row of any more: every
 // candidate scan planning finds on t was found clean.
-func (w *sweep) doneOn(ctx context.Context, t *table.Table, stored []Request) ([]Request, error) {
+func (w *sweep) doneOn(ctx context.Context, t *table.Table, stored []deletes.Request) ([]deletes.Request, error) {
 	pending, _ := w.executable(t, stored)
-	var done []Request
+	var done []deletes.Request
 	for _, r := range pending {
-		if slices.Contains(w.rep.Waiting, r.ID) || w.rep.pending != nil && !slices.ContainsFunc(w.rep.pending, func(p Request) bool { return p.ID == r.ID }) {
+		if slices.Contains(w.rep.Waiting, r.ID) || w.rep.pending != nil && !slices.ContainsFunc(w.rep.pending, func(p deletes.Request) bool { return p.ID == r.ID }) {
 			continue // not part of this sweep (waiting out its cancel period, or recorded since)
 		}
 		expr, err := r.Filter().Expr(t.Schema(), lake.TimestampColumn)
@@ -545,7 +543,7 @@ func (w *sweep) doneOn(ctx context.Context, t *table.Table, stored []Request) ([
 			continue
 		}
 		now := w.Now().UTC()
-		r.State, r.DoneAt = Done, &now
+		r.State, r.DoneAt = deletes.Done, &now
 		if snap := t.CurrentSnapshot(); snap != nil {
 			r.DoneSnapshotID = snap.SnapshotID
 		}
@@ -557,18 +555,18 @@ func (w *sweep) doneOn(ctx context.Context, t *table.Table, stored []Request) ([
 // commitDone stores done on t's branch head; false when the head moved first. Done and cancelled
 // requests past their retention leave the table metadata in the same commit, so the metadata
 // every later commit rewrites does not grow with every request ever made.
-func (w *sweep) commitDone(ctx context.Context, t *table.Table, stored, done []Request) (bool, error) {
+func (w *sweep) commitDone(ctx context.Context, t *table.Table, stored, done []deletes.Request) (bool, error) {
 	txn := t.NewTransaction()
 	if err := txn.AssertRefSnapshotID(""); err != nil {
 		return false, err
 	}
-	if err := Stage(txn, done...); err != nil {
+	if err := deletes.Stage(txn, done...); err != nil {
 		return false, err
 	}
 	var expired []string
 	for _, r := range stored {
-		if r.expired(w.Now()) {
-			expired = append(expired, Key(r.ID))
+		if r.Expired(w.Now()) {
+			expired = append(expired, deletes.Key(r.ID))
 		}
 	}
 	if len(expired) > 0 {
@@ -585,29 +583,15 @@ func (w *sweep) commitDone(ctx context.Context, t *table.Table, stored, done []R
 	return true, nil
 }
 
-// expired says whether r is done or cancelled for longer than DoneRetention (a cancelled request
-// another tool wrote without cancelled_at counts from its creation).
-func (r *Request) expired(now time.Time) bool {
-	switch {
-	case r.State == Done && r.DoneAt != nil:
-		return now.Sub(*r.DoneAt) > DoneRetention
-	case r.State == Cancelled && r.CancelledAt != nil:
-		return now.Sub(*r.CancelledAt) > DoneRetention
-	case r.State == Cancelled:
-		return now.Sub(r.CreatedAt) > DoneRetention
-	}
-	return false
-}
-
 // SweepTables is `siglake delete-sweep`: without apply, one uncapped dry run per table (requests,
 // candidate files, matching rows); with apply, sweeps each table until no request is pending or
 // a sweep makes no progress, whatever SIGLAKE_DELETE_TASKS says. tables empty = every table.
-func (s *Sweeper) SweepTables(ctx context.Context, tables []string, apply bool) ([]SweepReport, error) {
-	return s.SweepTablesWith(ctx, tables, SweepOptions{Apply: apply})
+func (s *Sweeper) SweepTables(ctx context.Context, tables []string, apply bool) ([]Report, error) {
+	return s.SweepTablesWith(ctx, tables, Options{Apply: apply})
 }
 
 // SweepTablesWith is SweepTables with o's Apply and SkipCancelPeriod.
-func (s *Sweeper) SweepTablesWith(ctx context.Context, tables []string, o SweepOptions) ([]SweepReport, error) {
+func (s *Sweeper) SweepTablesWith(ctx context.Context, tables []string, o Options) ([]Report, error) {
 	apply := o.Apply
 	if len(tables) == 0 {
 		var err error
@@ -615,10 +599,10 @@ func (s *Sweeper) SweepTablesWith(ctx context.Context, tables []string, o SweepO
 			return nil, err
 		}
 	}
-	var out []SweepReport
+	var out []Report
 	for _, name := range tables {
 		if !apply {
-			rep, err := s.Sweep(ctx, name, SweepOptions{NoCaps: true})
+			rep, err := s.Sweep(ctx, name, Options{NoCaps: true})
 			out = append(out, rep)
 			if err != nil {
 				return out, err
@@ -626,16 +610,25 @@ func (s *Sweeper) SweepTablesWith(ctx context.Context, tables []string, o SweepO
 			continue
 		}
 		for i := 0; ctx.Err() == nil; i++ {
-			rep, err := s.Sweep(ctx, name, SweepOptions{Apply: true, SkipCancelPeriod: o.SkipCancelPeriod})
+			rep, err := s.Sweep(ctx, name, Options{Apply: true, SkipCancelPeriod: o.SkipCancelPeriod})
 			out = append(out, rep)
 			if err != nil {
 				return out, err
 			}
 			progress := rep.Rewritten > 0 || len(rep.Done) > 0 || rep.Capped || rep.Conflicts > 0 && i < 10
-			if len(PendingOf(rep.Requests)) == len(rep.Waiting) || !progress {
+			if len(deletes.PendingOf(rep.Requests)) == len(rep.Waiting) || !progress {
 				break
 			}
 		}
 	}
 	return out, ctx.Err()
+}
+
+// filters are the rows of each of rs.
+func filters(rs []deletes.Request) []rows.Filter {
+	out := make([]rows.Filter, len(rs))
+	for i := range rs {
+		out[i] = rs[i].Filter()
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package deletes_test
+package sweep_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/sidecar/deletes"
+	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -32,7 +33,7 @@ func TestSweepLogsNoPredicateValues(t *testing.T) {
 	s.Log = zap.New(core)
 	done := false
 	for i := 0; i < 3 && !done; i++ {
-		rep, err := s.Sweep(context.Background(), "events", deletes.SweepOptions{Apply: true})
+		rep, err := s.Sweep(context.Background(), "events", sweep.Options{Apply: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +91,7 @@ func TestInvalidRequestLogsNoValue(t *testing.T) {
 	s.Log = zap.New(core)
 	pub := &lastState{}
 	s.Publish = pub
-	rep, err := s.Sweep(context.Background(), walgen.RollupTable, deletes.SweepOptions{Apply: true})
+	rep, err := s.Sweep(context.Background(), walgen.RollupTable, sweep.Options{Apply: true})
 	if err != nil || len(rep.Invalid) != 1 || !strings.Contains(rep.Invalid[0], secret) {
 		t.Fatalf("sweep: %v, invalid %q; want the request refused with its cause in the report", err, rep.Invalid)
 	}
@@ -111,6 +112,6 @@ func TestInvalidRequestLogsNoValue(t *testing.T) {
 }
 
 // lastState keeps the last state a sweeper published.
-type lastState struct{ st *deletes.State }
+type lastState struct{ st *sweep.State }
 
-func (p *lastState) Deletes(_ string, st *deletes.State) { p.st = st }
+func (p *lastState) Deletes(_ string, st *sweep.State) { p.st = st }
