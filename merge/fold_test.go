@@ -15,26 +15,16 @@ import (
 
 	"github.com/siglake/siglake/merge/folding"
 	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/internal/rolluptest"
 )
 
 const (
-	usMinute = int64(60e6)
-	usHour   = 60 * usMinute
-	usDay    = 24 * usHour
+	usMinute = rolluptest.Minute
+	usHour   = rolluptest.Hour
+	usDay    = rolluptest.Day
 )
 
-// rollupSchema is a per-minute rollup: keys service, severity (nullable) and code; a count, a
-// byte sum and latency extremes.
-var rollupSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-	{Name: "service", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "severity", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "code", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-	{Name: "events", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	{Name: "bytes", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	{Name: "latency_min", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-	{Name: "latency_max", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-}, nil)
+var rollupSchema = rolluptest.Schema
 
 var rollupFold = folding.Fold{
 	Keys:   []string{"service", "severity", "code"},
@@ -43,16 +33,9 @@ var rollupFold = folding.Fold{
 		{Column: "latency_min", Func: folding.AggMin}, {Column: "latency_max", Func: folding.AggMax}},
 }
 
-// rollupRow is one row of rollupSchema; nil pointers are nulls.
-type rollupRow struct {
-	ts                     int64
-	service, severity      *string
-	code                   *int32
-	events, bytes          *int64
-	latencyMin, latencyMax *float64
-}
+type rollupRow = rolluptest.Row
 
-func ptr[T any](v T) *T { return &v }
+func ptr[T any](v T) *T { return rolluptest.Ptr(v) }
 
 // randRollup makes n rows from base on, sorted by time, as one pod's partial counts.
 func randRollup(r *rand.Rand, n int, base, spread int64) []rollupRow {
@@ -61,46 +44,24 @@ func randRollup(r *rand.Rand, n int, base, spread int64) []rollupRow {
 	ts := base
 	for i := range rows {
 		ts += r.Int64N(spread + 1)
-		row := rollupRow{ts: ts, service: ptr(services[r.IntN(3)]), code: ptr(int32(200 + 100*r.IntN(3)))}
+		row := rollupRow{TS: ts, Service: ptr(services[r.IntN(3)]), Code: ptr(int32(200 + 100*r.IntN(3)))}
 		if r.IntN(8) > 0 {
-			row.severity = ptr(sev[r.IntN(len(sev))])
+			row.Severity = ptr(sev[r.IntN(len(sev))])
 		}
 		if r.IntN(10) > 0 {
-			row.events = ptr(int64(1 + r.IntN(50)))
+			row.Events = ptr(int64(1 + r.IntN(50)))
 		}
-		row.bytes = ptr(int64(r.IntN(1 << 16)))
+		row.Bytes = ptr(int64(r.IntN(1 << 16)))
 		if r.IntN(6) > 0 {
 			l := float64(r.IntN(1000)) / 10
-			row.latencyMin, row.latencyMax = ptr(l), ptr(l+float64(r.IntN(500)))
+			row.LatencyMin, row.LatencyMax = ptr(l), ptr(l+float64(r.IntN(500)))
 		}
 		rows[i] = row
 	}
 	return rows
 }
 
-func rollupRecord(rows []rollupRow) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, rollupSchema)
-	defer b.Release()
-	for _, row := range rows {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(row.ts))
-		appendOpt(b.Field(1), row.service, func(v string) { b.Field(1).(*array.StringBuilder).Append(v) })
-		appendOpt(b.Field(2), row.severity, func(v string) { b.Field(2).(*array.StringBuilder).Append(v) })
-		appendOpt(b.Field(3), row.code, func(v int32) { b.Field(3).(*array.Int32Builder).Append(v) })
-		appendOpt(b.Field(4), row.events, func(v int64) { b.Field(4).(*array.Int64Builder).Append(v) })
-		appendOpt(b.Field(5), row.bytes, func(v int64) { b.Field(5).(*array.Int64Builder).Append(v) })
-		appendOpt(b.Field(6), row.latencyMin, func(v float64) { b.Field(6).(*array.Float64Builder).Append(v) })
-		appendOpt(b.Field(7), row.latencyMax, func(v float64) { b.Field(7).(*array.Float64Builder).Append(v) })
-	}
-	return b.NewRecordBatch()
-}
-
-func appendOpt[T any](b array.Builder, v *T, app func(T)) {
-	if v == nil {
-		b.AppendNull()
-		return
-	}
-	app(*v)
-}
+func rollupRecord(rows []rollupRow) arrow.RecordBatch { return rolluptest.Record(rows) }
 
 // readRollup reads rollup rows back from files.
 func readRollup(t testing.TB, paths ...string) []rollupRow {
@@ -118,27 +79,27 @@ func readRollup(t testing.TB, paths ...string) []rollupRow {
 		for rr.Next() {
 			rec := rr.RecordBatch()
 			for i := 0; i < int(rec.NumRows()); i++ {
-				row := rollupRow{ts: int64(rec.Column(0).(*array.Timestamp).Value(i))}
+				row := rollupRow{TS: int64(rec.Column(0).(*array.Timestamp).Value(i))}
 				if c := rec.Column(1).(*array.String); c.IsValid(i) {
-					row.service = ptr(c.Value(i))
+					row.Service = ptr(c.Value(i))
 				}
 				if c := rec.Column(2).(*array.String); c.IsValid(i) {
-					row.severity = ptr(c.Value(i))
+					row.Severity = ptr(c.Value(i))
 				}
 				if c := rec.Column(3).(*array.Int32); c.IsValid(i) {
-					row.code = ptr(c.Value(i))
+					row.Code = ptr(c.Value(i))
 				}
 				if c := rec.Column(4).(*array.Int64); c.IsValid(i) {
-					row.events = ptr(c.Value(i))
+					row.Events = ptr(c.Value(i))
 				}
 				if c := rec.Column(5).(*array.Int64); c.IsValid(i) {
-					row.bytes = ptr(c.Value(i))
+					row.Bytes = ptr(c.Value(i))
 				}
 				if c := rec.Column(6).(*array.Float64); c.IsValid(i) {
-					row.latencyMin = ptr(c.Value(i))
+					row.LatencyMin = ptr(c.Value(i))
 				}
 				if c := rec.Column(7).(*array.Float64); c.IsValid(i) {
-					row.latencyMax = ptr(c.Value(i))
+					row.LatencyMax = ptr(c.Value(i))
 				}
 				out = append(out, row)
 			}
@@ -170,23 +131,23 @@ func groupBy(rows []rollupRow, bucket int64) map[string]string {
 	}
 	m := map[string]*agg{}
 	for _, r := range rows {
-		k := fmt.Sprintf("%d|%s|%s|%s", floorUs(r.ts, bucket), optStr(r.service), optStr(r.severity), optStr(r.code))
+		k := fmt.Sprintf("%d|%s|%s|%s", floorUs(r.TS, bucket), optStr(r.Service), optStr(r.Severity), optStr(r.Code))
 		a := m[k]
 		if a == nil {
 			a = &agg{lmin: math.Inf(1), lmax: math.Inf(-1)}
 			m[k] = a
 		}
-		if r.events != nil {
-			a.events, a.hasE = a.events+*r.events, true
+		if r.Events != nil {
+			a.events, a.hasE = a.events+*r.Events, true
 		}
-		if r.bytes != nil {
-			a.bytes, a.hasB = a.bytes+*r.bytes, true
+		if r.Bytes != nil {
+			a.bytes, a.hasB = a.bytes+*r.Bytes, true
 		}
-		if r.latencyMin != nil {
-			a.lmin, a.hasL = math.Min(a.lmin, *r.latencyMin), true
+		if r.LatencyMin != nil {
+			a.lmin, a.hasL = math.Min(a.lmin, *r.LatencyMin), true
 		}
-		if r.latencyMax != nil {
-			a.lmax, a.hasM = math.Max(a.lmax, *r.latencyMax), true
+		if r.LatencyMax != nil {
+			a.lmax, a.hasM = math.Max(a.lmax, *r.LatencyMax), true
 		}
 	}
 	out := map[string]string{}
@@ -264,8 +225,8 @@ func TestFoldKeepsAggregates(t *testing.T) {
 				t.Fatalf("fold stats %+v, want %d in, %d out, no partial flush", res.Fold, len(all), len(got))
 			}
 			for _, row := range got {
-				if row.ts%usMinute != 0 {
-					t.Fatalf("folded row at %d is not a bucket start", row.ts)
+				if row.TS%usMinute != 0 {
+					t.Fatalf("folded row at %d is not a bucket start", row.TS)
 				}
 			}
 			// Idempotent: a folded file folds to the same rows.
@@ -282,8 +243,8 @@ func TestFoldKeepsAggregates(t *testing.T) {
 }
 
 func rowKey(r rollupRow) string {
-	return strings.Join([]string{fmt.Sprint(r.ts), optStr(r.service), optStr(r.severity), optStr(r.code), optStr(r.events),
-		optStr(r.bytes), optStr(r.latencyMin), optStr(r.latencyMax)}, "|")
+	return strings.Join([]string{fmt.Sprint(r.TS), optStr(r.Service), optStr(r.Severity), optStr(r.Code), optStr(r.Events),
+		optStr(r.Bytes), optStr(r.LatencyMin), optStr(r.LatencyMax)}, "|")
 }
 
 // TestFoldProperty: random bin splits and orders, folded in any number of passes, give the
@@ -391,20 +352,20 @@ func TestFoldTiers(t *testing.T) {
 	got := readRollup(t, paths...)
 	for _, row := range got {
 		switch {
-		case row.ts < floorUs(dayCut, usDay) && row.ts%usDay != 0,
-			row.ts < floorUs(hourCut, usHour) && row.ts%usHour != 0:
-			t.Fatalf("row at %d older than its tier's cutoff is not at a tier bucket start", row.ts)
+		case row.TS < floorUs(dayCut, usDay) && row.TS%usDay != 0,
+			row.TS < floorUs(hourCut, usHour) && row.TS%usHour != 0:
+			t.Fatalf("row at %d older than its tier's cutoff is not at a tier bucket start", row.TS)
 		}
 	}
 	sameAggregates(t, "tiers", got, all, usDay)
 	var newer, newerAll []rollupRow
 	for _, row := range got {
-		if row.ts >= floorUs(hourCut, usHour) {
+		if row.TS >= floorUs(hourCut, usHour) {
 			newer = append(newer, row)
 		}
 	}
 	for _, row := range all {
-		if row.ts >= floorUs(hourCut, usHour) {
+		if row.TS >= floorUs(hourCut, usHour) {
 			newerAll = append(newerAll, row)
 		}
 	}

@@ -9,28 +9,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/siglake/siglake/merge/internal/rolluptest"
 )
 
 const (
-	usMinute = int64(60e6)
-	usHour   = 60 * usMinute
-	usDay    = 24 * usHour
+	usMinute = rolluptest.Minute
+	usHour   = rolluptest.Hour
+	usDay    = rolluptest.Day
 )
 
-// The rollup table below is also in merge's fold tests, which fold through the merge paths.
-
-// rollupSchema is a per-minute rollup: keys service, severity (nullable) and code; a count, a
-// byte sum and latency extremes.
-var rollupSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-	{Name: "service", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "severity", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "code", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-	{Name: "events", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	{Name: "bytes", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	{Name: "latency_min", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-	{Name: "latency_max", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-}, nil)
+var rollupSchema = rolluptest.Schema
 
 var rollupFold = Fold{
 	Keys:   []string{"service", "severity", "code"},
@@ -39,41 +28,11 @@ var rollupFold = Fold{
 		{"latency_min", AggMin}, {"latency_max", AggMax}},
 }
 
-// rollupRow is one row of rollupSchema; nil pointers are nulls.
-type rollupRow struct {
-	ts                     int64
-	service, severity      *string
-	code                   *int32
-	events, bytes          *int64
-	latencyMin, latencyMax *float64
-}
+type rollupRow = rolluptest.Row
 
-func ptr[T any](v T) *T { return &v }
+func ptr[T any](v T) *T { return rolluptest.Ptr(v) }
 
-// randRollup makes n rows from base on, sorted by time, as one pod's partial counts.
-func rollupRecord(rows []rollupRow) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, rollupSchema)
-	defer b.Release()
-	for _, row := range rows {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(row.ts))
-		appendOpt(b.Field(1), row.service, func(v string) { b.Field(1).(*array.StringBuilder).Append(v) })
-		appendOpt(b.Field(2), row.severity, func(v string) { b.Field(2).(*array.StringBuilder).Append(v) })
-		appendOpt(b.Field(3), row.code, func(v int32) { b.Field(3).(*array.Int32Builder).Append(v) })
-		appendOpt(b.Field(4), row.events, func(v int64) { b.Field(4).(*array.Int64Builder).Append(v) })
-		appendOpt(b.Field(5), row.bytes, func(v int64) { b.Field(5).(*array.Int64Builder).Append(v) })
-		appendOpt(b.Field(6), row.latencyMin, func(v float64) { b.Field(6).(*array.Float64Builder).Append(v) })
-		appendOpt(b.Field(7), row.latencyMax, func(v float64) { b.Field(7).(*array.Float64Builder).Append(v) })
-	}
-	return b.NewRecordBatch()
-}
-
-func appendOpt[T any](b array.Builder, v *T, app func(T)) {
-	if v == nil {
-		b.AppendNull()
-		return
-	}
-	app(*v)
-}
+func rollupRecord(rows []rollupRow) arrow.RecordBatch { return rolluptest.Record(rows) }
 
 // TestFoldRefusesBadSpecs names the column at fault.
 func TestFoldRefusesBadSpecs(t *testing.T) {
@@ -138,9 +97,9 @@ func TestFoldSumOverflowFails(t *testing.T) {
 	}
 	fo := NewFolder(c, rollupSchema, memory.DefaultAllocator, 1024)
 	fo.SetOut(func(rec arrow.RecordBatch) error { return nil })
-	row := rollupRow{ts: 5 * usMinute, service: ptr("api"), bytes: ptr(int64(math.MaxInt64 - 10))}
+	row := rollupRow{TS: 5 * usMinute, Service: ptr("api"), Bytes: ptr(int64(math.MaxInt64 - 10))}
 	small := row
-	small.ts, small.bytes = row.ts+1, ptr(int64(11))
+	small.TS, small.Bytes = row.TS+1, ptr(int64(11))
 	rec := rollupRecord([]rollupRow{row, small})
 	defer rec.Release()
 	err = fo.Write(rec)
@@ -222,7 +181,7 @@ func TestFoldBucketInKeyOrder(t *testing.T) {
 		code     int32
 	}{{ptr("b"), ptr("x"), 2}, {ptr("aa"), ptr("x"), 2}, {ptr("a\x00"), ptr("x"), 2}, {ptr("a"), ptr("x"), 2},
 		{ptr("a"), nil, 2}, {ptr("a"), ptr("x"), -1}, {nil, ptr("x"), 2}, {ptr("b"), ptr("x"), 2}} {
-		rows = append(rows, rollupRow{ts: 5*usMinute + int64(len(rows)), service: k.svc, severity: k.sev, code: ptr(k.code)})
+		rows = append(rows, rollupRow{TS: 5*usMinute + int64(len(rows)), Service: k.svc, Severity: k.sev, Code: ptr(k.code)})
 	}
 	rec := rollupRecord(rows)
 	defer rec.Release()
