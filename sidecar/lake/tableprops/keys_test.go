@@ -80,7 +80,7 @@ func TestDocMatchesRegister(t *testing.T) {
 // spelled. Test files and testdata are not checked.
 var exempt = map[string][]string{
 	"localwal/header.go":            {"KeyVersion", "KeyTable", "KeyStream", "KeyIncarnation", "KeySeq", "KeyCreated"},
-	"localwal/walwriter/writer.go":            {"siglake."}, // the header keys' prefix, checked on write
+	"localwal/walwriter/writer.go":  {"siglake."}, // the header keys' prefix, checked on write
 	"merge/index/doc.go":            {"KeyGroups", "KeyTimeBuckets", "KeyRowGroups", "KeyFileTrigrams", "KeyInvertedPrefix"},
 	"merge/chunksum/chunkcrc.go":    {"Key"},
 	"merge/writer/writer.go":        {"FooterGenerationKey"},
