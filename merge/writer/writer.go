@@ -66,7 +66,7 @@ type Options struct {
 	Cuts *density.Cuts
 	// LatePath, when set, names a new file whose first row lies in a sparse
 	// run of the cuts (LateFileName): the file joins the late stream, which
-	// the planner plans apart (plan.File.Late). Unset: every file is named
+	// the planner plans apart (level.File.Late). Unset: every file is named
 	// by newPath.
 	LatePath func(i int) string
 	// cutBefore holds the density cuts WriteSorted and Rewrite derive from

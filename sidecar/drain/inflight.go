@@ -53,7 +53,8 @@ type UncleanStop struct {
 type uncleanPublisher interface{ UncleanStop(u *UncleanStop) }
 
 // CheckUncleanStop looks for batches the previous run left in flight in the WAL dirs this
-// process drains, reports them (one warn line, the status, siglake_drain_interrupted_batch_files)
+// process drains, reports them (a warn line per process that left batches, the status,
+// siglake_drain_interrupted_batch_files)
 // and removes their markers. It returns nil when the previous run stopped cleanly. With catalog
 // claims, a stream directory whose claim this process takes later is checked when it takes it
 // (Cycle): its markers are another process's.
@@ -92,7 +93,7 @@ func setOf(dirs []string) map[string]bool {
 func (d *Drain) checkUnclean(ctx context.Context, dirs []string) *UncleanStop {
 	var u UncleanStop
 	for _, dir := range dirs {
-		for _, m := range marker.Take(dir) {
+		for _, m := range marker.Read(dir) {
 			b := InterruptedBatch{Table: m.Table, Dir: dir, Node: m.Node, Started: m.Started, FilesWritten: len(m.Files)}
 			b.LeftForGC = d.uncommitted(ctx, m)
 			u.Batches = append(u.Batches, b)
@@ -104,6 +105,10 @@ func (d *Drain) checkUnclean(ctx context.Context, dirs []string) *UncleanStop {
 	}
 	u.DetectedAt = d.Now()
 	d.observeUncleanStop(&u)
+	// Removed only once reported: a kill while the catalog was read leaves them for the next start.
+	for _, b := range u.Batches {
+		marker.Remove(b.Dir, b.Table)
+	}
 	return &u
 }
 
@@ -145,7 +150,7 @@ func (d *Drain) observeUncleanStop(u *UncleanStop) {
 		if g.node != "" {
 			fields = append(fields, zap.String("node", g.node))
 		}
-		d.Log.Warn(uncleanMessage(g.node), fields...)
+		d.Log.Warn(uncleanMessage(g.node, d.Claims != nil), fields...)
 	}
 	all := *u
 	if d.unclean != nil {
@@ -194,11 +199,17 @@ func byNode(batches []InterruptedBatch, self string) []leftBy {
 }
 
 // uncleanMessage says what happened to the batches node left in flight: this process's previous
-// run (node "") was killed, or node was, and this process took its stream's claim over.
-func uncleanMessage(node string) string {
+// run (node "") was killed, or node was. Only with catalog claims do streams pass between
+// processes; without them another node name in this process's own WAL dir is a run under an
+// earlier --node-name (a renamed pod or host), not a takeover.
+func uncleanMessage(node string, claims bool) string {
 	const after = " (killed, not a clean stop): its segments are drained again; files it wrote but did not commit are left for siglake gc"
-	if node == "" {
+	switch {
+	case node == "":
 		return "the previous run of this process stopped mid-batch" + after
+	case claims:
+		return "node " + node + " stopped mid-batch in a stream whose claim this process took over" + after
+	default:
+		return "a previous run in this WAL dir, as node " + node + " (another --node-name), stopped mid-batch" + after
 	}
-	return "node " + node + " stopped mid-batch in a stream whose claim this process took over" + after
 }

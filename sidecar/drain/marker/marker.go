@@ -58,10 +58,11 @@ func Write(dir string, m Marker, writeFile func(string, []byte, os.FileMode) err
 // Remove removes table's marker in dir: its batch returned.
 func Remove(dir, table string) { _ = os.Remove(Path(dir, table)) }
 
-// Take returns the markers in dir and removes them, and removes marker writes that never
-// finished (killed, or a full disk). A marker that cannot be read still names its table, from
-// its file name.
-func Take(dir string) []Marker {
+// Read returns the markers in dir and removes marker writes that never finished (killed, or a
+// full disk). A marker that cannot be read still names its table, from its file name. The
+// markers stay until the caller has reported them and calls Remove: a kill before that leaves
+// them for the next start to report.
+func Read(dir string) []Marker {
 	tmps, _ := filepath.Glob(filepath.Join(dir, Prefix+"*.json.tmp"))
 	for _, p := range tmps {
 		_ = os.Remove(p)
@@ -78,7 +79,6 @@ func Take(dir string) []Marker {
 			m.Table = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), Prefix), ".json")
 		}
 		out = append(out, m)
-		_ = os.Remove(p)
 	}
 	return out
 }
