@@ -3,7 +3,9 @@ package commit
 import (
 	"bytes"
 	"errors"
+	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -273,4 +275,48 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("re-encoded request decodes to %+v, %v; want %+v", back, err, r)
 		}
 	})
+}
+
+// TestFormatDocInStep: docs/format/group-commit-messages.md has a row for every JSON field of both
+// messages, in its section, and no row for a field they lack.
+func TestFormatDocInStep(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/format/group-commit-messages.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	req, ans, _ := strings.Cut(text[strings.Index(text, "## Request"):], "## Answer")
+	for _, c := range []struct {
+		section string
+		typ     reflect.Type
+	}{{req, reflect.TypeFor[Request]()}, {ans, reflect.TypeFor[Answer]()}} {
+		want := map[string]bool{}
+		for f := range c.typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			want[name] = true
+		}
+		documented := map[string]bool{}
+		for _, line := range strings.Split(c.section, "\n") {
+			if !strings.HasPrefix(line, "| `") {
+				continue
+			}
+			cell := strings.Split(line, "|")[1]
+			for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(cell, -1) {
+				documented[m[1]] = true
+			}
+		}
+		for name := range want {
+			if !documented[name] {
+				t.Errorf("%s field %q has no row in docs/format/group-commit-messages.md", c.typ.Name(), name)
+			}
+		}
+		for name := range documented {
+			if !want[name] {
+				t.Errorf("docs/format/group-commit-messages.md documents %s field %q, which the code lacks", c.typ.Name(), name)
+			}
+		}
+	}
+	if !strings.Contains(text, "| `G` (0x47) |") || !strings.Contains(text, "| `A` (0x41) |") || KindRequest != 'G' || KindAnswer != 'A' {
+		t.Error("the kind bytes of the page and the code differ")
+	}
 }
