@@ -32,7 +32,8 @@ type QueueConfig struct {
 	// gossip key and no key migration); nil means they do. Unauthenticated requests are refused:
 	// a forged one could move a mark past rows it does not hold.
 	Authenticated func() bool
-	// Owner reports whether this process owns table's commits and, if not, who does in its view.
+	// Owner reports whether this process owns table's commits and, if not, who does in its view
+	// (required; the gossip leases, settling included).
 	Owner func(table string) (owns bool, owner string)
 }
 
@@ -246,7 +247,7 @@ func (q *Queue) Remove(table string, ids ...string) {
 	defer q.mu.Unlock()
 	kept := q.tables[table][:0]
 	for _, e := range q.tables[table] {
-		if !drop[e.Request.ID] || q.byID[e.Request.ID] != table {
+		if !drop[e.Request.ID] {
 			kept = append(kept, e)
 			continue
 		}

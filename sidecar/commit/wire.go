@@ -218,11 +218,10 @@ func (r Request) validate() error {
 	bad := func(field, problem, want string) error {
 		return &FieldError{Message: "request", Field: field, Problem: problem, Want: want}
 	}
+	if err := checkHead(bad, r.V, r.ID); err != nil {
+		return err
+	}
 	switch {
-	case r.V != Version:
-		return bad("v", strconv.Itoa(r.V), "1")
-	case !idRe.MatchString(r.ID):
-		return bad("id", quote(r.ID), "32 lowercase hex digits")
 	case r.From == "" || len(r.From) > maxNameBytes:
 		return bad("from", quote(r.From), fmt.Sprintf("a member name of 1 to %d bytes", maxNameBytes))
 	case r.Catalog == "" || len(r.Catalog) > maxCatalogLen:
@@ -276,6 +275,17 @@ func (r Request) validateBatch(bad func(field, problem, want string) error) erro
 	return nil
 }
 
+// checkHead holds the fields every message starts with to their rules.
+func checkHead(bad func(field, problem, want string) error, v int, id string) error {
+	if v != Version {
+		return bad("v", strconv.Itoa(v), "1")
+	}
+	if !idRe.MatchString(id) {
+		return bad("id", quote(id), "32 lowercase hex digits")
+	}
+	return nil
+}
+
 var (
 	kinds    = map[string]bool{KindAck: true, KindBusy: true, KindNotOwner: true, KindDone: true}
 	outcomes = map[string]bool{OutcomeCommitted: true, OutcomeAlreadyCommitted: true, OutcomeMarkAhead: true,
@@ -288,11 +298,10 @@ func (a Answer) validate() error {
 	bad := func(field, problem, want string) error {
 		return &FieldError{Message: "answer", Field: field, Problem: problem, Want: want}
 	}
+	if err := checkHead(bad, a.V, a.ID); err != nil {
+		return err
+	}
 	switch {
-	case a.V != Version:
-		return bad("v", strconv.Itoa(a.V), "1")
-	case !idRe.MatchString(a.ID):
-		return bad("id", quote(a.ID), "32 lowercase hex digits")
 	case a.Table != "" && !localwal.ValidTable(a.Table):
 		return bad("table", quote(a.Table), "empty or a table name matching "+localwal.TablePattern)
 	case a.Stream != "" && !localwal.ValidStream(a.Stream):
