@@ -13,6 +13,10 @@ import (
 // request, at least 64 requests always fit, and a committer's queue never holds more than this.
 const MaxQueueBytes = 64 << 20
 
+// DefaultMaxRequests is group-commit-queue-max's default: 4096 requests of a few KiB each (a
+// batch's files are a few hundred bytes of stats apiece) hold far less than MaxQueueBytes.
+const DefaultMaxRequests = 4096
+
 // MaxSlowDown is the most a committer asks pods to stretch their batch age.
 const MaxSlowDown = 60 * time.Second
 
@@ -20,7 +24,8 @@ const MaxSlowDown = 60 * time.Second
 type QueueConfig struct {
 	// Catalog is this process's catalog identity: a request for another catalog is refused.
 	Catalog string
-	// MaxRequests caps queued requests over all tables (group-commit-queue-max); beyond it, busy.
+	// MaxRequests caps queued requests over all tables (group-commit-queue-max); beyond it,
+	// busy. 0 means DefaultMaxRequests.
 	MaxRequests int
 	// MaxBytes caps their encoded bytes; 0 means MaxQueueBytes.
 	MaxBytes int
@@ -85,22 +90,35 @@ type Queue struct {
 
 // NewQueue returns an empty queue.
 func NewQueue(cfg QueueConfig) *Queue {
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = DefaultMaxRequests
+	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = MaxQueueBytes
 	}
 	return &Queue{cfg: cfg, tables: map[string][]Queued{}, files: map[string]int{}, byID: map[string]string{}}
 }
 
-// Receive applies the receive rules to one request message, in order: invalid, another catalog or
-// an unauthenticated transport -> done refused (the pod commits directly); a table this process
-// does not own -> not_owner; a heartbeat -> nothing queued, nothing answered; an id already
-// queued -> its From updated, ack; the caps reached -> busy; else queued -> ack. now is the
-// caller's clock (time.Now: its monotonic reading measures the request's age).
+// Receive applies the receive rules to one request message, in order: invalid, an
+// unauthenticated transport or another catalog -> done refused (the pod commits directly); a
+// table this process does not own -> not_owner; a heartbeat -> nothing queued; an id already
+// queued -> its From updated, ack; the caps reached -> busy; else queued -> ack. A heartbeat is
+// never answered, whatever the rule (its Reason still says which). now is the caller's clock
+// (time.Now: its monotonic reading measures the request's age).
 func (q *Queue) Receive(msg []byte, now time.Time) Verdict {
 	r, err := DecodeRequest(msg)
 	if err != nil {
 		return q.invalid(msg, err)
 	}
+	v := q.receive(r, len(msg), now)
+	if r.Heartbeat() {
+		v.To, v.Answer = "", Answer{} // fire and forget: the pod listens for no answer
+	}
+	return v
+}
+
+// receive applies the rules to a request that decoded.
+func (q *Queue) receive(r Request, size int, now time.Time) Verdict {
 	v := Verdict{To: r.From, Request: r}
 	refuse := func(reason, why string) Verdict {
 		v.Reason = reason
@@ -118,16 +136,12 @@ func (q *Queue) Receive(msg []byte, now time.Time) Verdict {
 		v.Reason = ReasonNotOwner
 		v.Answer = answer(r, KindNotOwner)
 		v.Answer.Owner = owner
-		if r.Heartbeat() {
-			v.To, v.Answer = "", Answer{} // fire and forget: the pod listens for no answer
-		}
 		return v
 	}
 	if r.Heartbeat() {
-		v.To = ""
 		return v
 	}
-	return q.enqueue(v, len(msg), now)
+	return q.enqueue(v, size, now)
 }
 
 // invalid refuses a message that did not decode, answering its sender when the message names one

@@ -66,6 +66,8 @@ func TestReceiveRules(t *testing.T) {
 		{name: "refused before not owner", cfg: func(c *QueueConfig) { c.Catalog = "other" },
 			msg: func() []byte { return mustEncode(t, request(1, "logs", "s", 1)) },
 			to:  "pod-s", kind: KindDone, outcome: OutcomeRefused, reason: ReasonCatalog},
+		{name: "heartbeat of another catalog: not answered", cfg: func(c *QueueConfig) { c.Catalog = "other" },
+			msg: func() []byte { return mustEncode(t, heartbeat) }, reason: ReasonCatalog},
 		{name: "not owner", msg: func() []byte { return mustEncode(t, request(1, "logs", "s", 1)) },
 			to: "pod-s", kind: KindNotOwner, reason: ReasonNotOwner},
 		{name: "heartbeat: not queued, not answered", msg: func() []byte { return mustEncode(t, heartbeat) }},
@@ -240,5 +242,15 @@ func TestReceiveConcurrent(t *testing.T) {
 	wg.Wait()
 	if n, b := q.Totals(); n != 0 || b != 0 {
 		t.Fatalf("%d requests, %d bytes left after all were removed", n, b)
+	}
+}
+
+func TestDefaultCaps(t *testing.T) {
+	q := NewQueue(QueueConfig{Catalog: testCatalog, Owner: owns("events")})
+	if v := q.Receive(mustEncode(t, request(1, "events", "s", 1)), time.Now()); v.Answer.Kind != KindAck {
+		t.Fatalf("a queue without caps set: %+v, want ack (the defaults)", v.Answer)
+	}
+	if q.cfg.MaxRequests != DefaultMaxRequests || q.cfg.MaxBytes != MaxQueueBytes {
+		t.Fatalf("caps %d requests %d bytes", q.cfg.MaxRequests, q.cfg.MaxBytes)
 	}
 }
