@@ -14,6 +14,7 @@ import (
 	"github.com/siglake/siglake/gossip/internal/transport"
 	"github.com/siglake/siglake/gossip/joinlist"
 	"github.com/siglake/siglake/gossip/keys"
+	"github.com/siglake/siglake/gossip/usermsg"
 	"go.uber.org/zap"
 )
 
@@ -30,8 +31,9 @@ type Cluster struct {
 	// lookupIP resolves a join entry's DNS name to all its addresses.
 	lookupIP joinlist.LookupIP
 
-	meta  *delegate
-	mlLog *mllog.Writer // nil when Disabled
+	meta  *nodemeta.Delegate
+	msgs  usermsg.Router // user messages, by kind
+	mlLog *mllog.Writer  // nil when Disabled
 	// keyring is memberlist's, shared with it; nil without encryption.
 	keyring *memberlist.Keyring
 
@@ -115,7 +117,7 @@ func (c *Cluster) SetCatalog(id string, timeout time.Duration) error {
 	if c.down || leaving {
 		return nil
 	}
-	c.meta.set(b)
+	c.meta.Set(b)
 	if err := c.ml.UpdateNode(timeout); err != nil {
 		return fmt.Errorf("gossiping catalog identity: %w", err)
 	}
@@ -192,7 +194,7 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("gossip leave: %w", err)
 	}
-	c.meta.set(b)
+	c.meta.Set(b)
 	var errs []error
 	if err := c.ml.UpdateNode(timeout); err != nil {
 		errs = append(errs, fmt.Errorf("announcing leaving metadata: %w", err))
@@ -236,8 +238,42 @@ func (c *Cluster) Shutdown() error {
 
 // selfMeta is the metadata this member gossips about itself.
 func (c *Cluster) selfMeta(catalog string, leaving bool) ([]byte, error) {
-	return nodemeta.Encode(nodemeta.Meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr,
-		Catalog: catalog, Leaving: leaving}, memberlist.MetaMaxSize)
+	m := nodemeta.Meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Catalog: catalog, Leaving: leaving}
+	if c.cfg.GroupCommit {
+		m.GroupCommit = nodemeta.GroupCommitVersion
+	}
+	return nodemeta.Encode(m, memberlist.MetaMaxSize)
+}
+
+// Send delivers msg (msg[0] is its kind) to the alive member named member,
+// this process included: usermsg.Send. nil means the member's memberlist
+// received it, not that a handler ran.
+func (c *Cluster) Send(member string, msg []byte) error {
+	if c.ml == nil {
+		return fmt.Errorf("user message to %q: gossip is disabled", member)
+	}
+	err := usermsg.Send(c.ml, c.cfg.NodeName, member, msg)
+	if errors.Is(err, usermsg.ErrNoMember) {
+		c.mu.Lock()
+		m, known := c.v.members[member]
+		c.mu.Unlock()
+		if known && m.State != StateAlive {
+			return fmt.Errorf("user message to %q: the member is gone (%s): %w", member, m.State, err)
+		}
+	}
+	return err
+}
+
+// Handle registers f for user messages whose first byte is kind. f must
+// not block; from is the sender's name as its envelope states it, to be
+// acted on only when Authenticated (usermsg.Handler says why).
+func (c *Cluster) Handle(kind byte, f func(from string, msg []byte)) { c.msgs.Handle(kind, f) }
+
+// Authenticated reports whether every message this member receives was
+// sent by a holder of one of its keys: a keyring is set and no key
+// migration step lets plaintext in.
+func (c *Cluster) Authenticated() bool {
+	return c.ml != nil && c.Keys().Keys > 0 && c.cfg.KeyMigration == ""
 }
 
 // SetKeys installs keys at runtime (keys.Install): keys[0] becomes the key

@@ -125,6 +125,10 @@ type Config struct {
 	// gossip is plaintext anyway.
 	KeyMigration string
 
+	// GroupCommit advertises that this process runs a group committer (member
+	// metadata "gc"), so peers hand commits only to owners that take them.
+	GroupCommit bool
+
 	// Disabled runs no gossip at all: no port is bound, the process is the
 	// only member and owns every table when it has the maintenance role.
 	Disabled bool

@@ -2,7 +2,6 @@ package gossip
 
 import (
 	"math"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -45,30 +44,6 @@ func (c *Cluster) logChanges(changes []LeaseChange) {
 	}
 	c.log.Info("table leases moved", zap.Int("moved", len(changes)), zap.Int("gained", gained), zap.Int("lost", lost))
 }
-
-// delegate gives memberlist this member's metadata; the other hooks
-// (user messages, state exchange) are unused.
-type delegate struct {
-	mu   sync.Mutex
-	meta []byte
-}
-
-func (d *delegate) NodeMeta(limit int) []byte {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.meta
-}
-
-func (d *delegate) set(b []byte) {
-	d.mu.Lock()
-	d.meta = b
-	d.mu.Unlock()
-}
-
-func (d *delegate) NotifyMsg([]byte)                           {}
-func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (d *delegate) LocalState(join bool) []byte                { return nil }
-func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
 
 // events receives memberlist's membership events. memberlist calls these
 // with its node lock held, so they copy what they need and return quickly.
@@ -160,5 +135,6 @@ func (c *Cluster) member(n *memberlist.Node, state string) Member {
 		return m
 	}
 	m.Roles, m.Version, m.HTTPAddr, m.Catalog, m.Leaving = md.Roles, md.Version, md.HTTPAddr, md.Catalog, md.Leaving
+	m.GroupCommit = md.GroupCommit == nodemeta.GroupCommitVersion
 	return m
 }

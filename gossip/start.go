@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/siglake/siglake/gossip/internal/mllog"
+	"github.com/siglake/siglake/gossip/internal/nodemeta"
 	"github.com/siglake/siglake/gossip/internal/transport"
 	"go.uber.org/zap"
 )
@@ -68,7 +69,8 @@ func newCluster(cfg Config, log *zap.Logger) *Cluster {
 			return net.DefaultResolver.LookupIP(ctx, "ip", host)
 		},
 	}
-	self := Member{Name: cfg.NodeName, State: StateAlive, Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr, Catalog: cfg.Catalog}
+	self := Member{Name: cfg.NodeName, State: StateAlive, Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr,
+		Catalog: cfg.Catalog, GroupCommit: cfg.GroupCommit}
 	standalone := cfg.Disabled || len(cfg.Join) == 0
 	c.v = newView(self, cfg.SettlePeriod, standalone, !standalone, c.now())
 	return c
@@ -105,7 +107,8 @@ func (c *Cluster) startMemberlist(keys [][]byte, metaBytes []byte) error {
 		mc.Keyring = kr
 		c.keyring = kr
 	}
-	c.meta = &delegate{meta: metaBytes}
+	c.meta = &nodemeta.Delegate{Msg: c.msgs.Deliver}
+	c.meta.Set(metaBytes)
 	mc.Delegate = c.meta
 	ml, err := memberlist.Create(mc)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/gossip/keys"
+	"github.com/siglake/siglake/gossip/usermsg"
 )
 
 // Stats are counters and gauges for metrics (see docs/gossip.md for the
@@ -45,6 +46,8 @@ type Stats struct {
 	// PrimaryKey is the fingerprint of the key sent with ("" without
 	// encryption): keys.Fingerprint, never the key.
 	PrimaryKey string `json:"primary_key,omitempty"`
+	// Messages count user messages received and dropped (Cluster.Handle).
+	Messages usermsg.Stats `json:"messages"`
 }
 
 // Stats returns a snapshot of the counters.
@@ -83,6 +86,7 @@ func (c *Cluster) Stats() Stats {
 	}
 	ks := c.Keys()
 	s.Keys, s.PrimaryKey = ks.Keys, ks.Primary
+	s.Messages = c.msgs.Stats()
 	return s
 }
 

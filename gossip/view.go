@@ -36,6 +36,9 @@ type Member struct {
 	// Leaving is true once the member announced it is leaving; it owns
 	// nothing from then on.
 	Leaving bool `json:"leaving,omitempty"`
+	// GroupCommit: the member runs a group committer (Config.GroupCommit);
+	// members of older versions read as false, so nothing is handed to them.
+	GroupCommit bool `json:"group_commit,omitempty"`
 }
 
 // Lease is the ownership of one table in this process's view.

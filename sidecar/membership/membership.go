@@ -81,12 +81,15 @@ var (
 	gossipConflicts   = prometheus.NewDesc("siglake_gossip_name_conflicts_total", "Alive messages claiming a known member name from another address.", nil, nil)
 	gossipRefused     = prometheus.NewDesc("siglake_gossip_refused_total", "Gossip packets and streams refused, by reason: label (another cluster label or none), key (no installed key decrypts it, or unencrypted).", []string{"reason"}, nil)
 	gossipKeys        = prometheus.NewDesc("siglake_gossip_keys", "Gossip encryption keys accepted (0: plaintext gossip).", nil, nil)
+	gossipMsgReceived = prometheus.NewDesc("siglake_gossip_messages_received_total", "Gossip user messages handed to a handler.", nil, nil)
+	gossipMsgDropped  = prometheus.NewDesc("siglake_gossip_messages_dropped_total", "Gossip user messages dropped undelivered, by reason: unknown_kind (no handler for the kind), malformed (no readable envelope).", []string{"reason"}, nil)
 	gossipPrimaryKey  = prometheus.NewDesc("siglake_gossip_primary_key_info", "1 with the fingerprint (first 8 bytes of SHA-256, hex) of the gossip key this member sends with; absent without encryption.", []string{"fingerprint"}, nil)
 )
 
 func (g *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{gossipMembers, gossipOwned, gossipSettling, gossipTransitions, gossipJoinTries,
-		gossipJoinFails, gossipSent, gossipReceived, gossipConflicts, gossipRefused, gossipKeys, gossipPrimaryKey} {
+		gossipJoinFails, gossipSent, gossipReceived, gossipConflicts, gossipRefused, gossipKeys, gossipPrimaryKey,
+		gossipMsgReceived, gossipMsgDropped} {
 		ch <- d
 	}
 }
@@ -107,6 +110,9 @@ func (g *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(gossipRefused, prometheus.CounterValue, float64(s.RefusedLabel), "label")
 	ch <- prometheus.MustNewConstMetric(gossipRefused, prometheus.CounterValue, float64(s.RefusedKey), "key")
 	ch <- prometheus.MustNewConstMetric(gossipKeys, prometheus.GaugeValue, float64(s.Keys))
+	ch <- prometheus.MustNewConstMetric(gossipMsgReceived, prometheus.CounterValue, float64(s.Messages.Received))
+	ch <- prometheus.MustNewConstMetric(gossipMsgDropped, prometheus.CounterValue, float64(s.Messages.UnknownKind), "unknown_kind")
+	ch <- prometheus.MustNewConstMetric(gossipMsgDropped, prometheus.CounterValue, float64(s.Messages.Malformed), "malformed")
 	if s.PrimaryKey != "" {
 		// Which key each pod sends with: the switch step of a rotation is done when every pod
 		// shows the new fingerprint (siglake_gossip_keys cannot tell).

@@ -1,6 +1,7 @@
 // Package nodemeta is the wire form of what a gossip member says about
 // itself (memberlist's node metadata): roles, version, HTTP address, catalog
-// identity and whether it is leaving, as versioned JSON.
+// identity, whether it is leaving and runs a group committer, as versioned
+// JSON.
 package nodemeta
 
 import (
@@ -29,7 +30,15 @@ type Meta struct {
 	// "left" rather than "dead" (memberlist's leave event does not say
 	// which it was).
 	Leaving bool `json:"leaving,omitempty"`
+	// GroupCommit is the version of the group commit protocol the member's
+	// committer takes, 0 or absent when it runs none: a number rather than a
+	// flag so a later protocol can be told apart. Peers hand commits only to
+	// a committer of their own version (else they commit directly: safe).
+	GroupCommit int `json:"gc,omitempty"`
 }
+
+// GroupCommitVersion is the group commit protocol this version speaks.
+const GroupCommitVersion = 1
 
 // Encode is m's wire form, refused when it is longer than limit bytes.
 func Encode(m Meta, limit int) ([]byte, error) {

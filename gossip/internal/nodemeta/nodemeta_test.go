@@ -24,6 +24,14 @@ func TestRoundTripAndLimits(t *testing.T) {
 	if err != nil || !slices.Contains(out.Roles, "maintenance") {
 		t.Fatalf("newer metadata: %+v %v", out, err)
 	}
+	// "gc" round-trips; metadata of a version without it reads as 0.
+	b, _ = Encode(Meta{Roles: []string{"maintenance"}, GroupCommit: GroupCommitVersion}, 512)
+	if out, err := Decode(b); err != nil || out.GroupCommit != GroupCommitVersion || !strings.Contains(string(b), `"gc":1`) {
+		t.Fatalf("group commit: %s %+v %v", b, out, err)
+	}
+	if out, err := Decode([]byte(`{"v":1,"roles":["maintenance"]}`)); err != nil || out.GroupCommit != 0 {
+		t.Fatalf("old metadata: %+v %v", out, err)
+	}
 	for _, bad := range []string{"", "not json", `{"roles":["maintenance"]}`, `[1,2]`} {
 		if m, err := Decode([]byte(bad)); err == nil {
 			t.Errorf("Decode(%q) = %+v, want an error", bad, m)
