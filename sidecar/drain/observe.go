@@ -100,9 +100,11 @@ type BatchOutcome struct {
 	Files         int
 	Bytes         int64
 	Commit        lake.CommitResult
-	Mark          lake.Mark
-	Took          time.Duration
-	Cost          objstore.Cost
+	// HandedOff: the commit went to a group committer, which may hold the files (kept on failure).
+	HandedOff bool
+	Mark      lake.Mark
+	Took      time.Duration
+	Cost      objstore.Cost
 	// Stage is where a failed batch failed (read, table, write, commit, remove), for
 	// siglake_drain_errors_total; "" when it did not, or failed where no stage is counted.
 	Stage string
@@ -140,7 +142,7 @@ func (d *Drain) observe(out BatchOutcome) {
 	if out.Err != nil {
 		d.publisher().Error(d.Now(), "drain", out.Table, out.Err)
 		log.Warn("drain batch failed; segments kept for the next cycle", zap.String("stream", out.Stream),
-			zap.Int("segments_removed", out.Removed), zap.Error(out.Err))
+			zap.Int("segments_removed", out.Removed), zap.Bool("handed_off", out.HandedOff), zap.Error(out.Err))
 		return
 	}
 	if out.Segments == 0 {
