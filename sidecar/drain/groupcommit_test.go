@@ -39,7 +39,7 @@ type groupCommitter struct {
 }
 
 type heartbeat struct {
-	table, stream       string
+	table, stream      string
 	scan, pendingSince time.Time
 }
 
