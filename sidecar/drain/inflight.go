@@ -96,8 +96,9 @@ func (d *Drain) checkUnclean(ctx context.Context, dirs []string) *UncleanStop {
 	var u UncleanStop
 	for _, dir := range dirs {
 		for _, m := range marker.Take(dir) {
-			b := InterruptedBatch{Table: m.Table, Dir: dir, Node: m.Node, Started: m.Started, FilesWritten: len(m.Files), HandedOff: m.HandedOff}
+			b := InterruptedBatch{Table: m.Table, Dir: dir, Node: m.Node, Started: m.Started, FilesWritten: len(m.Files)}
 			b.LeftForGC = d.uncommitted(ctx, m)
+			b.HandedOff = m.HandedOff
 			u.Batches = append(u.Batches, b)
 			u.LeftForGC += b.LeftForGC
 		}
