@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -34,6 +35,8 @@ type groupCommitter struct {
 	slow          map[string]time.Duration
 	sent          []lake.AppendRequest
 	beats         []heartbeat
+	// during, when set, runs at the start of every Commit (the batch is in flight).
+	during func(req lake.AppendRequest)
 
 	inFlight atomic.Int32
 }
@@ -67,6 +70,9 @@ func (g *groupCommitter) Commit(ctx context.Context, t *table.Table, req lake.Ap
 		g.t.Errorf("Commit got table %v for a request of %s", t, req.Table)
 	}
 	g.checkInvariant(ctx, req)
+	if g.during != nil {
+		g.during(req)
+	}
 	g.mu.Lock()
 	g.sent = append(g.sent, req)
 	held := g.held
@@ -189,6 +195,30 @@ func TestGroupCommitEveryRowOnce(t *testing.T) {
 	}
 	if n := counterValue(t, e.drain.Metrics, "siglake_drain_commits_total", "committed"); n != 4 {
 		t.Fatalf("committed commits %v, want 4", n)
+	}
+}
+
+// TestKilledDuringHandOffReported: the in-flight marker says a batch was handed off before the
+// hand-off starts, so a kill during it is reported at the next start with its files as possibly
+// still committed by a committer.
+func TestKilledDuringHandOffReported(t *testing.T) {
+	e, g := newGroupEnv(t, nil)
+	e.writeSegments("events", 1, 1000, 10, time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	var left []byte
+	g.during = func(req lake.AppendRequest) {
+		raw, err := os.ReadFile(marker.Path(e.cfg.WALDir, req.Table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = raw // what a kill here would leave
+	}
+	e.cycleUntilDrained(1)
+	if err := os.WriteFile(marker.Path(e.cfg.WALDir, "events"), left, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := e.drain.CheckUncleanStop(context.Background())
+	if u == nil || len(u.Batches) != 1 || !u.Batches[0].HandedOff || u.Batches[0].FilesWritten == 0 {
+		t.Fatalf("unclean stop %+v, want one handed-off batch with its files", u)
 	}
 }
 
