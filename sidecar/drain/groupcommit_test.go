@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,8 +14,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/drain/marker"
+	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
 // groupCommitter is a real GroupCommitter for the tests: it commits through the real lake
@@ -34,6 +39,7 @@ type groupCommitter struct {
 	held          []lake.AppendRequest
 	slow          map[string]time.Duration
 	sent          []lake.AppendRequest
+	epochs        []uint64 // the claim epoch of each request, as sent
 	beats         []heartbeat
 	// during, when set, runs at the start of every Commit (the batch is in flight).
 	during func(req lake.AppendRequest)
@@ -74,7 +80,7 @@ func (g *groupCommitter) Commit(ctx context.Context, t *table.Table, req lake.Ap
 		g.during(req)
 	}
 	g.mu.Lock()
-	g.sent = append(g.sent, req)
+	g.sent, g.epochs = append(g.sent, req), append(g.epochs, epoch)
 	held := g.held
 	g.held = nil
 	switch {
@@ -393,5 +399,57 @@ func TestGroupHeartbeatsAndSlowDown(t *testing.T) {
 	beats()  // the batch told the committer
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("table %+v, want %+v", got, want)
+	}
+}
+
+// TestGroupCommitUnderClaimFence: with catalog claims the hand-off carries the claim's epoch and
+// fence; a committer that commits through the fence stops when the claim passes mid-commit, as a
+// direct commit does (TestFenceCheckedBeforeEveryCommitAttempt), and appends nothing past it.
+func TestGroupCommitUnderClaimFence(t *testing.T) {
+	e, g := newGroupEnv(t, func(c *testConfig) {
+		c.CatalogClaim = true
+		c.CatalogClaimTTL = 30 * time.Second
+		c.CommitBatchTargetBytes = 0
+	})
+	root := e.cfg.WALDir
+	now := time.Now()
+	m := testClaimManager(t, e.lake, root, "drain-0", func() time.Time { return now })
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	first := writeStreamDir(t, filepath.Join(root, "ingest-0"), "ingest-0", "events", 1, 500, 1, start)
+	if err := m.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.drain.Claims = m
+	handOffs := 0
+	g.during = func(req lake.AppendRequest) {
+		if req.Fence == nil {
+			t.Error("a hand-off under a claim without its fence")
+		}
+		handOffs++
+	}
+	e.cycleUntilDrained(1)
+	writeStreamDir(t, filepath.Join(root, "ingest-0"), "ingest-0", "events", 1, 500, 2, start.Add(time.Hour))
+	var armed atomic.Bool
+	catalogtest.Hook(e.lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if armed.CompareAndSwap(true, false) {
+			now = now.Add(claim.Fence(30 * time.Second))
+			return nil, "", errors.New("requirement failed: branch main has changed")
+		}
+		return next(ctx, id, reqs, ups)
+	})
+	armed.Store(true)
+	if _, err := e.drain.Cycle(context.Background(), true); !errors.Is(err, errNotClaimed) {
+		t.Fatalf("cycle error %v, want the fence (%v)", err, errNotClaimed)
+	}
+	if got := e.tableSum("events"); got != first {
+		t.Fatalf("table %+v, want only the first batch %+v: the committer committed past the fence", got, first)
+	}
+	for i, req := range g.sent {
+		if ep := req.Summary[tableprops.SumClaimEpoch]; ep == "" || ep == "0" || ep != strconv.FormatUint(g.epochs[i], 10) {
+			t.Fatalf("hand-off epochs %v, request's claim epoch %q: the epoch is not the claim's", g.epochs, ep)
+		}
+	}
+	if handOffs != 2 {
+		t.Fatalf("%d hand-offs, want 2", handOffs)
 	}
 }
