@@ -321,10 +321,14 @@ func (d *Drain) commit(ctx context.Context, c *batchCommit) bool {
 	if d.beforeCommit != nil {
 		d.beforeCommit()
 	}
-	res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
+	res, handedOff, err := d.commitAppend(ctx, c, req)
+	c.out.HandedOff = handedOff
 	if err != nil {
-		if !res.MaybeCommitted {
-			c.removeOutputs(ctx, c.outputs) // nothing references them
+		// Only a direct commit whose outcome is known leaves files nothing references. Handed-off
+		// files are never deleted here: a committer may still commit them (gc's floor is above
+		// the age a committer takes a request at).
+		if !res.MaybeCommitted && !handedOff {
+			c.removeOutputs(ctx, c.outputs)
 		}
 		return c.fail("commit", err)
 	}

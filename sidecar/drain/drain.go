@@ -15,6 +15,7 @@ import (
 	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/drain/batches"
+	"github.com/siglake/siglake/sidecar/drain/handoff"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/backoff"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -53,6 +54,9 @@ type Drain struct {
 	// at it, so a segment that needs more is quarantined as oversize before it is read, a batch is
 	// cut where its segments stop fitting, and decoding is capped at the batch's share.
 	MemoryLimit int64
+	// Group, when set (group commit on), takes each batch's commit to the table's committer
+	// instead of committing it here; nil commits directly.
+	Group GroupCommitter
 
 	// BacklogEvery is how often the backlog gauges are refreshed while a batch runs (its write
 	// and its commit can take long: a catalog that holds the commit until its deadline); 0 is 1 s.
@@ -81,6 +85,8 @@ type Drain struct {
 	unclean *UncleanStop
 	// ignoredLogged holds the ignored entries of the last scan, each logged once when first seen.
 	ignoredLogged map[string]bool
+	// beats schedules the heartbeats to the group committer.
+	beats handoff.Schedule
 }
 
 // quarantineRelist bounds how long a cleared quarantine keeps showing: an operator removes
@@ -196,15 +202,24 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	segs = d.quarantineOversize(segs, dirOf)
 	d.ObserveBacklog(segs, now)
 	var firstErr error
-	due := batches.Due(dirs, segs, dirOf, now, d.Cfg.CommitBatchTargetBytes, d.Cfg.CommitBatchMaxAge, flush)
-	failed := map[string]bool{}
+	due := batches.Due(dirs, segs, dirOf, now, d.Cfg.CommitBatchTargetBytes, d.batchAge, flush)
+	failed, ran := map[string]bool{}, map[string]bool{}
 	for _, b := range due {
 		if ctx.Err() != nil || membudget.Stopping(d.Stop) != nil {
 			break // shutting down: take no new batch
 		}
 		// The backoff also keeps a stream's batches of one table in order: a later batch must not
 		// commit (and move the mark past) an earlier one that failed.
-		key := b.Dir + "\x00" + b.Table
+		//
+		// This is the pod invariant group commit's exactly-once rests on: at most one unresolved
+		// commit per (WAL dir, table), and no later range before the earlier one is known
+		// committed. commitBatch is synchronous, a failed batch stops its key for the cycle, and
+		// the next cycle plans from the oldest segment still in the WAL (segments go only once
+		// their commit is known). So every later request starts at or below the first segment of
+		// any request a committer may still hold, and the mark makes whichever lands second a
+		// no-op or a mark-ahead failure (retried), never a gap. Pipelining a stream's batches, or
+		// removing a failed batch's segments, would break it.
+		key := handoff.Key(b.Dir, b.Table)
 		if failed[key] {
 			continue // an earlier batch of this dir and table failed: never overtake it, even on flush
 		}
@@ -212,6 +227,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 			continue
 		}
 		res.Batches++
+		ran[key] = true
 		stopWatch := d.watchBacklog(dirs)
 		out := d.commitBatch(ctx, b)
 		stopWatch()
@@ -241,9 +257,11 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		res.Segments += out.Removed
 		res.Rows += out.Rows
 	}
-	if after, _, err := batches.ScanDirs(dirs); err == nil {
+	scan := d.Now()
+	if after, dirOf, err := batches.ScanDirs(dirs); err == nil {
 		d.ObserveBacklog(after, d.Now())
 		res.Pending = len(after)
+		d.heartbeat(after, dirOf, scan, ran)
 	}
 	return res, firstErr
 }

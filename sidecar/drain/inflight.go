@@ -40,6 +40,9 @@ type InterruptedBatch struct {
 	// LeftForGC are those the table does not reference (the commit never happened): orphans that
 	// siglake gc removes once past its floor. The others were committed before the kill.
 	LeftForGC int `json:"left_for_gc"`
+	// HandedOff: its commit had gone to a group committer, which may still commit the files
+	// counted in LeftForGC.
+	HandedOff bool `json:"handed_off,omitempty"`
 }
 
 // UncleanStop is what a start found of a previous run that died mid-batch.
@@ -96,6 +99,7 @@ func (d *Drain) checkUnclean(ctx context.Context, dirs []string) *UncleanStop {
 		for _, m := range marker.Read(dir) {
 			b := InterruptedBatch{Table: m.Table, Dir: dir, Node: m.Node, Started: m.Started, FilesWritten: len(m.Files)}
 			b.LeftForGC = d.uncommitted(ctx, m)
+			b.HandedOff = m.HandedOff
 			u.Batches = append(u.Batches, b)
 			u.LeftForGC += b.LeftForGC
 		}

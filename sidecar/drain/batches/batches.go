@@ -28,6 +28,13 @@ type Batch struct {
 // commits every segment on its own. flush commits every remainder regardless of age (shutdown
 // drains, `--once`). Pure: time is an argument.
 func Plan(segs []localwal.SegmentInfo, now time.Time, targetBytes int64, maxAge time.Duration, flush bool) []Batch {
+	return PlanAges(segs, now, targetBytes, func(string) time.Duration { return maxAge }, flush)
+}
+
+// PlanAges is Plan with each table's own batch age, maxAge(table): a table whose group committer
+// is behind asks its pods to batch longer (fewer, bigger requests; the segments wait on the WAL
+// disk, not in the committer's memory).
+func PlanAges(segs []localwal.SegmentInfo, now time.Time, targetBytes int64, maxAge func(table string) time.Duration, flush bool) []Batch {
 	byTable := map[string][]localwal.SegmentInfo{}
 	for _, s := range segs {
 		byTable[s.Table] = append(byTable[s.Table], s)
@@ -56,24 +63,24 @@ func Plan(segs []localwal.SegmentInfo, now time.Time, targetBytes int64, maxAge 
 				cur = Batch{Table: t}
 			}
 		}
-		if len(cur.Segs) > 0 && (flush || now.Sub(cur.Segs[0].ModTime) >= maxAge) {
+		if len(cur.Segs) > 0 && (flush || now.Sub(cur.Segs[0].ModTime) >= maxAge(t)) {
 			out = append(out, cur)
 		}
 	}
 	return out
 }
 
-// Due are the batches of segs due now, each of one WAL dir: batches never mix WAL dirs, since
-// each dir is one stream and a batch commits one stream's mark.
-// (dirOf maps a segment's path to its dir), in the order of dirs.
-func Due(dirs []string, segs []localwal.SegmentInfo, dirOf map[string]string, now time.Time, targetBytes int64, maxAge time.Duration, flush bool) []Batch {
+// Due are the batches of segs due now (dirOf maps a segment's path to its dir), in the order of
+// dirs, each of one WAL dir: batches never mix WAL dirs, since each dir is one stream and a batch
+// commits one stream's mark. maxAge gives each table's batch age (PlanAges).
+func Due(dirs []string, segs []localwal.SegmentInfo, dirOf map[string]string, now time.Time, targetBytes int64, maxAge func(table string) time.Duration, flush bool) []Batch {
 	byDir := map[string][]localwal.SegmentInfo{}
 	for _, s := range segs {
 		byDir[dirOf[s.Path]] = append(byDir[dirOf[s.Path]], s)
 	}
 	var batches []Batch
 	for _, dir := range dirs {
-		for _, b := range Plan(byDir[dir], now, targetBytes, maxAge, flush) {
+		for _, b := range PlanAges(byDir[dir], now, targetBytes, maxAge, flush) {
 			b.Dir = dir
 			batches = append(batches, b)
 		}

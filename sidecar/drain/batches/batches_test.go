@@ -29,3 +29,27 @@ func TestBatchingByTargetAndAge(t *testing.T) {
 		t.Fatalf("flush must commit every table's remainder, got %d batches", len(got))
 	}
 }
+
+// TestPlanAgesPerTable: each table's remainder waits for its own age (a slowed-down table's
+// committer is behind); a full batch closes at the target size whatever the age.
+func TestPlanAgesPerTable(t *testing.T) {
+	base := time.Unix(1000, 0)
+	segs := []localwal.SegmentInfo{
+		{Table: "slow", Seq: 1, Size: 5, ModTime: base.Add(-30 * time.Second)},
+		{Table: "fast", Seq: 2, Size: 5, ModTime: base.Add(-30 * time.Second)},
+		{Table: "full", Seq: 3, Size: 50, ModTime: base},
+	}
+	age := func(table string) time.Duration {
+		if table == "fast" {
+			return 10 * time.Second
+		}
+		return time.Minute
+	}
+	got := PlanAges(segs, base, 20, age, false)
+	if len(got) != 2 || got[0].Table != "fast" || got[1].Table != "full" {
+		t.Fatalf("batches %+v, want fast (old enough) and full (at its target size)", got)
+	}
+	if got := PlanAges(segs, base.Add(30*time.Second), 20, age, false); len(got) != 3 {
+		t.Fatalf("at a minute old the slowed table is due too; got %+v", got)
+	}
+}

@@ -30,6 +30,9 @@ type Marker struct {
 	PID     int       `json:"pid"`
 	// Files are the data files the batch wrote, once written (empty: killed before or while writing).
 	Files []string `json:"files,omitempty"`
+	// HandedOff: the batch's commit went to a group committer, which may commit the files after
+	// the kill (they are orphans only once gc's floor passes).
+	HandedOff bool `json:"handed_off,omitempty"`
 }
 
 // Path is the marker file of table in dir.
