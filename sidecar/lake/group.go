@@ -175,6 +175,7 @@ func (r *groupRun) end(attempts int, err error) (GroupResult, error) {
 // next attempt may overcome (err is its cause); otherwise the group ends, with err if it failed.
 func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (again bool, err error) {
 	name := r.g.Table
+	defer l.lockTable(name)()
 	t, err := l.LoadTable(ctx, name)
 	if err != nil {
 		return true, err
