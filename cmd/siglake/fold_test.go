@@ -166,8 +166,13 @@ func TestConcurrentFoldEditsKeepBoth(t *testing.T) {
 	calls := 0
 	before, after, err := fold.Update(ctx, l, walgen.RollupTable, func(cur fold.Spec, err error) (fold.Spec, error) {
 		calls++
-		if calls == 1 {
-			if _, _, err := fold.Update(ctx, l, walgen.RollupTable, tier("30d", "1d")); err != nil {
+		if calls == 1 { // another operator's edit, from another process (one Lake's edits of a table take turns)
+			other, err := lake.Open(ctx, lake.Config{Catalog: cat, Warehouse: wh, Namespace: "siglake"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			if _, _, err := fold.Update(ctx, other, walgen.RollupTable, tier("30d", "1d")); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -46,21 +45,24 @@ func ReadMark(t *table.Table, stream string) (m Mark, ok bool, err error) {
 	if !ok {
 		return Mark{}, false, nil
 	}
-	m, err = parseMark(MarkPropertyPrefix+stream, v)
-	return m, err == nil, err
+	if m, err = ParseMark(v); err != nil {
+		return Mark{}, false, fmt.Errorf("table property %s%s: %w", MarkPropertyPrefix, stream, err)
+	}
+	return m, true, nil
 }
 
-// parseMark reads the stored form of a mark (Mark.String), property key.
-func parseMark(key, v string) (m Mark, err error) {
+// ParseMark reads a mark in its stored form (Mark.String, "incarnation:seq"), as table
+// properties and group-commit requests carry it.
+func ParseMark(v string) (m Mark, err error) {
 	inc, seq, found := strings.Cut(v, ":")
 	if !found {
-		return Mark{}, fmt.Errorf("table property %s=%q: want incarnation:seq", key, v)
+		return Mark{}, fmt.Errorf("mark %q: want incarnation:seq", v)
 	}
 	if m.Incarnation, err = strconv.ParseUint(inc, 10, 64); err == nil {
 		m.Seq, err = strconv.ParseUint(seq, 10, 64)
 	}
 	if err != nil {
-		return Mark{}, fmt.Errorf("table property %s=%q: %w", key, v, err)
+		return Mark{}, fmt.Errorf("mark %q: %w", v, err)
 	}
 	return m, nil
 }
@@ -140,80 +142,19 @@ func (r Retry) Backoff() backoff.Policy {
 // DefaultRetry is what the drain uses.
 var DefaultRetry = Retry{Attempts: 6, MinWait: 100 * time.Millisecond, MaxWait: 5 * time.Second}
 
-// CommitAppend appends req.Files and moves the stream's mark to req.Last in ONE commit.
+// CommitAppend appends req.Files and moves the stream's mark to req.Last in ONE commit: the
+// one-request case of CommitGroup, with its mark rules, retries and errors.
 //
 // Before every attempt it reloads the table and re-reads the mark: if the mark already reached
 // req.Last, an earlier attempt committed (its response was lost) and nothing is appended again.
 // That re-read is what makes a retry after an unknown outcome safe.
 func (l *Lake) CommitAppend(ctx context.Context, req AppendRequest, retry Retry) (CommitResult, error) {
-	var lastErr error
-	maybe := false
-	policy := retry.Backoff()
-	for attempt := 1; attempt <= max(1, retry.Attempts); attempt++ {
-		if attempt > 1 {
-			if err := backoff.Sleep(ctx, policy.Wait(attempt-1, rand.Int64N)); err != nil {
-				return CommitResult{Attempts: attempt - 1, MaybeCommitted: maybe}, fmt.Errorf("commit to %s: %w (last error: %v)", req.Table, err, lastErr)
-			}
-		}
-		t, err := l.LoadTable(ctx, req.Table)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		// Every return below keeps `maybe`: an earlier attempt whose outcome is unknown may still
-		// land, so its files must stay whatever this attempt ran into.
-		cur, ok, err := ReadMark(t, req.Stream)
-		if err != nil {
-			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, err
-		}
-		if ok && !cur.Less(req.Last) {
-			snap := int64(0)
-			if s := t.CurrentSnapshot(); s != nil {
-				snap = s.SnapshotID
-			}
-			return CommitResult{Outcome: AlreadyCommitted, SnapshotID: snap, Attempts: attempt}, nil
-		}
-		if ok && !cur.Less(req.First) {
-			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w",
-				req.Table, req.Stream, cur, req.First, req.Last, ErrMarkAhead)
-		}
-		props := iceberg.Properties{tableprops.SumStream: req.Stream, tableprops.SumMark: req.Last.String()}
-		for k, v := range req.Summary {
-			props[k] = v
-		}
-		txn := t.NewTransaction()
-		// Pin main to the snapshot the mark was read from: iceberg-go must not replay this
-		// append on a newer head (commit.retry.num-retries), which would skip the mark check.
-		if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
-			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, err
-		}
-		// File names are fresh UUIDs, so the duplicate check (a walk of every manifest) buys nothing.
-		if err := txn.AddDataFiles(ctx, req.Files, props, table.WithoutDuplicateCheck()); err != nil {
-			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, fmt.Errorf("stage append to %s: %w", req.Table, err)
-		}
-		if err := txn.SetProperties(iceberg.Properties{MarkPropertyPrefix + req.Stream: req.Last.String()}); err != nil {
-			return CommitResult{Attempts: attempt, MaybeCommitted: maybe}, fmt.Errorf("stage mark of %s: %w", req.Table, err)
-		}
-		if req.Fence != nil {
-			if err := req.Fence(); err != nil {
-				return CommitResult{Attempts: attempt - 1, MaybeCommitted: maybe}, err
-			}
-		}
-		nt, err := txn.Commit(ctx)
-		if err != nil {
-			lastErr = fmt.Errorf("commit append to %s: %w", req.Table, err)
-			// Unknown outcome (a REST 5xx, a cut connection): the next attempt's mark re-read above
-			// finds out whether it landed, and the files must stay even if every attempt fails.
-			maybe = maybe || IsCommitStateUnknown(err)
-			continue
-		}
-		var snap int64 // none when the batch had no files (every row past retention) on a new table
-		if cs := nt.CurrentSnapshot(); cs != nil {
-			snap = cs.SnapshotID
-		}
-		return CommitResult{Outcome: Committed, SnapshotID: snap, Attempts: attempt, Prev: cur}, nil
-	}
-	return CommitResult{Attempts: retry.Attempts, MaybeCommitted: maybe}, lastErr
+	res, _ := l.CommitGroup(ctx, GroupCommit{Table: req.Table, Summary: req.Summary, Fence: req.Fence,
+		Items: []GroupItem{{Stream: req.Stream, First: req.First, Last: req.Last,
+			Files: func(*table.Table) ([]iceberg.DataFile, error) { return req.Files, nil }}}}, retry)
+	it := res.Items[0]
+	return CommitResult{Outcome: it.Outcome, SnapshotID: it.SnapshotID, Attempts: res.Attempts, Prev: it.Prev,
+		MaybeCommitted: it.MaybeCommitted}, it.Err
 }
 
 // IsConflict reports whether a commit error is a definite conflict: the catalog refused the

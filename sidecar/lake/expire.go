@@ -11,6 +11,7 @@ import (
 // query still reading an expired snapshot is never cut off. Stream marks live in table
 // properties and are untouched.
 func (l *Lake) ExpireSnapshots(ctx context.Context, name string, retain int) error {
+	defer l.lockTable(name)()
 	t, err := l.LoadTable(ctx, name)
 	if err != nil {
 		return err

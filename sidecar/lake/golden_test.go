@@ -30,7 +30,7 @@ func TestSkippedGolden(t *testing.T) {
 
 func TestMarkGolden(t *testing.T) {
 	const stored = "7:123456"
-	m, err := parseMark(MarkPropertyPrefix+"pod-0", stored)
+	m, err := ParseMark(stored)
 	if err != nil || m != (Mark{Incarnation: 7, Seq: 123456}) || m.String() != stored {
 		t.Fatalf("mark %q read as %+v, %v; re-encoded %q", stored, m, err, m.String())
 	}

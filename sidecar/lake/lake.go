@@ -51,6 +51,8 @@ type Lake struct {
 	// closeIdle releases the REST catalog's pooled connections (catalogs.Open); nil for the SQL
 	// catalogs.
 	closeIdle func()
+	// locks serialise the commit attempts of each table in this process (lockTable).
+	locks tableLocks
 }
 
 // Open connects to the catalog named by cfg.Catalog and makes sure the namespace exists.

@@ -47,16 +47,12 @@ func (l *Lake) updateProperties(ctx context.Context, name string, f func(iceberg
 	commit func(ctx context.Context, t *table.Table, set iceberg.Properties, remove []string) error) error {
 	var err error
 	for attempt := 0; attempt < ReplaceAttempts; attempt++ {
-		t, lerr := l.LoadTable(ctx, name)
-		if lerr != nil {
-			return lerr
-		}
-		set, remove := f(t.Properties())
-		if len(set) == 0 && len(remove) == 0 {
-			return nil
+		var done bool
+		if done, err = l.propertiesAttempt(ctx, name, f, commit); done {
+			return err // nothing to change, or the table did not load
 		}
 		// A lost compare-and-swap (ErrCASConflict) wraps the conflict, so IsConflict holds for it too.
-		if err = commit(ctx, t, set, remove); err == nil || !IsConflict(err) {
+		if err == nil || !IsConflict(err) {
 			break
 		}
 	}
@@ -64,6 +60,22 @@ func (l *Lake) updateProperties(ctx context.Context, name string, f func(iceberg
 		return fmt.Errorf("update the properties of %s: %w", name, err)
 	}
 	return nil
+}
+
+// propertiesAttempt is one load, f and commit of updateProperties under the table's lock; done:
+// f had nothing to change (or the load failed: err).
+func (l *Lake) propertiesAttempt(ctx context.Context, name string, f func(iceberg.Properties) (iceberg.Properties, []string),
+	commit func(ctx context.Context, t *table.Table, set iceberg.Properties, remove []string) error) (done bool, err error) {
+	defer l.lockTable(name)()
+	t, err := l.LoadTable(ctx, name)
+	if err != nil {
+		return true, err
+	}
+	set, remove := f(t.Properties())
+	if len(set) == 0 && len(remove) == 0 {
+		return true, nil
+	}
+	return false, commit(ctx, t, set, remove)
 }
 
 // commitProperties sets and removes properties of t in one commit, applied by the catalog to the

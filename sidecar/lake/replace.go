@@ -37,33 +37,46 @@ func (l *Lake) CommitReplace(ctx context.Context, name string, old, added []iceb
 	stage func(t *table.Table, txn *table.Transaction) error) (ReplaceResult, error) {
 	var err error
 	for attempt := 1; attempt <= ReplaceAttempts; attempt++ {
-		t, lerr := l.LoadTable(ctx, name)
-		if lerr != nil {
-			return ReplaceResult{}, lerr
-		}
-		txn := t.NewTransaction()
-		if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
-			return ReplaceResult{}, err
-		}
-		if err := txn.ReplaceDataFilesWithDataFiles(ctx, old, added, props); err != nil {
-			if strings.Contains(err.Error(), "do not belong to the table") {
-				return ReplaceResult{}, fmt.Errorf("%w: %v", ErrInputsGone, err)
-			}
-			return ReplaceResult{}, fmt.Errorf("stage replace in %s: %w", name, err)
-		}
-		if stage != nil {
-			if err := stage(t, txn); err != nil {
-				return ReplaceResult{}, fmt.Errorf("stage replace in %s: %w", name, err)
-			}
-		}
-		nt, cerr := txn.Commit(ctx)
-		if cerr == nil {
-			return ReplaceResult{Table: nt}, nil
-		}
-		if err = cerr; !IsConflict(err) {
-			// Never retried: an unknown outcome may have landed, and a refusal will not change.
-			return ReplaceResult{MaybeCommitted: IsCommitStateUnknown(err)}, err
+		var res ReplaceResult
+		var again bool
+		if res, again, err = l.replaceAttempt(ctx, name, old, added, props, stage); !again {
+			return res, err
 		}
 	}
 	return ReplaceResult{}, err
+}
+
+// replaceAttempt is one load, stage and commit of CommitReplace under the table's lock; again:
+// the commit conflicted and the next attempt may stage on the newer head.
+func (l *Lake) replaceAttempt(ctx context.Context, name string, old, added []iceberg.DataFile, props iceberg.Properties,
+	stage func(t *table.Table, txn *table.Transaction) error) (ReplaceResult, bool, error) {
+	defer l.lockTable(name)()
+	t, err := l.LoadTable(ctx, name)
+	if err != nil {
+		return ReplaceResult{}, false, err
+	}
+	txn := t.NewTransaction()
+	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return ReplaceResult{}, false, err
+	}
+	if err := txn.ReplaceDataFilesWithDataFiles(ctx, old, added, props); err != nil {
+		if strings.Contains(err.Error(), "do not belong to the table") {
+			return ReplaceResult{}, false, fmt.Errorf("%w: %v", ErrInputsGone, err)
+		}
+		return ReplaceResult{}, false, fmt.Errorf("stage replace in %s: %w", name, err)
+	}
+	if stage != nil {
+		if err := stage(t, txn); err != nil {
+			return ReplaceResult{}, false, fmt.Errorf("stage replace in %s: %w", name, err)
+		}
+	}
+	nt, err := txn.Commit(ctx)
+	if err == nil {
+		return ReplaceResult{Table: nt}, false, nil
+	}
+	if !IsConflict(err) {
+		// Never retried: an unknown outcome may have landed, and a refusal will not change.
+		return ReplaceResult{MaybeCommitted: IsCommitStateUnknown(err)}, false, err
+	}
+	return ReplaceResult{}, true, err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // TestRewriteCommitsDespiteConcurrentAppends: in production the drains of every pod append to a
@@ -18,7 +19,14 @@ func TestRewriteCommitsDespiteConcurrentAppends(t *testing.T) {
 	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
 	want := smallFilesTable(t, e, 60)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	m := newMaintainer(t, e, e.lake, func() time.Time { return now })
+	// The maintainer is another process than the drain's: one Lake serialises its own commits of
+	// a table (its table lock), so the race needs two.
+	other, err := lake.Open(context.Background(), e.te.Cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	m := newMaintainer(t, e, other, func() time.Time { return now })
 	// While armed, before runs ahead of the commit that reaches the catalog: another writer (the
 	// drain of another pod) commits to the table while a rewrite is being committed.
 	var armed atomic.Bool

@@ -59,6 +59,18 @@ func runner(e *testlake.Env, c *clock, delay time.Duration) (*retention.Runner, 
 	}, reg
 }
 
+// otherProcess opens e's catalog again: the commits of another process, which one Lake's table
+// lock does not serialise with e.Lake's.
+func otherProcess(t *testing.T, e *testlake.Env) *lake.Lake {
+	t.Helper()
+	l, err := lake.Open(context.Background(), e.Cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // days drains one file per day for days D-from..D-to (from > to), 600 rows from 00:30 to about
 // 23:50 of the day, no late rows, and returns the records (released at cleanup).
 func days(e *testlake.Env, from, to int) []arrow.RecordBatch {
@@ -421,6 +433,7 @@ func TestRetentionLosesToARewrite(t *testing.T) {
 	c := &clock{now}
 	r, _ := runner(e, c, 0)
 	var fired atomic.Int32
+	other := otherProcess(t, e) // the owner's rewrite and retention of one process take turns
 	catalogtest.Hook(e.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
 		if isRetentionCommit(ups) && fired.Add(1) == 1 {
 			// The competing level rewrite of the two D-33 files commits first.
@@ -435,7 +448,7 @@ func TestRetentionLosesToARewrite(t *testing.T) {
 					in = append(in, f)
 				}
 			}
-			out := (&rewrite.Executor{Lake: e.Lake, Now: c.Now}).Run(ctx, tbl, rewrite.Job{Kind: "l0", Partition: in[0].Partition,
+			out := (&rewrite.Executor{Lake: other, Now: c.Now}).Run(ctx, tbl, rewrite.Job{Kind: "l0", Partition: in[0].Partition,
 				Inputs: in, Generation: 1, Dir: in[0].Path[:strings.LastIndex(in[0].Path, "/")], TargetFileBytes: 256 << 20})
 			if out.Error() != nil {
 				t.Errorf("competing rewrite: %v", out.Error())
@@ -595,9 +608,11 @@ func TestPendingFollowsTheHead(t *testing.T) {
 	c := &clock{now}
 	r, _ := runner(e, c, 0)
 	var fired atomic.Int32
+	drainer := *e.Drain // another pod's drain: one process's drain and retention take turns
+	drainer.Lake = otherProcess(t, e)
 	catalogtest.Hook(e.Lake, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
 		if isRetentionCommit(ups) && fired.Add(1) == 1 {
-			if _, err := e.Drain.Cycle(ctx, true); err != nil {
+			if _, err := drainer.Cycle(ctx, true); err != nil {
 				t.Errorf("concurrent drain: %v", err)
 			}
 		}
@@ -940,7 +955,7 @@ func TestConcurrentPolicyEditsKeepBoth(t *testing.T) {
 	before, after, err := retention.Update(ctx, e.Lake, "events", func(cur retention.Policy, err error) (retention.Policy, error) {
 		calls++
 		if calls == 1 { // another operator's edit commits between this read and this write
-			if _, _, err := retention.Update(ctx, e.Lake, "events", add(info), nil); err != nil {
+			if _, _, err := retention.Update(ctx, otherProcess(t, e), "events", add(info), nil); err != nil {
 				t.Fatal(err)
 			}
 		}

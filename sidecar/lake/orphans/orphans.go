@@ -53,6 +53,18 @@ func FloorMin(d time.Duration) time.Duration {
 	return 2 * time.Duration(FileCommitAttempts) * d
 }
 
+// HandoffMaxAge is the oldest a group-commit request may be when an attempt to commit it starts,
+// under commit deadline d: FileCommitAttempts x d. Its files were written before it was sent, and
+// its attempts are abandoned at d each, so a file handed to a committer is committed (if ever)
+// within about 2 x FileCommitAttempts x d of its writing: inside gc's floor (FloorMin), so gc
+// never deletes a file a late group commit still references.
+func HandoffMaxAge(d time.Duration) time.Duration {
+	if d <= 0 {
+		d = deadline.DefaultCommitTimeout
+	}
+	return time.Duration(FileCommitAttempts) * d
+}
+
 // ErrTooYoung refuses a gc whose age limit or floor could reach a commit in flight.
 var ErrTooYoung = errors.New("gc refused")
 

@@ -39,6 +39,8 @@ const (
 	SumMark             = "siglake.mark"                    // drain append: the stream's new mark
 	SumSegments         = "siglake.segments"                // drain append: segments in the batch
 	SumRows             = "siglake.rows"                    // drain append: rows in the batch
+	SumGroupRequests    = "siglake.group.requests"          // group commit: the requests it answered
+	SumGroupStreams     = "siglake.group.streams"           // group commit: the streams whose marks it moved
 	SumClaimHolder      = "siglake.claim.holder"            // drain append under a claim
 	SumClaimEpoch       = "siglake.claim.epoch"             // drain append under a claim
 	SumRewriteKind      = "siglake.rewrite.kind"            // replace: the kind of rewrite
@@ -83,6 +85,8 @@ var Keys = []Key{
 	{SumMark, false, Summary},
 	{SumSegments, false, Summary},
 	{SumRows, false, Summary},
+	{SumGroupRequests, false, Summary},
+	{SumGroupStreams, false, Summary},
 	{SumClaimHolder, false, Summary},
 	{SumClaimEpoch, false, Summary},
 	{SumRewriteKind, false, Summary},
