@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/lake"
 )
 
 // The first byte of every message names its kind; the gossip transport dispatches on it.
@@ -244,15 +245,15 @@ func (r Request) validate() error {
 
 // validateBatch holds a request that carries a batch to the rules of its range and files.
 func (r Request) validateBatch(bad func(field, problem, want string) error) error {
-	first, err := parseMark(r.First)
+	first, err := lake.ParseMark(r.First)
 	if err != nil {
 		return bad("first", quote(r.First), `"incarnation:seq", two unsigned decimal integers`)
 	}
-	last, err := parseMark(r.Last)
+	last, err := lake.ParseMark(r.Last)
 	if err != nil {
 		return bad("last", quote(r.Last), `"incarnation:seq", two unsigned decimal integers`)
 	}
-	if last.less(first) {
+	if last.Less(first) {
 		return bad("last", fmt.Sprintf("%s before first %s", r.Last, r.First), "last at or after first")
 	}
 	switch {
@@ -318,29 +319,11 @@ func (a Answer) validate() error {
 		return bad("slow_ms", fmt.Sprintf("queue %d slow_ms %d", a.Queue, a.SlowMs), "queue and slow_ms >= 0")
 	}
 	if a.Prev != "" {
-		if _, err := parseMark(a.Prev); err != nil {
+		if _, err := lake.ParseMark(a.Prev); err != nil {
 			return bad("prev", quote(a.Prev), `empty or "incarnation:seq"`)
 		}
 	}
 	return nil
-}
-
-// mark is a stream position as the wire carries it ("incarnation:seq", lake.Mark's String form);
-// validation only needs its order. lake.ParseMark replaces it once lake exports one.
-type mark struct{ inc, seq uint64 }
-
-func (m mark) less(o mark) bool { return m.inc < o.inc || m.inc == o.inc && m.seq < o.seq }
-
-func parseMark(s string) (m mark, err error) {
-	inc, seq, ok := strings.Cut(s, ":")
-	if !ok {
-		return m, errors.New("no colon")
-	}
-	if m.inc, err = strconv.ParseUint(inc, 10, 64); err != nil {
-		return m, err
-	}
-	m.seq, err = strconv.ParseUint(seq, 10, 64)
-	return m, err
 }
 
 // quote shows a value in an error, cut short: a refused message may be large.
