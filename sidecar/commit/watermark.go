@@ -19,7 +19,9 @@ func (w *Watermark) Heard(r Request, now time.Time) {}
 
 // Through is the table's complete-through time at now over the live streams, and how many are
 // live; ok false: nothing to publish yet.
-func (w *Watermark) Through(now time.Time) (t time.Time, live int, ok bool) { return time.Time{}, 0, false }
+func (w *Watermark) Through(now time.Time) (t time.Time, live int, ok bool) {
+	return time.Time{}, 0, false
+}
 
 // CompleteThroughProps is the siglake.complete-through property to set in the next group commit
 // given the table's current properties, or nil when it did not advance by a second (written as
