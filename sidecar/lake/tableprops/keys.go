@@ -28,6 +28,7 @@ const (
 	PuffinPrefix     = "siglake.invidx.puffin.v1."  // + data file base name: its Puffin sidecars
 	ClaimPrefix      = "siglake.claim."             // + stream (claims table): the stream's claim
 	ClaimerPrefix    = "siglake.claimer."           // + holder (claims table): its heartbeat
+	CompleteThrough  = "siglake.complete-through"   // group commit: the table's complete-through watermark
 )
 
 // CatalogID is the namespace property holding the catalog identity.
@@ -80,6 +81,7 @@ var Keys = []Key{
 	{PuffinPrefix, true, Table},
 	{ClaimPrefix, true, Table},
 	{ClaimerPrefix, true, Table},
+	{CompleteThrough, false, Table},
 	{CatalogID, false, Namespace},
 	{SumStream, false, Summary},
 	{SumMark, false, Summary},
