@@ -1,0 +1,100 @@
+package sim
+
+import "github.com/siglake/siglake/sidecar/lake"
+
+// send hands a pod's request to the committer: queued and acknowledged when one is alive, else
+// lost (the pod times out).
+func (w *world) send(p *pod) {
+	if !w.alive {
+		w.timeoutAt(p, w.now+w.answerTimeout())
+		return
+	}
+	w.cpuUs += float64(w.s.Service.CPUPerRequest.Microseconds())
+	w.res.Requests++
+	p.heard = w.now
+	w.queue = append(w.queue, p)
+	w.maybeCommit()
+}
+
+// answerTimeout is how long a pod waits for an answer after its last ack (3 x interval + 2 s).
+func (w *world) answerTimeout() int64 {
+	return 3*w.s.Interval.Microseconds() + answerTimeoutExtraU
+}
+
+// tick is the committer's interval: it commits what is queued.
+func (w *world) tick(epoch int) {
+	if epoch != w.epoch || !w.alive {
+		return
+	}
+	w.commitQueued()
+	w.at(w.now+w.s.Interval.Microseconds(), func() { w.tick(epoch) })
+}
+
+// maybeCommit commits at once when the queued files reach max files.
+func (w *world) maybeCommit() {
+	files := 0
+	for range w.queue {
+		files += w.s.FilesPerRequest
+	}
+	if files >= w.s.MaxFiles {
+		w.commitQueued()
+	}
+}
+
+// commitQueued starts one group commit of the queue's head, up to max files (at least one
+// request), unless one is in flight.
+func (w *world) commitQueued() {
+	if w.inflight != nil || len(w.queue) == 0 {
+		return
+	}
+	take := max(1, min(len(w.queue), w.s.MaxFiles/w.s.FilesPerRequest))
+	a := &attempt{reqs: w.queue[:take:take], files: take * w.s.FilesPerRequest, retry: committerRetry,
+		start: w.now, epoch: w.epoch}
+	for _, p := range a.reqs {
+		a.bytes += w.s.BytesPerRequest * float64(len(p.inflight))
+	}
+	w.queue = w.queue[take:]
+	w.inflight = a
+	w.call(a)
+}
+
+// failover kills the committer: its queue and its commit in flight are lost. Pods waiting on it
+// time out one answer timeout after they last heard from it; a new owner starts FailoverGap later.
+func (w *world) failover() {
+	w.alive = false
+	w.epoch++
+	lost := w.queue
+	if w.inflight != nil {
+		lost = append(lost, w.inflight.reqs...)
+	}
+	for _, p := range lost {
+		w.timeoutAt(p, max(w.now, p.heard+w.answerTimeout()))
+	}
+	w.queue, w.inflight = nil, nil
+	w.at(w.now+w.s.FailoverGap.Microseconds(), func() {
+		w.alive = true
+		epoch := w.epoch
+		w.at(w.now+w.s.Interval.Microseconds(), func() { w.tick(epoch) })
+	})
+}
+
+// timeoutAt schedules a pod's answer timeout for its current request.
+func (w *world) timeoutAt(p *pod, at int64) {
+	req := p.req
+	w.at(at, func() { w.timeout(p, req) })
+}
+
+// timeout: no answer. The pod re-reads its mark (not committed: the lost commit never landed),
+// then resends, or commits directly once it heard nothing for the fallback bound.
+func (w *world) timeout(p *pod, req int) {
+	if p.req != req {
+		return // answered meanwhile
+	}
+	w.res.metadataRead += w.t.metadataBytes()
+	if w.now-p.heard > w.s.FallbackAfter.Microseconds() {
+		w.call(&attempt{pod: p, files: w.s.FilesPerRequest, retry: lake.DefaultRetry, start: w.now, direct: true,
+			bytes: w.s.BytesPerRequest * float64(len(p.inflight))})
+		return
+	}
+	w.send(p)
+}
