@@ -28,6 +28,9 @@ func progressLine(now func() time.Time, w io.Writer) func(string, time.Duration,
 }
 
 func runSimulate(args []string) error {
+	if groupCommitMode(args) {
+		return runSimulateGroupCommit(args)
+	}
 	s := sim.Base()
 	fs := flag.NewFlagSet("siglake simulate", flag.ContinueOnError)
 	fs.StringVar(&s.Name, "name", "custom", "scenario name in the report")
