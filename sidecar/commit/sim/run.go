@@ -2,7 +2,6 @@ package sim
 
 import (
 	"container/heap"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -17,6 +16,9 @@ var drainBackoff = backoff.Policy{Min: 1e9, Max: 32e9, Factor: 2, Jitter: backof
 // maxContended caps the attempts whose contention PerInFlight counts: it is fitted to 16
 // concurrent writers and is not extrapolated beyond them.
 const maxContended = 16
+
+// batchesLimit ends a Batches run whose batches did not all land.
+const batchesLimit = 24 * time.Hour
 
 // committerRetry is the committer's retry of one group commit (docs/design/group-commit.md 2.2).
 var committerRetry = lake.Retry{Attempts: 4, MinWait: 50e6, MaxWait: 1e9}
@@ -102,9 +104,9 @@ func (w *world) at(t int64, f func()) {
 func Run(s Scenario) Result {
 	w := &world{s: s, r: rand.New(rand.NewPCG(s.Seed, 0x33)), alive: true, t: table{streams: map[int]bool{}, merge: s.MergeMinCount}}
 	w.res = Result{Scenario: s.Name, Mode: s.Mode, Pods: s.Pods}
-	end := int64(math.MaxInt64)
-	if s.Batches <= 0 {
-		end = s.Duration.Microseconds()
+	end := s.Duration.Microseconds()
+	if s.Batches > 0 {
+		end = batchesLimit.Microseconds() // a bound, should the batches never all land
 	}
 	for i := range s.Pods {
 		p := &pod{id: i, left: s.Batches}
