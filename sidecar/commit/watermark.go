@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -22,8 +23,9 @@ const MinAdvance = time.Second
 
 // Watermark is one table's complete-through state in its committer (docs/design/group-commit.md
 // section 6.1): per stream, the seal time through which everything it sealed is committed.
-// Not safe for concurrent use: the table's committer loop owns it.
+// Safe for concurrent use: heartbeats are heard on receive, Through is asked by the commit loop.
 type Watermark struct {
+	mu      sync.Mutex
 	since   time.Time // this process began owning the table
 	window  time.Duration
 	streams map[string]*streamMark
@@ -54,6 +56,8 @@ func (w *Watermark) Heard(r Request, now time.Time) {
 	if through <= 0 {
 		return
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	every := time.Duration(r.EveryMs) * time.Millisecond
 	if every <= 0 {
 		every = DefaultEvery
@@ -76,6 +80,8 @@ func (w *Watermark) Heard(r Request, now time.Time) {
 // or no stream live). Streams silent past their window leave the set and are forgotten: their
 // rows sealed but not committed are outside the promise until they are heard again.
 func (w *Watermark) Through(now time.Time) (t time.Time, live int, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var low int64
 	for name, s := range w.streams {
 		if now.Sub(s.heard) > s.window {

@@ -3,6 +3,7 @@ package commit
 import (
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,5 +176,28 @@ func TestWatermarkProperty(t *testing.T) {
 				props = set
 			}
 		}
+	}
+}
+
+// TestWatermarkConcurrent: heartbeats heard on receive while the commit loop asks Through (run
+// with -race).
+func TestWatermarkConcurrent(t *testing.T) {
+	w := NewWatermark(t0)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				w.Heard(beat(string(rune('a'+g)), int64(i)*1000, -1, time.Second), t0.Add(time.Duration(i)*time.Second))
+			}
+		}()
+	}
+	for i := range 200 {
+		w.Through(t0.Add(time.Duration(i) * time.Second))
+	}
+	wg.Wait()
+	if got, live, ok := w.Through(t0.Add(199 * time.Second)); !ok || live != 4 || !got.Equal(t0.Add(199*time.Second)) {
+		t.Errorf("after the heartbeats: %v, %d live, ok %v; want %v, 4, true", got, live, ok, t0.Add(199*time.Second))
 	}
 }
