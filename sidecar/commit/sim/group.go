@@ -58,14 +58,18 @@ func (w *world) commitQueued() {
 	w.call(a)
 }
 
-// failover kills the committer: its queue and its commit in flight are lost. Pods waiting on it
-// time out one answer timeout after they last heard from it; a new owner starts FailoverGap later.
+// failover kills the committer: its queue is lost, and its commit in flight either never reached
+// the catalog or landed with its answers lost (a coin toss). Pods waiting on it time out one answer
+// timeout after they last heard from it; a new owner starts FailoverGap later.
 func (w *world) failover() {
 	w.alive = false
 	w.epoch++
 	lost := w.queue
-	if w.inflight != nil {
-		lost = append(lost, w.inflight.reqs...)
+	if a := w.inflight; a != nil {
+		lost = append(lost, a.reqs...)
+		if w.r.IntN(2) == 0 {
+			w.landUnanswered(a)
+		}
 	}
 	for _, p := range lost {
 		w.timeoutAt(p, max(w.now, p.heard+w.answerTimeout()))
@@ -84,17 +88,37 @@ func (w *world) timeoutAt(p *pod, at int64) {
 	w.at(at, func() { w.timeout(p, req) })
 }
 
-// timeout: no answer. The pod re-reads its mark (not committed: the lost commit never landed),
-// then resends, or commits directly once it heard nothing for the fallback bound.
+// timeout: no answer. The pod re-reads its mark: a mark covering the batch (the lost commit
+// landed) ends the request already committed; else it resends, or commits directly once it heard
+// nothing for the fallback bound.
 func (w *world) timeout(p *pod, req int) {
 	if p.req != req {
 		return // answered meanwhile
 	}
 	w.res.metadataRead += w.t.metadataBytes()
+	if p.covered {
+		w.res.AlreadyCommitted++
+		p.covered = false
+		w.answered(p)
+		return
+	}
 	if w.now-p.heard > w.s.FallbackAfter.Microseconds() {
 		w.call(&attempt{pod: p, files: w.s.FilesPerRequest, retry: lake.DefaultRetry, start: w.now, direct: true,
 			bytes: w.s.BytesPerRequest * float64(len(p.inflight))})
 		return
 	}
 	w.send(p)
+}
+
+// landUnanswered lands a group commit whose answers are lost: the pods learn it from their marks.
+func (w *world) landUnanswered(a *attempt) {
+	ids := make([]int, len(a.reqs))
+	for i, p := range a.reqs {
+		ids[i] = p.id
+		p.covered = true
+	}
+	w.t.append(ids, true)
+	w.res.Commits++
+	w.res.committedBytes += a.bytes
+	w.res.metadataObjects += metadataObjects
 }

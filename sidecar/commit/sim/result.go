@@ -35,9 +35,12 @@ type Result struct {
 
 	Batches, Requests, Commits, Attempts, Conflicts int
 	Calls, FailedCalls, Fallbacks                   int
-	MaintenanceCommits                              int
-	// Waiting are batches not yet visible at the end (their age then is in the lags).
-	Waiting int
+	// AlreadyCommitted are requests a pod found committed by its mark after a lost answer.
+	AlreadyCommitted   int
+	MaintenanceCommits int
+	// Visible are batches committed by the end, Waiting those not yet (their age then is in the
+	// lags): every batch is in exactly one of them.
+	Visible, Waiting int
 
 	committedBytes, metadataRead, metadataObjects float64
 }

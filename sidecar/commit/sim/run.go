@@ -57,6 +57,7 @@ type pod struct {
 	req      int   // id of the outstanding request, 0 for none
 	heard    int64 // last message from a committer about it
 	loadedAt int64 // the pod's table cache
+	covered  bool  // its request landed but the answer was lost: its mark covers the batch
 }
 
 // attempt is one commit call in flight: a pod's direct commit or a group commit.
@@ -277,6 +278,7 @@ func (w *world) answered(p *pod) {
 	for _, d := range p.inflight {
 		w.lags = append(w.lags, float64(w.now-d)/1e6)
 	}
+	w.res.Visible += len(p.inflight)
 	w.done++
 	p.inflight, p.busy, p.round, p.req = p.inflight[:0], false, 0, 0
 	w.tryStart(p)
