@@ -28,13 +28,17 @@ type Result struct {
 	// CommitterCPU is the committer's share of one core (group mode; 0 in direct mode).
 	CommitterCPU float64
 
-	// The measured benchmark's quantities, to fit against: commit calls (one CommitAppend each,
-	// up to its attempts) and their durations, and the share that committed within their attempts.
+	// The measured benchmark's quantities, to fit against: direct commit calls (one CommitAppend
+	// each, up to its attempts; fallbacks included) and their durations, and the share that
+	// committed within their attempts.
 	CallP50, CallP99, CallMean float64
 	FirstRoundSuccess          float64
 
 	Batches, Requests, Commits, Attempts, Conflicts int
 	Calls, FailedCalls, Fallbacks                   int
+	// GroupFailed are group commits that exhausted the committer's attempts (their requests
+	// are sent again).
+	GroupFailed int
 	// AlreadyCommitted are requests a pod found committed by its mark after a lost answer.
 	AlreadyCommitted   int
 	MaintenanceCommits int

@@ -52,7 +52,6 @@ type pod struct {
 	busy     bool
 	round    int   // batches failed in a row (the drain's backoff)
 	wait     int64 // no new commit before (the drain's backoff)
-	left     int   // batches not yet due (Batches mode)
 	// group mode
 	req      int   // id of the outstanding request, 0 for none
 	heard    int64 // last message from a committer about it
@@ -93,7 +92,7 @@ type world struct {
 	reqSeq   int
 	cpuUs    float64
 	active   int // attempts in flight: they share the catalog and the object store
-	done     int // batches committed (Batches mode)
+	done     int // commits answered to pods (one batch each in Batches mode)
 }
 
 func (w *world) at(t int64, f func()) {
@@ -110,12 +109,11 @@ func Run(s Scenario) Result {
 		end = batchesLimit.Microseconds() // a bound, should the batches never all land
 	}
 	for i := range s.Pods {
-		p := &pod{id: i, left: s.Batches}
+		p := &pod{id: i}
 		w.pods = append(w.pods, p)
 		if s.Batches > 0 {
-			for range s.Batches {
-				p.ready = append(p.ready, 0)
-			}
+			p.ready = make([]int64, s.Batches) // all due at 0
+			w.res.Batches += s.Batches
 			w.at(0, func() { w.tryStart(p) })
 			continue
 		}
@@ -300,7 +298,7 @@ func (w *world) failed(a *attempt) {
 		w.at(p.wait, func() { w.tryStart(p) })
 		return
 	}
-	w.res.FailedCalls++
+	w.res.GroupFailed++
 	w.inflight = nil
 	w.queue = append(append([]*pod{}, a.reqs...), w.queue...)
 }
