@@ -77,3 +77,27 @@ func (g groupCluster) Committer(table string) (string, bool) {
 func ownsLease(c *gossip.Cluster, ns, table string) bool {
 	return c.Catalog() != "" && c.Owns(lake.LeaseKey(ns, table))
 }
+
+// groupCommitNotRunning: the option, gossip and key allow it, but neither side was started here.
+const groupCommitNotRunning = "neither the hand-off nor the committer runs in this process"
+
+// publishGroupCommit shows group commit in /debug/status: whether it is on (and why not), this
+// pod's hand-offs waiting for an answer, and the tables this process commits for every pod.
+func (p *Process) publishGroupCommit() { p.Status.GroupCommit(p.groupCommitReport()) }
+
+func (p *Process) groupCommitReport() *GroupCommitReport {
+	on, why := groupCommitEnabled(p.Cfg, p.cluster)
+	if on && p.groupClient == nil && p.committer == nil {
+		on, why = false, groupCommitNotRunning
+	}
+	r := &GroupCommitReport{Enabled: on, DisabledReason: why, IntervalSeconds: p.Cfg.GroupCommitInterval.Seconds()}
+	if p.groupClient != nil {
+		s := p.groupClient.Status()
+		r.Pod = &s
+	}
+	if p.committer != nil {
+		s := p.committer.Status()
+		r.Committer = &s
+	}
+	return r
+}

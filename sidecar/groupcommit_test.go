@@ -2,13 +2,16 @@ package sidecar
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/config"
 )
 
@@ -124,5 +127,37 @@ func TestGroupCommitEnabledReasons(t *testing.T) {
 		if got != (tc.want == "") || why != tc.want {
 			t.Errorf("%+v: %v %q, want %q", tc.cfg, got, why, tc.want)
 		}
+	}
+}
+
+// TestGroupCommitReport: /debug/status says whether group commit is on and why not, and carries
+// the pod's and the committer's status once they run.
+func TestGroupCommitReport(t *testing.T) {
+	cfg := config.Config{GroupCommit: true, GroupCommitInterval: 1500 * time.Millisecond}
+	p := &Process{Cfg: cfg, Status: NewStatus("node-a", config.RoleAll, "v", time.Now())}
+	report := func() *GroupCommitReport {
+		p.publishGroupCommit()
+		return p.Status.Snapshot(time.Now()).GroupCommit
+	}
+	if r := report(); r.Enabled || r.DisabledReason != groupCommitNoGossip || r.IntervalSeconds != 1.5 || r.Pod != nil || r.Committer != nil {
+		t.Fatalf("without gossip: %+v", r)
+	}
+	p.cluster = startMember(t, "node-a", [][]byte{bytes.Repeat([]byte{3}, 32)}, "", true)
+	if r := report(); r.Enabled || r.DisabledReason != groupCommitNotRunning {
+		t.Fatalf("keyed, nothing started: %+v", r)
+	}
+	g := groupCluster{p.cluster, "logs"}
+	p.groupClient = commit.NewClient(commit.ClientConfig{Observer: commit.NopObserver{}}, g, g)
+	p.committer = commit.NewCommitter(commit.CommitterConfig{Observer: commit.NopObserver{}}, g, g)
+	r := report()
+	if !r.Enabled || r.DisabledReason != "" || r.Pod == nil || r.Committer == nil {
+		t.Fatalf("running: %+v", r)
+	}
+	js, err := json.Marshal(p.Status.Snapshot(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"group_commit":{"enabled":true,"interval_seconds":1.5,"pod":{`) || !strings.Contains(string(js), `"committer":{"tables":`) {
+		t.Fatalf("/debug/status: %s", js)
 	}
 }
