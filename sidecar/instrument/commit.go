@@ -45,7 +45,8 @@ type GroupCommitMetrics struct {
 	LiveStreams     *prometheus.GaugeVec   // table
 }
 
-// nativeOpts makes h a native histogram too where the scrape negotiates one (as the drain's).
+// nativeOpts makes h also a native histogram where the scrape negotiates one (as the drain's):
+// one series instead of one per bucket; the classic buckets stay for every other Prometheus.
 func nativeOpts(h prometheus.HistogramOpts) prometheus.HistogramOpts {
 	h.NativeHistogramBucketFactor, h.NativeHistogramMaxBucketNumber, h.NativeHistogramMinResetDuration = 1.1, 100, time.Hour
 	return h
