@@ -55,11 +55,7 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 }
 
 // owns says whether this process maintains table now; without gossip it owns every table. With
-// gossip it owns nothing until it knows its catalog's identity: before that it cannot tell which
-// members share its tables.
+// gossip it owns nothing until it knows its catalog's identity (ownsLease).
 func (p *Process) owns(table string) bool {
-	if p.cluster == nil {
-		return true
-	}
-	return p.cluster.Catalog() != "" && p.cluster.Owns(lake.LeaseKey(p.Cfg.Namespace, table))
+	return p.cluster == nil || ownsLease(p.cluster, p.Cfg.Namespace, table)
 }

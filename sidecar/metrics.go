@@ -58,6 +58,8 @@ type Metrics struct {
 	Buffer *buffer.Metrics
 	// Memory exports the process memory budget (sidecar/membudget).
 	Memory *membudget.Metrics
+	// GroupCommit are group commit's metrics, pod and committer side (sidecar/commit's observer).
+	GroupCommit *instrument.GroupCommitMetrics
 }
 
 // NewMetrics registers the sidecar's metrics, plus Go runtime and process collectors, on a new registry.
@@ -97,6 +99,7 @@ func NewMetrics() *Metrics {
 	m.Claims = instrument.NewClaimMetrics(reg)
 	m.Buffer = buffer.NewMetrics(reg)
 	m.Memory = membudget.NewMetrics(reg)
+	m.GroupCommit = instrument.NewGroupCommitMetrics(reg)
 	reg.MustRegister(instrument.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	return m
 }

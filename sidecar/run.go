@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/buffer/listen"
+	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/gomem"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -51,6 +52,11 @@ type Process struct {
 	memory *membudget.Budget
 	// writeErrs are the tables whose last commit failed (siglake_catalog_writable, /readyz).
 	writeErrs writeErrors
+	// groupClient hands this pod's batches to their committers, committer commits other pods'
+	// batches for the tables this process owns; nil while group commit is off or not started.
+	// publishGroupCommit reads them.
+	groupClient *commit.Client
+	committer   *commit.Committer
 }
 
 // NewProcess prepares a process from cfg.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
@@ -64,6 +65,22 @@ type StatusReport struct {
 	UncleanStop *drain.UncleanStop `json:"unclean_stop,omitempty"`
 	// Memory is the process memory budget and what each loop holds of it (sidecar/membudget).
 	Memory *membudget.Snapshot `json:"memory,omitempty"`
+	// GroupCommit is whether batches are handed to their tables' committers, this pod's hand-offs
+	// waiting for an answer and the tables it commits; nil until the process published it.
+	GroupCommit *GroupCommitReport `json:"group_commit,omitempty"`
+}
+
+// GroupCommitReport is group commit's part of /debug/status (docs/design/group-commit.md 6.3).
+type GroupCommitReport struct {
+	Enabled bool `json:"enabled"`
+	// DisabledReason says why it is off, naming the option that turns it on.
+	DisabledReason string `json:"disabled_reason,omitempty"`
+	// IntervalSeconds is --group-commit-interval: how often a committer commits a table.
+	IntervalSeconds float64 `json:"interval_seconds"`
+	// Pod is this pod's side (nil when it drains nothing, or group commit is off).
+	Pod *commit.ClientStatus `json:"pod,omitempty"`
+	// Committer is the tables this process commits for every pod (nil when it runs no committer).
+	Committer *commit.CommitterStatus `json:"committer,omitempty"`
 }
 
 // TableReport is one table's drain and maintenance state.
@@ -145,6 +162,11 @@ func (s *Status) Committed(table string, c *drain.CommitReport) {
 // Maintenance shows a table's maintenance state (maintain.Publisher).
 func (s *Status) Maintenance(table string, st *maintain.State) {
 	s.Update(func(r *StatusReport) { r.Table(table).Maintenance = st })
+}
+
+// GroupCommit shows group commit's state (a new value each time).
+func (s *Status) GroupCommit(g *GroupCommitReport) {
+	s.Update(func(r *StatusReport) { r.GroupCommit = g })
 }
 
 // Owned shows the tables this process maintains.

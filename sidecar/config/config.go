@@ -264,6 +264,33 @@ type Config struct {
 	// healthy commit, far below gc's 24h floor, which must stay above twice the attempts' total.
 	CommitTimeout time.Duration
 
+	// GroupCommit hands each drain batch to its table's committer (the table's maintenance owner),
+	// which commits the batches of every pod together (docs/design/group-commit.md). Default true
+	// (--group-commit), effective only with gossip, a gossip key and no key migration: the hand-off
+	// travels as gossip messages, and an unauthenticated one could move a stream's mark.
+	GroupCommit bool
+	// GroupCommitInterval is how often a committer commits a table's queued requests, 100ms to 60s.
+	// Default 1s (--group-commit-interval): one commit per table per second whatever the pods.
+	GroupCommitInterval time.Duration
+	// GroupCommitMaxFiles commits at once when a table's queued files reach it, and bounds the files
+	// of one group commit. Default 512 (--group-commit-max-files).
+	GroupCommitMaxFiles int
+	// GroupCommitQueueMax is the most requests a committer holds over all tables; beyond it pods
+	// are told busy and keep their batches. Default 4096 (--group-commit-queue-max).
+	GroupCommitQueueMax int
+	// GroupCommitFallbackAfter is how long a pod waits without hearing from the committer before it
+	// commits the batch itself. Default 30s (--group-commit-fallback-after); at most
+	// orphans.HandoffMaxAge(CommitTimeout), past which the committer refuses the request anyway.
+	GroupCommitFallbackAfter time.Duration
+	// ManifestMergeMinCount is the manifests at which a commit merges them (Iceberg's
+	// commit.manifest.min-count-to-merge), so metadata does not grow with every commit; 0 turns
+	// merging off. Default 100 (--manifest-merge-min-count), Iceberg's.
+	ManifestMergeMinCount int
+	// MarkPruneAfter removes the mark of a stream not committed for this long; 0 never. Default 7d
+	// (--mark-prune-after): at least 24h, far above any request's age, so no late request can
+	// outlive its stream's mark.
+	MarkPruneAfter time.Duration
+
 	// BufferAddr is the WAL buffer's own listener (docs/wal-buffer.md); a bare port is loopback.
 	// Default empty (--buffer-addr): off, an opt-in read API that serves log rows.
 	BufferAddr string
@@ -314,7 +341,7 @@ func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second))
 
 // Options lists every option a `siglake compactor` accepts, in documentation order.
 func Options() []Option {
-	return []Option{
+	return append([]Option{
 		{"role", "SIGLAKE_COMPACTOR_ROLE", "all", "compactor.role",
 			"Which loops run: `all`, `drain` (never runs maintenance) or `maintenance`.",
 			func(c *Config, v string) error {
@@ -706,7 +733,7 @@ func Options() []Option {
 		{"buffer-insecure-no-auth", "SIGLAKE_BUFFER_INSECURE_NO_AUTH", "false", "compactor.walBuffer.insecureNoAuth",
 			"Let a --buffer-addr beyond loopback serve without a token file or client CA: anyone who reaches the port reads the log rows. For test setups only; a warning at start.",
 			setBool(func(c *Config) *bool { return &c.BufferInsecureNoAuth })},
-	}
+	}, groupCommitOptions()...)
 }
 
 // ConfigError names the option, both its spellings, the bad value and what is accepted.
@@ -719,6 +746,8 @@ type ConfigError struct {
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("invalid value %q for --%s / %s: %v", e.Value, e.Opt.Flag, e.Opt.Env, e.Err)
 }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // FlagError is a command line Load's flag parser refused (an unknown flag, a flag without its
 // value, a stray argument); Load has printed it to stderr with the usage. A bad value of a known
@@ -807,6 +836,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--buffer-addr / SIGLAKE_BUFFER_ADDR %q is also --http-addr / SIGLAKE_HTTP_ADDR: the WAL buffer has a listener of its own", c.BufferAddr))
 	}
 	if err := bufferAuthCheck(c); err != nil {
+		errs = append(errs, err)
+	}
+	if err := groupCommitCheck(c); err != nil {
 		errs = append(errs, err)
 	}
 	if c.GossipBind != "" {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -242,7 +243,8 @@ func TestCommitTimeoutLowerBound(t *testing.T) {
 
 // TestDurationOptionsOneSyntax: every option whose value is a duration reads the one duration
 // syntax (package duration): days, weeks and combinations, and refuses a negative one naming the
-// option and what is accepted.
+// option and what is accepted. An option with a range (--group-commit-interval) may refuse a
+// value outside it, with a RangeError: the value parsed.
 func TestDurationOptionsOneSyntax(t *testing.T) {
 	isDuration := regexp.MustCompile(`^[0-9]+(ms|s|m|h|d|w)$`)
 	n := 0
@@ -252,7 +254,8 @@ func TestDurationOptionsOneSyntax(t *testing.T) {
 		}
 		n++
 		for _, v := range []string{"1d", "1w", "1h30m", "1d12h", "1w2d"} {
-			if _, err := Load([]string{"--" + o.Flag, v}, func(string) string { return "" }); err != nil {
+			_, err := Load([]string{"--" + o.Flag, v}, func(string) string { return "" })
+			if re := (*RangeError)(nil); err != nil && (!errors.As(err, &re) || !strings.Contains(err.Error(), o.Env)) {
 				t.Errorf("--%s %s: %v", o.Flag, v, err)
 			}
 		}

@@ -2,7 +2,6 @@ package instrument
 
 import (
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -39,13 +38,11 @@ func NewMergeMetrics(reg prometheus.Registerer) *MergeMetrics {
 			Name: "siglake_merge_output_bytes_total",
 			Help: "Bytes of output data files written by completed rewrites, by merge path.",
 		}, []string{"path"}),
-		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Duration: prometheus.NewHistogramVec(nativeOpts(prometheus.HistogramOpts{
 			Name:    "siglake_merge_duration_seconds",
 			Help:    "Wall time of completed rewrites, by merge path.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
-			// Also a native histogram where the scrape negotiates one.
-			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 100, NativeHistogramMinResetDuration: time.Hour,
-		}, []string{"path"}),
+		}), []string{"path"}),
 		IndexSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_index_footer_skipped_total",
 			Help: "Footer inverted indexes left out because they exceeded SIGLAKE_INDEX_FOOTER_MAX_BYTES, by column.",

@@ -31,6 +31,7 @@ func Write(w io.Writer, r sidecar.StatusReport) {
 	section(w, "FOLDING", foldLines(r, names))
 	writeMembers(w, r)
 	writeClaims(w, r)
+	writeGroupCommit(w, r, names)
 	section(w, "RECENT ERRORS (newest first)", errorLines(r))
 }
 

@@ -60,6 +60,27 @@ var chartValueCases = map[string][]valueCase{
 		stricter(`"0m5s"`, "a zero leading unit: the schema wants the first unit above 0"),
 		stricter(`"0.1m"`, "a fraction below 1 of a unit (0.1m is 6s): the schema wants the leading number at least 1"),
 	},
+	"commitBatch.groupCommit.interval": {
+		ok(`"1s"`), ok(`"100ms"`), ok(`"999ms"`), ok(`"60s"`), ok(`"1m"`), ok(`"60000ms"`), ok(`"59s"`),
+		no(`"99ms"`), no(`"61s"`), no(`"60001ms"`), no(`"2m"`), no(`"0"`), no(`"0s"`), no(`"-1s"`), no(`"1"`), no(`""`), no(`"1d"`),
+		stricter(`"1.5s"`, "a fraction: the schema takes whole numbers of one unit"),
+		stricter(`"1m0s"`, "a compound duration: the schema takes one unit"),
+	},
+	"commitBatch.groupCommit.fallbackAfter": {
+		ok(`"30s"`), ok(`"1s"`), ok(`"10s"`), ok(`"1ms"`), ok(`"30000ms"`),
+		no(`"0"`), no(`"0s"`), no(`"-1s"`), no(`"30"`), no(`""`), no(`"soon"`),
+		stricter(`"31s"`, "above 30s, 6 times the least commitTimeout: the binary takes it with a commitTimeout of at least a sixth of it"),
+		stricter(`"1m"`, "above 30s, 6 times the least commitTimeout: the binary takes it with a commitTimeout of at least a sixth of it"),
+		stricter(`"2.5s"`, "a fraction: the schema takes whole numbers of one unit"),
+	},
+	"compactor.markPruneAfter": {
+		ok(`"7d"`), ok(`"0"`), ok(`"24h"`), ok(`"1d"`), ok(`"2w"`), ok(`"999999h"`), ok(`"99999d"`), ok(`"9999w"`),
+		no(`"23h"`), no(`"1h"`), no(`"-1d"`), no(`"7"`), no(`""`), no(`"999999999d"`),
+		stricter(`0`, "a number: the schema wants a string"), stricter(`"0d"`, "0 with a unit: the schema takes \"0\" alone"),
+		stricter(`"1d12h"`, "days combined with hours: the schema takes one unit"),
+		stricter(`"1.5d"`, "a fraction: the schema takes whole numbers of one unit"),
+		stricter(`"0s"`, "0 with a unit: the schema takes \"0\" alone"),
+	},
 	"gossip.keyMigration": {ok(`""`), ok(`"accept"`), ok(`"send"`), no(`"yes"`), no(`"Accept"`)},
 	"catalog.uri": {
 		ok(`"sqlite:/var/lib/siglake/data/catalog.db"`), ok(`"postgres://pg:5432/siglake"`), ok(`"postgresql://pg/siglake"`),
@@ -87,7 +108,7 @@ var chartValueCases = map[string][]valueCase{
 var boolCases = []valueCase{ok(`true`), ok(`false`), stricter(`"yes"`, "a string: the schema wants a boolean")}
 
 func init() {
-	for _, p := range []string{"compactor.catalogClaim", "compactor.deleteTasks", "compactor.indexRebuild",
+	for _, p := range []string{"commitBatch.groupCommit.enabled", "compactor.catalogClaim", "compactor.deleteTasks", "compactor.indexRebuild",
 		"compactor.invertedIndex.enabled", "compactor.leveled", "compactor.walBuffer.enabled", "warehouse.s3.pathStyle"} {
 		chartValueCases[p] = boolCases
 	}
@@ -99,6 +120,9 @@ func init() {
 var valuesWithoutStringForms = map[string]string{
 	"commitBatch.maxAgeSecs":               "integer",
 	"commitBatch.targetMb":                 "integer",
+	"commitBatch.groupCommit.maxFiles":     "integer",
+	"commitBatch.groupCommit.queueMax":     "integer",
+	"compactor.manifestMerge.minCount":     "integer",
 	"compactor.backpressureCompactEvery":   "integer",
 	"compactor.indexFooterMaxBytes":        "integer",
 	"compactor.levelMaxGen":                "integer",

@@ -259,6 +259,22 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.commitBatch.targetMb | int | quote }}
 - name: SIGLAKE_COMMIT_BATCH_MAX_AGE_SECS
   value: {{ $v.commitBatch.maxAgeSecs | int | quote }}
+{{- with $v.commitBatch.groupCommit }}
+- name: SIGLAKE_GROUP_COMMIT
+  value: {{ .enabled | quote }}
+- name: SIGLAKE_GROUP_COMMIT_INTERVAL
+  value: {{ .interval | quote }}
+- name: SIGLAKE_GROUP_COMMIT_MAX_FILES
+  value: {{ .maxFiles | int | quote }}
+- name: SIGLAKE_GROUP_COMMIT_QUEUE_MAX
+  value: {{ .queueMax | int | quote }}
+- name: SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER
+  value: {{ .fallbackAfter | quote }}
+{{- end }}
+- name: SIGLAKE_MANIFEST_MERGE_MIN_COUNT
+  value: {{ $v.compactor.manifestMerge.minCount | int | quote }}
+- name: SIGLAKE_MARK_PRUNE_AFTER
+  value: {{ $v.compactor.markPruneAfter | toString | quote }}
 - name: SIGLAKE_RECLUSTER_INTERVAL_SECS
   value: {{ $v.compactor.reclusterIntervalSecs | int | quote }}
 - name: SIGLAKE_COMPACTOR_LEVELED

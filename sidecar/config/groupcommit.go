@@ -1,0 +1,102 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/commit"
+	"github.com/siglake/siglake/sidecar/duration"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
+)
+
+// Bounds of --group-commit-interval: below 100ms a commit per table takes most of the catalog's
+// time for little batching; above 60s rows wait a minute past their batch age.
+const (
+	minGroupCommitInterval = 100 * time.Millisecond
+	maxGroupCommitInterval = 60 * time.Second
+)
+
+// minMarkPruneAfter is the least --mark-prune-after but 0: far above orphans.HandoffMaxAge of any
+// commit deadline in use, so no request still in flight can outlive its stream's mark.
+const minMarkPruneAfter = 24 * time.Hour
+
+// groupCommitOptions are the options of group commit, manifest merging and mark pruning
+// (docs/design/group-commit.md sections 5 and 6.4), last in the documentation's order.
+func groupCommitOptions() []Option {
+	return []Option{
+		{"group-commit", "SIGLAKE_GROUP_COMMIT", "true", "commitBatch.groupCommit.enabled",
+			"Hand each drain batch to its table's committer (the table's maintenance owner), which commits the batches of every pod together at most once per interval; a pod commits directly when no committer answers in time. Effective only with gossip (`--gossip-bind`), a gossip key (`--gossip-key-file`) and no key migration: the batches travel as gossip messages (docs/design/group-commit.md).",
+			setBool(func(c *Config) *bool { return &c.GroupCommit })},
+		{"group-commit-interval", "SIGLAKE_GROUP_COMMIT_INTERVAL", "1s", "commitBatch.groupCommit.interval",
+			"How often a committer commits a table's queued batches, 100ms to 60s.",
+			setDurationIn(func(c *Config) *time.Duration { return &c.GroupCommitInterval }, minGroupCommitInterval, maxGroupCommitInterval, false)},
+		{"group-commit-max-files", "SIGLAKE_GROUP_COMMIT_MAX_FILES", "512", "commitBatch.groupCommit.maxFiles",
+			"A committer commits a table at once when its queued batches hold this many data files, and one group commit takes at most this many (one batch is never split).",
+			setPosInt(func(c *Config) *int { return &c.GroupCommitMaxFiles })},
+		{"group-commit-queue-max", "SIGLAKE_GROUP_COMMIT_QUEUE_MAX", strconv.Itoa(commit.DefaultMaxRequests), "commitBatch.groupCommit.queueMax",
+			"Most batches a committer holds over all its tables (and at most 64 MiB of them); beyond it pods are told to slow down and keep their batches in the WAL.",
+			setPosInt(func(c *Config) *int { return &c.GroupCommitQueueMax })},
+		{"group-commit-fallback-after", "SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER", "30s", "commitBatch.groupCommit.fallbackAfter",
+			fmt.Sprintf("A pod that has not heard from its table's committer for this long commits the batch directly (the stream mark decides if both land). With gossip on, at most %d times `--commit-timeout`, the oldest batch a committer still commits.", orphans.FileCommitAttempts),
+			setDuration(func(c *Config) *time.Duration { return &c.GroupCommitFallbackAfter }, true)},
+		{"manifest-merge-min-count", "SIGLAKE_MANIFEST_MERGE_MIN_COUNT", "100", "compactor.manifestMerge.minCount",
+			"Manifests at which a table's commit merges them (Iceberg's `commit.manifest.min-count-to-merge`), so metadata does not grow with every commit; 0 turns merging off.",
+			setNonNegInt(func(c *Config) *int { return &c.ManifestMergeMinCount })},
+		{"mark-prune-after", "SIGLAKE_MARK_PRUNE_AFTER", "7d", "compactor.markPruneAfter",
+			"The committer removes the stream mark of a stream that committed nothing for this long (pods with random names would otherwise leave one in every table's metadata for ever); at least 24h, or 0 to keep marks for ever.",
+			setPruneAfter(func(c *Config) *time.Duration { return &c.MarkPruneAfter })},
+	}
+}
+
+// RangeError is a duration in the one syntax that is outside its option's range: the value
+// parsed, the option refuses it.
+type RangeError struct{ Accepted string }
+
+func (e *RangeError) Error() string { return "accepted: " + e.Accepted }
+
+// setDurationIn reads a duration from lo to hi (0 too when zeroOK).
+func setDurationIn(field func(*Config) *time.Duration, lo, hi time.Duration, zeroOK bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := duration.Parse(v)
+		if err != nil {
+			return fmt.Errorf("accepted: a duration from %s to %s such as 500ms, 1s or 10s (%s)", orphans.FormatAge(lo), orphans.FormatAge(hi), duration.Units)
+		}
+		if (d < lo || d > hi) && !(zeroOK && d == 0) {
+			return &RangeError{fmt.Sprintf("a duration from %s to %s", orphans.FormatAge(lo), orphans.FormatAge(hi))}
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// setPruneAfter reads --mark-prune-after: 0, or at least minMarkPruneAfter.
+func setPruneAfter(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := duration.Parse(v)
+		if err != nil {
+			return errors.New("accepted: 0 (never) or a duration of at least 24h such as 7d or 2w (" + duration.Units + ")")
+		}
+		if d != 0 && d < minMarkPruneAfter {
+			return &RangeError{"0 (never) or a duration of at least 24h such as 7d or 2w"}
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// groupCommitCheck: a pod must fall back before its committer would refuse the request as too
+// old (orphans.HandoffMaxAge), or it waits for an answer that can only be "expired". Checked only
+// where group commit can run (gossip on): without gossip the option does nothing.
+func groupCommitCheck(c Config) error {
+	if !c.GroupCommit || c.GossipBind == "" {
+		return nil
+	}
+	if most := orphans.HandoffMaxAge(c.CommitTimeout); c.GroupCommitFallbackAfter > most {
+		f := orphans.FormatAge
+		return fmt.Errorf("--group-commit-fallback-after / SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER %s is above %s, the oldest batch a committer commits under --commit-timeout / SIGLAKE_COMMIT_TIMEOUT %s (%d attempts): accepted: at most %s, or a longer --commit-timeout",
+			f(c.GroupCommitFallbackAfter), f(most), f(c.CommitTimeout), orphans.FileCommitAttempts, f(most))
+	}
+	return nil
+}

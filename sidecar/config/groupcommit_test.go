@@ -1,0 +1,84 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func loadWith(args []string, env map[string]string) (Config, error) {
+	return Load(args, func(k string) string { return env[k] })
+}
+
+// TestGroupCommitDefaults: group commit is on by default, with the design's values.
+func TestGroupCommitDefaults(t *testing.T) {
+	c, err := loadWith(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.GroupCommit || c.GroupCommitInterval != time.Second || c.GroupCommitMaxFiles != 512 || c.GroupCommitQueueMax != 4096 ||
+		c.GroupCommitFallbackAfter != 30*time.Second || c.ManifestMergeMinCount != 100 || c.MarkPruneAfter != 7*24*time.Hour {
+		t.Fatalf("defaults: %+v", c)
+	}
+	c, err = loadWith([]string{"--group-commit=off", "--manifest-merge-min-count", "0", "--mark-prune-after", "0"}, nil)
+	if err != nil || c.GroupCommit || c.ManifestMergeMinCount != 0 || c.MarkPruneAfter != 0 {
+		t.Fatalf("off: %v %+v", err, c)
+	}
+}
+
+// TestGroupCommitBounds: values outside an option's range fail Load naming the option and what is
+// accepted; the boundaries themselves load.
+func TestGroupCommitBounds(t *testing.T) {
+	for _, ok := range [][]string{
+		{"--group-commit-interval", "100ms"}, {"--group-commit-interval", "60s"}, {"--group-commit-interval", "1m"},
+		{"--mark-prune-after", "24h"}, {"--mark-prune-after", "1d"}, {"--group-commit-max-files", "1"},
+	} {
+		if _, err := loadWith(ok, nil); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--group-commit-interval", "99ms"}, "SIGLAKE_GROUP_COMMIT_INTERVAL: accepted: a duration from 100ms to 1m"},
+		{[]string{"--group-commit-interval", "61s"}, "SIGLAKE_GROUP_COMMIT_INTERVAL: accepted: a duration from 100ms to 1m"},
+		{[]string{"--group-commit-interval", "0"}, "SIGLAKE_GROUP_COMMIT_INTERVAL: accepted"},
+		{[]string{"--group-commit-interval", "fast"}, "SIGLAKE_GROUP_COMMIT_INTERVAL: accepted"},
+		{[]string{"--mark-prune-after", "23h"}, "SIGLAKE_MARK_PRUNE_AFTER: accepted: 0 (never) or a duration of at least 24h"},
+		{[]string{"--group-commit-max-files", "0"}, "SIGLAKE_GROUP_COMMIT_MAX_FILES: accepted: a whole number >= 1"},
+		{[]string{"--group-commit-queue-max", "0"}, "SIGLAKE_GROUP_COMMIT_QUEUE_MAX: accepted: a whole number >= 1"},
+		{[]string{"--group-commit-fallback-after", "0"}, "SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER: accepted"},
+		{[]string{"--manifest-merge-min-count", "-1"}, "SIGLAKE_MANIFEST_MERGE_MIN_COUNT: accepted"},
+		{[]string{"--group-commit", "maybe"}, "--group-commit / SIGLAKE_GROUP_COMMIT"},
+	} {
+		_, err := loadWith(tc.args, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestFallbackAfterWithinHandoffAge: with gossip on, a pod must fall back before its committer
+// would refuse the batch as too old (6 x --commit-timeout); without gossip, or with group commit
+// off, the option does nothing and is not checked.
+func TestFallbackAfterWithinHandoffAge(t *testing.T) {
+	gossip := map[string]string{"SIGLAKE_GOSSIP_BIND": "127.0.0.1:7946", testMinCommitTimeoutEnv: "1s"}
+	_, err := loadWith([]string{"--commit-timeout", "2s"}, gossip)
+	want := "--group-commit-fallback-after / SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER 30s is above 12s, the oldest batch a committer commits under --commit-timeout / SIGLAKE_COMMIT_TIMEOUT 2s (6 attempts): accepted: at most 12s"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("fallback 30s, commit timeout 2s: %v, want %q", err, want)
+	}
+	for _, args := range [][]string{
+		{"--commit-timeout", "2s", "--group-commit-fallback-after", "12s"},
+		{"--commit-timeout", "2s", "--group-commit=false"},
+		{"--commit-timeout", "5s"}, // the least commit timeout without the test hook: 30s fits
+	} {
+		if _, err := loadWith(args, gossip); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if _, err := loadWith([]string{"--commit-timeout", "2s"}, map[string]string{testMinCommitTimeoutEnv: "1s"}); err != nil {
+		t.Errorf("without gossip: %v", err)
+	}
+}
