@@ -270,7 +270,10 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 			if sendErr != nil {
 				return c.reroute(ctx, req, w, 0)
 			}
-			return c.reread(ctx, req)
+			if o := c.reread(ctx, req); o.step != stepResend {
+				return o
+			}
+			return c.reroute(ctx, req, w, 0) // the owner may have changed meanwhile
 		case rcv := <-w.answers:
 			c.mu.Lock()
 			to := w.out.To

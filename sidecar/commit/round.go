@@ -55,7 +55,9 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 		c.answerItem(e.Request, it, end)
 	}
 	c.remove(name, sel)
-	c.cfg.Observer.Commit(name, last.Outcome, res.Attempts)
+	if last.Streams > 0 || err != nil { // else every item was resolved without a commit
+		c.cfg.Observer.Commit(name, last.Outcome, res.Attempts)
+	}
 	if last.Streams > 0 {
 		c.cfg.Observer.Committed(name, last.Streams, waits, end.Sub(start))
 	}
