@@ -438,9 +438,17 @@ func (c *Client) Heartbeat(table, stream string, scan, pendingSince time.Time) {
 // SlowDown is the batch age the table's committer asked for, 0 once it lapsed.
 func (c *Client) SlowDown(table string) time.Duration {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.slow[table]
-	if c.cfg.Now().After(s.until) {
+	s, ok := c.slow[table]
+	lapsed := ok && c.cfg.Now().After(s.until)
+	if lapsed {
+		delete(c.slow, table)
+	}
+	c.mu.Unlock()
+	switch {
+	case lapsed && s.d > 0:
+		c.cfg.Observer.SlowDown(table, 0)
+		return 0
+	case lapsed:
 		return 0
 	}
 	return s.d

@@ -66,6 +66,8 @@ func (r *recorder) Busy(string)                                    { r.add("busy
 func (r *recorder) SlowDown(_ string, d time.Duration) {
 	if d > 0 {
 		r.add("slowdown")
+	} else {
+		r.add("slowdown:0")
 	}
 }
 func (r *recorder) Refused(reason string)                  { r.add("refused:" + reason) }

@@ -154,3 +154,27 @@ func (t *LocalTransport) Handle(kind byte, f func(from string, msg []byte)) {
 	defer t.mu.Unlock()
 	t.handlers[kind] = f
 }
+
+// Loopback wraps tr so that messages to this member's own name stay in the process: a pod that
+// is its table's owner hands off to itself. They are delivered as every other message is (a
+// copy, on a goroutine of its own), through a LocalHub of one member.
+func Loopback(tr Transport) Transport {
+	return &loopback{Transport: tr, self: NewLocalHub().Member(tr.Name())}
+}
+
+type loopback struct {
+	Transport
+	self *LocalTransport
+}
+
+func (l *loopback) Send(member string, msg []byte) error {
+	if member == l.Name() {
+		return l.self.Send(member, msg)
+	}
+	return l.Transport.Send(member, msg)
+}
+
+func (l *loopback) Handle(kind byte, f func(from string, msg []byte)) {
+	l.self.Handle(kind, f)
+	l.Transport.Handle(kind, f)
+}
