@@ -166,17 +166,8 @@ func TestTwoCommitters(t *testing.T) {
 		if i < 2 {
 			first = "c1"
 		}
-		p := cl.pod(first, nil)
-		var asked atomic.Int32
-		p.view.set(func(v *view) {
-			v.committer = func(string) (string, bool) {
-				if asked.Add(1) == 1 {
-					return first, true
-				}
-				return "c2", true // the view moved on
-			}
-		})
-		cl.seal(p, 2, 500, day.Add(time.Duration(i)*time.Hour))
+		cl.pod(first, nil).view.moves(first, "c2")
+		cl.seal(cl.pods[i], 2, 500, day.Add(time.Duration(i)*time.Hour))
 	}
 	cl.drainAll()
 	cl.hub.Wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +46,19 @@ func (v *view) Committer(t string) (string, bool) {
 }
 
 func (v *view) set(f func(v *view)) { v.mu.Lock(); defer v.mu.Unlock(); f(v) }
+
+// moves makes the view name first as the committer on the first ask, then next: its view moved on.
+func (v *view) moves(first, next string) {
+	var asked atomic.Int32
+	v.set(func(v *view) {
+		v.committer = func(string) (string, bool) {
+			if asked.Add(1) == 1 {
+				return first, true
+			}
+			return next, true
+		}
+	})
+}
 
 // recorder is an Observer that counts what it is told, by "method:label".
 type recorder struct {

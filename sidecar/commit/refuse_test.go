@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,15 +35,7 @@ func TestNotOwnerRedirect(t *testing.T) {
 	_, _, ownerObs, _ := cl.committer("owner", nil)
 	for i, first := range []string{"never", "lost"} {
 		p := cl.pod(first, nil)
-		var asked atomic.Int32
-		p.view.set(func(v *view) {
-			v.committer = func(string) (string, bool) {
-				if asked.Add(1) == 1 {
-					return first, true
-				}
-				return "owner", true
-			}
-		})
+		p.view.moves(first, "owner")
 		cl.seal(p, 1, 500, day.Add(time.Duration(i)*time.Hour))
 	}
 	start := time.Now()
