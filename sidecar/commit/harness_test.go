@@ -121,7 +121,7 @@ func (r *recorder) fallbacks() int {
 // cluster is processes on one embedded catalog and local warehouse, talking over one LocalHub:
 // pods (a real drain each, on a WAL dir and a Lake of its own) and committers (a Lake each).
 type cluster struct {
-	t    *testing.T
+	t    testing.TB
 	base *testlake.Env // the catalog and warehouse; the first pod's env
 	hub  *LocalHub
 	pods []*pod
@@ -142,7 +142,7 @@ const (
 	testFallback = 30 * time.Second
 )
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t testing.TB) *cluster {
 	return &cluster{t: t, base: testlake.New(t), hub: NewLocalHub()}
 }
 

@@ -157,8 +157,49 @@ func TestRefusedFiles(t *testing.T) {
 	cl.checkOnce()
 }
 
+// TestRefusedSharedFile: two requests of one group commit that carry the same file: the first
+// commits, the second is refused (one append takes a path once), instead of the whole group
+// failing.
+func TestRefusedSharedFile(t *testing.T) {
+	cl := newCluster(t)
+	cl.committer("owner", func(c *CommitterConfig) { c.Interval, c.MaxFiles = time.Hour, 2 })
+	p := cl.pod("", nil) // creates the table, committing directly
+	cl.seal(p, 1, 300, day)
+	cl.drainAll()
+	tbl := cl.table()
+	enc, err := EncodeFiles(tbl, writeFile(t, tbl, lake.DataDir(tbl, "2026-11-28")+"/"+merge.DataFileName(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := answers(cl.hub, "twin", KindDone)
+	twin := cl.hub.Member("twin")
+	for _, stream := range []string{"a", "b"} {
+		r := Request{V: Version, ID: newID(), From: "twin", Catalog: testCatalog, Table: "events", Stream: stream, First: "1:1", Last: "1:1",
+			Format: tbl.Metadata().Version(), SchemaID: tbl.Schema().ID, SpecID: specID(tbl), Files: enc, Segments: 1, WrittenMs: time.Now().UnixMilli()}
+		msg, err := r.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := twin.Send("owner", msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int{}
+	for i := 0; i < 2; i++ {
+		select {
+		case a := <-done:
+			got[a.Outcome]++
+		case <-time.After(20 * time.Second):
+			t.Fatalf("answers %v, want two", got)
+		}
+	}
+	if got[OutcomeCommitted] != 1 || got[OutcomeRefused] != 1 {
+		t.Fatalf("answers %v, want one committed and one refused", got)
+	}
+}
+
 // writeFile writes a real Parquet file of walgen rows at path and describes it as a data file of t.
-func writeFile(t *testing.T, tbl *table.Table, path string) []iceberg.DataFile {
+func writeFile(t testing.TB, tbl *table.Table, path string) []iceberg.DataFile {
 	t.Helper()
 	ctx := context.Background()
 	rec := walgen.New(walgen.Options{Seed: 3}).Batch(memory.DefaultAllocator, day, 100, time.Millisecond)

@@ -1,8 +1,10 @@
 package commit
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -22,12 +24,15 @@ import (
 func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start time.Time) {
 	items := make([]lake.GroupItem, len(sel))
 	files := 0
+	// One append takes a file path once (iceberg-go refuses the whole append otherwise): a file
+	// in two requests is the later one's refusal, never the group's failure.
+	claimed := map[string]string{}
 	for i, e := range sel {
 		r := e.Request
 		first, _ := lake.ParseMark(r.First) // valid: the queue validated the request
 		last, _ := lake.ParseMark(r.Last)
 		items[i] = lake.GroupItem{ID: r.ID, Stream: r.Stream, First: first, Last: last, Rows: r.Rows, Segments: r.Segments,
-			Files: func(t *table.Table) ([]iceberg.DataFile, error) { return DecodeFiles(t, r) }}
+			Files: func(t *table.Table) ([]iceberg.DataFile, error) { return claim(claimed, r.ID)(DecodeFiles(t, r)) }}
 		files += len(r.Files)
 	}
 	g := lake.GroupCommit{Table: name, Items: items,
@@ -66,6 +71,28 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 		o.last = last
 	}
 	c.mu.Unlock()
+}
+
+// claim returns a check that claims the paths of request id's files in claimed, failing on a path
+// another request (or this one, twice) claimed first. CommitGroup decodes items one at a time.
+func claim(claimed map[string]string, id string) func([]iceberg.DataFile, error) ([]iceberg.DataFile, error) {
+	return func(files []iceberg.DataFile, err error) ([]iceberg.DataFile, error) {
+		if err != nil {
+			return nil, err
+		}
+		mine := map[string]bool{}
+		for _, f := range files {
+			p := f.FilePath()
+			if other, ok := claimed[p]; ok || mine[p] {
+				return nil, fmt.Errorf("file %q is in request %s of this group commit too", p, cmp.Or(other, id))
+			}
+			mine[p] = true
+		}
+		for p := range mine {
+			claimed[p] = id
+		}
+		return files, nil
+	}
 }
 
 // commitOutcome is a group commit's outcome for the observer (Commit*).
