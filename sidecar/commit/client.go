@@ -130,6 +130,10 @@ func (c *Client) request(t *table.Table, req lake.AppendRequest, epoch uint64, n
 		return Request{}, nil, "", FallbackNoCommitter
 	case !c.m.Authenticated():
 		return Request{}, nil, "", FallbackUnauthenticated
+	case len(req.Files) == 0:
+		// Every row was past retention: the batch only moves its mark, and a request carries
+		// files (a committer would refuse it).
+		return Request{}, nil, "", FallbackRefused
 	}
 	files, err := EncodeFiles(t, req.Files)
 	if err != nil {

@@ -94,10 +94,17 @@ func TestPausedCommitterResumes(t *testing.T) {
 	stalled, release := stall(t, cl1)
 	p := cl.pod("owner", func(c *ClientConfig) { c.FallbackAfter = time.Second })
 	cl.seal(p, 1, 500, day)
-	cl.drainAll()
-	if !stalled() {
-		t.Fatal("the committer's commit never started")
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		cl.drainAll()
+	}()
+	waitFor(t, "the committer's commit to hang", stalled)
+	if st := p.client.Status(); len(st.Outstanding) != 1 || st.Outstanding[0].To != "owner" || st.Outstanding[0].Sends != 1 ||
+		st.Outstanding[0].LastAnswer != KindAck {
+		t.Errorf("pod status %+v: want its request to owner, sent once, acked", st)
 	}
+	<-drained
 	if n := p.obs.count("fallback:" + FallbackTimeout); n != 1 {
 		t.Fatalf("%d timeout fallbacks, want 1", n)
 	}

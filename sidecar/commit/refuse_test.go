@@ -236,6 +236,9 @@ func TestUnauthenticated(t *testing.T) {
 	if n := cl.hub.Sent(KindRequest); n != 0 || keyless.obs.count("fallback:"+FallbackUnauthenticated) != 1 {
 		t.Fatalf("%d requests sent, %d unauthenticated fallbacks; want 0 and 1", n, keyless.obs.count("fallback:"+FallbackUnauthenticated))
 	}
+	if st := keyless.client.Status(); st.Fallbacks[FallbackUnauthenticated] != 1 || len(st.Outstanding) != 0 {
+		t.Fatalf("pod status %+v: want one unauthenticated fallback and nothing outstanding", st)
+	}
 	cview.set(func(v *view) { v.auth = false })
 	p := cl.pod("owner", nil)
 	cl.seal(p, 1, 300, day.Add(time.Hour))
