@@ -186,3 +186,37 @@ func TestTwoCommitters(t *testing.T) {
 		}
 	}
 }
+
+// TestStopFinishesCommitInFlight: a committer stopped during a commit returns only after the
+// commit ended, and the answer still reaches the pod: no fallback, no second commit.
+func TestStopFinishesCommitInFlight(t *testing.T) {
+	cl := newCluster(t)
+	_, _, cobs, l := cl.committer("owner", nil)
+	stalled, release := stall(t, l)
+	p := cl.pod("owner", nil)
+	cl.seal(p, 1, 500, day)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		cl.drainAll()
+	}()
+	waitFor(t, "the committer's commit to hang", stalled)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		cl.stop["owner"]()
+	}()
+	select {
+	case <-stopped:
+		t.Fatal("Run returned with a commit in flight")
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	<-stopped
+	<-drained
+	if cobs.count("committed") != 1 || p.obs.count("done:"+OutcomeCommitted) != 1 || p.obs.fallbacks() != 0 {
+		t.Fatalf("committer committed %d, pod heard committed %d and fell back %d times; want 1, 1, 0",
+			cobs.count("committed"), p.obs.count("done:"+OutcomeCommitted), p.obs.fallbacks())
+	}
+	cl.checkOnce()
+}

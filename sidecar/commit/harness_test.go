@@ -126,6 +126,7 @@ type cluster struct {
 	hub  *LocalHub
 	pods []*pod
 	want rowsum.Sum
+	stop map[string]func() // each committer's: cancel its Run and wait for it
 }
 
 // pod is one ingest pod's drain with its group commit client.
@@ -179,12 +180,17 @@ func (cl *cluster) committer(name string, mutate func(*CommitterConfig)) (*Commi
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	cl.t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			cl.t.Error(err)
 		}
 	})
+	if cl.stop == nil {
+		cl.stop = map[string]func(){}
+	}
+	cl.stop[name] = stop
+	cl.t.Cleanup(stop)
 	return c, v, obs, l
 }
 
