@@ -94,11 +94,7 @@ func TestPausedCommitterResumes(t *testing.T) {
 	stalled, release := stall(t, cl1)
 	p := cl.pod("owner", func(c *ClientConfig) { c.FallbackAfter = time.Second })
 	cl.seal(p, 1, 500, day)
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		cl.drainAll()
-	}()
+	drained := cl.drainAsync()
 	waitFor(t, "the committer's commit to hang", stalled)
 	if st := p.client.Status(); len(st.Outstanding) != 1 || st.Outstanding[0].To != "owner" || st.Outstanding[0].Sends != 1 ||
 		st.Outstanding[0].LastAnswer != KindAck {
@@ -195,11 +191,7 @@ func TestStopFinishesCommitInFlight(t *testing.T) {
 	stalled, release := stall(t, l)
 	p := cl.pod("owner", nil)
 	cl.seal(p, 1, 500, day)
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		cl.drainAll()
-	}()
+	drained := cl.drainAsync()
 	waitFor(t, "the committer's commit to hang", stalled)
 	stopped := make(chan struct{})
 	go func() {

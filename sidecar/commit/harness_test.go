@@ -266,6 +266,16 @@ func (cl *cluster) drainAll() {
 	}
 }
 
+// drainAsync drains every pod in the background; the channel closes when they are done.
+func (cl *cluster) drainAsync() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cl.drainAll()
+	}()
+	return done
+}
+
 // table loads events.
 func (cl *cluster) table() *table.Table { return cl.base.Table("events") }
 
