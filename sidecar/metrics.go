@@ -10,6 +10,7 @@ import (
 	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/fold"
+	"github.com/siglake/siglake/sidecar/groupcommit"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -59,7 +60,7 @@ type Metrics struct {
 	// Memory exports the process memory budget (sidecar/membudget).
 	Memory *membudget.Metrics
 	// GroupCommit are group commit's metrics, pod and committer side (sidecar/commit's observer).
-	GroupCommit *instrument.GroupCommitMetrics
+	GroupCommit *groupcommit.Metrics
 }
 
 // NewMetrics registers the sidecar's metrics, plus Go runtime and process collectors, on a new registry.
@@ -99,7 +100,7 @@ func NewMetrics() *Metrics {
 	m.Claims = instrument.NewClaimMetrics(reg)
 	m.Buffer = buffer.NewMetrics(reg)
 	m.Memory = membudget.NewMetrics(reg)
-	m.GroupCommit = instrument.NewGroupCommitMetrics(reg)
+	m.GroupCommit = groupcommit.NewMetrics(reg)
 	reg.MustRegister(instrument.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	return m
 }

@@ -2,37 +2,473 @@ package commit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
+// DefaultFallbackAfter is group-commit-fallback-after's default.
+const DefaultFallbackAfter = 30 * time.Second
+
+// answersBuffered bounds the answers waiting for one request's Commit; more are dropped (the
+// wait then times out and re-reads the mark).
+const answersBuffered = 8
+
 // Client hands a pod's batches to their tables' committers (drain/handoff.GroupCommitter) and
-// commits directly when none answers in time. (API only: the protocol follows.)
+// commits directly when none answers in time (docs/design/group-commit.md section 3). A batch's
+// request keeps its id and files on every resend, to whichever committer; the marks decide.
 type Client struct {
 	cfg ClientConfig
 	tr  Transport
 	m   Membership
+
+	mu        sync.Mutex
+	waiting   map[string]*waiter // by request id
+	slow      map[string]slowDown
+	fallbacks map[string]int64
 }
 
-// NewClient returns a client sending on tr to the committers m names.
+// waiter is one Commit waiting for its request's answers.
+type waiter struct {
+	answers chan received
+	out     Outstanding // guarded by Client.mu
+}
+
+type received struct {
+	from string
+	a    Answer
+}
+
+// slowDown is a table's batch-age floor as a committer last asked for it, until it lapses.
+type slowDown struct {
+	d     time.Duration
+	until time.Time
+}
+
+// NewClient returns a client sending on tr to the committers m names, and receiving their
+// answers on it. Zero options take their defaults.
 func NewClient(cfg ClientConfig, tr Transport, m Membership) *Client {
-	return &Client{cfg: cfg, tr: tr, m: m}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.FallbackAfter <= 0 {
+		cfg.FallbackAfter = DefaultFallbackAfter
+	}
+	if cfg.Retry.Attempts <= 0 {
+		cfg.Retry = lake.DefaultRetry
+	}
+	if cfg.CommitTimeout <= 0 && cfg.Lake != nil {
+		cfg.CommitTimeout = cfg.Lake.CommitTimeout()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Client{cfg: cfg, tr: tr, m: m, waiting: map[string]*waiter{}, slow: map[string]slowDown{}, fallbacks: map[string]int64{}}
+	tr.Handle(KindAnswer, c.receive)
+	return c
 }
 
-// Commit hands req to its table's committer and waits (handoff.GroupCommitter).
+// receive is the transport's handler of answers: a slow-down is noted, and the answer goes to
+// the Commit waiting for its id. Answers of no waiting request (late, duplicated) are ignored.
+func (c *Client) receive(from string, msg []byte) {
+	a, err := DecodeAnswer(msg)
+	if err != nil {
+		return
+	}
+	if a.Kind == KindAck || a.Kind == KindBusy {
+		c.noteSlow(a.Table, time.Duration(a.SlowMs)*time.Millisecond)
+	}
+	c.mu.Lock()
+	w := c.waiting[a.ID]
+	c.mu.Unlock()
+	if w == nil || a.Table != w.out.Table || a.Stream != w.out.Stream {
+		return
+	}
+	select {
+	case w.answers <- received{from: from, a: a}:
+	default:
+	}
+}
+
+// Commit hands req to its table's committer and waits (handoff.GroupCommitter): the answer, or
+// on silence the stream's mark re-read, says the outcome. It commits directly when no committer
+// can take the request, and when none answered for FallbackAfter or the hand-off is older than
+// orphans.HandoffMaxAge(CommitTimeout). handedOff: some Send was attempted, so a committer may
+// still hold the files.
 func (c *Client) Commit(ctx context.Context, t *table.Table, req lake.AppendRequest, epoch uint64) (lake.CommitResult, bool, error) {
-	res, err := c.cfg.Lake.CommitAppend(ctx, req, c.cfg.Retry)
-	return res, false, err
+	start := c.cfg.Now()
+	r, msg, owner, reason := c.request(t, req, epoch, start)
+	if reason != "" {
+		return c.direct(ctx, req, reason, false, start)
+	}
+	w := c.wait(r, owner, start)
+	defer c.forget(r.ID)
+	return c.handOff(ctx, req, msg, w, start)
 }
 
-// Heartbeat tells the table's committer that stream has nothing in flight.
-func (c *Client) Heartbeat(table, stream string, scan, pendingSince time.Time) {}
+// request is req as a message to the table's committer, or the fallback reason why it cannot be
+// handed off.
+func (c *Client) request(t *table.Table, req lake.AppendRequest, epoch uint64, now time.Time) (Request, []byte, string, string) {
+	owner, ok := c.m.Committer(req.Table)
+	cat := c.m.Catalog()
+	switch {
+	case !ok || cat == "":
+		return Request{}, nil, "", FallbackNoCommitter
+	case !c.m.Authenticated():
+		return Request{}, nil, "", FallbackUnauthenticated
+	case len(req.Files) == 0:
+		// Every row was past retention: the batch only moves its mark, and a request carries
+		// files (a committer would refuse it).
+		return Request{}, nil, "", FallbackRefused
+	}
+	files, err := EncodeFiles(t, req.Files)
+	if err != nil {
+		return Request{}, nil, "", FallbackRefused
+	}
+	r := Request{V: Version, ID: newID(), From: c.tr.Name(), Catalog: cat, Table: req.Table, Stream: req.Stream,
+		First: req.First.String(), Last: req.Last.String(), Epoch: epoch,
+		Format: t.Metadata().Version(), SchemaID: t.Schema().ID, SpecID: specID(t), Files: files,
+		Segments: 1, WrittenMs: now.UnixMilli()}
+	if n, err := strconv.Atoi(req.Summary[tableprops.SumSegments]); err == nil && n > 0 {
+		r.Segments = n
+	}
+	if n, err := strconv.ParseInt(req.Summary[tableprops.SumRows], 10, 64); err == nil && n > 0 {
+		r.Rows = n
+	}
+	for _, f := range req.Files {
+		r.Bytes += f.FileSizeBytes()
+	}
+	if c.cfg.Every != nil {
+		r.EveryMs = c.cfg.Every(req.Table).Milliseconds()
+	}
+	msg, err := r.Encode()
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return r, nil, "", FallbackTooLarge
+	case err != nil:
+		return r, nil, "", FallbackRefused
+	}
+	return r, msg, owner, ""
+}
 
-// SlowDown is the batch age the table's committer asked for.
-func (c *Client) SlowDown(table string) time.Duration { return 0 }
+// newID is a request id: 128 random bits, hex.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error
+	return hex.EncodeToString(b[:])
+}
+
+// wait registers r's waiter, routing its answers to it.
+func (c *Client) wait(r Request, owner string, now time.Time) *waiter {
+	w := &waiter{answers: make(chan received, answersBuffered), out: Outstanding{ID: r.ID, Table: r.Table, Stream: r.Stream,
+		First: r.First, Last: r.Last, To: owner, Since: now}}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waiting[r.ID] = w
+	return w
+}
+
+func (c *Client) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.waiting, id)
+}
+
+// step is what one wait for answers decided.
+type step int
+
+const (
+	stepResend step = iota // send the request again, same id
+	stepDone               // the outcome is known: res, err
+	stepDirect             // commit directly, for reason
+)
+
+// outcome is a step with its result.
+type outcome struct {
+	step   step
+	reason string // stepDirect
+	res    lake.CommitResult
+	err    error
+}
+
+// handOff sends the request and waits, resending on silence, until the outcome is known or a
+// bound sends the batch to a direct commit.
+func (c *Client) handOff(ctx context.Context, req lake.AppendRequest, msg []byte, w *waiter, start time.Time) (lake.CommitResult, bool, error) {
+	heard, first := start, time.Time{}
+	maxAge := orphans.HandoffMaxAge(c.cfg.CommitTimeout)
+	for sends := 1; ; sends++ {
+		if req.Fence != nil {
+			if err := req.Fence(); err != nil {
+				c.done(req.Table, "failed", first, start)
+				return lake.CommitResult{MaybeCommitted: !first.IsZero()}, !first.IsZero(), err
+			}
+		}
+		now := c.cfg.Now()
+		switch {
+		case now.Sub(start) > maxAge:
+			return c.direct(ctx, req, FallbackExpired, true, first)
+		case now.Sub(heard) > c.cfg.FallbackAfter:
+			return c.direct(ctx, req, FallbackTimeout, true, first)
+		}
+		to := c.sending(w, sends)
+		if first.IsZero() {
+			first = now
+		}
+		o := c.await(ctx, req, w, c.tr.Send(to, msg), &heard, start.Add(maxAge))
+		switch o.step {
+		case stepDirect:
+			return c.direct(ctx, req, o.reason, true, first)
+		case stepDone:
+			o.res.Attempts = sends
+			name := string(o.res.Outcome)
+			switch {
+			case errors.Is(o.err, lake.ErrMarkAhead):
+				name = OutcomeMarkAhead
+			case o.err != nil:
+				name = OutcomeFailed
+			}
+			c.done(req.Table, name, first, start)
+			o.res.MaybeCommitted = o.err != nil
+			return o.res, true, o.err
+		}
+	}
+}
+
+// sending records a send of w's request and returns the member it goes to.
+func (c *Client) sending(w *waiter, sends int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w.out.Sends = sends
+	return w.out.To
+}
+
+// await waits for the answers to one send (sendErr: the transport's error) until one decides,
+// or the answer timeout passes: then the stream's mark says whether the batch is in. heard is
+// when a committer was last heard from; no wait outlasts notAfter, the hand-off's age bound.
+func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, sendErr error, heard *time.Time, notAfter time.Time) outcome {
+	wait := c.answerTimeout()
+	if sendErr != nil {
+		wait = c.cfg.Interval // the member is gone or unreachable: ask the membership again soon
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return outcome{step: stepDone, err: ctx.Err()}
+		case <-timer.C:
+			if sendErr != nil {
+				return c.reroute(ctx, req, w, 0)
+			}
+			if o := c.reread(ctx, req); o.step != stepResend {
+				return o
+			}
+			return c.reroute(ctx, req, w, 0) // the owner may have changed meanwhile
+		case rcv := <-w.answers:
+			c.mu.Lock()
+			to := w.out.To
+			w.out.LastAnswer = rcv.a.Kind
+			c.mu.Unlock()
+			if rcv.a.Kind != KindDone && rcv.from != to {
+				continue // an earlier committer's: only the one asked now says ack, busy or not_owner
+			}
+			now := c.cfg.Now()
+			switch rcv.a.Kind {
+			case KindAck:
+				*heard = now
+				extra := time.Duration(rcv.a.Queue) * c.cfg.Interval // requests ahead in its queue
+				timer.Reset(min(c.answerTimeout()+extra, max(notAfter.Sub(now), 0)))
+			case KindBusy:
+				*heard = now
+				c.cfg.Observer.Busy(req.Table)
+				return c.pause(ctx, time.Duration(rcv.a.SlowMs)*time.Millisecond)
+			case KindNotOwner:
+				*heard = now
+				return c.reroute(ctx, req, w, min(c.cfg.Interval, time.Second))
+			case KindDone:
+				return c.settle(ctx, req, rcv.a)
+			}
+		}
+	}
+}
+
+// answerTimeout is how long a send waits for an answer before the mark is re-read.
+func (c *Client) answerTimeout() time.Duration { return 3*c.cfg.Interval + 2*time.Second }
+
+// pause waits d before the next send.
+func (c *Client) pause(ctx context.Context, d time.Duration) outcome {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return outcome{step: stepDone, err: ctx.Err()}
+	case <-t.C:
+		return outcome{step: stepResend}
+	}
+}
+
+// reroute waits d, then asks the membership for the table's committer again: the next send goes
+// there, or the batch is committed directly when there is none.
+func (c *Client) reroute(ctx context.Context, req lake.AppendRequest, w *waiter, d time.Duration) outcome {
+	if o := c.pause(ctx, d); o.step != stepResend {
+		return o
+	}
+	owner, ok := c.m.Committer(req.Table)
+	if !ok {
+		return outcome{step: stepDirect, reason: FallbackNoCommitter}
+	}
+	c.mu.Lock()
+	w.out.To = owner
+	c.mu.Unlock()
+	return outcome{step: stepResend}
+}
+
+// settle turns a done answer into the outcome; a failed one re-reads the mark.
+func (c *Client) settle(ctx context.Context, req lake.AppendRequest, a Answer) outcome {
+	switch a.Outcome {
+	case OutcomeCommitted:
+		prev := lake.Mark{}
+		if a.Prev != "" {
+			prev, _ = lake.ParseMark(a.Prev) // valid: DecodeAnswer checked it
+		}
+		return outcome{step: stepDone, res: lake.CommitResult{Outcome: lake.Committed, SnapshotID: a.SnapshotID, Prev: prev}}
+	case OutcomeAlreadyCommitted:
+		return outcome{step: stepDone, res: lake.CommitResult{Outcome: lake.AlreadyCommitted, SnapshotID: a.SnapshotID}}
+	case OutcomeMarkAhead:
+		return outcome{step: stepDone, err: fmt.Errorf("table %s stream %s: the group committer found the mark inside %s..%s: %w",
+			req.Table, req.Stream, req.First, req.Last, lake.ErrMarkAhead)}
+	case OutcomeExpired:
+		return outcome{step: stepDirect, reason: FallbackExpired}
+	case OutcomeRefused:
+		return outcome{step: stepDirect, reason: FallbackRefused}
+	}
+	return c.reread(ctx, req) // failed, maybe committed: the mark knows
+}
+
+// reread reads the stream's mark: the batch is in (already committed), another writer has the
+// stream (mark ahead), or it is not in yet and goes again.
+func (c *Client) reread(ctx context.Context, req lake.AppendRequest) outcome {
+	t, err := c.cfg.Lake.LoadTable(ctx, req.Table)
+	if err != nil {
+		return outcome{step: stepResend}
+	}
+	cur, has, err := lake.ReadMark(t, req.Stream)
+	if err != nil {
+		return outcome{step: stepDone, err: err}
+	}
+	switch lake.CheckMark(cur, has, req.First, req.Last) {
+	case lake.MarkCovers:
+		var snap int64
+		if s := t.CurrentSnapshot(); s != nil {
+			snap = s.SnapshotID
+		}
+		return outcome{step: stepDone, res: lake.CommitResult{Outcome: lake.AlreadyCommitted, SnapshotID: snap}}
+	case lake.MarkInside:
+		return outcome{step: stepDone, err: fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w",
+			req.Table, req.Stream, cur, req.First, req.Last, lake.ErrMarkAhead)}
+	}
+	return outcome{step: stepResend}
+}
+
+// direct commits req itself after a fallback. handedOff: a committer may hold the same files, so
+// they stay even when this commit's outcome is known (both commits are pinned and mark-checked:
+// at most one lands). since is the first send, or the start when nothing was sent.
+func (c *Client) direct(ctx context.Context, req lake.AppendRequest, reason string, handedOff bool, since time.Time) (lake.CommitResult, bool, error) {
+	c.mu.Lock()
+	c.fallbacks[reason]++
+	c.mu.Unlock()
+	c.cfg.Observer.Fallback(req.Table, reason)
+	res, err := c.cfg.Lake.CommitAppend(ctx, req, c.cfg.Retry)
+	res.MaybeCommitted = res.MaybeCommitted || handedOff
+	c.cfg.Observer.RequestDone(req.Table, OutcomeDirect, c.cfg.Now().Sub(since))
+	return res, handedOff, err
+}
+
+// done tells the observer how a handed-off request ended.
+func (c *Client) done(table, outcome string, first, start time.Time) {
+	if first.IsZero() {
+		first = start
+	}
+	c.cfg.Observer.RequestDone(table, outcome, c.cfg.Now().Sub(first))
+}
+
+// noteSlow records the batch-age floor a committer asked for table. It lapses unless renewed
+// within twice itself plus an answer timeout: pods send at least once per batch age, so a
+// committer still behind renews it with every ack.
+func (c *Client) noteSlow(table string, d time.Duration) {
+	c.mu.Lock()
+	prev := c.slow[table].d
+	c.slow[table] = slowDown{d: d, until: c.cfg.Now().Add(2*d + c.answerTimeout())}
+	c.mu.Unlock()
+	if d != prev {
+		c.cfg.Observer.SlowDown(table, d)
+	}
+}
+
+// Heartbeat tells the table's committer that stream has nothing in flight: fire and forget, no
+// catalog I/O, nothing sent without a committer that could take it.
+func (c *Client) Heartbeat(table, stream string, scan, pendingSince time.Time) {
+	owner, ok := c.m.Committer(table)
+	cat := c.m.Catalog()
+	if !ok || cat == "" || !c.m.Authenticated() {
+		return
+	}
+	r := Request{V: Version, ID: newID(), From: c.tr.Name(), Catalog: cat, Table: table, Stream: stream, ScanMs: scan.UnixMilli()}
+	if !pendingSince.IsZero() {
+		r.PendingMs = pendingSince.UnixMilli()
+	}
+	if c.cfg.Every != nil {
+		r.EveryMs = c.cfg.Every(table).Milliseconds()
+	}
+	if msg, err := r.Encode(); err == nil {
+		_ = c.tr.Send(owner, msg) // lost: the next heartbeat or request says the same
+	}
+}
+
+// SlowDown is the batch age the table's committer asked for, 0 once it lapsed.
+func (c *Client) SlowDown(table string) time.Duration {
+	c.mu.Lock()
+	s, ok := c.slow[table]
+	lapsed := ok && c.cfg.Now().After(s.until)
+	if lapsed {
+		delete(c.slow, table)
+	}
+	c.mu.Unlock()
+	switch {
+	case lapsed && s.d > 0:
+		c.cfg.Observer.SlowDown(table, 0)
+		return 0
+	case lapsed:
+		return 0
+	}
+	return s.d
+}
 
 // Status is the pod's part of /debug/status.
-func (c *Client) Status() ClientStatus { return ClientStatus{} }
+func (c *Client) Status() ClientStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := ClientStatus{Outstanding: []Outstanding{}, Fallbacks: map[string]int64{}}
+	for _, w := range c.waiting {
+		st.Outstanding = append(st.Outstanding, w.out)
+	}
+	slices.SortFunc(st.Outstanding, func(a, b Outstanding) int { return a.Since.Compare(b.Since) })
+	for k, v := range c.fallbacks {
+		st.Fallbacks[k] = v
+	}
+	return st
+}

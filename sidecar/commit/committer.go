@@ -1,22 +1,384 @@
 package commit
 
-import "context"
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
+)
+
+// DefaultCommitterRetry is a group commit's retries unless CommitterConfig.Retry is set: fewer
+// and shorter than a drain's, since conflicts are rare once maintenance shares the table lock
+// and the queue keeps filling meanwhile.
+var DefaultCommitterRetry = lake.Retry{Attempts: 4, MinWait: 50 * time.Millisecond, MaxWait: time.Second}
+
+// DefaultMaxFiles is group-commit-max-files' default.
+const DefaultMaxFiles = 512
+
+// DefaultInterval is group-commit-interval's default.
+const DefaultInterval = time.Second
+
+// loopIdle is how long a table's loop lives without queued requests.
+const loopIdle = time.Minute
+
+// answerBuffer bounds the answers waiting for the sender; beyond it answers are dropped (the pods
+// time out and re-read their marks).
+const answerBuffer = 1024
+
+// errNotOwner stops a group commit whose committer lost the table between attempts.
+var errNotOwner = errors.New("this process no longer owns the table's commits")
 
 // Committer gathers the requests of every pod for the tables this process owns and commits each
-// table's at most once per interval. (API only: the loop follows.)
+// table's at most once per interval (docs/design/group-commit.md section 2): one loop per table
+// with queued requests, one lake.CommitGroup per round, one answer per request. It deletes
+// nothing, ever: files of a request it did not commit stay for the pod or orphan gc.
 type Committer struct {
 	cfg CommitterConfig
 	tr  Transport
 	m   Membership
+	out chan outgoing // answers, to the one sender
+
+	mu      sync.Mutex
+	ctx     context.Context // Run's: loops stop on it, a commit in flight finishes
+	running bool
+	q       *Queue                   // created once the catalog identity is known
+	loops   map[string]chan struct{} // table -> wake-up of its loop
+	owned   map[string]*ownedTable   // tables this process owned at their last request or round
+	wg      sync.WaitGroup           // the loops
+}
+
+// ownedTable is what a committer keeps of a table it owns.
+type ownedTable struct {
+	wm      *Watermark
+	last    *LastCommit
+	through time.Time
+	live    int
+	members map[string]*memberHeard
+}
+
+type memberHeard struct {
+	streams map[string]bool
+	last    time.Time
+}
+
+type outgoing struct {
+	to  string
+	msg []byte
 }
 
 // NewCommitter returns a committer receiving on tr for the tables m says this process owns.
+// Zero options take their defaults.
 func NewCommitter(cfg CommitterConfig, tr Transport, m Membership) *Committer {
-	return &Committer{cfg: cfg, tr: tr, m: m}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.MaxFiles <= 0 {
+		cfg.MaxFiles = DefaultMaxFiles
+	}
+	if cfg.QueueMax <= 0 {
+		cfg.QueueMax = DefaultMaxRequests
+	}
+	if cfg.Retry.Attempts <= 0 {
+		cfg.Retry = DefaultCommitterRetry
+	}
+	if cfg.CommitTimeout <= 0 && cfg.Lake != nil {
+		cfg.CommitTimeout = cfg.Lake.CommitTimeout()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Committer{cfg: cfg, tr: tr, m: m, out: make(chan outgoing, answerBuffer),
+		loops: map[string]chan struct{}{}, owned: map[string]*ownedTable{}}
 }
 
-// Run receives and commits until ctx is done; a commit in flight then finishes first.
-func (c *Committer) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+// Run receives and commits until ctx is done; a commit in flight then finishes first, and its
+// answers leave before Run returns. Pass the process's work context.
+func (c *Committer) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return errors.New("group committer already running")
+	}
+	c.ctx, c.running = ctx, true
+	c.mu.Unlock()
+	stop, sent := make(chan struct{}), make(chan struct{})
+	go c.sender(stop, sent)
+	c.tr.Handle(KindRequest, c.receive)
+	<-ctx.Done()
+	c.mu.Lock()
+	c.running = false // no loop starts after this, so Wait cannot race an Add
+	c.mu.Unlock()
+	c.wg.Wait()
+	close(stop)
+	<-sent
+	return nil
+}
 
-// Status is the committer's part of /debug/status.
-func (c *Committer) Status() CommitterStatus { return CommitterStatus{} }
+// sender sends the answers, one at a time; after stop it sends what is buffered and returns.
+func (c *Committer) sender(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case o := <-c.out:
+			c.deliver(o)
+		case <-stop:
+			for {
+				select {
+				case o := <-c.out:
+					c.deliver(o)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (c *Committer) deliver(o outgoing) {
+	if err := c.tr.Send(o.to, o.msg); err != nil {
+		c.cfg.Observer.AnswerDropped()
+	}
+}
+
+// answer queues a for the sender without waiting: a full buffer drops it.
+func (c *Committer) answer(to string, a Answer) {
+	msg, err := a.Encode()
+	if err != nil {
+		c.cfg.Observer.AnswerDropped()
+		return
+	}
+	select {
+	case c.out <- outgoing{to: to, msg: msg}:
+	default:
+		c.cfg.Observer.AnswerDropped()
+	}
+}
+
+// queue is the request queue, nil while the committer does not run. Until the catalog identity
+// is known a queue of no catalog refuses every request (the pods commit directly).
+func (c *Committer) queue() *Queue {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.running {
+		return nil
+	}
+	if c.q != nil {
+		return c.q
+	}
+	cfg := QueueConfig{Catalog: c.m.Catalog(), MaxRequests: c.cfg.QueueMax, MaxFiles: c.cfg.MaxFiles,
+		Interval: c.cfg.Interval, Authenticated: c.m.Authenticated, Owner: c.owner}
+	if cfg.Catalog == "" {
+		return NewQueue(cfg)
+	}
+	c.q = NewQueue(cfg)
+	return c.q
+}
+
+// owner is the queue's ownership rule: the membership's view.
+func (c *Committer) owner(table string) (bool, string) {
+	if c.m.Owns(table) {
+		return true, ""
+	}
+	member, _ := c.m.Committer(table)
+	return false, member
+}
+
+// receive is the transport's handler of requests: the queue's receive rules, the answer, and a
+// wake-up of the table's loop. It never blocks.
+func (c *Committer) receive(_ string, msg []byte) {
+	q := c.queue()
+	if q == nil {
+		return
+	}
+	now := c.cfg.Now()
+	v := q.Receive(msg, now)
+	if v.Reason != "" {
+		c.cfg.Observer.Refused(v.Reason)
+	}
+	if v.To != "" {
+		c.answer(v.To, v.Answer)
+	}
+	if v.Reason != "" || v.Err != nil {
+		return
+	}
+	r := v.Request
+	c.heard(r, now, r.Heartbeat())
+	if r.Heartbeat() {
+		return
+	}
+	st := q.Table(r.Table)
+	c.cfg.Observer.Queued(r.Table, st.Requests, st.Bytes)
+	c.kick(r.Table, st.Files >= c.cfg.MaxFiles)
+}
+
+// heard records r's sender for the table's status, and r in its watermark when wm is set (a
+// heartbeat, or a request found committed).
+func (c *Committer) heard(r Request, now time.Time, wm bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.ownedLocked(r.Table, now)
+	m := o.members[r.From]
+	if m == nil {
+		m = &memberHeard{streams: map[string]bool{}}
+		o.members[r.From] = m
+	}
+	m.streams[r.Stream], m.last = true, now
+	if wm {
+		o.wm.Heard(r, now)
+	}
+}
+
+// ownedLocked returns table's state, starting it (and its watermark) at now; c.mu is held.
+func (c *Committer) ownedLocked(table string, now time.Time) *ownedTable {
+	o := c.owned[table]
+	if o == nil {
+		o = &ownedTable{wm: NewWatermark(now), members: map[string]*memberHeard{}}
+		c.owned[table] = o
+	}
+	return o
+}
+
+// kick starts table's loop if it is not running, and wakes it at once when now is set.
+func (c *Committer) kick(table string, now bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.running {
+		return
+	}
+	wake, ok := c.loops[table]
+	if !ok {
+		wake = make(chan struct{}, 1)
+		c.loops[table] = wake
+		c.wg.Add(1)
+		go c.loop(c.ctx, table, wake)
+	}
+	if now {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// loop runs table's rounds every interval, or at once when woken, until ctx ends or the table
+// had nothing queued for loopIdle.
+func (c *Committer) loop(ctx context.Context, table string, wake <-chan struct{}) {
+	defer c.wg.Done()
+	tick := time.NewTicker(c.cfg.Interval)
+	defer tick.Stop()
+	busy := c.cfg.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-wake:
+		}
+		if c.q.Table(table).Requests == 0 {
+			if c.cfg.Now().Sub(busy) > loopIdle && c.endLoop(table) {
+				return
+			}
+			continue
+		}
+		c.round(ctx, table)
+		busy = c.cfg.Now()
+	}
+}
+
+// endLoop removes table's loop if nothing is queued for it. receive queues before it kicks, so a
+// request queued meanwhile either keeps this loop or starts the next.
+func (c *Committer) endLoop(table string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.q.Table(table).Requests > 0 {
+		return false
+	}
+	delete(c.loops, table)
+	return true
+}
+
+// round is one turn of a table's loop: a table no longer owned sends its requests away; else
+// expired requests are answered, and the selected ones committed together.
+func (c *Committer) round(ctx context.Context, table string) {
+	now := c.cfg.Now()
+	if !c.m.Owns(table) {
+		c.disown(table)
+		return
+	}
+	sel := Select(c.q.Pending(table), now, SelectConfig{MaxAge: orphans.HandoffMaxAge(c.cfg.CommitTimeout), MaxFiles: c.cfg.MaxFiles})
+	for _, e := range sel.Expired {
+		c.cfg.Observer.Refused(OutcomeExpired)
+		a := answer(e.Request, KindDone)
+		a.Outcome, a.Error = OutcomeExpired, "older than the hand-off age bound: commit directly"
+		c.answer(e.Request.From, a)
+	}
+	c.remove(table, sel.Expired)
+	if len(sel.Selected) > 0 {
+		c.commit(ctx, table, sel.Selected, now)
+	}
+	c.publish(table, c.cfg.Now())
+}
+
+// disown answers every queued request of a table this process no longer owns not_owner (the
+// pods ask the owner they see next) and forgets the table.
+func (c *Committer) disown(table string) {
+	pending := c.q.Pending(table)
+	_, owner := c.owner(table)
+	for _, e := range pending {
+		c.cfg.Observer.Refused(ReasonNotOwner)
+		a := answer(e.Request, KindNotOwner)
+		a.Owner = owner
+		c.answer(e.Request.From, a)
+	}
+	c.remove(table, pending)
+	c.mu.Lock()
+	delete(c.owned, table)
+	c.mu.Unlock()
+	c.cfg.Observer.Forget(table)
+}
+
+// remove takes answered requests out of the table's queue.
+func (c *Committer) remove(table string, qs []Queued) {
+	if len(qs) == 0 {
+		return
+	}
+	ids := make([]string, len(qs))
+	for i, e := range qs {
+		ids[i] = e.Request.ID
+	}
+	c.q.Remove(table, ids...)
+	st := c.q.Table(table)
+	c.cfg.Observer.Queued(table, st.Requests, st.Bytes)
+}
+
+// publish passes the table's watermark to the observer, and forgets members silent for long.
+func (c *Committer) publish(table string, now time.Time) {
+	c.mu.Lock()
+	o := c.owned[table]
+	if o == nil {
+		c.mu.Unlock()
+		return
+	}
+	for name, m := range o.members {
+		if now.Sub(m.last) > memberForget {
+			delete(o.members, name)
+		}
+	}
+	t, live, ok := o.wm.Through(now)
+	if ok {
+		o.through, o.live = t, live
+	}
+	c.mu.Unlock()
+	if ok {
+		c.cfg.Observer.CompleteThrough(table, t, live)
+	}
+}
+
+// memberForget is how long a silent member stays in a table's status.
+const memberForget = time.Hour

@@ -1,7 +1,10 @@
-// Package commit is group commit's pure core (docs/format/group-commit-messages.md): the messages
-// a pod and a table's committer exchange, the committer's bounded per-table queue with its receive
-// rules and backpressure, and Select, which picks the queued requests one group commit takes.
-// No I/O and no clock reads: the transport and the committer loop pass messages and times in.
+// Package commit is group commit (docs/design/group-commit.md). Its pure core takes messages
+// and times and does no I/O: the messages a pod and a table's committer exchange
+// (docs/format/group-commit-messages.md), the committer's bounded per-table queue with its
+// receive rules and backpressure, Select, which picks the queued requests one group commit takes,
+// and the watermark. Around it, thin loops that take their clock, transport, membership and lake
+// as arguments: the Committer (one loop per owned table, lake.CommitGroup), the pod's Client
+// (drain/handoff.GroupCommitter) and LocalTransport (tests, in-process pods, self-sends).
 package commit
 
 import (

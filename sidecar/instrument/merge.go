@@ -1,6 +1,8 @@
 package instrument
 
 import (
+	"time"
+
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,7 +40,7 @@ func NewMergeMetrics(reg prometheus.Registerer) *MergeMetrics {
 			Name: "siglake_merge_output_bytes_total",
 			Help: "Bytes of output data files written by completed rewrites, by merge path.",
 		}, []string{"path"}),
-		Duration: prometheus.NewHistogramVec(nativeOpts(prometheus.HistogramOpts{
+		Duration: prometheus.NewHistogramVec(NativeHistogram(prometheus.HistogramOpts{
 			Name:    "siglake_merge_duration_seconds",
 			Help:    "Wall time of completed rewrites, by merge path.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
@@ -91,4 +93,11 @@ func (m *MergeMetrics) CountSkipped(outs []merge.Output) {
 			m.IndexSkipped.WithLabelValues(c).Inc()
 		}
 	}
+}
+
+// NativeHistogram makes h also a native histogram where the scrape negotiates one (as the drain's):
+// one series instead of one per bucket; the classic buckets stay for every other Prometheus.
+func NativeHistogram(h prometheus.HistogramOpts) prometheus.HistogramOpts {
+	h.NativeHistogramBucketFactor, h.NativeHistogramMaxBucketNumber, h.NativeHistogramMinResetDuration = 1.1, 100, time.Hour
+	return h
 }

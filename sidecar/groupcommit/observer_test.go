@@ -1,4 +1,4 @@
-package instrument
+package groupcommit
 
 import (
 	"strings"
@@ -13,14 +13,14 @@ import (
 	"github.com/siglake/siglake/sidecar/commit"
 )
 
-// TestGroupCommitObserver: every Observer method moves its metric; fallbacks, refusals and failed
+// TestObserver: every Observer method moves its metric; fallbacks, refusals and failed
 // commits are logged at most once a minute per kind, saying how many each line stands for;
 // Forget drops the table's committer gauges only.
-func TestGroupCommitObserver(t *testing.T) {
+func TestObserver(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	core, logs := observer.New(zap.InfoLevel)
 	now := time.Unix(1_800_000_000, 0)
-	o := NewGroupCommitObserver(NewGroupCommitMetrics(reg), zap.New(core))
+	o := NewObserver(NewMetrics(reg), zap.New(core))
 	o.Now = func() time.Time { return now }
 	m := o.Metrics
 	if n := testutil.CollectAndCount(m.Fallbacks); n != len(GroupFallbackReasons) {

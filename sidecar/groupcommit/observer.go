@@ -1,4 +1,8 @@
-package instrument
+// Package groupcommit is the process side of group commit (sidecar/commit): the observer that
+// turns what the committer and the pod's client report into the metrics of docs/metrics.md
+// ("Group commit") and rate-limited logs. It lives apart from sidecar/commit, a protocol package
+// that imports neither prometheus nor zap.
+package groupcommit
 
 import (
 	"sync"
@@ -8,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/commit"
+	"github.com/siglake/siglake/sidecar/instrument"
 )
 
 // Label values of the group commit counters, exported at 0 from the start (the reasons) or once
@@ -22,9 +27,9 @@ var (
 		commit.OutcomeExpired, commit.ReasonUnauthenticated}
 )
 
-// GroupCommitMetrics are group commit's metrics, pod side and committer side (docs/metrics.md
+// Metrics are group commit's metrics, pod side and committer side (docs/metrics.md
 // "Group commit").
-type GroupCommitMetrics struct {
+type Metrics struct {
 	// Pod side.
 	Lag       *prometheus.HistogramVec // table: first send to known outcome
 	Requests  *prometheus.CounterVec   // table, outcome
@@ -45,18 +50,11 @@ type GroupCommitMetrics struct {
 	LiveStreams     *prometheus.GaugeVec   // table
 }
 
-// nativeOpts makes h also a native histogram where the scrape negotiates one (as the drain's):
-// one series instead of one per bucket; the classic buckets stay for every other Prometheus.
-func nativeOpts(h prometheus.HistogramOpts) prometheus.HistogramOpts {
-	h.NativeHistogramBucketFactor, h.NativeHistogramMaxBucketNumber, h.NativeHistogramMinResetDuration = 1.1, 100, time.Hour
-	return h
-}
-
-// NewGroupCommitMetrics registers group commit's metrics on reg.
-func NewGroupCommitMetrics(reg prometheus.Registerer) *GroupCommitMetrics {
+// NewMetrics registers group commit's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
 	table := []string{"table"}
-	m := &GroupCommitMetrics{
-		Lag: prometheus.NewHistogramVec(nativeOpts(prometheus.HistogramOpts{
+	m := &Metrics{
+		Lag: prometheus.NewHistogramVec(instrument.NativeHistogram(prometheus.HistogramOpts{
 			Name: "siglake_group_commit_lag_seconds", Help: "Pod side: time from a batch's first hand-off to the answer or re-read mark showing its outcome (request to visible), direct fallbacks included.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}), table),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -73,10 +71,10 @@ func NewGroupCommitMetrics(reg prometheus.Registerer) *GroupCommitMetrics {
 			Name: "siglake_group_commit_queue_bytes", Help: "Committer: encoded bytes of the requests queued over all tables (capped at 64 MiB)."}),
 		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_group_commit_commits_total", Help: "Committer: group commit attempts by outcome: committed, conflict (retried on the new head), unknown (outcome lost; marks re-read), failed."}, []string{"table", "outcome"}),
-		RequestsPerCmt: prometheus.NewHistogram(nativeOpts(prometheus.HistogramOpts{
+		RequestsPerCmt: prometheus.NewHistogram(instrument.NativeHistogram(prometheus.HistogramOpts{
 			Name: "siglake_group_commit_requests_per_commit", Help: "Committer: requests one landed group commit answered.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 13)})),
-		QueueWait: prometheus.NewHistogram(nativeOpts(prometheus.HistogramOpts{
+		QueueWait: prometheus.NewHistogram(instrument.NativeHistogram(prometheus.HistogramOpts{
 			Name: "siglake_group_commit_queue_wait_seconds", Help: "Committer: time a request waited in the queue before the commit that landed it.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)})),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -105,10 +103,10 @@ func NewGroupCommitMetrics(reg prometheus.Registerer) *GroupCommitMetrics {
 // reason, a table's failed commits): a committer down for 1,000 pods must not log per batch.
 const logEvery = time.Minute
 
-// GroupCommitObserver turns what the committer and the client report (commit.Observer) into
+// Observer turns what the committer and the client report (commit.Observer) into
 // metrics and rate-limited log lines: one per kind per minute, saying how many it stood for.
-type GroupCommitObserver struct {
-	Metrics *GroupCommitMetrics
+type Observer struct {
+	Metrics *Metrics
 	Log     *zap.Logger
 	Now     func() time.Time // time.Now when nil
 
@@ -118,14 +116,14 @@ type GroupCommitObserver struct {
 	suppressed map[string]int
 }
 
-var _ commit.Observer = (*GroupCommitObserver)(nil)
+var _ commit.Observer = (*Observer)(nil)
 
-// NewGroupCommitObserver observes into m and log.
-func NewGroupCommitObserver(m *GroupCommitMetrics, log *zap.Logger) *GroupCommitObserver {
-	return &GroupCommitObserver{Metrics: m, Log: log}
+// NewObserver observes into m and log.
+func NewObserver(m *Metrics, log *zap.Logger) *Observer {
+	return &Observer{Metrics: m, Log: log}
 }
 
-func (o *GroupCommitObserver) RequestDone(table, outcome string, lag time.Duration) {
+func (o *Observer) RequestDone(table, outcome string, lag time.Duration) {
 	for _, oc := range GroupRequestOutcomes {
 		o.Metrics.Requests.WithLabelValues(table, oc) // the table's outcomes at 0
 	}
@@ -133,7 +131,7 @@ func (o *GroupCommitObserver) RequestDone(table, outcome string, lag time.Durati
 	o.Metrics.Lag.WithLabelValues(table).Observe(lag.Seconds())
 }
 
-func (o *GroupCommitObserver) Fallback(table, reason string) {
+func (o *Observer) Fallback(table, reason string) {
 	o.Metrics.Fallbacks.WithLabelValues(reason).Inc()
 	if n, ok := o.due("fallback " + reason); ok {
 		o.Log.Warn("group commit: committing a batch directly", zap.String("table", table), zap.String("reason", reason),
@@ -141,13 +139,13 @@ func (o *GroupCommitObserver) Fallback(table, reason string) {
 	}
 }
 
-func (o *GroupCommitObserver) Busy(table string) { o.Metrics.Busy.WithLabelValues(table).Inc() }
+func (o *Observer) Busy(table string) { o.Metrics.Busy.WithLabelValues(table).Inc() }
 
-func (o *GroupCommitObserver) SlowDown(table string, d time.Duration) {
+func (o *Observer) SlowDown(table string, d time.Duration) {
 	o.Metrics.SlowDown.WithLabelValues(table).Set(d.Seconds())
 }
 
-func (o *GroupCommitObserver) Refused(reason string) {
+func (o *Observer) Refused(reason string) {
 	o.Metrics.Refused.WithLabelValues(reason).Inc()
 	if reason == commit.ReasonBusy || reason == commit.ReasonNotOwner {
 		return // backpressure and ownership moves: answered, counted, nothing to act on
@@ -158,12 +156,12 @@ func (o *GroupCommitObserver) Refused(reason string) {
 	}
 }
 
-func (o *GroupCommitObserver) Queued(table string, requests, bytes int) {
+func (o *Observer) Queued(table string, requests, bytes int) {
 	o.Metrics.QueueRequests.WithLabelValues(table).Set(float64(requests))
 	o.setQueueBytes(table, bytes, true)
 }
 
-func (o *GroupCommitObserver) Commit(table, outcome string, attempts int) {
+func (o *Observer) Commit(table, outcome string, attempts int) {
 	for _, oc := range GroupCommitOutcomes {
 		o.Metrics.Commits.WithLabelValues(table, oc)
 	}
@@ -180,28 +178,28 @@ func (o *GroupCommitObserver) Commit(table, outcome string, attempts int) {
 	}
 }
 
-func (o *GroupCommitObserver) Committed(table string, requests int, waits []time.Duration, took time.Duration) {
+func (o *Observer) Committed(table string, requests int, waits []time.Duration, took time.Duration) {
 	o.Metrics.RequestsPerCmt.Observe(float64(requests))
 	for _, w := range waits {
 		o.Metrics.QueueWait.Observe(w.Seconds())
 	}
 }
 
-func (o *GroupCommitObserver) AnswerDropped() { o.Metrics.AnswersDropped.Inc() }
+func (o *Observer) AnswerDropped() { o.Metrics.AnswersDropped.Inc() }
 
-func (o *GroupCommitObserver) MarksPruned(table string, n int) {
+func (o *Observer) MarksPruned(table string, n int) {
 	o.Metrics.MarksPruned.WithLabelValues(table).Add(float64(n))
 	o.Log.Info("group commit: pruned the marks of streams gone past --mark-prune-after", zap.String("table", table), zap.Int("marks", n))
 }
 
-func (o *GroupCommitObserver) CompleteThrough(table string, t time.Time, live int) {
+func (o *Observer) CompleteThrough(table string, t time.Time, live int) {
 	o.Metrics.CompleteThrough.WithLabelValues(table).Set(float64(t.UnixMilli()) / 1e3)
 	o.Metrics.LiveStreams.WithLabelValues(table).Set(float64(live))
 }
 
 // Forget drops the table's committer gauges (its queue, watermark and live streams): another
 // member commits it now, and two pods must not both export a table's watermark.
-func (o *GroupCommitObserver) Forget(table string) {
+func (o *Observer) Forget(table string) {
 	o.Metrics.QueueRequests.DeleteLabelValues(table)
 	o.Metrics.CompleteThrough.DeleteLabelValues(table)
 	o.Metrics.LiveStreams.DeleteLabelValues(table)
@@ -209,7 +207,7 @@ func (o *GroupCommitObserver) Forget(table string) {
 }
 
 // setQueueBytes records a table's queued bytes (or drops the table) and exports the sum.
-func (o *GroupCommitObserver) setQueueBytes(table string, bytes int, keep bool) {
+func (o *Observer) setQueueBytes(table string, bytes int, keep bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.queueBytes == nil {
@@ -229,7 +227,7 @@ func (o *GroupCommitObserver) setQueueBytes(table string, bytes int, keep bool) 
 
 // due reports whether a line of kind may be logged now, and how many were held back since the
 // last one (this one included).
-func (o *GroupCommitObserver) due(kind string) (n int, ok bool) {
+func (o *Observer) due(kind string) (n int, ok bool) {
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now
