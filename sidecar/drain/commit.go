@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -229,13 +230,13 @@ func (d *Drain) ensureTable(ctx context.Context, c *batchCommit) bool {
 // dropCommitted removes the segments an earlier commit already holds (a crash between commit and
 // removal): the stream mark is at or past them.
 func (d *Drain) dropCommitted(_ context.Context, c *batchCommit) bool {
-	mark, hasMark, err := lake.ReadMark(c.table, c.stream)
+	mark, hasMark, err := marks.ReadMark(c.table, c.stream)
 	if err != nil {
 		return c.fail("", err)
 	}
 	fresh := c.segs[:0]
 	for _, l := range c.segs {
-		m := lake.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
+		m := marks.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
 		if hasMark && !mark.Less(m) {
 			l.seg.Release()
 			if err := localwal.Remove(c.b.Dir, l.info); err != nil {
@@ -289,8 +290,8 @@ func (d *Drain) commit(ctx context.Context, c *batchCommit) bool {
 	first, last := c.segs[0].seg.Header, c.segs[len(c.segs)-1].seg.Header
 	req := lake.AppendRequest{
 		Table: c.b.Table, Files: c.files, Stream: c.stream,
-		First: lake.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
-		Last:  lake.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
+		First: marks.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
+		Last:  marks.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
 		Summary: iceberg.Properties{
 			tableprops.SumSegments: strconv.Itoa(len(c.segs)),
 			tableprops.SumRows:     strconv.FormatInt(c.rows, 10),

@@ -13,31 +13,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake/backoff"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
-
-// MarkCheck is where a batch of segments first..last of a stream stands against the stream's mark.
-type MarkCheck int
-
-const (
-	MarkBelow  MarkCheck = iota // no mark, or one below first: the batch goes in
-	MarkCovers                  // the mark reached last: a commit already holds the batch
-	MarkInside                  // the mark is inside the batch: ErrMarkAhead
-)
-
-// CheckMark applies the mark rules of every append to cur (has=false: the stream has no mark).
-// Marks only grow, so Covers is final: whoever moved the mark committed these segments.
-func CheckMark(cur Mark, has bool, first, last Mark) MarkCheck {
-	switch {
-	case !has:
-		return MarkBelow
-	case !cur.Less(last):
-		return MarkCovers
-	case !cur.Less(first):
-		return MarkInside
-	}
-	return MarkBelow
-}
 
 // ErrRefused: a group-commit request that cannot go in (its files do not decode, its stream has
 // another request in the group). Nothing of it was committed; its sender may commit it directly.
@@ -46,7 +24,7 @@ var ErrRefused = errors.New("group commit request refused")
 // GroupItem is one request of a group commit: files holding segments First..Last of Stream.
 type GroupItem struct {
 	ID, Stream  string
-	First, Last Mark
+	First, Last marks.Mark
 	Rows        int64 // summed into the snapshot summary
 	Segments    int
 	// Files returns the request's data files for t, the table an attempt loaded (a request
@@ -75,7 +53,7 @@ type ItemResult struct {
 	Outcome Outcome
 	Err     error
 	// Prev is the stream's mark a Committed item's commit replaced (zero when it had none).
-	Prev       Mark
+	Prev       marks.Mark
 	SnapshotID int64 // Committed: the new snapshot; AlreadyCommitted: the head that showed it
 	// MaybeCommitted: the item failed, but an attempt that included it has an unknown outcome,
 	// so its files may be referenced and must not be deleted.
@@ -91,7 +69,7 @@ type GroupResult struct {
 
 // CommitGroup commits every request whose segments the table does not hold yet in ONE append,
 // with each included stream's mark moved in the same commit. Each attempt loads the table,
-// re-reads the marks and re-derives every unresolved item (CheckMark): Covers -> AlreadyCommitted,
+// re-reads the marks and re-derives every unresolved item (marks.CheckMark): Covers -> AlreadyCommitted,
 // Inside -> ErrMarkAhead, Below -> included. The append is pinned to the head the marks were
 // read from. A conflict or an unknown outcome leads to the next attempt, whose re-read marks show
 // whether an earlier one landed (a commit is atomic: all its items or none). Data files are never
@@ -236,24 +214,24 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 
 // check re-derives every unresolved item from t's marks and returns those to include, with the
 // marks their commit replaces.
-func (r *groupRun) check(t *table.Table) (in []int, prev []Mark) {
+func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
 	for i, it := range r.g.Items {
 		if r.done[i] {
 			continue
 		}
-		cur, has, err := ReadMark(t, it.Stream)
+		cur, has, err := marks.ReadMark(t, it.Stream)
 		if err != nil {
 			r.fail(i, err)
 			continue
 		}
-		switch CheckMark(cur, has, it.First, it.Last) {
-		case MarkCovers:
+		switch marks.CheckMark(cur, has, it.First, it.Last) {
+		case marks.MarkCovers:
 			var snap int64
 			if s := t.CurrentSnapshot(); s != nil {
 				snap = s.SnapshotID
 			}
 			r.resolve(i, ItemResult{Outcome: AlreadyCommitted, SnapshotID: snap})
-		case MarkInside:
+		case marks.MarkInside:
 			r.fail(i, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w", r.g.Table, it.Stream, cur, it.First, it.Last, ErrMarkAhead))
 		default:
 			if !r.decoded[i] && it.Files != nil {
@@ -314,7 +292,7 @@ func (r *groupRun) props(t *table.Table, in []int) (iceberg.Properties, []string
 	}
 	for _, i := range in {
 		it := r.g.Items[i]
-		set[MarkPropertyPrefix+it.Stream] = it.Last.String()
+		set[marks.PropertyPrefix+it.Stream] = it.Last.String()
 	}
 	remove = slices.DeleteFunc(slices.Clone(remove), func(k string) bool { _, ok := set[k]; return ok })
 	return set, remove
