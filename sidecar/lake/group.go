@@ -41,7 +41,8 @@ type GroupCommit struct {
 	// Summary goes into the snapshot summary, over the keys CommitGroup derives.
 	Summary iceberg.Properties
 	// Props, if set, adds table properties to set and remove in each attempt's commit, given the
-	// items the attempt includes; the included streams' marks always win.
+	// items the attempt includes (over the default: the manifest merge settings); the included
+	// streams' marks always win.
 	Props func(t *table.Table, in []GroupItem) (set iceberg.Properties, remove []string)
 	// Fence, if set, is asked right before every commit attempt; an error stops the group with it.
 	Fence func() error
@@ -177,7 +178,7 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 	if err := txn.AddDataFiles(ctx, files, r.summary(in), table.WithoutDuplicateCheck()); err != nil {
 		return false, fmt.Errorf("stage append to %s: %w", name, err)
 	}
-	set, remove := r.props(t, in)
+	set, remove := r.props(t, in, l.mergeMinCount)
 	if err := txn.SetProperties(set); err != nil {
 		return false, fmt.Errorf("stage mark of %s: %w", name, err)
 	}
@@ -277,21 +278,22 @@ func (r *groupRun) summary(in []int) iceberg.Properties {
 	return p
 }
 
-// props is what the commit of items in sets and removes: Props', then every included stream's mark.
-func (r *groupRun) props(t *table.Table, in []int) (iceberg.Properties, []string) {
+// props is what the commit of items in sets and removes: the manifest merge settings (when they
+// differ), then Props', then every included stream's mark.
+func (r *groupRun) props(t *table.Table, in []int, mergeMinCount int) (iceberg.Properties, []string) {
+	items := make([]GroupItem, len(in))
+	for k, i := range in {
+		items[k] = r.g.Items[i]
+	}
 	set := iceberg.Properties{}
+	maps.Copy(set, MergeProps(t.Properties(), mergeMinCount))
 	var remove []string
 	if r.g.Props != nil {
-		items := make([]GroupItem, len(in))
-		for k, i := range in {
-			items[k] = r.g.Items[i]
-		}
 		s, rm := r.g.Props(t, items)
 		maps.Copy(set, s)
 		remove = rm
 	}
-	for _, i := range in {
-		it := r.g.Items[i]
+	for _, it := range items {
 		set[marks.PropertyPrefix+it.Stream] = it.Last.String()
 	}
 	remove = slices.DeleteFunc(slices.Clone(remove), func(k string) bool { _, ok := set[k]; return ok })
