@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -41,8 +42,8 @@ type GroupCommit struct {
 	// Summary goes into the snapshot summary, over the keys CommitGroup derives.
 	Summary iceberg.Properties
 	// Props, if set, adds table properties to set and remove in each attempt's commit, given the
-	// items the attempt includes (over the default: the manifest merge settings); the included
-	// streams' marks always win.
+	// items the attempt includes (over the defaults: their streams' siglake.seen.*, the manifest
+	// merge settings; marks.StreamProps prunes); the included streams' marks always win.
 	Props func(t *table.Table, in []GroupItem) (set iceberg.Properties, remove []string)
 	// Fence, if set, is asked right before every commit attempt; an error stops the group with it.
 	Fence func() error
@@ -178,7 +179,7 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 	if err := txn.AddDataFiles(ctx, files, r.summary(in), table.WithoutDuplicateCheck()); err != nil {
 		return false, fmt.Errorf("stage append to %s: %w", name, err)
 	}
-	set, remove := r.props(t, in, l.mergeMinCount)
+	set, remove := r.props(t, in, l.mergeMinCount, time.Now())
 	if err := txn.SetProperties(set); err != nil {
 		return false, fmt.Errorf("stage mark of %s: %w", name, err)
 	}
@@ -278,14 +279,16 @@ func (r *groupRun) summary(in []int) iceberg.Properties {
 	return p
 }
 
-// props is what the commit of items in sets and removes: the manifest merge settings (when they
-// differ), then Props', then every included stream's mark.
-func (r *groupRun) props(t *table.Table, in []int, mergeMinCount int) (iceberg.Properties, []string) {
-	items := make([]GroupItem, len(in))
+// props is what the commit of items in sets and removes: each included stream's seen (when
+// stale) and the manifest merge settings (when they differ), then Props', then every included
+// stream's mark. Both paths set seen, so a pod that falls back to direct commits keeps its stream
+// from being pruned.
+func (r *groupRun) props(t *table.Table, in []int, mergeMinCount int, now time.Time) (iceberg.Properties, []string) {
+	items, streams := make([]GroupItem, len(in)), make([]string, len(in))
 	for k, i := range in {
-		items[k] = r.g.Items[i]
+		items[k], streams[k] = r.g.Items[i], r.g.Items[i].Stream
 	}
-	set := iceberg.Properties{}
+	set, _, _ := marks.StreamProps(t.Properties(), streams, now, 0, false)
 	maps.Copy(set, MergeProps(t.Properties(), mergeMinCount))
 	var remove []string
 	if r.g.Props != nil {

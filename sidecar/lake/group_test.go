@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -295,5 +297,64 @@ func TestTableLockSerialisesCommits(t *testing.T) {
 	}
 	if got := stateOf(t, l).marks["s"]; got != mark(rounds) {
 		t.Fatalf("mark of s = %s, want %s", got, mark(rounds))
+	}
+}
+
+// TestCommitGroupSeenAndPruning: a commit moving a stream's mark writes its siglake.seen.* (the
+// direct path too), rewrites it once over an hour old, and a group whose Props prunes (what the
+// committer's hourly tick plugs in) removes a long-silent stream's mark and seen in the same
+// commit as the others' marks, recording siglake.marks-pruned.
+func TestCommitGroupSeenAndPruning(t *testing.T) {
+	ctx := context.Background()
+	l := openGroupLake(t, t.TempDir())
+	seen := func(stream string) string {
+		tbl, err := l.LoadTable(ctx, "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl.Properties()[marks.SeenPrefix+stream]
+	}
+	_, gone := item(t, l, "gone", 1, 1)
+	start := time.Now()
+	if _, err := l.CommitAppend(ctx, gone, lake.QuickRetry); err != nil {
+		t.Fatal(err)
+	}
+	if v := seen("gone"); v == "" || v < strconv.FormatInt(start.Unix(), 10) {
+		t.Fatalf("seen of a direct commit %q, want about %d", v, start.Unix())
+	}
+	const age = 7 * 24 * time.Hour
+	old := strconv.FormatInt(start.Add(-age-2*marks.SeenRefresh).Unix(), 10)
+	if err := l.SetProperty(ctx, "events", marks.SeenPrefix+"gone", old, false); err != nil {
+		t.Fatal(err)
+	}
+	ia, _ := item(t, l, "a", 1, 1)
+	var pruned int
+	res, err := l.CommitGroup(ctx, lake.GroupCommit{Table: "events", Items: []lake.GroupItem{ia},
+		Props: func(tbl *table.Table, in []lake.GroupItem) (iceberg.Properties, []string) {
+			streams := make([]string, len(in))
+			for i, it := range in {
+				streams[i] = it.Stream
+			}
+			set, remove, n := marks.StreamProps(tbl.Properties(), streams, time.Now(), age, true)
+			pruned = n
+			return set, remove
+		}}, lake.QuickRetry)
+	if err != nil || res.Items[0].Outcome != lake.Committed {
+		t.Fatalf("group: %+v, %v", res, err)
+	}
+	after := stateOf(t, l)
+	if _, ok := after.marks["gone"]; ok || pruned != 1 || seen("gone") != "" {
+		t.Fatalf("pruned %d; marks %v, seen of gone %q: want gone's mark and seen removed", pruned, after.marks, seen("gone"))
+	}
+	if after.marks["a"] != mark(1) || seen("a") == "" {
+		t.Fatalf("marks %v, seen of a %q: want a's mark and seen", after.marks, seen("a"))
+	}
+	tbl, err := l.LoadTable(ctx, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, ok, err := marks.PrunedBefore(tbl.Properties())
+	if err != nil || !ok || !before.After(start.Add(-age-2*marks.SeenRefresh)) || before.After(start.Add(-age)) {
+		t.Fatalf("PrunedBefore = %s, %v, %v", before, ok, err)
 	}
 }

@@ -128,4 +128,3 @@ func manifestCount(t *testing.T, l *lake.Lake) int {
 	}
 	return len(ms)
 }
-
