@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -228,11 +229,15 @@ func (d *Drain) ensureTable(ctx context.Context, c *batchCommit) bool {
 }
 
 // dropCommitted removes the segments an earlier commit already holds (a crash between commit and
-// removal): the stream mark is at or past them.
+// removal): the stream mark is at or past them. Without a mark, a segment sealed at or before
+// siglake.marks-pruned may be held by a commit whose mark was pruned since: it is quarantined.
 func (d *Drain) dropCommitted(_ context.Context, c *batchCommit) bool {
 	mark, hasMark, err := marks.ReadMark(c.table, c.stream)
 	if err != nil {
 		return c.fail("", err)
+	}
+	if !hasMark && !c.quarantinePruned(d) {
+		return false
 	}
 	fresh := c.segs[:0]
 	for _, l := range c.segs {
@@ -250,6 +255,33 @@ func (d *Drain) dropCommitted(_ context.Context, c *batchCommit) bool {
 		fresh = append(fresh, l)
 	}
 	c.segs = fresh
+	return len(c.segs) > 0
+}
+
+// quarantinePruned quarantines the segments of a stream without a mark that were sealed at or
+// before siglake.marks-pruned: a pruned stream committed up to then, and a crash between a commit
+// and the removal of its segments, then a pod away for longer than the prune age, leaves
+// segments the table may hold. Re-committing them could double their rows; the reason file tells
+// the operator to check. false ends the batch (nothing left, or the property does not decode).
+func (c *batchCommit) quarantinePruned(d *Drain) bool {
+	before, ok, err := marks.PrunedBefore(c.table.Properties())
+	if err != nil {
+		return c.fail("", fmt.Errorf("stream %s has no mark, and whether its segments may be committed already is unknown: %w", c.stream, err))
+	}
+	if !ok {
+		return true
+	}
+	kept := c.segs[:0]
+	for _, l := range c.segs {
+		if l.info.ModTime.After(before) {
+			kept = append(kept, l)
+			continue
+		}
+		l.seg.Release()
+		c.quarantine(d, l.info, ReasonMarkPruned, fmt.Errorf("stream %s of table %s has no mark, and the segment was sealed at %s, before %s: the latest commit of a stream whose mark was pruned (%s); the table may hold its rows already",
+			c.stream, c.b.Table, l.info.ModTime.UTC().Format(time.RFC3339), before.UTC().Format(time.RFC3339), tableprops.MarksPruned))
+	}
+	c.segs = kept
 	return len(c.segs) > 0
 }
 

@@ -20,6 +20,10 @@ import (
 // localwal reasons cover the segment's own bytes).
 const ReasonIncompatibleSchema = metrics.ReasonIncompatibleSchema
 
+// ReasonMarkPruned quarantines a segment of a stream without a mark sealed at or before
+// siglake.marks-pruned: it may be in the table already, so it is never committed blindly.
+const ReasonMarkPruned = metrics.ReasonMarkPruned
+
 // QuarantineReasons are the reason label values of siglake_wal_quarantined_segments_total.
 var QuarantineReasons = metrics.QuarantineReasons
 
