@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,16 +20,7 @@ import (
 )
 
 // openGroupLake opens a lake on an embedded SQLite catalog and a local warehouse in dir.
-func openGroupLake(t *testing.T, dir string) *lake.Lake {
-	t.Helper()
-	l, err := lake.Open(context.Background(), lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"),
-		Warehouse: filepath.Join(dir, "warehouse"), Namespace: "siglake"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
+func openGroupLake(t *testing.T, dir string) *lake.Lake { return openMergeLake(t, dir, 0) }
 
 // item writes a data file of segments first..last (seqs of incarnation 1) of stream and returns
 // its group item and its append.
