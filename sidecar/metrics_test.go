@@ -56,7 +56,7 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 	}
 	want := map[string]map[string][]string{
 		"siglake_drain_errors_total":             {"stage": {"commit", "read", "remove", "scan", "table", "write"}},
-		"siglake_wal_quarantined_segments_total": {"reason": {"bad_header", "bad_schema", "bad_table_name", "checksum", "corrupt", "empty", "incompatible_schema", "oversize", "truncated"}},
+		"siglake_wal_quarantined_segments_total": {"reason": {"bad_header", "bad_schema", "bad_table_name", "checksum", "corrupt", "empty", "incompatible_schema", "mark_pruned", "oversize", "truncated"}},
 		"siglake_compactor_rewrites_total": {
 			"kind":    {"absorb", "backpressure_l0", "delete_task", "depth", "fold", "l0", "l1", "legacy", "retention"},
 			"outcome": {"committed", "conflict", "failed"},

@@ -17,7 +17,7 @@ import (
 	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -172,14 +172,14 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 		default:
 		}
 		tbl, err := h.e.Lake.LoadTable(ctx, "events")
-		marks := reader.Marks{}
+		tblMarks := reader.Marks{}
 		var lakeSum rowsum.Sum
 		switch {
 		case errors.Is(err, catalog.ErrNoSuchTable):
 		case err != nil:
 			t.Fatal(err)
 		default:
-			if marks, err = reader.TableMarks(tbl); err != nil {
+			if tblMarks, err = reader.TableMarks(tbl); err != nil {
 				t.Fatal(err)
 			}
 			if lakeSum, err = rowsum.Table(ctx, tbl, walgen.Columns...); err != nil {
@@ -189,7 +189,7 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 		if rng.IntN(3) > 0 {
 			time.Sleep(time.Duration(rng.IntN(25)) * time.Millisecond) // let commits land between the reads
 		}
-		bufSum, ans, err := h.read(reader.Query{After: marks}, walgen.Columns...)
+		bufSum, ans, err := h.read(reader.Query{After: tblMarks}, walgen.Columns...)
 		var ref *reader.RefusedError
 		var se *reader.StatusError
 		if errors.As(err, &se) && se.Code == 404 && tbl == nil {
@@ -205,8 +205,8 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 			default:
 				t.Fatalf("refusal without a known reason: %+v", ref)
 			}
-			if ref.Marks.Get("pod-0").Less(marks.Get("pod-0")) || ref.Marks.Get("pod-0") == marks.Get("pod-0") {
-				t.Fatalf("refused although the table's mark %v did not move past the reader's %v", ref.Marks, marks)
+			if ref.Marks.Get("pod-0").Less(tblMarks.Get("pod-0")) || ref.Marks.Get("pod-0") == tblMarks.Get("pod-0") {
+				t.Fatalf("refused although the table's mark %v did not move past the reader's %v", ref.Marks, tblMarks)
 			}
 			continue
 		}
@@ -219,15 +219,15 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 		got.Merge(bufSum)
 		if got != want {
 			t.Fatalf("round %d: reader at %v, table at %v, answer through %v: lake %d rows + buffer %d rows = %+v, sealed up to there %+v",
-				round, marks, ans.Marks, top, lakeSum.Rows, bufSum.Rows, got, want)
+				round, tblMarks, ans.Marks, top, lakeSum.Rows, bufSum.Rows, got, want)
 		}
 		st.answered++
-		if marks.Get("pod-0").Less(ans.Marks.Get("pod-0")) {
+		if tblMarks.Get("pod-0").Less(ans.Marks.Get("pod-0")) {
 			st.raced++
 		}
 		for _, name := range ans.Segments {
 			_, inc, seq, _ := localwal.ParseSegmentName(name)
-			if !ans.Marks.Get("pod-0").Less(lake.Mark{Incarnation: inc, Seq: seq}) {
+			if !ans.Marks.Get("pod-0").Less(marks.Mark{Incarnation: inc, Seq: seq}) {
 				st.fromRetention++ // at or below the table's mark: committed, served from retention
 			}
 		}
@@ -236,7 +236,7 @@ func raceLakeAndBuffer(t *testing.T, keep time.Duration) raceStats {
 
 // expected is the fingerprint of every sealed segment up to top (sealed in seq order, so all of
 // them exist once top does; the writer records a segment's rows as it seals it).
-func expected(t *testing.T, mu *sync.Mutex, sealed map[uint64]rowsum.Sum, top lake.Mark) rowsum.Sum {
+func expected(t *testing.T, mu *sync.Mutex, sealed map[uint64]rowsum.Sum, top marks.Mark) rowsum.Sum {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

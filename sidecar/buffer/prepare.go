@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/sidecar/buffer/reader"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/rows"
 )
 
@@ -142,7 +143,7 @@ func (s *Server) listSegments(tbl string) (segments.Request, *httpError) {
 		for _, g := range segs {
 			if g.Table == tbl {
 				req.Live = append(req.Live, segments.Segment{Name: g.Name, Path: g.Path, Stream: stream,
-					Mark: lake.Mark{Incarnation: g.Incarnation, Seq: g.Seq}, Size: g.Size})
+					Mark: marks.Mark{Incarnation: g.Incarnation, Seq: g.Seq}, Size: g.Size})
 			}
 		}
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/buffer/reader"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -89,7 +89,7 @@ func TestRowsAndFiltersMatchTheSegments(t *testing.T) {
 			if got != want {
 				t.Fatalf("buffer rows %+v, want %+v", got, want)
 			}
-			if !ans.Verified || ans.Marks.Get("pod-0") == (lake.Mark{}) || len(ans.Segments) != 6 {
+			if !ans.Verified || ans.Marks.Get("pod-0") == (marks.Mark{}) || len(ans.Segments) != 6 {
 				t.Fatalf("answer %+v", ans)
 			}
 		})

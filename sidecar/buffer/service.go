@@ -20,7 +20,7 @@ import (
 	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/buffer/segments"
 	"github.com/siglake/siglake/sidecar/config"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
 // Options are the process options the buffer takes (SIGLAKE_BUFFER_*).
@@ -180,7 +180,7 @@ func (s *Service) sweep(ctx context.Context, o Options, auth *listen.Auth, m *Me
 func (s *Service) Addr() string { return s.ln.Addr().String() }
 
 // Retire is the drain's hook: nil (remove at once) when nothing is retained.
-func (s *Service) Retire() func(dir string, prev lake.Mark, segs []localwal.SegmentInfo) error {
+func (s *Service) Retire() func(dir string, prev marks.Mark, segs []localwal.SegmentInfo) error {
 	if s == nil || s.Retention == nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
@@ -341,9 +342,9 @@ func (c *Client) reroute(ctx context.Context, req lake.AppendRequest, w *waiter,
 func (c *Client) settle(ctx context.Context, req lake.AppendRequest, a Answer) outcome {
 	switch a.Outcome {
 	case OutcomeCommitted:
-		prev := lake.Mark{}
+		prev := marks.Mark{}
 		if a.Prev != "" {
-			prev, _ = lake.ParseMark(a.Prev) // valid: DecodeAnswer checked it
+			prev, _ = marks.ParseMark(a.Prev) // valid: DecodeAnswer checked it
 		}
 		return outcome{step: stepDone, res: lake.CommitResult{Outcome: lake.Committed, SnapshotID: a.SnapshotID, Prev: prev}}
 	case OutcomeAlreadyCommitted:
@@ -366,18 +367,18 @@ func (c *Client) reread(ctx context.Context, req lake.AppendRequest) outcome {
 	if err != nil {
 		return outcome{step: stepResend}
 	}
-	cur, has, err := lake.ReadMark(t, req.Stream)
+	cur, has, err := marks.ReadMark(t, req.Stream)
 	if err != nil {
 		return outcome{step: stepDone, err: err}
 	}
-	switch lake.CheckMark(cur, has, req.First, req.Last) {
-	case lake.MarkCovers:
+	switch marks.CheckMark(cur, has, req.First, req.Last) {
+	case marks.MarkCovers:
 		var snap int64
 		if s := t.CurrentSnapshot(); s != nil {
 			snap = s.SnapshotID
 		}
 		return outcome{step: stepDone, res: lake.CommitResult{Outcome: lake.AlreadyCommitted, SnapshotID: snap}}
-	case lake.MarkInside:
+	case marks.MarkInside:
 		return outcome{step: stepDone, err: fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w",
 			req.Table, req.Stream, cur, req.First, req.Last, lake.ErrMarkAhead)}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -288,7 +289,7 @@ func (cl *cluster) checkOnce() {
 	}
 	tb := cl.table()
 	for _, p := range cl.pods {
-		if _, ok, err := lake.ReadMark(tb, p.name); err != nil || !ok {
+		if _, ok, err := marks.ReadMark(tb, p.name); err != nil || !ok {
 			cl.t.Fatalf("stream %s: no mark (%v)", p.name, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -150,7 +151,7 @@ func TestRefusedFiles(t *testing.T) {
 		t.Fatalf("%d snapshots: a refused request was committed", len(after.Metadata().Snapshots()))
 	}
 	for stream := range cases {
-		if _, ok, _ := lake.ReadMark(after, stream); ok {
+		if _, ok, _ := marks.ReadMark(after, stream); ok {
 			t.Fatalf("stream %s has a mark", stream)
 		}
 	}

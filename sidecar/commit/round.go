@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
@@ -29,8 +30,8 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 	claimed := map[string]string{}
 	for i, e := range sel {
 		r := e.Request
-		first, _ := lake.ParseMark(r.First) // valid: the queue validated the request
-		last, _ := lake.ParseMark(r.Last)
+		first, _ := marks.ParseMark(r.First) // valid: the queue validated the request
+		last, _ := marks.ParseMark(r.Last)
 		items[i] = lake.GroupItem{ID: r.ID, Stream: r.Stream, First: first, Last: last, Rows: r.Rows, Segments: r.Segments,
 			Files: func(t *table.Table) ([]iceberg.DataFile, error) { return claim(claimed, r.ID)(DecodeFiles(t, r)) }}
 		files += len(r.Files)
@@ -114,7 +115,7 @@ func (c *Committer) answerItem(r Request, it lake.ItemResult, now time.Time) {
 	switch {
 	case it.Err == nil && it.Outcome == lake.Committed:
 		a.Outcome, a.SnapshotID = OutcomeCommitted, it.SnapshotID
-		if it.Prev != (lake.Mark{}) {
+		if it.Prev != (marks.Mark{}) {
 			a.Prev = it.Prev.String()
 		}
 		c.heard(r, now, true)

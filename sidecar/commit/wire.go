@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
 // The first byte of every message names its kind; the gossip transport dispatches on it.
@@ -248,11 +248,11 @@ func (r Request) validate() error {
 
 // validateBatch holds a request that carries a batch to the rules of its range and files.
 func (r Request) validateBatch(bad func(field, problem, want string) error) error {
-	first, err := lake.ParseMark(r.First)
+	first, err := marks.ParseMark(r.First)
 	if err != nil {
 		return bad("first", quote(r.First), `"incarnation:seq", two unsigned decimal integers`)
 	}
-	last, err := lake.ParseMark(r.Last)
+	last, err := marks.ParseMark(r.Last)
 	if err != nil {
 		return bad("last", quote(r.Last), `"incarnation:seq", two unsigned decimal integers`)
 	}
@@ -322,7 +322,7 @@ func (a Answer) validate() error {
 		return bad("slow_ms", fmt.Sprintf("queue %d slow_ms %d", a.Queue, a.SlowMs), "queue and slow_ms >= 0")
 	}
 	if a.Prev != "" {
-		if _, err := lake.ParseMark(a.Prev); err != nil {
+		if _, err := marks.ParseMark(a.Prev); err != nil {
 			return bad("prev", quote(a.Prev), `empty or "incarnation:seq"`)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -349,7 +350,7 @@ func TestBadSegmentQuarantinedOthersDrained(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m, ok, err := lake.ReadMark(tbl, "pod-0"); err != nil || !ok || m.Seq != run.segs[4].Seq {
+			if m, ok, err := marks.ReadMark(tbl, "pod-0"); err != nil || !ok || m.Seq != run.segs[4].Seq {
 				t.Fatalf("stream mark %v %v %v, want seq %d", m, ok, err, run.segs[4].Seq)
 			}
 

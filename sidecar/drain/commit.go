@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -18,6 +19,7 @@ import (
 	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -227,15 +229,19 @@ func (d *Drain) ensureTable(ctx context.Context, c *batchCommit) bool {
 }
 
 // dropCommitted removes the segments an earlier commit already holds (a crash between commit and
-// removal): the stream mark is at or past them.
+// removal): the stream mark is at or past them. Without a mark, a segment sealed at or before
+// siglake.marks-pruned may be held by a commit whose mark was pruned since: it is quarantined.
 func (d *Drain) dropCommitted(_ context.Context, c *batchCommit) bool {
-	mark, hasMark, err := lake.ReadMark(c.table, c.stream)
+	mark, hasMark, err := marks.ReadMark(c.table, c.stream)
 	if err != nil {
 		return c.fail("", err)
 	}
+	if !hasMark && !c.quarantinePruned(d) {
+		return false
+	}
 	fresh := c.segs[:0]
 	for _, l := range c.segs {
-		m := lake.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
+		m := marks.Mark{Incarnation: l.seg.Header.Incarnation, Seq: l.seg.Header.Seq}
 		if hasMark && !mark.Less(m) {
 			l.seg.Release()
 			if err := localwal.Remove(c.b.Dir, l.info); err != nil {
@@ -249,6 +255,33 @@ func (d *Drain) dropCommitted(_ context.Context, c *batchCommit) bool {
 		fresh = append(fresh, l)
 	}
 	c.segs = fresh
+	return len(c.segs) > 0
+}
+
+// quarantinePruned quarantines the segments of a stream without a mark that were sealed at or
+// before siglake.marks-pruned: a pruned stream committed up to then, and a crash between a commit
+// and the removal of its segments, then a pod away for longer than the prune age, leaves
+// segments the table may hold. Re-committing them could double their rows; the reason file tells
+// the operator to check. false ends the batch (nothing left, or the property does not decode).
+func (c *batchCommit) quarantinePruned(d *Drain) bool {
+	before, ok, err := marks.PrunedBefore(c.table.Properties())
+	if err != nil {
+		return c.fail("", fmt.Errorf("stream %s has no mark, and whether its segments may be committed already is unknown: %w", c.stream, err))
+	}
+	if !ok {
+		return true
+	}
+	kept := c.segs[:0]
+	for _, l := range c.segs {
+		if l.info.ModTime.After(before) {
+			kept = append(kept, l)
+			continue
+		}
+		l.seg.Release()
+		c.quarantine(d, l.info, ReasonMarkPruned, fmt.Errorf("stream %s of table %s has no mark, and the segment was sealed at %s, before %s: the latest commit of a stream whose mark was pruned (%s); the table may hold its rows already",
+			c.stream, c.b.Table, l.info.ModTime.UTC().Format(time.RFC3339), before.UTC().Format(time.RFC3339), tableprops.MarksPruned))
+	}
+	c.segs = kept
 	return len(c.segs) > 0
 }
 
@@ -289,8 +322,8 @@ func (d *Drain) commit(ctx context.Context, c *batchCommit) bool {
 	first, last := c.segs[0].seg.Header, c.segs[len(c.segs)-1].seg.Header
 	req := lake.AppendRequest{
 		Table: c.b.Table, Files: c.files, Stream: c.stream,
-		First: lake.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
-		Last:  lake.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
+		First: marks.Mark{Incarnation: first.Incarnation, Seq: first.Seq},
+		Last:  marks.Mark{Incarnation: last.Incarnation, Seq: last.Seq},
 		Summary: iceberg.Properties{
 			tableprops.SumSegments: strconv.Itoa(len(c.segs)),
 			tableprops.SumRows:     strconv.FormatInt(c.rows, 10),

@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/sidecar/drain/handoff"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/backoff"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/membudget"
 )
 
@@ -45,7 +46,7 @@ type Drain struct {
 	// the segments of a batch this drain committed instead of removing them: prev is the stream's
 	// mark the commit replaced, segs are the batch's segments in order. Like localwal.Remove it
 	// takes them out of dir; segments found already committed are removed, never retired.
-	Retire func(dir string, prev lake.Mark, segs []localwal.SegmentInfo) error
+	Retire func(dir string, prev marks.Mark, segs []localwal.SegmentInfo) error
 	// Reserve, when set, takes a batch's memory from the process budget (sidecar/membudget) before
 	// its segments are read, and waits while the budget is spent; release gives it back. nil
 	// takes none.

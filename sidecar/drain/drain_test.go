@@ -10,7 +10,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
 func TestDrainCommitsEveryRowOnce(t *testing.T) {
@@ -37,7 +37,7 @@ func TestDrainCommitsEveryRowOnce(t *testing.T) {
 		t.Fatalf("after second cycle %+v, want %+v", got, want)
 	}
 	tbl, _ := e.lake.LoadTable(context.Background(), "events")
-	m, ok, err := lake.ReadMark(tbl, "pod-0")
+	m, ok, err := marks.ReadMark(tbl, "pod-0")
 	if err != nil || !ok || m.Seq != 6 {
 		t.Fatalf("mark %v %v %v, want seq 6", m, ok, err)
 	}

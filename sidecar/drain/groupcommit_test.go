@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
@@ -121,7 +122,7 @@ func (g *groupCommitter) checkInvariant(ctx context.Context, req lake.AppendRequ
 		g.t.Error(err)
 		return
 	}
-	mark, ok, err := lake.ReadMark(tb, req.Stream)
+	mark, ok, err := marks.ReadMark(tb, req.Stream)
 	if err != nil {
 		g.t.Error(err)
 		return

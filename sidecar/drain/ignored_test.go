@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
 // TestIgnoredFilesCountedAndLoggedOnce: a symlink named like a segment and a misnamed segment are
@@ -72,7 +72,7 @@ func TestIgnoredFilesCountedAndLoggedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, ok, err := lake.ReadMark(tbl, "pod-0"); err != nil || !ok || m.Seq != run.segs[2].Seq {
+	if m, ok, err := marks.ReadMark(tbl, "pod-0"); err != nil || !ok || m.Seq != run.segs[2].Seq {
 		t.Fatalf("mark %v %v %v, want seq %d: past the ignored link's %d", m, ok, err, run.segs[2].Seq, run.segs[1].Seq)
 	}
 

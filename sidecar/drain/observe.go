@@ -12,12 +12,17 @@ import (
 	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
 )
 
 // ReasonIncompatibleSchema quarantines a segment whose schema the table cannot take (the
 // localwal reasons cover the segment's own bytes).
 const ReasonIncompatibleSchema = metrics.ReasonIncompatibleSchema
+
+// ReasonMarkPruned quarantines a segment of a stream without a mark sealed at or before
+// siglake.marks-pruned: it may be in the table already, so it is never committed blindly.
+const ReasonMarkPruned = metrics.ReasonMarkPruned
 
 // QuarantineReasons are the reason label values of siglake_wal_quarantined_segments_total.
 var QuarantineReasons = metrics.QuarantineReasons
@@ -82,7 +87,7 @@ type BatchOutcome struct {
 	// HeldBefore are segments removed because the stream mark, PriorMark, already held them (a
 	// crash between an earlier commit and its removal).
 	HeldBefore []string
-	PriorMark  lake.Mark
+	PriorMark  marks.Mark
 	// MarkerErrors are in-flight marker writes that failed (a full WAL disk); the batch went on.
 	MarkerErrors []error
 	// Written are the files the batch wrote, committed or not (their skipped footer indexes are
@@ -102,7 +107,7 @@ type BatchOutcome struct {
 	Commit        lake.CommitResult
 	// HandedOff: the commit went to a group committer, which may hold the files (kept on failure).
 	HandedOff bool
-	Mark      lake.Mark
+	Mark      marks.Mark
 	Took      time.Duration
 	Cost      objstore.Cost
 	// Stage is where a failed batch failed (read, table, write, commit, remove), for

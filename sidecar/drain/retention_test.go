@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/retention"
 )
 
@@ -34,7 +34,7 @@ func TestDrainDropsRowsPastRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := lake.ReadMark(tbl, "pod-0"); !ok {
+	if _, ok, _ := marks.ReadMark(tbl, "pod-0"); !ok {
 		t.Fatal("the stream mark did not move")
 	}
 	if tbl.CurrentSnapshot() != nil {

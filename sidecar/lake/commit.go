@@ -3,8 +3,6 @@ package lake
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,76 +13,8 @@ import (
 
 	"github.com/siglake/siglake/sidecar/lake/backoff"
 	"github.com/siglake/siglake/sidecar/lake/deadline"
-	"github.com/siglake/siglake/sidecar/lake/tableprops"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
-
-// Mark is a stream's position: the (incarnation, seq) of the last WAL segment of that stream
-// whose rows a table holds. It is kept in a table property, not in a snapshot summary, so snapshot
-// expiry can never remove it, and it changes in the same commit as the rows it accounts for.
-type Mark struct {
-	Incarnation uint64
-	Seq         uint64
-}
-
-// Less orders marks: a new incarnation of a stream comes after every seq of an older one.
-func (m Mark) Less(o Mark) bool {
-	if m.Incarnation != o.Incarnation {
-		return m.Incarnation < o.Incarnation
-	}
-	return m.Seq < o.Seq
-}
-
-func (m Mark) String() string { return fmt.Sprintf("%d:%d", m.Incarnation, m.Seq) }
-
-// MarkPropertyPrefix prefixes the table property holding each stream's mark.
-const MarkPropertyPrefix = tableprops.MarkPrefix
-
-// ReadMark returns stream's mark in t, or ok=false when the stream has never committed to t.
-func ReadMark(t *table.Table, stream string) (m Mark, ok bool, err error) {
-	v, ok := t.Properties()[MarkPropertyPrefix+stream]
-	if !ok {
-		return Mark{}, false, nil
-	}
-	if m, err = ParseMark(v); err != nil {
-		return Mark{}, false, fmt.Errorf("table property %s%s: %w", MarkPropertyPrefix, stream, err)
-	}
-	return m, true, nil
-}
-
-// ParseMark reads a mark in its stored form (Mark.String, "incarnation:seq"), as table
-// properties and group-commit requests carry it.
-func ParseMark(v string) (m Mark, err error) {
-	inc, seq, found := strings.Cut(v, ":")
-	if !found {
-		return Mark{}, fmt.Errorf("mark %q: want incarnation:seq", v)
-	}
-	if m.Incarnation, err = strconv.ParseUint(inc, 10, 64); err == nil {
-		m.Seq, err = strconv.ParseUint(seq, 10, 64)
-	}
-	if err != nil {
-		return Mark{}, fmt.Errorf("mark %q: %w", v, err)
-	}
-	return m, nil
-}
-
-// Marks returns the mark of every stream that has committed to t (its siglake.mark.* properties).
-// The marks belong to the metadata t was loaded from: a reader of t's current snapshot holds
-// exactly the segments at or below them.
-func Marks(t *table.Table) (map[string]Mark, error) {
-	out := map[string]Mark{}
-	for k := range t.Properties() {
-		stream, ok := strings.CutPrefix(k, MarkPropertyPrefix)
-		if !ok {
-			continue
-		}
-		m, _, err := ReadMark(t, stream)
-		if err != nil {
-			return nil, err
-		}
-		out[stream] = m
-	}
-	return out, nil
-}
 
 // Outcome says what CommitAppend did.
 type Outcome string
@@ -103,7 +33,7 @@ type AppendRequest struct {
 	Table       string
 	Files       []iceberg.DataFile
 	Stream      string
-	First, Last Mark
+	First, Last marks.Mark
 	// Summary goes into the snapshot summary (segment counts, rows) for people reading history.
 	Summary iceberg.Properties
 	// Fence, if set, is asked right before every commit attempt; an error stops the retries
@@ -118,7 +48,7 @@ type CommitResult struct {
 	Attempts   int
 	// Prev is the stream's mark the commit replaced (zero when the stream had none): the segments
 	// of the commit are exactly those of the stream above Prev up to Last.
-	Prev Mark
+	Prev marks.Mark
 	// MaybeCommitted is set on failure when some attempt's outcome is unknown (not a clean
 	// conflict), so the files may be referenced and must not be deleted.
 	MaybeCommitted bool

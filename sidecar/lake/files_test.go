@@ -15,6 +15,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/writer"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -65,7 +66,7 @@ func TestLiveFilesOncePerFile(t *testing.T) {
 	if n := len(files[0].SplitOffsets()); n != 4 {
 		t.Fatalf("the file has %d split offsets, want 4 (one per row group)", n)
 	}
-	m := Mark{Incarnation: 1, Seq: 1}
+	m := marks.Mark{Incarnation: 1, Seq: 1}
 	if _, err := l.CommitAppend(ctx, AppendRequest{Table: "events", Files: files, Stream: "s", First: m, Last: m}, quickRetry); err != nil {
 		t.Fatal(err)
 	}

@@ -27,11 +27,3 @@ func TestSkippedGolden(t *testing.T) {
 		t.Fatalf("SkippedKey = %s", k)
 	}
 }
-
-func TestMarkGolden(t *testing.T) {
-	const stored = "7:123456"
-	m, err := ParseMark(stored)
-	if err != nil || m != (Mark{Incarnation: 7, Seq: 123456}) || m.String() != stored {
-		t.Fatalf("mark %q read as %+v, %v; re-encoded %q", stored, m, err, m.String())
-	}
-}

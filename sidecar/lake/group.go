@@ -8,36 +8,15 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake/backoff"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
-
-// MarkCheck is where a batch of segments first..last of a stream stands against the stream's mark.
-type MarkCheck int
-
-const (
-	MarkBelow  MarkCheck = iota // no mark, or one below first: the batch goes in
-	MarkCovers                  // the mark reached last: a commit already holds the batch
-	MarkInside                  // the mark is inside the batch: ErrMarkAhead
-)
-
-// CheckMark applies the mark rules of every append to cur (has=false: the stream has no mark).
-// Marks only grow, so Covers is final: whoever moved the mark committed these segments.
-func CheckMark(cur Mark, has bool, first, last Mark) MarkCheck {
-	switch {
-	case !has:
-		return MarkBelow
-	case !cur.Less(last):
-		return MarkCovers
-	case !cur.Less(first):
-		return MarkInside
-	}
-	return MarkBelow
-}
 
 // ErrRefused: a group-commit request that cannot go in (its files do not decode, its stream has
 // another request in the group). Nothing of it was committed; its sender may commit it directly.
@@ -46,7 +25,7 @@ var ErrRefused = errors.New("group commit request refused")
 // GroupItem is one request of a group commit: files holding segments First..Last of Stream.
 type GroupItem struct {
 	ID, Stream  string
-	First, Last Mark
+	First, Last marks.Mark
 	Rows        int64 // summed into the snapshot summary
 	Segments    int
 	// Files returns the request's data files for t, the table an attempt loaded (a request
@@ -63,7 +42,8 @@ type GroupCommit struct {
 	// Summary goes into the snapshot summary, over the keys CommitGroup derives.
 	Summary iceberg.Properties
 	// Props, if set, adds table properties to set and remove in each attempt's commit, given the
-	// items the attempt includes; the included streams' marks always win.
+	// items the attempt includes (over the defaults: their streams' siglake.seen.*, the manifest
+	// merge settings; marks.StreamProps prunes); the included streams' marks always win.
 	Props func(t *table.Table, in []GroupItem) (set iceberg.Properties, remove []string)
 	// Fence, if set, is asked right before every commit attempt; an error stops the group with it.
 	Fence func() error
@@ -75,7 +55,7 @@ type ItemResult struct {
 	Outcome Outcome
 	Err     error
 	// Prev is the stream's mark a Committed item's commit replaced (zero when it had none).
-	Prev       Mark
+	Prev       marks.Mark
 	SnapshotID int64 // Committed: the new snapshot; AlreadyCommitted: the head that showed it
 	// MaybeCommitted: the item failed, but an attempt that included it has an unknown outcome,
 	// so its files may be referenced and must not be deleted.
@@ -91,7 +71,7 @@ type GroupResult struct {
 
 // CommitGroup commits every request whose segments the table does not hold yet in ONE append,
 // with each included stream's mark moved in the same commit. Each attempt loads the table,
-// re-reads the marks and re-derives every unresolved item (CheckMark): Covers -> AlreadyCommitted,
+// re-reads the marks and re-derives every unresolved item (marks.CheckMark): Covers -> AlreadyCommitted,
 // Inside -> ErrMarkAhead, Below -> included. The append is pinned to the head the marks were
 // read from. A conflict or an unknown outcome leads to the next attempt, whose re-read marks show
 // whether an earlier one landed (a commit is atomic: all its items or none). Data files are never
@@ -199,7 +179,7 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 	if err := txn.AddDataFiles(ctx, files, r.summary(in), table.WithoutDuplicateCheck()); err != nil {
 		return false, fmt.Errorf("stage append to %s: %w", name, err)
 	}
-	set, remove := r.props(t, in)
+	set, remove := r.props(t, in, l.mergeMinCount, time.Now())
 	if err := txn.SetProperties(set); err != nil {
 		return false, fmt.Errorf("stage mark of %s: %w", name, err)
 	}
@@ -236,24 +216,24 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 
 // check re-derives every unresolved item from t's marks and returns those to include, with the
 // marks their commit replaces.
-func (r *groupRun) check(t *table.Table) (in []int, prev []Mark) {
+func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
 	for i, it := range r.g.Items {
 		if r.done[i] {
 			continue
 		}
-		cur, has, err := ReadMark(t, it.Stream)
+		cur, has, err := marks.ReadMark(t, it.Stream)
 		if err != nil {
 			r.fail(i, err)
 			continue
 		}
-		switch CheckMark(cur, has, it.First, it.Last) {
-		case MarkCovers:
+		switch marks.CheckMark(cur, has, it.First, it.Last) {
+		case marks.MarkCovers:
 			var snap int64
 			if s := t.CurrentSnapshot(); s != nil {
 				snap = s.SnapshotID
 			}
 			r.resolve(i, ItemResult{Outcome: AlreadyCommitted, SnapshotID: snap})
-		case MarkInside:
+		case marks.MarkInside:
 			r.fail(i, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w", r.g.Table, it.Stream, cur, it.First, it.Last, ErrMarkAhead))
 		default:
 			if !r.decoded[i] && it.Files != nil {
@@ -299,22 +279,25 @@ func (r *groupRun) summary(in []int) iceberg.Properties {
 	return p
 }
 
-// props is what the commit of items in sets and removes: Props', then every included stream's mark.
-func (r *groupRun) props(t *table.Table, in []int) (iceberg.Properties, []string) {
-	set := iceberg.Properties{}
+// props is what the commit of items in sets and removes: each included stream's seen (when
+// stale) and the manifest merge settings (when they differ), then Props', then every included
+// stream's mark. Both paths set seen, so a pod that falls back to direct commits keeps its stream
+// from being pruned.
+func (r *groupRun) props(t *table.Table, in []int, mergeMinCount int, now time.Time) (iceberg.Properties, []string) {
+	items, streams := make([]GroupItem, len(in)), make([]string, len(in))
+	for k, i := range in {
+		items[k], streams[k] = r.g.Items[i], r.g.Items[i].Stream
+	}
+	set, _, _ := marks.StreamProps(t.Properties(), streams, now, 0, false)
+	maps.Copy(set, MergeProps(t.Properties(), mergeMinCount))
 	var remove []string
 	if r.g.Props != nil {
-		items := make([]GroupItem, len(in))
-		for k, i := range in {
-			items[k] = r.g.Items[i]
-		}
 		s, rm := r.g.Props(t, items)
 		maps.Copy(set, s)
 		remove = rm
 	}
-	for _, i := range in {
-		it := r.g.Items[i]
-		set[MarkPropertyPrefix+it.Stream] = it.Last.String()
+	for _, it := range items {
+		set[marks.PropertyPrefix+it.Stream] = it.Last.String()
 	}
 	remove = slices.DeleteFunc(slices.Clone(remove), func(k string) bool { _, ok := set[k]; return ok })
 	return set, remove

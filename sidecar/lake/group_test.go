@@ -4,64 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
-// TestCheckMark: the mark rules of every append, at the edges of first..last.
-func TestCheckMark(t *testing.T) {
-	m := func(inc, seq uint64) lake.Mark { return lake.Mark{Incarnation: inc, Seq: seq} }
-	first, last := m(2, 5), m(2, 8)
-	for _, c := range []struct {
-		cur  lake.Mark
-		has  bool
-		want lake.MarkCheck
-	}{
-		{lake.Mark{}, false, lake.MarkBelow},
-		{m(2, 4), true, lake.MarkBelow},
-		{m(1, 99), true, lake.MarkBelow}, // an older incarnation is below every seq of a newer one
-		{m(2, 5), true, lake.MarkInside},
-		{m(2, 7), true, lake.MarkInside},
-		{m(2, 8), true, lake.MarkCovers},
-		{m(2, 9), true, lake.MarkCovers},
-		{m(3, 0), true, lake.MarkCovers},
-	} {
-		if got := lake.CheckMark(c.cur, c.has, first, last); got != c.want {
-			t.Errorf("CheckMark(%s, %v, %s, %s) = %d, want %d", c.cur, c.has, first, last, got, c.want)
-		}
-	}
-	if got := lake.CheckMark(m(1, 1), true, m(1, 1), m(1, 1)); got != lake.MarkCovers {
-		t.Errorf("a one-segment batch at the mark: %d, want covers", got)
-	}
-}
-
 // openGroupLake opens a lake on an embedded SQLite catalog and a local warehouse in dir.
-func openGroupLake(t *testing.T, dir string) *lake.Lake {
-	t.Helper()
-	l, err := lake.Open(context.Background(), lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"),
-		Warehouse: filepath.Join(dir, "warehouse"), Namespace: "siglake"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
+func openGroupLake(t *testing.T, dir string) *lake.Lake { return openMergeLake(t, dir, 0) }
 
 // item writes a data file of segments first..last (seqs of incarnation 1) of stream and returns
 // its group item and its append.
 func item(t *testing.T, l *lake.Lake, stream string, first, last uint64) (lake.GroupItem, lake.AppendRequest) {
 	t.Helper()
 	req := lake.WriteBatch(t, l, last)
-	req.Stream, req.First = stream, lake.Mark{Incarnation: 1, Seq: first}
+	req.Stream, req.First = stream, marks.Mark{Incarnation: 1, Seq: first}
 	files := req.Files
 	return lake.GroupItem{ID: stream + "-" + req.Last.String(), Stream: stream, First: req.First, Last: req.Last, Rows: 200, Segments: int(last - first + 1),
 		Files: func(*table.Table) ([]iceberg.DataFile, error) { return files, nil }}, req
@@ -70,7 +36,7 @@ func item(t *testing.T, l *lake.Lake, stream string, first, last uint64) (lake.G
 // state is what a test checks after a group: the table's snapshots, live files and marks.
 type state struct {
 	snapshots, files int
-	marks            map[string]lake.Mark
+	marks            map[string]marks.Mark
 	head             *table.Snapshot
 }
 
@@ -84,14 +50,14 @@ func stateOf(t *testing.T, l *lake.Lake) state {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marks, err := lake.Marks(tbl)
+	ms, err := marks.Marks(tbl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return state{len(tbl.Metadata().Snapshots()), len(files), marks, tbl.CurrentSnapshot()}
+	return state{len(tbl.Metadata().Snapshots()), len(files), ms, tbl.CurrentSnapshot()}
 }
 
-func mark(seq uint64) lake.Mark { return lake.Mark{Incarnation: 1, Seq: seq} }
+func mark(seq uint64) marks.Mark { return marks.Mark{Incarnation: 1, Seq: seq} }
 
 // TestCommitGroupOutcomes: one group of four streams and a second request of one of them. The
 // stream already committed and the one whose mark is inside its batch go in with nothing, the two
@@ -128,10 +94,10 @@ func TestCommitGroupOutcomes(t *testing.T) {
 	if after.snapshots != before.snapshots+1 || after.files != before.files+2 {
 		t.Fatalf("%d snapshots, %d files; before %d, %d: want one snapshot of two files", after.snapshots, after.files, before.snapshots, before.files)
 	}
-	if it[2].SnapshotID != after.head.SnapshotID || it[3].SnapshotID != after.head.SnapshotID || it[2].Prev != (lake.Mark{}) {
+	if it[2].SnapshotID != after.head.SnapshotID || it[3].SnapshotID != after.head.SnapshotID || it[2].Prev != (marks.Mark{}) {
 		t.Fatalf("committed items %+v %+v, head %d", it[2], it[3], after.head.SnapshotID)
 	}
-	want := map[string]lake.Mark{"a": mark(1), "b": mark(2), "c": mark(4), "d": mark(5)}
+	want := map[string]marks.Mark{"a": mark(1), "b": mark(2), "c": mark(4), "d": mark(5)}
 	for s, m := range want {
 		if after.marks[s] != m {
 			t.Errorf("mark of %s = %s, want %s", s, after.marks[s], m)
@@ -321,5 +287,64 @@ func TestTableLockSerialisesCommits(t *testing.T) {
 	}
 	if got := stateOf(t, l).marks["s"]; got != mark(rounds) {
 		t.Fatalf("mark of s = %s, want %s", got, mark(rounds))
+	}
+}
+
+// TestCommitGroupSeenAndPruning: a commit moving a stream's mark writes its siglake.seen.* (the
+// direct path too), rewrites it once over an hour old, and a group whose Props prunes (what the
+// committer's hourly tick plugs in) removes a long-silent stream's mark and seen in the same
+// commit as the others' marks, recording siglake.marks-pruned.
+func TestCommitGroupSeenAndPruning(t *testing.T) {
+	ctx := context.Background()
+	l := openGroupLake(t, t.TempDir())
+	seen := func(stream string) string {
+		tbl, err := l.LoadTable(ctx, "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl.Properties()[marks.SeenPrefix+stream]
+	}
+	_, gone := item(t, l, "gone", 1, 1)
+	start := time.Now()
+	if _, err := l.CommitAppend(ctx, gone, lake.QuickRetry); err != nil {
+		t.Fatal(err)
+	}
+	if v := seen("gone"); v == "" || v < strconv.FormatInt(start.Unix(), 10) {
+		t.Fatalf("seen of a direct commit %q, want about %d", v, start.Unix())
+	}
+	const age = 7 * 24 * time.Hour
+	old := strconv.FormatInt(start.Add(-age-2*marks.SeenRefresh).Unix(), 10)
+	if err := l.SetProperty(ctx, "events", marks.SeenPrefix+"gone", old, false); err != nil {
+		t.Fatal(err)
+	}
+	ia, _ := item(t, l, "a", 1, 1)
+	var pruned int
+	res, err := l.CommitGroup(ctx, lake.GroupCommit{Table: "events", Items: []lake.GroupItem{ia},
+		Props: func(tbl *table.Table, in []lake.GroupItem) (iceberg.Properties, []string) {
+			streams := make([]string, len(in))
+			for i, it := range in {
+				streams[i] = it.Stream
+			}
+			set, remove, n := marks.StreamProps(tbl.Properties(), streams, time.Now(), age, true)
+			pruned = n
+			return set, remove
+		}}, lake.QuickRetry)
+	if err != nil || res.Items[0].Outcome != lake.Committed {
+		t.Fatalf("group: %+v, %v", res, err)
+	}
+	after := stateOf(t, l)
+	if _, ok := after.marks["gone"]; ok || pruned != 1 || seen("gone") != "" {
+		t.Fatalf("pruned %d; marks %v, seen of gone %q: want gone's mark and seen removed", pruned, after.marks, seen("gone"))
+	}
+	if after.marks["a"] != mark(1) || seen("a") == "" {
+		t.Fatalf("marks %v, seen of a %q: want a's mark and seen", after.marks, seen("a"))
+	}
+	tbl, err := l.LoadTable(ctx, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, ok, err := marks.PrunedBefore(tbl.Properties())
+	if err != nil || !ok || !before.After(start.Add(-age-2*marks.SeenRefresh)) || before.After(start.Add(-age)) {
+		t.Fatalf("PrunedBefore = %s, %v, %v", before, ok, err)
 	}
 }

@@ -38,6 +38,12 @@ type Config struct {
 	// CommitTimeout bounds each catalog commit attempt (--commit-timeout); 0 is
 	// DefaultCommitTimeout.
 	CommitTimeout time.Duration
+
+	// ManifestMergeMinCount (--manifest-merge-min-count) turns on iceberg-go's manifest merge in
+	// every table siglake creates and commits to (MergeProps): appends merge the bin holding the
+	// new manifest once it has this many manifests, so metadata stops growing with every commit.
+	// 0 leaves the tables' own settings alone.
+	ManifestMergeMinCount int
 }
 
 // Lake is an open catalog plus the namespace siglake's tables live in.
@@ -53,6 +59,8 @@ type Lake struct {
 	closeIdle func()
 	// locks serialise the commit attempts of each table in this process (lockTable).
 	locks tableLocks
+	// mergeMinCount is Config.ManifestMergeMinCount.
+	mergeMinCount int
 }
 
 // Open connects to the catalog named by cfg.Catalog and makes sure the namespace exists.
@@ -82,7 +90,8 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lake{cat: deadline.New(cat, cfg.CommitTimeout), ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle}
+	l := &Lake{cat: deadline.New(cat, cfg.CommitTimeout), ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle,
+		mergeMinCount: cfg.ManifestMergeMinCount}
 	// The first query may be the first connection (database/sql connects lazily).
 	if err := l.ensureNamespace(ctx); err != nil {
 		l.Close()
@@ -100,6 +109,9 @@ func (l *Lake) Catalog() catalog.Catalog { return l.cat }
 func (l *Lake) WrapCatalog(wrap func(catalog.Catalog) catalog.Catalog) {
 	l.cat.Catalog = wrap(l.cat.Catalog)
 }
+
+// ManifestMergeMinCount is Config.ManifestMergeMinCount: MergeProps' argument.
+func (l *Lake) ManifestMergeMinCount() int { return l.mergeMinCount }
 
 // CommitTimeout is the deadline each catalog commit attempt runs under.
 func (l *Lake) CommitTimeout() time.Duration { return l.cat.Timeout() }

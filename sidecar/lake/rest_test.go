@@ -15,6 +15,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/writer"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/walgen"
 	"github.com/siglake/siglake/test/restcat"
 )
@@ -66,7 +67,7 @@ func batch(t *testing.T, l *Lake, seq uint64) AppendRequest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := Mark{Incarnation: 1, Seq: seq}
+	m := marks.Mark{Incarnation: 1, Seq: seq}
 	return AppendRequest{Table: "events", Files: files, Stream: "s", First: m, Last: m}
 }
 

@@ -3,6 +3,7 @@ package lake
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -68,4 +69,21 @@ func (f MetadataFunc) For(t *table.Table) merge.MetadataOptions {
 		return merge.MetadataOptions{}
 	}
 	return f(t)
+}
+
+// MergeProps is what to set on a table whose properties are current so that its appends merge
+// manifests from minCount on (iceberg-go's merge append: the bin holding the new manifest is
+// merged once it holds minCount manifests, older bins whenever they hold more than one), or nil
+// when they do already. minCount 0 (off) leaves the table's own settings alone: a table may have
+// been set to merge by other means.
+func MergeProps(current iceberg.Properties, minCount int) iceberg.Properties {
+	if minCount <= 0 {
+		return nil
+	}
+	want := iceberg.Properties{table.ManifestMergeEnabledKey: "true", table.ManifestMinMergeCountKey: strconv.Itoa(minCount)}
+	if current.GetBool(table.ManifestMergeEnabledKey, table.ManifestMergeEnabledDefault) &&
+		current.GetInt(table.ManifestMinMergeCountKey, table.ManifestMinMergeCountDefault) == minCount {
+		return nil
+	}
+	return want
 }

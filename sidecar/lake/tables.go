@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -90,6 +91,7 @@ func (l *Lake) createTable(ctx context.Context, name string, sc *arrow.Schema) (
 		"write.parquet.compression-codec": "zstd",
 		tableprops.CreatedBy:              "siglake",
 	}
+	maps.Copy(props, MergeProps(nil, l.mergeMinCount))
 	return l.cat.CreateTable(ctx, l.Ident(name), isc,
 		catalog.WithPartitionSpec(&spec), catalog.WithSortOrder(order), catalog.WithProperties(props))
 }

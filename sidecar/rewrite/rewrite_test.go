@@ -25,6 +25,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/membudgettest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/deadline"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -72,7 +73,7 @@ func testTableNamed(t *testing.T, n, rows int, name func(i int) string) (*lake.L
 			t.Fatal(err)
 		}
 		if _, err := l.CommitAppend(ctx, lake.AppendRequest{Table: "events", Files: files, Stream: "s",
-			First: lake.Mark{Incarnation: 1, Seq: uint64(i)}, Last: lake.Mark{Incarnation: 1, Seq: uint64(i)}}, lake.Retry{Attempts: 1}); err != nil {
+			First: marks.Mark{Incarnation: 1, Seq: uint64(i)}, Last: marks.Mark{Incarnation: 1, Seq: uint64(i)}}, lake.Retry{Attempts: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -84,7 +85,7 @@ func appendFiles(t *testing.T, l *lake.Lake, tbl *table.Table, fsys icebergio.Wr
 		for _, o := range outs {
 			paths = append(paths, o.Path)
 		}
-		m := lake.Mark{Incarnation: 1, Seq: uint64(seq0 + i + 1)}
+		m := marks.Mark{Incarnation: 1, Seq: uint64(seq0 + i + 1)}
 		if _, err := l.CommitAppend(ctx, lake.AppendRequest{Table: "events", Files: files, Stream: "s", First: m, Last: m}, lake.Retry{Attempts: 3}); err != nil {
 			t.Fatal(err)
 		}

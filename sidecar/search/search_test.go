@@ -27,6 +27,7 @@ import (
 	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/puffinidx"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -88,7 +89,7 @@ func randomTable(t *testing.T, rng *rand.Rand) *table.Table {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := lake.Mark{Incarnation: 1, Seq: uint64(i + 1)}
+		m := marks.Mark{Incarnation: 1, Seq: uint64(i + 1)}
 		if _, err := l.CommitAppend(ctx, lake.AppendRequest{Table: "events", Files: files, Stream: "s", First: m, Last: m}, lake.Retry{Attempts: 3}); err != nil {
 			t.Fatal(err)
 		}

@@ -9,18 +9,18 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
 // Marks are stream marks by stream id: the (incarnation, seq) of the last segment of each stream
 // whose rows a table snapshot holds. A stream a Marks value does not name has no rows in it (its
 // mark is the zero Mark, below every segment).
-type Marks map[string]lake.Mark
+type Marks map[string]marks.Mark
 
 // TableMarks are the marks of the snapshot t was loaded at (its siglake.mark.* properties):
 // what a reader of t passes as after= to read exactly the rows t lacks.
 func TableMarks(t *table.Table) (Marks, error) {
-	m, err := lake.Marks(t)
+	m, err := marks.Marks(t)
 	return Marks(m), err
 }
 
@@ -40,7 +40,7 @@ func (m Marks) String() string {
 }
 
 // Get is the mark of stream (the zero Mark when m does not name it).
-func (m Marks) Get(stream string) lake.Mark { return m[stream] }
+func (m Marks) Get(stream string) marks.Mark { return m[stream] }
 
 // Clone copies m.
 func (m Marks) Clone() Marks {
@@ -81,7 +81,7 @@ func ParseMarks(s string) (Marks, error) {
 		if _, dup := out[f[0]]; dup {
 			return nil, fmt.Errorf("stream %q named twice", f[0])
 		}
-		out[f[0]] = lake.Mark{Incarnation: inc, Seq: seq}
+		out[f[0]] = marks.Mark{Incarnation: inc, Seq: seq}
 	}
 	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 	"sort"
 
 	"github.com/siglake/siglake/sidecar/buffer/reader"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
 // Segment is a sealed segment of the requested table that the buffer could serve: one waiting in
@@ -22,7 +22,7 @@ type Segment struct {
 	// Stream is the stream of the WAL dir the segment is in (one dir is one stream).
 	Stream string
 	// Mark is the segment's (incarnation, seq).
-	Mark lake.Mark
+	Mark marks.Mark
 	// Size is the file's size in bytes.
 	Size int64
 	// Retained says the segment's rows are committed; Prev is then the stream's mark just below
@@ -30,7 +30,7 @@ type Segment struct {
 	// the commit replaced. A chain of Prev links from a reader's mark up to the table's mark
 	// proves that no committed segment between them is missing.
 	Retained bool
-	Prev     lake.Mark
+	Prev     marks.Mark
 }
 
 // Request is what Decide needs to know, read in this order (the order is what the proof in
@@ -74,14 +74,14 @@ type Plan struct {
 // reader reloads the table and asks again with its new marks (HTTP 409).
 type Refusal struct {
 	Stream  string
-	After   lake.Mark // the reader's mark of the stream
-	Current lake.Mark // the table's mark of the stream
+	After   marks.Mark // the reader's mark of the stream
+	Current marks.Mark // the table's mark of the stream
 	// Reason is "drained" (the committed segments above After are gone: removed, or past
 	// SIGLAKE_BUFFER_RETAIN_AFTER_DRAIN) or "draining" (a commit just landed and its segments are
 	// being moved into retention; retrying right away usually succeeds).
 	Reason string
 	// At is the mark from which no retained segment continues the chain.
-	At lake.Mark
+	At marks.Mark
 }
 
 func (r *Refusal) Error() string {
@@ -110,11 +110,11 @@ func Decide(req Request) (Plan, *Refusal) {
 	}
 	live := map[string][]Segment{}
 	retainedNames := map[string]bool{}
-	byPrev := map[string]map[lake.Mark]Segment{}
+	byPrev := map[string]map[marks.Mark]Segment{}
 	for _, s := range req.Retained {
 		retainedNames[s.Name] = true
 		if byPrev[s.Stream] == nil {
-			byPrev[s.Stream] = map[lake.Mark]Segment{}
+			byPrev[s.Stream] = map[marks.Mark]Segment{}
 		}
 		if o, dup := byPrev[s.Stream][s.Prev]; !dup || s.Mark.Less(o.Mark) {
 			byPrev[s.Stream][s.Prev] = s
@@ -174,7 +174,7 @@ func Decide(req Request) (Plan, *Refusal) {
 
 // hasBetween reports whether a live segment lies in (lo, hi]: committed, not yet moved into
 // retention.
-func hasBetween(segs []Segment, lo, hi lake.Mark) bool {
+func hasBetween(segs []Segment, lo, hi marks.Mark) bool {
 	for _, s := range segs {
 		if lo.Less(s.Mark) && !hi.Less(s.Mark) {
 			return true

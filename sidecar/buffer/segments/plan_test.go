@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/siglake/siglake/sidecar/buffer/reader"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
-func mk(inc, seq uint64) lake.Mark { return lake.Mark{Incarnation: inc, Seq: seq} }
+func mk(inc, seq uint64) marks.Mark { return marks.Mark{Incarnation: inc, Seq: seq} }
 
 func liveSeg(stream string, seq uint64) Segment {
 	return Segment{Name: fmt.Sprintf("t.%020d.%020d.wal", 1, seq), Stream: stream, Mark: mk(1, seq), Size: 100}
@@ -21,7 +21,7 @@ func retSeg(stream string, seq, prev uint64) Segment {
 	s := liveSeg(stream, seq)
 	s.Retained, s.Prev = true, mk(1, prev)
 	if prev == 0 {
-		s.Prev = lake.Mark{}
+		s.Prev = marks.Mark{}
 	}
 	return s
 }
@@ -148,12 +148,12 @@ func TestDecideExactlyOnceModel(t *testing.T) {
 			quarantined bool
 			gone        bool // removed from the WAL dir (committed or quarantined)
 			retained    bool
-			prev        lake.Mark
+			prev        marks.Mark
 		}
 		var segs []*seg
-		var mark lake.Mark // the table's mark
-		var marks []lake.Mark
-		marks = append(marks, mark)
+		var mark marks.Mark // the table's mark
+		var tblMarks []marks.Mark
+		tblMarks = append(tblMarks, mark)
 		next := uint64(1)
 		steps := 5 + rng.IntN(30)
 		for i := 0; i < steps; i++ {
@@ -193,7 +193,7 @@ func TestDecideExactlyOnceModel(t *testing.T) {
 				}
 				if len(kept) > 0 {
 					mark = mk(1, kept[len(kept)-1].seq)
-					marks = append(marks, mark)
+					tblMarks = append(tblMarks, mark)
 				}
 			case 3: // sweep a random retained segment
 				for _, s := range segs {
@@ -204,9 +204,9 @@ func TestDecideExactlyOnceModel(t *testing.T) {
 				}
 			}
 		}
-		after := marks[rng.IntN(len(marks))] // the reader's snapshot, some commits old
+		after := tblMarks[rng.IntN(len(tblMarks))] // the reader's snapshot, some commits old
 		req := Request{Streams: []string{stream}, After: reader.Marks{stream: after}, Current: reader.Marks{stream: mark}}
-		if after == (lake.Mark{}) && rng.IntN(2) == 0 {
+		if after == (marks.Mark{}) && rng.IntN(2) == 0 {
 			req.After = reader.Marks{} // a reader of a table without this stream's mark yet
 		}
 		for _, s := range segs {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/drain/batches"
-	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
 // RetainedDir is the subdirectory of a WAL dir where committed segments wait out
@@ -23,12 +23,12 @@ const RetainedDir = ".drained"
 // digits each): its WAL name plus the mark just below it, so a directory listing is the chain.
 const retainedSuffix = ".wal"
 
-func retainedName(s localwal.SegmentInfo, prev lake.Mark) string {
+func retainedName(s localwal.SegmentInfo, prev marks.Mark) string {
 	return fmt.Sprintf("%s.%020d.%020d.%020d.%020d%s", s.Table, s.Incarnation, s.Seq, prev.Incarnation, prev.Seq, retainedSuffix)
 }
 
 // parseRetained splits a retained file name; ok=false for anything else.
-func parseRetained(name string) (walName string, mark, prev lake.Mark, ok bool) {
+func parseRetained(name string) (walName string, mark, prev marks.Mark, ok bool) {
 	stem, found := strings.CutSuffix(name, retainedSuffix)
 	parts := strings.Split(stem, ".")
 	if !found || len(parts) != 5 {
@@ -44,7 +44,7 @@ func parseRetained(name string) (walName string, mark, prev lake.Mark, ok bool) 
 	if !ok {
 		return "", mark, prev, false
 	}
-	return walName, lake.Mark{Incarnation: inc, Seq: seq}, lake.Mark{Incarnation: pinc, Seq: pseq}, true
+	return walName, marks.Mark{Incarnation: inc, Seq: seq}, marks.Mark{Incarnation: pinc, Seq: pseq}, true
 }
 
 // Retention keeps committed segments for a while after their drain, so a reader whose snapshot
@@ -59,7 +59,7 @@ type Retention struct {
 // the mark just below it: prev for the first, the one before it for the others. It is the
 // drain's Retire hook. A segment that cannot be moved is removed instead, which only breaks the
 // chain (readers below it are refused, never given a gap).
-func (r *Retention) Retire(dir string, prev lake.Mark, segs []localwal.SegmentInfo) error {
+func (r *Retention) Retire(dir string, prev marks.Mark, segs []localwal.SegmentInfo) error {
 	rdir := filepath.Join(dir, RetainedDir)
 	if err := os.MkdirAll(rdir, 0o755); err != nil {
 		return localwal.Remove(dir, segs...)
@@ -69,7 +69,7 @@ func (r *Retention) Retire(dir string, prev lake.Mark, segs []localwal.SegmentIn
 	for i, s := range segs {
 		p := prev
 		if i > 0 {
-			p = lake.Mark{Incarnation: segs[i-1].Incarnation, Seq: segs[i-1].Seq}
+			p = marks.Mark{Incarnation: segs[i-1].Incarnation, Seq: segs[i-1].Seq}
 		}
 		target := filepath.Join(rdir, retainedName(s, p))
 		if err := os.Rename(s.Path, target); err != nil {

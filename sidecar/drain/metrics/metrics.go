@@ -16,12 +16,16 @@ import (
 // localwal reasons cover the segment's own bytes).
 const ReasonIncompatibleSchema = "incompatible_schema"
 
+// ReasonMarkPruned quarantines a segment of a stream whose mark was pruned and that was sealed
+// before the pruned stream's last commit: the table may hold it already.
+const ReasonMarkPruned = "mark_pruned"
+
 // QuarantineReasons are the reason label values of siglake_wal_quarantined_segments_total:
-// localwal's reject reasons except io (an unreadable file is retried, never quarantined), and
-// ReasonIncompatibleSchema.
+// localwal's reject reasons except io (an unreadable file is retried, never quarantined),
+// ReasonIncompatibleSchema and ReasonMarkPruned.
 var QuarantineReasons = []string{localwal.ReasonTruncated, localwal.ReasonCorrupt, localwal.ReasonEmpty,
 	localwal.ReasonBadHeader, localwal.ReasonBadSchema, localwal.ReasonBadTableName, localwal.ReasonChecksum,
-	localwal.ReasonOversize, ReasonIncompatibleSchema}
+	localwal.ReasonOversize, ReasonIncompatibleSchema, ReasonMarkPruned}
 
 // ErrorStages are the stage label values of siglake_drain_errors_total.
 var ErrorStages = []string{"scan", "read", "table", "write", "commit", "remove"}

@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
 
@@ -55,7 +56,7 @@ func (e *Env) SplitFile(seed uint64, start time.Time, rows int, step time.Durati
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	m := lake.Mark{Incarnation: 1, Seq: 1}
+	m := marks.Mark{Incarnation: 1, Seq: 1}
 	if _, err := e.Lake.CommitAppend(ctx, lake.AppendRequest{Table: "events", Files: files, Stream: "split", First: m, Last: m},
 		lake.Retry{Attempts: 3, MinWait: time.Millisecond, MaxWait: 10 * time.Millisecond}); err != nil {
 		e.T.Fatal(err)

@@ -17,6 +17,8 @@ const (
 // Table properties (keys, and prefixes ending in ".").
 const (
 	MarkPrefix       = "siglake.mark."              // + stream: the stream's mark, incarnation:seq
+	SeenPrefix       = "siglake.seen."              // + stream: unix seconds of the stream's last commit (hourly)
+	MarksPruned      = "siglake.marks-pruned"       // the newest last commit of the streams whose marks were pruned
 	SkippedPrefix    = "siglake.skipped."           // + hash of the path: a set-aside data file
 	IndexAtFlush     = "siglake.index_at_flush"     // table setting index_at_flush
 	IndexColumns     = "siglake.index_columns"      // the table's index specification
@@ -70,6 +72,8 @@ type Key struct {
 // summaries; docs/format/table-properties.md specifies each one.
 var Keys = []Key{
 	{MarkPrefix, true, Table},
+	{SeenPrefix, true, Table},
+	{MarksPruned, false, Table},
 	{SkippedPrefix, true, Table},
 	{IndexAtFlush, false, Table},
 	{IndexColumns, false, Table},
