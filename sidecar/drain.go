@@ -30,6 +30,9 @@ func DrainConfig(c config.Config) drain.Config {
 func (p *Process) newDrain(l *lake.Lake) *drain.Drain {
 	d := &drain.Drain{Cfg: DrainConfig(p.Cfg), Lake: l, Metrics: p.Metrics.Drain, Publish: p.Status, Log: p.Log, Now: p.Now,
 		Mem: memory.DefaultAllocator, Retry: lake.DefaultRetry}
+	if p.groupClient != nil { // never a nil *Client in the interface: the drain tests Group == nil
+		d.Group = p.groupClient
+	}
 	if p.memory != nil {
 		d.Reserve = p.memory.For(membudget.LoopDrain).Reserve
 		d.MemoryLimit = p.memory.Limit()

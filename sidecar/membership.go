@@ -23,6 +23,7 @@ func (p *Process) startGossip(httpAddr string) error {
 	if gc.Keys, err = config.GossipKeys(p.Cfg); err != nil {
 		return err
 	}
+	gc.GroupCommit = advertisesGroupCommit(p, len(gc.Keys))
 	if len(gc.Keys) == 0 {
 		p.Log.Warn("gossip runs without encryption: any process that reaches the gossip port can join and take table leases; set --gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE (docs/gossip.md)",
 			zap.String("gossip_bind", p.Cfg.GossipBind))

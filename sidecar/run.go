@@ -187,6 +187,13 @@ func (p *Process) workContext(ctx context.Context) (context.Context, context.Can
 // waits for both.
 func (p *Process) runLoops(ctx, work context.Context, l *lake.Lake, once bool) error {
 	var wg sync.WaitGroup
+	p.startGroupCommit(l, once)
+	// The committer outlives the drain and maintenance loops: its own pod's last batch, and the
+	// other pods', may be in its queue when SIGTERM comes; it stops once both loops returned.
+	committing, stopCommitting := context.WithCancel(work)
+	committerDone := make(chan struct{})
+	go func() { defer close(committerDone); p.runCommitter(committing) }()
+	defer func() { stopCommitting(); <-committerDone }()
 	if p.Cfg.Role.Maintains() && !once {
 		wg.Add(1)
 		go func() {

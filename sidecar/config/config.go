@@ -1076,7 +1076,7 @@ func checkCommitTimeout(d time.Duration, getenv func(string) string) error {
 func LakeConfig(c Config) lake.Config {
 	return lake.Config{Catalog: c.Catalog, Warehouse: c.Warehouse, Namespace: c.Namespace,
 		S3Endpoint: c.S3Endpoint, S3Region: c.S3Region, S3AccessKey: c.S3AccessKey, S3SecretKey: c.S3SecretKey, S3PathStyle: c.S3PathStyle,
-		CommitTimeout: c.CommitTimeout}
+		CommitTimeout: c.CommitTimeout, ManifestMergeMinCount: c.ManifestMergeMinCount}
 }
 
 // MetadataOptions is the search metadata a write to t produces, from the process options and the

@@ -1,0 +1,108 @@
+package sidecar
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/sidecar/commit"
+	"github.com/siglake/siglake/sidecar/groupcommit"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
+)
+
+// advertisesGroupCommit says whether this process announces a committer in its gossip metadata
+// ("gc"): it maintains tables (the committer is the table's maintenance owner) and group commit
+// can be on. Pods hand off only to an owner that announces it, so a rolling upgrade or an owner
+// with the option off keeps its pods committing directly.
+func advertisesGroupCommit(p *Process, keys int) bool {
+	return p.Cfg.GroupCommit && p.Cfg.Role.Maintains() && keys > 0
+}
+
+// startGroupCommit builds this process's side of group commit when it is on: the client that
+// hands the drain's batches to their tables' committers, and (when it maintains tables) the
+// committer that commits every pod's batches for the tables it owns. Off, every batch is committed
+// directly, as before group commit; the reason is logged and shown in /debug/status.
+func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
+	on, why := groupCommitEnabled(p.Cfg, p.cluster)
+	if !on {
+		if p.cluster != nil {
+			p.Log.Info("group commit off: every batch is committed directly", zap.String("reason", why))
+		}
+		return
+	}
+	g := groupCluster{c: p.cluster, ns: p.Cfg.Namespace}
+	tr := commit.Loopback(g) // an owner's own batches stay in the process
+	obs := groupcommit.NewObserver(p.Metrics.GroupCommit, p.Log.Named("groupcommit"))
+	if p.Cfg.Role.Maintains() && !once {
+		p.committer = commit.NewCommitter(commit.CommitterConfig{Lake: l, Interval: p.Cfg.GroupCommitInterval,
+			MaxFiles: p.Cfg.GroupCommitMaxFiles, QueueMax: p.Cfg.GroupCommitQueueMax, CommitTimeout: p.Cfg.CommitTimeout,
+			Props: pruneMarks(p.Cfg.MarkPruneAfter, obs), Observer: obs, Now: p.Now}, tr, g)
+	}
+	if p.Cfg.Role.Drains() {
+		p.groupClient = commit.NewClient(commit.ClientConfig{Lake: l, Retry: lake.DefaultRetry, Interval: p.Cfg.GroupCommitInterval,
+			FallbackAfter: p.Cfg.GroupCommitFallbackAfter, CommitTimeout: p.Cfg.CommitTimeout,
+			Every: func(string) time.Duration { return p.Cfg.CommitBatchMaxAge }, Observer: obs, Now: p.Now}, tr, g)
+	}
+	p.Log.Info("group commit on", zap.Bool("committer", p.committer != nil), zap.Bool("hand_off", p.groupClient != nil),
+		zap.Duration("interval", p.Cfg.GroupCommitInterval))
+}
+
+// runCommitter runs the committer (if any) until done is cancelled, and publishes group commit's
+// status every second meanwhile.
+func (p *Process) runCommitter(done context.Context) {
+	var wg sync.WaitGroup
+	if p.committer != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.committer.Run(done); err != nil {
+				p.Log.Error("group committer stopped", zap.Error(err))
+			}
+		}()
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		p.publishGroupCommit()
+		select {
+		case <-done.Done():
+			wg.Wait()
+			p.publishGroupCommit()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pruneMarks is the committer's extra table properties: once an hour per table, the marks of
+// streams that committed nothing for after are pruned (marks.StreamProps; 0: never).
+func pruneMarks(after time.Duration, obs commit.Observer) func(*table.Table, []lake.GroupItem, time.Time) (iceberg.Properties, []string) {
+	if after <= 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	last := map[string]time.Time{}
+	return func(t *table.Table, in []lake.GroupItem, now time.Time) (iceberg.Properties, []string) {
+		name := t.Identifier()[len(t.Identifier())-1]
+		mu.Lock()
+		prune := now.Sub(last[name]) >= time.Hour
+		if prune {
+			last[name] = now
+		}
+		mu.Unlock()
+		streams := make([]string, len(in))
+		for i, it := range in {
+			streams[i] = it.Stream
+		}
+		set, remove, n := marks.StreamProps(t.Properties(), streams, now, after, prune)
+		if n > 0 {
+			obs.MarksPruned(name, n)
+		}
+		return set, remove
+	}
+}
