@@ -21,6 +21,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/localwal/walwriter"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
@@ -128,7 +129,7 @@ func replaceColumn(rec arrow.RecordBatch, name string, typ arrow.DataType, arr a
 }
 
 // quarantinedByReason reads siglake_wal_quarantined_segments_total{reason}.
-func quarantinedByReason(t *testing.T, m *Metrics, reason string) float64 {
+func quarantinedByReason(t *testing.T, m *metrics.Metrics, reason string) float64 {
 	t.Helper()
 	fams, err := registryOf(m).Gather()
 	if err != nil {

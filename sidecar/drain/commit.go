@@ -17,6 +17,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/drain/marker"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -204,7 +205,7 @@ func (d *Drain) ensureTable(ctx context.Context, c *batchCommit) bool {
 		var schemaErr *lake.SchemaError
 		if errors.As(err, &schemaErr) {
 			l.seg.Release()
-			c.quarantine(d, l.info, ReasonIncompatibleSchema, err)
+			c.quarantine(d, l.info, metrics.ReasonIncompatibleSchema, err)
 			continue
 		}
 		if err != nil {
@@ -216,7 +217,7 @@ func (d *Drain) ensureTable(ctx context.Context, c *batchCommit) bool {
 		}
 		if err := conforms(sc, l.seg, d.Mem); err != nil {
 			l.seg.Release()
-			c.quarantine(d, l.info, ReasonIncompatibleSchema, err)
+			c.quarantine(d, l.info, metrics.ReasonIncompatibleSchema, err)
 			continue
 		}
 		c.table = nt

@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/drain/handoff"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/backoff"
 	"github.com/siglake/siglake/sidecar/membudget"
@@ -29,7 +30,7 @@ import (
 type Drain struct {
 	Cfg     Config
 	Lake    *lake.Lake
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Publish receives the drain's status values; nil publishes nothing.
 	Publish Publisher
 	Log     *zap.Logger
@@ -56,7 +57,7 @@ type Drain struct {
 	MemoryLimit int64
 	// Group, when set (group commit on), takes each batch's commit to the table's committer
 	// instead of committing it here; nil commits directly.
-	Group GroupCommitter
+	Group handoff.GroupCommitter
 
 	// BacklogEvery is how often the backlog gauges are refreshed while a batch runs (its write
 	// and its commit can take long: a catalog that holds the commit until its deadline); 0 is 1 s.

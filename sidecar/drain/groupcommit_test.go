@@ -21,7 +21,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
-// groupCommitter is a real GroupCommitter for the tests: it commits through the real lake
+// groupCommitter is a real handoff.GroupCommitter for the tests: it commits through the real lake
 // (lake.CommitAppend on the embedded catalog), as a committer does, and can be told to lose the
 // answer after committing, fail with the files handed off (or before handing them off), hold a
 // request and land it later (a stale committer), or ask for a slow-down. On every request it

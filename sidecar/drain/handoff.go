@@ -5,15 +5,11 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/drain/handoff"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// GroupCommitter hands a batch's commit to the table's group committer (package handoff).
-type GroupCommitter = handoff.GroupCommitter
-
 // commitAppend commits req in one catalog commit: directly, or through the group committer when
-// one is set. handedOff: a committer may hold the files (GroupCommitter.Commit).
+// one is set. handedOff: a committer may hold the files (handoff.GroupCommitter.Commit).
 func (d *Drain) commitAppend(ctx context.Context, c *batchCommit, req lake.AppendRequest) (lake.CommitResult, bool, error) {
 	if d.Group == nil {
 		res, err := d.Lake.CommitAppend(ctx, req, d.Retry)
