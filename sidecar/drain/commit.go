@@ -83,6 +83,9 @@ func (d *Drain) commitBatch(ctx context.Context, b batches.Batch) BatchOutcome {
 	for i := len(c.undo) - 1; i >= 0; i-- {
 		c.undo[i]()
 	}
+	if c.out.Err != nil {
+		d.forgetTable(b.Table)
+	}
 	c.out.Took, c.out.Cost = d.Now().Sub(start), objstore.CostOf(b.Table).Sub(cost0)
 	return c.out
 }
@@ -196,12 +199,12 @@ func (d *Drain) streamMismatch(c *batchCommit, seg *localwal.Segment) error {
 	return nil
 }
 
-// ensureTable makes sure the table exists and holds every column; a segment whose types conflict
-// with it is quarantined.
+// ensureTable makes sure the table exists and holds every column (tableFor: with a group committer
+// from the table cache); a segment whose types conflict with it is quarantined.
 func (d *Drain) ensureTable(ctx context.Context, c *batchCommit) bool {
 	kept := c.segs[:0]
 	for _, l := range c.segs {
-		nt, err := d.Lake.EnsureTable(ctx, c.b.Table, rows.TableSchema(l.seg.Schema, lake.TimestampColumn))
+		nt, err := d.tableFor(ctx, c.b.Table, rows.TableSchema(l.seg.Schema, lake.TimestampColumn))
 		var schemaErr *lake.SchemaError
 		if errors.As(err, &schemaErr) {
 			l.seg.Release()

@@ -88,6 +88,8 @@ type Drain struct {
 	ignoredLogged map[string]bool
 	// beats schedules the heartbeats to the group committer.
 	beats handoff.Schedule
+	// tables caches each table for tableFor (group commit only).
+	tables map[string]cachedTable
 }
 
 // quarantineRelist bounds how long a cleared quarantine keeps showing: an operator removes
