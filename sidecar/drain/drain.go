@@ -221,7 +221,9 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		// their commit is known). So every later request starts at or below the first segment of
 		// any request a committer may still hold, and the mark makes whichever lands second a
 		// no-op or a mark-ahead failure (retried), never a gap. Pipelining a stream's batches, or
-		// removing a failed batch's segments, would break it.
+		// removing a failed batch's segments, would break it: a later range could land while a
+		// committer still holds the earlier one and move the mark past it, and the mark would then
+		// count the earlier rows as committed (lost). TestStalledCommitterHoldsTheStream guards it.
 		key := handoff.Key(b.Dir, b.Table)
 		if failed[key] {
 			continue // an earlier batch of this dir and table failed: never overtake it, even on flush

@@ -453,3 +453,62 @@ func TestGroupCommitUnderClaimFence(t *testing.T) {
 		t.Fatalf("%d hand-offs, want 2", handOffs)
 	}
 }
+
+// TestStalledCommitterHoldsTheStream guards the pod invariant (Cycle): the first batch of a
+// (WAL dir, table) is stuck in a stalled committer, and the stream's second batch is not sent
+// while the first is unresolved: neither while the hand-off waits, nor after it gives up with the
+// request still held by the committer. The next cycle sends the first batch's range again, the
+// held request lands late, and every row is in once.
+func TestStalledCommitterHoldsTheStream(t *testing.T) {
+	e, g := newGroupEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 }) // one segment per batch
+	start := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	want := e.writeSegments("events", 1, 1000, 15, start)
+	e.cycleUntilDrained(1)
+	want.Merge(e.writeSegments("events", 3, 1000, 16, start.Add(time.Hour)))
+	before := len(g.sent)
+
+	stuck, release := make(chan lake.AppendRequest, 1), make(chan struct{})
+	var calls atomic.Int32
+	g.during = func(req lake.AppendRequest) {
+		if calls.Add(1) == 1 {
+			stuck <- req
+			<-release // the committer does not answer
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.drain.Cycle(context.Background(), true)
+		done <- err
+	}()
+	first := <-stuck
+	time.Sleep(300 * time.Millisecond) // room for a pipelined second batch to go out
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d hand-offs while the first batch is stuck in the committer, want 1", n)
+	}
+	// The hand-off gives up; the stalled committer keeps the request and lands it later.
+	g.set(func(g *groupCommitter) { g.hold = 1 })
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("the unanswered hand-off did not fail the batch")
+	}
+	g.mu.Lock()
+	sent := len(g.sent) - before
+	g.mu.Unlock()
+	if sent != 1 {
+		t.Fatalf("%d requests after the first batch was left unresolved, want 1: a later batch overtook it", sent)
+	}
+	if segs, _ := localwal.Scan(e.cfg.WALDir); len(segs) != 3 {
+		t.Fatalf("%d segments after the unresolved hand-off, want 3", len(segs))
+	}
+
+	e.cycleUntilDrained(4)
+	g.mu.Lock()
+	resend := g.sent[before+1]
+	g.mu.Unlock()
+	if resend.First != first.First {
+		t.Fatalf("the request after the unresolved one starts at %s, want its range again from %s", resend.First, first.First)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table %+v, want %+v", got, want)
+	}
+}
