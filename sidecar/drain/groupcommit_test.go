@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/drain/marker"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -511,4 +512,64 @@ func TestStalledCommitterHoldsTheStream(t *testing.T) {
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("table %+v, want %+v", got, want)
 	}
+}
+
+// TestHandedOffBatchCountsOnce: siglake_drain_commits_total and
+// siglake_drain_commit_duration_seconds keep their per-batch meaning with a group committer: a
+// handed-off batch counts once, as a direct one does. A lost answer counts once, as that batch's
+// failure; its retry finds the segments in through the mark (the failure dropped the cached
+// table) and commits, and counts, nothing again.
+func TestHandedOffBatchCountsOnce(t *testing.T) {
+	for _, c := range []struct {
+		name                       string
+		group                      bool
+		lose                       int
+		committed, already, failed float64
+		durations                  uint64
+	}{
+		{"direct", false, 0, 2, 0, 0, 2},
+		{"handed-off", true, 0, 2, 0, 0, 2},
+		{"handed-off-answer-lost", true, 1, 1, 0, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 }) // one segment per batch
+			if c.group {
+				g := newGroupCommitter(t, e.lake)
+				g.loseAnswers = c.lose
+				e.drain.Group = g
+			}
+			want := e.writeSegments("events", 2, 1000, 17, time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+			e.cycleUntilDrained(3)
+			if got := e.tableSum("events"); got != want {
+				t.Fatalf("table %+v, want %+v", got, want)
+			}
+			m := e.drain.Metrics
+			for outcome, n := range map[string]float64{"committed": c.committed, "already_committed": c.already, "failed": c.failed} {
+				if v := counterValue(t, m, "siglake_drain_commits_total", outcome); v != n {
+					t.Errorf("siglake_drain_commits_total{outcome=%s} = %v, want %v", outcome, v, n)
+				}
+			}
+			if n := histogramCount(t, m, "siglake_drain_commit_duration_seconds"); n != c.durations {
+				t.Errorf("siglake_drain_commit_duration_seconds count %d, want %d (one per batch that got in)", n, c.durations)
+			}
+		})
+	}
+}
+
+// histogramCount is the sample count of histogram name (every label set) in m's registry.
+func histogramCount(t *testing.T, m *metrics.Metrics, name string) uint64 {
+	t.Helper()
+	fams, err := registryOf(m).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, s := range f.GetMetric() {
+				n += s.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
 }
