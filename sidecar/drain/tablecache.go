@@ -23,7 +23,8 @@ type cachedTable struct {
 
 // tableFor is EnsureTable(name, sc). With a group committer it is served from the drain's cache
 // while the cached table is younger than tableCacheTTL and holds every column of sc with its type;
-// otherwise (and always without a group committer) the table is loaded, and cached.
+// otherwise (and always without a group committer) the table is loaded, and cached. cached: t
+// came from the cache.
 //
 // A stale table is safe for everything a batch reads from it:
 //   - marks only grow, so a stale mark drops fewer segments as already committed (dropCommitted),
@@ -33,28 +34,29 @@ type cachedTable struct {
 //     newer one (Iceberg field ids), and a committer decodes them with the schema id they carry,
 //     which the table's metadata keeps. A segment column the cached table lacks, or holds with
 //     another type, loads the table again (EnsureTable adds it, or the segment is quarantined
-//     against the current schema, never a stale one);
+//     against the current schema), and so does a segment that does not conform to the cached
+//     table (ensureTable: a column another writer made optional);
 //   - table settings (retention policy, index columns) reach the drain up to tableCacheTTL late,
 //     as a batch age would delay them without the cache.
 //
 // A failed batch forgets its table (forgetTable): a conflict, mark ahead or refused commit may
 // come from a change the cache does not show.
-func (d *Drain) tableFor(ctx context.Context, name string, sc *arrow.Schema) (*table.Table, error) {
+func (d *Drain) tableFor(ctx context.Context, name string, sc *arrow.Schema) (t *table.Table, cached bool, err error) {
 	if d.Group != nil {
 		if c, ok := d.tables[name]; ok && d.Now().Sub(c.loaded) < tableCacheTTL {
 			if missing, err := lake.CheckColumns(c.t, sc); err == nil && len(missing) == 0 {
-				return c.t, nil
+				return c.t, true, nil
 			}
 		}
 	}
-	t, err := d.Lake.EnsureTable(ctx, name, sc)
+	t, err = d.Lake.EnsureTable(ctx, name, sc)
 	if err == nil && d.Group != nil {
 		if d.tables == nil {
 			d.tables = map[string]cachedTable{}
 		}
 		d.tables[name] = cachedTable{t: t, loaded: d.Now()}
 	}
-	return t, err
+	return t, false, err
 }
 
 // forgetTable drops name from the table cache: its next batch loads it.

@@ -7,13 +7,18 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rows"
 	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/sidecar/walgen"
 )
 
 // loadCounter is a real catalog that counts its table loads.
@@ -165,5 +170,81 @@ func TestGroupTableCacheSeesOtherWritersColumns(t *testing.T) {
 				t.Fatalf("table holds %+v over %v, want %+v", got, columns, want)
 			}
 		})
+	}
+}
+
+// TestGroupTableCacheSeesColumnMadeOptional: another writer makes a required column optional
+// while the drain holds the table in its cache. A segment with nulls in that column does not fit
+// the cached schema; it is checked again on the current one and committed, not quarantined.
+func TestGroupTableCacheSeesColumnMadeOptional(t *testing.T) {
+	ce := newCacheEnv(t)
+	code := func(nullable bool, seed uint64, start time.Time) arrow.RecordBatch {
+		rec := walgen.New(walgen.Options{Seed: seed}).Batch(memory.DefaultAllocator, start, 1000, time.Millisecond)
+		defer rec.Release()
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		for r := 0; r < 1000; r++ {
+			if nullable && r%4 == 0 {
+				b.AppendNull()
+			} else {
+				b.Append(int64(r))
+			}
+		}
+		col := b.NewArray()
+		defer col.Release()
+		return withColumn(rec, arrow.Field{Name: "code", Type: arrow.PrimitiveTypes.Int64, Nullable: nullable}, col)
+	}
+	seal := func(rec arrow.RecordBatch) {
+		w, err := walwriter.New(ce.cfg.WALDir, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append("events", rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	columns := append(append([]string(nil), eventColumns...), "code")
+	var want rowsum.Sum
+	for i, nullable := range []bool{false, true} {
+		if i == 1 { // the other writer relaxes code, the cache still says required
+			tbl, err := ce.other.LoadTable(context.Background(), "events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f, ok := tbl.Schema().FindFieldByName("code"); !ok || !f.Required {
+				t.Fatalf("table schema %v: want a required column code", tbl.Schema())
+			}
+			txn := tbl.NewTransaction()
+			if err := txn.UpdateSchema(true, false).UpdateColumn([]string{"code"},
+				table.ColumnUpdate{Required: iceberg.Optional[bool]{Valid: true, Val: false}}).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := txn.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := code(nullable, 41+uint64(i), time.Date(2026, 11, 28, 8+i, 0, 0, 0, time.UTC))
+		if err := want.Add(rec, columns...); err != nil {
+			t.Fatal(err)
+		}
+		seal(rec)
+		rec.Release()
+		ce.cycleLoads(false)
+	}
+	if q := counterValue(t, ce.drain.Metrics, "siglake_wal_quarantined_segments_total", ""); q != 0 {
+		t.Fatalf("%v segments quarantined against the cached schema", q)
+	}
+	tbl, err := ce.lake.LoadTable(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rowsum.Table(context.Background(), tbl, columns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("table holds %+v over %v, want %+v", got, columns, want)
 	}
 }
