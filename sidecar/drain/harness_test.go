@@ -139,13 +139,17 @@ func (e *env) tableSum(name string) RowSum {
 	return tableRowSum(e.t, e.lake, name)
 }
 
-func tableRowSum(t *testing.T, l *lake.Lake, name string) RowSum {
+// tableRowSum is the fingerprint of table name over columns (none: the event columns).
+func tableRowSum(t *testing.T, l *lake.Lake, name string, columns ...string) RowSum {
 	t.Helper()
 	tbl, err := l.LoadTable(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := rowsum.Table(context.Background(), tbl, eventColumns...)
+	if len(columns) == 0 {
+		columns = eventColumns
+	}
+	sum, err := rowsum.Table(context.Background(), tbl, columns...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,15 +158,7 @@ func TestGroupTableCacheSeesOtherWritersColumns(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			tbl, err = ce.lake.LoadTable(context.Background(), "events")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := rowsum.Table(context.Background(), tbl, columns...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != want {
+			if got := tableRowSum(t, ce.lake, "events", columns...); got != want {
 				t.Fatalf("table holds %+v over %v, want %+v", got, columns, want)
 			}
 		})
@@ -236,15 +228,7 @@ func TestGroupTableCacheSeesColumnMadeOptional(t *testing.T) {
 	if q := counterValue(t, ce.drain.Metrics, "siglake_wal_quarantined_segments_total", ""); q != 0 {
 		t.Fatalf("%v segments quarantined against the cached schema", q)
 	}
-	tbl, err := ce.lake.LoadTable(context.Background(), "events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := rowsum.Table(context.Background(), tbl, columns...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
+	if got := tableRowSum(t, ce.lake, "events", columns...); got != want {
 		t.Fatalf("table holds %+v over %v, want %+v", got, columns, want)
 	}
 }
