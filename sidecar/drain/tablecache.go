@@ -29,7 +29,9 @@ type cachedTable struct {
 // A stale table is safe for everything a batch reads from it:
 //   - marks only grow, so a stale mark drops fewer segments as already committed (dropCommitted),
 //     never more; the commit re-reads the marks on the head it pins (lake.CommitGroup) and that
-//     decides, whoever commits;
+//     decides, whoever commits. The one mark that goes away, a pruned one, is still a true record
+//     while the cache shows it: the segments at or below it were committed, and those above it
+//     go in on a head without it;
 //   - columns are only added, as optional: files written with an older schema are valid under a
 //     newer one (Iceberg field ids), and a committer decodes them with the schema id they carry,
 //     which the table's metadata keeps. A segment column the cached table lacks, or holds with
