@@ -8,7 +8,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/deletes/sweep"
-	"github.com/siglake/siglake/sidecar/drain"
+	drainmetrics "github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/fold"
 	"github.com/siglake/siglake/sidecar/groupcommit"
 	"github.com/siglake/siglake/sidecar/instrument"
@@ -37,7 +37,7 @@ type Metrics struct {
 	CommitSlow               *prometheus.CounterVec // table
 	CommitTimeouts           *prometheus.CounterVec // table
 	// Drain are the drain loop's metrics (sidecar/drain).
-	Drain *drain.Metrics
+	Drain *drainmetrics.Metrics
 
 	// Maintain are the maintenance loop's metrics (sidecar/maintain).
 	Maintain *maintain.Metrics
@@ -92,7 +92,7 @@ func NewMetrics() *Metrics {
 	m.Rewrite.Init(kinds)
 	m.Merge = instrument.NewMergeMetrics(reg)
 	reg.MustRegister(m.CatalogUp, m.CatalogWritable, m.CommitsAbandonedInFlight, m.CommitSlow, m.CommitTimeouts, m.BuildInfo)
-	m.Drain = drain.NewMetrics(reg, m.Merge)
+	m.Drain = drainmetrics.New(reg, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Retention = retention.NewMetrics(reg)
 	m.Maintain = maintain.NewMetrics(reg, m.Rewrite, m.Merge, m.Rebuild, m.Deletes, m.Retention)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/localwal/walwriter"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -129,7 +130,7 @@ func replaceColumn(rec arrow.RecordBatch, name string, typ arrow.DataType, arr a
 }
 
 // quarantinedByReason reads siglake_wal_quarantined_segments_total{reason}.
-func quarantinedByReason(t *testing.T, m *Metrics, reason string) float64 {
+func quarantinedByReason(t *testing.T, m *metrics.Metrics, reason string) float64 {
 	t.Helper()
 	fams, err := registryOf(m).Gather()
 	if err != nil {
@@ -471,35 +472,11 @@ func TestNewOptionalColumnAddedAsNull(t *testing.T) {
 				}
 			}
 			// Slot 3 and on: the same rows plus a tenant column, written by the real writer.
-			w, err := walwriter.New(e.cfg.WALDir, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := walgen.New(walgen.Options{Seed: 32})
-			rec := g.Batch(memory.DefaultAllocator, time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC), 1000, time.Millisecond)
-			tb := array.NewStringBuilder(memory.DefaultAllocator)
-			for r := 0; r < 1000; r++ {
-				if r%10 == 0 {
-					tb.AppendNull()
-				} else {
-					tb.Append([]string{"acme", "globex", "initech"}[r%3])
-				}
-			}
-			tenant := tb.NewArray()
-			fields := append(append([]arrow.Field(nil), rec.Schema().Fields()...), arrow.Field{Name: "tenant", Type: arrow.BinaryTypes.String, Nullable: true})
-			wide := array.NewRecordBatch(arrow.NewSchema(fields, nil), append(append([]arrow.Array(nil), rec.Columns()...), tenant), 1000)
-			tenant.Release()
-			rec.Release()
-			if err := w.Append("events", wide); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			wide := writeTenantSegment(t, e, 32, time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
 			// want was summed over the event columns; with "tenant" added, earlier rows count it as null.
 			want = RowSum{}
 			for _, r := range run.recs {
-				withTenant := withNullColumn(r, "tenant")
+				withTenant := withNullColumn(r, "tenant", arrow.BinaryTypes.String)
 				if err := want.Add(withTenant, columns...); err != nil {
 					t.Fatal(err)
 				}
@@ -626,13 +603,46 @@ func TestQuarantineDirUnusable(t *testing.T) {
 	}
 }
 
-// withNullColumn is rec with one more column, all null: how a reader of the table sees rows
-// written before the column was added.
-func withNullColumn(rec arrow.RecordBatch, name string) arrow.RecordBatch {
-	b := array.NewStringBuilder(memory.DefaultAllocator)
-	b.AppendNulls(int(rec.NumRows()))
-	col := b.NewArray()
+// withNullColumn is rec with one more column of type typ, all null: how a reader of the table
+// sees rows written before the column was added.
+func withNullColumn(rec arrow.RecordBatch, name string, typ arrow.DataType) arrow.RecordBatch {
+	col := array.MakeArrayOfNull(memory.DefaultAllocator, typ, int(rec.NumRows()))
 	defer col.Release()
-	fields := append(append([]arrow.Field(nil), rec.Schema().Fields()...), arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true})
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), append(append([]arrow.Array(nil), rec.Columns()...), col), rec.NumRows())
+	return withColumn(rec, arrow.Field{Name: name, Type: typ, Nullable: true}, col)
+}
+
+// withColumn is rec with one more column, f holding arr.
+func withColumn(rec arrow.RecordBatch, f arrow.Field, arr arrow.Array) arrow.RecordBatch {
+	fields := append(append([]arrow.Field(nil), rec.Schema().Fields()...), f)
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), append(append([]arrow.Array(nil), rec.Columns()...), arr), rec.NumRows())
+}
+
+// writeTenantSegment seals one segment of 1,000 generated rows plus a string column tenant (every
+// tenth null) and returns its rows (the caller releases them).
+func writeTenantSegment(t *testing.T, e *env, seed uint64, start time.Time) arrow.RecordBatch {
+	t.Helper()
+	w, err := walwriter.New(e.cfg.WALDir, walwriter.Options{Stream: "pod-0", RollBytes: 1 << 40, RollAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := walgen.New(walgen.Options{Seed: seed}).Batch(memory.DefaultAllocator, start, 1000, time.Millisecond)
+	defer rec.Release()
+	tb := array.NewStringBuilder(memory.DefaultAllocator)
+	for r := 0; r < 1000; r++ {
+		if r%10 == 0 {
+			tb.AppendNull()
+		} else {
+			tb.Append([]string{"acme", "globex", "initech"}[r%3])
+		}
+	}
+	tenant := tb.NewArray()
+	defer tenant.Release()
+	wide := withColumn(rec, arrow.Field{Name: "tenant", Type: arrow.BinaryTypes.String, Nullable: true}, tenant)
+	if err := w.Append("events", wide); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return wide
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/drain/marker"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
@@ -83,6 +84,9 @@ func (d *Drain) commitBatch(ctx context.Context, b batches.Batch) BatchOutcome {
 	}
 	for i := len(c.undo) - 1; i >= 0; i-- {
 		c.undo[i]()
+	}
+	if c.out.Err != nil {
+		d.forgetTable(b.Table)
 	}
 	c.out.Took, c.out.Cost = d.Now().Sub(start), objstore.CostOf(b.Table).Sub(cost0)
 	return c.out
@@ -197,35 +201,52 @@ func (d *Drain) streamMismatch(c *batchCommit, seg *localwal.Segment) error {
 	return nil
 }
 
-// ensureTable makes sure the table exists and holds every column; a segment whose types conflict
-// with it is quarantined.
+// ensureTable makes sure the table exists and holds every column (tableFor: with a group committer
+// from the table cache); a segment whose types conflict with it is quarantined. A misfit found on
+// a cached table is checked again on the current one: a segment is never quarantined for a schema
+// another writer has already changed.
 func (d *Drain) ensureTable(ctx context.Context, c *batchCommit) bool {
 	kept := c.segs[:0]
 	for _, l := range c.segs {
-		nt, err := d.Lake.EnsureTable(ctx, c.b.Table, rows.TableSchema(l.seg.Schema, lake.TimestampColumn))
-		var schemaErr *lake.SchemaError
-		if errors.As(err, &schemaErr) {
+		misfit, cached, ok := d.fitSegment(ctx, c, l)
+		if ok && misfit != nil && cached {
+			d.forgetTable(c.b.Table)
+			misfit, _, ok = d.fitSegment(ctx, c, l)
+		}
+		if !ok {
+			return false
+		}
+		if misfit != nil {
 			l.seg.Release()
-			c.quarantine(d, l.info, ReasonIncompatibleSchema, err)
+			c.quarantine(d, l.info, metrics.ReasonIncompatibleSchema, misfit)
 			continue
 		}
-		if err != nil {
-			return c.fail("table", err)
-		}
-		sc, err := lake.ArrowSchema(nt)
-		if err != nil {
-			return c.fail("", err)
-		}
-		if err := conforms(sc, l.seg, d.Mem); err != nil {
-			l.seg.Release()
-			c.quarantine(d, l.info, ReasonIncompatibleSchema, err)
-			continue
-		}
-		c.table = nt
 		kept = append(kept, l)
 	}
 	c.segs = kept
 	return len(c.segs) > 0
+}
+
+// fitSegment sets c.table to the table l goes into, or says why l cannot go in (misfit: quarantine
+// it); cached: that was decided on a cached table. !ok: the batch failed.
+func (d *Drain) fitSegment(ctx context.Context, c *batchCommit, l loaded) (misfit error, cached, ok bool) {
+	nt, cached, err := d.tableFor(ctx, c.b.Table, rows.TableSchema(l.seg.Schema, lake.TimestampColumn))
+	var schemaErr *lake.SchemaError
+	if errors.As(err, &schemaErr) {
+		return err, false, true
+	}
+	if err != nil {
+		return nil, false, c.fail("table", err)
+	}
+	sc, err := lake.ArrowSchema(nt)
+	if err != nil {
+		return nil, false, c.fail("", err)
+	}
+	if err := conforms(sc, l.seg, d.Mem); err != nil {
+		return err, cached, true
+	}
+	c.table = nt
+	return nil, cached, true
 }
 
 // dropCommitted removes the segments an earlier commit already holds (a crash between commit and
@@ -278,7 +299,7 @@ func (c *batchCommit) quarantinePruned(d *Drain) bool {
 			continue
 		}
 		l.seg.Release()
-		c.quarantine(d, l.info, ReasonMarkPruned, fmt.Errorf("stream %s of table %s has no mark, and the segment was sealed at %s, before %s: the latest commit of a stream whose mark was pruned (%s); the table may hold its rows already",
+		c.quarantine(d, l.info, metrics.ReasonMarkPruned, fmt.Errorf("stream %s of table %s has no mark, and the segment was sealed at %s, before %s: the latest commit of a stream whose mark was pruned (%s); the table may hold its rows already",
 			c.stream, c.b.Table, l.info.ModTime.UTC().Format(time.RFC3339), before.UTC().Format(time.RFC3339), tableprops.MarksPruned))
 	}
 	c.segs = kept

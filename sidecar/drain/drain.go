@@ -16,6 +16,7 @@ import (
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/drain/batches"
 	"github.com/siglake/siglake/sidecar/drain/handoff"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/backoff"
 	"github.com/siglake/siglake/sidecar/lake/marks"
@@ -30,7 +31,7 @@ import (
 type Drain struct {
 	Cfg     Config
 	Lake    *lake.Lake
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Publish receives the drain's status values; nil publishes nothing.
 	Publish Publisher
 	Log     *zap.Logger
@@ -57,7 +58,7 @@ type Drain struct {
 	MemoryLimit int64
 	// Group, when set (group commit on), takes each batch's commit to the table's committer
 	// instead of committing it here; nil commits directly.
-	Group GroupCommitter
+	Group handoff.GroupCommitter
 
 	// BacklogEvery is how often the backlog gauges are refreshed while a batch runs (its write
 	// and its commit can take long: a catalog that holds the commit until its deadline); 0 is 1 s.
@@ -88,6 +89,8 @@ type Drain struct {
 	ignoredLogged map[string]bool
 	// beats schedules the heartbeats to the group committer.
 	beats handoff.Schedule
+	// tables caches each table for tableFor (group commit only).
+	tables map[string]cachedTable
 }
 
 // quarantineRelist bounds how long a cleared quarantine keeps showing: an operator removes
@@ -219,7 +222,9 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		// their commit is known). So every later request starts at or below the first segment of
 		// any request a committer may still hold, and the mark makes whichever lands second a
 		// no-op or a mark-ahead failure (retried), never a gap. Pipelining a stream's batches, or
-		// removing a failed batch's segments, would break it.
+		// removing a failed batch's segments, would break it: a later range could land while a
+		// committer still holds the earlier one and move the mark past it, and the mark would then
+		// count the earlier rows as committed (lost). TestStalledCommitterHoldsTheStream guards it.
 		key := handoff.Key(b.Dir, b.Table)
 		if failed[key] {
 			continue // an earlier batch of this dir and table failed: never overtake it, even on flush

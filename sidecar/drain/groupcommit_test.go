@@ -16,13 +16,14 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/drain/marker"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
-// groupCommitter is a real GroupCommitter for the tests: it commits through the real lake
+// groupCommitter is a real handoff.GroupCommitter for the tests: it commits through the real lake
 // (lake.CommitAppend on the embedded catalog), as a committer does, and can be told to lose the
 // answer after committing, fail with the files handed off (or before handing them off), hold a
 // request and land it later (a stale committer), or ask for a slow-down. On every request it
@@ -453,4 +454,123 @@ func TestGroupCommitUnderClaimFence(t *testing.T) {
 	if handOffs != 2 {
 		t.Fatalf("%d hand-offs, want 2", handOffs)
 	}
+}
+
+// TestStalledCommitterHoldsTheStream guards the pod invariant (Cycle): the first batch of a
+// (WAL dir, table) is stuck in a stalled committer, and the stream's second batch is not sent
+// while the first is unresolved: neither while the hand-off waits, nor after it gives up with the
+// request still held by the committer. The next cycle sends the first batch's range again, the
+// held request lands late, and every row is in once.
+func TestStalledCommitterHoldsTheStream(t *testing.T) {
+	e, g := newGroupEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 }) // one segment per batch
+	start := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	want := e.writeSegments("events", 1, 1000, 15, start)
+	e.cycleUntilDrained(1)
+	want.Merge(e.writeSegments("events", 3, 1000, 16, start.Add(time.Hour)))
+	before := len(g.sent)
+
+	stuck, release := make(chan lake.AppendRequest, 1), make(chan struct{})
+	var calls atomic.Int32
+	g.during = func(req lake.AppendRequest) {
+		if calls.Add(1) == 1 {
+			stuck <- req
+			<-release // the committer does not answer
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.drain.Cycle(context.Background(), true)
+		done <- err
+	}()
+	first := <-stuck
+	time.Sleep(300 * time.Millisecond) // room for a pipelined second batch to go out
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d hand-offs while the first batch is stuck in the committer, want 1", n)
+	}
+	// The hand-off gives up; the stalled committer keeps the request and lands it later.
+	g.set(func(g *groupCommitter) { g.hold = 1 })
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("the unanswered hand-off did not fail the batch")
+	}
+	g.mu.Lock()
+	sent := len(g.sent) - before
+	g.mu.Unlock()
+	if sent != 1 {
+		t.Fatalf("%d requests after the first batch was left unresolved, want 1: a later batch overtook it", sent)
+	}
+	if segs, _ := localwal.Scan(e.cfg.WALDir); len(segs) != 3 {
+		t.Fatalf("%d segments after the unresolved hand-off, want 3", len(segs))
+	}
+
+	e.cycleUntilDrained(4)
+	g.mu.Lock()
+	resend := g.sent[before+1]
+	g.mu.Unlock()
+	if resend.First != first.First {
+		t.Fatalf("the request after the unresolved one starts at %s, want its range again from %s", resend.First, first.First)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("table %+v, want %+v", got, want)
+	}
+}
+
+// TestHandedOffBatchCountsOnce: siglake_drain_commits_total and
+// siglake_drain_commit_duration_seconds keep their per-batch meaning with a group committer: a
+// handed-off batch counts once, as a direct one does. A lost answer counts once, as that batch's
+// failure; its retry finds the segments in through the mark (the failure dropped the cached
+// table) and commits, and counts, nothing again.
+func TestHandedOffBatchCountsOnce(t *testing.T) {
+	for _, c := range []struct {
+		name                       string
+		group                      bool
+		lose                       int
+		committed, already, failed float64
+		durations                  uint64
+	}{
+		{"direct", false, 0, 2, 0, 0, 2},
+		{"handed-off", true, 0, 2, 0, 0, 2},
+		{"handed-off-answer-lost", true, 1, 1, 0, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0 }) // one segment per batch
+			if c.group {
+				g := newGroupCommitter(t, e.lake)
+				g.loseAnswers = c.lose
+				e.drain.Group = g
+			}
+			want := e.writeSegments("events", 2, 1000, 17, time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+			e.cycleUntilDrained(3)
+			if got := e.tableSum("events"); got != want {
+				t.Fatalf("table %+v, want %+v", got, want)
+			}
+			m := e.drain.Metrics
+			for outcome, n := range map[string]float64{"committed": c.committed, "already_committed": c.already, "failed": c.failed} {
+				if v := counterValue(t, m, "siglake_drain_commits_total", outcome); v != n {
+					t.Errorf("siglake_drain_commits_total{outcome=%s} = %v, want %v", outcome, v, n)
+				}
+			}
+			if n := histogramCount(t, m, "siglake_drain_commit_duration_seconds"); n != c.durations {
+				t.Errorf("siglake_drain_commit_duration_seconds count %d, want %d (one per batch that got in)", n, c.durations)
+			}
+		})
+	}
+}
+
+// histogramCount is the sample count of histogram name (every label set) in m's registry.
+func histogramCount(t *testing.T, m *metrics.Metrics, name string) uint64 {
+	t.Helper()
+	fams, err := registryOf(m).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, s := range f.GetMetric() {
+				n += s.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
 }

@@ -5,15 +5,16 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/localwal"
-	"github.com/siglake/siglake/sidecar/drain/handoff"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// GroupCommitter hands a batch's commit to the table's group committer (package handoff).
-type GroupCommitter = handoff.GroupCommitter
-
 // commitAppend commits req in one catalog commit: directly, or through the group committer when
-// one is set. handedOff: a committer may hold the files (GroupCommitter.Commit).
+// one is set. handedOff: a committer may hold the files (handoff.GroupCommitter.Commit).
+//
+// It returns only once the outcome is known or the batch failed, and the drain loop waits for it:
+// the pod invariant (Cycle) needs the stream's next batch to go out only after this one is known
+// committed. Handing off without waiting, to overlap the next batch's write with this commit,
+// would break exactly-once.
 func (d *Drain) commitAppend(ctx context.Context, c *batchCommit, req lake.AppendRequest) (lake.CommitResult, bool, error) {
 	if d.Group == nil {
 		res, err := d.Lake.CommitAppend(ctx, req, d.Retry)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -82,17 +83,17 @@ func newEnv(t *testing.T, mutate func(*testConfig)) *env {
 }
 
 // newMetrics registers a drain's metrics on a registry of their own.
-func newMetrics() *Metrics {
+func newMetrics() *metrics.Metrics {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, instrument.NewMergeMetrics(reg))
+	m := metrics.New(reg, instrument.NewMergeMetrics(reg))
 	registries.Store(m, reg)
 	return m
 }
 
 // registries finds the registry of the metrics newMetrics made (tests run in parallel).
-var registries sync.Map // *Metrics -> *prometheus.Registry
+var registries sync.Map // *metrics.Metrics -> *prometheus.Registry
 
-func registryOf(m *Metrics) *prometheus.Registry {
+func registryOf(m *metrics.Metrics) *prometheus.Registry {
 	r, _ := registries.Load(m)
 	return r.(*prometheus.Registry)
 }
@@ -138,20 +139,24 @@ func (e *env) tableSum(name string) RowSum {
 	return tableRowSum(e.t, e.lake, name)
 }
 
-func tableRowSum(t *testing.T, l *lake.Lake, name string) RowSum {
+// tableRowSum is the fingerprint of table name over columns (none: the event columns).
+func tableRowSum(t *testing.T, l *lake.Lake, name string, columns ...string) RowSum {
 	t.Helper()
 	tbl, err := l.LoadTable(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := rowsum.Table(context.Background(), tbl, eventColumns...)
+	if len(columns) == 0 {
+		columns = eventColumns
+	}
+	sum, err := rowsum.Table(context.Background(), tbl, columns...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sum
 }
 
-func counterValue(t *testing.T, m *Metrics, name, outcome string) float64 {
+func counterValue(t *testing.T, m *metrics.Metrics, name, outcome string) float64 {
 	t.Helper()
 	return promtest.Counter(t, registryOf(m), name, outcome)
 }

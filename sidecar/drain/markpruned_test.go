@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 )
 
@@ -81,8 +82,8 @@ func TestPrunedMarkQuarantines(t *testing.T) {
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("table holds %+v, want %+v: the pruned stream's committed segments went in again", got, want)
 	}
-	if v := quarantinedByReason(t, e.drain.Metrics, ReasonMarkPruned); v != 2 {
-		t.Fatalf("siglake_wal_quarantined_segments_total{reason=%q} = %v, want 2", ReasonMarkPruned, v)
+	if v := quarantinedByReason(t, e.drain.Metrics, metrics.ReasonMarkPruned); v != 2 {
+		t.Fatalf("siglake_wal_quarantined_segments_total{reason=%q} = %v, want 2", metrics.ReasonMarkPruned, v)
 	}
 	for path := range saved {
 		q := filepath.Join(e.cfg.WALDir, localwal.QuarantineDir, filepath.Base(path))
@@ -91,8 +92,8 @@ func TestPrunedMarkQuarantines(t *testing.T) {
 			t.Fatalf("segment %s not quarantined: %v", filepath.Base(path), err)
 		}
 		var rf localwal.ReasonFile
-		if err := json.Unmarshal(raw, &rf); err != nil || rf.Reason != ReasonMarkPruned || rf.Detail == "" {
-			t.Fatalf("reason file %s (%v), want %s with a detail", raw, err, ReasonMarkPruned)
+		if err := json.Unmarshal(raw, &rf); err != nil || rf.Reason != metrics.ReasonMarkPruned || rf.Detail == "" {
+			t.Fatalf("reason file %s (%v), want %s with a detail", raw, err, metrics.ReasonMarkPruned)
 		}
 	}
 	tbl, err = e.lake.LoadTable(ctx, "events")

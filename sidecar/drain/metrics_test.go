@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -16,7 +17,7 @@ import (
 // for every outcome, so the table's first failed commit shows in increase().
 func TestCommitOutcomesStartAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, nil)
+	m := metrics.New(reg, nil)
 	d := &Drain{Metrics: m, Log: zap.NewNop(), Now: time.Now}
 	d.observe(BatchOutcome{Table: "events", Segments: 1, Removed: 1, Rows: 10, Commit: lake.CommitResult{Outcome: lake.Committed}})
 	fams, err := reg.Gather()
@@ -50,8 +51,8 @@ func TestCommitOutcomesStartAtZero(t *testing.T) {
 // is exported for at start.
 func TestQuarantineReasonsListed(t *testing.T) {
 	for _, c := range badCases() {
-		if !slices.Contains(QuarantineReasons, c.reason) {
-			t.Errorf("case %s quarantines with reason %q, which QuarantineReasons does not list", c.name, c.reason)
+		if !slices.Contains(metrics.QuarantineReasons, c.reason) {
+			t.Errorf("case %s quarantines with reason %q, which metrics.QuarantineReasons does not list", c.name, c.reason)
 		}
 	}
 }

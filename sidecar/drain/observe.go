@@ -4,36 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
 )
-
-// ReasonIncompatibleSchema quarantines a segment whose schema the table cannot take (the
-// localwal reasons cover the segment's own bytes).
-const ReasonIncompatibleSchema = metrics.ReasonIncompatibleSchema
-
-// ReasonMarkPruned quarantines a segment of a stream without a mark sealed at or before
-// siglake.marks-pruned: it may be in the table already, so it is never committed blindly.
-const ReasonMarkPruned = metrics.ReasonMarkPruned
-
-// QuarantineReasons are the reason label values of siglake_wal_quarantined_segments_total.
-var QuarantineReasons = metrics.QuarantineReasons
-
-// Metrics are the drain's metrics, defined in package metrics (docs/metrics.md "Drain").
-type Metrics = metrics.Metrics
-
-// NewMetrics registers the drain's metrics on reg; mergeMetrics belongs to the process and is shared.
-func NewMetrics(reg prometheus.Registerer, mergeMetrics *instrument.MergeMetrics) *Metrics {
-	return metrics.New(reg, mergeMetrics)
-}
 
 // Backlog is the sealed WAL waiting to be drained.
 type Backlog struct {

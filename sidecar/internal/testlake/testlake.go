@@ -20,6 +20,7 @@ import (
 	"github.com/siglake/siglake/localwal/walwriter"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/drain"
+	drainmetrics "github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/instrument"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/rowsum"
@@ -58,7 +59,7 @@ func NewWith(t testing.TB, mutate func(*lake.Config)) *Env {
 	e.Lake = l
 	e.Log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	reg := prometheus.NewRegistry()
-	e.Drain = &drain.Drain{Lake: l, Metrics: drain.NewMetrics(reg, instrument.NewMergeMetrics(reg)), Log: e.Log, Now: time.Now,
+	e.Drain = &drain.Drain{Lake: l, Metrics: drainmetrics.New(reg, instrument.NewMergeMetrics(reg)), Log: e.Log, Now: time.Now,
 		Mem: memory.DefaultAllocator, Retry: lake.Retry{Attempts: 3, MinWait: time.Millisecond, MaxWait: 10 * time.Millisecond},
 		Cfg: drain.Config{WALDir: e.WAL, NodeName: "test", CommitBatchMaxAge: 10 * time.Second, TargetFileBytes: 256 << 20,
 			Metadata: func(t *table.Table) merge.MetadataOptions { return lake.WriteMetadata(t, false, 1<<20) }}}
