@@ -46,10 +46,21 @@ func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 	if p.Cfg.Role.Drains() {
 		p.groupClient = commit.NewClient(commit.ClientConfig{Lake: l, Retry: lake.DefaultRetry, Interval: p.Cfg.GroupCommitInterval,
 			FallbackAfter: p.Cfg.GroupCommitFallbackAfter, CommitTimeout: p.Cfg.CommitTimeout,
-			Every: func(string) time.Duration { return p.Cfg.CommitBatchMaxAge }, Observer: obs, Now: p.Now}, tr, g)
+			Every: p.heartbeatEvery, Observer: obs, Now: p.Now}, tr, g)
 	}
 	p.Log.Info("group commit on", zap.Bool("committer", p.committer != nil), zap.Bool("hand_off", p.groupClient != nil),
 		zap.Duration("interval", p.Cfg.GroupCommitInterval))
+}
+
+// heartbeatEvery is how often this pod reports on a table to its committer, by a batch or a
+// heartbeat: every batch age (commitBatch.maxAge or the committer's slow-down), and no more often
+// than the drain scans. The committer counts a stream live for three of these.
+func (p *Process) heartbeatEvery(table string) time.Duration {
+	every := max(p.Cfg.CommitBatchMaxAge, p.Cfg.DrainPollInterval)
+	if p.groupClient != nil {
+		every = max(every, p.groupClient.SlowDown(table))
+	}
+	return every
 }
 
 // runCommitter runs the committer (if any) until done is cancelled, and publishes group commit's

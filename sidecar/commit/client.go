@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/sidecar/drain/handoff"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
@@ -110,9 +111,9 @@ func (c *Client) receive(from string, msg []byte) {
 // can take the request, and when none answered for FallbackAfter or the hand-off is older than
 // orphans.HandoffMaxAge(CommitTimeout). handedOff: some Send was attempted, so a committer may
 // still hold the files.
-func (c *Client) Commit(ctx context.Context, t *table.Table, req lake.AppendRequest, epoch uint64) (lake.CommitResult, bool, error) {
+func (c *Client) Commit(ctx context.Context, t *table.Table, req lake.AppendRequest, epoch uint64, at handoff.Progress) (lake.CommitResult, bool, error) {
 	start := c.cfg.Now()
-	r, msg, owner, reason := c.request(t, req, epoch, start)
+	r, msg, owner, reason := c.request(t, req, epoch, at, start)
 	if reason != "" {
 		return c.direct(ctx, req, reason, false, start)
 	}
@@ -123,7 +124,7 @@ func (c *Client) Commit(ctx context.Context, t *table.Table, req lake.AppendRequ
 
 // request is req as a message to the table's committer, or the fallback reason why it cannot be
 // handed off.
-func (c *Client) request(t *table.Table, req lake.AppendRequest, epoch uint64, now time.Time) (Request, []byte, string, string) {
+func (c *Client) request(t *table.Table, req lake.AppendRequest, epoch uint64, at handoff.Progress, now time.Time) (Request, []byte, string, string) {
 	owner, ok := c.m.Committer(req.Table)
 	cat := c.m.Catalog()
 	switch {
@@ -143,7 +144,10 @@ func (c *Client) request(t *table.Table, req lake.AppendRequest, epoch uint64, n
 	r := Request{V: Version, ID: newID(), From: c.tr.Name(), Catalog: cat, Table: req.Table, Stream: req.Stream,
 		First: req.First.String(), Last: req.Last.String(), Epoch: epoch,
 		Format: t.Metadata().Version(), SchemaID: t.Schema().ID, SpecID: specID(t), Files: files,
-		Segments: 1, WrittenMs: now.UnixMilli()}
+		Segments: 1, WrittenMs: now.UnixMilli(), ScanMs: at.Scan.UnixMilli()}
+	if !at.PendingSince.IsZero() {
+		r.PendingMs = at.PendingSince.UnixMilli()
+	}
 	if n, err := strconv.Atoi(req.Summary[tableprops.SumSegments]); err == nil && n > 0 {
 		r.Segments = n
 	}

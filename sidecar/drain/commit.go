@@ -17,6 +17,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/drain/batches"
+	"github.com/siglake/siglake/sidecar/drain/handoff"
 	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -32,8 +33,9 @@ import (
 // is in out.
 type batchCommit struct {
 	b     batches.Batch
-	epoch uint64 // the stream's claim epoch (claims on)
-	share int64  // the batch's share of the memory budget (fitBudget)
+	at    handoff.Progress // the stream's progress a group committer's watermark takes
+	epoch uint64           // the stream's claim epoch (claims on)
+	share int64            // the batch's share of the memory budget (fitBudget)
 	// release gives the batch's memory share back (idempotent): after the write, since the
 	// commit and its retries hold no rows.
 	release func()
@@ -73,10 +75,10 @@ var batchSteps = []func(*Drain, context.Context, *batchCommit) bool{
 
 // commitBatch runs the exactly-once protocol for one batch and returns what it did; observe turns
 // that into metrics, status and log lines.
-func (d *Drain) commitBatch(ctx context.Context, b batches.Batch) BatchOutcome {
+func (d *Drain) commitBatch(ctx context.Context, b batches.Batch, at handoff.Progress) BatchOutcome {
 	start := d.Now()
 	cost0 := objstore.CostOf(b.Table) // includes concurrent work on the same table (its rewrites)
-	c := &batchCommit{b: b, release: func() {}, out: BatchOutcome{Table: b.Table, Dir: b.Dir}}
+	c := &batchCommit{b: b, at: at, release: func() {}, out: BatchOutcome{Table: b.Table, Dir: b.Dir}}
 	for _, step := range batchSteps {
 		if !step(d, ctx, c) {
 			break

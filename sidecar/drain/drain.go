@@ -235,7 +235,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		res.Batches++
 		ran[key] = true
 		stopWatch := d.watchBacklog(dirs)
-		out := d.commitBatch(ctx, b)
+		out := d.commitBatch(ctx, b, handoff.ProgressOf(b.Dir, b.Table, b.Segs, segs, dirOf, now))
 		stopWatch()
 		d.observe(out)
 		// The backlog after every batch, not once per cycle: one cycle drains a whole catch-up.

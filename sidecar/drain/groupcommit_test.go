@@ -15,6 +15,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/drain/handoff"
 	"github.com/siglake/siglake/sidecar/drain/marker"
 	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
@@ -69,7 +70,7 @@ func take(n *int) bool {
 	return false
 }
 
-func (g *groupCommitter) Commit(ctx context.Context, t *table.Table, req lake.AppendRequest, epoch uint64) (lake.CommitResult, bool, error) {
+func (g *groupCommitter) Commit(ctx context.Context, t *table.Table, req lake.AppendRequest, epoch uint64, _ handoff.Progress) (lake.CommitResult, bool, error) {
 	if n := g.inFlight.Add(1); n != 1 {
 		g.t.Errorf("%d group commits in flight at once: the drain pipelines batches", n)
 	}

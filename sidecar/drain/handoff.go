@@ -23,7 +23,7 @@ func (d *Drain) commitAppend(ctx context.Context, c *batchCommit, req lake.Appen
 	// Before the hand-off: a kill during it leaves files that a committer may still commit.
 	c.flight.HandedOff = true
 	d.recordInflight(c)
-	res, handedOff, err := d.Group.Commit(ctx, c.table, req, c.epoch)
+	res, handedOff, err := d.Group.Commit(ctx, c.table, req, c.epoch, c.at)
 	d.beats.HandedOff(c.b.Dir, c.b.Table, c.stream, d.Now())
 	return res, handedOff, err
 }

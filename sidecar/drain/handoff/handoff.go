@@ -21,12 +21,41 @@ type GroupCommitter interface {
 	// after its own bounds it commits directly with lake.CommitAppend. The result and error mean
 	// what CommitAppend's do (lake.ErrMarkAhead included). handedOff: some committer may hold
 	// the files, so they may still be committed after an error and must never be deleted.
-	Commit(ctx context.Context, t *table.Table, req lake.AppendRequest, epoch uint64) (res lake.CommitResult, handedOff bool, err error)
+	// at is the stream's progress the committer's watermark takes once the batch is committed.
+	Commit(ctx context.Context, t *table.Table, req lake.AppendRequest, epoch uint64, at Progress) (res lake.CommitResult, handedOff bool, err error)
 	// Heartbeat tells the committer that stream has nothing in flight for table: every segment
 	// it sealed before pendingSince (zero: before scan) is committed. Fire and forget.
 	Heartbeat(table, stream string, scan, pendingSince time.Time)
 	// SlowDown is the batch age the table's committer asks for (0: none): it is behind.
 	SlowDown(table string) time.Duration
+}
+
+// Progress is what a batch's commit tells its committer about the stream (the complete-through
+// watermark, docs/group-commit.md): once the batch is committed, every segment of its (WAL dir,
+// table) sealed before PendingSince is, or, when PendingSince is zero, every one sealed before Scan.
+type Progress struct {
+	Scan         time.Time // when the scan that planned the batch started
+	PendingSince time.Time // the oldest segment that scan found and the batch leaves for later; zero: none
+}
+
+// ProgressOf is the Progress of a batch of segments in (dir, table) planned from segs (the whole
+// scan; dirOf maps a segment's path to its dir) taken at scan. Segments older than the batch's are
+// already committed: the drain plans a (dir, table) from its oldest segment on.
+func ProgressOf(dir, table string, batch, segs []localwal.SegmentInfo, dirOf map[string]string, scan time.Time) Progress {
+	in := make(map[string]bool, len(batch))
+	for _, s := range batch {
+		in[s.Path] = true
+	}
+	at := Progress{Scan: scan}
+	for _, s := range segs {
+		if s.Table != table || dirOf[s.Path] != dir || in[s.Path] {
+			continue
+		}
+		if at.PendingSince.IsZero() || s.ModTime.Before(at.PendingSince) {
+			at.PendingSince = s.ModTime
+		}
+	}
+	return at
 }
 
 // Forget is how long a (WAL dir, table) keeps heartbeating after its last hand-off.

@@ -39,3 +39,27 @@ func TestScheduleDue(t *testing.T) {
 		t.Fatalf("beats %+v, %d pairs kept: an hour after the last hand-off a pair is forgotten", got, len(s.grouped))
 	}
 }
+
+// TestProgressOf: a batch reports the oldest segment of its own (dir, table) that it leaves for
+// later, ignoring other tables, other dirs and its own segments; none left: zero (Scan counts).
+func TestProgressOf(t *testing.T) {
+	t0 := time.Unix(2_000_000, 0)
+	seg := func(path, table string, at int) localwal.SegmentInfo {
+		return localwal.SegmentInfo{Path: path, Table: table, ModTime: t0.Add(time.Duration(at) * time.Second)}
+	}
+	batch := []localwal.SegmentInfo{seg("wal/1", "events", 1), seg("wal/2", "events", 2)}
+	segs := append([]localwal.SegmentInfo{
+		seg("wal/4", "events", 4), seg("wal/3", "events", 3), // left for later: 3 is the oldest
+		seg("wal/0", "logs", 0),     // another table
+		seg("other/0", "events", 0), // another dir
+	}, batch...)
+	dirOf := map[string]string{"wal/1": "wal", "wal/2": "wal", "wal/3": "wal", "wal/4": "wal", "wal/0": "wal", "other/0": "other"}
+	scan := t0.Add(10 * time.Second)
+	got := ProgressOf("wal", "events", batch, segs, dirOf, scan)
+	if !got.Scan.Equal(scan) || !got.PendingSince.Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("progress %+v, want scan %v and pending since %v", got, scan, t0.Add(3*time.Second))
+	}
+	if got := ProgressOf("wal", "events", batch, batch, dirOf, scan); !got.PendingSince.IsZero() {
+		t.Fatalf("nothing left for later, pending since %v", got.PendingSince)
+	}
+}
