@@ -79,6 +79,9 @@ func (p *Process) runCommitter(done context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
+		if p.committer != nil {
+			p.committer.Tidy()
+		}
 		p.publishGroupCommit()
 		select {
 		case <-done.Done():

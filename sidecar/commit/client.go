@@ -45,6 +45,8 @@ type Client struct {
 type waiter struct {
 	answers chan received
 	out     Outstanding // guarded by Client.mu
+	ackedBy string      // the committer that last acked the request, and its place then (await's only)
+	ackedAt int
 }
 
 type received struct {
@@ -115,7 +117,7 @@ func (c *Client) Commit(ctx context.Context, t *table.Table, req lake.AppendRequ
 	start := c.cfg.Now()
 	r, msg, owner, reason := c.request(t, req, epoch, at, start)
 	if reason != "" {
-		return c.direct(ctx, req, reason, false, start)
+		return c.direct(ctx, req, reason, false, start, start)
 	}
 	w := c.wait(r, owner, start)
 	defer c.forget(r.ID)
@@ -225,9 +227,9 @@ func (c *Client) handOff(ctx context.Context, req lake.AppendRequest, msg []byte
 		now := c.cfg.Now()
 		switch {
 		case now.Sub(start) > maxAge:
-			return c.direct(ctx, req, FallbackExpired, true, first)
+			return c.direct(ctx, req, FallbackExpired, true, first, start)
 		case now.Sub(heard) > c.cfg.FallbackAfter:
-			return c.direct(ctx, req, FallbackTimeout, true, first)
+			return c.direct(ctx, req, FallbackTimeout, true, first, start)
 		}
 		to := c.sending(w, sends)
 		if first.IsZero() {
@@ -236,7 +238,7 @@ func (c *Client) handOff(ctx context.Context, req lake.AppendRequest, msg []byte
 		o := c.await(ctx, req, w, c.tr.Send(to, msg), &heard, start.Add(maxAge))
 		switch o.step {
 		case stepDirect:
-			return c.direct(ctx, req, o.reason, true, first)
+			return c.direct(ctx, req, o.reason, true, first, start)
 		case stepDone:
 			o.res.Attempts = sends
 			name := string(o.res.Outcome)
@@ -294,15 +296,23 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 			now := c.cfg.Now()
 			switch rcv.a.Kind {
 			case KindAck:
-				*heard = now
-				extra := time.Duration(rcv.a.Queue) * c.cfg.Interval // requests ahead in its queue
-				timer.Reset(min(c.answerTimeout()+extra, max(notAfter.Sub(now), 0)))
+				// An ack counts as hearing from the committer when it is its first, or shows the
+				// request moved up its queue: one that acks every resend but commits nothing (hung
+				// in a commit) must not hold the pod past the fallback bound. Nor does the wait
+				// for the requests ahead in its queue.
+				if w.ackedBy != rcv.from || rcv.a.Queue < w.ackedAt {
+					*heard = now
+				}
+				w.ackedBy, w.ackedAt = rcv.from, rcv.a.Queue
+				extra := time.Duration(rcv.a.Queue) * c.cfg.Interval
+				timer.Reset(min(c.answerTimeout()+extra, c.cfg.FallbackAfter, max(notAfter.Sub(now), 0)))
 			case KindBusy:
 				*heard = now
 				c.cfg.Observer.Busy(req.Table)
 				return c.pause(ctx, time.Duration(rcv.a.SlowMs)*time.Millisecond)
 			case KindNotOwner:
-				*heard = now
+				// Not hearing from a committer: a lasting disagreement over the owner ends in a
+				// direct commit after the fallback bound, not in bouncing for the age bound.
 				return c.reroute(ctx, req, w, min(c.cfg.Interval, time.Second))
 			case KindDone:
 				return c.settle(ctx, req, rcv.a)
@@ -392,15 +402,41 @@ func (c *Client) reread(ctx context.Context, req lake.AppendRequest) outcome {
 // direct commits req itself after a fallback. handedOff: a committer may hold the same files, so
 // they stay even when this commit's outcome is known (both commits are pinned and mark-checked:
 // at most one lands). since is the first send, or the start when nothing was sent.
-func (c *Client) direct(ctx context.Context, req lake.AppendRequest, reason string, handedOff bool, since time.Time) (lake.CommitResult, bool, error) {
+func (c *Client) direct(ctx context.Context, req lake.AppendRequest, reason string, handedOff bool, since, written time.Time) (lake.CommitResult, bool, error) {
 	c.mu.Lock()
 	c.fallbacks[reason]++
 	c.mu.Unlock()
 	c.cfg.Observer.Fallback(req.Table, reason)
-	res, err := c.cfg.Lake.CommitAppend(ctx, req, c.cfg.Retry)
+	retry := c.cfg.Retry
+	if handedOff {
+		// The hand-off took part of the time orphan gc leaves the files: only as many attempts
+		// as still land inside its floor. None left: the batch fails with its files kept, and the
+		// drain writes it again (new files) on its next try.
+		retry.Attempts = min(retry.Attempts, directAttemptsLeft(c.cfg.CommitTimeout, retry.MaxWait, c.cfg.Now().Sub(written)))
+		if retry.Attempts < 1 {
+			c.cfg.Observer.RequestDone(req.Table, OutcomeFailed, c.cfg.Now().Sub(since))
+			return lake.CommitResult{MaybeCommitted: true}, true, fmt.Errorf("table %s stream %s: %w", req.Table, req.Stream, ErrHandOffTooOld)
+		}
+	}
+	res, err := c.cfg.Lake.CommitAppend(ctx, req, retry)
 	res.MaybeCommitted = res.MaybeCommitted || handedOff
 	c.cfg.Observer.RequestDone(req.Table, OutcomeDirect, c.cfg.Now().Sub(since))
 	return res, handedOff, err
+}
+
+// ErrHandOffTooOld: a batch handed off too long ago to commit its files directly inside orphan
+// gc's floor; the drain keeps the files and writes the batch again.
+var ErrHandOffTooOld = errors.New("hand-off too old to commit its files directly")
+
+// directAttemptsLeft is how many commit attempts of at most d each (plus up to wait between them)
+// still end inside orphans.FloorMin(d) for files written age ago, keeping one d for the write
+// itself and clock skew.
+func directAttemptsLeft(d, wait, age time.Duration) int {
+	left := orphans.FloorMin(d) - age - d
+	if left <= 0 || d <= 0 {
+		return 0
+	}
+	return int(left / (d + wait))
 }
 
 // done tells the observer how a handed-off request ended.

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 )
 
 // TestSlowDownLapses: the batch age a committer asks for holds until it is not renewed for twice
@@ -34,5 +36,29 @@ func TestSlowDownLapses(t *testing.T) {
 	clock.Add(int64(time.Millisecond))
 	if d := c.SlowDown("events"); d != 0 || c.SlowDown("other") != 0 || obs.count("slowdown:0") != 1 {
 		t.Fatalf("slow-down %v after it lapsed (observed %d), want 0 once", d, obs.count("slowdown:0"))
+	}
+}
+
+// TestDirectAttemptsLeft: a fallback after a long hand-off makes only the attempts that still
+// land inside orphan gc's floor for files written that long ago; none once it is spent.
+func TestDirectAttemptsLeft(t *testing.T) {
+	d, wait := 2*time.Minute, 5*time.Second
+	floor := orphans.FloorMin(d)
+	for _, c := range []struct {
+		age  time.Duration
+		want int
+	}{
+		{0, int((floor - d) / (d + wait))},
+		{orphans.HandoffMaxAge(d), int((floor - orphans.HandoffMaxAge(d) - d) / (d + wait))},
+		{floor - d - time.Second, 0},
+		{floor, 0},
+	} {
+		got := directAttemptsLeft(d, wait, c.age)
+		if got != c.want {
+			t.Errorf("age %v: %d attempts, want %d", c.age, got, c.want)
+		}
+		if got > 0 && c.age+time.Duration(got)*(d+wait)+d > floor {
+			t.Errorf("age %v: %d attempts can land past the floor %v", c.age, got, floor)
+		}
 	}
 }

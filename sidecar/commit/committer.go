@@ -3,6 +3,8 @@ package commit
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -311,7 +313,7 @@ func (c *Committer) round(ctx context.Context, table string) {
 		c.disown(table)
 		return
 	}
-	sel := Select(c.q.Pending(table), now, SelectConfig{MaxAge: orphans.HandoffMaxAge(c.cfg.CommitTimeout), MaxFiles: c.cfg.MaxFiles})
+	sel := Select(c.q.Pending(table), now, SelectConfig{MaxAge: c.maxAge(), MaxFiles: c.cfg.MaxFiles})
 	for _, e := range sel.Expired {
 		c.cfg.Observer.Refused(OutcomeExpired)
 		a := answer(e.Request, KindDone)
@@ -325,10 +327,31 @@ func (c *Committer) round(ctx context.Context, table string) {
 	c.publish(table, c.cfg.Now())
 }
 
+// maxAge is the oldest request an attempt may start on (orphans.HandoffMaxAge): checked when a
+// commit selects it and again before every attempt, so every landing stays inside gc's floor.
+func (c *Committer) maxAge() time.Duration { return orphans.HandoffMaxAge(c.cfg.CommitTimeout) }
+
+// Tidy forgets the tables this process no longer owns (their gauges and status go): once pods
+// send elsewhere a former owner's queue stays empty, so no round runs to disown them.
+func (c *Committer) Tidy() {
+	c.mu.Lock()
+	names := slices.Collect(maps.Keys(c.owned))
+	running := c.running
+	c.mu.Unlock()
+	for _, name := range names {
+		if running && !c.m.Owns(name) {
+			c.disown(name)
+		}
+	}
+}
+
 // disown answers every queued request of a table this process no longer owns not_owner (the
 // pods ask the owner they see next) and forgets the table.
 func (c *Committer) disown(table string) {
-	pending := c.q.Pending(table)
+	var pending []Queued
+	if q := c.queue(); q != nil {
+		pending = q.Pending(table)
+	}
 	_, owner := c.owner(table)
 	for _, e := range pending {
 		c.cfg.Observer.Refused(ReasonNotOwner)

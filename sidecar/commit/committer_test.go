@@ -212,3 +212,22 @@ func TestStopFinishesCommitInFlight(t *testing.T) {
 	}
 	cl.checkOnce()
 }
+
+// TestTidyForgetsLostTables: once the lease moved away and the table's loop idled out, Tidy drops
+// the table from the committer's status and its gauges (Forget); an owned table stays.
+func TestTidyForgetsLostTables(t *testing.T) {
+	cl := newCluster(t)
+	c, v, cobs, _ := cl.committer("owner", nil)
+	p := cl.pod("owner", nil)
+	cl.seal(p, 2, 200, day)
+	cl.drainAll()
+	c.Tidy()
+	if st := c.Status(); len(st.Tables) != 1 || cobs.count("forget") != 0 {
+		t.Fatalf("owned table tidied away: %+v", st)
+	}
+	v.set(func(v *view) { v.owns = false })
+	c.Tidy()
+	if st := c.Status(); len(st.Tables) != 0 || cobs.count("forget") != 1 {
+		t.Fatalf("after the lease moved: status %+v, %d forgets", st, cobs.count("forget"))
+	}
+}

@@ -79,12 +79,14 @@ func TestBusyAndSlowDown(t *testing.T) {
 	}
 	cl.drainAll()
 	cl.checkOnce()
-	busy, slowed := 0, 0
+	busy, slowed, fallbacks := 0, 0, 0
 	for _, p := range cl.pods {
-		busy, slowed = busy+p.obs.count("busy"), slowed+p.obs.count("slowdown")
-		if n := p.obs.fallbacks(); n != 0 {
-			t.Fatalf("%s fell back %d times while its committer answered busy", p.name, n)
-		}
+		busy, slowed, fallbacks = busy+p.obs.count("busy"), slowed+p.obs.count("slowdown"), fallbacks+p.obs.fallbacks()
+	}
+	// Only the requests inside the hung commit (the queue's 2) hear nothing past their ack and
+	// fall back after their bound (TestPausedCommitterResumes); the ones answered busy keep waiting.
+	if fallbacks > 2 {
+		t.Fatalf("%d fallbacks: more than the 2 requests in the hung commit, so pods answered busy fell back", fallbacks)
 	}
 	if busy == 0 || slowed == 0 || cobs.count("refused:"+ReasonBusy) == 0 {
 		t.Fatalf("%d busy answers, %d slow-downs seen by pods, %d refused busy: want some of each", busy, slowed, cobs.count("refused:"+ReasonBusy))

@@ -33,7 +33,8 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 		first, _ := marks.ParseMark(r.First) // valid: the queue validated the request
 		last, _ := marks.ParseMark(r.Last)
 		items[i] = lake.GroupItem{ID: r.ID, Stream: r.Stream, First: first, Last: last, Rows: r.Rows, Segments: r.Segments,
-			Files: func(t *table.Table) ([]iceberg.DataFile, error) { return claim(claimed, r.ID)(DecodeFiles(t, r)) }}
+			Files:   func(t *table.Table) ([]iceberg.DataFile, error) { return claim(claimed, r.ID)(DecodeFiles(t, r)) },
+			Expired: func() bool { return e.TooOld(c.cfg.Now(), c.maxAge()) }}
 		files += len(r.Files)
 	}
 	g := lake.GroupCommit{Table: name, Items: items,
@@ -128,6 +129,9 @@ func (c *Committer) answerItem(r Request, it lake.ItemResult, now time.Time) {
 		_, a.Owner = c.owner(r.Table)
 	case errors.Is(it.Err, lake.ErrMarkAhead):
 		a.Outcome, a.Error = OutcomeMarkAhead, it.Err.Error()
+	case errors.Is(it.Err, lake.ErrExpired):
+		c.cfg.Observer.Refused(OutcomeExpired)
+		a.Outcome, a.Error = OutcomeExpired, "older than the hand-off age bound: commit directly"
 	case errors.Is(it.Err, lake.ErrRefused):
 		c.cfg.Observer.Refused(ReasonInvalid)
 		a.Outcome, a.Error = OutcomeRefused, it.Err.Error()

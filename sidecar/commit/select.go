@@ -38,7 +38,7 @@ func Select(queue []Queued, now time.Time, cfg SelectConfig) Selection {
 	files := 0
 	for _, q := range queue {
 		switch {
-		case now.Sub(q.Received) > cfg.MaxAge || now.UnixMilli()-q.Request.WrittenMs > cfg.MaxAge.Milliseconds():
+		case q.TooOld(now, cfg.MaxAge):
 			s.Expired = append(s.Expired, q)
 		case met[q.Request.Stream]:
 			s.Deferred = append(s.Deferred, q)
@@ -52,4 +52,10 @@ func Select(queue []Queued, now time.Time, cfg SelectConfig) Selection {
 		}
 	}
 	return s
+}
+
+// TooOld reports whether a commit may no longer start on q at now: older than maxAge since it was
+// received (monotonic: a pause counts) or since its files were written (the pod's wall clock).
+func (q Queued) TooOld(now time.Time, maxAge time.Duration) bool {
+	return now.Sub(q.Received) > maxAge || now.UnixMilli()-q.Request.WrittenMs > maxAge.Milliseconds()
 }

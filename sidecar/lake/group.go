@@ -22,6 +22,10 @@ import (
 // another request in the group). Nothing of it was committed; its sender may commit it directly.
 var ErrRefused = errors.New("group commit request refused")
 
+// ErrExpired: a group-commit request grew too old to start another attempt on (its files could
+// be orphan-collected before the commit lands). Nothing of it was committed by that attempt.
+var ErrExpired = errors.New("group commit request expired")
+
 // GroupItem is one request of a group commit: files holding segments First..Last of Stream.
 type GroupItem struct {
 	ID, Stream  string
@@ -32,6 +36,9 @@ type GroupItem struct {
 	// carries them encoded against a schema and spec of t); called once, at the first attempt
 	// that includes the item. An error refuses the item.
 	Files func(t *table.Table) ([]iceberg.DataFile, error)
+	// Expired, if set, is asked before every attempt that would include the item: true fails it
+	// with ErrExpired instead (a committer paused mid-commit must not land files gc may take).
+	Expired func() bool
 }
 
 // GroupCommit is one commit of many streams' requests to one table.
@@ -236,6 +243,10 @@ func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
 		case marks.MarkInside:
 			r.fail(i, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w", r.g.Table, it.Stream, cur, it.First, it.Last, ErrMarkAhead))
 		default:
+			if it.Expired != nil && it.Expired() {
+				r.fail(i, fmt.Errorf("table %s stream %s, batch %s..%s: %w", r.g.Table, it.Stream, it.First, it.Last, ErrExpired))
+				continue
+			}
 			if !r.decoded[i] && it.Files != nil {
 				files, err := it.Files(t)
 				if err != nil {

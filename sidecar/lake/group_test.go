@@ -348,3 +348,37 @@ func TestCommitGroupSeenAndPruning(t *testing.T) {
 		t.Fatalf("PrunedBefore = %s, %v, %v", before, ok, err)
 	}
 }
+
+// TestCommitGroupExpiresBetweenAttempts: an item that grows too old while its group retries (a
+// committer paused mid-commit, then a conflict) is failed with ErrExpired before the next attempt,
+// so its files never land after gc may have taken them; the other items still commit.
+func TestCommitGroupExpiresBetweenAttempts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := openGroupLake(t, dir)
+	other := openGroupLake(t, dir)
+	ia, _ := item(t, l, "a", 1, 2)
+	ib, _ := item(t, l, "b", 1, 2)
+	_, oc := item(t, l, "c", 1, 1)
+	var old, raced atomic.Bool
+	ia.Expired = old.Load
+	catalogtest.Hook(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
+		if raced.CompareAndSwap(false, true) {
+			if _, err := other.CommitAppend(ctx, oc, lake.QuickRetry); err != nil { // the head moves: a conflict
+				t.Errorf("the other process: %v", err)
+			}
+			old.Store(true) // and the committer "slept" past the age bound meanwhile
+		}
+		return next(ctx, id, reqs, ups)
+	})
+	res, err := l.CommitGroup(ctx, lake.GroupCommit{Table: "events", Items: []lake.GroupItem{ia, ib}}, lake.QuickRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := res.Items; !errors.Is(it[0].Err, lake.ErrExpired) || it[1].Outcome != lake.Committed || res.Attempts != 2 {
+		t.Fatalf("%d attempts, outcomes %+v: want a expired, b committed", res.Attempts, it)
+	}
+	if m := stateOf(t, l).marks; m["a"] != (marks.Mark{}) || m["b"] != mark(2) {
+		t.Fatalf("marks %v: a must not move", m)
+	}
+}
