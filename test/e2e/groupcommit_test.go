@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/test/restcat"
 )
 
 // Group commit through the real binary (issue 33, docs/group-commit.md): keyed members hand their
@@ -26,7 +27,13 @@ func groupCluster(t *testing.T, s *site, n, rate, secs int) ([]*member, chan wal
 	for i := 0; i < n; i++ {
 		ms = append(ms, newMember(t, s, fmt.Sprintf("gc-%d", i), i))
 	}
-	key := gossipKey(7)
+	startGroup(t, s, ms, gossipKey(7))
+	return ms, feed(t, ms, rate, secs, 60)
+}
+
+// startGroup starts ms as one gossip cluster (each joins the others) keyed with key, group commit on.
+func startGroup(t *testing.T, s *site, ms []*member, key string) {
+	t.Helper()
 	for i, m := range ms {
 		kf := filepath.Join(filepath.Dir(m.wal), m.name+".keys")
 		writeKeys(t, kf, key)
@@ -38,11 +45,16 @@ func groupCluster(t *testing.T, s *site, n, rate, secs int) ([]*member, chan wal
 		}
 		startMember(t, s, m, join, "--gossip-key-file", kf, "--group-commit-interval", "200ms")
 	}
-	sealed := make(chan walgenResult, n)
+}
+
+// feed runs a walgen into each member's WAL at rate rows a second for secs seconds (seeds from
+// seed on) and returns a channel of what each sealed.
+func feed(t *testing.T, ms []*member, rate, secs, seed int) chan walgenResult {
+	sealed := make(chan walgenResult, len(ms))
 	for i, m := range ms {
 		go func(i int, m *member) {
 			out, err := exec.Command(bin, "walgen", "--wal-dir", m.wal, "--stream", m.name, "--rows", fmt.Sprint(rate*secs),
-				"--seed", fmt.Sprint(60+i), "--batch-rows", "250", "--segment-mb", "0.05", "--late-fraction", "0.05",
+				"--seed", fmt.Sprint(seed+i), "--batch-rows", "250", "--segment-mb", "0.05", "--late-fraction", "0.05",
 				"--rate", fmt.Sprint(rate), "--json").Output()
 			var w walgenResult
 			if err == nil {
@@ -54,7 +66,74 @@ func groupCluster(t *testing.T, s *site, n, rate, secs int) ([]*member, chan wal
 			sealed <- w
 		}(i, m)
 	}
-	return ms, sealed
+	return sealed
+}
+
+// sealedSum waits for n walgen results and adds their fingerprints.
+func sealedSum(sealed chan walgenResult, n int) rowsum.Sum {
+	var want rowsum.Sum
+	for i := 0; i < n; i++ {
+		w := <-sealed
+		want.Merge(w.Fingerprint)
+	}
+	return want
+}
+
+// stopAll stops ms with SIGTERM and waits for each.
+func stopAll(ms []*member) {
+	for _, m := range ms {
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		_ = m.cmd.Wait()
+	}
+}
+
+// exactlyOnce checks that the table holds exactly the rows walgen sealed, through iceberg-go and DuckDB.
+func exactlyOnce(t *testing.T, s *site, want rowsum.Sum) {
+	t.Helper()
+	if got := s.tableSum("events"); got != want {
+		t.Fatalf("table holds %d rows (sum %d), walgen sealed %d (sum %d)", got.Rows, got.Sum, want.Rows, want.Sum)
+	}
+	s.checkDuckDB("events")
+}
+
+// groupMetrics are the group commit counters of one member.
+type groupMetrics struct {
+	commits, conflicts, unknown, grouped, direct, fallbacks, refusedNotOwner, refusedExpired float64
+}
+
+func scrapeGroup(t *testing.T, m *member) groupMetrics {
+	t.Helper()
+	mm, err := scrapeMember(m.httpAddr)
+	if err != nil {
+		t.Fatalf("%s: %v", m.name, err)
+	}
+	return groupMetrics{
+		commits:         mm.sum("siglake_group_commit_commits_total", `outcome="committed"`),
+		conflicts:       mm.sum("siglake_group_commit_commits_total", `outcome="conflict"`),
+		unknown:         mm.sum("siglake_group_commit_commits_total", `outcome="unknown"`),
+		grouped:         mm.sum("siglake_group_commit_requests_total", `outcome="committed"`) + mm.sum("siglake_group_commit_requests_total", `outcome="already_committed"`),
+		direct:          mm.sum("siglake_group_commit_requests_total", `outcome="direct"`),
+		fallbacks:       mm.sum("siglake_group_commit_fallbacks_total", ""),
+		refusedNotOwner: mm.sum("siglake_group_commit_refused_total", `reason="not_owner"`),
+		refusedExpired:  mm.sum("siglake_group_commit_refused_total", `reason="expired"`),
+	}
+}
+
+// committer waits until a member of ms has committed a group and returns it.
+func committer(t *testing.T, ms []*member, timeout time.Duration) *member {
+	t.Helper()
+	var c *member
+	waitUntil(t, "a committer to commit a group", timeout, func() (bool, string) {
+		for _, m := range ms {
+			mm, err := scrapeMember(m.httpAddr)
+			if err == nil && mm.sum("siglake_group_commit_commits_total", `outcome="committed"`) > 0 {
+				c = m
+				return true, ""
+			}
+		}
+		return false, "no group commit yet"
+	})
+	return c
 }
 
 // drained waits until every member in ms shows an empty backlog.
@@ -170,4 +249,145 @@ func TestGroupCommitCommitterSIGKILL(t *testing.T) {
 		t.Fatalf("table holds %d rows (sum %d), walgen sealed %d (sum %d)", got.Rows, got.Sum, want.Rows, want.Sum)
 	}
 	s.checkDuckDB("events")
+}
+
+// TestGroupCommitCommitterSIGSTOP: the committer is frozen with SIGSTOP while the pods keep
+// handing batches to it, long enough that the others see it dead and the table's lease moves; the
+// pods fall back or hand off to the new owner. Then SIGCONT: the old committer wakes with the
+// requests it had queued (too old by now, or stale by their marks) and its own pod's hand-offs in
+// flight; nothing lands twice.
+func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
+	s := newSite(t)
+	ms, sealed := groupCluster(t, s, 3, 600, 16)
+	victim := committer(t, ms, 60*time.Second)
+	var rest []*member
+	before := map[*member]groupMetrics{}
+	for _, m := range ms {
+		before[m] = scrapeGroup(t, m)
+		if m != victim {
+			rest = append(rest, m)
+		}
+	}
+	_ = victim.cmd.Process.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { _ = victim.cmd.Process.Signal(syscall.SIGCONT) }) // a stopped process ignores Kill's wait otherwise
+	moved := waitUntil(t, "the others to move events' lease off the stopped committer", 30*time.Second, func() (bool, string) {
+		o := owners(rest, "events")
+		for _, m := range rest {
+			if o[m.name] == "" || o[m.name] == victim.name {
+				return false, fmt.Sprint(o)
+			}
+		}
+		return true, ""
+	})
+	// The pods must not wait for the frozen committer: each falls back or hands off to the new owner.
+	waitUntil(t, "a pod to fall back or the new owner to commit a group", 30*time.Second, func() (bool, string) {
+		for _, m := range rest {
+			g := scrapeGroup(t, m)
+			if g.fallbacks > before[m].fallbacks || g.commits > before[m].commits {
+				return true, ""
+			}
+		}
+		return false, "no fallback, no group commit by another member"
+	})
+	time.Sleep(2 * time.Second) // more hand-offs while the old committer sleeps
+	_ = victim.cmd.Process.Signal(syscall.SIGCONT)
+	t.Logf("committer %s stopped; lease moved in %s; woken", victim.name, moved)
+	want := sealedSum(sealed, len(ms))
+	drained(t, ms, 90*time.Second)
+	committers := 0
+	var fallbacks, redirected float64
+	for _, m := range ms {
+		g := scrapeGroup(t, m)
+		if g.commits > 0 {
+			committers++
+		}
+		if m != victim {
+			fallbacks += g.fallbacks - before[m].fallbacks
+			redirected += g.commits - before[m].commits
+		}
+		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped, %v direct, %v fallbacks, refused %v not_owner %v expired",
+			m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.direct, g.fallbacks, g.refusedNotOwner, g.refusedExpired)
+	}
+	t.Logf("while %s slept: %v fallbacks, %v group commits by the others; %d members committed groups", victim.name, fallbacks, redirected, committers)
+	if fallbacks+redirected == 0 {
+		t.Fatal("no pod fell back and no other member committed a group while the committer was stopped")
+	}
+	stopAll(ms)
+	exactlyOnce(t, s, want)
+}
+
+// TestGroupCommitDoubleOwner: two gossip clusters with the same key that never join each other
+// (as a partition would leave them) share one catalog; each elects its own owner of events, so two
+// committers commit groups of their own pods onto one table at once. Every row lands once.
+func TestGroupCommitDoubleOwner(t *testing.T) {
+	s := newSite(t)
+	var islands [][]*member
+	var all []*member
+	for c := 0; c < 2; c++ {
+		var ms []*member
+		for i := 0; i < 2; i++ {
+			ms = append(ms, newMember(t, s, fmt.Sprintf("island%d-%d", c, i), 2*c+i))
+		}
+		startGroup(t, s, ms, gossipKey(7))
+		islands, all = append(islands, ms), append(all, ms...)
+	}
+	sealed := feed(t, all, 500, 14, 80)
+	var owners []string
+	for _, ms := range islands {
+		owners = append(owners, committer(t, ms, 60*time.Second).name)
+	}
+	want := sealedSum(sealed, len(all))
+	drained(t, all, 90*time.Second)
+	for c, ms := range islands {
+		var commits float64
+		for _, m := range ms {
+			g := scrapeGroup(t, m)
+			commits += g.commits
+			t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped, %v direct, %v fallbacks",
+				m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.direct, g.fallbacks)
+		}
+		if commits == 0 {
+			t.Fatalf("island %d committed no group", c)
+		}
+	}
+	t.Logf("committers %v", owners)
+	stopAll(all)
+	exactlyOnce(t, s, want)
+}
+
+// TestGroupCommitRESTFaults: a keyed three-member cluster with group commit on the REST catalog
+// (S3 warehouse); once a committer commits groups, the server answers commits of events with
+// faults: one of each first (applied then 503, applied then cut, 409, 429), then a fault on about
+// a quarter of them. Committers and pods learn lost answers from the marks; every row lands once.
+func TestGroupCommitRESTFaults(t *testing.T) {
+	s, srv := newRESTSite(t)
+	ms, sealed := groupCluster(t, s, 3, 400, 14)
+	committer(t, ms, 60*time.Second)
+	srv.SetFaults(restcat.Faults{Tables: []string{"events"}, RetryAfter: time.Second, Seed: uint64(time.Now().UnixNano()),
+		Rates: map[restcat.Fault]float64{restcat.ApplyThen503: 0.08, restcat.ApplyThenCut: 0.08, restcat.Conflict409: 0.06, restcat.Throttle429: 0.03}})
+	for _, f := range restcat.AllFaults {
+		srv.Inject(f, 1)
+	}
+	want := sealedSum(sealed, len(ms))
+	drained(t, ms, 120*time.Second)
+	fired := srv.Fired()
+	srv.SetFaults(restcat.Faults{})
+	var commits, unknown, grouped float64
+	for _, m := range ms {
+		g := scrapeGroup(t, m)
+		commits, unknown, grouped = commits+g.commits, unknown+g.unknown, grouped+g.grouped
+		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped, %v direct, %v fallbacks",
+			m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.direct, g.fallbacks)
+	}
+	stopAll(ms)
+	t.Logf("faults fired %v; REST requests %v", fired, srv.Requests())
+	for _, f := range restcat.AllFaults {
+		if fired[f] == 0 {
+			t.Fatalf("%s never fired (fired %v, %d still queued)", f, fired, srv.Queued())
+		}
+	}
+	if commits == 0 || grouped == 0 {
+		t.Fatalf("%v group commits, %v batches grouped: the faults met no committer", commits, grouped)
+	}
+	exactlyOnce(t, s, want)
 }
