@@ -98,7 +98,7 @@ func exactlyOnce(t *testing.T, s *site, want rowsum.Sum) {
 
 // groupMetrics are the group commit counters of one member.
 type groupMetrics struct {
-	commits, conflicts, unknown, grouped, direct, fallbacks, refusedNotOwner, refusedExpired float64
+	commits, conflicts, unknown, grouped, already, direct, fallbacks, refusedNotOwner, refusedExpired float64
 }
 
 func scrapeGroup(t *testing.T, m *member) groupMetrics {
@@ -112,6 +112,7 @@ func scrapeGroup(t *testing.T, m *member) groupMetrics {
 		conflicts:       mm.sum("siglake_group_commit_commits_total", `outcome="conflict"`),
 		unknown:         mm.sum("siglake_group_commit_commits_total", `outcome="unknown"`),
 		grouped:         mm.sum("siglake_group_commit_requests_total", `outcome="committed"`) + mm.sum("siglake_group_commit_requests_total", `outcome="already_committed"`),
+		already:         mm.sum("siglake_group_commit_requests_total", `outcome="already_committed"`),
 		direct:          mm.sum("siglake_group_commit_requests_total", `outcome="direct"`),
 		fallbacks:       mm.sum("siglake_group_commit_fallbacks_total", ""),
 		refusedNotOwner: mm.sum("siglake_group_commit_refused_total", `reason="not_owner"`),
@@ -372,12 +373,12 @@ func TestGroupCommitRESTFaults(t *testing.T) {
 	drained(t, ms, 120*time.Second)
 	fired := srv.Fired()
 	srv.SetFaults(restcat.Faults{})
-	var commits, unknown, grouped float64
+	var commits, already, grouped float64
 	for _, m := range ms {
 		g := scrapeGroup(t, m)
-		commits, unknown, grouped = commits+g.commits, unknown+g.unknown, grouped+g.grouped
-		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped, %v direct, %v fallbacks",
-			m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.direct, g.fallbacks)
+		commits, already, grouped = commits+g.commits, already+g.already, grouped+g.grouped
+		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped (%v found by their marks), %v direct, %v fallbacks",
+			m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.already, g.direct, g.fallbacks)
 	}
 	stopAll(ms)
 	t.Logf("faults fired %v; REST requests %v", fired, srv.Requests())
@@ -386,8 +387,11 @@ func TestGroupCommitRESTFaults(t *testing.T) {
 			t.Fatalf("%s never fired (fired %v, %d still queued)", f, fired, srv.Queued())
 		}
 	}
-	if commits == 0 || grouped == 0 {
-		t.Fatalf("%v group commits, %v batches grouped: the faults met no committer", commits, grouped)
+	// A lost answer to a group commit is resolved by the committer's next attempt, which finds the
+	// marks already moved: its pods hear already_committed. Group commits (every 200 ms) far
+	// outnumber rewrites, so of the lost answers (one of each injected, ~16% of the rest) some meet one.
+	if commits == 0 || already == 0 {
+		t.Fatalf("%v group commits, %v batches found committed by their marks: no lost answer met a committer", commits, already)
 	}
 	exactlyOnce(t, s, want)
 }
