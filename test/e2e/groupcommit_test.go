@@ -333,10 +333,16 @@ func TestGroupCommitDoubleOwner(t *testing.T) {
 		islands, all = append(islands, ms), append(all, ms...)
 	}
 	sealed := feed(t, all, 500, 14, 80)
-	var owners []string
+	var cs []*member
 	for _, ms := range islands {
-		owners = append(owners, committer(t, ms, 60*time.Second).name)
+		cs = append(cs, committer(t, ms, 60*time.Second))
 	}
+	// Both commit again after both have committed: the two committers overlap in time.
+	seen := []float64{scrapeGroup(t, cs[0]).commits, scrapeGroup(t, cs[1]).commits}
+	waitUntil(t, "both committers to commit again", 30*time.Second, func() (bool, string) {
+		a, b := scrapeGroup(t, cs[0]).commits, scrapeGroup(t, cs[1]).commits
+		return a > seen[0] && b > seen[1], fmt.Sprintf("%s %v, %s %v group commits", cs[0].name, a, cs[1].name, b)
+	})
 	want := sealedSum(sealed, len(all))
 	drained(t, all, 90*time.Second)
 	for c, ms := range islands {
@@ -351,7 +357,7 @@ func TestGroupCommitDoubleOwner(t *testing.T) {
 			t.Fatalf("island %d committed no group", c)
 		}
 	}
-	t.Logf("committers %v", owners)
+	t.Logf("committers %s and %s", cs[0].name, cs[1].name)
 	stopAll(all)
 	exactlyOnce(t, s, want)
 }
