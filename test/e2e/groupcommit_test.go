@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -192,10 +194,8 @@ func TestGroupCommitCluster(t *testing.T) {
 			t.Errorf("%s: group commit not on in /debug/status: %+v", m.name, r.GroupCommit)
 		}
 	}
-	for _, m := range ms {
-		_ = m.cmd.Process.Signal(syscall.SIGTERM)
-		_ = m.cmd.Wait()
-	}
+	checkGroupStatus(t, ms)
+	stopAll(ms)
 	snaps := s.snapshots("events")
 	t.Logf("%v batches: %v through a committer, %v direct; %v group commits by %v committer(s); %d snapshots", batches, grouped, direct, commits, owner, snaps)
 	if grouped == 0 || commits == 0 {
@@ -208,6 +208,48 @@ func TestGroupCommitCluster(t *testing.T) {
 		t.Fatalf("table holds %d rows (sum %d), walgen sealed %d (sum %d)", got.Rows, got.Sum, want.Rows, want.Sum)
 	}
 	s.checkDuckDB("events")
+}
+
+// checkGroupStatus checks what the members show of group commit: the owner of events lists it
+// among the tables it commits, with a last commit; a pod's `siglake status` prints the GROUP COMMIT
+// block naming that owner as the table's committer.
+func checkGroupStatus(t *testing.T, ms []*member) {
+	t.Helper()
+	var owner *member
+	for _, m := range ms {
+		r, err := status(m.httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GroupCommit == nil || r.GroupCommit.Committer == nil {
+			continue
+		}
+		for _, ct := range r.GroupCommit.Committer.Tables {
+			if ct.Table == "events" {
+				if ct.LastCommit == nil || ct.LastCommit.Requests == 0 {
+					t.Fatalf("%s commits events but shows no last commit: %+v", m.name, ct)
+				}
+				owner = m
+			}
+		}
+	}
+	if owner == nil {
+		t.Fatal("no member lists events under group_commit.committer.tables in /debug/status")
+	}
+	for _, m := range ms {
+		if m == owner {
+			continue
+		}
+		out, err := exec.Command(bin, "status", "--addr", m.httpAddr).CombinedOutput()
+		if err != nil {
+			t.Fatalf("siglake status of %s: %v\n%s", m.name, err, out)
+		}
+		text := string(out)
+		if !strings.Contains(text, "GROUP COMMIT  on") || !regexp.MustCompile(`(?m)^events +`+owner.name+` `).MatchString(text) {
+			t.Fatalf("siglake status of %s lacks the GROUP COMMIT block naming %s the committer of events:\n%s", m.name, owner.name, text)
+		}
+		return
+	}
 }
 
 // TestGroupCommitCommitterSIGKILL: the committer is killed with SIGKILL while the pods keep
