@@ -23,18 +23,18 @@ import (
 // groupCluster starts n keyed members with group commit on and a walgen feeding each member's WAL
 // at rate rows a second for secs seconds; it returns the members and a channel of what walgen
 // sealed (one result per member).
-func groupCluster(t *testing.T, s *site, n, rate, secs int) ([]*member, chan walgenResult) {
+func groupCluster(t *testing.T, s *site, n, rate, secs int, extra ...string) ([]*member, chan walgenResult) {
 	t.Helper()
 	var ms []*member
 	for i := 0; i < n; i++ {
 		ms = append(ms, newMember(t, s, fmt.Sprintf("gc-%d", i), i))
 	}
-	startGroup(t, s, ms, gossipKey(7))
+	startGroup(t, s, ms, gossipKey(7), extra...)
 	return ms, feed(t, ms, rate, secs, 60)
 }
 
 // startGroup starts ms as one gossip cluster (each joins the others) keyed with key, group commit on.
-func startGroup(t *testing.T, s *site, ms []*member, key string) {
+func startGroup(t *testing.T, s *site, ms []*member, key string, extra ...string) {
 	t.Helper()
 	for i, m := range ms {
 		kf := filepath.Join(filepath.Dir(m.wal), m.name+".keys")
@@ -45,7 +45,7 @@ func startGroup(t *testing.T, s *site, ms []*member, key string) {
 				join = append(join, o.gossip)
 			}
 		}
-		startMember(t, s, m, join, "--gossip-key-file", kf, "--group-commit-interval", "200ms")
+		startMember(t, s, m, join, append([]string{"--gossip-key-file", kf, "--group-commit-interval", "200ms"}, extra...)...)
 	}
 }
 
@@ -100,7 +100,7 @@ func exactlyOnce(t *testing.T, s *site, want rowsum.Sum) {
 
 // groupMetrics are the group commit counters of one member.
 type groupMetrics struct {
-	commits, conflicts, unknown, grouped, already, direct, fallbacks, refusedNotOwner, refusedExpired float64
+	commits, conflicts, unknown, grouped, already, direct, fallbacks, fallbacksExpired, refusedNotOwner, refusedExpired float64
 }
 
 func scrapeGroup(t *testing.T, m *member) groupMetrics {
@@ -110,15 +110,16 @@ func scrapeGroup(t *testing.T, m *member) groupMetrics {
 		t.Fatalf("%s: %v", m.name, err)
 	}
 	return groupMetrics{
-		commits:         mm.sum("siglake_group_commit_commits_total", `outcome="committed"`),
-		conflicts:       mm.sum("siglake_group_commit_commits_total", `outcome="conflict"`),
-		unknown:         mm.sum("siglake_group_commit_commits_total", `outcome="unknown"`),
-		grouped:         mm.sum("siglake_group_commit_requests_total", `outcome="committed"`) + mm.sum("siglake_group_commit_requests_total", `outcome="already_committed"`),
-		already:         mm.sum("siglake_group_commit_requests_total", `outcome="already_committed"`),
-		direct:          mm.sum("siglake_group_commit_requests_total", `outcome="direct"`),
-		fallbacks:       mm.sum("siglake_group_commit_fallbacks_total", ""),
-		refusedNotOwner: mm.sum("siglake_group_commit_refused_total", `reason="not_owner"`),
-		refusedExpired:  mm.sum("siglake_group_commit_refused_total", `reason="expired"`),
+		commits:          mm.sum("siglake_group_commit_commits_total", `outcome="committed"`),
+		conflicts:        mm.sum("siglake_group_commit_commits_total", `outcome="conflict"`),
+		unknown:          mm.sum("siglake_group_commit_commits_total", `outcome="unknown"`),
+		grouped:          mm.sum("siglake_group_commit_requests_total", `outcome="committed"`) + mm.sum("siglake_group_commit_requests_total", `outcome="already_committed"`),
+		already:          mm.sum("siglake_group_commit_requests_total", `outcome="already_committed"`),
+		direct:           mm.sum("siglake_group_commit_requests_total", `outcome="direct"`),
+		fallbacks:        mm.sum("siglake_group_commit_fallbacks_total", ""),
+		fallbacksExpired: mm.sum("siglake_group_commit_fallbacks_total", `reason="expired"`),
+		refusedNotOwner:  mm.sum("siglake_group_commit_refused_total", `reason="not_owner"`),
+		refusedExpired:   mm.sum("siglake_group_commit_refused_total", `reason="expired"`),
 	}
 }
 
@@ -295,13 +296,14 @@ func TestGroupCommitCommitterSIGKILL(t *testing.T) {
 }
 
 // TestGroupCommitCommitterSIGSTOP: the committer is frozen with SIGSTOP while the pods keep
-// handing batches to it, long enough that the others see it dead and the table's lease moves; the
-// pods fall back or hand off to the new owner. Then SIGCONT: the old committer wakes with the
-// requests it had queued (too old by now, or stale by their marks) and its own pod's hand-offs in
-// flight; nothing lands twice.
+// handing batches to it, until the others see it dead, the table's lease moves and the requests it
+// had queued are older than a committer takes (orphans.HandoffMaxAge: 6 x --commit-timeout, here
+// 12 s); the pods fall back or hand off to the new owner. Then SIGCONT: the old committer wakes
+// with those requests and its own pod's hand-offs in flight; nothing lands twice.
 func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 	s := newSite(t)
-	ms, sealed := groupCluster(t, s, 3, 600, 16)
+	const handoffMaxAge = 12 * time.Second
+	ms, sealed := groupCluster(t, s, 3, 600, 16, "--commit-timeout", "2s", "--group-commit-fallback-after", "4s")
 	victim := committer(t, ms, 60*time.Second)
 	var rest []*member
 	before := map[*member]groupMetrics{}
@@ -312,7 +314,8 @@ func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 		}
 	}
 	_ = victim.cmd.Process.Signal(syscall.SIGSTOP)
-	t.Cleanup(func() { _ = victim.cmd.Process.Signal(syscall.SIGCONT) }) // a stopped process ignores Kill's wait otherwise
+	stopped := time.Now()
+	t.Cleanup(func() { _ = victim.cmd.Process.Signal(syscall.SIGCONT) })
 	moved := waitUntil(t, "the others to move events' lease off the stopped committer", 30*time.Second, func() (bool, string) {
 		o := owners(rest, "events")
 		for _, m := range rest {
@@ -332,9 +335,13 @@ func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 		}
 		return false, "no fallback, no group commit by another member"
 	})
-	time.Sleep(2 * time.Second) // more hand-offs while the old committer sleeps
+	time.Sleep(time.Until(stopped.Add(handoffMaxAge + time.Second)))
+	atWake := map[*member]groupMetrics{}
+	for _, m := range rest {
+		atWake[m] = scrapeGroup(t, m)
+	}
 	_ = victim.cmd.Process.Signal(syscall.SIGCONT)
-	t.Logf("committer %s stopped; lease moved in %s; woken", victim.name, moved)
+	t.Logf("committer %s stopped for %s; lease moved in %s", victim.name, time.Since(stopped).Round(time.Millisecond), moved)
 	want := sealedSum(sealed, len(ms))
 	drained(t, ms, 90*time.Second)
 	committers := 0
@@ -345,15 +352,22 @@ func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 			committers++
 		}
 		if m != victim {
-			fallbacks += g.fallbacks - before[m].fallbacks
-			redirected += g.commits - before[m].commits
+			fallbacks += atWake[m].fallbacks - before[m].fallbacks
+			redirected += atWake[m].commits - before[m].commits
 		}
-		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped, %v direct, %v fallbacks, refused %v not_owner %v expired",
-			m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.direct, g.fallbacks, g.refusedNotOwner, g.refusedExpired)
+		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped (%v found by their marks), %v direct, %v fallbacks (%v expired), refused %v not_owner %v expired",
+			m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.already, g.direct, g.fallbacks, g.fallbacksExpired, g.refusedNotOwner, g.refusedExpired)
 	}
-	t.Logf("while %s slept: %v fallbacks, %v group commits by the others; %d members committed groups", victim.name, fallbacks, redirected, committers)
+	woke := scrapeGroup(t, victim)
+	t.Logf("while %s slept: %v fallbacks, %v group commits by the others; after it woke it committed %v more groups; %d members committed groups",
+		victim.name, fallbacks, redirected, woke.commits-before[victim].commits, committers)
 	if fallbacks+redirected == 0 {
 		t.Fatal("no pod fell back and no other member committed a group while the committer was stopped")
+	}
+	// What reached the frozen committer before the lease moved, and its own pod's hand-off in
+	// flight, are past the hand-off age when it wakes: refused or given up as expired.
+	if woke.refusedExpired+woke.fallbacksExpired == 0 {
+		t.Fatalf("%s woke after %s with nothing expired: it held no request older than a committer takes", victim.name, handoffMaxAge)
 	}
 	stopAll(ms)
 	exactlyOnce(t, s, want)
