@@ -166,11 +166,7 @@ func (s *site) snapshots(name string) int {
 func TestGroupCommitCluster(t *testing.T) {
 	s := newSite(t)
 	ms, sealed := groupCluster(t, s, 3, 800, 12)
-	var want rowsum.Sum
-	for range ms {
-		w := <-sealed
-		want.Merge(w.Fingerprint)
-	}
+	want := sealedSum(sealed, len(ms))
 	drained(t, ms, 90*time.Second)
 	var grouped, direct, batches, commits, owner float64
 	for _, m := range ms {
@@ -205,10 +201,7 @@ func TestGroupCommitCluster(t *testing.T) {
 	if float64(snaps) >= batches {
 		t.Fatalf("%d snapshots for %v batches: group commit did not batch the pods' commits", snaps, batches)
 	}
-	if got := s.tableSum("events"); got != want {
-		t.Fatalf("table holds %d rows (sum %d), walgen sealed %d (sum %d)", got.Rows, got.Sum, want.Rows, want.Sum)
-	}
-	s.checkDuckDB("events")
+	exactlyOnce(t, s, want)
 }
 
 // checkGroupStatus checks what the members show of group commit: the owner of events lists it
@@ -258,17 +251,7 @@ func checkGroupStatus(t *testing.T, ms []*member) {
 func TestGroupCommitCommitterSIGKILL(t *testing.T) {
 	s := newSite(t)
 	ms, sealed := groupCluster(t, s, 3, 600, 14)
-	var victim *member
-	waitUntil(t, "a committer to commit a group", 60*time.Second, func() (bool, string) {
-		for _, m := range ms {
-			mm, err := scrapeMember(m.httpAddr)
-			if err == nil && mm.sum("siglake_group_commit_commits_total", `outcome="committed"`) > 0 {
-				victim = m
-				return true, ""
-			}
-		}
-		return false, "no group commit yet"
-	})
+	victim := committer(t, ms, 60*time.Second)
 	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
 	_ = victim.cmd.Wait()
 	var rest []*member
@@ -277,22 +260,12 @@ func TestGroupCommitCommitterSIGKILL(t *testing.T) {
 			rest = append(rest, m)
 		}
 	}
-	var want rowsum.Sum
-	for range ms {
-		w := <-sealed
-		want.Merge(w.Fingerprint)
-	}
+	want := sealedSum(sealed, len(ms))
 	drained(t, rest, 120*time.Second)
-	for _, m := range rest {
-		_ = m.cmd.Process.Signal(syscall.SIGTERM)
-		_ = m.cmd.Wait()
-	}
+	stopAll(rest)
 	// The killed member's WAL holds what it had not committed: drain it now.
 	(&site{t: t, wal: victim.wal, catalog: s.catalog, warehouse: s.warehouse}).drainOnce()
-	if got := s.tableSum("events"); got != want {
-		t.Fatalf("table holds %d rows (sum %d), walgen sealed %d (sum %d)", got.Rows, got.Sum, want.Rows, want.Sum)
-	}
-	s.checkDuckDB("events")
+	exactlyOnce(t, s, want)
 }
 
 // TestGroupCommitCommitterSIGSTOP: the committer is frozen with SIGSTOP while the pods keep
