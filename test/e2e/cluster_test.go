@@ -44,6 +44,7 @@ func startMember(t *testing.T, s *site, m *member, join []string, extra ...strin
 		"--gossip-bind", m.gossip, "--gossip-join", strings.Join(join, ","), "--gossip-settle-secs", "2",
 		"--gossip-probe-interval", "200ms", "--gossip-probe-timeout", "100ms", "--gossip-rejoin-secs", "1"}
 	m.cmd = exec.Command(bin, append(args, extra...)...)
+	m.cmd.Env = append(os.Environ(), s.extraEnv...) // S3 credentials of a backend site
 	logf, err := os.Create(filepath.Join(filepath.Dir(m.wal), m.name+".log"))
 	if err != nil {
 		t.Fatal(err)
