@@ -27,7 +27,7 @@ const (
 	benchPeriod   = 10 * time.Second // 0.1 requests/s per pod
 	benchRows     = 500              // rows per sealed segment: one small Parquet file a request
 	benchInterval = time.Second      // the committer's interval
-	benchTail     = 5 * time.Minute  // how long the pods may take to empty their WALs after the window
+	benchTail     = 2 * time.Minute  // how long the pods may take to empty their WALs after the window
 )
 
 // TestBenchGroupCommit measures N pods on one table of the PostgreSQL catalog with its warehouse
@@ -68,26 +68,27 @@ func TestBenchGroupCommit(t *testing.T) {
 
 // benchResult is one run's measurements.
 type benchResult struct {
-	N                  int
-	Group              bool
-	Window, Drained    time.Duration // the sending window; from its start until every WAL was empty
-	Requests           int           // segments sealed (requests offered)
-	Snapshots          int           // table snapshots in the window
-	Attempts, Failed   int           // catalog commit attempts of every Lake; those refused (conflicts)
-	P50, P99           time.Duration // seal to visible
-	DataFiles          int
-	DataBytes          int64
-	MetaRead           int64 // object-store bytes read (the drain reads no data files)
-	MetaPuts           int64 // object-store PUTs that were not data files
+	N                   int
+	Group               bool
+	Window, Drained     time.Duration // the sending window; from its start until every WAL was empty
+	Requests            int           // segments sealed (requests offered)
+	Waiting             int           // segments still in the WALs after the tail
+	Snapshots           int           // table snapshots in the window
+	Attempts, Failed    int           // catalog commit attempts of every Lake; those refused (conflicts)
+	P50, P99            time.Duration // seal to visible; segments still waiting count with their age then
+	DataFiles           int
+	DataBytes           int64
+	MetaRead            int64 // object-store bytes read (the drain reads no data files)
+	MetaPuts            int64 // object-store PUTs that were not data files
 	CPUSeconds, WallCPU float64
 }
 
 func (r benchResult) String() string {
 	gb := float64(r.DataBytes) / 1e9
-	return fmt.Sprintf("N=%d group=%v: %d requests in %s (empty after %s); %d snapshots in the window (%.2f commits/s); "+
+	return fmt.Sprintf("N=%d group=%v: %d requests in %s (%d still waiting after %s); %d snapshots in the window (%.2f commits/s); "+
 		"%d commit attempts, %d refused (%.1f%%); seal-to-visible p50 %.2f s p99 %.2f s; %d data files, %.1f MB; "+
 		"metadata %.1f MB read (%.0f GB/GB), %d objects written (%.1f per commit, %.0f per GB); process CPU %.1f s = %.1f%% of a core",
-		r.N, r.Group, r.Requests, r.Window, r.Drained.Round(time.Second), r.Snapshots, float64(r.Snapshots)/r.Window.Seconds(),
+		r.N, r.Group, r.Requests, r.Window, r.Waiting, r.Drained.Round(time.Second), r.Snapshots, float64(r.Snapshots)/r.Window.Seconds(),
 		r.Attempts, r.Failed, 100*float64(r.Failed)/float64(max(1, r.Attempts)), r.P50.Seconds(), r.P99.Seconds(), r.DataFiles, float64(r.DataBytes)/1e6,
 		float64(r.MetaRead)/1e6, float64(r.MetaRead)/1e9/gb, r.MetaPuts, float64(r.MetaPuts)/float64(max(1, r.Attempts-r.Failed)), float64(r.MetaPuts)/gb,
 		r.CPUSeconds, 100*r.WallCPU)
@@ -119,7 +120,9 @@ func benchNewPod(cl *cluster, cfg func(*lake.Config), i int) *pod {
 	if i > 0 {
 		env = testlake.NewWith(cl.t, cfg)
 	}
-	env.Drain.Retry = lake.DefaultRetry
+	// As the e2e drainers run (--commit-batch-max-age-secs 0): every batch due at once, a failed
+	// table backed off 1 s to 32 s as in production (a flushing cycle would ignore the backoff).
+	env.Drain.Retry, env.Drain.Cfg.CommitBatchMaxAge = lake.DefaultRetry, time.Millisecond
 	p := &pod{name: fmt.Sprintf("pod-%d", i), env: env, view: newView("committer"), obs: newRecorder()}
 	p.client = NewClient(ClientConfig{Lake: env.Lake, Retry: lake.DefaultRetry, Interval: benchInterval, FallbackAfter: 30 * time.Second, Observer: p.obs},
 		cl.hub.Member(p.name), p.view)
@@ -221,24 +224,38 @@ func benchRun(t *testing.T, n int, group bool, window time.Duration) benchResult
 		}
 	}
 	var lags []time.Duration
+	end := time.Now()
 	for _, p := range pods {
 		lags = append(lags, p.lags...)
+		for _, at := range p.waiting {
+			lags = append(lags, end.Sub(at))
+		}
+		r.Waiting += len(p.waiting)
 	}
 	slices.Sort(lags)
 	if len(lags) > 0 {
 		r.P50, r.P99 = lags[len(lags)/2], lags[min(len(lags)-1, len(lags)*99/100)]
+	}
+	// A saturated table leaves batches waiting: drain them one pod at a time, so the check below
+	// covers every sealed row.
+	for _, p := range pods {
+		if len(p.waiting) > 0 {
+			if err := cl.drain(p.pod, 10); err != nil {
+				t.Error(err)
+			}
+		}
 	}
 	cl.checkOnce()
 	return r
 }
 
 // benchDrain runs p's drain cycles as the drain loop would: after every seal, and once a second
-// while a batch is left, until sealing ended and the WAL is empty, or deadline. After each cycle
+// while a batch is left (the drain's backoff decides whether it is retried then), until sealing ended and the WAL is empty, or deadline. After each cycle
 // the segments gone from the WAL are visible: their lag is seal to now.
 func benchDrain(t *testing.T, p *benchPod, sealing <-chan struct{}, mu *sync.Mutex, deadline time.Time) {
 	done := false
 	for {
-		if _, err := p.env.Drain.Cycle(context.Background(), true); err != nil {
+		if _, err := p.env.Drain.Cycle(context.Background(), false); err != nil {
 			t.Logf("%s: %v", p.name, err)
 		}
 		mu.Lock()
@@ -260,8 +277,7 @@ func benchDrain(t *testing.T, p *benchPod, sealing <-chan struct{}, mu *sync.Mut
 			return
 		}
 		if now.After(deadline) {
-			t.Errorf("%s: %d segments left after the tail", p.name, left)
-			return
+			return // the table is saturated: benchRun counts what is left
 		}
 		wait := time.After(time.Second)
 		if left == 0 {
