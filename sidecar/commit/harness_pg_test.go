@@ -179,25 +179,10 @@ func benchRun(t *testing.T, n int, group bool, window time.Duration) benchResult
 	for i, p := range pods {
 		sealing := make(chan struct{})
 		wg.Add(2)
-		go func() { // the ingest: one segment every period, phases spread over the period
+		go func() { // the ingest
 			defer wg.Done()
 			defer close(sealing)
-			for k := 0; ; k++ {
-				at := start.Add(time.Duration(i)*benchPeriod/time.Duration(n) + time.Duration(k)*benchPeriod)
-				if at.After(start.Add(window)) {
-					return
-				}
-				time.Sleep(time.Until(at))
-				sealMu.Lock()
-				cl.seal(p.pod, 1, benchRows, day.Add(time.Duration(i)*time.Minute+time.Duration(k)*benchPeriod))
-				p.waiting = append(p.waiting, time.Now())
-				sealMu.Unlock()
-				requests.Add(1)
-				select {
-				case p.wake <- struct{}{}:
-				default:
-				}
-			}
+			requests.Add(int64(benchSeal(cl, p, &sealMu, start.Add(time.Duration(i)*benchPeriod/time.Duration(n)), start.Add(window), i)))
 		}()
 		go func() { // the drain: a cycle whenever something was sealed, until the WAL is empty
 			defer wg.Done()
@@ -247,6 +232,24 @@ func benchRun(t *testing.T, n int, group bool, window time.Duration) benchResult
 	}
 	cl.checkOnce()
 	return r
+}
+
+// benchSeal is pod i's ingest: one segment every period from first until end, each seal time
+// queued for its lag and the drain woken; it returns the segments sealed.
+func benchSeal(cl *cluster, p *benchPod, mu *sync.Mutex, first, end time.Time, i int) int {
+	k := 0
+	for ; !first.Add(time.Duration(k) * benchPeriod).After(end); k++ {
+		time.Sleep(time.Until(first.Add(time.Duration(k) * benchPeriod)))
+		mu.Lock()
+		cl.seal(p.pod, 1, benchRows, day.Add(time.Duration(i)*time.Minute+time.Duration(k)*benchPeriod))
+		p.waiting = append(p.waiting, time.Now())
+		mu.Unlock()
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	return k
 }
 
 // benchDrain runs p's drain cycles as the drain loop would: after every seal, and once a second
