@@ -7,7 +7,7 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 FUZZTIME  ?= 10s
 # go test's own per-binary limit: a hung test fails with a goroutine dump instead of hanging CI.
-TESTFLAGS ?= -timeout 20m
+TESTFLAGS ?= -timeout 30m
 
 .PHONY: build test race unit binpages image-check fuzz services services-down demo clean
 
