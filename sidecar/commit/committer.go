@@ -41,7 +41,7 @@ type Committer struct {
 	cfg CommitterConfig
 	tr  Transport
 	m   Membership
-	out chan outgoing // answers, to the one sender
+	out chan outgoing // answers, to the sender (sender.go)
 
 	mu      sync.Mutex
 	ctx     context.Context // Run's: loops stop on it, a commit in flight finishes
@@ -120,32 +120,6 @@ func (c *Committer) Run(ctx context.Context) error {
 	close(stop)
 	<-sent
 	return nil
-}
-
-// sender sends the answers, one at a time; after stop it sends what is buffered and returns.
-func (c *Committer) sender(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	for {
-		select {
-		case o := <-c.out:
-			c.deliver(o)
-		case <-stop:
-			for {
-				select {
-				case o := <-c.out:
-					c.deliver(o)
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-func (c *Committer) deliver(o outgoing) {
-	if err := c.tr.Send(o.to, o.msg); err != nil {
-		c.cfg.Observer.AnswerDropped()
-	}
 }
 
 // answer queues a for the sender without waiting: a full buffer drops it.
