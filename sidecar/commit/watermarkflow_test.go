@@ -14,12 +14,12 @@ func TestWatermarkFromRequests(t *testing.T) {
 	begin := time.Now()
 	cl := newCluster(t)
 	c, _, _, _ := cl.committer("owner", nil)
-	every := func(string) time.Duration { return 20 * time.Millisecond }
+	every := func(string) time.Duration { return 300 * time.Millisecond }
 	for i := 0; i < 2; i++ {
 		p := cl.pod("owner", func(cfg *ClientConfig) { cfg.Every = every })
 		cl.seal(p, 3, 200, day.Add(time.Duration(i)*time.Hour))
 	}
-	time.Sleep(100 * time.Millisecond) // past the committer's first liveness window
+	time.Sleep(time.Second) // past the committer's first liveness window (3 x 300 ms)
 	start := time.Now()
 	cl.drainAll()
 	for _, p := range cl.pods { // one more batch each, so a commit carries the watermark
