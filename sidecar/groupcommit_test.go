@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/config"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 )
 
 // startMember starts a gossip member on 127.0.0.1 with fast timings, joining join if given.
@@ -159,5 +160,21 @@ func TestGroupCommitReport(t *testing.T) {
 	}
 	if !strings.Contains(string(js), `"group_commit":{"enabled":true,"interval_seconds":1.5,"pod":{`) || !strings.Contains(string(js), `"committer":{"tables":`) {
 		t.Fatalf("/debug/status: %s", js)
+	}
+}
+
+// TestMarkPruneAfterOutlivesRequests: a --mark-prune-after shorter than twice gc's floor under
+// --commit-timeout is raised to it (a mark outlives every request a committer may hold); 0 stays
+// 0 (never) and a longer one stays.
+func TestMarkPruneAfterOutlivesRequests(t *testing.T) {
+	for _, c := range []struct{ after, timeout, want time.Duration }{
+		{7 * 24 * time.Hour, 24 * time.Hour, 2 * orphans.FloorMin(24*time.Hour)},
+		{0, 24 * time.Hour, 0},
+		{7 * 24 * time.Hour, 2 * time.Minute, 7 * 24 * time.Hour},
+	} {
+		p := &Process{Cfg: config.Config{MarkPruneAfter: c.after, CommitTimeout: c.timeout}, Log: zap.NewNop()}
+		if got := p.markPruneAfter(); got != c.want {
+			t.Errorf("prune after %v, commit timeout %v: %v, want %v", c.after, c.timeout, got, c.want)
+		}
 	}
 }

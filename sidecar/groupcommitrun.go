@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/sidecar/groupcommit"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 )
 
 // advertisesGroupCommit says whether this process announces a committer in its gossip metadata
@@ -41,7 +42,7 @@ func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 	if p.Cfg.Role.Maintains() && !once {
 		p.committer = commit.NewCommitter(commit.CommitterConfig{Lake: l, Interval: p.Cfg.GroupCommitInterval,
 			MaxFiles: p.Cfg.GroupCommitMaxFiles, QueueMax: p.Cfg.GroupCommitQueueMax, CommitTimeout: p.Cfg.CommitTimeout,
-			Props: pruneMarks(p.Cfg.MarkPruneAfter, obs), Observer: obs, Now: p.Now}, tr, g)
+			Props: pruneMarks(p.markPruneAfter(), obs), Observer: obs, Now: p.Now}, tr, g)
 	}
 	if p.Cfg.Role.Drains() {
 		p.groupClient = commit.NewClient(commit.ClientConfig{Lake: l, Retry: lake.DefaultRetry, Interval: p.Cfg.GroupCommitInterval,
@@ -91,6 +92,19 @@ func (p *Process) runCommitter(done context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// markPruneAfter is --mark-prune-after, raised to twice orphan gc's floor under --commit-timeout
+// when it is shorter: a stream's mark must outlive every request of it a committer may still
+// hold, or a late one could commit rows again after the prune forgot they were in.
+func (p *Process) markPruneAfter() time.Duration {
+	after, least := p.Cfg.MarkPruneAfter, 2*orphans.FloorMin(p.Cfg.CommitTimeout)
+	if after != 0 && after < least {
+		p.Log.Warn("--mark-prune-after is below twice orphan gc's floor under --commit-timeout: pruning after that instead",
+			zap.Duration("mark_prune_after", after), zap.Duration("commit_timeout", p.Cfg.CommitTimeout), zap.Duration("pruning_after", least))
+		return least
+	}
+	return after
 }
 
 // pruneMarks is the committer's extra table properties: once an hour per table, the marks of

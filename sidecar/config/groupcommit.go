@@ -98,12 +98,5 @@ func groupCommitCheck(c Config) error {
 		return fmt.Errorf("--group-commit-fallback-after / SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER %s is above %s, the oldest batch a committer commits under --commit-timeout / SIGLAKE_COMMIT_TIMEOUT %s (%d attempts): accepted: at most %s, or a longer --commit-timeout",
 			f(c.GroupCommitFallbackAfter), f(most), f(c.CommitTimeout), orphans.FileCommitAttempts, f(most))
 	}
-	// A stream's mark must outlive any request of it a committer may still hold, or a late one
-	// could commit rows again after the prune forgot they were in.
-	if least := 2 * orphans.FloorMin(c.CommitTimeout); c.MarkPruneAfter != 0 && c.MarkPruneAfter < least {
-		f := orphans.FormatAge
-		return fmt.Errorf("--mark-prune-after / SIGLAKE_MARK_PRUNE_AFTER %s is below %s, twice orphan gc's floor under --commit-timeout / SIGLAKE_COMMIT_TIMEOUT %s: accepted: 0 (never) or at least %s",
-			f(c.MarkPruneAfter), f(least), f(c.CommitTimeout), f(least))
-	}
 	return nil
 }

@@ -82,18 +82,3 @@ func TestFallbackAfterWithinHandoffAge(t *testing.T) {
 		t.Errorf("without gossip: %v", err)
 	}
 }
-
-// TestMarkPruneAfterOutlivesRequests: with gossip on, a stream's mark must outlive any request of
-// it a committer may hold: --mark-prune-after at least twice gc's floor under --commit-timeout.
-func TestMarkPruneAfterOutlivesRequests(t *testing.T) {
-	gossip := map[string]string{"SIGLAKE_GOSSIP_BIND": "127.0.0.1:7946"}
-	_, err := loadWith([]string{"--commit-timeout", "3h", "--mark-prune-after", "1d"}, gossip)
-	if err == nil || !strings.Contains(err.Error(), "--mark-prune-after / SIGLAKE_MARK_PRUNE_AFTER 1d is below") {
-		t.Fatalf("prune after 1d, commit timeout 3h: %v", err)
-	}
-	for _, args := range [][]string{{"--commit-timeout", "3h", "--mark-prune-after", "0"}, {"--mark-prune-after", "1d"}} {
-		if _, err := loadWith(args, gossip); err != nil {
-			t.Errorf("%v: %v", args, err)
-		}
-	}
-}
