@@ -45,7 +45,7 @@ func groupCommitOptions() []Option {
 			"Manifests at which a table's commit merges them (Iceberg's `commit.manifest.min-count-to-merge`), so metadata does not grow with every commit; 0 turns merging off.",
 			setNonNegInt(func(c *Config) *int { return &c.ManifestMergeMinCount })},
 		{"mark-prune-after", "SIGLAKE_MARK_PRUNE_AFTER", "7d", "compactor.markPruneAfter",
-			"The committer removes the stream mark of a stream that committed nothing for this long (pods with random names would otherwise leave one in every table's metadata for ever); at least 24h, or 0 to keep marks for ever.",
+			"The committer removes the stream mark of a stream that committed nothing for this long (pods with random names would otherwise leave one in every table's metadata for ever); at least 24h, or 0 to keep marks for ever. A value below twice orphan gc's floor under `--commit-timeout` (24 times it: 48 minutes at the default 2m) is raised to it, with a warning at start: a mark must outlive every batch a committer may still hold.",
 			setPruneAfter(func(c *Config) *time.Duration { return &c.MarkPruneAfter })},
 	}
 }
