@@ -175,3 +175,17 @@ type Outstanding struct {
 	Sends      int       `json:"sends"`
 	LastAnswer string    `json:"last_answer,omitempty"` // kind of the last answer heard
 }
+
+// defaults fills the options the client and the committer share: the commit deadline of their
+// Lake, an observer that observes nothing, the wall clock.
+func defaults(l *lake.Lake, commitTimeout *time.Duration, obs *Observer, now *func() time.Time) {
+	if *commitTimeout <= 0 && l != nil {
+		*commitTimeout = l.CommitTimeout()
+	}
+	if *obs == nil {
+		*obs = NopObserver{}
+	}
+	if *now == nil {
+		*now = time.Now
+	}
+}

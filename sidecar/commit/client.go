@@ -72,15 +72,7 @@ func NewClient(cfg ClientConfig, tr Transport, m Membership) *Client {
 	if cfg.Retry.Attempts <= 0 {
 		cfg.Retry = lake.DefaultRetry
 	}
-	if cfg.CommitTimeout <= 0 && cfg.Lake != nil {
-		cfg.CommitTimeout = cfg.Lake.CommitTimeout()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = NopObserver{}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	defaults(cfg.Lake, &cfg.CommitTimeout, &cfg.Observer, &cfg.Now)
 	c := &Client{cfg: cfg, tr: tr, m: m, waiting: map[string]*waiter{}, slow: map[string]slowDown{}, fallbacks: map[string]int64{}}
 	tr.Handle(KindAnswer, c.receive)
 	return c

@@ -86,15 +86,7 @@ func NewCommitter(cfg CommitterConfig, tr Transport, m Membership) *Committer {
 	if cfg.Retry.Attempts <= 0 {
 		cfg.Retry = DefaultCommitterRetry
 	}
-	if cfg.CommitTimeout <= 0 && cfg.Lake != nil {
-		cfg.CommitTimeout = cfg.Lake.CommitTimeout()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = NopObserver{}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	defaults(cfg.Lake, &cfg.CommitTimeout, &cfg.Observer, &cfg.Now)
 	return &Committer{cfg: cfg, tr: tr, m: m, out: make(chan outgoing, answerBuffer),
 		loops: map[string]chan struct{}{}, owned: map[string]*ownedTable{}}
 }

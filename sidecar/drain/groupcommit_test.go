@@ -17,8 +17,8 @@ import (
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/drain/handoff"
 	"github.com/siglake/siglake/sidecar/drain/marker"
-	"github.com/siglake/siglake/sidecar/drain/metrics"
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -551,27 +551,9 @@ func TestHandedOffBatchCountsOnce(t *testing.T) {
 					t.Errorf("siglake_drain_commits_total{outcome=%s} = %v, want %v", outcome, v, n)
 				}
 			}
-			if n := histogramCount(t, m, "siglake_drain_commit_duration_seconds"); n != c.durations {
+			if n := promtest.HistogramCount(t, registryOf(m), "siglake_drain_commit_duration_seconds"); n != c.durations {
 				t.Errorf("siglake_drain_commit_duration_seconds count %d, want %d (one per batch that got in)", n, c.durations)
 			}
 		})
 	}
-}
-
-// histogramCount is the sample count of histogram name (every label set) in m's registry.
-func histogramCount(t *testing.T, m *metrics.Metrics, name string) uint64 {
-	t.Helper()
-	fams, err := registryOf(m).Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, f := range fams {
-		if f.GetName() == name {
-			for _, s := range f.GetMetric() {
-				n += s.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return n
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/sidecar/commit"
+	"github.com/siglake/siglake/sidecar/internal/promtest"
 )
 
 // TestObserver: every Observer method moves its metric; fallbacks, refusals and failed
@@ -81,7 +82,7 @@ func TestObserver(t *testing.T) {
 	}
 	for name, want := range map[string]uint64{"siglake_group_commit_lag_seconds": 2, "siglake_group_commit_requests_per_commit": 1,
 		"siglake_group_commit_queue_wait_seconds": 2} {
-		if got := sampleCount(t, reg, name); got != want {
+		if got := promtest.HistogramCount(t, reg, name); got != want {
 			t.Errorf("%s: %d samples, want %d", name, got, want)
 		}
 	}
@@ -122,21 +123,4 @@ func TestObserver(t *testing.T) {
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Fatalf("promlint: %v %v", problems, err)
 	}
-}
-
-func sampleCount(t *testing.T, g prometheus.Gatherer, name string) uint64 {
-	t.Helper()
-	fams, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, f := range fams {
-		if f.GetName() == name {
-			for _, s := range f.GetMetric() {
-				n += s.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return n
 }

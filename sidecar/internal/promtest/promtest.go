@@ -57,3 +57,21 @@ func HasLabel(m *dto.Metric, name, value string) bool {
 	}
 	return false
 }
+
+// HistogramCount is the number of observations of histogram name over every label set in reg.
+func HistogramCount(t testing.TB, reg prometheus.Gatherer, name string) uint64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, s := range f.GetMetric() {
+				n += s.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
+}
