@@ -98,28 +98,54 @@ func (c *Cluster) SetCatalog(id string, timeout time.Duration) error {
 		return nil
 	}
 	changes := c.v.setCatalog(c.now(), id)
-	leaving := c.v.leaving
 	c.mu.Unlock()
 	c.log.Info("gossip catalog identity set", zap.String("catalog", id))
 	c.logChanges(changes)
-	if c.ml == nil || leaving {
-		return nil
+	if err := c.publishMeta(timeout); err != nil {
+		return fmt.Errorf("gossiping catalog identity: %w", err)
 	}
-	b, err := c.selfMeta(id, false)
-	if err != nil {
-		return err
+	return nil
+}
+
+// publishMeta gossips this member's metadata as it is now, waiting up to
+// timeout for the update to go out. It reads the state under the life lock,
+// so two updates (catalog, offers) cannot publish out of order, and it never
+// overwrites Leave's metadata.
+func (c *Cluster) publishMeta(timeout time.Duration) error {
+	if c.ml == nil {
+		return nil
 	}
 	c.life.Lock()
 	defer c.life.Unlock()
 	c.mu.Lock()
-	leaving = c.v.leaving // Leave may have begun meanwhile: never overwrite its leaving metadata
+	catalog, leaving, offering := c.v.catalog, c.v.leaving, c.v.offering
 	c.mu.Unlock()
 	if c.down || leaving {
 		return nil
 	}
+	b, err := c.selfMeta(catalog, false, offering)
+	if err != nil {
+		return err
+	}
 	c.meta.Set(b)
-	if err := c.ml.UpdateNode(timeout); err != nil {
-		return fmt.Errorf("gossiping catalog identity: %w", err)
+	return c.ml.UpdateNode(timeout)
+}
+
+// SetBinOffers gossips whether this member, as a table owner, has bins on
+// offer (metadata "wo"), waiting up to timeout for the update to go out.
+// Workers ask only members that offer, so an owner sets it when a pass leaves
+// bins for workers and clears it when none are left. Setting the value it
+// already has does nothing. Without Config.BinWorker nothing is offered.
+func (c *Cluster) SetBinOffers(offering bool, timeout time.Duration) error {
+	c.mu.Lock()
+	if offering == c.v.offering || !c.cfg.BinWorker {
+		c.mu.Unlock()
+		return nil
+	}
+	c.v.offering = offering
+	c.mu.Unlock()
+	if err := c.publishMeta(timeout); err != nil {
+		return fmt.Errorf("gossiping bin offers: %w", err)
 	}
 	return nil
 }
@@ -190,7 +216,7 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	c.mu.Lock()
 	catalog := c.v.catalog
 	c.mu.Unlock()
-	b, err := c.selfMeta(catalog, true)
+	b, err := c.selfMeta(catalog, true, false)
 	if err != nil {
 		return fmt.Errorf("gossip leave: %w", err)
 	}
@@ -237,10 +263,14 @@ func (c *Cluster) Shutdown() error {
 }
 
 // selfMeta is the metadata this member gossips about itself.
-func (c *Cluster) selfMeta(catalog string, leaving bool) ([]byte, error) {
+func (c *Cluster) selfMeta(catalog string, leaving, offering bool) ([]byte, error) {
 	m := nodemeta.Meta{Roles: c.cfg.Roles, Version: c.cfg.Version, HTTPAddr: c.cfg.HTTPAddr, Catalog: catalog, Leaving: leaving}
 	if c.cfg.GroupCommit {
 		m.GroupCommit = nodemeta.GroupCommitVersion
+	}
+	if c.cfg.BinWorker {
+		m.BinWorker = nodemeta.BinLeaseVersion
+		m.BinOffers = offering && !leaving
 	}
 	return nodemeta.Encode(m, memberlist.MetaMaxSize)
 }

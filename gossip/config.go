@@ -129,6 +129,10 @@ type Config struct {
 	// metadata "gc"), so peers hand commits only to owners that take them.
 	GroupCommit bool
 
+	// BinWorker advertises that this process takes leased bins (member
+	// metadata "wk"), so owners know whether any worker could take theirs.
+	BinWorker bool
+
 	// Disabled runs no gossip at all: no port is bound, the process is the
 	// only member and owns every table when it has the maintenance role.
 	Disabled bool

@@ -136,5 +136,7 @@ func (c *Cluster) member(n *memberlist.Node, state string) Member {
 	}
 	m.Roles, m.Version, m.HTTPAddr, m.Catalog, m.Leaving = md.Roles, md.Version, md.HTTPAddr, md.Catalog, md.Leaving
 	m.GroupCommit = md.GroupCommit == nodemeta.GroupCommitVersion
+	m.BinWorker = md.BinWorker == nodemeta.BinLeaseVersion
+	m.BinOffers = md.BinOffers && m.BinWorker // offers of another protocol are not ours to take
 	return m
 }

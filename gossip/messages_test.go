@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"fmt"
 	"errors"
 	"net"
 	"strconv"
@@ -237,5 +238,61 @@ func TestGroupCommitMeta(t *testing.T) {
 	}
 	if nodemeta.GroupCommitVersion != 1 {
 		t.Fatal(`the group commit version changed: peers of the previous version read "gc" as not theirs`)
+	}
+}
+
+// TestBinLeaseMeta: "wk" and "wo" in the metadata round-trip to Member.BinWorker and
+// Member.BinOffers on peers; SetBinOffers reaches peers both ways; offers of a member that takes
+// no bins of this protocol read as none; a member without Config.BinWorker never offers.
+func TestBinLeaseMeta(t *testing.T) {
+	tc := startCluster(t, 2, func(name string, join ...string) Config {
+		c := fastConfig(name, join...)
+		c.BinWorker = len(join) == 0 // only the seed takes bins
+		return c
+	})
+	tc.waitConverged(tableNames(5), raceSlowdown*20*time.Second)
+	a, b := tc.members[0], tc.members[1]
+	seen := func(view *Cluster, name string) Member {
+		for _, m := range view.Members() {
+			if m.Name == name {
+				return m
+			}
+		}
+		return Member{}
+	}
+	if m := seen(b, a.Name()); !m.BinWorker || m.BinOffers {
+		t.Fatalf("%s sees %+v, want a worker without offers", b.Name(), m)
+	}
+	if m := seen(a, b.Name()); m.BinWorker {
+		t.Fatalf("%s sees %+v, want no worker", a.Name(), m)
+	}
+	for _, on := range []bool{true, false} {
+		if err := a.SetBinOffers(on, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("%s to see offers %v", b.Name(), on), func() bool { return seen(b, a.Name()).BinOffers == on })
+	}
+	if err := b.SetBinOffers(true, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(raceSlowdown * time.Second)
+	if seen(a, b.Name()).BinOffers {
+		t.Fatalf("%s offers bins without taking part in bin leases", b.Name())
+	}
+	for meta, want := range map[string][2]bool{
+		`{"v":1,"roles":["maintenance"],"gc":1}`:                 {false, false},
+		`{"v":1,"roles":["maintenance"],"wk":1}`:                 {true, false},
+		`{"v":1,"roles":["maintenance"],"wk":1,"wo":true}`:       {true, true},
+		`{"v":1,"roles":["maintenance"],"wk":2,"wo":true}`:       {false, false},
+		`{"v":1,"roles":["maintenance"],"wo":true}`:              {false, false},
+		`{"v":2,"roles":["maintenance"],"wk":1,"wo":true,"z":1}`: {true, true},
+	} {
+		m := a.member(&memberlist.Node{Name: "old", Meta: []byte(meta)}, StateAlive)
+		if got := [2]bool{m.BinWorker, m.BinOffers}; got != want || len(m.Roles) == 0 {
+			t.Errorf("%s: %+v, want BinWorker, BinOffers %v", meta, m, want)
+		}
+	}
+	if nodemeta.BinLeaseVersion != 1 {
+		t.Fatal(`the bin-lease version changed: peers of the previous version read "wk" as not theirs`)
 	}
 }

@@ -26,7 +26,7 @@ func Start(cfg Config, log *zap.Logger) (*Cluster, error) {
 	log = log.Named("gossip")
 	keys := cfg.Keys
 	c := newCluster(cfg, log)
-	metaBytes, err := c.selfMeta(cfg.Catalog, false)
+	metaBytes, err := c.selfMeta(cfg.Catalog, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func newCluster(cfg Config, log *zap.Logger) *Cluster {
 		},
 	}
 	self := Member{Name: cfg.NodeName, State: StateAlive, Roles: cfg.Roles, Version: cfg.Version, HTTPAddr: cfg.HTTPAddr,
-		Catalog: cfg.Catalog, GroupCommit: cfg.GroupCommit}
+		Catalog: cfg.Catalog, GroupCommit: cfg.GroupCommit, BinWorker: cfg.BinWorker}
 	standalone := cfg.Disabled || len(cfg.Join) == 0
 	c.v = newView(self, cfg.SettlePeriod, standalone, !standalone, c.now())
 	return c

@@ -39,6 +39,10 @@ type Member struct {
 	// GroupCommit: the member runs a group committer (Config.GroupCommit);
 	// members of older versions read as false, so nothing is handed to them.
 	GroupCommit bool `json:"group_commit,omitempty"`
+	// BinWorker: the member takes leased bins (Config.BinWorker) of this
+	// version's protocol; BinOffers: it has bins on offer (SetBinOffers).
+	BinWorker bool `json:"bin_worker,omitempty"`
+	BinOffers bool `json:"bin_offers,omitempty"`
 }
 
 // Lease is the ownership of one table in this process's view.
@@ -88,6 +92,8 @@ type view struct {
 	// leaving is set by Leave: the process stops owning at once, before
 	// its departure reaches the others.
 	leaving bool
+	// offering is what SetBinOffers last set: this member's "wo" metadata.
+	offering bool
 	// joinPending is true until the first attempt to join the configured
 	// peers has finished: until then the view is known to be incomplete,
 	// and settle periods count from the end of that attempt (joinedAt).

@@ -35,7 +35,16 @@ type Meta struct {
 	// flag so a later protocol can be told apart. Peers hand commits only to
 	// a committer of their own version (else they commit directly: safe).
 	GroupCommit int `json:"gc,omitempty"`
+	// BinWorker is the version of the bin-lease protocol (docs/design/bin-leases.md) the member
+	// takes bins of as a worker, 0 or absent when it takes none.
+	BinWorker int `json:"wk,omitempty"`
+	// BinOffers is set while the member, as a table owner, has bins on offer: workers ask only
+	// such members for work.
+	BinOffers bool `json:"wo,omitempty"`
 }
+
+// BinLeaseVersion is the bin-lease protocol this version speaks.
+const BinLeaseVersion = 1
 
 // GroupCommitVersion is the group commit protocol this version speaks.
 const GroupCommitVersion = 1
