@@ -12,7 +12,7 @@ import (
 // gcRow reads a group commit row's cells: committer, queue, last commit, complete through, live
 // streams, pods heard (markup removed, spaces collapsed).
 var gcRow = regexp.MustCompile(`(?s)<tr class="gc-table" data-table="([^"]*)">.*?<td class="gc-committer"[^>]*>(.*?)</td>\s*` +
-	`<td class="n gc-queue[^"]*">(.*?)</td>\s*<td class="gc-last[^"]*">(.*?)</td>\s*<td class="gc-through[^"]*">(.*?)</td>\s*` +
+	`<td class="n gc-queue[^"]*"[^>]*>(.*?)</td>\s*<td class="gc-last[^"]*">(.*?)</td>\s*<td class="gc-through[^"]*">(.*?)</td>\s*` +
 	`<td class="n gc-live[^"]*">(.*?)</td>\s*<td class="gc-heard[^"]*">(.*?)</td>\s*</tr>`)
 
 var markup = regexp.MustCompile(`<[^>]*>`)

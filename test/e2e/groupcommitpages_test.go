@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -157,6 +158,8 @@ func TestGroupCommitPagesInChromium(t *testing.T) {
 			len(g.Pod.Outstanding) == 0 && !strings.Contains(dom, "This pod waits on no hand-off.") {
 			t.Errorf("%s: %d hand-offs on the page, %d in /debug/status", m.name, rows, len(g.Pod.Outstanding))
 		}
-		t.Logf("%s: events %q", m.name, ev)
+		shot := filepath.Join(testenv.ArtifactDir(t), m.name+"-status.png")
+		browser.Screenshot("http://"+m.httpAddr+"/status", shot, 1280, 1000)
+		t.Logf("%s: events %q; screenshot %s", m.name, ev, shot)
 	}
 }
