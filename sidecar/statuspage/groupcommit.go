@@ -66,3 +66,17 @@ func fallbacks(p *commit.ClientStatus) []fallback {
 	sort.Slice(out, func(i, j int) bool { return out[i].Reason < out[j].Reason })
 	return out
 }
+
+// groupRowOf is table's row of the group commit section; ok is false when group commit is off or
+// was not published.
+func groupRowOf(r Report, table string) (groupRow, bool) {
+	if r.GroupCommit == nil || !r.GroupCommit.Enabled {
+		return groupRow{}, false
+	}
+	for _, row := range groupRows(r) {
+		if row.Table == table {
+			return row, true
+		}
+	}
+	return groupRow{}, false
+}

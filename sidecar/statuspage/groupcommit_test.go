@@ -119,3 +119,29 @@ func TestIndexGroupCommitOffAndIdle(t *testing.T) {
 		t.Errorf("no report, yet a section")
 	}
 }
+
+// TestTablePageShowsGroupCommit: a table's page has a group commit card: on the committer its
+// queue, live streams, last commit and watermark; elsewhere the committer's name. Off, none.
+func TestTablePageShowsGroupCommit(t *testing.T) {
+	now := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	r := groupCommitReport(now)
+	card := regexp.MustCompile(`(?s)<div class="card" id="table-group-commit">(.*?)</div></div>`)
+	for table, want := range map[string]string{
+		"events": "Group commit pod-a here 3 req · 2.0 KiB queued · 12 live streams · last committed 2s ago · complete through 2026-12-04 02:59:40Z",
+		"audit":  "Group commit pod-b committer · overview",
+		"lonely": "Group commit no committer known committer · overview",
+	} {
+		var b strings.Builder
+		if err := tablePage(&b, r, table); err != nil {
+			t.Fatal(err)
+		}
+		if m := card.FindStringSubmatch(b.String()); m == nil || text(m[1]) != want {
+			t.Errorf("%s: group commit card %q, want %q", table, m, want)
+		}
+	}
+	r.GroupCommit = &GroupCommit{DisabledReason: "off"}
+	var b strings.Builder
+	if err := tablePage(&b, r, "events"); err != nil || strings.Contains(b.String(), "table-group-commit") {
+		t.Errorf("group commit off, yet a card on the table page (%v)", err)
+	}
+}

@@ -135,6 +135,13 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"dur":       func(s float64) string { return time.Duration(s * float64(time.Second)).String() },
 	"committed": func(outcome string) bool { return outcome == commit.CommitCommitted },
 	"groupRows": groupRows,
+	// groupRow is a table's group commit row for its page, nil when group commit is off.
+	"groupRow": func(r Report, table string) *groupRow {
+		if row, ok := groupRowOf(r, table); ok {
+			return &row
+		}
+		return nil
+	},
 	"fallbacks": fallbacks,
 }).ParseFS(templateFS, "templates/*.html"))
 
