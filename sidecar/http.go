@@ -145,5 +145,9 @@ func PageReport(r StatusReport) statuspage.Report {
 	for _, e := range r.Errors {
 		out.Errors = append(out.Errors, statuspage.Error{Time: e.Time, Stage: e.Stage, Table: e.Table, Message: e.Message})
 	}
+	if g := r.GroupCommit; g != nil {
+		out.GroupCommit = &statuspage.GroupCommit{Enabled: g.Enabled, DisabledReason: g.DisabledReason,
+			IntervalSeconds: g.IntervalSeconds, Pod: g.Pod, Committer: g.Committer}
+	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -341,7 +342,14 @@ func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second))
 
 // Options lists every option a `siglake compactor` accepts, in documentation order.
 func Options() []Option {
-	return append([]Option{
+	return slices.Concat(placeOptions(), drainOptions(), compactionOptions(), cleanupOptions(), gossipOptions(),
+		processOptions(), bufferOptions(), groupCommitOptions())
+}
+
+// placeOptions are the options of the role and of where things are: the WAL, the catalog, the
+// warehouse and its S3 store, the HTTP listener.
+func placeOptions() []Option {
+	return []Option{
 		{"role", "SIGLAKE_COMPACTOR_ROLE", "all", "compactor.role",
 			"Which loops run: `all`, `drain` (never runs maintenance) or `maintenance`.",
 			func(c *Config, v string) error {
@@ -402,6 +410,13 @@ func Options() []Option {
 		{"s3-path-style", "SIGLAKE_S3_PATH_STYLE", "true", "warehouse.s3.pathStyle",
 			"Path-style S3 addressing (most S3-compatible servers need it).",
 			setBool(func(c *Config) *bool { return &c.S3PathStyle })},
+	}
+}
+
+// drainOptions are the options of the drain: batching, segment limits, claims and how its outputs
+// are cut.
+func drainOptions() []Option {
+	return []Option{
 		{"commit-batch-target-mb", "SIGLAKE_COMMIT_BATCH_TARGET_MB", "32", "commitBatch.targetMb",
 			"Drain batches sealed segments per table until their size reaches this many MiB; 0 commits every segment on its own.",
 			func(c *Config, v string) error {
@@ -440,14 +455,7 @@ func Options() []Option {
 			}},
 		{"target-file-mb", "SIGLAKE_TARGET_FILE_MB", "256", "",
 			"Output files split (only where the timestamp changes) once they reach this many MiB.",
-			func(c *Config, v string) error {
-				n, err := parseNonNegInt(v)
-				if err == nil && n == 0 {
-					err = fmt.Errorf("accepted: a whole number of MiB above 0")
-				}
-				c.TargetFileBytes = int64(n) << 20
-				return err
-			}},
+			setPosScaled(func(c *Config) *int64 { return &c.TargetFileBytes }, 20, "MiB")},
 		{"split-sparse", "SIGLAKE_COMPACTOR_SPLIT_SPARSE", strconv.FormatFloat(density.DefaultSplitSparse, 'g', -1, 64), "compactor.splitSparse",
 			"Drain and rewrite outputs are also cut where the row density falls below this fraction of the median density (late rows get files of their own, named late and planned as a stream of their own, docs/compaction.md); 0 cuts by size only, names no new file late and plans one stream.",
 			func(c *Config, v string) error {
@@ -458,6 +466,13 @@ func Options() []Option {
 				c.SplitSparse = f
 				return nil
 			}},
+	}
+}
+
+// compactionOptions are the options of maintenance rewrites: the planner's triggers, expiry,
+// indexes and the merges' memory.
+func compactionOptions() []Option {
+	return []Option{
 		{"recluster-interval-secs", "SIGLAKE_RECLUSTER_INTERVAL_SECS", seconds(planDefaults.ReclusterInterval), "compactor.reclusterIntervalSecs",
 			"Maintenance tick for file rewrites; 0 disables file rewrites but keeps the other maintenance (it does not make the process drain-only).",
 			setSeconds(func(c *Config) *time.Duration { return &c.ReclusterInterval })},
@@ -510,28 +525,13 @@ func Options() []Option {
 			setBool(func(c *Config) *bool { return &c.IndexRebuild })},
 		{"merge-memory-bytes", "SIGLAKE_MERGE_MEMORY_BYTES", "0", "",
 			"Decoded-memory budget for merges in bytes; 0 derives it from GOMEMLIMIT or the container memory limit.",
-			func(c *Config, v string) error {
-				n, err := parseNonNegInt(v)
-				c.MergeMemoryBytes = int64(n)
-				return err
-			}},
+			setInt64(func(c *Config) *int64 { return &c.MergeMemoryBytes })},
 		{"memory-budget-bytes", "SIGLAKE_MEMORY_BUDGET_BYTES", "0", "",
 			"Process memory budget in bytes that drain batches, merges, index rebuilds and the WAL buffer take their shares of (a loop waits rather than exceed it); 0 is 0.6 of GOMEMLIMIT or the container memory limit, 1 GiB without either.",
-			func(c *Config, v string) error {
-				n, err := parseNonNegInt(v)
-				c.MemoryBudgetBytes = int64(n)
-				return err
-			}},
+			setInt64(func(c *Config) *int64 { return &c.MemoryBudgetBytes })},
 		{"merge-chunk-rows", "SIGLAKE_MERGE_CHUNK_ROWS", strconv.Itoa(merge.DefaultChunkRows), "",
 			"Rows the page-bounded merge decodes at a time; its decoded memory is about this many rows whatever the input size.",
-			func(c *Config, v string) error {
-				n, err := parseNonNegInt(v)
-				if err == nil && n == 0 {
-					err = fmt.Errorf("accepted: a whole number of rows above 0")
-				}
-				c.MergeChunkRows = int64(n)
-				return err
-			}},
+			setPosScaled(func(c *Config) *int64 { return &c.MergeChunkRows }, 0, "rows")},
 		{"merge-splice-min-rows", "SIGLAKE_MERGE_SPLICE_MIN_ROWS", strconv.Itoa(merge.DefaultSpliceMinRows), "",
 			"Smallest row group the splice merge copies without re-encoding (smaller ones are re-encoded with the rows around them); 0 turns the splice path off.",
 			func(c *Config, v string) error {
@@ -545,6 +545,13 @@ func Options() []Option {
 		{"merge-splice-verify", "SIGLAKE_MERGE_SPLICE_VERIFY", "true", "",
 			"Read the pages of every row group the splice merge copies from an input without chunk checksums (another writer's file; headers parsed, data decompressed, value counts checked), so damaged input fails the rewrite instead of being copied on; off saves about half the splice's CPU on such inputs. Checksums (`siglake.chunkcrc.v1`, in siglake's files) are checked either way.",
 			setBool(func(c *Config) *bool { return &c.MergeSpliceVerify })},
+	}
+}
+
+// cleanupOptions are the options of delete tasks, files set aside after failures, retention and
+// folding.
+func cleanupOptions() []Option {
+	return []Option{
 		{"delete-tasks", "SIGLAKE_DELETE_TASKS", "true", "compactor.deleteTasks",
 			"Idle-cycle delete-task sweep over owned tables; 0/off/false/no disables it. Requests are still recorded, and `siglake delete-sweep --apply` still executes them.",
 			setBool(func(c *Config) *bool { return &c.DeleteTasks })},
@@ -560,14 +567,7 @@ func Options() []Option {
 			setPosInt(func(c *Config) *int { return &c.DeleteSweepMaxFiles })},
 		{"delete-sweep-max-mb", "SIGLAKE_DELETE_SWEEP_MAX_MB", "1024", "",
 			"Most MiB of candidate files one delete sweep of a table examines (at least one file is always examined).",
-			func(c *Config, v string) error {
-				n, err := parseNonNegInt(v)
-				if err == nil && n == 0 {
-					err = fmt.Errorf("accepted: a whole number of MiB above 0")
-				}
-				c.DeleteSweepMaxBytes = int64(n) << 20
-				return err
-			}},
+			setPosScaled(func(c *Config) *int64 { return &c.DeleteSweepMaxBytes }, 20, "MiB")},
 		{"compactor-skip-after-failures", "SIGLAKE_COMPACTOR_SKIP_AFTER_FAILURES", "3", "",
 			"Permanent rewrite failures blamed on one input file (corrupt, truncated, missing, unreadable) before it is set aside: recorded in the table's properties and left out of planning until `siglake skipped clear` (docs/operations.md).",
 			setPosInt(func(c *Config) *int { return &c.SkipAfterFailures })},
@@ -599,20 +599,19 @@ func Options() []Option {
 			setPosInt(func(c *Config) *int { return &c.RetentionMaxFiles })},
 		{"retention-max-mb", "SIGLAKE_RETENTION_MAX_MB", "1024", "",
 			"Most MiB of files one retention run of a table rewrites (at least one file is always rewritten).",
-			func(c *Config, v string) error {
-				n, err := parseNonNegInt(v)
-				if err == nil && n == 0 {
-					err = fmt.Errorf("accepted: a whole number of MiB above 0")
-				}
-				c.RetentionMaxBytes = int64(n) << 20
-				return err
-			}},
+			setPosScaled(func(c *Config) *int64 { return &c.RetentionMaxBytes }, 20, "MiB")},
 		{"fold-max-groups", "SIGLAKE_FOLD_MAX_GROUPS", "262144", "",
 			"Most groups (key values of one time bucket) a fold of a rollup table holds before it writes them out as partial rows, which a later fold folds again (docs/folding.md).",
 			setPosInt(func(c *Config) *int { return &c.FoldMaxGroups })},
 		{"fold-min-files", "SIGLAKE_FOLD_MIN_FILES", "8", "",
 			"Unfolded files (drain output, late rows) of one partition of a rollup table at which maintenance folds them; coarsening to a tier does not wait for it.",
 			setPosInt(func(c *Config) *int { return &c.FoldMinFiles })},
+	}
+}
+
+// gossipOptions are the options of gossip membership and failure detection.
+func gossipOptions() []Option {
+	return []Option{
 		{"node-name", "SIGLAKE_NODE_NAME", "", "",
 			"Gossip member name; empty uses the hostname (the pod name on Kubernetes).",
 			setString(func(c *Config) *string { return &c.NodeName })},
@@ -659,6 +658,13 @@ func Options() []Option {
 		{"gossip-suspicion-mult", "SIGLAKE_GOSSIP_SUSPICION_MULT", "4", "",
 			"Scales how long a suspected member may refute the suspicion before it is declared dead.",
 			setPosInt(func(c *Config) *int { return &c.GossipSuspicionMult })},
+	}
+}
+
+// processOptions are the options of logging and the deadlines of shutdown and of each catalog
+// commit.
+func processOptions() []Option {
+	return []Option{
 		{"log-format", "SIGLAKE_LOG_FORMAT", "auto", "",
 			"Log encoding: `json`, `console`, or `auto` (console on a terminal, JSON otherwise).",
 			func(c *Config, v string) error {
@@ -685,6 +691,12 @@ func Options() []Option {
 		{"commit-timeout", "SIGLAKE_COMMIT_TIMEOUT", "2m", "compactor.commitTimeout",
 			"Deadline of each catalog commit attempt (drain appends, rewrites, property updates), at least 5s: past it the attempt is abandoned as of unknown outcome (its files kept, the stream mark re-read) and retried; slow commits are logged at half of it. gc's floor must stay at least 12 times it (docs/gc.md).",
 			setDuration(func(c *Config) *time.Duration { return &c.CommitTimeout }, true)},
+	}
+}
+
+// bufferOptions are the options of the WAL buffer read API and its credentials.
+func bufferOptions() []Option {
+	return []Option{
 		{"buffer-addr", "SIGLAKE_BUFFER_ADDR", "", "compactor.walBuffer.enabled",
 			"Listen address (host:port; a bare port listens on loopback) of the WAL buffer read API, its own listener: sealed rows not yet committed, as Arrow IPC (docs/wal-buffer.md). Empty turns it off.",
 			func(c *Config, v string) error {
@@ -700,21 +712,10 @@ func Options() []Option {
 			setPosInt(func(c *Config) *int { return &c.BufferMaxReaders })},
 		{"buffer-memory-bytes", "SIGLAKE_BUFFER_MEMORY_BYTES", "0", "",
 			"Memory the WAL buffer's reads share (each holds at most its share of segment file and decoded rows; a segment beyond it gets 413); 0 is a quarter of the merge budget.",
-			func(c *Config, v string) error {
-				n, err := parseNonNegInt(v)
-				c.BufferMemoryBytes = int64(n)
-				return err
-			}},
+			setInt64(func(c *Config) *int64 { return &c.BufferMemoryBytes })},
 		{"buffer-max-response-mb", "SIGLAKE_BUFFER_MAX_RESPONSE_MB", "256", "",
 			"A WAL buffer answer ends at a segment boundary after this many MiB of segments (or 256 segments) and says where the next page starts.",
-			func(c *Config, v string) error {
-				n, err := parseNonNegInt(v)
-				if err == nil && n == 0 {
-					err = fmt.Errorf("accepted: a whole number of MiB above 0")
-				}
-				c.BufferMaxResponseBytes = int64(n) << 20
-				return err
-			}},
+			setPosScaled(func(c *Config) *int64 { return &c.BufferMaxResponseBytes }, 20, "MiB")},
 		{"buffer-token-file", "SIGLAKE_BUFFER_TOKEN_FILE", "", "compactor.walBuffer.tokenSecret.name",
 			"File of bearer tokens the WAL buffer accepts (mount it from a Secret), one per line, each at least 16 printable characters; every line is accepted and the file is re-read when it changes, so a rotation (add the new token, move readers to it, remove the old) needs no restart. Readers (siglake tail) send its first line. Without TLS the token crosses the network in clear (docs/wal-buffer.md). Empty: no token, which only a loopback --buffer-addr (or a client CA) allows.",
 			setString(func(c *Config) *string { return &c.BufferTokenFile })},
@@ -733,7 +734,7 @@ func Options() []Option {
 		{"buffer-insecure-no-auth", "SIGLAKE_BUFFER_INSECURE_NO_AUTH", "false", "compactor.walBuffer.insecureNoAuth",
 			"Let a --buffer-addr beyond loopback serve without a token file or client CA: anyone who reaches the port reads the log rows. For test setups only; a warning at start.",
 			setBool(func(c *Config) *bool { return &c.BufferInsecureNoAuth })},
-	}, groupCommitOptions()...)
+	}
 }
 
 // ConfigError names the option, both its spellings, the bad value and what is accepted.
@@ -1022,6 +1023,28 @@ func setPosInt(field func(*Config) *int) func(*Config, string) error {
 			return fmt.Errorf("accepted: a whole number >= 1")
 		}
 		*field(c) = n
+		return err
+	}
+}
+
+// setInt64 reads a whole number >= 0 (bytes).
+func setInt64(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseNonNegInt(v)
+		*field(c) = int64(n)
+		return err
+	}
+}
+
+// setPosScaled reads a whole number of unit above 0 and stores it shifted left by shift (20: MiB
+// to bytes).
+func setPosScaled(field func(*Config) *int64, shift uint, unit string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseNonNegInt(v)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("accepted: a whole number of %s above 0", unit)
+		}
+		*field(c) = int64(n) << shift
 		return err
 	}
 }

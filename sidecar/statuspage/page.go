@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/maintain"
@@ -44,6 +45,8 @@ type Report struct {
 	// UncleanStop is set when this start found batches the previous run left in flight (it was
 	// killed mid-batch).
 	UncleanStop *drain.UncleanStop
+	// GroupCommit is nil until the process published it.
+	GroupCommit *GroupCommit
 }
 
 // Table is one table's state.
@@ -128,6 +131,18 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return m
 	},
 	"since": func(t, now time.Time) string { return now.Sub(t).Round(time.Second).String() },
+	// dur shows seconds that may be a fraction (an interval of 100ms) as a Go duration.
+	"dur":       func(s float64) string { return time.Duration(s * float64(time.Second)).String() },
+	"committed": func(outcome string) bool { return outcome == commit.CommitCommitted },
+	"groupRows": groupRows,
+	// groupRow is a table's group commit row for its page, nil when group commit is off.
+	"groupRow": func(r Report, table string) *groupRow {
+		if row, ok := groupRowOf(r, table); ok {
+			return &row
+		}
+		return nil
+	},
+	"fallbacks": fallbacks,
 }).ParseFS(templateFS, "templates/*.html"))
 
 func fmtTime(t time.Time) string {

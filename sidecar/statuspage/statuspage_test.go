@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/drain"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -126,6 +127,11 @@ func TestPagesEscapeHostileValues(t *testing.T) {
 				LastPass: &maintain.PassReport{Time: t0, Decision: evil, Bins: []maintain.BinReport{{Kind: evil, Partition: evil, Reason: evil, Result: evil}}, Skipped: []string{evil}}},
 			Deletes:   &sweep.State{CancelPeriod: evil, Pending: []sweep.PendingRequest{{ID: evil, Table: evil, State: evil, CreatedAt: t0, ExecuteAt: now}}},
 			Retention: &retention.State{Policy: evil, Invalid: evil, Pending: []retention.PendingView{{ID: evil, Waiting: evil}}}}},
+		GroupCommit: &GroupCommit{Enabled: true, IntervalSeconds: 1,
+			Committer: &commit.CommitterStatus{Tables: []commit.CommitterTable{{Table: evil, Members: []commit.MemberHeard{{Name: evil}},
+				LastCommit: &commit.LastCommit{Time: t0, Outcome: evil}}, {Table: evil + "2"}}},
+			Pod: &commit.ClientStatus{Fallbacks: map[string]int64{evil: 1},
+				Outstanding: []commit.Outstanding{{ID: evil, Table: evil, Stream: evil, First: evil, Last: evil, To: evil, Since: t0, LastAnswer: evil}}}},
 	}
 	pages := map[string]func(io.Writer) error{
 		"index":     func(w io.Writer) error { return Index(w, r) },
@@ -150,6 +156,19 @@ func TestPagesEscapeHostileValues(t *testing.T) {
 		if strings.Contains(page, "<script") {
 			t.Errorf("%s page has a script element: the pages need no JavaScript", name)
 		}
+	}
+	// The group commit section shows every value above as text, once escaped: two rows' table and
+	// committer (this node), the outcome, the pod heard, the fallback's reason and the hand-off's
+	// id, table, stream, range ends, member and answer.
+	index := indexPage(t, r)
+	section := index[strings.Index(index, `<div id="group-commit"`):strings.Index(index, "<h2>Recent errors")]
+	if got := strings.Count(text(section), evil); got != 14 {
+		t.Errorf("the group commit section shows the hostile value %d times, want 14:\n%s", got, section)
+	}
+	off := r
+	off.GroupCommit = &GroupCommit{DisabledReason: evil}
+	if page := indexPage(t, off); strings.Contains(page, "<script") || !strings.Contains(page, `<span id="group-commit-off">&lt;script&gt;`) {
+		t.Errorf("the reason group commit is off is not shown as text")
 	}
 	var b bytes.Buffer
 	if err := tablePage(&b, r, evil); err != nil {

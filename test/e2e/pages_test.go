@@ -151,6 +151,10 @@ func TestStatusPagesInChromium(t *testing.T) {
 		if strings.Join(names, ",") != strings.Join(want, ",") {
 			t.Errorf("%s lists tables %v; /debug/status has %v", path, names, want)
 		}
+		// Group commit is off (gossip without a key): the section gives /debug/status's reason.
+		if g := rep.GroupCommit; g == nil || g.Enabled || !strings.Contains(index, `<span id="group-commit-off">`+g.DisabledReason+`</span>`) {
+			t.Errorf("%s does not show why group commit is off; /debug/status: %+v", path, g)
+		}
 		for _, link := range []string{`href="/metrics"`, `href="/debug/status"`, `href="/status/ring"`, `href="/status/deletions"`, `href="/status/table/events"`} {
 			if !strings.Contains(index, link) {
 				t.Errorf("%s has no link %s", path, link)
