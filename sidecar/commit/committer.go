@@ -159,13 +159,13 @@ func (c *Committer) owner(table string) (bool, string) {
 
 // receive is the transport's handler of requests: the queue's receive rules, the answer, and a
 // wake-up of the table's loop. It never blocks.
-func (c *Committer) receive(_ string, msg []byte) {
+func (c *Committer) receive(from string, msg []byte) {
 	q := c.queue()
 	if q == nil {
 		return
 	}
 	now := c.cfg.Now()
-	v := q.Receive(msg, now)
+	v := q.Receive(from, msg, now)
 	if v.Reason != "" {
 		c.cfg.Observer.Refused(v.Reason)
 	}

@@ -99,16 +99,29 @@ func NewQueue(cfg QueueConfig) *Queue {
 	return &Queue{cfg: cfg, tables: map[string][]Queued{}, files: map[string]int{}, byID: map[string]string{}}
 }
 
-// Receive applies the receive rules to one request message, in order: invalid, an
-// unauthenticated transport or another catalog -> done refused (the pod commits directly); a
-// table this process does not own -> not_owner; a heartbeat -> nothing queued; an id already
-// queued -> its From updated, ack; the caps reached -> busy; else queued -> ack. A heartbeat is
-// never answered, whatever the rule (its Reason still says which). now is the caller's clock
-// (time.Now: its monotonic reading measures the request's age).
-func (q *Queue) Receive(msg []byte, now time.Time) Verdict {
+// Receive applies the receive rules to one request message from sender, the member the
+// transport's authenticated envelope names, in order: invalid (a From other than sender
+// included), an unauthenticated transport or another catalog -> done refused (the pod commits
+// directly); a table this process does not own -> not_owner; a heartbeat -> nothing queued; an id
+// already queued -> its From updated, ack; the caps reached -> busy; else queued -> ack. Answers
+// go to sender, never to a member the message names: one member must not make the committer
+// send answers to another. A heartbeat is never answered, whatever the rule (its Reason still
+// says which). now is the caller's clock (time.Now: its monotonic reading measures the request's
+// age).
+func (q *Queue) Receive(sender string, msg []byte, now time.Time) Verdict {
 	r, err := DecodeRequest(msg)
 	if err != nil {
-		return q.invalid(msg, err)
+		return q.invalid(sender, msg, err)
+	}
+	if r.From != sender {
+		v := Verdict{To: sender, Request: r, Reason: ReasonInvalid,
+			Err: fmt.Errorf("request from %s claims to be from %s", quote(sender), quote(r.From))}
+		v.Answer = answer(r, KindDone)
+		v.Answer.Outcome, v.Answer.Error = OutcomeRefused, fmt.Sprintf("from %s is not the sender %s", quote(r.From), quote(sender))
+		if r.Heartbeat() {
+			v.To, v.Answer = "", Answer{}
+		}
+		return v
 	}
 	v := q.receive(r, len(msg), now)
 	if r.Heartbeat() {
@@ -144,15 +157,15 @@ func (q *Queue) receive(r Request, size int, now time.Time) Verdict {
 	return q.enqueue(v, size, now)
 }
 
-// invalid refuses a message that did not decode, answering its sender when the message names one
-// (an answer carries only names that are valid).
-func (q *Queue) invalid(msg []byte, err error) Verdict {
+// invalid refuses a message that did not decode, answering sender when the message names the
+// batch (an answer carries only names that are valid).
+func (q *Queue) invalid(sender string, msg []byte, err error) Verdict {
 	r := partial(msg)
 	v := Verdict{Reason: ReasonInvalid, Err: err}
-	if r.From == "" || len(r.From) > maxNameBytes || !idRe.MatchString(r.ID) {
+	if sender == "" || !idRe.MatchString(r.ID) {
 		return v
 	}
-	v.To = r.From
+	v.To = sender
 	v.Answer = Answer{V: Version, ID: r.ID, Kind: KindDone, Outcome: OutcomeRefused, Error: err.Error()}
 	if localwal.ValidTable(r.Table) {
 		v.Answer.Table = r.Table
@@ -163,7 +176,8 @@ func (q *Queue) invalid(msg []byte, err error) Verdict {
 	return v
 }
 
-// partial reads what it can of a request that did not validate: who sent it, and which batch.
+// partial reads what it can of a request that did not validate: who it says sent it, and which
+// batch.
 func partial(msg []byte) (r Request) {
 	if len(msg) == 0 || msg[0] != KindRequest || len(msg) > MaxMessageBytes {
 		return r
