@@ -105,7 +105,11 @@ type CommitterConfig struct {
 	Retry         lake.Retry
 	// Props adds table properties to every group commit (manifest merge, stream last-seen, mark
 	// pruning, the watermark), composed by the process; nil adds none.
-	Props    func(t *table.Table, in []lake.GroupItem, now time.Time) (set iceberg.Properties, remove []string)
+	Props func(t *table.Table, in []lake.GroupItem, now time.Time) (set iceberg.Properties, remove []string)
+	// Landed, if set, is told after a group commit of table landed: the properties of its last
+	// attempt's Props are in the table (a failed commit, or one whose outcome is unknown, is not
+	// told, so a periodic prune it carried is tried again).
+	Landed   func(table string)
 	Observer Observer
 	Now      func() time.Time
 }

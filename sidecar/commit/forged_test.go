@@ -9,7 +9,9 @@ import (
 )
 
 // recvAs receives msg from the member it claims to come from, as an honest pod sends it.
-func recvAs(q *Queue, msg []byte, now time.Time) Verdict { return q.Receive(partial(msg).From, msg, now) }
+func recvAs(q *Queue, msg []byte, now time.Time) Verdict {
+	return q.Receive(partial(msg).From, msg, now)
+}
 
 // TestForgedFromRefused: a request whose From is not the member the transport's envelope names
 // is refused, answered to the envelope's sender only, and counted; nothing of it is queued.

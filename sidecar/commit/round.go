@@ -67,6 +67,9 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 	}
 	if last.Streams > 0 {
 		c.cfg.Observer.Committed(name, last.Streams, waits, end.Sub(start))
+		if c.cfg.Landed != nil {
+			c.cfg.Landed(name)
+		}
 	}
 	c.mu.Lock()
 	if o := c.owned[name]; o != nil {
