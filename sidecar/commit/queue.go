@@ -3,6 +3,8 @@ package commit
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,6 +88,7 @@ type Queue struct {
 	byID   map[string]string // request id -> table
 	count  int
 	bytes  int
+	closed bool // the committer stopped: every request is answered not_owner
 }
 
 // NewQueue returns an empty queue.
@@ -145,16 +148,21 @@ func (q *Queue) receive(r Request, size int, now time.Time) Verdict {
 	if r.Catalog != q.cfg.Catalog {
 		return refuse(ReasonCatalog, fmt.Sprintf("catalog %s, this committer's is %s", quote(r.Catalog), q.cfg.Catalog))
 	}
-	if owns, owner := q.cfg.Owner(r.Table); !owns {
-		v.Reason = ReasonNotOwner
-		v.Answer = answer(r, KindNotOwner)
-		v.Answer.Owner = owner
-		return v
+	if owns, owner := q.cfg.Owner(r.Table); !owns || q.Closed() {
+		return notOwner(v, owner)
 	}
 	if r.Heartbeat() {
 		return v
 	}
 	return q.enqueue(v, size, now)
+}
+
+// notOwner is v answered not_owner, naming owner (empty when this process knows no other).
+func notOwner(v Verdict, owner string) Verdict {
+	v.Reason = ReasonNotOwner
+	v.Answer = answer(v.Request, KindNotOwner)
+	v.Answer.Owner = owner
+	return v
 }
 
 // invalid refuses a message that did not decode, answering sender when the message names the
@@ -195,6 +203,9 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 	r := v.Request
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.closed { // closed since the owner check: Close has taken what it will answer
+		return notOwner(v, "")
+	}
 	if table, ok := q.byID[r.ID]; ok {
 		for i, e := range q.tables[table] {
 			if e.Request.ID != r.ID {
@@ -293,6 +304,29 @@ func (q *Queue) Remove(table string, ids ...string) {
 	q.tables[table] = kept
 }
 
+// Close empties the queue and returns what it held, table by table in arrival order: the
+// committer stopped and answers them not_owner, so their pods ask the next owner at once instead
+// of waiting out an answer timeout. From then on every request is answered not_owner.
+func (q *Queue) Close() []Queued {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	var out []Queued
+	for _, table := range sortedKeys(q.tables) {
+		out = append(out, q.tables[table]...)
+	}
+	q.tables, q.files, q.byID = map[string][]Queued{}, map[string]int{}, map[string]string{}
+	q.count, q.bytes = 0, 0
+	return out
+}
+
+// Closed reports whether Close was called.
+func (q *Queue) Closed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
 // Stats is a table's queue at one moment.
 type Stats struct {
 	Requests, Files, Bytes int
@@ -328,3 +362,5 @@ func (q *Queue) Totals() (requests, bytes int) {
 	defer q.mu.Unlock()
 	return q.count, q.bytes
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
