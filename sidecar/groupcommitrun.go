@@ -14,6 +14,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
+	"github.com/siglake/siglake/sidecar/membudget"
 )
 
 // advertisesGroupCommit says whether this process announces a committer in its gossip metadata
@@ -42,7 +43,7 @@ func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 	if p.Cfg.Role.Maintains() && !once {
 		cfg := commit.CommitterConfig{Lake: l, Interval: p.Cfg.GroupCommitInterval,
 			MaxFiles: p.Cfg.GroupCommitMaxFiles, QueueMax: p.Cfg.GroupCommitQueueMax, CommitTimeout: p.Cfg.CommitTimeout,
-			Observer: obs, Now: p.Now}
+			Reserve: p.memory.For(membudget.LoopGroupCommit).TryReserve, Observer: obs, Now: p.Now}
 		newMarkPruner(p.markPruneAfter(), obs).install(&cfg)
 		p.committer = commit.NewCommitter(cfg, tr, g)
 	}

@@ -99,6 +99,9 @@ type CommitterConfig struct {
 	Interval time.Duration // group-commit-interval
 	MaxFiles int           // group-commit-max-files
 	QueueMax int           // group-commit-queue-max
+	// Reserve takes queued requests' bytes of the process memory budget without waiting
+	// (QueueConfig.Reserve); nil takes none.
+	Reserve func(bytes int64) (release func(), ok bool)
 	// CommitTimeout is the process's commit deadline d: requests older than
 	// orphans.HandoffMaxAge(d) expire.
 	CommitTimeout time.Duration

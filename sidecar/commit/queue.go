@@ -13,6 +13,7 @@ import (
 
 // MaxQueueBytes caps the encoded bytes of every queued request together: with MaxMessageBytes per
 // request, at least 64 requests always fit, and a committer's queue never holds more than this.
+// Under a small memory limit the process memory budget bounds it first (QueueConfig.Reserve).
 const MaxQueueBytes = 64 << 20
 
 // DefaultMaxRequests is group-commit-queue-max's default: 4096 requests of a few KiB each (a
@@ -31,6 +32,11 @@ type QueueConfig struct {
 	MaxRequests int
 	// MaxBytes caps their encoded bytes; 0 means MaxQueueBytes.
 	MaxBytes int
+	// Reserve takes a request's encoded bytes of the process memory budget (membudget's
+	// Share.TryReserve) without waiting, as it is queued; release gives them back when it leaves
+	// the queue. ok false: the budget is spent and the request is answered busy, so a committer
+	// under a small memory limit refuses rather than grows. nil: only MaxBytes bounds the queue.
+	Reserve func(bytes int64) (release func(), ok bool)
 	// MaxFiles is the files one group commit takes (group-commit-max-files), and Interval how often
 	// one runs (group-commit-interval): together they say how far behind a table's queue is.
 	MaxFiles int
@@ -49,6 +55,14 @@ type Queued struct {
 	Request  Request
 	Received time.Time // when it was first received, with the monotonic reading of the caller's clock
 	Size     int       // encoded bytes
+	release  func()    // gives its bytes of the memory budget back; nil when none were taken
+}
+
+// giveBack returns the request's bytes of the memory budget.
+func (q Queued) giveBack() {
+	if q.release != nil {
+		q.release()
+	}
 }
 
 // Files is the number of data files the request carries.
@@ -223,7 +237,12 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 			return v
 		}
 	}
-	if q.count+1 > q.cfg.MaxRequests || q.bytes+size > q.cfg.MaxBytes {
+	var release func()
+	ok := q.count+1 <= q.cfg.MaxRequests && q.bytes+size <= q.cfg.MaxBytes
+	if ok && q.cfg.Reserve != nil {
+		release, ok = q.cfg.Reserve(int64(size))
+	}
+	if !ok {
 		v.Reason = ReasonBusy
 		v.Answer = answer(r, KindBusy)
 		// Never 0: a busy pod resends after SlowMs, and at once would only be refused again.
@@ -231,7 +250,7 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 		return v
 	}
 	ahead := len(q.tables[r.Table])
-	q.tables[r.Table] = append(q.tables[r.Table], Queued{Request: r, Received: now, Size: size})
+	q.tables[r.Table] = append(q.tables[r.Table], Queued{Request: r, Received: now, Size: size, release: release})
 	q.files[r.Table] += len(r.Files)
 	q.byID[r.ID] = r.Table
 	q.count++
@@ -290,6 +309,7 @@ func (q *Queue) Remove(table string, ids ...string) {
 			kept = append(kept, e)
 			continue
 		}
+		e.giveBack()
 		delete(q.byID, e.Request.ID)
 		q.files[table] -= e.Files()
 		q.count--
@@ -313,7 +333,10 @@ func (q *Queue) Close() []Queued {
 	q.closed = true
 	var out []Queued
 	for _, table := range sortedKeys(q.tables) {
-		out = append(out, q.tables[table]...)
+		for _, e := range q.tables[table] {
+			e.giveBack()
+			out = append(out, e)
+		}
 	}
 	q.tables, q.files, q.byID = map[string][]Queued{}, map[string]int{}, map[string]string{}
 	q.count, q.bytes = 0, 0
