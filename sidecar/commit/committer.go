@@ -58,7 +58,10 @@ type Committer struct {
 
 // ownedTable is what a committer keeps of a table it owns.
 type ownedTable struct {
-	wm      *Watermark
+	wm *Watermark
+	// seeded: wm holds the streams the table's properties name (Watermark.Seed), read by the
+	// first group commit after this process took the table over; nothing is published before.
+	seeded  bool
 	last    *LastCommit
 	through time.Time
 	live    int
@@ -430,6 +433,7 @@ func (c *Committer) publish(table string, now time.Time) {
 		}
 	}
 	t, live, ok := o.wm.Through(now)
+	ok = ok && o.seeded
 	if ok {
 		o.through, o.live = t, live
 	}

@@ -191,6 +191,10 @@ func (c *Committer) props(name string) func(t *table.Table, in []lake.GroupItem)
 		var live int
 		ok := false
 		if o := c.owned[name]; o != nil {
+			if !o.seeded {
+				o.wm.Seed(t.Properties(), now)
+				o.seeded = true
+			}
 			through, live, ok = o.wm.Through(now)
 		}
 		c.mu.Unlock()
