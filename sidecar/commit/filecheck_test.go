@@ -19,6 +19,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/walgen"
+	"github.com/siglake/siglake/test/testenv"
 )
 
 // TestRefusedUnverifiedFiles: a request is refused, and nothing of it committed, when one of its
@@ -132,4 +133,40 @@ func describe(t testing.TB, tbl *table.Table, o merge.Output, part map[int]any, 
 		t.Fatal(err)
 	}
 	return df
+}
+
+// TestFileStatsOnS3: on an S3 warehouse (versitygw) the check is one HEAD per file through the
+// table's FileIO: a file written is found at its size, one of another size and one removed are not.
+func TestFileStatsOnS3(t *testing.T) {
+	s3 := testenv.S3(t)
+	env := testlake.NewWith(t, func(c *lake.Config) {
+		c.Warehouse = s3.Warehouse(t)
+		c.S3Endpoint, c.S3Region, c.S3AccessKey, c.S3SecretKey, c.S3PathStyle = s3.Endpoint, s3.Region, s3.AccessKey, s3.SecretKey, true
+	})
+	env.SealRows("events", 1, 100, 1, day)
+	env.DrainAll()
+	tbl := env.Table("events")
+	dir := lake.DataDir(tbl, "2026-11-28") + "/"
+	good := writeOut(t, tbl, dir+merge.DataFileName(0))
+	gone := writeOut(t, tbl, dir+merge.DataFileName(0))
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(gone.Path); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		f   iceberg.DataFile
+		why string
+	}{
+		"good":    {describe(t, tbl, good, nil, 0), ""},
+		"resized": {describe(t, tbl, good, nil, 7), "the request says"},
+		"gone":    {describe(t, tbl, gone, nil, 0), "does not exist"},
+	} {
+		err := newFileStats(context.Background()).check(tbl, []iceberg.DataFile{c.f})
+		if c.why == "" && err != nil || c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)) {
+			t.Errorf("%s: %v, want %q", name, err, c.why)
+		}
+	}
 }
