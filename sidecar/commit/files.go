@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/commit/filecheck"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -81,7 +82,7 @@ func checkFile(t *table.Table, spec iceberg.PartitionSpec, schema *iceberg.Schem
 	if gen, ok := merge.ParseGeneration(name); !ok || gen != 0 {
 		return fmt.Errorf("file %q is not a generation-0 drain output", p)
 	}
-	return checkPartition(spec, schema, df, lake.PartitionField+"="+day)
+	return filecheck.Partition(spec, schema, df, lake.PartitionField+"="+day)
 }
 
 // specID is the id of t's current partition spec.

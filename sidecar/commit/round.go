@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/sidecar/commit/filecheck"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -84,21 +85,23 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 // of every selected request at once (bounded), so a commit of many requests waits for one round
 // of stats, not one per request.
 func (c *Committer) decoder(ctx context.Context, sel []Queued) func(*table.Table, Request) ([]iceberg.DataFile, error) {
-	stats := newFileStats(context.WithoutCancel(ctx))
+	stats := filecheck.NewStats(context.WithoutCancel(ctx))
 	var once sync.Once
 	return func(t *table.Table, r Request) ([]iceberg.DataFile, error) {
 		once.Do(func() {
-			reqs := make([]Request, len(sel))
-			for i, e := range sel {
-				reqs[i] = e.Request
+			var all []iceberg.DataFile
+			for _, e := range sel {
+				if files, err := DecodeFiles(t, e.Request); err == nil { // else its own decode refuses it
+					all = append(all, files...)
+				}
 			}
-			stats.prefetch(t, reqs)
+			stats.Stat(t, all)
 		})
 		files, err := DecodeFiles(t, r)
 		if err != nil {
 			return nil, err
 		}
-		if err := stats.check(t, files); err != nil {
+		if err := stats.Check(t, files); err != nil {
 			return nil, err
 		}
 		return files, nil

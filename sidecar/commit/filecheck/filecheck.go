@@ -1,4 +1,7 @@
-package commit
+// Package filecheck checks the data files a pod hands to a table's committer against the object
+// store and the table's partition spec before a group commit references them
+// (docs/group-commit.md, "What keeps it exactly once"). Pure but for one stat per file.
+package filecheck
 
 import (
 	"context"
@@ -19,41 +22,30 @@ import (
 // meanwhile, or a request describing files it never wrote, must never make the table reference
 // an object that is not there (every reader of the table would fail on it).
 
-// statWorkers bounds the stats (one HEAD each on an object store) in flight for one group commit.
-const statWorkers = 8
+// Workers bounds the stats (one HEAD each on an object store) in flight for one group commit.
+const Workers = 8
 
-// statTimeout bounds the stats of one group commit together; a file not checked in time refuses
+// Timeout bounds the stats of one group commit together; a file not checked in time refuses
 // its request (the pod commits directly).
-const statTimeout = 10 * time.Second
+const Timeout = 10 * time.Second
 
-// fileStats checks the files of one group commit's requests: the first check stats every file of
-// every request at once (bounded), later ones read the results. Safe for concurrent use.
-type fileStats struct {
+// Stats checks the files of one group commit's requests: Stat stats every file of every request
+// at once (bounded), Check reads the results. Safe for concurrent use.
+type Stats struct {
 	ctx     context.Context
 	mu      sync.Mutex
 	results map[string]error // path -> why it does not match; nil when it does
 }
 
-func newFileStats(ctx context.Context) *fileStats {
-	return &fileStats{ctx: ctx, results: map[string]error{}}
+// NewStats returns the checks of one group commit; ctx bounds every stat (with Timeout).
+func NewStats(ctx context.Context) *Stats {
+	return &Stats{ctx: ctx, results: map[string]error{}}
 }
 
-// prefetch stats the files of reqs (decoded against t; those that do not decode are skipped, their
-// own check refuses them) that were not checked yet.
-func (s *fileStats) prefetch(t *table.Table, reqs []Request) {
-	var files []iceberg.DataFile
-	for _, r := range reqs {
-		got, err := DecodeFiles(t, r)
-		if err == nil {
-			files = append(files, got...)
-		}
-	}
-	s.stat(t, files)
-}
-
-// check says why files are not all in the object store at their claimed sizes; nil if they are.
-func (s *fileStats) check(t *table.Table, files []iceberg.DataFile) error {
-	s.stat(t, files)
+// Check says why files are not all in the object store at their claimed sizes (stating those not
+// stated yet); nil if they are.
+func (s *Stats) Check(t *table.Table, files []iceberg.DataFile) error {
+	s.Stat(t, files)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range files {
@@ -64,8 +56,8 @@ func (s *fileStats) check(t *table.Table, files []iceberg.DataFile) error {
 	return nil
 }
 
-// stat stats the files not checked yet, statWorkers at a time, within statTimeout.
-func (s *fileStats) stat(t *table.Table, files []iceberg.DataFile) {
+// Stat stats the files not checked yet, Workers at a time, within Timeout.
+func (s *Stats) Stat(t *table.Table, files []iceberg.DataFile) {
 	var todo []iceberg.DataFile
 	s.mu.Lock()
 	for _, f := range files {
@@ -77,7 +69,7 @@ func (s *fileStats) stat(t *table.Table, files []iceberg.DataFile) {
 	if len(todo) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, statTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, Timeout)
 	defer cancel()
 	fsys, err := t.FS(ctx)
 	if err != nil {
@@ -86,7 +78,7 @@ func (s *fileStats) stat(t *table.Table, files []iceberg.DataFile) {
 		})
 		return
 	}
-	sem := make(chan struct{}, statWorkers)
+	sem := make(chan struct{}, Workers)
 	var wg sync.WaitGroup
 	for _, f := range todo {
 		sem <- struct{}{}
@@ -100,7 +92,7 @@ func (s *fileStats) stat(t *table.Table, files []iceberg.DataFile) {
 	wg.Wait()
 }
 
-func (s *fileStats) record(files []iceberg.DataFile, why func(iceberg.DataFile) error) {
+func (s *Stats) record(files []iceberg.DataFile, why func(iceberg.DataFile) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range files {
@@ -116,7 +108,7 @@ func checkStat(ctx context.Context, fsys icebergio.IO, f iceberg.DataFile) error
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("file %q does not exist (never written, or removed by orphan gc)", p)
 	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("file %q: not checked within %v: %w", p, statTimeout, err)
+		return fmt.Errorf("file %q: not checked within %v: %w", p, Timeout, err)
 	case err != nil:
 		return fmt.Errorf("check file %q: %w", p, err)
 	case size != f.FileSizeBytes():
@@ -147,13 +139,13 @@ func statSize(fsys icebergio.IO, path string) (int64, error) {
 	return fi.Size(), nil
 }
 
-// checkPartition says why df's partition disagrees with spec, the spec of the ids the request
+// Partition says why df's partition disagrees with spec, the spec of the ids the request
 // names; nil if it agrees. dir is the file's partition directory under the table's data
 // directory ("timestamp_day=2026-11-28"). The partition record must have exactly spec's fields;
 // their values, as the spec prints them, must make dir; and for an order-preserving transform
 // (day) the file's lower and upper bounds of the source column must transform to the value, so
 // its rows lie inside the partition the commit files them under.
-func checkPartition(spec iceberg.PartitionSpec, schema *iceberg.Schema, df iceberg.DataFile, dir string) error {
+func Partition(spec iceberg.PartitionSpec, schema *iceberg.Schema, df iceberg.DataFile, dir string) error {
 	p, part := df.FilePath(), df.Partition()
 	if len(part) != spec.NumFields() {
 		return fmt.Errorf("file %q: %d partition values, partition spec %d has %d fields", p, len(part), spec.ID(), spec.NumFields())
