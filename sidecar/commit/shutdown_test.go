@@ -82,6 +82,7 @@ func TestStopReroutesPods(t *testing.T) {
 	cl.drainAll()
 	<-stopped
 	took := time.Since(stoppedAt)
+	t.Logf("the pod's batch was visible %v after its committer stopped", took)
 	cl.checkOnce()
 	if timeout := p.client.answerTimeout(); took > timeout/2 {
 		t.Fatalf("the pod reached the next owner %v after the stop; its answer timeout is %v", took, timeout)
