@@ -2,8 +2,11 @@ package sidecar
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,8 @@ import (
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/config"
+	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 )
 
@@ -176,5 +181,57 @@ func TestMarkPruneAfterOutlivesRequests(t *testing.T) {
 		if got := p.markPruneAfter(); got != c.want {
 			t.Errorf("prune after %v, commit timeout %v: %v, want %v", c.after, c.timeout, got, c.want)
 		}
+	}
+}
+
+// pruneCount is an observer counting the marks it is told were pruned.
+type pruneCount struct {
+	commit.NopObserver
+	n int
+}
+
+func (p *pruneCount) MarksPruned(_ string, n int) { p.n += n }
+
+// TestGroupCommitMarkPruneRetried: the committer's hourly prune is spent only by a group commit
+// that landed. A commit that failed carried a prune; the next commit prunes again, and once one
+// landed the next hour's commits do not.
+func TestGroupCommitMarkPruneRetried(t *testing.T) {
+	env := testlake.New(t)
+	env.SealRows("events", 1, 100, 1, time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	env.DrainAll()
+	now := time.Now()
+	stale := strconv.FormatInt(now.Add(-30*24*time.Hour).Unix(), 10)
+	for k, v := range map[string]string{marks.PropertyPrefix + "gone": "1:1", marks.SeenPrefix + "gone": stale} {
+		if err := env.Lake.SetProperty(context.Background(), "events", k, v, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb := env.Table("events")
+	obs := &pruneCount{}
+	var cfg commit.CommitterConfig
+	newMarkPruner(7*24*time.Hour, obs).install(&cfg)
+	prunes := func(at time.Time) bool {
+		_, remove := cfg.Props(tb, nil, at)
+		return slices.Contains(remove, marks.PropertyPrefix+"gone")
+	}
+	if !prunes(now) {
+		t.Fatal("the first commit does not prune the stale mark")
+	}
+	// That commit failed: Landed is not called.
+	if !prunes(now.Add(time.Minute)) {
+		t.Fatal("the commit after a failed one does not prune: the failed commit spent the hourly tick")
+	}
+	if obs.n != 0 {
+		t.Fatalf("%d marks counted pruned before a commit landed", obs.n)
+	}
+	cfg.Landed("events")
+	if obs.n != 1 {
+		t.Fatalf("%d marks counted pruned after the commit landed, want 1", obs.n)
+	}
+	if prunes(now.Add(2 * time.Minute)) {
+		t.Fatal("a commit within the hour after a landed prune prunes again")
+	}
+	if !prunes(now.Add(time.Minute + time.Hour)) {
+		t.Fatal("no prune an hour after the landed one")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
+	"github.com/siglake/siglake/sidecar/membudget"
 )
 
 // advertisesGroupCommit says whether this process announces a committer in its gossip metadata
@@ -40,9 +41,11 @@ func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 	tr := commit.Loopback(g) // an owner's own batches stay in the process
 	obs := groupcommit.NewObserver(p.Metrics.GroupCommit, p.Log.Named("groupcommit"))
 	if p.Cfg.Role.Maintains() && !once {
-		p.committer = commit.NewCommitter(commit.CommitterConfig{Lake: l, Interval: p.Cfg.GroupCommitInterval,
+		cfg := commit.CommitterConfig{Lake: l, Interval: p.Cfg.GroupCommitInterval,
 			MaxFiles: p.Cfg.GroupCommitMaxFiles, QueueMax: p.Cfg.GroupCommitQueueMax, CommitTimeout: p.Cfg.CommitTimeout,
-			Props: pruneMarks(p.markPruneAfter(), obs), Observer: obs, Now: p.Now}, tr, g)
+			Reserve: p.memory.For(membudget.LoopGroupCommit).TryReserve, Observer: obs, Now: p.Now}
+		newMarkPruner(p.markPruneAfter(), obs).install(&cfg)
+		p.committer = commit.NewCommitter(cfg, tr, g)
 	}
 	if p.Cfg.Role.Drains() {
 		p.groupClient = commit.NewClient(commit.ClientConfig{Lake: l, Retry: lake.DefaultRetry, Interval: p.Cfg.GroupCommitInterval,
@@ -107,30 +110,66 @@ func (p *Process) markPruneAfter() time.Duration {
 	return after
 }
 
-// pruneMarks is the committer's extra table properties: once an hour per table, the marks of
-// streams that committed nothing for after are pruned (marks.StreamProps; 0: never).
-func pruneMarks(after time.Duration, obs commit.Observer) func(*table.Table, []lake.GroupItem, time.Time) (iceberg.Properties, []string) {
-	if after <= 0 {
-		return nil
+// markPruner is the committer's extra table properties: once an hour per table, the marks of
+// streams that committed nothing for after are pruned (marks.StreamProps). The hour counts from
+// the last group commit that landed with a prune in it: an attempt that failed, or a commit whose
+// outcome is unknown, spends no tick, and the next commit prunes again (pruning twice is harmless:
+// it is recomputed from the table's properties each time).
+type markPruner struct {
+	after time.Duration
+	obs   commit.Observer
+
+	mu    sync.Mutex
+	last  map[string]time.Time   // table -> the last prune that landed
+	tried map[string]prunedTried // table -> the prune of the latest attempt
+}
+
+type prunedTried struct {
+	at time.Time
+	n  int
+}
+
+func newMarkPruner(after time.Duration, obs commit.Observer) *markPruner {
+	return &markPruner{after: after, obs: obs, last: map[string]time.Time{}, tried: map[string]prunedTried{}}
+}
+
+// install sets cfg's Props and Landed to the pruner's; after 0 never prunes (nothing installed).
+func (m *markPruner) install(cfg *commit.CommitterConfig) {
+	if m.after <= 0 {
+		return
 	}
-	var mu sync.Mutex
-	last := map[string]time.Time{}
-	return func(t *table.Table, in []lake.GroupItem, now time.Time) (iceberg.Properties, []string) {
-		name := t.Identifier()[len(t.Identifier())-1]
-		mu.Lock()
-		prune := now.Sub(last[name]) >= time.Hour
-		if prune {
-			last[name] = now
-		}
-		mu.Unlock()
-		streams := make([]string, len(in))
-		for i, it := range in {
-			streams[i] = it.Stream
-		}
-		set, remove, n := marks.StreamProps(t.Properties(), streams, now, after, prune)
-		if n > 0 {
-			obs.MarksPruned(name, n)
-		}
-		return set, remove
+	cfg.Props, cfg.Landed = m.props, m.landed
+}
+
+// props is CommitterConfig.Props: the committing streams' seen, and once an hour the prune.
+func (m *markPruner) props(t *table.Table, in []lake.GroupItem, now time.Time) (iceberg.Properties, []string) {
+	name := t.Identifier()[len(t.Identifier())-1]
+	m.mu.Lock()
+	prune := now.Sub(m.last[name]) >= time.Hour
+	m.mu.Unlock()
+	streams := make([]string, len(in))
+	for i, it := range in {
+		streams[i] = it.Stream
+	}
+	set, remove, n := marks.StreamProps(t.Properties(), streams, now, m.after, prune)
+	m.mu.Lock()
+	if prune {
+		m.tried[name] = prunedTried{at: now, n: n}
+	}
+	m.mu.Unlock()
+	return set, remove
+}
+
+// landed is CommitterConfig.Landed: table's group commit landed, with the latest attempt's prune.
+func (m *markPruner) landed(table string) {
+	m.mu.Lock()
+	p, ok := m.tried[table]
+	delete(m.tried, table)
+	if ok {
+		m.last[table] = p.at
+	}
+	m.mu.Unlock()
+	if ok && p.n > 0 {
+		m.obs.MarksPruned(table, p.n)
 	}
 }

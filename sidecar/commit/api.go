@@ -99,13 +99,20 @@ type CommitterConfig struct {
 	Interval time.Duration // group-commit-interval
 	MaxFiles int           // group-commit-max-files
 	QueueMax int           // group-commit-queue-max
+	// Reserve takes queued requests' bytes of the process memory budget without waiting
+	// (QueueConfig.Reserve); nil takes none.
+	Reserve func(bytes int64) (release func(), ok bool)
 	// CommitTimeout is the process's commit deadline d: requests older than
 	// orphans.HandoffMaxAge(d) expire.
 	CommitTimeout time.Duration
 	Retry         lake.Retry
 	// Props adds table properties to every group commit (manifest merge, stream last-seen, mark
 	// pruning, the watermark), composed by the process; nil adds none.
-	Props    func(t *table.Table, in []lake.GroupItem, now time.Time) (set iceberg.Properties, remove []string)
+	Props func(t *table.Table, in []lake.GroupItem, now time.Time) (set iceberg.Properties, remove []string)
+	// Landed, if set, is told after a group commit of table landed: the properties of its last
+	// attempt's Props are in the table (a failed commit, or one whose outcome is unknown, is not
+	// told, so a periodic prune it carried is tried again).
+	Landed   func(table string)
 	Observer Observer
 	Now      func() time.Time
 }

@@ -42,11 +42,15 @@ type Committer struct {
 	tr  Transport
 	m   Membership
 	out chan outgoing // answers, to the sender (sender.go)
+	// lateSends bounds the answers in flight after the sender stopped (not_owner to pods that
+	// still send here until this member leaves gossip); beyond it they are dropped.
+	lateSends chan struct{}
 
 	mu      sync.Mutex
 	ctx     context.Context // Run's: loops stop on it, a commit in flight finishes
 	running bool
-	q       *Queue                   // created once the catalog identity is known
+	late    bool                     // the sender stopped: answers leave on goroutines of their own
+	q       *Queue                   // created once the catalog identity is known; closed when Run stops
 	loops   map[string]chan struct{} // table -> wake-up of its loop
 	owned   map[string]*ownedTable   // tables this process owned at their last request or round
 	wg      sync.WaitGroup           // the loops
@@ -54,7 +58,10 @@ type Committer struct {
 
 // ownedTable is what a committer keeps of a table it owns.
 type ownedTable struct {
-	wm      *Watermark
+	wm *Watermark
+	// seeded: wm holds the streams the table's properties name (Watermark.Seed), read by the
+	// first group commit after this process took the table over; nothing is published before.
+	seeded  bool
 	last    *LastCommit
 	through time.Time
 	live    int
@@ -87,19 +94,24 @@ func NewCommitter(cfg CommitterConfig, tr Transport, m Membership) *Committer {
 		cfg.Retry = DefaultCommitterRetry
 	}
 	defaults(cfg.Lake, &cfg.CommitTimeout, &cfg.Observer, &cfg.Now)
-	return &Committer{cfg: cfg, tr: tr, m: m, out: make(chan outgoing, answerBuffer),
+	return &Committer{cfg: cfg, tr: tr, m: m, out: make(chan outgoing, answerBuffer), lateSends: make(chan struct{}, lateAnswers),
 		loops: map[string]chan struct{}{}, owned: map[string]*ownedTable{}}
 }
 
+// lateAnswers bounds the answers sent after Run stopped that are in flight at once.
+const lateAnswers = 64
+
 // Run receives and commits until ctx is done; a commit in flight then finishes first, and its
-// answers leave before Run returns. Pass the process's work context.
+// answers leave before Run returns. The requests still queued are answered not_owner, and so is
+// every request received after Run returned, so their pods ask the membership for the next owner
+// at once instead of waiting out an answer timeout. Pass the process's work context.
 func (c *Committer) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.running {
 		c.mu.Unlock()
 		return errors.New("group committer already running")
 	}
-	c.ctx, c.running = ctx, true
+	c.ctx, c.running, c.late, c.q = ctx, true, false, nil
 	c.mu.Unlock()
 	stop, sent := make(chan struct{}), make(chan struct{})
 	go c.sender(stop, sent)
@@ -109,16 +121,55 @@ func (c *Committer) Run(ctx context.Context) error {
 	c.running = false // no loop starts after this, so Wait cannot race an Add
 	c.mu.Unlock()
 	c.wg.Wait()
+	c.handBack()
+	c.mu.Lock()
+	c.late = true // answered from now on without the sender, whose last answers leave below
+	c.mu.Unlock()
 	close(stop)
 	<-sent
 	return nil
 }
 
-// answer queues a for the sender without waiting: a full buffer drops it.
+// handBack closes the queue and answers what it held not_owner, naming the owner in this
+// process's view when it is another member.
+func (c *Committer) handBack() {
+	c.mu.Lock()
+	if c.q == nil {
+		c.q = NewQueue(c.queueConfig()) // nothing held; answers not_owner from now on
+	}
+	q := c.q
+	c.mu.Unlock()
+	held := q.Close()
+	for _, e := range held {
+		c.cfg.Observer.Refused(ReasonNotOwner)
+		a := answer(e.Request, KindNotOwner)
+		if owner, ok := c.m.Committer(e.Request.Table); ok && owner != c.tr.Name() {
+			a.Owner = owner
+		}
+		c.answer(e.Request.From, a)
+	}
+	seen := map[string]bool{}
+	for _, e := range held {
+		if !seen[e.Request.Table] {
+			seen[e.Request.Table] = true
+			c.cfg.Observer.Queued(e.Request.Table, 0, 0)
+		}
+	}
+}
+
+// answer queues a for the sender without waiting: a full buffer drops it. Once the sender
+// stopped, a goroutine of its own sends it (at most lateAnswers at once).
 func (c *Committer) answer(to string, a Answer) {
 	msg, err := a.Encode()
 	if err != nil {
 		c.cfg.Observer.AnswerDropped()
+		return
+	}
+	c.mu.Lock()
+	late := c.late
+	c.mu.Unlock()
+	if late {
+		c.sendLate(to, msg)
 		return
 	}
 	select {
@@ -128,24 +179,46 @@ func (c *Committer) answer(to string, a Answer) {
 	}
 }
 
-// queue is the request queue, nil while the committer does not run. Until the catalog identity
-// is known a queue of no catalog refuses every request (the pods commit directly).
+// sendLate sends one answer after the sender stopped, without blocking the caller.
+func (c *Committer) sendLate(to string, msg []byte) {
+	select {
+	case c.lateSends <- struct{}{}:
+	default:
+		c.cfg.Observer.AnswerDropped()
+		return
+	}
+	go func() {
+		defer func() { <-c.lateSends }()
+		if err := c.tr.Send(to, msg); err != nil {
+			c.cfg.Observer.AnswerDropped()
+		}
+	}()
+}
+
+// queue is the request queue: nil before Run, closed (answering not_owner) once Run stopped.
+// Until the catalog identity is known a queue of no catalog refuses every request (the pods
+// commit directly).
 func (c *Committer) queue() *Queue {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.running {
-		return nil
-	}
 	if c.q != nil {
 		return c.q
 	}
-	cfg := QueueConfig{Catalog: c.m.Catalog(), MaxRequests: c.cfg.QueueMax, MaxFiles: c.cfg.MaxFiles,
-		Interval: c.cfg.Interval, Authenticated: c.m.Authenticated, Owner: c.owner}
+	if !c.running {
+		return nil
+	}
+	cfg := c.queueConfig()
 	if cfg.Catalog == "" {
 		return NewQueue(cfg)
 	}
 	c.q = NewQueue(cfg)
 	return c.q
+}
+
+// queueConfig is the queue's configuration from the committer's options and membership.
+func (c *Committer) queueConfig() QueueConfig {
+	return QueueConfig{Catalog: c.m.Catalog(), MaxRequests: c.cfg.QueueMax, MaxFiles: c.cfg.MaxFiles,
+		Interval: c.cfg.Interval, Authenticated: c.m.Authenticated, Owner: c.owner, Reserve: c.cfg.Reserve}
 }
 
 // owner is the queue's ownership rule: the membership's view.
@@ -159,13 +232,13 @@ func (c *Committer) owner(table string) (bool, string) {
 
 // receive is the transport's handler of requests: the queue's receive rules, the answer, and a
 // wake-up of the table's loop. It never blocks.
-func (c *Committer) receive(_ string, msg []byte) {
+func (c *Committer) receive(from string, msg []byte) {
 	q := c.queue()
 	if q == nil {
 		return
 	}
 	now := c.cfg.Now()
-	v := q.Receive(msg, now)
+	v := q.Receive(from, msg, now)
 	if v.Reason != "" {
 		c.cfg.Observer.Refused(v.Reason)
 	}
@@ -360,6 +433,7 @@ func (c *Committer) publish(table string, now time.Time) {
 		}
 	}
 	t, live, ok := o.wm.Through(now)
+	ok = ok && o.seeded
 	if ok {
 		o.through, o.live = t, live
 	}

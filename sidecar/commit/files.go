@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/commit/filecheck"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -29,7 +30,8 @@ func EncodeFiles(t *table.Table, files []iceberg.DataFile) ([][]byte, error) {
 
 // DecodeFiles decodes r's data files with the schema and spec of its ids in t, the table a
 // commit attempt loaded, and checks each is one a pod's drain of this very table wrote: a
-// generation-0 Parquet data file in a day partition directory under t's data directory. A
+// generation-0 Parquet data file in a day partition directory under t's data directory, whose
+// partition values make that directory and whose timestamp bounds lie in that day. A
 // request is authenticated, not trusted to be right: a file of another table, or a rewrite's
 // output, committed by an append would duplicate its rows.
 func DecodeFiles(t *table.Table, r Request) ([]iceberg.DataFile, error) {
@@ -53,7 +55,7 @@ func DecodeFiles(t *table.Table, r Request) ([]iceberg.DataFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("data file %d: %w", i, err)
 		}
-		if err := checkFile(t, df); err != nil {
+		if err := checkFile(t, *spec, schema, df); err != nil {
 			return nil, err
 		}
 		files[i] = df
@@ -61,8 +63,9 @@ func DecodeFiles(t *table.Table, r Request) ([]iceberg.DataFile, error) {
 	return files, nil
 }
 
-// checkFile says why df is not a drain's output for t; nil if it is.
-func checkFile(t *table.Table, df iceberg.DataFile) error {
+// checkFile says why df, decoded with spec and schema, is not a drain's output for t; nil if it
+// is.
+func checkFile(t *table.Table, spec iceberg.PartitionSpec, schema *iceberg.Schema, df iceberg.DataFile) error {
 	p := df.FilePath()
 	if df.ContentType() != iceberg.EntryContentData || df.FileFormat() != iceberg.ParquetFile {
 		return fmt.Errorf("file %q: content %v format %v, want Parquet data", p, df.ContentType(), df.FileFormat())
@@ -79,7 +82,7 @@ func checkFile(t *table.Table, df iceberg.DataFile) error {
 	if gen, ok := merge.ParseGeneration(name); !ok || gen != 0 {
 		return fmt.Errorf("file %q is not a generation-0 drain output", p)
 	}
-	return nil
+	return filecheck.Partition(spec, schema, df, lake.PartitionField+"="+day)
 }
 
 // specID is the id of t's current partition spec.

@@ -3,6 +3,8 @@ package commit
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 // MaxQueueBytes caps the encoded bytes of every queued request together: with MaxMessageBytes per
 // request, at least 64 requests always fit, and a committer's queue never holds more than this.
+// Under a small memory limit the process memory budget bounds it first (QueueConfig.Reserve).
 const MaxQueueBytes = 64 << 20
 
 // DefaultMaxRequests is group-commit-queue-max's default: 4096 requests of a few KiB each (a
@@ -29,6 +32,11 @@ type QueueConfig struct {
 	MaxRequests int
 	// MaxBytes caps their encoded bytes; 0 means MaxQueueBytes.
 	MaxBytes int
+	// Reserve takes a request's encoded bytes of the process memory budget (membudget's
+	// Share.TryReserve) without waiting, as it is queued; release gives them back when it leaves
+	// the queue. ok false: the budget is spent and the request is answered busy, so a committer
+	// under a small memory limit refuses rather than grows. nil: only MaxBytes bounds the queue.
+	Reserve func(bytes int64) (release func(), ok bool)
 	// MaxFiles is the files one group commit takes (group-commit-max-files), and Interval how often
 	// one runs (group-commit-interval): together they say how far behind a table's queue is.
 	MaxFiles int
@@ -47,6 +55,14 @@ type Queued struct {
 	Request  Request
 	Received time.Time // when it was first received, with the monotonic reading of the caller's clock
 	Size     int       // encoded bytes
+	release  func()    // gives its bytes of the memory budget back; nil when none were taken
+}
+
+// giveBack returns the request's bytes of the memory budget.
+func (q Queued) giveBack() {
+	if q.release != nil {
+		q.release()
+	}
 }
 
 // Files is the number of data files the request carries.
@@ -86,6 +102,7 @@ type Queue struct {
 	byID   map[string]string // request id -> table
 	count  int
 	bytes  int
+	closed bool // the committer stopped: every request is answered not_owner
 }
 
 // NewQueue returns an empty queue.
@@ -99,16 +116,29 @@ func NewQueue(cfg QueueConfig) *Queue {
 	return &Queue{cfg: cfg, tables: map[string][]Queued{}, files: map[string]int{}, byID: map[string]string{}}
 }
 
-// Receive applies the receive rules to one request message, in order: invalid, an
-// unauthenticated transport or another catalog -> done refused (the pod commits directly); a
-// table this process does not own -> not_owner; a heartbeat -> nothing queued; an id already
-// queued -> its From updated, ack; the caps reached -> busy; else queued -> ack. A heartbeat is
-// never answered, whatever the rule (its Reason still says which). now is the caller's clock
-// (time.Now: its monotonic reading measures the request's age).
-func (q *Queue) Receive(msg []byte, now time.Time) Verdict {
+// Receive applies the receive rules to one request message from sender, the member the
+// transport's authenticated envelope names, in order: invalid (a From other than sender
+// included), an unauthenticated transport or another catalog -> done refused (the pod commits
+// directly); a table this process does not own -> not_owner; a heartbeat -> nothing queued; an id
+// already queued -> its From updated, ack; the caps reached -> busy; else queued -> ack. Answers
+// go to sender, never to a member the message names: one member must not make the committer
+// send answers to another. A heartbeat is never answered, whatever the rule (its Reason still
+// says which). now is the caller's clock (time.Now: its monotonic reading measures the request's
+// age).
+func (q *Queue) Receive(sender string, msg []byte, now time.Time) Verdict {
 	r, err := DecodeRequest(msg)
 	if err != nil {
-		return q.invalid(msg, err)
+		return q.invalid(sender, msg, err)
+	}
+	if r.From != sender {
+		v := Verdict{To: sender, Request: r, Reason: ReasonInvalid,
+			Err: fmt.Errorf("request from %s claims to be from %s", quote(sender), quote(r.From))}
+		v.Answer = answer(r, KindDone)
+		v.Answer.Outcome, v.Answer.Error = OutcomeRefused, fmt.Sprintf("from %s is not the sender %s", quote(r.From), quote(sender))
+		if r.Heartbeat() {
+			v.To, v.Answer = "", Answer{}
+		}
+		return v
 	}
 	v := q.receive(r, len(msg), now)
 	if r.Heartbeat() {
@@ -132,11 +162,8 @@ func (q *Queue) receive(r Request, size int, now time.Time) Verdict {
 	if r.Catalog != q.cfg.Catalog {
 		return refuse(ReasonCatalog, fmt.Sprintf("catalog %s, this committer's is %s", quote(r.Catalog), q.cfg.Catalog))
 	}
-	if owns, owner := q.cfg.Owner(r.Table); !owns {
-		v.Reason = ReasonNotOwner
-		v.Answer = answer(r, KindNotOwner)
-		v.Answer.Owner = owner
-		return v
+	if owns, owner := q.cfg.Owner(r.Table); !owns || q.Closed() {
+		return notOwner(v, owner)
 	}
 	if r.Heartbeat() {
 		return v
@@ -144,15 +171,23 @@ func (q *Queue) receive(r Request, size int, now time.Time) Verdict {
 	return q.enqueue(v, size, now)
 }
 
-// invalid refuses a message that did not decode, answering its sender when the message names one
-// (an answer carries only names that are valid).
-func (q *Queue) invalid(msg []byte, err error) Verdict {
+// notOwner is v answered not_owner, naming owner (empty when this process knows no other).
+func notOwner(v Verdict, owner string) Verdict {
+	v.Reason = ReasonNotOwner
+	v.Answer = answer(v.Request, KindNotOwner)
+	v.Answer.Owner = owner
+	return v
+}
+
+// invalid refuses a message that did not decode, answering sender when the message names the
+// batch (an answer carries only names that are valid).
+func (q *Queue) invalid(sender string, msg []byte, err error) Verdict {
 	r := partial(msg)
 	v := Verdict{Reason: ReasonInvalid, Err: err}
-	if r.From == "" || len(r.From) > maxNameBytes || !idRe.MatchString(r.ID) {
+	if sender == "" || !idRe.MatchString(r.ID) {
 		return v
 	}
-	v.To = r.From
+	v.To = sender
 	v.Answer = Answer{V: Version, ID: r.ID, Kind: KindDone, Outcome: OutcomeRefused, Error: err.Error()}
 	if localwal.ValidTable(r.Table) {
 		v.Answer.Table = r.Table
@@ -163,7 +198,8 @@ func (q *Queue) invalid(msg []byte, err error) Verdict {
 	return v
 }
 
-// partial reads what it can of a request that did not validate: who sent it, and which batch.
+// partial reads what it can of a request that did not validate: who it says sent it, and which
+// batch.
 func partial(msg []byte) (r Request) {
 	if len(msg) == 0 || msg[0] != KindRequest || len(msg) > MaxMessageBytes {
 		return r
@@ -181,6 +217,9 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 	r := v.Request
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.closed { // closed since the owner check: Close has taken what it will answer
+		return notOwner(v, "")
+	}
 	if table, ok := q.byID[r.ID]; ok {
 		for i, e := range q.tables[table] {
 			if e.Request.ID != r.ID {
@@ -198,7 +237,12 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 			return v
 		}
 	}
-	if q.count+1 > q.cfg.MaxRequests || q.bytes+size > q.cfg.MaxBytes {
+	var release func()
+	ok := q.count+1 <= q.cfg.MaxRequests && q.bytes+size <= q.cfg.MaxBytes
+	if ok && q.cfg.Reserve != nil {
+		release, ok = q.cfg.Reserve(int64(size))
+	}
+	if !ok {
 		v.Reason = ReasonBusy
 		v.Answer = answer(r, KindBusy)
 		// Never 0: a busy pod resends after SlowMs, and at once would only be refused again.
@@ -206,7 +250,7 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 		return v
 	}
 	ahead := len(q.tables[r.Table])
-	q.tables[r.Table] = append(q.tables[r.Table], Queued{Request: r, Received: now, Size: size})
+	q.tables[r.Table] = append(q.tables[r.Table], Queued{Request: r, Received: now, Size: size, release: release})
 	q.files[r.Table] += len(r.Files)
 	q.byID[r.ID] = r.Table
 	q.count++
@@ -265,6 +309,7 @@ func (q *Queue) Remove(table string, ids ...string) {
 			kept = append(kept, e)
 			continue
 		}
+		e.giveBack()
 		delete(q.byID, e.Request.ID)
 		q.files[table] -= e.Files()
 		q.count--
@@ -277,6 +322,32 @@ func (q *Queue) Remove(table string, ids ...string) {
 		return
 	}
 	q.tables[table] = kept
+}
+
+// Close empties the queue and returns what it held, table by table in arrival order: the
+// committer stopped and answers them not_owner, so their pods ask the next owner at once instead
+// of waiting out an answer timeout. From then on every request is answered not_owner.
+func (q *Queue) Close() []Queued {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	var out []Queued
+	for _, table := range sortedKeys(q.tables) {
+		for _, e := range q.tables[table] {
+			e.giveBack()
+			out = append(out, e)
+		}
+	}
+	q.tables, q.files, q.byID = map[string][]Queued{}, map[string]int{}, map[string]string{}
+	q.count, q.bytes = 0, 0
+	return out
+}
+
+// Closed reports whether Close was called.
+func (q *Queue) Closed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
 
 // Stats is a table's queue at one moment.
@@ -314,3 +385,5 @@ func (q *Queue) Totals() (requests, bytes int) {
 	defer q.mu.Unlock()
 	return q.count, q.bytes
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -107,12 +107,12 @@ func TestReceiveRules(t *testing.T) {
 			}
 			q := NewQueue(cfg)
 			for _, r := range c.before {
-				if v := q.Receive(mustEncode(t, r), now); v.Answer.Kind != KindAck {
+				if v := recvAs(q, mustEncode(t, r), now); v.Answer.Kind != KindAck {
 					t.Fatalf("setup: %+v", v)
 				}
 			}
 			msg := c.msg()
-			v := q.Receive(msg, now)
+			v := recvAs(q, msg, now)
 			if v.To != c.to || v.Answer.Kind != c.kind || v.Answer.Outcome != c.outcome || v.Reason != c.reason {
 				t.Fatalf("verdict to=%q kind=%q outcome=%q reason=%q (%+v), want to=%q kind=%q outcome=%q reason=%q",
 					v.To, v.Answer.Kind, v.Answer.Outcome, v.Reason, v, c.to, c.kind, c.outcome, c.reason)
@@ -144,13 +144,13 @@ func TestAckSaysQueueAndKeepsReceiveTime(t *testing.T) {
 	q := newTestQueue(10)
 	t0 := time.Now()
 	for i := range 3 {
-		v := q.Receive(mustEncode(t, request(i+1, "events", fmt.Sprint("s", i), 1)), t0.Add(time.Duration(i)*time.Second))
+		v := recvAs(q, mustEncode(t, request(i+1, "events", fmt.Sprint("s", i), 1)), t0.Add(time.Duration(i)*time.Second))
 		if v.Answer.Kind != KindAck || v.Answer.Queue != i {
 			t.Fatalf("request %d: %+v, want ack with %d ahead", i, v.Answer, i)
 		}
 	}
 	// A resend keeps its place and its first receive time.
-	v := q.Receive(mustEncode(t, request(2, "events", "s1", 1)), t0.Add(time.Minute))
+	v := recvAs(q, mustEncode(t, request(2, "events", "s1", 1)), t0.Add(time.Minute))
 	if v.Answer.Queue != 1 {
 		t.Fatalf("resend: %d ahead, want 1", v.Answer.Queue)
 	}
@@ -167,7 +167,7 @@ func TestRemove(t *testing.T) {
 	q := newTestQueue(10)
 	now := time.Now()
 	for i := range 4 {
-		q.Receive(mustEncode(t, request(i+1, "events", fmt.Sprint("s", i), 2)), now)
+		recvAs(q, mustEncode(t, request(i+1, "events", fmt.Sprint("s", i), 2)), now)
 	}
 	q.Remove("events", testID(1), testID(3), testID(99))
 	p := q.Pending("events")
@@ -179,7 +179,7 @@ func TestRemove(t *testing.T) {
 	}
 	// A removed id is new again: a resend after its answer was lost queues it once more, and the
 	// commit's mark check finds it committed.
-	if v := q.Receive(mustEncode(t, request(1, "events", "s0", 2)), now); v.Answer.Kind != KindAck || v.Answer.Queue != 2 {
+	if v := recvAs(q, mustEncode(t, request(1, "events", "s0", 2)), now); v.Answer.Kind != KindAck || v.Answer.Queue != 2 {
 		t.Fatalf("resend after remove: %+v", v.Answer)
 	}
 	q.Remove("events", testID(1), testID(2), testID(4))
@@ -211,7 +211,7 @@ func TestAckCarriesSlowDown(t *testing.T) {
 	now := time.Now()
 	var last Answer
 	for i := range 3 {
-		last = q.Receive(mustEncode(t, request(i+1, "events", fmt.Sprint("s", i), 4)), now).Answer
+		last = recvAs(q, mustEncode(t, request(i+1, "events", fmt.Sprint("s", i), 4)), now).Answer
 	}
 	if last.SlowMs != 3000 { // 12 files / 4 per commit = 3 commits behind
 		t.Fatalf("ack slow_ms %d with 12 files queued, want 3000", last.SlowMs)
@@ -226,7 +226,7 @@ func TestReceiveConcurrent(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 200 {
-				q.Receive(mustEncode(t, request(w*1000+i+1, "events", fmt.Sprint("s", w), 1)), now)
+				recvAs(q, mustEncode(t, request(w*1000+i+1, "events", fmt.Sprint("s", w), 1)), now)
 			}
 		})
 	}
@@ -247,7 +247,7 @@ func TestReceiveConcurrent(t *testing.T) {
 
 func TestDefaultCaps(t *testing.T) {
 	q := NewQueue(QueueConfig{Catalog: testCatalog, Owner: owns("events")})
-	if v := q.Receive(mustEncode(t, request(1, "events", "s", 1)), time.Now()); v.Answer.Kind != KindAck {
+	if v := recvAs(q, mustEncode(t, request(1, "events", "s", 1)), time.Now()); v.Answer.Kind != KindAck {
 		t.Fatalf("a queue without caps set: %+v, want ack (the defaults)", v.Answer)
 	}
 	if q.cfg.MaxRequests != DefaultMaxRequests || q.cfg.MaxBytes != MaxQueueBytes {

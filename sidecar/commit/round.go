@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/sidecar/commit/filecheck"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -24,16 +26,16 @@ import (
 // (a SIGTERM must not cut an attempt whose outcome would then be unknown).
 func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start time.Time) {
 	items := make([]lake.GroupItem, len(sel))
-	files := 0
 	// One append takes a file path once (iceberg-go refuses the whole append otherwise): a file
 	// in two requests is the later one's refusal, never the group's failure.
 	claimed := map[string]string{}
+	files, decode := 0, c.decoder(ctx, sel)
 	for i, e := range sel {
 		r := e.Request
 		first, _ := marks.ParseMark(r.First) // valid: the queue validated the request
 		last, _ := marks.ParseMark(r.Last)
 		items[i] = lake.GroupItem{ID: r.ID, Stream: r.Stream, First: first, Last: last, Rows: r.Rows, Segments: r.Segments,
-			Files:   func(t *table.Table) ([]iceberg.DataFile, error) { return claim(claimed, r.ID)(DecodeFiles(t, r)) },
+			Files:   func(t *table.Table) ([]iceberg.DataFile, error) { return claim(claimed, r.ID)(decode(t, r)) },
 			Expired: func() bool { return e.TooOld(c.cfg.Now(), c.maxAge()) }}
 		files += len(r.Files)
 	}
@@ -67,12 +69,43 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 	}
 	if last.Streams > 0 {
 		c.cfg.Observer.Committed(name, last.Streams, waits, end.Sub(start))
+		if c.cfg.Landed != nil {
+			c.cfg.Landed(name)
+		}
 	}
 	c.mu.Lock()
 	if o := c.owned[name]; o != nil {
 		o.last = last
 	}
 	c.mu.Unlock()
+}
+
+// decoder returns one group commit's decoding of a request's files: DecodeFiles' checks, then
+// each file's existence and size in the object store. The first request decoded stats the files
+// of every selected request at once (bounded), so a commit of many requests waits for one round
+// of stats, not one per request.
+func (c *Committer) decoder(ctx context.Context, sel []Queued) func(*table.Table, Request) ([]iceberg.DataFile, error) {
+	stats := filecheck.NewStats(context.WithoutCancel(ctx))
+	var once sync.Once
+	return func(t *table.Table, r Request) ([]iceberg.DataFile, error) {
+		once.Do(func() {
+			var all []iceberg.DataFile
+			for _, e := range sel {
+				if files, err := DecodeFiles(t, e.Request); err == nil { // else its own decode refuses it
+					all = append(all, files...)
+				}
+			}
+			stats.Stat(t, all)
+		})
+		files, err := DecodeFiles(t, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := stats.Check(t, files); err != nil {
+			return nil, err
+		}
+		return files, nil
+	}
 }
 
 // claim returns a check that claims the paths of request id's files in claimed, failing on a path
@@ -161,6 +194,10 @@ func (c *Committer) props(name string) func(t *table.Table, in []lake.GroupItem)
 		var live int
 		ok := false
 		if o := c.owned[name]; o != nil {
+			if !o.seeded {
+				o.wm.Seed(t.Properties(), now)
+				o.seeded = true
+			}
 			through, live, ok = o.wm.Through(now)
 		}
 		c.mu.Unlock()

@@ -1,11 +1,14 @@
 package commit
 
 import (
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 )
 
@@ -33,9 +36,44 @@ type Watermark struct {
 
 // streamMark is what the committer knows of one stream.
 type streamMark struct {
-	through int64 // W_s, unix ms of the pod's clock; only moves forward
+	through int64 // W_s, unix ms of the pod's clock; only moves forward once heard
 	heard   time.Time
 	window  time.Duration // LiveFactor x the stream's last heartbeat period
+	// seeded: through is Seed's bound from the table, not the pod's report; the first report
+	// replaces it, earlier or not (the bound was a guess, the report is the truth).
+	seeded bool
+}
+
+// SeedWindow is how long a stream seeded from the table (Seed) counts without being heard: a pod
+// whose request the previous committer held reaches this one within its fallback bound
+// (group-commit-fallback-after), and one with nothing to commit heartbeats within its period.
+const SeedWindow = DefaultFallbackAfter + LiveFactor*DefaultEvery
+
+// Seed adds the streams a committer that just took the table over has not heard from yet, from
+// the table's properties at now: every stream whose siglake.seen.<stream> (its last commit,
+// refreshed hourly) is within marks.SeenRefresh + SeedWindow may still be sealing rows, so it
+// counts, live for SeedWindow, at the earlier of its seen and the complete-through the table
+// published (when it has one). The published T then never runs ahead of a stream the new owner has
+// not heard from; once heard, the stream's own report replaces the seed.
+func (w *Watermark) Seed(props iceberg.Properties, now time.Time) {
+	published := int64(-1)
+	if old, ok, err := CompleteThroughProperty.Read(props); ok && err == nil {
+		published = old.TMs
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, v := range props {
+		stream, ok := strings.CutPrefix(k, marks.SeenPrefix)
+		sec, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || w.streams[stream] != nil || now.Sub(time.Unix(sec, 0)) > marks.SeenRefresh+SeedWindow {
+			continue
+		}
+		through := sec * 1000
+		if published >= 0 {
+			through = min(through, published)
+		}
+		w.streams[stream] = &streamMark{through: through, heard: now, window: SeedWindow, seeded: true}
+	}
 }
 
 // NewWatermark starts a table's watermark when this process began owning the table at since:
@@ -67,7 +105,11 @@ func (w *Watermark) Heard(r Request, now time.Time) {
 		s = &streamMark{}
 		w.streams[r.Stream] = s
 	}
-	s.through = max(s.through, through)
+	if s.seeded {
+		s.through, s.seeded = through, false
+	} else {
+		s.through = max(s.through, through)
+	}
 	s.heard = now
 	s.window = LiveFactor * every
 	// The wait before publishing is the longest window ever heard, not the current streams':

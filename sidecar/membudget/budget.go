@@ -154,6 +154,21 @@ func (b *Budget) Acquire(ctx context.Context, loop string, n int64) (Lease, erro
 	return Lease{b: b, loop: loop, n: n, once: new(sync.Once)}, nil
 }
 
+// TryAcquire holds n bytes of the budget for loop if they are free now, without waiting; ok is
+// false when they are not, or when an acquisition waits ahead (the budget is FIFO: a small taker
+// never overtakes a waiting merge). For a loop that refuses work rather than wait: group commit's
+// queue answers busy. n <= 0 holds nothing and succeeds; n above the limit never does.
+func (b *Budget) TryAcquire(loop string, n int64) (l Lease, ok bool) {
+	if b == nil || n <= 0 {
+		return Lease{}, true
+	}
+	if n > b.limit || !b.sem.TryAcquire(n) {
+		return Lease{}, false
+	}
+	b.account(loop, func(s *loopShare) { s.held += n; s.leases++ })
+	return Lease{b: b, loop: loop, n: n, once: new(sync.Once)}, true
+}
+
 func (b *Budget) account(loop string, f func(*loopShare)) {
 	b.mu.Lock()
 	s, ok := b.loops[loop]
@@ -240,4 +255,14 @@ func (b *Budget) Reserve(ctx context.Context, loop string, n int64) (release fun
 // Reserve is Budget.Reserve for this share's loop.
 func (s Share) Reserve(ctx context.Context, n int64) (release func(), err error) {
 	return s.b.Reserve(ctx, s.loop, n)
+}
+
+// TryReserve is TryAcquire for this share's loop, with a release function instead of a Lease (a
+// loop's package then needs no import of this one).
+func (s Share) TryReserve(n int64) (release func(), ok bool) {
+	l, ok := s.b.TryAcquire(s.loop, n)
+	if !ok {
+		return nil, false
+	}
+	return l.Release, true
 }

@@ -10,10 +10,11 @@ const (
 	LoopIndexRebuild = "index_rebuild"
 	LoopWALBuffer    = "wal_buffer"
 	LoopSearch       = "search"
+	LoopGroupCommit  = "group_commit" // a committer's queue of other pods' requests
 )
 
 // Loops lists the loop names above.
-var Loops = []string{LoopDrain, LoopMerge, LoopIndexRebuild, LoopWALBuffer, LoopSearch}
+var Loops = []string{LoopDrain, LoopMerge, LoopIndexRebuild, LoopWALBuffer, LoopSearch, LoopGroupCommit}
 
 // Metrics export the budget (docs/metrics.md).
 type Metrics struct {
