@@ -13,8 +13,9 @@ import (
 
 // benchMode is what runs beside the pods: a committer (Group), the owner's maintainer cycling
 // through the window (Maint), and a committer stopped halfway through the window with its
-// queue, its successor starting benchLease later (Failover).
-type benchMode struct{ Group, Maint, Failover bool }
+// queue, its successor starting benchLease later (Failover); Prewritten: the pods' batches are
+// written before the window and only handed off in it (harness_prewritten_test.go).
+type benchMode struct{ Group, Maint, Failover, Prewritten bool }
 
 func (m benchMode) String() string {
 	s := map[bool]string{false: "direct", true: "group"}[m.Group]
@@ -24,11 +25,15 @@ func (m benchMode) String() string {
 	if m.Failover {
 		s += "+failover"
 	}
+	if m.Prewritten {
+		s += "+prewritten"
+	}
 	return s
 }
 
 // parseBenchModes reads SIGLAKE_BENCH_MODES: a comma-separated list of direct or group, each
-// optionally with +maint, and group also with +failover. Empty is direct,group.
+// optionally with +maint, and group also with +failover (not with +maint) and +prewritten.
+// Empty is direct,group.
 func parseBenchModes(v string) ([]benchMode, error) {
 	if v == "" {
 		v = "direct,group"
@@ -42,7 +47,7 @@ func parseBenchModes(v string) ([]benchMode, error) {
 		case "group":
 			m.Group = true
 		default:
-			return nil, fmt.Errorf("SIGLAKE_BENCH_MODES %q: mode %q: want direct or group, then +maint or (group) +failover", v, f)
+			return nil, fmt.Errorf("SIGLAKE_BENCH_MODES %q: mode %q: want direct or group, then +maint, and group also +failover (not with +maint) or +prewritten", v, f)
 		}
 		for _, x := range parts[1:] {
 			switch {
@@ -50,8 +55,10 @@ func parseBenchModes(v string) ([]benchMode, error) {
 				m.Maint = true
 			case x == "failover" && m.Group && !m.Maint:
 				m.Failover = true
+			case x == "prewritten" && m.Group:
+				m.Prewritten = true
 			default:
-				return nil, fmt.Errorf("SIGLAKE_BENCH_MODES %q: mode %q: want direct or group, then +maint or (group) +failover", v, f)
+				return nil, fmt.Errorf("SIGLAKE_BENCH_MODES %q: mode %q: want direct or group, then +maint, and group also +failover (not with +maint) or +prewritten", v, f)
 			}
 		}
 		modes = append(modes, m)

@@ -190,6 +190,10 @@ func benchRun(t *testing.T, n int, mode benchMode, window time.Duration) benchRe
 			p.env.Drain.Group = p.client
 		}
 	}
+	var prewritten [][]captured
+	if mode.Prewritten {
+		prewritten = benchPrewrite(cl, pods, window)
+	}
 	attempts.Store(0)
 	failed.Store(0)
 
@@ -214,12 +218,22 @@ func benchRun(t *testing.T, n int, mode benchMode, window time.Duration) benchRe
 	}()
 	requests := atomic.Int64{}
 	for i, p := range pods {
+		first := start.Add(time.Duration(i) * benchPeriod / time.Duration(n))
+		if prewritten != nil {
+			requests.Add(int64(len(prewritten[i])))
+			wg.Add(1)
+			go labelled(context.Background(), rolePod, func(context.Context) {
+				defer wg.Done()
+				benchHandOff(cl, p, prewritten[i], first)
+			})
+			continue
+		}
 		sealing := make(chan struct{})
 		wg.Add(2)
 		go labelled(context.Background(), rolePod, func(context.Context) { // the ingest
 			defer wg.Done()
 			defer close(sealing)
-			requests.Add(int64(benchSeal(cl, p, &sealMu, start.Add(time.Duration(i)*benchPeriod/time.Duration(n)), start.Add(window), i)))
+			requests.Add(int64(benchSeal(cl, p, &sealMu, first, start.Add(window), i)))
 		})
 		go labelled(context.Background(), rolePod, func(context.Context) { // the drain: a cycle whenever something was sealed, until the WAL is empty
 			defer wg.Done()
@@ -239,7 +253,10 @@ func benchRun(t *testing.T, n int, mode benchMode, window time.Duration) benchRe
 			r.DataBytes += f.Size
 		}
 	}
-	r.MetaPuts = objAfter.Requests - objBefore.Requests - int64(r.DataFiles)
+	r.MetaPuts = objAfter.Requests - objBefore.Requests
+	if !mode.Prewritten { // a prewritten run's data files were written before objBefore
+		r.MetaPuts -= int64(r.DataFiles)
+	}
 	for _, s := range cl.table().Metadata().Snapshots() {
 		if ts := time.UnixMilli(s.TimestampMs); !ts.Before(start) && !ts.After(start.Add(window)) {
 			r.Snapshots++
