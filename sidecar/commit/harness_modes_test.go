@@ -158,3 +158,27 @@ func benchMaintain(cl *cluster, l *lake.Lake, end time.Time) (tot maintTotals) {
 	}
 	return tot
 }
+
+// TestParseBenchModes: SIGLAKE_BENCH_MODES names each mode as String prints it, and refuses a
+// mode that has no meaning (a direct failover, a failover with maintenance) naming it.
+func TestParseBenchModes(t *testing.T) {
+	modes, err := parseBenchModes("direct, group+maint,group+failover+prewritten,direct+maint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range modes {
+		got = append(got, m.String())
+	}
+	if want := "direct group+maint group+failover+prewritten direct+maint"; strings.Join(got, " ") != want {
+		t.Fatalf("modes %q, want %q", got, want)
+	}
+	if d, _ := parseBenchModes(""); len(d) != 2 || d[0].Group || !d[1].Group {
+		t.Fatalf("default modes %v, want direct,group", d)
+	}
+	for _, bad := range []string{"direct+failover", "group+maint+failover", "direct+prewritten", "grup", "group+fast"} {
+		if _, err := parseBenchModes(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%q: %v, want an error naming it", bad, err)
+		}
+	}
+}
