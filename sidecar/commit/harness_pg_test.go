@@ -24,7 +24,7 @@ import (
 
 // Bench knobs: SIGLAKE_BENCH=1 runs TestBenchGroupCommit; SIGLAKE_BENCH_PODS lists the N
 // (default 16,100); SIGLAKE_BENCH_WINDOW is how long the pods send (default 60s);
-// SIGLAKE_BENCH_MODES lists the modes run for each N (default direct,group; benchModes).
+// SIGLAKE_BENCH_MODES lists the modes run for each N (default direct,group; parseBenchModes).
 const (
 	benchPeriod   = 10 * time.Second // 0.1 requests/s per pod
 	benchRows     = 500              // rows per sealed segment: one small Parquet file a request
@@ -36,8 +36,9 @@ const (
 // TestBenchGroupCommit measures N pods on one table of the PostgreSQL catalog with its warehouse
 // on the test S3 server, each pod a real drain on its own WAL dir and Lake sealing one segment
 // every 10 s, first committing directly, then handing off to one committer (interval 1 s) on a
-// Lake of its own. Both modes get the same segments. Every run checks the table holds every
-// sealed row once.
+// Lake of its own. Both modes get the same segments. The other modes add the owner's maintainer,
+// a committer failover, or batches written before the window (benchMode). Every run checks the
+// table holds every sealed row once.
 func TestBenchGroupCommit(t *testing.T) {
 	if os.Getenv("SIGLAKE_BENCH") != "1" {
 		t.Skip("SIGLAKE_BENCH=1 runs the group commit harness (minutes, PostgreSQL and S3)")
