@@ -41,6 +41,7 @@ func (c *captor) SlowDown(string) time.Duration                  { return 0 }
 // benchPrewrite has every pod's drain write the batches it will hand off in a window (one a
 // benchPeriod), a few pods at a time, and returns them by pod.
 func benchPrewrite(cl *cluster, pods []*benchPod, window time.Duration) [][]captured {
+	var mu sync.Mutex // cl.seal's sum
 	out := make([][]captured, len(pods))
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -49,7 +50,7 @@ func benchPrewrite(cl *cluster, pods []*benchPod, window time.Duration) [][]capt
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				out[i] = benchPrewritePod(cl, pods[i], i, window)
+				out[i] = benchPrewritePod(cl, &mu, pods[i], i, window)
 			}
 		}()
 	}
@@ -61,11 +62,13 @@ func benchPrewrite(cl *cluster, pods []*benchPod, window time.Duration) [][]capt
 	return out
 }
 
-func benchPrewritePod(cl *cluster, p *benchPod, i int, window time.Duration) []captured {
+func benchPrewritePod(cl *cluster, mu *sync.Mutex, p *benchPod, i int, window time.Duration) []captured {
 	c := &captor{}
 	p.env.Drain.Group = c
 	for k := 0; time.Duration(k)*benchPeriod <= window; k++ {
+		mu.Lock()
 		cl.seal(p.pod, 1, benchRows, day.Add(time.Duration(i)*time.Minute+time.Duration(k)*benchPeriod))
+		mu.Unlock()
 		if err := cl.drain(p.pod, 3); err != nil {
 			cl.t.Error(err)
 		}
