@@ -66,11 +66,13 @@ func parseBenchModes(v string) ([]benchMode, error) {
 	return modes, nil
 }
 
-// benchCommitter starts a committer called name on a Lake of its own (its commits watched and
-// counted by role), owning every table, its Run and handlers labelled committer. stop cancels
+// benchCommitter starts a committer called name on l, a Lake of its own (nil: opened now; its
+// commits watched and counted by role), owning every table, its Run and handlers labelled committer. stop cancels
 // its Run (its queue is lost) and waits for it; it also runs at the test's end.
-func benchCommitter(cl *cluster, name string, watch func(*lake.Lake), rc *roleCommits) (l *lake.Lake, stop func()) {
-	l = cl.lake()
+func benchCommitter(cl *cluster, name string, l *lake.Lake, watch func(*lake.Lake), rc *roleCommits) (_ *lake.Lake, stop func()) {
+	if l == nil {
+		l = cl.lake()
+	}
 	watch(l)
 	rc.hook(l)
 	v := newView(name)
@@ -122,11 +124,14 @@ func benchOwner(cl *cluster, mode benchMode, owner *lake.Lake, start time.Time, 
 		}
 		return benchMaintain(cl, owner, end)
 	case mode.Failover:
+		// The successor's process is up before the failover (a standby member): opening its
+		// catalog while a thousand pods reread theirs may find no connection left.
+		next := cl.lake()
 		time.Sleep(time.Until(start.Add(window / 2)))
 		cl.stop["committer"]()
 		cl.t.Logf("committer stopped at %s", time.Since(start).Round(time.Millisecond))
 		time.Sleep(benchLease)
-		benchCommitter(cl, "committer-2", watch, rc)
+		benchCommitter(cl, "committer-2", next, watch, rc)
 		for _, p := range pods {
 			p.view.set(func(v *view) { v.committer = func(string) (string, bool) { return "committer-2", true } })
 		}

@@ -186,7 +186,7 @@ func benchRun(t *testing.T, n int, mode benchMode, window time.Duration) benchRe
 	rc := newRoleCommits()
 	var owner *lake.Lake // the committer's, or nil in direct mode
 	if mode.Group {
-		owner, _ = benchCommitter(cl, "committer", watch, rc)
+		owner, _ = benchCommitter(cl, "committer", nil, watch, rc)
 		for _, p := range pods {
 			p.env.Drain.Group = p.client
 		}
