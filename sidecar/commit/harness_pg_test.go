@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -22,19 +23,22 @@ import (
 )
 
 // Bench knobs: SIGLAKE_BENCH=1 runs TestBenchGroupCommit; SIGLAKE_BENCH_PODS lists the N
-// (default 16,100); SIGLAKE_BENCH_WINDOW is how long the pods send (default 60s).
+// (default 16,100); SIGLAKE_BENCH_WINDOW is how long the pods send (default 60s);
+// SIGLAKE_BENCH_MODES lists the modes run for each N (default direct,group; parseBenchModes).
 const (
 	benchPeriod   = 10 * time.Second // 0.1 requests/s per pod
 	benchRows     = 500              // rows per sealed segment: one small Parquet file a request
 	benchInterval = time.Second      // the committer's interval
 	benchTail     = 2 * time.Minute  // how long the pods may take to empty their WALs after the window
+	benchLease    = 10 * time.Second // failover: from the committer's stop to its successor's start
 )
 
 // TestBenchGroupCommit measures N pods on one table of the PostgreSQL catalog with its warehouse
 // on the test S3 server, each pod a real drain on its own WAL dir and Lake sealing one segment
 // every 10 s, first committing directly, then handing off to one committer (interval 1 s) on a
-// Lake of its own. Both modes get the same segments. Every run checks the table holds every
-// sealed row once.
+// Lake of its own. Both modes get the same segments. The other modes add the owner's maintainer,
+// a committer failover, or batches written before the window (benchMode). Every run checks the
+// table holds every sealed row once.
 func TestBenchGroupCommit(t *testing.T) {
 	if os.Getenv("SIGLAKE_BENCH") != "1" {
 		t.Skip("SIGLAKE_BENCH=1 runs the group commit harness (minutes, PostgreSQL and S3)")
@@ -46,6 +50,10 @@ func TestBenchGroupCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		window = d
+	}
+	modes, err := parseBenchModes(os.Getenv("SIGLAKE_BENCH_MODES"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	ns := []int{16, 100}
 	if v := os.Getenv("SIGLAKE_BENCH_PODS"); v != "" {
@@ -59,9 +67,8 @@ func TestBenchGroupCommit(t *testing.T) {
 		}
 	}
 	for _, n := range ns {
-		for _, group := range []bool{false, true} {
-			name := fmt.Sprintf("N=%d/%s", n, map[bool]string{false: "direct", true: "group"}[group])
-			t.Run(name, func(t *testing.T) { t.Logf("%s", benchRun(t, n, group, window)) })
+		for _, mode := range modes {
+			t.Run(fmt.Sprintf("N=%d/%s", n, mode), func(t *testing.T) { benchRun(t, n, mode, window) })
 		}
 	}
 }
@@ -69,7 +76,7 @@ func TestBenchGroupCommit(t *testing.T) {
 // benchResult is one run's measurements.
 type benchResult struct {
 	N                   int
-	Group               bool
+	Mode                benchMode
 	Window, Drained     time.Duration // the sending window; from its start until every WAL was empty
 	Requests            int           // segments sealed (requests offered)
 	Waiting             int           // segments still in the WALs after the tail
@@ -81,17 +88,32 @@ type benchResult struct {
 	MetaRead            int64 // object-store bytes read (the drain reads no data files)
 	MetaPuts            int64 // object-store PUTs that were not data files
 	CPUSeconds, WallCPU float64
+	RoleCPU             map[string]float64 // CPU seconds sampled in the window by role (roleCPU)
+	Commits             string             // the committer's and maintainer's attempts (roleCommits)
+	Maint               maintTotals
 }
 
 func (r benchResult) String() string {
 	gb := float64(r.DataBytes) / 1e9
-	return fmt.Sprintf("N=%d group=%v: %d requests in %s (%d still waiting after %s); %d snapshots in the window (%.2f commits/s); "+
+	return fmt.Sprintf("N=%d %s: %d requests in %s (%d still waiting after %s); %d snapshots in the window (%.2f commits/s); "+
 		"%d commit attempts, %d refused (%.1f%%); seal-to-visible p50 %.2f s p99 %.2f s; %d data files, %.1f MB; "+
-		"metadata %.1f MB read (%.0f GB/GB), %d objects written (%.1f per commit, %.0f per GB); process CPU %.1f s = %.1f%% of a core",
-		r.N, r.Group, r.Requests, r.Window, r.Waiting, r.Drained.Round(time.Second), r.Snapshots, float64(r.Snapshots)/r.Window.Seconds(),
+		"metadata %.1f MB read (%.0f GB/GB), %d objects written (%.1f per commit, %.0f per GB); process CPU %.1f s = %.1f%% of a core; "+
+		"in the window, by role: %s; %s%s",
+		r.N, r.Mode, r.Requests, r.Window, r.Waiting, r.Drained.Round(time.Second), r.Snapshots, float64(r.Snapshots)/r.Window.Seconds(),
 		r.Attempts, r.Failed, 100*float64(r.Failed)/float64(max(1, r.Attempts)), r.P50.Seconds(), r.P99.Seconds(), r.DataFiles, float64(r.DataBytes)/1e6,
 		float64(r.MetaRead)/1e6, float64(r.MetaRead)/1e9/gb, r.MetaPuts, float64(r.MetaPuts)/float64(max(1, r.Attempts-r.Failed)), float64(r.MetaPuts)/gb,
-		r.CPUSeconds, 100*r.WallCPU)
+		r.CPUSeconds, 100*r.WallCPU, r.roles(), r.Commits, r.Maint)
+}
+
+// roles is the CPU by role in the window, in % of a core.
+func (r benchResult) roles() string {
+	var b strings.Builder
+	for _, role := range []string{roleCommitter, roleMaintainer, rolePod, ""} {
+		if s, ok := r.RoleCPU[role]; ok {
+			fmt.Fprintf(&b, "%s %.2f s = %.2f%% of a core, ", cmp.Or(role, "unlabelled"), s, 100*s/r.Window.Seconds())
+		}
+	}
+	return b.String()
 }
 
 // benchCfg points a lake config at a fresh PostgreSQL database and S3 warehouse prefix.
@@ -124,14 +146,15 @@ func benchNewPod(cl *cluster, cfg func(*lake.Config), i int) *pod {
 	// table backed off 1 s to 32 s as in production (a flushing cycle would ignore the backoff).
 	env.Drain.Retry, env.Drain.Cfg.CommitBatchMaxAge = lake.DefaultRetry, time.Millisecond
 	p := &pod{name: fmt.Sprintf("pod-%d", i), env: env, view: newView("committer"), obs: newRecorder()}
+	capPool(cl.t, env.Lake)
 	p.client = NewClient(ClientConfig{Lake: env.Lake, Retry: lake.DefaultRetry, Interval: benchInterval, FallbackAfter: 30 * time.Second, Observer: p.obs},
-		cl.hub.Member(p.name), p.view)
+		roleTransport{cl.hub.Member(p.name), rolePod}, p.view)
 	cl.pods = append(cl.pods, p)
 	return p
 }
 
 // benchRun runs one mode for n pods and returns what it measured.
-func benchRun(t *testing.T, n int, group bool, window time.Duration) benchResult {
+func benchRun(t *testing.T, n int, mode benchMode, window time.Duration) benchResult {
 	cfg := benchCfg(t)
 	cl := &cluster{t: t, base: testlake.NewWith(t, cfg), hub: NewLocalHub()}
 	var attempts, failed atomic.Int64
@@ -160,12 +183,17 @@ func benchRun(t *testing.T, n int, group bool, window time.Duration) benchResult
 		t.Fatal(err)
 	}
 	before := testlake.LiveByPath(t, cl.base.Lake)
-	if group {
-		_, _, _, l := cl.committer("committer", func(c *CommitterConfig) { c.Interval, c.Retry = benchInterval, lake.DefaultRetry })
-		watch(l)
+	rc := newRoleCommits()
+	var owner *lake.Lake // the committer's, or nil in direct mode
+	if mode.Group {
+		owner, _ = benchCommitter(cl, "committer", nil, watch, rc)
 		for _, p := range pods {
 			p.env.Drain.Group = p.client
 		}
+	}
+	var prewritten [][]captured
+	if mode.Prewritten {
+		prewritten = benchPrewrite(cl, pods, window)
 	}
 	attempts.Store(0)
 	failed.Store(0)
@@ -173,41 +201,85 @@ func benchRun(t *testing.T, n int, group bool, window time.Duration) benchResult
 	var sealMu sync.Mutex // cl.seal's sum, and each pod's waiting list against its WAL
 	objBefore := objTotals()
 	cpuBefore := cpuSeconds()
+	stopCPU, err := roleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
+	var r benchResult
+	wg.Add(1)
+	go func() { // the owner's side in the window: maintenance, failover, and the CPU profile's end
+		defer wg.Done()
+		r.Maint = benchOwner(cl, mode, owner, start, window, watch, rc, pods)
+		var err error
+		if r.RoleCPU, err = stopCPU(); err != nil {
+			t.Error(err)
+		}
+	}()
 	requests := atomic.Int64{}
 	for i, p := range pods {
+		first := start.Add(time.Duration(i) * benchPeriod / time.Duration(n))
+		if prewritten != nil {
+			requests.Add(int64(len(prewritten[i])))
+			wg.Add(1)
+			go labelled(context.Background(), rolePod, func(context.Context) {
+				defer wg.Done()
+				benchHandOff(cl, p, prewritten[i], first)
+			})
+			continue
+		}
 		sealing := make(chan struct{})
 		wg.Add(2)
-		go func() { // the ingest
+		go labelled(context.Background(), rolePod, func(context.Context) { // the ingest
 			defer wg.Done()
 			defer close(sealing)
-			requests.Add(int64(benchSeal(cl, p, &sealMu, start.Add(time.Duration(i)*benchPeriod/time.Duration(n)), start.Add(window), i)))
-		}()
-		go func() { // the drain: a cycle whenever something was sealed, until the WAL is empty
+			requests.Add(int64(benchSeal(cl, p, &sealMu, first, start.Add(window), i)))
+		})
+		go labelled(context.Background(), rolePod, func(context.Context) { // the drain: a cycle whenever something was sealed, until the WAL is empty
 			defer wg.Done()
 			benchDrain(t, p, sealing, &sealMu, start.Add(window+benchTail))
-		}()
+		})
 	}
 	wg.Wait()
-	r := benchResult{N: n, Group: group, Window: window, Drained: time.Since(start), Requests: int(requests.Load())}
+	r.N, r.Mode, r.Window, r.Drained, r.Requests = n, mode, window, time.Since(start), int(requests.Load())
 	r.CPUSeconds = cpuSeconds() - cpuBefore
 	r.WallCPU = r.CPUSeconds / r.Drained.Seconds()
 	objAfter := objTotals()
 	r.MetaRead = objAfter.BytesRead - objBefore.BytesRead
-	r.Attempts, r.Failed = int(attempts.Load()), int(failed.Load())
+	r.Attempts, r.Failed, r.Commits = int(attempts.Load()), int(failed.Load()), rc.String()
 	for path, f := range testlake.LiveByPath(t, cl.base.Lake) {
 		if _, ok := before[path]; !ok {
 			r.DataFiles++
 			r.DataBytes += f.Size
 		}
 	}
-	r.MetaPuts = objAfter.Requests - objBefore.Requests - int64(r.DataFiles)
+	r.MetaPuts = objAfter.Requests - objBefore.Requests
+	if !mode.Prewritten { // a prewritten run's data files were written before objBefore
+		r.MetaPuts -= int64(r.DataFiles)
+	}
 	for _, s := range cl.table().Metadata().Snapshots() {
 		if ts := time.UnixMilli(s.TimestampMs); !ts.Before(start) && !ts.After(start.Add(window)) {
 			r.Snapshots++
 		}
 	}
+	benchLags(&r, pods)
+	t.Logf("%s", r) // before the check, which may stop the test
+	// A saturated table leaves batches waiting: drain them one pod at a time, so the check below
+	// covers every sealed row.
+	for _, p := range pods {
+		if len(p.waiting) > 0 {
+			if err := cl.drain(p.pod, 10); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	cl.checkOnce()
+	return r
+}
+
+// benchLags sets r's lag percentiles and waiting count from the pods' lags and what still waits.
+func benchLags(r *benchResult, pods []*benchPod) {
 	var lags []time.Duration
 	end := time.Now()
 	for _, p := range pods {
@@ -221,17 +293,6 @@ func benchRun(t *testing.T, n int, group bool, window time.Duration) benchResult
 	if len(lags) > 0 {
 		r.P50, r.P99 = lags[len(lags)/2], lags[min(len(lags)-1, len(lags)*99/100)]
 	}
-	// A saturated table leaves batches waiting: drain them one pod at a time, so the check below
-	// covers every sealed row.
-	for _, p := range pods {
-		if len(p.waiting) > 0 {
-			if err := cl.drain(p.pod, 10); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	cl.checkOnce()
-	return r
 }
 
 // benchSeal is pod i's ingest: one segment every period from first until end, each seal time

@@ -108,6 +108,10 @@ type ownedSQLCatalog struct {
 	db *sql.DB
 }
 
+// DB is the catalog's connection pool, for a caller that must bound it (a benchmark running
+// hundreds of catalogs in one process against a server's connection limit).
+func (c *ownedSQLCatalog) DB() *sql.DB { return c.db }
+
 func (c *ownedSQLCatalog) Close() error {
 	err := c.Catalog.Close()
 	if e := c.db.Close(); err == nil {
