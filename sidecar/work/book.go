@@ -373,9 +373,10 @@ func (b *Book) Renew(id, worker string, now time.Time) (Lease, error) {
 	return *l, nil
 }
 
-// Complete ends worker's live lease id at now and returns it: the owner commits the result (in
-// the table's loop, before its next pass: the lease's files are plannable again). ErrNotLive
-// (unknown, past its deadline, or ended: a second Complete) or ErrNotHolder: refuse the result.
+// Complete ends worker's live lease id at now and returns it: the owner commits the result in the
+// table's loop before the table's next pass, since the lease's files are plannable again (now may
+// be when the result was received, if the loop takes it up later). ErrNotLive (unknown, past its
+// deadline, or ended: a second Complete) or ErrNotHolder: refuse the result.
 func (b *Book) Complete(id, worker string, now time.Time) (Lease, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -184,10 +184,12 @@ type FieldError struct {
 	Err     error  // the cause, if any (ErrTooLarge, a JSON error)
 }
 
+// Error says the message, the field, what is wrong and what is accepted.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("bin lease %s: %s: %s; want %s", e.Message, e.Field, e.Problem, e.Want)
 }
 
+// Unwrap returns the cause, if any.
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // Encode returns m as a message, refusing what an owner would refuse.
