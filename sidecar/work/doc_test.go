@@ -79,7 +79,8 @@ func TestFormatDocInStep(t *testing.T) {
 		}
 	}
 	job := section(t, doc, "## Job")
-	for name := range topNames(reflect.TypeFor[Input](), reflect.TypeFor[Metadata]()) {
+	for name := range topNames(reflect.TypeFor[Input](), reflect.TypeFor[Metadata](), reflect.TypeFor[Fold](),
+		reflect.TypeFor[FoldAggregate](), reflect.TypeFor[FoldTier]()) {
 		if !strings.Contains(job, "`"+name+"`") {
 			t.Errorf("## Job does not name the field %q", name)
 		}

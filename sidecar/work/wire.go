@@ -23,6 +23,7 @@ import (
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/folding"
 )
 
 // The first byte of every message names its direction; the gossip transport dispatches on it.
@@ -95,7 +96,8 @@ func MetadataOf(o merge.MetadataOptions) Metadata { return Metadata(o) }
 func (m Metadata) Options() merge.MetadataOptions { return merge.MetadataOptions(m) }
 
 // Job is the leasable part of a rewrite job (sidecar/rewrite.Job without its functions, filter
-// and stage): plain values a worker merges with the table's schema, spec and FileIO alone.
+// and stage): plain values a worker merges with the table's schema, spec and FileIO alone (a
+// rollup's fold travels in it).
 type Job struct {
 	Kind      string  `json:"kind"`      // the planner's bin kind (l0, l1, depth, fold, absorb, ...)
 	Partition string  `json:"partition"` // the day, YYYY-MM-DD
@@ -106,11 +108,58 @@ type Job struct {
 	TargetFileBytes int64    `json:"target_file_bytes"`
 	SplitSparse     float64  `json:"split_sparse"`
 	Metadata        Metadata `json:"metadata"`
-	// Fold: the worker folds the rows with the rollup's folding read from the table; FoldTier is
-	// the tier every output row reaches (in the outputs' names). Tier 0 is a tier, so Fold says
-	// whether there is one.
-	Fold     bool `json:"fold"`
-	FoldTier int  `json:"fold_tier"`
+	// Fold folds the rows of a rollup table, as the owner planned it: its tier cutoffs are times
+	// of the owner's planning clock, and FoldTier (in the outputs' names) was planned against
+	// them, so the fold travels whole rather than being derived again on the worker. nil: no fold.
+	Fold     *Fold `json:"fold,omitempty"`
+	FoldTier int   `json:"fold_tier"`
+	// Reason is the planner's printable reason, for the worker's logs.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Fold is merge/folding.Fold with names of its own on the wire (FoldOf, Folding).
+type Fold struct {
+	Keys       []string        `json:"keys"`
+	Aggregates []FoldAggregate `json:"aggregates"`
+	BucketUs   int64           `json:"bucket_us"` // the fold bucket, microseconds
+	Tiers      []FoldTier      `json:"tiers"`
+	MaxGroups  int             `json:"max_groups"` // 0: the default
+}
+
+// FoldAggregate is an aggregated column and how it folds (sum, min, max or count).
+type FoldAggregate struct {
+	Column string `json:"column"`
+	Func   string `json:"func"`
+}
+
+// FoldTier is a coarser bucket for the rows older than BeforeUs (timestamp microseconds).
+type FoldTier struct {
+	BeforeUs int64 `json:"before_us"`
+	BucketUs int64 `json:"bucket_us"`
+}
+
+// FoldOf returns the wire form of f.
+func FoldOf(f folding.Fold) *Fold {
+	w := &Fold{Keys: f.Keys, BucketUs: f.Bucket, MaxGroups: f.MaxGroups}
+	for _, a := range f.Aggregates {
+		w.Aggregates = append(w.Aggregates, FoldAggregate{Column: a.Column, Func: string(a.Func)})
+	}
+	for _, t := range f.Tiers {
+		w.Tiers = append(w.Tiers, FoldTier{BeforeUs: t.Before, BucketUs: t.Bucket})
+	}
+	return w
+}
+
+// Folding returns the fold f carries.
+func (f Fold) Folding() folding.Fold {
+	out := folding.Fold{Keys: f.Keys, Bucket: f.BucketUs, MaxGroups: f.MaxGroups}
+	for _, a := range f.Aggregates {
+		out.Aggregates = append(out.Aggregates, folding.Aggregate{Column: a.Column, Func: folding.AggFunc(a.Func)})
+	}
+	for _, t := range f.Tiers {
+		out.Tiers = append(out.Tiers, folding.FoldTier{Before: t.BeforeUs, Bucket: t.BucketUs})
+	}
+	return out
 }
 
 // Bytes is the job's input bytes: what a lease's duration and placement weigh.
@@ -462,15 +511,22 @@ func (j Job) Validate() error {
 		return bad("partition", quote(j.Partition), "a day, YYYY-MM-DD")
 	case j.Dir == "" || len(j.Dir) > maxPathBytes:
 		return bad("dir", quote(j.Dir), fmt.Sprintf("a directory of 1 to %d bytes", maxPathBytes))
-	case j.TargetFileBytes < 1:
-		return bad("target_file_bytes", strconv.FormatInt(j.TargetFileBytes, 10), ">= 1")
+	case j.TargetFileBytes < 0:
+		return bad("target_file_bytes", strconv.FormatInt(j.TargetFileBytes, 10), ">= 0 (0: no cut by size)")
 	case !(j.SplitSparse >= 0): // NaN too
 		return bad("split_sparse", strconv.FormatFloat(j.SplitSparse, 'g', -1, 64), ">= 0 (0 cuts by size only)")
-	case j.FoldTier < 0 || (!j.Fold && j.FoldTier != 0):
-		return bad("fold_tier", strconv.Itoa(j.FoldTier), ">= 0, and 0 unless fold")
+	case j.FoldTier < 0 || (j.Fold == nil && j.FoldTier != 0):
+		return bad("fold_tier", strconv.Itoa(j.FoldTier), ">= 0, and 0 without a fold")
+	case len(j.Reason) > maxErrorBytes:
+		return bad("reason", fmt.Sprintf("%d bytes", len(j.Reason)), fmt.Sprintf("at most %d bytes", maxErrorBytes))
 	}
 	if err := j.validateInputs(bad); err != nil {
 		return err
+	}
+	if j.Fold != nil {
+		if err := j.Fold.validate(bad); err != nil {
+			return err
+		}
 	}
 	return j.Metadata.validate(bad)
 }
@@ -524,6 +580,41 @@ func (m Metadata) validate(bad badFunc) error {
 	}
 	if m.FooterMaxBytes < 0 {
 		return bad("metadata.footer_max_bytes", strconv.FormatInt(m.FooterMaxBytes, 10), ">= 0 (0: the default)")
+	}
+	return nil
+}
+
+var aggFuncs = map[string]bool{string(folding.AggSum): true, string(folding.AggMin): true, string(folding.AggMax): true, string(folding.AggCount): true}
+
+// validate holds a fold to the shape the format accepts; the worker compiles it against the
+// table's schema (folding.Compile), which checks the columns.
+func (f Fold) validate(bad badFunc) error {
+	name := fmt.Sprintf("column names of 1 to %d bytes", maxNameBytes)
+	switch {
+	case f.BucketUs < 1:
+		return bad("fold.bucket_us", strconv.FormatInt(f.BucketUs, 10), "microseconds >= 1")
+	case f.MaxGroups < 0:
+		return bad("fold.max_groups", strconv.Itoa(f.MaxGroups), ">= 0 (0: the default)")
+	case len(f.Aggregates) == 0:
+		return bad("fold.aggregates", "none", "at least one aggregated column")
+	}
+	for _, k := range f.Keys {
+		if k == "" || len(k) > maxNameBytes {
+			return bad("fold.keys", quote(k), name)
+		}
+	}
+	for i, a := range f.Aggregates {
+		switch {
+		case a.Column == "" || len(a.Column) > maxNameBytes:
+			return bad("fold.aggregates.column", fmt.Sprintf("aggregate %d: %s", i, quote(a.Column)), name)
+		case !aggFuncs[a.Func]:
+			return bad("fold.aggregates.func", fmt.Sprintf("aggregate %d: %s", i, quote(a.Func)), "sum, min, max or count")
+		}
+	}
+	for i, t := range f.Tiers {
+		if t.BucketUs < 1 {
+			return bad("fold.tiers.bucket_us", fmt.Sprintf("tier %d: %d", i, t.BucketUs), "microseconds >= 1")
+		}
 	}
 	return nil
 }
