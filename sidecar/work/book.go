@@ -173,7 +173,8 @@ func NewBook(cfg Config, ids IDSource) *Book {
 // estimate (0: no rate known): durationFactor times the estimate, at least minimum, and at most
 // MaxDuration unless minimum is more.
 func LeaseDuration(minimum, estimate time.Duration) time.Duration {
-	return max(minimum, min(durationFactor*max(estimate, 0), MaxDuration))
+	est := min(max(estimate, 0), MaxDuration) // no overflow below
+	return max(minimum, min(durationFactor*est, MaxDuration))
 }
 
 // SetRate sets the measured rewrite rate lease durations are estimated from (plan.RewriteRate,

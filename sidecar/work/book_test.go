@@ -3,6 +3,7 @@ package work
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -288,6 +289,7 @@ func TestLeaseDuration(t *testing.T) {
 		{2 * time.Minute, 10 * time.Hour, MaxDuration},
 		{2 * time.Hour, 10 * time.Hour, 2 * time.Hour},
 		{time.Minute, -time.Second, time.Minute},
+		{time.Minute, math.MaxInt64, MaxDuration},
 	} {
 		if got := LeaseDuration(c.min, c.estimate); got != c.want {
 			t.Errorf("LeaseDuration(%v, %v) = %v, want %v", c.min, c.estimate, got, c.want)
