@@ -139,9 +139,12 @@ type world struct {
 	queue    []pending
 	free     []int64
 	inflight map[string]bool
-	busyUs   int64
-	rate     plan.RewriteRate // what the maintainer measures of its rewrites
-	busy     plan.BusyShare
+	// dealt, when set (tests), sees each bin dealt: its worker and when it
+	// starts and ends, µs.
+	dealt  func(worker int, start, done int64, b level.Bin)
+	busyUs int64
+	rate   plan.RewriteRate // what the maintainer measures of its rewrites
+	busy   plan.BusyShare
 	// lastPass and lastPassTook are when the last pass was planned and how
 	// long its bins took, for busy.
 	lastPass, lastPassTook int64
@@ -153,10 +156,14 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Run simulates one scenario with its configured strategy.
 func Run(s Scenario) Result { return run(s).res }
 
-func run(s Scenario) *world {
+// run simulates s; each of setup sees the world before the first tick.
+func run(s Scenario, setup ...func(*world)) *world {
 	s = s.withDefaults()
 	w := &world{s: s, cfg: s.Config, files: map[string]*simFile{}, parts: map[string]*partState{},
 		free: make([]int64, s.Workers), inflight: map[string]bool{}}
+	for _, f := range setup {
+		f(w)
+	}
 	w.res = Result{Scenario: s.Name, Strategy: s.Strategy(), Duration: s.Duration, Workers: s.Workers,
 		Decisions: map[string]int{}, BinsByKind: map[string]int{}, RewrittenByKind: map[string]float64{}}
 	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
@@ -306,8 +313,12 @@ func (w *world) deal(now int64, b level.Bin, d int64, copied float64) {
 		}
 		w.inflight[f.Path] = true
 	}
-	w.free[i] = max(w.free[i], now) + d
+	start := max(w.free[i], now)
+	w.free[i] = start + d
 	w.queue = append(w.queue, pending{b, w.free[i], d, copied})
+	if w.dealt != nil {
+		w.dealt(i, start, w.free[i], b)
+	}
 }
 
 // plannable is the live files less those of bins queued or running, which
