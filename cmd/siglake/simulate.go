@@ -124,10 +124,10 @@ func printSimResults(s sim.Scenario, results []sim.Result, took time.Duration) e
 		s.Name, s.Pods, s.IngestBytesPerSec/1e6, s.Duration, 100*s.LateFraction, s.LateMean, s.MergeBytesPerSec/1e6, s.Workers, s.SplitSparse,
 		took.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STRATEGY\tWRITE AMP\tDEPTH MAX\tDEPTH P50\tSETTLED DEPTH P50\tFILES P50\tFILES FINAL\tL0/L1/L2 FINAL\tREWRITER BUSY\tSPLICED\tREWRITE S")
+	fmt.Fprintln(tw, "STRATEGY\tWRITE AMP\tDEPTH MAX\tDEPTH P50\tSETTLED DEPTH P50\tEDGE DEPTH P50\tFILES P50\tFILES FINAL\tL0/L1/L2 FINAL\tREWRITER BUSY\tSPLICED\tREWRITE S")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d/%d/%d\t%.0f%%\t%.0f%%\t%.0f\n", r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50,
-			r.SettledDepthP50, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2], 100*r.BusyFraction,
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d/%d\t%.0f%%\t%.0f%%\t%.0f\n", r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50,
+			r.SettledDepthP50, r.EdgeDepthP50, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2], 100*r.BusyFraction,
 			100*r.SplicedBytes/max(r.RewrittenBytes, 1), r.RewriteSeconds)
 	}
 	tw.Flush()

@@ -21,8 +21,11 @@ type Sample struct {
 	Depth int
 	// SettledDepth counts only files whose newest row is SettledAfter old.
 	SettledDepth int
-	Files        int
-	Levels       [level.NumLevels]int
+	// EdgeDepth counts only the others: the files at the ingest edge, whose
+	// newest row is less than SettledAfter old.
+	EdgeDepth int
+	Files     int
+	Levels    [level.NumLevels]int
 	// BacklogSeconds is rewrite work planned but not yet committed.
 	BacklogSeconds float64
 }
@@ -49,6 +52,7 @@ type Result struct {
 
 	DepthMax, DepthP50               int
 	SettledDepthMax, SettledDepthP50 int
+	EdgeDepthMax, EdgeDepthP50       int
 	FilesMax, FilesP50, FilesFinal   int
 	// FinalLevels is the live file count per level at the end.
 	FinalLevels       [level.NumLevels]int
@@ -69,8 +73,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%s/%s: WA %.2f, depth max %d p50 %d, settled depth max %d p50 %d, files max %d p50 %d final %d (L0 %d L1 %d L2 %d), backlog max %.0fs, rewriter busy %.0f%%, bins %v, passes %v",
-		r.Scenario, r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50, r.SettledDepthMax, r.SettledDepthP50,
+	return fmt.Sprintf("%s/%s: WA %.2f, depth max %d p50 %d, settled depth max %d p50 %d, edge depth max %d p50 %d, files max %d p50 %d final %d (L0 %d L1 %d L2 %d), backlog max %.0fs, rewriter busy %.0f%%, bins %v, passes %v",
+		r.Scenario, r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50, r.SettledDepthMax, r.SettledDepthP50, r.EdgeDepthMax, r.EdgeDepthP50,
 		r.FilesMax, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2],
 		r.BacklogMaxSeconds, 100*r.BusyFraction, r.BinsByKind, r.Decisions) + ", WA by kind " + r.waByKind()
 }
@@ -112,6 +116,7 @@ type partState struct {
 	dirty   bool
 	depth   int
 	settled int
+	edge    int
 	newest  int64 // largest MaxTime of its files
 	levels  [level.NumLevels]int
 	// list is the partition's files in time order for the planner's input,
@@ -743,12 +748,12 @@ func compact(ps []piece) []piece {
 func (w *world) sample(now int64) {
 	s := Sample{At: time.Duration(now) * time.Microsecond, Files: len(w.files)}
 	cutoff := now - w.s.SettledAfter.Microseconds()
-	var settled []level.File
+	var settled, edge []level.File
 	for _, pt := range w.parts {
 		// A partition's settled set changes when its files change or when
 		// one of its files may have crossed the cutoff since last time.
 		if pt.dirty || pt.newest >= cutoff-w.s.SampleEvery.Microseconds() {
-			settled = settled[:0]
+			settled, edge = settled[:0], edge[:0]
 			pt.newest = math.MinInt64
 			pt.levels = [level.NumLevels]int{}
 			fs := pt.sorted() // time order: the depths' sorts run on sorted starts
@@ -757,14 +762,18 @@ func (w *world) sample(now int64) {
 				pt.newest = max(pt.newest, f.MaxTime)
 				if f.MaxTime < cutoff {
 					settled = append(settled, f)
+				} else {
+					edge = append(edge, f)
 				}
 			}
 			pt.depth, _ = level.Depth(fs)
 			pt.settled, _ = level.Depth(settled)
+			pt.edge, _ = level.Depth(edge)
 			pt.dirty = false
 		}
 		s.Depth = max(s.Depth, pt.depth)
 		s.SettledDepth = max(s.SettledDepth, pt.settled)
+		s.EdgeDepth = max(s.EdgeDepth, pt.edge)
 		for l, n := range pt.levels {
 			s.Levels[l] += n
 		}
@@ -781,15 +790,17 @@ func (w *world) finish(end int64) {
 		r.WriteAmp = r.RewrittenBytes / r.IngestedBytes
 	}
 	r.BusyFraction = math.Min(1, float64(w.busyUs)/float64(max(end, 1)*int64(w.s.Workers)))
-	var depths, settled, files []int
+	var depths, settled, edge, files []int
 	for _, s := range r.Samples {
 		depths = append(depths, s.Depth)
 		settled = append(settled, s.SettledDepth)
+		edge = append(edge, s.EdgeDepth)
 		files = append(files, s.Files)
 		r.BacklogMaxSeconds = math.Max(r.BacklogMaxSeconds, s.BacklogSeconds)
 	}
 	r.DepthMax, r.DepthP50 = maxP50(depths)
 	r.SettledDepthMax, r.SettledDepthP50 = maxP50(settled)
+	r.EdgeDepthMax, r.EdgeDepthP50 = maxP50(edge)
 	r.FilesMax, r.FilesP50 = maxP50(files)
 	if n := len(r.Samples); n > 0 {
 		last := r.Samples[n-1]
