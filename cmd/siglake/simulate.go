@@ -45,6 +45,8 @@ func runSimulate(args []string) error {
 	fs.IntVar(&s.Workers, "workers", 1, "rewriters running the table's bins in parallel, each at --merge-mbps: the owner plans, workers take its bins (issue 34's bin leases)")
 	splice := fs.Float64("splice-mbps", 0, "copy rate of merge's splice path, MB/s (bytes no other input of a bin overlaps are copied at it); 0 re-encodes every byte")
 	durationVar(fs, &s.Tick, "tick", false, "maintenance tick (simulated)")
+	fs.IntVar(&s.Config.MaxBinsPerPass, "max-bins-per-pass", s.Config.MaxBinsPerPass, "most bins one planner pass takes (the process's is fixed; with --workers, try it times the workers)")
+	fs.IntVar(&s.Config.MaxFilesPerPass, "max-files-per-pass", s.Config.MaxFilesPerPass, "most input files one planner pass takes (the process raises it to the fan-in)")
 	split := fs.Float64("split-sparse", density.DefaultSplitSparse, "SIGLAKE_COMPACTOR_SPLIT_SPARSE of the modelled drain and rewriter (0: cut by size only)")
 	fs.BoolVar(&s.Config.Leveled, "leveled", true, "false simulates only the legacy flat pass")
 	fs.BoolVar(&s.PassTimeLimit, "pass-time-limit", true, "give the planner the rewriter's measured speed and busy share, as the process does, so a busy rewriter's pass holds about one L0 check interval (docs/compaction.md)")

@@ -28,7 +28,8 @@ func scaleOut(mbps float64, workers int, d time.Duration, perWorker bool) Scenar
 // TestScaleOutScenarios prints docs/benchmarks.md's "Scale out maintenance (simulated)" table:
 // the busy table at 1x, 4x and 10x its rate on 1, 4 and 10 workers, and at 10x with the pass's
 // budgets per worker. It takes tens of minutes, so it runs only with SIGLAKE_LONG=1;
-// SIGLAKE_SIM_DURATION sets the simulated time (default 2h).
+// SIGLAKE_SIM_DURATION sets the simulated time (default 2h). Each cell is a subtest
+// (-run 'TestScaleOutScenarios/500MBps-10w' runs that cell, with "-perworker" the budgets).
 func TestScaleOutScenarios(t *testing.T) {
 	if os.Getenv("SIGLAKE_LONG") != "1" {
 		t.Skip("set SIGLAKE_LONG=1 to run the 3x3 scale-out grid")
@@ -55,18 +56,20 @@ func TestScaleOutScenarios(t *testing.T) {
 	var table strings.Builder
 	table.WriteString("| ingest MB/s | workers | pass budget | settled depth p50 / max | edge depth p50 | write amp | files p50 / final | busy |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range grid {
-		start := time.Now()
-		r := Run(scaleOut(c.mbps, c.workers, d, c.perWorker))
-		if len(r.Errors) > 0 {
-			t.Errorf("%v: %v", c, r.Errors[:min(len(r.Errors), 5)])
-		}
-		budget := "4 bins, 256 files"
+		name, budget := fmt.Sprintf("%.0fMBps-%dw", c.mbps, c.workers), "4 bins, 256 files"
 		if c.perWorker {
-			budget = fmt.Sprintf("%d bins, %d files", 4*c.workers, 256*c.workers)
+			name, budget = name+"-perworker", fmt.Sprintf("%d bins, %d files", 4*c.workers, 256*c.workers)
 		}
-		fmt.Fprintf(&table, "| %.0f | %d | %s | %d / %d | %d | %.2f | %d / %d | %.0f%% |\n", c.mbps, c.workers, budget,
-			r.SettledDepthP50, r.SettledDepthMax, r.EdgeDepthP50, r.WriteAmp, r.FilesP50, r.FilesFinal, 100*r.BusyFraction)
-		t.Logf("%v in %v: %v", c, time.Since(start).Round(time.Second), r)
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			r := Run(scaleOut(c.mbps, c.workers, d, c.perWorker))
+			if len(r.Errors) > 0 {
+				t.Errorf("%v: %v", c, r.Errors[:min(len(r.Errors), 5)])
+			}
+			fmt.Fprintf(&table, "| %.0f | %d | %s | %d / %d | %d | %.2f | %d / %d | %.0f%% |\n", c.mbps, c.workers, budget,
+				r.SettledDepthP50, r.SettledDepthMax, r.EdgeDepthP50, r.WriteAmp, r.FilesP50, r.FilesFinal, 100*r.BusyFraction)
+			t.Logf("%s in %v: %v", name, time.Since(start).Round(time.Second), r)
+		})
 	}
 	t.Logf("%s\n%s", d, table.String())
 }
