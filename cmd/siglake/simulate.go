@@ -41,9 +41,12 @@ func runSimulate(args []string) error {
 	durationVar(fs, &s.LateMean, "late-mean", true, "mean lateness of a late row (exponential)")
 	durationVar(fs, &s.CommitMaxAge, "commit-max-age", true, "commitBatch.maxAgeSecs of each pod")
 	targetMB := fs.Float64("commit-target-mb", s.CommitTargetBytes/(1<<20), "commitBatch.targetMb of each pod")
-	mergeMBps := fs.Float64("merge-mbps", s.MergeBytesPerSec/1e6, "rewrite throughput of the table's owner, MB/s")
+	mergeMBps := fs.Float64("merge-mbps", s.MergeBytesPerSec/1e6, "rewrite throughput of one rewriter, MB/s")
+	fs.IntVar(&s.Workers, "workers", 1, "rewriters running the table's bins in parallel, each at --merge-mbps: the owner plans, workers take its bins (issue 34's bin leases)")
 	splice := fs.Float64("splice-mbps", 0, "copy rate of merge's splice path, MB/s (bytes no other input of a bin overlaps are copied at it); 0 re-encodes every byte")
 	durationVar(fs, &s.Tick, "tick", false, "maintenance tick (simulated)")
+	fs.IntVar(&s.Config.MaxBinsPerPass, "max-bins-per-pass", s.Config.MaxBinsPerPass, "most bins one planner pass takes (the process's is fixed; with --workers, try it times the workers)")
+	fs.IntVar(&s.Config.MaxFilesPerPass, "max-files-per-pass", s.Config.MaxFilesPerPass, "most input files one planner pass takes (the process raises it to the fan-in)")
 	split := fs.Float64("split-sparse", density.DefaultSplitSparse, "SIGLAKE_COMPACTOR_SPLIT_SPARSE of the modelled drain and rewriter (0: cut by size only)")
 	fs.BoolVar(&s.Config.Leveled, "leveled", true, "false simulates only the legacy flat pass")
 	fs.BoolVar(&s.PassTimeLimit, "pass-time-limit", true, "give the planner the rewriter's measured speed and busy share, as the process does, so a busy rewriter's pass holds about one L0 check interval (docs/compaction.md)")
@@ -96,9 +99,9 @@ func runSimulate(args []string) error {
 
 // checkScenario checks the flags that sim.Scenario cannot take (s after the flags are read).
 func checkScenario(s sim.Scenario, split float64) error {
-	if s.Pods <= 0 || s.IngestBytesPerSec <= 0 || s.MergeBytesPerSec <= 0 || s.Duration <= 0 || s.Tick <= 0 ||
+	if s.Pods <= 0 || s.IngestBytesPerSec <= 0 || s.MergeBytesPerSec <= 0 || s.Workers <= 0 || s.Duration <= 0 || s.Tick <= 0 ||
 		s.LateFraction < 0 || s.LateFraction > 1 || split < 0 || split >= 1 {
-		return fmt.Errorf("accepted: --pods, --ingest-mbps, --merge-mbps, --duration, --tick above 0, --late-fraction in [0,1] and --split-sparse in [0,1)")
+		return fmt.Errorf("accepted: --pods, --ingest-mbps, --merge-mbps, --workers, --duration, --tick above 0, --late-fraction in [0,1] and --split-sparse in [0,1)")
 	}
 	return s.Config.Validate()
 }
@@ -119,14 +122,14 @@ func writeSimSVG(path string, results []sim.Result) error {
 // printSimResults prints the scenario and one row per strategy; an error when the planner named
 // files that were not live.
 func printSimResults(s sim.Scenario, results []sim.Result, took time.Duration) error {
-	fmt.Printf("scenario %s: %d pods, %.1f MB/s, %s simulated, %.0f%% late (mean %s), merges at %.0f MB/s, split sparse %g (took %s)\n\n",
-		s.Name, s.Pods, s.IngestBytesPerSec/1e6, s.Duration, 100*s.LateFraction, s.LateMean, s.MergeBytesPerSec/1e6, s.SplitSparse,
+	fmt.Printf("scenario %s: %d pods, %.1f MB/s, %s simulated, %.0f%% late (mean %s), merges at %.0f MB/s on %d worker(s), split sparse %g (took %s)\n\n",
+		s.Name, s.Pods, s.IngestBytesPerSec/1e6, s.Duration, 100*s.LateFraction, s.LateMean, s.MergeBytesPerSec/1e6, s.Workers, s.SplitSparse,
 		took.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STRATEGY\tWRITE AMP\tDEPTH MAX\tDEPTH P50\tSETTLED DEPTH P50\tFILES P50\tFILES FINAL\tL0/L1/L2 FINAL\tREWRITER BUSY\tSPLICED\tREWRITE S")
+	fmt.Fprintln(tw, "STRATEGY\tWRITE AMP\tDEPTH MAX\tDEPTH P50\tSETTLED DEPTH P50\tEDGE DEPTH P50\tFILES P50\tFILES FINAL\tL0/L1/L2 FINAL\tREWRITER BUSY\tSPLICED\tREWRITE S")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d/%d/%d\t%.0f%%\t%.0f%%\t%.0f\n", r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50,
-			r.SettledDepthP50, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2], 100*r.BusyFraction,
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d/%d\t%.0f%%\t%.0f%%\t%.0f\n", r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50,
+			r.SettledDepthP50, r.EdgeDepthP50, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2], 100*r.BusyFraction,
 			100*r.SplicedBytes/max(r.RewrittenBytes, 1), r.RewriteSeconds)
 	}
 	tw.Flush()

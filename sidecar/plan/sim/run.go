@@ -21,8 +21,11 @@ type Sample struct {
 	Depth int
 	// SettledDepth counts only files whose newest row is SettledAfter old.
 	SettledDepth int
-	Files        int
-	Levels       [level.NumLevels]int
+	// EdgeDepth counts only the others: the files at the ingest edge, whose
+	// newest row is less than SettledAfter old.
+	EdgeDepth int
+	Files     int
+	Levels    [level.NumLevels]int
 	// BacklogSeconds is rewrite work planned but not yet committed.
 	BacklogSeconds float64
 }
@@ -32,6 +35,8 @@ type Result struct {
 	Scenario string
 	Strategy string
 	Duration time.Duration
+	// Workers is the scenario's rewriter count (Scenario.Workers).
+	Workers int
 
 	IngestedBytes  float64
 	RewrittenBytes float64 // bytes written by rewrites (= bytes they read)
@@ -47,11 +52,13 @@ type Result struct {
 
 	DepthMax, DepthP50               int
 	SettledDepthMax, SettledDepthP50 int
+	EdgeDepthMax, EdgeDepthP50       int
 	FilesMax, FilesP50, FilesFinal   int
 	// FinalLevels is the live file count per level at the end.
 	FinalLevels       [level.NumLevels]int
 	BacklogMaxSeconds float64
-	// BusyFraction is the share of time the rewriter was working.
+	// BusyFraction is the share of the rewriters' time they were working:
+	// the time of every bin over Workers times the duration.
 	BusyFraction float64
 
 	Decisions  map[string]int
@@ -66,8 +73,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%s/%s: WA %.2f, depth max %d p50 %d, settled depth max %d p50 %d, files max %d p50 %d final %d (L0 %d L1 %d L2 %d), backlog max %.0fs, rewriter busy %.0f%%, bins %v, passes %v",
-		r.Scenario, r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50, r.SettledDepthMax, r.SettledDepthP50,
+	return fmt.Sprintf("%s/%s: WA %.2f, depth max %d p50 %d, settled depth max %d p50 %d, edge depth max %d p50 %d, files max %d p50 %d final %d (L0 %d L1 %d L2 %d), backlog max %.0fs, rewriter busy %.0f%%, bins %v, passes %v",
+		r.Scenario, r.Strategy, r.WriteAmp, r.DepthMax, r.DepthP50, r.SettledDepthMax, r.SettledDepthP50, r.EdgeDepthMax, r.EdgeDepthP50,
 		r.FilesMax, r.FilesP50, r.FilesFinal, r.FinalLevels[0], r.FinalLevels[1], r.FinalLevels[2],
 		r.BacklogMaxSeconds, 100*r.BusyFraction, r.BinsByKind, r.Decisions) + ", WA by kind " + r.waByKind()
 }
@@ -109,6 +116,7 @@ type partState struct {
 	dirty   bool
 	depth   int
 	settled int
+	edge    int
 	newest  int64 // largest MaxTime of its files
 	levels  [level.NumLevels]int
 	// list is the partition's files in time order for the planner's input,
@@ -123,13 +131,22 @@ type partState struct {
 }
 
 type world struct {
-	s      Scenario
-	cfg    plan.Config
-	files  map[string]*simFile
-	parts  map[string]*partState
-	seq    int
-	res    Result
-	queue  []pending
+	s     Scenario
+	cfg   plan.Config
+	files map[string]*simFile
+	parts map[string]*partState
+	seq   int
+	res   Result
+	// queue holds the bins dealt and not yet committed, in order of their
+	// end (ties in the order dealt); free is when each worker's last bin
+	// ends; inflight holds the queued bins' input files, which later passes
+	// do not see (as the lease book's InFlight).
+	queue    []pending
+	free     []int64
+	inflight map[string]bool
+	// dealt, when set (tests), sees each bin dealt: its worker and when it
+	// starts and ends, µs.
+	dealt  func(worker int, start, done int64, b level.Bin)
 	busyUs int64
 	rate   plan.RewriteRate // what the maintainer measures of its rewrites
 	busy   plan.BusyShare
@@ -144,10 +161,15 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Run simulates one scenario with its configured strategy.
 func Run(s Scenario) Result { return run(s).res }
 
-func run(s Scenario) *world {
+// run simulates s; each of setup sees the world before the first tick.
+func run(s Scenario, setup ...func(*world)) *world {
 	s = s.withDefaults()
-	w := &world{s: s, cfg: s.Config, files: map[string]*simFile{}, parts: map[string]*partState{}}
-	w.res = Result{Scenario: s.Name, Strategy: s.Strategy(), Duration: s.Duration,
+	w := &world{s: s, cfg: s.Config, files: map[string]*simFile{}, parts: map[string]*partState{},
+		free: make([]int64, s.Workers), inflight: map[string]bool{}}
+	for _, f := range setup {
+		f(w)
+	}
+	w.res = Result{Scenario: s.Name, Strategy: s.Strategy(), Duration: s.Duration, Workers: s.Workers,
 		Decisions: map[string]int{}, BinsByKind: map[string]int{}, RewrittenByKind: map[string]float64{}}
 	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	g := &ingest{r: r, delay: us(s.ArrivalDelay), lateFrac: s.LateFraction, lateMean: us(s.LateMean),
@@ -162,8 +184,8 @@ func run(s Scenario) *world {
 	for now := int64(0); now <= end; now += tick {
 		w.ingestDue(now, pods, g)
 		w.commitFinished(now)
-		// An idle rewriter asks for the next pass.
-		if len(w.queue) == 0 {
+		// An idle rewriter (any of the workers) asks for the next pass.
+		if slices.Min(w.free) <= now {
 			st = w.pass(now, st)
 		}
 		if now >= nextSample {
@@ -223,31 +245,45 @@ func (w *world) ingestDue(now int64, c *commits, g *ingest) {
 }
 
 // commitFinished commits the rewrites finished by now, one bin at a time.
+// The rate the planner sees records each bin at its time over Workers (see
+// pass).
 func (w *world) commitFinished(now int64) {
 	for len(w.queue) > 0 && w.queue[0].done <= now {
 		w.apply(w.queue[0].bin)
 		q := w.queue[0]
-		w.rate.Add(max(q.bin.EstimatedBytes-int64(q.copied), 1), time.Duration(q.took)*time.Microsecond)
+		for _, f := range q.bin.Files {
+			delete(w.inflight, f.Path)
+		}
+		w.rate.Add(max(q.bin.EstimatedBytes-int64(q.copied), 1), time.Duration(q.took)*time.Microsecond/time.Duration(w.s.Workers))
 		w.queue = w.queue[1:]
 	}
 }
 
-// pass plans one pass at now from state st, queues its bins on the rewriter
+// pass plans one pass at now from state st, deals its bins to the workers
 // with their modelled durations and returns the state for the next pass.
+//
+// With Workers > 1 the planner's time-limit inputs are the workers' aggregate
+// capacity: the rate records each bin at its time over Workers and the busy
+// share is bin time over Workers times wall time. The limit exists so that a
+// pass's bins end by the next L0 check; Workers rewriters in parallel end
+// Workers checks' worth of bins in about one, so one worker's speed would cap
+// each pass at what one worker does and leave the others idle, and one
+// worker's busy share would apply the limit while most workers idle. The
+// first bin is still taken whatever its size. With one worker both are what
+// the process measures.
 func (w *world) pass(now int64, st plan.State) plan.State {
 	s := w.s
 	in := plan.Input{
-		Files: w.live(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
+		Files: w.plannable(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
 		SealedBacklog: s.sealedAt(now), State: st,
 	}
 	if s.PassTimeLimit {
-		w.busy.Add(time.Duration(w.lastPassTook)*time.Microsecond, time.Duration(now-w.lastPass)*time.Microsecond)
+		w.busy.Add(time.Duration(w.lastPassTook)*time.Microsecond/time.Duration(s.Workers), time.Duration(now-w.lastPass)*time.Microsecond)
 		in.Rewriter, in.RewriterBusy = w.rate, w.busy.Share()
 	}
 	p := plan.Plan(w.cfg, in)
 	w.lastPass, w.lastPassTook = now, 0
 	w.res.Decisions[p.Decision.String()]++
-	at := now
 	for _, b := range p.Bins {
 		copied := w.spliceBytes(b)
 		w.res.SplicedBytes += copied
@@ -256,13 +292,49 @@ func (w *world) pass(now int64, st plan.State) plan.State {
 			d += int64(copied / s.SpliceBytesPerSec * 1e6)
 		}
 		w.res.RewriteSeconds += float64(d) / 1e6
-		at += d
+		w.deal(now, b, d, copied)
 		w.busyUs += d
-		w.queue = append(w.queue, pending{b, at, d, copied})
 		w.lastPassTook += d
 		w.res.BinsByKind[b.Kind.String()]++
 	}
+	slices.SortStableFunc(w.queue, func(a, b pending) int { return cmp.Compare(a.done, b.done) })
 	return p.Next
+}
+
+// deal runs bin b, of modelled duration d µs, on the worker that frees up
+// first (the lowest on a tie), from now or when that worker's last bin ends.
+// A bin over a file of a bin still queued or running is recorded in
+// Result.Errors: the planner never saw that file (plannable).
+func (w *world) deal(now int64, b level.Bin, d int64, copied float64) {
+	i := 0
+	for j, f := range w.free {
+		if f < w.free[i] {
+			i = j
+		}
+	}
+	for _, f := range b.Files {
+		if w.inflight[f.Path] {
+			w.res.Errors = append(w.res.Errors, fmt.Sprintf("bin input %s is in a bin still running", f.Path))
+		}
+		w.inflight[f.Path] = true
+	}
+	start := max(w.free[i], now)
+	w.free[i] = start + d
+	w.queue = append(w.queue, pending{b, w.free[i], d, copied})
+	if w.dealt != nil {
+		w.dealt(i, start, w.free[i], b)
+	}
+}
+
+// plannable is the live files less those of bins queued or running, which
+// the owner's next pass plans without (docs/design/bin-leases.md). With one
+// worker a pass starts only when nothing is queued, so it is live.
+func (w *world) plannable() []level.File {
+	files := w.live()
+	if len(w.inflight) == 0 {
+		return files
+	}
+	return slices.DeleteFunc(slices.Clone(files), func(f level.File) bool { return w.inflight[f.Path] })
 }
 
 // Compare runs the scenario with the leveled and the legacy strategy.
@@ -676,12 +748,12 @@ func compact(ps []piece) []piece {
 func (w *world) sample(now int64) {
 	s := Sample{At: time.Duration(now) * time.Microsecond, Files: len(w.files)}
 	cutoff := now - w.s.SettledAfter.Microseconds()
-	var settled []level.File
+	var settled, edge []level.File
 	for _, pt := range w.parts {
 		// A partition's settled set changes when its files change or when
 		// one of its files may have crossed the cutoff since last time.
 		if pt.dirty || pt.newest >= cutoff-w.s.SampleEvery.Microseconds() {
-			settled = settled[:0]
+			settled, edge = settled[:0], edge[:0]
 			pt.newest = math.MinInt64
 			pt.levels = [level.NumLevels]int{}
 			fs := pt.sorted() // time order: the depths' sorts run on sorted starts
@@ -690,14 +762,18 @@ func (w *world) sample(now int64) {
 				pt.newest = max(pt.newest, f.MaxTime)
 				if f.MaxTime < cutoff {
 					settled = append(settled, f)
+				} else {
+					edge = append(edge, f)
 				}
 			}
 			pt.depth, _ = level.Depth(fs)
 			pt.settled, _ = level.Depth(settled)
+			pt.edge, _ = level.Depth(edge)
 			pt.dirty = false
 		}
 		s.Depth = max(s.Depth, pt.depth)
 		s.SettledDepth = max(s.SettledDepth, pt.settled)
+		s.EdgeDepth = max(s.EdgeDepth, pt.edge)
 		for l, n := range pt.levels {
 			s.Levels[l] += n
 		}
@@ -713,16 +789,18 @@ func (w *world) finish(end int64) {
 	if r.IngestedBytes > 0 {
 		r.WriteAmp = r.RewrittenBytes / r.IngestedBytes
 	}
-	r.BusyFraction = math.Min(1, float64(w.busyUs)/float64(max(end, 1)))
-	var depths, settled, files []int
+	r.BusyFraction = math.Min(1, float64(w.busyUs)/float64(max(end, 1)*int64(w.s.Workers)))
+	var depths, settled, edge, files []int
 	for _, s := range r.Samples {
 		depths = append(depths, s.Depth)
 		settled = append(settled, s.SettledDepth)
+		edge = append(edge, s.EdgeDepth)
 		files = append(files, s.Files)
 		r.BacklogMaxSeconds = math.Max(r.BacklogMaxSeconds, s.BacklogSeconds)
 	}
 	r.DepthMax, r.DepthP50 = maxP50(depths)
 	r.SettledDepthMax, r.SettledDepthP50 = maxP50(settled)
+	r.EdgeDepthMax, r.EdgeDepthP50 = maxP50(edge)
 	r.FilesMax, r.FilesP50 = maxP50(files)
 	if n := len(r.Samples); n > 0 {
 		last := r.Samples[n-1]

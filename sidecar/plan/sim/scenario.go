@@ -53,6 +53,12 @@ type Scenario struct {
 	// opening files).
 	MergeBytesPerSec float64
 	BinOverhead      time.Duration
+	// Workers is how many rewriters run the table's bins (issue 34's bin
+	// leases, docs/design/bin-leases.md): the owner plans each pass as with
+	// one, and each bin runs on the worker that frees up first, each worker
+	// at MergeBytesPerSec. The files of a bin not yet committed are left out
+	// of later passes. Default 1, the single rewriter.
+	Workers int
 	// SpliceBytesPerSec models merge's splice path: the bytes of a bin's
 	// inputs that no other input of the bin overlaps in time (and that
 	// fill at least SpliceMinBytes, the smallest row group it copies) are
@@ -143,6 +149,9 @@ func (s Scenario) withDefaults() Scenario {
 	if s.Pods < 1 {
 		s.Pods = 1
 	}
+	if s.Workers < 1 {
+		s.Workers = 1
+	}
 	if s.RowBytes <= 0 {
 		s.RowBytes = 200
 	}
@@ -187,6 +196,8 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("scenario %q: late fraction %v must be in [0, 1]", s.Name, s.LateFraction)
 	case s.LateMean < 0 || s.ArrivalDelay < 0 || s.PartitionWidth < 0:
 		return fmt.Errorf("scenario %q: durations must be >= 0", s.Name)
+	case s.Workers < 0:
+		return fmt.Errorf("scenario %q: workers %d must be >= 0 (0 means 1)", s.Name, s.Workers)
 	}
 	return s.Config.Validate()
 }
