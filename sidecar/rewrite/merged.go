@@ -93,7 +93,7 @@ var outputName = regexp.MustCompile(`^g[0-9]{4,}-(l-|f[0-9]+-)?[0-9a-f]{8}-[0-9a
 // named for another generation would lose or duplicate rows, or break promise 5.
 func CheckOutputs(t *table.Table, job Job, files []iceberg.DataFile) error {
 	if want := lake.DataDir(t, job.Partition); job.Dir != want {
-		return fmt.Errorf("job's directory %q is not table %s's for partition %q (%s)", job.Dir, t.Identifier(), job.Partition, want)
+		return fmt.Errorf("job's directory %q is not table %s's for partition %q; accepted: %s", job.Dir, t.Identifier(), job.Partition, want)
 	}
 	inputs := make(map[string]bool, len(job.Inputs))
 	for _, f := range job.Inputs {
