@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -348,6 +349,10 @@ func (e *Executor) commit(ctx context.Context, t *table.Table, name string, job 
 	case err == nil:
 	case errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err):
 		return m.discard(Conflict, err)
+	case outputsLive(err):
+		// Only outputs received from a worker can be live already (a local merge names fresh
+		// files): removing them would lose the rows the table holds in them.
+		return Outcome{Status: Failed, Err: fmt.Errorf("commit rewrite: an output is already live in the table; no output removed: %w", err), Merge: res}
 	case !cr.MaybeCommitted:
 		return m.discard(Failed, fmt.Errorf("commit rewrite: %w", err))
 	default:
@@ -355,6 +360,10 @@ func (e *Executor) commit(ctx context.Context, t *table.Table, name string, job 
 	}
 	return Outcome{Status: Committed, Merge: res, Table: cr.Table, SnapshotID: cr.Table.CurrentSnapshot().SnapshotID}
 }
+
+// outputsLive reports whether a replace was refused because an added file is live already
+// (iceberg-go's staging error; lake has no sentinel for it).
+func outputsLive(err error) bool { return strings.Contains(err.Error(), "already referenced by table") }
 
 // lateInputs reports whether every input is a late-stream file (merge.ParseLate).
 func lateInputs(fs []lake.File) bool {

@@ -222,7 +222,7 @@ func TestCommitAfterInputsReplacedIsConflict(t *testing.T) {
 }
 
 // TestCommitRefusesBadOutputs: outputs a worker names that fail CheckOutputs are not committed
-// and not removed (they need not be the job's: here one is a live input).
+// and not removed (they need not be the job's: one here is a live input).
 func TestCommitRefusesBadOutputs(t *testing.T) {
 	ctx := context.Background()
 	l, _ := testTable(t, 3, 300)
@@ -234,6 +234,22 @@ func TestCommitRefusesBadOutputs(t *testing.T) {
 	}
 	if !exists(files[0].Path) {
 		t.Fatalf("the refused output %s, a live file, was removed", files[0].Path)
+	}
+	// Outputs merged for generation 1, offered for a job of generation 2.
+	m, out := executor(l).Merge(ctx, tbl, j)
+	if out.Status != Uncommitted {
+		t.Fatalf("merge: %s %v", out.Status, out.Err)
+	}
+	j2 := j
+	j2.Generation = 2
+	res = executor(l).Commit(ctx, tbl, j2, Received(m.Files(), m.Stats()))
+	if res.Status != Failed || !strings.Contains(res.Err.Error(), "not named for the job") {
+		t.Fatalf("commit of outputs of another generation: %s %v, want a failure", res.Status, res.Err)
+	}
+	for _, o := range out.Merge.Outputs {
+		if !exists(o.Path) {
+			t.Fatalf("refused output %s was removed", o.Path)
+		}
 	}
 	if _, now, got := live(t, l); got != rows || len(now) != len(files) {
 		t.Fatalf("table changed: %d rows in %d files", got, len(now))
@@ -453,5 +469,42 @@ func TestSpecJobMergesTheSame(t *testing.T) {
 	}
 	if len(shape1) < 2 || !reflect.DeepEqual(shape1, shape2) {
 		t.Fatalf("outputs of the owner's job %v, of the spec's %v: want the same several", shape1, shape2)
+	}
+}
+
+// TestCommitKeepsLiveOutputs: a result naming a live file of the table as its output (here the
+// output of a bin committed before, of the same generation, which CheckOutputs cannot tell from
+// a new one) is refused by the catalog's staging, and no file it names is removed.
+func TestCommitKeepsLiveOutputs(t *testing.T) {
+	ctx := context.Background()
+	l, _ := testTable(t, 4, 300)
+	tbl, files, _ := live(t, l)
+	if out := executor(l).Run(ctx, tbl, job(tbl, files[:2])); out.Status != Committed {
+		t.Fatalf("first bin: %s %v", out.Status, out.Err)
+	}
+	tbl, now, rows := live(t, l)
+	var earlier lake.File
+	var rest []lake.File
+	for _, f := range now {
+		if f.Generation == 1 {
+			earlier = f
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	j := job(tbl, rest)
+	m, out := executor(l).Merge(ctx, tbl, j)
+	if out.Status != Uncommitted {
+		t.Fatalf("merge: %s %v", out.Status, out.Err)
+	}
+	res := executor(l).Commit(ctx, tbl, j, Received(append(m.Files(), earlier.DataFile), m.Stats()))
+	if res.Status != Failed || !strings.Contains(res.Err.Error(), "already live") {
+		t.Fatalf("commit naming a live file: %s %v, want a failure", res.Status, res.Err)
+	}
+	if !exists(earlier.Path) {
+		t.Fatalf("the live file %s was removed with the refused outputs", earlier.Path)
+	}
+	if _, _, got := live(t, l); got != rows {
+		t.Fatalf("%d rows, want %d", got, rows)
 	}
 }
