@@ -498,11 +498,11 @@ func TestCommitKeepsLiveOutputs(t *testing.T) {
 		t.Fatalf("merge: %s %v", out.Status, out.Err)
 	}
 	res := executor(l).Commit(ctx, tbl, j, Received(append(m.Files(), earlier.DataFile), m.Stats()))
+	if !exists(earlier.Path) {
+		t.Fatalf("the live file %s was removed with the refused outputs (%s %v)", earlier.Path, res.Status, res.Err)
+	}
 	if res.Status != Failed || !strings.Contains(res.Err.Error(), "already live") {
 		t.Fatalf("commit naming a live file: %s %v, want a failure", res.Status, res.Err)
-	}
-	if !exists(earlier.Path) {
-		t.Fatalf("the live file %s was removed with the refused outputs", earlier.Path)
 	}
 	if _, _, got := live(t, l); got != rows {
 		t.Fatalf("%d rows, want %d", got, rows)
