@@ -337,7 +337,7 @@ func TestCheckOutputs(t *testing.T) {
 		{"Avro", onTime, []iceberg.DataFile{df(plain1, iceberg.EntryContentData, iceberg.AvroFile)}, "Parquet data"},
 		{"an input", onTime, []iceberg.DataFile{files[0].DataFile}, "one of the job's inputs"},
 		{"twice", onTime, []iceberg.DataFile{data(plain1), data(plain1)}, "named twice"},
-		{"job of another directory", otherDir, []iceberg.DataFile{data(plain1)}, "job's directory"},
+		{"job of another partition's directory", otherDir, []iceberg.DataFile{data(otherDir.Dir + "/" + merge.DataFileName(1))}, "is not table"},
 	} {
 		err := CheckOutputs(tbl, c.job, c.files)
 		switch {
