@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -80,6 +81,8 @@ const (
 	// MaybeCommitted: the commit's outcome is unknown (the response was lost). The outputs are
 	// kept, since the table may reference them; gc removes them if it does not.
 	MaybeCommitted Status = "maybe_committed"
+	// Uncommitted: Executor.Merge wrote the outputs and committed nothing (Commit's part).
+	Uncommitted Status = "uncommitted"
 	// Cancelled: the process was asked to stop (Executor.Stop) or shut down before the merge
 	// started, while the rewrite waited for its memory share or before it asked: nothing was
 	// read or written. A shutdown is no failure: it is neither counted nor backed off, and the
@@ -102,7 +105,7 @@ func (o Outcome) Error() error {
 	return o.Err
 }
 
-// Outcome is what one Run did.
+// Outcome is what one Run, Merge or Commit did.
 type Outcome struct {
 	Status Status
 	// Err says why for every status but Committed.
@@ -157,61 +160,104 @@ type Executor struct {
 }
 
 // Run merges job's inputs of t (the table as the caller planned on) and commits one replace of
-// exactly those files.
+// exactly those files: Merge then Commit, in one process.
 func (e *Executor) Run(ctx context.Context, t *table.Table, job Job) Outcome {
 	start := e.Now()
-	name := t.Identifier()[len(t.Identifier())-1]
+	name := tableName(t)
 	cost0 := objstore.CostOf(name)
-	// Merge and commit only: the index rebuild that may follow is not the rewrite's cost.
-	done := func(o Outcome) Outcome {
-		o.Took, o.Cost = e.Now().Sub(start), objstore.CostOf(name).Sub(cost0)
-		return o
+	m, out := e.merge(ctx, t, job)
+	if out.Status == Uncommitted {
+		out = e.commit(ctx, t, name, job, m)
 	}
-	out, fs := e.run(ctx, t, name, job)
-	out = done(out)
+	return e.finish(ctx, out, m.fs, start, cost0, name)
+}
+
+// Merge merges job's inputs of t into outputs in job.Dir and commits nothing: Uncommitted with
+// the outputs (a worker's half of a leased bin, design bin-leases section 3). Any other status
+// wrote nothing that stays: a failed merge removed its outputs.
+func (e *Executor) Merge(ctx context.Context, t *table.Table, job Job) (Merged, Outcome) {
+	start := e.Now()
+	name := tableName(t)
+	cost0 := objstore.CostOf(name)
+	m, out := e.merge(ctx, t, job)
+	return m, e.finish(ctx, out, nil, start, cost0, name)
+}
+
+// Commit commits one replace of exactly job's inputs by m's outputs on t's newest head (the
+// owner's half of a leased bin). job is the caller's own, its inputs live files as listed (with
+// their data files), never one rebuilt from a Spec. Outputs that arrived from another process
+// (Received) are checked first (CheckOutputs); outputs that fail it are not removed, since they
+// may not be this job's. Otherwise a conflict or a failed commit removes the outputs, an unknown
+// outcome keeps them, and AfterCommit runs after a commit.
+func (e *Executor) Commit(ctx context.Context, t *table.Table, job Job, m Merged) Outcome {
+	start := e.Now()
+	name := tableName(t)
+	cost0 := objstore.CostOf(name)
+	if m.received {
+		if err := CheckOutputs(t, job, m.files); err != nil {
+			return e.finish(ctx, Outcome{Status: Failed, Err: fmt.Errorf("commit outputs of partition %s: %w", job.Partition, err), Merge: m.Result},
+				nil, start, cost0, name)
+		}
+	}
+	return e.finish(ctx, e.commit(ctx, t, name, job, m), m.fs, start, cost0, name)
+}
+
+// finish times an outcome from start (merge and commit only: the index rebuild that may follow
+// is not the rewrite's cost), classifies a failure and runs AfterCommit after a commit. fs is the
+// FileIO the outputs were written with, nil: t's.
+func (e *Executor) finish(ctx context.Context, out Outcome, fs icebergio.WriteFileIO, start time.Time, cost0 objstore.Cost, name string) Outcome {
+	out.Took, out.Cost = e.Now().Sub(start), objstore.CostOf(name).Sub(cost0)
 	if out.Status == Failed {
 		out.Class, out.Input = Classify(out.Err)
 	}
-	if out.Status == Committed && e.AfterCommit != nil && len(out.Merge.Outputs) > 0 {
-		e.AfterCommit(ctx, out.Table, fs, out.SnapshotID, out.Merge.Outputs)
+	if out.Status != Committed || e.AfterCommit == nil || len(out.Merge.Outputs) == 0 {
+		return out
 	}
+	if fs == nil {
+		w, err := writeFS(ctx, out.Table)
+		if err != nil {
+			return out // the rebuild cannot fail the rewrite; gc and the next rebuild catch up
+		}
+		fs = w
+	}
+	e.AfterCommit(ctx, out.Table, fs, out.SnapshotID, out.Merge.Outputs)
 	return out
 }
 
-// run merges and commits; it returns the FileIO the outputs were written with, for AfterCommit.
-func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job) (Outcome, icebergio.WriteFileIO) {
-	failed := func(err error) (Outcome, icebergio.WriteFileIO) { return Outcome{Status: Failed, Err: err}, nil }
+func tableName(t *table.Table) string { return t.Identifier()[len(t.Identifier())-1] }
+
+// writeFS is t's FileIO, which must write.
+func writeFS(ctx context.Context, t *table.Table) (icebergio.WriteFileIO, error) {
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("FileIO of %s cannot write", t.Location())
+	}
+	return wfs, nil
+}
+
+// merge reserves the merge's memory, merges and describes the outputs as data files of t; on
+// any failure after writing, the outputs are removed.
+func (e *Executor) merge(ctx context.Context, t *table.Table, job Job) (Merged, Outcome) {
+	failed := func(err error) (Merged, Outcome) { return Merged{}, Outcome{Status: Failed, Err: err} }
 	sc, err := lake.ArrowSchema(t)
 	if err != nil {
 		return failed(err)
 	}
-	fsys, err := t.FS(ctx)
+	wfs, err := writeFS(ctx, t)
 	if err != nil {
 		return failed(err)
 	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
-	if !ok {
-		return failed(fmt.Errorf("FileIO of %s cannot write", t.Location()))
-	}
 	inputs := make([]merge.Input, len(job.Inputs))
-	old := make([]iceberg.DataFile, len(job.Inputs))
 	for i, f := range job.Inputs {
 		inputs[i] = merge.Input{Path: f.Path, Size: f.Size, Rows: f.Rows, Generation: f.Generation}
-		old[i] = f.DataFile
 	}
-	newPath := func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) }
-	latePath := func(int) string { return job.Dir + "/" + merge.LateFileName(job.Generation) }
-	if lateInputs(job.Inputs) {
-		// Late files rewritten (merged, or by a delete task or retention) stay late: the on-time
-		// stream never gets back a file whose range reaches minutes behind its rows.
-		newPath = latePath
-	}
-	if job.Fold != nil {
-		newPath = func(int) string { return job.Dir + "/" + merge.FoldedFileName(job.Generation, job.FoldTier) }
-		latePath = nil
-	}
-	cancelled := func(err error) (Outcome, icebergio.WriteFileIO) {
-		return Outcome{Status: Cancelled, Err: fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err)}, nil
+	newPath, latePath := outputNames(job)
+	cancelled := func(err error) (Merged, Outcome) {
+		return Merged{}, Outcome{Status: Cancelled, Err: fmt.Errorf("merge %d files of partition %s: %w", len(job.Inputs), job.Partition, err)}
 	}
 	// The merge keeps to its budget by the path it picks; the commit and the index rebuild after
 	// it hold no decoded rows, so the share goes back when the merge returns.
@@ -237,23 +283,54 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 			DeleteTask: job.DeleteTask, RowFilter: job.RowFilter, Fold: job.Fold,
 		})
 	release()
-	if err == nil {
-		e.MergeMetrics.Rewrite(res) // a completed merge counts whatever its commit does
-	}
 	if err != nil {
 		// merge.Rewrite removes what it wrote before it failed.
-		return Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}, wfs
+		return Merged{fs: wfs}, Outcome{Status: Failed, Err: fmt.Errorf("merge %d files of partition %s: %w", len(inputs), job.Partition, err), Merge: res}
 	}
-	discard := func(st Status, err error) (Outcome, icebergio.WriteFileIO) {
-		orphans, rerr := lake.RemoveFiles(fsys, res.Outputs)
-		return Outcome{Status: st, Err: err, Merge: res, Orphans: orphans, OrphanErr: rerr}, wfs
+	e.MergeMetrics.Rewrite(res) // a completed merge counts whatever its commit does
+	m := Merged{Result: res, fs: wfs}
+	if m.files, err = lake.DataFiles(t, res.Outputs); err != nil {
+		return m, m.discard(Failed, err)
 	}
-	added, err := lake.DataFiles(t, res.Outputs)
-	if err != nil {
-		return discard(Failed, err)
+	return m, Outcome{Status: Uncommitted, Merge: res}
+}
+
+// outputNames are the merge's output paths for job: late files rewritten stay late, a fold's
+// outputs record its tier.
+func outputNames(job Job) (newPath, latePath func(int) string) {
+	newPath = func(int) string { return job.Dir + "/" + merge.DataFileName(job.Generation) }
+	latePath = func(int) string { return job.Dir + "/" + merge.LateFileName(job.Generation) }
+	if lateInputs(job.Inputs) {
+		// Late files rewritten (merged, or by a delete task or retention) stay late: the on-time
+		// stream never gets back a file whose range reaches minutes behind its rows.
+		newPath = latePath
+	}
+	if job.Fold != nil {
+		newPath = func(int) string { return job.Dir + "/" + merge.FoldedFileName(job.Generation, job.FoldTier) }
+		latePath = nil
+	}
+	return newPath, latePath
+}
+
+// commit stages and commits the replace of job's inputs by m's outputs.
+func (e *Executor) commit(ctx context.Context, t *table.Table, name string, job Job, m Merged) Outcome {
+	res := m.Result
+	if m.fs == nil { // outputs received from a worker: removed, if they must be, with t's FileIO
+		fs, err := writeFS(ctx, t)
+		if err != nil {
+			return Outcome{Status: Failed, Err: fmt.Errorf("commit rewrite: %w", err), Merge: res, Orphans: m.paths(), OrphanErr: err}
+		}
+		m.fs = fs
+	}
+	old := make([]iceberg.DataFile, len(job.Inputs))
+	for i, f := range job.Inputs {
+		if f.DataFile == nil {
+			return m.discard(Failed, fmt.Errorf("commit rewrite: input %s has no data file: commit the planner's job (live files as listed), not one rebuilt from a Spec", f.Path))
+		}
+		old[i] = f.DataFile
 	}
 	props := iceberg.Properties{tableprops.SumRewriteKind: job.Kind, tableprops.SumRewritePath: string(res.Path),
-		tableprops.SumRewriteInputs: strconv.Itoa(len(inputs))}
+		tableprops.SumRewriteInputs: strconv.Itoa(len(job.Inputs))}
 	if res.Fold != nil {
 		props[tableprops.SumFoldRowsIn] = strconv.FormatInt(res.Fold.RowsIn, 10)
 		props[tableprops.SumFoldRowsOut] = strconv.FormatInt(res.Fold.RowsOut, 10)
@@ -267,18 +344,26 @@ func (e *Executor) run(ctx context.Context, t *table.Table, name string, job Job
 	if job.Stage != nil {
 		stage = func(cur *table.Table, txn *table.Transaction) error { return job.Stage(res, cur, txn) }
 	}
-	cr, err := e.Lake.CommitReplace(ctx, name, old, added, props, stage)
+	cr, err := e.Lake.CommitReplace(ctx, name, old, m.files, props, stage)
 	switch {
 	case err == nil:
 	case errors.Is(err, lake.ErrInputsGone) || lake.IsConflict(err):
-		return discard(Conflict, err)
+		return m.discard(Conflict, err)
+	case outputsLive(err):
+		// Only outputs received from a worker can be live already (a local merge names fresh
+		// files): removing them would lose the rows the table holds in them.
+		return Outcome{Status: Failed, Err: fmt.Errorf("commit rewrite: an output is already live in the table; no output removed: %w", err), Merge: res}
 	case !cr.MaybeCommitted:
-		return discard(Failed, fmt.Errorf("commit rewrite: %w", err))
+		return m.discard(Failed, fmt.Errorf("commit rewrite: %w", err))
 	default:
-		return Outcome{Status: MaybeCommitted, Err: fmt.Errorf("commit rewrite: %w", err), Merge: res}, wfs
+		return Outcome{Status: MaybeCommitted, Err: fmt.Errorf("commit rewrite: %w", err), Merge: res}
 	}
-	return Outcome{Status: Committed, Merge: res, Table: cr.Table, SnapshotID: cr.Table.CurrentSnapshot().SnapshotID}, wfs
+	return Outcome{Status: Committed, Merge: res, Table: cr.Table, SnapshotID: cr.Table.CurrentSnapshot().SnapshotID}
 }
+
+// outputsLive reports whether a replace was refused because an added file is live already
+// (iceberg-go's staging error; lake has no sentinel for it).
+func outputsLive(err error) bool { return strings.Contains(err.Error(), "already referenced by table") }
 
 // lateInputs reports whether every input is a late-stream file (merge.ParseLate).
 func lateInputs(fs []lake.File) bool {

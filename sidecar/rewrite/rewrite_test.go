@@ -40,9 +40,18 @@ func testTable(t *testing.T, n, rows int) (*lake.Lake, string) {
 // testTableNamed is testTable with file i named name(i).
 func testTableNamed(t *testing.T, n, rows int, name func(i int) string) (*lake.Lake, string) {
 	t.Helper()
+	l, cfg := testTableConfig(t, n, rows, name)
+	return l, cfg.Warehouse
+}
+
+// testTableConfig is testTableNamed returning the lake's configuration, so a test can open the
+// same catalog and warehouse again (a second process).
+func testTableConfig(t *testing.T, n, rows int, name func(i int) string) (*lake.Lake, lake.Config) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	l, err := lake.Open(ctx, lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh"), Namespace: "siglake"})
+	cfg := lake.Config{Catalog: "sqlite:" + filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "wh"), Namespace: "siglake"}
+	l, err := lake.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +86,7 @@ func testTableNamed(t *testing.T, n, rows int, name func(i int) string) (*lake.L
 			t.Fatal(err)
 		}
 	}
-	return l, filepath.Join(dir, "wh")
+	return l, cfg
 }
 
 func live(t *testing.T, l *lake.Lake) (*table.Table, []lake.File, int64) {
