@@ -51,8 +51,10 @@ const largeBinWait = 3
 const busyForTimeLimit = 0.5
 
 // serve hands out the budget to candidates in score order and reports the
-// levels that had a bin refused for want of budget.
-func (p *Pass) serve(cfg Config, cands []level.Candidate, b *budget) map[level.Level]bool {
+// levels that had a bin refused for want of budget. Files fl holds back count as
+// taken from the start; a bin reaching an in-flight file is not planned (it waits,
+// neither deferred nor starving its level).
+func (p *Pass) serve(cfg Config, cands []level.Candidate, b *budget, fl inFlight) map[level.Level]bool {
 	slices.SortStableFunc(cands, func(a, c level.Candidate) int {
 		if x := cmp.Compare(c.Score, a.Score); x != 0 {
 			return x
@@ -69,8 +71,8 @@ func (p *Pass) serve(cfg Config, cands []level.Candidate, b *budget) map[level.L
 	// deferred bin's files matter only to later candidates of the same partition: they enter
 	// deferred then. Over the legacy pass (one candidate per partition, most files deferred)
 	// no file enters it.
-	pending := map[string][]int{}           // partition: indices in p.Deferred not yet in deferred
-	takenIn := map[string]map[string]bool{} // partition: its files in taken
+	pending := map[string][]int{} // partition: indices in p.Deferred not yet in deferred
+	takenIn := fl.takenIn()       // partition: its files in taken, and those fl holds back
 	deferBin := func(c level.Candidate, bin level.Bin) {
 		bin.Score = c.Score
 		pending[c.Partition] = append(pending[c.Partition], len(p.Deferred))
@@ -91,12 +93,16 @@ func (p *Pass) serve(cfg Config, cands []level.Candidate, b *budget) map[level.L
 			// Quiet when an earlier bin of this pass took the partition's
 			// files: the work is being done, under another kind.
 			if !slices.ContainsFunc(p.Bins, func(b level.Bin) bool { return b.Partition == c.Partition }) {
-				p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %s, but no bin of 2+ files", c.Kind, c.Level, c.Partition, c.Why))
+				p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %s, but no bin of 2+ files%s", c.Kind, c.Level, c.Partition, c.Why, fl.waitNote(c.Partition)))
 			}
 			continue
 		}
-		refused := 0
+		refused, waiting := 0, 0
 		for _, bin := range bins {
+			if fl.blocks(bin) {
+				waiting++
+				continue
+			}
 			if b.overTime(p, bin, t) {
 				b.timeRefused = append(b.timeRefused, bin)
 				refused++
@@ -128,6 +134,10 @@ func (p *Pass) serve(cfg Config, cands []level.Candidate, b *budget) map[level.L
 			starved[c.Level] = true
 			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %d of %d bins left for a later pass (budget: %d bins, %d files%s left)",
 				c.Kind, c.Level, c.Partition, refused, len(bins), b.bins, b.files, b.timeLeft(p)))
+		}
+		if waiting > 0 {
+			p.Skipped = append(p.Skipped, fmt.Sprintf("%s %s partition=%q: %d of %d bins wait for bins in flight over their time range",
+				c.Kind, c.Level, c.Partition, waiting, len(bins)))
 		}
 	}
 	p.takePastTime(b, taken)

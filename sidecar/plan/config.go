@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/siglake/siglake/sidecar/plan/level"
@@ -28,10 +29,13 @@ type Config struct {
 	// check; the L2 check repairs overlap among terminal files.
 	CheckInterval [level.NumLevels]time.Duration
 
-	// MaxFilesPerPass and MaxBinsPerPass are the pass's budgets, shared by
-	// every level and trigger considered in it. Defaults 256 files and 4
-	// bins: a pass finishes in minutes even at the fan-in limit, so the loop
-	// sees fresh file sets often and the drain keeps its share of the pod.
+	// MaxFilesPerPass and MaxBinsPerPass are the pass's budgets per worker
+	// (Input.Workers), shared by every level and trigger considered in it.
+	// Defaults 256 files and 4 bins: a pass finishes in minutes even at the
+	// fan-in limit, so the loop sees fresh file sets often and the drain
+	// keeps its share of the pod. With N workers a pass takes N times both:
+	// one pass per check handed out 4 bins whatever the workers, and they
+	// idled (docs/benchmarks.md, "Scale out maintenance (simulated)").
 	MaxFilesPerPass int
 	MaxBinsPerPass  int
 
@@ -60,6 +64,26 @@ func DefaultConfig() Config {
 		BackpressureCompactEvery: 4,
 		BackpressureMaxBins:      1,
 	}
+}
+
+// forWorkers returns c with the pass's file and bin budgets for workers rewriters (below 1:
+// one). The restricted pass of a backlogged cycle keeps its own budget (BackpressureMaxBins):
+// the backlog is the drain's, and that pass yields to it whatever the workers.
+func (c Config) forWorkers(workers int) Config {
+	if workers <= 1 {
+		return c
+	}
+	c.MaxFilesPerPass = timesSat(c.MaxFilesPerPass, workers)
+	c.MaxBinsPerPass = timesSat(c.MaxBinsPerPass, workers)
+	return c
+}
+
+// timesSat is n x k for k >= 1, at most math.MaxInt (n <= 0 stays n: sane clamps it).
+func timesSat(n, k int) int {
+	if n > 0 && n > math.MaxInt/k {
+		return math.MaxInt
+	}
+	return n * k
 }
 
 // Validate reports every setting that the planner cannot honour, so bad

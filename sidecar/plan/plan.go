@@ -112,6 +112,15 @@ type Input struct {
 	// check of every table waits for the whole cycle. The pass's first bin is
 	// still taken whatever its size, so every table makes progress.
 	TimeSpent time.Duration
+	// InFlight are the input paths of the table's bins still running elsewhere (the lease book's
+	// InFlight): the pass plans without them, and a bin whose time range reaches one of them in
+	// its partition and stream waits for it (inflight.go). Nil: nothing in flight, as with one
+	// rewriter whose pass starts when its last bin has ended.
+	InFlight map[string]bool
+	// Workers is how many rewriters take the pass's bins (0 or 1: one, the process itself): the
+	// pass's file and bin budgets (Config.MaxFilesPerPass, MaxBinsPerPass) are per worker, so N
+	// workers are handed N passes' worth of bins per check (docs/compaction.md, "One pass").
+	Workers int
 }
 
 // Pass is the planner's answer for one cycle.
@@ -162,7 +171,7 @@ func (p Pass) String() string {
 
 // Plan computes one pass. It never panics on any input: files whose time
 // bounds are inverted are left out and reported in Skipped.
-func Plan(cfg Config, in Input) Pass { return planPass(cfg, in, spent{}) }
+func Plan(cfg Config, in Input) Pass { return planPass(cfg.forWorkers(in.Workers), in, spent{}) }
 
 // spent is what bins planned ahead of the level checks (a rollup's fold bins, PlanTable) took of
 // the pass's budgets: the bins, their files and their estimated rewrite time.
@@ -181,8 +190,14 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 	depths := level.PartitionDepths(parts)
 	p := Pass{
 		Skipped: skipped,
-		Depth:   depths,
+		Depth:   depths, // of every live file, in flight or not
 		Next:    in.State,
+	}
+	files, fl := splitInFlight(cfg, files, in.InFlight)
+	if fl.n > 0 {
+		parts = level.ByPartition(files)
+		depths = level.PartitionDepths(parts)
+		p.Skipped = append(p.Skipped, fl.note())
 	}
 
 	if cfg.ReclusterInterval == 0 {
@@ -203,7 +218,7 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 		p.Decision = d
 		b := newBudget(cfg.MaxFilesPerPass, cfg.BackpressureMaxBins)
 		p.Checked = []level.Level{level.L0}
-		p.serve(cfg, level.BackpressureCandidates(cfg.Rules, files), b)
+		p.serve(cfg, level.BackpressureCandidates(cfg.Rules, files), b, fl)
 		p.Next.LastCheck[level.L0] = in.Now
 		return p
 	}
@@ -215,7 +230,7 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 			return p
 		}
 		p.Decision = DecisionRun
-		starved := p.serve(cfg, level.LegacyCandidates(cfg.Rules, parts, depths), newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins))
+		starved := p.serve(cfg, level.LegacyCandidates(cfg.Rules, parts, depths), newBudget(cfg.MaxFilesPerPass-ahead.files, cfg.MaxBinsPerPass-ahead.bins), fl)
 		if len(starved) == 0 {
 			p.Next.LastLegacy = in.Now
 		}
@@ -240,7 +255,7 @@ func planPass(cfg Config, in Input, ahead spent) Pass {
 		b.rate, b.time = &in.Rewriter, p.TimeLimit-max(in.TimeSpent, 0)-ahead.time
 		b.pastTime = in.State.TimeLimitedPasses >= largeBinWait
 	}
-	starved := p.serve(cfg, level.Candidates(cfg.Rules, files, due), b)
+	starved := p.serve(cfg, level.Candidates(cfg.Rules, files, due), b, fl)
 	p.Next.TimeLimitedPasses = 0
 	if b.timeRefused != nil && !b.tookPast {
 		p.Next.TimeLimitedPasses = in.State.TimeLimitedPasses + 1

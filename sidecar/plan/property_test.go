@@ -89,18 +89,36 @@ func randomCase(r *rand.Rand) (Config, Input) {
 		in.RewriterBusy = r.Float64()
 		in.TimeSpent = time.Duration(r.Int64N(int64(15 * time.Second)))
 	}
+	if r.IntN(3) == 0 {
+		in.Workers = r.IntN(12) // 0 means 1
+	}
+	if r.IntN(3) == 0 && len(files) > 0 { // bins running elsewhere hold some inputs
+		in.InFlight = map[string]bool{"gone/committed-meanwhile": true}
+		share := 1 + r.IntN(10)
+		for _, f := range files {
+			if r.IntN(share*3) == 0 {
+				in.InFlight[f.Path] = true
+			}
+		}
+	}
 	return cfg, in
 }
 
 func TestPlannerProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 7))
 	counts := map[level.Kind]int{}
-	cappedInDepth := 0
+	cappedInDepth, overOneWorker, waited := 0, 0, 0
 	for iter := range propertyCases() {
 		cfg, in := randomCase(r)
 		p := Plan(cfg, in)
 		if err := checkPass(cfg, in, p); err != nil {
 			t.Fatalf("case %d: %v\nconfig %+v\n%v", iter, err, cfg, p)
+		}
+		if len(p.Bins) > cfg.MaxBinsPerPass {
+			overOneWorker++
+		}
+		if slices.ContainsFunc(p.Skipped, func(s string) bool { return strings.Contains(s, "wait for bins in flight") }) {
+			waited++
 		}
 		for _, b := range p.Bins {
 			counts[b.Kind]++
@@ -128,7 +146,12 @@ func TestPlannerProperties(t *testing.T) {
 	if cappedInDepth == 0 {
 		t.Errorf("no capped file taken by a depth bin in %d random cases", propertyCases())
 	}
-	t.Logf("bins by kind: %v; capped files in depth bins: %d", counts, cappedInDepth)
+	if overOneWorker == 0 || waited == 0 {
+		t.Errorf("in %d random cases, %d passes used more than one worker's bin budget and %d had work wait for bins in flight: both must occur",
+			propertyCases(), overOneWorker, waited)
+	}
+	t.Logf("bins by kind: %v; capped files in depth bins: %d; passes past one worker's bins: %d; with work waiting for bins in flight: %d",
+		counts, cappedInDepth, overOneWorker, waited)
 }
 
 // checkPass verifies the promises every pass keeps.
@@ -140,7 +163,11 @@ func checkPass(cfg Config, in Input, p Pass) error {
 	for _, f := range in.Files {
 		byPath[f.Path] = f
 	}
-	maxBins := cfg.MaxBinsPerPass
+	if err := checkInFlight(cfg, in, p); err != nil {
+		return err
+	}
+	workers := max(in.Workers, 1)
+	maxBins := cfg.MaxBinsPerPass * workers
 	switch p.Decision {
 	case DecisionRewritesDisabled, DecisionSkippedBackpressure, DecisionNothingDue:
 		maxBins = 0
@@ -153,8 +180,8 @@ func checkPass(cfg Config, in Input, p Pass) error {
 	if len(p.Bins) > maxBins {
 		return fmt.Errorf("%d bins > budget %d (%v)", len(p.Bins), maxBins, p.Decision)
 	}
-	if n := p.Files(); n > cfg.MaxFilesPerPass {
-		return fmt.Errorf("%d files > budget %d", n, cfg.MaxFilesPerPass)
+	if n := p.Files(); n > cfg.MaxFilesPerPass*workers {
+		return fmt.Errorf("%d files > budget %d for %d workers", n, cfg.MaxFilesPerPass*workers, workers)
 	}
 	seen := map[string]bool{}
 	levelBinOf := map[string]int{} // path -> index of the level bin holding it
@@ -303,6 +330,38 @@ func checkPass(cfg Config, in Input, p Pass) error {
 	return nil
 }
 
+// checkInFlight holds the promises about bins in flight (Input.InFlight): no bin, planned or
+// deferred, holds an in-flight file, and no planned bin's time range, where its outputs land,
+// reaches an in-flight file of its partition and stream (the running bin's outputs land there).
+func checkInFlight(cfg Config, in Input, p Pass) error {
+	if len(in.InFlight) == 0 {
+		return nil
+	}
+	for _, bins := range [][]level.Bin{p.Bins, p.Deferred} {
+		for bi, b := range bins {
+			for _, f := range b.Files {
+				if in.InFlight[f.Path] {
+					return fmt.Errorf("bin %d (%v) holds in-flight file %s", bi, b.Kind, f.Path)
+				}
+			}
+		}
+	}
+	apart := cfg.Leveled && cfg.LateStream
+	for bi, b := range p.Bins {
+		lo, hi := b.Files[0].MinTime, b.Files[0].MaxTime
+		for _, f := range b.Files {
+			lo, hi = min(lo, f.MinTime), max(hi, f.MaxTime)
+		}
+		for _, f := range in.Files {
+			if in.InFlight[f.Path] && f.Partition == b.Partition && (!apart || f.Late == b.Late()) &&
+				f.MinTime <= f.MaxTime && f.MinTime <= hi && lo <= f.MaxTime {
+				return fmt.Errorf("bin %d (%v) over [%d, %d] reaches in-flight file %s [%d, %d] of its stream", bi, b.Kind, lo, hi, f.Path, f.MinTime, f.MaxTime)
+			}
+		}
+	}
+	return nil
+}
+
 // TestLegacyCoversWholePartitions: with budgets large enough, a legacy pass
 // takes every file of every partition that is not yet compact.
 func TestLegacyCoversWholePartitions(t *testing.T) {
@@ -317,6 +376,7 @@ func TestLegacyCoversWholePartitions(t *testing.T) {
 		cfg.MaxBinsPerPass = 1 << 20
 		in.SealedBacklog = 0
 		in.State = State{}
+		in.InFlight = nil // whole partitions: nothing held back
 		p := Plan(cfg, in)
 		covered := map[string]int{}
 		for _, b := range p.Bins {

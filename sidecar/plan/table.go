@@ -68,6 +68,7 @@ type TablePass struct {
 // stream: every rewrite of it folds, and a fold's outputs are named as folded, never late, so its
 // late files rejoin the on-time ones at their first rewrite. Pure, like Plan.
 func PlanTable(cfg Config, in TableInput) TablePass {
+	cfg = cfg.forWorkers(in.Workers)
 	p := TablePass{Pass: planTable(cfg, in)}
 	p.Idle = len(p.Bins) == 0 && p.Decision != DecisionSkippedBackpressure && p.Decision != DecisionThrottledBackpressure
 	p.Outstanding, p.OutstandingKnown = outstanding(cfg, in, p.Decision)
@@ -76,15 +77,15 @@ func PlanTable(cfg Config, in TableInput) TablePass {
 
 func planTable(cfg Config, in TableInput) Pass {
 	if in.Fold == nil {
-		return Plan(cfg, in.Input)
+		return planPass(cfg, in.Input, spent{})
 	}
 	cfg.LateStream = false
 	if !rewritesRun(cfg, in.Input) {
-		return Plan(cfg, in.Input)
+		return planPass(cfg, in.Input, spent{})
 	}
-	folds, deferred, rest := foldBins(cfg, *in.Fold, in.Files)
-	if len(folds) == 0 && len(deferred) == 0 {
-		return Plan(cfg, in.Input)
+	folds, deferred, rest, waiting := foldBins(cfg, *in.Fold, in.Input)
+	if len(folds) == 0 && len(deferred) == 0 && waiting == 0 {
+		return planPass(cfg, in.Input, spent{})
 	}
 	var ahead spent
 	for _, b := range folds {
@@ -104,6 +105,9 @@ func planTable(cfg Config, in TableInput) Pass {
 		p.Skipped = append(p.Skipped, fmt.Sprintf("fold: %d bins left for a later pass (budget: %d bins, %d files per pass)",
 			len(deferred), cfg.MaxBinsPerPass, cfg.MaxFilesPerPass))
 	}
+	if waiting > 0 {
+		p.Skipped = append(p.Skipped, fmt.Sprintf("fold: %d bins wait for bins in flight over their time range", waiting))
+	}
 	return p
 }
 
@@ -120,19 +124,26 @@ func rewritesRun(cfg Config, in Input) bool {
 
 // foldBins picks a rollup table's fold bins within the pass's budget: the bins that fit, the ones
 // deferred for budget (outstanding work, run first by a later pass), and the files neither holds,
-// for the level checks.
-func foldBins(cfg Config, in FoldInput, files []level.File) (bins, deferred []level.Bin, rest []level.File) {
-	minFiles := in.MinFiles
+// for the level checks; waiting counts the bins that reach a file in flight (in.InFlight), which
+// are not planned, and no bin holds a file in flight or one it holds back.
+func foldBins(cfg Config, fold FoldInput, in Input) (bins, deferred []level.Bin, rest []level.File, waiting int) {
+	minFiles := fold.MinFiles
 	if minFiles <= 0 {
 		minFiles = cfg.EligibleFiles
 	}
-	fb := PlanFold(FoldConfig{MinFiles: minFiles, MaxFanIn: cfg.MaxFanIn, TargetBytes: cfg.TargetBytes[level.L0]}, in.Files, in.Cut, nil)
+	valid, _ := validFiles(in.Files)
+	_, fl := splitInFlight(cfg, valid, in.InFlight)
+	fb := PlanFold(FoldConfig{MinFiles: minFiles, MaxFanIn: cfg.MaxFanIn, TargetBytes: cfg.TargetBytes[level.L0]}, fold.Files, fold.Cut, fl.heldAll(in.InFlight))
 	if len(fb) == 0 {
-		return nil, nil, files
+		return nil, nil, in.Files, 0
 	}
 	b := newBudget(cfg.MaxFilesPerPass, cfg.MaxBinsPerPass)
 	taken := map[string]bool{}
 	for _, f := range fb {
+		if fl.blocks(f.Bin) {
+			waiting++
+			continue // its files stay for the level checks, which hold them back as well
+		}
 		if b.fits(f.Bin) {
 			b.take(f.Bin)
 			bins = append(bins, f.Bin)
@@ -143,7 +154,7 @@ func foldBins(cfg Config, in FoldInput, files []level.File) (bins, deferred []le
 			taken[f.Path] = true
 		}
 	}
-	return bins, deferred, level.Untaken(files, taken)
+	return bins, deferred, level.Untaken(in.Files, taken), waiting
 }
 
 // outstanding is the work due now (TablePass.Outstanding): the same table's pass with the

@@ -139,8 +139,10 @@ type world struct {
 	res   Result
 	// queue holds the bins dealt and not yet committed, in order of their
 	// end (ties in the order dealt); free is when each worker's last bin
-	// ends; inflight holds the queued bins' input files, which later passes
-	// do not see (as the lease book's InFlight).
+	// ends; inflight holds the queued bins' input files, the planner's
+	// Input.InFlight (as the lease book's InFlight): later passes plan without
+	// them and wait for them. With one worker a pass starts only when nothing
+	// is queued, so it is empty.
 	queue    []pending
 	free     []int64
 	inflight map[string]bool
@@ -274,8 +276,8 @@ func (w *world) commitFinished(now int64) {
 func (w *world) pass(now int64, st plan.State) plan.State {
 	s := w.s
 	in := plan.Input{
-		Files: w.plannable(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
-		SealedBacklog: s.sealedAt(now), State: st,
+		Files: w.live(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
+		SealedBacklog: s.sealedAt(now), State: st, InFlight: w.inflight, Workers: s.Workers,
 	}
 	if s.PassTimeLimit {
 		w.busy.Add(time.Duration(w.lastPassTook)*time.Microsecond/time.Duration(s.Workers), time.Duration(now-w.lastPass)*time.Microsecond)
@@ -324,17 +326,6 @@ func (w *world) deal(now int64, b level.Bin, d int64, copied float64) {
 	if w.dealt != nil {
 		w.dealt(i, start, w.free[i], b)
 	}
-}
-
-// plannable is the live files less those of bins queued or running, which
-// the owner's next pass plans without (docs/design/bin-leases.md). With one
-// worker a pass starts only when nothing is queued, so it is live.
-func (w *world) plannable() []level.File {
-	files := w.live()
-	if len(w.inflight) == 0 {
-		return files
-	}
-	return slices.DeleteFunc(slices.Clone(files), func(f level.File) bool { return w.inflight[f.Path] })
 }
 
 // Compare runs the scenario with the leveled and the legacy strategy.

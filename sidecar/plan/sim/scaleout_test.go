@@ -9,27 +9,23 @@ import (
 )
 
 // scaleOut is the busy table as `siglake simulate` runs it (cuts at 0.05, the late stream, the
-// pass's time limit) at ingest MB/s and workers, over d; perWorker multiplies the pass's bin and
-// file budgets by the workers.
-func scaleOut(mbps float64, workers int, d time.Duration, perWorker bool) Scenario {
+// pass's time limit) at ingest MB/s and workers, over d. The pass's budgets are per worker
+// (plan.Input.Workers).
+func scaleOut(mbps float64, workers int, d time.Duration) Scenario {
 	s := Base()
 	s.Name = fmt.Sprintf("busy-%.0fMBps-%dw", mbps, workers)
 	s.IngestBytesPerSec = mbps * 1e6
 	s.Workers = workers
 	s.Duration = d
 	s.SplitSparse, s.DrainSplitSparse, s.LateStream, s.PassTimeLimit = 0.05, 0.05, true, true
-	if perWorker {
-		s.Config.MaxBinsPerPass *= workers
-		s.Config.MaxFilesPerPass *= workers
-	}
 	return s
 }
 
 // TestScaleOutScenarios prints docs/benchmarks.md's "Scale out maintenance (simulated)" table:
-// the busy table at 1x, 4x and 10x its rate on 1, 4 and 10 workers, and at 10x with the pass's
-// budgets per worker. It takes tens of minutes, so it runs only with SIGLAKE_LONG=1;
-// SIGLAKE_SIM_DURATION sets the simulated time (default 2h). Each cell is a subtest
-// (-run 'TestScaleOutScenarios/500MBps-10w' runs that cell, with "-perworker" the budgets).
+// the busy table at 1x, 4x and 10x its rate on 1, 4 and 10 workers, the pass's budgets per worker
+// and the passes planned around the bins in flight. It takes minutes, so it runs only with
+// SIGLAKE_LONG=1; SIGLAKE_SIM_DURATION sets the simulated time (default 2h). Each cell is a
+// subtest (-run 'TestScaleOutScenarios/500MBps-10w' runs that cell).
 func TestScaleOutScenarios(t *testing.T) {
 	if os.Getenv("SIGLAKE_LONG") != "1" {
 		t.Skip("set SIGLAKE_LONG=1 to run the 3x3 scale-out grid")
@@ -41,35 +37,22 @@ func TestScaleOutScenarios(t *testing.T) {
 			t.Fatalf("SIGLAKE_SIM_DURATION=%q: %v (accepted: a Go duration such as 2h)", v, err)
 		}
 	}
-	type cell struct {
-		mbps      float64
-		workers   int
-		perWorker bool
-	}
-	var grid []cell
+	var table strings.Builder
+	table.WriteString("| ingest MB/s | workers | settled depth p50 / max | edge depth p50 | write amp | files p50 / final | busy |\n|---|---|---|---|---|---|---|\n")
 	for _, mbps := range []float64{50, 200, 500} {
 		for _, n := range []int{1, 4, 10} {
-			grid = append(grid, cell{mbps, n, false})
+			name := fmt.Sprintf("%.0fMBps-%dw", mbps, n)
+			t.Run(name, func(t *testing.T) {
+				start := time.Now()
+				r := Run(scaleOut(mbps, n, d))
+				if len(r.Errors) > 0 {
+					t.Errorf("%s: %v", name, r.Errors[:min(len(r.Errors), 5)])
+				}
+				fmt.Fprintf(&table, "| %.0f | %d | %d / %d | %d | %.2f | %d / %d | %.0f%% |\n", mbps, n,
+					r.SettledDepthP50, r.SettledDepthMax, r.EdgeDepthP50, r.WriteAmp, r.FilesP50, r.FilesFinal, 100*r.BusyFraction)
+				t.Logf("%s in %v: %v", name, time.Since(start).Round(time.Second), r)
+			})
 		}
-	}
-	grid = append(grid, cell{500, 4, true}, cell{500, 10, true})
-	var table strings.Builder
-	table.WriteString("| ingest MB/s | workers | pass budget | settled depth p50 / max | edge depth p50 | write amp | files p50 / final | busy |\n|---|---|---|---|---|---|---|---|\n")
-	for _, c := range grid {
-		name, budget := fmt.Sprintf("%.0fMBps-%dw", c.mbps, c.workers), "4 bins, 256 files"
-		if c.perWorker {
-			name, budget = name+"-perworker", fmt.Sprintf("%d bins, %d files", 4*c.workers, 256*c.workers)
-		}
-		t.Run(name, func(t *testing.T) {
-			start := time.Now()
-			r := Run(scaleOut(c.mbps, c.workers, d, c.perWorker))
-			if len(r.Errors) > 0 {
-				t.Errorf("%v: %v", c, r.Errors[:min(len(r.Errors), 5)])
-			}
-			fmt.Fprintf(&table, "| %.0f | %d | %s | %d / %d | %d | %.2f | %d / %d | %.0f%% |\n", c.mbps, c.workers, budget,
-				r.SettledDepthP50, r.SettledDepthMax, r.EdgeDepthP50, r.WriteAmp, r.FilesP50, r.FilesFinal, 100*r.BusyFraction)
-			t.Logf("%s in %v: %v", name, time.Since(start).Round(time.Second), r)
-		})
 	}
 	t.Logf("%s\n%s", d, table.String())
 }

@@ -54,10 +54,11 @@ type Scenario struct {
 	MergeBytesPerSec float64
 	BinOverhead      time.Duration
 	// Workers is how many rewriters run the table's bins (issue 34's bin
-	// leases, docs/design/bin-leases.md): the owner plans each pass as with
-	// one, and each bin runs on the worker that frees up first, each worker
-	// at MergeBytesPerSec. The files of a bin not yet committed are left out
-	// of later passes. Default 1, the single rewriter.
+	// leases, docs/design/bin-leases.md): the owner plans each pass with the
+	// budgets of Workers (plan.Input.Workers), and each bin runs on the worker
+	// that frees up first, each worker at MergeBytesPerSec. The files of a bin
+	// not yet committed are in flight (plan.Input.InFlight): later passes plan
+	// without them and wait for them. Default 1, the single rewriter.
 	Workers int
 	// SpliceBytesPerSec models merge's splice path: the bytes of a bin's
 	// inputs that no other input of the bin overlaps in time (and that
