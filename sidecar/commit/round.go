@@ -56,7 +56,10 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 	var waits []time.Duration
 	for i, e := range sel {
 		it := res.Items[i]
-		if it.Err == nil && it.Outcome == lake.Committed {
+		// A recovered item was in an attempt whose answer was lost and that landed: this group
+		// commit's, counted and told Landed like one answered at once (its pod hears
+		// already_committed, as from any lost answer).
+		if it.Err == nil && (it.Outcome == lake.Committed || it.Outcome == lake.AlreadyCommitted && it.Recovered) {
 			last.Streams++
 			last.SnapshotID = it.SnapshotID
 			waits = append(waits, end.Sub(e.Received))

@@ -67,6 +67,10 @@ type ItemResult struct {
 	// MaybeCommitted: the item failed, but an attempt that included it has an unknown outcome,
 	// so its files may be referenced and must not be deleted.
 	MaybeCommitted bool
+	// Recovered: AlreadyCommitted after an attempt of this group that included the item had an
+	// unknown outcome: that attempt landed (its answer was lost), unless another committer
+	// committed the same batch meanwhile.
+	Recovered bool
 }
 
 // GroupResult is the outcome of every item, in the order of GroupCommit.Items.
@@ -239,7 +243,7 @@ func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
 			if s := t.CurrentSnapshot(); s != nil {
 				snap = s.SnapshotID
 			}
-			r.resolve(i, ItemResult{Outcome: AlreadyCommitted, SnapshotID: snap})
+			r.resolve(i, ItemResult{Outcome: AlreadyCommitted, SnapshotID: snap, Recovered: r.res[i].MaybeCommitted})
 		case marks.MarkInside:
 			r.fail(i, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w", r.g.Table, it.Stream, cur, it.First, it.Last, ErrMarkAhead))
 		default:
