@@ -22,6 +22,11 @@ import (
 // another request in the group). Nothing of it was committed; its sender may commit it directly.
 var ErrRefused = errors.New("group commit request refused")
 
+// ErrNotNow: a GroupItem's Files could not be had this time (its files could not be checked:
+// a stat timed out, the object store throttled). The item fails with it, not refused: its request
+// may go in a later group commit.
+var ErrNotNow = errors.New("group commit request not taken this time")
+
 // ErrExpired: a group-commit request grew too old to start another attempt on (its files could
 // be orphan-collected before the commit lands). Nothing of it was committed by that attempt.
 var ErrExpired = errors.New("group commit request expired")
@@ -253,7 +258,11 @@ func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
 			}
 			if !r.decoded[i] && it.Files != nil {
 				files, err := it.Files(t)
-				if err != nil {
+				switch {
+				case errors.Is(err, ErrNotNow):
+					r.fail(i, fmt.Errorf("the data files of stream %s: %w", it.Stream, err))
+					continue
+				case err != nil:
 					r.fail(i, fmt.Errorf("%w: the data files of stream %s: %v", ErrRefused, it.Stream, err))
 					continue
 				}
