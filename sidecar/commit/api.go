@@ -6,6 +6,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/sidecar/commit/filecheck"
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
@@ -102,6 +103,8 @@ type CommitterConfig struct {
 	// Reserve takes queued requests' bytes of the process memory budget without waiting
 	// (QueueConfig.Reserve); nil takes none.
 	Reserve func(bytes int64) (release func(), ok bool)
+	// FileIO opens the file IO handed-off files are checked through; nil: the table's own.
+	FileIO filecheck.OpenFS
 	// CommitTimeout is the process's commit deadline d: requests older than
 	// orphans.HandoffMaxAge(d) expire.
 	CommitTimeout time.Duration

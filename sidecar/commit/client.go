@@ -299,7 +299,9 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 				extra := time.Duration(rcv.a.Queue) * c.cfg.Interval
 				timer.Reset(min(c.answerTimeout()+extra, c.cfg.FallbackAfter, max(notAfter.Sub(now), 0)))
 			case KindBusy:
-				*heard = now
+				// Busy is no progress: a committer hung in a commit keeps its queue full and
+				// answers busy to everyone, and its pods must still fall back after the fallback
+				// bound, not wait out the hand-off age bound. The slow-down it carries holds.
 				c.cfg.Observer.Busy(req.Table)
 				return c.pause(ctx, time.Duration(rcv.a.SlowMs)*time.Millisecond)
 			case KindNotOwner:

@@ -165,7 +165,7 @@ func TestFileStatsOnS3(t *testing.T) {
 		"resized": {describe(t, tbl, good, nil, 7), "the request says"},
 		"gone":    {describe(t, tbl, gone, nil, 0), "does not exist"},
 	} {
-		err := filecheck.NewStats(context.Background()).Check(tbl, []iceberg.DataFile{c.f})
+		err := filecheck.NewStats(context.Background(), nil).Check(tbl, []iceberg.DataFile{c.f})
 		if c.why == "" && err != nil || c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)) {
 			t.Errorf("%s: %v, want %q", name, err, c.why)
 		}

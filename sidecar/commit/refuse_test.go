@@ -60,8 +60,9 @@ func TestNotOwnerRedirect(t *testing.T) {
 }
 
 // TestBusyAndSlowDown: a committer whose queue holds 2 requests and whose commit hangs answers
-// the other pods busy; they slow down and resend, without falling back although they wait
-// longer than their fallback bound, and the queue never holds more than its cap.
+// the other pods busy; they slow down and resend, without falling back while the hang is shorter
+// than their fallback bound, and the queue never holds more than its cap. (Busy is no progress: a
+// longer hang ends in a fallback, TestBusyIsNoProgress.)
 func TestBusyAndSlowDown(t *testing.T) {
 	cl := newCluster(t)
 	_, _, cobs, cl1 := cl.committer("owner", func(c *CommitterConfig) { c.QueueMax = 2 })
@@ -70,11 +71,11 @@ func TestBusyAndSlowDown(t *testing.T) {
 		for !stalled() {
 			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(1500 * time.Millisecond) // past the pods' fallback bound
+		time.Sleep(1500 * time.Millisecond) // busy for a while, inside the pods' fallback bound
 		release()
 	}()
 	for i := 0; i < 5; i++ {
-		p := cl.pod("owner", func(c *ClientConfig) { c.FallbackAfter = time.Second })
+		p := cl.pod("owner", func(c *ClientConfig) { c.FallbackAfter = 5 * time.Second })
 		cl.seal(p, 2, 300, day.Add(time.Duration(i)*time.Hour))
 	}
 	cl.drainAll()
@@ -83,10 +84,8 @@ func TestBusyAndSlowDown(t *testing.T) {
 	for _, p := range cl.pods {
 		busy, slowed, fallbacks = busy+p.obs.count("busy"), slowed+p.obs.count("slowdown"), fallbacks+p.obs.fallbacks()
 	}
-	// Only the requests inside the hung commit (the queue's 2) hear nothing past their ack and
-	// fall back after their bound (TestPausedCommitterResumes); the ones answered busy keep waiting.
-	if fallbacks > 2 {
-		t.Fatalf("%d fallbacks: more than the 2 requests in the hung commit, so pods answered busy fell back", fallbacks)
+	if fallbacks > 0 {
+		t.Fatalf("%d fallbacks inside the fallback bound", fallbacks)
 	}
 	if busy == 0 || slowed == 0 || cobs.count("refused:"+ReasonBusy) == 0 {
 		t.Fatalf("%d busy answers, %d slow-downs seen by pods, %d refused busy: want some of each", busy, slowed, cobs.count("refused:"+ReasonBusy))

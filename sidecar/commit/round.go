@@ -54,16 +54,24 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 	end := c.cfg.Now()
 	last := &LastCommit{Time: end, Requests: len(sel), Files: files, Seconds: end.Sub(start).Seconds(), Outcome: commitOutcome(res, err)}
 	var waits []time.Duration
+	answered := sel[:0:0]
 	for i, e := range sel {
 		it := res.Items[i]
-		if it.Err == nil && it.Outcome == lake.Committed {
+		if errors.Is(it.Err, lake.ErrNotNow) {
+			continue // its files could not be checked: it stays queued, unanswered, for the next round
+		}
+		answered = append(answered, e)
+		// A recovered item was in an attempt whose answer was lost and that landed: this group
+		// commit's, counted and told Landed like one answered at once (its pod hears
+		// already_committed, as from any lost answer).
+		if it.Err == nil && (it.Outcome == lake.Committed || it.Outcome == lake.AlreadyCommitted && it.Recovered) {
 			last.Streams++
 			last.SnapshotID = it.SnapshotID
 			waits = append(waits, end.Sub(e.Received))
 		}
 		c.answerItem(e.Request, it, end)
 	}
-	c.remove(name, sel)
+	c.remove(name, answered)
 	if last.Streams > 0 || err != nil { // else every item was resolved without a commit
 		c.cfg.Observer.Commit(name, last.Outcome, res.Attempts)
 	}
@@ -85,7 +93,7 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 // of every selected request at once (bounded), so a commit of many requests waits for one round
 // of stats, not one per request.
 func (c *Committer) decoder(ctx context.Context, sel []Queued) func(*table.Table, Request) ([]iceberg.DataFile, error) {
-	stats := filecheck.NewStats(context.WithoutCancel(ctx))
+	stats := filecheck.NewStats(context.WithoutCancel(ctx), c.cfg.FileIO)
 	var once sync.Once
 	return func(t *table.Table, r Request) ([]iceberg.DataFile, error) {
 		once.Do(func() {
@@ -101,7 +109,9 @@ func (c *Committer) decoder(ctx context.Context, sel []Queued) func(*table.Table
 		if err != nil {
 			return nil, err
 		}
-		if err := stats.Check(t, files); err != nil {
+		if err := stats.Check(t, files); errors.Is(err, filecheck.ErrUnchecked) {
+			return nil, fmt.Errorf("%w: %w", lake.ErrNotNow, err) // kept for a later group commit
+		} else if err != nil {
 			return nil, err
 		}
 		return files, nil

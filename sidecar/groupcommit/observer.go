@@ -55,14 +55,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	table := []string{"table"}
 	m := &Metrics{
 		Lag: prometheus.NewHistogramVec(instrument.NativeHistogram(prometheus.HistogramOpts{
-			Name: "siglake_group_commit_lag_seconds", Help: "Pod side: time from a batch's first hand-off to the answer or re-read mark showing its outcome (request to visible), direct fallbacks included.",
+			Name: "siglake_group_commit_lag_seconds", Help: "Pod side: time from a batch's first hand-off to the answer or re-read mark showing its outcome (request to visible), direct fallbacks included; for a batch never handed off, its direct commit.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}), table),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_group_commit_requests_total", Help: "Pod side: batches handed to a committer, by outcome: committed, already_committed, mark_ahead, failed, direct (committed by the pod after a fallback)."}, []string{"table", "outcome"}),
+			Name: "siglake_group_commit_requests_total", Help: "Pod side: batches of group commit's drain, by outcome: committed, already_committed, mark_ahead, failed, direct (committed by the pod itself: after a fallback, or never handed off)."}, []string{"table", "outcome"}),
 		Fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_group_commit_fallbacks_total", Help: "Pod side: batches the pod committed directly instead, by reason: no_committer, unauthenticated, too_large, timeout, expired, refused."}, []string{"reason"}),
 		Busy: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_group_commit_busy_total", Help: "Pod side: busy answers (the committer's queue is full; the pod keeps the batch and resends)."}, table),
+			Name: "siglake_group_commit_busy_total", Help: "Pod side: busy answers (the committer's queue is at a cap or its memory budget is spent; the pod keeps the batch and resends)."}, table),
 		SlowDown: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_group_commit_slow_down_seconds", Help: "Pod side: the batch age the table's committer asks for now (0: none); the pod batches at least this long."}, table),
 		QueueRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -22,6 +22,11 @@ import (
 // another request in the group). Nothing of it was committed; its sender may commit it directly.
 var ErrRefused = errors.New("group commit request refused")
 
+// ErrNotNow: a GroupItem's Files could not be had this time (its files could not be checked:
+// a stat timed out, the object store throttled). The item fails with it, not refused: its request
+// may go in a later group commit.
+var ErrNotNow = errors.New("group commit request not taken this time")
+
 // ErrExpired: a group-commit request grew too old to start another attempt on (its files could
 // be orphan-collected before the commit lands). Nothing of it was committed by that attempt.
 var ErrExpired = errors.New("group commit request expired")
@@ -67,6 +72,10 @@ type ItemResult struct {
 	// MaybeCommitted: the item failed, but an attempt that included it has an unknown outcome,
 	// so its files may be referenced and must not be deleted.
 	MaybeCommitted bool
+	// Recovered: AlreadyCommitted after an attempt of this group that included the item had an
+	// unknown outcome: that attempt landed (its answer was lost), unless another committer
+	// committed the same batch meanwhile.
+	Recovered bool
 }
 
 // GroupResult is the outcome of every item, in the order of GroupCommit.Items.
@@ -239,7 +248,7 @@ func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
 			if s := t.CurrentSnapshot(); s != nil {
 				snap = s.SnapshotID
 			}
-			r.resolve(i, ItemResult{Outcome: AlreadyCommitted, SnapshotID: snap})
+			r.resolve(i, ItemResult{Outcome: AlreadyCommitted, SnapshotID: snap, Recovered: r.res[i].MaybeCommitted})
 		case marks.MarkInside:
 			r.fail(i, fmt.Errorf("table %s stream %s: mark %s, batch %s..%s: %w", r.g.Table, it.Stream, cur, it.First, it.Last, ErrMarkAhead))
 		default:
@@ -249,7 +258,11 @@ func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
 			}
 			if !r.decoded[i] && it.Files != nil {
 				files, err := it.Files(t)
-				if err != nil {
+				switch {
+				case errors.Is(err, ErrNotNow):
+					r.fail(i, fmt.Errorf("the data files of stream %s: %w", it.Stream, err))
+					continue
+				case err != nil:
 					r.fail(i, fmt.Errorf("%w: the data files of stream %s: %v", ErrRefused, it.Stream, err))
 					continue
 				}

@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 )
 
 const (
@@ -58,8 +57,9 @@ func LimitFor(memoryLimit int64) int64 {
 type Budget struct {
 	limit int64
 	// sem is FIFO: a large request waiting is not overtaken by a stream of small ones, so a merge
-	// that needs a big share gets it once the shares ahead of it come back.
-	sem *semaphore.Weighted
+	// that needs a big share gets it once the shares ahead of it come back (TryAcquire's bounded
+	// exception aside).
+	sem *fifo
 
 	mu    sync.Mutex
 	loops map[string]*loopShare
@@ -87,7 +87,7 @@ func New(limit int64, opts Options) *Budget {
 	if opts.Metrics != nil {
 		opts.Metrics.Limit.Set(float64(limit))
 	}
-	return &Budget{limit: limit, sem: semaphore.NewWeighted(limit), loops: map[string]*loopShare{}, opts: opts}
+	return &Budget{limit: limit, sem: newFIFO(limit), loops: map[string]*loopShare{}, opts: opts}
 }
 
 // Limit is the budget's size in bytes (0 for a nil budget: unlimited).
@@ -100,10 +100,11 @@ func (b *Budget) Limit() int64 {
 
 // Lease is a share held; Release gives it back. The zero Lease (from a nil budget) holds nothing.
 type Lease struct {
-	b    *Budget
-	loop string
-	n    int64
-	once *sync.Once
+	b        *Budget
+	loop     string
+	n        int64
+	overtook bool // taken by TryAcquire past a waiting acquisition
+	once     *sync.Once
 }
 
 // Bytes is what the lease holds.
@@ -118,7 +119,7 @@ func (l Lease) Release() {
 		// Accounted before the bytes go back: a loop granted them next must not show up in a
 		// snapshot beside this share still counted.
 		l.b.account(l.loop, func(s *loopShare) { s.held -= l.n; s.leases-- })
-		l.b.sem.Release(l.n)
+		l.b.sem.release(l.n, l.overtook)
 	})
 }
 
@@ -131,13 +132,13 @@ func (b *Budget) Acquire(ctx context.Context, loop string, n int64) (Lease, erro
 		return Lease{}, nil
 	}
 	n = min(n, b.limit)
-	if b.sem.TryAcquire(n) {
+	if ok, _ := b.sem.try(n, false); ok {
 		b.account(loop, func(s *loopShare) { s.held += n; s.leases++ })
 		return Lease{b: b, loop: loop, n: n, once: new(sync.Once)}, nil
 	}
 	b.account(loop, func(s *loopShare) { s.waiting++; s.waits++ })
 	start := time.Now()
-	err := b.sem.Acquire(ctx, n)
+	err := b.sem.acquire(ctx, n)
 	waited := time.Since(start)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
@@ -155,18 +156,27 @@ func (b *Budget) Acquire(ctx context.Context, loop string, n int64) (Lease, erro
 }
 
 // TryAcquire holds n bytes of the budget for loop if they are free now, without waiting; ok is
-// false when they are not, or when an acquisition waits ahead (the budget is FIFO: a small taker
-// never overtakes a waiting merge). For a loop that refuses work rather than wait: group commit's
-// queue answers busy. n <= 0 holds nothing and succeeds; n above the limit never does.
+// false when they are not. For a loop that refuses work rather than wait: group commit's queue
+// answers busy. With an acquisition waiting (a merge for its share) a try still succeeds when
+// the bytes are free and it is small: the tries passing waiters hold at most 1/16 of the budget
+// together, and never so much that the first waiter would not fit beside them (fifo.try). A
+// strict FIFO would make every try fail whenever anything waits, whatever is free: one merge
+// waiting for a large share would make group commit busy for every pod. The budget's promise
+// holds: the shares never add up past the limit, and a waiting merge is delayed by at most that
+// 1/16, never starved. n <= 0 holds nothing and succeeds; n above the limit never does.
 func (b *Budget) TryAcquire(loop string, n int64) (l Lease, ok bool) {
 	if b == nil || n <= 0 {
 		return Lease{}, true
 	}
-	if n > b.limit || !b.sem.TryAcquire(n) {
+	if n > b.limit {
+		return Lease{}, false
+	}
+	ok, overtook := b.sem.try(n, true)
+	if !ok {
 		return Lease{}, false
 	}
 	b.account(loop, func(s *loopShare) { s.held += n; s.leases++ })
-	return Lease{b: b, loop: loop, n: n, once: new(sync.Once)}, true
+	return Lease{b: b, loop: loop, n: n, overtook: overtook, once: new(sync.Once)}, true
 }
 
 func (b *Budget) account(loop string, f func(*loopShare)) {

@@ -25,21 +25,35 @@ import (
 // Workers bounds the stats (one HEAD each on an object store) in flight for one group commit.
 const Workers = 8
 
-// Timeout bounds the stats of one group commit together; a file not checked in time refuses
-// its request (the pod commits directly).
+// Timeout bounds the stats of one group commit together; a file not checked in time is
+// ErrUnchecked.
 const Timeout = 10 * time.Second
+
+// ErrUnchecked: a file's check could not be made (its stat timed out, the store answered an error
+// other than not-found, the table's file IO did not open), so the file may well be there. Only a
+// file missing or of another size refuses a request; an unchecked one is tried again in a later
+// group commit, or under object-store throttling every pod would commit directly at once.
+var ErrUnchecked = errors.New("file not checked")
 
 // Stats checks the files of one group commit's requests: Stat stats every file of every request
 // at once (bounded), Check reads the results. Safe for concurrent use.
 type Stats struct {
 	ctx     context.Context
+	open    OpenFS
 	mu      sync.Mutex
 	results map[string]error // path -> why it does not match; nil when it does
 }
 
-// NewStats returns the checks of one group commit; ctx bounds every stat (with Timeout).
-func NewStats(ctx context.Context) *Stats {
-	return &Stats{ctx: ctx, results: map[string]error{}}
+// OpenFS opens the file IO a table's files are stated through.
+type OpenFS func(ctx context.Context, t *table.Table) (icebergio.IO, error)
+
+// NewStats returns the checks of one group commit; ctx bounds every stat (with Timeout). open nil
+// stats through the table's own file IO (table.FS).
+func NewStats(ctx context.Context, open OpenFS) *Stats {
+	if open == nil {
+		open = func(ctx context.Context, t *table.Table) (icebergio.IO, error) { return t.FS(ctx) }
+	}
+	return &Stats{ctx: ctx, open: open, results: map[string]error{}}
 }
 
 // Check says why files are not all in the object store at their claimed sizes (stating those not
@@ -71,10 +85,10 @@ func (s *Stats) Stat(t *table.Table, files []iceberg.DataFile) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, Timeout)
 	defer cancel()
-	fsys, err := t.FS(ctx)
+	fsys, err := s.open(ctx, t)
 	if err != nil {
 		s.record(todo, func(iceberg.DataFile) error {
-			return fmt.Errorf("open the table's file IO to check its files: %w", err)
+			return fmt.Errorf("%w: open the table's file IO to check its files: %w", ErrUnchecked, err)
 		})
 		return
 	}
@@ -100,7 +114,8 @@ func (s *Stats) record(files []iceberg.DataFile, why func(iceberg.DataFile) erro
 	}
 }
 
-// checkStat says why f is not in fsys at its claimed size; nil if it is.
+// checkStat says why f is not in fsys at its claimed size; nil if it is. Only not-found and a
+// size mismatch are refusals; any other failure is ErrUnchecked.
 func checkStat(ctx context.Context, fsys icebergio.IO, f iceberg.DataFile) error {
 	p := f.FilePath()
 	size, err := statSize(fsys, p)
@@ -108,9 +123,9 @@ func checkStat(ctx context.Context, fsys icebergio.IO, f iceberg.DataFile) error
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("file %q does not exist (never written, or removed by orphan gc)", p)
 	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("file %q: not checked within %v: %w", p, Timeout, err)
+		return fmt.Errorf("%w: file %q: not checked within %v: %w", ErrUnchecked, p, Timeout, err)
 	case err != nil:
-		return fmt.Errorf("check file %q: %w", p, err)
+		return fmt.Errorf("%w: check file %q: %w", ErrUnchecked, p, err)
 	case size != f.FileSizeBytes():
 		return fmt.Errorf("file %q is %d bytes, the request says %d", p, size, f.FileSizeBytes())
 	}
