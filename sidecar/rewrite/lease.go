@@ -1,10 +1,14 @@
 package rewrite
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/codec"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge"
@@ -80,4 +84,69 @@ func FromLease(t *table.Table, j work.Job) (Job, error) {
 			Generation: in.Generation, Late: merge.ParseLate(in.Path)}
 	}
 	return job, nil
+}
+
+// EncodeOutputs is m's outputs as a result message carries them: iceberg-go's cross-process
+// encoding against t's format version, current schema and spec (as group commit's hand-offs).
+func EncodeOutputs(t *table.Table, m Merged) ([][]byte, error) {
+	out := make([][]byte, len(m.files))
+	for i, f := range m.files {
+		b, err := codec.EncodeDataFile(f, t.Spec(), t.Schema(), t.Metadata().Version())
+		if err != nil {
+			return nil, fmt.Errorf("encode output %s: %w", f.FilePath(), err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// DecodeOutputs is EncodeOutputs undone against t, the owner's table: a worker encodes against
+// the same current schema and spec unless the table evolved meanwhile, which fails here.
+func DecodeOutputs(t *table.Table, files [][]byte) ([]iceberg.DataFile, error) {
+	out := make([]iceberg.DataFile, len(files))
+	for i, b := range files {
+		df, err := codec.DecodeDataFile(b, t.Spec(), t.Schema(), t.Metadata().Version())
+		if err != nil {
+			return nil, fmt.Errorf("decode output %d of %d: %w", i+1, len(files), err)
+		}
+		out[i] = df
+	}
+	return out, nil
+}
+
+// RemoveRefused removes the outputs a refused result named for job (its lease ended before the
+// result came, or its commit definitely failed): only files CheckOutputs accepts as job's and that
+// are not live in t, the table's head now. A result is authenticated, not trusted: removing a
+// live file (the committed outputs of the same bin run again elsewhere) would lose its rows. It
+// returns the paths removed.
+func RemoveRefused(ctx context.Context, t *table.Table, job Job, files []iceberg.DataFile) ([]string, error) {
+	if err := CheckOutputs(t, job, files); err != nil {
+		return nil, fmt.Errorf("remove refused outputs: %w", err)
+	}
+	live, err := lake.LiveFiles(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("remove refused outputs: %w", err)
+	}
+	isLive := make(map[string]bool, len(live))
+	for _, f := range live {
+		isLive[f.Path] = true
+	}
+	var outs []merge.Output
+	for _, f := range files {
+		if !isLive[f.FilePath()] {
+			outs = append(outs, merge.Output{Path: f.FilePath()})
+		}
+	}
+	fs, err := writeFS(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("remove refused outputs: %w", err)
+	}
+	orphans, err := lake.RemoveFiles(fs, outs)
+	removed := make([]string, 0, len(outs))
+	for _, o := range outs {
+		if !slices.Contains(orphans, o.Path) {
+			removed = append(removed, o.Path)
+		}
+	}
+	return removed, err
 }

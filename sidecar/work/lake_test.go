@@ -1,0 +1,371 @@
+package work_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/siglake/siglake/sidecar/internal/testlake"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/peermsg"
+	"github.com/siglake/siglake/sidecar/rewrite"
+	"github.com/siglake/siglake/sidecar/work"
+)
+
+// The tests below run an owner and workers in one process on a LocalHub, over a real embedded
+// lake: each worker is a lake.Lake of its own on the same catalog and warehouse (another
+// process), merging through rewrite.Executor.Merge; the owner commits with Executor.Commit.
+
+const leaseTable = "events"
+
+var leaseDay = time.Date(2026, 12, 4, 6, 0, 0, 0, time.UTC)
+
+// leaseEnv is a lake with an owner process's side of bin leases.
+type leaseEnv struct {
+	t     *testing.T
+	env   *testlake.Env
+	hub   *peermsg.LocalHub
+	book  *work.Book
+	owner *work.Owner
+
+	mu     sync.Mutex
+	jobs   map[string]rewrite.Job // the owner's own job of each bin offered, by its inputs
+	before int64                  // rows before any rewrite
+}
+
+func newLeaseEnv(t *testing.T, files int, minDuration time.Duration) *leaseEnv {
+	t.Helper()
+	env := testlake.New(t)
+	env.SealRows(leaseTable, files, 400, 11, leaseDay)
+	env.DrainAll()
+	e := &leaseEnv{t: t, env: env, hub: peermsg.NewLocalHub(), jobs: map[string]rewrite.Job{}}
+	e.book = work.NewBook(work.Config{MinDuration: minDuration, OwnerWait: time.Hour}, rand.NewChaCha8([32]byte{1}))
+	exec := &rewrite.Executor{Lake: env.Lake, Now: time.Now}
+	e.owner = work.NewOwner(work.OwnerConfig{Book: e.book, Catalog: "cat", Tick: 20 * time.Millisecond, Retry: 50 * time.Millisecond,
+		Check: func(ctx context.Context, l work.Lease, files [][]byte) error {
+			tbl, job, dfs, err := e.decode(ctx, l, files)
+			if err != nil {
+				return err
+			}
+			return rewrite.CheckOutputs(tbl, job, dfs)
+		},
+		Commit: func(ctx context.Context, l work.Lease, m work.WorkerMessage) work.CommitResult {
+			tbl, job, dfs, err := e.decode(ctx, l, m.Files)
+			if err != nil {
+				return work.CommitResult{Outcome: work.OutcomeFailed, Err: err}
+			}
+			out := exec.Commit(ctx, tbl, job, rewrite.Received(dfs, rewrite.Stats{BytesRead: m.BytesRead, BytesWritten: m.BytesWritten}))
+			return commitResult(out)
+		},
+		Remove: func(ctx context.Context, l work.Lease, files [][]byte) {
+			tbl, job, dfs, err := e.decode(ctx, l, files)
+			if err == nil {
+				_, err = rewrite.RemoveRefused(ctx, tbl, job, dfs)
+			}
+			if err != nil {
+				t.Logf("remove refused outputs of lease %s: %v", l.ID, err)
+			}
+		},
+	}, e.hub.Member("owner"))
+	e.before = e.rows()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.owner.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "the owner's handler", func() bool { return e.hub.Member("owner").Handles(work.KindWorker) })
+	return e
+}
+
+func commitResult(out rewrite.Outcome) work.CommitResult {
+	switch out.Status {
+	case rewrite.Committed:
+		return work.CommitResult{Outcome: work.OutcomeCommitted}
+	case rewrite.Conflict:
+		return work.CommitResult{Outcome: work.OutcomeConflict, Err: out.Err, Removed: true}
+	case rewrite.MaybeCommitted:
+		return work.CommitResult{Outcome: work.OutcomeMaybeCommitted, Err: out.Err}
+	}
+	return work.CommitResult{Outcome: work.OutcomeFailed, Err: out.Err, Removed: true}
+}
+
+func key(paths []string) string {
+	slices.Sort(paths)
+	return strings.Join(paths, "\x00")
+}
+
+func leaseKey(j work.Job) string {
+	var ps []string
+	for _, in := range j.Inputs {
+		ps = append(ps, in.Path)
+	}
+	return key(ps)
+}
+
+// decode is l's bin as the owner planned it and the files of its result, on the newest head.
+func (e *leaseEnv) decode(ctx context.Context, l work.Lease, files [][]byte) (*table.Table, rewrite.Job, []iceberg.DataFile, error) {
+	e.mu.Lock()
+	job, ok := e.jobs[leaseKey(l.Job)]
+	e.mu.Unlock()
+	if !ok {
+		return nil, rewrite.Job{}, nil, errors.New("no bin of the owner's for the lease")
+	}
+	tbl, err := e.env.Lake.LoadTable(ctx, l.Table)
+	if err != nil {
+		return nil, rewrite.Job{}, nil, err
+	}
+	dfs, err := rewrite.DecodeOutputs(tbl, files)
+	return tbl, job, dfs, err
+}
+
+// pass offers the table's live files not in flight, in bins of per files, and returns how many
+// bins it offered.
+func (e *leaseEnv) pass(per int) int {
+	e.t.Helper()
+	ctx := context.Background()
+	tbl := e.env.Table(leaseTable)
+	files, err := lake.LiveFiles(ctx, tbl)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	flying := e.owner.InFlight(leaseTable)
+	var plannable []lake.File
+	for _, f := range files {
+		if !flying[f.Path] && f.Generation == 0 {
+			plannable = append(plannable, f)
+		}
+	}
+	slices.SortFunc(plannable, func(a, b lake.File) int { return strings.Compare(a.Path, b.Path) })
+	var jobs []work.Job
+	e.mu.Lock()
+	for i := 0; i+per <= len(plannable); i += per {
+		in := plannable[i : i+per]
+		j := rewrite.Job{Kind: "l0", Partition: in[0].Partition, Inputs: in, Generation: 1, Dir: lake.DataDir(tbl, in[0].Partition),
+			Metadata: lake.WriteMetadata(tbl, false, 1<<20)}
+		wj, err := rewrite.Leasable(j)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.jobs[leaseKey(wj)] = j
+		jobs = append(jobs, wj)
+	}
+	e.mu.Unlock()
+	if refused := e.owner.Offer(leaseTable, jobs); len(refused) > 0 {
+		e.t.Fatalf("offer refused %d bins: %v", len(refused), refused[0].Err)
+	}
+	return len(jobs)
+}
+
+func (e *leaseEnv) rows() int64 {
+	e.t.Helper()
+	files, err := lake.LiveFiles(context.Background(), e.env.Table(leaseTable))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var n int64
+	for _, f := range files {
+		n += f.Rows
+	}
+	return n
+}
+
+func (e *leaseEnv) live() map[string]int {
+	e.t.Helper()
+	files, err := lake.LiveFiles(context.Background(), e.env.Table(leaseTable))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, f := range files {
+		out[f.Path] = f.Generation
+	}
+	return out
+}
+
+// workerProc is one worker process: its own lake and transport.
+type workerProc struct {
+	w      *work.Worker
+	name   string
+	mu     sync.Mutex
+	ends   []string            // how each lease ended
+	wrote  map[string][]string // outputs written, by lease id
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// workerHooks change what a test worker does: before returns the merge (after the real merge
+// ran); discard replaces its removal of outputs.
+type workerHooks struct {
+	afterMerge func(ctx context.Context, g work.Grant)
+	files      func(tbl *table.Table, files [][]byte) [][]byte
+	discard    func(paths []string)
+	answerWait time.Duration
+}
+
+func (e *leaseEnv) startWorker(name string, h workerHooks) *workerProc {
+	e.t.Helper()
+	l, err := lake.Open(context.Background(), e.env.Cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { l.Close() })
+	p := &workerProc{name: name, wrote: map[string][]string{}, done: make(chan struct{})}
+	exec := &rewrite.Executor{Lake: l, Now: time.Now}
+	p.w = work.NewWorker(work.WorkerConfig{Catalog: "cat", Poll: 20 * time.Millisecond, AnswerWait: h.answerWait,
+		Owners: func() []string { return []string{"owner"} },
+		Budget: func() work.Want { return work.Want{FreeBytes: 1 << 30, MergeBytes: 1 << 29} },
+		Merge: func(ctx context.Context, g work.Grant) work.Merge {
+			tbl, err := l.LoadTable(ctx, g.Table)
+			if err != nil {
+				return work.Merge{Err: err}
+			}
+			job, err := rewrite.FromLease(tbl, g.Job)
+			if err != nil {
+				return work.Merge{Err: err}
+			}
+			m, out := exec.Merge(ctx, tbl, job)
+			if out.Status != rewrite.Uncommitted {
+				return work.Merge{Err: out.Error()}
+			}
+			var paths []string
+			for _, o := range out.Merge.Outputs {
+				paths = append(paths, o.Path)
+			}
+			p.mu.Lock()
+			p.wrote[g.ID] = paths
+			p.mu.Unlock()
+			if h.afterMerge != nil {
+				h.afterMerge(ctx, g)
+			}
+			files, err := rewrite.EncodeOutputs(tbl, m)
+			if err != nil {
+				return work.Merge{Err: err}
+			}
+			if h.files != nil {
+				files = h.files(tbl, files)
+			}
+			return work.Merge{Files: files, BytesRead: out.Merge.BytesRead, BytesWritten: out.Merge.BytesWritten, Took: out.Took,
+				Discard: func(ctx context.Context) {
+					if h.discard != nil {
+						h.discard(paths)
+						return
+					}
+					for _, p := range paths {
+						_ = os.Remove(testlake.LocalPath(p))
+					}
+				}}
+		},
+		Done: func(g work.Grant, outcome string) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.ends = append(p.ends, outcome)
+		},
+	}, e.hub.Member(name))
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() { defer close(p.done); _ = p.w.Run(ctx) }()
+	e.t.Cleanup(p.stop)
+	return p
+}
+
+func (p *workerProc) stop() {
+	p.cancel()
+	<-p.done
+}
+
+func (p *workerProc) ended() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.ends)
+}
+
+func (p *workerProc) outputs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, ps := range p.wrote {
+		out = append(out, ps...)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(testlake.LocalPath(p))
+	return err == nil
+}
+
+// check holds the table to rows exactly once: its rows the ones drained, its files the generation
+// written by committed bins and the inputs no bin replaced.
+func (e *leaseEnv) check(wantBinsDone int) {
+	e.t.Helper()
+	if got := e.rows(); got != e.before {
+		e.t.Fatalf("%d rows in the table, want the %d drained", got, e.before)
+	}
+	gen1 := 0
+	for p, g := range e.live() {
+		if g == 1 {
+			gen1++
+		}
+		if !exists(p) {
+			e.t.Fatalf("live file %s is not in the warehouse", p)
+		}
+	}
+	if gen1 < wantBinsDone {
+		e.t.Fatalf("%d live outputs, want at least one for each of %d bins", gen1, wantBinsDone)
+	}
+}
+
+func countOf(ends []string, outcome string) int {
+	n := 0
+	for _, o := range ends {
+		if o == outcome {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLeasedBinsCommitted: bins offered by the owner are merged on two workers and committed by
+// the owner: every input replaced once, the rows exactly the drained ones, nothing in flight.
+func TestLeasedBinsCommitted(t *testing.T) {
+	e := newLeaseEnv(t, 6, time.Minute)
+	sum := e.env.Sum(leaseTable)
+	if n := e.pass(2); n != 3 {
+		t.Fatalf("offered %d bins, want 3", n)
+	}
+	w1, w2 := e.startWorker("w1", workerHooks{}), e.startWorker("w2", workerHooks{})
+	waitFor(t, "three committed bins", func() bool {
+		return countOf(w1.ended(), work.OutcomeCommitted)+countOf(w2.ended(), work.OutcomeCommitted) == 3
+	})
+	e.check(3)
+	if got := e.env.Sum(leaseTable); got != sum {
+		t.Fatalf("rows %+v after the bins, want %+v", got, sum)
+	}
+	for p, g := range e.live() {
+		if g != 1 {
+			t.Fatalf("live file %s of generation %d: an input was not replaced", p, g)
+		}
+	}
+	if len(e.owner.InFlight(leaseTable)) != 0 || e.book.Outstanding(leaseTable) != (work.Outstanding{}) {
+		t.Fatalf("after every bin: in flight %v, outstanding %+v", e.owner.InFlight(leaseTable), e.book.Outstanding(leaseTable))
+	}
+}
