@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/peermsg"
@@ -208,6 +210,7 @@ type workerHooks struct {
 	files      func(tbl *table.Table, files [][]byte) [][]byte
 	discard    func(paths []string)
 	answerWait time.Duration
+	paused     *atomic.Bool // while set, the worker asks for nothing (a paused process does not)
 }
 
 func (e *leaseEnv) startWorker(name string, h workerHooks) *workerProc {
@@ -221,7 +224,12 @@ func (e *leaseEnv) startWorker(name string, h workerHooks) *workerProc {
 	exec := &rewrite.Executor{Lake: l, Now: time.Now}
 	p.w = work.NewWorker(work.WorkerConfig{Catalog: "cat", Poll: 20 * time.Millisecond, AnswerWait: h.answerWait,
 		Owners: func() []string { return []string{"owner"} },
-		Budget: func() work.Want { return work.Want{FreeBytes: 1 << 30, MergeBytes: 1 << 29} },
+		Budget: func() work.Want {
+			if h.paused != nil && h.paused.Load() {
+				return work.Want{MergeBytes: 1}
+			}
+			return work.Want{FreeBytes: 1 << 30, MergeBytes: 1 << 29}
+		},
 		Merge: func(ctx context.Context, g work.Grant) work.Merge {
 			tbl, err := l.LoadTable(ctx, g.Table)
 			if err != nil {
@@ -367,5 +375,276 @@ func TestLeasedBinsCommitted(t *testing.T) {
 	}
 	if len(e.owner.InFlight(leaseTable)) != 0 || e.book.Outstanding(leaseTable) != (work.Outstanding{}) {
 		t.Fatalf("after every bin: in flight %v, outstanding %+v", e.owner.InFlight(leaseTable), e.book.Outstanding(leaseTable))
+	}
+}
+
+// from drops every message from member while on (a killed or paused process sends nothing).
+type silence struct {
+	mu  sync.Mutex
+	off map[string]func(peermsg.LocalMessage) bool
+}
+
+func (s *silence) filter(m peermsg.LocalMessage) peermsg.Fate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.off[m.From]; f != nil && f(m) {
+		return peermsg.Fate{Drop: true}
+	}
+	return peermsg.Fate{}
+}
+
+func (s *silence) set(member string, f func(peermsg.LocalMessage) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off == nil {
+		s.off = map[string]func(peermsg.LocalMessage) bool{}
+	}
+	s.off[member] = f
+}
+
+func all(peermsg.LocalMessage) bool { return true }
+
+// TestKilledWorkerBinDoneOnce: a worker killed mid-bin sends nothing more; its lease expires, the
+// next pass offers the bin again, another worker merges it and the owner commits it, once.
+func TestKilledWorkerBinDoneOnce(t *testing.T) {
+	e := newLeaseEnv(t, 2, 300*time.Millisecond)
+	var s silence
+	e.hub.SetFilter(s.filter)
+	merged := make(chan struct{})
+	var once sync.Once
+	w1 := e.startWorker("w1", workerHooks{afterMerge: func(ctx context.Context, _ work.Grant) {
+		s.set("w1", all) // killed: no renewal, no result
+		once.Do(func() { close(merged) })
+		<-ctx.Done()
+	}})
+	if n := e.pass(2); n != 1 {
+		t.Fatalf("offered %d bins, want 1", n)
+	}
+	<-merged
+	killed := w1.outputs()
+	waitFor(t, "the lease to expire", func() bool { return len(e.owner.InFlight(leaseTable)) == 0 })
+	if n := e.pass(2); n != 1 {
+		t.Fatalf("the next pass offered %d bins, want the expired one", n)
+	}
+	w2 := e.startWorker("w2", workerHooks{})
+	waitFor(t, "the bin on the second worker", func() bool { return countOf(w2.ended(), work.OutcomeCommitted) == 1 })
+	w1.stop()
+	e.check(1)
+	live := e.live()
+	for _, p := range killed {
+		if _, ok := live[p]; ok {
+			t.Fatalf("output %s of the killed worker is live", p)
+		}
+	}
+	for _, p := range w2.outputs() {
+		if live[p] != 1 {
+			t.Fatalf("output %s of the second worker is not live", p)
+		}
+	}
+}
+
+// TestPausedWorkerLateResultRefused: a worker paused past its lease (no renewals arrive) resumes
+// and sends its result after the bin was merged and committed elsewhere: the owner answers
+// expired, commits nothing of it, and removes the outputs it names (the worker's own removal, on
+// the expired answer, only records here, so the owner's removed them); the rows are there once.
+func TestPausedWorkerLateResultRefused(t *testing.T) {
+	e := newLeaseEnv(t, 2, 300*time.Millisecond)
+	var s silence
+	e.hub.SetFilter(s.filter)
+	s.set("w1", func(m peermsg.LocalMessage) bool { return strings.Contains(string(m.Msg), `"type":"renew"`) })
+	merged, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var selfRemoved []string
+	var mu sync.Mutex
+	var paused atomic.Bool
+	w1 := e.startWorker("w1", workerHooks{
+		paused: &paused,
+		afterMerge: func(ctx context.Context, _ work.Grant) {
+			paused.Store(true)
+			once.Do(func() { close(merged) })
+			<-resume
+		},
+		discard: func(paths []string) {
+			mu.Lock()
+			defer mu.Unlock()
+			selfRemoved = append(selfRemoved, paths...)
+		},
+	})
+	e.pass(2)
+	<-merged
+	waitFor(t, "the paused worker's lease to expire", func() bool { return len(e.owner.InFlight(leaseTable)) == 0 })
+	e.pass(2)
+	w2 := e.startWorker("w2", workerHooks{})
+	waitFor(t, "the bin on the second worker", func() bool { return countOf(w2.ended(), work.OutcomeCommitted) == 1 })
+	late := w1.outputs()
+	close(resume) // the worker resumes and sends its result
+	waitFor(t, "the late result's answer", func() bool { return len(w1.ended()) == 1 })
+	if got := w1.ended()[0]; got != work.OutcomeExpired {
+		t.Fatalf("the late result ended %s, want %s", got, work.OutcomeExpired)
+	}
+	for _, p := range late {
+		if exists(p) {
+			t.Fatalf("late output %s is still in the warehouse", p)
+		}
+	}
+	e.check(1)
+	live := e.live()
+	for _, p := range late {
+		if _, ok := live[p]; ok {
+			t.Fatalf("late output %s is live", p)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(selfRemoved) != len(late) {
+		t.Fatalf("the worker discarded %v on the expired answer, want its outputs %v", selfRemoved, late)
+	}
+}
+
+// TestLostAnswerKeepsOutputs: the owner commits a result whose answer never arrives; the worker
+// keeps its outputs (the commit landed: they are live) and the rows are there once.
+func TestLostAnswerKeepsOutputs(t *testing.T) {
+	e := newLeaseEnv(t, 2, time.Minute)
+	var s silence
+	e.hub.SetFilter(s.filter)
+	s.set("owner", func(m peermsg.LocalMessage) bool { return strings.Contains(string(m.Msg), `"type":"answer"`) })
+	w1 := e.startWorker("w1", workerHooks{answerWait: 300 * time.Millisecond})
+	e.pass(2)
+	waitFor(t, "the worker to give up on the answer", func() bool { return len(w1.ended()) == 1 })
+	if got := w1.ended()[0]; got != work.WorkerLost {
+		t.Fatalf("the lease ended %s, want %s", got, work.WorkerLost)
+	}
+	e.check(1)
+	live := e.live()
+	for _, p := range w1.outputs() {
+		if !exists(p) || live[p] != 1 {
+			t.Fatalf("output %s: in the warehouse %v, live %v; want both", p, exists(p), live[p] == 1)
+		}
+	}
+}
+
+// TestForgedSenderRefused: a member naming another in its message is not answered, and one sending
+// a result for a live lease it does not hold is answered expired; neither commits nor removes
+// anything, and the holder's result then commits.
+func TestForgedSenderRefused(t *testing.T) {
+	e := newLeaseEnv(t, 2, time.Minute)
+	resume := make(chan struct{})
+	w1 := e.startWorker("w1", workerHooks{afterMerge: func(context.Context, work.Grant) { <-resume }})
+	e.pass(2)
+	waitFor(t, "the lease", func() bool { return len(e.book.Leases(leaseTable)) == 1 })
+	lease := e.book.Leases(leaseTable)[0]
+	evil := e.hub.Member("evil")
+	answers := make(chan work.OwnerMessage, 4)
+	evil.Handle(work.KindOwner, func(_ string, msg []byte) {
+		if m, err := work.DecodeOwner(msg); err == nil {
+			answers <- m
+		}
+	})
+	tbl := e.env.Table(leaseTable)
+	input := lease.Job.Inputs[0].Path
+	files, err := rewrite.EncodeOutputs(tbl, rewrite.Received([]iceberg.DataFile{e.dataFile(input)}, rewrite.Stats{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := func(from string) []byte {
+		msg, err := work.WorkerMessage{V: work.Version, Type: work.TypeResult, From: from, Catalog: "cat", Lease: lease.ID,
+			Status: work.StatusMerged, Files: files}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	sent := e.hub.Sent(work.KindOwner)
+	if err := evil.Send("owner", result("w1")); err != nil { // the holder's name, from another member
+		t.Fatal(err)
+	}
+	e.hub.Wait()
+	if got := e.hub.Sent(work.KindOwner); got != sent {
+		t.Fatalf("a message naming another member was answered (%d owner messages, want %d)", got, sent)
+	}
+	if err := evil.Send("owner", result("evil")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-answers:
+		if a.Outcome != work.OutcomeExpired || a.Lease != lease.ID {
+			t.Fatalf("the non-holder's result was answered %+v, want expired", a)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the non-holder's result was not answered")
+	}
+	if !exists(input) || e.live()[input] != 0 {
+		t.Fatalf("the input %s named by the forged result was removed or replaced", input)
+	}
+	close(resume)
+	waitFor(t, "the holder's result", func() bool { return len(w1.ended()) == 1 })
+	if got := w1.ended()[0]; got != work.OutcomeCommitted {
+		t.Fatalf("the holder's lease ended %s, want committed", got)
+	}
+	e.check(1)
+}
+
+// dataFile is the live data file at path.
+func (e *leaseEnv) dataFile(path string) iceberg.DataFile {
+	e.t.Helper()
+	files, err := lake.LiveFiles(context.Background(), e.env.Table(leaseTable))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Path == path {
+			return f.DataFile
+		}
+	}
+	e.t.Fatalf("no live file %s", path)
+	return nil
+}
+
+// TestResultOutsideDirRefused: a result naming a file outside the job's directory (another
+// partition's) is answered failed, nothing is committed, and the owner removes nothing it names.
+func TestResultOutsideDirRefused(t *testing.T) {
+	e := newLeaseEnv(t, 2, time.Minute)
+	tbl := e.env.Table(leaseTable)
+	otherDir := lake.DataDir(tbl, "2026-12-03")
+	other := otherDir + "/" + merge.DataFileName(1)
+	if err := os.MkdirAll(testlake.LocalPath(otherDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(testlake.LocalPath(other), []byte("not the job's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w1 := e.startWorker("w1", workerHooks{files: func(tbl *table.Table, files [][]byte) [][]byte {
+		b, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, other, iceberg.ParquetFile, nil, nil, nil, 10, 13)
+		if err != nil {
+			t.Error(err)
+			return files
+		}
+		enc, err := rewrite.EncodeOutputs(tbl, rewrite.Received([]iceberg.DataFile{b.Build()}, rewrite.Stats{}))
+		if err != nil {
+			t.Error(err)
+			return files
+		}
+		return append(files, enc...)
+	}})
+	e.pass(2)
+	waitFor(t, "the answer", func() bool { return len(w1.ended()) == 1 })
+	if got := w1.ended()[0]; got != work.OutcomeFailed {
+		t.Fatalf("a result naming %s ended %s, want failed", other, got)
+	}
+	if !exists(other) {
+		t.Fatalf("the file %s outside the job's directory was removed", other)
+	}
+	if got := e.rows(); got != e.before {
+		t.Fatalf("%d rows, want %d", got, e.before)
+	}
+	for p, g := range e.live() {
+		if g != 0 {
+			t.Fatalf("live file %s of generation %d: the refused result was committed", p, g)
+		}
+	}
+	for _, p := range w1.outputs() {
+		if exists(p) {
+			t.Fatalf("output %s of the refused result is still in the warehouse: the worker removes its own on failed", p)
+		}
 	}
 }
