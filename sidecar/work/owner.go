@@ -217,10 +217,11 @@ func (o *Owner) result(ctx context.Context, r received) {
 	m := r.m
 	l, err := o.cfg.Book.Complete(m.Lease, m.From, r.at)
 	if err != nil {
-		o.answer(m.From, m.Lease, OutcomeExpired, err)
+		// Removed before the answer: an answer expired says the owner removed what it could.
 		if ended, held := o.endedOf(m.Lease, m.From); held && m.Status == StatusMerged {
 			o.cfg.Remove(ctx, ended, m.Files)
 		}
+		o.answer(m.From, m.Lease, OutcomeExpired, err)
 		return
 	}
 	if m.Status == StatusFailed {
