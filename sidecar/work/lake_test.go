@@ -470,6 +470,8 @@ func TestPausedWorkerLateResultRefused(t *testing.T) {
 			selfRemoved = append(selfRemoved, paths...)
 		},
 	})
+	var resumed sync.Once
+	t.Cleanup(func() { resumed.Do(func() { close(resume) }) })
 	e.pass(2)
 	<-merged
 	waitFor(t, "the paused worker's lease to expire", func() bool { return len(e.owner.InFlight(leaseTable)) == 0 })
@@ -477,7 +479,7 @@ func TestPausedWorkerLateResultRefused(t *testing.T) {
 	w2 := e.startWorker("w2", workerHooks{})
 	waitFor(t, "the bin on the second worker", func() bool { return countOf(w2.ended(), work.OutcomeCommitted) == 1 })
 	late := w1.outputs()
-	close(resume) // the worker resumes and sends its result
+	resumed.Do(func() { close(resume) }) // the worker resumes and sends its result
 	waitFor(t, "the late result's answer", func() bool { return len(w1.ended()) == 1 })
 	if got := w1.ended()[0]; got != work.OutcomeExpired {
 		t.Fatalf("the late result ended %s, want %s", got, work.OutcomeExpired)
@@ -530,6 +532,8 @@ func TestForgedSenderRefused(t *testing.T) {
 	e := newLeaseEnv(t, 2, time.Minute)
 	resume := make(chan struct{})
 	w1 := e.startWorker("w1", workerHooks{afterMerge: func(context.Context, work.Grant) { <-resume }})
+	var resumed sync.Once
+	t.Cleanup(func() { resumed.Do(func() { close(resume) }) }) // runs before the worker's stop
 	e.pass(2)
 	waitFor(t, "the lease", func() bool { return len(e.book.Leases(leaseTable)) == 1 })
 	lease := e.book.Leases(leaseTable)[0]
@@ -575,7 +579,7 @@ func TestForgedSenderRefused(t *testing.T) {
 	if !exists(input) || e.live()[input] != 0 {
 		t.Fatalf("the input %s named by the forged result was removed or replaced", input)
 	}
-	close(resume)
+	resumed.Do(func() { close(resume) })
 	waitFor(t, "the holder's result", func() bool { return len(w1.ended()) == 1 })
 	if got := w1.ended()[0]; got != work.OutcomeCommitted {
 		t.Fatalf("the holder's lease ended %s, want committed", got)
