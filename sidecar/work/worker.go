@@ -40,7 +40,8 @@ type WorkerConfig struct {
 	// bin it takes (sidecar/membudget's free bytes and SIGLAKE_MERGE_MEMORY_BYTES).
 	Budget func() Want
 	// Merge merges g's job (rewrite.FromLease then rewrite.Executor.Merge, encoding the outputs);
-	// ctx ends when the owner answers the lease expired or conflicting meanwhile.
+	// ctx ends when the owner answers the lease expired or conflicting meanwhile, or the worker
+	// stops, and Merge must return then (Run waits for it).
 	Merge func(ctx context.Context, g Grant) Merge
 	Poll  time.Duration // how often an idle worker asks; 0: DefaultPoll
 	// AnswerWait is how long a result waits for its answer before the outputs are left to orphan
