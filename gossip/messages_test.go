@@ -1,8 +1,8 @@
 package gossip
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"

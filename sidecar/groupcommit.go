@@ -5,6 +5,7 @@ import (
 	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // Why group commit is off (GroupCommitReport.DisabledReason): each names what turns it on.
@@ -41,7 +42,7 @@ type groupCluster struct {
 }
 
 var (
-	_ commit.Transport  = groupCluster{}
+	_ peermsg.Transport = groupCluster{}
 	_ commit.Membership = groupCluster{}
 )
 

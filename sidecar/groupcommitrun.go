@@ -15,6 +15,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/membudget"
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // advertisesGroupCommit says whether this process announces a committer in its gossip metadata
@@ -38,7 +39,7 @@ func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 		return
 	}
 	g := groupCluster{c: p.cluster, ns: p.Cfg.Namespace}
-	tr := commit.Loopback(g) // an owner's own batches stay in the process
+	tr := peermsg.Loopback(g) // an owner's own batches stay in the process
 	obs := groupcommit.NewObserver(p.Metrics.GroupCommit, p.Log.Named("groupcommit"))
 	if p.Cfg.Role.Maintains() && !once {
 		cfg := commit.CommitterConfig{Lake: l, Interval: p.Cfg.GroupCommitInterval,

@@ -10,17 +10,6 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 )
 
-// Transport carries messages between members: the gossip cluster in the process (its reliable
-// user messages, authenticated by the gossip key), LocalTransport in tests and in-process pods.
-type Transport interface {
-	// Name is this member's name: answers come back to it.
-	Name() string
-	// Send delivers msg to member; an error means it may or may not have arrived.
-	Send(member string, msg []byte) error
-	// Handle routes received messages whose first byte is kind to f, which must not block.
-	Handle(kind byte, f func(from string, msg []byte))
-}
-
 // Membership is what group commit needs of the cluster view. Tables are names in the lake's
 // namespace; the adapter in the process maps them to lease keys.
 type Membership interface {

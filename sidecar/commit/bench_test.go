@@ -9,6 +9,7 @@ import (
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // benchRequests are n encoded one-file requests of distinct streams for events (files: one real
@@ -41,7 +42,7 @@ func benchRequests(b *testing.B, cl *cluster, from string, n int, seq func(i int
 }
 
 // answers counts answers of kind reaching member on ch.
-func answers(hub *LocalHub, member, kind string) chan Answer {
+func answers(hub *peermsg.LocalHub, member, kind string) chan Answer {
 	ch := make(chan Answer, 1024)
 	hub.Member(member).Handle(KindAnswer, func(_ string, msg []byte) {
 		if a, err := DecodeAnswer(msg); err == nil && a.Kind == kind {

@@ -18,6 +18,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/marks"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // DefaultFallbackAfter is group-commit-fallback-after's default.
@@ -32,7 +33,7 @@ const answersBuffered = 8
 // request keeps its id and files on every resend, to whichever committer; the marks decide.
 type Client struct {
 	cfg ClientConfig
-	tr  Transport
+	tr  peermsg.Transport
 	m   Membership
 
 	mu        sync.Mutex
@@ -62,7 +63,7 @@ type slowDown struct {
 
 // NewClient returns a client sending on tr to the committers m names, and receiving their
 // answers on it. Zero options take their defaults.
-func NewClient(cfg ClientConfig, tr Transport, m Membership) *Client {
+func NewClient(cfg ClientConfig, tr peermsg.Transport, m Membership) *Client {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}

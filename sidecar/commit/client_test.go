@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/lake/orphans"
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // TestSlowDownLapses: the batch age a committer asks for holds until it is not renewed for twice
 // itself plus an answer timeout; then it is 0 again, and the observer is told.
 func TestSlowDownLapses(t *testing.T) {
-	hub := NewLocalHub()
+	hub := peermsg.NewLocalHub()
 	var clock atomic.Int64
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
 	clock.Store(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC).UnixNano())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // DefaultCommitterRetry is a group commit's retries unless CommitterConfig.Retry is set: fewer
@@ -39,7 +40,7 @@ var errNotOwner = errors.New("this process no longer owns the table's commits")
 // nothing, ever: files of a request it did not commit stay for the pod or orphan gc.
 type Committer struct {
 	cfg CommitterConfig
-	tr  Transport
+	tr  peermsg.Transport
 	m   Membership
 	out chan outgoing // answers, to the sender (sender.go)
 	// lateSends bounds the answers in flight after the sender stopped (not_owner to pods that
@@ -80,7 +81,7 @@ type outgoing struct {
 
 // NewCommitter returns a committer receiving on tr for the tables m says this process owns.
 // Zero options take their defaults.
-func NewCommitter(cfg CommitterConfig, tr Transport, m Membership) *Committer {
+func NewCommitter(cfg CommitterConfig, tr peermsg.Transport, m Membership) *Committer {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}

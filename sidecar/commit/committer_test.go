@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 var day = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -58,16 +59,16 @@ func TestGroupAnswerLost(t *testing.T) {
 	p := cl.pod("owner", nil)
 	cl.seal(p, 2, 500, day)
 	var lost atomic.Int32
-	cl.hub.SetFilter(func(m LocalMessage) Fate {
+	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
 		if m.Kind() != KindAnswer {
-			return Fate{}
+			return peermsg.Fate{}
 		}
 		a, err := DecodeAnswer(m.Msg)
 		if err == nil && a.Outcome == OutcomeCommitted {
 			lost.Add(1)
-			return Fate{Drop: true}
+			return peermsg.Fate{Drop: true}
 		}
-		return Fate{}
+		return peermsg.Fate{}
 	})
 	cl.drainAll()
 	cl.checkOnce()
@@ -151,10 +152,10 @@ func TestTwoCommitters(t *testing.T) {
 	cl.committer("c2", nil)
 	var c1answers atomic.Int32
 	var released atomic.Bool
-	cl.hub.SetFilter(func(m LocalMessage) Fate {
+	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
 		switch {
 		case m.To == "c1" && m.Kind() == KindRequest && !released.Load():
-			return Fate{Hold: true}
+			return peermsg.Fate{Hold: true}
 		case m.To == "c2" && m.Kind() == KindRequest && strings.HasPrefix(m.From, "pod-0") && released.CompareAndSwap(false, true):
 			go cl.hub.Release() // c1 resumes while c2 takes the resends
 		case m.From == "c1" && m.Kind() == KindAnswer:
@@ -162,7 +163,7 @@ func TestTwoCommitters(t *testing.T) {
 				c1answers.Add(1)
 			}
 		}
-		return Fate{}
+		return peermsg.Fate{}
 	})
 	for i := 0; i < 4; i++ {
 		first := "c2"

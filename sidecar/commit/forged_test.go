@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // recvAs receives msg from the member it claims to come from, as an honest pod sends it.
@@ -45,7 +47,7 @@ func TestForgedFromRefused(t *testing.T) {
 // TestForgedFromNotAnsweredToVictim: through a committer, one member's request naming another
 // member as From makes the committer answer the sender, never the member named.
 func TestForgedFromNotAnsweredToVictim(t *testing.T) {
-	hub := NewLocalHub()
+	hub := peermsg.NewLocalHub()
 	v, obs := newView("owner"), newRecorder()
 	v.owns = true
 	c := NewCommitter(CommitterConfig{Interval: time.Hour, Observer: obs}, hub.Member("owner"), v)
@@ -89,9 +91,6 @@ func runCommitter(t *testing.T, c *Committer) (stop func()) {
 }
 
 // hubHandles reports whether member handles requests yet (Run registers its handler).
-func hubHandles(hub *LocalHub, member string) bool {
-	m := hub.Member(member)
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.handlers[KindRequest] != nil
+func hubHandles(hub *peermsg.LocalHub, member string) bool {
+	return hub.Member(member).Handles(KindRequest)
 }

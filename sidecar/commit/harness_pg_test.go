@@ -19,6 +19,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/deadline"
 	"github.com/siglake/siglake/sidecar/lake/objstore"
+	"github.com/siglake/siglake/sidecar/peermsg"
 	"github.com/siglake/siglake/test/testenv"
 )
 
@@ -156,7 +157,7 @@ func benchNewPod(cl *cluster, cfg func(*lake.Config), i int) *pod {
 // benchRun runs one mode for n pods and returns what it measured.
 func benchRun(t *testing.T, n int, mode benchMode, window time.Duration) benchResult {
 	cfg := benchCfg(t)
-	cl := &cluster{t: t, base: testlake.NewWith(t, cfg), hub: NewLocalHub()}
+	cl := &cluster{t: t, base: testlake.NewWith(t, cfg), hub: peermsg.NewLocalHub()}
 	var attempts, failed atomic.Int64
 	watch := func(l *lake.Lake) {
 		l.WatchCommits(func(e deadline.CommitEvent) {

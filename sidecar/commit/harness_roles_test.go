@@ -22,6 +22,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/internal/catalogtest"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // The bench's roles: what a goroutine is doing for, as a pprof label. The committer's CPU is
@@ -42,7 +43,7 @@ func labelled(ctx context.Context, role string, f func(context.Context)) {
 
 // roleTransport runs its member's handlers labelled with the member's role.
 type roleTransport struct {
-	Transport
+	peermsg.Transport
 	role string
 }
 

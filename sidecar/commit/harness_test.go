@@ -17,6 +17,7 @@ import (
 	"github.com/siglake/siglake/sidecar/internal/testlake"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
+	"github.com/siglake/siglake/sidecar/peermsg"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
 )
@@ -124,7 +125,7 @@ func (r *recorder) fallbacks() int {
 type cluster struct {
 	t    testing.TB
 	base *testlake.Env // the catalog and warehouse; the first pod's env
-	hub  *LocalHub
+	hub  *peermsg.LocalHub
 	pods []*pod
 	want rowsum.Sum
 	stop map[string]func() // each committer's: cancel its Run and wait for it
@@ -145,7 +146,7 @@ const (
 )
 
 func newCluster(t testing.TB) *cluster {
-	return &cluster{t: t, base: testlake.New(t), hub: NewLocalHub()}
+	return &cluster{t: t, base: testlake.New(t), hub: peermsg.NewLocalHub()}
 }
 
 // pod adds a pod that hands off to committer; mutate changes its client's options.

@@ -4,12 +4,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // slowTo is a transport whose sends to one member block until released, as memberlist's do to a
 // member that died but is still alive in gossip.
 type slowTo struct {
-	Transport
+	peermsg.Transport
 	slow    string
 	release chan struct{}
 }
@@ -24,7 +26,7 @@ func (s slowTo) Send(member string, msg []byte) error {
 // TestSlowMemberDoesNotHoldOthersAnswers: answers to a member whose sends hang still leave for
 // every other member at once; the hung ones follow once it answers, none lost.
 func TestSlowMemberDoesNotHoldOthersAnswers(t *testing.T) {
-	hub := NewLocalHub()
+	hub := peermsg.NewLocalHub()
 	var mu sync.Mutex
 	got := map[string][]string{}
 	for _, name := range []string{"dead", "live"} {

@@ -4,13 +4,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // TestStopAnswersNotOwner: a committer that stops answers the requests it still holds not_owner,
 // and every request that reaches it after it stopped too, so their pods ask the next owner at once
 // instead of waiting out an answer timeout.
 func TestStopAnswersNotOwner(t *testing.T) {
-	hub := NewLocalHub()
+	hub := peermsg.NewLocalHub()
 	v, obs := newView("owner"), newRecorder()
 	v.owns = true
 	c := NewCommitter(CommitterConfig{Interval: time.Hour, Observer: obs}, hub.Member("owner"), v)

@@ -24,7 +24,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
 )
 
 const (

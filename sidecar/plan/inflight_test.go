@@ -39,7 +39,7 @@ func TestDepthBinWaitsForBinInFlight(t *testing.T) {
 			rest = append(rest, f)
 		}
 	}
-	running := [2]int64{0, 91e6 - 1} // the in-flight files' range: [0, 31+60) s
+	running := [2]int64{0, 91e6 - 1}                          // the in-flight files' range: [0, 31+60) s
 	st := State{LastCheck: [level.NumLevels]time.Time{2: t0}} // no L2 sweep
 
 	p := Plan(cfg, Input{Files: fs, Now: t0, State: st, InFlight: inFlight})

@@ -185,7 +185,7 @@ func (e *Executor) Merge(ctx context.Context, t *table.Table, job Job) (Merged, 
 
 // Commit commits one replace of exactly job's inputs by m's outputs on t's newest head (the
 // owner's half of a leased bin). job is the caller's own, its inputs live files as listed (with
-// their data files), never one rebuilt from a Spec. Outputs that arrived from another process
+// their data files), never one rebuilt from a lease (FromLease). Outputs that arrived from another process
 // (Received) are checked first (CheckOutputs); outputs that fail it are not removed, since they
 // may not be this job's. Otherwise a conflict or a failed commit removes the outputs, an unknown
 // outcome keeps them, and AfterCommit runs after a commit.
@@ -325,7 +325,7 @@ func (e *Executor) commit(ctx context.Context, t *table.Table, name string, job 
 	old := make([]iceberg.DataFile, len(job.Inputs))
 	for i, f := range job.Inputs {
 		if f.DataFile == nil {
-			return m.discard(Failed, fmt.Errorf("commit rewrite: input %s has no data file: commit the planner's job (live files as listed), not one rebuilt from a Spec", f.Path))
+			return m.discard(Failed, fmt.Errorf("commit rewrite: input %s has no data file: commit the planner's job (live files as listed), not one rebuilt from a lease", f.Path))
 		}
 		old[i] = f.DataFile
 	}

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"testing/quick"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -28,6 +27,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/sidecar/walgen"
+	"github.com/siglake/siglake/sidecar/work"
 )
 
 func plainNames(int) string { return merge.DataFileName(0) }
@@ -69,18 +69,19 @@ func overTheWire(t *testing.T, worker, owner *table.Table, m Merged) Merged {
 	return Received(files, st)
 }
 
-// viaJSON is s as a worker reads it from a lease.
-func viaJSON(t *testing.T, s Spec) Spec {
+// viaLease is j as a worker reads it from a leases message (the format's one codec).
+func viaLease(t *testing.T, j work.Job) work.Job {
 	t.Helper()
-	b, err := json.Marshal(s)
+	msg, err := work.OwnerMessage{V: work.Version, Type: work.TypeLeases, Catalog: "cat",
+		Leases: []work.Grant{{ID: strings.Repeat("ab", 16), Table: "events", Job: j, DurationMs: 1000}}}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got Spec
-	if err := json.Unmarshal(b, &got); err != nil {
+	got, err := work.DecodeOwner(msg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return got.Leases[0].Job
 }
 
 // outputSum fingerprints the rows of written files, read back from the warehouse.
@@ -128,7 +129,7 @@ func exists(p string) bool {
 	return err == nil
 }
 
-// TestMergeOnWorkerCommitOnOwner: the owner leases a bin as a Spec (through JSON), a worker (its
+// TestMergeOnWorkerCommitOnOwner: the owner leases a bin as a work.Job (through a message), a worker (its
 // own lake on the same catalog and warehouse) merges it and commits nothing, and the owner
 // commits the outputs it receives as encoded data files: the table then holds exactly the
 // outputs, with exactly the inputs' rows.
@@ -139,12 +140,12 @@ func TestMergeOnWorkerCommitOnOwner(t *testing.T) {
 	owner, files, _ := live(t, ol)
 	before := tableSum(t, ol)
 	ownerJob := job(owner, files)
-	spec, err := SpecOf(ownerJob)
+	leased, err := Leasable(ownerJob)
 	if err != nil {
 		t.Fatal(err)
 	}
 	worker, _, _ := live(t, wl)
-	wjob, err := viaJSON(t, spec).Job(worker)
+	wjob, err := FromLease(worker, viaLease(t, leased))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,17 +257,17 @@ func TestCommitRefusesBadOutputs(t *testing.T) {
 	}
 }
 
-// TestCommitRefusesSpecJob: Commit needs the owner's job (its inputs' data files); one rebuilt
-// from a Spec fails before the catalog, and the outputs are removed.
-func TestCommitRefusesSpecJob(t *testing.T) {
+// TestCommitRefusesLeasedJob: Commit needs the owner's job (its inputs' data files); one rebuilt
+// from a lease fails before the catalog, and the outputs are removed.
+func TestCommitRefusesLeasedJob(t *testing.T) {
 	ctx := context.Background()
 	l, _ := testTable(t, 3, 300)
 	tbl, files, rows := live(t, l)
-	spec, err := SpecOf(job(tbl, files))
+	leased, err := Leasable(job(tbl, files))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := spec.Job(tbl)
+	j, err := FromLease(tbl, leased)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestCommitRefusesSpecJob(t *testing.T) {
 	}
 	res := e.Commit(ctx, tbl, j, m)
 	if res.Status != Failed || !strings.Contains(res.Err.Error(), "no data file") {
-		t.Fatalf("commit of a job rebuilt from a spec: %s %v", res.Status, res.Err)
+		t.Fatalf("commit of a job rebuilt from a lease: %s %v", res.Status, res.Err)
 	}
 	for _, o := range out.Merge.Outputs {
 		if exists(o.Path) {
@@ -354,8 +355,9 @@ func TestCheckOutputs(t *testing.T) {
 	}
 }
 
-// TestSpecOfRefuses: what a message cannot carry keeps a job on its owner, saying why.
-func TestSpecOfRefuses(t *testing.T) {
+// TestLeasableRefuses: what a message cannot carry, or the format refuses, keeps a job on its
+// owner, saying why.
+func TestLeasableRefuses(t *testing.T) {
 	ok := Job{Kind: "l0", Partition: "2026-11-29", Inputs: []lake.File{{Path: "a"}}, Generation: 1, Dir: "d"}
 	for _, c := range []struct {
 		name string
@@ -369,73 +371,68 @@ func TestSpecOfRefuses(t *testing.T) {
 		}, "stages"},
 		{"props", func(j *Job) { j.Props = func(merge.RewriteResult) iceberg.Properties { return nil } }, "properties"},
 		{"no inputs", func(j *Job) { j.Inputs = nil }, "no inputs"},
+		{"generation not above", func(j *Job) { j.Generation = 0 }, "generation"},
+		{"retention kind", func(j *Job) { j.Kind = "retention" }, "stay on the owner"},
+		{"too large for a message", func(j *Job) { j.Inputs = manyInputs(20_000) }, "encodes to"},
 	} {
 		j := ok
 		c.edit(&j)
-		_, err := SpecOf(j)
+		_, err := Leasable(j)
 		if !errors.Is(err, ErrNotLeasable) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %v saying %q", c.name, err, ErrNotLeasable, c.want)
 		}
 	}
-	if _, err := SpecOf(ok); err != nil {
+	if _, err := Leasable(ok); err != nil {
 		t.Fatalf("a level bin: %v", err)
 	}
 }
 
-// TestSpecJobRefuses: a spec from the network makes no job that writes outside the table's
+// manyInputs is n distinct generation-0 inputs.
+func manyInputs(n int) []lake.File {
+	out := make([]lake.File, n)
+	for i := range out {
+		out[i] = lake.File{Path: fmt.Sprintf("file:///wh/events/data/day=2026-11-29/g0000-%08d.parquet", i)}
+	}
+	return out
+}
+
+// TestFromLeaseRefuses: a job from the network makes no job that writes outside the table's
 // partition directory, at or below an input's generation, or over one input twice.
-func TestSpecJobRefuses(t *testing.T) {
+func TestFromLeaseRefuses(t *testing.T) {
 	l, _ := testTable(t, 2, 100)
 	tbl, files, _ := live(t, l)
-	good, err := SpecOf(job(tbl, files))
+	good, err := Leasable(job(tbl, files))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := good.Job(tbl); err != nil {
-		t.Fatalf("a good spec: %v", err)
+	if _, err := FromLease(tbl, good); err != nil {
+		t.Fatalf("a good job: %v", err)
 	}
 	for _, c := range []struct {
 		name string
-		edit func(*Spec)
+		edit func(*work.Job)
 		want string
 	}{
-		{"another directory", func(s *Spec) { s.Dir = lake.DataDir(tbl, "2026-11-28") }, "not table"},
-		{"outside the table", func(s *Spec) { s.Dir = "file:///tmp/x" }, "not table"},
-		{"generation not above", func(s *Spec) { s.Generation = 0 }, "below the output generation"},
-		{"input twice", func(s *Spec) { s.Inputs = append(s.Inputs, s.Inputs[0]) }, "each once"},
-		{"no inputs", func(s *Spec) { s.Inputs = nil }, "inputs are required"},
-		{"negative size", func(s *Spec) { s.Inputs[0].Size = -1 }, "0 or more"},
-		{"tier without a fold", func(s *Spec) { s.FoldTier = 1 }, "only with a fold"},
+		{"another directory", func(s *work.Job) { s.Dir = lake.DataDir(tbl, "2026-11-28") }, "not table"},
+		{"outside the table", func(s *work.Job) { s.Dir = "file:///tmp/x" }, "not table"},
+		{"generation not above", func(s *work.Job) { s.Generation = 0 }, "one above the newest input"},
+		{"input twice", func(s *work.Job) { s.Inputs = append(s.Inputs, s.Inputs[0]) }, "each input once"},
+		{"no inputs", func(s *work.Job) { s.Inputs = nil }, "at least one input"},
+		{"negative size", func(s *work.Job) { s.Inputs[0].Size = -1 }, ">= 0"},
+		{"tier without a fold", func(s *work.Job) { s.FoldTier = 1 }, "0 without a fold"},
 	} {
-		s := viaJSON(t, good) // a copy: the inputs too
+		s := viaLease(t, good) // a copy: the inputs too
 		c.edit(&s)
-		if _, err := s.Job(tbl); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := FromLease(tbl, s); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a refusal saying %q", c.name, err, c.want)
 		}
 	}
 }
 
-// TestSpecJSON: every field of a Spec survives JSON (a field added without a JSON-safe type
-// would not).
-func TestSpecJSON(t *testing.T) {
-	f := func(s Spec) bool {
-		b, err := json.Marshal(s)
-		if err != nil {
-			t.Log(err)
-			return false
-		}
-		var got Spec
-		return json.Unmarshal(b, &got) == nil && reflect.DeepEqual(got, s)
-	}
-	if err := quick.Check(f, &quick.Config{MaxCount: 200}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestSpecJobMergesTheSame: the job a worker makes from a spec (through JSON) is the owner's job
+// TestLeasedJobMergesTheSame: the job a worker makes from a lease (through a message) is the owner's job
 // but for what only the owner needs (the inputs' data files and time ranges), and its merge
 // writes the same rows into outputs of the same shape.
-func TestSpecJobMergesTheSame(t *testing.T) {
+func TestLeasedJobMergesTheSame(t *testing.T) {
 	ctx := context.Background()
 	l, _ := testTable(t, 3, 2_000)
 	tbl, files, _ := live(t, l)
@@ -443,11 +440,11 @@ func TestSpecJobMergesTheSame(t *testing.T) {
 	j := job(tbl, files)
 	j.TargetFileBytes, j.SplitSparse, j.Reason = 16<<10, density.DefaultSplitSparse, "l0 overlap"
 	j.Metadata = lake.WriteMetadata(tbl, false, 1<<20)
-	spec, err := SpecOf(j)
+	leased, err := Leasable(j)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sj, err := viaJSON(t, spec).Job(tbl)
+	sj, err := FromLease(tbl, viaLease(t, leased))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,16 +455,17 @@ func TestSpecJobMergesTheSame(t *testing.T) {
 		want.Inputs[i] = f
 	}
 	if !reflect.DeepEqual(sj, want) {
-		t.Fatalf("job from the spec\n%+v\nwant\n%+v", sj, want)
+		t.Fatalf("job from the lease\n%+v\nwant\n%+v", sj, want)
 	}
 	withFold := j
-	withFold.Fold, withFold.FoldTier = &folding.Fold{Keys: []string{"service"}, Bucket: 60e6, Tiers: []folding.FoldTier{{Before: 1, Bucket: 3600e6}}}, 1
-	spec, err = SpecOf(withFold)
+	withFold.Fold, withFold.FoldTier = &folding.Fold{Keys: []string{"service"}, Aggregates: []folding.Aggregate{{Column: "n", Func: folding.AggSum}},
+		Bucket: 60e6, Tiers: []folding.FoldTier{{Before: 1, Bucket: 3600e6}}}, 1
+	leased, err = Leasable(withFold)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fj, err := viaJSON(t, spec).Job(tbl); err != nil || !reflect.DeepEqual(fj.Fold, withFold.Fold) || fj.FoldTier != 1 {
-		t.Fatalf("fold from the spec %+v tier %d (%v), want %+v tier 1", fj.Fold, fj.FoldTier, err, withFold.Fold)
+	if fj, err := FromLease(tbl, viaLease(t, leased)); err != nil || !reflect.DeepEqual(fj.Fold, withFold.Fold) || fj.FoldTier != 1 {
+		t.Fatalf("fold from the lease %+v tier %d (%v), want %+v tier 1", fj.Fold, fj.FoldTier, err, withFold.Fold)
 	}
 	shape := func(j Job) (rowsum.Sum, []string) {
 		_, out := executor(l).Merge(ctx, tbl, j)
@@ -483,7 +481,7 @@ func TestSpecJobMergesTheSame(t *testing.T) {
 	sum1, shape1 := shape(j)
 	sum2, shape2 := shape(sj)
 	if sum1 != before || sum2 != before || !reflect.DeepEqual(shape1, shape2) {
-		t.Fatalf("outputs of the owner's job %v hold %+v, of the spec's %v hold %+v; the inputs %+v", shape1, sum1, shape2, sum2, before)
+		t.Fatalf("outputs of the owner's job %v hold %+v, of the lease's %v hold %+v; the inputs %+v", shape1, sum1, shape2, sum2, before)
 	}
 }
 

@@ -58,7 +58,9 @@ func TestOfferRefuses(t *testing.T) {
 	var fe *FieldError
 	for i, want := range []func(error) bool{
 		func(err error) bool { return errors.Is(err, ErrTooLarge) },
-		func(err error) bool { return errors.Is(err, ErrLeased) && strings.Contains(err.Error(), leased.Inputs[1].Path) },
+		func(err error) bool {
+			return errors.Is(err, ErrLeased) && strings.Contains(err.Error(), leased.Inputs[1].Path)
+		},
 		func(err error) bool { return errors.Is(err, ErrTwice) },
 		func(err error) bool { return errors.As(err, &fe) && fe.Field == "kind" },
 	} {

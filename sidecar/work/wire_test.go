@@ -274,7 +274,9 @@ func TestWorkerNamedByEnvelope(t *testing.T) {
 }
 
 func TestOwnerMessageRefused(t *testing.T) {
-	answer := func() OwnerMessage { return OwnerMessage{V: 1, Type: TypeAnswer, Lease: testLeaseID(4), Outcome: OutcomeConflict} }
+	answer := func() OwnerMessage {
+		return OwnerMessage{V: 1, Type: TypeAnswer, Lease: testLeaseID(4), Outcome: OutcomeConflict}
+	}
 	for _, c := range []struct {
 		field string
 		base  func() OwnerMessage

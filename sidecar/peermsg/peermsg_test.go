@@ -1,4 +1,4 @@
-package commit
+package peermsg
 
 import (
 	"bytes"
@@ -16,6 +16,9 @@ func TestLocalHubDelivers(t *testing.T) {
 	a, b := hub.Member("a"), hub.Member("b")
 	var mu sync.Mutex
 	var got []string
+	if b.Handles('x') {
+		t.Fatal("a handler before Handle")
+	}
 	b.Handle('x', func(from string, msg []byte) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -32,6 +35,9 @@ func TestLocalHubDelivers(t *testing.T) {
 		}
 		return Fate{}
 	})
+	if !b.Handles('x') || b.Handles('y') {
+		t.Fatal("Handles does not say which kinds have a handler")
+	}
 	msg := []byte("xnow")
 	for _, m := range [][]byte{msg, []byte("xdrop"), []byte("xhold"), []byte("xlate"), []byte("ynobody")} {
 		if err := a.Send("b", m); err != nil {

@@ -1,4 +1,7 @@
-package commit
+// Package peermsg is messages between sidecars: the interface gossip.Cluster satisfies (reliable
+// user messages, authenticated by the gossip key), and an in-process hub for tests and for an
+// owner talking to itself. Group commit and bin leases send over it; it knows neither.
+package peermsg
 
 import (
 	"errors"
@@ -6,6 +9,17 @@ import (
 	"sync"
 	"time"
 )
+
+// Transport carries messages between members: the gossip cluster in the process (its reliable
+// user messages, authenticated by the gossip key), LocalTransport in tests and in-process pods.
+type Transport interface {
+	// Name is this member's name: answers come back to it.
+	Name() string
+	// Send delivers msg to member; an error means it may or may not have arrived.
+	Send(member string, msg []byte) error
+	// Handle routes received messages whose first byte is kind to f, which must not block.
+	Handle(kind byte, f func(from string, msg []byte))
+}
 
 // ErrNoMember is LocalTransport's Send to a name that has no member on the hub.
 var ErrNoMember = errors.New("no such member on the local hub")
@@ -155,8 +169,16 @@ func (t *LocalTransport) Handle(kind byte, f func(from string, msg []byte)) {
 	t.handlers[kind] = f
 }
 
-// Loopback wraps tr so that messages to this member's own name stay in the process: a pod that
-// is its table's owner hands off to itself. They are delivered as every other message is (a
+// Handles reports whether messages of kind have a handler yet: a test waits for a receiver's
+// Run to register it before sending.
+func (t *LocalTransport) Handles(kind byte) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.handlers[kind] != nil
+}
+
+// Loopback wraps tr so that messages to this member's own name stay in the process: a member that
+// is its own table's owner (group commit, bin leases) talks to itself. They are delivered as every other message is (a
 // copy, on a goroutine of its own), through a LocalHub of one member.
 func Loopback(tr Transport) Transport {
 	return &loopback{Transport: tr, self: NewLocalHub().Member(tr.Name())}

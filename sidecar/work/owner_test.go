@@ -1,0 +1,80 @@
+package work
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/peermsg"
+)
+
+// TestOwnerReceiveRules: without authentication nothing is answered; a want of another catalog
+// gets no bins, and a renewal of another catalog is answered expired; a want of the owner's
+// catalog gets the bin on offer.
+func TestOwnerReceiveRules(t *testing.T) {
+	hub := peermsg.NewLocalHub()
+	var authed atomic.Bool
+	book := NewBook(Config{OwnerWait: time.Hour}, rand.NewChaCha8([32]byte{2}))
+	o := NewOwner(OwnerConfig{Book: book, Catalog: "cat", Authenticated: authed.Load}, hub.Member("owner"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = o.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for !hub.Member("owner").Handles(KindWorker) {
+		time.Sleep(time.Millisecond)
+	}
+	if refused := o.Offer("events", []Job{job("a", 2, 100)}); len(refused) > 0 {
+		t.Fatal(refused[0].Err)
+	}
+	got := make(chan OwnerMessage, 8)
+	w := hub.Member("w")
+	w.Handle(KindOwner, func(_ string, msg []byte) {
+		if m, err := DecodeOwner(msg); err == nil {
+			got <- m
+		}
+	})
+	send := func(m WorkerMessage) {
+		t.Helper()
+		m.V, m.From = Version, "w"
+		msg, err := m.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Send("owner", msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() OwnerMessage {
+		t.Helper()
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer")
+		}
+		return OwnerMessage{}
+	}
+	want := WorkerMessage{Type: TypeWant, Catalog: "cat", FreeBytes: 2, MergeBytes: 1}
+	send(want)
+	time.Sleep(100 * time.Millisecond)
+	if len(got) != 0 || book.Outstanding("events").LeasedBins != 0 {
+		t.Fatalf("an unauthenticated want was answered (%d) or leased", len(got))
+	}
+	authed.Store(true)
+	other := want
+	other.Catalog = "other"
+	send(other)
+	if m := next(); m.Type != TypeLeases || len(m.Leases) != 0 || m.RetryMs == 0 {
+		t.Fatalf("a want of another catalog got %+v, want no bins and a retry", m)
+	}
+	send(WorkerMessage{Type: TypeRenew, Catalog: "other", Lease: "0123456789abcdef0123456789abcdef"})
+	if m := next(); m.Type != TypeAnswer || m.Outcome != OutcomeExpired {
+		t.Fatalf("a renewal of another catalog got %+v, want expired", m)
+	}
+	send(want)
+	if m := next(); m.Type != TypeLeases || len(m.Leases) != 1 || m.Leases[0].Table != "events" {
+		t.Fatalf("a want got %+v, want the bin on offer", m)
+	}
+}
