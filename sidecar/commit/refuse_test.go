@@ -63,20 +63,17 @@ func TestNotOwnerRedirect(t *testing.T) {
 // the other pods busy; they slow down and resend, without falling back although they wait
 // longer than their fallback bound, and the queue never holds more than its cap.
 func TestBusyAndSlowDown(t *testing.T) {
+	// The bound also limits how long a request acked after the release may wait for its commit,
+	// so it is not much shorter than a commit on a loaded 2-core machine under -race.
+	const bound = 3 * time.Second
 	cl := newCluster(t)
 	_, _, cobs, cl1 := cl.committer("owner", func(c *CommitterConfig) { c.QueueMax = 2 })
 	stalled, release := stall(t, cl1)
-	go func() {
-		for !stalled() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(1500 * time.Millisecond) // past the pods' fallback bound
-		release()
-	}()
 	for i := 0; i < 5; i++ {
-		p := cl.pod("owner", func(c *ClientConfig) { c.FallbackAfter = time.Second })
+		p := cl.pod("owner", func(c *ClientConfig) { c.FallbackAfter = bound })
 		cl.seal(p, 2, 300, day.Add(time.Duration(i)*time.Hour))
 	}
+	go releaseAfterBusy(cl, stalled, release, bound)
 	cl.drainAll()
 	cl.checkOnce()
 	busy, slowed, fallbacks := 0, 0, 0
@@ -93,6 +90,29 @@ func TestBusyAndSlowDown(t *testing.T) {
 	}
 	if cobs.maxQueued > 2 {
 		t.Fatalf("the queue held %d requests, cap 2", cobs.maxQueued)
+	}
+}
+
+// releaseAfterBusy releases the hung commit on events, not on a clock: once the requests it holds
+// fell back (they heard nothing for the bound) and three pods were first answered busy more than
+// the bound ago, so those waited past their fallback bound on busy answers alone.
+func releaseAfterBusy(cl *cluster, stalled func() bool, release func(), bound time.Duration) {
+	defer release()
+	firstBusy := map[string]time.Time{}
+	for give := time.Now().Add(time.Minute); time.Now().Before(give); time.Sleep(5 * time.Millisecond) {
+		fallbacks, waited := 0, 0
+		for _, p := range cl.pods {
+			fallbacks += p.obs.fallbacks()
+			if _, ok := firstBusy[p.name]; !ok && p.obs.count("busy") > 0 {
+				firstBusy[p.name] = time.Now()
+			}
+			if at, ok := firstBusy[p.name]; ok && time.Since(at) > bound {
+				waited++
+			}
+		}
+		if stalled() && fallbacks >= 2 && waited >= 3 {
+			return
+		}
 	}
 }
 
