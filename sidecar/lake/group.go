@@ -88,8 +88,10 @@ func (l *Lake) CommitGroup(ctx context.Context, g GroupCommit, retry Retry) (Gro
 	r := newGroupRun(g)
 	var lastErr error
 	policy := retry.Backoff()
+	full := l.fullWait("commit")
+	waited := false // the attempt before waited for a full catalog (fullWait) instead of counting
 	for attempt := 1; attempt <= max(1, retry.Attempts) && r.open() > 0; attempt++ {
-		if attempt > 1 {
+		if attempt > 1 && !waited {
 			if err := backoff.Sleep(ctx, policy.Wait(attempt-1, rand.Int64N)); err != nil {
 				return r.end(attempt-1, fmt.Errorf("commit to %s: %w (last error: %v)", g.Table, err, lastErr))
 			}
@@ -99,6 +101,10 @@ func (l *Lake) CommitGroup(ctx context.Context, g GroupCommit, retry Retry) (Gro
 			return r.end(r.attempts, err)
 		}
 		lastErr = err
+		// A commit refused for want of a connection applied nothing: made again, not counted.
+		if waited = full.again(ctx, err); waited {
+			attempt--
+		}
 	}
 	if r.open() == 0 {
 		return r.end(0, nil)
