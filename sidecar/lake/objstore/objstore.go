@@ -436,12 +436,15 @@ var configs = struct {
 
 const maxConfigs = 16
 
-// configKey identifies what a resolved config depends on: the properties and the AWS_*
-// environment (hashed: the properties hold credentials).
+// configKey identifies what a resolved config depends on: the properties ParseAWSConfig reads
+// (s3.*, client.*, token; not the table's own, which change with every commit) and the AWS_*
+// environment, hashed (the properties hold credentials).
 func configKey(props map[string]string) string {
-	lines := make([]string, 0, len(props)+8)
+	lines := make([]string, 0, 16)
 	for k, v := range props {
-		lines = append(lines, "p "+k+"="+v)
+		if strings.HasPrefix(k, "s3.") || strings.HasPrefix(k, "client.") || k == "token" {
+			lines = append(lines, "p "+k+"="+v)
+		}
 	}
 	for _, e := range os.Environ() {
 		if strings.HasPrefix(e, "AWS_") {

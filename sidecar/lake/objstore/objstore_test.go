@@ -295,9 +295,9 @@ func TestS3AttemptsPerRequest(t *testing.T) {
 	}
 }
 
-// TestS3ConfigResolvedOnce: FileIOs of the same properties and environment share one resolved AWS
-// config (iceberg-go opens one per table load and commit); other properties, or another AWS_*
-// variable, resolve their own. Every FileIO still reads through the counting client.
+// TestS3ConfigResolvedOnce: FileIOs of the same S3 properties and environment share one resolved
+// AWS config (iceberg-go opens one per table load and commit, with the table's properties, which
+// change every commit); other S3 properties, or another AWS_* variable, resolve their own. Every FileIO still reads through the counting client.
 func TestS3ConfigResolvedOnce(t *testing.T) {
 	s3 := testenv.S3(t)
 	var parsed atomic.Int32
@@ -309,9 +309,10 @@ func TestS3ConfigResolvedOnce(t *testing.T) {
 	defer func() { parseAWSConfig = orig }()
 	obj := "s3://" + s3.Bucket + "/" + s3.Prefix(t) + "/once.bin"
 	props := s3.Props()
-	props["siglake.test.config"] = t.Name() // a key no other test's FileIO has
+	props["s3.siglake-test"] = t.Name() // a key no other test's FileIO has
 	before := Counts()
 	for i := 0; i < 3; i++ {
+		props["siglake.mark.pod-0"] = strconv.Itoa(i) // a table's properties change with every commit
 		fio, err := icebergio.LoadFS(t.Context(), props, obj)
 		if err != nil {
 			t.Fatal(err)
@@ -326,7 +327,7 @@ func TestS3ConfigResolvedOnce(t *testing.T) {
 	if requests(Counts())-requests(before) < 3 {
 		t.Fatal("the reads were not counted")
 	}
-	props["siglake.test.config"] = t.Name() + "-other"
+	props["s3.connect-timeout"] = "30"
 	if _, err := icebergio.LoadFS(t.Context(), props, obj); err != nil {
 		t.Fatal(err)
 	}
