@@ -230,11 +230,12 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 // check re-derives every unresolved item from t's marks and returns those to include, with the
 // marks their commit replaces.
 func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
+	props := t.Properties() // a copy of every stream's mark: once, not once per item
 	for i, it := range r.g.Items {
 		if r.done[i] {
 			continue
 		}
-		cur, has, err := marks.ReadMark(t, it.Stream)
+		cur, has, err := marks.MarkIn(props, it.Stream)
 		if err != nil {
 			r.fail(i, err)
 			continue
