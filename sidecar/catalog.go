@@ -88,6 +88,7 @@ func (p *Process) setCatalog(err error) {
 // (observeCommit), a check now and every 5 s after (watchCatalog).
 func (p *Process) followCatalog(ctx context.Context, l *lake.Lake) {
 	l.WatchCommits(p.observeCommit)
+	l.WatchFull(p.observeFull)
 	p.setWritable("", nil) // open: writable until a commit says otherwise
 	p.checkCatalog(ctx, l)
 	go p.watchCatalog(ctx, l)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -54,6 +55,23 @@ func (p *Process) observeCommit(ev deadline.CommitEvent) {
 		p.setWritable(ev.Table, nil)
 	}
 }
+
+// observeFull is the process's observer of the lake's waits for a catalog with no connection
+// left (lake.WatchFull): counted, and logged at most every fullLogEvery so a fleet-wide herd does
+// not flood the log.
+func (p *Process) observeFull(ev lake.FullEvent) {
+	p.Metrics.CatalogFullWaits.WithLabelValues(ev.Op).Inc()
+	now := time.Now().UnixNano()
+	last := p.fullLogged.Load()
+	if now-last < int64(fullLogEvery) || !p.fullLogged.CompareAndSwap(last, now) {
+		return
+	}
+	p.Log.Warn("the catalog has no connection left; the call waits and is made again (siglake_catalog_full_waits_total; size max_connections for every pod and committer, docs/operations.md)",
+		zap.String("op", ev.Op), zap.Duration("wait", ev.Wait), zap.Error(ev.Err))
+}
+
+// fullLogEvery spaces observeFull's log lines.
+const fullLogEvery = 10 * time.Second
 
 // setWritable records whether the catalog took table's last commit: a failure marks the table,
 // only a success (or a conflict) on that table clears it. table "" with err nil clears every

@@ -36,6 +36,8 @@ type Metrics struct {
 	CommitsAbandonedInFlight prometheus.Gauge
 	CommitSlow               *prometheus.CounterVec // table
 	CommitTimeouts           *prometheus.CounterVec // table
+	// CatalogFullWaits: waits for a catalog with no connection left (observeFull), by call.
+	CatalogFullWaits *prometheus.CounterVec // op
 	// Drain are the drain loop's metrics (sidecar/drain).
 	Drain *drainmetrics.Metrics
 
@@ -79,6 +81,8 @@ func NewMetrics() *Metrics {
 			Name: "siglake_catalog_commit_slow_total", Help: "Catalog commits still running at half of --commit-timeout, by table."}, []string{"table"}),
 		CommitTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_catalog_commit_timeouts_total", Help: "Catalog commits abandoned at --commit-timeout (outcome unknown, retried), by table."}, []string{"table"}),
+		CatalogFullWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_catalog_full_waits_total", Help: "Catalog calls refused for want of a connection (PostgreSQL too_many_connections, 53300) and made again after a backoff, by call: load, commit, open."}, []string{"op"}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_build_info", Help: "Always 1; the labels say which build runs: version, VCS revision, Go version."},
 			[]string{"version", "revision", "goversion"}),
@@ -91,7 +95,7 @@ func NewMetrics() *Metrics {
 	}
 	m.Rewrite.Init(kinds)
 	m.Merge = instrument.NewMergeMetrics(reg)
-	reg.MustRegister(m.CatalogUp, m.CatalogWritable, m.CommitsAbandonedInFlight, m.CommitSlow, m.CommitTimeouts, m.BuildInfo)
+	reg.MustRegister(m.CatalogUp, m.CatalogWritable, m.CommitsAbandonedInFlight, m.CommitSlow, m.CommitTimeouts, m.CatalogFullWaits, m.BuildInfo)
 	m.Drain = drainmetrics.New(reg, m.Merge)
 	m.Rebuild = puffinidx.NewMetrics(reg)
 	m.Retention = retention.NewMetrics(reg)

@@ -52,6 +52,8 @@ type Process struct {
 	memory *membudget.Budget
 	// writeErrs are the tables whose last commit failed (siglake_catalog_writable, /readyz).
 	writeErrs writeErrors
+	// fullLogged is when observeFull last logged (Unix ns).
+	fullLogged atomic.Int64
 	// groupClient hands this pod's batches to their committers, committer commits other pods'
 	// batches for the tables this process owns; nil while group commit is off or not started.
 	// publishGroupCommit reads them.

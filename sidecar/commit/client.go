@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -36,6 +37,9 @@ type Client struct {
 	tr  peermsg.Transport
 	m   Membership
 
+	// jitter draws a silent wait's random part (rand.Int64N's contract); tests replace it.
+	jitter func(int64) int64
+
 	mu        sync.Mutex
 	waiting   map[string]*waiter // by request id
 	slow      map[string]slowDown
@@ -48,6 +52,7 @@ type waiter struct {
 	out     Outstanding // guarded by Client.mu
 	ackedBy string      // the committer that last acked the request, and its place then (await's only)
 	ackedAt int
+	silent  int // sends that heard nothing in their wait (await's only)
 }
 
 type received struct {
@@ -74,7 +79,7 @@ func NewClient(cfg ClientConfig, tr peermsg.Transport, m Membership) *Client {
 		cfg.Retry = lake.DefaultRetry
 	}
 	defaults(cfg.Lake, &cfg.CommitTimeout, &cfg.Observer, &cfg.Now)
-	c := &Client{cfg: cfg, tr: tr, m: m, waiting: map[string]*waiter{}, slow: map[string]slowDown{}, fallbacks: map[string]int64{}}
+	c := &Client{cfg: cfg, tr: tr, m: m, jitter: mrand.Int64N, waiting: map[string]*waiter{}, slow: map[string]slowDown{}, fallbacks: map[string]int64{}}
 	tr.Handle(KindAnswer, c.receive)
 	return c
 }
@@ -260,7 +265,7 @@ func (c *Client) sending(w *waiter, sends int) string {
 // or the answer timeout passes: then the stream's mark says whether the batch is in. heard is
 // when a committer was last heard from; no wait outlasts notAfter, the hand-off's age bound.
 func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, sendErr error, heard *time.Time, notAfter time.Time) outcome {
-	wait := c.answerTimeout()
+	wait := c.silentWait()
 	if sendErr != nil {
 		wait = c.cfg.Interval // the member is gone or unreachable: ask the membership again soon
 	}
@@ -274,8 +279,11 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 			if sendErr != nil {
 				return c.reroute(ctx, req, w, 0)
 			}
-			if o := c.reread(ctx, req); o.step != stepResend {
-				return o
+			w.silent++
+			if rereadDue(w.silent) {
+				if o := c.reread(ctx, req); o.step != stepResend {
+					return o
+				}
 			}
 			return c.reroute(ctx, req, w, 0) // the owner may have changed meanwhile
 		case rcv := <-w.answers:
@@ -298,7 +306,7 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 				}
 				w.ackedBy, w.ackedAt = rcv.from, rcv.a.Queue
 				extra := time.Duration(rcv.a.Queue) * c.cfg.Interval
-				timer.Reset(min(c.answerTimeout()+extra, c.cfg.FallbackAfter, max(notAfter.Sub(now), 0)))
+				timer.Reset(min(c.silentWait()+extra, c.cfg.FallbackAfter, max(notAfter.Sub(now), 0)))
 			case KindBusy:
 				// Busy is no progress: a committer hung in a commit keeps its queue full and
 				// answers busy to everyone, and its pods must still fall back after the fallback
@@ -316,8 +324,22 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 	}
 }
 
-// answerTimeout is how long a send waits for an answer before the mark is re-read.
+// answerTimeout is the least a send waits for an answer before the mark is re-read.
 func (c *Client) answerTimeout() time.Duration { return 3*c.cfg.Interval + 2*time.Second }
+
+// silentWait is how long a send waits for an answer: the answer timeout plus a random part of up
+// to half of it. When a committer goes quiet, a thousand pods' waits end spread over that window
+// instead of together (their re-reads, resends and fallbacks with them).
+func (c *Client) silentWait() time.Duration {
+	t := c.answerTimeout()
+	return t + time.Duration(c.jitter(int64(t/2)+1))
+}
+
+// rereadDue says whether the n-th silent wait of a request re-reads its mark: the 1st, 2nd, 4th,
+// 8th, ... A resend alone finds a committed batch too (the committer answers it already
+// committed), so a pod whose committer stays quiet loads the table from the catalog a few times,
+// not once per wait: a thousand such pods would take every connection the catalog has.
+func rereadDue(n int) bool { return n > 0 && n&(n-1) == 0 }
 
 // pause waits d before the next send.
 func (c *Client) pause(ctx context.Context, d time.Duration) outcome {

@@ -16,10 +16,12 @@ var day = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 // in fewer snapshots than batches; every row is in once and no pod fell back.
 func TestGroupCommitManyPods(t *testing.T) {
 	cl := newCluster(t)
-	c, _, cobs, _ := cl.committer("owner", func(c *CommitterConfig) { c.Interval = 300 * time.Millisecond })
+	const interval = 300 * time.Millisecond
+	c, _, cobs, _ := cl.committer("owner", func(c *CommitterConfig) { c.Interval = interval })
 	const pods, segments = 6, 3
 	for i := 0; i < pods; i++ {
-		p := cl.pod("owner", nil)
+		// The pods' interval is the committer's, as one option sets both in a fleet.
+		p := cl.pod("owner", func(c *ClientConfig) { c.Interval = interval })
 		cl.seal(p, segments, 500, day.Add(time.Duration(i)*time.Hour))
 	}
 	cl.drainAll()
@@ -31,9 +33,12 @@ func TestGroupCommitManyPods(t *testing.T) {
 	if n := cobs.count("committed"); n != batches {
 		t.Fatalf("the committer committed %d requests, want %d", n, batches)
 	}
+	// A pod whose answer is slower than its answer timeout (a loaded machine) learns the outcome
+	// from its re-read mark instead: already committed, by the committer all the same.
 	for _, p := range cl.pods {
-		if n := p.obs.fallbacks(); n != 0 || p.obs.count("done:"+OutcomeCommitted) != segments {
-			t.Fatalf("%s: %d fallbacks, %d committed through the committer; want 0 and %d", p.name, n, p.obs.count("done:"+OutcomeCommitted), segments)
+		served := p.obs.count("done:"+OutcomeCommitted) + p.obs.count("done:"+OutcomeAlreadyCommitted)
+		if n := p.obs.fallbacks(); n != 0 || served != segments {
+			t.Fatalf("%s: %d fallbacks, %d served by the committer; want 0 and %d", p.name, n, served, segments)
 		}
 	}
 	grouped := false

@@ -118,6 +118,8 @@ func (rc *roleCommits) String() string {
 
 // roleCPU profiles the process's CPU until stop, which returns the CPU seconds sampled per
 // role label ("" for unlabelled: the runtime's background GC, network read loops, the test).
+// With SIGLAKE_BENCH_PROFILE=FILE the profile is also written there, for
+// `go tool pprof -tagfocus role=committer`.
 func roleCPU() (stop func() (map[string]float64, error), err error) {
 	var buf bytes.Buffer
 	if err := pprof.StartCPUProfile(&buf); err != nil {
@@ -125,6 +127,11 @@ func roleCPU() (stop func() (map[string]float64, error), err error) {
 	}
 	return func() (map[string]float64, error) {
 		pprof.StopCPUProfile()
+		if path := os.Getenv("SIGLAKE_BENCH_PROFILE"); path != "" {
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				return nil, fmt.Errorf("SIGLAKE_BENCH_PROFILE %s: %w", path, err)
+			}
+		}
 		return profileByLabel(buf.Bytes(), "role")
 	}, nil
 }

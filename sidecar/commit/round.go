@@ -95,19 +95,28 @@ func (c *Committer) commit(ctx context.Context, name string, sel []Queued, start
 func (c *Committer) decoder(ctx context.Context, sel []Queued) func(*table.Table, Request) ([]iceberg.DataFile, error) {
 	stats := filecheck.NewStats(context.WithoutCancel(ctx), c.cfg.FileIO)
 	var once sync.Once
+	// What the first decode decoded, for the items decoded against the same table: each
+	// request's files are decoded once per group commit, not twice.
+	var seenT *table.Table
+	decoded := map[string][]iceberg.DataFile{}
 	return func(t *table.Table, r Request) ([]iceberg.DataFile, error) {
 		once.Do(func() {
+			seenT = t
 			var all []iceberg.DataFile
 			for _, e := range sel {
 				if files, err := DecodeFiles(t, e.Request); err == nil { // else its own decode refuses it
 					all = append(all, files...)
+					decoded[e.Request.ID] = files
 				}
 			}
 			stats.Stat(t, all)
 		})
-		files, err := DecodeFiles(t, r)
-		if err != nil {
-			return nil, err
+		files, ok := decoded[r.ID]
+		if !ok || t != seenT {
+			var err error
+			if files, err = DecodeFiles(t, r); err != nil {
+				return nil, err
+			}
 		}
 		if err := stats.Check(t, files); errors.Is(err, filecheck.ErrUnchecked) {
 			return nil, fmt.Errorf("%w: %w", lake.ErrNotNow, err) // kept for a later group commit

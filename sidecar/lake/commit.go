@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake/backoff"
+	"github.com/siglake/siglake/sidecar/lake/catalogs"
 	"github.com/siglake/siglake/sidecar/lake/deadline"
 	"github.com/siglake/siglake/sidecar/lake/marks"
 )
@@ -109,11 +110,15 @@ func IsConflict(err error) bool {
 // re-reads what the commit would have changed (CommitAppend re-reads the stream mark), and the
 // files it references are kept.
 //
-// Not unknown: a conflict (IsConflict: nothing committed) and a definite refusal (the catalog
+// Not unknown: a conflict (IsConflict: nothing committed), a catalog with no connection left
+// (catalogs.IsFull: refused before any statement), and a definite refusal (the catalog
 // answered 400, 401, 403, 404, 419 or 501: it did not apply the request). Everything else counts as
 // unknown, so an error this does not recognise is treated as the dangerous case.
 func IsCommitStateUnknown(err error) bool {
 	if err == nil || IsConflict(err) || errors.Is(err, deadline.ErrAbandonedInFlight) { // never sent
+		return false
+	}
+	if catalogs.IsFull(err) { // refused at connection, before any statement
 		return false
 	}
 	if errors.Is(err, rest.ErrCommitStateUnknown) {

@@ -97,8 +97,10 @@ func (l *Lake) CommitGroup(ctx context.Context, g GroupCommit, retry Retry) (Gro
 	r := newGroupRun(g)
 	var lastErr error
 	policy := retry.Backoff()
+	full := l.fullWait("commit")
+	waited := false // the attempt before waited for a full catalog (fullWait) instead of counting
 	for attempt := 1; attempt <= max(1, retry.Attempts) && r.open() > 0; attempt++ {
-		if attempt > 1 {
+		if attempt > 1 && !waited {
 			if err := backoff.Sleep(ctx, policy.Wait(attempt-1, rand.Int64N)); err != nil {
 				return r.end(attempt-1, fmt.Errorf("commit to %s: %w (last error: %v)", g.Table, err, lastErr))
 			}
@@ -108,6 +110,10 @@ func (l *Lake) CommitGroup(ctx context.Context, g GroupCommit, retry Retry) (Gro
 			return r.end(r.attempts, err)
 		}
 		lastErr = err
+		// A commit refused for want of a connection applied nothing: made again, not counted.
+		if waited = full.again(ctx, err); waited {
+			attempt--
+		}
 	}
 	if r.open() == 0 {
 		return r.end(0, nil)
@@ -233,11 +239,12 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 // check re-derives every unresolved item from t's marks and returns those to include, with the
 // marks their commit replaces.
 func (r *groupRun) check(t *table.Table) (in []int, prev []marks.Mark) {
+	props := t.Properties() // a copy of every stream's mark: once, not once per item
 	for i, it := range r.g.Items {
 		if r.done[i] {
 			continue
 		}
-		cur, has, err := marks.ReadMark(t, it.Stream)
+		cur, has, err := marks.MarkIn(props, it.Stream)
 		if err != nil {
 			r.fail(i, err)
 			continue

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -61,6 +62,8 @@ type Lake struct {
 	locks tableLocks
 	// mergeMinCount is Config.ManifestMergeMinCount.
 	mergeMinCount int
+	// full sees every wait for a catalog with no connection left (WatchFull).
+	full atomic.Pointer[func(FullEvent)]
 }
 
 // Open connects to the catalog named by cfg.Catalog and makes sure the namespace exists.
@@ -150,7 +153,7 @@ func (l *Lake) Ident(name string) table.Identifier { return table.Identifier{l.n
 
 // LoadTable loads a table by name; errors wrap catalog.ErrNoSuchTable when it does not exist.
 func (l *Lake) LoadTable(ctx context.Context, name string) (*table.Table, error) {
-	t, err := l.cat.LoadTable(ctx, l.Ident(name))
+	t, err := untilNotFull(ctx, l, "load", func() (*table.Table, error) { return l.cat.LoadTable(ctx, l.Ident(name)) })
 	if err != nil {
 		return nil, fmt.Errorf("load table %s.%s: %w", l.ns[0], name, err)
 	}
@@ -170,7 +173,7 @@ func (l *Lake) ListTables(ctx context.Context) ([]string, error) {
 }
 
 func (l *Lake) ensureNamespace(ctx context.Context) error {
-	ok, err := l.cat.CheckNamespaceExists(ctx, l.ns)
+	ok, err := untilNotFull(ctx, l, "open", func() (bool, error) { return l.cat.CheckNamespaceExists(ctx, l.ns) })
 	if err != nil {
 		return fmt.Errorf("check namespace %s: %w", l.ns[0], err)
 	}

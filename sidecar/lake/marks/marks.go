@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
@@ -37,7 +38,13 @@ const PropertyPrefix = tableprops.MarkPrefix
 
 // ReadMark returns stream's mark in t, or ok=false when the stream has never committed to t.
 func ReadMark(t *table.Table, stream string) (m Mark, ok bool, err error) {
-	v, ok := t.Properties()[PropertyPrefix+stream]
+	return MarkIn(t.Properties(), stream)
+}
+
+// MarkIn is ReadMark on properties read once: Table.Properties copies the whole map (every
+// stream's mark and seen), so a caller reading many streams' marks reads them once.
+func MarkIn(props iceberg.Properties, stream string) (m Mark, ok bool, err error) {
+	v, ok := props[PropertyPrefix+stream]
 	if !ok {
 		return Mark{}, false, nil
 	}

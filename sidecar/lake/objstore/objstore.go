@@ -16,11 +16,13 @@ package objstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +32,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	icebergs3 "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
 
@@ -378,14 +381,83 @@ const DefaultS3MaxAttempts = 6
 const s3AliasScheme = "s3a"
 
 func countingS3Factory(ctx context.Context, parsed *url.URL, props map[string]string) (icebergio.IO, error) {
-	cfg, err := icebergs3.ParseAWSConfig(ctx, props)
-	if base := utils.GetAwsConfig(ctx); base != nil {
-		c := *base
-		cfg, err = &c, nil
-	}
+	cfg, err := s3Config(ctx, props)
 	if err != nil {
 		return nil, err
 	}
+	alias := *parsed
+	alias.Scheme = s3AliasScheme
+	return icebergio.LoadFS(utils.WithAwsConfig(ctx, cfg), props, alias.String())
+}
+
+// s3Config is the AWS config of one FileIO: the context's (utils.WithAwsConfig) if it has one,
+// else the one resolved from props and the environment, with the counting client and the retry
+// default. A resolved config is kept for the next FileIO of the same props and AWS_* variables:
+// iceberg-go opens a FileIO per table load and commit, and resolving one (the default chain, a CA
+// bundle parsed from PEM) and a fresh HTTP client (new TCP and TLS connections) took about half of
+// a group committer's CPU. Kept, its credentials cache and connection pool are shared too.
+func s3Config(ctx context.Context, props map[string]string) (*aws.Config, error) {
+	if base := utils.GetAwsConfig(ctx); base != nil {
+		c := *base
+		withCounting(&c)
+		return &c, nil
+	}
+	k := configKey(props)
+	configs.mu.Lock()
+	cached := configs.m[k]
+	configs.mu.Unlock()
+	if cached == nil {
+		cfg, err := parseAWSConfig(ctx, props)
+		if err != nil {
+			return nil, err
+		}
+		withCounting(cfg)
+		configs.mu.Lock()
+		if len(configs.m) >= maxConfigs { // props that keep changing: start over rather than grow
+			clear(configs.m)
+		}
+		configs.m[k] = cfg
+		configs.mu.Unlock()
+		cached = cfg
+	}
+	c := *cached
+	return &c, nil
+}
+
+// parseAWSConfig resolves an AWS config from FileIO properties and the environment; tests count
+// its calls.
+var parseAWSConfig = icebergs3.ParseAWSConfig
+
+// configs are the resolved AWS configs by configKey, at most maxConfigs.
+var configs = struct {
+	mu sync.Mutex
+	m  map[string]*aws.Config
+}{m: map[string]*aws.Config{}}
+
+const maxConfigs = 16
+
+// configKey identifies what a resolved config depends on: the properties ParseAWSConfig reads
+// (s3.*, client.*, token; not the table's own, which change with every commit) and the AWS_*
+// environment, hashed (the properties hold credentials).
+func configKey(props map[string]string) string {
+	lines := make([]string, 0, 16)
+	for k, v := range props {
+		if strings.HasPrefix(k, "s3.") || strings.HasPrefix(k, "client.") || k == "token" {
+			lines = append(lines, "p "+k+"="+v)
+		}
+	}
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "AWS_") {
+			lines = append(lines, "e "+e)
+		}
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return string(sum[:])
+}
+
+// withCounting gives cfg the counting HTTP client and the retry default.
+func withCounting(cfg *aws.Config) {
 	inner := httpDoer(cfg.HTTPClient)
 	if inner == nil {
 		inner = newS3HTTPClient()
@@ -398,9 +470,6 @@ func countingS3Factory(ctx context.Context, parsed *url.URL, props map[string]st
 	if _, already := inner.(countingClient); !already {
 		cfg.HTTPClient = countingClient{inner: inner}
 	}
-	alias := *parsed
-	alias.Scheme = s3AliasScheme
-	return icebergio.LoadFS(utils.WithAwsConfig(ctx, cfg), props, alias.String())
 }
 
 func init() {

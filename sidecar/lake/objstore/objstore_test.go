@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/siglake/siglake/test/faults"
 	"github.com/siglake/siglake/test/testenv"
@@ -291,4 +293,56 @@ func TestS3AttemptsPerRequest(t *testing.T) {
 	if n := proxy.Counts()[faults.Status503]; n != DefaultS3MaxAttempts {
 		t.Fatalf("the client sent the request %d times, want %d", n, DefaultS3MaxAttempts)
 	}
+}
+
+// TestS3ConfigResolvedOnce: FileIOs of the same S3 properties and environment share one resolved
+// AWS config (iceberg-go opens one per table load and commit, with the table's properties, which
+// change every commit); other S3 properties, or another AWS_* variable, resolve their own. Every FileIO still reads through the counting client.
+func TestS3ConfigResolvedOnce(t *testing.T) {
+	s3 := testenv.S3(t)
+	var parsed atomic.Int32
+	orig := parseAWSConfig
+	parseAWSConfig = func(ctx context.Context, props map[string]string) (*aws.Config, error) {
+		parsed.Add(1)
+		return orig(ctx, props)
+	}
+	defer func() { parseAWSConfig = orig }()
+	obj := "s3://" + s3.Bucket + "/" + s3.Prefix(t) + "/once.bin"
+	props := s3.Props()
+	props["s3.siglake-test"] = t.Name() // a key no other test's FileIO has
+	before := Counts()
+	for i := 0; i < 3; i++ {
+		props["siglake.mark.pod-0"] = strconv.Itoa(i) // a table's properties change with every commit
+		fio, err := icebergio.LoadFS(t.Context(), props, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fio.(icebergio.ReadFileIO).ReadFile(obj); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("read of a missing object: %v, want not found", err)
+		}
+	}
+	if n := parsed.Load(); n != 1 {
+		t.Fatalf("3 FileIOs of the same properties resolved %d AWS configs, want 1", n)
+	}
+	if requests(Counts())-requests(before) < 3 {
+		t.Fatal("the reads were not counted")
+	}
+	props["s3.connect-timeout"] = "30"
+	if _, err := icebergio.LoadFS(t.Context(), props, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_MAX_ATTEMPTS", "2")
+	if _, err := icebergio.LoadFS(t.Context(), props, obj); err != nil {
+		t.Fatal(err)
+	}
+	if n := parsed.Load(); n != 3 {
+		t.Fatalf("%d AWS configs resolved, want 3: other properties and another environment resolve anew", n)
+	}
+}
+
+func requests(cs []Count) (n int64) {
+	for _, c := range cs {
+		n += c.Requests
+	}
+	return n
 }
