@@ -59,12 +59,12 @@ func TestQuietCommitterRereadsSpaced(t *testing.T) {
 	cl.hub.Member("owner") // a member still in gossip whose committer is gone: it answers nothing
 	p := cl.pod("owner", func(c *ClientConfig) { c.FallbackAfter = 9 * time.Second })
 	var sent atomic.Int32
-	cl.hub.SetFilter(func(m LocalMessage) Fate {
+	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
 		if m.Kind() == KindRequest {
 			sent.Add(1)
-			return Fate{Drop: true}
+			return peermsg.Fate{Drop: true}
 		}
-		return Fate{}
+		return peermsg.Fate{}
 	})
 	lc := &loadCounter{count: func() bool { return sent.Load() > 0 && p.obs.fallbacks() == 0 }}
 	p.env.Lake.WrapCatalog(func(c catalog.Catalog) catalog.Catalog { lc.Catalog = c; return lc })
