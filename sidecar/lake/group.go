@@ -41,8 +41,9 @@ type GroupItem struct {
 	// carries them encoded against a schema and spec of t); called once, at the first attempt
 	// that includes the item. An error refuses the item.
 	Files func(t *table.Table) ([]iceberg.DataFile, error)
-	// Expired, if set, is asked before every attempt that would include the item: true fails it
-	// with ErrExpired instead (a committer paused mid-commit must not land files gc may take).
+	// Expired, if set, is asked before every attempt that would include the item, and again right
+	// before its commit: true fails it with ErrExpired instead (a committer paused mid-commit
+	// must not land files gc may take).
 	Expired func() bool
 }
 
@@ -216,6 +217,12 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 			return false, err
 		}
 	}
+	// Asked again at the last moment: staging reads manifests (a merge) outside the commit
+	// deadline, and a committer paused there must not land an item gc's floor no longer covers.
+	// The others are staged again without it.
+	if r.expireStaged(in) {
+		return true, fmt.Errorf("commit append to %s: a request grew too old while its commit was staged", name)
+	}
 	nt, err := txn.Commit(ctx)
 	if err != nil {
 		// Unknown outcome (a REST 5xx, a cut connection): the next attempt's mark re-read finds
@@ -234,6 +241,17 @@ func (l *Lake) groupAttempt(ctx context.Context, r *groupRun, attempt int) (agai
 		r.resolve(i, ItemResult{Outcome: Committed, SnapshotID: snap, Prev: prev[k]})
 	}
 	return false, nil
+}
+
+// expireStaged fails the items of in that are too old now, and says whether any was.
+func (r *groupRun) expireStaged(in []int) (any bool) {
+	for _, i := range in {
+		if it := r.g.Items[i]; it.Expired != nil && it.Expired() {
+			r.fail(i, fmt.Errorf("table %s stream %s, batch %s..%s: %w", r.g.Table, it.Stream, it.First, it.Last, ErrExpired))
+			any = true
+		}
+	}
+	return any
 }
 
 // check re-derives every unresolved item from t's marks and returns those to include, with the

@@ -382,3 +382,24 @@ func TestCommitGroupExpiresBetweenAttempts(t *testing.T) {
 		t.Fatalf("marks %v: a must not move", m)
 	}
 }
+
+// TestCommitGroupExpiresWhileStaged: an item that grows too old between its mark check and the
+// commit (a committer paused while staging) is not committed; the others are, in the next attempt.
+func TestCommitGroupExpiresWhileStaged(t *testing.T) {
+	ctx := context.Background()
+	l := openGroupLake(t, t.TempDir())
+	ia, _ := item(t, l, "a", 1, 2)
+	ib, _ := item(t, l, "b", 1, 2)
+	var asked atomic.Int32
+	ia.Expired = func() bool { return asked.Add(1) > 1 } // young at the check, old at the commit
+	res, err := l.CommitGroup(ctx, lake.GroupCommit{Table: "events", Items: []lake.GroupItem{ia, ib}}, lake.QuickRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := res.Items; !errors.Is(it[0].Err, lake.ErrExpired) || it[1].Outcome != lake.Committed {
+		t.Fatalf("outcomes %+v: want a expired, b committed", it)
+	}
+	if m := stateOf(t, l).marks; m["a"] != (marks.Mark{}) || m["b"] != mark(2) {
+		t.Fatalf("marks %v: a must not move", m)
+	}
+}
