@@ -476,8 +476,22 @@ func TestPausedWorkerLateResultRefused(t *testing.T) {
 	<-merged
 	waitFor(t, "the paused worker's lease to expire", func() bool { return len(e.owner.InFlight(leaseTable)) == 0 })
 	e.pass(2)
-	w2 := e.startWorker("w2", workerHooks{})
-	waitFor(t, "the bin on the second worker", func() bool { return countOf(w2.ended(), work.OutcomeCommitted) == 1 })
+	// The answer may take longer than the short lease on a loaded machine (the wait defaults to
+	// the lease's duration), and a renewal may come later than the lease, which then ends and
+	// returns the bin: w2 waits longer, and the bin is planned again while nothing is in flight,
+	// as the owner's passes would.
+	w2 := e.startWorker("w2", workerHooks{answerWait: 30 * time.Second})
+	planned := time.Now()
+	waitFor(t, "the bin on the second worker", func() bool {
+		if countOf(w2.ended(), work.OutcomeCommitted) == 1 {
+			return true
+		}
+		if time.Since(planned) > time.Second && len(e.owner.InFlight(leaseTable)) == 0 {
+			e.pass(2)
+			planned = time.Now()
+		}
+		return false
+	})
 	late := w1.outputs()
 	resumed.Do(func() { close(resume) }) // the worker resumes and sends its result
 	waitFor(t, "the late result's answer", func() bool { return len(w1.ended()) == 1 })
