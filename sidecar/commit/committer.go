@@ -39,10 +39,10 @@ var errNotOwner = errors.New("this process no longer owns the table's commits")
 // with queued requests, one lake.CommitGroup per round, one answer per request. It deletes
 // nothing, ever: files of a request it did not commit stay for the pod or orphan gc.
 type Committer struct {
-	cfg CommitterConfig
-	tr  peermsg.Transport
-	m   Membership
-	out chan outgoing // answers, to the sender (sender.go)
+	cfg    CommitterConfig
+	tr     peermsg.Transport
+	m      Membership
+	outbox *peermsg.Outbox // answers: a sender per member, so a slow one holds only its own
 	// lateSends bounds the answers in flight after the sender stopped (not_owner to pods that
 	// still send here until this member leaves gossip); beyond it they are dropped.
 	lateSends chan struct{}
@@ -74,11 +74,6 @@ type memberHeard struct {
 	last    time.Time
 }
 
-type outgoing struct {
-	to  string
-	msg []byte
-}
-
 // NewCommitter returns a committer receiving on tr for the tables m says this process owns.
 // Zero options take their defaults.
 func NewCommitter(cfg CommitterConfig, tr peermsg.Transport, m Membership) *Committer {
@@ -95,9 +90,14 @@ func NewCommitter(cfg CommitterConfig, tr peermsg.Transport, m Membership) *Comm
 		cfg.Retry = DefaultCommitterRetry
 	}
 	defaults(cfg.Lake, &cfg.CommitTimeout, &cfg.Observer, &cfg.Now)
-	return &Committer{cfg: cfg, tr: tr, m: m, out: make(chan outgoing, answerBuffer), lateSends: make(chan struct{}, lateAnswers),
-		loops: map[string]chan struct{}{}, owned: map[string]*ownedTable{}}
+	return &Committer{cfg: cfg, tr: tr, m: m, outbox: peermsg.NewOutbox(tr, answerBuffer, memberAnswers, cfg.Observer.AnswerDropped),
+		lateSends: make(chan struct{}, lateAnswers),
+		loops:     map[string]chan struct{}{}, owned: map[string]*ownedTable{}}
 }
+
+// memberAnswers bounds the answers waiting for one member; beyond it they are dropped (the pod
+// times out and re-reads its mark).
+const memberAnswers = 256
 
 // lateAnswers bounds the answers sent after Run stopped that are in flight at once.
 const lateAnswers = 64
@@ -115,7 +115,7 @@ func (c *Committer) Run(ctx context.Context) error {
 	c.ctx, c.running, c.late, c.q = ctx, true, false, nil
 	c.mu.Unlock()
 	stop, sent := make(chan struct{}), make(chan struct{})
-	go c.sender(stop, sent)
+	go func() { defer close(sent); c.outbox.Run(stop) }()
 	c.tr.Handle(KindRequest, c.receive)
 	<-ctx.Done()
 	c.mu.Lock()
@@ -173,11 +173,7 @@ func (c *Committer) answer(to string, a Answer) {
 		c.sendLate(to, msg)
 		return
 	}
-	select {
-	case c.out <- outgoing{to: to, msg: msg}:
-	default:
-		c.cfg.Observer.AnswerDropped()
-	}
+	c.outbox.Post(to, msg)
 }
 
 // sendLate sends one answer after the sender stopped, without blocking the caller.

@@ -44,7 +44,7 @@ func TestSlowMemberDoesNotHoldOthersAnswers(t *testing.T) {
 	tr := slowTo{Transport: hub.Member("owner"), slow: "dead", release: make(chan struct{})}
 	c := NewCommitter(CommitterConfig{Observer: NopObserver{}}, tr, newView("owner"))
 	stop, done := make(chan struct{}), make(chan struct{})
-	go c.sender(stop, done)
+	go func() { defer close(done); c.outbox.Run(stop) }()
 	ids := []string{newID(), newID(), newID()}
 	for _, id := range ids {
 		c.answer("dead", Answer{V: Version, ID: id, Table: "events", Stream: "dead", Kind: KindAck})

@@ -9,7 +9,7 @@ import (
 // waiting, and each member has a sender goroutine of its own, since a Send blocks until the
 // member read it (up to memberlist's TCP timeout, 10 s, for a member that died but is still
 // alive in gossip) and one slow member must not hold every other's messages. It is group
-// commit's answer sender (sidecar/commit/sender.go) made reusable.
+// commit's answer sender, and the lease owner's.
 type Outbox struct {
 	tr      Transport
 	dropped func() // told of every message not sent; nil: nobody
