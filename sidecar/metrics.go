@@ -82,7 +82,7 @@ func NewMetrics() *Metrics {
 		CommitTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_catalog_commit_timeouts_total", Help: "Catalog commits abandoned at --commit-timeout (outcome unknown, retried), by table."}, []string{"table"}),
 		CatalogFullWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_catalog_full_waits_total", Help: "Catalog calls refused for want of a connection (PostgreSQL too_many_connections, 53300) and made again after a backoff, by call: load, commit, open."}, []string{"op"}),
+			Name: "siglake_catalog_full_waits_total", Help: "Catalog calls refused for want of a connection (PostgreSQL too_many_connections, 53300) and made again after a backoff, by call: load, commit (the namespace check at open waits uncounted)."}, []string{"op"}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_build_info", Help: "Always 1; the labels say which build runs: version, VCS revision, Go version."},
 			[]string{"version", "revision", "goversion"}),
