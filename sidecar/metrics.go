@@ -106,6 +106,9 @@ func NewMetrics() *Metrics {
 	m.Memory = membudget.NewMetrics(reg)
 	m.GroupCommit = groupcommit.NewMetrics(reg)
 	reg.MustRegister(instrument.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
+	for _, op := range []string{"commit", "load"} {     // at 0 from the start, so the first wait shows in increase()
+		m.CatalogFullWaits.WithLabelValues(op)
+	}
 	return m
 }
 

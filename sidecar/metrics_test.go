@@ -65,6 +65,7 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 		"siglake_snapshot_expirations_total": {"outcome": {"failed", "ok"}},
 		"siglake_delete_sweeps_total":        {"outcome": {"capped", "clean", "conflict", "deleted", "failed"}},
 		"siglake_claim_commits_total":        {"outcome": {"committed", "conflict", "failed"}},
+		"siglake_catalog_full_waits_total":   {"op": {"commit", "load"}},
 	}
 	for name, labels := range want {
 		for label, vals := range labels {
