@@ -283,6 +283,16 @@ type Config struct {
 	// commits the batch itself. Default 30s (--group-commit-fallback-after); at most
 	// orphans.HandoffMaxAge(CommitTimeout), past which the committer refuses the request anyway.
 	GroupCommitFallbackAfter time.Duration
+	// BinLeases has a table's owner offer its rewrite bins to every maintenance sidecar
+	// (docs/design/bin-leases.md). Default true (--bin-leases), effective only with gossip, a
+	// gossip key and no key migration: a result names files the owner commits into the table.
+	BinLeases bool
+	// BinLeaseDuration is a lease's least life between renewals, 10s to 10m. Default 2m
+	// (--bin-lease-duration).
+	BinLeaseDuration time.Duration
+	// BinLeaseOwnerWait is how long an offer waits for another worker before the owner's own takes
+	// it, 0 to 10m. Default 10s (--bin-lease-owner-wait).
+	BinLeaseOwnerWait time.Duration
 	// ManifestMergeMinCount is the manifests at which a commit merges them (Iceberg's
 	// commit.manifest.min-count-to-merge), so metadata does not grow with every commit; 0 turns
 	// merging off. Default 100 (--manifest-merge-min-count), Iceberg's.
@@ -343,7 +353,7 @@ func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second))
 // Options lists every option a `siglake compactor` accepts, in documentation order.
 func Options() []Option {
 	return slices.Concat(placeOptions(), drainOptions(), compactionOptions(), cleanupOptions(), gossipOptions(),
-		processOptions(), bufferOptions(), groupCommitOptions())
+		processOptions(), bufferOptions(), groupCommitOptions(), binLeaseOptions())
 }
 
 // placeOptions are the options of the role and of where things are: the WAL, the catalog, the

@@ -73,6 +73,18 @@ var chartValueCases = map[string][]valueCase{
 		stricter(`"1m"`, "above 30s, 6 times the least commitTimeout: the binary takes it with a commitTimeout of at least a sixth of it"),
 		stricter(`"2.5s"`, "a fraction: the schema takes whole numbers of one unit"),
 	},
+	"compactor.binLeases.duration": {
+		ok(`"2m"`), ok(`"10s"`), ok(`"600s"`), ok(`"10m"`), ok(`"10000ms"`), ok(`"600000ms"`), ok(`"99s"`),
+		no(`"9s"`), no(`"11m"`), no(`"601s"`), no(`"9999ms"`), no(`"0"`), no(`"0s"`), no(`"-1m"`), no(`"120"`), no(`""`), no(`"1h"`),
+		stricter(`"1.5m"`, "a fraction: the schema takes whole numbers of one unit"),
+		stricter(`"1m30s"`, "a compound duration: the schema takes one unit"),
+	},
+	"compactor.binLeases.ownerWait": {
+		ok(`"10s"`), ok(`"0"`), ok(`"0s"`), ok(`"600s"`), ok(`"10m"`), ok(`"500ms"`), ok(`"600000ms"`),
+		no(`"11m"`), no(`"601s"`), no(`"600001ms"`), no(`"-1s"`), no(`"10"`), no(`""`), no(`"1h"`),
+		stricter(`"1.5s"`, "a fraction: the schema takes whole numbers of one unit"),
+		stricter(`"1m30s"`, "a compound duration: the schema takes one unit"),
+	},
 	"compactor.markPruneAfter": {
 		ok(`"7d"`), ok(`"0"`), ok(`"24h"`), ok(`"1d"`), ok(`"2w"`), ok(`"999999h"`), ok(`"99999d"`), ok(`"9999w"`),
 		no(`"23h"`), no(`"1h"`), no(`"-1d"`), no(`"7"`), no(`""`), no(`"999999999d"`),
@@ -108,7 +120,7 @@ var chartValueCases = map[string][]valueCase{
 var boolCases = []valueCase{ok(`true`), ok(`false`), stricter(`"yes"`, "a string: the schema wants a boolean")}
 
 func init() {
-	for _, p := range []string{"commitBatch.groupCommit.enabled", "compactor.catalogClaim", "compactor.deleteTasks", "compactor.indexRebuild",
+	for _, p := range []string{"commitBatch.groupCommit.enabled", "compactor.binLeases.enabled", "compactor.catalogClaim", "compactor.deleteTasks", "compactor.indexRebuild",
 		"compactor.invertedIndex.enabled", "compactor.leveled", "compactor.walBuffer.enabled", "warehouse.s3.pathStyle"} {
 		chartValueCases[p] = boolCases
 	}

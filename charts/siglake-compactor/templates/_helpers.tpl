@@ -273,6 +273,14 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{- end }}
 - name: SIGLAKE_MANIFEST_MERGE_MIN_COUNT
   value: {{ $v.compactor.manifestMerge.minCount | int | quote }}
+{{- with $v.compactor.binLeases }}
+- name: SIGLAKE_BIN_LEASES
+  value: {{ .enabled | quote }}
+- name: SIGLAKE_BIN_LEASE_DURATION
+  value: {{ .duration | toString | quote }}
+- name: SIGLAKE_BIN_LEASE_OWNER_WAIT
+  value: {{ .ownerWait | toString | quote }}
+{{- end }}
 - name: SIGLAKE_MARK_PRUNE_AFTER
   value: {{ $v.compactor.markPruneAfter | toString | quote }}
 - name: SIGLAKE_RECLUSTER_INTERVAL_SECS
