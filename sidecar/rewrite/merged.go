@@ -40,6 +40,16 @@ func (m Merged) discard(st Status, err error) Outcome {
 	return Outcome{Status: st, Err: err, Merge: m.Result, Orphans: orphans, OrphanErr: rerr}
 }
 
+// Remove removes the outputs of a merge of this process that will not be committed (a worker's
+// result its owner refused or could not commit) and returns the paths it could not remove.
+// Received outputs are never removed here: RemoveRefused judges those.
+func (m Merged) Remove() ([]string, error) {
+	if m.fs == nil {
+		return nil, nil
+	}
+	return lake.RemoveFiles(m.fs, m.Result.Outputs)
+}
+
 func (m Merged) paths() []string {
 	out := make([]string, len(m.Result.Outputs))
 	for i, o := range m.Result.Outputs {

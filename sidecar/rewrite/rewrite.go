@@ -151,6 +151,10 @@ type Executor struct {
 	SpliceMinRows int64
 	// SpliceUnverified skips the splice's page checks (merge.RewriteOptions).
 	SpliceUnverified bool
+	// MaxAge, when above 0, is the longest a merge may take and still be committed: its outputs
+	// are unreferenced until the commit, and orphan gc may remove them past its floor, so a merge
+	// that took longer removes them and fails (a leased bin has the same bound on its lease, work.Config.MaxAge).
+	MaxAge time.Duration
 	// MergeMetrics counts merges by path; nil counts nothing.
 	MergeMetrics *instrument.MergeMetrics
 	Now          func() time.Time
@@ -289,6 +293,10 @@ func (e *Executor) merge(ctx context.Context, t *table.Table, job Job) (Merged, 
 	}
 	e.MergeMetrics.Rewrite(res) // a completed merge counts whatever its commit does
 	m := Merged{Result: res, fs: wfs}
+	if e.MaxAge > 0 && res.Took > e.MaxAge {
+		return m, m.discard(Failed, fmt.Errorf("merge %d files of partition %s took %s, longer than a rewrite may (%s, under orphan gc's floor): outputs removed, not committed",
+			len(inputs), job.Partition, res.Took.Round(time.Second), e.MaxAge))
+	}
 	if m.files, err = lake.DataFiles(t, res.Outputs); err != nil {
 		return m, m.discard(Failed, err)
 	}

@@ -452,3 +452,28 @@ func TestRunStartsNoMergeAfterStop(t *testing.T) {
 		t.Error("granted as it stopped: the share was not given back")
 	}
 }
+
+// TestRunRefusesAMergePastMaxAge: a merge that took longer than MaxAge is not committed (orphan
+// gc may have removed its early outputs by then): its outputs are removed and the table is as
+// it was.
+func TestRunRefusesAMergePastMaxAge(t *testing.T) {
+	l, wh := testTable(t, 3, 500)
+	tbl, files, rows := live(t, l)
+	before := parquetOnDisk(t, wh)
+	x := executor(l)
+	x.MaxAge = time.Nanosecond
+	out := x.Run(context.Background(), tbl, job(tbl, files))
+	if out.Status != Failed || out.Err == nil || !strings.Contains(out.Err.Error(), "longer than a rewrite may") {
+		t.Fatalf("outcome %s %v, want a failure past the age bound", out.Status, out.Err)
+	}
+	if after := parquetOnDisk(t, wh); len(after) != len(before) {
+		t.Fatalf("%d data files on disk after the refused merge, %d before", len(after), len(before))
+	}
+	if _, now, got := live(t, l); got != rows || len(now) != len(files) {
+		t.Fatalf("table changed by a refused rewrite: %d rows in %d files", got, len(now))
+	}
+	x.MaxAge = time.Hour
+	if out := x.Run(context.Background(), tbl, job(tbl, files)); out.Status != Committed {
+		t.Fatalf("within the bound: %s %v", out.Status, out.Err)
+	}
+}

@@ -59,6 +59,12 @@ type Config struct {
 	// OwnerWait is how long an offer waits before the owner's own worker may take it, unless no
 	// other worker asked within it (--bin-lease-owner-wait); 0 means DefaultOwnerWait.
 	OwnerWait time.Duration
+	// MaxAge ends a lease this long after it was taken, however often renewed (0: no bound). A
+	// worker's outputs are unreferenced until the owner commits them, and orphan gc may remove
+	// them past its floor; the process sets orphans.HandoffMaxAge, the bound a group-commit
+	// hand-off has, so a result's commit ends inside the floor (docs/design/bin-leases.md
+	// section 4).
+	MaxAge time.Duration
 }
 
 // IDSource draws the random bits of lease ids: *math/rand/v2.ChaCha8 seeded from crypto/rand in
@@ -349,7 +355,8 @@ func (b *Book) newID() (string, error) {
 // lease moves o from its table's offers to a lease of worker; b.mu is held.
 func (b *Book) lease(o *offer, id, worker string, local bool, now time.Time) Lease {
 	d := LeaseDuration(b.cfg.MinDuration, b.rate.Estimate(o.bytes))
-	l := &Lease{ID: id, Table: o.Table, Job: o.Job, Worker: worker, Local: local, Taken: now, Deadline: now.Add(d), Duration: d}
+	l := &Lease{ID: id, Table: o.Table, Job: o.Job, Worker: worker, Local: local, Taken: now, Duration: d}
+	l.Deadline = b.deadline(l, now)
 	t := b.tables[o.Table]
 	delete(t.offers, o.key)
 	for _, in := range o.Job.Inputs {
@@ -370,8 +377,25 @@ func (b *Book) Renew(id, worker string, now time.Time) (Lease, error) {
 	if err != nil {
 		return Lease{}, fmt.Errorf("renew lease %s for %s: %w", id, worker, err)
 	}
-	l.Deadline = now.Add(l.Duration)
+	l.Deadline = b.deadline(l, now)
 	return *l, nil
+}
+
+// deadline is l's deadline when taken or renewed at now: now plus its duration, and never past
+// its age bound (Config.MaxAge).
+func (b *Book) deadline(l *Lease, now time.Time) time.Time {
+	d := now.Add(l.Duration)
+	if b.cfg.MaxAge > 0 {
+		d = minTime(d, l.Taken.Add(b.cfg.MaxAge))
+	}
+	return d
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // Complete ends worker's live lease id at now and returns it: the owner commits the result in the

@@ -410,3 +410,37 @@ func TestBookConcurrent(t *testing.T) {
 	})
 	wg.Wait()
 }
+
+// TestLeaseAgeBound: a lease ends MaxAge after it was taken however often it is renewed, so a
+// worker's outputs are committed (if ever) inside orphan gc's floor; its result past the bound is
+// refused.
+func TestLeaseAgeBound(t *testing.T) {
+	b := newBook(Config{MinDuration: time.Minute, MaxAge: 150 * time.Second})
+	b.Offer("events", []Job{bin("a", 2, 10)}, t0)
+	ls := mustTake(t, b, "w1", oneSlot, false, t0)
+	if len(ls) != 1 || !ls[0].Deadline.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("took %v, want one lease until t0+1m", ls)
+	}
+	id := ls[0].ID
+	for _, at := range []time.Duration{40 * time.Second, 80 * time.Second, 120 * time.Second} {
+		l, err := b.Renew(id, "w1", t0.Add(at))
+		if err != nil {
+			t.Fatalf("renew at +%v: %v", at, err)
+		}
+		if want := minTime(t0.Add(at+time.Minute), t0.Add(150*time.Second)); !l.Deadline.Equal(want) {
+			t.Fatalf("renewed at +%v until %v, want %v", at, l.Deadline, want)
+		}
+	}
+	if _, err := b.Renew(id, "w1", t0.Add(150*time.Second)); !errors.Is(err, ErrNotLive) {
+		t.Fatalf("renew at the age bound: %v, want ErrNotLive", err)
+	}
+	if _, err := b.Complete(id, "w1", t0.Add(151*time.Second)); !errors.Is(err, ErrNotLive) {
+		t.Fatalf("result past the age bound: %v, want ErrNotLive", err)
+	}
+	if ended := b.Expire(t0.Add(151 * time.Second)); len(ended) != 1 || ended[0].ID != id {
+		t.Fatalf("expired %v, want the lease", ended)
+	}
+	if len(b.InFlight("events")) != 0 {
+		t.Fatal("an expired lease's files are still in flight")
+	}
+}
