@@ -51,6 +51,9 @@ type Maintainer struct {
 	// for memory (rewrite.Executor.Stop); what is in flight finishes under the cycle's context.
 	// The process sets it to the stop it passes Run; nil: never.
 	Stop context.Context
+	// Leases, when set, offers each pass's leasable bins to every maintenance sidecar (bin
+	// leases, leases.go) and rewrites here only the rest; nil rewrites every bin here.
+	Leases *Leases
 
 	once  sync.Once // makes the parts on first use: callers build a Maintainer as a literal
 	clock cadences
@@ -119,6 +122,10 @@ type Config struct {
 	// the folding of rollup tables (folding.Fold.MaxGroups, plan.FoldInput.MinFiles).
 	FoldMaxGroups int
 	FoldMinFiles  int
+	// RewriteMaxAge is the longest a merge may take and still be committed, local or leased
+	// (rewrite.Executor.MaxAge, work.Config.MaxAge): the process sets orphans.HandoffMaxAge under
+	// --commit-timeout, so outputs are committed inside orphan gc's floor. 0: no bound.
+	RewriteMaxAge time.Duration
 }
 
 // CycleReport summarises one maintenance cycle.
@@ -200,6 +207,7 @@ func (m *Maintainer) Cycle(ctx context.Context) (CycleReport, error) {
 	var rep CycleReport
 	now := m.Now()
 	m.exec.speed.cycle(time.Now())
+	m.exec.absorbLeased(ctx) // workers' results committed since the last cycle
 	tables, err := m.Lake.ListTables(ctx)
 	if err != nil {
 		m.obs.error("maintenance", "", err)
@@ -309,6 +317,12 @@ func (m *Maintainer) table(ctx context.Context, name string, in plan.Input, skip
 	}
 	in.Files = v.files
 	in.Rewriter, in.RewriterBusy, in.TimeSpent = m.exec.speed.input()
+	if m.Leases != nil {
+		in.InFlight = m.Leases.Owner.InFlight(name) // leased bins' inputs: planned without
+		if m.Leases.Workers != nil {
+			in.Workers = m.Leases.Workers()
+		}
+	}
 	pass := plan.PlanTable(m.Plan, plan.TableInput{Input: in, Fold: foldInput(v.roll, v.files, m.Cfg.FoldMinFiles)})
 	rep.Planned += len(pass.Bins)
 	run, err := m.exec.run(ctx, v, pass, in.Now, func() bool { return m.keeps(ctx, name) })
@@ -384,6 +398,9 @@ func (m *Maintainer) forgetTables(owned []string) {
 	for _, name := range m.obs.owned(owned) {
 		m.obs.forget(name)
 		m.exec.forget(name)
+		if m.Leases != nil {
+			m.Leases.Owner.Drop(name) // results of its leases are refused from now on
+		}
 	}
 }
 

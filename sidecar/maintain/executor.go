@@ -36,6 +36,8 @@ type executor struct {
 	// sweeper and retainer are made on first use; both keep what they learnt between cycles.
 	sweeper  *sweep.Sweeper
 	retainer *retention.Runner
+	// leased records the bins offered to workers (leases.go; Maintainer.Leases).
+	leased leasing
 }
 
 // speed measures this process's rewrites for the planner's time limit.
@@ -131,6 +133,7 @@ type passRun struct {
 	bins []BinReport
 	// skipped says, in words, which planned bins did not run and why.
 	skipped   []string
+	offered   int // bins on offer to workers (Maintainer.Leases)
 	committed plan.Work
 	conflicts int
 	failed    int
@@ -142,9 +145,13 @@ type passRun struct {
 // table, and only a failed reload fails the pass.
 func (e *executor) run(ctx context.Context, v *view, pass plan.TablePass, now time.Time, keep func() bool) (passRun, error) {
 	var run passRun
-	for i, b := range pass.Bins {
+	bins := pass.Bins
+	if e.set.Leases != nil {
+		bins = e.offer(v, bins, now, &run) // the rest run here
+	}
+	for i, b := range bins {
 		if !keep() {
-			run.skipped = append(run.skipped, fmt.Sprintf("%d bins not started: lease lost or shutting down", len(pass.Bins)-i))
+			run.skipped = append(run.skipped, fmt.Sprintf("%d bins not started: lease lost or shutting down", len(bins)-i))
 			break
 		}
 		key := binKey(v.name, b)
@@ -202,7 +209,8 @@ func (e *executor) rewriteExecutor() *rewrite.Executor {
 	s := e.set
 	x := &rewrite.Executor{Lake: s.Lake, MemoryBudget: s.Cfg.MergeMemoryBytes, ChunkRows: s.Cfg.MergeChunkRows,
 		MaxFanIn: s.Cfg.MaxFanIn, SpliceMinRows: s.Cfg.MergeSpliceMinRows,
-		SpliceUnverified: s.Cfg.MergeSpliceUnverified, MergeMetrics: s.Metrics.Merge, Now: s.Now, Reserve: s.Reserve, Stop: s.Stop}
+		SpliceUnverified: s.Cfg.MergeSpliceUnverified, MergeMetrics: s.Metrics.Merge, Now: s.Now, Reserve: s.Reserve, Stop: s.Stop,
+		MaxAge: s.Cfg.RewriteMaxAge}
 	if s.Cfg.IndexRebuild {
 		x.AfterCommit = e.rebuildIndexes
 	}
@@ -210,15 +218,26 @@ func (e *executor) rewriteExecutor() *rewrite.Executor {
 }
 
 // rewriteBin runs one bin through the rewrite executor: one replace of exactly its input files.
-// Every bin of a rollup table folds.
 func (e *executor) rewriteBin(ctx context.Context, v *view, b level.Bin) (rewrite.Outcome, error) {
+	job, err := e.binJob(v, b)
+	if err != nil {
+		return rewrite.Outcome{}, err
+	}
+	out := e.rewriteExecutor().Run(ctx, v.t, job)
+	e.obs.rewrite(v.name, job, out)
+	return out, out.Error()
+}
+
+// binJob is the rewrite job of bin b of v's table: its live input files, where and how its
+// outputs are written. Every bin of a rollup table folds.
+func (e *executor) binJob(v *view, b level.Bin) (rewrite.Job, error) {
 	job := rewrite.Job{Kind: b.Kind.String(), Partition: b.Partition, Generation: b.OutputGeneration(),
 		Dir: lake.DataDir(v.t, b.Partition), TargetFileBytes: b.TargetFileBytes, SplitSparse: e.set.Cfg.SplitSparse,
 		Metadata: e.set.Cfg.Metadata.For(v.t), Reason: b.Reason}
 	for _, f := range b.Files {
 		lf, ok := v.byPath[f.Path]
 		if !ok {
-			return rewrite.Outcome{}, fmt.Errorf("planned file %s is not live", f.Path)
+			return rewrite.Job{}, fmt.Errorf("planned file %s is not live", f.Path)
 		}
 		job.Inputs = append(job.Inputs, lf)
 	}
@@ -226,9 +245,7 @@ func (e *executor) rewriteBin(ctx context.Context, v *view, b level.Bin) (rewrit
 		f := v.roll.Fold
 		job.Fold, job.FoldTier = &f, v.roll.Tier(b.Files)
 	}
-	out := e.rewriteExecutor().Run(ctx, v.t, job)
-	e.obs.rewrite(v.name, job, out)
-	return out, out.Error()
+	return job, nil
 }
 
 // dropStaleRegistrations drops the index registrations of files no longer live and reloads t
@@ -345,4 +362,5 @@ func (e *executor) forget(name string) {
 		e.retainer.Forget(name)
 	}
 	e.poison.prune(name, nil, e.set.Now())
+	e.leased.forget(name)
 }

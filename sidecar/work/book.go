@@ -133,6 +133,8 @@ type Outstanding struct {
 	OfferedBytes int64
 	LeasedBins   int
 	LeasedBytes  int64
+	// CommittingBins are results taken up whose commit has not ended (Complete, not yet Settle).
+	CommittingBins int
 }
 
 type offer struct {
@@ -144,9 +146,13 @@ type offer struct {
 
 type tableBook struct {
 	offers   map[string]*offer // by key
-	inFlight map[string]string // input path -> the live lease holding it
-	leased   int
-	bytes    int64 // leased bytes
+	inFlight map[string]string // input path -> the live or committing lease holding it
+	// committing are the leases completed (their result taken up) whose commit has not ended
+	// (Settle): their inputs stay in flight, or the next pass could plan them again and lose
+	// the race to the commit.
+	committing map[string]bool
+	leased     int
+	bytes      int64 // leased bytes
 }
 
 // Book is one owner's lease book over the tables it owns: the bins on offer and the live leases.
@@ -398,10 +404,11 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// Complete ends worker's live lease id at now and returns it: the owner commits the result in the
-// table's loop before the table's next pass, since the lease's files are plannable again (now may
-// be when the result was received, if the loop takes it up later). ErrNotLive (unknown, past its
-// deadline, or ended: a second Complete) or ErrNotHolder: refuse the result.
+// Complete ends worker's live lease id at now and returns it (now may be when the result was
+// received, if the owner takes it up later): no renewal or second result is accepted. Its inputs
+// stay in flight until Settle, which the owner calls once the result's commit ended, so a pass
+// never plans files a commit is about to replace. ErrNotLive (unknown, past its deadline, or
+// ended: a second Complete) or ErrNotHolder: refuse the result.
 func (b *Book) Complete(id, worker string, now time.Time) (Lease, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -409,8 +416,27 @@ func (b *Book) Complete(id, worker string, now time.Time) (Lease, error) {
 	if err != nil {
 		return Lease{}, fmt.Errorf("complete lease %s for %s: %w", id, worker, err)
 	}
+	b.tables[l.Table].committing[id] = true
 	b.end(l)
 	return *l, nil
+}
+
+// Settle takes the inputs of completed lease l out of flight: its commit ended, committed or
+// not. Settling a lease twice, or one never completed, does nothing.
+func (b *Book) Settle(l Lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.tables[l.Table]
+	if t == nil || !t.committing[l.ID] {
+		return
+	}
+	delete(t.committing, l.ID)
+	for _, in := range l.Job.Inputs {
+		if t.inFlight[in.Path] == l.ID {
+			delete(t.inFlight, in.Path)
+		}
+	}
+	b.forgetIfIdle(l.Table)
 }
 
 // held returns the live lease id if worker holds it; b.mu is held.
@@ -465,12 +491,12 @@ func (b *Book) Drop(table string) []Lease {
 	return out
 }
 
-// end removes l from the book, its files from flight; b.mu is held.
+// end removes l from the book, its files from flight unless it is committing; b.mu is held.
 func (b *Book) end(l *Lease) {
 	delete(b.leases, l.ID)
 	t := b.tables[l.Table]
 	for _, in := range l.Job.Inputs {
-		if t.inFlight[in.Path] == l.ID {
+		if t.inFlight[in.Path] == l.ID && !t.committing[l.ID] {
 			delete(t.inFlight, in.Path)
 		}
 	}
@@ -482,7 +508,7 @@ func (b *Book) end(l *Lease) {
 func (b *Book) table(name string) *tableBook {
 	t, ok := b.tables[name]
 	if !ok {
-		t = &tableBook{offers: map[string]*offer{}, inFlight: map[string]string{}}
+		t = &tableBook{offers: map[string]*offer{}, inFlight: map[string]string{}, committing: map[string]bool{}}
 		b.tables[name] = t
 	}
 	return t
@@ -490,7 +516,7 @@ func (b *Book) table(name string) *tableBook {
 
 // forgetIfIdle drops a table with neither offers nor leases; b.mu is held.
 func (b *Book) forgetIfIdle(name string) {
-	if t := b.tables[name]; t != nil && len(t.offers) == 0 && t.leased == 0 {
+	if t := b.tables[name]; t != nil && len(t.offers) == 0 && t.leased == 0 && len(t.committing) == 0 {
 		delete(b.tables, name)
 	}
 }
@@ -515,7 +541,7 @@ func (b *Book) Outstanding(table string) Outstanding {
 	defer b.mu.Unlock()
 	var o Outstanding
 	if t := b.tables[table]; t != nil {
-		o.OfferedBins, o.LeasedBins, o.LeasedBytes = len(t.offers), t.leased, t.bytes
+		o.OfferedBins, o.LeasedBins, o.LeasedBytes, o.CommittingBins = len(t.offers), t.leased, t.bytes, len(t.committing)
 		for _, of := range t.offers {
 			o.OfferedBytes += of.bytes
 		}

@@ -238,8 +238,12 @@ func TestRenewAndComplete(t *testing.T) {
 	if _, err := b.Complete(l.ID, "w1", t0.Add(time.Second)); !errors.Is(err, ErrNotLive) {
 		t.Fatalf("a second completion: %v", err)
 	}
+	if !b.InFlight("events")[l.Job.Inputs[0].Path] {
+		t.Fatal("a completed lease's file left flight before its commit was settled")
+	}
+	b.Settle(done)
 	if b.InFlight("events")[l.Job.Inputs[0].Path] {
-		t.Fatal("a completed lease's file is still in flight")
+		t.Fatal("a settled lease's file is still in flight")
 	}
 }
 
@@ -442,5 +446,38 @@ func TestLeaseAgeBound(t *testing.T) {
 	}
 	if len(b.InFlight("events")) != 0 {
 		t.Fatal("an expired lease's files are still in flight")
+	}
+}
+
+// TestCompletedLeaseInFlightUntilSettled: a completed lease's inputs stay in flight while its
+// result is committed, so a pass in the meantime cannot plan them again (and lose to the commit).
+func TestCompletedLeaseInFlightUntilSettled(t *testing.T) {
+	b := newBook(Config{})
+	j := bin("a", 2, 10)
+	b.Offer("events", []Job{j}, t0)
+	ls := mustTake(t, b, "w1", oneSlot, false, t0)
+	l, err := b.Complete(ls[0].ID, "w1", t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.InFlight("events"); len(got) != 2 {
+		t.Fatalf("in flight while committing: %v, want both inputs", got)
+	}
+	if o := b.Outstanding("events"); o.LeasedBins != 0 || o.CommittingBins != 1 {
+		t.Fatalf("outstanding while committing: %+v", o)
+	}
+	if _, err := b.Renew(l.ID, "w1", t0.Add(2*time.Second)); !errors.Is(err, ErrNotLive) {
+		t.Fatalf("renewing a completed lease: %v, want ErrNotLive", err)
+	}
+	if refused := b.Offer("events", []Job{j}, t0.Add(2*time.Second)); len(refused) != 1 || !errors.Is(refused[0].Err, ErrLeased) {
+		t.Fatalf("offering the committing bin again: %v, want ErrLeased", refused)
+	}
+	b.Settle(l)
+	b.Settle(l) // twice is harmless
+	if got := b.InFlight("events"); len(got) != 0 {
+		t.Fatalf("in flight after settling: %v", got)
+	}
+	if o := b.Outstanding("events"); o != (Outstanding{}) || len(b.Tables()) != 0 {
+		t.Fatalf("after settling: %+v, tables %v", o, b.Tables())
 	}
 }

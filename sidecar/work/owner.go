@@ -224,6 +224,7 @@ func (o *Owner) result(ctx context.Context, r received) {
 		o.answer(m.From, m.Lease, OutcomeExpired, err)
 		return
 	}
+	defer o.cfg.Book.Settle(l) // its inputs are plannable again once the commit ended
 	if m.Status == StatusFailed {
 		o.answer(m.From, l.ID, OutcomeFailed, errors.New(m.Error)) // the worker removed its outputs
 		return

@@ -339,6 +339,7 @@ func (m *model) complete(t *testing.T, b *Book, r *rand.Rand, now time.Time) {
 			t.Errorf("completed %s (%q by %s), completed before: %v", id, binKey(got.Job), got.Worker, l.completed)
 		}
 		l.ended, l.completed = true, true
+		b.Settle(got) // the model's owner commits at once (TestCompletedLeaseInFlightUntilSettled: meanwhile)
 	}
 }
 

@@ -1,0 +1,345 @@
+package maintain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/sidecar/plan/level"
+	"github.com/siglake/siglake/sidecar/rewrite"
+	"github.com/siglake/siglake/sidecar/work"
+)
+
+// Leases is the owner's half of bin leases (docs/design/bin-leases.md): each pass offers its
+// leasable bins through Owner instead of rewriting them here, and the results workers send are
+// committed by OwnerCallbacks. nil (Maintainer.Leases) rewrites every bin here, as before.
+type Leases struct {
+	Owner *work.Owner
+	Book  *work.Book
+	// Workers is how many maintenance sidecars take bins now, this one included (gossip meta
+	// wk); the pass's budgets are per worker (plan.Input.Workers). nil: one.
+	Workers func() int
+}
+
+// maxLeaseTries is how many leases of one bin may end without a commit (a worker killed, paused
+// past its lease, or failing to merge it) before the owner rewrites the bin itself, where a
+// failure is classified and its input set aside (poison.go) rather than passed from worker to
+// worker for ever.
+const maxLeaseTries = 2
+
+// leasing is the executor's record of the bins it offered: the owner's own job of each (a result
+// is committed with it, never with the job rebuilt from the lease), how often leases of each ended
+// without a commit, and the results committed since the cycle last took them. The owner's commit
+// goroutine and the cycle both use it.
+type leasing struct {
+	mu   sync.Mutex
+	bins map[string]map[string]*leasedBin // table -> inputsKey -> bin
+	done []leasedResult
+}
+
+// leasedBin is one bin offered to workers.
+type leasedBin struct {
+	job   rewrite.Job
+	bin   level.Bin
+	tries int // leases of these inputs that ended without a commit
+}
+
+// leasedResult is a worker's result the owner committed (or tried to), for the cycle to learn
+// from as it learns from its own rewrites: the rewrite rate and the failure bookkeeping.
+type leasedResult struct {
+	table string
+	bin   level.Bin
+	out   rewrite.Outcome
+	took  time.Duration // the worker's merge
+	at    time.Time
+}
+
+// inputsKey identifies a bin by its input paths (the lease book does the same).
+func inputsKey(paths []string) string {
+	paths = slices.Clone(paths)
+	slices.Sort(paths)
+	return strings.Join(paths, "\x00")
+}
+
+func jobKey(j work.Job) string {
+	ps := make([]string, len(j.Inputs))
+	for i, in := range j.Inputs {
+		ps[i] = in.Path
+	}
+	return inputsKey(ps)
+}
+
+func binInputsKey(b level.Bin) string {
+	ps := make([]string, len(b.Files))
+	for i, f := range b.Files {
+		ps[i] = f.Path
+	}
+	return inputsKey(ps)
+}
+
+// lookup is the owner's job of lease l's bin.
+func (x *leasing) lookup(l work.Lease) (*leasedBin, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	b, ok := x.bins[l.Table][jobKey(l.Job)]
+	return b, ok
+}
+
+// forget drops what was recorded of a table this process no longer maintains.
+func (x *leasing) forget(table string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.bins, table)
+}
+
+func (x *leasing) finished(r leasedResult) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.done = append(x.done, r)
+}
+
+func (x *leasing) takeDone() []leasedResult {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	d := x.done
+	x.done = nil
+	return d
+}
+
+// offer offers v's leasable bins of a pass to workers and returns the bins to rewrite here: those
+// that cannot be leased (rewrite.Leasable), that the book refused, or whose leases ended without a
+// commit maxLeaseTries times. Bins backing off after a failure are neither offered nor run. Every
+// pass offers, also an empty one: the book withdraws the unleased offers of the pass before.
+func (e *executor) offer(v *view, bins []level.Bin, now time.Time, run *passRun) []level.Bin {
+	x := e.set.Leases
+	taken := e.leaseTries(v.name)
+	next := map[string]*leasedBin{}
+	for _, l := range x.Book.Leases(v.name) { // results of live leases may still come
+		if b, ok := e.leased.lookup(l); ok {
+			next[jobKey(l.Job)] = b
+		}
+	}
+	var offers []work.Job
+	var local []level.Bin
+	for _, b := range bins {
+		key := binKey(v.name, b)
+		if until, ok := e.poison.backingOff(key, now); ok {
+			run.skipped = append(run.skipped, fmt.Sprintf("%s bin of %d files in %s: backing off after a transient failure until %s",
+				b.Kind, len(b.Files), b.Partition, until.UTC().Format(time.RFC3339)))
+			continue
+		}
+		lb := &leasedBin{bin: b, tries: taken[binInputsKey(b)]}
+		job, err := e.binJob(v, b)
+		var wj work.Job
+		if err == nil && lb.tries < maxLeaseTries {
+			wj, err = rewrite.Leasable(job)
+		}
+		if err != nil || lb.tries >= maxLeaseTries {
+			local = append(local, b)
+			continue
+		}
+		lb.job = job
+		next[jobKey(wj)] = lb
+		offers = append(offers, wj)
+	}
+	refused := x.Owner.Offer(v.name, offers)
+	for _, r := range refused {
+		k := jobKey(r.Job)
+		lb := next[k]
+		delete(next, k)
+		if errors.Is(r.Err, work.ErrLeased) || errors.Is(r.Err, work.ErrTwice) {
+			run.skipped = append(run.skipped, fmt.Sprintf("%s bin of %d files in %s: %v", lb.bin.Kind, len(lb.bin.Files), lb.bin.Partition, r.Err))
+			continue
+		}
+		local = append(local, lb.bin)
+	}
+	for _, o := range x.Book.Offers(v.name) {
+		if lb, ok := next[jobKey(o.Job)]; ok {
+			b := lb.bin
+			run.bins = append(run.bins, BinReport{Kind: b.Kind.String(), Partition: b.Partition, Files: len(b.Files), Bytes: b.EstimatedBytes,
+				Reason: b.Reason, Result: "offered to workers"})
+			run.offered++
+		}
+	}
+	e.leased.mu.Lock()
+	if e.leased.bins == nil {
+		e.leased.bins = map[string]map[string]*leasedBin{}
+	}
+	e.leased.bins[v.name] = next
+	e.leased.mu.Unlock()
+	return local
+}
+
+// leaseTries counts, before a pass offers again, the leases of table's bins that ended without a
+// commit: a bin the pass before offered that is neither on offer nor leased now was taken, and
+// since it is planned again its lease did not commit (a committed bin's inputs are gone). It
+// returns the counts by inputsKey.
+func (e *executor) leaseTries(table string) map[string]int {
+	x := e.set.Leases
+	now := map[string]bool{}
+	for _, o := range x.Book.Offers(table) {
+		now[jobKey(o.Job)] = true
+	}
+	for _, l := range x.Book.Leases(table) {
+		now[jobKey(l.Job)] = true
+	}
+	e.leased.mu.Lock()
+	defer e.leased.mu.Unlock()
+	tries := map[string]int{}
+	for k, b := range e.leased.bins[table] {
+		tries[k] = b.tries
+		if !now[k] {
+			tries[k]++
+		}
+	}
+	return tries
+}
+
+// absorbLeased learns from the results committed since the last cycle as from the cycle's own
+// rewrites: a commit feeds the rewrite rate and clears the bin's failures, a failed commit backs
+// the bin off (conflicts need nothing: the next pass plans fresh files).
+func (e *executor) absorbLeased(ctx context.Context) {
+	if e.set.Leases == nil {
+		return
+	}
+	for _, r := range e.leased.takeDone() {
+		key := binKey(r.table, r.bin)
+		switch r.out.Status {
+		case rewrite.Committed:
+			e.speed.rate.Add(max(r.bin.EstimatedBytes-r.out.Merge.SplicedBytes, 1), r.took)
+			e.poison.succeeded(r.table, key, r.bin)
+		case rewrite.Failed:
+			e.obs.error("rewrite", r.table, r.out.Err)
+			e.failed(ctx, r.table, key, r.bin, r.out, r.at)
+		}
+	}
+	e.set.Leases.Book.SetRate(e.speed.rate)
+}
+
+// OwnerCallbacks are the owner's check, commit and remove of workers' results
+// (work.OwnerConfig's Check, Commit and Remove): each result is judged and committed with the
+// owner's own job of the bin, on the table's newest head, through the one rewrite executor
+// (its commit takes the table's lock in lake, shared with group commit and this loop's
+// rewrites). The commit is counted and logged as every rewrite is; the cycle learns from it.
+func (m *Maintainer) OwnerCallbacks() (check func(context.Context, work.Lease, [][]byte) error,
+	commit func(context.Context, work.Lease, work.WorkerMessage) work.CommitResult,
+	remove func(context.Context, work.Lease, [][]byte)) {
+	m.parts()
+	return m.exec.checkLeased, m.exec.commitLeased, m.exec.removeLeased
+}
+
+// decodeLeased is l's bin as this owner planned it, the table's newest head and files decoded
+// against it.
+func (e *executor) decodeLeased(ctx context.Context, l work.Lease, files [][]byte) (*leasedBin, *table.Table, []iceberg.DataFile, error) {
+	lb, ok := e.leased.lookup(l)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("lease %s of table %s: no bin of this owner's has its inputs", l.ID, l.Table)
+	}
+	t, err := e.set.Lake.LoadTable(ctx, l.Table)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dfs, err := rewrite.DecodeOutputs(t, files)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("lease %s of table %s: %w", l.ID, l.Table, err)
+	}
+	return lb, t, dfs, nil
+}
+
+func (e *executor) checkLeased(ctx context.Context, l work.Lease, files [][]byte) error {
+	lb, t, dfs, err := e.decodeLeased(ctx, l, files)
+	if err != nil {
+		return err
+	}
+	return rewrite.CheckOutputs(t, lb.job, dfs)
+}
+
+func (e *executor) commitLeased(ctx context.Context, l work.Lease, m work.WorkerMessage) work.CommitResult {
+	lb, t, dfs, err := e.decodeLeased(ctx, l, m.Files)
+	if err != nil {
+		return work.CommitResult{Outcome: work.OutcomeFailed, Err: err}
+	}
+	took := time.Duration(m.TookMs) * time.Millisecond
+	out := e.rewriteExecutor().Commit(ctx, t, lb.job, rewrite.Received(dfs,
+		rewrite.Stats{BytesRead: m.BytesRead, BytesWritten: m.BytesWritten, SplicedBytes: m.SplicedBytes, TookMS: m.TookMs}))
+	e.obs.rewrite(l.Table, lb.job, out)
+	e.leased.finished(leasedResult{table: l.Table, bin: lb.bin, out: out, took: took, at: e.set.Now()})
+	return commitResult(out)
+}
+
+func (e *executor) removeLeased(ctx context.Context, l work.Lease, files [][]byte) {
+	lb, t, dfs, err := e.decodeLeased(ctx, l, files)
+	if err == nil {
+		_, err = rewrite.RemoveRefused(ctx, t, lb.job, dfs)
+	}
+	if err != nil {
+		e.set.Log.Warn("outputs of a refused bin-lease result not removed; orphan gc removes them",
+			zap.String("table", l.Table), zap.String("lease", l.ID), zap.String("worker", l.Worker), zap.Error(err))
+	}
+}
+
+// commitResult is a rewrite outcome as the owner answers it.
+func commitResult(out rewrite.Outcome) work.CommitResult {
+	switch out.Status {
+	case rewrite.Committed:
+		return work.CommitResult{Outcome: work.OutcomeCommitted}
+	case rewrite.Conflict:
+		return work.CommitResult{Outcome: work.OutcomeConflict, Err: out.Err, Removed: true}
+	case rewrite.MaybeCommitted:
+		return work.CommitResult{Outcome: work.OutcomeMaybeCommitted, Err: out.Err}
+	}
+	// A failed commit removed the outputs, unless it found them live already (then none may be).
+	return work.CommitResult{Outcome: work.OutcomeFailed, Err: out.Err, Removed: true}
+}
+
+// MergeLeased is a worker's merge of a leased bin (work.WorkerConfig.Merge): the job the lease
+// carries, checked against this process's view of the table (rewrite.FromLease), merged through
+// the one rewrite executor with this process's merge settings and memory budget, and its outputs
+// encoded for the owner. The merge ends at the lease's age bound (Config.RewriteMaxAge), past
+// which the owner refuses it.
+func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant) work.Merge {
+	m.parts()
+	if m.Cfg.RewriteMaxAge > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.Cfg.RewriteMaxAge)
+		defer cancel()
+	}
+	t, err := m.Lake.LoadTable(ctx, g.Table)
+	if err != nil {
+		return work.Merge{Err: err}
+	}
+	job, err := rewrite.FromLease(t, g.Job)
+	if err != nil {
+		return work.Merge{Err: err}
+	}
+	x := m.exec.rewriteExecutor()
+	x.AfterCommit = nil // the owner commits, and rebuilds the indexes
+	merged, out := x.Merge(ctx, t, job)
+	if out.Status != rewrite.Uncommitted {
+		if out.Err == nil {
+			out.Err = fmt.Errorf("merge of lease %s: %s", g.ID, out.Status)
+		}
+		return work.Merge{Err: out.Err}
+	}
+	files, err := rewrite.EncodeOutputs(t, merged)
+	if err != nil {
+		_, _ = merged.Remove()
+		return work.Merge{Err: err}
+	}
+	res := merged.Result
+	return work.Merge{Files: files, BytesRead: res.BytesRead, BytesWritten: res.BytesWritten, SplicedBytes: res.SplicedBytes, Took: res.Took,
+		Discard: func(context.Context) {
+			if orphans, err := merged.Remove(); err != nil {
+				m.Log.Warn("outputs of a leased merge not removed; orphan gc removes them", zap.String("table", g.Table),
+					zap.String("lease", g.ID), zap.Strings("orphans", orphans), zap.Error(err))
+			}
+		}}
+}

@@ -1,0 +1,188 @@
+package maintain
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/peermsg"
+	"github.com/siglake/siglake/sidecar/work"
+)
+
+// leaseCluster is an owner maintainer offering its bins on a LocalHub, and worker processes (each
+// a maintainer of its own on its own lake over the same catalog and warehouse) merging them.
+type leaseCluster struct {
+	t     *testing.T
+	e     *env
+	owner *Maintainer
+	book  *work.Book
+
+	mu    sync.Mutex
+	ends  map[string]int // worker outcomes (work.WorkerConfig.Done), all workers
+	fails bool           // the workers' merges fail
+}
+
+func newLeaseCluster(t *testing.T, e *env, workers int, clock func() time.Time) *leaseCluster {
+	t.Helper()
+	c := &leaseCluster{t: t, e: e, ends: map[string]int{}}
+	hub := peermsg.NewLocalHub()
+	c.owner = newMaintainer(t, e, e.lake, clock)
+	c.book = work.NewBook(work.Config{MinDuration: 10 * time.Second, OwnerWait: time.Hour, MaxAge: time.Minute}, rand.NewChaCha8([32]byte{3}))
+	check, commit, remove := c.owner.OwnerCallbacks()
+	owner := work.NewOwner(work.OwnerConfig{Book: c.book, Catalog: "cat", Check: check, Commit: commit, Remove: remove,
+		Tick: 20 * time.Millisecond, Retry: 30 * time.Millisecond}, hub.Member("owner"))
+	c.owner.Leases = &Leases{Owner: owner, Book: c.book, Workers: func() int { return workers + 1 }}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = owner.Run(ctx) }()
+	for i := range workers {
+		l, err := lake.Open(context.Background(), e.te.Cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		wm := newMaintainer(t, e, l, time.Now)
+		merge := func(ctx context.Context, g work.Grant) work.Merge {
+			c.mu.Lock()
+			fail := c.fails
+			c.mu.Unlock()
+			if fail {
+				return work.Merge{Err: errors.New("the test's worker fails every merge")}
+			}
+			return wm.MergeLeased(ctx, g)
+		}
+		w := work.NewWorker(work.WorkerConfig{Catalog: "cat", Poll: 20 * time.Millisecond,
+			Owners: func() []string { return []string{"owner"} },
+			Budget: func() work.Want { return work.Want{FreeBytes: 1 << 30, MergeBytes: 1 << 28} },
+			Merge:  merge,
+			Done: func(_ work.Grant, outcome string) {
+				c.mu.Lock()
+				c.ends[outcome]++
+				c.mu.Unlock()
+			}}, hub.Member(string(rune('a'+i))+"-worker"))
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.Run(ctx) }()
+	}
+	waitUntil(t, "the owner's handler", func() bool { return hub.Member("owner").Handles(work.KindWorker) })
+	return c
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// settle waits until the workers took every bin on offer and their leases ended.
+func (c *leaseCluster) settle() {
+	c.t.Helper()
+	waitUntil(c.t, "the leased bins to end", func() bool {
+		o := c.book.Outstanding("events")
+		return o.OfferedBins == 0 && o.LeasedBins == 0 && o.CommittingBins == 0
+	})
+}
+
+func (c *leaseCluster) ended(outcome string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ends[outcome]
+}
+
+// TestLeasedMaintenanceConverges: with bin leases the owner plans and offers; two worker
+// processes merge every bin; the owner commits their results. The table converges as it does
+// with one process, no row is lost or doubled, the owner merged nothing itself, and the commits
+// are counted and learnt from as the owner's own are.
+func TestLeasedMaintenanceConverges(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	want := smallFilesTable(t, e, 120)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	c := newLeaseCluster(t, e, 2, func() time.Time { return now })
+	m := c.owner
+	var depth, l0, offered int
+	for cycle := 0; cycle < 40; cycle++ {
+		rep, err := m.Cycle(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Rewrites > 0 {
+			t.Fatalf("cycle %d: the owner rewrote %d bins itself; every bin is leasable and taken by workers", cycle, rep.Rewrites)
+		}
+		offered += c.book.Outstanding("events").OfferedBins + c.book.Outstanding("events").LeasedBins
+		c.settle()
+		now = now.Add(5 * time.Minute)
+		_, depth, l0 = tableState(t, e.lake, m.Plan)
+		if depth <= 2 && l0 < 8 {
+			break
+		}
+	}
+	if depth > 2 || l0 >= 8 {
+		t.Fatalf("not converged: depth %d, %d L0 files", depth, l0)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("rows after leased rewrites %+v, want %+v", got, want)
+	}
+	committed := c.ended(work.OutcomeCommitted)
+	// Nothing else writes the table: a conflict means a pass planned files a result's commit was
+	// replacing (a completed lease's inputs must stay in flight until its commit ends).
+	if n := c.ended(work.OutcomeConflict); n > 0 {
+		t.Fatalf("%d leased results conflicted (outcomes %v)", n, c.ends)
+	}
+	if committed == 0 || offered == 0 {
+		t.Fatalf("workers committed %d bins of %d offered", committed, offered)
+	}
+	if v := counterValue(t, m.Metrics, "siglake_compactor_rewrites_total", "committed"); int(v) != committed {
+		t.Fatalf("the owner counted %v committed rewrites; its workers were answered committed %d times", v, committed)
+	}
+	if _, err := m.Cycle(context.Background()); err != nil { // takes up the last results
+		t.Fatal(err)
+	}
+	if !m.exec.speed.rate.Known() {
+		t.Fatal("the workers' results did not feed the owner's rewrite rate")
+	}
+	t.Logf("converged: %d bins committed by workers, outcomes %v", committed, c.ends)
+}
+
+// TestLeasedBinsFallBackToTheOwner: a bin whose leases end without a commit maxLeaseTries times
+// (here every worker fails its merge) is rewritten by the owner itself, so a bin no worker can
+// merge still compacts, and its failures meet the owner's poison handling.
+func TestLeasedBinsFallBackToTheOwner(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	want := smallFilesTable(t, e, 60)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	c := newLeaseCluster(t, e, 1, func() time.Time { return now })
+	c.fails = true
+	m := c.owner
+	local := 0
+	for cycle := 0; cycle < 6 && local == 0; cycle++ {
+		rep, err := m.Cycle(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		local += rep.Rewrites
+		if rep.Rewrites > 0 && cycle < maxLeaseTries {
+			t.Fatalf("cycle %d: the owner rewrote a bin before its leases failed %d times", cycle, maxLeaseTries)
+		}
+		c.settle()
+		now = now.Add(5 * time.Minute)
+	}
+	if local == 0 {
+		t.Fatalf("the owner never took back bins its worker failed (worker outcomes %v)", c.ends)
+	}
+	if c.ended(work.OutcomeFailed) < maxLeaseTries {
+		t.Fatalf("worker outcomes %v: want at least %d failed leases", c.ends, maxLeaseTries)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("rows %+v, want %+v", got, want)
+	}
+}
