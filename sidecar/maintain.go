@@ -9,6 +9,7 @@ import (
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/retention"
 )
@@ -19,7 +20,8 @@ func MaintainConfig(c config.Config) maintain.Config {
 		DeleteTasks: c.DeleteTasks, Sweep: sweepConfig(c), IndexRebuild: c.IndexRebuild, MergeMemoryBytes: c.MergeMemoryBytes,
 		MergeChunkRows: c.MergeChunkRows, MergeSpliceMinRows: c.MergeSpliceMinRows, MergeSpliceUnverified: !c.MergeSpliceVerify, MaxFanIn: c.MaxFanIn, SplitSparse: c.SplitSparse, Metadata: c.MetadataOptions,
 		RetentionInterval: c.RetentionInterval, Retention: retentionConfig(c), SkipAfterFailures: c.SkipAfterFailures,
-		FailureBackoff: c.FailureBackoff, FoldMaxGroups: c.FoldMaxGroups, FoldMinFiles: c.FoldMinFiles}
+		FailureBackoff: c.FailureBackoff, FoldMaxGroups: c.FoldMaxGroups, FoldMinFiles: c.FoldMinFiles,
+		RewriteMaxAge: orphans.HandoffMaxAge(c.CommitTimeout)}
 }
 
 // retentionConfig is the part of the options retention needs.
@@ -47,6 +49,7 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 	if p.memory != nil {
 		m.Reserve = p.memory.Reserve
 	}
+	m.Leases = p.startBinLeases(stop, work, m)
 	tick := p.Cfg.ReclusterInterval
 	if tick == 0 || tick > 10*time.Second {
 		tick = 10 * time.Second // gauges and expiry keep running with rewrites off

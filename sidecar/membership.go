@@ -24,6 +24,7 @@ func (p *Process) startGossip(httpAddr string) error {
 		return err
 	}
 	gc.GroupCommit = advertisesGroupCommit(p, len(gc.Keys))
+	gc.BinWorker = advertisesBinLeases(p, len(gc.Keys))
 	if len(gc.Keys) == 0 {
 		p.Log.Warn("gossip runs without encryption: any process that reaches the gossip port can join and take table leases; set --gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE (docs/gossip.md)",
 			zap.String("gossip_bind", p.Cfg.GossipBind))
@@ -32,7 +33,7 @@ func (p *Process) startGossip(httpAddr string) error {
 	if err != nil {
 		return fmt.Errorf("start gossip on %s: %w", net.JoinHostPort(gc.BindAddr, strconv.Itoa(gc.BindPort)), err)
 	}
-	p.cluster = c
+	p.cluster, p.binWorker = c, gc.BinWorker
 	p.Metrics.Reg.MustRegister(membership.Collector(c))
 	return nil
 }

@@ -59,6 +59,9 @@ type Process struct {
 	// publishGroupCommit reads them.
 	groupClient *commit.Client
 	committer   *commit.Committer
+	// binWorker: this process advertises gossip meta "wk" (advertisesBinLeases) and runs bin
+	// leases' owner and worker beside maintenance (leasework.go).
+	binWorker bool
 }
 
 // NewProcess prepares a process from cfg.

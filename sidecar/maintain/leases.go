@@ -27,6 +27,10 @@ type Leases struct {
 	// Workers is how many maintenance sidecars take bins now, this one included (gossip meta
 	// wk); the pass's budgets are per worker (plan.Input.Workers). nil: one.
 	Workers func() int
+	// Offered, when set, is told after each pass's offer whether the book has bins on offer:
+	// the process advertises them (gossip meta wo) at once, so other workers ask before the
+	// owner wait hands the bins to the owner's own worker.
+	Offered func(offering bool)
 }
 
 // maxLeaseTries is how many leases of one bin may end without a commit (a worker killed, paused
@@ -151,6 +155,9 @@ func (e *executor) offer(v *view, bins []level.Bin, now time.Time, run *passRun)
 		offers = append(offers, wj)
 	}
 	refused := x.Owner.Offer(v.name, offers)
+	if x.Offered != nil {
+		x.Offered(x.Book.Offering())
+	}
 	for _, r := range refused {
 		k := jobKey(r.Job)
 		lb := next[k]

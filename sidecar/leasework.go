@@ -1,0 +1,163 @@
+package sidecar
+
+import (
+	"context"
+	crand "crypto/rand"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
+	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/peermsg"
+	"github.com/siglake/siglake/sidecar/work"
+)
+
+// advertisesBinLeases says whether this process takes part in bin leases (gossip meta "wk"): it
+// maintains tables, --bin-leases is on and gossip has a key (leases and results are gossip
+// messages, which only a key authenticates).
+func advertisesBinLeases(p *Process, keys int) bool {
+	return p.Cfg.BinLeases && p.Cfg.Role.Maintains() && keys > 0
+}
+
+// binLeasesOn says whether bin leases run here now, and why not.
+func binLeasesOn(p *Process) (bool, string) {
+	switch {
+	case !p.Cfg.BinLeases:
+		return false, "--bin-leases is off"
+	case p.cluster == nil:
+		return false, "gossip is off (--gossip-bind)"
+	case !p.binWorker:
+		return false, "gossip has no key (--gossip-key-file): leases travel only as authenticated gossip messages"
+	}
+	return true, ""
+}
+
+// startBinLeases starts this process's owner and worker of bin leases (docs/design/bin-leases.md)
+// and returns what the maintainer offers through; nil, with the reason logged, when they are off.
+// The owner answers under working (its commits in flight finish on shutdown); the worker stops
+// asking and merging at stop. It waits for the catalog's identity (leases name it): until then
+// the process owns no table either.
+func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Maintainer) *maintain.Leases {
+	if on, why := binLeasesOn(p); !on {
+		if p.cluster != nil {
+			p.Log.Info("bin leases off: this process rewrites only the tables it owns", zap.String("reason", why))
+		}
+		return nil
+	}
+	catalog := p.waitCatalog(stop)
+	if catalog == "" {
+		return nil
+	}
+	tr := peermsg.Loopback(groupCluster{c: p.cluster, ns: p.Cfg.Namespace}) // an owner's own worker stays in the process
+	var seed [32]byte
+	_, _ = crand.Read(seed[:]) // never fails (crypto/rand panics instead)
+	maxAge := orphans.HandoffMaxAge(p.Cfg.CommitTimeout)
+	book := work.NewBook(work.Config{MinDuration: p.Cfg.BinLeaseDuration, OwnerWait: p.Cfg.BinLeaseOwnerWait, MaxAge: maxAge}, rand.NewChaCha8(seed))
+	check, commit, remove := m.OwnerCallbacks()
+	log := p.Log.Named("binleases")
+	owner := work.NewOwner(work.OwnerConfig{Book: book, Catalog: catalog, Authenticated: p.cluster.Authenticated,
+		Check: check, Commit: commit, Remove: remove, Now: time.Now,
+		Dropped: func() { log.Debug("bin-lease message dropped (queue full or send failed)") }}, tr)
+	worker := work.NewWorker(work.WorkerConfig{Catalog: catalog, Owners: p.binOwners, Budget: p.binBudget, Merge: m.MergeLeased, Now: time.Now,
+		Done: func(g work.Grant, outcome string) {
+			log.Info("leased bin ended", zap.String("table", g.Table), zap.String("lease", g.ID), zap.String("kind", g.Job.Kind),
+				zap.String("partition", g.Job.Partition), zap.Int("inputs", len(g.Job.Inputs)), zap.String("outcome", outcome))
+		}}, tr)
+	go func() {
+		if err := owner.Run(working); err != nil {
+			log.Error("bin-lease owner stopped", zap.Error(err))
+		}
+	}()
+	go func() {
+		if err := worker.Run(stop); err != nil {
+			log.Error("bin-lease worker stopped", zap.Error(err))
+		}
+	}()
+	go p.advertiseOffers(stop, book)
+	log.Info("bin leases on", zap.Duration("lease_duration", p.Cfg.BinLeaseDuration), zap.Duration("owner_wait", p.Cfg.BinLeaseOwnerWait),
+		zap.Duration("lease_max_age", maxAge))
+	return &maintain.Leases{Owner: owner, Book: book, Workers: p.binWorkers, Offered: p.advertiseOffering}
+}
+
+// waitCatalog returns the catalog's identity once gossip knows it, or "" at stop.
+func (p *Process) waitCatalog(stop context.Context) string {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if id := p.cluster.Catalog(); id != "" {
+			return id
+		}
+		select {
+		case <-stop.Done():
+			return ""
+		case <-t.C:
+		}
+	}
+}
+
+// advertiseOffers keeps this member's gossip meta "wo" true while its book has bins on offer, so
+// workers ask it (and only it and the other offering owners), checking every second.
+func (p *Process) advertiseOffers(stop context.Context, book *work.Book) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if err := p.cluster.SetBinOffers(book.Offering(), time.Second); err != nil {
+			p.Log.Debug("gossiping bin offers failed; retried in a second", zap.Error(err))
+		}
+		select {
+		case <-stop.Done():
+			_ = p.cluster.SetBinOffers(false, time.Second)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// advertiseOffering sets this member's gossip meta "wo" now (a pass just offered), rather than at
+// the next tick of advertiseOffers.
+func (p *Process) advertiseOffering(offering bool) {
+	if err := p.cluster.SetBinOffers(offering, time.Second); err != nil {
+		p.Log.Debug("gossiping bin offers failed; retried in a second", zap.Error(err))
+	}
+}
+
+// binOwners are the members with bins on offer, alive and staying (this one included).
+func (p *Process) binOwners() []string {
+	var out []string
+	for _, m := range p.cluster.Members() {
+		if m.BinOffers && m.State == gossip.StateAlive && !m.Leaving {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// binWorkers is how many members take leased bins now, this one included: the pass's budgets
+// are per worker (plan.Input.Workers).
+func (p *Process) binWorkers() int {
+	n := 0
+	for _, m := range p.cluster.Members() {
+		if m.BinWorker && m.State == gossip.StateAlive && !m.Leaving {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// binBudget is this worker's ask: the process memory budget's free bytes and one merge's share
+// (--merge-memory-bytes), so an owner leases no more bins than the worker can merge at once.
+func (p *Process) binBudget() work.Want {
+	mergeBytes := p.Cfg.MergeMemoryBytes
+	if mergeBytes <= 0 {
+		mergeBytes = merge.DefaultMemoryBudget()
+	}
+	if p.memory == nil {
+		return work.Want{FreeBytes: mergeBytes, MergeBytes: mergeBytes}
+	}
+	s := p.memory.Snapshot()
+	return work.Want{FreeBytes: max(s.LimitBytes-s.HeldBytes, 0), MergeBytes: mergeBytes}
+}

@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/siglake/siglake/sidecar/rowsum"
+)
+
+// Bin leases through the real binary (issue 34, docs/design/bin-leases.md): the owner of a table
+// plans and offers its bins; every keyed member merges some; the owner commits. On PostgreSQL and
+// S3, every row stays exactly once (iceberg-go and DuckDB), also when a worker is killed or frozen
+// mid-bin.
+
+// smallFilesSite is a PostgreSQL + S3 site whose table events holds many small overlapping files:
+// rows generated into the WAL and drained with every segment its own commit.
+func smallFilesSite(t *testing.T, rows int) (*site, rowsum.Sum) {
+	t.Helper()
+	s := newBackendSite(t, "", "")
+	w := s.walgen("pre", rows, 31, "--step", "3s", "--start", "2026-11-20T00:00:00Z") // about a week: bins in several partitions at once
+	cmd := exec.Command(bin, "compactor", "--once", "--wal-dir", s.wal, "--catalog", s.catalog, "--warehouse", s.warehouse,
+		"--http-addr", "127.0.0.1:0", "--log-format", "json", "--commit-batch-target-mb", "0", "--commit-batch-max-age-secs", "0",
+		"--recluster-interval-secs", "0")
+	cmd.Env = append(os.Environ(), s.extraEnv...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("compactor --once: %v\n%s", err, tail(string(out), 3000))
+	}
+	_, files := s.table("events")
+	t.Logf("events: %d rows sealed in %d segments, %d live files", w.Rows, w.Segments, len(files))
+	return s, w.Fingerprint
+}
+
+// leaseEnds reads a member's log for its worker's leased bins and how each ended.
+func leaseEnds(t *testing.T, m *member) map[string]int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(filepath.Dir(m.wal), m.name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Msg     string `json:"msg"`
+			Outcome string `json:"outcome"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "leased bin ended" {
+			out[line.Outcome]++
+		}
+	}
+	return out
+}
+
+// logLines is the last n lines of a member's log that contain sub.
+func logLines(t *testing.T, m *member, sub string, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(m.wal), m.name+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(len(out)-n, 0):], "\n")
+}
+
+// ownerOf waits until ms agree on the owner of table and returns it.
+func ownerOf(t *testing.T, ms []*member, table string) *member {
+	t.Helper()
+	var owner *member
+	waitUntil(t, "the members to agree on "+table+"'s owner", 60*time.Second, func() (bool, string) {
+		o := owners(ms, table)
+		name := ""
+		for _, m := range ms {
+			if o[m.name] == "" || (name != "" && o[m.name] != name) {
+				return false, fmt.Sprint(o)
+			}
+			name = o[m.name]
+		}
+		for _, m := range ms {
+			if m.name == name {
+				owner = m
+			}
+		}
+		return owner != nil, fmt.Sprint(o)
+	})
+	return owner
+}
+
+// merging waits until a member of ms other than owner holds merge memory (it merges a leased bin:
+// only leased bins merge on a member that does not own the table) and returns it.
+func merging(t *testing.T, ms []*member, owner *member, timeout time.Duration) *member {
+	t.Helper()
+	var w *member
+	waitUntil(t, "a worker to merge a leased bin", timeout, func() (bool, string) {
+		for _, m := range ms {
+			if m == owner {
+				continue
+			}
+			r, err := status(m.httpAddr)
+			if err != nil || r.Memory == nil {
+				continue
+			}
+			for _, l := range r.Memory.Loops {
+				if l.Loop == "merge" && l.HeldBytes > 0 {
+					w = m
+					return true, ""
+				}
+			}
+		}
+		return false, "no worker holds merge memory"
+	})
+	return w
+}
+
+func binLeaseMembers(t *testing.T, s *site, n int, extra ...string) []*member {
+	t.Helper()
+	var ms []*member
+	for i := 0; i < n; i++ {
+		ms = append(ms, newMember(t, s, fmt.Sprintf("bl-%d", i), i))
+	}
+	startGroup(t, s, ms, gossipKey(9), append([]string{"--bin-lease-duration", "10s"}, extra...)...)
+	return ms
+}
+
+// TestBinLeasesCluster: four keyed members on PostgreSQL and S3; the owner of events offers its
+// bins and at least three members merge some; the table converges with every row once.
+func TestBinLeasesCluster(t *testing.T) {
+	s, want := smallFilesSite(t, 120000)
+	ms := binLeaseMembers(t, s, 4)
+	owner := ownerOf(t, ms, "events")
+	waitUntil(t, "events to converge", 240*time.Second, func() (bool, string) { return converged(owner, "events") })
+	time.Sleep(2 * time.Second) // results in flight commit
+	stopAll(ms)
+	merged := map[string]map[string]int{}
+	workers := 0
+	for _, m := range ms {
+		merged[m.name] = leaseEnds(t, m)
+		if merged[m.name]["committed"] > 0 {
+			workers++
+		}
+	}
+	t.Logf("owner %s; leased bins by member and outcome: %v", owner.name, merged)
+	if workers < 3 {
+		for _, m := range ms {
+			t.Logf("%s's bin-lease log:\n%s", m.name, logLines(t, m, "bin", 30))
+		}
+		t.Fatalf("leased bins committed on %d members, want at least 3: %v", workers, merged)
+	}
+	exactlyOnce(t, s, want)
+}
+
+// TestBinLeasesWorkerKilledAndFrozen: a worker is killed with SIGKILL in the middle of a leased
+// merge, another frozen with SIGSTOP past its lease and woken; their bins are planned again and
+// merged elsewhere, the frozen one's late result is refused, and every row is in the table once.
+func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
+	s, want := smallFilesSite(t, 160000)
+	ms := binLeaseMembers(t, s, 4, "--merge-memory-bytes", "67108864")
+	owner := ownerOf(t, ms, "events")
+	killed := merging(t, ms, owner, 120*time.Second)
+	_ = killed.cmd.Process.Signal(syscall.SIGKILL)
+	_ = killed.cmd.Wait()
+	var rest []*member
+	for _, m := range ms {
+		if m != killed {
+			rest = append(rest, m)
+		}
+	}
+	frozen := merging(t, rest, owner, 120*time.Second)
+	_ = frozen.cmd.Process.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { _ = frozen.cmd.Process.Signal(syscall.SIGCONT) })
+	time.Sleep(15 * time.Second) // past the 10 s lease
+	_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
+	waitUntil(t, "events to converge", 240*time.Second, func() (bool, string) { return converged(owner, "events") })
+	time.Sleep(2 * time.Second)
+	stopAll(rest)
+	ends := leaseEnds(t, frozen)
+	t.Logf("killed %s, froze %s (its leases ended %v); owner %s", killed.name, frozen.name, ends, owner.name)
+	if ends["expired"]+ends["lapsed"] == 0 {
+		var outcomes []string
+		for o := range ends {
+			outcomes = append(outcomes, o)
+		}
+		sort.Strings(outcomes)
+		t.Fatalf("the frozen worker's lease did not end expired or lapsed: %v", ends)
+	}
+	exactlyOnce(t, s, want)
+}
