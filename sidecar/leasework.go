@@ -56,7 +56,11 @@ func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Main
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (crypto/rand panics instead)
 	maxAge := orphans.HandoffMaxAge(p.Cfg.CommitTimeout)
-	book := work.NewBook(work.Config{MinDuration: p.Cfg.BinLeaseDuration, OwnerWait: p.Cfg.BinLeaseOwnerWait, MaxAge: maxAge}, rand.NewChaCha8(seed))
+	ownerWait := p.Cfg.BinLeaseOwnerWait
+	if ownerWait == 0 {
+		ownerWait = time.Nanosecond // --bin-lease-owner-wait 0 keeps no bin from the owner; the book reads 0 as its default
+	}
+	book := work.NewBook(work.Config{MinDuration: p.Cfg.BinLeaseDuration, OwnerWait: ownerWait, MaxAge: maxAge}, rand.NewChaCha8(seed))
 	check, commit, remove := m.OwnerCallbacks()
 	log := p.Log.Named("binleases")
 	owner := work.NewOwner(work.OwnerConfig{Book: book, Catalog: catalog, Authenticated: p.cluster.Authenticated,
