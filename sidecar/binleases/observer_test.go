@@ -193,7 +193,7 @@ func TestWorkerSide(t *testing.T) {
 	st := o.Snapshot(nil, true)
 	if st.Tables != nil || st.Worker == nil || len(st.Worker.Running) != 2 || st.Worker.Running[0].ID != "bbbbbbbb" ||
 		st.Worker.Running[1].Owner != "pod-a" || st.Worker.Running[1].Bytes != 300 || st.Worker.Running[1].Files != 3 ||
-		st.Worker.Running[1].LeaseSeconds != 120 || st.Worker.Done != nil {
+		st.Worker.Running[1].LeaseSeconds != 120 || st.Worker.Done != nil || st.Worker.RunningBins != 2 {
 		t.Fatalf("worker status: %+v", st.Worker)
 	}
 	cfg.Done(g1, work.OutcomeCommitted)

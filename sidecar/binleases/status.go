@@ -61,8 +61,9 @@ type Lease struct {
 
 // Worker is this process's worker: the bins it runs and how its leases ended since start.
 type Worker struct {
-	Running []Running        `json:"running,omitempty"` // oldest first, at most MaxListed
-	Done    map[string]int64 `json:"done,omitempty"`    // by outcome
+	RunningBins int              `json:"running_bins"`
+	Running     []Running        `json:"running,omitempty"` // oldest first, at most MaxListed
+	Done        map[string]int64 `json:"done,omitempty"`    // by outcome
 }
 
 // Running is a leased bin this process's worker merges or waits on an answer for.
@@ -147,7 +148,7 @@ func (o *Observer) ownerTables(book *work.Book) []Table {
 func (o *Observer) worker() *Worker {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	w := &Worker{}
+	w := &Worker{RunningBins: len(o.running)}
 	for _, r := range o.running {
 		w.Running = append(w.Running, r)
 	}
