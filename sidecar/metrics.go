@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/siglake/siglake/sidecar/binleases"
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	drainmetrics "github.com/siglake/siglake/sidecar/drain/metrics"
@@ -63,6 +64,8 @@ type Metrics struct {
 	Memory *membudget.Metrics
 	// GroupCommit are group commit's metrics, pod and committer side (sidecar/commit's observer).
 	GroupCommit *groupcommit.Metrics
+	// BinLeases are bin leases' metrics, owner and worker side (sidecar/work's observer).
+	BinLeases *binleases.Metrics
 }
 
 // NewMetrics registers the sidecar's metrics, plus Go runtime and process collectors, on a new registry.
@@ -105,6 +108,7 @@ func NewMetrics() *Metrics {
 	m.Buffer = buffer.NewMetrics(reg)
 	m.Memory = membudget.NewMetrics(reg)
 	m.GroupCommit = groupcommit.NewMetrics(reg)
+	m.BinLeases = binleases.NewMetrics(reg)
 	reg.MustRegister(instrument.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
 	for _, op := range []string{"commit", "load"} {     // at 0 from the start, so the first wait shows in increase()
 		m.CatalogFullWaits.WithLabelValues(op)

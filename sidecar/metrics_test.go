@@ -61,11 +61,16 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 			"kind":    {"absorb", "backpressure_l0", "delete_task", "depth", "fold", "l0", "l1", "legacy", "retention"},
 			"outcome": {"committed", "conflict", "failed"},
 		},
-		"siglake_merge_rewrites_total":       {"path": {"in_memory", "k_way", "page_bounded", "splice"}},
-		"siglake_snapshot_expirations_total": {"outcome": {"failed", "ok"}},
-		"siglake_delete_sweeps_total":        {"outcome": {"capped", "clean", "conflict", "deleted", "failed"}},
-		"siglake_claim_commits_total":        {"outcome": {"committed", "conflict", "failed"}},
-		"siglake_catalog_full_waits_total":   {"op": {"commit", "load"}},
+		"siglake_merge_rewrites_total":             {"path": {"in_memory", "k_way", "page_bounded", "splice"}},
+		"siglake_snapshot_expirations_total":       {"outcome": {"failed", "ok"}},
+		"siglake_delete_sweeps_total":              {"outcome": {"capped", "clean", "conflict", "deleted", "failed"}},
+		"siglake_claim_commits_total":              {"outcome": {"committed", "conflict", "failed"}},
+		"siglake_catalog_full_waits_total":         {"op": {"commit", "load"}},
+		"siglake_bin_lease_refused_total":          {"message": {"renew", "result"}, "reason": {"catalog", "not_holder", "not_live"}},
+		"siglake_bin_lease_messages_dropped_total": {"side": {"owner", "worker"}},
+		"siglake_bin_lease_worker_bins_total": {
+			"outcome": {"committed", "conflict", "expired", "failed", "lapsed", "lost", "maybe_committed", "refused"},
+		},
 	}
 	for name, labels := range want {
 		for label, vals := range labels {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/sidecar/binleases"
 	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/config"
@@ -68,6 +69,9 @@ type StatusReport struct {
 	// GroupCommit is whether batches are handed to their tables' committers, this pod's hand-offs
 	// waiting for an answer and the tables it commits; nil until the process published it.
 	GroupCommit *GroupCommitReport `json:"group_commit,omitempty"`
+	// BinLeases is whether rewrite bins are leased to workers, the owned tables' bins on offer and
+	// leased, and this process's worker; nil until the process published it.
+	BinLeases *binleases.Status `json:"bin_leases,omitempty"`
 }
 
 // GroupCommitReport is group commit's part of /debug/status (docs/design/group-commit.md 6.3).
@@ -167,6 +171,11 @@ func (s *Status) Maintenance(table string, st *maintain.State) {
 // GroupCommit shows group commit's state (a new value each time).
 func (s *Status) GroupCommit(g *GroupCommitReport) {
 	s.Update(func(r *StatusReport) { r.GroupCommit = g })
+}
+
+// BinLeases shows bin leases' state (a new value each time).
+func (s *Status) BinLeases(b *binleases.Status) {
+	s.Update(func(r *StatusReport) { r.BinLeases = b })
 }
 
 // Owned shows the tables this process maintains.

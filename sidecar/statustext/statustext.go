@@ -32,6 +32,7 @@ func Write(w io.Writer, r sidecar.StatusReport) {
 	writeMembers(w, r)
 	writeClaims(w, r)
 	writeGroupCommit(w, r, names)
+	writeBinLeases(w, r)
 	section(w, "RECENT ERRORS (newest first)", errorLines(r))
 }
 

@@ -54,6 +54,34 @@ type OwnerConfig struct {
 	Now    func() time.Time
 	// Dropped is told of every message dropped by a full queue or a failed send; nil: nobody.
 	Dropped func()
+	// Ended is told of every lease's end, once: the outcome its result was answered (committed,
+	// conflict, failed, maybe_committed), EndLapsed when it passed its deadline without one, or
+	// EndDropped when the owner dropped its table; nil: nobody.
+	Ended func(l Lease, outcome string)
+	// Refused is told of every renewal or result refused (answered expired), and why:
+	// RefusedNotLive, RefusedNotHolder or RefusedCatalog; nil: nobody.
+	Refused func(m WorkerMessage, reason string)
+}
+
+// How a lease ended without a result (OwnerConfig.Ended); with a result, the answer's outcome.
+const (
+	EndLapsed  = "lapsed"  // past its deadline, never renewed or completed: its bin is planned again
+	EndDropped = "dropped" // the owner lost the table
+)
+
+// Why a renewal or result was refused (OwnerConfig.Refused).
+const (
+	RefusedNotLive   = "not_live"   // the lease is unknown, past its deadline or ended
+	RefusedNotHolder = "not_holder" // another worker holds it
+	RefusedCatalog   = "catalog"    // the message is of another catalog
+)
+
+// refusedReason is why err (of Book.Renew or Complete) refused a message.
+func refusedReason(err error) string {
+	if errors.Is(err, ErrNotHolder) {
+		return RefusedNotHolder
+	}
+	return RefusedNotLive
 }
 
 // Owner answers workers for the tables this process owns: it leases the bins the caller offers
@@ -94,6 +122,12 @@ func NewOwner(cfg OwnerConfig, tr peermsg.Transport) *Owner {
 	if cfg.Dropped == nil {
 		cfg.Dropped = func() {}
 	}
+	if cfg.Ended == nil {
+		cfg.Ended = func(Lease, string) {}
+	}
+	if cfg.Refused == nil {
+		cfg.Refused = func(WorkerMessage, string) {}
+	}
 	return &Owner{cfg: cfg, tr: tr, out: peermsg.NewOutbox(tr, ownerOutbox, ownerPerMember, cfg.Dropped),
 		results: make(chan received, ownerResults), ended: map[string]Lease{}}
 }
@@ -113,7 +147,7 @@ func (o *Owner) InFlight(table string) map[string]bool {
 
 // Drop ends table's leases and offers: this process lost the table. Late results of the leases
 // are refused and their outputs removed.
-func (o *Owner) Drop(table string) { o.remember(o.cfg.Book.Drop(table)) }
+func (o *Owner) Drop(table string) { o.remember(o.cfg.Book.Drop(table), EndDropped) }
 
 // Run answers workers until ctx is done; a commit in flight finishes first, and the answers
 // queued leave before it returns.
@@ -140,9 +174,13 @@ func (o *Owner) Run(ctx context.Context) error {
 }
 
 // expire ends the leases past their deadline and remembers them for their holders' late results.
-func (o *Owner) expire() { o.remember(o.cfg.Book.Expire(o.cfg.Now())) }
+func (o *Owner) expire() { o.remember(o.cfg.Book.Expire(o.cfg.Now()), EndLapsed) }
 
-func (o *Owner) remember(ls []Lease) {
+// remember keeps the leases that ended without a result as outcome, and tells Ended.
+func (o *Owner) remember(ls []Lease, outcome string) {
+	for _, l := range ls {
+		o.cfg.Ended(l, outcome)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, l := range ls {
@@ -177,6 +215,7 @@ func (o *Owner) receive(from string, msg []byte) {
 		if m.Type == TypeWant {
 			o.send(from, OwnerMessage{V: Version, Type: TypeLeases, Catalog: o.cfg.Catalog, RetryMs: o.cfg.Retry.Milliseconds()})
 		} else {
+			o.cfg.Refused(m, RefusedCatalog)
 			o.answer(from, m.Lease, OutcomeExpired, errors.New("the lease is of another catalog"))
 		}
 		return
@@ -186,6 +225,7 @@ func (o *Owner) receive(from string, msg []byte) {
 		o.want(from, m, now)
 	case TypeRenew:
 		if _, err := o.cfg.Book.Renew(m.Lease, from, now); err != nil {
+			o.cfg.Refused(m, refusedReason(err))
 			o.answer(from, m.Lease, OutcomeExpired, err)
 		}
 	case TypeResult:
@@ -221,23 +261,30 @@ func (o *Owner) result(ctx context.Context, r received) {
 		if ended, held := o.endedOf(m.Lease, m.From); held && m.Status == StatusMerged {
 			o.cfg.Remove(ctx, ended, m.Files)
 		}
+		o.cfg.Refused(m, refusedReason(err))
 		o.answer(m.From, m.Lease, OutcomeExpired, err)
 		return
 	}
 	defer o.cfg.Book.Settle(l) // its inputs are plannable again once the commit ended
 	if m.Status == StatusFailed {
-		o.answer(m.From, l.ID, OutcomeFailed, errors.New(m.Error)) // the worker removed its outputs
+		o.finish(l, OutcomeFailed, errors.New(m.Error)) // the worker removed its outputs
 		return
 	}
 	if err := o.cfg.Check(ctx, l, m.Files); err != nil {
-		o.answer(m.From, l.ID, OutcomeFailed, err) // not the job's files: none removed
+		o.finish(l, OutcomeFailed, err) // not the job's files: none removed
 		return
 	}
 	res := o.cfg.Commit(ctx, l, m)
 	if (res.Outcome == OutcomeConflict || res.Outcome == OutcomeFailed) && !res.Removed {
 		o.cfg.Remove(ctx, l, m.Files)
 	}
-	o.answer(m.From, l.ID, res.Outcome, res.Err)
+	o.finish(l, res.Outcome, res.Err)
+}
+
+// finish tells Ended how l's result ended and answers its holder.
+func (o *Owner) finish(l Lease, outcome string, err error) {
+	o.cfg.Ended(l, outcome)
+	o.answer(l.Worker, l.ID, outcome, err)
 }
 
 func (o *Owner) answer(to, lease, outcome string, err error) {

@@ -51,12 +51,20 @@ type WorkerConfig struct {
 	// Done is told how each lease ended: the answer's outcome, or "lapsed" (the lease lapsed
 	// before the result was sent), "lost" (no answer), "refused" (of another catalog); nil: nobody.
 	Done func(g Grant, outcome string)
+	// Started is told of each lease from owner the worker starts merging (then Done, once);
+	// nil: nobody.
+	Started func(owner string, g Grant)
+	// Merged is told what each merge returned, before its result is sent; nil: nobody.
+	Merged func(g Grant, m Merge)
+	// Dropped is told of every message dropped by a full queue or a failed send; nil: nobody.
+	Dropped func()
 }
 
 // Worker outcomes that are not answers.
 const (
-	WorkerLapsed = "lapsed"
-	WorkerLost   = "lost"
+	WorkerLapsed  = "lapsed"
+	WorkerLost    = "lost"
+	WorkerRefused = "refused" // a lease of another catalog: not run (never started)
 )
 
 // Worker asks the owners with offers for bins its free budget holds, merges each leased bin
@@ -92,7 +100,16 @@ func NewWorker(cfg WorkerConfig, tr peermsg.Transport) *Worker {
 	if cfg.Done == nil {
 		cfg.Done = func(Grant, string) {}
 	}
-	return &Worker{cfg: cfg, tr: tr, out: peermsg.NewOutbox(tr, workerOutbox, workerPerPeer, nil),
+	if cfg.Started == nil {
+		cfg.Started = func(string, Grant) {}
+	}
+	if cfg.Merged == nil {
+		cfg.Merged = func(Grant, Merge) {}
+	}
+	if cfg.Dropped == nil {
+		cfg.Dropped = func() {}
+	}
+	return &Worker{cfg: cfg, tr: tr, out: peermsg.NewOutbox(tr, workerOutbox, workerPerPeer, cfg.Dropped),
 		leases: make(chan leasesFrom, workerLeases), answers: map[string]chan OwnerMessage{}}
 }
 
@@ -117,10 +134,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			l.sent = asked.at
 			asked.answered(l.m, w.cfg.Now())
-			if l.m.Catalog == w.cfg.Catalog {
-				for _, g := range l.m.Leases {
-					w.start(ctx, l.from, g, l.sent)
+			for _, g := range l.m.Leases {
+				if l.m.Catalog != w.cfg.Catalog {
+					w.cfg.Done(g, WorkerRefused)
+					continue
 				}
+				w.start(ctx, l.from, g, l.sent)
 			}
 		}
 	}
@@ -191,6 +210,7 @@ func (w *Worker) receive(from string, msg []byte) {
 		select {
 		case w.leases <- leasesFrom{from: from, m: m}:
 		default: // the leases lapse
+			w.cfg.Dropped()
 		}
 	case TypeAnswer:
 		w.mu.Lock()
@@ -212,6 +232,7 @@ func (w *Worker) start(ctx context.Context, owner string, g Grant, asked time.Ti
 	w.answers[g.ID] = ch
 	w.mu.Unlock()
 	w.wg.Add(1)
+	w.cfg.Started(owner, g)
 	go func() {
 		defer w.wg.Done()
 		outcome := w.run(ctx, owner, g, asked, ch)
@@ -239,6 +260,7 @@ func (w *Worker) run(ctx context.Context, owner string, g Grant, asked time.Time
 	for got := false; !got; {
 		select {
 		case res = <-merged:
+			w.cfg.Merged(g, res)
 			got = true
 		case <-renew.C:
 			w.send(owner, WorkerMessage{V: Version, Type: TypeRenew, From: w.tr.Name(), Catalog: w.cfg.Catalog, Lease: g.ID})
@@ -247,6 +269,7 @@ func (w *Worker) run(ctx context.Context, owner string, g Grant, asked time.Time
 			if a.Outcome == OutcomeExpired || a.Outcome == OutcomeConflict {
 				cancel() // the merge fails and removes what it wrote
 				res = <-merged
+				w.cfg.Merged(g, res)
 				discard(ctx, res)
 				return a.Outcome
 			}
@@ -308,6 +331,7 @@ func discard(ctx context.Context, res Merge) {
 func (w *Worker) send(owner string, m WorkerMessage) bool {
 	msg, err := m.Encode()
 	if err != nil {
+		w.cfg.Dropped()
 		return false
 	}
 	w.out.Post(owner, msg)
