@@ -10,6 +10,7 @@ import (
 
 	"github.com/siglake/siglake/gossip"
 	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/sidecar/binleases"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/maintain"
 	"github.com/siglake/siglake/sidecar/peermsg"
@@ -43,6 +44,7 @@ func binLeasesOn(p *Process) (bool, string) {
 // the process owns no table either.
 func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Maintainer) *maintain.Leases {
 	if on, why := binLeasesOn(p); !on {
+		p.publishBinLeases(binleases.Status{DisabledReason: why})
 		if p.cluster != nil {
 			p.Log.Info("bin leases off: this process rewrites only the tables it owns", zap.String("reason", why))
 		}
@@ -63,14 +65,18 @@ func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Main
 	book := work.NewBook(work.Config{MinDuration: p.Cfg.BinLeaseDuration, OwnerWait: ownerWait, MaxAge: maxAge}, rand.NewChaCha8(seed))
 	check, commit, remove := m.OwnerCallbacks()
 	log := p.Log.Named("binleases")
-	owner := work.NewOwner(work.OwnerConfig{Book: book, Catalog: catalog, Authenticated: p.cluster.Authenticated,
-		Check: check, Commit: commit, Remove: remove, Now: time.Now,
-		Dropped: func() { log.Debug("bin-lease message dropped (queue full or send failed)") }}, tr)
-	worker := work.NewWorker(work.WorkerConfig{Catalog: catalog, Owners: p.binOwners, Budget: p.binBudget, Merge: m.MergeLeased, Now: time.Now,
+	obs := binleases.NewObserver(p.Metrics.BinLeases, log)
+	ocfg := work.OwnerConfig{Book: book, Catalog: catalog, Authenticated: p.cluster.Authenticated,
+		Check: check, Commit: commit, Remove: remove, Now: time.Now}
+	obs.InstrumentOwner(&ocfg)
+	owner := work.NewOwner(ocfg, tr)
+	wcfg := work.WorkerConfig{Catalog: catalog, Owners: p.binOwners, Budget: p.binBudget, Merge: m.MergeLeased, Now: time.Now,
 		Done: func(g work.Grant, outcome string) {
 			log.Info("leased bin ended", zap.String("table", g.Table), zap.String("lease", g.ID), zap.String("kind", g.Job.Kind),
 				zap.String("partition", g.Job.Partition), zap.Int("inputs", len(g.Job.Inputs)), zap.String("outcome", outcome))
-		}}, tr)
+		}}
+	obs.InstrumentWorker(&wcfg)
+	worker := work.NewWorker(wcfg, tr)
 	go func() {
 		if err := owner.Run(working); err != nil {
 			log.Error("bin-lease owner stopped", zap.Error(err))
@@ -81,10 +87,10 @@ func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Main
 			log.Error("bin-lease worker stopped", zap.Error(err))
 		}
 	}()
-	go p.advertiseOffers(stop, book)
+	go p.advertiseOffers(stop, book, obs)
 	log.Info("bin leases on", zap.Duration("lease_duration", p.Cfg.BinLeaseDuration), zap.Duration("owner_wait", p.Cfg.BinLeaseOwnerWait),
 		zap.Duration("lease_max_age", maxAge))
-	return &maintain.Leases{Owner: owner, Book: book, Workers: p.binWorkers, Offered: p.advertiseOffering}
+	return &maintain.Leases{Owner: owner, Book: book, Workers: p.binWorkers, Offered: p.advertiseOffering, Forget: obs.Forget}
 }
 
 // waitCatalog returns the catalog's identity once gossip knows it, or "" at stop.
@@ -104,14 +110,16 @@ func (p *Process) waitCatalog(stop context.Context) string {
 }
 
 // advertiseOffers keeps this member's gossip meta "wo" true while its book has bins on offer, so
-// workers ask it (and only it and the other offering owners), checking every second.
-func (p *Process) advertiseOffers(stop context.Context, book *work.Book) {
+// workers ask it (and only it and the other offering owners), and publishes bin leases' status
+// and gauges, every second.
+func (p *Process) advertiseOffers(stop context.Context, book *work.Book, obs *binleases.Observer) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		if err := p.cluster.SetBinOffers(book.Offering(), time.Second); err != nil {
-			p.Log.Debug("gossiping bin offers failed; retried in a second", zap.Error(err))
-		}
+		p.advertiseOffering(book.Offering())
+		st := obs.Snapshot(book, true)
+		st.Enabled = true
+		p.publishBinLeases(st)
 		select {
 		case <-stop.Done():
 			_ = p.cluster.SetBinOffers(false, time.Second)

@@ -400,6 +400,9 @@ func (m *Maintainer) forgetTables(owned []string) {
 		m.exec.forget(name)
 		if m.Leases != nil {
 			m.Leases.Owner.Drop(name) // results of its leases are refused from now on
+			if m.Leases.Forget != nil {
+				m.Leases.Forget(name)
+			}
 		}
 	}
 }

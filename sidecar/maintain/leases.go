@@ -31,6 +31,9 @@ type Leases struct {
 	// the process advertises them (gossip meta wo) at once, so other workers ask before the
 	// owner wait hands the bins to the owner's own worker.
 	Offered func(offering bool)
+	// Forget, when set, is told of a table this process stopped maintaining, after its leases
+	// were dropped (the observer forgets its gauges).
+	Forget func(table string)
 }
 
 // maxLeaseTries is how many leases of one bin may end without a commit (a worker killed, paused
@@ -97,6 +100,20 @@ func (x *leasing) lookup(l work.Lease) (*leasedBin, bool) {
 	return b, ok
 }
 
+// inFlight is table's recorded bins whose inputs are in flight (flying: the book's InFlight):
+// leased, or their result being committed.
+func (x *leasing) inFlight(table string, flying map[string]bool) map[string]*leasedBin {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := map[string]*leasedBin{}
+	for k, b := range x.bins[table] {
+		if len(b.bin.Files) > 0 && flying[b.bin.Files[0].Path] {
+			out[k] = b
+		}
+	}
+	return out
+}
+
 // forget drops what was recorded of a table this process no longer maintains.
 func (x *leasing) forget(table string) {
 	x.mu.Lock()
@@ -125,12 +142,7 @@ func (x *leasing) takeDone() []leasedResult {
 func (e *executor) offer(v *view, bins []level.Bin, now time.Time, run *passRun) []level.Bin {
 	x := e.set.Leases
 	taken := e.leaseTries(v.name)
-	next := map[string]*leasedBin{}
-	for _, l := range x.Book.Leases(v.name) { // results of live leases may still come
-		if b, ok := e.leased.lookup(l); ok {
-			next[jobKey(l.Job)] = b
-		}
-	}
+	next := e.leased.inFlight(v.name, x.Book.InFlight(v.name)) // results of live and committing leases may still come
 	var offers []work.Job
 	var local []level.Bin
 	for _, b := range bins {
@@ -186,24 +198,22 @@ func (e *executor) offer(v *view, bins []level.Bin, now time.Time, run *passRun)
 }
 
 // leaseTries counts, before a pass offers again, the leases of table's bins that ended without a
-// commit: a bin the pass before offered that is neither on offer nor leased now was taken, and
-// since it is planned again its lease did not commit (a committed bin's inputs are gone). It
-// returns the counts by inputsKey.
+// commit: a bin the pass before offered that is neither on offer nor in flight now (leased, or
+// its result committing) was taken and ended, and if it is planned again its lease did not
+// commit (a committed bin's inputs are gone). It returns the counts by inputsKey.
 func (e *executor) leaseTries(table string) map[string]int {
 	x := e.set.Leases
 	now := map[string]bool{}
 	for _, o := range x.Book.Offers(table) {
 		now[jobKey(o.Job)] = true
 	}
-	for _, l := range x.Book.Leases(table) {
-		now[jobKey(l.Job)] = true
-	}
+	flying := x.Book.InFlight(table) // leased, or its result committing
 	e.leased.mu.Lock()
 	defer e.leased.mu.Unlock()
 	tries := map[string]int{}
 	for k, b := range e.leased.bins[table] {
 		tries[k] = b.tries
-		if !now[k] {
+		if !now[k] && !flying[b.bin.Files[0].Path] {
 			tries[k]++
 		}
 	}

@@ -186,3 +186,37 @@ func TestLeasedBinsFallBackToTheOwner(t *testing.T) {
 		t.Fatalf("rows %+v, want %+v", got, want)
 	}
 }
+
+// TestCommittingLeaseKeepsItsBin: a pass that runs while a worker's result is being committed
+// (its lease completed, the commit not yet settled) keeps the owner's job of the bin, so the
+// commit still finds it; the pass does not offer the bin's files again either.
+func TestCommittingLeaseKeepsItsBin(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	smallFilesTable(t, e, 60)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	c := newLeaseCluster(t, e, 0, func() time.Time { return now })
+	if _, err := c.owner.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := c.book.Take("w", work.Want{FreeBytes: 1, MergeBytes: 1}, false, time.Now())
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("take: %v %v", ls, err)
+	}
+	l, err := c.book.Complete(ls[0].ID, "w", time.Now()) // the result arrived; its commit is on its way
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(5 * time.Minute)
+	if _, err := c.owner.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.owner.exec.leased.lookup(l); !ok {
+		t.Fatal("a pass while the result was committing forgot the owner's job of its bin")
+	}
+	for _, o := range c.book.Offers("events") {
+		if jobKey(o.Job) == jobKey(l.Job) {
+			t.Fatal("the committing bin is on offer again")
+		}
+	}
+	c.book.Settle(l)
+}
