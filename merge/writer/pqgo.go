@@ -36,9 +36,8 @@ type pqgoPlan struct {
 }
 
 // pqgoColumnIndexLimit is the longest byte-array bound a column index keeps (longer ones are
-// truncated, the upper bound rounded up). arrow-go leaves statistics longer than 4096 bytes
-// out instead; a truncated bound still prunes.
-const pqgoColumnIndexLimit = 4096
+// truncated, the upper bound rounded up; a truncated bound still prunes).
+const pqgoColumnIndexLimit = maxStatBytes
 
 // planParquetGo plans the parquet-go encoding of field, which the template's schema writes as
 // node; nil without error when a leaf's type is not one it writes.
@@ -257,6 +256,9 @@ func (c *pqgoColumn) write(col arrow.Array) error {
 	if err != nil {
 		return err
 	}
+	if root.n.kind == leafKind {
+		return c.writeFlat(root, col.Len())
+	}
 	for i := 0; i < col.Len(); i++ {
 		c.shred(root, i, 0, 0)
 		for l := range c.vals {
@@ -273,6 +275,31 @@ func (c *pqgoColumn) write(col arrow.Array) error {
 		}
 	}
 	return nil
+}
+
+// writeFlat is write for a top-level leaf column (most columns): one value a row, levels 0 and
+// 0 or 1, without the walk of shred.
+func (c *pqgoColumn) writeFlat(b *boundNode, rows int) error {
+	d := 0
+	if b.n.optional {
+		d = 1
+	}
+	nulls := b.n.optional && b.arr.NullN() > 0
+	for i := 0; i < rows; i++ {
+		if nulls && b.arr.IsNull(i) {
+			c.vals[0] = append(c.vals[0], parquet.Value{}.Level(0, 0, 0))
+		} else {
+			v, size := b.value(i)
+			c.vals[0] = append(c.vals[0], v.Level(0, d, 0))
+			c.bytes[0] += size
+		}
+		if len(c.vals[0]) >= pqgoFlushValues || c.bytes[0] >= pqgoFlushBytes {
+			if err := c.flush(0); err != nil {
+				return err
+			}
+		}
+	}
+	return c.flush(0)
 }
 
 // flush hands leaf l's held rows to its column writer, which copies them.
@@ -292,7 +319,31 @@ func (c *pqgoColumn) finish() (*metadata.FileMetaData, error) {
 	if err := c.w.Close(); err != nil {
 		return nil, fmt.Errorf("parquet-go writer: %w", err)
 	}
-	return footerOf(c.buf.Bytes())
+	md, err := footerOf(c.buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	for _, rg := range md.RowGroups {
+		for _, cc := range rg.Columns {
+			if cc.MetaData != nil && cc.MetaData.Statistics != nil {
+				dropLongBounds(&cc.MetaData.Statistics.MinValue, &cc.MetaData.Statistics.Min)
+				dropLongBounds(&cc.MetaData.Statistics.MaxValue, &cc.MetaData.Statistics.Max)
+			}
+		}
+	}
+	return md, nil
+}
+
+// maxStatBytes is arrow-go's default MaxStatsSize: a chunk's bound longer than this is left out
+// of the footer (a few very long raw lines would otherwise make every reader parse them).
+const maxStatBytes = 4096
+
+// dropLongBounds leaves out a chunk bound (and its deprecated twin) longer than maxStatBytes,
+// as arrow-go's writer does.
+func dropLongBounds(v, deprecated *[]byte) {
+	if len(*v) > maxStatBytes || len(*deprecated) > maxStatBytes {
+		*v, *deprecated = nil, nil
+	}
 }
 
 func (c *pqgoColumn) abort() {}
