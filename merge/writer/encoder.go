@@ -62,11 +62,11 @@ func (e Encoder) resolve() Encoder {
 // columnEncoder encodes the rows of one top-level column of a row group into a one-row-group
 // Parquet file in memory, whose column chunks the sink then copies into the output.
 type columnEncoder interface {
-	write(col arrow.Array) error
-	// finish writes the file's footer and returns it parsed.
-	finish() (*metadata.FileMetaData, error)
-	// abort drops what was written.
-	abort()
+	Write(col arrow.Array) error
+	// Finish writes the file's footer and returns it parsed.
+	Finish() (*metadata.FileMetaData, error)
+	// Abort drops what was written.
+	Abort()
 }
 
 // arrowColumn is the arrow-go encoder of one column.
@@ -83,17 +83,17 @@ func newArrowColumn(sc *arrow.Schema, buf *bytes.Buffer, opts Options) (*arrowCo
 	return &arrowColumn{sc: sc, fw: fw}, nil
 }
 
-func (a *arrowColumn) write(col arrow.Array) error {
+func (a *arrowColumn) Write(col arrow.Array) error {
 	rec := array.NewRecordBatch(a.sc, []arrow.Array{col}, int64(col.Len()))
 	defer rec.Release()
 	return a.fw.WriteBuffered(rec)
 }
 
-func (a *arrowColumn) finish() (*metadata.FileMetaData, error) {
+func (a *arrowColumn) Finish() (*metadata.FileMetaData, error) {
 	if err := a.fw.Close(); err != nil {
 		return nil, err
 	}
 	return a.fw.FileMetadata()
 }
 
-func (a *arrowColumn) abort() { _ = a.fw.Close() }
+func (a *arrowColumn) Abort() { _ = a.fw.Close() }

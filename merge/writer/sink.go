@@ -2,6 +2,7 @@ package writer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -15,7 +16,9 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer/pqgo"
 )
 
 // sink writes every path's outputs. It receives rows already in output
@@ -46,7 +49,7 @@ type Sink struct {
 	tmpl    *metadata.FileMetaData // an empty file's footer: schema, column orders, created_by
 	tsIdx   int
 	fields  []*arrow.Schema // one schema per top-level field, for its encoder
-	pqgo    []*pqgoPlan     // per top-level field: its parquet-go plan; nil: arrow-go encodes it
+	pqgo    []*pqgo.Plan    // per top-level field: its parquet-go plan; nil: arrow-go encodes it
 	workers int             // goroutines encoding one chunk's columns and metadata
 
 	cur     *splicedFile
@@ -142,16 +145,18 @@ func Template(schema *arrow.Schema, opts Options) (*metadata.FileMetaData, error
 // planEncoders plans the parquet-go encoding of each top-level column when it is the encoder;
 // a column of a type it does not write stays arrow-go's.
 func (s *Sink) planEncoders() error {
-	s.pqgo = make([]*pqgoPlan, len(s.fields))
+	s.pqgo = make([]*pqgo.Plan, len(s.fields))
 	if s.opts.Encoder.resolve() != EncoderParquetGo {
 		return nil
 	}
+	set := pqgo.Settings{PageBytes: PageBytes, DictionaryBytes: dictPageBytes, TimestampColumn: s.opts.TimestampColumn,
+		RawColumn: cmp.Or(s.opts.Metadata.RawColumn, index.DefaultRawColumn), Compression: pqgoZstd{}}
 	root := s.tmpl.Schema.Root()
 	if root.NumFields() != len(s.fields) {
 		return fmt.Errorf("the footer template has %d fields, the schema %d", root.NumFields(), len(s.fields))
 	}
 	for i, f := range s.schema.Fields() {
-		p, err := planParquetGo(f, root.Field(i), s.opts)
+		p, err := pqgo.NewPlan(f, root.Field(i), set)
 		if err != nil {
 			return fmt.Errorf("planning the parquet-go encoder: %w", err)
 		}
@@ -163,7 +168,7 @@ func (s *Sink) planEncoders() error {
 // newColumnEncoder starts the encoder of top-level column i for a row group, writing into buf.
 func (s *Sink) newColumnEncoder(i int, buf *bytes.Buffer) (columnEncoder, error) {
 	if p := s.pqgo[i]; p != nil {
-		return newPqgoColumn(p, buf), nil
+		return p.NewColumn(buf), nil
 	}
 	return newArrowColumn(s.fields[i], buf, s.opts)
 }
@@ -282,7 +287,7 @@ func (s *Sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) err
 			enc, err := s.newColumnEncoder(i, &rg.cols[i].buf)
 			if err != nil {
 				for _, c := range rg.cols[:i] {
-					c.enc.abort()
+					c.enc.Abort()
 				}
 				return fmt.Errorf("writing %s: starting row group: %w", s.cur.path, err)
 			}
@@ -301,7 +306,7 @@ func (s *Sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) err
 	tasks := make([]func() error, 0, len(s.fields)+1)
 	tasks = append(tasks, func() error { f.meta.AddRows(part, micros); return nil })
 	for i := range s.fields {
-		tasks = append(tasks, func() error { return s.rg.cols[i].enc.write(part.Column(i)) })
+		tasks = append(tasks, func() error { return s.rg.cols[i].enc.Write(part.Column(i)) })
 	}
 	if err := runParallel(s.workers, tasks); err != nil {
 		return fmt.Errorf("writing %s: %w", f.path, err)
@@ -365,7 +370,7 @@ func (s *Sink) endRowGroup(lastTs int64) error {
 	for i := range rg.cols {
 		tasks[i] = func() error {
 			c := &rg.cols[i]
-			md, err := c.enc.finish()
+			md, err := c.enc.Finish()
 			if err != nil {
 				return err
 			}

@@ -461,7 +461,7 @@ func (s *Sink) Abort() error {
 	if s.rg != nil {
 		for _, c := range s.rg.cols {
 			if c.enc != nil {
-				c.enc.abort()
+				c.enc.Abort()
 			}
 		}
 		s.rg = nil

@@ -1,4 +1,4 @@
-package writer
+package pqgo
 
 import (
 	"bytes"
@@ -9,7 +9,14 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/parquet-go/parquet-go/format"
+)
+
+// The writer's page and dictionary sizes (merge/writer.PageBytes and its dictionary limit).
+const (
+	pageBytes       = 256 << 10
+	dictionaryBytes = 256 << 10
 )
 
 // pinnedParquetGo is the parquet-go release whose behaviour TestParquetGoBehaviourPinned checks.
@@ -24,7 +31,7 @@ const pinnedParquetGo = "v0.32.1"
 // that pages are cut between calls only, near PageBufferSize; that the null count counts null
 // and empty lists as arrow-go does (Iceberg's null counts come from it); and that every chunk gets page indexes.
 func TestParquetGoBehaviourPinned(t *testing.T) {
-	mod, err := os.ReadFile("../../go.mod")
+	mod, err := os.ReadFile("../../../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +48,8 @@ func TestParquetGoBehaviourPinned(t *testing.T) {
 	a := namedField{Node: parquet.Optional(orderedGroup{fields: []parquet.Field{namedField{Node: parquet.Repeated(orderedGroup{fields: []parquet.Field{k}}), name: "e"}}}), name: "a"}
 	sc := parquet.NewSchema("schema", orderedGroup{fields: []parquet.Field{z, a}})
 	var buf bytes.Buffer
-	w := parquet.NewWriter(&buf, sc, parquet.PageBufferSize(PageBytes), parquet.DataPageVersion(1), parquet.DictionaryMaxBytes(dictPageBytes),
-		parquet.Compression(pqgoZstd{}))
+	w := parquet.NewWriter(&buf, sc, parquet.PageBufferSize(pageBytes), parquet.DataPageVersion(1), parquet.DictionaryMaxBytes(dictionaryBytes),
+		parquet.Compression(&zstd.Codec{}))
 	cols := w.ColumnWriters()
 	if len(cols) != 2 {
 		t.Fatalf("%d column writers, want 2", len(cols))
@@ -143,7 +150,7 @@ func checkPinnedPages(t *testing.T, f *parquet.File) {
 		t.Fatal(err)
 	}
 	if oi.NumPages() < 2 {
-		t.Fatalf("column z in %d pages, want several of about %d bytes", oi.NumPages(), PageBytes)
+		t.Fatalf("column z in %d pages, want several of about %d bytes", oi.NumPages(), pageBytes)
 	}
 }
 

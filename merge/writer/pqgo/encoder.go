@@ -1,4 +1,6 @@
-package writer
+// Package pqgo encodes the Arrow columns siglake writes with github.com/parquet-go/parquet-go, as
+// arrow-go's pqarrow writer would lay them out (merge/writer's parquet-go encoder, issue 36).
+package pqgo
 
 import (
 	"bytes"
@@ -12,54 +14,61 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
-
-	"github.com/siglake/siglake/merge/index"
 )
 
-// The parquet-go encoder writes each top-level column as arrow-go would, so that its chunks fit
-// the footer arrow-go's schema describes (Template): the same leaves in the same order with the
-// same repetition (so the same levels), the same physical types, and the encodings siglake
-// chose: dictionary with a fallback to plain at dictPageBytes, plain for the raw column and
-// booleans, delta for the timestamp column; data page v1 of PageBytes, zstd with the pages'
-// small window, statistics, column and offset indexes. The schema, field ids, footer and its
-// key-value metadata stay arrow-go's: only the column chunks and their page indexes come from
-// parquet-go. Columns of a type it does not write (pqgoLeafOK) are encoded by arrow-go.
+// Settings are the writer's: those arrow-go's writer properties give every file.
+type Settings struct {
+	// PageBytes is the data page size.
+	PageBytes int
+	// DictionaryBytes is the dictionary size at which a chunk falls back to plain.
+	DictionaryBytes int64
+	// TimestampColumn is delta-encoded, RawColumn plain, other columns dictionary-encoded.
+	TimestampColumn, RawColumn string
+	// Compression compresses the pages.
+	Compression compress.Codec
+}
 
-// pqgoPlan is how one top-level column is shredded and written with parquet-go; the sink makes
-// it once and each row group's encoder uses it.
-type pqgoPlan struct {
+// The parquet-go encoder writes each top-level column as arrow-go would, so that its chunks fit
+// the footer arrow-go's schema describes (writer.Template): the same leaves in the same order with the
+// same repetition (so the same levels), the same physical types, and the encodings siglake
+// chose: dictionary with a fallback to plain at DictionaryBytes, plain for the raw column and
+// booleans, delta for the timestamp column; data page v1 of PageBytes, the writer's zstd,
+// statistics, column and offset indexes. The schema, field ids, footer and its
+// key-value metadata stay arrow-go's: only the column chunks and their page indexes come from
+// parquet-go. Columns of a type it does not write (leafType) are encoded by arrow-go.
+
+// Plan is how one top-level column is shredded and written with parquet-go; the sink makes it
+// once and each row group's encoder uses it.
+type Plan struct {
 	root   *shredNode
 	schema *parquet.Schema
 	leaves int
 	opts   []parquet.WriterOption
 }
 
-// pqgoColumnIndexLimit is the longest byte-array bound a column index keeps (longer ones are
+// columnIndexLimit is the longest byte-array bound a column index keeps (longer ones are
 // truncated, the upper bound rounded up; a truncated bound still prunes).
-const pqgoColumnIndexLimit = maxStatBytes
+const columnIndexLimit = MaxStatBytes
 
-// planParquetGo plans the parquet-go encoding of field, which the template's schema writes as
-// node; nil without error when a leaf's type is not one it writes.
-func planParquetGo(field arrow.Field, node schema.Node, opts Options) (*pqgoPlan, error) {
-	raw := opts.Metadata.RawColumn
-	if raw == "" {
-		raw = index.DefaultRawColumn
-	}
-	b := shredBuilder{top: node, raw: raw, ts: opts.TimestampColumn}
+// NewPlan plans the parquet-go encoding of field, which arrow-go's schema writes as node; nil
+// without error when a leaf's type is not one it writes (leafType).
+func NewPlan(field arrow.Field, node schema.Node, set Settings) (*Plan, error) {
+	b := shredBuilder{top: node, raw: set.RawColumn, ts: set.TimestampColumn}
 	root, pn, err := b.build(field.Type, node, 0, 0)
 	if err != nil || root == nil {
 		return nil, err
 	}
 	sc := parquet.NewSchema("schema", orderedGroup{fields: []parquet.Field{namedField{Node: pn, name: node.Name()}}})
-	return &pqgoPlan{root: root, schema: sc, leaves: b.leaves, opts: []parquet.WriterOption{
+	return &Plan{root: root, schema: sc, leaves: b.leaves, opts: []parquet.WriterOption{
 		sc,
-		parquet.PageBufferSize(PageBytes),
+		parquet.PageBufferSize(set.PageBytes),
 		parquet.DataPageVersion(1),
 		parquet.DataPageStatistics(true),
-		parquet.DictionaryMaxBytes(dictPageBytes),
-		parquet.ColumnIndexSizeLimit(func([]string) int { return pqgoColumnIndexLimit }),
-		parquet.Compression(pqgoZstd{}),
+		parquet.DictionaryMaxBytes(set.DictionaryBytes),
+		parquet.ColumnIndexSizeLimit(func([]string) int { return columnIndexLimit }),
+		parquet.Compression(set.Compression),
 		parquet.CreatedBy("siglake", "", ""),
 	}}, nil
 }
@@ -156,7 +165,7 @@ func (b *shredBuilder) leaf(sn *shredNode, t arrow.DataType, n schema.Node, dept
 	if !isLeaf {
 		return nil, false, fmt.Errorf("column %s: Parquet node does not match its Arrow type %s", n.Path(), t)
 	}
-	typ, ok := pqgoLeafType(t, p)
+	typ, ok := leafType(t, p)
 	if !ok {
 		return nil, false, nil
 	}
@@ -172,10 +181,10 @@ func (b *shredBuilder) leaf(sn *shredNode, t arrow.DataType, n schema.Node, dept
 	return parquet.Encoded(parquet.Leaf(typ), enc), true, nil
 }
 
-// pqgoLeafType is the parquet-go type that writes Arrow type t as arrow-go writes it (node p):
+// leafType is the parquet-go type that writes Arrow type t as arrow-go writes it (node p):
 // the same physical type and the same order for statistics. ok is false for a type it does not
 // write, which the column's arrow-go encoder then writes.
-func pqgoLeafType(t arrow.DataType, p *schema.PrimitiveNode) (parquet.Type, bool) {
+func leafType(t arrow.DataType, p *schema.PrimitiveNode) (parquet.Type, bool) {
 	var want apq.Type
 	var typ parquet.Type
 	switch t.ID() {
@@ -228,9 +237,10 @@ type namedField struct {
 func (f namedField) Name() string                      { return f.name }
 func (f namedField) Value(reflect.Value) reflect.Value { return reflect.Value{} }
 
-// pqgoColumn is the parquet-go encoder of one top-level column for one row group.
-type pqgoColumn struct {
-	plan  *pqgoPlan
+// Column is the parquet-go encoder of one top-level column for one row group: a one-row-group
+// Parquet file in memory.
+type Column struct {
+	plan  *Plan
 	w     *parquet.Writer
 	buf   *bytes.Buffer
 	cols  []*parquet.ColumnWriter
@@ -238,20 +248,22 @@ type pqgoColumn struct {
 	bytes []int             // per leaf: byte-array bytes in vals
 }
 
-func newPqgoColumn(plan *pqgoPlan, buf *bytes.Buffer) *pqgoColumn {
+// NewColumn starts a column of plan's that writes its file into buf.
+func (plan *Plan) NewColumn(buf *bytes.Buffer) *Column {
 	w := parquet.NewWriter(buf, plan.opts...)
-	return &pqgoColumn{plan: plan, w: w, buf: buf, cols: w.ColumnWriters(),
+	return &Column{plan: plan, w: w, buf: buf, cols: w.ColumnWriters(),
 		vals: make([][]parquet.Value, plan.leaves), bytes: make([]int, plan.leaves)}
 }
 
-// pqgoFlushValues and pqgoFlushBytes bound the values held before they go to the column
+// flushValues and flushBytes bound the values held before they go to the column
 // writer: it cuts a page only between calls, so a call's values must stay well under a page.
 const (
-	pqgoFlushValues = 1024
-	pqgoFlushBytes  = 32 << 10
+	flushValues = 1024
+	flushBytes  = 32 << 10
 )
 
-func (c *pqgoColumn) write(col arrow.Array) error {
+// Write appends the rows of col.
+func (c *Column) Write(col arrow.Array) error {
 	root, err := c.bind(col)
 	if err != nil {
 		return err
@@ -262,7 +274,7 @@ func (c *pqgoColumn) write(col arrow.Array) error {
 	for i := 0; i < col.Len(); i++ {
 		c.shred(root, i, 0, 0)
 		for l := range c.vals {
-			if len(c.vals[l]) >= pqgoFlushValues || c.bytes[l] >= pqgoFlushBytes {
+			if len(c.vals[l]) >= flushValues || c.bytes[l] >= flushBytes {
 				if err := c.flush(l); err != nil {
 					return err
 				}
@@ -279,7 +291,7 @@ func (c *pqgoColumn) write(col arrow.Array) error {
 
 // writeFlat is write for a top-level leaf column (most columns): one value a row, levels 0 and
 // 0 or 1, without the walk of shred.
-func (c *pqgoColumn) writeFlat(b *boundNode, rows int) error {
+func (c *Column) writeFlat(b *boundNode, rows int) error {
 	d := 0
 	if b.n.optional {
 		d = 1
@@ -293,7 +305,7 @@ func (c *pqgoColumn) writeFlat(b *boundNode, rows int) error {
 			c.vals[0] = append(c.vals[0], v.Level(0, d, 0))
 			c.bytes[0] += size
 		}
-		if len(c.vals[0]) >= pqgoFlushValues || c.bytes[0] >= pqgoFlushBytes {
+		if len(c.vals[0]) >= flushValues || c.bytes[0] >= flushBytes {
 			if err := c.flush(0); err != nil {
 				return err
 			}
@@ -303,7 +315,7 @@ func (c *pqgoColumn) writeFlat(b *boundNode, rows int) error {
 }
 
 // flush hands leaf l's held rows to its column writer, which copies them.
-func (c *pqgoColumn) flush(l int) error {
+func (c *Column) flush(l int) error {
 	if len(c.vals[l]) == 0 {
 		return nil
 	}
@@ -315,7 +327,8 @@ func (c *pqgoColumn) flush(l int) error {
 	return nil
 }
 
-func (c *pqgoColumn) finish() (*metadata.FileMetaData, error) {
+// Finish writes the file's footer and returns it parsed.
+func (c *Column) Finish() (*metadata.FileMetaData, error) {
 	if err := c.w.Close(); err != nil {
 		return nil, fmt.Errorf("parquet-go writer: %w", err)
 	}
@@ -334,24 +347,25 @@ func (c *pqgoColumn) finish() (*metadata.FileMetaData, error) {
 	return md, nil
 }
 
-// maxStatBytes is arrow-go's default MaxStatsSize: a chunk's bound longer than this is left out
+// MaxStatBytes is arrow-go's default MaxStatsSize: a chunk's bound longer than this is left out
 // of the footer (a few very long raw lines would otherwise make every reader parse them).
-const maxStatBytes = 4096
+const MaxStatBytes = 4096
 
-// dropLongBounds leaves out a chunk bound (and its deprecated twin) longer than maxStatBytes,
+// dropLongBounds leaves out a chunk bound (and its deprecated twin) longer than MaxStatBytes,
 // as arrow-go's writer does.
 func dropLongBounds(v, deprecated *[]byte) {
-	if len(*v) > maxStatBytes || len(*deprecated) > maxStatBytes {
+	if len(*v) > MaxStatBytes || len(*deprecated) > MaxStatBytes {
 		*v, *deprecated = nil, nil
 	}
 }
 
-func (c *pqgoColumn) abort() {}
+// Abort drops the column: nothing to release.
+func (c *Column) Abort() {}
 
 // footerOf parses the footer of the Parquet file b.
 func footerOf(b []byte) (*metadata.FileMetaData, error) {
 	n := len(b)
-	if n < 12 || string(b[n-4:]) != parquetMagic {
+	if n < 12 || string(b[n-4:]) != "PAR1" {
 		return nil, errors.New("encoded column: not a Parquet file")
 	}
 	fl := int(binary.LittleEndian.Uint32(b[n-8:]))

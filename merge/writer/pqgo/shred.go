@@ -1,4 +1,4 @@
-package writer
+package pqgo
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ type boundNode struct {
 }
 
 // bind pairs the plan with col's arrays.
-func (c *pqgoColumn) bind(col arrow.Array) (*boundNode, error) {
+func (c *Column) bind(col arrow.Array) (*boundNode, error) {
 	return bindNode(c.plan.root, col)
 }
 
@@ -88,7 +88,7 @@ func bindNode(n *shredNode, arr arrow.Array) (*boundNode, error) {
 
 // shred appends the values of row (or entry) i of b at repetition level r and definition
 // level d (those of b's parent).
-func (c *pqgoColumn) shred(b *boundNode, i, r, d int) {
+func (c *Column) shred(b *boundNode, i, r, d int) {
 	n := b.n
 	if n.optional {
 		if b.arr.IsNull(i) {
@@ -127,7 +127,7 @@ func (c *pqgoColumn) shred(b *boundNode, i, r, d int) {
 }
 
 // nulls appends a null at levels (r, d) to every leaf under n.
-func (c *pqgoColumn) nulls(n *shredNode, r, d int) {
+func (c *Column) nulls(n *shredNode, r, d int) {
 	for l := n.first; l < n.end; l++ {
 		c.vals[l] = append(c.vals[l], parquet.Value{}.Level(r, d, l))
 	}
@@ -136,7 +136,7 @@ func (c *pqgoColumn) nulls(n *shredNode, r, d int) {
 // bytesOf is s's bytes without a copy; parquet-go copies what it keeps.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// leafValue returns how value i of arr becomes a parquet-go value (pqgoLeafType lists the types).
+// leafValue returns how value i of arr becomes a parquet-go value (leafType lists the types).
 func leafValue(arr arrow.Array) (func(int) (parquet.Value, int), error) {
 	switch a := arr.(type) {
 	case *array.String:
