@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -167,6 +168,16 @@ func TestEncodersWriteTheSameRows(t *testing.T) {
 	for seed := uint64(1); seed <= seeds; seed++ {
 		r := rand.New(rand.NewPCG(seed, 36))
 		dir := t.TempDir()
+		// Seeds 1, 4, ...: small row groups in one file; 2, 5, ...: one huge row group, whose
+		// trace ids (more rows: over 256 KiB of them) pass the dictionary limit; 3, 6, ...: small
+		// files, which are cut where their compressed size says, so the encoders' files differ and
+		// only the rows are compared.
+		variant := (seed - 1) % 3
+		wo := []WriterOptions{{RowGroupRows: 1000}, {RowGroupRows: 1 << 20}, {RowGroupRows: 1000, TargetFileBytes: 300_000}}[variant]
+		rows := 2500
+		if variant == 1 {
+			rows = 6000
+		}
 		var inputs []Input
 		var want []arrow.RecordBatch
 		for i := 0; i < 3+r.IntN(2); i++ {
@@ -174,7 +185,7 @@ func TestEncodersWriteTheSameRows(t *testing.T) {
 			if i == 0 {
 				base -= 10_000_000 // before the others: the splice copies it
 			}
-			rec := encRecord(r, sc, 2500+r.IntN(2500), base, i > 0)
+			rec := encRecord(r, sc, rows+r.IntN(rows), base, i > 0)
 			inputs = append(inputs, writeInput(t, dir, sc, rec, 1, 1000))
 			c, err := input.Conform(rec, sc, memory.DefaultAllocator)
 			if err != nil {
@@ -183,10 +194,6 @@ func TestEncodersWriteTheSameRows(t *testing.T) {
 			want = append(want, c)
 			rec.Release()
 		}
-		// Seeds 1, 4, ...: small row groups in one file; 2, 5, ...: one huge row group (whose trace
-		// ids pass the dictionary limit); 3, 6, ...: small files, which are cut where their
-		// compressed size says, so the encoders' files differ and only the rows are compared.
-		wo := []WriterOptions{{RowGroupRows: 1000}, {RowGroupRows: 1 << 20}, {RowGroupRows: 1000, TargetFileBytes: 300_000}}[(seed-1)%3]
 		for _, what := range []string{string(PathInMemory), string(PathKWay), string(PathPageBounded), string(PathSplice), "sorted"} {
 			label := fmt.Sprintf("seed %d %s", seed, what)
 			a := encWrite(t, what, dir, writer.EncoderArrow, inputs, want, sc, wo)
@@ -195,6 +202,10 @@ func TestEncodersWriteTheSameRows(t *testing.T) {
 				compareEncoderRows(t, label, sc, a, p)
 			} else {
 				compareEncoderOutputs(t, label, sc, a, p)
+			}
+			if wo.RowGroupRows == 1<<20 && (!plainAfterDictionary(a, "trace_id") || !plainAfterDictionary(p, "trace_id")) {
+				t.Fatalf("%s: a trace_id chunk did not fall back from its dictionary to plain (arrow-go %v, parquet-go %v)", label,
+					plainAfterDictionary(a, "trace_id"), plainAfterDictionary(p, "trace_id"))
 			}
 			if duck != nil {
 				checkDuckDB(t, duck, label, want, p)
@@ -234,6 +245,31 @@ func compareEncoderOutputs(t *testing.T, label string, sc *arrow.Schema, a, p []
 		checkChunkCRCs(t, what+" arrow-go", ao)
 		checkChunkCRCs(t, what+" parquet-go", po)
 	}
+}
+
+// plainAfterDictionary says whether a chunk of column col in outs has dictionary-encoded and
+// plain data pages: its dictionary passed the limit.
+func plainAfterDictionary(outs []Output, col string) bool {
+	for _, o := range outs {
+		c := o.Meta.Schema.ColumnIndexByName(col)
+		for rg := 0; c >= 0 && rg < o.Meta.NumRowGroups(); rg++ {
+			cc, err := o.Meta.RowGroup(rg).ColumnChunk(c)
+			if err != nil {
+				continue
+			}
+			var plain, dict bool
+			for _, st := range cc.EncodingStats() {
+				if st.PageType == 0 || st.PageType == 3 { // data page v1 or v2
+					plain = plain || st.Encoding == parquet.Encodings.Plain
+					dict = dict || st.Encoding == parquet.Encodings.RLEDict
+				}
+			}
+			if plain && dict {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // compareEncoderRows: the two encoders' outputs, which may be cut into files differently, hold

@@ -42,10 +42,12 @@ type Settings struct {
 // Plan is how one top-level column is shredded and written with parquet-go; the sink makes it
 // once and each row group's encoder uses it.
 type Plan struct {
-	root   *shredNode
-	schema *parquet.Schema
-	leaves int
-	opts   []parquet.WriterOption
+	root      *shredNode
+	schema    *parquet.Schema
+	leaves    int
+	dict      []bool // per leaf: dictionary-encoded
+	dictBytes int
+	opts      []parquet.WriterOption
 }
 
 // columnIndexLimit is the longest byte-array bound a column index keeps (longer ones are
@@ -61,7 +63,7 @@ func NewPlan(field arrow.Field, node schema.Node, set Settings) (*Plan, error) {
 		return nil, err
 	}
 	sc := parquet.NewSchema("schema", orderedGroup{fields: []parquet.Field{namedField{Node: pn, name: node.Name()}}})
-	return &Plan{root: root, schema: sc, leaves: b.leaves, opts: []parquet.WriterOption{
+	return &Plan{root: root, schema: sc, leaves: b.leaves, dict: b.dict, dictBytes: int(set.DictionaryBytes), opts: []parquet.WriterOption{
 		sc,
 		parquet.PageBufferSize(set.PageBytes),
 		parquet.DataPageVersion(1),
@@ -78,6 +80,7 @@ type shredBuilder struct {
 	top     schema.Node
 	raw, ts string
 	leaves  int
+	dict    []bool
 }
 
 // build returns the shredding plan and the parquet-go node of t written as n; rep is the
@@ -178,6 +181,7 @@ func (b *shredBuilder) leaf(sn *shredNode, t arrow.DataType, n schema.Node, dept
 	case depth == 0 && n.Name() == b.raw, typ.Kind() == parquet.Boolean:
 		enc = &parquet.Plain
 	}
+	b.dict = append(b.dict, enc == &parquet.RLEDictionary)
 	return parquet.Encoded(parquet.Leaf(typ), enc), true, nil
 }
 
@@ -245,14 +249,15 @@ type Column struct {
 	buf   *bytes.Buffer
 	cols  []*parquet.ColumnWriter
 	vals  [][]parquet.Value // per leaf: whole rows not yet handed to its column writer
-	bytes []int             // per leaf: byte-array bytes in vals
+	bytes []int             // per leaf: bytes of the values in vals
+	grown []int             // per dictionary leaf: value bytes handed since its page was cut
 }
 
 // NewColumn starts a column of plan's that writes its file into buf.
 func (plan *Plan) NewColumn(buf *bytes.Buffer) *Column {
 	w := parquet.NewWriter(buf, plan.opts...)
 	return &Column{plan: plan, w: w, buf: buf, cols: w.ColumnWriters(),
-		vals: make([][]parquet.Value, plan.leaves), bytes: make([]int, plan.leaves)}
+		vals: make([][]parquet.Value, plan.leaves), bytes: make([]int, plan.leaves), grown: make([]int, plan.leaves)}
 }
 
 // flushValues and flushBytes bound the values held before they go to the column
@@ -321,6 +326,18 @@ func (c *Column) flush(l int) error {
 	}
 	if _, err := c.cols[l].WriteRowValues(c.vals[l]); err != nil {
 		return fmt.Errorf("parquet-go column writer: %w", err)
+	}
+	// parquet-go checks a dictionary against its limit only where it cuts a page, which for
+	// dictionary indexes is every 64 Ki values: the dictionary of mostly distinct values (trace
+	// ids) would grow to megabytes first. A page cut after each limit's worth of values keeps
+	// it within twice the limit (arrow-go: within a batch of values past it).
+	if c.plan.dict[l] {
+		if c.grown[l] += c.bytes[l]; c.grown[l] >= c.plan.dictBytes {
+			c.grown[l] = 0
+			if err := c.cols[l].Flush(); err != nil {
+				return fmt.Errorf("parquet-go column writer: %w", err)
+			}
+		}
 	}
 	clear(c.vals[l]) // they point into the Arrow buffers
 	c.vals[l], c.bytes[l] = c.vals[l][:0], 0

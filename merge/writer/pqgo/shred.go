@@ -35,7 +35,7 @@ type shredNode struct {
 type boundNode struct {
 	n     *shredNode
 	arr   arrow.Array
-	value func(i int) (parquet.Value, int) // leafKind: value i and its byte-array bytes
+	value func(i int) (parquet.Value, int) // leafKind: value i and its size in bytes
 	offs  func(i int) (int64, int64)       // listKind, mapKind: entry range of row i
 	kids  []*boundNode
 }
@@ -150,29 +150,29 @@ func leafValue(arr arrow.Array) (func(int) (parquet.Value, int), error) {
 	case *array.FixedSizeBinary:
 		return func(i int) (parquet.Value, int) { b := a.Value(i); return parquet.FixedLenByteArrayValue(b), len(b) }, nil
 	case *array.Boolean:
-		return func(i int) (parquet.Value, int) { return parquet.BooleanValue(a.Value(i)), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.BooleanValue(a.Value(i)), 1 }, nil
 	case *array.Int8:
-		return func(i int) (parquet.Value, int) { return parquet.Int32Value(int32(a.Value(i))), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.Int32Value(int32(a.Value(i))), 4 }, nil
 	case *array.Int16:
-		return func(i int) (parquet.Value, int) { return parquet.Int32Value(int32(a.Value(i))), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.Int32Value(int32(a.Value(i))), 4 }, nil
 	case *array.Int32:
-		return func(i int) (parquet.Value, int) { return parquet.Int32Value(a.Value(i)), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.Int32Value(a.Value(i)), 4 }, nil
 	case *array.Date32:
-		return func(i int) (parquet.Value, int) { return parquet.Int32Value(int32(a.Value(i))), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.Int32Value(int32(a.Value(i))), 4 }, nil
 	case *array.Int64:
-		return func(i int) (parquet.Value, int) { return parquet.Int64Value(a.Value(i)), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.Int64Value(a.Value(i)), 8 }, nil
 	case *array.Time64:
-		return func(i int) (parquet.Value, int) { return parquet.Int64Value(int64(a.Value(i))), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.Int64Value(int64(a.Value(i))), 8 }, nil
 	case *array.Timestamp:
 		mul := map[arrow.TimeUnit]int64{arrow.Second: 1_000_000, arrow.Millisecond: 1_000, arrow.Microsecond: 1}[a.DataType().(*arrow.TimestampType).Unit]
 		if mul == 0 {
 			return nil, fmt.Errorf("shredding: timestamps of %s", a.DataType())
 		}
-		return func(i int) (parquet.Value, int) { return parquet.Int64Value(int64(a.Value(i)) * mul), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.Int64Value(int64(a.Value(i)) * mul), 8 }, nil
 	case *array.Float32:
-		return func(i int) (parquet.Value, int) { return parquet.FloatValue(a.Value(i)), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.FloatValue(a.Value(i)), 4 }, nil
 	case *array.Float64:
-		return func(i int) (parquet.Value, int) { return parquet.DoubleValue(a.Value(i)), 0 }, nil
+		return func(i int) (parquet.Value, int) { return parquet.DoubleValue(a.Value(i)), 8 }, nil
 	}
 	return nil, fmt.Errorf("shredding: arrays of %s", arr.DataType())
 }
