@@ -31,13 +31,13 @@ type Settings struct {
 }
 
 // The parquet-go encoder writes each top-level column as arrow-go would, so that its chunks fit
-// the footer arrow-go's schema describes (writer.Template): the same leaves in the same order with the
-// same repetition (so the same levels), the same physical types, and the encodings siglake
-// chose: dictionary with a fallback to plain at DictionaryBytes, plain for the raw column and
-// booleans, delta for the timestamp column; data page v1 of PageBytes, the writer's zstd,
-// statistics, column and offset indexes. The schema, field ids, footer and its
-// key-value metadata stay arrow-go's: only the column chunks and their page indexes come from
-// parquet-go. Columns of a type it does not write (leafType) are encoded by arrow-go.
+// the footer arrow-go's schema describes (writer.Template): the same leaves in the same order
+// with the same repetition (so the same levels), the same physical types, and the encodings
+// siglake chose: dictionary with a fallback to plain at DictionaryBytes, plain for the raw column
+// and booleans, delta for the timestamp column; data page v1 of PageBytes, the writer's zstd,
+// statistics, column and offset indexes. The schema, field ids, footer and its key-value
+// metadata stay arrow-go's: only the column chunks and their page indexes come from parquet-go.
+// Columns of a type it does not write (leafType) are encoded by arrow-go.
 
 // Plan is how one top-level column is shredded and written with parquet-go; the sink makes it
 // once and each row group's encoder uses it.
@@ -57,7 +57,7 @@ const columnIndexLimit = MaxStatBytes
 // NewPlan plans the parquet-go encoding of field, which arrow-go's schema writes as node; nil
 // without error when a leaf's type is not one it writes (leafType).
 func NewPlan(field arrow.Field, node schema.Node, set Settings) (*Plan, error) {
-	b := shredBuilder{top: node, raw: set.RawColumn, ts: set.TimestampColumn}
+	b := shredBuilder{raw: set.RawColumn, ts: set.TimestampColumn}
 	root, pn, err := b.build(field.Type, node, 0, 0)
 	if err != nil || root == nil {
 		return nil, err
@@ -77,7 +77,6 @@ func NewPlan(field arrow.Field, node schema.Node, set Settings) (*Plan, error) {
 
 // shredBuilder walks an Arrow type beside the Parquet node arrow-go writes it as.
 type shredBuilder struct {
-	top     schema.Node
 	raw, ts string
 	leaves  int
 	dict    []bool
