@@ -249,7 +249,7 @@ type Column struct {
 	cols  []*parquet.ColumnWriter
 	vals  [][]parquet.Value // per leaf: whole rows not yet handed to its column writer
 	bytes []int             // per leaf: bytes of the values in vals
-	grown []int             // per dictionary leaf: value bytes handed since its page was cut
+	grown []int             // per dictionary leaf: value bytes handed since the last page cut we made
 }
 
 // NewColumn starts a column of plan's that writes its file into buf.
@@ -328,10 +328,10 @@ func (c *Column) flush(l int) error {
 	}
 	// parquet-go checks a dictionary against its limit only where it cuts a page, which for
 	// dictionary indexes is every 64 Ki values: the dictionary of mostly distinct values (trace
-	// ids) would grow to megabytes first. A page cut after each limit's worth of values keeps
-	// it within twice the limit (arrow-go: within a batch of values past it).
+	// ids) would grow to megabytes first. A page cut after each quarter limit's worth of values
+	// keeps it within about a third past the limit (arrow-go: a batch of values past it).
 	if c.plan.dict[l] {
-		if c.grown[l] += c.bytes[l]; c.grown[l] >= c.plan.dictBytes {
+		if c.grown[l] += c.bytes[l]; c.grown[l] >= c.plan.dictBytes/4 {
 			c.grown[l] = 0
 			if err := c.cols[l].Flush(); err != nil {
 				return fmt.Errorf("parquet-go column writer: %w", err)
