@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -171,7 +170,7 @@ func TestWriteSortedRemovesOutputsOnFailure(t *testing.T) {
 
 // TestDictionaryFallsBackAt256KiB: a column of distinct values (trace ids)
 // gets a dictionary page of at most 256 KiB (file-format.md), then plain
-// pages.
+// pages, with either encoder.
 func TestDictionaryFallsBackAt256KiB(t *testing.T) {
 	sc := testArrowSchema(t)
 	r := rand.New(rand.NewPCG(1, 1))
@@ -189,24 +188,26 @@ func TestDictionaryFallsBackAt256KiB(t *testing.T) {
 	cols[4] = ids
 	rec2 := array.NewRecordBatch(sc, cols, rec.NumRows())
 	defer rec2.Release()
-	dir := t.TempDir()
-	outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, []arrow.RecordBatch{rec2},
-		WriterOptions{Metadata: MetadataOptions{RawColumn: "raw"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := outs[0].Meta.RowGroup(0).ColumnChunk(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cc.HasDictionaryPage() {
-		t.Fatal("trace_id has no dictionary page")
-	}
-	if n := cc.DataPageOffset() - cc.DictionaryPageOffset(); n > 256<<10 {
-		t.Fatalf("trace_id dictionary page takes %d bytes, want at most 256 KiB", n)
-	}
-	if !slices.Contains(cc.Encodings(), parquet.Encodings.Plain) {
-		t.Fatalf("trace_id encodings %v: no plain pages after the dictionary filled", cc.Encodings())
+	for _, enc := range writer.Encoders {
+		dir := t.TempDir()
+		outs, err := writer.WriteSorted(context.Background(), localFS, pathGen(dir, 0), sc, []arrow.RecordBatch{rec2},
+			WriterOptions{Metadata: MetadataOptions{RawColumn: "raw"}, Encoder: enc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := outs[0].Meta.RowGroup(0).ColumnChunk(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cc.HasDictionaryPage() {
+			t.Fatalf("%s: trace_id has no dictionary page", enc)
+		}
+		if n := cc.DataPageOffset() - cc.DictionaryPageOffset(); n > 256<<10 {
+			t.Fatalf("%s: trace_id dictionary page takes %d bytes, want at most 256 KiB", enc, n)
+		}
+		if !plainAfterDictionary(outs, "trace_id") {
+			t.Fatalf("%s: trace_id encodings %v: no plain pages after the dictionary filled", enc, cc.Encodings())
+		}
 	}
 }
 

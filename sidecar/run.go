@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/gossip"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/commit"
@@ -94,6 +95,7 @@ func checkWALDir(dir string) error {
 // and returns nil. once drains everything sealed, then returns.
 func (p *Process) Run(ctx context.Context, once bool) error {
 	p.setUpMemory()
+	writer.SetDefaultEncoder(p.Cfg.MergeParquetEncoder) // every sink of the process: drain and merges
 	if p.Cfg.Role.Drains() {
 		if err := checkWALDir(p.Cfg.WALDir); err != nil {
 			return err

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -234,10 +235,17 @@ func runChild(contender, setDir string) (childResult, error) {
 	out := filepath.Join(setDir, "out-"+contender)
 	_ = os.RemoveAll(out)
 	ctx := context.Background()
-	switch contender {
+	// A merge path's name may end in ":ENCODER" (k-way:parquet-go): the Parquet encoder of its
+	// outputs (writer.Encoders; default arrow).
+	name, enc, _ := strings.Cut(contender, ":")
+	switch name {
 	case "in-memory", "k-way", "page-bounded", "splice", "splice-unverified", "chosen":
-		path := merge.PathKind(contender)
-		switch contender {
+		encoder, err := writer.ParseEncoder(cmp.Or(enc, string(writer.EncoderArrow)))
+		if err != nil {
+			return childResult{}, err
+		}
+		path := merge.PathKind(name)
+		switch name {
 		case "chosen":
 			path = "" // what ChoosePath takes
 		case "splice-unverified":
@@ -248,8 +256,8 @@ func runChild(contender, setDir string) (childResult, error) {
 			return filepath.Join(out, merge.DataFileName(1))
 		}, merge.RewriteOptions{
 			ForcePath:        path,
-			SpliceUnverified: contender == "splice-unverified",
-			WriterOptions:    merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id"}}},
+			SpliceUnverified: name == "splice-unverified",
+			WriterOptions:    merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id"}}, Encoder: encoder},
 		})
 		if err != nil {
 			return childResult{}, err

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -10,13 +11,14 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/siglake/siglake/merge/density"
+	"github.com/siglake/siglake/merge/index"
 	"github.com/siglake/siglake/merge/input"
+	"github.com/siglake/siglake/merge/writer/pqgo"
 )
 
 // sink writes every path's outputs. It receives rows already in output
@@ -47,6 +49,7 @@ type Sink struct {
 	tmpl    *metadata.FileMetaData // an empty file's footer: schema, column orders, created_by
 	tsIdx   int
 	fields  []*arrow.Schema // one schema per top-level field, for its encoder
+	pqgo    []*pqgo.Plan    // per top-level field: its parquet-go plan; nil: arrow-go encodes it
 	workers int             // goroutines encoding one chunk's columns and metadata
 
 	cur     *splicedFile
@@ -87,7 +90,7 @@ type pendingRowGroup struct {
 
 type pendingColumn struct {
 	buf bytes.Buffer
-	fw  *pqarrow.FileWriter
+	enc columnEncoder
 }
 
 func NewSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.Schema, opts Options, meta MetaMode) (*Sink, error) {
@@ -118,6 +121,9 @@ func NewSink(fs icebergio.WriteFileIO, newPath func(int) string, schema *arrow.S
 	for _, f := range schema.Fields() {
 		s.fields = append(s.fields, arrow.NewSchema([]arrow.Field{f}, nil))
 	}
+	if err := s.planEncoders(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -134,6 +140,37 @@ func Template(schema *arrow.Schema, opts Options) (*metadata.FileMetaData, error
 		return nil, fmt.Errorf("preparing the footer: %w", err)
 	}
 	return fw.FileMetadata()
+}
+
+// planEncoders plans the parquet-go encoding of each top-level column when it is the encoder;
+// a column of a type it does not write stays arrow-go's.
+func (s *Sink) planEncoders() error {
+	s.pqgo = make([]*pqgo.Plan, len(s.fields))
+	if s.opts.Encoder.resolve() != EncoderParquetGo {
+		return nil
+	}
+	set := pqgo.Settings{PageBytes: PageBytes, DictionaryBytes: dictPageBytes, TimestampColumn: s.opts.TimestampColumn,
+		RawColumn: cmp.Or(s.opts.Metadata.RawColumn, index.DefaultRawColumn), Compression: pqgoZstd{}}
+	root := s.tmpl.Schema.Root()
+	if root.NumFields() != len(s.fields) {
+		return fmt.Errorf("the footer template has %d fields, the schema %d", root.NumFields(), len(s.fields))
+	}
+	for i, f := range s.schema.Fields() {
+		p, err := pqgo.NewPlan(f, root.Field(i), set)
+		if err != nil {
+			return fmt.Errorf("planning the parquet-go encoder: %w", err)
+		}
+		s.pqgo[i] = p
+	}
+	return nil
+}
+
+// newColumnEncoder starts the encoder of top-level column i for a row group, writing into buf.
+func (s *Sink) newColumnEncoder(i int, buf *bytes.Buffer) (columnEncoder, error) {
+	if p := s.pqgo[i]; p != nil {
+		return p.NewColumn(buf), nil
+	}
+	return newArrowColumn(s.fields[i], buf, s.opts)
 }
 
 func spliceArrowProps(opts Options) pqarrow.ArrowWriterProperties {
@@ -246,15 +283,15 @@ func (s *Sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) err
 		if rg == nil {
 			rg = &pendingRowGroup{cols: make([]pendingColumn, len(s.fields))}
 		}
-		for i, sc := range s.fields {
-			fw, err := pqarrow.NewFileWriter(sc, &rg.cols[i].buf, writerProperties(s.opts), spliceArrowProps(s.opts))
+		for i := range s.fields {
+			enc, err := s.newColumnEncoder(i, &rg.cols[i].buf)
 			if err != nil {
 				for _, c := range rg.cols[:i] {
-					_ = c.fw.Close()
+					c.enc.Abort()
 				}
 				return fmt.Errorf("writing %s: starting row group: %w", s.cur.path, err)
 			}
-			rg.cols[i].fw = fw
+			rg.cols[i].enc = enc
 		}
 		s.rg = rg
 	}
@@ -269,11 +306,7 @@ func (s *Sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) err
 	tasks := make([]func() error, 0, len(s.fields)+1)
 	tasks = append(tasks, func() error { f.meta.AddRows(part, micros); return nil })
 	for i := range s.fields {
-		tasks = append(tasks, func() error {
-			col := array.NewRecordBatch(s.fields[i], []arrow.Array{part.Column(i)}, part.NumRows())
-			defer col.Release()
-			return s.rg.cols[i].fw.WriteBuffered(col)
-		})
+		tasks = append(tasks, func() error { return s.rg.cols[i].enc.Write(part.Column(i)) })
 	}
 	if err := runParallel(s.workers, tasks); err != nil {
 		return fmt.Errorf("writing %s: %w", f.path, err)
@@ -337,10 +370,7 @@ func (s *Sink) endRowGroup(lastTs int64) error {
 	for i := range rg.cols {
 		tasks[i] = func() error {
 			c := &rg.cols[i]
-			if err := c.fw.Close(); err != nil {
-				return err
-			}
-			md, err := c.fw.FileMetadata()
+			md, err := c.enc.Finish()
 			if err != nil {
 				return err
 			}
@@ -363,7 +393,7 @@ func (s *Sink) endRowGroup(lastTs int64) error {
 	// (about a row group's compressed size of garbage each, which the collector paid for).
 	for i := range rg.cols {
 		rg.cols[i].buf.Reset()
-		rg.cols[i].fw = nil
+		rg.cols[i].enc = nil
 	}
 	rg.rows = 0
 	s.spare = rg

@@ -460,7 +460,9 @@ func (s *Sink) Abort() error {
 	var errs []error
 	if s.rg != nil {
 		for _, c := range s.rg.cols {
-			_ = c.fw.Close()
+			if c.enc != nil {
+				c.enc.Abort()
+			}
 		}
 		s.rg = nil
 	}

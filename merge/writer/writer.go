@@ -35,6 +35,9 @@ const (
 	dictPageBytes = 256 << 10
 )
 
+// zstdLevel is the zstd level of every page (zstd's fastest; both encoders).
+const zstdLevel = 1
+
 // DefaultRowGroupRows is the row-group length when WriterOptions leaves it 0:
 // large enough for good compression and few footer entries, small enough that
 // a per-row-group bloom still prunes.
@@ -80,6 +83,10 @@ type Options struct {
 	// (and its search metadata); 0 = defaultEncodeWorkers. The output bytes do not depend on
 	// it (TestParallelEncodeSameBytes).
 	EncodeWorkers int
+	// Encoder is the library that encodes the rows (SIGLAKE_MERGE_PARQUET_ENCODER); empty is the
+	// process default (SetDefaultEncoder), arrow-go unless set. The files carry the same rows,
+	// footer and metadata either way (TestEncodersWriteTheSameRows).
+	Encoder Encoder
 	// template, when set, is Template of the schema and these
 	// options, which Rewrite computes to plan the splice: the sink takes it
 	// instead of writing an empty file again.
@@ -327,7 +334,7 @@ func writerProperties(opts Options) *parquet.WriterProperties {
 		parquet.WithEncodingFor(opts.TimestampColumn, parquet.Encodings.DeltaBinaryPacked),
 		parquet.WithAllocator(opts.Allocator),
 		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithCompressionLevel(1),
+		parquet.WithCompressionLevel(zstdLevel),
 		parquet.WithStats(true),
 		parquet.WithPageIndexEnabled(true),
 		parquet.WithDictionaryDefault(true),

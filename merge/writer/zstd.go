@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/klauspost/compress/zstd"
+	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // zstdWindow is the match window of the zstd encoders Parquet pages are
@@ -75,6 +77,29 @@ func (z *smallWindowZstd) NewWriterLevel(w io.Writer, level int) (io.WriteCloser
 	return z.Codec.(compress.StreamingCodec).NewWriterLevel(w, level)
 }
 
+// pagesZstd holds the small-window encoders of both Parquet encoders (arrow-go's through the
+// codec registry, parquet-go's through pqgoZstd).
+var pagesZstd = &smallWindowZstd{pools: map[zstd.EncoderLevel]*sync.Pool{}}
+
+// pqgoZstd is parquet-go's zstd codec with the encoders arrow-go's pages get: the small window,
+// level 1 (writerProperties), entropy-coded literals; decoding is parquet-go's own.
+type pqgoZstd struct{}
+
+func (pqgoZstd) String() string { return "ZSTD" }
+
+func (pqgoZstd) CompressionCodec() format.CompressionCodec { return format.Zstd }
+
+func (pqgoZstd) Encode(dst, src []byte) ([]byte, error) {
+	p := pagesZstd.pool(zstd.EncoderLevelFromZstd(zstdLevel))
+	enc := p.Get().(*zstd.Encoder)
+	defer p.Put(enc)
+	return enc.EncodeAll(src, dst[:0]), nil
+}
+
+func (pqgoZstd) Decode(dst, src []byte) ([]byte, error) { return pqgoZstdDecoder.Decode(dst, src) }
+
+var pqgoZstdDecoder = &pqzstd.Codec{}
+
 // The codec registry is process-wide: every Parquet writer of the process
 // (siglake's and iceberg-go's) gets the smaller window.
 func init() {
@@ -85,5 +110,6 @@ func init() {
 	if _, ok := base.(compress.StreamingCodec); !ok {
 		return
 	}
-	compress.RegisterCodec(compress.Codecs.Zstd, &smallWindowZstd{Codec: base, pools: map[zstd.EncoderLevel]*sync.Pool{}})
+	pagesZstd.Codec = base
+	compress.RegisterCodec(compress.Codecs.Zstd, pagesZstd)
 }

@@ -169,6 +169,10 @@ type Config struct {
 	// data decompressed, value counts checked), so damaged input fails the rewrite instead of
 	// being copied on. Default true (--merge-splice-verify); off saves about half the splice's CPU.
 	MergeSpliceVerify bool
+	// MergeParquetEncoder is the library that encodes the rows of every data file this process
+	// writes (merges and the drain; merge/writer.Encoder). Default arrow
+	// (--merge-parquet-encoder): parquet-go stays opt-in until it has run a release (issue 36).
+	MergeParquetEncoder writer.Encoder
 
 	// DeleteTasks runs the idle-cycle delete-task sweep over owned tables (docs/deletes.md);
 	// requests are recorded either way. Default true (--delete-tasks), the spec's.
@@ -551,6 +555,16 @@ func compactionOptions() []Option {
 					c.MergeSpliceMinRows = -1
 				}
 				return err
+			}},
+		{"merge-parquet-encoder", "SIGLAKE_MERGE_PARQUET_ENCODER", string(writer.EncoderArrow), "compactor.mergeParquetEncoder",
+			"Library that encodes the rows of every Parquet data file the process writes (merges and the drain): `arrow` (arrow-go) or `parquet-go` (github.com/parquet-go/parquet-go; measured in docs/benchmarks.md, \"The encoder: parquet-go beside arrow-go\"). The files hold the same rows, schema, field ids, statistics, page indexes, footer metadata and chunk checksums either way (docs/file-format.md, \"Encoders\").",
+			func(c *Config, v string) error {
+				e, err := writer.ParseEncoder(v)
+				if err != nil {
+					return errors.New("accepted: arrow, parquet-go")
+				}
+				c.MergeParquetEncoder = e
+				return nil
 			}},
 		{"merge-splice-verify", "SIGLAKE_MERGE_SPLICE_VERIFY", "true", "",
 			"Read the pages of every row group the splice merge copies from an input without chunk checksums (another writer's file; headers parsed, data decompressed, value counts checked), so damaged input fails the rewrite instead of being copied on; off saves about half the splice's CPU on such inputs. Checksums (`siglake.chunkcrc.v1`, in siglake's files) are checked either way.",

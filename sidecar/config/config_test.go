@@ -151,6 +151,7 @@ func TestSettingsCheckedTogetherAtLoad(t *testing.T) {
 		{map[string]string{"SIGLAKE_GOSSIP_BIND": "127.0.0.1:7946", "SIGLAKE_GOSSIP_PROBE_TIMEOUT": "3s"},
 			[]string{"SIGLAKE_GOSSIP_PROBE_TIMEOUT", "SIGLAKE_GOSSIP_PROBE_INTERVAL"}},
 		{map[string]string{"SIGLAKE_GOSSIP_BIND": "not-an-ip:7946"}, []string{"SIGLAKE_GOSSIP_BIND"}},
+		{map[string]string{"SIGLAKE_MERGE_PARQUET_ENCODER": "parquet"}, []string{"--merge-parquet-encoder", "SIGLAKE_MERGE_PARQUET_ENCODER", "arrow, parquet-go"}},
 	} {
 		_, err := Load(nil, func(k string) string { return tc.env[k] })
 		if err == nil {
@@ -271,5 +272,20 @@ func TestDurationOptionsOneSyntax(t *testing.T) {
 	}
 	if n < 5 {
 		t.Fatalf("only %d duration options found", n)
+	}
+}
+
+// TestParquetEncoderLoads: SIGLAKE_MERGE_PARQUET_ENCODER selects the encoder, arrow-go's unless set.
+func TestParquetEncoderLoads(t *testing.T) {
+	for v, want := range map[string]writer.Encoder{"": writer.EncoderArrow, "arrow": writer.EncoderArrow, "parquet-go": writer.EncoderParquetGo, "Parquet-Go": writer.EncoderParquetGo} {
+		c, err := Load(nil, func(k string) string {
+			if k == "SIGLAKE_MERGE_PARQUET_ENCODER" {
+				return v
+			}
+			return ""
+		})
+		if err != nil || c.MergeParquetEncoder != want {
+			t.Errorf("SIGLAKE_MERGE_PARQUET_ENCODER=%q: encoder %q (%v), want %q", v, c.MergeParquetEncoder, err, want)
+		}
 	}
 }

@@ -1,0 +1,99 @@
+package writer
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Encoder names the library that encodes the re-encoded rows of every output (docs/file-format.md,
+// "Encoders"). Decoding, the footer, the page indexes' layout, the search metadata and the chunk
+// sums do not depend on it: the sink lays out every file itself from one-column files either
+// encoder writes.
+type Encoder string
+
+const (
+	// EncoderDefault is the process-wide choice (SetDefaultEncoder), arrow-go unless set.
+	EncoderDefault Encoder = ""
+	// EncoderArrow is arrow-go's pqarrow writer, the encoder siglake has always used.
+	EncoderArrow Encoder = "arrow"
+	// EncoderParquetGo is github.com/parquet-go/parquet-go's column writers, fed values
+	// shredded from the Arrow arrays (issue 36).
+	EncoderParquetGo Encoder = "parquet-go"
+)
+
+// Encoders are the accepted encoder names.
+var Encoders = []Encoder{EncoderArrow, EncoderParquetGo}
+
+// ParseEncoder parses an encoder name (SIGLAKE_MERGE_PARQUET_ENCODER).
+func ParseEncoder(s string) (Encoder, error) {
+	for _, e := range Encoders {
+		if strings.EqualFold(strings.TrimSpace(s), string(e)) {
+			return e, nil
+		}
+	}
+	return "", fmt.Errorf("parquet encoder %q: accepted: arrow, parquet-go", s)
+}
+
+var defaultEncoder atomic.Value // Encoder
+
+// SetDefaultEncoder sets the encoder of every sink whose Options leave Encoder empty. The sidecar
+// sets it once at start from its configuration: a process-wide codec choice, as the zstd
+// codec's registration is, so the many callers of the writer need not carry it.
+func SetDefaultEncoder(e Encoder) { defaultEncoder.Store(e) }
+
+// resolve is e, or the process default when e is empty.
+func (e Encoder) resolve() Encoder {
+	if e != EncoderDefault {
+		return e
+	}
+	if d, ok := defaultEncoder.Load().(Encoder); ok && d != EncoderDefault {
+		return d
+	}
+	return EncoderArrow
+}
+
+// columnEncoder encodes the rows of one top-level column of a row group into a one-row-group
+// Parquet file in memory, whose column chunks the sink then copies into the output.
+type columnEncoder interface {
+	Write(col arrow.Array) error
+	// Finish writes the file's footer and returns it parsed.
+	Finish() (*metadata.FileMetaData, error)
+	// Abort drops what was written.
+	Abort()
+}
+
+// arrowColumn is the arrow-go encoder of one column.
+type arrowColumn struct {
+	sc *arrow.Schema
+	fw *pqarrow.FileWriter
+}
+
+func newArrowColumn(sc *arrow.Schema, buf *bytes.Buffer, opts Options) (*arrowColumn, error) {
+	fw, err := pqarrow.NewFileWriter(sc, buf, writerProperties(opts), spliceArrowProps(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &arrowColumn{sc: sc, fw: fw}, nil
+}
+
+func (a *arrowColumn) Write(col arrow.Array) error {
+	rec := array.NewRecordBatch(a.sc, []arrow.Array{col}, int64(col.Len()))
+	defer rec.Release()
+	return a.fw.WriteBuffered(rec)
+}
+
+func (a *arrowColumn) Finish() (*metadata.FileMetaData, error) {
+	if err := a.fw.Close(); err != nil {
+		return nil, err
+	}
+	return a.fw.FileMetadata()
+}
+
+func (a *arrowColumn) Abort() { _ = a.fw.Close() }
