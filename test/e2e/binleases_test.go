@@ -260,3 +260,54 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	}
 	exactlyOnce(t, s, want)
 }
+
+// TestBenchBinLeases measures what leasing buys: the same table of small files (a week and more
+// of partitions) rewritten by four keyed members, with --bin-leases off (the owner rewrites alone)
+// and on, alternated; it reports the time from the owner's election until its passes settle, and
+// the rewrites' input bytes per second.
+//
+//	SIGLAKE_BENCH=1 SIGLAKE_BENCH_ROWS=320000 SIGLAKE_BENCH_ROUNDS=2 go test ./test/e2e -run TestBenchBinLeases -v -timeout 60m
+func TestBenchBinLeases(t *testing.T) {
+	if os.Getenv("SIGLAKE_BENCH") != "1" {
+		t.Skip("benchmark: set SIGLAKE_BENCH=1")
+	}
+	rows, rounds := 320000, 1
+	if v := os.Getenv("SIGLAKE_BENCH_ROWS"); v != "" {
+		fmt.Sscan(v, &rows)
+	}
+	if v := os.Getenv("SIGLAKE_BENCH_ROUNDS"); v != "" {
+		fmt.Sscan(v, &rounds)
+	}
+	took := map[string][]time.Duration{}
+	for r := 0; r < rounds; r++ {
+		for _, mode := range []string{"false", "true"} {
+			t.Run(fmt.Sprintf("leases=%s/%d", mode, r), func(t *testing.T) {
+				s, want := smallFilesSite(t, rows)
+				ms := binLeaseMembers(t, s, 4, "--bin-leases="+mode)
+				owner := ownerOf(t, ms, "events")
+				start := time.Now()
+				waitUntil(t, "events to settle", 30*time.Minute, func() (bool, string) { return settled(owner, "events") })
+				d := time.Since(start)
+				var read float64
+				for _, m := range ms {
+					mm, err := scrapeMember(m.httpAddr)
+					if err == nil {
+						read += mm.sum("siglake_compactor_rewrite_read_bytes_total", "")
+					}
+				}
+				stopAll(ms)
+				exactlyOnce(t, s, want)
+				took[mode] = append(took[mode], d)
+				t.Logf("bin leases %s: settled in %s, rewrites read %.0f MB (%.2f MB/s)", mode, d.Round(100*time.Millisecond), read/1e6, read/1e6/d.Seconds())
+			})
+		}
+	}
+	med := func(ds []time.Duration) time.Duration {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	if len(took["false"]) > 0 && len(took["true"]) > 0 {
+		off, on := med(took["false"]), med(took["true"])
+		t.Logf("median settle: owner alone %s, leased to 4 members %s: %.2fx", off.Round(100*time.Millisecond), on.Round(100*time.Millisecond), off.Seconds()/on.Seconds())
+	}
+}
