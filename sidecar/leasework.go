@@ -67,7 +67,7 @@ func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Main
 	log := p.Log.Named("binleases")
 	obs := binleases.NewObserver(p.Metrics.BinLeases, log)
 	ocfg := work.OwnerConfig{Book: book, Catalog: catalog, Authenticated: p.cluster.Authenticated,
-		Check: check, Commit: commit, Remove: remove, Now: time.Now}
+		Check: check, Commit: commit, Remove: remove, Now: time.Now, Ended: m.LeaseEnded}
 	obs.InstrumentOwner(&ocfg)
 	owner := work.NewOwner(ocfg, tr)
 	wcfg := work.WorkerConfig{Catalog: catalog, Owners: p.binOwners, Budget: p.binBudget, Merge: m.MergeLeased, Now: time.Now,
@@ -90,7 +90,8 @@ func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Main
 	go p.advertiseOffers(stop, book, obs)
 	log.Info("bin leases on", zap.Duration("lease_duration", p.Cfg.BinLeaseDuration), zap.Duration("owner_wait", p.Cfg.BinLeaseOwnerWait),
 		zap.Duration("lease_max_age", maxAge))
-	return &maintain.Leases{Owner: owner, Book: book, Workers: p.binWorkers, Offered: p.advertiseOffering, Forget: obs.Forget}
+	return &maintain.Leases{Owner: owner, Book: book, Workers: p.binWorkers, Offered: p.advertiseOffering, Forget: obs.Forget,
+		Usable: p.cluster.Authenticated}
 }
 
 // waitCatalog returns the catalog's identity once gossip knows it, or "" at stop.
@@ -141,19 +142,19 @@ func (p *Process) advertiseOffering(offering bool) {
 func (p *Process) binOwners() []string {
 	var out []string
 	for _, m := range p.cluster.Members() {
-		if m.BinOffers && m.State == gossip.StateAlive && !m.Leaving {
+		if m.BinOffers && m.State == gossip.StateAlive && !m.Leaving && m.Catalog == p.cluster.Catalog() {
 			out = append(out, m.Name)
 		}
 	}
 	return out
 }
 
-// binWorkers is how many members take leased bins now, this one included: the pass's budgets
-// are per worker (plan.Input.Workers).
+// binWorkers is how many members of this catalog take leased bins now, this one included: the
+// pass's budgets are per worker (plan.Input.Workers).
 func (p *Process) binWorkers() int {
-	n := 0
+	n, catalog := 0, p.cluster.Catalog()
 	for _, m := range p.cluster.Members() {
-		if m.BinWorker && m.State == gossip.StateAlive && !m.Leaving {
+		if m.BinWorker && m.State == gossip.StateAlive && !m.Leaving && m.Catalog == catalog {
 			n++
 		}
 	}

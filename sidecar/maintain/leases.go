@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/sidecar/work"
@@ -34,6 +37,9 @@ type Leases struct {
 	// Forget, when set, is told of a table this process stopped maintaining, after its leases
 	// were dropped (the observer forgets its gauges).
 	Forget func(table string)
+	// Usable, when set, says whether leases can travel now (gossip authenticated: no key
+	// migration); while not, every bin is rewritten here, as without leases.
+	Usable func() bool
 }
 
 // maxLeaseTries is how many leases of one bin may end without a commit (a worker killed, paused
@@ -50,23 +56,65 @@ type leasing struct {
 	mu   sync.Mutex
 	bins map[string]map[string]*leasedBin // table -> inputsKey -> bin
 	done []leasedResult
+	// ended counts, per table and input file, the leases over the file that ended without a
+	// commit (the worker's merge failed, or the lease lapsed): per file, not per bin, since new
+	// files change a hot partition's bins every pass.
+	ended map[string]map[string]int
 }
 
 // leasedBin is one bin offered to workers.
 type leasedBin struct {
-	job   rewrite.Job
-	bin   level.Bin
-	tries int // leases of these inputs that ended without a commit
+	job rewrite.Job
+	bin level.Bin
 }
 
 // leasedResult is a worker's result the owner committed (or tried to), for the cycle to learn
-// from as it learns from its own rewrites: the rewrite rate and the failure bookkeeping.
+// from as it learns from its own rewrites: the rewrite rate, the failure bookkeeping and, after a
+// commit, the index rebuild (which publishes into the observer, the cycle's).
 type leasedResult struct {
 	table string
 	bin   level.Bin
 	out   rewrite.Outcome
 	took  time.Duration // the worker's merge
 	at    time.Time
+}
+
+// LeaseEnded is work.OwnerConfig.Ended: a lease of this owner ended with outcome. A failed merge
+// or a lapse counts against each of its inputs (leasing.ended); a commit clears nothing (its
+// inputs are gone).
+func (m *Maintainer) LeaseEnded(l work.Lease, outcome string) {
+	if outcome != work.OutcomeFailed && outcome != work.EndLapsed {
+		return
+	}
+	m.parts()
+	x := &m.exec.leased
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ended == nil {
+		x.ended = map[string]map[string]int{}
+	}
+	t := x.ended[l.Table]
+	if t == nil {
+		t = map[string]int{}
+		x.ended[l.Table] = t
+	}
+	for _, in := range l.Job.Inputs {
+		t[in.Path]++
+	}
+}
+
+// endedTries returns, for the bins of a pass, how often a lease over any of its inputs ended
+// without a commit, and forgets the counts of files no longer live.
+func (x *leasing) endedTries(table string, live map[string]lake.File) map[string]int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	t := x.ended[table]
+	for p := range t {
+		if _, ok := live[p]; !ok {
+			delete(t, p)
+		}
+	}
+	return maps.Clone(t)
 }
 
 // inputsKey identifies a bin by its input paths (the lease book does the same).
@@ -119,6 +167,7 @@ func (x *leasing) forget(table string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.bins, table)
+	delete(x.ended, table)
 }
 
 func (x *leasing) finished(r leasedResult) {
@@ -141,7 +190,12 @@ func (x *leasing) takeDone() []leasedResult {
 // pass offers, also an empty one: the book withdraws the unleased offers of the pass before.
 func (e *executor) offer(v *view, bins []level.Bin, now time.Time, run *passRun) []level.Bin {
 	x := e.set.Leases
-	taken := e.leaseTries(v.name)
+	if x.Usable != nil && !x.Usable() {
+		x.Owner.Offer(v.name, nil) // withdraw: nothing could take them now
+		run.skipped = append(run.skipped, "bins not offered: gossip is not authenticated now (a key migration); rewritten here")
+		return bins
+	}
+	tries := e.leased.endedTries(v.name, v.byPath)
 	next := e.leased.inFlight(v.name, x.Book.InFlight(v.name)) // results of live and committing leases may still come
 	var offers []work.Job
 	var local []level.Bin
@@ -152,18 +206,19 @@ func (e *executor) offer(v *view, bins []level.Bin, now time.Time, run *passRun)
 				b.Kind, len(b.Files), b.Partition, until.UTC().Format(time.RFC3339)))
 			continue
 		}
-		lb := &leasedBin{bin: b, tries: taken[binInputsKey(b)]}
 		job, err := e.binJob(v, b)
 		var wj work.Job
-		if err == nil && lb.tries < maxLeaseTries {
+		if err == nil && binTries(b, tries) < maxLeaseTries {
 			wj, err = rewrite.Leasable(job)
 		}
-		if err != nil || lb.tries >= maxLeaseTries {
+		if err != nil || binTries(b, tries) >= maxLeaseTries {
 			local = append(local, b)
 			continue
 		}
-		lb.job = job
-		next[jobKey(wj)] = lb
+		k := jobKey(wj)
+		if _, flying := next[k]; !flying {
+			next[k] = &leasedBin{job: job, bin: b}
+		}
 		offers = append(offers, wj)
 	}
 	refused := x.Owner.Offer(v.name, offers)
@@ -173,11 +228,13 @@ func (e *executor) offer(v *view, bins []level.Bin, now time.Time, run *passRun)
 	for _, r := range refused {
 		k := jobKey(r.Job)
 		lb := next[k]
-		delete(next, k)
 		if errors.Is(r.Err, work.ErrLeased) || errors.Is(r.Err, work.ErrTwice) {
+			// Leased meanwhile (an offer of the pass before, taken since this pass planned): its
+			// record stays for the result.
 			run.skipped = append(run.skipped, fmt.Sprintf("%s bin of %d files in %s: %v", lb.bin.Kind, len(lb.bin.Files), lb.bin.Partition, r.Err))
 			continue
 		}
+		delete(next, k)
 		local = append(local, lb.bin)
 	}
 	for _, o := range x.Book.Offers(v.name) {
@@ -197,27 +254,13 @@ func (e *executor) offer(v *view, bins []level.Bin, now time.Time, run *passRun)
 	return local
 }
 
-// leaseTries counts, before a pass offers again, the leases of table's bins that ended without a
-// commit: a bin the pass before offered that is neither on offer nor in flight now (leased, or
-// its result committing) was taken and ended, and if it is planned again its lease did not
-// commit (a committed bin's inputs are gone). It returns the counts by inputsKey.
-func (e *executor) leaseTries(table string) map[string]int {
-	x := e.set.Leases
-	now := map[string]bool{}
-	for _, o := range x.Book.Offers(table) {
-		now[jobKey(o.Job)] = true
+// binTries is the most leases that ended without a commit over any one input of b.
+func binTries(b level.Bin, tries map[string]int) int {
+	n := 0
+	for _, f := range b.Files {
+		n = max(n, tries[f.Path])
 	}
-	flying := x.Book.InFlight(table) // leased, or its result committing
-	e.leased.mu.Lock()
-	defer e.leased.mu.Unlock()
-	tries := map[string]int{}
-	for k, b := range e.leased.bins[table] {
-		tries[k] = b.tries
-		if !now[k] && !flying[b.bin.Files[0].Path] {
-			tries[k]++
-		}
-	}
-	return tries
+	return n
 }
 
 // absorbLeased learns from the results committed since the last cycle as from the cycle's own
@@ -233,6 +276,7 @@ func (e *executor) absorbLeased(ctx context.Context) {
 		case rewrite.Committed:
 			e.speed.rate.Add(max(r.bin.EstimatedBytes-r.out.Merge.SplicedBytes, 1), r.took)
 			e.poison.succeeded(r.table, key, r.bin)
+			e.rebuildLeased(ctx, r.out)
 		case rewrite.Failed:
 			e.obs.error("rewrite", r.table, r.out.Err)
 			e.failed(ctx, r.table, key, r.bin, r.out, r.at)
@@ -240,6 +284,24 @@ func (e *executor) absorbLeased(ctx context.Context) {
 	}
 	e.set.Leases.Book.SetRate(e.speed.rate)
 }
+
+// rebuildLeased runs the index rebuild over a committed leased result's outputs, as
+// AfterCommit does for a local rewrite.
+func (e *executor) rebuildLeased(ctx context.Context, out rewrite.Outcome) {
+	if !e.set.Cfg.IndexRebuild || out.Table == nil || len(out.Merge.Outputs) == 0 {
+		return
+	}
+	fsys, err := out.Table.FS(ctx)
+	if err != nil {
+		e.obs.error("index-rebuild", tableNameOf(out.Table), err)
+		return
+	}
+	if wfs, ok := fsys.(icebergio.WriteFileIO); ok {
+		e.rebuildIndexes(ctx, out.Table, wfs, out.SnapshotID, out.Merge.Outputs)
+	}
+}
+
+func tableNameOf(t *table.Table) string { return t.Identifier()[len(t.Identifier())-1] }
 
 // OwnerCallbacks are the owner's check, commit and remove of workers' results
 // (work.OwnerConfig's Check, Commit and Remove): each result is judged and committed with the
@@ -280,12 +342,22 @@ func (e *executor) checkLeased(ctx context.Context, l work.Lease, files [][]byte
 }
 
 func (e *executor) commitLeased(ctx context.Context, l work.Lease, m work.WorkerMessage) work.CommitResult {
+	// The lease's age bound holds when the commit starts, not only when the result arrived: a
+	// result queued behind slow commits could otherwise be committed past orphan gc's floor,
+	// after gc removed its outputs. (The owner's clock is the real one: lease times are.)
+	if age := time.Since(l.Taken); e.set.Cfg.RewriteMaxAge > 0 && age > e.set.Cfg.RewriteMaxAge {
+		return work.CommitResult{Outcome: work.OutcomeFailed,
+			Err: fmt.Errorf("lease %s of table %s is %s old at its commit, past the %s a rewrite may take (orphan gc's floor): not committed, outputs removed",
+				l.ID, l.Table, age.Round(time.Second), e.set.Cfg.RewriteMaxAge)}
+	}
 	lb, t, dfs, err := e.decodeLeased(ctx, l, m.Files)
 	if err != nil {
 		return work.CommitResult{Outcome: work.OutcomeFailed, Err: err}
 	}
 	took := time.Duration(m.TookMs) * time.Millisecond
-	out := e.rewriteExecutor().Commit(ctx, t, lb.job, rewrite.Received(dfs,
+	x := e.rewriteExecutor()
+	x.AfterCommit = nil // the index rebuild runs in the cycle (absorbLeased): it publishes into the observer
+	out := x.Commit(ctx, t, lb.job, rewrite.Received(dfs,
 		rewrite.Stats{BytesRead: m.BytesRead, BytesWritten: m.BytesWritten, SplicedBytes: m.SplicedBytes, TookMS: m.TookMs}))
 	e.obs.rewrite(l.Table, lb.job, out)
 	e.leased.finished(leasedResult{table: l.Table, bin: lb.bin, out: out, took: took, at: e.set.Now()})

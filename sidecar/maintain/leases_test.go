@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go"
 
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/peermsg"
@@ -27,6 +30,10 @@ type leaseCluster struct {
 }
 
 func newLeaseCluster(t *testing.T, e *env, workers int, clock func() time.Time) *leaseCluster {
+	return newLeaseClusterWith(t, e, workers, clock, nil)
+}
+
+func newLeaseClusterWith(t *testing.T, e *env, workers int, clock func() time.Time, usable func() bool) *leaseCluster {
 	t.Helper()
 	c := &leaseCluster{t: t, e: e, ends: map[string]int{}}
 	hub := peermsg.NewLocalHub()
@@ -34,8 +41,8 @@ func newLeaseCluster(t *testing.T, e *env, workers int, clock func() time.Time) 
 	c.book = work.NewBook(work.Config{MinDuration: 10 * time.Second, OwnerWait: time.Hour, MaxAge: time.Minute}, rand.NewChaCha8([32]byte{3}))
 	check, commit, remove := c.owner.OwnerCallbacks()
 	owner := work.NewOwner(work.OwnerConfig{Book: c.book, Catalog: "cat", Check: check, Commit: commit, Remove: remove,
-		Tick: 20 * time.Millisecond, Retry: 30 * time.Millisecond}, hub.Member("owner"))
-	c.owner.Leases = &Leases{Owner: owner, Book: c.book, Workers: func() int { return workers + 1 }}
+		Ended: c.owner.LeaseEnded, Tick: 20 * time.Millisecond, Retry: 30 * time.Millisecond}, hub.Member("owner"))
+	c.owner.Leases = &Leases{Owner: owner, Book: c.book, Workers: func() int { return workers + 1 }, Usable: usable}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -219,4 +226,72 @@ func TestCommittingLeaseKeepsItsBin(t *testing.T) {
 		}
 	}
 	c.book.Settle(l)
+}
+
+// TestLeasedCommitsBesideBackToBackCycles: workers' results commit (and get their indexes
+// rebuilt) while the owner's cycles run back to back, with no pause between them: the owner's
+// commit goroutine and the cycle share the executor, and under -race nothing they touch may be
+// unguarded (the index rebuild publishes into the observer, so it runs in the cycle).
+func TestLeasedCommitsBesideBackToBackCycles(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0; c.IndexRebuild = true; c.MergeMemoryBytes = 1 << 20 })
+	want := smallFilesTable(t, e, 120)
+	setProps(t, e, iceberg.Properties{lake.IndexColumnsProperty: strings.Join(rebuildCols, ",")})
+	c := newLeaseCluster(t, e, 2, time.Now)
+	m := c.owner
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) && c.ended(work.OutcomeCommitted) < 4 {
+		if _, err := m.Cycle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.settle()
+	if _, err := m.Cycle(context.Background()); err != nil { // the last results' index rebuilds
+		t.Fatal(err)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("rows %+v, want %+v", got, want)
+	}
+	if c.ended(work.OutcomeCommitted) == 0 {
+		t.Fatalf("no leased bin committed: %v", c.ends)
+	}
+	if v := counterValue(t, m.Metrics, "siglake_index_rebuild_files_total", ""); v == 0 {
+		t.Fatal("no index rebuild ran for the leased commits")
+	}
+}
+
+// TestLeaseCommitPastTheAgeBound: a result whose commit would start after its lease's age bound
+// (it waited behind slow commits) is not committed: outputs the owner cannot vouch for would
+// be past orphan gc's floor.
+func TestLeaseCommitPastTheAgeBound(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) {
+		c.CommitBatchTargetBytes = 0
+		c.SnapshotExpireInterval = 0
+		c.RewriteMaxAge = time.Minute
+	})
+	smallFilesTable(t, e, 20)
+	c := newLeaseCluster(t, e, 0, time.Now)
+	l := work.Lease{ID: "0123456789abcdef0123456789abcdef", Table: "events", Taken: time.Now().Add(-2 * time.Minute)}
+	res := c.owner.exec.commitLeased(context.Background(), l, work.WorkerMessage{})
+	if res.Outcome != work.OutcomeFailed || res.Removed || res.Err == nil || !strings.Contains(res.Err.Error(), "past the") {
+		t.Fatalf("a commit past the age bound: %+v, want failed (outputs left to the owner's Remove)", res)
+	}
+}
+
+// TestNoOffersWhileLeasesCannotTravel: while gossip is not authenticated (a key migration) the
+// owner offers nothing and rewrites every bin itself, as without leases.
+func TestNoOffersWhileLeasesCannotTravel(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	want := smallFilesTable(t, e, 60)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	c := newLeaseClusterWith(t, e, 1, func() time.Time { return now }, func() bool { return false })
+	rep, err := c.owner.Cycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rewrites == 0 || c.book.Outstanding("events") != (work.Outstanding{}) {
+		t.Fatalf("owner rewrote %d bins, book %+v: want every bin rewritten here, none offered", rep.Rewrites, c.book.Outstanding("events"))
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("rows %+v, want %+v", got, want)
+	}
 }

@@ -103,6 +103,11 @@ type Owner struct {
 type received struct {
 	m  WorkerMessage
 	at time.Time
+	// lease is the result's lease, completed on arrival (err: why not), so a result queued
+	// behind slow commits does not lapse while it waits: its worker stopped renewing once it
+	// sent it.
+	lease Lease
+	err   error
 }
 
 // NewOwner returns an owner answering on tr; Run starts it.
@@ -229,10 +234,15 @@ func (o *Owner) receive(from string, msg []byte) {
 			o.answer(from, m.Lease, OutcomeExpired, err)
 		}
 	case TypeResult:
+		l, err := o.cfg.Book.Complete(m.Lease, from, now)
 		select {
-		case o.results <- received{m: m, at: now}:
+		case o.results <- received{m: m, at: now, lease: l, err: err}:
 		default:
-			o.cfg.Dropped() // the lease lapses; its bin is offered again
+			if err == nil { // not taken up: the bin is planned again, the worker hears nothing (lost)
+				o.cfg.Book.Settle(l)
+				o.remember([]Lease{l}, EndLapsed)
+			}
+			o.cfg.Dropped()
 		}
 	}
 }
@@ -254,8 +264,7 @@ func (o *Owner) want(from string, m WorkerMessage, now time.Time) {
 // not live or not the sender's is answered expired, and its outputs are removed when the sender
 // held the lease (its merge ran on a lapsed lease: nobody else will commit them).
 func (o *Owner) result(ctx context.Context, r received) {
-	m := r.m
-	l, err := o.cfg.Book.Complete(m.Lease, m.From, r.at)
+	m, l, err := r.m, r.lease, r.err
 	if err != nil {
 		// Removed before the answer: an answer expired says the owner removed what it could.
 		if ended, held := o.endedOf(m.Lease, m.From); held && m.Status == StatusMerged {

@@ -78,3 +78,58 @@ func TestOwnerReceiveRules(t *testing.T) {
 		t.Fatalf("a want got %+v, want the bin on offer", m)
 	}
 }
+
+// TestQueuedResultDoesNotLapse: a result that waits behind a slow commit longer than its lease
+// is still committed: it is completed on arrival (its worker stopped renewing when it sent it).
+func TestQueuedResultDoesNotLapse(t *testing.T) {
+	hub := peermsg.NewLocalHub()
+	book := NewBook(Config{MinDuration: 200 * time.Millisecond, OwnerWait: time.Hour}, rand.NewChaCha8([32]byte{4}))
+	var committed atomic.Int32
+	o := NewOwner(OwnerConfig{Book: book, Catalog: "cat", Tick: 10 * time.Millisecond,
+		Check: func(context.Context, Lease, [][]byte) error { return nil },
+		Commit: func(context.Context, Lease, WorkerMessage) CommitResult {
+			time.Sleep(600 * time.Millisecond) // a slow catalog: longer than the lease
+			committed.Add(1)
+			return CommitResult{Outcome: OutcomeCommitted}
+		},
+		Remove: func(context.Context, Lease, [][]byte) {}}, hub.Member("owner"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = o.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for !hub.Member("owner").Handles(KindWorker) {
+		time.Sleep(time.Millisecond)
+	}
+	o.Offer("events", []Job{job("a", 1, 100), job("b", 1, 100)})
+	ls, err := book.Take("w", Want{FreeBytes: 2, MergeBytes: 1}, false, time.Now())
+	if err != nil || len(ls) != 2 {
+		t.Fatalf("take: %v %v", ls, err)
+	}
+	answers := make(chan OwnerMessage, 4)
+	w := hub.Member("w")
+	w.Handle(KindOwner, func(_ string, msg []byte) {
+		if m, err := DecodeOwner(msg); err == nil {
+			answers <- m
+		}
+	})
+	for _, l := range ls {
+		msg, err := WorkerMessage{V: Version, Type: TypeResult, From: "w", Catalog: "cat", Lease: l.ID, Status: StatusMerged,
+			Files: [][]byte{[]byte("f")}}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Send("owner", msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range ls {
+		select {
+		case m := <-answers:
+			if m.Outcome != OutcomeCommitted {
+				t.Fatalf("a result queued behind a slow commit was answered %s (%s)", m.Outcome, m.Error)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer")
+		}
+	}
+}

@@ -178,6 +178,14 @@ func (w *Worker) ask(a *asking) {
 	}
 	a.owner = ""
 	want := w.cfg.Budget()
+	// Leases granted and not ended may not hold their memory yet (loading the table, waiting for
+	// the budget): their share counts as spent, or the worker would ask for bins it cannot merge
+	// every second while they wait. Those that hold it are counted twice: asking for too little
+	// is safe, too much hoards bins until they lapse.
+	w.mu.Lock()
+	running := int64(len(w.answers))
+	w.mu.Unlock()
+	want.FreeBytes = max(want.FreeBytes-running*want.MergeBytes, 0)
 	if want.Slots() == 0 {
 		return
 	}
