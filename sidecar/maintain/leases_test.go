@@ -233,7 +233,12 @@ func TestCommittingLeaseKeepsItsBin(t *testing.T) {
 // commit goroutine and the cycle share the executor, and under -race nothing they touch may be
 // unguarded (the index rebuild publishes into the observer, so it runs in the cycle).
 func TestLeasedCommitsBesideBackToBackCycles(t *testing.T) {
-	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0; c.IndexRebuild = true; c.MergeMemoryBytes = 1 << 20 })
+	e := newEnv(t, func(c *testConfig) {
+		c.CommitBatchTargetBytes = 0
+		c.SnapshotExpireInterval = 0
+		c.IndexRebuild = true
+		c.MergeMemoryBytes = 1 << 20
+	})
 	want := smallFilesTable(t, e, 120)
 	setProps(t, e, iceberg.Properties{lake.IndexColumnsProperty: strings.Join(rebuildCols, ",")})
 	c := newLeaseCluster(t, e, 2, time.Now)
