@@ -43,6 +43,7 @@ type Metrics struct {
 	OfferedBytes *prometheus.GaugeVec   // table
 	LeasedBins   *prometheus.GaugeVec   // table
 	LeasedBytes  *prometheus.GaugeVec   // table
+	Committing   *prometheus.GaugeVec   // table
 	Ends         *prometheus.CounterVec // table, outcome
 	Refused      *prometheus.CounterVec // message, reason
 	Dropped      *prometheus.CounterVec // side
@@ -67,6 +68,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_bin_lease_leased_bins", Help: "Owner: the table's bins leased to workers and not ended."}, table),
 		LeasedBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_bin_lease_leased_bytes", Help: "Owner: input bytes of the table's leased bins."}, table),
+		Committing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siglake_bin_lease_committing_bins", Help: "Owner: the table's bins whose result arrived and is being committed (its inputs still in flight)."}, table),
 		Ends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_bin_lease_ends_total", Help: "Owner: leases ended, by outcome: committed, conflict, failed, maybe_committed (the answer to their result), lapsed (past the deadline without a result), dropped (the owner lost the table)."},
 			[]string{"table", "outcome"}),
@@ -88,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_bin_lease_worker_merge_seconds", Help: "Worker: wall time of this process's completed merges of leased bins.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)})),
 	}
-	reg.MustRegister(m.OfferedBins, m.OfferedBytes, m.LeasedBins, m.LeasedBytes, m.Ends, m.Refused, m.Dropped,
+	reg.MustRegister(m.OfferedBins, m.OfferedBytes, m.LeasedBins, m.LeasedBytes, m.Committing, m.Ends, m.Refused, m.Dropped,
 		m.WorkerBins, m.WorkerRunning, m.WorkerInputBytes, m.WorkerOutputBytes, m.WorkerMerge)
 	for _, msg := range RefusedMessages {
 		for _, r := range RefusedReasons {

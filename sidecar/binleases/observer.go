@@ -205,7 +205,7 @@ func (o *Observer) Forget(table string) {
 	defer o.mu.Unlock()
 	delete(o.tables, table)
 	for _, g := range []interface{ DeleteLabelValues(...string) bool }{o.Metrics.OfferedBins, o.Metrics.OfferedBytes,
-		o.Metrics.LeasedBins, o.Metrics.LeasedBytes} {
+		o.Metrics.LeasedBins, o.Metrics.LeasedBytes, o.Metrics.Committing} {
 		g.DeleteLabelValues(table)
 	}
 }

@@ -245,3 +245,36 @@ func mergeSeconds(t *testing.T, reg *prometheus.Registry) string {
 	}
 	return ""
 }
+
+// TestCommittingBins: a result being committed shows in the gauge and the status; a table this
+// process forgot (it lost the table) is not brought back by its results still committing.
+func TestCommittingBins(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	now := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	o := NewObserver(NewMetrics(reg), zap.NewNop())
+	o.Now = func() time.Time { return now }
+	book := work.NewBook(work.Config{MinDuration: time.Minute, OwnerWait: time.Hour}, rand.NewPCG(1, 2))
+	book.Offer("events", []work.Job{job("a", 3, 100), job("b", 2, 100)}, now)
+	leases, err := book.Take("pod-b", work.Want{FreeBytes: 2, MergeBytes: 1}, false, now)
+	if err != nil || len(leases) != 2 {
+		t.Fatalf("took %d leases (%v)", len(leases), err)
+	}
+	if _, err := book.Complete(leases[0].ID, "pod-b", now); err != nil {
+		t.Fatal(err)
+	}
+	st := o.Snapshot(book, false)
+	if len(st.Tables) != 1 || st.Tables[0].CommittingBins != 1 || st.Tables[0].LeasedBins != 1 {
+		t.Fatalf("status while a result commits: %+v", st.Tables)
+	}
+	if got := testutil.ToFloat64(o.Metrics.Committing.WithLabelValues("events")); got != 1 {
+		t.Fatalf("committing gauge %v, want 1", got)
+	}
+	book.Drop("events") // the table is lost; the completed lease's commit goes on
+	o.Forget("events")
+	if st := o.Snapshot(book, false); len(st.Tables) != 0 {
+		t.Fatalf("a forgotten table came back with its committing result: %+v", st.Tables)
+	}
+	if n := testutil.CollectAndCount(o.Metrics.Committing); n != 0 {
+		t.Fatalf("%d committing series after Forget, want none", n)
+	}
+}

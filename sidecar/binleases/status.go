@@ -28,7 +28,10 @@ type Table struct {
 	OfferedBins  int    `json:"offered_bins"`
 	OfferedBytes int64  `json:"offered_bytes"`
 	LeasedBins   int    `json:"leased_bins"`
-	LeasedBytes  int64  `json:"leased_bytes"`
+	// CommittingBins are results that arrived and are being committed: their inputs are still
+	// in flight.
+	CommittingBins int   `json:"committing_bins,omitempty"`
+	LeasedBytes    int64 `json:"leased_bytes"`
 	// Offers are the oldest offers, at most MaxListed; OfferedBins counts them all.
 	Offers []Offer `json:"offers,omitempty"`
 	// Leases are the leases with the earliest deadline, at most MaxListed; LeasedBins counts them all.
@@ -105,7 +108,11 @@ func (o *Observer) Snapshot(book *work.Book, worker bool) Status {
 // ownerTables sets the gauges of every table seen and returns the tables to show.
 func (o *Observer) ownerTables(book *work.Book) []Table {
 	for _, name := range book.Tables() {
-		o.see(name)
+		// A table with only results committing may be one this process just lost (Forget):
+		// it is not seen again for them alone.
+		if ow := book.Outstanding(name); ow.OfferedBins+ow.LeasedBins > 0 {
+			o.see(name)
+		}
 	}
 	o.mu.Lock()
 	names := slices.Sorted(maps.Keys(o.tables))
@@ -121,8 +128,9 @@ func (o *Observer) ownerTables(book *work.Book) []Table {
 		o.Metrics.OfferedBytes.WithLabelValues(name).Set(float64(ow.OfferedBytes))
 		o.Metrics.LeasedBins.WithLabelValues(name).Set(float64(ow.LeasedBins))
 		o.Metrics.LeasedBytes.WithLabelValues(name).Set(float64(ow.LeasedBytes))
+		o.Metrics.Committing.WithLabelValues(name).Set(float64(ow.CommittingBins))
 		t := Table{Table: name, OfferedBins: ow.OfferedBins, OfferedBytes: ow.OfferedBytes, LeasedBins: ow.LeasedBins,
-			LeasedBytes: ow.LeasedBytes}
+			LeasedBytes: ow.LeasedBytes, CommittingBins: ow.CommittingBins}
 		if len(ends[name]) > 0 {
 			t.Ends = ends[name]
 		}

@@ -150,7 +150,6 @@ func TestBinLeasesCluster(t *testing.T) {
 	ms := binLeaseMembers(t, s, 4)
 	owner := ownerOf(t, ms, "events")
 	waitUntil(t, "events to settle", 240*time.Second, func() (bool, string) { return settled(owner, "events") })
-	time.Sleep(2 * time.Second) // results in flight commit
 	checkBinLeaseStatus(t, owner)
 	counted := map[string]float64{}
 	for _, m := range ms {
@@ -199,7 +198,7 @@ func settled(owner *member, table string) (bool, string) {
 	if r.BinLeases != nil {
 		for _, bt := range r.BinLeases.Tables {
 			if bt.Table == table {
-				busy = bt.OfferedBins + bt.LeasedBins
+				busy = bt.OfferedBins + bt.LeasedBins + bt.CommittingBins
 			}
 		}
 	}
