@@ -3,7 +3,6 @@ package merge
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge/chunksum"
@@ -379,19 +377,7 @@ func checkDuckDB(t *testing.T, duck *testenv.Duck, label string, want []arrow.Re
 func checkIcebergScan(t *testing.T, label string, ice *iceberg.Schema, sc *arrow.Schema, want []arrow.RecordBatch, a, p []Output) {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("test", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(dir, "wh")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	cat, dir := sqliteCatalog(t)
 	// iceberg-go's scan does not project maps and lists ("cannot explicitly project list or map
 	// types"): the scan reads the other columns.
 	var cols []int

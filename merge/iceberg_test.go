@@ -21,19 +21,7 @@ import (
 // the same rows, from an embedded SQLite catalog and local warehouse.
 func TestIcebergScannerReadsOutputs(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("test", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(dir, "wh")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	cat, dir := sqliteCatalog(t)
 	tbl, err := cat.CreateTable(ctx, table.Identifier{"ns", "logs"}, testIceSchema(), catalog.WithLocation("file://"+filepath.Join(dir, "wh", "logs")))
 	if err != nil {
 		t.Fatal(err)
@@ -121,4 +109,24 @@ func TestIcebergScannerReadsOutputs(t *testing.T) {
 	if n == 0 {
 		t.Fatal("filtered scan returned no rows")
 	}
+}
+
+// sqliteCatalog is an embedded SQLite catalog with namespace "ns" and a local warehouse under the
+// returned directory's "wh", closed with the test.
+func sqliteCatalog(t *testing.T) (*sqlcat.Catalog, string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cat, err := sqlcat.NewCatalog("test", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(dir, "wh")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(context.Background(), table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return cat, dir
 }
