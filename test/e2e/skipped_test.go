@@ -124,6 +124,13 @@ func TestSkippedFiles(t *testing.T) {
 	}
 	b, c := newMember(t, s, "compactor-b", 1), newMember(t, s, "compactor-c", 2)
 	ms := []*member{b, c}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range ms {
+				t.Logf("%s's maintenance log:\n%s", m.name, logLines(t, m, "events", 40))
+			}
+		}
+	})
 	startMember(t, s, b, []string{c.gossip})
 	startMember(t, s, c, []string{b.gossip})
 	var owner, other *member
@@ -157,9 +164,20 @@ func TestSkippedFiles(t *testing.T) {
 		o := owners([]*member{survivor}, "events")
 		return o[survivor.name] == survivor.name, fmt.Sprint(o)
 	})
+	// The survivor plans while the batch is committed segment by segment, so a pass may rewrite
+	// all but the last file or two, which then sit below both triggers (fewer than 8 eligible
+	// files, depth <= 4) and rightly stay: some new files rewritten around the broken one is
+	// the promise here, not all of them.
 	added = batch(3500)
-	waitUntil(t, survivor.name+" to rewrite the new files around the broken one", 30*time.Second, func() (bool, string) {
-		return rewrittenAround(t, s, survivor, added, bad)
+	waitUntil(t, survivor.name+" to rewrite new files around the broken one", 30*time.Second, func() (bool, string) {
+		all, why := rewrittenAround(t, s, survivor, added, bad)
+		n := 0
+		for p := range pathSet(s.liveFiles("events")) {
+			if added[p] {
+				n++
+			}
+		}
+		return all || n <= 2, why
 	})
 	checkSetAside(t, survivor, nil, bad)
 	t.Logf("after the lease move %s owns events and planned around the set-aside file at %s", survivor.name, time.Since(began).Round(time.Millisecond))
