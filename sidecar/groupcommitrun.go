@@ -43,13 +43,14 @@ func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 	obs := groupcommit.NewObserver(p.Metrics.GroupCommit, p.Log.Named("groupcommit"))
 	if p.Cfg.Role.Maintains() && !once {
 		cfg := commit.CommitterConfig{Lake: l, Interval: p.Cfg.GroupCommitInterval,
+			MaxWait: p.Cfg.GroupCommitMaxWait, TargetBytes: int64(p.Cfg.GroupCommitTargetMB) << 20,
 			MaxFiles: p.Cfg.GroupCommitMaxFiles, QueueMax: p.Cfg.GroupCommitQueueMax, CommitTimeout: p.Cfg.CommitTimeout,
 			Reserve: p.memory.For(membudget.LoopGroupCommit).TryReserve, Observer: obs, Now: p.Now}
 		newMarkPruner(p.markPruneAfter(), obs).install(&cfg)
 		p.committer = commit.NewCommitter(cfg, tr, g)
 	}
 	if p.Cfg.Role.Drains() {
-		p.groupClient = commit.NewClient(commit.ClientConfig{Lake: l, Retry: lake.DefaultRetry, Interval: p.Cfg.GroupCommitInterval,
+		p.groupClient = commit.NewClient(commit.ClientConfig{Lake: l, Retry: lake.DefaultRetry, Interval: p.Cfg.GroupCommitInterval, MaxWait: p.Cfg.GroupCommitMaxWait,
 			FallbackAfter: p.Cfg.GroupCommitFallbackAfter, CommitTimeout: p.Cfg.CommitTimeout,
 			Every: p.heartbeatEvery, Observer: obs, Now: p.Now}, tr, g)
 	}

@@ -88,7 +88,14 @@ type CommitterConfig struct {
 	Lake     *lake.Lake
 	Interval time.Duration // group-commit-interval
 	MaxFiles int           // group-commit-max-files
-	QueueMax int           // group-commit-queue-max
+	// MaxWait is the longest a table's oldest queued request waits for others before its commit
+	// starts (group-commit-max-wait): fewer, larger commits on a busy table, so fewer metadata
+	// objects per GB. 0, or not above Interval: a commit every interval.
+	MaxWait time.Duration
+	// TargetBytes starts a table's commit without waiting out MaxWait once its queued batches'
+	// data reach it (group-commit-target-mb); 0: DefaultTargetBytes.
+	TargetBytes int64
+	QueueMax    int // group-commit-queue-max
 	// Reserve takes queued requests' bytes of the process memory budget without waiting
 	// (QueueConfig.Reserve); nil takes none.
 	Reserve func(bytes int64) (release func(), ok bool)
@@ -114,6 +121,7 @@ type ClientConfig struct {
 	Lake          *lake.Lake
 	Retry         lake.Retry                       // the direct fallback's retries (the drain's)
 	Interval      time.Duration                    // the committers' group-commit-interval: answer timeouts scale with it
+	MaxWait       time.Duration                    // the committers' group-commit-max-wait: answer timeouts wait it out too
 	FallbackAfter time.Duration                    // group-commit-fallback-after
 	CommitTimeout time.Duration                    // d: a hand-off older than orphans.HandoffMaxAge(d) commits directly
 	Every         func(table string) time.Duration // the pod's batch age per table: heartbeat period

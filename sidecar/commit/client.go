@@ -324,8 +324,11 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 	}
 }
 
-// answerTimeout is the least a send waits for an answer before the mark is re-read.
-func (c *Client) answerTimeout() time.Duration { return 3*c.cfg.Interval + 2*time.Second }
+// answerTimeout is the least a send waits for an answer before the mark is re-read: three
+// intervals, the committer's wait for a fuller commit, and 2 s for the commit itself.
+func (c *Client) answerTimeout() time.Duration {
+	return 3*c.cfg.Interval + max(c.cfg.MaxWait-c.cfg.Interval, 0) + 2*time.Second
+}
 
 // silentWait is how long a send waits for an answer: the answer timeout plus a random part of up
 // to half of it. When a committer goes quiet, a thousand pods' waits end spread over that window

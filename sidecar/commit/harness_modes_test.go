@@ -77,7 +77,7 @@ func benchCommitter(cl *cluster, name string, l *lake.Lake, watch func(*lake.Lak
 	rc.hook(l)
 	v := newView(name)
 	v.owns = true
-	c := NewCommitter(CommitterConfig{Lake: l, Interval: benchInterval, Retry: lake.DefaultRetry, Observer: newRecorder()},
+	c := NewCommitter(CommitterConfig{Lake: l, Interval: benchInterval, MaxWait: benchMaxWait(), Retry: lake.DefaultRetry, Observer: newRecorder()},
 		roleTransport{cl.hub.Member(name), roleCommitter}, v)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -34,6 +34,19 @@ const (
 	benchLease    = 10 * time.Second // failover: from the committer's stop to its successor's start
 )
 
+// benchMaxWait is the committer's group-commit-max-wait: SIGLAKE_BENCH_MAX_WAIT, default the
+// option's (DefaultMaxWait); the interval or less commits every interval.
+func benchMaxWait() time.Duration {
+	if v := os.Getenv("SIGLAKE_BENCH_MAX_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			panic(fmt.Sprintf("SIGLAKE_BENCH_MAX_WAIT %q: want a Go duration such as 4s", v))
+		}
+		return d
+	}
+	return DefaultMaxWait
+}
+
 // TestBenchGroupCommit measures N pods on one table of the PostgreSQL catalog with its warehouse
 // on the test S3 server, each pod a real drain on its own WAL dir and Lake sealing one segment
 // every 10 s, first committing directly, then handing off to one committer (interval 1 s) on a
@@ -148,7 +161,7 @@ func benchNewPod(cl *cluster, cfg func(*lake.Config), i int) *pod {
 	env.Drain.Retry, env.Drain.Cfg.CommitBatchMaxAge = lake.DefaultRetry, time.Millisecond
 	p := &pod{name: fmt.Sprintf("pod-%d", i), env: env, view: newView("committer"), obs: newRecorder()}
 	capPool(cl.t, env.Lake)
-	p.client = NewClient(ClientConfig{Lake: env.Lake, Retry: lake.DefaultRetry, Interval: benchInterval, FallbackAfter: 30 * time.Second, Observer: p.obs},
+	p.client = NewClient(ClientConfig{Lake: env.Lake, Retry: lake.DefaultRetry, Interval: benchInterval, MaxWait: benchMaxWait(), FallbackAfter: 30 * time.Second, Observer: p.obs},
 		roleTransport{cl.hub.Member(p.name), rolePod}, p.view)
 	cl.pods = append(cl.pods, p)
 	return p

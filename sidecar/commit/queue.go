@@ -353,6 +353,8 @@ func (q *Queue) Closed() bool {
 // Stats is a table's queue at one moment.
 type Stats struct {
 	Requests, Files, Bytes int
+	Data                   int64     // the queued batches' data bytes (Request.Bytes)
+	Oldest                 time.Time // the first queued request's Received; zero when none
 	SlowDown               time.Duration
 }
 
@@ -361,8 +363,12 @@ func (q *Queue) Table(table string) Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := Stats{Requests: len(q.tables[table]), Files: q.files[table]}
-	for _, e := range q.tables[table] {
+	for i, e := range q.tables[table] {
 		s.Bytes += e.Size
+		s.Data += e.Request.Bytes
+		if i == 0 || e.Received.Before(s.Oldest) {
+			s.Oldest = e.Received
+		}
 	}
 	s.SlowDown = SlowDown(s.Files, q.cfg.MaxFiles, q.cfg.Interval)
 	return s

@@ -277,6 +277,12 @@ type Config struct {
 	// GroupCommitInterval is how often a committer commits a table's queued requests, 100ms to 60s.
 	// Default 1s (--group-commit-interval): one commit per table per second whatever the pods.
 	GroupCommitInterval time.Duration
+	// GroupCommitMaxWait is the longest a table's oldest queued request waits for others before
+	// its commit; 0 or at most the interval commits every interval (--group-commit-max-wait).
+	GroupCommitMaxWait time.Duration
+	// GroupCommitTargetMB commits a table at its next interval once its queued batches hold this
+	// many MiB of data (--group-commit-target-mb).
+	GroupCommitTargetMB int
 	// GroupCommitMaxFiles commits at once when a table's queued files reach it, and bounds the files
 	// of one group commit. Default 512 (--group-commit-max-files).
 	GroupCommitMaxFiles int

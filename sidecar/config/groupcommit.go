@@ -32,6 +32,12 @@ func groupCommitOptions() []Option {
 		{"group-commit-interval", "SIGLAKE_GROUP_COMMIT_INTERVAL", "1s", "commitBatch.groupCommit.interval",
 			"How often a committer commits a table's queued batches, 100ms to 60s.",
 			setDurationIn(func(c *Config) *time.Duration { return &c.GroupCommitInterval }, minGroupCommitInterval, maxGroupCommitInterval, false)},
+		{"group-commit-max-wait", "SIGLAKE_GROUP_COMMIT_MAX_WAIT", "4s", "commitBatch.groupCommit.maxWait",
+			"The longest a table's oldest queued batch waits for others before the committer commits the table: a busy table then commits fewer, larger groups (fewer metadata objects per GB), a quiet one at most this much later. 0, or not above `--group-commit-interval`: a commit every interval. 0 or 100ms to 60s.",
+			setDurationIn(func(c *Config) *time.Duration { return &c.GroupCommitMaxWait }, minGroupCommitInterval, maxGroupCommitInterval, true)},
+		{"group-commit-target-mb", "SIGLAKE_GROUP_COMMIT_TARGET_MB", "1024", "commitBatch.groupCommit.targetMb",
+			"A committer commits a table at its next interval without waiting out `--group-commit-max-wait` once its queued batches hold this many MiB of data files.",
+			setPosInt(func(c *Config) *int { return &c.GroupCommitTargetMB })},
 		{"group-commit-max-files", "SIGLAKE_GROUP_COMMIT_MAX_FILES", "512", "commitBatch.groupCommit.maxFiles",
 			"A committer commits a table at once when its queued batches hold this many data files, and one group commit takes at most this many (one batch is never split).",
 			setPosInt(func(c *Config) *int { return &c.GroupCommitMaxFiles })},
@@ -64,7 +70,11 @@ func setDurationIn(field func(*Config) *time.Duration, lo, hi time.Duration, zer
 			return fmt.Errorf("accepted: a duration from %s to %s such as 500ms, 1s or 10s (%s)", orphans.FormatAge(lo), orphans.FormatAge(hi), duration.Units)
 		}
 		if (d < lo || d > hi) && !(zeroOK && d == 0) {
-			return &RangeError{fmt.Sprintf("a duration from %s to %s", orphans.FormatAge(lo), orphans.FormatAge(hi))}
+			accepted := fmt.Sprintf("a duration from %s to %s", orphans.FormatAge(lo), orphans.FormatAge(hi))
+			if zeroOK && lo > 0 {
+				accepted = "0 or " + accepted
+			}
+			return &RangeError{accepted}
 		}
 		*field(c) = d
 		return nil

@@ -30,6 +30,7 @@ func TestGroupCommitDefaults(t *testing.T) {
 // accepted; the boundaries themselves load.
 func TestGroupCommitBounds(t *testing.T) {
 	for _, ok := range [][]string{
+		{"--group-commit-max-wait", "0"}, {"--group-commit-max-wait", "4s"}, {"--group-commit-max-wait", "1m"}, {"--group-commit-target-mb", "1"},
 		{"--group-commit-interval", "100ms"}, {"--group-commit-interval", "60s"}, {"--group-commit-interval", "1m"},
 		{"--mark-prune-after", "24h"}, {"--mark-prune-after", "1d"}, {"--group-commit-max-files", "1"},
 	} {
@@ -44,6 +45,9 @@ func TestGroupCommitBounds(t *testing.T) {
 		{[]string{"--group-commit-interval", "99ms"}, "SIGLAKE_GROUP_COMMIT_INTERVAL: accepted: a duration from 100ms to 1m"},
 		{[]string{"--group-commit-interval", "61s"}, "SIGLAKE_GROUP_COMMIT_INTERVAL: accepted: a duration from 100ms to 1m"},
 		{[]string{"--group-commit-interval", "0"}, "SIGLAKE_GROUP_COMMIT_INTERVAL: accepted"},
+		{[]string{"--group-commit-max-wait", "50ms"}, "SIGLAKE_GROUP_COMMIT_MAX_WAIT: accepted: 0 or a duration from 100ms to 1m"},
+		{[]string{"--group-commit-max-wait", "2m"}, "SIGLAKE_GROUP_COMMIT_MAX_WAIT: accepted: 0 or a duration from 100ms to 1m"},
+		{[]string{"--group-commit-target-mb", "0"}, "SIGLAKE_GROUP_COMMIT_TARGET_MB: accepted"},
 		{[]string{"--group-commit-interval", "fast"}, "SIGLAKE_GROUP_COMMIT_INTERVAL: accepted"},
 		{[]string{"--mark-prune-after", "23h"}, "SIGLAKE_MARK_PRUNE_AFTER: accepted: 0 (never) or a duration of at least 24h"},
 		{[]string{"--group-commit-max-files", "0"}, "SIGLAKE_GROUP_COMMIT_MAX_FILES: accepted: a whole number >= 1"},

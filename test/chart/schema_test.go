@@ -67,6 +67,12 @@ var chartValueCases = map[string][]valueCase{
 		stricter(`"1.5s"`, "a fraction: the schema takes whole numbers of one unit"),
 		stricter(`"1m0s"`, "a compound duration: the schema takes one unit"),
 	},
+	"commitBatch.groupCommit.maxWait": {
+		ok(`"4s"`), ok(`"0"`), ok(`"0s"`), ok(`"0ms"`), ok(`"100ms"`), ok(`"60s"`), ok(`"1m"`), ok(`"60000ms"`),
+		no(`"99ms"`), no(`"61s"`), no(`"2m"`), no(`"-1s"`), no(`"4"`), no(`""`), no(`"1d"`),
+		stricter(`"1.5s"`, "a fraction: the schema takes whole numbers of one unit"),
+		stricter(`"1m0s"`, "a compound duration: the schema takes one unit"),
+	},
 	"commitBatch.groupCommit.fallbackAfter": {
 		ok(`"30s"`), ok(`"1s"`), ok(`"10s"`), ok(`"1ms"`), ok(`"30000ms"`),
 		no(`"0"`), no(`"0s"`), no(`"-1s"`), no(`"30"`), no(`""`), no(`"soon"`),
@@ -134,6 +140,7 @@ var valuesWithoutStringForms = map[string]string{
 	"commitBatch.maxAgeSecs":               "integer",
 	"commitBatch.targetMb":                 "integer",
 	"commitBatch.groupCommit.maxFiles":     "integer",
+	"commitBatch.groupCommit.targetMb":     "integer",
 	"commitBatch.groupCommit.queueMax":     "integer",
 	"compactor.manifestMerge.minCount":     "integer",
 	"compactor.backpressureCompactEvery":   "integer",

@@ -264,6 +264,10 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ .enabled | quote }}
 - name: SIGLAKE_GROUP_COMMIT_INTERVAL
   value: {{ .interval | quote }}
+- name: SIGLAKE_GROUP_COMMIT_MAX_WAIT
+  value: {{ .maxWait | toString | quote }}
+- name: SIGLAKE_GROUP_COMMIT_TARGET_MB
+  value: {{ .targetMb | int | quote }}
 - name: SIGLAKE_GROUP_COMMIT_MAX_FILES
   value: {{ .maxFiles | int | quote }}
 - name: SIGLAKE_GROUP_COMMIT_QUEUE_MAX

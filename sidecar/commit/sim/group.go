@@ -11,34 +11,45 @@ func (w *world) send(p *pod) {
 	}
 	w.cpuUs += float64(w.s.Service.CPUPerRequest.Microseconds())
 	w.res.Requests++
-	p.heard = w.now
+	p.heard, p.queued = w.now, w.now
 	w.queue = append(w.queue, p)
 	w.maybeCommit()
 }
 
-// answerTimeout is how long a pod waits for an answer after its last ack (3 x interval + 2 s).
+// answerTimeout is how long a pod waits for an answer after its last ack (3 x interval, the
+// committer's wait past one interval, and 2 s).
 func (w *world) answerTimeout() int64 {
-	return 3*w.s.Interval.Microseconds() + answerTimeoutExtraU
+	return 3*w.s.Interval.Microseconds() + max(w.s.MaxWait-w.s.Interval, 0).Microseconds() + answerTimeoutExtraU
 }
 
-// tick is the committer's interval: it commits what is queued.
+// tick is the committer's interval: it commits what is queued once that is due.
 func (w *world) tick(epoch int) {
 	if epoch != w.epoch || !w.alive {
 		return
 	}
-	w.commitQueued()
+	if len(w.queue) > 0 && (w.full() || w.s.MaxWait <= w.s.Interval ||
+		w.now-w.queue[0].queued+w.s.Interval.Microseconds() > w.s.MaxWait.Microseconds()) {
+		w.commitQueued()
+	}
 	w.at(w.now+w.s.Interval.Microseconds(), func() { w.tick(epoch) })
 }
 
-// maybeCommit commits at once when the queued files reach max files.
+// maybeCommit commits at once when the queue reaches max files (the target bytes wait for the
+// next tick: at most one commit an interval however fast the table fills).
 func (w *world) maybeCommit() {
-	files := 0
-	for range w.queue {
-		files += w.s.FilesPerRequest
-	}
-	if files >= w.s.MaxFiles {
+	if len(w.queue)*w.s.FilesPerRequest >= w.s.MaxFiles {
 		w.commitQueued()
 	}
+}
+
+// full says whether the queued requests hold max files or the target bytes.
+func (w *world) full() bool {
+	files, bytes := 0, 0.0
+	for _, p := range w.queue {
+		files += w.s.FilesPerRequest
+		bytes += w.s.BytesPerRequest * float64(len(p.inflight))
+	}
+	return files >= w.s.MaxFiles || (w.s.TargetBytes > 0 && bytes >= w.s.TargetBytes)
 }
 
 // commitQueued starts one group commit of the queue's head, up to max files (at least one

@@ -55,6 +55,7 @@ type pod struct {
 	// group mode
 	req      int   // id of the outstanding request, 0 for none
 	heard    int64 // last message from a committer about it
+	queued   int64 // when its request was queued at the committer
 	loadedAt int64 // the pod's table cache
 	covered  bool  // its request landed but the answer was lost: its mark covers the batch
 }

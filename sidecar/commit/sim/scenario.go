@@ -79,6 +79,11 @@ type Scenario struct {
 	// Interval and MaxFiles are group-commit-interval and group-commit-max-files.
 	Interval time.Duration
 	MaxFiles int
+	// MaxWait and TargetBytes are group-commit-max-wait and group-commit-target-mb (in bytes): a
+	// tick commits once the oldest queued request would wait past MaxWait by the next, or the
+	// queue holds TargetBytes or MaxFiles.
+	MaxWait     time.Duration
+	TargetBytes float64
 	// MergeMinCount is commit.manifest.min-count-to-merge (0: no merging).
 	MergeMinCount int
 	// MaintenanceCommitsPerSec are the table's rewrite, retention and expiry commits (Poisson),
@@ -103,6 +108,7 @@ func Base(pods int, mode Mode) Scenario {
 	return Scenario{
 		Name: fmt.Sprintf("%s-%d", mode, pods), Pods: pods, RequestsPerPodPerSec: 0.1,
 		BytesPerRequest: 32 << 20, FilesPerRequest: 4, Mode: mode, Interval: time.Second, MaxFiles: 512,
+		MaxWait: 4 * time.Second, TargetBytes: 1 << 30,
 		MergeMinCount: 100, MaintenanceCommitsPerSec: 1.0 / 60, FailoverGap: 10 * time.Second,
 		FallbackAfter: 30 * time.Second, Service: Fitted(), Seed: 1, Duration: 10 * time.Minute,
 	}

@@ -147,7 +147,7 @@ func TestFailoverBoundsP99(t *testing.T) {
 	if r.LagP99 > 30 || r.LagP99 < s.FailoverGap.Seconds() || r.Fallbacks > 0 {
 		t.Errorf("failover: lag p99 %.1fs (steady %.1fs), %d fallbacks; want between the gap %v and 30 s, none", r.LagP99, steady.LagP99, r.Fallbacks, s.FailoverGap)
 	}
-	s.FailoverGap = 2 * time.Minute
+	s.FailoverGap = 3 * time.Minute
 	long := Run(s)
 	t.Log(long)
 	// The pods do not wait for the new owner; their direct commits all at once conflict heavily
