@@ -29,6 +29,8 @@ func runSimulateGroupCommit(args []string) error {
 	batchMB := fs.Float64("batch-mb", s.BytesPerRequest/(1<<20), "MiB per batch")
 	fs.IntVar(&s.FilesPerRequest, "files", s.FilesPerRequest, "data files per batch")
 	durationVar(fs, &s.Interval, "interval", false, "group-commit-interval")
+	durationVar(fs, &s.MaxWait, "max-wait", true, "group-commit-max-wait (0: a commit every interval)")
+	targetMB := fs.Float64("target-mb", s.TargetBytes/(1<<20), "group-commit-target-mb")
 	fs.IntVar(&s.MaxFiles, "max-files", s.MaxFiles, "group-commit-max-files")
 	fs.IntVar(&s.MergeMinCount, "merge-min-count", s.MergeMinCount, "manifest-merge-min-count (0: no merging)")
 	perMin := fs.Float64("maintenance-per-min", s.MaintenanceCommitsPerSec*60, "maintenance commits per minute racing the appends")
@@ -42,6 +44,7 @@ func runSimulateGroupCommit(args []string) error {
 		return err
 	}
 	s.BytesPerRequest = *batchMB * (1 << 20)
+	s.TargetBytes = *targetMB * (1 << 20)
 	s.MaintenanceCommitsPerSec = *perMin / 60
 	var results []sim.Result
 	for _, f := range strings.Split(*podList, ",") {
@@ -60,8 +63,8 @@ func runSimulateGroupCommit(args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(results)
 	}
-	fmt.Printf("one table, %.2g batches/s per pod of %.0f MiB in %d files, interval %s, %s simulated, seed %d (simulated, fitted to the measured direct runs)\n\n",
-		s.RequestsPerPodPerSec, *batchMB, s.FilesPerRequest, s.Interval, s.Duration, s.Seed)
+	fmt.Printf("one table, %.2g batches/s per pod of %.0f MiB in %d files, interval %s, max wait %s, %s simulated, seed %d (simulated, fitted to the measured direct runs)\n\n",
+		s.RequestsPerPodPerSec, *batchMB, s.FilesPerRequest, s.Interval, s.MaxWait, s.Duration, s.Seed)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PODS\tMODE\tCOMMITS/S\tCONFLICTS\tLAG P50\tLAG P99\tMETADATA READ MB/GB\tOBJECTS/GB\tCOMMITTER CPU\tFALLBACKS\tWAITING AT END")
 	for _, r := range results {

@@ -346,10 +346,12 @@ func (c *Committer) loop(ctx context.Context, table string, wake <-chan struct{}
 }
 
 // due says whether a table's queue commits at this tick: its oldest request would wait past
-// MaxWait by the next tick, its batches hold TargetBytes of data or MaxFiles files, or the table
-// is no longer owned (the round sends its requests away). A wake-up commits at once.
+// MaxWait by the next tick, its batches hold TargetBytes of data or MaxFiles files, a pod has more
+// batches waiting behind its request (a pod sends one batch at a time, so a backlog would drain
+// at one batch per MaxWait), or the table is no longer owned (the round sends its requests away).
+// A wake-up commits at once.
 func (c *Committer) due(table string, st Stats) bool {
-	if c.cfg.MaxWait <= c.cfg.Interval || st.Data >= c.cfg.TargetBytes || st.Files >= c.cfg.MaxFiles {
+	if c.cfg.MaxWait <= c.cfg.Interval || st.Behind || st.Data >= c.cfg.TargetBytes || st.Files >= c.cfg.MaxFiles {
 		return true
 	}
 	return c.cfg.Now().Sub(st.Oldest)+c.cfg.Interval > c.cfg.MaxWait || !c.m.Owns(table)

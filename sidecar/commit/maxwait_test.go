@@ -13,12 +13,15 @@ import (
 // target bytes commits at the next interval without waiting.
 func TestMaxWaitGathersCommits(t *testing.T) {
 	const interval, wait, pods, gap = 100 * time.Millisecond, 2 * time.Second, 4, 200 * time.Millisecond
-	run := func(maxWait time.Duration, target int64) (commits int, first time.Duration) {
+	run := func(maxWait time.Duration, target int64, segments ...int) (commits int, first time.Duration) {
 		cl := newCluster(t)
 		cl.committer("owner", func(c *CommitterConfig) { c.Interval, c.MaxWait, c.TargetBytes = interval, maxWait, target })
-		for i := 0; i < pods; i++ {
+		if len(segments) == 0 {
+			segments = []int{1, 1, 1, 1}
+		}
+		for i, n := range segments {
 			p := cl.pod("owner", func(c *ClientConfig) { c.Interval, c.MaxWait = interval, maxWait })
-			cl.seal(p, 1, 200, day.Add(time.Duration(i)*time.Hour))
+			cl.seal(p, n, 200, day.Add(time.Duration(i)*time.Hour))
 		}
 		before := 0
 		if _, err := cl.base.Lake.LoadTable(context.Background(), "events"); err == nil {
@@ -54,5 +57,10 @@ func TestMaxWaitGathersCommits(t *testing.T) {
 	}
 	if n, first := run(wait, 1); n < pods-1 || first > wait/2 {
 		t.Errorf("target bytes reached by every batch: %d commits, the first visible after %v; want one a batch, well before %v", n, first, wait)
+	}
+	// A pod with a backlog sends one batch at a time, each saying more wait behind it: they go at
+	// the interval, not one per max wait (which would hold a catching-up pod to a batch per 2 s).
+	if n, took := run(wait, 0, 4); n != 4 || took > wait+time.Second {
+		t.Errorf("one pod's 4 batches: %d commits in %v; want 4, the last one waiting out the max wait (%v), the others not", n, took, wait)
 	}
 }

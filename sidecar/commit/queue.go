@@ -355,6 +355,7 @@ type Stats struct {
 	Requests, Files, Bytes int
 	Data                   int64     // the queued batches' data bytes (Request.Bytes)
 	Oldest                 time.Time // the first queued request's Received; zero when none
+	Behind                 bool      // a queued request's pod has more batches waiting (PendingMs)
 	SlowDown               time.Duration
 }
 
@@ -366,6 +367,7 @@ func (q *Queue) Table(table string) Stats {
 	for i, e := range q.tables[table] {
 		s.Bytes += e.Size
 		s.Data += e.Request.Bytes
+		s.Behind = s.Behind || e.Request.PendingMs != 0
 		if i == 0 || e.Received.Before(s.Oldest) {
 			s.Oldest = e.Received
 		}
