@@ -1,16 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/test/restcat"
 )
@@ -397,7 +401,8 @@ func TestGroupCommitDoubleOwner(t *testing.T) {
 // a quarter of them. Committers and pods learn lost answers from the marks; every row lands once.
 func TestGroupCommitRESTFaults(t *testing.T) {
 	s, srv := newRESTSite(t)
-	ms, sealed := groupCluster(t, s, 3, 400, 14)
+	// A commit every interval (200 ms): many group commits for the faults to meet.
+	ms, sealed := groupCluster(t, s, 3, 400, 14, "--group-commit-max-wait", "0")
 	committer(t, ms, 60*time.Second)
 	srv.SetFaults(restcat.Faults{Tables: []string{"events"}, RetryAfter: time.Second, Seed: uint64(time.Now().UnixNano()),
 		Rates: map[restcat.Fault]float64{restcat.ApplyThen503: 0.08, restcat.ApplyThenCut: 0.08, restcat.Conflict409: 0.06, restcat.Throttle429: 0.03}})
@@ -408,8 +413,9 @@ func TestGroupCommitRESTFaults(t *testing.T) {
 	drained(t, ms, 120*time.Second)
 	fired := srv.Fired()
 	srv.SetFaults(restcat.Faults{})
-	var commits, already, grouped float64
+	var commits, already, grouped, rewrites float64
 	for _, m := range ms {
+		rewrites += memberMetrics(t, m).sum("siglake_compactor_rewrites_total", `outcome="committed"`)
 		g := scrapeGroup(t, m)
 		commits, already, grouped = commits+g.commits, already+g.already, grouped+g.grouped
 		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped (%v found by their marks), %v direct, %v fallbacks",
@@ -427,6 +433,72 @@ func TestGroupCommitRESTFaults(t *testing.T) {
 	// outnumber rewrites, so of the lost answers (one of each injected, ~16% of the rest) some meet one.
 	if commits == 0 || already == 0 {
 		t.Fatalf("%v group commits, %v batches found committed by their marks: no lost answer met a committer", commits, already)
+	}
+	// Maintenance ran through the faults too: its rewrites share the table with the group commits.
+	if rewrites == 0 {
+		t.Fatal("no rewrite committed during the faults")
+	}
+	exactlyOnce(t, s, want)
+}
+
+// TestGroupCommitKilledMidCommit: on the REST catalog, the committer of events is killed with
+// SIGKILL while its commit is held at the catalog: first after the commit was applied (no pod
+// hears of it; the marks tell the next owner and the pods it is in), then, on the next committer,
+// before it was applied (nothing lands; the pods resend to the member left). The member left
+// drains, the killed members' WALs are drained after, and every row is in the table once.
+func TestGroupCommitKilledMidCommit(t *testing.T) {
+	s, srv := newRESTSite(t)
+	ms, sealed := groupCluster(t, s, 3, 400, 40, "--group-commit-max-wait", "0")
+	alive, killed := ms, []*member{}
+	for _, fault := range []restcat.Fault{restcat.ApplyThenHold, restcat.HoldBeforeApply} {
+		committer(t, alive, 60*time.Second)
+		srv.SetFaults(restcat.Faults{Tables: []string{"events"}})
+		srv.Inject(fault, 1)
+		waitUntil(t, "a commit of events held at the catalog ("+string(fault)+")", 30*time.Second, func() (bool, string) {
+			return srv.Holding() == 1, fmt.Sprintf("%d held, %d injected waiting", srv.Holding(), srv.Queued())
+		})
+		if fault == restcat.ApplyThenHold {
+			// The held commit is in: the table's head is a group commit nobody has heard of.
+			tbl, err := srv.Catalog().LoadTable(context.Background(), table.Identifier{"siglake", "events"})
+			if err != nil {
+				srv.Release()
+				t.Fatal(err)
+			}
+			if snap := tbl.CurrentSnapshot(); snap == nil || snap.Summary == nil || snap.Summary.Properties[tableprops.SumGroupRequests] == "" {
+				srv.Release()
+				t.Fatalf("the commit held after applying is not a group commit: head %+v", snap)
+			}
+		}
+		// Every commit of events comes from its owner: the committer's group commits and its
+		// maintainer's rewrites (pods commit directly only after the fallback bound).
+		var victim *member
+		o := owners(alive, "events")
+		for _, m := range alive {
+			if o[m.name] == m.name {
+				victim = m
+			}
+		}
+		if victim == nil {
+			srv.Release()
+			t.Fatalf("no member owns events: %v", o)
+		}
+		_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+		_ = victim.cmd.Wait()
+		waitUntil(t, "the held commit's client to go away with "+victim.name, 10*time.Second, func() (bool, string) {
+			return srv.Holding() == 0, "still held: the holder was not the owner"
+		})
+		t.Logf("%s killed with its commit of events held (%s)", victim.name, fault)
+		killed = append(killed, victim)
+		alive = slices.DeleteFunc(slices.Clone(alive), func(m *member) bool { return m == victim })
+	}
+	if f := srv.Fired(); f[restcat.ApplyThenHold] != 1 || f[restcat.HoldBeforeApply] != 1 {
+		t.Fatalf("faults fired %v, want one hold of each kind", f)
+	}
+	want := sealedSum(sealed, len(ms))
+	drained(t, alive, 120*time.Second)
+	stopAll(alive)
+	for _, m := range killed {
+		(&site{t: t, wal: m.wal, catalog: s.catalog, warehouse: s.warehouse, extraEnv: s.extraEnv}).drainOnce()
 	}
 	exactlyOnce(t, s, want)
 }

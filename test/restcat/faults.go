@@ -27,6 +27,13 @@ const (
 	Conflict409 Fault = "conflict_409"
 	// Throttle429 commits nothing and answers 429 Too Many Requests with a Retry-After header.
 	Throttle429 Fault = "throttle_429"
+	// HoldBeforeApply holds the commit before applying it until Release (then it is applied and
+	// answered as usual) or until the client goes away (then nothing is applied): a client killed
+	// while its commit is in flight, before it landed.
+	HoldBeforeApply Fault = "hold_before_apply"
+	// ApplyThenHold applies the commit, then holds the answer until Release or until the client
+	// goes away, and cuts the connection: a client killed after its commit landed, before it heard.
+	ApplyThenHold Fault = "apply_then_hold"
 	// Delayed counts the requests (of any operation) that Faults.Latency and Jitter slowed down.
 	Delayed Fault = "delayed"
 )
@@ -49,16 +56,18 @@ type Faults struct {
 }
 
 type faultState struct {
-	mu     sync.Mutex
-	cfg    Faults
-	rng    *rand.Rand
-	queue  []Fault
-	counts map[Fault]int64
-	last   map[Fault]time.Time
+	mu      sync.Mutex
+	release chan struct{} // closed by Release: held commits go on
+	holding int           // commits held now
+	cfg     Faults
+	rng     *rand.Rand
+	queue   []Fault
+	counts  map[Fault]int64
+	last    map[Fault]time.Time
 }
 
 func (f *faultState) init() {
-	f.counts, f.last = map[Fault]int64{}, map[Fault]time.Time{}
+	f.counts, f.last, f.release = map[Fault]int64{}, map[Fault]time.Time{}, make(chan struct{})
 	f.rng = rand.New(rand.NewPCG(0, 0))
 }
 
@@ -80,6 +89,45 @@ func (s *Server) Inject(fault Fault, n int) {
 	defer f.mu.Unlock()
 	for range n {
 		f.queue = append(f.queue, fault)
+	}
+}
+
+// Holding is how many commits a hold fault holds now.
+func (s *Server) Holding() int {
+	f := &s.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.holding
+}
+
+// Release lets every commit held now go on.
+func (s *Server) Release() {
+	f := &s.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.release)
+	f.release = make(chan struct{})
+}
+
+// hold blocks until Release or the end of ctx (the client went away) and reports whether the
+// client is still there.
+func (f *faultState) hold(ctx context.Context, fault Fault) bool {
+	f.mu.Lock()
+	f.holding++
+	release := f.release
+	f.counts[fault]++
+	f.last[fault] = time.Now()
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.holding--
+		f.mu.Unlock()
+	}()
+	select {
+	case <-release:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -212,20 +260,25 @@ func (f *faultState) afterApply(w http.ResponseWriter, fault Fault) {
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException",
 			"restcat fault: the commit was applied, but this answer says the service is unavailable")
 	case ApplyThenCut:
-		hj, ok := w.(http.Hijacker)
-		if !ok {
-			writeError(w, http.StatusInternalServerError, "InternalServerError", "restcat: cannot cut the connection")
-			return
-		}
-		conn, _, err := hj.Hijack()
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "InternalServerError", "restcat: cannot cut the connection: "+err.Error())
-			return
-		}
 		f.fired(fault)
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.SetLinger(0) // close with RST: the connection is reset, not shut down cleanly
-		}
-		_ = conn.Close()
+		f.cut(w)
 	}
+}
+
+// cut resets the connection of w without an answer.
+func (f *faultState) cut(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "InternalServerError", "restcat: cannot cut the connection")
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "InternalServerError", "restcat: cannot cut the connection: "+err.Error())
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close with RST: the connection is reset, not shut down cleanly
+	}
+	_ = conn.Close()
 }

@@ -423,3 +423,53 @@ func equalCounts(a, b map[Fault]int64) bool {
 	}
 	return true
 }
+
+// TestHoldFaults: a held commit waits for Release or for its client to go away. Held before
+// applying, a client that goes away leaves nothing applied and a released one is answered; held
+// after applying, the commit is in whatever becomes of the client.
+func TestHoldFaults(t *testing.T) {
+	s := start(t)
+	c := client(t, s)
+	siglakeTable(t, c, "ns", "events")
+	commitHeld := func(fault Fault, key string, release bool) error {
+		t.Helper()
+		s.Inject(fault, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := c.CommitTable(ctx, table.Identifier{"ns", "events"}, nil,
+				[]table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{key: "1"})})
+			done <- err
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.Holding() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the commit was not held", fault)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if release {
+			s.Release()
+		} else {
+			cancel() // the client goes away, as a killed process's connection does
+		}
+		err := <-done
+		for s.Holding() != 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return err
+	}
+	if err := commitHeld(HoldBeforeApply, "gone", false); err == nil || applied(t, s, "gone") {
+		t.Fatalf("held before applying, client gone: error %v, applied %v; want an error and nothing applied", err, applied(t, s, "gone"))
+	}
+	if err := commitHeld(HoldBeforeApply, "released", true); err != nil || !applied(t, s, "released") {
+		t.Fatalf("held before applying, released: error %v, applied %v; want it applied and answered", err, applied(t, s, "released"))
+	}
+	if err := commitHeld(ApplyThenHold, "landed", false); err == nil || !applied(t, s, "landed") {
+		t.Fatalf("applied then held, client gone: error %v, applied %v; want an error and the commit in", err, applied(t, s, "landed"))
+	}
+	if f := s.Fired(); f[HoldBeforeApply] != 2 || f[ApplyThenHold] != 1 {
+		t.Fatalf("fired %v, want 2 holds before applying and 1 after", f)
+	}
+}

@@ -577,13 +577,21 @@ func (s *Server) updateTable(w http.ResponseWriter, r *http.Request) {
 		s.faults.refuse(w, fault)
 		return
 	}
+	if fault == HoldBeforeApply && !s.faults.hold(r.Context(), fault) {
+		return // the client went away: nothing applied
+	}
 	meta, loc, err := s.cat.CommitTable(r.Context(), id, req.Requirements, req.Updates)
 	if err != nil {
 		s.faults.unfired(fault, queued)
 		writeCommitError(w, err)
 		return
 	}
-	if fault != none {
+	if fault == ApplyThenHold {
+		s.faults.hold(r.Context(), fault)
+		s.faults.cut(w)
+		return
+	}
+	if fault == ApplyThen503 || fault == ApplyThenCut {
 		s.faults.afterApply(w, fault)
 		return
 	}
