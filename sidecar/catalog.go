@@ -26,7 +26,9 @@ const DefaultProvisionGrace = 2 * time.Minute
 func (p *Process) openLake(ctx context.Context, once bool) (*lake.Lake, error) {
 	start := time.Now()
 	for failures := 1; ; failures++ {
-		l, err := lake.Open(ctx, config.LakeConfig(p.Cfg))
+		cfg := config.LakeConfig(p.Cfg)
+		cfg.WatchFull = p.observeFull
+		l, err := lake.Open(ctx, cfg)
 		if err == nil {
 			p.setCatalog(nil)
 			return l, nil

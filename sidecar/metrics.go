@@ -85,7 +85,7 @@ func NewMetrics() *Metrics {
 		CommitTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_catalog_commit_timeouts_total", Help: "Catalog commits abandoned at --commit-timeout (outcome unknown, retried), by table."}, []string{"table"}),
 		CatalogFullWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_catalog_full_waits_total", Help: "Catalog calls refused for want of a connection (PostgreSQL too_many_connections, 53300) and made again after a backoff, by call: load, commit (the namespace check at open waits uncounted)."}, []string{"op"}),
+			Name: "siglake_catalog_full_waits_total", Help: "Catalog calls refused for want of a connection (PostgreSQL too_many_connections, 53300) and made again after a backoff, by call: open (the namespace check when the process connects), load, commit."}, []string{"op"}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_build_info", Help: "Always 1; the labels say which build runs: version, VCS revision, Go version."},
 			[]string{"version", "revision", "goversion"}),
@@ -109,8 +109,8 @@ func NewMetrics() *Metrics {
 	m.Memory = membudget.NewMetrics(reg)
 	m.GroupCommit = groupcommit.NewMetrics(reg)
 	m.BinLeases = binleases.NewMetrics(reg)
-	reg.MustRegister(instrument.ObjectStoreCollector()) // S3 requests and bytes, counted at the SDK's HTTP client
-	for _, op := range []string{"commit", "load"} {     // at 0 from the start, so the first wait shows in increase()
+	reg.MustRegister(instrument.ObjectStoreCollector())     // S3 requests and bytes, counted at the SDK's HTTP client
+	for _, op := range []string{"commit", "load", "open"} { // at 0 from the start, so the first wait shows in increase()
 		m.CatalogFullWaits.WithLabelValues(op)
 	}
 	return m

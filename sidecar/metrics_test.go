@@ -65,7 +65,7 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 		"siglake_snapshot_expirations_total":       {"outcome": {"failed", "ok"}},
 		"siglake_delete_sweeps_total":              {"outcome": {"capped", "clean", "conflict", "deleted", "failed"}},
 		"siglake_claim_commits_total":              {"outcome": {"committed", "conflict", "failed"}},
-		"siglake_catalog_full_waits_total":         {"op": {"commit", "load"}},
+		"siglake_catalog_full_waits_total":         {"op": {"commit", "load", "open"}},
 		"siglake_bin_lease_refused_total":          {"message": {"renew", "result"}, "reason": {"catalog", "not_holder", "not_live"}},
 		"siglake_bin_lease_messages_dropped_total": {"side": {"owner", "worker"}},
 		"siglake_bin_lease_worker_bins_total": {

@@ -34,26 +34,33 @@ func (l *Lake) WatchFull(watch func(FullEvent)) {
 	l.full.Store(&watch)
 }
 
-// fullWait is one call's waits for a full catalog: at most the commit timeout in all.
+// fullWait is one call's waits for a full catalog: at most limit (the commit timeout) in all.
 type fullWait struct {
-	l      *Lake
 	op     string
+	limit  time.Duration
+	watch  func(FullEvent) // nil: not watched
 	n      int
 	waited time.Duration
 }
 
-func (l *Lake) fullWait(op string) *fullWait { return &fullWait{l: l, op: op} }
+func (l *Lake) fullWait(op string) *fullWait {
+	w := &fullWait{op: op, limit: l.CommitTimeout()}
+	if f := l.full.Load(); f != nil {
+		w.watch = *f
+	}
+	return w
+}
 
 // again reports whether the call that failed with err should be made again, after waiting: only
 // when the catalog was full and the budget is not spent. A done ctx ends the wait with false.
 func (w *fullWait) again(ctx context.Context, err error) bool {
-	if !catalogs.IsFull(err) || w.waited >= w.l.CommitTimeout() {
+	if !catalogs.IsFull(err) || w.waited >= w.limit {
 		return false
 	}
 	w.n++
 	d := fullBackoff.Wait(w.n, rand.Int64N)
-	if f := w.l.full.Load(); f != nil {
-		(*f)(FullEvent{Op: w.op, Err: err, Wait: d})
+	if w.watch != nil {
+		w.watch(FullEvent{Op: w.op, Err: err, Wait: d})
 	}
 	w.waited += d
 	return backoff.Sleep(ctx, d) == nil

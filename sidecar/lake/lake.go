@@ -4,6 +4,7 @@
 package lake
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,10 @@ type Config struct {
 	// new manifest once it has this many manifests, so metadata stops growing with every commit.
 	// 0 leaves the tables' own settings alone.
 	ManifestMergeMinCount int
+
+	// WatchFull, when set, sees every wait for a full catalog from Open on, the namespace check
+	// at open included (Lake.WatchFull replaces it later).
+	WatchFull func(FullEvent)
 }
 
 // Lake is an open catalog plus the namespace siglake's tables live in.
@@ -89,12 +94,23 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 		}
 	}
 
-	cat, closeIdle, err := catalogs.Open(ctx, cfg.Catalog, warehouse, ioProps)
-	if err != nil {
-		return nil, err
+	// Opening the SQL catalog connects (it creates its tables): a full catalog is waited out here
+	// as on every later call, each wait reported as op "open".
+	opening := &fullWait{op: "open", limit: cmp.Or(cfg.CommitTimeout, deadline.DefaultCommitTimeout), watch: cfg.WatchFull}
+	var cat catalog.Catalog
+	var closeIdle func()
+	for {
+		cat, closeIdle, err = catalogs.Open(ctx, cfg.Catalog, warehouse, ioProps)
+		if err == nil {
+			break
+		}
+		if !opening.again(ctx, err) {
+			return nil, err
+		}
 	}
 	l := &Lake{cat: deadline.New(cat, cfg.CommitTimeout), ns: table.Identifier{cfg.Namespace}, ioProps: ioProps, warehouse: warehouse, closeIdle: closeIdle,
 		mergeMinCount: cfg.ManifestMergeMinCount}
+	l.WatchFull(cfg.WatchFull)
 	// The first query may be the first connection (database/sql connects lazily).
 	if err := l.ensureNamespace(ctx); err != nil {
 		l.Close()
