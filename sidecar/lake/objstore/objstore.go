@@ -30,6 +30,7 @@ import (
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	icebergs3 "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -387,7 +388,16 @@ func countingS3Factory(ctx context.Context, parsed *url.URL, props map[string]st
 	}
 	alias := *parsed
 	alias.Scheme = s3AliasScheme
-	return icebergio.LoadFS(utils.WithAwsConfig(ctx, cfg), props, alias.String())
+	fsys, err := icebergio.LoadFS(utils.WithAwsConfig(ctx, cfg), props, alias.String())
+	if err != nil {
+		return nil, err
+	}
+	if bfs, ok := fsys.(*blobfs.FileIO); ok {
+		if h := newHeader(ctx, cfg, props, parsed.Host); h != nil {
+			return headStatFS{FileIO: bfs, head: h}, nil
+		}
+	}
+	return fsys, nil
 }
 
 // s3Config is the AWS config of one FileIO: the context's (utils.WithAwsConfig) if it has one,
