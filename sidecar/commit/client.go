@@ -148,6 +148,7 @@ func (c *Client) request(t *table.Table, req lake.AppendRequest, epoch uint64, a
 	if !at.PendingSince.IsZero() {
 		r.PendingMs = at.PendingSince.UnixMilli()
 	}
+	r.More = at.More
 	if n, err := strconv.Atoi(req.Summary[tableprops.SumSegments]); err == nil && n > 0 {
 		r.Segments = n
 	}

@@ -233,7 +233,7 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 			}
 			q.tables[table][i].Request.From = r.From // a resend: answers go where the pod is now
 			v.Answer = answer(r, KindAck)
-			v.Answer.Queue, v.Answer.SlowMs = i, q.slowMs(table)
+			v.Answer.Queue, v.Answer.SlowMs = q.commitsAhead(q.tables[table][:i]), q.slowMs(table)
 			return v
 		}
 	}
@@ -249,7 +249,7 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 		v.Answer.SlowMs = max(q.slowMs(r.Table), q.cfg.Interval.Milliseconds())
 		return v
 	}
-	ahead := len(q.tables[r.Table])
+	ahead := q.commitsAhead(q.tables[r.Table])
 	q.tables[r.Table] = append(q.tables[r.Table], Queued{Request: r, Received: now, Size: size, release: release})
 	q.files[r.Table] += len(r.Files)
 	q.byID[r.ID] = r.Table
@@ -258,6 +258,18 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 	v.Answer = answer(r, KindAck)
 	v.Answer.Queue, v.Answer.SlowMs = ahead, q.slowMs(r.Table)
 	return v
+}
+
+// commitsAhead is how many group commits the requests ahead of one take before it: their files
+// over MaxFiles. Counting requests instead made a pod deep in a queue that one commit empties (a
+// hundred pods' requests under --group-commit-max-wait) wait past its fallback bound after a
+// committer died, and commit directly rather than move to the next owner.
+func (q *Queue) commitsAhead(ahead []Queued) int {
+	files := 0
+	for _, e := range ahead {
+		files += len(e.Request.Files)
+	}
+	return files / max(q.cfg.MaxFiles, 1)
 }
 
 // sameBatch reports whether two requests with one id describe the same batch (a resend).
@@ -355,7 +367,7 @@ type Stats struct {
 	Requests, Files, Bytes int
 	Data                   int64     // the queued batches' data bytes (Request.Bytes)
 	Oldest                 time.Time // the first queued request's Received; zero when none
-	Behind                 bool      // a queued request's pod has more batches waiting (PendingMs)
+	Behind                 bool      // a queued request's pod has another batch due behind it (More)
 	SlowDown               time.Duration
 }
 
@@ -367,7 +379,7 @@ func (q *Queue) Table(table string) Stats {
 	for i, e := range q.tables[table] {
 		s.Bytes += e.Size
 		s.Data += e.Request.Bytes
-		s.Behind = s.Behind || e.Request.PendingMs != 0
+		s.Behind = s.Behind || e.Request.More
 		if i == 0 || e.Received.Before(s.Oldest) {
 			s.Oldest = e.Received
 		}

@@ -140,25 +140,27 @@ func TestReceiveRules(t *testing.T) {
 	}
 }
 
+// TestAckSaysQueueAndKeepsReceiveTime: an ack says how many group commits of the table are
+// ahead (files ahead over max files, 4 here), not how many requests; a resend keeps its place
+// and its first receive time.
 func TestAckSaysQueueAndKeepsReceiveTime(t *testing.T) {
 	q := newTestQueue(10)
 	t0 := time.Now()
-	for i := range 3 {
-		v := recvAs(q, mustEncode(t, request(i+1, "events", fmt.Sprint("s", i), 1)), t0.Add(time.Duration(i)*time.Second))
-		if v.Answer.Kind != KindAck || v.Answer.Queue != i {
-			t.Fatalf("request %d: %+v, want ack with %d ahead", i, v.Answer, i)
+	for i, want := range []int{0, 0, 1, 1, 2} {
+		v := recvAs(q, mustEncode(t, request(i+1, "events", fmt.Sprint("s", i), 2)), t0.Add(time.Duration(i)*time.Second))
+		if v.Answer.Kind != KindAck || v.Answer.Queue != want {
+			t.Fatalf("request %d (%d files ahead): %+v, want ack with %d commits ahead", i, 2*i, v.Answer, want)
 		}
 	}
-	// A resend keeps its place and its first receive time.
-	v := recvAs(q, mustEncode(t, request(2, "events", "s1", 1)), t0.Add(time.Minute))
+	v := recvAs(q, mustEncode(t, request(4, "events", "s3", 2)), t0.Add(time.Minute))
 	if v.Answer.Queue != 1 {
-		t.Fatalf("resend: %d ahead, want 1", v.Answer.Queue)
+		t.Fatalf("resend: %d commits ahead, want 1", v.Answer.Queue)
 	}
 	p := q.Pending("events")
-	if len(p) != 3 || !p[1].Received.Equal(t0.Add(time.Second)) {
+	if len(p) != 5 || !p[3].Received.Equal(t0.Add(3*time.Second)) {
 		t.Fatalf("pending %+v", p)
 	}
-	if st := q.Table("events"); st.Requests != 3 || st.Files != 3 || st.Bytes != p[0].Size+p[1].Size+p[2].Size {
+	if st := q.Table("events"); st.Requests != 5 || st.Files != 10 || st.Oldest != p[0].Received {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -178,8 +180,8 @@ func TestRemove(t *testing.T) {
 		t.Fatalf("totals %d %d files %d", n, b, q.Table("events").Files)
 	}
 	// A removed id is new again: a resend after its answer was lost queues it once more, and the
-	// commit's mark check finds it committed.
-	if v := recvAs(q, mustEncode(t, request(1, "events", "s0", 2)), now); v.Answer.Kind != KindAck || v.Answer.Queue != 2 {
+	// commit's mark check finds it committed. Behind 4 files at 4 a commit: one commit ahead.
+	if v := recvAs(q, mustEncode(t, request(1, "events", "s0", 2)), now); v.Answer.Kind != KindAck || v.Answer.Queue != 1 {
 		t.Fatalf("resend after remove: %+v", v.Answer)
 	}
 	q.Remove("events", testID(1), testID(2), testID(4))

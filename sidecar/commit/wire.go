@@ -79,6 +79,10 @@ type Request struct {
 	Bytes    int64    `json:"bytes"`
 	Segments int      `json:"segs"`
 
+	// More: the pod has another batch of this table due right after this one (it sends one at a
+	// time), so the committer does not hold this one for the max wait.
+	More bool `json:"more,omitempty"`
+
 	WrittenMs int64 `json:"written_ms"` // pod wall clock when the files were complete: expiry
 	ScanMs    int64 `json:"scan_ms"`    // watermark inputs
 	PendingMs int64 `json:"pending_ms"`
@@ -100,7 +104,7 @@ type Answer struct {
 	Prev           string `json:"prev,omitempty"`        // committed: the mark replaced, empty if none
 	SnapshotID     int64  `json:"snapshot_id,omitempty"` // committed
 	Owner          string `json:"owner,omitempty"`       // not_owner: the receiver's view of the owner
-	Queue          int    `json:"queue,omitempty"`       // ack: requests of the table ahead of this one
+	Queue          int    `json:"queue,omitempty"`       // ack: group commits of the table ahead of this one (files ahead / max files)
 	SlowMs         int64  `json:"slow_ms,omitempty"`     // ack, busy: the table's batch-age floor
 	Error          string `json:"error,omitempty"`       // refused, failed: why (never a row value)
 }

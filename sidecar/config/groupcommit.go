@@ -33,7 +33,7 @@ func groupCommitOptions() []Option {
 			"How often a committer commits a table's queued batches, 100ms to 60s.",
 			setDurationIn(func(c *Config) *time.Duration { return &c.GroupCommitInterval }, minGroupCommitInterval, maxGroupCommitInterval, false)},
 		{"group-commit-max-wait", "SIGLAKE_GROUP_COMMIT_MAX_WAIT", "4s", "commitBatch.groupCommit.maxWait",
-			"The longest a table's oldest queued batch waits for others before the committer commits the table: a busy table then commits fewer, larger groups (fewer metadata objects per GB), a quiet one at most this much later. 0, or not above `--group-commit-interval`: a commit every interval. 0 or 100ms to 60s.",
+			"The longest a table's oldest queued batch waits for others before the committer commits the table: a busy table then commits fewer, larger groups (fewer metadata objects per GB), a quiet one at most this much later. 0, or not above `--group-commit-interval`: a commit every interval. 0 or 100ms to 60s, and with gossip on, pods' answer timeout (3 intervals + the max wait past one + 2s) below `--group-commit-fallback-after`.",
 			setDurationIn(func(c *Config) *time.Duration { return &c.GroupCommitMaxWait }, minGroupCommitInterval, maxGroupCommitInterval, true)},
 		{"group-commit-target-mb", "SIGLAKE_GROUP_COMMIT_TARGET_MB", "1024", "commitBatch.groupCommit.targetMb",
 			"A committer commits a table at its next interval without waiting out `--group-commit-max-wait` once its queued batches hold this many MiB of data files.",
@@ -102,6 +102,17 @@ func setPruneAfter(field func(*Config) *time.Duration) func(*Config, string) err
 func groupCommitCheck(c Config) error {
 	if !c.GroupCommit || c.GossipBind == "" {
 		return nil
+	}
+	// A pod waits for its answer 3 intervals, the committer's max wait past one interval and 2 s
+	// (commit.Client's answer timeout) before it re-reads its mark, and commits directly once it
+	// heard nothing for the fallback bound: a max wait that reaches the bound would send every
+	// batch of a quiet table to a direct commit.
+	wait := 3*c.GroupCommitInterval + max(c.GroupCommitMaxWait-c.GroupCommitInterval, 0) + 2*time.Second
+	if wait >= c.GroupCommitFallbackAfter {
+		f := orphans.FormatAge
+		return fmt.Errorf("--group-commit-max-wait / SIGLAKE_GROUP_COMMIT_MAX_WAIT %s with --group-commit-interval %s makes pods wait %s for an answer, not below --group-commit-fallback-after / SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER %s: every batch of a quiet table would be committed directly; accepted: a max wait below %s, or a longer fallback bound",
+			f(c.GroupCommitMaxWait), f(c.GroupCommitInterval), f(wait), f(c.GroupCommitFallbackAfter),
+			f(max(c.GroupCommitFallbackAfter-2*c.GroupCommitInterval-2*time.Second, 0)))
 	}
 	if most := orphans.HandoffMaxAge(c.CommitTimeout); c.GroupCommitFallbackAfter > most {
 		f := orphans.FormatAge

@@ -86,3 +86,23 @@ func TestFallbackAfterWithinHandoffAge(t *testing.T) {
 		t.Errorf("without gossip: %v", err)
 	}
 }
+
+// TestMaxWaitBelowFallback: a max wait whose answer timeout (3 intervals, the wait past one, 2 s)
+// reaches the fallback bound is refused, naming both options and the largest wait accepted.
+func TestMaxWaitBelowFallback(t *testing.T) {
+	gossip := map[string]string{"SIGLAKE_GOSSIP_BIND": "127.0.0.1:7946"}
+	_, err := loadWith([]string{"--group-commit-max-wait", "40s"}, gossip)
+	want := "--group-commit-max-wait / SIGLAKE_GROUP_COMMIT_MAX_WAIT 40s with --group-commit-interval 1s makes pods wait 44s for an answer, not below --group-commit-fallback-after / SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER 30s"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "accepted: a max wait below 26s") {
+		t.Fatalf("max wait 40s: %v, want %q and the bound", err, want)
+	}
+	for _, args := range [][]string{
+		{"--group-commit-max-wait", "25s"},
+		{"--group-commit-max-wait", "40s", "--group-commit-fallback-after", "45s"},
+		{"--group-commit-max-wait", "1m", "--group-commit=false"},
+	} {
+		if _, err := loadWith(args, gossip); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -208,7 +209,7 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 	var firstErr error
 	due := batches.Due(dirs, segs, dirOf, now, d.Cfg.CommitBatchTargetBytes, d.batchAge, flush)
 	failed, ran := map[string]bool{}, map[string]bool{}
-	for _, b := range due {
+	for i, b := range due {
 		if ctx.Err() != nil || membudget.Stopping(d.Stop) != nil {
 			break // shutting down: take no new batch
 		}
@@ -235,7 +236,9 @@ func (d *Drain) Cycle(ctx context.Context, flush bool) (CycleResult, error) {
 		res.Batches++
 		ran[key] = true
 		stopWatch := d.watchBacklog(dirs)
-		out := d.commitBatch(ctx, b, handoff.ProgressOf(b.Dir, b.Table, b.Segs, segs, dirOf, now))
+		at := handoff.ProgressOf(b.Dir, b.Table, b.Segs, segs, dirOf, now)
+		at.More = slices.ContainsFunc(due[i+1:], func(n batches.Batch) bool { return n.Dir == b.Dir && n.Table == b.Table })
+		out := d.commitBatch(ctx, b, at)
 		stopWatch()
 		d.observe(out)
 		// The backlog after every batch, not once per cycle: one cycle drains a whole catch-up.

@@ -36,6 +36,9 @@ type GroupCommitter interface {
 type Progress struct {
 	Scan         time.Time // when the scan that planned the batch started
 	PendingSince time.Time // the oldest segment that scan found and the batch leaves for later; zero: none
+	// More: another batch of this (WAL dir, table) is due in the same cycle, right after this one
+	// (a catch-up): its committer commits at the next interval instead of waiting for others.
+	More bool
 }
 
 // ProgressOf is the Progress of a batch of segments in (dir, table) planned from segs (the whole

@@ -49,7 +49,11 @@ type header struct {
 }
 
 // newHeader returns the HEAD sender for bucket under cfg and props, or nil where the plain FileIO
-// is kept: S3 compatibility mode, no credentials, or no endpoint it can name.
+// is kept. Only an endpoint named outright (--s3-endpoint's s3.endpoint, or AWS_S3_ENDPOINT), the
+// one iceberg-go hands the SDK as its base endpoint, is used: without one the SDK resolves the
+// endpoint itself (AWS_ENDPOINT_URL_S3, shared config, FIPS, dual-stack, partitions), and a HEAD
+// that guessed differently would sign requests for another endpoint. Nor with S3 compatibility
+// mode, or without credentials or a region.
 func newHeader(ctx context.Context, cfg *aws.Config, props map[string]string, bucket string) *header {
 	if compat, _ := strconv.ParseBool(props[icebergio.S3CompatMode]); compat || cfg.Credentials == nil || cfg.Region == "" {
 		return nil
@@ -58,12 +62,12 @@ func newHeader(ctx context.Context, cfg *aws.Config, props map[string]string, bu
 	if !ok {
 		endpoint = os.Getenv("AWS_S3_ENDPOINT")
 	}
-	pathStyle := endpoint != "" // iceberg-go's rule: path style for custom endpoints unless forced virtual
-	if v, err := strconv.ParseBool(props[icebergio.S3ForceVirtualAddressing]); err == nil && props[icebergio.S3ForceVirtualAddressing] != "" {
-		pathStyle = !v
-	}
 	if endpoint == "" {
-		endpoint = "https://s3." + cfg.Region + ".amazonaws.com"
+		return nil
+	}
+	pathStyle := true // iceberg-go's rule: path style for a named endpoint unless forced virtual
+	if v, err := strconv.ParseBool(props[icebergio.S3ForceVirtualAddressing]); err == nil {
+		pathStyle = !v
 	}
 	base, err := url.Parse(endpoint)
 	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") || base.Path != "" && base.Path != "/" {

@@ -1,12 +1,14 @@
 package objstore
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"strings"
 	"testing"
 
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -66,6 +68,37 @@ func TestEscapeKey(t *testing.T) {
 	} {
 		if got := escapeKey(in); got != want {
 			t.Errorf("escapeKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLeanStatOnlyWithANamedEndpoint: the lean HEAD is used only where iceberg-go names the
+// endpoint to the SDK too; otherwise (AWS's own resolution, compatibility mode, no credentials, a
+// bucket virtual hosting cannot name) the plain FileIO's Stat is kept.
+func TestLeanStatOnlyWithANamedEndpoint(t *testing.T) {
+	t.Setenv("AWS_S3_ENDPOINT", "")
+	cfg := &aws.Config{Region: "us-east-1", Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "k", SecretAccessKey: "s"}, nil
+	})}
+	for _, c := range []struct {
+		name   string
+		cfg    *aws.Config
+		props  map[string]string
+		bucket string
+		path   bool // nil when false and want is false
+		want   bool
+	}{
+		{"no endpoint: the SDK resolves it", cfg, map[string]string{}, "b", false, false},
+		{"named endpoint: path style", cfg, map[string]string{icebergio.S3EndpointURL: "http://127.0.0.1:9000"}, "b", true, true},
+		{"forced virtual", cfg, map[string]string{icebergio.S3EndpointURL: "https://s3.example", icebergio.S3ForceVirtualAddressing: "true"}, "b", false, true},
+		{"forced virtual, dotted bucket", cfg, map[string]string{icebergio.S3EndpointURL: "https://s3.example", icebergio.S3ForceVirtualAddressing: "true"}, "a.b", false, false},
+		{"compatibility mode", cfg, map[string]string{icebergio.S3EndpointURL: "https://storage.googleapis.com", icebergio.S3CompatMode: "true"}, "b", false, false},
+		{"no credentials", &aws.Config{Region: "us-east-1"}, map[string]string{icebergio.S3EndpointURL: "http://127.0.0.1:9000"}, "b", false, false},
+		{"endpoint with a path", cfg, map[string]string{icebergio.S3EndpointURL: "http://127.0.0.1:9000/s3"}, "b", false, false},
+	} {
+		h := newHeader(t.Context(), c.cfg, c.props, c.bucket)
+		if (h != nil) != c.want || h != nil && h.pathStyle != c.path {
+			t.Errorf("%s: header %+v, want lean %v (path style %v)", c.name, h, c.want, c.path)
 		}
 	}
 }
