@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/test/restcat"
@@ -454,21 +452,22 @@ func TestGroupCommitKilledMidCommit(t *testing.T) {
 	for _, fault := range []restcat.Fault{restcat.ApplyThenHold, restcat.HoldBeforeApply} {
 		committer(t, alive, 60*time.Second)
 		srv.SetFaults(restcat.Faults{Tables: []string{"events"}})
-		srv.Inject(fault, 1)
-		waitUntil(t, "a commit of events held at the catalog ("+string(fault)+")", 30*time.Second, func() (bool, string) {
-			return srv.Holding() == 1, fmt.Sprintf("%d held, %d injected waiting", srv.Holding(), srv.Queued())
-		})
-		if fault == restcat.ApplyThenHold {
-			// The held commit is in: the table's head is a group commit nobody has heard of.
-			tbl, err := srv.Catalog().LoadTable(context.Background(), table.Identifier{"siglake", "events"})
-			if err != nil {
-				srv.Release()
-				t.Fatal(err)
+		// Hold commits of events until the one held is a group commit (its snapshot summary counts
+		// the requests it answered): the owner's rewrites and expiry commit there too.
+		for tries := 0; ; tries++ {
+			srv.Inject(fault, 1)
+			waitUntil(t, "a commit of events held at the catalog ("+string(fault)+")", 30*time.Second, func() (bool, string) {
+				return srv.Holding() == 1, fmt.Sprintf("%d held, %d injected waiting", srv.Holding(), srv.Queued())
+			})
+			if held := srv.Held(); len(held) == 1 && strings.Contains(held[0], tableprops.SumGroupRequests) {
+				break
 			}
-			if snap := tbl.CurrentSnapshot(); snap == nil || snap.Summary == nil || snap.Summary.Properties[tableprops.SumGroupRequests] == "" {
+			if tries == 10 {
 				srv.Release()
-				t.Fatalf("the commit held after applying is not a group commit: head %+v", snap)
+				t.Fatalf("no group commit among 10 held commits of events")
 			}
+			srv.Release()
+			waitUntil(t, "the held commit released", 10*time.Second, func() (bool, string) { return srv.Holding() == 0, "" })
 		}
 		// Every commit of events comes from its owner: the committer's group commits and its
 		// maintainer's rewrites (pods commit directly only after the fallback bound).
@@ -492,8 +491,8 @@ func TestGroupCommitKilledMidCommit(t *testing.T) {
 		killed = append(killed, victim)
 		alive = slices.DeleteFunc(slices.Clone(alive), func(m *member) bool { return m == victim })
 	}
-	if f := srv.Fired(); f[restcat.ApplyThenHold] != 1 || f[restcat.HoldBeforeApply] != 1 {
-		t.Fatalf("faults fired %v, want one hold of each kind", f)
+	if f := srv.Fired(); f[restcat.ApplyThenHold] < 1 || f[restcat.HoldBeforeApply] < 1 {
+		t.Fatalf("faults fired %v, want a hold of each kind", f)
 	}
 	want := sealedSum(sealed, len(ms))
 	drained(t, alive, 120*time.Second)

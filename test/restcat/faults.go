@@ -59,6 +59,7 @@ type faultState struct {
 	mu      sync.Mutex
 	release chan struct{} // closed by Release: held commits go on
 	holding int           // commits held now
+	held    []string      // the updates of the commits held now, as JSON
 	cfg     Faults
 	rng     *rand.Rand
 	queue   []Fault
@@ -100,6 +101,15 @@ func (s *Server) Holding() int {
 	return f.holding
 }
 
+// Held returns the updates (JSON) of the commits held now: a test tells which client's commit it
+// holds (a group commit's snapshot summary carries siglake.group.requests).
+func (s *Server) Held() []string {
+	f := &s.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.held)
+}
+
 // Release lets every commit held now go on.
 func (s *Server) Release() {
 	f := &s.faults
@@ -111,9 +121,10 @@ func (s *Server) Release() {
 
 // hold blocks until Release or the end of ctx (the client went away) and reports whether the
 // client is still there.
-func (f *faultState) hold(ctx context.Context, fault Fault) bool {
+func (f *faultState) hold(ctx context.Context, fault Fault, updates string) bool {
 	f.mu.Lock()
 	f.holding++
+	f.held = append(f.held, updates)
 	release := f.release
 	f.counts[fault]++
 	f.last[fault] = time.Now()
@@ -121,6 +132,9 @@ func (f *faultState) hold(ctx context.Context, fault Fault) bool {
 	defer func() {
 		f.mu.Lock()
 		f.holding--
+		if i := slices.Index(f.held, updates); i >= 0 {
+			f.held = slices.Delete(f.held, i, i+1)
+		}
 		f.mu.Unlock()
 	}()
 	select {

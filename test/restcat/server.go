@@ -577,7 +577,12 @@ func (s *Server) updateTable(w http.ResponseWriter, r *http.Request) {
 		s.faults.refuse(w, fault)
 		return
 	}
-	if fault == HoldBeforeApply && !s.faults.hold(r.Context(), fault) {
+	held := ""
+	if fault == HoldBeforeApply || fault == ApplyThenHold {
+		b, _ := json.Marshal(req.Updates)
+		held = string(b)
+	}
+	if fault == HoldBeforeApply && !s.faults.hold(r.Context(), fault, held) {
 		return // the client went away: nothing applied
 	}
 	meta, loc, err := s.cat.CommitTable(r.Context(), id, req.Requirements, req.Updates)
@@ -587,7 +592,7 @@ func (s *Server) updateTable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fault == ApplyThenHold {
-		s.faults.hold(r.Context(), fault)
+		s.faults.hold(r.Context(), fault, held)
 		s.faults.cut(w)
 		return
 	}
