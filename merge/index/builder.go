@@ -121,6 +121,7 @@ func isString(t arrow.DataType) bool {
 // textCol reads the values of a column as bytes, without copying for string
 // columns (other types are rendered as Arrow prints them).
 type textCol struct {
+	fn     func(i int) ([]byte, bool) // values that are not an Arrow column (AddTextRows)
 	col    arrow.Array
 	data   []byte
 	offs   []int32
@@ -145,6 +146,9 @@ func newTextCol(col arrow.Array) textCol {
 
 // value returns row i, or false if it is null.
 func (t textCol) value(i int) ([]byte, bool) {
+	if t.fn != nil {
+		return t.fn(i)
+	}
 	if t.col.IsNull(i) {
 		return nil, false
 	}
@@ -198,6 +202,43 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 		// limit the index will be skipped, so stop building it.
 		if base64.StdEncoding.EncodedLen(int(post.MinEncodedBytes())) > int(b.cfg.FooterMaxBytes) {
 			b.postings[j] = nil
+		}
+	}
+}
+
+// AddTextRows is AddRows for rows that are not an Arrow record (merge/pqdecode): text(col, i)
+// is the value of schema field col in row i, nil and false when null. It is asked only for the
+// group columns and the raw column, which must be strings for the entries to be those AddRows
+// writes. A builder with inverted indexes needs the rows' Arrow columns: it must not be given any.
+func (b *Builder) AddTextRows(ts []int64, text func(col, i int) ([]byte, bool)) {
+	if len(b.postings) > 0 {
+		panic("index: AddTextRows on a builder with inverted indexes")
+	}
+	n := len(ts)
+	if n == 0 {
+		return
+	}
+	if b.rgRows == 0 {
+		b.rgMin = ts[0]
+	}
+	b.rgMax = ts[n-1]
+	b.rgRows += int64(n)
+	if len(b.groupCols) > 0 && !b.tooMany {
+		cols := make([]textCol, len(b.groupCols))
+		for j, c := range b.groupCols {
+			cols[j] = textCol{fn: func(i int) ([]byte, bool) { return text(c, i) }}
+		}
+		b.countGroups(cols, n)
+	}
+	b.addBuckets(ts)
+	if b.rawCol >= 0 {
+		for i := 0; i < n; i++ {
+			if v, ok := text(b.rawCol, i); ok {
+				b.addRaw(v)
+				if b.fileTri != nil {
+					b.fileTri.addText(v)
+				}
+			}
 		}
 	}
 }
