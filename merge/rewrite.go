@@ -522,7 +522,7 @@ func kway(ctx context.Context, fs icebergio.WriteFileIO, opened []*input.File, s
 		return nil, err
 	}
 	as := writer.NewAsyncSink(ctx, s)
-	runs := pqdecode.NewRuns(ctx, as, min(opts.RowGroupRows, kwayChunkRows))
+	runs := pqdecode.NewRuns(ctx, as, s.ValueLayout(), min(opts.RowGroupRows, kwayChunkRows))
 	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), as, runs, runs.Release)
 }
 

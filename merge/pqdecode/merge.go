@@ -2,8 +2,7 @@ package pqdecode
 
 import (
 	"context"
-
-	"github.com/parquet-go/parquet-go"
+	"fmt"
 
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/kmerge"
@@ -27,35 +26,41 @@ func Cursors(ctx context.Context, opened []*input.File, tsName string, batchRows
 	return cursors, nil
 }
 
-// Runs is the kmerge.RunSink of the merge on values: it gathers each chunk's rows in merge
-// order (the rows themselves, not copies: sources never reuse them) and hands the chunk to the
-// sink, which owns it from then on.
+// Runs is the kmerge.RunSink of the merge on values: it lays each chunk's rows out by field in
+// merge order (writer.ValueChunk; the values, not copies of their bytes: sources never reuse
+// them) and hands the chunk to the sink, which owns it from then on. Laying them out here, once,
+// lets the encoders and the metadata builder read each field's values in sequence rather than
+// every row's from wherever its batch lies.
 type Runs struct {
-	ctx  context.Context
-	out  *writer.AsyncSink
-	rows []parquet.Row
-	ts   []int64
+	ctx    context.Context
+	out    *writer.AsyncSink
+	layout writer.ValueLayout
+	rows   int
+	chunk  *writer.ValueChunk
 }
 
-// NewRuns returns a RunSink writing chunks of about chunkRows rows to out.
-func NewRuns(ctx context.Context, out *writer.AsyncSink, chunkRows int64) *Runs {
-	return &Runs{ctx: ctx, out: out, rows: make([]parquet.Row, 0, chunkRows), ts: make([]int64, 0, chunkRows)}
+// NewRuns returns a RunSink writing chunks of about chunkRows rows of layout to out.
+func NewRuns(ctx context.Context, out *writer.AsyncSink, layout writer.ValueLayout, chunkRows int64) *Runs {
+	return &Runs{ctx: ctx, out: out, layout: layout, rows: int(chunkRows), chunk: writer.NewValueChunk(layout, int(chunkRows))}
 }
 
 func (r *Runs) Run(c *kmerge.Cursor, from, to int) error {
-	r.rows = append(r.rows, c.Batch.Values[from:to]...)
-	r.ts = append(r.ts, c.Batch.TS[from:to]...)
+	for i := from; i < to; i++ {
+		if err := r.chunk.AppendRow(r.layout, c.Batch.Values[i], c.Batch.TS[i]); err != nil {
+			return fmt.Errorf("input %s row %d: %w", c.Name, c.Base+int64(i), err)
+		}
+	}
 	return nil
 }
 
 func (r *Runs) ChunkEnd() error {
-	if len(r.ts) == 0 {
+	if r.chunk.Rows() == 0 {
 		return nil
 	}
-	vc := &writer.ValueChunk{Rows: r.rows, TS: r.ts}
-	r.rows, r.ts = make([]parquet.Row, 0, cap(r.rows)), make([]int64, 0, cap(r.ts))
+	vc := r.chunk
+	r.chunk = writer.NewValueChunk(r.layout, r.rows)
 	return r.out.WriteValues(r.ctx, vc)
 }
 
 // Release drops the chunk not handed on.
-func (r *Runs) Release() { r.rows, r.ts = nil, nil }
+func (r *Runs) Release() { r.chunk = nil }

@@ -51,7 +51,7 @@ type Sink struct {
 	fields  []*arrow.Schema // one schema per top-level field, for its encoder
 	pqgo    []*pqgo.Plan    // per top-level field: its parquet-go plan; nil: arrow-go encodes it
 	// leafStart is, per top-level field, its first leaf column (and the leaf count at the end),
-	// with parquet-go plans for every field: how WriteValues finds a field's values in a row.
+	// with parquet-go plans for every field: the leaves WriteValues hands each encoder.
 	leafStart []int
 	workers   int // goroutines encoding one chunk's columns and metadata
 
