@@ -119,4 +119,21 @@ func TestDecoderFallsBack(t *testing.T) {
 	if res.Decoder != DecoderArrow || !strings.Contains(res.Reason, "another Parquet schema") {
 		t.Fatalf("an input without the added column: decoder %q, reason %q; want arrow and why", res.Decoder, res.Reason)
 	}
+	// parquet-go decodes a page whole: inputs whose largest pages would not fit a quarter of
+	// the budget stay on arrow-go, which streams them.
+	inputs = inputs[1:]
+	for _, budget := range []int64{64 << 20, 4 << 10} {
+		res, err = Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, fmt.Sprint("budget", budget)), 1),
+			RewriteOptions{ForcePath: PathKWay, Decoder: DecoderParquetGo, MemoryBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := DecoderParquetGo
+		if budget < 1<<20 {
+			want = DecoderArrow
+		}
+		if res.Decoder != want || want == DecoderArrow && !strings.Contains(res.Reason, "largest pages") {
+			t.Fatalf("budget %d: decoder %q, reason %q; want %s", budget, res.Decoder, res.Reason, want)
+		}
+	}
 }
