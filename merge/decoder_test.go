@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/test/testenv"
 )
@@ -93,7 +94,8 @@ func TestDecodersWriteTheSameRows(t *testing.T) {
 }
 
 // TestDecoderFallsBack: a bin the parquet-go decoder cannot take correctly (an input without a
-// column added since) is merged on arrow-go, and the result says why.
+// column added since, a row filter, pages too large to decode whole in the budget) is merged on
+// arrow-go, and the result says why.
 func TestDecoderFallsBack(t *testing.T) {
 	ice, err := iceberg.AssignFreshSchemaIDs(encIceSchema(), nil)
 	if err != nil {
@@ -118,6 +120,15 @@ func TestDecoderFallsBack(t *testing.T) {
 	}
 	if res.Decoder != DecoderArrow || !strings.Contains(res.Reason, "another Parquet schema") {
 		t.Fatalf("an input without the added column: decoder %q, reason %q; want arrow and why", res.Decoder, res.Reason)
+	}
+	// A delete task's row filter runs on Arrow rows.
+	res, err = Rewrite(context.Background(), localFS, inputs[1:], sc, pathGen(filepath.Join(dir, "filtered"), 0),
+		RewriteOptions{ForcePath: PathKWay, Decoder: DecoderParquetGo, DeleteTask: true, RowFilter: &rowfilter.Filter{Predicates: []rowfilter.Predicate{{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Decoder != DecoderArrow || !strings.Contains(res.Reason, "row filter") || len(res.Outputs) != 0 {
+		t.Fatalf("a row filter deleting every row: decoder %q, reason %q, %d outputs; want arrow, why, none", res.Decoder, res.Reason, len(res.Outputs))
 	}
 	// parquet-go decodes a page whole: inputs whose largest pages would not fit a quarter of
 	// the budget stay on arrow-go, which streams them.
