@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/siglake/siglake/merge/input"
-	"github.com/siglake/siglake/merge/splice"
+	"github.com/siglake/siglake/merge/pqdecode"
 	"github.com/siglake/siglake/merge/writer"
 )
 
@@ -73,28 +73,5 @@ func valueMergeBlocker(opened []*input.File, schema *arrow.Schema, opts RewriteO
 	if err != nil {
 		return err
 	}
-	var pages int64
-	for _, in := range opened {
-		md := in.Parquet.MetaData()
-		if md.FileDecryptor != nil || !splice.SameParquetSchema(md, tmpl) {
-			return fmt.Errorf("input %s has another Parquet schema than the output (conform needs Arrow)", in.Path)
-		}
-		n, ok := input.LargestPages(in)
-		if !ok {
-			return fmt.Errorf("input %s has no page index to bound its pages by", in.Path)
-		}
-		pages += n
-	}
-	// parquet-go decodes a page whole where arrow-go streams it: the inputs' largest pages must
-	// fit the share of the budget ChoosePath's streams leave them.
-	if pages > opts.MemoryBudget/pageBudgetShare {
-		return fmt.Errorf("the inputs' largest pages, decoded whole, take %s, more than 1/%d of the merge budget %s",
-			mib(pages), pageBudgetShare, mib(opts.MemoryBudget))
-	}
-	return nil
+	return pqdecode.Takes(opened, tmpl, opts.MemoryBudget)
 }
-
-// pageBudgetShare: the parquet-go decoder takes a bin whose inputs' largest pages, decoded
-// whole, fit this fraction of the merge budget (siglake's own 256 KiB pages: 32 inputs of 11
-// columns take 88 MiB of the default 512 MiB budget at most when every page is the largest).
-const pageBudgetShare = 4

@@ -4,10 +4,44 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/kmerge"
+	"github.com/siglake/siglake/merge/splice"
 	"github.com/siglake/siglake/merge/writer"
 )
+
+// Takes says why the merge on values cannot take the inputs opened into files whose footer
+// template is tmpl, or nil: each must have exactly the output's Parquet schema (so its values and
+// levels are the output's: no conform of added or retyped columns), unencrypted, and an offset
+// index by which its largest pages, decoded whole, can be bounded: parquet-go decodes a page
+// whole where arrow-go streams it, so the inputs' largest pages must fit a pageBudgetShare-th of
+// the merge budget.
+func Takes(opened []*input.File, tmpl *metadata.FileMetaData, budget int64) error {
+	var pages int64
+	for _, in := range opened {
+		md := in.Parquet.MetaData()
+		if md.FileDecryptor != nil || !splice.SameParquetSchema(md, tmpl) {
+			return fmt.Errorf("input %s has another Parquet schema than the output (conform needs Arrow)", in.Path)
+		}
+		n, ok := input.LargestPages(in)
+		if !ok {
+			return fmt.Errorf("input %s has no page index to bound its pages by", in.Path)
+		}
+		pages += n
+	}
+	if pages > budget/pageBudgetShare {
+		return fmt.Errorf("the inputs' largest pages, decoded whole, take %.1f MiB, more than 1/%d of the merge budget %.1f MiB",
+			float64(pages)/(1<<20), pageBudgetShare, float64(budget)/(1<<20))
+	}
+	return nil
+}
+
+// pageBudgetShare: the merge on values takes a bin whose inputs' largest pages, decoded whole,
+// fit this fraction of the merge budget (siglake's own 256 KiB pages: 32 inputs of 11 columns
+// take 88 MiB of the default 512 MiB budget at most when every page is the largest).
+const pageBudgetShare = 4
 
 // Cursors opens a prefetching parquet-go source over each input, for kmerge.Order. On error
 // the cursors opened so far are closed.
