@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/kmerge"
 	"github.com/siglake/siglake/merge/pagebounded"
+	"github.com/siglake/siglake/merge/pqdecode"
 	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/merge/splice"
 	"github.com/siglake/siglake/merge/writer"
@@ -101,6 +102,9 @@ type RewriteOptions struct {
 	// price of carrying their damaged pages into the output unnoticed. Sums,
 	// where the input has them, are checked either way (they cost little).
 	SpliceUnverified bool
+	// Decoder is the library the k-way path decodes and merges with
+	// (SIGLAKE_MERGE_PARQUET_DECODER); empty is the process default (SetDefaultDecoder).
+	Decoder Decoder
 	// ForcePath skips ChoosePath (tests, benchmarks).
 	ForcePath PathKind
 	// DeleteTask marks a delete-task rewrite: output generation 0, and the
@@ -122,8 +126,11 @@ type RewriteOptions struct {
 
 // RewriteResult says what a rewrite did.
 type RewriteResult struct {
-	Path         PathKind
-	Reason       string
+	Path   PathKind
+	Reason string
+	// Decoder is the library that decoded the inputs of a k-way merge (the Reason says why
+	// parquet-go, when asked for, did not); empty on other paths.
+	Decoder      Decoder
 	Outputs      []Output
 	BytesRead    int64
 	BytesWritten int64
@@ -385,7 +392,7 @@ func runPath(ctx context.Context, fs icebergio.WriteFileIO, inputs []Input, open
 		return mergeInMemory(ctx, fs, opened, schema, newPath, opts)
 	case PathKWay:
 		streamed()
-		return mergeKWay(ctx, fs, opened, schema, newPath, opts)
+		return kway(ctx, fs, opened, schema, newPath, opts, res)
 	case PathSplice:
 		streamed()
 		so := splice.Options{Writer: opts.WriterOptions, ChunkRows: kwayChunkRows, Unverified: opts.SpliceUnverified}
@@ -494,6 +501,43 @@ func mergeInMemory(ctx context.Context, fs icebergio.WriteFileIO, opened []*inpu
 	out, end := opts.folded(func(r arrow.RecordBatch) error { return as.Write(ctx, r) }, schema)
 	asm := kmerge.NewAssembler(ctx, schema, opts.Allocator, out)
 	return runMerge(ctx, cursors, min(opts.RowGroupRows, DefaultChunkRows), as, withEnd(asm, end), asm.Release)
+}
+
+// kway runs the k-way path with the decoder opts ask for, on arrow-go where the parquet-go
+// decoder cannot take the bin, saying why in res.
+func kway(ctx context.Context, fs icebergio.WriteFileIO, opened []*input.File, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions, res *RewriteResult) ([]Output, error) {
+	res.Decoder = DecoderArrow
+	if opts.Decoder.resolve() != DecoderParquetGo {
+		return mergeKWay(ctx, fs, opened, schema, newPath, opts)
+	}
+	s, err := valueSink(fs, opened, schema, newPath, opts)
+	if err != nil {
+		res.Reason += "; decoded with arrow-go, not parquet-go: " + err.Error()
+		return mergeKWay(ctx, fs, opened, schema, newPath, opts)
+	}
+	res.Decoder, res.Reason = DecoderParquetGo, res.Reason+"; decoded, merged and encoded on parquet-go values"
+	buf := streamReadBuffer(opts.MemoryBudget, len(opened), schema.NumFields())
+	cursors, err := pqdecode.Cursors(ctx, opened, opts.TimestampColumn, kwayBatchRows(len(opened)), buf)
+	if err != nil {
+		return nil, err
+	}
+	as := writer.NewAsyncSink(ctx, s)
+	runs := pqdecode.NewRuns(ctx, as, s.ValueLayout(), min(opts.RowGroupRows, kwayChunkRows))
+	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), as, runs, runs.Release)
+}
+
+// valueSink is the sink of a k-way merge on parquet-go values, or why the bin cannot have one.
+func valueSink(fs icebergio.WriteFileIO, opened []*input.File, schema *arrow.Schema, newPath func(int) string, opts RewriteOptions) (*writer.Sink, error) {
+	if err := valueMergeBlocker(opened, schema, opts); err != nil {
+		return nil, err
+	}
+	wo := opts.WriterOptions
+	wo.Encoder = writer.EncoderParquetGo
+	s, err := writer.NewSink(fs, newPath, schema, wo, writer.MetaStreamed(opts.Metadata))
+	if err != nil {
+		return nil, err
+	}
+	return s, s.CanWriteValues()
 }
 
 // mergeKWay streams every input in batches through a heap: memory is about

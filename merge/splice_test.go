@@ -440,7 +440,7 @@ func TestArrowGoPiecesTheSpliceUses(t *testing.T) {
 		t.Fatalf("footer did not round-trip (%v)", err)
 	}
 	// The inner group names of maps and lists are part of each leaf's path,
-	// which sameParquetSchema compares and copied chunks take from the output.
+	// which splice.SameParquetSchema compares and copied chunks take from the output.
 	nsc := nestedSchema()
 	nrec := nestedRecord(rand.New(rand.NewPCG(1, 3)), nsc, 50, 0)
 	nin := writeInput(t, dir, nsc, nrec, 1, 50)

@@ -236,10 +236,15 @@ func runChild(contender, setDir string) (childResult, error) {
 	_ = os.RemoveAll(out)
 	ctx := context.Background()
 	// A merge path's name may end in ":ENCODER" (k-way:parquet-go): the Parquet encoder of its
-	// outputs (writer.Encoders; default arrow).
+	// outputs (writer.Encoders; default arrow); or in ":pq-decode" (k-way:pq-decode): decoded,
+	// merged and encoded on parquet-go's values (merge.DecoderParquetGo).
 	name, enc, _ := strings.Cut(contender, ":")
 	switch name {
 	case "in-memory", "k-way", "page-bounded", "splice", "splice-unverified", "chosen":
+		decoder := merge.DecoderArrow
+		if enc == "pq-decode" {
+			decoder, enc = merge.DecoderParquetGo, ""
+		}
 		encoder, err := writer.ParseEncoder(cmp.Or(enc, string(writer.EncoderArrow)))
 		if err != nil {
 			return childResult{}, err
@@ -257,10 +262,14 @@ func runChild(contender, setDir string) (childResult, error) {
 		}, merge.RewriteOptions{
 			ForcePath:        path,
 			SpliceUnverified: name == "splice-unverified",
+			Decoder:          decoder,
 			WriterOptions:    merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"trace_id"}}, Encoder: encoder},
 		})
 		if err != nil {
 			return childResult{}, err
+		}
+		if decoder == merge.DecoderParquetGo && res.Decoder != decoder {
+			return childResult{}, fmt.Errorf("%s: decoded with %s: %s", contender, res.Decoder, res.Reason)
 		}
 		r := childResult{Seconds: time.Since(start).Seconds(), CPU: cpuSeconds() - cpu0, Files: len(res.Outputs), OutBytes: res.BytesWritten}
 		for _, o := range res.Outputs {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -121,6 +122,7 @@ func isString(t arrow.DataType) bool {
 // textCol reads the values of a column as bytes, without copying for string
 // columns (other types are rendered as Arrow prints them).
 type textCol struct {
+	fn     func(i int) ([]byte, bool) // values that are not an Arrow column (AddTextRows)
 	col    arrow.Array
 	data   []byte
 	offs   []int32
@@ -145,6 +147,9 @@ func newTextCol(col arrow.Array) textCol {
 
 // value returns row i, or false if it is null.
 func (t textCol) value(i int) ([]byte, bool) {
+	if t.fn != nil {
+		return t.fn(i)
+	}
 	if t.col.IsNull(i) {
 		return nil, false
 	}
@@ -198,6 +203,45 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 		// limit the index will be skipped, so stop building it.
 		if base64.StdEncoding.EncodedLen(int(post.MinEncodedBytes())) > int(b.cfg.FooterMaxBytes) {
 			b.postings[j] = nil
+		}
+	}
+}
+
+// AddTextRows is AddRows for rows that are not an Arrow record (merge/pqdecode): text(col, i)
+// is the value of schema field col in row i, nil and false when null. It is asked only for the
+// group columns and the raw column, which must be strings for the entries to be those AddRows
+// writes. A builder with inverted indexes needs the rows' Arrow columns: it must not be given any.
+func (b *Builder) AddTextRows(ts []int64, text func(col, i int) ([]byte, bool)) {
+	if len(b.postings) > 0 {
+		panic("index: AddTextRows on a builder with inverted indexes")
+	}
+	n := len(ts)
+	if n == 0 {
+		return
+	}
+	if b.rgRows == 0 {
+		b.rgMin = ts[0]
+	}
+	b.rgMax = ts[n-1]
+	b.rgRows += int64(n)
+	if len(b.groupCols) == 1 && !b.tooMany {
+		b.countSharedGroups(n, func(i int) ([]byte, bool) { return text(b.groupCols[0], i) })
+	} else if len(b.groupCols) > 0 && !b.tooMany {
+		cols := make([]textCol, len(b.groupCols))
+		for j, c := range b.groupCols {
+			cols[j] = textCol{fn: func(i int) ([]byte, bool) { return text(c, i) }}
+		}
+		b.countGroups(cols, n)
+	}
+	b.addBuckets(ts)
+	if b.rawCol >= 0 {
+		for i := 0; i < n; i++ {
+			if v, ok := text(b.rawCol, i); ok {
+				b.addRaw(v)
+				if b.fileTri != nil {
+					b.fileTri.addText(v)
+				}
+			}
 		}
 	}
 }
@@ -277,16 +321,7 @@ func (b *Builder) countGroups(cols []textCol, n int) {
 	}
 	var key []byte
 	for i := 0; i < n; i++ {
-		key = key[:0]
-		for _, c := range cols {
-			if v, ok := c.value(i); ok {
-				key = append(key, 1)
-				key = append(key, v...)
-			} else {
-				key = append(key, 0)
-			}
-			key = append(key, 0xff)
-		}
+		key = groupKey(key[:0], cols, i)
 		g := b.groups[string(key)]
 		if g == nil {
 			if len(b.groups) >= MaxGroups {
@@ -307,6 +342,21 @@ func (b *Builder) countGroups(cols []textCol, n int) {
 		}
 		g.rows++
 	}
+}
+
+// groupKey appends row i's group key to key: per column 1 and the value, or 0 for null, then
+// 0xff.
+func groupKey(key []byte, cols []textCol, i int) []byte {
+	for _, c := range cols {
+		if v, ok := c.value(i); ok {
+			key = append(key, 1)
+			key = append(key, v...)
+		} else {
+			key = append(key, 0)
+		}
+		key = append(key, 0xff)
+	}
+	return key
 }
 
 // countDictGroups counts n rows of one dictionary-encoded group column by
@@ -351,6 +401,57 @@ func (b *Builder) countDictGroups(c textCol, n int) {
 			v, ok := c.vals.value(k)
 			add(v, ok, rows)
 		}
+	}
+}
+
+// countSharedGroups counts n rows of one group column whose values mostly share their bytes
+// (a parquet-go dictionary's: every row of a value points at its one copy), as countDictGroups
+// does by index: rows are counted by where their bytes are, then each distinct place's value
+// once. Values that share nothing cost a map entry each, about what countGroups costs.
+func (b *Builder) countSharedGroups(n int, value func(i int) ([]byte, bool)) {
+	type place struct {
+		p *byte
+		n int
+	}
+	type count struct {
+		v    []byte
+		rows int64
+	}
+	counts := map[place]*count{}
+	var nulls int64
+	for i := 0; i < n; i++ {
+		v, ok := value(i)
+		if !ok {
+			nulls++
+			continue
+		}
+		k := place{unsafe.SliceData(v), len(v)}
+		c := counts[k]
+		if c == nil {
+			c = &count{v: v}
+			counts[k] = c
+		}
+		c.rows++
+	}
+	cols := []textCol{{fn: nil}}
+	if nulls > 0 {
+		cols[0].fn = func(int) ([]byte, bool) { return nil, false }
+		b.countGroupRows(cols, nulls)
+	}
+	for _, c := range counts {
+		if b.tooMany {
+			return
+		}
+		cols[0].fn = func(int) ([]byte, bool) { return c.v, true }
+		b.countGroupRows(cols, c.rows)
+	}
+}
+
+// countGroupRows counts rows rows whose group columns hold what row 0 of cols holds.
+func (b *Builder) countGroupRows(cols []textCol, rows int64) {
+	b.countGroups(cols, 1)
+	if g := b.groups[string(groupKey(nil, cols, 0))]; g != nil {
+		g.rows += rows - 1
 	}
 }
 

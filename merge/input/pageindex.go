@@ -226,3 +226,37 @@ func (s *skippingTsSource) Next(ctx context.Context) (Batch, bool, error) {
 }
 
 func (s *skippingTsSource) Close() error { return s.src.Close() }
+
+// LargestPages estimates the decoded size of in's largest data page, summed over its leaf
+// columns: what a reader that decodes a page whole (parquet-go's) holds per input. Each column's
+// largest compressed page (from the offset index) is scaled by its chunk's compression ratio.
+// ok is false when the file has no offset index for some column chunk.
+func LargestPages(in *File) (bytes int64, ok bool) {
+	md := in.Parquet.MetaData()
+	pir := in.Parquet.GetPageIndexReader()
+	if pir == nil {
+		return 0, false
+	}
+	largest := make([]int64, md.Schema.NumColumns())
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		r, err := pir.RowGroup(rg)
+		if err != nil || r == nil {
+			return 0, false
+		}
+		for c := range largest {
+			oi, err := r.GetOffsetIndex(c)
+			cc, cerr := md.RowGroup(rg).ColumnChunk(c)
+			if err != nil || oi == nil || cerr != nil || cc.TotalCompressedSize() <= 0 {
+				return 0, false
+			}
+			for _, loc := range oi.GetPageLocations() {
+				est := int64(loc.CompressedPageSize) * cc.TotalUncompressedSize() / cc.TotalCompressedSize()
+				largest[c] = max(largest[c], est)
+			}
+		}
+	}
+	for _, n := range largest {
+		bytes += n
+	}
+	return bytes, true
+}

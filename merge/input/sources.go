@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/parquet-go/parquet-go"
 )
 
 // PQSource streams an input's rows (or only its timestamps) in batches,
@@ -136,6 +137,10 @@ func (s *MemSource) Close() error {
 type Batch struct {
 	Rec arrow.RecordBatch
 	TS  []int64
+	// Values are the rows decoded by parquet-go instead of Rec (merge/pqdecode): each row's
+	// values of every leaf column, in leaf order. They are never reused, so a run of them may be
+	// held past the batch.
+	Values []parquet.Row
 }
 
 // source yields an input's rows in file order. next returns ok=false at the

@@ -78,7 +78,7 @@ func PlanCopies(opened []*input.File, tmpl *metadata.FileMetaData, tsName string
 	var total int64
 	for i, in := range opened {
 		md := in.Parquet.MetaData()
-		schemaOK[i] = sameParquetSchema(md, tmpl) && md.FileDecryptor == nil
+		schemaOK[i] = SameParquetSchema(md, tmpl) && md.FileDecryptor == nil
 		for rg := 0; rg < md.NumRowGroups(); rg++ {
 			n := md.RowGroup(rg).NumRows()
 			rgRows[i] = append(rgRows[i], n)
@@ -112,14 +112,14 @@ func PlanCopies(opened []*input.File, tmpl *metadata.FileMetaData, tsName string
 	return p
 }
 
-// sameParquetSchema says whether md's row groups can be copied into files
+// SameParquetSchema says whether md's row groups can be copied into files
 // with tmpl's footer schema. Schema.Equals compares only the leaves and
 // their levels, so a renamed map, list or struct column would pass it and
 // its copied chunks would keep the old path_in_schema (parquet-java matches
 // chunks by path). So every schema element must match: names, repetition,
 // types, logical and converted types, field ids; only the root's name is
 // free (it is not part of any path).
-func sameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
+func SameParquetSchema(md, tmpl *metadata.FileMetaData) bool {
 	if !md.Schema.Equals(tmpl.Schema) {
 		return false
 	}

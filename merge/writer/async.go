@@ -16,45 +16,73 @@ import (
 // chunks may be in flight, which bounds the extra memory.
 type AsyncSink struct {
 	s    *Sink
-	ch   chan arrow.RecordBatch
+	ch   chan asyncItem
 	done chan struct{}
 	err  error // set by the goroutine before done closes
 	once sync.Once
 }
 
 func NewAsyncSink(ctx context.Context, s *Sink) *AsyncSink {
-	a := &AsyncSink{s: s, ch: make(chan arrow.RecordBatch, 2), done: make(chan struct{})}
+	a := &AsyncSink{s: s, ch: make(chan asyncItem, 2), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		defer func() {
 			if r := recover(); r != nil {
 				a.err = fmt.Errorf("merge aborted by a panic while encoding: %v", r)
-				for rec := range a.ch {
-					rec.Release()
+				for it := range a.ch {
+					it.release()
 				}
 			}
 		}()
-		for rec := range a.ch {
+		for it := range a.ch {
 			if a.err == nil {
-				a.err = s.Write(ctx, rec)
+				a.err = it.write(ctx, s)
 			}
-			rec.Release()
+			it.release()
 		}
 	}()
 	return a
 }
 
+// asyncItem is one chunk for the encoder: an Arrow record or parquet-go values.
+type asyncItem struct {
+	rec  arrow.RecordBatch
+	vals *ValueChunk
+}
+
+func (it asyncItem) write(ctx context.Context, s *Sink) error {
+	if it.vals != nil {
+		return s.WriteValues(ctx, it.vals)
+	}
+	return s.Write(ctx, it.rec)
+}
+
+func (it asyncItem) release() {
+	if it.rec != nil {
+		it.rec.Release()
+	}
+}
+
+// WriteValues hands vc to the encoder, which owns it from here on.
+func (a *AsyncSink) WriteValues(ctx context.Context, vc *ValueChunk) error {
+	return a.send(ctx, asyncItem{vals: vc})
+}
+
 // write hands rec (retained here, released by the goroutine) to the encoder.
 func (a *AsyncSink) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	rec.Retain()
+	return a.send(ctx, asyncItem{rec: rec})
+}
+
+func (a *AsyncSink) send(ctx context.Context, it asyncItem) error {
 	select {
-	case a.ch <- rec:
+	case a.ch <- it:
 		return nil
 	case <-a.done:
-		rec.Release()
+		it.release()
 		return a.err
 	case <-ctx.Done():
-		rec.Release()
+		it.release()
 		return ctx.Err()
 	}
 }

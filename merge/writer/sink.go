@@ -50,7 +50,10 @@ type Sink struct {
 	tsIdx   int
 	fields  []*arrow.Schema // one schema per top-level field, for its encoder
 	pqgo    []*pqgo.Plan    // per top-level field: its parquet-go plan; nil: arrow-go encodes it
-	workers int             // goroutines encoding one chunk's columns and metadata
+	// leafStart is, per top-level field, its first leaf column (and the leaf count at the end),
+	// with parquet-go plans for every field: the leaves WriteValues hands each encoder.
+	leafStart []int
+	workers   int // goroutines encoding one chunk's columns and metadata
 
 	cur     *splicedFile
 	outputs []Output
@@ -162,6 +165,14 @@ func (s *Sink) planEncoders() error {
 		}
 		s.pqgo[i] = p
 	}
+	s.leafStart = make([]int, 1, len(s.fields)+1)
+	for _, p := range s.pqgo {
+		if p == nil {
+			s.leafStart = nil
+			break
+		}
+		s.leafStart = append(s.leafStart, s.leafStart[len(s.leafStart)-1]+p.Leaves())
+	}
 	return nil
 }
 
@@ -188,6 +199,13 @@ func (s *Sink) Write(ctx context.Context, rec arrow.RecordBatch) error {
 		return fmt.Errorf("timestamp column %q has %d null values", s.opts.TimestampColumn, ts.NullN())
 	}
 	micros := input.AppendMicros(make([]int64, 0, ts.Len()), ts)
+	return s.writeRows(micros, func(from, to int64) error { return s.encode(rec, from, to, micros[from:to]) })
+}
+
+// writeRows appends rows with timestamps micros (sorted, not earlier than any row written
+// before), cutting them into row groups and files; encode writes rows [from, to) of them into
+// the pending row group, which it may have to start.
+func (s *Sink) writeRows(micros []int64, encode func(from, to int64) error) error {
 	if err := s.checkOrder(micros); err != nil {
 		return err
 	}
@@ -210,7 +228,7 @@ func (s *Sink) Write(ctx context.Context, rec arrow.RecordBatch) error {
 		if len(s.cuts) > 0 {
 			end = off + int64(sort.Search(int(end-off), func(i int) bool { return micros[off+int64(i)] >= s.cuts[0] }))
 		}
-		if err := s.encode(rec, off, end, micros[off:end]); err != nil {
+		if err := encode(off, end); err != nil {
 			return err
 		}
 		off = end
@@ -272,8 +290,46 @@ func (s *Sink) passCuts(ts int64) error {
 // column into its own encoder, and the search metadata, on up to s.workers
 // goroutines.
 func (s *Sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) error {
+	if err := s.startRowGroup(micros[0]); err != nil {
+		return err
+	}
+	part := rec.NewSlice(from, to)
+	defer part.Release()
+	// The encoders and the metadata builder only read part, but a slice
+	// computes its null count lazily (a write): do it here, once.
+	for _, c := range part.Columns() {
+		_ = c.NullN()
+	}
+	f := s.cur
+	tasks := make([]func() error, 0, len(s.fields)+1)
+	tasks = append(tasks, func() error { f.meta.AddRows(part, micros); return nil })
+	for i := range s.fields {
+		tasks = append(tasks, func() error { return s.rg.cols[i].enc.Write(part.Column(i)) })
+	}
+	return s.runEncode(tasks, micros)
+}
+
+// runEncode runs the tasks that encode rows with timestamps micros into the pending row group,
+// then counts them.
+func (s *Sink) runEncode(tasks []func() error, micros []int64) error {
+	f := s.cur
+	if err := runParallel(s.workers, tasks); err != nil {
+		return fmt.Errorf("writing %s: %w", f.path, err)
+	}
+	if f.rows == 0 {
+		f.minTs = micros[0]
+	}
+	f.maxTs = micros[len(micros)-1]
+	n := int64(len(micros))
+	f.rows += n
+	s.rg.rows += n
+	return nil
+}
+
+// startRowGroup opens a file (its first row at ts) and starts a row group where none is open.
+func (s *Sink) startRowGroup(ts int64) error {
 	if s.cur == nil {
-		if err := s.openFile(micros[0]); err != nil {
+		if err := s.openFile(ts); err != nil {
 			return err
 		}
 	}
@@ -295,28 +351,6 @@ func (s *Sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) err
 		}
 		s.rg = rg
 	}
-	part := rec.NewSlice(from, to)
-	defer part.Release()
-	// The encoders and the metadata builder only read part, but a slice
-	// computes its null count lazily (a write): do it here, once.
-	for _, c := range part.Columns() {
-		_ = c.NullN()
-	}
-	f := s.cur
-	tasks := make([]func() error, 0, len(s.fields)+1)
-	tasks = append(tasks, func() error { f.meta.AddRows(part, micros); return nil })
-	for i := range s.fields {
-		tasks = append(tasks, func() error { return s.rg.cols[i].enc.Write(part.Column(i)) })
-	}
-	if err := runParallel(s.workers, tasks); err != nil {
-		return fmt.Errorf("writing %s: %w", f.path, err)
-	}
-	if f.rows == 0 {
-		f.minTs = micros[0]
-	}
-	f.maxTs = micros[len(micros)-1]
-	f.rows += to - from
-	s.rg.rows += to - from
 	return nil
 }
 

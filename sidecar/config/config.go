@@ -173,6 +173,10 @@ type Config struct {
 	// writes (merges and the drain; merge/writer.Encoder). Default arrow
 	// (--merge-parquet-encoder): parquet-go stays opt-in until it has run a release (issue 36).
 	MergeParquetEncoder writer.Encoder
+	// MergeParquetDecoder is the library the k-way merge decodes and merges its inputs with
+	// (merge.Decoder). Default arrow (--merge-parquet-decoder) until measured otherwise; with
+	// parquet-go, bins it cannot take stay on arrow-go (docs/file-format.md, "Decoders").
+	MergeParquetDecoder merge.Decoder
 
 	// DeleteTasks runs the idle-cycle delete-task sweep over owned tables (docs/deletes.md);
 	// requests are recorded either way. Default true (--delete-tasks), the spec's.
@@ -570,6 +574,16 @@ func compactionOptions() []Option {
 					return errors.New("accepted: arrow, parquet-go")
 				}
 				c.MergeParquetEncoder = e
+				return nil
+			}},
+		{"merge-parquet-decoder", "SIGLAKE_MERGE_PARQUET_DECODER", string(merge.DecoderArrow), "compactor.mergeParquetDecoder",
+			"Library the k-way merge decodes its inputs with: `arrow` (arrow-go) or `parquet-go`, which decodes, merges and encodes on parquet-go's values without Arrow where the bin allows (inputs of the output's Parquet schema, no row filter or fold; other bins stay on arrow-go). The files hold the same rows in the same order with the same metadata either way (docs/file-format.md, \"Decoders\"; measured in docs/benchmarks.md, \"The decoder: k-way on parquet-go's values\").",
+			func(c *Config, v string) error {
+				d, err := merge.ParseDecoder(v)
+				if err != nil {
+					return errors.New("accepted: arrow, parquet-go")
+				}
+				c.MergeParquetDecoder = d
 				return nil
 			}},
 		{"merge-splice-verify", "SIGLAKE_MERGE_SPLICE_VERIFY", "true", "",

@@ -152,6 +152,7 @@ func TestSettingsCheckedTogetherAtLoad(t *testing.T) {
 			[]string{"SIGLAKE_GOSSIP_PROBE_TIMEOUT", "SIGLAKE_GOSSIP_PROBE_INTERVAL"}},
 		{map[string]string{"SIGLAKE_GOSSIP_BIND": "not-an-ip:7946"}, []string{"SIGLAKE_GOSSIP_BIND"}},
 		{map[string]string{"SIGLAKE_MERGE_PARQUET_ENCODER": "parquet"}, []string{"--merge-parquet-encoder", "SIGLAKE_MERGE_PARQUET_ENCODER", "arrow, parquet-go"}},
+		{map[string]string{"SIGLAKE_MERGE_PARQUET_DECODER": "pq"}, []string{"--merge-parquet-decoder", "SIGLAKE_MERGE_PARQUET_DECODER", "arrow, parquet-go"}},
 	} {
 		_, err := Load(nil, func(k string) string { return tc.env[k] })
 		if err == nil {
@@ -286,6 +287,21 @@ func TestParquetEncoderLoads(t *testing.T) {
 		})
 		if err != nil || c.MergeParquetEncoder != want {
 			t.Errorf("SIGLAKE_MERGE_PARQUET_ENCODER=%q: encoder %q (%v), want %q", v, c.MergeParquetEncoder, err, want)
+		}
+	}
+}
+
+// TestParquetDecoderLoads: SIGLAKE_MERGE_PARQUET_DECODER selects the k-way decoder, arrow-go's unless set.
+func TestParquetDecoderLoads(t *testing.T) {
+	for v, want := range map[string]merge.Decoder{"": merge.DecoderArrow, "arrow": merge.DecoderArrow, "parquet-go": merge.DecoderParquetGo, " PARQUET-GO": merge.DecoderParquetGo} {
+		c, err := Load(nil, func(k string) string {
+			if k == "SIGLAKE_MERGE_PARQUET_DECODER" {
+				return v
+			}
+			return ""
+		})
+		if err != nil || c.MergeParquetDecoder != want {
+			t.Errorf("SIGLAKE_MERGE_PARQUET_DECODER=%q: decoder %q (%v), want %q", v, c.MergeParquetDecoder, err, want)
 		}
 	}
 }

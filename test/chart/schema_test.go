@@ -35,6 +35,7 @@ const (
 var chartValueCases = map[string][]valueCase{
 	"compactor.role":                {ok(`"all"`), ok(`"drain"`), ok(`"maintenance"`), no(`"compact"`), no(`""`)},
 	"compactor.mergeParquetEncoder": {ok(`"arrow"`), ok(`"parquet-go"`), no(`"parquet"`), no(`""`)},
+	"compactor.mergeParquetDecoder": {ok(`"arrow"`), ok(`"parquet-go"`), no(`"parquet"`), no(`""`)},
 	"compactor.retention.period": {
 		ok(`"0"`), ok(`0`), ok(`"forever"`), ok(`"1d"`), ok(`"30d"`), ok(`"1.5d"`), ok(`"4w"`), ok(`"24h"`), ok(`"36h"`),
 		ok(`"99999d"`), ok(`"9999w"`), ok(`"999999h"`),

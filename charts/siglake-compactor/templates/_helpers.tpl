@@ -305,6 +305,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ $v.compactor.maxFanIn | int | quote }}
 - name: SIGLAKE_MERGE_PARQUET_ENCODER
   value: {{ $v.compactor.mergeParquetEncoder | quote }}
+- name: SIGLAKE_MERGE_PARQUET_DECODER
+  value: {{ $v.compactor.mergeParquetDecoder | quote }}
 - name: SIGLAKE_SNAPSHOT_EXPIRE_INTERVAL_SECS
   value: {{ $v.snapshotExpire.intervalSecs | int | quote }}
 - name: SIGLAKE_SNAPSHOT_RETAIN

@@ -50,6 +50,12 @@ type Plan struct {
 	opts      []parquet.WriterOption
 }
 
+// Leaves is how many leaf columns the column has.
+func (plan *Plan) Leaves() int { return plan.leaves }
+
+// Flat says whether the column is one leaf that is not repeated: one value a row.
+func (plan *Plan) Flat() bool { return plan.root.kind == leafKind }
+
 // columnIndexLimit is the longest byte-array bound a column index keeps (longer ones are
 // truncated, the upper bound rounded up; a truncated bound still prunes).
 const columnIndexLimit = MaxStatBytes
@@ -316,6 +322,53 @@ func (c *Column) writeFlat(b *boundNode, rows int) error {
 		}
 	}
 	return c.flush(0)
+}
+
+// WriteValues appends whole rows given as parquet-go values already shredded (merge/pqdecode):
+// this column's values of each row, rows in order, each row's values of the column's leaves
+// (leaves first, first+1, ... of the whole schema) in leaf order, with their levels. The levels
+// must be those of this column's schema: the values come from a file of the same Parquet schema.
+func (c *Column) WriteValues(vals []parquet.Value, first int) error {
+	for _, v := range vals {
+		l := v.Column() - first
+		if l < 0 || l >= len(c.vals) {
+			return fmt.Errorf("parquet-go values: leaf %d outside the column's leaves %d-%d", v.Column(), first, first+len(c.vals)-1)
+		}
+		if l == 0 && v.RepetitionLevel() == 0 {
+			// A row starts: every leaf holds whole rows, which may go to its column writer.
+			for l := range c.vals {
+				if len(c.vals[l]) >= flushValues || c.bytes[l] >= flushBytes {
+					if err := c.flush(l); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		c.vals[l] = append(c.vals[l], v.Level(v.RepetitionLevel(), v.DefinitionLevel(), l))
+		c.bytes[l] += valueBytes(v)
+	}
+	for l := range c.vals {
+		if err := c.flush(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// valueBytes is the size of v's value, as leafValue counts it.
+func valueBytes(v parquet.Value) int {
+	if v.IsNull() {
+		return 0
+	}
+	switch v.Kind() {
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		return len(v.ByteArray())
+	case parquet.Boolean:
+		return 1
+	case parquet.Int32, parquet.Float:
+		return 4
+	}
+	return 8
 }
 
 // flush hands leaf l's held rows to its column writer, which copies them.
