@@ -36,8 +36,9 @@ func startService(t *testing.T, readers int, to listen.Timeouts) *Service {
 	return s
 }
 
-// stalledReader sends a read and never reads its answer; its receive buffer is kept small so the
-// server's writes block soon.
+// stalledReader sends a read and, once the answer has begun (200: it holds a read slot), never
+// reads on; its receive buffer is kept small so the server's writes block soon. A read answered
+// 429 (another read held the slot) is sent again.
 func stalledReader(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
@@ -45,22 +46,35 @@ func stalledReader(t *testing.T, addr string) net.Conn {
 		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 		return errors.Join(err, serr)
 	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	for try := 0; try < 20; try++ {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, "GET /v1/buffer/events HTTP/1.1\r\nHost: buffer\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		status := make([]byte, len("HTTP/1.1 200"))
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.ReadFull(c, status); err != nil {
+			t.Fatalf("the stalled read's status: %v", err)
+		}
+		if string(status) == "HTTP/1.1 200" {
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		c.Close()
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := io.WriteString(c, "GET /v1/buffer/events HTTP/1.1\r\nHost: buffer\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	t.Fatal("the stalled read never got the read slot")
+	return nil
 }
 
 // TestStalledReaderLosesItsSlot: a reader that sends its request and never reads holds the only
 // read slot only until a write to it has waited the write timeout; then the next reader is
 // answered 200, not 429.
 func TestStalledReaderLosesItsSlot(t *testing.T) {
-	s := startService(t, 1, listen.Timeouts{Write: 500 * time.Millisecond})
+	s := startService(t, 1, listen.Timeouts{Write: 2 * time.Second})
 	stalledReader(t, s.Addr())
 	c := &reader.Client{Addr: "http://" + s.Addr()}
 	// Wait until the stalled read holds the slot (a second read gets 429), then until it is freed.
