@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/commit"
+	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/groupcommit"
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/marks"
@@ -41,16 +42,22 @@ func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 	g := groupCluster{c: p.cluster, ns: p.Cfg.Namespace}
 	tr := peermsg.Loopback(g) // an owner's own batches stay in the process
 	obs := groupcommit.NewObserver(p.Metrics.GroupCommit, p.Log.Named("groupcommit"))
+	maxWait, lowered := config.GroupCommitMaxWait(p.Cfg)
+	if lowered {
+		p.Log.Warn("--group-commit-max-wait would make pods wait for an answer past --group-commit-fallback-after: waiting less",
+			zap.Duration("max_wait", p.Cfg.GroupCommitMaxWait), zap.Duration("fallback_after", p.Cfg.GroupCommitFallbackAfter),
+			zap.Duration("interval", p.Cfg.GroupCommitInterval), zap.Duration("waiting", maxWait))
+	}
 	if p.Cfg.Role.Maintains() && !once {
 		cfg := commit.CommitterConfig{Lake: l, Interval: p.Cfg.GroupCommitInterval,
-			MaxWait: p.Cfg.GroupCommitMaxWait, TargetBytes: int64(p.Cfg.GroupCommitTargetMB) << 20,
+			MaxWait: maxWait, TargetBytes: int64(p.Cfg.GroupCommitTargetMB) << 20,
 			MaxFiles: p.Cfg.GroupCommitMaxFiles, QueueMax: p.Cfg.GroupCommitQueueMax, CommitTimeout: p.Cfg.CommitTimeout,
 			Reserve: p.memory.For(membudget.LoopGroupCommit).TryReserve, Observer: obs, Now: p.Now}
 		newMarkPruner(p.markPruneAfter(), obs).install(&cfg)
 		p.committer = commit.NewCommitter(cfg, tr, g)
 	}
 	if p.Cfg.Role.Drains() {
-		p.groupClient = commit.NewClient(commit.ClientConfig{Lake: l, Retry: lake.DefaultRetry, Interval: p.Cfg.GroupCommitInterval, MaxWait: p.Cfg.GroupCommitMaxWait,
+		p.groupClient = commit.NewClient(commit.ClientConfig{Lake: l, Retry: lake.DefaultRetry, Interval: p.Cfg.GroupCommitInterval, MaxWait: maxWait,
 			FallbackAfter: p.Cfg.GroupCommitFallbackAfter, CommitTimeout: p.Cfg.CommitTimeout,
 			Every: p.heartbeatEvery, Observer: obs, Now: p.Now}, tr, g)
 	}

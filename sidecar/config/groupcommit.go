@@ -33,7 +33,7 @@ func groupCommitOptions() []Option {
 			"How often a committer commits a table's queued batches, 100ms to 60s.",
 			setDurationIn(func(c *Config) *time.Duration { return &c.GroupCommitInterval }, minGroupCommitInterval, maxGroupCommitInterval, false)},
 		{"group-commit-max-wait", "SIGLAKE_GROUP_COMMIT_MAX_WAIT", "4s", "commitBatch.groupCommit.maxWait",
-			"The longest a table's oldest queued batch waits for others before the committer commits the table: a busy table then commits fewer, larger groups (fewer metadata objects per GB), a quiet one at most this much later. 0, or not above `--group-commit-interval`: a commit every interval. 0 or 100ms to 60s, and with gossip on, pods' answer timeout (3 intervals + the max wait past one + 2s) below `--group-commit-fallback-after`.",
+			"The longest a table's oldest queued batch waits for others before the committer commits the table: a busy table then commits fewer, larger groups (fewer metadata objects per GB), a quiet one at most this much later. 0, or not above `--group-commit-interval`: a commit every interval. 0 or 100ms to 60s; lowered, with a warning at start, where pods' answer timeout (3 intervals + the max wait past one + 2s) would reach `--group-commit-fallback-after`.",
 			setDurationIn(func(c *Config) *time.Duration { return &c.GroupCommitMaxWait }, minGroupCommitInterval, maxGroupCommitInterval, true)},
 		{"group-commit-target-mb", "SIGLAKE_GROUP_COMMIT_TARGET_MB", "1024", "commitBatch.groupCommit.targetMb",
 			"A committer commits a table at its next interval without waiting out `--group-commit-max-wait` once its queued batches hold this many MiB of data files.",
@@ -54,6 +54,24 @@ func groupCommitOptions() []Option {
 			"The committer removes the stream mark of a stream that committed nothing for this long (pods with random names would otherwise leave one in every table's metadata for ever); at least 24h, or 0 to keep marks for ever. A value below twice orphan gc's floor under `--commit-timeout` (24 times it: 48 minutes at the default 2m) is raised to it, with a warning at start: a mark must outlive every batch a committer may still hold.",
 			setPruneAfter(func(c *Config) *time.Duration { return &c.MarkPruneAfter })},
 	}
+}
+
+// GroupCommitMaxWait is --group-commit-max-wait as the process uses it, and whether it was
+// lowered. A pod waits for its answer 3 intervals, the committer's max wait past one interval and
+// 2 s (commit.Client's answer timeout), and commits directly once it heard nothing for
+// --group-commit-fallback-after: a max wait whose answer timeout reaches that bound would send
+// every batch of a quiet table to a direct commit, so it is lowered to the largest that keeps the
+// timeout below the bound (no wait past the interval when none does).
+func GroupCommitMaxWait(c Config) (time.Duration, bool) {
+	wait := c.GroupCommitMaxWait
+	if wait <= c.GroupCommitInterval {
+		return wait, false
+	}
+	room := c.GroupCommitFallbackAfter - 3*c.GroupCommitInterval - 2*time.Second // for the wait past one interval
+	if wait-c.GroupCommitInterval < room {
+		return wait, false
+	}
+	return max(c.GroupCommitInterval+room-time.Second, 0), true
 }
 
 // RangeError is a duration in the one syntax that is outside its option's range: the value
@@ -102,17 +120,6 @@ func setPruneAfter(field func(*Config) *time.Duration) func(*Config, string) err
 func groupCommitCheck(c Config) error {
 	if !c.GroupCommit || c.GossipBind == "" {
 		return nil
-	}
-	// A pod waits for its answer 3 intervals, the committer's max wait past one interval and 2 s
-	// (commit.Client's answer timeout) before it re-reads its mark, and commits directly once it
-	// heard nothing for the fallback bound: a max wait that reaches the bound would send every
-	// batch of a quiet table to a direct commit.
-	wait := 3*c.GroupCommitInterval + max(c.GroupCommitMaxWait-c.GroupCommitInterval, 0) + 2*time.Second
-	if wait >= c.GroupCommitFallbackAfter {
-		f := orphans.FormatAge
-		return fmt.Errorf("--group-commit-max-wait / SIGLAKE_GROUP_COMMIT_MAX_WAIT %s with --group-commit-interval %s makes pods wait %s for an answer, not below --group-commit-fallback-after / SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER %s: every batch of a quiet table would be committed directly; accepted: a max wait below %s, or a longer fallback bound",
-			f(c.GroupCommitMaxWait), f(c.GroupCommitInterval), f(wait), f(c.GroupCommitFallbackAfter),
-			f(max(c.GroupCommitFallbackAfter-2*c.GroupCommitInterval-2*time.Second, 0)))
 	}
 	if most := orphans.HandoffMaxAge(c.CommitTimeout); c.GroupCommitFallbackAfter > most {
 		f := orphans.FormatAge
