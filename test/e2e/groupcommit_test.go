@@ -410,11 +410,19 @@ func TestGroupCommitRESTFaults(t *testing.T) {
 	}
 	want := sealedSum(sealed, len(ms))
 	drained(t, ms, 120*time.Second)
+	// Maintenance runs through the faults too: its rewrites share the table with the group
+	// commits (on a loaded machine the first may come after the WALs are drained).
+	waitUntil(t, "a rewrite committed during the faults", 90*time.Second, func() (bool, string) {
+		var rewrites float64
+		for _, m := range ms {
+			rewrites += memberMetrics(t, m).sum("siglake_compactor_rewrites_total", `outcome="committed"`)
+		}
+		return rewrites > 0, fmt.Sprintf("%v rewrites committed", rewrites)
+	})
 	fired := srv.Fired()
 	srv.SetFaults(restcat.Faults{})
-	var commits, already, grouped, rewrites float64
+	var commits, already, grouped float64
 	for _, m := range ms {
-		rewrites += memberMetrics(t, m).sum("siglake_compactor_rewrites_total", `outcome="committed"`)
 		g := scrapeGroup(t, m)
 		commits, already, grouped = commits+g.commits, already+g.already, grouped+g.grouped
 		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped (%v found by their marks), %v direct, %v fallbacks",
@@ -432,10 +440,6 @@ func TestGroupCommitRESTFaults(t *testing.T) {
 	// outnumber rewrites, so of the lost answers (one of each injected, ~16% of the rest) some meet one.
 	if commits == 0 || already == 0 {
 		t.Fatalf("%v group commits, %v batches found committed by their marks: no lost answer met a committer", commits, already)
-	}
-	// Maintenance ran through the faults too: its rewrites share the table with the group commits.
-	if rewrites == 0 {
-		t.Fatal("no rewrite committed during the faults")
 	}
 	exactlyOnce(t, s, want)
 }
