@@ -93,7 +93,7 @@ func TestFallbackAfterWithinHandoffAge(t *testing.T) {
 func TestMaxWaitBelowFallback(t *testing.T) {
 	for _, c := range []struct {
 		maxWait, interval, fallback, want time.Duration
-		lowered                          bool
+		lowered                           bool
 	}{
 		{4 * time.Second, time.Second, 30 * time.Second, 4 * time.Second, false},
 		{25 * time.Second, time.Second, 30 * time.Second, 25 * time.Second, false}, // 3 + 24 + 2 = 29 < 30
