@@ -306,7 +306,7 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 					*heard = now
 				}
 				w.ackedBy, w.ackedAt = rcv.from, rcv.a.Queue
-				extra := time.Duration(rcv.a.Queue) * c.cfg.Interval
+				extra := time.Duration(rcv.a.Queue)*c.cfg.Interval + c.longerWait(rcv.a.WaitMs)
 				timer.Reset(min(c.silentWait()+extra, c.cfg.FallbackAfter, max(notAfter.Sub(now), 0)))
 			case KindBusy:
 				// Busy is no progress: a committer hung in a commit keeps its queue full and
@@ -329,6 +329,14 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 // intervals, the committer's wait for a fuller commit, and 2 s for the commit itself.
 func (c *Client) answerTimeout() time.Duration {
 	return 3*c.cfg.Interval + max(c.cfg.MaxWait-c.cfg.Interval, 0) + 2*time.Second
+}
+
+// longerWait is how much longer than this pod's own --group-commit-max-wait the committer that
+// acked says its requests may wait for a fuller commit (its wait_ms): a fleet whose pods and
+// committer disagree on the option still waits for the committer's answers, rather than
+// re-reading its marks and resending while a request waits as designed.
+func (c *Client) longerWait(waitMs int64) time.Duration {
+	return max(time.Duration(waitMs)*time.Millisecond-max(c.cfg.MaxWait, c.cfg.Interval), 0)
 }
 
 // silentWait is how long a send waits for an answer: the answer timeout plus a random part of up

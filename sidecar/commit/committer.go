@@ -227,7 +227,7 @@ func (c *Committer) queue() *Queue {
 // queueConfig is the queue's configuration from the committer's options and membership.
 func (c *Committer) queueConfig() QueueConfig {
 	return QueueConfig{Catalog: c.m.Catalog(), MaxRequests: c.cfg.QueueMax, MaxFiles: c.cfg.MaxFiles,
-		Interval: c.cfg.Interval, Authenticated: c.m.Authenticated, Owner: c.owner, Reserve: c.cfg.Reserve}
+		Interval: c.cfg.Interval, MaxWait: c.cfg.MaxWait, Authenticated: c.m.Authenticated, Owner: c.owner, Reserve: c.cfg.Reserve}
 }
 
 // owner is the queue's ownership rule: the membership's view.

@@ -41,6 +41,9 @@ type QueueConfig struct {
 	// one runs (group-commit-interval): together they say how far behind a table's queue is.
 	MaxFiles int
 	Interval time.Duration
+	// MaxWait is how long a request may wait for a fuller commit (group-commit-max-wait): acks
+	// carry it, so pods wait for this committer's answer by its setting, not their own.
+	MaxWait time.Duration
 	// Authenticated reports whether messages come over an authenticated transport right now (a
 	// gossip key and no key migration); nil means they do. Unauthenticated requests are refused:
 	// a forged one could move a mark past rows it does not hold.
@@ -234,6 +237,7 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 			q.tables[table][i].Request.From = r.From // a resend: answers go where the pod is now
 			v.Answer = answer(r, KindAck)
 			v.Answer.Queue, v.Answer.SlowMs = q.commitsAhead(q.tables[table][:i]), q.slowMs(table)
+			v.Answer.WaitMs = q.cfg.MaxWait.Milliseconds()
 			return v
 		}
 	}
@@ -257,6 +261,7 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 	q.bytes += size
 	v.Answer = answer(r, KindAck)
 	v.Answer.Queue, v.Answer.SlowMs = ahead, q.slowMs(r.Table)
+	v.Answer.WaitMs = q.cfg.MaxWait.Milliseconds()
 	return v
 }
 

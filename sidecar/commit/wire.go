@@ -106,6 +106,7 @@ type Answer struct {
 	Owner          string `json:"owner,omitempty"`       // not_owner: the receiver's view of the owner
 	Queue          int    `json:"queue,omitempty"`       // ack: group commits of the table ahead of this one (files ahead / max files)
 	SlowMs         int64  `json:"slow_ms,omitempty"`     // ack, busy: the table's batch-age floor
+	WaitMs         int64  `json:"wait_ms,omitempty"`     // ack: the committer's --group-commit-max-wait
 	Error          string `json:"error,omitempty"`       // refused, failed: why (never a row value)
 }
 
@@ -217,8 +218,9 @@ var idRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // Bounds of the free-form strings.
 const (
-	maxNameBytes  = 255 // member names
-	maxCatalogLen = 128 // catalog identities (24 hex today)
+	maxNameBytes  = 255    // member names
+	maxCatalogLen = 128    // catalog identities (24 hex today)
+	maxWaitMs     = 60_000 // an ack's wait_ms: the longest --group-commit-max-wait the option takes
 )
 
 // validate holds r to the format's rules; the first broken rule is the error.
@@ -324,6 +326,8 @@ func (a Answer) validate() error {
 		return bad("outcome", quote(a.Outcome), "committed, already_committed, mark_ahead, expired, refused or failed")
 	case a.Queue < 0 || a.SlowMs < 0:
 		return bad("slow_ms", fmt.Sprintf("queue %d slow_ms %d", a.Queue, a.SlowMs), "queue and slow_ms >= 0")
+	case a.WaitMs < 0 || a.WaitMs > maxWaitMs:
+		return bad("wait_ms", strconv.FormatInt(a.WaitMs, 10), fmt.Sprintf("0 to %d", maxWaitMs))
 	}
 	if a.Prev != "" {
 		if _, err := marks.ParseMark(a.Prev); err != nil {

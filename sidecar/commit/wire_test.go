@@ -59,7 +59,7 @@ func TestRequestRoundTrip(t *testing.T) {
 
 func TestAnswerRoundTrip(t *testing.T) {
 	for _, a := range []Answer{
-		{V: 1, ID: testID(1), Table: "events", Stream: "s", Kind: KindAck, Queue: 3, SlowMs: 2000},
+		{V: 1, ID: testID(1), Table: "events", Stream: "s", Kind: KindAck, Queue: 3, SlowMs: 2000, WaitMs: 4000},
 		{V: 1, ID: testID(1), Table: "events", Stream: "s", Kind: KindDone, Outcome: OutcomeCommitted, Prev: "1:9", SnapshotID: 42},
 		{V: 1, ID: testID(1), Table: "events", Stream: "s", Kind: KindDone, Outcome: OutcomeFailed, MaybeCommitted: true, Error: "conflict"},
 		{V: 1, ID: testID(1), Table: "events", Stream: "s", Kind: KindNotOwner, Owner: "pod-7"},
@@ -93,9 +93,9 @@ func TestJSONNames(t *testing.T) {
 		}
 	}
 	a := Answer{V: 1, ID: testID(1), Table: "t", Stream: "s", Kind: KindDone, Outcome: OutcomeFailed, MaybeCommitted: true,
-		Prev: "1:1", SnapshotID: 1, Owner: "o", Queue: 1, SlowMs: 1, Error: "e"}
+		Prev: "1:1", SnapshotID: 1, Owner: "o", Queue: 1, SlowMs: 1, WaitMs: 1, Error: "e"}
 	msg, _ = a.Encode()
-	for _, name := range strings.Fields("v id table stream kind outcome maybe prev snapshot_id owner queue slow_ms error") {
+	for _, name := range strings.Fields("v id table stream kind outcome maybe prev snapshot_id owner queue slow_ms wait_ms error") {
 		if !bytes.Contains(msg, []byte(`"`+name+`":`)) {
 			t.Errorf("answer has no %q: %s", name, msg)
 		}
@@ -218,6 +218,8 @@ func TestAnswerRefused(t *testing.T) {
 		{"outcome", func(a *Answer) { a.Outcome = "lost" }},
 		{"outcome", func(a *Answer) { a.Kind = KindAck }},
 		{"slow_ms", func(a *Answer) { a.Kind, a.Outcome, a.SlowMs = KindBusy, "", -1 }},
+		{"wait_ms", func(a *Answer) { a.Kind, a.Outcome, a.WaitMs = KindAck, "", -1 }},
+		{"wait_ms", func(a *Answer) { a.Kind, a.Outcome, a.WaitMs = KindAck, "", 60_001 }},
 		{"prev", func(a *Answer) { a.Prev = "1" }},
 	} {
 		a := ok
