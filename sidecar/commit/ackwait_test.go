@@ -16,7 +16,7 @@ func TestPodWaitsOutTheCommittersMaxWait(t *testing.T) {
 	const interval, wait = 50 * time.Millisecond, 6 * time.Second
 	cl := newCluster(t)
 	cl.committer("owner", func(c *CommitterConfig) { c.Interval, c.MaxWait = interval, wait })
-	p := cl.pod("owner", func(c *ClientConfig) { c.Interval, c.MaxWait, c.FallbackAfter = interval, 0, 30 * time.Second })
+	p := cl.pod("owner", func(c *ClientConfig) { c.Interval, c.MaxWait, c.FallbackAfter = interval, 0, 30*time.Second })
 	var sent atomic.Int32
 	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
 		if m.Kind() == KindRequest {
