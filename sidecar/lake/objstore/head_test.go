@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -100,5 +102,38 @@ func TestLeanStatOnlyWithANamedEndpoint(t *testing.T) {
 		if (h != nil) != c.want || h != nil && h.pathStyle != c.path {
 			t.Errorf("%s: header %+v, want lean %v (path style %v)", c.name, h, c.want, c.path)
 		}
+	}
+}
+
+// TestLeanStatReusesConnections: 50 Stats of an object go over one pooled connection, not a TCP
+// connection each. A HEAD whose response is not drained and closed, or a test server that closes
+// every connection (versitygw does unless started with --keep-alive), would make each check dial;
+// at 1,000 pods that was half the group committer's CPU (docs/benchmarks.md).
+func TestLeanStatReusesConnections(t *testing.T) {
+	s3 := testenv.S3(t)
+	fio := s3.FileIO(t)
+	hs, ok := fio.(headStatFS)
+	if !ok {
+		t.Fatalf("the S3 FileIO is a %T, want the lean-Stat FileIO", fio)
+	}
+	obj := "s3://" + s3.Bucket + "/" + s3.Prefix(t) + "/data/reuse.parquet"
+	if err := fio.(icebergio.WriteFileIO).WriteFile(obj, []byte("0123456789")); err != nil {
+		t.Fatal(err)
+	}
+	var dialed, reused atomic.Int32
+	hs.head.ctx = httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		if i.Reused {
+			reused.Add(1)
+		} else {
+			dialed.Add(1)
+		}
+	}})
+	for i := 0; i < 50; i++ {
+		if fi, err := hs.Stat(obj); err != nil || fi.Size() != 10 {
+			t.Fatalf("Stat %s: %v, %v", obj, fi, err)
+		}
+	}
+	if dialed.Load() > 1 || reused.Load() < 49 {
+		t.Fatalf("50 Stats dialed %d connections and reused %d; want one connection reused", dialed.Load(), reused.Load())
 	}
 }
