@@ -99,6 +99,12 @@ start() {
 	load_credentials
 	ROOT="$VGW_STATE/root"
 	mkdir -p "$ROOT" "$VGW_STATE/meta"
+	# A server started by an older version of this script runs without --keep-alive (or other
+	# flags added since): restart it with today's, on its port, keeping its data.
+	if pid_alive && ! tr '\0' ' ' <"/proc/$(cat "$VGW_STATE/pid")/cmdline" 2>/dev/null | grep -q -- '--keep-alive'; then
+		log "restarting versitygw: it runs without --keep-alive"
+		stop
+	fi
 	if pid_alive && [ -f "$VGW_STATE/port" ]; then
 		PORT="$(cat "$VGW_STATE/port")"
 	else

@@ -41,3 +41,32 @@ func TestPodWaitsOutTheCommittersMaxWait(t *testing.T) {
 		t.Fatalf("%d fallbacks", n)
 	}
 }
+
+// TestLongWaitKeepsTheFallbackBound: the ack's wait_ms lengthens a pod's wait for its answer,
+// but never past --group-commit-fallback-after since it last heard from its committer. Here the
+// committer (max wait 5 s) hangs in the commit of the pod's batch and re-acks its resends; the
+// pod (fallback after 8 s) commits directly at about 8 s, not at about twice that.
+func TestLongWaitKeepsTheFallbackBound(t *testing.T) {
+	const interval, wait, fallback = 50 * time.Millisecond, 5 * time.Second, 8 * time.Second
+	cl := newCluster(t)
+	_, _, _, cl1 := cl.committer("owner", func(c *CommitterConfig) { c.Interval, c.MaxWait = interval, wait })
+	stalled, release := stall(t, cl1)
+	p := cl.pod("owner", func(c *ClientConfig) { c.Interval, c.MaxWait, c.FallbackAfter = interval, 0, fallback })
+	cl.seal(p, 1, 200, day)
+	start := time.Now()
+	if err := cl.drain(p, 3); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if !stalled() {
+		t.Fatal("the committer's commit never hung: the test did not test the bound")
+	}
+	release()
+	if n := p.obs.count("fallback:" + FallbackTimeout); n != 1 {
+		t.Fatalf("%d timeout fallbacks, want 1", n)
+	}
+	if took > fallback+3*time.Second {
+		t.Fatalf("fell back after %v; want about the %v fallback bound", took, fallback)
+	}
+	cl.checkOnce()
+}

@@ -307,7 +307,10 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 				}
 				w.ackedBy, w.ackedAt = rcv.from, rcv.a.Queue
 				extra := time.Duration(rcv.a.Queue)*c.cfg.Interval + c.longerWait(rcv.a.WaitMs)
-				timer.Reset(min(c.silentWait()+extra, c.cfg.FallbackAfter, max(notAfter.Sub(now), 0)))
+				// The fallback bound counts from when the committer was last heard, not from this
+				// ack: one that re-acks the resends of a request it hangs on must not hold the pod
+				// for a second full wait past it.
+				timer.Reset(max(min(c.silentWait()+extra, heard.Add(c.cfg.FallbackAfter).Sub(now), notAfter.Sub(now)), 0))
 			case KindBusy:
 				// Busy is no progress: a committer hung in a commit keeps its queue full and
 				// answers busy to everyone, and its pods must still fall back after the fallback
@@ -336,7 +339,9 @@ func (c *Client) answerTimeout() time.Duration {
 // committer disagree on the option still waits for the committer's answers, rather than
 // re-reading its marks and resending while a request waits as designed.
 func (c *Client) longerWait(waitMs int64) time.Duration {
-	return max(time.Duration(waitMs)*time.Millisecond-max(c.cfg.MaxWait, c.cfg.Interval), 0)
+	// A longer wait_ms (a later version's wider option) is honoured up to today's longest: the
+	// answer is still taken, with its slow-down, rather than refused.
+	return max(time.Duration(min(waitMs, maxWaitMs))*time.Millisecond-max(c.cfg.MaxWait, c.cfg.Interval), 0)
 }
 
 // silentWait is how long a send waits for an answer: the answer timeout plus a random part of up

@@ -219,7 +219,6 @@ func TestAnswerRefused(t *testing.T) {
 		{"outcome", func(a *Answer) { a.Kind = KindAck }},
 		{"slow_ms", func(a *Answer) { a.Kind, a.Outcome, a.SlowMs = KindBusy, "", -1 }},
 		{"wait_ms", func(a *Answer) { a.Kind, a.Outcome, a.WaitMs = KindAck, "", -1 }},
-		{"wait_ms", func(a *Answer) { a.Kind, a.Outcome, a.WaitMs = KindAck, "", 60_001 }},
 		{"prev", func(a *Answer) { a.Prev = "1" }},
 	} {
 		a := ok
