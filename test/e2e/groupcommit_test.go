@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -167,6 +168,7 @@ func (s *site) snapshots(name string) int {
 
 func TestGroupCommitCluster(t *testing.T) {
 	s := newSite(t)
+	start := time.Now()
 	ms, sealed := groupCluster(t, s, 3, 800, 12)
 	want := sealedSum(sealed, len(ms))
 	drained(t, ms, 90*time.Second)
@@ -194,6 +196,7 @@ func TestGroupCommitCluster(t *testing.T) {
 		}
 	}
 	checkGroupStatus(t, ms)
+	checkCompleteThrough(t, s, ms, start)
 	stopAll(ms)
 	snaps := s.snapshots("events")
 	t.Logf("%v batches: %v through a committer, %v direct; %v group commits by %v committer(s); %d snapshots", batches, grouped, direct, commits, owner, snaps)
@@ -245,6 +248,44 @@ func checkGroupStatus(t *testing.T, ms []*member) {
 			t.Fatalf("siglake status of %s lacks the GROUP COMMIT block naming %s the committer of events:\n%s", m.name, owner.name, text)
 		}
 		return
+	}
+}
+
+// checkCompleteThrough checks the complete-through watermark end to end: the committer of events
+// published siglake.complete-through over the pods' streams, at a seal time of this run, and its
+// gauge says the same time.
+func checkCompleteThrough(t *testing.T, s *site, ms []*member, start time.Time) {
+	t.Helper()
+	tbl, _ := s.table("events")
+	// Read as docs/format/table-properties.md documents it, not through the committer's codec.
+	var ct struct {
+		Version int    `json:"version"`
+		TMs     int64  `json:"t_ms"`
+		Streams int    `json:"streams"`
+		By      string `json:"by"`
+	}
+	raw, ok := tbl.Properties()[tableprops.CompleteThrough]
+	if err := json.Unmarshal([]byte(raw), &ct); !ok || err != nil || ct.Version != 1 {
+		t.Fatalf("events has no readable siglake.complete-through after group commits: %q, %v", raw, err)
+	}
+	at := time.UnixMilli(ct.TMs)
+	if ct.Streams < 1 || at.Before(start.Add(-time.Minute)) || at.After(time.Now()) {
+		t.Fatalf("siglake.complete-through %+v (%v): want over the pods' streams, at a time of this run (started %v)", ct, at, start)
+	}
+	var gauge float64
+	for _, m := range ms {
+		mm, err := scrapeMember(m.httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.name == ct.By {
+			gauge = mm.sum("siglake_table_complete_through_timestamp_seconds", `table="events"`)
+		}
+	}
+	// The gauge is the committer's watermark at its last round, the property that of its last
+	// commit (and never moved back): close to each other, not equal.
+	if math.Abs(gauge-float64(ct.TMs)/1000) > 60 || gauge > float64(time.Now().Unix()+1) {
+		t.Fatalf("%s's siglake_table_complete_through_timestamp_seconds{table=\"events\"} = %v, the property says %v", ct.By, gauge, at)
 	}
 }
 
