@@ -218,4 +218,3 @@ func TestUnknownBloomFlag(t *testing.T) {
 		t.Fatal("unknown flag pruned a row group")
 	}
 }
-
