@@ -2,9 +2,6 @@ package merge
 
 import (
 	"errors"
-	"fmt"
-	"strings"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -31,31 +28,16 @@ const (
 // Decoders are the accepted decoder names.
 var Decoders = []Decoder{DecoderArrow, DecoderParquetGo}
 
-// ParseDecoder parses a decoder name (SIGLAKE_MERGE_PARQUET_DECODER).
-func ParseDecoder(s string) (Decoder, error) {
-	for _, d := range Decoders {
-		if strings.EqualFold(strings.TrimSpace(s), string(d)) {
-			return d, nil
-		}
-	}
-	return "", fmt.Errorf("parquet decoder %q: accepted: arrow, parquet-go", s)
-}
+var decoderChoice = &writer.Choice[Decoder]{What: "parquet decoder", Accepted: Decoders, Fallback: DecoderArrow}
 
-var defaultDecoder atomic.Value // Decoder
+// ParseDecoder parses a decoder name (SIGLAKE_MERGE_PARQUET_DECODER).
+func ParseDecoder(s string) (Decoder, error) { return decoderChoice.Parse(s) }
 
 // SetDefaultDecoder sets the decoder of every rewrite whose options leave Decoder empty; the
 // sidecar sets it once at start, as it does the encoder (writer.SetDefaultEncoder).
-func SetDefaultDecoder(d Decoder) { defaultDecoder.Store(d) }
+func SetDefaultDecoder(d Decoder) { decoderChoice.SetDefault(d) }
 
-func (d Decoder) resolve() Decoder {
-	if d != DecoderDefault {
-		return d
-	}
-	if v, ok := defaultDecoder.Load().(Decoder); ok && v != DecoderDefault {
-		return v
-	}
-	return DecoderArrow
-}
+func (d Decoder) resolve() Decoder { return decoderChoice.Resolve(d) }
 
 // valueMergeBlocker says why the k-way merge of opened cannot run on parquet-go values, or nil.
 // It takes what it can do correctly: no row filter or fold (they run on Arrow rows), inputs

@@ -1,7 +1,10 @@
 package index
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"math/bits"
 )
 
@@ -122,53 +125,180 @@ func (s *trigramSet) reset() {
 	s.count = 0
 }
 
-// keySet is an open-addressing set of nonzero 64-bit keys, used to count
-// distinct tokens so a bloom is sized by distinct keys, not occurrences.
-type keySet struct {
-	slots []uint64
-	n     int
+// sbbf is a split-block Bloom filter, Parquet's SBBF layout: a key sets one
+// bit in each of the 8 32-bit words of one 256-bit block, so adding or probing
+// a key touches one cache line where the classic bloom touches 7 random ones.
+// The block count is a power of two and the block index is multiply-shift, so
+// halving it merges blocks 2j and 2j+1: a filter built at the largest size
+// folds down to exactly the filter built at the size its key count asks for.
+type sbbf struct {
+	blocks [][8]uint32
+	full   int // the block count it was made with (reset restores it)
 }
 
-func (s *keySet) add(k uint64) {
-	if k == 0 {
-		k = 1
+// sbbfSalt are Parquet's SBBF salts.
+var sbbfSalt = [8]uint32{0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31}
+
+// maxSBBFBlocks is maxBloomBits in blocks.
+const maxSBBFBlocks = maxBloomBits / 256
+
+func newSBBF(blocks int) *sbbf { return &sbbf{blocks: make([][8]uint32, blocks), full: blocks} }
+
+// sbbfBlocks is the block count writers give keys distinct keys: 10 bits per
+// key rounded up to a power of two, between one block and maxSBBFBlocks.
+func sbbfBlocks(keys int) int {
+	want := min(max((keys*bloomBitsPerKey+255)/256, 1), maxSBBFBlocks)
+	return 1 << bits.Len(uint(want-1))
+}
+
+func (f *sbbf) block(key uint64) *[8]uint32 {
+	return &f.blocks[(key>>32)*uint64(len(f.blocks))>>32]
+}
+
+func (f *sbbf) add(key uint64) {
+	b, x := f.block(key), uint32(key)
+	for i := range b {
+		b[i] |= 1 << (x * sbbfSalt[i] >> 27)
 	}
-	if (s.n+1)*4 > len(s.slots)*3 {
-		s.grow()
-	}
-	mask := uint64(len(s.slots) - 1)
-	for i := k & mask; ; i = (i + 1) & mask {
-		switch s.slots[i] {
-		case 0:
-			s.slots[i] = k
-			s.n++
-			return
-		case k:
-			return
+}
+
+func (f *sbbf) mayContain(key uint64) bool {
+	b, x := f.block(key), uint32(key)
+	for i := range b {
+		if b[i]&(1<<(x*sbbfSalt[i]>>27)) == 0 {
+			return false
 		}
 	}
+	return true
 }
 
-func (s *keySet) grow() {
-	old := s.slots
-	s.slots = make([]uint64, max(1024, len(old)*2))
-	s.n = 0
-	for _, k := range old {
-		if k != 0 {
-			s.add(k)
+// foldTo halves the filter until it has at most n blocks (n a power of two).
+func (f *sbbf) foldTo(n int) {
+	for len(f.blocks) > n {
+		h := len(f.blocks) / 2
+		for j := 0; j < h; j++ {
+			lo, hi := &f.blocks[2*j], &f.blocks[2*j+1]
+			for w := range lo {
+				f.blocks[j][w] = lo[w] | hi[w]
+			}
 		}
+		f.blocks = f.blocks[:h]
 	}
 }
 
-func (s *keySet) forEach(fn func(k uint64)) {
-	for _, k := range s.slots {
-		if k != 0 {
-			fn(k)
+func (f *sbbf) reset() {
+	f.blocks = f.blocks[:f.full]
+	clear(f.blocks)
+}
+
+// Encoding: logBlocks (1 byte), then the blocks' words as little-endian
+// uint32s, block by block.
+func (f *sbbf) appendTo(dst []byte) []byte {
+	dst = append(dst, byte(bits.Len(uint(len(f.blocks)))-1))
+	for i := range f.blocks {
+		for _, w := range f.blocks[i] {
+			dst = binary.LittleEndian.AppendUint32(dst, w)
 		}
+	}
+	return dst
+}
+
+// maxSBBFLog bounds logBlocks on reading: 2^20 blocks is 32 MiB, far past
+// what writers make (2^15).
+const maxSBBFLog = 20
+
+func decodeSBBF(src []byte) (*sbbf, []byte, error) {
+	if len(src) < 1 {
+		return nil, nil, errShort
+	}
+	if src[0] > maxSBBFLog {
+		return nil, nil, fmt.Errorf("bad split-block bloom header: %d log2 blocks, at most %d", src[0], maxSBBFLog)
+	}
+	n := 1 << src[0]
+	src = src[1:]
+	if len(src) < n*32 {
+		return nil, nil, errShort
+	}
+	f := newSBBF(n)
+	for i := range f.blocks {
+		for w := range f.blocks[i] {
+			f.blocks[i][w] = binary.LittleEndian.Uint32(src[(i*8+w)*4:])
+		}
+	}
+	return f, src[n*32:], nil
+}
+
+// keyBloom collects a row group's token keys into a split-block bloom sized
+// by their distinct count, known only at the end. Keys are buffered (an
+// append) and counted with linear counting over a small bitmap, then added to
+// a filter of the final size: adding them as they come to a filter of the
+// largest size (1 MiB, past the L2 cache) cost a cache miss per key. Past
+// limit keys the buffer spills into the largest filter, which is folded at the
+// end, so memory stays bounded and the bits are the same either way.
+type keyBloom struct {
+	keys    []uint64
+	limit   int
+	seen    []uint64 // linear-counting bitmap, 2^seenLog bits
+	f       *sbbf    // at maxSBBFBlocks until bloom sizes it
+	spilled bool
+}
+
+const (
+	keyBufferLimit = 1 << 20 // 8 MiB of keys
+	seenLog        = 19      // 64 KiB: estimates well past the largest filter's 838,860 keys
+)
+
+func newKeyBloom() *keyBloom {
+	return &keyBloom{limit: keyBufferLimit, seen: make([]uint64, (1<<seenLog)/64), f: newSBBF(maxSBBFBlocks)}
+}
+
+func (c *keyBloom) add(k uint64) {
+	i := k >> (64 - seenLog)
+	c.seen[i>>6] |= 1 << (i & 63)
+	switch {
+	case c.spilled:
+		c.f.add(k)
+	case len(c.keys) < c.limit:
+		c.keys = append(c.keys, k)
+	default:
+		for _, k := range c.keys {
+			c.f.add(k)
+		}
+		c.keys, c.spilled = c.keys[:0], true
+		c.f.add(k)
 	}
 }
 
-func (s *keySet) reset() {
-	clear(s.slots)
-	s.n = 0
+// distinct estimates how many distinct keys were added.
+func (c *keyBloom) distinct() int {
+	zeros := 0
+	for _, w := range c.seen {
+		zeros += 64 - bits.OnesCount64(w)
+	}
+	m := float64(len(c.seen) * 64)
+	if zeros == 0 {
+		return maxBloomBits // saturated: the largest filter, whatever the count
+	}
+	return int(math.Ceil(-m * math.Log(float64(zeros)/m)))
+}
+
+// bloom returns the filter of the keys added, sized for them and extra more
+// distinct keys; it is valid until reset.
+func (c *keyBloom) bloom(extra int) *sbbf {
+	n := sbbfBlocks(c.distinct() + extra)
+	if c.spilled {
+		c.f.foldTo(n)
+		return c.f
+	}
+	c.f.blocks = c.f.blocks[:n]
+	for _, k := range c.keys {
+		c.f.add(k)
+	}
+	return c.f
+}
+
+func (c *keyBloom) reset() {
+	c.f.reset()
+	clear(c.seen)
+	c.keys, c.spilled = c.keys[:0], false
 }

@@ -43,8 +43,8 @@ type Config struct {
 type Entry struct{ Key, Value string }
 
 // Builder accumulates one file's search metadata as its rows are written in
-// order. It holds per-row-group state (a 2 MiB trigram bitmap and a token
-// set) plus, with WholeFile, the whole-file trigram bitmap and the postings.
+// order. It holds per-row-group state (a 2 MiB trigram bitmap, a 1 MiB
+// bloom and the token keys) plus, with WholeFile, the whole-file trigram bitmap and the postings.
 type Builder struct {
 	cfg        Config
 	groupCols  []int
@@ -58,7 +58,7 @@ type Builder struct {
 	buckets map[int64]int64
 
 	rgTri    *trigramSet
-	rgTok    keySet
+	rgTok    *keyBloom
 	tokCache [4096]uint64 // recently added token keys: most tokens repeat
 	rgRows   int64
 	rgMin    int64
@@ -99,6 +99,7 @@ func NewBuilder(cfg Config, sc *arrow.Schema) *Builder {
 	if idx := sc.FieldIndices(cfg.RawColumn); len(idx) > 0 && isString(sc.Field(idx[0]).Type) {
 		b.rawCol = idx[0]
 		b.rgTri = newTrigramSet()
+		b.rgTok = newKeyBloom()
 		if cfg.WholeFile {
 			b.fileTri = newTrigramSet()
 		}
@@ -291,7 +292,7 @@ func (b *Builder) AddCopiedRowGroup(groupCols []arrow.Array, ts []int64, encoded
 	e = binary.AppendVarint(e, ts[len(ts)-1])
 	e = binary.AppendUvarint(e, uint64(len(ts)))
 	if b.rawCol < 0 || len(encodedBloom) == 0 {
-		e = append(e, 0)
+		e = append(e, flagNoBloom)
 	} else {
 		e = append(e, encodedBloom...)
 	}
@@ -491,8 +492,8 @@ func (b *Builder) addRaw(v []byte) {
 	}
 }
 
-// addTokenKey adds a token key to the row group's set, skipping the set when
-// the direct-mapped cache says the key was just added.
+// addTokenKey adds a token key to the row group's bloom, skipping it when the
+// direct-mapped cache says the key was just added.
 func (b *Builder) addTokenKey(k uint64) {
 	slot := &b.tokCache[k&uint64(len(b.tokCache)-1)]
 	if *slot == k {
@@ -502,6 +503,13 @@ func (b *Builder) addTokenKey(k uint64) {
 	b.rgTok.add(k)
 }
 
+// Row-group entry bloom flags (docs/file-format.md): what follows the flag byte.
+const (
+	flagNoBloom    = 0 // nothing: every probe answers maybe
+	flagBloom      = 1 // a classic bloom (entries written before the split-block bloom)
+	flagSplitBlock = 2 // a split-block bloom
+)
+
 // EndRowGroup closes the current row group's entry. Call it once per
 // written row group, in order, including for row groups without raw text.
 func (b *Builder) EndRowGroup() {
@@ -510,12 +518,11 @@ func (b *Builder) EndRowGroup() {
 	e = binary.AppendVarint(e, b.rgMax)
 	e = binary.AppendUvarint(e, uint64(b.rgRows))
 	if b.rawCol < 0 {
-		e = append(e, 0) // no bloom: every probe answers maybe
+		e = append(e, flagNoBloom)
 	} else {
-		bl := newBloom(b.rgTri.count + b.rgTok.n)
+		bl := b.rgTok.bloom(b.rgTri.count)
 		b.rgTri.forEach(func(t uint32) { bl.add(trigramKey(t)) })
-		b.rgTok.forEach(bl.add)
-		e = append(e, 1)
+		e = append(e, flagSplitBlock)
 		e = bl.appendTo(e)
 		b.rgTri.reset()
 		b.rgTok.reset()

@@ -23,8 +23,8 @@ type Footer struct {
 type RowGroup struct {
 	MinMicros, MaxMicros int64
 	Rows                 int64
-	bloom                *bloom // nil: no raw column, answer maybe
-	encodedBloom         []byte // the entry's bloom part as written (flag byte, then the bloom)
+	bloom                keyFilter // nil: no raw column, answer maybe
+	encodedBloom         []byte    // the entry's bloom part as written (flag byte, then the bloom)
 }
 
 // Decode reads the siglake entries of a footer's key-value pairs, ignoring
@@ -116,13 +116,19 @@ func decodeRowGroups(v string) ([]RowGroup, error) {
 		rg.Rows = int64(rows)
 		src = src[k1+k2+k3:]
 		entry := src
-		hasBloom := src[0]
+		flag := src[0]
 		src = src[1:]
-		if hasBloom == 1 {
+		switch flag {
+		case flagNoBloom:
+		case flagBloom:
 			rg.bloom, src, err = decodeBloom(src)
-			if err != nil {
-				return nil, fmt.Errorf("row group %d: %w", i, err)
-			}
+		case flagSplitBlock:
+			rg.bloom, src, err = decodeSBBF(src)
+		default:
+			err = fmt.Errorf("bloom flag %d, want %d (none), %d (classic) or %d (split-block)", flag, flagNoBloom, flagBloom, flagSplitBlock)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("row group %d: %w", i, err)
 		}
 		rg.encodedBloom = entry[:len(entry)-len(src)]
 		rgs = append(rgs, rg)
@@ -167,7 +173,11 @@ func trigramsOf(s string) []uint64 {
 	return keys
 }
 
-func (b *bloom) mayContainAll(keys []uint64) bool {
+// keyFilter is a row group's bloom, either version.
+type keyFilter interface{ mayContain(key uint64) bool }
+
+// mayContainAll reports whether b may hold every key; a nil b (no bloom) may.
+func mayContainAll(b keyFilter, keys []uint64) bool {
 	if b == nil {
 		return true
 	}
@@ -187,14 +197,14 @@ func (f *Footer) MayContainSubstring(s string) bool {
 		return true
 	}
 	keys := trigramsOf(s)
-	if !f.fileTri.mayContainAll(keys) {
+	if f.fileTri != nil && !mayContainAll(f.fileTri, keys) {
 		return false
 	}
 	if f.rowGroups == nil {
 		return true
 	}
 	for i := range f.rowGroups {
-		if f.rowGroups[i].bloom.mayContainAll(keys) {
+		if mayContainAll(f.rowGroups[i].bloom, keys) {
 			return true
 		}
 	}
@@ -206,7 +216,7 @@ func (f *Footer) RowGroupMayContainSubstring(rg int, s string) bool {
 	if f == nil || len(s) < 3 || rg < 0 || rg >= len(f.rowGroups) {
 		return true
 	}
-	return f.rowGroups[rg].bloom.mayContainAll(trigramsOf(s))
+	return mayContainAll(f.rowGroups[rg].bloom, trigramsOf(s))
 }
 
 // MayContainToken reports whether some row's raw value may contain t as a

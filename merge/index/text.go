@@ -76,7 +76,7 @@ func tokenKeyOf(fnv uint64) uint64 {
 	if k := mix64(fnv &^ (1 << 62)); k != 0 {
 		return k
 	}
-	return 1 // keySet reserves 0 for empty slots
+	return 1 // the documented key: 0 is never one
 }
 
 // mix64 is the splitmix64 finalizer: it spreads FNV's weak low bits.

@@ -2,9 +2,6 @@ package writer
 
 import (
 	"bytes"
-	"fmt"
-	"strings"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -31,33 +28,18 @@ const (
 // Encoders are the accepted encoder names.
 var Encoders = []Encoder{EncoderArrow, EncoderParquetGo}
 
-// ParseEncoder parses an encoder name (SIGLAKE_MERGE_PARQUET_ENCODER).
-func ParseEncoder(s string) (Encoder, error) {
-	for _, e := range Encoders {
-		if strings.EqualFold(strings.TrimSpace(s), string(e)) {
-			return e, nil
-		}
-	}
-	return "", fmt.Errorf("parquet encoder %q: accepted: arrow, parquet-go", s)
-}
+var encoderChoice = &Choice[Encoder]{What: "parquet encoder", Accepted: Encoders, Fallback: EncoderArrow}
 
-var defaultEncoder atomic.Value // Encoder
+// ParseEncoder parses an encoder name (SIGLAKE_MERGE_PARQUET_ENCODER).
+func ParseEncoder(s string) (Encoder, error) { return encoderChoice.Parse(s) }
 
 // SetDefaultEncoder sets the encoder of every sink whose Options leave Encoder empty. The sidecar
 // sets it once at start from its configuration: a process-wide codec choice, as the zstd
 // codec's registration is, so the many callers of the writer need not carry it.
-func SetDefaultEncoder(e Encoder) { defaultEncoder.Store(e) }
+func SetDefaultEncoder(e Encoder) { encoderChoice.SetDefault(e) }
 
 // resolve is e, or the process default when e is empty.
-func (e Encoder) resolve() Encoder {
-	if e != EncoderDefault {
-		return e
-	}
-	if d, ok := defaultEncoder.Load().(Encoder); ok && d != EncoderDefault {
-		return d
-	}
-	return EncoderArrow
-}
+func (e Encoder) resolve() Encoder { return encoderChoice.Resolve(e) }
 
 // columnEncoder encodes the rows of one top-level column of a row group into a one-row-group
 // Parquet file in memory, whose column chunks the sink then copies into the output.

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/instrument"
 )
 
@@ -97,7 +98,7 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 			zap.Int("outputs", len(out.Merge.Outputs)), zap.Strings("output_files", names),
 			zap.Int64("bytes_read", out.Merge.BytesRead), zap.Int64("bytes_written", out.Merge.BytesWritten),
 			zap.Int("generation", job.Generation), zap.String("reason", job.Reason), zap.Duration("took", out.Took),
-			instrument.CostField(out.Cost))
+			instrument.CostField(out.Cost), decoderField(out.Merge))
 	case Conflict:
 		log.Info("rewrite lost to a concurrent change; outputs removed", zap.Error(out.Err))
 	case Failed:
@@ -126,3 +127,12 @@ func (o Observer) ReadFailed(table string, job Job, err error) Outcome {
 // FailureFunc receives every failed outcome of a rewrite or of reading its inputs, for the
 // maintainer's back-off and set-aside accounting.
 type FailureFunc func(ctx context.Context, table string, job Job, out Outcome)
+
+// decoderField names the library that decoded a k-way merge's inputs (arrow, or parquet-go when
+// asked for and the bin allowed it); no field on other paths, which have no choice.
+func decoderField(r merge.RewriteResult) zap.Field {
+	if r.Decoder == "" {
+		return zap.Skip()
+	}
+	return zap.String("decoder", string(r.Decoder))
+}

@@ -477,3 +477,28 @@ func TestRunRefusesAMergePastMaxAge(t *testing.T) {
 		t.Fatalf("within the bound: %s %v", out.Status, out.Err)
 	}
 }
+
+// TestCommittedLogNamesTheDecoder: the "rewrote files" line of a k-way merge names its decoder;
+// a path without one has no decoder field.
+func TestCommittedLogNamesTheDecoder(t *testing.T) {
+	for _, c := range []struct {
+		res  merge.RewriteResult
+		want string
+	}{
+		{merge.RewriteResult{Path: merge.PathKWay, Decoder: merge.DecoderParquetGo}, "parquet-go"},
+		{merge.RewriteResult{Path: merge.PathKWay, Decoder: merge.DecoderArrow}, "arrow"},
+		{merge.RewriteResult{Path: merge.PathSplice}, ""},
+	} {
+		m := NewMetrics(prometheus.NewRegistry())
+		core, logs := observer.New(zap.InfoLevel)
+		Observer{Metrics: m, Log: zap.New(core)}.Observe("events", Job{Kind: "l0"}, Outcome{Status: Committed, Merge: c.res})
+		lines := logs.FilterMessage("rewrote files").All()
+		if len(lines) != 1 {
+			t.Fatalf("%s: %d \"rewrote files\" lines, want 1", c.res.Path, len(lines))
+		}
+		got, ok := lines[0].ContextMap()["decoder"]
+		if c.want == "" && ok || c.want != "" && got != c.want {
+			t.Errorf("%s: decoder field %v (present %v), want %q", c.res.Path, got, ok, c.want)
+		}
+	}
+}
