@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
@@ -251,7 +252,20 @@ func (e *executor) binJob(v *view, b level.Bin) (rewrite.Job, error) {
 // dropStaleRegistrations drops the index registrations of files no longer live and reloads t
 // when it did. A failed clean-up is reported and retried next pass; only a failed reload fails.
 func (e *executor) dropStaleRegistrations(ctx context.Context, name string, t **table.Table, live func(string) bool) error {
-	n, err := puffinidx.DropStale(ctx, *t, live, e.set.Metrics.Rebuild, e.set.Log)
+	// On the newest metadata, under the Lake's table lock: only the keys stale in t that are
+	// still there (a file dead in t stays dead; a registration made since is not among them).
+	unregister := func(ctx context.Context, keys []string) error {
+		return e.set.Lake.UpdateProperties(ctx, name, func(cur iceberg.Properties) (iceberg.Properties, []string) {
+			var there []string
+			for _, k := range keys {
+				if _, ok := cur[k]; ok {
+					there = append(there, k)
+				}
+			}
+			return nil, there
+		})
+	}
+	n, err := puffinidx.DropStale(ctx, *t, live, unregister, e.set.Metrics.Rebuild, e.set.Log)
 	if err != nil {
 		e.obs.staleRegistrations(name, err)
 		return nil
@@ -280,7 +294,10 @@ func (e *executor) rebuildIndexes(ctx context.Context, t *table.Table, fs iceber
 	// buffer of the encoded size on top (bench/reindex: a 128 MiB cap peaked at 241 MiB RSS
 	// under GOMEMLIMIT=256MiB). At least 16 MiB, so a budget made small to keep merges streamed
 	// still indexes the columns of ordinary files.
-	rb := &puffinidx.Rebuilder{Metrics: e.set.Metrics.Rebuild, Log: e.set.Log, MaxMemBytes: max(budget/2, 16<<20)}
+	rb := &puffinidx.Rebuilder{Metrics: e.set.Metrics.Rebuild, Log: e.set.Log, MaxMemBytes: max(budget/2, 16<<20),
+		Register: func(ctx context.Context, set iceberg.Properties) error {
+			return e.set.Lake.UpdateProperties(ctx, name, func(iceberg.Properties) (iceberg.Properties, []string) { return set, nil })
+		}}
 	release, err := e.reserveRebuild(ctx, rb.MaxMemBytes)
 	if membudget.IsStopping(ctx, err) {
 		e.obs.rebuildNotStarted(name, snap)

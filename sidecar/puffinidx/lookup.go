@@ -90,18 +90,24 @@ func ReadSidecarUpTo(fsys icebergio.IO, puffinPath, dataFile, column string, max
 }
 
 // DropStale removes, in one property commit, the registrations of data files that are not live in
-// t (t's own metadata: properties and live files come from the same version). It returns how
-// many it dropped; their sidecars become orphans for gc.
-func DropStale(ctx context.Context, t *table.Table, live func(dataFile string) bool, m *Metrics, log *zap.Logger) (int, error) {
+// t (t's own metadata: properties and live files come from the same version). unregister commits
+// the removal (the sidecar's Lake, so it queues behind the table's other commits); nil commits it
+// on t. It returns how many it dropped; their sidecars become orphans for gc.
+func DropStale(ctx context.Context, t *table.Table, live func(dataFile string) bool,
+	unregister func(ctx context.Context, keys []string) error, m *Metrics, log *zap.Logger) (int, error) {
 	keys := StaleKeys(t.Properties(), live)
 	if len(keys) == 0 {
 		return 0, nil
 	}
 	name := t.Identifier()[len(t.Identifier())-1]
-	txn := t.NewTransaction()
-	err := txn.RemoveProperties(keys)
-	if err == nil {
-		_, err = txn.Commit(ctx)
+	var err error
+	if unregister != nil {
+		err = unregister(ctx, keys)
+	} else {
+		txn := t.NewTransaction()
+		if err = txn.RemoveProperties(keys); err == nil {
+			_, err = txn.Commit(ctx)
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("drop %d stale index registrations of %s: %w", len(keys), name, err)

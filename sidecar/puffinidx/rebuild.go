@@ -56,6 +56,22 @@ type Rebuilder struct {
 	// MaxMemBytes caps the memory one column's index may hold while it is built (the merge
 	// memory budget): a column over it is skipped, counted and left unindexed; 0 = no cap.
 	MaxMemBytes int64
+	// Register commits the registrations (table properties); nil commits them on the table Run
+	// was given. The sidecar passes its Lake's UpdateProperties, so they queue behind the table's
+	// other commits in this process (group commits, replaces) instead of racing them.
+	Register func(ctx context.Context, set iceberg.Properties) error
+}
+
+func (r *Rebuilder) register(ctx context.Context, t *table.Table, props iceberg.Properties) error {
+	if r.Register != nil {
+		return r.Register(ctx, props)
+	}
+	txn := t.NewTransaction()
+	if err := txn.SetProperties(props); err != nil {
+		return err
+	}
+	_, err := txn.Commit(ctx)
+	return err
 }
 
 // Run indexes the data files of one committed rewrite (snapshot snap of t): for each file and
@@ -123,11 +139,7 @@ func (r *Rebuilder) Run(ctx context.Context, t *table.Table, fs icebergio.WriteF
 	for _, rg := range written {
 		props[Key(rg.DataFile)] = rg.Encode()
 	}
-	txn := t.NewTransaction()
-	err := txn.SetProperties(props)
-	if err == nil {
-		_, err = txn.Commit(ctx)
-	}
+	err := r.register(ctx, t, props)
 	if err != nil {
 		// The sidecars are unregistered: gc removes them as orphans once old enough.
 		res.Failures += len(written)

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"github.com/apache/iceberg-go"
 	"path"
 	"slices"
 	"strings"
@@ -373,5 +374,37 @@ func TestSearchColumnAddedLater(t *testing.T) {
 	}
 	if rows != 600 || nulls != 300 {
 		t.Fatalf("--columns tenant: %d rows, %d without tenant; want 600, 300", rows, nulls)
+	}
+}
+
+// TestRebuilderRegistersThroughItsHook: with Register set (the sidecar passes its Lake's
+// UpdateProperties, so the registrations queue behind the table's other commits in the process),
+// the registrations are committed only through it, and what it commits is what search reads.
+func TestRebuilderRegistersThroughItsHook(t *testing.T) {
+	sc := eventsSchema()
+	l, tbl, fsys := testLake(t, sc)
+	g := walgen.New(walgen.Options{Seed: 5, Services: 2})
+	rec := g.Batch(memory.DefaultAllocator, base, 300, time.Millisecond)
+	opts := merge.WriterOptions{Metadata: merge.MetadataOptions{IndexColumns: []string{"service"}, InvertedIndexOff: true}}
+	tbl, paths := appendFiles(t, l, tbl, fsys, sc, []spec{{rec: rec, opts: opts}}, 0)
+	before := len(tbl.Properties())
+	var calls int
+	rb := &puffinidx.Rebuilder{Metrics: puffinidx.NewMetrics(nil), Log: zap.NewNop(),
+		Register: func(ctx context.Context, set iceberg.Properties) error {
+			calls++
+			return l.UpdateProperties(ctx, "events", func(iceberg.Properties) (iceberg.Properties, []string) { return set, nil })
+		}}
+	if res, err := rb.Run(context.Background(), tbl, fsys, tbl.CurrentSnapshot().SnapshotID, paths, []string{"service"}); err != nil || res.Files != 1 {
+		t.Fatalf("index rebuild: %+v, %v", res, err)
+	}
+	fresh, err := l.LoadTable(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || len(fresh.Properties()) != before+1 {
+		t.Fatalf("Register called %d times, properties %d -> %d; want one registration, through Register", calls, before, len(fresh.Properties()))
+	}
+	if _, ok := fresh.Properties()[puffinidx.Key(paths[0])]; !ok {
+		t.Fatalf("no registration of %s after the rebuild", paths[0])
 	}
 }
