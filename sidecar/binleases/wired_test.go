@@ -55,23 +55,13 @@ func TestObserverOnOwnerAndWorker(t *testing.T) {
 		}}
 	o.InstrumentWorker(&wcfg)
 	worker := work.NewWorker(wcfg, hub.Member("w"))
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{owner.Run, worker.Run} {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = run(ctx) }()
-	}
-	wg.Add(1)
-	go func() { // the process's publish loop
-		defer wg.Done()
+	stop := runAll(hub, owner.Run, worker.Run, func(ctx context.Context) error { // the process's publish loop
 		for ctx.Err() == nil {
 			o.Snapshot(book, true)
 			time.Sleep(time.Millisecond)
 		}
-	}()
-	for !hub.Member("owner").Handles(work.KindWorker) {
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if refused := owner.Offer("events", []work.Job{job("ok", 2, 100), job("race", 2, 100), job("slow", 2, 100)}); len(refused) > 0 {
 		t.Fatal(refused[0].Err)
 	}
@@ -90,8 +80,7 @@ func TestObserverOnOwnerAndWorker(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cancel()
-	wg.Wait()
+	stop()
 	st := o.Snapshot(book, true)
 	for what, c := range map[string]struct {
 		c    prometheus.Collector
@@ -154,16 +143,7 @@ func TestWorkerWaitingForMemory(t *testing.T) {
 		}}
 	o.InstrumentWorker(&wcfg)
 	worker := work.NewWorker(wcfg, hub.Member("w"))
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	for _, run := range []func(context.Context) error{owner.Run, worker.Run} {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = run(ctx) }()
-	}
-	for !hub.Member("owner").Handles(work.KindWorker) {
-		time.Sleep(time.Millisecond)
-	}
+	defer runAll(hub, owner.Run, worker.Run)()
 	if refused := owner.Offer("events", []work.Job{job("a", 2, 100), job("b", 2, 100)}); len(refused) > 0 {
 		t.Fatal(refused[0].Err)
 	}
@@ -199,4 +179,19 @@ func TestWorkerWaitingForMemory(t *testing.T) {
 	if r, w := gauges(); r != 0 || w != 0 {
 		t.Fatalf("after both ended: running %v, waiting %v", r, w)
 	}
+}
+
+// runAll runs each of runs on a goroutine of its own, once the hub's member "owner" handles
+// workers' messages, until the stop it returns, which waits for them all.
+func runAll(hub *peermsg.LocalHub, runs ...func(context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = run(ctx) }()
+	}
+	for !hub.Member("owner").Handles(work.KindWorker) {
+		time.Sleep(time.Millisecond)
+	}
+	return func() { cancel(); wg.Wait() }
 }
