@@ -24,8 +24,11 @@ func TestBinLeasesReport(t *testing.T) {
 			Leases: []binleases.Lease{{ID: "c4f5a586", Worker: "pod-b", Kind: "l0", Partition: "2026-12-04", Files: 3, Bytes: 300,
 				Taken: at, Deadline: at.Add(time.Minute)}},
 			Ends: map[string]int64{"lapsed": 2}}},
-		Worker: &binleases.Worker{RunningBins: 1, Running: []binleases.Running{{ID: "aaaaaaaa", Owner: "pod-c", Table: "audit", Kind: "depth",
-			Partition: "2026-12-03", Files: 4, Bytes: 1 << 20, Started: at, LeaseSeconds: 120}}}})
+		Worker: &binleases.Worker{RunningBins: 1, WaitingBins: 1,
+			Running: []binleases.Running{{ID: "aaaaaaaa", Owner: "pod-c", Table: "audit", Kind: "depth",
+				Partition: "2026-12-03", Files: 4, Bytes: 1 << 20, Started: at, Merging: at.Add(2 * time.Second), LeaseSeconds: 120}},
+			Waiting: []binleases.Running{{ID: "bbbbbbbb", Owner: "pod-c", Table: "audit", Kind: "l0",
+				Partition: "2026-12-03", Files: 2, Bytes: 1 << 10, Started: at, LeaseSeconds: 120}}}})
 	held := p.Status.Snapshot(time.Now())
 	js, err := json.Marshal(held)
 	if err != nil {
@@ -36,7 +39,8 @@ func TestBinLeasesReport(t *testing.T) {
 		`"offers":[{"kind":"l0","partition":"2026-12-04","files":1,"bytes":50,"offered":"2026-12-04T03:00:00Z"}]`,
 		`"leases":[{"id":"c4f5a586","worker":"pod-b","kind":"l0","partition":"2026-12-04","files":3,"bytes":300,"taken":"2026-12-04T03:00:00Z","deadline":"2026-12-04T03:01:00Z"}]`,
 		`"ends":{"lapsed":2}`,
-		`"worker":{"running_bins":1,"running":[{"id":"aaaaaaaa","owner":"pod-c","table":"audit","kind":"depth","partition":"2026-12-03","files":4,"bytes":1048576,"started":"2026-12-04T03:00:00Z","lease_seconds":120}]}`,
+		`"worker":{"running_bins":1,"waiting_bins":1,"running":[{"id":"aaaaaaaa","owner":"pod-c","table":"audit","kind":"depth","partition":"2026-12-03","files":4,"bytes":1048576,"started":"2026-12-04T03:00:00Z","merging":"2026-12-04T03:00:02Z","lease_seconds":120}],` +
+			`"waiting":[{"id":"bbbbbbbb","owner":"pod-c","table":"audit","kind":"l0","partition":"2026-12-03","files":2,"bytes":1024,"started":"2026-12-04T03:00:00Z","lease_seconds":120}]}`,
 	} {
 		if !strings.Contains(string(js), want) {
 			t.Errorf("/debug/status lacks %s:\n%s", want, js)

@@ -50,7 +50,8 @@ type Metrics struct {
 
 	// Worker side: this process merging bins other members (or itself) own.
 	WorkerBins        *prometheus.CounterVec // outcome
-	WorkerRunning     prometheus.Gauge
+	WorkerRunning     prometheus.Gauge       // merging, or its result waiting on the owner's answer
+	WorkerWaiting     prometheus.Gauge       // granted, waiting for merge memory
 	WorkerInputBytes  prometheus.Counter
 	WorkerOutputBytes prometheus.Counter
 	WorkerMerge       prometheus.Histogram
@@ -82,7 +83,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_bin_lease_worker_bins_total", Help: "Worker: leased bins this process ran, by how they ended: committed, conflict, expired, failed, maybe_committed (the owner's answer), lapsed, lost, refused."},
 			[]string{"outcome"}),
 		WorkerRunning: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siglake_bin_lease_worker_running_bins", Help: "Worker: leased bins this process is merging or waiting on an answer for."}),
+			Name: "siglake_bin_lease_worker_running_bins", Help: "Worker: leased bins this process is merging or waiting on the owner's answer for."}),
+		WorkerWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "siglake_bin_lease_worker_waiting_bins", Help: "Worker: leased bins granted to this process and waiting for merge memory (the process memory budget), not merging yet."}),
 		WorkerInputBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "siglake_bin_lease_worker_input_bytes_total", Help: "Worker: bytes read by this process's completed merges of leased bins."}),
 		WorkerOutputBytes: prometheus.NewCounter(prometheus.CounterOpts{
@@ -92,7 +95,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)})),
 	}
 	reg.MustRegister(m.OfferedBins, m.OfferedBytes, m.LeasedBins, m.LeasedBytes, m.Committing, m.Ends, m.Refused, m.Dropped,
-		m.WorkerBins, m.WorkerRunning, m.WorkerInputBytes, m.WorkerOutputBytes, m.WorkerMerge)
+		m.WorkerBins, m.WorkerRunning, m.WorkerWaiting, m.WorkerInputBytes, m.WorkerOutputBytes, m.WorkerMerge)
 	for _, msg := range RefusedMessages {
 		for _, r := range RefusedReasons {
 			m.Refused.WithLabelValues(msg, r)

@@ -59,15 +59,21 @@ func (o *Observer) InstrumentOwner(cfg *work.OwnerConfig) {
 	}
 }
 
-// InstrumentWorker sets cfg's observer hooks (Started, Merged, Done, Dropped) to this observer's,
+// InstrumentWorker sets cfg's observer hooks (Started, Merging, Merged, Done, Dropped) to this observer's,
 // after any the caller set.
 func (o *Observer) InstrumentWorker(cfg *work.WorkerConfig) {
-	started, merged, done, dropped := cfg.Started, cfg.Merged, cfg.Done, cfg.Dropped
+	started, merging, merged, done, dropped := cfg.Started, cfg.Merging, cfg.Merged, cfg.Done, cfg.Dropped
 	cfg.Started = func(owner string, g work.Grant) {
 		if started != nil {
 			started(owner, g)
 		}
 		o.Started(owner, g)
+	}
+	cfg.Merging = func(g work.Grant) {
+		if merging != nil {
+			merging(g)
+		}
+		o.Merging(g)
 	}
 	cfg.Merged = func(g work.Grant, m work.Merge) {
 		if merged != nil {
@@ -136,13 +142,40 @@ func (o *Observer) Dropped(side string) {
 	}
 }
 
-// Started records a bin this process's worker runs (work.WorkerConfig.Started).
+// Started records a bin this process's worker runs (work.WorkerConfig.Started): it waits for
+// merge memory until Merging.
 func (o *Observer) Started(owner string, g work.Grant) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.running[g.ID] = Running{ID: shortID(g.ID), Owner: owner, Table: g.Table, Kind: g.Job.Kind, Partition: g.Job.Partition,
 		Files: len(g.Job.Inputs), Bytes: g.Job.Bytes(), Started: o.now(), LeaseSeconds: g.Duration().Seconds()}
-	o.Metrics.WorkerRunning.Set(float64(len(o.running)))
+	o.setWorkerGauges()
+}
+
+// Merging records that a bin of this process's worker holds its memory and merges
+// (work.WorkerConfig.Merging).
+func (o *Observer) Merging(g work.Grant) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r, ok := o.running[g.ID]
+	if !ok || !r.Merging.IsZero() {
+		return // ended already, or told twice
+	}
+	r.Merging = o.now()
+	o.running[g.ID] = r
+	o.setWorkerGauges()
+}
+
+// setWorkerGauges sets the running and waiting gauges from o.running; o.mu is held.
+func (o *Observer) setWorkerGauges() {
+	waiting := 0
+	for _, r := range o.running {
+		if r.Merging.IsZero() {
+			waiting++
+		}
+	}
+	o.Metrics.WorkerRunning.Set(float64(len(o.running) - waiting))
+	o.Metrics.WorkerWaiting.Set(float64(waiting))
 }
 
 // Merged counts what a completed merge read, wrote and took (work.WorkerConfig.Merged); a failed
@@ -166,7 +199,7 @@ func (o *Observer) Done(g work.Grant, outcome string) {
 	o.mu.Lock()
 	delete(o.running, g.ID)
 	o.done[outcome]++
-	o.Metrics.WorkerRunning.Set(float64(len(o.running)))
+	o.setWorkerGauges()
 	o.mu.Unlock()
 	var msg string
 	switch outcome {

@@ -168,7 +168,7 @@ func TestOwnerSide(t *testing.T) {
 	}
 }
 
-// TestWorkerSide: a started bin is running until its Done; completed merges add their bytes and
+// TestWorkerSide: a started bin waits for memory until its Merging, then runs until its Done; completed merges add their bytes and
 // time, failed ones only a log line; every end counts by outcome, and lapsed, lost and refused are
 // logged; the status lists the bins running, oldest first, and the ends.
 func TestWorkerSide(t *testing.T) {
@@ -185,26 +185,36 @@ func TestWorkerSide(t *testing.T) {
 	cfg.Started("pod-a", g2)
 	now = now.Add(time.Second)
 	cfg.Started("pod-a", g1)
-	cfg.Merged(g1, work.Merge{BytesRead: 300, BytesWritten: 250, Took: 3 * time.Second})
+	if r, w := testutil.ToFloat64(m.WorkerRunning), testutil.ToFloat64(m.WorkerWaiting); r != 0 || w != 2 {
+		t.Fatalf("started, none merging: running = %v, waiting = %v, want 0 and 2", r, w)
+	}
+	now = now.Add(time.Second)
+	cfg.Merging(g2)
 	cfg.Merged(g2, work.Merge{Err: errors.New("disk full")})
-	if got := testutil.ToFloat64(m.WorkerRunning); got != 2 {
-		t.Fatalf("running = %v, want 2", got)
+	cfg.Merging(g1)
+	cfg.Merging(g1) // told twice: no change
+	cfg.Merged(g1, work.Merge{BytesRead: 300, BytesWritten: 250, Took: 3 * time.Second})
+	if r, w := testutil.ToFloat64(m.WorkerRunning), testutil.ToFloat64(m.WorkerWaiting); r != 2 || w != 0 {
+		t.Fatalf("both merging: running = %v, waiting = %v, want 2 and 0", r, w)
 	}
 	st := o.Snapshot(nil, true)
 	if st.Tables != nil || st.Worker == nil || len(st.Worker.Running) != 2 || st.Worker.Running[0].ID != "bbbbbbbb" ||
 		st.Worker.Running[1].Owner != "pod-a" || st.Worker.Running[1].Bytes != 300 || st.Worker.Running[1].Files != 3 ||
-		st.Worker.Running[1].LeaseSeconds != 120 || st.Worker.Done != nil || st.Worker.RunningBins != 2 {
+		st.Worker.Running[1].LeaseSeconds != 120 || !st.Worker.Running[1].Merging.Equal(now) || st.Worker.Done != nil ||
+		st.Worker.RunningBins != 2 || st.Worker.WaitingBins != 0 || st.Worker.Waiting != nil {
 		t.Fatalf("worker status: %+v", st.Worker)
 	}
 	cfg.Done(g1, work.OutcomeCommitted)
 	cfg.Done(g2, work.WorkerLost)
 	cfg.Done(work.Grant{ID: "cccccccc"}, work.WorkerRefused) // never started
+	cfg.Merging(g1)                                          // after its end: not brought back
 	cfg.Dropped()
 	for what, c := range map[string]struct {
 		c    prometheus.Collector
 		want float64
 	}{
 		"running":       {m.WorkerRunning, 0},
+		"waiting":       {m.WorkerWaiting, 0},
 		"committed":     {m.WorkerBins.WithLabelValues("committed"), 1},
 		"lost":          {m.WorkerBins.WithLabelValues("lost"), 1},
 		"refused":       {m.WorkerBins.WithLabelValues("refused"), 1},

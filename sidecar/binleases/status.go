@@ -64,21 +64,28 @@ type Lease struct {
 
 // Worker is this process's worker: the bins it runs and how its leases ended since start.
 type Worker struct {
+	// RunningBins are merging or waiting on the owner's answer; WaitingBins were granted and
+	// wait for merge memory: a worker starved of memory shows waiting bins, a busy one running.
 	RunningBins int              `json:"running_bins"`
+	WaitingBins int              `json:"waiting_bins"`
 	Running     []Running        `json:"running,omitempty"` // oldest first, at most MaxListed
+	Waiting     []Running        `json:"waiting,omitempty"` // oldest first, at most MaxListed
 	Done        map[string]int64 `json:"done,omitempty"`    // by outcome
 }
 
-// Running is a leased bin this process's worker merges or waits on an answer for.
+// Running is a leased bin this process's worker runs: waiting for merge memory, merging, or
+// waiting on the owner's answer.
 type Running struct {
-	ID           string    `json:"id"` // the lease id's first 8 hex digits
-	Owner        string    `json:"owner"`
-	Table        string    `json:"table"`
-	Kind         string    `json:"kind"`
-	Partition    string    `json:"partition"`
-	Files        int       `json:"files"`
-	Bytes        int64     `json:"bytes"`
-	Started      time.Time `json:"started"`
+	ID        string    `json:"id"` // the lease id's first 8 hex digits
+	Owner     string    `json:"owner"`
+	Table     string    `json:"table"`
+	Kind      string    `json:"kind"`
+	Partition string    `json:"partition"`
+	Files     int       `json:"files"`
+	Bytes     int64     `json:"bytes"`
+	Started   time.Time `json:"started"`
+	// Merging is when the merge got its memory; zero while the bin waits for it.
+	Merging      time.Time `json:"merging,omitzero"`
 	LeaseSeconds float64   `json:"lease_seconds"` // the lease's duration between renewals
 }
 
@@ -152,23 +159,34 @@ func (o *Observer) ownerTables(book *work.Book) []Table {
 	return out
 }
 
-// worker is the worker's part: its bins oldest first, and its ends since start.
+// worker is the worker's part: its bins running and waiting, oldest first, and its ends since
+// start.
 func (o *Observer) worker() *Worker {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	w := &Worker{RunningBins: len(o.running)}
+	w := &Worker{}
 	for _, r := range o.running {
-		w.Running = append(w.Running, r)
+		if r.Merging.IsZero() {
+			w.Waiting = append(w.Waiting, r)
+		} else {
+			w.Running = append(w.Running, r)
+		}
 	}
-	slices.SortFunc(w.Running, func(x, y Running) int {
+	w.RunningBins, w.WaitingBins = len(w.Running), len(w.Waiting)
+	w.Running, w.Waiting = oldestFirst(w.Running), oldestFirst(w.Waiting)
+	if len(o.done) > 0 {
+		w.Done = maps.Clone(o.done)
+	}
+	return w
+}
+
+// oldestFirst sorts rs by start (then id) and keeps the first MaxListed.
+func oldestFirst(rs []Running) []Running {
+	slices.SortFunc(rs, func(x, y Running) int {
 		if c := x.Started.Compare(y.Started); c != 0 {
 			return c
 		}
 		return strings.Compare(x.ID, y.ID)
 	})
-	w.Running = w.Running[:min(len(w.Running), MaxListed)]
-	if len(o.done) > 0 {
-		w.Done = maps.Clone(o.done)
-	}
-	return w
+	return rs[:min(len(rs), MaxListed)]
 }

@@ -8,16 +8,14 @@
 package commit
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/sidecar/lake/marks"
+	"github.com/siglake/siglake/sidecar/peermsg/jsonmsg"
 )
 
 // The first byte of every message names its kind; the gossip transport dispatches on it.
@@ -111,20 +109,16 @@ type Answer struct {
 }
 
 // FieldError is why a message was not accepted: the field and what it accepts. Field is a JSON
-// name, or "kind" (the first byte), "size" or "json" (the message as a whole).
-type FieldError struct {
-	Message string // "request" or "answer"
-	Field   string
-	Problem string // what is wrong, with the value when it is short
-	Want    string // what is accepted
-	Err     error  // the cause, if any (ErrTooLarge)
-}
+// name, or "kind" (the first byte), "size" or "json" (the message as a whole); Message is
+// "request" or "answer".
+type FieldError = jsonmsg.FieldError
 
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("group commit %s: %s: %s; want %s", e.Message, e.Field, e.Problem, e.Want)
-}
-
-func (e *FieldError) Unwrap() error { return e.Err }
+// The framing of each message. Answers are the committer's own and have no bound, as before
+// requests had one.
+var (
+	requestWire = jsonmsg.Protocol{Name: "group commit", MaxBytes: MaxMessageBytes, ErrTooLarge: ErrTooLarge}
+	answerWire  = jsonmsg.Protocol{Name: "group commit"}
+)
 
 // Encode returns r as a message, refusing what a committer would refuse, and ErrTooLarge above
 // MaxMessageBytes (the pod then commits directly).
@@ -132,23 +126,13 @@ func (r Request) Encode() ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	msg, err := encode(KindRequest, r)
-	if err != nil {
-		return nil, err
-	}
-	if len(msg) > MaxMessageBytes {
-		return nil, tooLarge(len(msg))
-	}
-	return msg, nil
+	return requestWire.Encode(KindRequest, "request", r)
 }
 
 // DecodeRequest reads and validates a request message.
 func DecodeRequest(msg []byte) (Request, error) {
 	var r Request
-	if len(msg) > MaxMessageBytes {
-		return r, tooLarge(len(msg))
-	}
-	if err := decode(msg, KindRequest, "request", &r); err != nil {
+	if err := requestWire.Decode(msg, KindRequest, "request", &r); err != nil {
 		return Request{}, err
 	}
 	if err := r.validate(); err != nil {
@@ -162,56 +146,19 @@ func (a Answer) Encode() ([]byte, error) {
 	if err := a.validate(); err != nil {
 		return nil, err
 	}
-	return encode(KindAnswer, a)
+	return answerWire.Encode(KindAnswer, "answer", a)
 }
 
 // DecodeAnswer reads and validates an answer message.
 func DecodeAnswer(msg []byte) (Answer, error) {
 	var a Answer
-	if err := decode(msg, KindAnswer, "answer", &a); err != nil {
+	if err := answerWire.Decode(msg, KindAnswer, "answer", &a); err != nil {
 		return Answer{}, err
 	}
 	if err := a.validate(); err != nil {
 		return Answer{}, err
 	}
 	return a, nil
-}
-
-func encode(kind byte, v any) ([]byte, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte{kind}, body...), nil
-}
-
-func tooLarge(n int) error {
-	return &FieldError{Message: "request", Field: "size", Problem: fmt.Sprintf("%d bytes encoded", n),
-		Want: fmt.Sprintf("at most %d", MaxMessageBytes), Err: ErrTooLarge}
-}
-
-// decode checks the kind byte and unmarshals the JSON after it; unknown fields are ignored.
-func decode(msg []byte, kind byte, what string, v any) error {
-	if len(msg) == 0 || msg[0] != kind {
-		got := "an empty message"
-		if len(msg) > 0 {
-			got = fmt.Sprintf("first byte %q", msg[0])
-		}
-		return &FieldError{Message: what, Field: "kind", Problem: got, Want: fmt.Sprintf("first byte %q", kind)}
-	}
-	if err := json.Unmarshal(msg[1:], v); err != nil {
-		field := "json"
-		var te *json.UnmarshalTypeError
-		var b64 base64.CorruptInputError
-		switch {
-		case errors.As(err, &te) && te.Field != "":
-			field, _, _ = strings.Cut(te.Field, ".")
-		case errors.As(err, &b64):
-			field = "files" // the one field of bytes
-		}
-		return &FieldError{Message: what, Field: field, Problem: err.Error(), Want: "one JSON object of the documented fields", Err: err}
-	}
-	return nil
 }
 
 var idRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -225,9 +172,7 @@ const (
 
 // validate holds r to the format's rules; the first broken rule is the error.
 func (r Request) validate() error {
-	bad := func(field, problem, want string) error {
-		return &FieldError{Message: "request", Field: field, Problem: problem, Want: want}
-	}
+	bad := requestWire.Bad("request")
 	if err := checkHead(bad, r.V, r.ID); err != nil {
 		return err
 	}
@@ -305,9 +250,7 @@ var (
 // validate holds a to the format's rules. An answer's table and stream are those of its request,
 // held to the same patterns; only the refusal of an invalid request may leave them empty.
 func (a Answer) validate() error {
-	bad := func(field, problem, want string) error {
-		return &FieldError{Message: "answer", Field: field, Problem: problem, Want: want}
-	}
+	bad := answerWire.Bad("answer")
 	if err := checkHead(bad, a.V, a.ID); err != nil {
 		return err
 	}
@@ -337,11 +280,5 @@ func (a Answer) validate() error {
 	return nil
 }
 
-// quote shows a value in an error, cut short: a refused message may be large.
-func quote(s string) string {
-	const most = 64
-	if len(s) > most {
-		return strconv.Quote(s[:most]) + "..."
-	}
-	return strconv.Quote(s)
-}
+// quote shows a value in an error, cut short.
+var quote = jsonmsg.Quote

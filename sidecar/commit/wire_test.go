@@ -321,3 +321,6 @@ func TestFormatDocInStep(t *testing.T) {
 		t.Error("the kind bytes of the page and the code differ")
 	}
 }
+
+// encode frames v without validating it: how the tests craft messages a sender would refuse.
+func encode(kind byte, v any) ([]byte, error) { return answerWire.Encode(kind, "", v) }

@@ -393,8 +393,8 @@ func commitResult(out rewrite.Outcome) work.CommitResult {
 // carries, checked against this process's view of the table (rewrite.FromLease), merged through
 // the one rewrite executor with this process's merge settings and memory budget, and its outputs
 // encoded for the owner. The merge ends at the lease's age bound (Config.RewriteMaxAge), past
-// which the owner refuses it.
-func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant) work.Merge {
+// which the owner refuses it. merging is called once the merge holds its memory.
+func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant, merging func()) work.Merge {
 	m.parts()
 	if m.Cfg.RewriteMaxAge > 0 {
 		var cancel context.CancelFunc
@@ -411,6 +411,7 @@ func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant) work.Merge {
 	}
 	x := m.exec.rewriteExecutor()
 	x.AfterCommit = nil // the owner commits, and rebuilds the indexes
+	x.Reserve = reserveThen(x.Reserve, merging)
 	merged, out := x.Merge(ctx, t, job)
 	if out.Status != rewrite.Uncommitted {
 		if out.Err == nil {
@@ -431,4 +432,20 @@ func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant) work.Merge {
 					zap.String("lease", g.ID), zap.Strings("orphans", orphans), zap.Error(err))
 			}
 		}}
+}
+
+// reserveThen is reserve (nil: takes no memory) that calls held once it granted the memory: the
+// worker's bin stops waiting for memory and merges.
+func reserveThen(reserve func(ctx context.Context, what string, bytes int64) (func(), error), held func()) func(ctx context.Context, what string, bytes int64) (func(), error) {
+	return func(ctx context.Context, what string, bytes int64) (func(), error) {
+		release := func() {}
+		if reserve != nil {
+			var err error
+			if release, err = reserve(ctx, what, bytes); err != nil {
+				return nil, err
+			}
+		}
+		held()
+		return release, nil
+	}
 }

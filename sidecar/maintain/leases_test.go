@@ -27,6 +27,9 @@ type leaseCluster struct {
 	mu    sync.Mutex
 	ends  map[string]int // worker outcomes (work.WorkerConfig.Done), all workers
 	fails bool           // the workers' merges fail
+	// silent counts merges that returned outputs without saying they held their memory: the
+	// worker would show them waiting for memory all through the merge.
+	silent int
 }
 
 func newLeaseCluster(t *testing.T, e *env, workers int, clock func() time.Time) *leaseCluster {
@@ -55,14 +58,21 @@ func newLeaseClusterWith(t *testing.T, e *env, workers int, clock func() time.Ti
 		}
 		t.Cleanup(func() { l.Close() })
 		wm := newMaintainer(t, e, l, time.Now)
-		merge := func(ctx context.Context, g work.Grant) work.Merge {
+		merge := func(ctx context.Context, g work.Grant, merging func()) work.Merge {
 			c.mu.Lock()
 			fail := c.fails
 			c.mu.Unlock()
 			if fail {
 				return work.Merge{Err: errors.New("the test's worker fails every merge")}
 			}
-			return wm.MergeLeased(ctx, g)
+			said := false
+			res := wm.MergeLeased(ctx, g, func() { said = true; merging() })
+			if res.Err == nil && !said {
+				c.mu.Lock()
+				c.silent++
+				c.mu.Unlock()
+			}
+			return res
 		}
 		w := work.NewWorker(work.WorkerConfig{Catalog: "cat", Poll: 20 * time.Millisecond,
 			Owners: func() []string { return []string{"owner"} },
@@ -108,8 +118,8 @@ func (c *leaseCluster) ended(outcome string) int {
 
 // TestLeasedMaintenanceConverges: with bin leases the owner plans and offers; two worker
 // processes merge every bin; the owner commits their results. The table converges as it does
-// with one process, no row is lost or doubled, the owner merged nothing itself, and the commits
-// are counted and learnt from as the owner's own are.
+// with one process, no row is lost or doubled, the owner merged nothing itself, every merge said
+// when it held its memory, and the commits are counted and learnt from as the owner's own are.
 func TestLeasedMaintenanceConverges(t *testing.T) {
 	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
 	want := smallFilesTable(t, e, 120)
@@ -147,6 +157,9 @@ func TestLeasedMaintenanceConverges(t *testing.T) {
 	}
 	if committed == 0 || offered == 0 {
 		t.Fatalf("workers committed %d bins of %d offered", committed, offered)
+	}
+	if c.silent > 0 {
+		t.Fatalf("%d leased merges never said they held their memory", c.silent)
 	}
 	if v := counterValue(t, m.Metrics, "siglake_compactor_rewrites_total", "committed"); int(v) != committed {
 		t.Fatalf("the owner counted %v committed rewrites; its workers were answered committed %d times", v, committed)
@@ -298,5 +311,44 @@ func TestNoOffersWhileLeasesCannotTravel(t *testing.T) {
 	}
 	if got := e.tableSum("events"); got != want {
 		t.Fatalf("rows %+v, want %+v", got, want)
+	}
+}
+
+// TestReserveThenHeld: a leased merge says it holds its memory only once the budget granted it,
+// never on a refused wait, and at once with no budget.
+func TestReserveThenHeld(t *testing.T) {
+	var held int
+	grant, granted := make(chan struct{}), make(chan struct{})
+	reserve := reserveThen(func(ctx context.Context, _ string, _ int64) (func(), error) {
+		select {
+		case <-grant:
+			return func() {}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}, func() { held++ })
+	go func() {
+		defer close(granted)
+		if _, err := reserve(context.Background(), "merge", 1); err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if held != 0 {
+		t.Fatal("said held while waiting for memory")
+	}
+	close(grant)
+	<-granted
+	if held != 1 {
+		t.Fatalf("held %d times once granted, want 1", held)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := reserveThen(func(ctx context.Context, _ string, _ int64) (func(), error) { return nil, ctx.Err() },
+		func() { held++ })(ctx, "merge", 1); err == nil || held != 1 {
+		t.Fatalf("a refused wait: err %v, held %d times (want an error, still 1)", err, held)
+	}
+	if _, err := reserveThen(nil, func() { held++ })(context.Background(), "merge", 1); err != nil || held != 2 {
+		t.Fatalf("no budget: err %v, held %d times (want none, 2)", err, held)
 	}
 }

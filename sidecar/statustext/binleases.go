@@ -121,20 +121,31 @@ func notListed(n, listed int) string {
 	return ""
 }
 
-// writeWorker prints this process's worker: its bins running and its lease ends since start.
+// writeWorker prints this process's worker: its bins running (merging or waiting on an answer)
+// and waiting for merge memory, and its lease ends since start.
 func writeWorker(w io.Writer, now time.Time, wk *binleases.Worker) {
 	if wk == nil {
 		return
 	}
-	fmt.Fprintf(w, "this process's worker: %s running%s; since start: %s\n", plural(wk.RunningBins, "bin"),
-		notListed(wk.RunningBins, len(wk.Running)), counts(wk.Done))
-	if len(wk.Running) == 0 {
+	fmt.Fprintf(w, "this process's worker: %s running%s, %d waiting for merge memory%s; since start: %s\n",
+		plural(wk.RunningBins, "bin"), notListed(wk.RunningBins, len(wk.Running)), wk.WaitingBins,
+		notListed(wk.WaitingBins, len(wk.Waiting)), counts(wk.Done))
+	if len(wk.Running)+len(wk.Waiting) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  LEASE\tOWNER\tTABLE\tKIND\tPARTITION\tFILES\tBYTES\tRUNNING\tLEASE")
+	fmt.Fprintln(tw, "  LEASE\tOWNER\tTABLE\tKIND\tPARTITION\tFILES\tBYTES\tSTATE\tFOR\tLEASE")
 	for _, r := range wk.Running {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%gs\n", r.ID, r.Owner, r.Table, r.Kind, r.Partition, r.Files,
+		// a bin merging counts from its memory grant; one never said to merge, from its start
+		since := r.Merging
+		if since.IsZero() {
+			since = r.Started
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\trunning\t%s\t%gs\n", r.ID, r.Owner, r.Table, r.Kind, r.Partition, r.Files,
+			sidecar.HumanBytes(r.Bytes), age(now, since), r.LeaseSeconds)
+	}
+	for _, r := range wk.Waiting {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\twaiting\t%s\t%gs\n", r.ID, r.Owner, r.Table, r.Kind, r.Partition, r.Files,
 			sidecar.HumanBytes(r.Bytes), age(now, r.Started), r.LeaseSeconds)
 	}
 	tw.Flush()

@@ -212,8 +212,9 @@ func TestOwnerHooks(t *testing.T) {
 	}
 }
 
-// TestWorkerHooks: Started is told of each lease the worker runs, with its owner; Merged of
-// what each merge returned; Done of how each lease ended: the answer's outcome, lost for a result
+// TestWorkerHooks: Started is told of each lease the worker runs, with its owner; Merging once
+// when its merge holds its memory, or when it returned without saying so (then it waits on the
+// answer); Merged of what each merge returned; Done of how each lease ended: the answer's outcome, lost for a result
 // too large to send (and Dropped of that message), refused for a lease of another catalog, which
 // never starts.
 func TestWorkerHooks(t *testing.T) {
@@ -253,13 +254,16 @@ func TestWorkerHooks(t *testing.T) {
 	w := NewWorker(WorkerConfig{Catalog: "cat", Poll: 5 * time.Millisecond,
 		Owners: func() []string { return []string{"o"} },
 		Budget: func() Want { return Want{FreeBytes: 4, MergeBytes: 1} },
-		Merge: func(_ context.Context, g Grant) Merge {
-			if g.ID == grant("huge").ID {
+		Merge: func(_ context.Context, g Grant, merging func()) Merge {
+			if g.ID == grant("huge").ID { // never says it holds memory
 				return Merge{Files: [][]byte{make([]byte, MaxMessageBytes)}, BytesRead: 7, Took: time.Second}
 			}
+			merging()
+			merging()
 			return Merge{Files: [][]byte{[]byte("f")}, BytesRead: 200, BytesWritten: 150, Took: 2 * time.Second}
 		},
 		Started: func(owner string, g Grant) { log.add("started %s from %s", g.ID, owner) },
+		Merging: func(g Grant) { log.add("merging %s", g.ID) },
 		Merged:  func(g Grant, m Merge) { log.add("merged %s %d bytes in %s", g.ID, m.BytesRead, m.Took) },
 		Done:    func(g Grant, outcome string) { log.add("done %s %s", g.ID, outcome) },
 		Dropped: func() { log.add("dropped") },
@@ -269,15 +273,16 @@ func TestWorkerHooks(t *testing.T) {
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	ok, huge, alien := grant("ok").ID, grant("huge").ID, grant("alien").ID
 	for _, line := range []string{
-		"started " + ok + " from o", "merged " + ok + " 200 bytes in 2s", "done " + ok + " committed",
-		"started " + huge + " from o", "merged " + huge + " 7 bytes in 1s", "dropped", "done " + huge + " lost",
+		"started " + ok + " from o", "merging " + ok, "merged " + ok + " 200 bytes in 2s", "done " + ok + " committed",
+		"started " + huge + " from o", "merging " + huge, "merged " + huge + " 7 bytes in 1s", "dropped", "done " + huge + " lost",
 		"done " + alien + " refused",
 	} {
 		log.wait(t, line)
 	}
 	cancel()
 	<-done
-	if log.has("started "+alien+" from o") || log.count("done "+ok+" committed") != 1 {
+	if log.has("started "+alien+" from o") || log.count("done "+ok+" committed") != 1 || log.count("merging "+ok) != 1 ||
+		log.count("merging "+huge) != 1 || log.has("merging "+alien) {
 		t.Fatalf("hooks told %s", log)
 	}
 }

@@ -230,7 +230,7 @@ func (e *leaseEnv) startWorker(name string, h workerHooks) *workerProc {
 			}
 			return work.Want{FreeBytes: 1 << 30, MergeBytes: 1 << 29}
 		},
-		Merge: func(ctx context.Context, g work.Grant) work.Merge {
+		Merge: func(ctx context.Context, g work.Grant, _ func()) work.Merge {
 			tbl, err := l.LoadTable(ctx, g.Table)
 			if err != nil {
 				return work.Merge{Err: err}

@@ -13,8 +13,6 @@
 package work
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -24,6 +22,7 @@ import (
 	"github.com/siglake/siglake/localwal"
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/folding"
+	"github.com/siglake/siglake/sidecar/peermsg/jsonmsg"
 )
 
 // The first byte of every message names its direction; the gossip transport dispatches on it.
@@ -224,44 +223,32 @@ type OwnerMessage struct {
 
 // FieldError is why a message was not accepted: the field and what it accepts. Field is a JSON
 // name (a nested one dotted, "leases.job.inputs.path"), or "kind" (the first byte), "size" or
-// "json" (the message as a whole).
-type FieldError struct {
-	Message string // "worker message", "owner message" or "job"
-	Field   string
-	Problem string // what is wrong, with the value when it is short
-	Want    string // what is accepted
-	Err     error  // the cause, if any (ErrTooLarge, a JSON error)
-}
+// "json" (the message as a whole); Message is "worker message", "owner message" or "job".
+type FieldError = jsonmsg.FieldError
 
-// Error says the message, the field, what is wrong and what is accepted.
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("bin lease %s: %s: %s; want %s", e.Message, e.Field, e.Problem, e.Want)
-}
-
-// Unwrap returns the cause, if any.
-func (e *FieldError) Unwrap() error { return e.Err }
+// wire is the messages' framing, bounded at MaxMessageBytes.
+var wire = jsonmsg.Protocol{Name: "bin lease", MaxBytes: MaxMessageBytes, ErrTooLarge: ErrTooLarge}
 
 // Encode returns m as a message, refusing what an owner would refuse.
 func (m WorkerMessage) Encode() ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	return encode(KindWorker, "worker message", m)
+	return wire.Encode(KindWorker, "worker message", m)
 }
 
 // DecodeWorker reads and validates a worker's message whose envelope names sender: a body naming
 // another member is refused.
 func DecodeWorker(msg []byte, sender string) (WorkerMessage, error) {
 	var m WorkerMessage
-	if err := decode(msg, KindWorker, "worker message", &m); err != nil {
+	if err := wire.Decode(msg, KindWorker, "worker message", &m); err != nil {
 		return WorkerMessage{}, err
 	}
 	if err := m.validate(); err != nil {
 		return WorkerMessage{}, err
 	}
 	if m.From != sender {
-		return WorkerMessage{}, &FieldError{Message: "worker message", Field: "from", Problem: quote(m.From) + " from member " + quote(sender),
-			Want: "the sender's own member name"}
+		return WorkerMessage{}, badOf("worker message")("from", quote(m.From)+" from member "+quote(sender), "the sender's own member name")
 	}
 	return m, nil
 }
@@ -272,63 +259,19 @@ func (m OwnerMessage) Encode() ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	return encode(KindOwner, "owner message", m)
+	return wire.Encode(KindOwner, "owner message", m)
 }
 
 // DecodeOwner reads and validates an owner's message.
 func DecodeOwner(msg []byte) (OwnerMessage, error) {
 	var m OwnerMessage
-	if err := decode(msg, KindOwner, "owner message", &m); err != nil {
+	if err := wire.Decode(msg, KindOwner, "owner message", &m); err != nil {
 		return OwnerMessage{}, err
 	}
 	if err := m.validate(); err != nil {
 		return OwnerMessage{}, err
 	}
 	return m, nil
-}
-
-func encode(kind byte, what string, v any) ([]byte, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode bin lease %s: %w", what, err)
-	}
-	if 1+len(body) > MaxMessageBytes {
-		return nil, tooLarge(what, 1+len(body))
-	}
-	return append([]byte{kind}, body...), nil
-}
-
-func tooLarge(what string, n int) error {
-	return &FieldError{Message: what, Field: "size", Problem: fmt.Sprintf("%d bytes encoded", n),
-		Want: fmt.Sprintf("at most %d", MaxMessageBytes), Err: ErrTooLarge}
-}
-
-// decode checks the size and kind byte and unmarshals the JSON after it; unknown fields are
-// ignored.
-func decode(msg []byte, kind byte, what string, v any) error {
-	if len(msg) > MaxMessageBytes {
-		return tooLarge(what, len(msg))
-	}
-	if len(msg) == 0 || msg[0] != kind {
-		got := "an empty message"
-		if len(msg) > 0 {
-			got = fmt.Sprintf("first byte %q", msg[0])
-		}
-		return &FieldError{Message: what, Field: "kind", Problem: got, Want: fmt.Sprintf("first byte %q", kind)}
-	}
-	if err := json.Unmarshal(msg[1:], v); err != nil {
-		field := "json"
-		var te *json.UnmarshalTypeError
-		var b64 base64.CorruptInputError
-		switch {
-		case errors.As(err, &te) && te.Field != "":
-			field = te.Field
-		case errors.As(err, &b64):
-			field = "files" // the one field of bytes
-		}
-		return &FieldError{Message: what, Field: field, Problem: err.Error(), Want: "one JSON object of the documented fields", Err: err}
-	}
-	return nil
 }
 
 var idRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -344,11 +287,7 @@ const (
 
 type badFunc func(field, problem, want string) error
 
-func badOf(message string) badFunc {
-	return func(field, problem, want string) error {
-		return &FieldError{Message: message, Field: field, Problem: problem, Want: want}
-	}
-}
+func badOf(message string) badFunc { return wire.Bad(message) }
 
 // validate holds m to the format's rules; the first broken rule is the error.
 func (m WorkerMessage) validate() error {
@@ -619,11 +558,5 @@ func (f Fold) validate(bad badFunc) error {
 	return nil
 }
 
-// quote shows a value in an error, cut short: a refused message may be large.
-func quote(s string) string {
-	const most = 64
-	if len(s) > most {
-		return strconv.Quote(s[:most]) + "..."
-	}
-	return strconv.Quote(s)
-}
+// quote shows a value in an error, cut short.
+var quote = jsonmsg.Quote

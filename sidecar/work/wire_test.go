@@ -256,7 +256,7 @@ func TestWorkerMessageRefused(t *testing.T) {
 		c.edit(&m)
 		_, err := m.Encode()
 		checkRefused(t, c.field, err, func() error {
-			body, _ := encode(KindWorker, "worker message", m)
+			body, _ := wire.Encode(KindWorker, "worker message", m)
 			_, err := DecodeWorker(body, m.From)
 			return err
 		})
@@ -301,7 +301,7 @@ func TestOwnerMessageRefused(t *testing.T) {
 		c.edit(&m)
 		_, err := m.Encode()
 		checkRefused(t, c.field, err, func() error {
-			body, _ := encode(KindOwner, "owner message", m)
+			body, _ := wire.Encode(KindOwner, "owner message", m)
 			_, err := DecodeOwner(body)
 			return err
 		})

@@ -41,8 +41,10 @@ type WorkerConfig struct {
 	Budget func() Want
 	// Merge merges g's job (rewrite.FromLease then rewrite.Executor.Merge, encoding the outputs);
 	// ctx ends when the owner answers the lease expired or conflicting meanwhile, or the worker
-	// stops, and Merge must return then (Run waits for it).
-	Merge func(ctx context.Context, g Grant) Merge
+	// stops, and Merge must return then (Run waits for it). It calls merging once it holds its
+	// memory and merges: until then the bin waits for memory (Merging); one that never calls it
+	// counts as merging when it returns.
+	Merge func(ctx context.Context, g Grant, merging func()) Merge
 	Poll  time.Duration // how often an idle worker asks; 0: DefaultPoll
 	// AnswerWait is how long a result waits for its answer before the outputs are left to orphan
 	// gc (the answer was lost); 0: one lease duration.
@@ -51,9 +53,13 @@ type WorkerConfig struct {
 	// Done is told how each lease ended: the answer's outcome, or "lapsed" (the lease lapsed
 	// before the result was sent), "lost" (no answer), "refused" (of another catalog); nil: nobody.
 	Done func(g Grant, outcome string)
-	// Started is told of each lease from owner the worker starts merging (then Done, once);
-	// nil: nobody.
+	// Started is told of each lease from owner the worker starts (then Merging at most once,
+	// then Done, once); nil: nobody.
 	Started func(owner string, g Grant)
+	// Merging is told when a started lease's merge holds its memory (or returned without): an
+	// operator tells a busy worker from one starved of memory by the bins between Started and
+	// Merging. nil: nobody.
+	Merging func(g Grant)
 	// Merged is told what each merge returned, before its result is sent; nil: nobody.
 	Merged func(g Grant, m Merge)
 	// Dropped is told of every message dropped by a full queue or a failed send; nil: nobody.
@@ -102,6 +108,9 @@ func NewWorker(cfg WorkerConfig, tr peermsg.Transport) *Worker {
 	}
 	if cfg.Started == nil {
 		cfg.Started = func(string, Grant) {}
+	}
+	if cfg.Merging == nil {
+		cfg.Merging = func(Grant) {}
 	}
 	if cfg.Merged == nil {
 		cfg.Merged = func(Grant, Merge) {}
@@ -241,9 +250,11 @@ func (w *Worker) start(ctx context.Context, owner string, g Grant, asked time.Ti
 	w.mu.Unlock()
 	w.wg.Add(1)
 	w.cfg.Started(owner, g)
+	var once sync.Once
+	merging := func() { once.Do(func() { w.cfg.Merging(g) }) }
 	go func() {
 		defer w.wg.Done()
-		outcome := w.run(ctx, owner, g, asked, ch)
+		outcome := w.run(ctx, owner, g, asked, ch, merging)
 		w.mu.Lock()
 		delete(w.answers, g.ID)
 		w.mu.Unlock()
@@ -253,12 +264,12 @@ func (w *Worker) start(ctx context.Context, owner string, g Grant, asked time.Ti
 
 // run merges g while renewing it, sends the result and waits for its answer; it returns how the
 // lease ended.
-func (w *Worker) run(ctx context.Context, owner string, g Grant, asked time.Time, answers <-chan OwnerMessage) string {
+func (w *Worker) run(ctx context.Context, owner string, g Grant, asked time.Time, answers <-chan OwnerMessage, merging func()) string {
 	d := g.Duration()
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	merged := make(chan Merge, 1)
-	go func() { merged <- w.cfg.Merge(mctx, g) }()
+	go func() { merged <- w.cfg.Merge(mctx, g, merging) }()
 	renew := time.NewTicker(max(d/3, time.Millisecond))
 	defer renew.Stop()
 	// The lease is surely live until the last renewal sent plus its duration: the owner extends
@@ -268,6 +279,7 @@ func (w *Worker) run(ctx context.Context, owner string, g Grant, asked time.Time
 	for got := false; !got; {
 		select {
 		case res = <-merged:
+			merging() // waiting on the answer now, if the merge never said it held memory
 			w.cfg.Merged(g, res)
 			got = true
 		case <-renew.C:

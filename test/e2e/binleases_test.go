@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -101,25 +102,84 @@ func ownerOf(t *testing.T, ms []*member, table string) *member {
 	return owner
 }
 
-// merging waits until a member of ms other than owner is merging a leased bin
-// (siglake_bin_lease_worker_running_bins) and returns it.
-func merging(t *testing.T, ms []*member, owner *member, timeout time.Duration) *member {
+// merging waits until a member of ms other than owner is merging a leased bin (status
+// bin_leases.worker.running, siglake_bin_lease_worker_running_bins) and returns it with the
+// partitions of all its bins, merging or waiting for memory.
+func merging(t *testing.T, ms []*member, owner *member, timeout time.Duration) (*member, map[string]bool) {
 	t.Helper()
 	var w *member
+	parts := map[string]bool{}
 	waitUntil(t, "a worker to merge a leased bin", timeout, func() (bool, string) {
+		var seen []string
 		for _, m := range ms {
 			if m == owner {
 				continue
 			}
-			mm, err := scrapeMember(m.httpAddr)
-			if err == nil && mm.sum("siglake_bin_lease_worker_running_bins", "") > 0 {
+			r, err := status(m.httpAddr)
+			if err != nil || r.BinLeases == nil || r.BinLeases.Worker == nil {
+				seen = append(seen, fmt.Sprintf("%s: %v", m.name, err))
+				continue
+			}
+			wk := r.BinLeases.Worker
+			seen = append(seen, fmt.Sprintf("%s: %d running, %d waiting", m.name, wk.RunningBins, wk.WaitingBins))
+			if len(wk.Running) > 0 {
 				w = m
+				for _, b := range append(wk.Running, wk.Waiting...) {
+					parts[b.Partition] = true
+				}
 				return true, ""
 			}
 		}
-		return false, "no worker runs a leased bin"
+		return false, "no worker merges a leased bin: " + strings.Join(seen, "; ")
 	})
-	return w
+	return w, parts
+}
+
+// refusedOutputsGone lists the output directory of each of parts after the refused results and
+// fails on any object there that no snapshot of the table references and that was written after
+// since (docs/compaction.md, "worker paused past its lease": the outputs are removed). Objects
+// from before since, the killed worker's partial outputs, are left to orphan gc by design.
+func refusedOutputsGone(t *testing.T, s *site, parts map[string]bool, since time.Time) {
+	t.Helper()
+	orphans := s.gc("--commit-timeout", "1ms", "--min-age-floor", "12ms", "--older-than", "1s").orphans()
+	var sample []string
+	for p := range orphans {
+		sample = append(sample, p)
+	}
+	t.Logf("siglake gc lists %d unreferenced objects in the table, e.g. %v", len(orphans), sample[:min(len(sample), 3)])
+	live := s.liveFiles("events")
+	for part := range parts {
+		dir := ""
+		for _, f := range live {
+			d := f[:strings.LastIndex(f, "/")] // not path.Dir: it would fold s3:// into s3:/
+			if strings.Contains(path.Base(d), part) {
+				dir = d
+			}
+		}
+		if dir == "" {
+			t.Fatalf("no live file in partition %s to find its directory by", part)
+		}
+		entries, err := os.ReadDir(s.localPath(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		forGC := 0
+		for _, e := range entries {
+			if _, orphan := orphans[dir+"/"+e.Name()]; !orphan {
+				continue
+			}
+			if fi, err := e.Info(); err == nil && fi.ModTime().Before(since) {
+				forGC++
+				continue
+			}
+			left = append(left, e.Name())
+		}
+		if len(left) > 0 {
+			t.Fatalf("refused outputs not removed: %d objects in %s written after the kill that no snapshot references: %v", len(left), dir, left)
+		}
+		t.Logf("%s: %d objects after the refusals; unreferenced: none written since the kill, %d from before it (left to orphan gc)", dir, len(entries), forGC)
+	}
 }
 
 func binLeaseMembers(t *testing.T, s *site, n int, extra ...string) []*member {
@@ -225,21 +285,23 @@ func checkBinLeaseStatus(t *testing.T, owner *member) {
 
 // TestBinLeasesWorkerKilledAndFrozen: a worker is killed with SIGKILL in the middle of a leased
 // merge, another frozen with SIGSTOP past its lease and woken; their bins are planned again and
-// merged elsewhere, the frozen one's late result is refused, and every row is in the table once.
+// merged elsewhere, the frozen one's late result is refused and its outputs removed (its bins'
+// directories hold nothing the table does not reference), and every row is in the table once.
 func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	s, want := smallFilesSite(t, 160000)
 	ms := binLeaseMembers(t, s, 4, "--merge-memory-bytes", "67108864")
 	owner := ownerOf(t, ms, "events")
-	killed := merging(t, ms, owner, 120*time.Second)
+	killed, _ := merging(t, ms, owner, 120*time.Second)
 	_ = killed.cmd.Process.Signal(syscall.SIGKILL)
 	_ = killed.cmd.Wait()
+	killedAt := time.Now() // the killed worker wrote nothing after this
 	var rest []*member
 	for _, m := range ms {
 		if m != killed {
 			rest = append(rest, m)
 		}
 	}
-	frozen := merging(t, rest, owner, 120*time.Second)
+	frozen, frozenParts := merging(t, rest, owner, 120*time.Second)
 	_ = frozen.cmd.Process.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { _ = frozen.cmd.Process.Signal(syscall.SIGCONT) })
 	time.Sleep(15 * time.Second) // past the 10 s lease
@@ -254,6 +316,7 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	if ends["expired"] == 0 {
 		t.Fatalf("the frozen worker's leases ended %v: want results answered expired", ends)
 	}
+	refusedOutputsGone(t, s, frozenParts, killedAt)
 	exactlyOnce(t, s, want)
 }
 
