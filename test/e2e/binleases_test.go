@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -135,53 +134,6 @@ func merging(t *testing.T, ms []*member, owner *member, timeout time.Duration) (
 	return w, parts
 }
 
-// refusedOutputsGone lists the output directory of each of parts after the refused results and
-// fails on any object there that no snapshot of the table references and that was written after
-// since (docs/compaction.md, "worker paused past its lease": the outputs are removed). Objects
-// from before since, the killed worker's partial outputs, are left to orphan gc by design.
-func refusedOutputsGone(t *testing.T, s *site, parts map[string]bool, since time.Time) {
-	t.Helper()
-	orphans := s.gc("--commit-timeout", "1ms", "--min-age-floor", "12ms", "--older-than", "1s").orphans()
-	var sample []string
-	for p := range orphans {
-		sample = append(sample, p)
-	}
-	t.Logf("siglake gc lists %d unreferenced objects in the table, e.g. %v", len(orphans), sample[:min(len(sample), 3)])
-	live := s.liveFiles("events")
-	for part := range parts {
-		dir := ""
-		for _, f := range live {
-			d := f[:strings.LastIndex(f, "/")] // not path.Dir: it would fold s3:// into s3:/
-			if strings.Contains(path.Base(d), part) {
-				dir = d
-			}
-		}
-		if dir == "" {
-			t.Fatalf("no live file in partition %s to find its directory by", part)
-		}
-		entries, err := os.ReadDir(s.localPath(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var left []string
-		forGC := 0
-		for _, e := range entries {
-			if _, orphan := orphans[dir+"/"+e.Name()]; !orphan {
-				continue
-			}
-			if fi, err := e.Info(); err == nil && fi.ModTime().Before(since) {
-				forGC++
-				continue
-			}
-			left = append(left, e.Name())
-		}
-		if len(left) > 0 {
-			t.Fatalf("refused outputs not removed: %d objects in %s written after the kill that no snapshot references: %v", len(left), dir, left)
-		}
-		t.Logf("%s: %d objects after the refusals; unreferenced: none written since the kill, %d from before it (left to orphan gc)", dir, len(entries), forGC)
-	}
-}
-
 func binLeaseMembers(t *testing.T, s *site, n int, extra ...string) []*member {
 	t.Helper()
 	var ms []*member
@@ -285,8 +237,10 @@ func checkBinLeaseStatus(t *testing.T, owner *member) {
 
 // TestBinLeasesWorkerKilledAndFrozen: a worker is killed with SIGKILL in the middle of a leased
 // merge, another frozen with SIGSTOP past its lease and woken; their bins are planned again and
-// merged elsewhere, the frozen one's late result is refused and its outputs removed (its bins'
-// directories hold nothing the table does not reference), and every row is in the table once.
+// merged elsewhere, the frozen one's late result is refused, and every row is in the table once.
+// (That the refused outputs are removed is shown by sidecar/work's tests: here other workers'
+// merges in flight in the same partitions leave unreferenced objects too, so a listing cannot
+// tell the frozen worker's apart.)
 func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	s, want := smallFilesSite(t, 160000)
 	ms := binLeaseMembers(t, s, 4, "--merge-memory-bytes", "67108864")
@@ -294,14 +248,13 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	killed, _ := merging(t, ms, owner, 120*time.Second)
 	_ = killed.cmd.Process.Signal(syscall.SIGKILL)
 	_ = killed.cmd.Wait()
-	killedAt := time.Now() // the killed worker wrote nothing after this
 	var rest []*member
 	for _, m := range ms {
 		if m != killed {
 			rest = append(rest, m)
 		}
 	}
-	frozen, frozenParts := merging(t, rest, owner, 120*time.Second)
+	frozen, _ := merging(t, rest, owner, 120*time.Second)
 	_ = frozen.cmd.Process.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { _ = frozen.cmd.Process.Signal(syscall.SIGCONT) })
 	time.Sleep(15 * time.Second) // past the 10 s lease
@@ -316,7 +269,6 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	if ends["expired"] == 0 {
 		t.Fatalf("the frozen worker's leases ended %v: want results answered expired", ends)
 	}
-	refusedOutputsGone(t, s, frozenParts, killedAt)
 	exactlyOnce(t, s, want)
 }
 
