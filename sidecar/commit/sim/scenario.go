@@ -40,8 +40,10 @@ type Service struct {
 	// Write is a pod's work on a batch before it commits (read the WAL, write and upload the
 	// Parquet); it is on the request's lag but not on the table.
 	Write time.Duration
-	// CPUPerRequest and CPUPerCommit model the committer's CPU (decode a request, answer it; stage
-	// a commit): assumptions, not fitted, until the harness measures them.
+	// CPUPerRequest and CPUPerCommit model the committer's CPU (decode, check and answer a
+	// request; stage and write a commit), fitted to the harness at 1,000 pods (docs/benchmarks.md,
+	// "Connections kept"): about 20 ms a commit in the profile's commit loop, the rest about
+	// 200 µs a request over two runs.
 	CPUPerRequest time.Duration
 	CPUPerCommit  time.Duration
 }
@@ -57,7 +59,7 @@ func Fitted() Service {
 		PerInFlight:     75 * time.Millisecond,
 		Spread:          0.5,
 		Write:           40 * time.Millisecond,
-		CPUPerRequest:   300 * time.Microsecond,
+		CPUPerRequest:   200 * time.Microsecond,
 		CPUPerCommit:    20 * time.Millisecond,
 	}
 }
