@@ -9,9 +9,13 @@ package index
 // Footer keys. The version is part of the key so a reader never misreads an
 // entry written by a newer format; it ignores keys it does not know.
 const (
-	KeyGroups       = "siglake.groups.v1"
-	KeyTimeBuckets  = "siglake.timebuckets.v1"
-	KeyRowGroups    = "siglake.rgbloom.v1"
+	KeyGroups      = "siglake.groups.v1"
+	KeyTimeBuckets = "siglake.timebuckets.v1"
+	KeyRowGroups   = "siglake.rgbloom.v2"
+	// KeyRowGroupsV1 is the row-group entry of files written before the split-block blooms
+	// (classic blooms only). Read, never written: v2 is a new key, not a new flag under v1,
+	// because an older reader took an unknown flag for "nothing follows" and parsed on.
+	KeyRowGroupsV1  = "siglake.rgbloom.v1"
 	KeyFileTrigrams = "siglake.rawtrigram.v1"
 	// KeyInvertedPrefix is followed by the column name.
 	KeyInvertedPrefix = "siglake.invidx.v1."

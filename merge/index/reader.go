@@ -49,10 +49,15 @@ func Decode(kv map[string]string) (*Footer, error) {
 			f.buckets = &b
 		}
 	}
-	if v, ok := kv[KeyRowGroups]; ok {
+	key, v, ok := KeyRowGroups, kv[KeyRowGroups], true
+	if _, v2 := kv[KeyRowGroups]; !v2 {
+		key = KeyRowGroupsV1
+		v, ok = kv[KeyRowGroupsV1]
+	}
+	if ok {
 		rgs, err := decodeRowGroups(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", KeyRowGroups, err))
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		} else {
 			f.rowGroups = rgs
 		}

@@ -122,7 +122,7 @@ func TestBothBloomVersionsRead(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	rows := randRows(r, 3000)
 	const rgRows = 500
-	old, err := Decode(map[string]string{KeyRowGroups: oldRowGroups(rows[:1500], rgRows)})
+	old, err := Decode(map[string]string{KeyRowGroupsV1: oldRowGroups(rows[:1500], rgRows)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,5 +216,42 @@ func TestUnknownBloomFlag(t *testing.T) {
 	}
 	if !f.RowGroupMayContainToken(0, "x") {
 		t.Fatal("unknown flag pruned a row group")
+	}
+}
+
+// TestSplitBlockBloomsUnderANewKey: entries holding split-block blooms are written under
+// siglake.rgbloom.v2, never v1. Readers before them took any flag but 1 under v1 for "nothing
+// follows" and parsed the bloom's bytes as further row groups; a key they do not know they
+// ignore. A reader of today takes v2 over v1 when a footer has both.
+func TestSplitBlockBloomsUnderANewKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	rows := randRows(r, 1000)
+	b := NewBuilder(Config{}, sc)
+	rec, ts := record(rows)
+	b.AddRows(rec, ts)
+	rec.Release()
+	b.EndRowGroup()
+	entries, _, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := map[string]string{}
+	for _, e := range entries {
+		kv[e.Key] = e.Value
+	}
+	if _, ok := kv[KeyRowGroupsV1]; ok {
+		t.Fatalf("a new file's footer has %s: older readers would parse its split-block blooms as row groups", KeyRowGroupsV1)
+	}
+	if _, ok := kv[KeyRowGroups]; !ok || KeyRowGroups == KeyRowGroupsV1 {
+		t.Fatalf("no %s entry in %v", KeyRowGroups, entries)
+	}
+	// Both keys: v2 is read (v1 here says one row group with no bloom; v2 has the real one).
+	kv[KeyRowGroupsV1] = base64.StdEncoding.EncodeToString([]byte{1, 0, 0, 0, 0})
+	f, err := Decode(kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.RowGroupBloom(0) == nil || f.RowGroupMayContainToken(0, "nosuchtokenanywhere") {
+		t.Fatal("with both keys the v1 entry was read, not v2")
 	}
 }
