@@ -108,7 +108,7 @@ func (o Observer) Observe(table string, job Job, out Outcome, fields ...zap.Fiel
 			paths[i] = f.Path
 		}
 		log.Error("rewrite failed; nothing committed, outputs removed", zap.String("cause_class", string(out.Class)),
-			zap.String("blamed_input", out.Input), zap.Strings("input_paths", paths), zap.Error(out.Err))
+			zap.String("blamed_input", out.Input), zap.Strings("input_paths", paths), decoderField(out.Merge), zap.Error(out.Err))
 	case MaybeCommitted:
 		log.Warn("rewrite commit failed with an unknown outcome; outputs kept for gc", zap.Error(out.Err))
 	}

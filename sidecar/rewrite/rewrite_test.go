@@ -500,5 +500,11 @@ func TestCommittedLogNamesTheDecoder(t *testing.T) {
 		if c.want == "" && ok || c.want != "" && got != c.want {
 			t.Errorf("%s: decoder field %v (present %v), want %q", c.res.Path, got, ok, c.want)
 		}
+		// A failed merge names its decoder too: where a parquet-go decode failing matters most.
+		Observer{Metrics: m, Log: zap.New(core)}.Observe("events", Job{Kind: "l0"}, Outcome{Status: Failed, Merge: c.res, Err: errors.New("boom")})
+		failed := logs.FilterMessage("rewrite failed; nothing committed, outputs removed").All()
+		if got, ok := failed[len(failed)-1].ContextMap()["decoder"]; c.want == "" && ok || c.want != "" && got != c.want {
+			t.Errorf("%s, failed: decoder field %v (present %v), want %q", c.res.Path, got, ok, c.want)
+		}
 	}
 }
