@@ -173,26 +173,10 @@ func (b *Builder) AddRows(rec arrow.RecordBatch, ts []int64) {
 	if n == 0 {
 		return
 	}
-	if b.rgRows == 0 {
-		b.rgMin = ts[0]
-	}
-	b.rgMax = ts[n-1]
-	b.rgRows += int64(n)
-
+	b.addTimes(ts)
 	b.addGroups(rec)
-	b.addBuckets(ts)
 	if b.rawCol >= 0 {
-		raw := newTextCol(rec.Column(b.rawCol))
-		for i := 0; i < n; i++ {
-			v, ok := raw.value(i)
-			if !ok {
-				continue
-			}
-			b.addRaw(v)
-			if b.fileTri != nil {
-				b.fileTri.addText(v)
-			}
-		}
+		b.addRawValues(n, newTextCol(rec.Column(b.rawCol)).value)
 	}
 	for j, c := range b.idxCols {
 		post := b.postings[j]
@@ -220,11 +204,7 @@ func (b *Builder) AddTextRows(ts []int64, text func(col, i int) ([]byte, bool)) 
 	if n == 0 {
 		return
 	}
-	if b.rgRows == 0 {
-		b.rgMin = ts[0]
-	}
-	b.rgMax = ts[n-1]
-	b.rgRows += int64(n)
+	b.addTimes(ts)
 	if len(b.groupCols) == 1 && !b.tooMany {
 		b.countSharedGroups(n, func(i int) ([]byte, bool) { return text(b.groupCols[0], i) })
 	} else if len(b.groupCols) > 0 && !b.tooMany {
@@ -234,14 +214,30 @@ func (b *Builder) AddTextRows(ts []int64, text func(col, i int) ([]byte, bool)) 
 		}
 		b.countGroups(cols, n)
 	}
-	b.addBuckets(ts)
 	if b.rawCol >= 0 {
-		for i := 0; i < n; i++ {
-			if v, ok := text(b.rawCol, i); ok {
-				b.addRaw(v)
-				if b.fileTri != nil {
-					b.fileTri.addText(v)
-				}
+		b.addRawValues(n, func(i int) ([]byte, bool) { return text(b.rawCol, i) })
+	}
+}
+
+// addTimes adds n rows with timestamps ts (ascending, n > 0) to the row group's time range and
+// row count and to the file's time buckets.
+func (b *Builder) addTimes(ts []int64) {
+	if b.rgRows == 0 {
+		b.rgMin = ts[0]
+	}
+	b.rgMax = ts[len(ts)-1]
+	b.rgRows += int64(len(ts))
+	b.addBuckets(ts)
+}
+
+// addRawValues adds rows 0..n-1's raw values (value: nil and false when null) to the row
+// group's bloom keys and the file's trigrams.
+func (b *Builder) addRawValues(n int, value func(i int) ([]byte, bool)) {
+	for i := 0; i < n; i++ {
+		if v, ok := value(i); ok {
+			b.addRaw(v)
+			if b.fileTri != nil {
+				b.fileTri.addText(v)
 			}
 		}
 	}

@@ -85,19 +85,28 @@ func build(t *testing.T, cfg Config, rows []row, rgRows int) (*Footer, []string,
 		}
 		b.EndRowGroup()
 	}
-	entries, skipped, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := map[string]string{"unrelated": "x"}
-	for _, e := range entries {
-		kv[e.Key] = e.Value
-	}
+	kv, skipped := finishKV(t, b)
+	kv["unrelated"] = "x"
 	f, err := Decode(kv)
 	if err != nil {
 		t.Fatalf("footer does not decode: %v", err)
 	}
 	return f, skipped, kv
+}
+
+// finishKV finishes b and returns its footer entries as the footer's key-value map, and the
+// index columns it skipped.
+func finishKV(t *testing.T, b *Builder) (map[string]string, []string) {
+	t.Helper()
+	entries, skipped, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := map[string]string{}
+	for _, e := range entries {
+		kv[e.Key] = e.Value
+	}
+	return kv, skipped
 }
 
 func TestNoFalseNegatives(t *testing.T) {

@@ -140,14 +140,7 @@ func TestBothBloomVersionsRead(t *testing.T) {
 		rec.Release()
 		b.EndRowGroup()
 	}
-	entries, _, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := map[string]string{}
-	for _, e := range entries {
-		kv[e.Key] = e.Value
-	}
+	kv, _ := finishKV(t, b)
 	f, err := Decode(kv)
 	if err != nil {
 		t.Fatal(err)
@@ -231,19 +224,12 @@ func TestSplitBlockBloomsUnderANewKey(t *testing.T) {
 	b.AddRows(rec, ts)
 	rec.Release()
 	b.EndRowGroup()
-	entries, _, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := map[string]string{}
-	for _, e := range entries {
-		kv[e.Key] = e.Value
-	}
+	kv, _ := finishKV(t, b)
 	if _, ok := kv[KeyRowGroupsV1]; ok {
 		t.Fatalf("a new file's footer has %s: older readers would parse its split-block blooms as row groups", KeyRowGroupsV1)
 	}
 	if _, ok := kv[KeyRowGroups]; !ok || KeyRowGroups == KeyRowGroupsV1 {
-		t.Fatalf("no %s entry in %v", KeyRowGroups, entries)
+		t.Fatalf("no %s entry in %v", KeyRowGroups, kv)
 	}
 	// Both keys: v2 is read (v1 here says one row group with no bloom; v2 has the real one).
 	kv[KeyRowGroupsV1] = base64.StdEncoding.EncodeToString([]byte{1, 0, 0, 0, 0})
