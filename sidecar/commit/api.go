@@ -62,6 +62,7 @@ type Observer interface {
 	Commit(table, outcome string, attempts int)                                      // one commit attempt's outcome (Commit*)
 	Committed(table string, requests int, waits []time.Duration, took time.Duration) // a group commit landed: its requests' queue waits
 	AnswerDropped()                                                                  // an answer not sent (the sender's channel full, or Send failed)
+	Answered(outcome string)                                                         // a done answer sent (its Outcome*): a request's final word
 	MarksPruned(table string, n int)                                                 // stream marks removed
 	CompleteThrough(table string, t time.Time, live int)                             // the published watermark and live streams
 	Forget(table string)                                                             // no longer the table's committer: drop its gauges
@@ -79,6 +80,7 @@ func (NopObserver) Queued(string, int, int)                               {}
 func (NopObserver) Commit(string, string, int)                            {}
 func (NopObserver) Committed(string, int, []time.Duration, time.Duration) {}
 func (NopObserver) AnswerDropped()                                        {}
+func (NopObserver) Answered(string)                                       {}
 func (NopObserver) MarksPruned(string, int)                               {}
 func (NopObserver) CompleteThrough(string, time.Time, int)                {}
 func (NopObserver) Forget(string)                                         {}

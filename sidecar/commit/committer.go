@@ -178,6 +178,9 @@ func (c *Committer) answer(to string, a Answer) {
 		c.cfg.Observer.AnswerDropped()
 		return
 	}
+	if a.Kind == KindDone {
+		c.cfg.Observer.Answered(a.Outcome)
+	}
 	c.mu.Lock()
 	late := c.late
 	c.mu.Unlock()

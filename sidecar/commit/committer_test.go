@@ -153,8 +153,8 @@ func TestExpiredRequest(t *testing.T) {
 // resumes with their requests. Marks decide: every row once.
 func TestTwoCommitters(t *testing.T) {
 	cl := newCluster(t)
-	cl.committer("c1", nil)
-	cl.committer("c2", nil)
+	_, _, c1obs, _ := cl.committer("c1", nil)
+	_, _, c2obs, _ := cl.committer("c2", nil)
 	var c1answers atomic.Int32
 	var released atomic.Bool
 	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
@@ -182,6 +182,15 @@ func TestTwoCommitters(t *testing.T) {
 	cl.hub.Wait()
 	waitFor(t, "c1's answers to the released requests", func() bool { return c1answers.Load() >= 2 })
 	cl.checkOnce()
+	// Both committers had pod-0's and pod-1's batches: one committed each, the other found it
+	// under the mark, and says so (siglake_group_commit_answers_total).
+	second := 0
+	for _, o := range []*recorder{c1obs, c2obs} {
+		second += o.count("answered:"+OutcomeAlreadyCommitted) + o.count("answered:"+OutcomeMarkAhead)
+	}
+	if second < 2 {
+		t.Fatalf("%d answers found a batch committed by the other committer, want at least 2 (c1 %v, c2 %v)", second, c1obs.n, c2obs.n)
+	}
 	for _, p := range cl.pods {
 		if n := p.obs.fallbacks(); n != 0 {
 			t.Fatalf("%s fell back %d times: a resend elsewhere should have done", p.name, n)

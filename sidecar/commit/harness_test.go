@@ -89,6 +89,7 @@ func (r *recorder) SlowDown(_ string, d time.Duration) {
 func (r *recorder) Refused(reason string)                  { r.add("refused:" + reason) }
 func (r *recorder) Commit(_, outcome string, _ int)        { r.add("commit:" + outcome) }
 func (r *recorder) AnswerDropped()                         { r.add("dropped") }
+func (r *recorder) Answered(outcome string)                { r.add("answered:" + outcome) }
 func (r *recorder) MarksPruned(string, int)                {}
 func (r *recorder) CompleteThrough(string, time.Time, int) {}
 func (r *recorder) Forget(string)                          { r.add("forget") }

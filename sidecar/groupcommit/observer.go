@@ -25,6 +25,8 @@ var (
 	GroupCommitOutcomes = []string{commit.CommitCommitted, commit.CommitConflict, commit.CommitUnknown, commit.CommitFailed}
 	GroupRefusedReasons = []string{commit.ReasonBusy, commit.ReasonNotOwner, commit.ReasonInvalid, commit.ReasonCatalog,
 		commit.OutcomeExpired, commit.ReasonUnauthenticated}
+	GroupAnswerOutcomes = []string{commit.OutcomeCommitted, commit.OutcomeAlreadyCommitted, commit.OutcomeMarkAhead,
+		commit.OutcomeExpired, commit.OutcomeRefused, commit.OutcomeFailed}
 )
 
 // Metrics are group commit's metrics, pod side and committer side (docs/metrics.md
@@ -45,6 +47,7 @@ type Metrics struct {
 	QueueWait       prometheus.Histogram
 	Refused         *prometheus.CounterVec // reason
 	AnswersDropped  prometheus.Counter
+	Answers         *prometheus.CounterVec // outcome
 	MarksPruned     *prometheus.CounterVec // table
 	CompleteThrough *prometheus.GaugeVec   // table
 	LiveStreams     *prometheus.GaugeVec   // table
@@ -81,6 +84,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_group_commit_refused_total", Help: "Committer: requests not queued, by reason: busy, not_owner, invalid, catalog, expired, unauthenticated."}, []string{"reason"}),
 		AnswersDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "siglake_group_commit_answers_dropped_total", Help: "Committer: answers not sent (the sender's queue was full or the send failed); the pod re-reads its mark."}),
+		Answers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_group_commit_answers_total", Help: "Committer: final answers sent, by outcome: committed, already_committed and mark_ahead (another writer committed the range: a lost answer, a pod that fell back, a second committer), expired, refused, failed."}, []string{"outcome"}),
 		MarksPruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siglake_group_commit_marks_pruned_total", Help: "Committer: stream marks removed after --mark-prune-after without a commit."}, table),
 		CompleteThrough: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -89,12 +94,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_group_commit_live_streams", Help: "Committer: streams heard from within their liveness window, over which the watermark is taken."}, table),
 	}
 	reg.MustRegister(m.Lag, m.Requests, m.Fallbacks, m.Busy, m.SlowDown, m.QueueRequests, m.QueueBytes, m.Commits,
-		m.RequestsPerCmt, m.QueueWait, m.Refused, m.AnswersDropped, m.MarksPruned, m.CompleteThrough, m.LiveStreams)
+		m.RequestsPerCmt, m.QueueWait, m.Refused, m.AnswersDropped, m.Answers, m.MarksPruned, m.CompleteThrough, m.LiveStreams)
 	for _, r := range GroupFallbackReasons {
 		m.Fallbacks.WithLabelValues(r)
 	}
 	for _, r := range GroupRefusedReasons {
 		m.Refused.WithLabelValues(r)
+	}
+	for _, oc := range GroupAnswerOutcomes {
+		m.Answers.WithLabelValues(oc)
 	}
 	return m
 }
@@ -186,6 +194,8 @@ func (o *Observer) Committed(table string, requests int, waits []time.Duration, 
 }
 
 func (o *Observer) AnswerDropped() { o.Metrics.AnswersDropped.Inc() }
+
+func (o *Observer) Answered(outcome string) { o.Metrics.Answers.WithLabelValues(outcome).Inc() }
 
 func (o *Observer) MarksPruned(table string, n int) {
 	o.Metrics.MarksPruned.WithLabelValues(table).Add(float64(n))
