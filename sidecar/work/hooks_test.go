@@ -286,3 +286,99 @@ func TestWorkerHooks(t *testing.T) {
 		t.Fatalf("hooks told %s", log)
 	}
 }
+
+// TestWorkerAsksForWhatItsMergesLeave: a worker's want counts a granted bin whose merge does not
+// hold its memory yet as spent, a merging bin only through the budget's held bytes (not twice),
+// and a bin waiting on the owner's answer not at all (its merge released its memory).
+func TestWorkerAsksForWhatItsMergesLeave(t *testing.T) {
+	hub := peermsg.NewLocalHub()
+	owner := hub.Member("o")
+	grant := func(name string) Grant {
+		return Grant{ID: testLeaseID(len(name)), Table: "events", Job: job(name, 2, 100), DurationMs: time.Hour.Milliseconds()}
+	}
+	var mu sync.Mutex
+	var wants []int64
+	var results atomic.Int32
+	owner.Handle(KindWorker, func(from string, msg []byte) {
+		m, err := DecodeWorker(msg, from)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var reply OwnerMessage
+		switch m.Type {
+		case TypeResult:
+			results.Add(1) // never answered: the bin waits on the answer
+			return
+		case TypeWant:
+			mu.Lock()
+			wants = append(wants, m.FreeBytes)
+			first := len(wants) == 1
+			mu.Unlock()
+			reply = OwnerMessage{V: Version, Type: TypeLeases, Catalog: "cat", RetryMs: 1}
+			if first {
+				reply.Leases = []Grant{grant("a"), grant("bb")}
+			}
+		default:
+			return
+		}
+		enc, err := reply.Encode()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = owner.Send(from, enc)
+	})
+	var held atomic.Int64 // the budget's held bytes: what merges reserved
+	release := map[string]chan struct{}{grant("a").ID: make(chan struct{}), grant("bb").ID: make(chan struct{})}
+	admit := make(chan struct{}) // bb's merge gets its memory
+	w := NewWorker(WorkerConfig{Catalog: "cat", Poll: 2 * time.Millisecond, AnswerWait: time.Hour,
+		Owners: func() []string { return []string{"o"} },
+		Budget: func() Want { return Want{FreeBytes: 4 - held.Load(), MergeBytes: 1} },
+		Merge: func(ctx context.Context, g Grant, merging func()) Merge {
+			if g.ID == grant("bb").ID {
+				select { // waits for merge memory
+				case <-admit:
+				case <-ctx.Done():
+					return Merge{Err: ctx.Err()}
+				}
+			}
+			held.Add(1)
+			merging()
+			select {
+			case <-release[g.ID]:
+			case <-ctx.Done():
+			}
+			held.Add(-1)
+			return Merge{Files: [][]byte{[]byte("f")}}
+		},
+	}, hub.Member("w"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	// lastWant waits until the last three wants asked for free bytes want (the state settles
+	// between them; a worker that counts wrong never does).
+	lastWant := func(what string, want int64) {
+		t.Helper()
+		var seen []int64
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			seen = slices.Clone(wants[max(len(wants)-3, 0):])
+			mu.Unlock()
+			if len(seen) == 3 && seen[0] == want && seen[1] == want && seen[2] == want {
+				return
+			}
+		}
+		t.Fatalf("%s: the last wants asked for %v free bytes, want %d", what, seen, want)
+	}
+	lastWant("a merging, bb waiting for memory", 2) // 4 - 1 held by a - 1 for bb
+	close(admit)
+	lastWant("both merging", 2) // 4 - 2 held
+	close(release[grant("a").ID])
+	close(release[grant("bb").ID])
+	for results.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	lastWant("both waiting on the answer", 4)
+}

@@ -86,6 +86,7 @@ type Worker struct {
 
 	mu      sync.Mutex
 	answers map[string]chan OwnerMessage // by lease id, while the worker runs it
+	waiting map[string]bool              // lease ids started whose merge does not hold its memory yet
 	wg      sync.WaitGroup
 }
 
@@ -119,7 +120,7 @@ func NewWorker(cfg WorkerConfig, tr peermsg.Transport) *Worker {
 		cfg.Dropped = func() {}
 	}
 	return &Worker{cfg: cfg, tr: tr, out: peermsg.NewOutbox(tr, workerOutbox, workerPerPeer, cfg.Dropped),
-		leases: make(chan leasesFrom, workerLeases), answers: map[string]chan OwnerMessage{}}
+		leases: make(chan leasesFrom, workerLeases), answers: map[string]chan OwnerMessage{}, waiting: map[string]bool{}}
 }
 
 // Run asks, merges and returns bins until ctx is done; the merges in flight then end (ctx is
@@ -187,14 +188,14 @@ func (w *Worker) ask(a *asking) {
 	}
 	a.owner = ""
 	want := w.cfg.Budget()
-	// Leases granted and not ended may not hold their memory yet (loading the table, waiting for
-	// the budget): their share counts as spent, or the worker would ask for bins it cannot merge
-	// every second while they wait. Those that hold it are counted twice: asking for too little
-	// is safe, too much hoards bins until they lapse.
+	// Leases granted whose merge does not hold its memory yet (loading the table, waiting for
+	// the budget) are not in the budget's held bytes: their share counts as spent, or the worker
+	// would ask for bins it cannot merge every second while they wait. Merging ones are in the
+	// held bytes already, and those waiting on the owner's answer hold none.
 	w.mu.Lock()
-	running := int64(len(w.answers))
+	waiting := int64(len(w.waiting))
 	w.mu.Unlock()
-	want.FreeBytes = max(want.FreeBytes-running*want.MergeBytes, 0)
+	want.FreeBytes = max(want.FreeBytes-waiting*want.MergeBytes, 0)
 	if want.Slots() == 0 {
 		return
 	}
@@ -247,16 +248,25 @@ func (w *Worker) start(ctx context.Context, owner string, g Grant, asked time.Ti
 	ch := make(chan OwnerMessage, 4)
 	w.mu.Lock()
 	w.answers[g.ID] = ch
+	w.waiting[g.ID] = true
 	w.mu.Unlock()
 	w.wg.Add(1)
 	w.cfg.Started(owner, g)
 	var once sync.Once
-	merging := func() { once.Do(func() { w.cfg.Merging(g) }) }
+	merging := func() {
+		once.Do(func() {
+			w.mu.Lock()
+			delete(w.waiting, g.ID)
+			w.mu.Unlock()
+			w.cfg.Merging(g)
+		})
+	}
 	go func() {
 		defer w.wg.Done()
 		outcome := w.run(ctx, owner, g, asked, ch, merging)
 		w.mu.Lock()
 		delete(w.answers, g.ID)
+		delete(w.waiting, g.ID)
 		w.mu.Unlock()
 		w.cfg.Done(g, outcome)
 	}()
