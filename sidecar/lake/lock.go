@@ -10,7 +10,7 @@ type tableLocks struct {
 
 // lockTable holds table name's lock until unlock. Every attempt that loads, stages and commits a
 // table takes it (CommitGroup, so CommitAppend; CommitReplace; ExpireSnapshots; the property
-// updates), so one process's appends, replaces, expiry and property edits of a table queue here
+// updates; Locked's callers), so one process's appends, replaces, expiry and property edits of a table queue here
 // instead of conflicting through the catalog, where a loser pays a reload and a retry. Processes
 // still race each other; the catalog's pins decide those.
 //
@@ -31,4 +31,14 @@ func (l *Lake) lockTable(name string) (unlock func()) {
 	l.locks.mu.Unlock()
 	mu.Lock()
 	return mu.Unlock
+}
+
+// Locked runs f holding table name's lock, for a caller whose commit must be staged on the
+// metadata it checked first (the delete sweep's done marks: a check of the newest metadata, then
+// a commit pinned to it): the process's own appends and replaces wait instead of moving the
+// table between the check and the commit. f must not commit through the Lake's own methods
+// (the lock is not re-entrant); it loads and commits the table itself.
+func (l *Lake) Locked(name string, f func() error) error {
+	defer l.lockTable(name)()
+	return f()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/lake/tableprops"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/test/restcat"
@@ -106,6 +107,7 @@ func exactlyOnce(t *testing.T, s *site, want rowsum.Sum) {
 // groupMetrics are the group commit counters of one member.
 type groupMetrics struct {
 	commits, conflicts, unknown, grouped, already, direct, fallbacks, fallbacksExpired, refusedNotOwner, refusedExpired float64
+	answeredSecond                                                                                                      float64 // committer: already_committed or mark_ahead answers
 }
 
 func scrapeGroup(t *testing.T, m *member) groupMetrics {
@@ -125,6 +127,8 @@ func scrapeGroup(t *testing.T, m *member) groupMetrics {
 		fallbacksExpired: mm.sum("siglake_group_commit_fallbacks_total", `reason="expired"`),
 		refusedNotOwner:  mm.sum("siglake_group_commit_refused_total", `reason="not_owner"`),
 		refusedExpired:   mm.sum("siglake_group_commit_refused_total", `reason="expired"`),
+		answeredSecond: mm.sum("siglake_group_commit_answers_total", `outcome="already_committed"`) +
+			mm.sum("siglake_group_commit_answers_total", `outcome="mark_ahead"`),
 	}
 }
 
@@ -159,6 +163,30 @@ func drained(t *testing.T, ms []*member, timeout time.Duration) {
 			}
 		}
 		return true, ""
+	})
+}
+
+// rewritesCommitted is the rewrites each member of ms has committed so far.
+func rewritesCommitted(t *testing.T, ms []*member) map[*member]float64 {
+	t.Helper()
+	out := map[*member]float64{}
+	for _, m := range ms {
+		out[m] = memberMetrics(t, m).sum("siglake_compactor_rewrites_total", `outcome="committed"`)
+	}
+	return out
+}
+
+// rewroteThrough waits until the members of ms together committed a rewrite since before (what
+// rewritesCommitted said when the fault began): maintenance ran beside the group commits through
+// the fault, on the same table. On a loaded machine the first may come after the WALs drained.
+func rewroteThrough(t *testing.T, ms []*member, before map[*member]float64) {
+	t.Helper()
+	waitUntil(t, "a rewrite committed through the fault", 120*time.Second, func() (bool, string) {
+		var n float64
+		for m, now := range rewritesCommitted(t, ms) {
+			n += now - before[m]
+		}
+		return n > 0, fmt.Sprintf("%v rewrites committed since the fault began", n)
 	})
 }
 
@@ -329,16 +357,18 @@ func TestGroupCommitCommitterSIGKILL(t *testing.T) {
 	s := newSite(t)
 	ms, sealed := groupCluster(t, s, 3, 600, 14)
 	victim := committer(t, ms, 60*time.Second)
-	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
-	_ = victim.cmd.Wait()
 	var rest []*member
 	for _, m := range ms {
 		if m != victim {
 			rest = append(rest, m)
 		}
 	}
+	before := rewritesCommitted(t, rest)
+	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+	_ = victim.cmd.Wait()
 	want := sealedSum(sealed, len(ms))
 	drained(t, rest, 120*time.Second)
+	rewroteThrough(t, rest, before) // the new owner maintains the table it now commits
 	stopAll(rest)
 	// The killed member's WAL holds what it had not committed: drain it now.
 	(&site{t: t, wal: victim.wal, catalog: s.catalog, warehouse: s.warehouse}).drainOnce()
@@ -346,14 +376,22 @@ func TestGroupCommitCommitterSIGKILL(t *testing.T) {
 }
 
 // TestGroupCommitCommitterSIGSTOP: the committer is frozen with SIGSTOP while the pods keep
-// handing batches to it, until the others see it dead, the table's lease moves and the requests it
-// had queued are older than a committer takes (orphans.HandoffMaxAge: 6 x --commit-timeout, here
-// 12 s); the pods fall back or hand off to the new owner. Then SIGCONT: the old committer wakes
-// with those requests and its own pod's hand-offs in flight; nothing lands twice.
+// handing batches to it (memberlist's streams wait in its socket buffers), until the others see it
+// dead and the table's lease moves; the pods fall back or hand off to the new owner. Then SIGCONT:
+// the old committer wakes with those requests and its own pod's hand-offs in flight, still
+// believing it owns the table, so two committers hold batches of the same streams. Woken past the
+// hand-off age bound (orphans.HandoffMaxAge: 6 x --commit-timeout), it refuses them as expired;
+// woken before it, it commits them and the marks answer already_committed or mark_ahead. Nothing
+// lands twice either way, and maintenance rewrites the table through it.
 func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
+	t.Run("woken past the hand-off age", func(t *testing.T) { stopCommitter(t, 2*time.Second, true) })
+	t.Run("woken before it", func(t *testing.T) { stopCommitter(t, 8*time.Second, false) })
+}
+
+func stopCommitter(t *testing.T, commitTimeout time.Duration, pastAge bool) {
 	s := newSite(t)
-	const handoffMaxAge = 12 * time.Second
-	ms, sealed := groupCluster(t, s, 3, 600, 16, "--commit-timeout", "2s", "--group-commit-fallback-after", "4s",
+	handoffMaxAge := orphans.HandoffMaxAge(commitTimeout)
+	ms, sealed := groupCluster(t, s, 3, 600, 16, "--commit-timeout", commitTimeout.String(), "--group-commit-fallback-after", "4s",
 		"--group-commit-max-wait", "0") // a pod's answer timeout (2.6 s at 200 ms) stays below the 4 s fallback bound
 	victim := committer(t, ms, 60*time.Second)
 	var rest []*member
@@ -364,6 +402,7 @@ func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 			rest = append(rest, m)
 		}
 	}
+	rewritesBefore := rewritesCommitted(t, ms)
 	_ = victim.cmd.Process.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	t.Cleanup(func() { _ = victim.cmd.Process.Signal(syscall.SIGCONT) })
@@ -386,7 +425,16 @@ func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 		}
 		return false, "no fallback, no group commit by another member"
 	})
-	time.Sleep(time.Until(stopped.Add(handoffMaxAge + time.Second)))
+	if pastAge {
+		time.Sleep(time.Until(stopped.Add(handoffMaxAge + time.Second)))
+	} else {
+		// Long enough for the pods to give up on what the frozen committer holds (an answer
+		// timeout, then a resend to the new owner or a fallback after 4 s), young enough to commit.
+		time.Sleep(time.Until(stopped.Add(10 * time.Second)))
+	}
+	if slept := time.Since(stopped); !pastAge && slept > handoffMaxAge-10*time.Second {
+		t.Fatalf("the committer slept %s, too close to the hand-off age bound %s for the requests it holds to be committed", slept, handoffMaxAge)
+	}
 	atWake := map[*member]groupMetrics{}
 	for _, m := range rest {
 		atWake[m] = scrapeGroup(t, m)
@@ -395,6 +443,7 @@ func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 	t.Logf("committer %s stopped for %s; lease moved in %s", victim.name, time.Since(stopped).Round(time.Millisecond), moved)
 	want := sealedSum(sealed, len(ms))
 	drained(t, ms, 90*time.Second)
+	rewroteThrough(t, ms, rewritesBefore)
 	committers := 0
 	var fallbacks, redirected float64
 	for _, m := range ms {
@@ -406,8 +455,8 @@ func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 			fallbacks += atWake[m].fallbacks - before[m].fallbacks
 			redirected += atWake[m].commits - before[m].commits
 		}
-		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped (%v found by their marks), %v direct, %v fallbacks (%v expired), refused %v not_owner %v expired",
-			m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.already, g.direct, g.fallbacks, g.fallbacksExpired, g.refusedNotOwner, g.refusedExpired)
+		t.Logf("%s: %v group commits (%v conflict, %v unknown), %v batches grouped (%v found by their marks), %v direct, %v fallbacks (%v expired), refused %v not_owner %v expired; answered %v already committed by another writer",
+			m.name, g.commits, g.conflicts, g.unknown, g.grouped, g.already, g.direct, g.fallbacks, g.fallbacksExpired, g.refusedNotOwner, g.refusedExpired, g.answeredSecond)
 	}
 	woke := scrapeGroup(t, victim)
 	t.Logf("while %s slept: %v fallbacks, %v group commits by the others; after it woke it committed %v more groups; %d members committed groups",
@@ -415,10 +464,16 @@ func TestGroupCommitCommitterSIGSTOP(t *testing.T) {
 	if fallbacks+redirected == 0 {
 		t.Fatal("no pod fell back and no other member committed a group while the committer was stopped")
 	}
-	// What reached the frozen committer before the lease moved, and its own pod's hand-off in
-	// flight, are past the hand-off age when it wakes: refused or given up as expired.
-	if woke.refusedExpired+woke.fallbacksExpired == 0 {
-		t.Fatalf("%s woke after %s with nothing expired: it held no request older than a committer takes", victim.name, handoffMaxAge)
+	if pastAge {
+		// What reached the frozen committer before the lease moved, and its own pod's hand-off in
+		// flight, are past the hand-off age when it wakes: refused or given up as expired.
+		if woke.refusedExpired+woke.fallbacksExpired == 0 {
+			t.Fatalf("%s woke after %s with nothing expired: it held no request older than a committer takes", victim.name, handoffMaxAge)
+		}
+	} else if woke.answeredSecond == before[victim].answeredSecond {
+		// Young enough to commit, the requests it held were committed meanwhile by their pods or
+		// the new owner: the woken committer must have met their marks.
+		t.Fatalf("%s woke and found no batch already committed by another writer: it held none of the batches the others committed", victim.name)
 	}
 	stopAll(ms)
 	exactlyOnce(t, s, want)
@@ -444,6 +499,7 @@ func TestGroupCommitDoubleOwner(t *testing.T) {
 	for _, ms := range islands {
 		cs = append(cs, committer(t, ms, 60*time.Second))
 	}
+	rewritesBefore := rewritesCommitted(t, all)
 	// Both commit again after both have committed: the two committers overlap in time.
 	seen := []float64{scrapeGroup(t, cs[0]).commits, scrapeGroup(t, cs[1]).commits}
 	waitUntil(t, "both committers to commit again", 30*time.Second, func() (bool, string) {
@@ -452,6 +508,7 @@ func TestGroupCommitDoubleOwner(t *testing.T) {
 	})
 	want := sealedSum(sealed, len(all))
 	drained(t, all, 90*time.Second)
+	rewroteThrough(t, all, rewritesBefore) // two owners maintain too: their replaces conflict, never lose rows
 	for c, ms := range islands {
 		var commits float64
 		for _, m := range ms {
@@ -478,6 +535,7 @@ func TestGroupCommitRESTFaults(t *testing.T) {
 	// A commit every interval (200 ms): many group commits for the faults to meet.
 	ms, sealed := groupCluster(t, s, 3, 400, 14, "--group-commit-max-wait", "0")
 	committer(t, ms, 60*time.Second)
+	rewritesBefore := rewritesCommitted(t, ms)
 	srv.SetFaults(restcat.Faults{Tables: []string{"events"}, RetryAfter: time.Second, Seed: uint64(time.Now().UnixNano()),
 		Rates: map[restcat.Fault]float64{restcat.ApplyThen503: 0.08, restcat.ApplyThenCut: 0.08, restcat.Conflict409: 0.06, restcat.Throttle429: 0.03}})
 	for _, f := range restcat.AllFaults {
@@ -485,15 +543,8 @@ func TestGroupCommitRESTFaults(t *testing.T) {
 	}
 	want := sealedSum(sealed, len(ms))
 	drained(t, ms, 120*time.Second)
-	// Maintenance runs through the faults too: its rewrites share the table with the group
-	// commits (on a loaded machine the first may come after the WALs are drained).
-	waitUntil(t, "a rewrite committed during the faults", 90*time.Second, func() (bool, string) {
-		var rewrites float64
-		for _, m := range ms {
-			rewrites += memberMetrics(t, m).sum("siglake_compactor_rewrites_total", `outcome="committed"`)
-		}
-		return rewrites > 0, fmt.Sprintf("%v rewrites committed", rewrites)
-	})
+	// Maintenance runs through the faults too: its rewrites share the table with the group commits.
+	rewroteThrough(t, ms, rewritesBefore)
 	fired := srv.Fired()
 	srv.SetFaults(restcat.Faults{})
 	var commits, already, grouped float64
@@ -528,6 +579,8 @@ func TestGroupCommitKilledMidCommit(t *testing.T) {
 	s, srv := newRESTSite(t)
 	ms, sealed := groupCluster(t, s, 3, 400, 40, "--group-commit-max-wait", "0")
 	alive, killed := ms, []*member{}
+	committer(t, ms, 60*time.Second) // every member serves /metrics by now
+	rewritesBefore := rewritesCommitted(t, ms)
 	for _, fault := range []restcat.Fault{restcat.ApplyThenHold, restcat.HoldBeforeApply} {
 		committer(t, alive, 60*time.Second)
 		srv.SetFaults(restcat.Faults{Tables: []string{"events"}})
@@ -575,6 +628,7 @@ func TestGroupCommitKilledMidCommit(t *testing.T) {
 	}
 	want := sealedSum(sealed, len(ms))
 	drained(t, alive, 120*time.Second)
+	rewroteThrough(t, alive, rewritesBefore) // the member left owns events now: it maintains it too
 	stopAll(alive)
 	for _, m := range killed {
 		(&site{t: t, wal: m.wal, catalog: s.catalog, warehouse: s.warehouse, extraEnv: s.extraEnv}).drainOnce()

@@ -33,3 +33,6 @@ func SetStaged(s *Sweeper, f func()) { s.staged = f }
 
 // SetVetted sets the hook a sweep runs each time it has read and vetted the requests.
 func SetVetted(s *Sweeper, f func()) { s.vetted = f }
+
+// SetChecked sets the hook the done marks run between their check and their commit.
+func SetChecked(s *Sweeper, f func()) { s.checked = f }

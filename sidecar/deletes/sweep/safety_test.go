@@ -421,3 +421,52 @@ func TestRecordRefusesWhatSweepsRefuse(t *testing.T) {
 		t.Fatalf("%d requests stored", n)
 	}
 }
+
+// TestDoneMarkWaitsOutTheProcessAppends: the done marks are committed pinned to the metadata
+// their check read. This process's own drain appends between the check and the commit would move
+// the table under every attempt (at group commit's pace, every second) and keep a finished request
+// pending; they take the table's lock, so they wait for the commit instead, and land after it.
+func TestDoneMarkWaitsOutTheProcessAppends(t *testing.T) {
+	e := testlake.New(t)
+	recs := e.DeleteTable(3)
+	r := testlake.Record(t, e.Lake, deletes.Request{From: testlake.Hour(2), To: testlake.Hour(3), Reason: "whole segment 1"})
+	want, _ := testlake.ExpectAfter(recs, []deletes.Request{r})
+	s, _ := sweeper(e)
+	var appends sync.WaitGroup
+	errs := make(chan error, 8)
+	checks := 0
+	sweep.SetChecked(s, func() {
+		// Rows far from the request's hours, drained by this process while the marks commit.
+		checks++
+		want.Merge(e.SealRows("events", 1, 200, uint64(checks), testlake.DeleteBase.Add(time.Duration(20+checks)*time.Hour)))
+		landed := make(chan struct{})
+		appends.Add(1)
+		go func() {
+			defer appends.Done()
+			defer close(landed)
+			_, err := e.Drain.Cycle(context.Background(), true)
+			errs <- err
+		}()
+		select {
+		case <-landed: // appended before the commit: the commit conflicts
+		case <-time.After(2 * time.Second): // waiting for the table's lock
+		}
+	})
+	rep, err := s.Sweep(context.Background(), "events", sweep.Options{Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appends.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rep.Done) != 1 || checks != 1 {
+		t.Fatalf("request done %v after %d checks: the appends between check and commit moved the table", rep.Done, checks)
+	}
+	if got := e.Sum("events"); got != want {
+		t.Fatalf("table holds %+v, want %+v", got, want)
+	}
+}

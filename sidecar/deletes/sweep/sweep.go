@@ -61,6 +61,9 @@ type Sweeper struct {
 	// staged, when set (tests), runs in a delete-task rewrite's commit step after it read the
 	// newest metadata and staged the progress, before the catalog commit.
 	staged func()
+	// checked, when set (tests), runs when the done marks' check passed on the newest metadata,
+	// before their commit.
+	checked func()
 }
 
 // Config is what the sweeper is told; the process maps its options onto it.
@@ -488,24 +491,33 @@ func (s *Sweeper) stageProgress(matched []deletes.Request, res merge.RewriteResu
 
 // markDone marks done each pending request that every candidate of this sweep was clean for,
 // after checking again on the table's newest metadata (rows appended since the sweep planned
-// must be examined first). The commit pins that metadata's branch head; it is retried a few
-// times while the table moves, then left to the next sweep.
+// must be examined first). The check and the commit, pinned to that metadata's branch head, run
+// under the table's lock in this process (lake.Locked), so its own drain and group commits wait
+// rather than move the table in between; another process's commit can, and then it is retried
+// a few times, then left to the next sweep.
 func (w *sweep) markDone(ctx context.Context) error {
 	for attempt := 0; attempt < 4; attempt++ {
-		t, err := w.Lake.LoadTable(ctx, w.rep.Table)
-		if err != nil {
-			return err
-		}
-		stored, _ := deletes.List(t.Properties())
-		done, err := w.doneOn(ctx, t, stored)
-		if err != nil || len(done) == 0 {
-			return err
-		}
-		committed, err := w.commitDone(ctx, t, stored, done)
-		if err != nil || !committed {
+		var done []deletes.Request
+		committed := false
+		err := w.Lake.Locked(w.rep.Table, func() error {
+			t, err := w.Lake.LoadTable(ctx, w.rep.Table)
 			if err != nil {
 				return err
 			}
+			stored, _ := deletes.List(t.Properties())
+			if done, err = w.doneOn(ctx, t, stored); err != nil || len(done) == 0 {
+				return err
+			}
+			if w.checked != nil {
+				w.checked()
+			}
+			committed, err = w.commitDone(ctx, t, stored, done)
+			return err
+		})
+		if err != nil || len(done) == 0 {
+			return err
+		}
+		if !committed {
 			continue
 		}
 		for _, r := range done {
