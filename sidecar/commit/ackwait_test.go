@@ -70,3 +70,39 @@ func TestLongWaitKeepsTheFallbackBound(t *testing.T) {
 	}
 	cl.checkOnce()
 }
+
+// TestPodWaitsOutTheCommittersInterval: a pod whose own --group-commit-interval is 100 ms hands a
+// batch to a committer that commits every 5 s (a rollout changing the option). The ack's
+// interval_ms makes the pod wait for that committer's round; by its own interval alone (an answer
+// timeout of at most 3.45 s) it would re-read its mark and resend before the commit.
+func TestPodWaitsOutTheCommittersInterval(t *testing.T) {
+	const interval = 5 * time.Second
+	cl := newCluster(t)
+	cl.committer("owner", func(c *CommitterConfig) { c.Interval, c.MaxWait = interval, 0 })
+	p := cl.pod("owner", func(c *ClientConfig) {
+		c.Interval, c.MaxWait, c.FallbackAfter = 100*time.Millisecond, 0, 30*time.Second
+	})
+	var sent atomic.Int32
+	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
+		if m.Kind() == KindRequest {
+			sent.Add(1)
+		}
+		return peermsg.Fate{}
+	})
+	cl.seal(p, 1, 200, day)
+	start := time.Now()
+	if err := cl.drain(p, 3); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	cl.checkOnce()
+	if took < interval-time.Second {
+		t.Fatalf("committed after %v: the committer did not wait its %v interval", took, interval)
+	}
+	if n := sent.Load(); n != 1 {
+		t.Fatalf("%d sends of one batch in %v; want 1: the pod waits by the ack's interval_ms", n, took)
+	}
+	if n := p.obs.count("fallback:" + FallbackTimeout); n != 0 {
+		t.Fatalf("%d fallbacks", n)
+	}
+}

@@ -306,7 +306,8 @@ func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, s
 					*heard = now
 				}
 				w.ackedBy, w.ackedAt = rcv.from, rcv.a.Queue
-				extra := time.Duration(rcv.a.Queue)*c.cfg.Interval + c.longerWait(rcv.a.WaitMs)
+				extra := time.Duration(rcv.a.Queue)*c.theirInterval(rcv.a.IntervalMs) + c.longerWait(rcv.a.WaitMs) +
+					3*(c.theirInterval(rcv.a.IntervalMs)-c.cfg.Interval)
 				// The fallback bound counts from when the committer was last heard, not from this
 				// ack: one that re-acks the resends of a request it hangs on must not hold the pod
 				// for a second full wait past it.
@@ -342,6 +343,13 @@ func (c *Client) longerWait(waitMs int64) time.Duration {
 	// A longer wait_ms (a later version's wider option) is honoured up to today's longest: the
 	// answer is still taken, with its slow-down, rather than refused.
 	return max(time.Duration(min(waitMs, maxWaitMs))*time.Millisecond-max(c.cfg.MaxWait, c.cfg.Interval), 0)
+}
+
+// theirInterval is the longer of this pod's --group-commit-interval and the acking committer's
+// (its interval_ms, honoured up to the option's longest): a pod whose own interval is shorter
+// (a rollout changing the option) waits for the committer's rounds, not its own.
+func (c *Client) theirInterval(intervalMs int64) time.Duration {
+	return max(time.Duration(min(intervalMs, maxIntervalMs))*time.Millisecond, c.cfg.Interval)
 }
 
 // silentWait is how long a send waits for an answer: the answer timeout plus a random part of up

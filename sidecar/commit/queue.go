@@ -237,7 +237,7 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 			q.tables[table][i].Request.From = r.From // a resend: answers go where the pod is now
 			v.Answer = answer(r, KindAck)
 			v.Answer.Queue, v.Answer.SlowMs = q.commitsAhead(q.tables[table][:i]), q.slowMs(table)
-			v.Answer.WaitMs = q.cfg.MaxWait.Milliseconds()
+			v.Answer.WaitMs, v.Answer.IntervalMs = q.cfg.MaxWait.Milliseconds(), q.cfg.Interval.Milliseconds()
 			return v
 		}
 	}
@@ -261,7 +261,7 @@ func (q *Queue) enqueue(v Verdict, size int, now time.Time) Verdict {
 	q.bytes += size
 	v.Answer = answer(r, KindAck)
 	v.Answer.Queue, v.Answer.SlowMs = ahead, q.slowMs(r.Table)
-	v.Answer.WaitMs = q.cfg.MaxWait.Milliseconds()
+	v.Answer.WaitMs, v.Answer.IntervalMs = q.cfg.MaxWait.Milliseconds(), q.cfg.Interval.Milliseconds()
 	return v
 }
 

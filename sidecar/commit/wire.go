@@ -105,6 +105,7 @@ type Answer struct {
 	Queue          int    `json:"queue,omitempty"`       // ack: group commits of the table ahead of this one (files ahead / max files)
 	SlowMs         int64  `json:"slow_ms,omitempty"`     // ack, busy: the table's batch-age floor
 	WaitMs         int64  `json:"wait_ms,omitempty"`     // ack: the committer's --group-commit-max-wait
+	IntervalMs     int64  `json:"interval_ms,omitempty"` // ack: the committer's --group-commit-interval
 	Error          string `json:"error,omitempty"`       // refused, failed: why (never a row value)
 }
 
@@ -168,6 +169,7 @@ const (
 	maxNameBytes  = 255    // member names
 	maxCatalogLen = 128    // catalog identities (24 hex today)
 	maxWaitMs     = 60_000 // an ack's wait_ms a pod honours: the longest --group-commit-max-wait the option takes
+	maxIntervalMs = 60_000 // an ack's interval_ms a pod honours: the longest --group-commit-interval
 )
 
 // validate holds r to the format's rules; the first broken rule is the error.
@@ -271,6 +273,8 @@ func (a Answer) validate() error {
 		return bad("slow_ms", fmt.Sprintf("queue %d slow_ms %d", a.Queue, a.SlowMs), "queue and slow_ms >= 0")
 	case a.WaitMs < 0:
 		return bad("wait_ms", strconv.FormatInt(a.WaitMs, 10), "wait_ms >= 0")
+	case a.IntervalMs < 0:
+		return bad("interval_ms", strconv.FormatInt(a.IntervalMs, 10), "interval_ms >= 0")
 	}
 	if a.Prev != "" {
 		if _, err := marks.ParseMark(a.Prev); err != nil {

@@ -93,9 +93,9 @@ func TestJSONNames(t *testing.T) {
 		}
 	}
 	a := Answer{V: 1, ID: testID(1), Table: "t", Stream: "s", Kind: KindDone, Outcome: OutcomeFailed, MaybeCommitted: true,
-		Prev: "1:1", SnapshotID: 1, Owner: "o", Queue: 1, SlowMs: 1, WaitMs: 1, Error: "e"}
+		Prev: "1:1", SnapshotID: 1, Owner: "o", Queue: 1, SlowMs: 1, WaitMs: 1, IntervalMs: 1, Error: "e"}
 	msg, _ = a.Encode()
-	for _, name := range strings.Fields("v id table stream kind outcome maybe prev snapshot_id owner queue slow_ms wait_ms error") {
+	for _, name := range strings.Fields("v id table stream kind outcome maybe prev snapshot_id owner queue slow_ms wait_ms interval_ms error") {
 		if !bytes.Contains(msg, []byte(`"`+name+`":`)) {
 			t.Errorf("answer has no %q: %s", name, msg)
 		}
@@ -219,6 +219,7 @@ func TestAnswerRefused(t *testing.T) {
 		{"outcome", func(a *Answer) { a.Kind = KindAck }},
 		{"slow_ms", func(a *Answer) { a.Kind, a.Outcome, a.SlowMs = KindBusy, "", -1 }},
 		{"wait_ms", func(a *Answer) { a.Kind, a.Outcome, a.WaitMs = KindAck, "", -1 }},
+		{"interval_ms", func(a *Answer) { a.Kind, a.Outcome, a.IntervalMs = KindAck, "", -1 }},
 		{"prev", func(a *Answer) { a.Prev = "1" }},
 	} {
 		a := ok
