@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar/rowsum"
+	"github.com/siglake/siglake/test/faults"
 )
 
 // Bin leases through the real binary (issue 34, docs/design/bin-leases.md): the owner of a table
@@ -288,27 +289,54 @@ func TestBenchBinLeases(t *testing.T) {
 	if v := os.Getenv("SIGLAKE_BENCH_ROUNDS"); v != "" {
 		fmt.Sscan(v, &rounds)
 	}
+	// SIGLAKE_BENCH_S3_LATENCY (e.g. 80ms) puts the members' S3 requests behind a proxy adding a
+	// uniform [0, it] latency to each (half of it on average): an object store's first-byte wait,
+	// which a merge spends idle and another member's merge can use.
+	var latency time.Duration
+	if v := os.Getenv("SIGLAKE_BENCH_S3_LATENCY"); v != "" {
+		var err error
+		if latency, err = time.ParseDuration(v); err != nil || latency < 0 {
+			t.Fatalf("SIGLAKE_BENCH_S3_LATENCY=%q: accepted: a duration such as 80ms", v)
+		}
+	}
 	took := map[string][]time.Duration{}
+	rate := map[string][]float64{} // rewrite input MB per second of settling
 	for r := 0; r < rounds; r++ {
 		for _, mode := range []string{"false", "true"} {
 			t.Run(fmt.Sprintf("leases=%s/%d", mode, r), func(t *testing.T) {
 				s, want := smallFilesSite(t, rows)
+				if latency > 0 {
+					proxy, err := faults.NewHTTPProxy(s.s3.Endpoint, faults.Config{Latency: latency, Seed: uint64(r)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = proxy.Close() })
+					for i, e := range s.extraEnv {
+						if strings.HasPrefix(e, "SIGLAKE_S3_ENDPOINT=") {
+							s.extraEnv[i] = "SIGLAKE_S3_ENDPOINT=" + proxy.URL
+						}
+					}
+				}
 				ms := binLeaseMembers(t, s, 4, "--bin-leases="+mode)
 				owner := ownerOf(t, ms, "events")
 				start := time.Now()
 				waitUntil(t, "events to settle", 30*time.Minute, func() (bool, string) { return settled(owner, "events") })
 				d := time.Since(start)
 				var read float64
+				var merged []string // committed leased bins by member
 				for _, m := range ms {
 					mm, err := scrapeMember(m.httpAddr)
 					if err == nil {
 						read += mm.sum("siglake_compactor_rewrite_read_bytes_total", "")
+						merged = append(merged, fmt.Sprintf("%s %v", m.name, mm.sum("siglake_bin_lease_worker_bins_total", `outcome="committed"`)))
 					}
 				}
 				stopAll(ms)
 				exactlyOnce(t, s, want)
 				took[mode] = append(took[mode], d)
-				t.Logf("bin leases %s: settled in %s, rewrites read %.0f MB (%.2f MB/s)", mode, d.Round(100*time.Millisecond), read/1e6, read/1e6/d.Seconds())
+				rate[mode] = append(rate[mode], read/1e6/d.Seconds())
+				t.Logf("bin leases %s: settled in %s, rewrites read %.0f MB (%.3f MB/s); leased bins committed by worker: %s",
+					mode, d.Round(100*time.Millisecond), read/1e6, read/1e6/d.Seconds(), strings.Join(merged, ", "))
 			})
 		}
 	}
@@ -319,5 +347,9 @@ func TestBenchBinLeases(t *testing.T) {
 	if len(took["false"]) > 0 && len(took["true"]) > 0 {
 		off, on := med(took["false"]), med(took["true"])
 		t.Logf("median settle: owner alone %s, leased to 4 members %s: %.2fx", off.Round(100*time.Millisecond), on.Round(100*time.Millisecond), off.Seconds()/on.Seconds())
+		sort.Float64s(rate["false"])
+		sort.Float64s(rate["true"])
+		roff, ron := rate["false"][len(rate["false"])/2], rate["true"][len(rate["true"])/2]
+		t.Logf("median rewrite throughput: owner alone %.3f MB/s, leased to 4 members %.3f MB/s: %.2fx", roff, ron, ron/roff)
 	}
 }
