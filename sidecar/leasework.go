@@ -162,15 +162,21 @@ func (p *Process) binWorkers() int {
 }
 
 // binBudget is this worker's ask: the process memory budget's free bytes and one merge's share
-// (--merge-memory-bytes), so an owner leases no more bins than the worker can merge at once.
+// (--merge-memory-bytes), so an owner leases no more bins than the worker can merge at once. A
+// share above the whole budget asks for the whole budget, which is what a merge then gets
+// (membudget cuts a reservation to its limit): asked for as is, no want would ever hold a
+// merge and the table's bins would wait on offer forever.
 func (p *Process) binBudget() work.Want {
 	mergeBytes := p.Cfg.MergeMemoryBytes
 	if mergeBytes <= 0 {
 		mergeBytes = merge.DefaultMemoryBudget()
 	}
 	if p.memory == nil {
-		return work.Want{FreeBytes: mergeBytes, MergeBytes: mergeBytes}
+		return work.Want{MergeBytes: mergeBytes} // no budget to ask against (Run sets it before the loops)
 	}
 	s := p.memory.Snapshot()
+	if s.LimitBytes > 0 {
+		mergeBytes = min(mergeBytes, s.LimitBytes)
+	}
 	return work.Want{FreeBytes: max(s.LimitBytes-s.HeldBytes, 0), MergeBytes: mergeBytes}
 }

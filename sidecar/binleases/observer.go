@@ -178,9 +178,16 @@ func (o *Observer) setWorkerGauges() {
 	o.Metrics.WorkerWaiting.Set(float64(waiting))
 }
 
-// Merged counts what a completed merge read, wrote and took (work.WorkerConfig.Merged); a failed
-// merge shows in Done's outcome.
+// Merged records that a bin's merge ended (its result goes to the owner next) and counts what a
+// completed merge read, wrote and took (work.WorkerConfig.Merged); a failed merge shows in Done's
+// outcome.
 func (o *Observer) Merged(g work.Grant, m work.Merge) {
+	o.mu.Lock()
+	if r, ok := o.running[g.ID]; ok && r.Merged.IsZero() {
+		r.Merged = o.now()
+		o.running[g.ID] = r
+	}
+	o.mu.Unlock()
 	if m.Err != nil {
 		if n, ok := o.due("merge failed"); ok {
 			o.Log.Warn("bin lease: merge of a leased bin failed; the owner plans it again", zap.String("table", g.Table),

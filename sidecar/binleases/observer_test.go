@@ -193,6 +193,10 @@ func TestWorkerSide(t *testing.T) {
 	cfg.Merged(g2, work.Merge{Err: errors.New("disk full")})
 	cfg.Merging(g1)
 	cfg.Merging(g1) // told twice: no change
+	if st := o.Snapshot(nil, true); !st.Worker.Running[1].Merged.IsZero() {
+		t.Fatalf("merging, not merged yet: %+v", st.Worker.Running[1])
+	}
+	now = now.Add(time.Second)
 	cfg.Merged(g1, work.Merge{BytesRead: 300, BytesWritten: 250, Took: 3 * time.Second})
 	if r, w := testutil.ToFloat64(m.WorkerRunning), testutil.ToFloat64(m.WorkerWaiting); r != 2 || w != 0 {
 		t.Fatalf("both merging: running = %v, waiting = %v, want 2 and 0", r, w)
@@ -200,7 +204,8 @@ func TestWorkerSide(t *testing.T) {
 	st := o.Snapshot(nil, true)
 	if st.Tables != nil || st.Worker == nil || len(st.Worker.Running) != 2 || st.Worker.Running[0].ID != "bbbbbbbb" ||
 		st.Worker.Running[1].Owner != "pod-a" || st.Worker.Running[1].Bytes != 300 || st.Worker.Running[1].Files != 3 ||
-		st.Worker.Running[1].LeaseSeconds != 120 || !st.Worker.Running[1].Merging.Equal(now) || st.Worker.Done != nil ||
+		st.Worker.Running[1].LeaseSeconds != 120 || !st.Worker.Running[1].Merging.Equal(now.Add(-time.Second)) ||
+		!st.Worker.Running[1].Merged.Equal(now) || st.Worker.Done != nil ||
 		st.Worker.RunningBins != 2 || st.Worker.WaitingBins != 0 || st.Worker.Waiting != nil {
 		t.Fatalf("worker status: %+v", st.Worker)
 	}

@@ -85,7 +85,10 @@ type Running struct {
 	Bytes     int64     `json:"bytes"`
 	Started   time.Time `json:"started"`
 	// Merging is when the merge got its memory; zero while the bin waits for it.
-	Merging      time.Time `json:"merging,omitzero"`
+	Merging time.Time `json:"merging,omitzero"`
+	// Merged is when the merge ended and its result went to the owner: the bin waits on the
+	// owner's answer since; zero while it merges.
+	Merged       time.Time `json:"merged,omitzero"`
 	LeaseSeconds float64   `json:"lease_seconds"` // the lease's duration between renewals
 }
 

@@ -136,13 +136,17 @@ func writeWorker(w io.Writer, now time.Time, wk *binleases.Worker) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  LEASE\tOWNER\tTABLE\tKIND\tPARTITION\tFILES\tBYTES\tSTATE\tFOR\tLEASE")
 	for _, r := range wk.Running {
-		// a bin merging counts from its memory grant; one never said to merge, from its start
-		since := r.Merging
+		// a bin merging counts from its memory grant (one never said to merge, from its start);
+		// one whose result went to the owner, from then: it waits on the answer
+		state, since := "running", r.Merging
 		if since.IsZero() {
 			since = r.Started
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\trunning\t%s\t%gs\n", r.ID, r.Owner, r.Table, r.Kind, r.Partition, r.Files,
-			sidecar.HumanBytes(r.Bytes), age(now, since), r.LeaseSeconds)
+		if !r.Merged.IsZero() {
+			state, since = "answer", r.Merged
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%gs\n", r.ID, r.Owner, r.Table, r.Kind, r.Partition, r.Files,
+			sidecar.HumanBytes(r.Bytes), state, age(now, since), r.LeaseSeconds)
 	}
 	for _, r := range wk.Waiting {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\twaiting\t%s\t%gs\n", r.ID, r.Owner, r.Table, r.Kind, r.Partition, r.Files,

@@ -12,7 +12,7 @@ import (
 // TestStatusShowsBinLeases: the BIN LEASES block gives per owned table its bins on offer and
 // leased with its lease ends, then each offer (age on offer) and lease (worker, age, time to its
 // deadline, or lapsing past it), saying how many are not listed; then this process's worker with
-// its bins running (merging since) and waiting for merge memory (since granted), and its ends. Off, it says why; without a report, no block.
+// its bins running (merging since, or waiting on the owner's answer since their result) and waiting for merge memory (since granted), and its ends. Off, it says why; without a report, no block.
 func TestStatusShowsBinLeases(t *testing.T) {
 	now := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
 	r := sidecar.StatusReport{Node: "pod-a", StartedAt: now, Now: now, CatalogReady: true,
@@ -26,9 +26,11 @@ func TestStatusShowsBinLeases(t *testing.T) {
 					Leases: []binleases.Lease{{ID: "c4f5a586", Worker: "pod-b", Kind: "depth", Partition: "2026-12-04", Files: 3,
 						Bytes: 100, Taken: now.Add(-30 * time.Second), Deadline: now.Add(90 * time.Second)}}},
 			},
-			Worker: &binleases.Worker{RunningBins: 1, WaitingBins: 1, Done: map[string]int64{"committed": 4, "lost": 1},
+			Worker: &binleases.Worker{RunningBins: 2, WaitingBins: 1, Done: map[string]int64{"committed": 4, "lost": 1},
 				Running: []binleases.Running{{ID: "aaaaaaaa", Owner: "pod-c", Table: "logs", Kind: "fold", Partition: "2026-12-01",
-					Files: 5, Bytes: 1 << 20, Started: now.Add(-50 * time.Second), Merging: now.Add(-5 * time.Second), LeaseSeconds: 120}},
+					Files: 5, Bytes: 1 << 20, Started: now.Add(-50 * time.Second), Merging: now.Add(-5 * time.Second), LeaseSeconds: 120},
+					{ID: "cccccccc", Owner: "pod-c", Table: "logs", Kind: "l1", Partition: "2026-12-01", Files: 3, Bytes: 1 << 20,
+						Started: now.Add(-50 * time.Second), Merging: now.Add(-45 * time.Second), Merged: now.Add(-2 * time.Second), LeaseSeconds: 120}},
 				Waiting: []binleases.Running{{ID: "bbbbbbbb", Owner: "pod-c", Table: "logs", Kind: "l0", Partition: "2026-12-02",
 					Files: 2, Bytes: 1 << 10, Started: now.Add(-40 * time.Second), LeaseSeconds: 120}}}}}
 	var b strings.Builder
@@ -44,8 +46,9 @@ func TestStatusShowsBinLeases(t *testing.T) {
 		"leases:",
 		"  audit   0badf00d  pod-a (owner's own)  l1     2026-12-03  8      2.0 KiB  3m0s  lapsing",
 		"  events  c4f5a586  pod-b                depth  2026-12-04  3      100 B    30s   1m30s",
-		"this process's worker: 1 bin running, 1 waiting for merge memory; since start: committed 4, lost 1",
+		"this process's worker: 2 bins running, 1 waiting for merge memory; since start: committed 4, lost 1",
 		"  aaaaaaaa  pod-c  logs   fold  2026-12-01  5      1.0 MiB  running  5s   120s",
+		"  cccccccc  pod-c  logs   l1    2026-12-01  3      1.0 MiB  answer   2s   120s",
 		"  bbbbbbbb  pod-c  logs   l0    2026-12-02  2      1.0 KiB  waiting  40s  120s",
 	} {
 		if !strings.Contains(out, want) {

@@ -332,7 +332,9 @@ func TestWorkerAsksForWhatItsMergesLeave(t *testing.T) {
 	var held atomic.Int64 // the budget's held bytes: what merges reserved
 	release := map[string]chan struct{}{grant("a").ID: make(chan struct{}), grant("bb").ID: make(chan struct{})}
 	admit := make(chan struct{}) // bb's merge gets its memory
-	w := NewWorker(WorkerConfig{Catalog: "cat", Poll: 2 * time.Millisecond, AnswerWait: time.Hour,
+	// A poll long enough for the owner's answer to come back within two (a later one drops the
+	// grant: its leases lapse, and this owner grants once).
+	w := NewWorker(WorkerConfig{Catalog: "cat", Poll: 25 * time.Millisecond, AnswerWait: time.Hour,
 		Owners: func() []string { return []string{"o"} },
 		Budget: func() Want { return Want{FreeBytes: 4 - held.Load(), MergeBytes: 1} },
 		Merge: func(ctx context.Context, g Grant, merging func()) Merge {
@@ -357,14 +359,17 @@ func TestWorkerAsksForWhatItsMergesLeave(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	// lastWant waits until the last three wants asked for free bytes want (the state settles
-	// between them; a worker that counts wrong never does).
+	// lastWant waits until the last three wants, sent since it was called, asked for free bytes
+	// want (the state settles between them; a worker that counts wrong never does).
 	lastWant := func(what string, want int64) {
 		t.Helper()
 		var seen []int64
+		mu.Lock()
+		from := len(wants)
+		mu.Unlock()
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			mu.Lock()
-			seen = slices.Clone(wants[max(len(wants)-3, 0):])
+			seen = slices.Clone(wants[max(len(wants)-3, from):])
 			mu.Unlock()
 			if len(seen) == 3 && seen[0] == want && seen[1] == want && seen[2] == want {
 				return
@@ -377,8 +382,83 @@ func TestWorkerAsksForWhatItsMergesLeave(t *testing.T) {
 	lastWant("both merging", 2) // 4 - 2 held
 	close(release[grant("a").ID])
 	close(release[grant("bb").ID])
-	for results.Load() < 2 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); results.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d results sent in 10 s, want 2", results.Load())
+		}
 	}
 	lastWant("both waiting on the answer", 4)
+}
+
+// TestWantNeverCountsAMergeAsFree: a bin whose merge takes its memory while the worker builds a
+// want (between its reads of the budget and of its waiting bins) is counted at least once: the
+// want never asks for the merge it already runs.
+func TestWantNeverCountsAMergeAsFree(t *testing.T) {
+	hub := peermsg.NewLocalHub()
+	owner := hub.Member("o")
+	g := Grant{ID: testLeaseID(1), Table: "events", Job: job("a", 2, 100), DurationMs: time.Hour.Milliseconds()}
+	var mu sync.Mutex
+	var wants []int64
+	owner.Handle(KindWorker, func(from string, msg []byte) {
+		m, err := DecodeWorker(msg, from)
+		if err != nil || m.Type != TypeWant {
+			return
+		}
+		mu.Lock()
+		wants = append(wants, m.FreeBytes)
+		first := len(wants) == 1
+		mu.Unlock()
+		reply := OwnerMessage{V: Version, Type: TypeLeases, Catalog: "cat", RetryMs: 1}
+		if first {
+			reply.Leases = []Grant{g}
+		}
+		if enc, err := reply.Encode(); err == nil {
+			_ = owner.Send(from, enc)
+		}
+	})
+	var held atomic.Int64
+	var started atomic.Bool
+	admit, admitted := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	w := NewWorker(WorkerConfig{Catalog: "cat", Poll: 2 * time.Millisecond, AnswerWait: time.Hour,
+		Owners: func() []string { return []string{"o"} },
+		Budget: func() Want {
+			free := 4 - held.Load()
+			if started.Load() { // the bin's merge takes its memory right after this read
+				once.Do(func() { close(admit); <-admitted })
+			}
+			return Want{FreeBytes: free, MergeBytes: 1}
+		},
+		Merge: func(ctx context.Context, _ Grant, merging func()) Merge {
+			started.Store(true)
+			<-admit
+			held.Add(1)
+			merging()
+			close(admitted)
+			<-ctx.Done()
+			return Merge{Err: ctx.Err()}
+		},
+	}, hub.Member("w"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		n := len(wants)
+		mu.Unlock()
+		if n >= 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d wants in 10 s", n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, f := range wants[1:] {
+		if f > 3 {
+			t.Fatalf("wants of %v free merges while one of 4 merges: a merge counted as free", wants)
+		}
+	}
 }

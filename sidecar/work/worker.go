@@ -187,14 +187,16 @@ func (w *Worker) ask(a *asking) {
 		return
 	}
 	a.owner = ""
-	want := w.cfg.Budget()
 	// Leases granted whose merge does not hold its memory yet (loading the table, waiting for
 	// the budget) are not in the budget's held bytes: their share counts as spent, or the worker
 	// would ask for bins it cannot merge every second while they wait. Merging ones are in the
-	// held bytes already, and those waiting on the owner's answer hold none.
+	// held bytes already, and those waiting on the owner's answer hold none. Read before the
+	// budget: a merge that takes its memory in between is then counted twice (asking for too
+	// little), never in neither (asking for a merge too many).
 	w.mu.Lock()
 	waiting := int64(len(w.waiting))
 	w.mu.Unlock()
+	want := w.cfg.Budget()
 	want.FreeBytes = max(want.FreeBytes-waiting*want.MergeBytes, 0)
 	if want.Slots() == 0 {
 		return

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/siglake/siglake/sidecar/binleases"
 	"github.com/siglake/siglake/sidecar/rowsum"
 	"github.com/siglake/siglake/test/faults"
 )
@@ -38,6 +40,26 @@ func smallFilesSite(t *testing.T, rows int) (*site, rowsum.Sum) {
 	_, files := s.table("events")
 	t.Logf("events: %d rows sealed in %d segments, %d live files", w.Rows, w.Segments, len(files))
 	return s, w.Fingerprint
+}
+
+// midMerge: a worker's bin holds its memory and has not sent its result.
+func midMerge(r binleases.Running) bool { return !r.Merging.IsZero() && r.Merged.IsZero() }
+
+// behindProxy points the members started from now on at an HTTP proxy in front of s's S3 server
+// (test/faults: latency and faults set on it later reach them); the site's own reads stay direct.
+func behindProxy(t *testing.T, s *site, cfg faults.Config) *faults.HTTPProxy {
+	t.Helper()
+	proxy, err := faults.NewHTTPProxy(s.s3.Endpoint, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	for i, e := range s.extraEnv {
+		if strings.HasPrefix(e, "SIGLAKE_S3_ENDPOINT=") {
+			s.extraEnv[i] = "SIGLAKE_S3_ENDPOINT=" + proxy.URL
+		}
+	}
+	return proxy
 }
 
 // leaseEnds reads a member's log for its worker's leased bins and how each ended.
@@ -105,7 +127,8 @@ func ownerOf(t *testing.T, ms []*member, table string) *member {
 // merging waits until a member of ms other than owner holds a leased bin and returns it: with
 // granted, any bin granted to it (merging, waiting for merge memory, or waiting on the owner's
 // answer: siglake_bin_lease_worker_running_bins plus _waiting_bins), else one merging (it got its
-// memory and has no result yet that the status could tell; a kill then lands mid-merge).
+// memory and has not sent its result: its status shows merging and no merged time; the status is
+// a second old at most, so a kill lands mid-merge when merges take longer than that).
 func merging(t *testing.T, ms []*member, owner *member, timeout time.Duration, granted bool) *member {
 	t.Helper()
 	var w *member
@@ -122,7 +145,7 @@ func merging(t *testing.T, ms []*member, owner *member, timeout time.Duration, g
 			}
 			wk := r.BinLeases.Worker
 			seen = append(seen, fmt.Sprintf("%s: %d running, %d waiting", m.name, wk.RunningBins, wk.WaitingBins))
-			if len(wk.Running) > 0 || granted && len(wk.Waiting) > 0 {
+			if granted && len(wk.Running)+len(wk.Waiting) > 0 || slices.ContainsFunc(wk.Running, midMerge) {
 				w = m
 				return true, ""
 			}
@@ -241,17 +264,29 @@ func checkBinLeaseStatus(t *testing.T, owner *member) {
 // tell the frozen worker's apart.)
 func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	s, want := smallFilesSite(t, 160000)
+	proxy := behindProxy(t, s, faults.Config{})
 	ms := binLeaseMembers(t, s, 4, "--merge-memory-bytes", "67108864")
 	owner := ownerOf(t, ms, "events")
+	// Slow S3 for the kill: merges take seconds instead of under one, so a bin the worker's
+	// status (a second old at most) shows merging is still merging when the kill lands.
+	proxy.Set(faults.Config{Latency: 300 * time.Millisecond})
 	killed := merging(t, ms, owner, 120*time.Second, false)
+	lapsedBefore := memberMetrics(t, owner).sum("siglake_bin_lease_ends_total", `outcome="lapsed"`)
 	_ = killed.cmd.Process.Signal(syscall.SIGKILL)
 	_ = killed.cmd.Wait()
+	proxy.Set(faults.Config{})
 	var rest []*member
 	for _, m := range ms {
 		if m != killed {
 			rest = append(rest, m)
 		}
 	}
+	// The killed worker's bin stops renewing: its lease lapses at the owner (10 s), and the bin
+	// is planned again; the table settling below means it was merged elsewhere.
+	waitUntil(t, "the killed worker's lease to lapse at the owner", 60*time.Second, func() (bool, string) {
+		n := memberMetrics(t, owner).sum("siglake_bin_lease_ends_total", `outcome="lapsed"`)
+		return n > lapsedBefore, fmt.Sprintf("%v lapsed leases", n)
+	})
 	// Any granted bin: a frozen worker whose only bin already sent its result would see it
 	// committed, not refused; one still waiting for memory merges and answers late after waking.
 	frozen := merging(t, rest, owner, 120*time.Second, true)
@@ -277,7 +312,10 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 // and on, alternated; it reports the time from the owner's election until its passes settle, and
 // the rewrites' input bytes per second.
 //
-//	SIGLAKE_BENCH=1 SIGLAKE_BENCH_ROWS=320000 SIGLAKE_BENCH_ROUNDS=2 go test ./test/e2e -run TestBenchBinLeases -v -timeout 60m
+//	SIGLAKE_BENCH=1 SIGLAKE_BENCH_ROWS=320000 SIGLAKE_BENCH_ROUNDS=1 go test ./test/e2e -run TestBenchBinLeases -v -timeout 60m
+//	SIGLAKE_BENCH=1 SIGLAKE_BENCH_ROWS=120000 SIGLAKE_BENCH_ROUNDS=3 SIGLAKE_BENCH_S3_LATENCY=80ms go test ./test/e2e -run TestBenchBinLeases -v -timeout 60m
+//
+// (docs/benchmarks.md, "Scale out maintenance (real processes)": without and with latency.)
 func TestBenchBinLeases(t *testing.T) {
 	if os.Getenv("SIGLAKE_BENCH") != "1" {
 		t.Skip("benchmark: set SIGLAKE_BENCH=1")
@@ -306,16 +344,7 @@ func TestBenchBinLeases(t *testing.T) {
 			t.Run(fmt.Sprintf("leases=%s/%d", mode, r), func(t *testing.T) {
 				s, want := smallFilesSite(t, rows)
 				if latency > 0 {
-					proxy, err := faults.NewHTTPProxy(s.s3.Endpoint, faults.Config{Latency: latency, Seed: uint64(r)})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { _ = proxy.Close() })
-					for i, e := range s.extraEnv {
-						if strings.HasPrefix(e, "SIGLAKE_S3_ENDPOINT=") {
-							s.extraEnv[i] = "SIGLAKE_S3_ENDPOINT=" + proxy.URL
-						}
-					}
+					behindProxy(t, s, faults.Config{Latency: latency, Seed: uint64(r)})
 				}
 				ms := binLeaseMembers(t, s, 4, "--bin-leases="+mode)
 				owner := ownerOf(t, ms, "events")
