@@ -182,14 +182,15 @@ func TestTwoCommitters(t *testing.T) {
 	cl.hub.Wait()
 	waitFor(t, "c1's answers to the released requests", func() bool { return c1answers.Load() >= 2 })
 	cl.checkOnce()
-	// Both committers had pod-0's and pod-1's batches: one committed each, the other found it
-	// under the mark, and says so (siglake_group_commit_answers_total).
+	// Both committers had pod-0's batch (its resend to c2 released c1's held copy; pod-1's may
+	// have been answered by c1 before it resent): one committed it, the other found it under the
+	// mark and says so (siglake_group_commit_answers_total).
 	second := 0
 	for _, o := range []*recorder{c1obs, c2obs} {
 		second += o.count("answered:"+OutcomeAlreadyCommitted) + o.count("answered:"+OutcomeMarkAhead)
 	}
-	if second < 2 {
-		t.Fatalf("%d answers found a batch committed by the other committer, want at least 2 (c1 %v, c2 %v)", second, c1obs.n, c2obs.n)
+	if second < 1 {
+		t.Fatalf("no answer found a batch committed by the other committer (c1 %v, c2 %v)", c1obs.n, c2obs.n)
 	}
 	for _, p := range cl.pods {
 		if n := p.obs.fallbacks(); n != 0 {
