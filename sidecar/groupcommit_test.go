@@ -163,7 +163,7 @@ func TestGroupCommitReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(js), `"group_commit":{"enabled":true,"interval_seconds":1.5,"pod":{`) || !strings.Contains(string(js), `"committer":{"tables":`) {
+	if !strings.Contains(string(js), `"group_commit":{"enabled":true,"election":"gossip","interval_seconds":1.5,"pod":{`) || !strings.Contains(string(js), `"committer":{"tables":`) {
 		t.Fatalf("/debug/status: %s", js)
 	}
 }

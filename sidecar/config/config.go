@@ -293,6 +293,10 @@ type Config struct {
 	// GroupCommitQueueMax is the most requests a committer holds over all tables; beyond it pods
 	// are told busy and keep their batches. Default 4096 (--group-commit-queue-max).
 	GroupCommitQueueMax int
+	// PeerAdvertise is the host:port other pods reach this process's HTTP listener at, for group
+	// commit without gossip (committers elected by catalog claims). Default empty
+	// (--peer-advertise): $POD_IP with the --http-addr port.
+	PeerAdvertise string
 	// GroupCommitFallbackAfter is how long a pod waits without hearing from the committer before it
 	// commits the batch itself. Default 30s (--group-commit-fallback-after); at most
 	// orphans.HandoffMaxAge(CommitTimeout), past which the committer refuses the request anyway.
