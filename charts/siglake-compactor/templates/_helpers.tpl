@@ -167,7 +167,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{- end }}
 
 {{/* The chart's own variables. Every SIGLAKE_* name is an option of `siglake compactor`
-(docs/configuration.md); POD_IP only feeds SIGLAKE_GOSSIP_ADVERTISE. */}}
+(docs/configuration.md); POD_IP feeds SIGLAKE_GOSSIP_ADVERTISE and, without gossip, the
+address group commit's committer claims advertise (--peer-advertise's default). */}}
 {{- define "siglake-compactor.baseEnv" -}}
 {{- $v := .Values }}
 - name: SIGLAKE_NODE_NAME
@@ -220,11 +221,11 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{- end }}
 - name: SIGLAKE_HTTP_ADDR
   value: {{ printf "0.0.0.0:%d" (int $v.http.port) | quote }}
-{{- if $v.gossip.enabled }}
 - name: POD_IP
   valueFrom:
     fieldRef:
       fieldPath: status.podIP
+{{- if $v.gossip.enabled }}
 - name: SIGLAKE_GOSSIP_BIND
   value: {{ printf "0.0.0.0:%d" (int $v.gossip.port) | quote }}
 - name: SIGLAKE_GOSSIP_ADVERTISE
