@@ -47,7 +47,7 @@ func groupCommitOptions() []Option {
 			"Most batches a committer holds over all its tables (and at most 64 MiB of them); beyond it pods are told to slow down and keep their batches in the WAL.",
 			setPosInt(func(c *Config) *int { return &c.GroupCommitQueueMax })},
 		{"group-commit-fallback-after", "SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER", "30s", "commitBatch.groupCommit.fallbackAfter",
-			fmt.Sprintf("A pod that has not heard from its table's committer for this long commits the batch directly (the stream mark decides if both land). With gossip on, at most %d times `--commit-timeout`, the oldest batch a committer still commits.", orphans.FileCommitAttempts),
+			fmt.Sprintf("A pod that has not heard from its table's committer for this long commits the batch directly (the stream mark decides if both land). With gossip or catalog claims on, at most %d times `--commit-timeout`, the oldest batch a committer still commits.", orphans.FileCommitAttempts),
 			setDuration(func(c *Config) *time.Duration { return &c.GroupCommitFallbackAfter }, true)},
 		{"peer-advertise", "SIGLAKE_PEER_ADVERTISE", "", "",
 			"Group commit without gossip (`--catalog-claim` on, `--gossip-bind` empty): the host:port other pods reach this process's `--http-addr` listener at, where they send their batches when it holds a table's committer claim. Empty: `$POD_IP` (the chart sets it) with the `--http-addr` port; without either, group commit stays off with the reason in /debug/status (docs/group-commit.md).",
@@ -129,9 +129,10 @@ func setPruneAfter(field func(*Config) *time.Duration) func(*Config, string) err
 
 // groupCommitCheck: a pod must fall back before its committer would refuse the request as too
 // old (orphans.HandoffMaxAge), or it waits for an answer that can only be "expired". Checked only
-// where group commit can run (gossip on): without gossip the option does nothing.
+// where group commit can run (gossip on, or catalog claims electing committers without it):
+// elsewhere the option does nothing.
 func groupCommitCheck(c Config) error {
-	if !c.GroupCommit || c.GossipBind == "" {
+	if !c.GroupCommit || c.GossipBind == "" && !c.CatalogClaim {
 		return nil
 	}
 	if most := orphans.HandoffMaxAge(c.CommitTimeout); c.GroupCommitFallbackAfter > most {
