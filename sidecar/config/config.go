@@ -664,7 +664,7 @@ func gossipOptions() []Option {
 			"Gossip member name; empty uses the hostname (the pod name on Kubernetes).",
 			setString(func(c *Config) *string { return &c.NodeName })},
 		{"gossip-bind", "SIGLAKE_GOSSIP_BIND", "", "gossip.port",
-			"Gossip bind host:port (port 7946 by convention); empty runs without gossip and owns every table.",
+			"Gossip bind host:port (port 7946 by convention); empty runs without gossip and owns every table (with catalog claims and group commit: the tables whose committer claim it holds, docs/group-commit.md).",
 			setString(func(c *Config) *string { return &c.GossipBind })},
 		{"gossip-advertise", "SIGLAKE_GOSSIP_ADVERTISE", "", "",
 			"Address peers use to reach this member; empty uses the bind address (set it to the pod IP).",
