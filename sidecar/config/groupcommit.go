@@ -147,6 +147,20 @@ func groupCommitCheck(c Config) error {
 // --peer-advertise, else $POD_IP (getenv) with httpAddr's port (the listener's, after a port 0
 // resolved). "" with the reason when there is none.
 func PeerAddr(c Config, httpAddr string, getenv func(string) string) (addr, reason string) {
+	addr, reason = peerAddr(c, httpAddr, getenv)
+	if reason != "" {
+		return "", reason
+	}
+	// A loopback listener advertised at another address would take no pod's hand-off.
+	lh, _, _ := net.SplitHostPort(httpAddr)
+	ah, _, _ := net.SplitHostPort(addr)
+	if l, a := net.ParseIP(lh), net.ParseIP(ah); l != nil && l.IsLoopback() && (a == nil || !a.IsLoopback()) {
+		return "", fmt.Sprintf("--http-addr / SIGLAKE_HTTP_ADDR %s listens on loopback only, so other pods cannot reach %s: bind it to 0.0.0.0:<port> (the chart does)", httpAddr, addr)
+	}
+	return addr, ""
+}
+
+func peerAddr(c Config, httpAddr string, getenv func(string) string) (addr, reason string) {
 	if c.PeerAdvertise != "" {
 		return c.PeerAdvertise, ""
 	}

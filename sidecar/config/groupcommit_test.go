@@ -112,6 +112,9 @@ func TestPeerAddr(t *testing.T) {
 		{Config{}, "0.0.0.0:9090", "10.0.0.1", "10.0.0.1:9090", ""},
 		{Config{}, "[::]:9090", "fd00::7", "[fd00::7]:9090", ""},
 		{Config{}, "0.0.0.0:9090", "", "", "--peer-advertise / SIGLAKE_PEER_ADVERTISE"},
+		{Config{}, "127.0.0.1:9090", "127.0.0.1", "127.0.0.1:9090", ""}, // one host: tests
+		{Config{}, "127.0.0.1:9090", "10.0.0.1", "", "listens on loopback only"},
+		{Config{PeerAdvertise: "ingest-0.siglake:8080"}, "127.0.0.1:9090", "", "", "listens on loopback only"},
 	} {
 		got, why := PeerAddr(c.cfg, c.http, env(c.ip))
 		if got != c.want || (c.why == "") != (why == "") || !strings.Contains(why, c.why) {
