@@ -58,8 +58,9 @@ type proc struct {
 }
 
 const (
-	claimTTL     = 2 * time.Second
-	testInterval = 50 * time.Millisecond
+	claimTTL     = 6 * time.Second // long against a loaded machine's claim commits: fences must not lapse between ticks
+	testInterval = 200 * time.Millisecond
+	testMaxWait  = time.Second // the three pods' batches, drained at once, wait for each other
 	testCatalog  = "cat-claims"
 )
 
@@ -103,8 +104,8 @@ func newProc(t *testing.T, base *testlake.Env, i int) *proc {
 		Streams: func() ([]string, error) { return cl.ListTables(context.Background()) }}
 	m := &ClaimMembership{Claims: p.claims, Keys: keys, CatalogID: func() string { return testCatalog }}
 	loop := peermsg.Loopback(tr)
-	p.committer = commit.NewCommitter(commit.CommitterConfig{Lake: p.cl, Interval: testInterval, MaxFiles: 64, Observer: p.cobs}, loop, m)
-	client := commit.NewClient(commit.ClientConfig{Lake: env.Lake, Retry: env.Drain.Retry, Interval: testInterval,
+	p.committer = commit.NewCommitter(commit.CommitterConfig{Lake: p.cl, Interval: testInterval, MaxWait: testMaxWait, MaxFiles: 64, Observer: p.cobs}, loop, m)
+	client := commit.NewClient(commit.ClientConfig{Lake: env.Lake, Retry: env.Drain.Retry, Interval: testInterval, MaxWait: testMaxWait,
 		FallbackAfter: 30 * time.Second, Observer: p.pob}, loop, m)
 	env.Drain.Group = client
 	ctx, cancel := context.WithCancel(context.Background())
@@ -212,29 +213,33 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// stallCommits makes l's table commits wait until release; stalled reports one waiting.
-func stallCommits(t *testing.T, l *lake.Lake) (stalled func() bool, release func()) {
+// stallCommits makes l's table commits wait until release; stalled reports one waiting, done
+// that every one held has returned since.
+func stallCommits(t *testing.T, l *lake.Lake) (stalled, done func() bool, release func()) {
 	var mu sync.Mutex
-	held := 0
+	held, passed := 0, 0
 	ch := make(chan struct{})
 	catalogtest.Hook(l, func(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update, next catalogtest.CommitFunc) (table.Metadata, string, error) {
 		mu.Lock()
 		held++
 		mu.Unlock()
 		<-ch
+		defer func() { mu.Lock(); passed++; mu.Unlock() }()
 		return next(context.Background(), id, reqs, ups)
 	})
 	release = sync.OnceFunc(func() { close(ch) })
 	t.Cleanup(release)
-	return func() bool { mu.Lock(); defer mu.Unlock(); return held > 0 }, release
+	return func() bool { mu.Lock(); defer mu.Unlock(); return held > 0 },
+		func() bool { mu.Lock(); defer mu.Unlock(); return passed == held }, release
 }
 
 // TestClaimElectedCommitter: three processes without gossip on one SQLite catalog, talking over
 // the signed HTTP transport on 127.0.0.1. The committer claim elects one committer for the table;
 // every pod's batches reach it and land in shared group commits, each row once. Then the holder
-// pauses with a group commit in flight: its claim expires, another process takes it over, the
-// pods resend there and it commits their batches; when the first resumes, its late commit lands
-// nothing (the head and marks moved), and every row is still in the table exactly once.
+// pauses with a group commit in flight: its claim expires and another process takes it over; the
+// pods' batches of the stalled commit land once (through the new holder, or directly while no
+// live claim names one); when the first resumes, its late commit lands nothing (the head and
+// marks moved); the pods' next batches go to the new holder. Every row is in the table once.
 func TestClaimElectedCommitter(t *testing.T) {
 	base := testlake.New(t)
 	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -277,6 +282,9 @@ func TestClaimElectedCommitter(t *testing.T) {
 	}
 	snaps, requests := groupSnapshots(t, base.Table("events"))
 	if n := ps[0].cobs.get("committed"); n != 6 || requests != 6 {
+		for _, p := range ps {
+			t.Logf("%s: committer %v, pod %v, claims %+v", p.name, p.cobs.n, p.pob.n, p.claims.Report())
+		}
 		t.Fatalf("phase 1: the holder committed %d requests, snapshots say %d; want 6", n, requests)
 	}
 	if snaps-before >= 6 {
@@ -292,7 +300,7 @@ func TestClaimElectedCommitter(t *testing.T) {
 	// Phase 2: the holder's next group commit hangs, and it stops renewing (paused). The pods'
 	// requests time out there; once its claim expires another process takes it over and commits
 	// them.
-	stalled, release := stallCommits(t, ps[0].cl)
+	stalled, unstalled, release := stallCommits(t, ps[0].cl)
 	for i, p := range ps[1:] {
 		p.seal(t, &want, 2, 300, day.Add(time.Duration(i+10)*time.Hour))
 	}
@@ -302,34 +310,49 @@ func TestClaimElectedCommitter(t *testing.T) {
 	ps[0].pause()
 	<-drained
 	var next *proc
-	for _, p := range ps[1:] {
-		if p.claims.Owns("events") {
-			next = p
+	waitFor(t, "another process to hold events' committer claim", func() bool {
+		for _, p := range ps[1:] {
+			if p.claims.Owns("events") {
+				next = p
+			}
 		}
-	}
-	if next == nil {
-		t.Fatal("nobody took events' committer claim over")
-	}
-	if n := next.cobs.get("committed"); n == 0 {
-		t.Fatalf("the new holder %s committed nothing: the pods' batches went elsewhere", next.name)
-	}
+		return next != nil
+	})
+	// The pods' batches of the stalled commit reached the new holder, or (asked while the old
+	// holder was fenced and its claim not yet expired) were committed directly: either way once.
 	if got := base.Sum("events"); got != want {
 		t.Fatalf("after the takeover: table holds %+v, sealed %+v", got, want)
 	}
-
-	// The paused holder resumes: its stalled commit goes on, and lands nothing.
-	committedBefore, resumed := ps[0].cobs.get("committed"), time.Now()
-	release()
-	waitFor(t, "the resumed holder's round to end", func() bool {
-		for _, tb := range ps[0].committer.Status().Tables {
-			if tb.Table == "events" && tb.LastCommit != nil && tb.LastCommit.Time.After(resumed) {
-				if tb.LastCommit.Streams != 0 {
-					t.Errorf("the resumed holder's round landed %d streams' batches again: %+v", tb.LastCommit.Streams, *tb.LastCommit)
-				}
-				return true
+	t.Logf("phase 2: the new holder %s committed %d requests", next.name, next.cobs.get("committed"))
+	// Phase 3: once the pods read the new claim, their batches go to the new holder.
+	waitFor(t, "the pods to read the new holder", func() bool {
+		for _, p := range ps[1:] {
+			if c, ok := p.claims.Committer("events"); !ok || c != next.claims.Addr {
+				return false
 			}
 		}
-		return false
+		return true
+	})
+	nextBefore, fallbacks := next.cobs.get("committed"), ps[1].pob.get("fallback")+ps[2].pob.get("fallback")
+	for i, p := range ps[1:] {
+		p.seal(t, &want, 2, 300, day.Add(time.Duration(i+20)*time.Hour))
+	}
+	drainAll(t, ps[1:]...)
+	if n := next.cobs.get("committed") - nextBefore; n != 4 || ps[1].pob.get("fallback")+ps[2].pob.get("fallback") != fallbacks {
+		t.Fatalf("phase 3: the new holder committed %d of the pods' 4 batches (fallbacks %v, %v)", n, ps[1].pob.n, ps[2].pob.n)
+	}
+
+	// The paused holder resumes: its stalled commit goes on, and lands nothing.
+	committedBefore := ps[0].cobs.get("committed")
+	release()
+	waitFor(t, "the resumed holder's stalled commits to return", unstalled)
+	waitFor(t, "the resumed holder's queue to empty", func() bool {
+		for _, tb := range ps[0].committer.Status().Tables {
+			if tb.Table == "events" && tb.QueueRequests > 0 {
+				return false
+			}
+		}
+		return true
 	})
 	if n := ps[0].cobs.get("committed"); n != committedBefore {
 		t.Fatalf("the resumed holder committed %d requests again", n-committedBefore)

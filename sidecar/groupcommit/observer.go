@@ -95,7 +95,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PeerReceived: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "siglake_peer_messages_received_total", Help: "Group commit without gossip: signed messages accepted on the HTTP listener's peer path."}),
 		PeerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "siglake_peer_messages_refused_total", Help: "Group commit without gossip: messages refused on the HTTP listener's peer path, by reason: unsigned, bad_signature, stale, too_large, wrong_recipient, no_handler, no_key, method."}, []string{"reason"}),
+			Name: "siglake_peer_messages_refused_total", Help: "Group commit without gossip: messages refused on the HTTP listener's peer path, by reason: unsigned, bad_signature, stale, too_large, wrong_recipient, no_handler, no_key, method, busy."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.PeerReceived, m.PeerRefused)
 	for _, r := range peerhttp.Reasons {

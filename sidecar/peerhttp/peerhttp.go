@@ -46,6 +46,9 @@ const (
 	DefaultSkew = 30 * time.Second
 	// DefaultTimeout bounds one Send, as memberlist's TCP timeout bounds a gossip user message.
 	DefaultTimeout = 10 * time.Second
+	// DefaultMaxInFlight bounds the messages read at once, so the bodies in memory stay under
+	// DefaultMaxInFlight x DefaultMaxBytes (64 MiB) whatever the number of pods sending.
+	DefaultMaxInFlight = 64
 )
 
 // Refusal reasons (siglake_peer_messages_refused_total{reason}).
@@ -58,11 +61,12 @@ const (
 	ReasonNoHandler      = "no_handler"      // an empty body, or a kind nothing handles here
 	ReasonNoKey          = "no_key"          // this process has no key: it cannot verify anything
 	ReasonMethod         = "method"          // not a POST
+	ReasonBusy           = "busy"            // MaxInFlight messages are being read already
 )
 
 // Reasons lists every refusal reason (metric label values, exported at 0).
 var Reasons = []string{ReasonUnsigned, ReasonBadSignature, ReasonStale, ReasonTooLarge, ReasonWrongRecipient,
-	ReasonNoHandler, ReasonNoKey, ReasonMethod}
+	ReasonNoHandler, ReasonNoKey, ReasonMethod, ReasonBusy}
 
 // Observer hears what the transport receives; the process counts and logs it. Both methods
 // must be cheap and must not block.
@@ -87,14 +91,17 @@ type Config struct {
 	MaxBytes int64         // body limit; 0: DefaultMaxBytes
 	Skew     time.Duration // accepted clock difference; 0: DefaultSkew
 	Timeout  time.Duration // one Send's bound; 0: DefaultTimeout
-	Client   *http.Client  // nil: a client of the transport's own
-	Observer Observer      // nil: nothing
-	Now      func() time.Time
+	// MaxInFlight bounds the messages received at once; beyond it 503 (busy). 0: DefaultMaxInFlight.
+	MaxInFlight int
+	Client      *http.Client // nil: a client of the transport's own
+	Observer    Observer     // nil: nothing
+	Now         func() time.Time
 }
 
 // Transport is a peermsg.Transport over HTTP; it is also the http.Handler of Path.
 type Transport struct {
 	cfg      Config
+	slots    chan struct{} // one per message being received
 	mu       sync.RWMutex
 	handlers map[byte]func(from string, msg []byte)
 }
@@ -113,6 +120,9 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: cfg.Timeout}
 	}
@@ -125,7 +135,7 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.Keys == nil {
 		cfg.Keys = func() [][]byte { return nil }
 	}
-	return &Transport{cfg: cfg, handlers: map[byte]func(string, []byte){}}, nil
+	return &Transport{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), handlers: map[byte]func(string, []byte){}}, nil
 }
 
 // CheckAddr accepts an advertised address: host:port with a non-empty host and a port.
@@ -217,6 +227,16 @@ func refuse(reason string, status int, format string, args ...any) *refusal {
 // ServeHTTP receives one message: checked, then handed to its kind's handler, 202 Accepted.
 func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	from := r.Header.Get(HeaderFrom)
+	select {
+	case t.slots <- struct{}{}:
+		defer func() { <-t.slots }()
+	default:
+		ref := refuse(ReasonBusy, http.StatusServiceUnavailable, "%d messages are being received: resend later", t.cfg.MaxInFlight)
+		t.cfg.Observer.Refused(ref.reason, from, ref.err)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, ref.reason+": "+ref.err.Error(), ref.status)
+		return
+	}
 	body, f, ref := t.check(w, r)
 	if ref != nil {
 		t.cfg.Observer.Refused(ref.reason, from, ref.err)

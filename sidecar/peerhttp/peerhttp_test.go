@@ -264,3 +264,21 @@ func TestCheckAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportBusy: beyond MaxInFlight messages being received at once, the next is refused
+// busy (503), so the bodies in memory stay bounded whatever the number of senders.
+func TestTransportBusy(t *testing.T) {
+	a, b := newMember(t, keyA), newMember(t, keyA)
+	b.Transport.cfg.MaxInFlight = 1
+	b.slots = make(chan struct{}, 1)
+	b.slots <- struct{}{} // one message is being received
+	if err := a.Send(b.Name(), []byte("Gx")); err == nil || !strings.Contains(err.Error(), "503") || b.obs.of(ReasonBusy) != 1 {
+		t.Fatalf("send to a busy member: %v, busy %d", err, b.obs.of(ReasonBusy))
+	}
+	b.none(t)
+	<-b.slots
+	if err := a.Send(b.Name(), []byte("Gx")); err != nil {
+		t.Fatal(err)
+	}
+	b.expect(t, a.Name()+" Gx")
+}
