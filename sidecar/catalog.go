@@ -145,6 +145,7 @@ func (p *Process) checkCatalog(ctx context.Context, l *lake.Lake) {
 		}
 		return
 	}
+	p.catalogID.Store(id)
 	if p.cluster != nil && p.cluster.Catalog() != id {
 		if err := p.cluster.SetCatalog(id, 5*time.Second); err != nil {
 			p.Log.Warn("gossiping the catalog identity failed; peers learn it at the next state exchange", zap.String("catalog_id", id), zap.Error(err))

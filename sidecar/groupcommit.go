@@ -11,7 +11,7 @@ import (
 // Why group commit is off (GroupCommitReport.DisabledReason): each names what turns it on.
 const (
 	groupCommitOff          = "off: --group-commit / SIGLAKE_GROUP_COMMIT is false"
-	groupCommitNoGossip     = "no gossip: --gossip-bind / SIGLAKE_GOSSIP_BIND is empty, and batches travel as gossip messages"
+	groupCommitNoGossip     = "no gossip (--gossip-bind / SIGLAKE_GOSSIP_BIND) and no catalog claims (--catalog-claim / SIGLAKE_CATALOG_CLAIM): nothing elects a table's committer"
 	groupCommitNoKey        = "gossip has no key (--gossip-key-file / SIGLAKE_GOSSIP_KEY_FILE): a hand-off could not be authenticated"
 	groupCommitKeyMigration = "gossip key migration (--gossip-key-migration / SIGLAKE_GOSSIP_KEY_MIGRATION): plaintext messages are accepted, so a hand-off could not be authenticated"
 )
@@ -19,13 +19,16 @@ const (
 // groupCommitEnabled says whether this process hands batches off and commits other pods'
 // batches: the option is on, gossip runs, and every message it receives is authenticated (a key,
 // no key migration). A forged hand-off could move a stream's mark past rows nobody holds, so
-// without authentication every pod commits directly, as before group commit.
+// without authentication every pod commits directly, as before group commit. Without gossip,
+// catalog claims on: on if startPeerGroup finds a key and an address (it says why not).
 func groupCommitEnabled(cfg config.Config, c *gossip.Cluster) (on bool, reason string) {
 	switch {
 	case !cfg.GroupCommit:
 		return false, groupCommitOff
-	case c == nil:
+	case c == nil && !cfg.CatalogClaim:
 		return false, groupCommitNoGossip
+	case c == nil:
+		return true, ""
 	case c.Keys().Keys == 0:
 		return false, groupCommitNoKey
 	case !c.Authenticated():
@@ -88,10 +91,16 @@ func (p *Process) publishGroupCommit() { p.Status.GroupCommit(p.groupCommitRepor
 
 func (p *Process) groupCommitReport() *GroupCommitReport {
 	on, why := groupCommitEnabled(p.Cfg, p.cluster)
+	if on && p.cluster == nil && p.peerWhy != "" {
+		on, why = false, p.peerWhy
+	}
 	if on && p.groupClient == nil && p.committer == nil {
 		on, why = false, groupCommitNotRunning
 	}
 	r := &GroupCommitReport{Enabled: on, DisabledReason: why, IntervalSeconds: p.Cfg.GroupCommitInterval.Seconds()}
+	if on {
+		r.Election = map[bool]string{true: "gossip", false: "catalog_claim"}[p.cluster != nil]
+	}
 	if p.groupClient != nil {
 		s := p.groupClient.Status()
 		r.Pod = &s

@@ -3,8 +3,11 @@ package sidecar
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -163,7 +166,7 @@ func TestGroupCommitReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(js), `"group_commit":{"enabled":true,"interval_seconds":1.5,"pod":{`) || !strings.Contains(string(js), `"committer":{"tables":`) {
+	if !strings.Contains(string(js), `"group_commit":{"enabled":true,"election":"gossip","interval_seconds":1.5,"pod":{`) || !strings.Contains(string(js), `"committer":{"tables":`) {
 		t.Fatalf("/debug/status: %s", js)
 	}
 }
@@ -233,5 +236,58 @@ func TestGroupCommitMarkPruneRetried(t *testing.T) {
 	}
 	if !prunes(now.Add(time.Minute + time.Hour)) {
 		t.Fatal("no prune an hour after the landed one")
+	}
+}
+
+// TestGroupCommitByClaims: without gossip, with catalog claims, group commit runs only with a
+// key and an address to advertise, and says which is missing; once it runs, maintenance follows
+// the committer claims: a process maintains a table only while it holds the table's claim.
+func TestGroupCommitByClaims(t *testing.T) {
+	env := testlake.New(t)
+	env.SealRows("events", 1, 10, 1, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	env.DrainAll()
+	t.Setenv("POD_IP", "")
+	cfg := config.Config{GroupCommit: true, CatalogClaim: true, CatalogClaimTTL: 30 * time.Second, NodeName: "node-a", Role: config.RoleAll}
+	p := &Process{Cfg: cfg, Log: zap.NewNop(), Metrics: NewMetrics(), Status: NewStatus("node-a", config.RoleAll, "v", time.Now()), httpAddr: "127.0.0.1:8080"}
+	start := func() string {
+		t.Helper()
+		p.startGroupCommit(env.Lake, false)
+		return p.groupCommitReport().DisabledReason
+	}
+	if on, why := groupCommitEnabled(cfg, nil); !on {
+		t.Fatalf("claims without gossip: off (%s)", why)
+	}
+	if why := start(); why != groupCommitClaimsNoKey {
+		t.Fatalf("without a key: %q", why)
+	}
+	p.Cfg.GossipKeyFile = filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(p.Cfg.GossipKeyFile, []byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{4}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if why := start(); !strings.Contains(why, "--peer-advertise") {
+		t.Fatalf("without an address: %q", why)
+	}
+	if p.owns("events") != true {
+		t.Fatal("claims not running: the process does not maintain every table, as without gossip before")
+	}
+	t.Setenv("POD_IP", "127.0.0.1")
+	p.peerWhy = ""
+	if why := start(); why != "" || p.peer == nil || p.committer == nil || p.groupClient == nil || p.peer.tr.Name() != "127.0.0.1:8080" {
+		t.Fatalf("key and POD_IP: %q, peer %v", why, p.peer)
+	}
+	if r := p.groupCommitReport(); !r.Enabled || r.Election != "catalog_claim" {
+		t.Fatalf("report %+v", r)
+	}
+	if p.owns("events") {
+		t.Fatal("maintains events before holding its committer claim")
+	}
+	if err := p.peer.claims.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !p.owns("events") {
+		t.Fatal("does not maintain events while holding its committer claim")
+	}
+	if m, ok := p.peer.members.Committer("events"); !ok || m != "127.0.0.1:8080" {
+		t.Fatalf("committer of events: %q %v", m, ok)
 	}
 }

@@ -33,14 +33,24 @@ func advertisesGroupCommit(p *Process, keys int) bool {
 // directly, as before group commit; the reason is logged and shown in /debug/status.
 func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 	on, why := groupCommitEnabled(p.Cfg, p.cluster)
+	if on && p.cluster == nil {
+		on, why = p.startPeerGroup(l, once)
+		p.peerWhy = why
+	}
 	if !on {
-		if p.cluster != nil {
+		if p.cluster != nil || p.Cfg.CatalogClaim && p.Cfg.GroupCommit {
 			p.Log.Info("group commit off: every batch is committed directly", zap.String("reason", why))
 		}
 		return
 	}
-	g := groupCluster{c: p.cluster, ns: p.Cfg.Namespace}
-	tr := peermsg.Loopback(g) // an owner's own batches stay in the process
+	var tr peermsg.Transport
+	var g commit.Membership
+	if p.peer != nil {
+		tr, g = peermsg.Loopback(p.peer.tr), p.peer.members // an owner's own batches stay in the process
+	} else {
+		gc := groupCluster{c: p.cluster, ns: p.Cfg.Namespace}
+		tr, g = peermsg.Loopback(gc), gc
+	}
 	obs := groupcommit.NewObserver(p.Metrics.GroupCommit, p.Log.Named("groupcommit"))
 	maxWait, lowered := config.GroupCommitMaxWait(p.Cfg)
 	if lowered {
@@ -62,7 +72,7 @@ func (p *Process) startGroupCommit(l *lake.Lake, once bool) {
 			Every: p.heartbeatEvery, Observer: obs, Now: p.Now}, tr, g)
 	}
 	p.Log.Info("group commit on", zap.Bool("committer", p.committer != nil), zap.Bool("hand_off", p.groupClient != nil),
-		zap.Duration("interval", p.Cfg.GroupCommitInterval))
+		zap.Duration("interval", p.Cfg.GroupCommitInterval), zap.Bool("catalog_claims", p.peer != nil))
 }
 
 // heartbeatEvery is how often this pod reports on a table to its committer, by a batch or a

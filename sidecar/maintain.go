@@ -57,8 +57,15 @@ func (p *Process) maintain(stop, work context.Context, l *lake.Lake) {
 	m.Run(stop, work, tick)
 }
 
-// owns says whether this process maintains table now; without gossip it owns every table. With
-// gossip it owns nothing until it knows its catalog's identity (ownsLease).
+// owns says whether this process maintains table now. With gossip it owns nothing until it knows
+// its catalog's identity (ownsLease); without gossip it owns every table, unless committer claims
+// elect the tables' committers: then exactly the tables whose claim it holds (one loop per table).
 func (p *Process) owns(table string) bool {
-	return p.cluster == nil || ownsLease(p.cluster, p.Cfg.Namespace, table)
+	switch {
+	case p.cluster != nil:
+		return ownsLease(p.cluster, p.Cfg.Namespace, table)
+	case p.peer != nil:
+		return p.peer.members.Owns(table)
+	}
+	return true
 }

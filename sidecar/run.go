@@ -24,6 +24,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/lake/redact"
 	"github.com/siglake/siglake/sidecar/membudget"
+	"github.com/siglake/siglake/sidecar/peerhttp"
 )
 
 // Process is a running `siglake compactor`.
@@ -61,6 +62,14 @@ type Process struct {
 	// publishGroupCommit reads them.
 	groupClient *commit.Client
 	committer   *commit.Committer
+	// peer is group commit without gossip (committer claims, HTTP transport); nil when it does
+	// not run. peerHandler serves the listener's peer path once it does; httpAddr is the
+	// listener's address, catalogID the catalog identity as last read.
+	peer        *peerGroup
+	peerWhy     string // why group commit without gossip does not run ("" when it does, or is not asked for)
+	peerHandler atomic.Pointer[peerhttp.Transport]
+	httpAddr    string
+	catalogID   atomic.Value // string
 	// binWorker: this process advertises gossip meta "wk" (advertisesBinLeases) and runs bin
 	// leases' owner and worker beside maintenance (leasework.go).
 	binWorker bool
@@ -160,8 +169,12 @@ func (p *Process) serveHTTP() (addr string, stop func(), err error) {
 		return "", nil, fmt.Errorf("listen on --http-addr / SIGLAKE_HTTP_ADDR %q: %w", p.Cfg.HTTPAddr, err)
 	}
 	addr = ln.Addr().String()
+	p.httpAddr = addr
 	p.Addr <- addr
-	srv := p.HTTPTimeouts.Server(Handler(p.Metrics, p.Status, &p.Ready, p.Now))
+	mux := http.NewServeMux()
+	mux.HandleFunc(peerhttp.Path, p.servePeer)
+	mux.Handle("/", Handler(p.Metrics, p.Status, &p.Ready, p.Now))
+	srv := p.HTTPTimeouts.Server(mux)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.Log.Error("http server stopped", zap.Error(err))
@@ -202,7 +215,11 @@ func (p *Process) runLoops(ctx, work context.Context, l *lake.Lake, once bool) e
 	committing, stopCommitting := context.WithCancel(work)
 	committerDone := make(chan struct{})
 	go func() { defer close(committerDone); p.runCommitter(committing) }()
-	defer func() { stopCommitting(); <-committerDone }()
+	releaseClaims := func() {}
+	if p.peer != nil {
+		releaseClaims = p.runPeerGroup(work)
+	}
+	defer func() { stopCommitting(); <-committerDone; releaseClaims() }()
 	if p.Cfg.Role.Maintains() && !once {
 		wg.Add(1)
 		go func() {

@@ -61,6 +61,9 @@ type StatusReport struct {
 	Members []MemberReport `json:"members,omitempty"`
 	// Claims are the catalog claims of this process; nil unless SIGLAKE_CATALOG_CLAIM is on.
 	Claims *claim.Report `json:"claims,omitempty"`
+	// CommitterClaims are the tables' committer claims as this process sees them (group commit
+	// without gossip; "stream" names the table); nil unless they run here.
+	CommitterClaims *claim.Report `json:"committer_claims,omitempty"`
 	// UncleanStop is set when this start found batches the previous run left in flight (it was
 	// killed mid-batch), with the files they left for gc.
 	UncleanStop *drain.UncleanStop `json:"unclean_stop,omitempty"`
@@ -79,6 +82,9 @@ type GroupCommitReport struct {
 	Enabled bool `json:"enabled"`
 	// DisabledReason says why it is off, naming the option that turns it on.
 	DisabledReason string `json:"disabled_reason,omitempty"`
+	// Election is how tables' committers are chosen: "gossip" (the maintenance leases) or
+	// "catalog_claim" (committer claims, without gossip); empty while off.
+	Election string `json:"election,omitempty"`
 	// IntervalSeconds is --group-commit-interval: how often a committer commits a table.
 	IntervalSeconds float64 `json:"interval_seconds"`
 	// Pod is this pod's side (nil when it drains nothing, or group commit is off).

@@ -15,7 +15,7 @@ const module = "github.com/siglake/siglake/"
 // protocolPackages return outcomes and leave metrics and logs to the observers in the loops
 // (DESIGN.md section 2), so they import neither prometheus nor zap, not even through a
 // dependency. A sub-package of one of them is held to the same rule.
-var protocolPackages = []string{"merge", "merge/index", "sidecar/lake", "sidecar/plan", "sidecar/plan/level", "localwal", "sidecar/claim", "sidecar/rows", "sidecar/commit", "sidecar/peermsg", "sidecar/peermsg/jsonmsg", "sidecar/work"}
+var protocolPackages = []string{"merge", "merge/index", "sidecar/lake", "sidecar/plan", "sidecar/plan/level", "localwal", "sidecar/claim", "sidecar/rows", "sidecar/commit", "sidecar/peermsg", "sidecar/peermsg/jsonmsg", "sidecar/peerhttp", "sidecar/work"}
 
 // forbidden are import path prefixes of the metrics and logging libraries.
 var forbidden = []string{"github.com/prometheus/", "go.uber.org/zap"}

@@ -18,8 +18,10 @@ import (
 
 // Property key prefixes of the claims table.
 const (
-	StreamKeyPrefix  = tableprops.ClaimPrefix   // + stream: a Claim
-	ClaimerKeyPrefix = tableprops.ClaimerPrefix // + holder: a Heartbeat
+	StreamKeyPrefix           = tableprops.ClaimPrefix      // + stream: a Claim
+	ClaimerKeyPrefix          = tableprops.ClaimerPrefix    // + holder: a Heartbeat
+	CommitterKeyPrefix        = tableprops.CommitterPrefix  // + table: a Claim with the holder's Addr
+	CommitterClaimerKeyPrefix = tableprops.CommitterClaimer // + holder: a Heartbeat
 )
 
 // The records' codecs (docs/format/table-properties.md); neither carries a version.
@@ -32,11 +34,38 @@ var (
 			return nil
 		}}
 	heartbeatProperty = tableprops.Codec[Heartbeat]{Name: ClaimerKeyPrefix, What: "claimer heartbeat"}
+
+	committerProperty = tableprops.Codec[Claim]{Name: CommitterKeyPrefix, What: "committer claim",
+		Check: func(c Claim) error {
+			if c.Holder == "" || c.Addr == "" {
+				return fmt.Errorf("a committer claim without a holder or an address")
+			}
+			return nil
+		}}
+	committerHeartbeatProperty = tableprops.Codec[Heartbeat]{Name: CommitterClaimerKeyPrefix, What: "committer claimer heartbeat"}
+)
+
+// kind is one family of claims in the claims table: stream claims (the drain's) or committer
+// claims (group commit's, one per table). Both share the decision; only keys and codecs differ.
+type kind struct {
+	claim    tableprops.Codec[Claim]
+	beat     tableprops.Codec[Heartbeat]
+	accepted string // the records accepted, for errors
+}
+
+var (
+	streamKind = kind{claim: claimProperty, beat: heartbeatProperty,
+		accepted: fmt.Sprintf(`{"holder":...,"epoch":...,"expires":RFC 3339} under %s<stream>, {"expires":RFC 3339} under %s<holder>`, StreamKeyPrefix, ClaimerKeyPrefix)}
+	committerKind = kind{claim: committerProperty, beat: committerHeartbeatProperty,
+		accepted: fmt.Sprintf(`{"holder":...,"addr":host:port,"epoch":...,"expires":RFC 3339} under %s<table>, {"expires":RFC 3339} under %s<holder>`, CommitterKeyPrefix, CommitterClaimerKeyPrefix)}
 )
 
 // Claim is one stream's claim record.
 type Claim struct {
 	Holder string `json:"holder"`
+	// Addr is where the holder of a committer claim receives group commit requests (its
+	// advertised peer address); empty in stream claims.
+	Addr string `json:"addr,omitempty"`
 	// Epoch grows by one every time the stream changes hands (never on renewal), so logs and
 	// snapshot summaries tell the holders of one stream apart.
 	Epoch   uint64    `json:"epoch"`
@@ -54,22 +83,27 @@ type State struct {
 	Claimers map[string]Heartbeat
 }
 
-// Parse reads the claim records out of table properties. A record that does not parse is an
-// error naming its key: it was not written by siglake, and guessing could hand one stream to two
+// Parse reads the stream claim records out of table properties. A record that does not parse is
+// an error naming its key: it was not written by siglake, and guessing could hand one stream to two
 // processes.
-func Parse(props map[string]string) (State, error) {
+func Parse(props map[string]string) (State, error) { return streamKind.parse(props) }
+
+// ParseCommitters reads the committer claim records out of the claims table's properties, as
+// Parse the stream claims.
+func ParseCommitters(props map[string]string) (State, error) { return committerKind.parse(props) }
+
+func (k kind) parse(props map[string]string) (State, error) {
 	st := State{Claims: map[string]Claim{}, Claimers: map[string]Heartbeat{}}
-	claims, errs := claimProperty.List(props)
+	claims, errs := k.claim.List(props)
 	for _, e := range claims {
 		st.Claims[e.Name] = e.Value
 	}
-	beats, beatErrs := heartbeatProperty.List(props)
+	beats, beatErrs := k.beat.List(props)
 	for _, e := range beats {
 		st.Claimers[e.Name] = e.Value
 	}
 	if errs = append(errs, beatErrs...); len(errs) > 0 {
-		return st, fmt.Errorf(`claims %w (want {"holder":...,"epoch":...,"expires":RFC 3339} under %s<stream>, {"expires":RFC 3339} under %s<holder>)`,
-			errs[0], StreamKeyPrefix, ClaimerKeyPrefix)
+		return st, fmt.Errorf(`claims %w (want %s)`, errs[0], k.accepted)
 	}
 	return st, nil
 }
@@ -100,6 +134,24 @@ type Plan struct {
 // share, so a stream is never released while this process may still commit it. Pure: the state,
 // streams and time are arguments.
 func Decide(st State, me string, streams []string, busy map[string]bool, now time.Time, ttl time.Duration) Plan {
+	return decide(kindOf{streamKind, ""}, st, me, streams, busy, now, ttl)
+}
+
+// DecideCommitters plans one tick of committer claimer me, reachable at addr, over the tables
+// present: the same rules as Decide (renew, take free or expired up to the fair share among the
+// live committer claimers, release over it; rendezvous order), on the committer claims. No table
+// is busy: a group commit in flight when its claim goes is arbitrated by the marks.
+func DecideCommitters(st State, me, addr string, tables []string, now time.Time, ttl time.Duration) Plan {
+	return decide(kindOf{committerKind, addr}, st, me, tables, nil, now, ttl)
+}
+
+// kindOf is the family of claims a plan writes, and the address its claims carry.
+type kindOf struct {
+	kind
+	addr string
+}
+
+func decide(k kindOf, st State, me string, streams []string, busy map[string]bool, now time.Time, ttl time.Duration) Plan {
 	p := Plan{Others: map[string]string{}, Set: map[string]string{}}
 	live := map[string]bool{me: true}
 	for h, hb := range st.Claimers {
@@ -125,7 +177,7 @@ func Decide(st State, me string, streams []string, busy map[string]bool, now tim
 		}
 	}
 	p.share(mine, free, me, busy)
-	p.write(st, me, present, now, ttl)
+	p.write(k, st, me, present, now, ttl)
 	return p
 }
 
@@ -158,16 +210,16 @@ func (p *Plan) share(mine, free []string, me string, busy map[string]bool) {
 // write turns p's choice into the properties to set and remove: the heartbeat and the held
 // claims (a new epoch where the holder changes), releases (streams whose directory is gone
 // included), and the housekeeping of dead heartbeats and expired claims of gone streams.
-func (p *Plan) write(st State, me string, present map[string]bool, now time.Time, ttl time.Duration) {
+func (p *Plan) write(k kindOf, st State, me string, present map[string]bool, now time.Time, ttl time.Duration) {
 	expires := now.Add(ttl)
-	p.Set[ClaimerKeyPrefix+me] = encode(heartbeatProperty, Heartbeat{Expires: expires})
+	p.Set[k.beat.Name+me] = encode(k.beat, Heartbeat{Expires: expires})
 	for _, s := range p.Hold {
 		c := st.Claims[s]
 		epoch := c.Epoch
 		if c.Holder != me {
 			epoch++
 		}
-		p.Set[StreamKeyPrefix+s] = encode(claimProperty, Claim{Holder: me, Epoch: epoch, Expires: expires})
+		p.Set[k.claim.Name+s] = encode(k.claim, Claim{Holder: me, Addr: k.addr, Epoch: epoch, Expires: expires})
 	}
 	for s, c := range st.Claims {
 		if c.Holder == me && !present[s] {
@@ -176,17 +228,17 @@ func (p *Plan) write(st State, me string, present map[string]bool, now time.Time
 	}
 	sort.Strings(p.Release)
 	for _, s := range p.Release {
-		p.Remove = append(p.Remove, StreamKeyPrefix+s)
+		p.Remove = append(p.Remove, k.claim.Name+s)
 	}
 	// Housekeeping: heartbeats dead for a whole TTL, and expired claims of streams that are gone.
 	for h, hb := range st.Claimers {
 		if h != me && now.Sub(hb.Expires) > ttl {
-			p.Remove = append(p.Remove, ClaimerKeyPrefix+h)
+			p.Remove = append(p.Remove, k.beat.Name+h)
 		}
 	}
 	for s, c := range st.Claims {
 		if c.Holder != me && !present[s] && !now.Before(c.Expires) {
-			p.Remove = append(p.Remove, StreamKeyPrefix+s)
+			p.Remove = append(p.Remove, k.claim.Name+s)
 		}
 	}
 	sort.Strings(p.Remove)
@@ -194,14 +246,22 @@ func (p *Plan) write(st State, me string, present map[string]bool, now time.Time
 
 // ReleaseAll is the commit of a claimer that stops: it removes its heartbeat and every claim it
 // holds, so the others take its streams at once instead of after the TTL.
-func ReleaseAll(st State, me string) (remove []string) {
+func ReleaseAll(st State, me string) (remove []string) { return streamKind.releaseAll(st, me) }
+
+// ReleaseAllCommitters is ReleaseAll of the committer claims: the tables' next committers are
+// elected at the others' next tick instead of after the TTL.
+func ReleaseAllCommitters(st State, me string) (remove []string) {
+	return committerKind.releaseAll(st, me)
+}
+
+func (k kind) releaseAll(st State, me string) (remove []string) {
 	for s, c := range st.Claims {
 		if c.Holder == me {
-			remove = append(remove, StreamKeyPrefix+s)
+			remove = append(remove, k.claim.Name+s)
 		}
 	}
 	if _, ok := st.Claimers[me]; ok {
-		remove = append(remove, ClaimerKeyPrefix+me)
+		remove = append(remove, k.beat.Name+me)
 	}
 	sort.Strings(remove)
 	return remove

@@ -30,6 +30,13 @@ type Manager struct {
 	// Observer hears what the manager does (sidecar/instrument counts and logs it); nil: nothing.
 	Observer Observer
 	OnReport func(Report) // called after every tick with what the claims look like now
+	// Addr, when set, makes this a committer claim manager (group commit without gossip):
+	// Streams lists the tables, the claims are committer claims carrying Addr, the address
+	// this process receives group commit requests on. Owns and Committer answer for tables.
+	Addr string
+	// ReadOnly committer managers only read the committer claims, for Committer: a process that
+	// does not maintain tables takes none, yet its pods hand off to the tables' holders.
+	ReadOnly bool
 
 	mu        sync.Mutex
 	held      map[string]heldClaim
@@ -37,6 +44,7 @@ type Manager struct {
 	releasing map[string]bool // about to be released: no new batch may start
 	report    Report
 	commits   int
+	view      State // the claims as last read: Committer answers from it
 	// beforeCommit, when set (tests), runs between reading the claims and committing.
 	beforeCommit func()
 }
@@ -233,9 +241,15 @@ func (m *Manager) tick(ctx context.Context) error {
 			m.obs().Committed(Failed)
 			return err
 		}
-		st, err := Parse(t.Properties())
+		st, err := m.kind().parse(t.Properties())
 		if err != nil {
 			return err
+		}
+		m.mu.Lock()
+		m.view = st
+		m.mu.Unlock()
+		if m.ReadOnly {
+			return nil
 		}
 		// Validity counts from before the commit is sent: whenever it lands, the claim it writes
 		// runs TTL from a moment no earlier than this one.
@@ -243,7 +257,7 @@ func (m *Manager) tick(ctx context.Context) error {
 		m.mu.Lock()
 		m.init()
 		m.dropLost(st)
-		p := Decide(st, m.Holder, streams, boolSet(m.busy), start, m.TTL)
+		p := decide(kindOf{m.kind(), m.Addr}, st, m.Holder, streams, boolSet(m.busy), start, m.TTL)
 		for _, s := range p.Release {
 			m.releasing[s] = true
 		}
@@ -310,7 +324,8 @@ func (m *Manager) apply(st State, p Plan, start time.Time) {
 	}
 	for _, s := range p.Hold {
 		prev, had := st.Claims[s]
-		c, _ := Parse(map[string]string{StreamKeyPrefix + s: p.Set[StreamKeyPrefix+s]})
+		k := m.kind().claim.Name + s
+		c, _ := m.kind().parse(map[string]string{k: p.Set[k]})
 		m.held[s] = heldClaim{epoch: c.Claims[s].Epoch, validUntil: until}
 		if had && prev.Holder != m.Holder {
 			m.obs().TakenOver(s, prev.Holder, prev.Expires, c.Claims[s].Epoch)
@@ -344,11 +359,11 @@ func (m *Manager) Release(ctx context.Context) error {
 		if err != nil || !ok {
 			return err
 		}
-		st, err := Parse(t.Properties())
+		st, err := m.kind().parse(t.Properties())
 		if err != nil {
 			return err
 		}
-		remove := ReleaseAll(st, m.Holder)
+		remove := m.kind().releaseAll(st, m.Holder)
 		if len(remove) == 0 {
 			return nil
 		}
@@ -365,6 +380,40 @@ func (m *Manager) Release(ctx context.Context) error {
 		m.obs().ReleasedAll(len(remove))
 		return nil
 	}
+}
+
+// kind is the family of claims this manager keeps.
+func (m *Manager) kind() kind {
+	if m.Addr != "" || m.ReadOnly {
+		return committerKind
+	}
+	return streamKind
+}
+
+// Owns is the committer claims' fence: this process holds table's claim, inside its fence, and
+// is not releasing it. It commits the table's group commits and maintains it only then.
+func (m *Manager) Owns(table string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.held[table]
+	return ok && !m.releasing[table] && m.Now().Before(h.validUntil)
+}
+
+// Committer is where table's group commit requests go: this process's Addr while it Owns the
+// table, else the address of the holder of a live committer claim as last read. ok false: none
+// (no claim, an expired one, or this process's own claim past its fence), so pods commit
+// directly.
+func (m *Manager) Committer(table string) (addr string, ok bool) {
+	if m.Owns(table) {
+		return m.Addr, true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.view.Claims[table]
+	if !ok || c.Holder == m.Holder || c.Addr == "" || !m.Now().Before(c.Expires) {
+		return "", false
+	}
+	return c.Addr, true
 }
 
 // Report returns the claims part of the status.

@@ -293,6 +293,10 @@ type Config struct {
 	// GroupCommitQueueMax is the most requests a committer holds over all tables; beyond it pods
 	// are told busy and keep their batches. Default 4096 (--group-commit-queue-max).
 	GroupCommitQueueMax int
+	// PeerAdvertise is the host:port other pods reach this process's HTTP listener at, for group
+	// commit without gossip (committers elected by catalog claims). Default empty
+	// (--peer-advertise): $POD_IP with the --http-addr port.
+	PeerAdvertise string
 	// GroupCommitFallbackAfter is how long a pod waits without hearing from the committer before it
 	// commits the batch itself. Default 30s (--group-commit-fallback-after); at most
 	// orphans.HandoffMaxAge(CommitTimeout), past which the committer refuses the request anyway.
@@ -660,7 +664,7 @@ func gossipOptions() []Option {
 			"Gossip member name; empty uses the hostname (the pod name on Kubernetes).",
 			setString(func(c *Config) *string { return &c.NodeName })},
 		{"gossip-bind", "SIGLAKE_GOSSIP_BIND", "", "gossip.port",
-			"Gossip bind host:port (port 7946 by convention); empty runs without gossip and owns every table.",
+			"Gossip bind host:port (port 7946 by convention); empty runs without gossip and owns every table (with catalog claims and group commit: the tables whose committer claim it holds, docs/group-commit.md).",
 			setString(func(c *Config) *string { return &c.GossipBind })},
 		{"gossip-advertise", "SIGLAKE_GOSSIP_ADVERTISE", "", "",
 			"Address peers use to reach this member; empty uses the bind address (set it to the pod IP).",

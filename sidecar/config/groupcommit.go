@@ -3,12 +3,14 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
 	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/duration"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
+	"github.com/siglake/siglake/sidecar/peerhttp"
 )
 
 // Bounds of --group-commit-interval: below 100ms a commit per table takes most of the catalog's
@@ -27,7 +29,7 @@ const minMarkPruneAfter = 24 * time.Hour
 func groupCommitOptions() []Option {
 	return []Option{
 		{"group-commit", "SIGLAKE_GROUP_COMMIT", "true", "commitBatch.groupCommit.enabled",
-			"Hand each drain batch to its table's committer (the table's maintenance owner), which commits the batches of every pod together at most once per interval; a pod commits directly when no committer answers in time. Effective only with gossip (`--gossip-bind`), a gossip key (`--gossip-key-file`) and no key migration: the batches travel as gossip messages (docs/design/group-commit.md).",
+			"Hand each drain batch to its table's committer (the table's maintenance owner), which commits the batches of every pod together at most once per interval; a pod commits directly when no committer answers in time. Effective with gossip (`--gossip-bind`), a gossip key (`--gossip-key-file`) and no key migration: the batches travel as gossip messages to the table's lease owner (docs/design/group-commit.md). Without gossip, effective with catalog claims (`--catalog-claim`), a key file (`--gossip-key-file`) and an advertised address (`--peer-advertise`): a committer claim elects each table's committer and the batches travel signed over HTTP (docs/group-commit.md).",
 			setBool(func(c *Config) *bool { return &c.GroupCommit })},
 		{"group-commit-interval", "SIGLAKE_GROUP_COMMIT_INTERVAL", "1s", "commitBatch.groupCommit.interval",
 			"How often a committer commits a table's queued batches, 100ms to 60s.",
@@ -45,8 +47,19 @@ func groupCommitOptions() []Option {
 			"Most batches a committer holds over all its tables (and at most 64 MiB of them); beyond it pods are told to slow down and keep their batches in the WAL.",
 			setPosInt(func(c *Config) *int { return &c.GroupCommitQueueMax })},
 		{"group-commit-fallback-after", "SIGLAKE_GROUP_COMMIT_FALLBACK_AFTER", "30s", "commitBatch.groupCommit.fallbackAfter",
-			fmt.Sprintf("A pod that has not heard from its table's committer for this long commits the batch directly (the stream mark decides if both land). With gossip on, at most %d times `--commit-timeout`, the oldest batch a committer still commits.", orphans.FileCommitAttempts),
+			fmt.Sprintf("A pod that has not heard from its table's committer for this long commits the batch directly (the stream mark decides if both land). With gossip or catalog claims on, at most %d times `--commit-timeout`, the oldest batch a committer still commits.", orphans.FileCommitAttempts),
 			setDuration(func(c *Config) *time.Duration { return &c.GroupCommitFallbackAfter }, true)},
+		{"peer-advertise", "SIGLAKE_PEER_ADVERTISE", "", "",
+			"Group commit without gossip (`--catalog-claim` on, `--gossip-bind` empty): the host:port other pods reach this process's `--http-addr` listener at, where they send their batches when it holds a table's committer claim. Empty: `$POD_IP` (the chart sets it) with the `--http-addr` port; without either, group commit stays off with the reason in /debug/status (docs/group-commit.md).",
+			func(c *Config, v string) error {
+				if v != "" {
+					if err := peerhttp.CheckAddr(v); err != nil {
+						return err
+					}
+				}
+				c.PeerAdvertise = v
+				return nil
+			}},
 		{"manifest-merge-min-count", "SIGLAKE_MANIFEST_MERGE_MIN_COUNT", "100", "compactor.manifestMerge.minCount",
 			"Manifests at which a table's commit merges them (Iceberg's `commit.manifest.min-count-to-merge`), so metadata does not grow with every commit; 0 turns merging off.",
 			setNonNegInt(func(c *Config) *int { return &c.ManifestMergeMinCount })},
@@ -116,9 +129,10 @@ func setPruneAfter(field func(*Config) *time.Duration) func(*Config, string) err
 
 // groupCommitCheck: a pod must fall back before its committer would refuse the request as too
 // old (orphans.HandoffMaxAge), or it waits for an answer that can only be "expired". Checked only
-// where group commit can run (gossip on): without gossip the option does nothing.
+// where group commit can run (gossip on, or catalog claims electing committers without it):
+// elsewhere the option does nothing.
 func groupCommitCheck(c Config) error {
-	if !c.GroupCommit || c.GossipBind == "" {
+	if !c.GroupCommit || c.GossipBind == "" && !c.CatalogClaim {
 		return nil
 	}
 	if most := orphans.HandoffMaxAge(c.CommitTimeout); c.GroupCommitFallbackAfter > most {
@@ -127,4 +141,40 @@ func groupCommitCheck(c Config) error {
 			f(c.GroupCommitFallbackAfter), f(most), f(c.CommitTimeout), orphans.FileCommitAttempts, f(most))
 	}
 	return nil
+}
+
+// PeerAddr is the address this process advertises for group commit without gossip:
+// --peer-advertise, else $POD_IP (getenv) with httpAddr's port (the listener's, after a port 0
+// resolved). "" with the reason when there is none.
+func PeerAddr(c Config, httpAddr string, getenv func(string) string) (addr, reason string) {
+	addr, reason = peerAddr(c, httpAddr, getenv)
+	if reason != "" {
+		return "", reason
+	}
+	// A loopback listener advertised at another address would take no pod's hand-off.
+	lh, _, _ := net.SplitHostPort(httpAddr)
+	ah, _, _ := net.SplitHostPort(addr)
+	if l, a := net.ParseIP(lh), net.ParseIP(ah); l != nil && l.IsLoopback() && (a == nil || !a.IsLoopback()) {
+		return "", fmt.Sprintf("--http-addr / SIGLAKE_HTTP_ADDR %s listens on loopback only, so other pods cannot reach %s: bind it to 0.0.0.0:<port> (the chart does)", httpAddr, addr)
+	}
+	return addr, ""
+}
+
+func peerAddr(c Config, httpAddr string, getenv func(string) string) (addr, reason string) {
+	if c.PeerAdvertise != "" {
+		return c.PeerAdvertise, ""
+	}
+	ip := getenv("POD_IP")
+	if ip == "" {
+		return "", "no address to advertise: set --peer-advertise / SIGLAKE_PEER_ADVERTISE (or POD_IP) to the host:port other pods reach --http-addr at"
+	}
+	_, port, err := net.SplitHostPort(httpAddr)
+	if err != nil {
+		return "", fmt.Sprintf("--http-addr %q has no port to advertise with POD_IP: set --peer-advertise / SIGLAKE_PEER_ADVERTISE", httpAddr)
+	}
+	addr = net.JoinHostPort(ip, port)
+	if err := peerhttp.CheckAddr(addr); err != nil {
+		return "", fmt.Sprintf("POD_IP %q: %v", ip, err)
+	}
+	return addr, ""
 }

@@ -85,6 +85,46 @@ func TestFallbackAfterWithinHandoffAge(t *testing.T) {
 	if _, err := loadWith([]string{"--commit-timeout", "2s"}, map[string]string{testMinCommitTimeoutEnv: "1s"}); err != nil {
 		t.Errorf("without gossip: %v", err)
 	}
+	// Committers elected by catalog claims: checked as with gossip.
+	if _, err := loadWith([]string{"--commit-timeout", "2s", "--catalog-claim", "true"}, map[string]string{testMinCommitTimeoutEnv: "1s"}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("catalog claims, no gossip: %v, want %q", err, want)
+	}
+}
+
+// TestPeerAddr: the advertised address is --peer-advertise, else POD_IP with the listener's port;
+// neither is a reason naming the option; a bad --peer-advertise fails at start with what is
+// accepted.
+func TestPeerAddr(t *testing.T) {
+	env := func(ip string) func(string) string {
+		return func(k string) string {
+			if k == "POD_IP" {
+				return ip
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		cfg       Config
+		http, ip  string
+		want, why string
+	}{
+		{Config{PeerAdvertise: "ingest-0.siglake:8080"}, "0.0.0.0:9090", "10.0.0.1", "ingest-0.siglake:8080", ""},
+		{Config{}, "0.0.0.0:9090", "10.0.0.1", "10.0.0.1:9090", ""},
+		{Config{}, "[::]:9090", "fd00::7", "[fd00::7]:9090", ""},
+		{Config{}, "0.0.0.0:9090", "", "", "--peer-advertise / SIGLAKE_PEER_ADVERTISE"},
+		{Config{}, "127.0.0.1:9090", "127.0.0.1", "127.0.0.1:9090", ""}, // one host: tests
+		{Config{}, "127.0.0.1:9090", "10.0.0.1", "", "listens on loopback only"},
+		{Config{PeerAdvertise: "ingest-0.siglake:8080"}, "127.0.0.1:9090", "", "", "listens on loopback only"},
+	} {
+		got, why := PeerAddr(c.cfg, c.http, env(c.ip))
+		if got != c.want || (c.why == "") != (why == "") || !strings.Contains(why, c.why) {
+			t.Errorf("%+v http %s POD_IP %q: %q %q, want %q %q", c.cfg, c.http, c.ip, got, why, c.want, c.why)
+		}
+	}
+	_, err := loadWith([]string{"--peer-advertise", "10.0.0.1"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--peer-advertise") || !strings.Contains(err.Error(), "accepted: host:port") {
+		t.Fatalf("--peer-advertise without a port: %v", err)
+	}
 }
 
 // TestMaxWaitBelowFallback: a max wait whose answer timeout (3 intervals, the wait past one, 2 s)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/instrument"
+	"github.com/siglake/siglake/sidecar/peerhttp"
 )
 
 // Label values of the group commit counters, exported at 0 from the start (the reasons) or once
@@ -51,6 +52,10 @@ type Metrics struct {
 	MarksPruned     *prometheus.CounterVec // table
 	CompleteThrough *prometheus.GaugeVec   // table
 	LiveStreams     *prometheus.GaugeVec   // table
+
+	// Over HTTP (no gossip): messages received and refused by the peer transport.
+	PeerReceived prometheus.Counter
+	PeerRefused  *prometheus.CounterVec // reason
 }
 
 // NewMetrics registers group commit's metrics on reg.
@@ -92,6 +97,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "siglake_table_complete_through_timestamp_seconds", Help: "Committer: the table's complete-through watermark, Unix time: every row a live stream sealed by then is committed."}, table),
 		LiveStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "siglake_group_commit_live_streams", Help: "Committer: streams heard from within their liveness window, over which the watermark is taken."}, table),
+		PeerReceived: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "siglake_peer_messages_received_total", Help: "Group commit without gossip: signed messages accepted on the HTTP listener's peer path."}),
+		PeerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siglake_peer_messages_refused_total", Help: "Group commit without gossip: messages refused on the HTTP listener's peer path, by reason: unsigned, bad_signature, stale, too_large, wrong_recipient, no_handler, no_key, method, busy."}, []string{"reason"}),
+	}
+	reg.MustRegister(m.PeerReceived, m.PeerRefused)
+	for _, r := range peerhttp.Reasons {
+		m.PeerRefused.WithLabelValues(r)
 	}
 	reg.MustRegister(m.Lag, m.Requests, m.Fallbacks, m.Busy, m.SlowDown, m.QueueRequests, m.QueueBytes, m.Commits,
 		m.RequestsPerCmt, m.QueueWait, m.Refused, m.AnswersDropped, m.Answers, m.MarksPruned, m.CompleteThrough, m.LiveStreams)

@@ -1,6 +1,7 @@
 package groupcommit
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/siglake/siglake/sidecar/commit"
 	"github.com/siglake/siglake/sidecar/internal/promtest"
+	"github.com/siglake/siglake/sidecar/peerhttp"
 )
 
 // TestObserver: every Observer method moves its metric; fallbacks, refusals and failed
@@ -122,5 +124,32 @@ func TestObserver(t *testing.T) {
 	}
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Fatalf("promlint: %v %v", problems, err)
+	}
+}
+
+// TestPeerObserver: the HTTP transport's refusals are counted by reason (every reason at 0 from
+// the start) and logged at most once a minute per reason; accepted messages are counted.
+func TestPeerObserver(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	core, logs := observer.New(zap.InfoLevel)
+	m := NewMetrics(reg)
+	if n := testutil.CollectAndCount(m.PeerRefused); n != len(peerhttp.Reasons) {
+		t.Fatalf("%d refused series at start, want %d", n, len(peerhttp.Reasons))
+	}
+	o := &PeerObserver{Metrics: m, Log: zap.New(core)}
+	for range 3 {
+		o.Refused(peerhttp.ReasonBadSignature, "10.0.0.9:8080", errors.New("the MAC matches none of this member's keys"))
+	}
+	o.Refused(peerhttp.ReasonStale, "10.0.0.9:8080", errors.New("sent 40s ago"))
+	o.Received('G')
+	if got := testutil.ToFloat64(m.PeerRefused.WithLabelValues(peerhttp.ReasonBadSignature)); got != 3 {
+		t.Fatalf("bad_signature counted %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(m.PeerReceived); got != 1 {
+		t.Fatalf("received %v, want 1", got)
+	}
+	lines := logs.FilterMessage("refused a group commit message on the HTTP listener").All()
+	if len(lines) != 2 || lines[0].ContextMap()["reason"] != peerhttp.ReasonBadSignature || lines[0].ContextMap()["claimed_sender"] != "10.0.0.9:8080" {
+		t.Fatalf("log lines %v: want one per reason, naming the reason and the claimed sender", lines)
 	}
 }

@@ -18,11 +18,21 @@ import (
 // rotation step and the read is one small file.
 const KeyReload = 5 * time.Second
 
+// KeyHolder is what WatchKeys installs keys in: *gossip.Cluster, or groupcommit.Keys.
+type KeyHolder interface {
+	SetKeys(ks [][]byte) (changed bool, err error)
+	Keys() gossipkeys.State
+}
+
+var _ KeyHolder = (*gossip.Cluster)(nil)
+
 // WatchKeys re-reads the key file every `every` until ctx is done and installs what it holds, so a
 // rotation (add the new key second, make it first, remove the old one: docs/gossip.md) needs no
 // restart. A file that cannot be read or parsed keeps the keys in use: dropping them would cut this
 // member off. Each distinct failure is logged once, as an error.
-func WatchKeys(ctx context.Context, c *gossip.Cluster, path string, every time.Duration, log *zap.Logger) {
+//
+// c is the gossip cluster, or group commit's keys where gossip is off (groupcommit.Keys).
+func WatchKeys(ctx context.Context, c KeyHolder, path string, every time.Duration, log *zap.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var last []byte

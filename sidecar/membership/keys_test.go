@@ -62,7 +62,12 @@ func TestWatchKeysRotates(t *testing.T) {
 	write(b64(newKey) + "\n" + b64(oldKey) + "\n")
 	wait(gossipkeys.State{Keys: 2, Primary: gossipkeys.Fingerprint(newKey)})
 	write("not a key\n")
-	time.Sleep(200 * time.Millisecond)
+	// Until the watcher has read it (a loaded machine may take long past a few periods), then a
+	// few more periods in which it must not log again.
+	for deadline := time.Now().Add(5 * time.Second); logs.FilterMessage("gossip key file not applied; the keys in use stay").Len() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
 	wait(gossipkeys.State{Keys: 2, Primary: gossipkeys.Fingerprint(newKey)})
 	if n := logs.FilterMessage("gossip key file not applied; the keys in use stay").Len(); n != 1 {
 		t.Fatalf("a broken key file was logged %d times, want once", n)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/commit"
 )
 
@@ -24,7 +25,7 @@ func writeGroupCommit(w io.Writer, r sidecar.StatusReport, names []string) {
 		fmt.Fprintf(w, "\nGROUP COMMIT  off: %s\n", g.DisabledReason)
 		return
 	}
-	fmt.Fprintf(w, "\nGROUP COMMIT  on, interval %gs\n", g.IntervalSeconds)
+	fmt.Fprintf(w, "\nGROUP COMMIT  on, interval %gs%s\n", g.IntervalSeconds, map[bool]string{true: ", committers by catalog claim"}[g.Election == "catalog_claim"])
 	committed := map[string]commit.CommitterTable{}
 	if g.Committer != nil {
 		for _, t := range g.Committer.Tables {
@@ -38,6 +39,9 @@ func writeGroupCommit(w io.Writer, r sidecar.StatusReport, names []string) {
 		committer := "-"
 		if tr := r.Tables[n]; tr != nil && tr.Owner != "" {
 			committer = tr.Owner
+		}
+		if c := claimedBy(r.CommitterClaims, n); c != "" {
+			committer = c
 		}
 		if !mine {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\n", n, committer)
@@ -114,4 +118,17 @@ func writeOutstanding(w io.Writer, now time.Time, p *commit.ClientStatus) {
 			now.Sub(o.Since).Round(time.Second), o.Sends, orDash(o.LastAnswer))
 	}
 	tw.Flush()
+}
+
+// claimedBy is the holder of table's committer claim as the report shows it ("" without claims).
+func claimedBy(c *claim.Report, table string) string {
+	if c == nil {
+		return ""
+	}
+	for _, h := range c.Held {
+		if h.Stream == table {
+			return c.Holder
+		}
+	}
+	return c.Others[table]
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/siglake/siglake/sidecar"
+	"github.com/siglake/siglake/sidecar/claim"
 	"github.com/siglake/siglake/sidecar/commit"
 )
 
@@ -51,5 +52,23 @@ func TestStatusShowsGroupCommit(t *testing.T) {
 	Write(&b, r)
 	if strings.Contains(b.String(), "GROUP COMMIT") {
 		t.Fatalf("no report, yet a block:\n%s", b.String())
+	}
+}
+
+// TestStatusShowsClaimElectedCommitters: without gossip the committer of each table is the
+// holder of its committer claim, as this process last read the claims.
+func TestStatusShowsClaimElectedCommitters(t *testing.T) {
+	now := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	r := sidecar.StatusReport{Node: "pod-a", StartedAt: now, Now: now, CatalogReady: true,
+		Tables:          map[string]*sidecar.TableReport{"events": {}, "audit": {}, "spans": {}},
+		CommitterClaims: &claim.Report{Holder: "pod-a", Held: []claim.HeldReport{{Stream: "events", Epoch: 3}}, Others: map[string]string{"audit": "pod-b"}},
+		GroupCommit:     &sidecar.GroupCommitReport{Enabled: true, Election: "catalog_claim", IntervalSeconds: 1}}
+	var b strings.Builder
+	Write(&b, r)
+	out := b.String()
+	for _, want := range []string{"GROUP COMMIT  on, interval 1s, committers by catalog claim", "audit   pod-b ", "events  pod-a ", "spans   - "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
 	}
 }

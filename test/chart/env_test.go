@@ -22,7 +22,7 @@ var auxEnv = map[string]string{
 	"GOMEMLIMIT":            "Go runtime soft memory limit: goMemLimitRatio of the container's memory limit",
 	"AWS_ACCESS_KEY_ID":     "S3 credentials from warehouse.s3.existingSecret (the AWS default chain reads them)",
 	"AWS_SECRET_ACCESS_KEY": "S3 credentials from warehouse.s3.existingSecret",
-	"POD_IP":                "downward API input of SIGLAKE_GOSSIP_ADVERTISE",
+	"POD_IP":                "downward API input of SIGLAKE_GOSSIP_ADVERTISE, and without gossip the default of --peer-advertise",
 }
 
 // secrets are the Secrets the ci values files name, with what a cluster would hold in them.

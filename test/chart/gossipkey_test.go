@@ -55,6 +55,14 @@ func TestGossipKeyRenders(t *testing.T) {
 			"mine", "gossip.keys", "", "", ""},
 		{"insecure opt-out", []string{"--set", "gossip.key=", "--set", "gossip.insecureNoKey=true"}, "", "", "", "", ""},
 		{"gossip off", []string{"--set", "gossip.key=", "--set", "gossip.enabled=false"}, "", "", "", "", ""},
+		{"gossip off, key from values unused", []string{"--set", "gossip.enabled=false"}, "", "", "", "", ""},
+		// Without gossip, catalog claims elect group commit's committers and the key signs the
+		// hand-offs over HTTP (docs/group-commit.md).
+		{"gossip off, catalog claims: key from values", []string{"--set", "gossip.enabled=false", "--set", "compactor.catalogClaim=true"},
+			releaseName + "-siglake-compactor-gossip", "keys", k1 + "\n", "", ""},
+		{"gossip off, catalog claims: existing Secret", []string{"--set", "gossip.enabled=false", "--set", "compactor.catalogClaim=true", "--set", "gossip.keySecret.name=mine"},
+			"mine", "keys", "", "", ""},
+		{"gossip off, catalog claims, no key: no failure (group commit stays off)", []string{"--set", "gossip.key=", "--set", "gossip.enabled=false", "--set", "compactor.catalogClaim=true"}, "", "", "", "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -115,6 +115,17 @@ func TestNetworkPolicyRenders(t *testing.T) {
 			[]string{"7946/TCP", "9464/TCP"}, nil},
 		{"gossip off", []string{"--set", "networkPolicy.noOtherIngress=true", "--set", "gossip.enabled=false", "--set", "gossip.key="},
 			[]string{"9464/TCP"}, nil},
+		{"gossip off, catalog claims: group commit over the HTTP port from the release's pods", []string{"--set", "networkPolicy.noOtherIngress=true",
+			"--set", "gossip.enabled=false", "--set", "compactor.catalogClaim=true",
+			"--set", "networkPolicy.metrics.namespaceSelector.matchLabels.name=monitoring"},
+			[]string{"9464/TCP"},
+			func(t *testing.T, rules map[string][]networkingv1.NetworkPolicyIngressRule, pods map[string]string) {
+				rs := rules["9464/TCP"]
+				if len(rs) != 2 || len(rs[1].From) != 1 {
+					t.Fatalf("HTTP port rules %+v: want the metrics selectors' and one from the release's pods", rs)
+				}
+				releasePodsOnly(t, "group commit rule", rs[1].From[0], pods)
+			}},
 		{"buffer on, selectors, extra ingress", []string{
 			"--set", "compactor.walBuffer.enabled=true", "--set", "compactor.walBuffer.token=np-test-token-0123456789abcdef",
 			"--set", "networkPolicy.metrics.namespaceSelector.matchLabels.name=monitoring",

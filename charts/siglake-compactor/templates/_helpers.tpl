@@ -167,7 +167,8 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{- end }}
 
 {{/* The chart's own variables. Every SIGLAKE_* name is an option of `siglake compactor`
-(docs/configuration.md); POD_IP only feeds SIGLAKE_GOSSIP_ADVERTISE. */}}
+(docs/configuration.md); POD_IP feeds SIGLAKE_GOSSIP_ADVERTISE and, without gossip, the
+address group commit's committer claims advertise (--peer-advertise's default). */}}
 {{- define "siglake-compactor.baseEnv" -}}
 {{- $v := .Values }}
 - name: SIGLAKE_NODE_NAME
@@ -220,11 +221,17 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
 {{- end }}
 - name: SIGLAKE_HTTP_ADDR
   value: {{ printf "0.0.0.0:%d" (int $v.http.port) | quote }}
-{{- if $v.gossip.enabled }}
 - name: POD_IP
   valueFrom:
     fieldRef:
       fieldPath: status.podIP
+{{- /* The key signs group commit's hand-offs over HTTP too where gossip is off and catalog
+     claims elect the committers (docs/group-commit.md). */}}
+{{- with include "siglake-compactor.gossipKeySecret" . }}
+- name: SIGLAKE_GOSSIP_KEY_FILE
+  value: {{ printf "/etc/siglake/gossip/%s" (include "siglake-compactor.gossipKeyItem" $) | quote }}
+{{- end }}
+{{- if $v.gossip.enabled }}
 - name: SIGLAKE_GOSSIP_BIND
   value: {{ printf "0.0.0.0:%d" (int $v.gossip.port) | quote }}
 - name: SIGLAKE_GOSSIP_ADVERTISE
@@ -234,8 +241,6 @@ extraEnv overrides without duplicate names, which would break upgrade patches), 
   value: {{ . | quote }}
 {{- end }}
 {{- with include "siglake-compactor.gossipKeySecret" . }}
-- name: SIGLAKE_GOSSIP_KEY_FILE
-  value: {{ printf "/etc/siglake/gossip/%s" (include "siglake-compactor.gossipKeyItem" $) | quote }}
 {{- with $v.gossip.keyMigration }}
 - name: SIGLAKE_GOSSIP_KEY_MIGRATION
   value: {{ . | quote }}
@@ -641,12 +646,12 @@ gossip on and neither gossip.keySecret.name nor gossip.key, rendering fails unle
 gossip.insecureNoKey: without a key any process that reaches the port joins (docs/gossip.md). */}}
 {{- define "siglake-compactor.gossipKeySecret" -}}
 {{- $g := .Values.gossip }}
-{{- if $g.enabled }}
+{{- if or $g.enabled .Values.compactor.catalogClaim }}
 {{- if $g.keySecret.name }}
 {{- $g.keySecret.name }}
 {{- else if $g.key }}
 {{- printf "%s-gossip" (include "siglake-compactor.fullname" .) }}
-{{- else if not $g.insecureNoKey }}
+{{- else if and $g.enabled (not $g.insecureNoKey) }}
 {{- fail "gossip is on without an encryption key, so any process that reaches the gossip port could join and take table leases. Create a Secret once and name it: kubectl create secret generic siglake-gossip --from-literal=keys=$(head -c 32 /dev/urandom | base64), then --set gossip.keySecret.name=siglake-gossip (a key given with --set gossip.key must be the same on every upgrade: keep it in your values file or use --reuse-values). A release that ran without a key adds one in steps (gossip.keyMigration, docs/operations.md \"Gossip key\"); gossip.insecureNoKey=true runs without one (test clusters only). docs/gossip.md" }}
 {{- end }}
 {{- end }}

@@ -30,6 +30,8 @@ const (
 	PuffinPrefix     = "siglake.invidx.puffin.v1."  // + data file base name: its Puffin sidecars
 	ClaimPrefix      = "siglake.claim."             // + stream (claims table): the stream's claim
 	ClaimerPrefix    = "siglake.claimer."           // + holder (claims table): its heartbeat
+	CommitterPrefix  = "siglake.committer."         // + table (claims table): the table's committer claim
+	CommitterClaimer = "siglake.committer-claimer." // + holder (claims table): a committer claimer's heartbeat
 	CompleteThrough  = "siglake.complete-through"   // group commit: the table's complete-through watermark
 )
 
@@ -85,6 +87,8 @@ var Keys = []Key{
 	{PuffinPrefix, true, Table},
 	{ClaimPrefix, true, Table},
 	{ClaimerPrefix, true, Table},
+	{CommitterPrefix, true, Table},
+	{CommitterClaimer, true, Table},
 	{CompleteThrough, false, Table},
 	{CatalogID, false, Namespace},
 	{SumStream, false, Summary},

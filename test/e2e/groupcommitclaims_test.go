@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/siglake/siglake/localwal"
+	"github.com/siglake/siglake/sidecar/claim"
+	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/rowsum"
+)
+
+// Group commit without gossip (docs/group-commit.md, "Without gossip: a claim-elected
+// committer"): three `siglake compactor` processes with gossip off and catalog claims on share one
+// WAL root; a committer claim elects the committer of events, the others hand it their batches
+// over the signed HTTP transport, and after the committer is SIGKILLed another process takes its
+// claims over. Every row lands once (iceberg-go and DuckDB).
+
+// TestGroupCommitByClaimsSIGKILL runs it on the embedded catalog.
+func TestGroupCommitByClaimsSIGKILL(t *testing.T) { groupCommitByClaims(t, newSite(t)) }
+
+// TestBackendsGroupCommitByClaims runs it on PostgreSQL + S3.
+func TestBackendsGroupCommitByClaims(t *testing.T) {
+	groupCommitByClaims(t, newBackendSite(t, "", ""))
+}
+
+func groupCommitByClaims(t *testing.T, s *site) {
+	const ttl = 3 * time.Second
+	const streams = 3
+	var want rowsum.Sum
+	seed := 40
+	feed := func(i, rows int) {
+		sub := *s
+		sub.wal = filepath.Join(s.wal, fmt.Sprintf("pod-%d", i))
+		if err := os.MkdirAll(sub.wal, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		want.Merge(sub.walgen(fmt.Sprintf("pod-%d", i), rows, seed).Fingerprint)
+		seed++
+	}
+	for i := 0; i < streams; i++ {
+		feed(i, 2000)
+	}
+	keys := filepath.Join(t.TempDir(), "keys")
+	writeKeys(t, keys, gossipKey(9))
+	cs := *s
+	cs.extraEnv = append(append([]string(nil), s.extraEnv...), "SIGLAKE_CATALOG_CLAIM=true", "SIGLAKE_CATALOG_CLAIM_TTL="+ttl.String(),
+		"SIGLAKE_GOSSIP_KEY_FILE="+keys, "POD_IP=127.0.0.1")
+	procs := map[string]*running{}
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		procs[name] = cs.start(nil, "--node-name", name, "--group-commit-interval", "200ms", "--recluster-interval-secs", "1")
+	}
+
+	l, err := lake.Open(context.Background(), s.lakeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	committer := func() (claim.Claim, bool) {
+		tbl, ok, err := l.LoadClaimsTable(context.Background())
+		if err != nil || !ok {
+			return claim.Claim{}, false
+		}
+		st, err := claim.ParseCommitters(tbl.Properties())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, ok := st.Claims["events"]
+		return c, ok && time.Now().Before(c.Expires)
+	}
+	var first claim.Claim
+	waitFor(t, 60*time.Second, "a committer claim on events", func() bool {
+		var ok bool
+		first, ok = committer()
+		return ok
+	})
+	holder := procs[first.Holder]
+	if holder == nil || first.Addr != holder.addr {
+		t.Fatalf("committer claim %+v: want one of the processes at its HTTP address", first)
+	}
+	// More batches from every stream go through the holder.
+	for i := 0; i < streams; i++ {
+		feed(i, 2000)
+	}
+	// ... the other processes' batches too: they reach it over HTTP.
+	waitFor(t, 60*time.Second, "the holder's group commits of the other pods' batches", func() bool {
+		handed := 0.0
+		for name, p := range procs {
+			if name != first.Holder {
+				handed += p.scrape().sum("siglake_group_commit_requests_total", `outcome="committed"`)
+			}
+		}
+		return handed > 0 && holder.scrape().sum("siglake_group_commit_commits_total", `outcome="committed"`) > 0
+	})
+	r, err := status(holder.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GroupCommit == nil || !r.GroupCommit.Enabled || r.GroupCommit.Election != "catalog_claim" {
+		t.Fatalf("holder's /debug/status group_commit: %+v", r.GroupCommit)
+	}
+
+	// SIGKILL the holder while the streams are fed; another process takes the committer claim.
+	kill := time.AfterFunc(300*time.Millisecond, func() { _ = holder.cmd.Process.Signal(syscall.SIGKILL) })
+	for i := 0; i < streams; i++ {
+		feed(i, 2000)
+	}
+	kill.Stop()
+	_ = holder.cmd.Process.Signal(syscall.SIGKILL)
+	_ = holder.cmd.Wait()
+	var next claim.Claim
+	waitFor(t, 10*ttl, "another process to take events' committer claim", func() bool {
+		c, ok := committer()
+		next = c
+		return ok && c.Holder != first.Holder
+	})
+	if next.Epoch <= first.Epoch {
+		t.Fatalf("the committer claim changed hands without a new epoch: %+v then %+v", first, next)
+	}
+	for i := 0; i < streams; i++ {
+		feed(i, 1000)
+	}
+	waitFor(t, 3*time.Minute, "every stream to drain", func() bool {
+		for i := 0; i < streams; i++ {
+			segs, err := localwal.Scan(filepath.Join(s.wal, fmt.Sprintf("pod-%d", i)))
+			if err != nil || len(segs) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := procs[next.Holder].scrape().sum("siglake_group_commit_commits_total", `outcome="committed"`); n == 0 {
+		t.Fatalf("the new holder %s made no group commit", next.Holder)
+	}
+	var refused float64
+	for name, p := range procs {
+		if name != first.Holder {
+			refused += p.scrape().sum("siglake_peer_messages_refused_total", `reason="bad_signature"`)
+			p.stop()
+		}
+	}
+	if refused != 0 {
+		t.Fatalf("%v messages refused as badly signed between processes of one key", refused)
+	}
+	if c, ok := committer(); ok {
+		t.Fatalf("a committer claim left after SIGTERM of the survivors: %+v", c)
+	}
+	got := s.tableSum("events")
+	if got != want {
+		t.Fatalf("table holds %d rows (sum %d); walgen sealed %d rows (sum %d)", got.Rows, got.Sum, want.Rows, want.Sum)
+	}
+	s.checkDuckDB("events")
+	t.Logf("committer %s (epoch %d) killed, %s took over (epoch %d); %d rows exactly once", first.Holder, first.Epoch, next.Holder, next.Epoch, want.Rows)
+}
