@@ -106,3 +106,27 @@ func TestPodWaitsOutTheCommittersInterval(t *testing.T) {
 		t.Fatalf("%d fallbacks", n)
 	}
 }
+
+// TestRefusedHandOffCommitsAtOnce: a hand-off the committer's transport refuses (another key, a
+// wrong address: peermsg.ErrRefused) would be refused again on every resend, so the pod commits
+// the batch directly at once, not after its 20 s fallback bound.
+func TestRefusedHandOffCommitsAtOnce(t *testing.T) {
+	cl := newCluster(t)
+	cl.committer("owner", nil)
+	p := cl.pod("owner", func(c *ClientConfig) { c.FallbackAfter = 20 * time.Second })
+	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
+		return peermsg.Fate{Refuse: m.Kind() == KindRequest}
+	})
+	cl.seal(p, 1, 200, day)
+	start := time.Now()
+	if err := cl.drain(p, 3); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("committed after %v: the pod waited on a refusing committer", took)
+	}
+	cl.checkOnce()
+	if n := p.obs.count("fallback:" + FallbackRefused); n != 1 {
+		t.Fatalf("%d refused fallbacks, want 1 (%v)", n, p.obs.n)
+	}
+}

@@ -266,6 +266,11 @@ func (c *Client) sending(w *waiter, sends int) string {
 // or the answer timeout passes: then the stream's mark says whether the batch is in. heard is
 // when a committer was last heard from; no wait outlasts notAfter, the hand-off's age bound.
 func (c *Client) await(ctx context.Context, req lake.AppendRequest, w *waiter, sendErr error, heard *time.Time, notAfter time.Time) outcome {
+	if errors.Is(sendErr, peermsg.ErrRefused) {
+		// Refused before any committer saw it (another key, a wrong address): a resend meets
+		// the same refusal, so commit now rather than after the fallback bound.
+		return outcome{step: stepDirect, reason: FallbackRefused}
+	}
 	wait := c.silentWait()
 	if sendErr != nil {
 		wait = c.cfg.Interval // the member is gone or unreachable: ask the membership again soon

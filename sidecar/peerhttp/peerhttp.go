@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // Path is where messages are POSTed on the HTTP listener.
@@ -33,6 +35,9 @@ const (
 	HeaderTo   = "Siglake-Peer-To"   // the recipient's advertised address
 	HeaderTime = "Siglake-Peer-Time" // the sender's clock, Unix nanoseconds
 	HeaderMAC  = "Siglake-Peer-Mac"  // base64 (standard, padded) HMAC-SHA256 over Signed(...)
+	// HeaderDigest is the body's SHA-256, base64 (standard, padded): the MAC covers it, so a
+	// receiver checks the MAC before it reads the body (nobody without a key holds a slot).
+	HeaderDigest = "Siglake-Peer-Sha256"
 )
 
 // Defaults of Config.
@@ -124,7 +129,7 @@ func New(cfg Config) (*Transport, error) {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: cfg.Timeout}
+		cfg.Client = newClient(cfg.Timeout)
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
@@ -159,23 +164,39 @@ func (t *Transport) Handle(kind byte, f func(from string, msg []byte)) {
 	t.handlers[kind] = f
 }
 
-// Signed is what the MAC covers: a version tag, sender, recipient, time and body, each
-// length-prefixed so no two messages sign the same bytes.
-func Signed(from, to string, unixNano int64, body []byte) []byte {
+// Signed is what the MAC covers: a version tag, sender, recipient, time and the body's SHA-256,
+// each length-prefixed so no two messages sign the same bytes.
+func Signed(from, to string, unixNano int64, digest []byte) []byte {
 	var b bytes.Buffer
 	b.WriteString("siglake-peer-v1")
-	for _, s := range [][]byte{[]byte(from), []byte(to), binary.BigEndian.AppendUint64(nil, uint64(unixNano)), body} {
+	for _, s := range [][]byte{[]byte(from), []byte(to), binary.BigEndian.AppendUint64(nil, uint64(unixNano)), digest} {
 		b.Write(binary.BigEndian.AppendUint32(nil, uint32(len(s))))
 		b.Write(s)
 	}
 	return b.Bytes()
 }
 
-// MAC is HMAC-SHA256 of Signed(...) under key.
-func MAC(key []byte, from, to string, unixNano int64, body []byte) []byte {
+// MAC is HMAC-SHA256 of Signed(...) under key, over the body's SHA-256 digest.
+func MAC(key []byte, from, to string, unixNano int64, digest []byte) []byte {
 	h := hmac.New(sha256.New, key)
-	h.Write(Signed(from, to, unixNano, body))
+	h.Write(Signed(from, to, unixNano, digest))
 	return h.Sum(nil)
+}
+
+// Digest is a body's SHA-256.
+func Digest(body []byte) []byte {
+	d := sha256.Sum256(body)
+	return d[:]
+}
+
+// newClient is a Send's HTTP client: no proxy from the environment (HTTP_PROXY is set for the
+// object store's egress, and a proxy's 2xx is not the member's) and no redirects (a message is
+// for its recipient only).
+func newClient(timeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	return &http.Client{Timeout: timeout, Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // Send POSTs msg to member, signed with the first key; an error means it may or may not have
@@ -199,7 +220,9 @@ func (t *Transport) Send(member string, msg []byte) error {
 	req.Header.Set(HeaderFrom, t.cfg.Self)
 	req.Header.Set(HeaderTo, member)
 	req.Header.Set(HeaderTime, strconv.FormatInt(now, 10))
-	req.Header.Set(HeaderMAC, base64.StdEncoding.EncodeToString(MAC(keys[0], t.cfg.Self, member, now, msg)))
+	digest := Digest(msg)
+	req.Header.Set(HeaderDigest, base64.StdEncoding.EncodeToString(digest))
+	req.Header.Set(HeaderMAC, base64.StdEncoding.EncodeToString(MAC(keys[0], t.cfg.Self, member, now, digest)))
 	resp, err := t.cfg.Client.Do(req)
 	if err != nil {
 		return fmt.Errorf("peer message to %s: %w", member, err)
@@ -210,7 +233,12 @@ func (t *Transport) Send(member string, msg []byte) error {
 		return nil
 	}
 	why, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return fmt.Errorf("peer message to %s refused: %s: %s", member, resp.Status, bytes.TrimSpace(why))
+	err = fmt.Errorf("peer message to %s refused: %s: %s", member, resp.Status, bytes.TrimSpace(why))
+	if resp.StatusCode != http.StatusServiceUnavailable || bytes.HasPrefix(why, []byte(ReasonNoKey+":")) {
+		// Not busy: a resend meets the same refusal (another key, address or version).
+		err = fmt.Errorf("%w: %w", peermsg.ErrRefused, err)
+	}
+	return err
 }
 
 // refusal is a refused message: its reason, HTTP status and what to tell the sender.
@@ -227,6 +255,13 @@ func refuse(reason string, status int, format string, args ...any) *refusal {
 // ServeHTTP receives one message: checked, then handed to its kind's handler, 202 Accepted.
 func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	from := r.Header.Get(HeaderFrom)
+	digest, ref := t.checkHeaders(r)
+	if ref != nil {
+		t.cfg.Observer.Refused(ref.reason, from, ref.err)
+		http.Error(w, ref.reason+": "+ref.err.Error(), ref.status)
+		return
+	}
+	// Only a sender with a key gets here: a slot (and a body read) is never held without one.
 	select {
 	case t.slots <- struct{}{}:
 		defer func() { <-t.slots }()
@@ -237,7 +272,7 @@ func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, ref.reason+": "+ref.err.Error(), ref.status)
 		return
 	}
-	body, f, ref := t.check(w, r)
+	body, f, ref := t.checkBody(w, r, digest)
 	if ref != nil {
 		t.cfg.Observer.Refused(ref.reason, from, ref.err)
 		http.Error(w, ref.reason+": "+ref.err.Error(), ref.status)
@@ -248,33 +283,45 @@ func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// check applies the receive rules in the order that costs least: method, headers, recipient,
-// time, size, MAC (constant time, against every key), then the kind's handler.
-func (t *Transport) check(w http.ResponseWriter, r *http.Request) ([]byte, func(string, []byte), *refusal) {
+// checkHeaders applies the receive rules that need no body, in the order that costs least:
+// method, headers, recipient, time, size, then the MAC over the body's digest (constant time,
+// against every key); it returns the digest the body must have.
+func (t *Transport) checkHeaders(r *http.Request) ([]byte, *refusal) {
 	if r.Method != http.MethodPost {
-		return nil, nil, refuse(ReasonMethod, http.StatusMethodNotAllowed, "method %s: accepted: POST", r.Method)
+		return nil, refuse(ReasonMethod, http.StatusMethodNotAllowed, "method %s: accepted: POST", r.Method)
 	}
-	from, to, ts, sig := r.Header.Get(HeaderFrom), r.Header.Get(HeaderTo), r.Header.Get(HeaderTime), r.Header.Get(HeaderMAC)
-	if from == "" || to == "" || ts == "" || sig == "" {
-		return nil, nil, refuse(ReasonUnsigned, http.StatusUnauthorized, "headers %s, %s, %s and %s are required", HeaderFrom, HeaderTo, HeaderTime, HeaderMAC)
+	from, to, ts, sig, dg := r.Header.Get(HeaderFrom), r.Header.Get(HeaderTo), r.Header.Get(HeaderTime), r.Header.Get(HeaderMAC), r.Header.Get(HeaderDigest)
+	if from == "" || to == "" || ts == "" || sig == "" || dg == "" {
+		return nil, refuse(ReasonUnsigned, http.StatusUnauthorized, "headers %s, %s, %s, %s and %s are required", HeaderFrom, HeaderTo, HeaderTime, HeaderDigest, HeaderMAC)
 	}
 	keys := t.cfg.Keys()
 	if len(keys) == 0 {
-		return nil, nil, refuse(ReasonNoKey, http.StatusServiceUnavailable, "this member has no key to verify with")
+		return nil, refuse(ReasonNoKey, http.StatusServiceUnavailable, "this member has no key to verify with")
 	}
 	if to != t.cfg.Self {
-		return nil, nil, refuse(ReasonWrongRecipient, http.StatusMisdirectedRequest, "addressed to %q, this member is %q", to, t.cfg.Self)
+		return nil, refuse(ReasonWrongRecipient, http.StatusMisdirectedRequest, "addressed to %q, this member is %q", to, t.cfg.Self)
 	}
 	nanos, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return nil, nil, refuse(ReasonStale, http.StatusUnauthorized, "time %q: accepted: Unix nanoseconds", ts)
+		return nil, refuse(ReasonStale, http.StatusUnauthorized, "time %q: accepted: Unix nanoseconds", ts)
 	}
 	if d := t.cfg.Now().Sub(time.Unix(0, nanos)); d > t.cfg.Skew || d < -t.cfg.Skew {
-		return nil, nil, refuse(ReasonStale, http.StatusUnauthorized, "sent %v from this member's clock, outside ±%v", d.Round(time.Millisecond), t.cfg.Skew)
+		return nil, refuse(ReasonStale, http.StatusUnauthorized, "sent %v from this member's clock, outside ±%v", d.Round(time.Millisecond), t.cfg.Skew)
 	}
 	if r.ContentLength > t.cfg.MaxBytes {
-		return nil, nil, refuse(ReasonTooLarge, http.StatusRequestEntityTooLarge, "body of %d bytes, accepted: at most %d", r.ContentLength, t.cfg.MaxBytes)
+		return nil, refuse(ReasonTooLarge, http.StatusRequestEntityTooLarge, "body of %d bytes, accepted: at most %d", r.ContentLength, t.cfg.MaxBytes)
 	}
+	mac, err := base64.StdEncoding.DecodeString(sig)
+	digest, derr := base64.StdEncoding.DecodeString(dg)
+	if err != nil || derr != nil || len(digest) != sha256.Size || !verify(keys, mac, from, to, nanos, digest) {
+		return nil, refuse(ReasonBadSignature, http.StatusUnauthorized, "the MAC matches none of this member's keys")
+	}
+	return digest, nil
+}
+
+// checkBody reads the body of a message whose headers passed, checks it has the signed digest,
+// and finds the kind's handler.
+func (t *Transport) checkBody(w http.ResponseWriter, r *http.Request, digest []byte) ([]byte, func(string, []byte), *refusal) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.cfg.MaxBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -283,9 +330,8 @@ func (t *Transport) check(w http.ResponseWriter, r *http.Request) ([]byte, func(
 		}
 		return nil, nil, refuse(ReasonNoHandler, http.StatusBadRequest, "read body: %v", err)
 	}
-	mac, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil || !verify(keys, mac, from, to, nanos, body) {
-		return nil, nil, refuse(ReasonBadSignature, http.StatusUnauthorized, "the MAC matches none of this member's keys")
+	if !hmac.Equal(Digest(body), digest) {
+		return nil, nil, refuse(ReasonBadSignature, http.StatusUnauthorized, "the body is not the one signed")
 	}
 	if len(body) == 0 {
 		return nil, nil, refuse(ReasonNoHandler, http.StatusBadRequest, "empty message: the first byte is its kind")
@@ -301,10 +347,10 @@ func (t *Transport) check(w http.ResponseWriter, r *http.Request) ([]byte, func(
 
 // verify compares mac with the MAC under every key in constant time, and looks at every key
 // whichever matches, so the time taken says nothing about which one did.
-func verify(keys [][]byte, mac []byte, from, to string, nanos int64, body []byte) bool {
+func verify(keys [][]byte, mac []byte, from, to string, nanos int64, digest []byte) bool {
 	ok := false
 	for _, k := range keys {
-		if hmac.Equal(mac, MAC(k, from, to, nanos, body)) {
+		if hmac.Equal(mac, MAC(k, from, to, nanos, digest)) {
 			ok = true
 		}
 	}

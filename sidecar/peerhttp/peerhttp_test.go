@@ -3,13 +3,17 @@ package peerhttp
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/siglake/siglake/sidecar/peermsg"
 )
 
 // counts is an Observer that records the refusals by reason.
@@ -118,7 +122,8 @@ func post(t *testing.T, m *member, hdr map[string]string, body []byte) int {
 // signed is the headers of a message from, to, at, signed with key.
 func signed(key []byte, from, to string, at time.Time, body []byte) map[string]string {
 	return map[string]string{HeaderFrom: from, HeaderTo: to, HeaderTime: strconv.FormatInt(at.UnixNano(), 10),
-		HeaderMAC: base64.StdEncoding.EncodeToString(MAC(key, from, to, at.UnixNano(), body))}
+		HeaderDigest: base64.StdEncoding.EncodeToString(Digest(body)),
+		HeaderMAC:    base64.StdEncoding.EncodeToString(MAC(key, from, to, at.UnixNano(), Digest(body)))}
 }
 
 // TestTransportDelivers: a signed message arrives with its sender's name, and answers go back.
@@ -156,7 +161,7 @@ func TestTransportRefuses(t *testing.T) {
 		}
 		return h
 	}
-	forged := MAC(keyA, a.Name(), b.Name(), now.UnixNano(), body)
+	forged := MAC(keyA, a.Name(), b.Name(), now.UnixNano(), Digest(body))
 	forged[0] ^= 1
 	for _, tc := range []struct {
 		name   string
@@ -166,6 +171,8 @@ func TestTransportRefuses(t *testing.T) {
 		reason string
 	}{
 		{"unsigned", with(HeaderMAC, ""), body, http.StatusUnauthorized, ReasonUnsigned},
+		{"no digest", with(HeaderDigest, ""), body, http.StatusUnauthorized, ReasonUnsigned},
+		{"digest changed under the MAC", with(HeaderDigest, base64.StdEncoding.EncodeToString(Digest([]byte("Gother")))), body, http.StatusUnauthorized, ReasonBadSignature},
 		{"forged MAC", with(HeaderMAC, base64.StdEncoding.EncodeToString(forged)), body, http.StatusUnauthorized, ReasonBadSignature},
 		{"body changed under the MAC", good, []byte("Gpayloaf"), http.StatusUnauthorized, ReasonBadSignature},
 		{"sender changed under the MAC", with(HeaderFrom, "10.9.9.9:1"), body, http.StatusUnauthorized, ReasonBadSignature},
@@ -281,4 +288,65 @@ func TestTransportBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.expect(t, a.Name()+" Gx")
+}
+
+// TestKeylessSendersHoldNoSlot: a sender without the key that sends a message's headers and
+// then trickles its body (a slowloris) is refused on its headers, before a slot is taken, so a
+// signed message still gets through with every other slot so held.
+func TestKeylessSendersHoldNoSlot(t *testing.T) {
+	a, b := newMember(t, keyA), newMember(t, keyA)
+	b.Transport.cfg.MaxInFlight = 1
+	b.slots = make(chan struct{}, 1)
+	good := signed(keyA, a.Name(), b.Name(), time.Now(), []byte("Gpayload"))
+	good[HeaderMAC] = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)) // no key: a guess
+	conn, err := net.Dial("tcp", b.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var req strings.Builder
+	req.WriteString("POST " + Path + " HTTP/1.1\r\nHost: " + b.Name() + "\r\nContent-Length: 1000\r\n")
+	for k, v := range good {
+		req.WriteString(k + ": " + v + "\r\n")
+	}
+	req.WriteString("\r\nG") // one byte of the thousand, then nothing
+	if _, err := conn.Write([]byte(req.String())); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the server has the headers
+	if err := a.Send(b.Name(), []byte("Gx")); err != nil {
+		t.Fatalf("a signed message beside a keyless slow one: %v", err)
+	}
+	b.expect(t, a.Name()+" Gx")
+}
+
+// TestSendRefusalsAreFinal: a refusal a resend would meet again (another key, another address)
+// wraps peermsg.ErrRefused, so the pod commits directly at once; busy does not (it passes).
+func TestSendRefusalsAreFinal(t *testing.T) {
+	a, b, other := newMember(t, keyA), newMember(t, keyA), newMember(t, keyB)
+	if err := a.Send(other.Name(), []byte("Gx")); !errors.Is(err, peermsg.ErrRefused) {
+		t.Fatalf("send to a member of another key: %v, want ErrRefused", err)
+	}
+	b.Transport.cfg.MaxInFlight = 1
+	b.slots = make(chan struct{}, 1)
+	b.slots <- struct{}{}
+	if err := a.Send(b.Name(), []byte("Gx")); err == nil || errors.Is(err, peermsg.ErrRefused) {
+		t.Fatalf("send to a busy member: %v, want an error that is not ErrRefused", err)
+	}
+	<-b.slots
+}
+
+// TestSendFollowsNoRedirect: a message goes to its recipient only: a redirect elsewhere (where
+// something answers 202) is not a delivery.
+func TestSendFollowsNoRedirect(t *testing.T) {
+	a := newMember(t, keyA)
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+	defer sink.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, sink.URL+Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	if err := a.Send(strings.TrimPrefix(redirect.URL, "http://"), []byte("Gx")); err == nil {
+		t.Fatal("a send redirected to another server counted as delivered")
+	}
 }

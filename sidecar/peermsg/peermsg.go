@@ -24,6 +24,11 @@ type Transport interface {
 // ErrNoMember is LocalTransport's Send to a name that has no member on the hub.
 var ErrNoMember = errors.New("no such member on the local hub")
 
+// ErrRefused wraps a Send error whose message surely did not reach a handler and will not on a
+// resend: the receiver refused it (another key, another address, no key to verify with). A
+// sender stops waiting for an answer then, rather than resending until its timeouts pass.
+var ErrRefused = errors.New("refused by the receiver")
+
 // LocalHub connects LocalTransports in one process: the tests' cluster, in-process pods, and an
 // owner handing off to itself. It delivers as memberlist does: each message is a copy, handed to
 // the receiver's handler on a goroutine of its own, so a sender never waits for a handler and
@@ -51,6 +56,8 @@ type Fate struct {
 	Drop  bool          // lost on the way (Send still returns nil, as a lost stream would)
 	Hold  bool          // kept until Release
 	Delay time.Duration // delivered this much later
+	// Refuse: the receiver refuses it (another key or address): Send returns ErrRefused.
+	Refuse bool
 }
 
 // NewLocalHub returns a hub without members.
@@ -111,6 +118,10 @@ func (h *LocalHub) send(m LocalMessage) error {
 	var fate Fate
 	if h.filter != nil {
 		fate = h.filter(m)
+	}
+	if fate.Refuse {
+		h.mu.Unlock()
+		return fmt.Errorf("send to %q: %w", m.To, ErrRefused)
 	}
 	if fate.Hold && !fate.Drop {
 		h.held = append(h.held, m)
