@@ -24,7 +24,7 @@ type Source struct {
 	layout    writer.ValueLayout
 	first     []int // each field's first leaf; first[len(fields)] is the leaf count
 	names     []string
-	rg        int   // next row group to open
+	rg        int // next row group to open
 	leaves    []leafReader
 	left      int64 // rows of the open row group not yet read; leaves is nil when none is open
 	batchRows int
