@@ -46,7 +46,12 @@ func (vc *ValueChunk) Rows() int { return len(vc.TS) }
 func (vc *ValueChunk) AppendRun(src *input.Columns, ts []int64, from, to int) {
 	for k, vals := range src.Fields {
 		o := src.Offs[k]
-		if o == nil {
+		switch {
+		case o == nil && to == from+1:
+			// Most runs of inputs that overlap throughout are one row long: a store, not a copy.
+			vc.Fields[k] = append(vc.Fields[k], vals[from])
+			continue
+		case o == nil:
 			vc.Fields[k] = append(vc.Fields[k], vals[from:to]...)
 			continue
 		}
