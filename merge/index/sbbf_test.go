@@ -241,3 +241,61 @@ func TestSplitBlockBloomsUnderANewKey(t *testing.T) {
 		t.Fatal("with both keys the v1 entry was read, not v2")
 	}
 }
+
+// TestTruncatedSplitBlockEntry: a row-group entry cut anywhere inside its split-block blooms, or
+// whose bloom header claims more blocks than follow or more than any writer makes, is an error
+// naming the key, never a panic, and prunes no row group: every row group may then hold every
+// token, including those it does hold.
+func TestTruncatedSplitBlockEntry(t *testing.T) {
+	r := rand.New(rand.NewPCG(36, 7))
+	b := NewBuilder(Config{}, sc)
+	for range 3 {
+		rows := randRows(r, 300)
+		rows[17].raw = strp("found needle here")
+		rec, ts := record(rows)
+		b.AddRows(rec, ts)
+		rec.Release()
+		b.EndRowGroup()
+	}
+	kv, _ := finishKV(t, b)
+	whole, err := base64.StdEncoding.DecodeString(kv[KeyRowGroups])
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, entry []byte, wantErr string) {
+		t.Helper()
+		f, err := Decode(map[string]string{KeyRowGroups: base64.StdEncoding.EncodeToString(entry)})
+		if err == nil || !strings.Contains(err.Error(), KeyRowGroups) || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("%s: error %v, want one naming %s and %q", what, err, KeyRowGroups, wantErr)
+		}
+		for rg := range 3 {
+			if !f.RowGroupMayContainToken(rg, "needle") || !f.RowGroupMayContainToken(rg, "nosuchtokenanywhere") {
+				t.Fatalf("%s: row group %d pruned", what, rg)
+			}
+		}
+	}
+	for n := range len(whole) {
+		check(fmt.Sprintf("cut at byte %d of %d", n, len(whole)), whole[:n], "truncated entry")
+	}
+	// The first entry's bloom header: its log2 block count, after the count, bounds and rows.
+	_, k0 := binary.Uvarint(whole)
+	_, k1 := binary.Varint(whole[k0:])
+	_, k2 := binary.Varint(whole[k0+k1:])
+	_, k3 := binary.Uvarint(whole[k0+k1+k2:])
+	flag := k0 + k1 + k2 + k3
+	if whole[flag] != flagSplitBlock {
+		t.Fatalf("first entry's flag %d, want %d", whole[flag], flagSplitBlock)
+	}
+	for _, log := range []byte{whole[flag+1] + 1, maxSBBFLog, maxSBBFLog + 1, 255} {
+		bad := slices.Clone(whole)
+		bad[flag+1] = log
+		want := "" // twice the blocks: read into the next entries, which then do not parse
+		switch {
+		case log > maxSBBFLog:
+			want = "log2 blocks"
+		case log > whole[flag+1]+1:
+			want = "truncated entry"
+		}
+		check(fmt.Sprintf("header of 2^%d blocks", log), bad, want)
+	}
+}
