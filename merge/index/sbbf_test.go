@@ -299,3 +299,34 @@ func TestTruncatedSplitBlockEntry(t *testing.T) {
 		check(fmt.Sprintf("header of 2^%d blocks", log), bad, want)
 	}
 }
+
+// TestKeyBloomResetClearsWhatItSet: reset clears only the blocks a row group's filter used (its
+// final size, or every block once keys spilled), and that is every bit set: after row groups
+// of many keys, few keys, spilled keys and few again, each filter is the one a fresh keyBloom
+// builds from the same keys, and nothing is left set after a reset.
+func TestKeyBloomResetClearsWhatItSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(36, 8))
+	kb := newKeyBloom()
+	kb.limit = 20_000
+	for _, n := range []int{50_000, 10, 15_000, 40_000, 3, 0} { // 50,000 and 40,000 spill
+		keys := make([]uint64, n)
+		for i := range keys {
+			keys[i] = mix64(r.Uint64())
+			kb.add(keys[i])
+		}
+		fresh := newKeyBloom()
+		for _, k := range keys {
+			fresh.add(k)
+		}
+		got, want := kb.bloom(7), fresh.bloom(7)
+		if !slices.Equal(got.blocks, want.blocks) {
+			t.Fatalf("%d keys (spilled %v): the filter differs from a fresh one's", n, kb.spilled)
+		}
+		kb.reset()
+		for i, b := range kb.f.blocks[:kb.f.full] {
+			if b != ([8]uint32{}) {
+				t.Fatalf("after %d keys: block %d of %d still set after reset", n, i, kb.f.full)
+			}
+		}
+	}
+}
