@@ -330,3 +330,33 @@ func TestKeyBloomResetClearsWhatItSet(t *testing.T) {
 		}
 	}
 }
+
+// TestRowGroupSetsComeBackClean: a builder gives its row-group sets back in Finish for the next
+// builder, reset even when rows were added after its last row group ended: the next file's
+// footer is the one it gets with sets of its own.
+func TestRowGroupSetsComeBackClean(t *testing.T) {
+	r := rand.New(rand.NewPCG(36, 9))
+	small, big := randRows(r, 50), randRows(r, 5000)
+	footer := func() map[string]string {
+		b := NewBuilder(Config{}, sc)
+		rec, ts := record(small)
+		b.AddRows(rec, ts)
+		rec.Release()
+		b.EndRowGroup()
+		kv, _ := finishKV(t, b)
+		return kv
+	}
+	want := footer()
+	for range 3 {
+		b := NewBuilder(Config{}, sc)
+		rec, ts := record(big)
+		b.AddRows(rec, ts)
+		b.EndRowGroup()
+		b.AddRows(rec, ts) // rows of a row group that never ends
+		rec.Release()
+		finishKV(t, b)
+		if got := footer(); got[KeyRowGroups] != want[KeyRowGroups] {
+			t.Fatal("a file's row-group blooms hold keys of the file written before it")
+		}
+	}
+}
