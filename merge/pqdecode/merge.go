@@ -44,8 +44,7 @@ func Takes(opened []*input.File, tmpl *metadata.FileMetaData, budget int64) erro
 const pageBudgetShare = 4
 
 // Cursors opens a prefetching parquet-go source over each input, reading its columns in layout
-// (the sink's), for kmerge.Order. On error
-// the cursors opened so far are closed.
+// (the sink's), for kmerge.Order. On error the cursors opened so far are closed.
 func Cursors(ctx context.Context, opened []*input.File, layout writer.ValueLayout, tsName string, batchRows, bufBytes int64) ([]*kmerge.Cursor, error) {
 	cursors := make([]*kmerge.Cursor, 0, len(opened))
 	for i, in := range opened {
