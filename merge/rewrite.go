@@ -517,12 +517,13 @@ func kway(ctx context.Context, fs icebergio.WriteFileIO, opened []*input.File, s
 	}
 	res.Decoder, res.Reason = DecoderParquetGo, res.Reason+"; decoded, merged and encoded on parquet-go values"
 	buf := streamReadBuffer(opts.MemoryBudget, len(opened), schema.NumFields())
-	cursors, err := pqdecode.Cursors(ctx, opened, opts.TimestampColumn, kwayBatchRows(len(opened)), buf)
+	layout := s.ValueLayout()
+	cursors, err := pqdecode.Cursors(ctx, opened, layout, opts.TimestampColumn, kwayBatchRows(len(opened)), buf)
 	if err != nil {
 		return nil, err
 	}
 	as := writer.NewAsyncSink(ctx, s)
-	runs := pqdecode.NewRuns(ctx, as, s.ValueLayout(), min(opts.RowGroupRows, kwayChunkRows))
+	runs := pqdecode.NewRuns(ctx, as, layout, min(opts.RowGroupRows, kwayChunkRows))
 	return runMerge(ctx, cursors, min(opts.RowGroupRows, kwayChunkRows), as, runs, runs.Release)
 }
 

@@ -133,7 +133,7 @@ func (s *trigramSet) reset() {
 // folds down to exactly the filter built at the size its key count asks for.
 type sbbf struct {
 	blocks [][8]uint32
-	full   int // the block count it was made with (reset restores it)
+	full   int // the block count it was made with (keyBloom.reset restores it)
 }
 
 // sbbfSalt are Parquet's SBBF salts.
@@ -186,11 +186,6 @@ func (f *sbbf) foldTo(n int) {
 	}
 }
 
-func (f *sbbf) reset() {
-	f.blocks = f.blocks[:f.full]
-	clear(f.blocks)
-}
-
 // Encoding: logBlocks (1 byte), then the blocks' words as little-endian
 // uint32s, block by block.
 func (f *sbbf) appendTo(dst []byte) []byte {
@@ -241,6 +236,10 @@ type keyBloom struct {
 	seen    []uint64 // linear-counting bitmap, 2^seenLog bits
 	f       *sbbf    // at maxSBBFBlocks until bloom sizes it
 	spilled bool
+	// dirty is how many leading blocks of f may have bits set since the last reset: the size
+	// bloom gave it, or all of them once keys spilled. reset clears only those; most row
+	// groups' filters are a few KiB of the 1 MiB.
+	dirty int
 }
 
 const (
@@ -264,7 +263,7 @@ func (c *keyBloom) add(k uint64) {
 		for _, k := range c.keys {
 			c.f.add(k)
 		}
-		c.keys, c.spilled = c.keys[:0], true
+		c.keys, c.spilled, c.dirty = c.keys[:0], true, c.f.full
 		c.f.add(k)
 	}
 }
@@ -291,6 +290,7 @@ func (c *keyBloom) bloom(extra int) *sbbf {
 		return c.f
 	}
 	c.f.blocks = c.f.blocks[:n]
+	c.dirty = max(c.dirty, n)
 	for _, k := range c.keys {
 		c.f.add(k)
 	}
@@ -298,7 +298,8 @@ func (c *keyBloom) bloom(extra int) *sbbf {
 }
 
 func (c *keyBloom) reset() {
-	c.f.reset()
+	c.f.blocks = c.f.blocks[:c.f.full]
+	clear(c.f.blocks[:c.dirty])
 	clear(c.seen)
-	c.keys, c.spilled = c.keys[:0], false
+	c.keys, c.spilled, c.dirty = c.keys[:0], false, 0
 }

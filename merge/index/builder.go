@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -98,8 +99,8 @@ func NewBuilder(cfg Config, sc *arrow.Schema) *Builder {
 	}
 	if idx := sc.FieldIndices(cfg.RawColumn); len(idx) > 0 && isString(sc.Field(idx[0]).Type) {
 		b.rawCol = idx[0]
-		b.rgTri = newTrigramSet()
-		b.rgTok = newKeyBloom()
+		sets := rowGroupSets.Get().(*rgSets)
+		b.rgTri, b.rgTok = sets.tri, sets.tok
 		if cfg.WholeFile {
 			b.fileTri = newTrigramSet()
 		}
@@ -566,7 +567,30 @@ func (b *Builder) Finish() (entries []Entry, skipped []string, err error) {
 		}
 		entries = append(entries, Entry{KeyInvertedPrefix + name, base64.StdEncoding.EncodeToString(enc)})
 	}
+	b.releaseSets()
 	return entries, skipped, nil
+}
+
+// rgSets are a row group's trigram set and token key bloom (2 MiB, 1 MiB and a key buffer of
+// up to 8 MiB), kept between builders: the drain makes one builder per file, and each would
+// allocate them anew. A builder takes them in NewBuilder and gives them back, reset, in Finish.
+type rgSets struct {
+	tri *trigramSet
+	tok *keyBloom
+}
+
+var rowGroupSets = sync.Pool{New: func() any { return &rgSets{tri: newTrigramSet(), tok: newKeyBloom()} }}
+
+// releaseSets gives the row-group sets back for another builder; this one then has none, so a
+// row added after Finish fails loudly rather than writing into another file's sets.
+func (b *Builder) releaseSets() {
+	if b.rgTok == nil {
+		return
+	}
+	b.rgTri.reset()
+	b.rgTok.reset()
+	rowGroupSets.Put(&rgSets{tri: b.rgTri, tok: b.rgTok})
+	b.rgTri, b.rgTok = nil, nil
 }
 
 // groupsJSON is the JSON form of the group-count entry.

@@ -358,6 +358,23 @@ func BenchmarkAddRows(b *testing.B) {
 	}
 }
 
+// BenchmarkBuilderPerFile measures a builder per small file, as the drain makes one per
+// partition and batch: 2,000 rows in one row group, then the footer entries:
+// go test ./merge/index -run '^$' -bench BuilderPerFile -benchmem
+func BenchmarkBuilderPerFile(b *testing.B) {
+	rec, ts := record(randRows(rand.New(rand.NewPCG(5, 6)), 2000))
+	defer rec.Release()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bl := NewBuilder(Config{}, sc)
+		bl.AddRows(rec, ts)
+		bl.EndRowGroup()
+		if _, _, err := bl.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestAddRawMatchesReferenceScan: the fused scan adds exactly the trigrams
 // and token keys that the reader's definitions (forEachToken, tokenKey,
 // trigramSet.addText) give, or probes would miss (false negatives).

@@ -241,3 +241,122 @@ func TestSplitBlockBloomsUnderANewKey(t *testing.T) {
 		t.Fatal("with both keys the v1 entry was read, not v2")
 	}
 }
+
+// TestTruncatedSplitBlockEntry: a row-group entry cut anywhere inside its split-block blooms, or
+// whose bloom header claims more blocks than follow or more than any writer makes, is an error
+// naming the key, never a panic, and prunes no row group: every row group may then hold every
+// token, including those it does hold.
+func TestTruncatedSplitBlockEntry(t *testing.T) {
+	r := rand.New(rand.NewPCG(36, 7))
+	b := NewBuilder(Config{}, sc)
+	for range 3 {
+		rows := randRows(r, 300)
+		rows[17].raw = strp("found needle here")
+		rec, ts := record(rows)
+		b.AddRows(rec, ts)
+		rec.Release()
+		b.EndRowGroup()
+	}
+	kv, _ := finishKV(t, b)
+	whole, err := base64.StdEncoding.DecodeString(kv[KeyRowGroups])
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, entry []byte, wantErr string) {
+		t.Helper()
+		f, err := Decode(map[string]string{KeyRowGroups: base64.StdEncoding.EncodeToString(entry)})
+		if err == nil || !strings.Contains(err.Error(), KeyRowGroups) || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("%s: error %v, want one naming %s and %q", what, err, KeyRowGroups, wantErr)
+		}
+		for rg := range 3 {
+			if !f.RowGroupMayContainToken(rg, "needle") || !f.RowGroupMayContainToken(rg, "nosuchtokenanywhere") {
+				t.Fatalf("%s: row group %d pruned", what, rg)
+			}
+		}
+	}
+	for n := range len(whole) {
+		check(fmt.Sprintf("cut at byte %d of %d", n, len(whole)), whole[:n], "truncated entry")
+	}
+	// The first entry's bloom header: its log2 block count, after the count, bounds and rows.
+	_, k0 := binary.Uvarint(whole)
+	_, k1 := binary.Varint(whole[k0:])
+	_, k2 := binary.Varint(whole[k0+k1:])
+	_, k3 := binary.Uvarint(whole[k0+k1+k2:])
+	flag := k0 + k1 + k2 + k3
+	if whole[flag] != flagSplitBlock {
+		t.Fatalf("first entry's flag %d, want %d", whole[flag], flagSplitBlock)
+	}
+	for _, log := range []byte{whole[flag+1] + 1, maxSBBFLog, maxSBBFLog + 1, 255} {
+		bad := slices.Clone(whole)
+		bad[flag+1] = log
+		want := "" // twice the blocks: read into the next entries, which then do not parse
+		switch {
+		case log > maxSBBFLog:
+			want = "log2 blocks"
+		case log > whole[flag+1]+1:
+			want = "truncated entry"
+		}
+		check(fmt.Sprintf("header of 2^%d blocks", log), bad, want)
+	}
+}
+
+// TestKeyBloomResetClearsWhatItSet: reset clears only the blocks a row group's filter used (its
+// final size, or every block once keys spilled), and that is every bit set: after row groups
+// of many keys, few keys, spilled keys and few again, each filter is the one a fresh keyBloom
+// builds from the same keys, and nothing is left set after a reset.
+func TestKeyBloomResetClearsWhatItSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(36, 8))
+	kb := newKeyBloom()
+	kb.limit = 20_000
+	for _, n := range []int{50_000, 10, 15_000, 40_000, 3, 0} { // 50,000 and 40,000 spill
+		keys := make([]uint64, n)
+		for i := range keys {
+			keys[i] = mix64(r.Uint64())
+			kb.add(keys[i])
+		}
+		fresh := newKeyBloom()
+		for _, k := range keys {
+			fresh.add(k)
+		}
+		got, want := kb.bloom(7), fresh.bloom(7)
+		if !slices.Equal(got.blocks, want.blocks) {
+			t.Fatalf("%d keys (spilled %v): the filter differs from a fresh one's", n, kb.spilled)
+		}
+		kb.reset()
+		for i, b := range kb.f.blocks[:kb.f.full] {
+			if b != ([8]uint32{}) {
+				t.Fatalf("after %d keys: block %d of %d still set after reset", n, i, kb.f.full)
+			}
+		}
+	}
+}
+
+// TestRowGroupSetsComeBackClean: a builder gives its row-group sets back in Finish for the next
+// builder, reset even when rows were added after its last row group ended: the next file's
+// footer is the one it gets with sets of its own.
+func TestRowGroupSetsComeBackClean(t *testing.T) {
+	r := rand.New(rand.NewPCG(36, 9))
+	small, big := randRows(r, 50), randRows(r, 5000)
+	footer := func() map[string]string {
+		b := NewBuilder(Config{}, sc)
+		rec, ts := record(small)
+		b.AddRows(rec, ts)
+		rec.Release()
+		b.EndRowGroup()
+		kv, _ := finishKV(t, b)
+		return kv
+	}
+	want := footer()
+	for range 3 {
+		b := NewBuilder(Config{}, sc)
+		rec, ts := record(big)
+		b.AddRows(rec, ts)
+		b.EndRowGroup()
+		b.AddRows(rec, ts) // rows of a row group that never ends
+		rec.Release()
+		finishKV(t, b)
+		if got := footer(); got[KeyRowGroups] != want[KeyRowGroups] {
+			t.Fatal("a file's row-group blooms hold keys of the file written before it")
+		}
+	}
+}

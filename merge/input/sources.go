@@ -137,10 +137,27 @@ func (s *MemSource) Close() error {
 type Batch struct {
 	Rec arrow.RecordBatch
 	TS  []int64
-	// Values are the rows decoded by parquet-go instead of Rec (merge/pqdecode): each row's
-	// values of every leaf column, in leaf order. They are never reused, so a run of them may be
-	// held past the batch.
-	Values []parquet.Row
+	// Cols are the rows decoded by parquet-go instead of Rec (merge/pqdecode), column by
+	// column. Their values are never reused, so a run of them may be held past the batch.
+	Cols Columns
+}
+
+// Columns are rows as parquet-go values laid out by top-level field, as the encoders and the
+// metadata builder read them (writer.ValueChunk): Fields[k] holds field k's values of every row
+// in row order (each row's values of the field's leaves, in leaf order, with the levels of the
+// output's Parquet schema); row i's are Fields[k][Offs[k][i]:Offs[k][i+1]], or Fields[k][i] for
+// a flat field (one leaf, not repeated), whose Offs[k] is nil.
+type Columns struct {
+	Fields [][]parquet.Value
+	Offs   [][]int32
+}
+
+// Field is field k's values of rows [from, to).
+func (c *Columns) Field(k int, from, to int64) []parquet.Value {
+	if o := c.Offs[k]; o != nil {
+		return c.Fields[k][o[from]:o[to]]
+	}
+	return c.Fields[k][from:to]
 }
 
 // source yields an input's rows in file order. next returns ok=false at the

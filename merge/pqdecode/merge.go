@@ -43,12 +43,12 @@ func Takes(opened []*input.File, tmpl *metadata.FileMetaData, budget int64) erro
 // take 88 MiB of the default 512 MiB budget at most when every page is the largest).
 const pageBudgetShare = 4
 
-// Cursors opens a prefetching parquet-go source over each input, for kmerge.Order. On error
-// the cursors opened so far are closed.
-func Cursors(ctx context.Context, opened []*input.File, tsName string, batchRows, bufBytes int64) ([]*kmerge.Cursor, error) {
+// Cursors opens a prefetching parquet-go source over each input, reading its columns in layout
+// (the sink's), for kmerge.Order. On error the cursors opened so far are closed.
+func Cursors(ctx context.Context, opened []*input.File, layout writer.ValueLayout, tsName string, batchRows, bufBytes int64) ([]*kmerge.Cursor, error) {
 	cursors := make([]*kmerge.Cursor, 0, len(opened))
 	for i, in := range opened {
-		src, err := NewSource(in, tsName, batchRows, bufBytes)
+		src, err := NewSource(in, layout, tsName, batchRows, bufBytes)
 		if err != nil {
 			for _, c := range cursors {
 				_ = c.Close()
@@ -60,11 +60,9 @@ func Cursors(ctx context.Context, opened []*input.File, tsName string, batchRows
 	return cursors, nil
 }
 
-// Runs is the kmerge.RunSink of the merge on values: it lays each chunk's rows out by field in
-// merge order (writer.ValueChunk; the values, not copies of their bytes: sources never reuse
-// them) and hands the chunk to the sink, which owns it from then on. Laying them out here, once,
-// lets the encoders and the metadata builder read each field's values in sequence rather than
-// every row's from wherever its batch lies.
+// Runs is the kmerge.RunSink of the merge on values: it appends each run of a batch's rows to
+// the chunk field by field (writer.ValueChunk.AppendRun: the values, not copies of their bytes:
+// sources never reuse them) and hands each chunk to the sink, which owns it from then on.
 type Runs struct {
 	ctx    context.Context
 	out    *writer.AsyncSink
@@ -79,11 +77,10 @@ func NewRuns(ctx context.Context, out *writer.AsyncSink, layout writer.ValueLayo
 }
 
 func (r *Runs) Run(c *kmerge.Cursor, from, to int) error {
-	for i := from; i < to; i++ {
-		if err := r.chunk.AppendRow(r.layout, c.Batch.Values[i], c.Batch.TS[i]); err != nil {
-			return fmt.Errorf("input %s row %d: %w", c.Name, c.Base+int64(i), err)
-		}
+	if len(c.Batch.Cols.Fields) != len(r.layout.Flat) {
+		return fmt.Errorf("input %s: a batch of %d fields, not the output's %d", c.Name, len(c.Batch.Cols.Fields), len(r.layout.Flat))
 	}
+	r.chunk.AppendRun(&c.Batch.Cols, c.Batch.TS, from, to)
 	return nil
 }
 

@@ -6,18 +6,16 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/siglake/siglake/merge/input"
 )
 
 // ValueChunk is rows in output order as parquet-go values rather than an Arrow record (the k-way
 // merge that decodes with parquet-go, merge/pqdecode), laid out by top-level field as the
-// encoders and the metadata builder read them: Fields[k] holds field k's values of every row in
-// row order (each row's values of the field's leaves, in leaf order, with the levels the
-// output's Parquet schema gives them); row i's are Fields[k][Offs[k][i]:Offs[k][i+1]], or
-// Fields[k][i] for a flat field (one leaf, not repeated), whose Offs[k] is nil.
+// encoders and the metadata builder read them (input.Columns).
 type ValueChunk struct {
-	TS     []int64 // each row's timestamp in microseconds
-	Fields [][]parquet.Value
-	Offs   [][]int32
+	TS []int64 // each row's timestamp in microseconds
+	input.Columns
 }
 
 // ValueLayout is how rows map to a sink's top-level fields: per leaf column its field, per field
@@ -29,7 +27,7 @@ type ValueLayout struct {
 
 // NewValueChunk returns an empty chunk of layout l with room for rows rows.
 func NewValueChunk(l ValueLayout, rows int) *ValueChunk {
-	vc := &ValueChunk{TS: make([]int64, 0, rows), Fields: make([][]parquet.Value, len(l.Flat)), Offs: make([][]int32, len(l.Flat))}
+	vc := &ValueChunk{TS: make([]int64, 0, rows), Columns: input.Columns{Fields: make([][]parquet.Value, len(l.Flat)), Offs: make([][]int32, len(l.Flat))}}
 	for k, flat := range l.Flat {
 		vc.Fields[k] = make([]parquet.Value, 0, rows)
 		if !flat {
@@ -42,39 +40,28 @@ func NewValueChunk(l ValueLayout, rows int) *ValueChunk {
 // Rows is how many rows the chunk holds.
 func (vc *ValueChunk) Rows() int { return len(vc.TS) }
 
-// AppendRow appends row (the values of every leaf column, in leaf order) with timestamp ts. A
-// row with a value outside the leaves, or without values for a field (a flat one: not exactly
-// one), is refused: it does not have the output's schema.
-func (vc *ValueChunk) AppendRow(l ValueLayout, row parquet.Row, ts int64) error {
-	n := len(vc.TS)
-	for _, v := range row {
-		c := v.Column()
-		if c < 0 || c >= len(l.LeafField) {
-			return fmt.Errorf("a row with a value of leaf %d, past the schema's %d leaves", c, len(l.LeafField))
-		}
-		k := l.LeafField[c]
-		vc.Fields[k] = append(vc.Fields[k], v)
-	}
-	for k, flat := range l.Flat {
+// AppendRun appends rows [from, to) of src, whose timestamps are ts, field by field: a copy of
+// each field's values (not of their bytes) and, for a field that is not flat, its row offsets
+// moved to where the values land. src must have the chunk's layout.
+func (vc *ValueChunk) AppendRun(src *input.Columns, ts []int64, from, to int) {
+	for k, vals := range src.Fields {
+		o := src.Offs[k]
 		switch {
-		case flat && len(vc.Fields[k]) != n+1:
-			return fmt.Errorf("a row with %d values of flat field %d", len(vc.Fields[k])-n, k)
-		case !flat && int(vc.Offs[k][n]) == len(vc.Fields[k]):
-			return fmt.Errorf("a row without values for field %d", k)
-		case !flat:
-			vc.Offs[k] = append(vc.Offs[k], int32(len(vc.Fields[k])))
+		case o == nil && to == from+1:
+			// Most runs of inputs that overlap throughout are one row long: a store, not a copy.
+			vc.Fields[k] = append(vc.Fields[k], vals[from])
+			continue
+		case o == nil:
+			vc.Fields[k] = append(vc.Fields[k], vals[from:to]...)
+			continue
+		}
+		shift := int32(len(vc.Fields[k])) - o[from]
+		vc.Fields[k] = append(vc.Fields[k], vals[o[from]:o[to]]...)
+		for _, off := range o[from+1 : to+1] {
+			vc.Offs[k] = append(vc.Offs[k], off+shift)
 		}
 	}
-	vc.TS = append(vc.TS, ts)
-	return nil
-}
-
-// field is field k's values of rows [from, to).
-func (vc *ValueChunk) field(k int, from, to int64) []parquet.Value {
-	if o := vc.Offs[k]; o != nil {
-		return vc.Fields[k][o[from]:o[to]]
-	}
-	return vc.Fields[k][from:to]
+	vc.TS = append(vc.TS, ts[from:to]...)
 }
 
 // ValueLayout is the layout of the ValueChunks the sink takes; CanWriteValues must have said yes.
@@ -147,7 +134,7 @@ func (s *Sink) encodeValues(vc *ValueChunk, from, to int64) error {
 			if !ok {
 				return fmt.Errorf("column %q: its encoder does not take parquet-go values", s.schema.Field(k).Name)
 			}
-			return c.WriteValues(vc.field(k, from, to), s.leafStart[k])
+			return c.WriteValues(vc.Field(k, from, to), s.leafStart[k])
 		})
 	}
 	return s.runEncode(tasks, micros)

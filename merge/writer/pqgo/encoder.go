@@ -329,6 +329,9 @@ func (c *Column) writeFlat(b *boundNode, rows int) error {
 // (leaves first, first+1, ... of the whole schema) in leaf order, with their levels. The levels
 // must be those of this column's schema: the values come from a file of the same Parquet schema.
 func (c *Column) WriteValues(vals []parquet.Value, first int) error {
+	if c.plan.Flat() {
+		return c.writeFlatValues(vals, first)
+	}
 	for _, v := range vals {
 		l := v.Column() - first
 		if l < 0 || l >= len(c.vals) {
@@ -355,6 +358,28 @@ func (c *Column) WriteValues(vals []parquet.Value, first int) error {
 	return nil
 }
 
+// writeFlatValues is WriteValues for a flat column: one value a row, already with this column's
+// levels, so the values go to the column writer as they are, in the pieces flush would hand it,
+// without the copy that re-levels them. The column writer takes its own column index, not the
+// values' (the leaf's in the whole schema); TestDecodersWriteTheSameRows compares these files
+// with those of values re-levelled from Arrow.
+func (c *Column) writeFlatValues(vals []parquet.Value, first int) error {
+	for len(vals) > 0 {
+		n, size := 0, 0
+		for ; n < len(vals) && n < flushValues && size < flushBytes; n++ {
+			if vals[n].Column() != first {
+				return fmt.Errorf("parquet-go values: leaf %d, not the column's leaf %d", vals[n].Column(), first)
+			}
+			size += valueBytes(vals[n])
+		}
+		if err := c.hand(0, vals[:n], size); err != nil {
+			return err
+		}
+		vals = vals[n:]
+	}
+	return nil
+}
+
 // valueBytes is the size of v's value, as leafValue counts it.
 func valueBytes(v parquet.Value) int {
 	if v.IsNull() {
@@ -376,7 +401,17 @@ func (c *Column) flush(l int) error {
 	if len(c.vals[l]) == 0 {
 		return nil
 	}
-	if _, err := c.cols[l].WriteRowValues(c.vals[l]); err != nil {
+	if err := c.hand(l, c.vals[l], c.bytes[l]); err != nil {
+		return err
+	}
+	clear(c.vals[l]) // they point into the Arrow buffers
+	c.vals[l], c.bytes[l] = c.vals[l][:0], 0
+	return nil
+}
+
+// hand gives whole rows of leaf l, of size bytes of values, to its column writer.
+func (c *Column) hand(l int, vals []parquet.Value, size int) error {
+	if _, err := c.cols[l].WriteRowValues(vals); err != nil {
 		return fmt.Errorf("parquet-go column writer: %w", err)
 	}
 	// parquet-go checks a dictionary against its limit only where it cuts a page, which for
@@ -384,15 +419,13 @@ func (c *Column) flush(l int) error {
 	// ids) would grow to megabytes first. A page cut after each quarter limit's worth of values
 	// keeps it within about a third past the limit (arrow-go: a batch of values past it).
 	if c.plan.dict[l] {
-		if c.grown[l] += c.bytes[l]; c.grown[l] >= c.plan.dictBytes/4 {
+		if c.grown[l] += size; c.grown[l] >= c.plan.dictBytes/4 {
 			c.grown[l] = 0
 			if err := c.cols[l].Flush(); err != nil {
 				return fmt.Errorf("parquet-go column writer: %w", err)
 			}
 		}
 	}
-	clear(c.vals[l]) // they point into the Arrow buffers
-	c.vals[l], c.bytes[l] = c.vals[l][:0], 0
 	return nil
 }
 

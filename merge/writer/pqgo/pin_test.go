@@ -26,7 +26,8 @@ const pinnedParquetGo = "v0.32.1"
 // so an upgrade that changes it fails here rather than in a file: the version itself (an upgrade
 // must re-run this test and the property test, then move the pin); that parquet.Group sorts
 // fields by name (so the encoder builds its own ordered groups) while ColumnWriters follow the
-// schema's leaf order; that WriteRowValues keeps rows, nulls and repetition in order; that a
+// schema's leaf order; that WriteRowValues keeps rows, nulls and repetition in order, whatever
+// column index the values carry (the value path hands a flat column's values as read); that a
 // column past DictionaryMaxBytes falls back to plain without losing values (parquet-go PR #536);
 // that pages are cut between calls only, near PageBufferSize; that the null count counts null
 // and empty lists as arrow-go does (Iceberg's null counts come from it); and that every chunk gets page indexes.
@@ -58,11 +59,12 @@ func TestParquetGoBehaviourPinned(t *testing.T) {
 	var want []string
 	for lo := 0; lo < rows; lo += 500 {
 		var zs, ks []parquet.Value
+		zc := lo / 500 % 2 * 5 // every other call, values of another column index (writeFlatValues)
 		for i := lo; i < lo+500; i++ {
 			if i%7 == 0 {
-				zs = append(zs, parquet.Value{}.Level(0, 0, 0))
+				zs = append(zs, parquet.Value{}.Level(0, 0, zc))
 			} else {
-				zs = append(zs, parquet.ByteArrayValue(fmt.Appendf(nil, "value-%030d", i)).Level(0, 1, 0))
+				zs = append(zs, parquet.ByteArrayValue(fmt.Appendf(nil, "value-%030d", i)).Level(0, 1, zc))
 			}
 			switch i % 3 { // a null list, an empty one, two entries
 			case 0:
