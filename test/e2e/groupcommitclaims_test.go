@@ -123,6 +123,17 @@ func groupCommitByClaims(t *testing.T, s *site) {
 	if next.Epoch <= first.Epoch {
 		t.Fatalf("the committer claim changed hands without a new epoch: %+v then %+v", first, next)
 	}
+	// The third process's batches from here on can only be committed by the new holder, over HTTP.
+	var other string
+	for name := range procs {
+		if name != first.Holder && name != next.Holder {
+			other = name
+		}
+	}
+	grouped := func() float64 {
+		return procs[other].scrape().sum("siglake_group_commit_requests_total", `outcome="committed"`)
+	}
+	groupedAtTakeover := grouped()
 	for i := 0; i < streams; i++ {
 		feed(i, 1000)
 	}
@@ -137,6 +148,9 @@ func groupCommitByClaims(t *testing.T, s *site) {
 	})
 	if n := procs[next.Holder].scrape().sum("siglake_group_commit_commits_total", `outcome="committed"`); n == 0 {
 		t.Fatalf("the new holder %s made no group commit", next.Holder)
+	}
+	if grouped() == groupedAtTakeover {
+		t.Fatalf("%s's batches after the takeover never reached the new holder %s (all committed directly)", other, next.Holder)
 	}
 	var refused float64
 	for name, p := range procs {
