@@ -14,9 +14,19 @@ import (
 // would re-read its mark and resend before the commit.
 func TestPodWaitsOutTheCommittersMaxWait(t *testing.T) {
 	const interval, wait = 50 * time.Millisecond, 6 * time.Second
+	sendsOnce(t, "wait_ms", wait,
+		func(c *CommitterConfig) { c.Interval, c.MaxWait = interval, wait },
+		func(c *ClientConfig) { c.Interval, c.MaxWait, c.FallbackAfter = interval, 0, 30*time.Second })
+}
+
+// sendsOnce hands one batch from a pod configured by pod to a committer configured by committer,
+// which commits it no sooner than after: the pod must wait for its answer (by the ack's field
+// named by what), sending the batch once and never falling back.
+func sendsOnce(t *testing.T, what string, after time.Duration, committer func(*CommitterConfig), pod func(*ClientConfig)) {
+	t.Helper()
 	cl := newCluster(t)
-	cl.committer("owner", func(c *CommitterConfig) { c.Interval, c.MaxWait = interval, wait })
-	p := cl.pod("owner", func(c *ClientConfig) { c.Interval, c.MaxWait, c.FallbackAfter = interval, 0, 30*time.Second })
+	cl.committer("owner", committer)
+	p := cl.pod("owner", pod)
 	var sent atomic.Int32
 	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
 		if m.Kind() == KindRequest {
@@ -31,11 +41,11 @@ func TestPodWaitsOutTheCommittersMaxWait(t *testing.T) {
 	}
 	took := time.Since(start)
 	cl.checkOnce()
-	if took < wait-time.Second {
-		t.Fatalf("committed after %v: the committer did not wait its %v", took, wait)
+	if took < after-time.Second {
+		t.Fatalf("committed after %v: the committer did not wait its %v", took, after)
 	}
 	if n := sent.Load(); n != 1 {
-		t.Fatalf("%d sends of one batch in %v; want 1: the pod waits by the ack's wait_ms", n, took)
+		t.Fatalf("%d sends of one batch in %v; want 1: the pod waits by the ack's %s", n, took, what)
 	}
 	if n := p.obs.count("fallback:" + FallbackTimeout); n != 0 {
 		t.Fatalf("%d fallbacks", n)
@@ -77,34 +87,11 @@ func TestLongWaitKeepsTheFallbackBound(t *testing.T) {
 // timeout of at most 3.45 s) it would re-read its mark and resend before the commit.
 func TestPodWaitsOutTheCommittersInterval(t *testing.T) {
 	const interval = 5 * time.Second
-	cl := newCluster(t)
-	cl.committer("owner", func(c *CommitterConfig) { c.Interval, c.MaxWait = interval, 0 })
-	p := cl.pod("owner", func(c *ClientConfig) {
-		c.Interval, c.MaxWait, c.FallbackAfter = 100*time.Millisecond, 0, 30*time.Second
-	})
-	var sent atomic.Int32
-	cl.hub.SetFilter(func(m peermsg.LocalMessage) peermsg.Fate {
-		if m.Kind() == KindRequest {
-			sent.Add(1)
-		}
-		return peermsg.Fate{}
-	})
-	cl.seal(p, 1, 200, day)
-	start := time.Now()
-	if err := cl.drain(p, 3); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
-	cl.checkOnce()
-	if took < interval-time.Second {
-		t.Fatalf("committed after %v: the committer did not wait its %v interval", took, interval)
-	}
-	if n := sent.Load(); n != 1 {
-		t.Fatalf("%d sends of one batch in %v; want 1: the pod waits by the ack's interval_ms", n, took)
-	}
-	if n := p.obs.count("fallback:" + FallbackTimeout); n != 0 {
-		t.Fatalf("%d fallbacks", n)
-	}
+	sendsOnce(t, "interval_ms", interval,
+		func(c *CommitterConfig) { c.Interval, c.MaxWait = interval, 0 },
+		func(c *ClientConfig) {
+			c.Interval, c.MaxWait, c.FallbackAfter = 100*time.Millisecond, 0, 30*time.Second
+		})
 }
 
 // TestRefusedHandOffCommitsAtOnce: a hand-off the committer's transport refuses (another key, a
