@@ -267,14 +267,14 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	proxy := behindProxy(t, s, faults.Config{})
 	ms := binLeaseMembers(t, s, 4, "--merge-memory-bytes", "67108864")
 	owner := ownerOf(t, ms, "events")
-	// Slow S3 for the kill: merges take seconds instead of under one, so a bin the worker's
-	// status (a second old at most) shows merging is still merging when the kill lands.
+	// Slow S3 for the kill and the freeze: merges take seconds instead of under one, so a bin the
+	// worker's status (a second old at most) shows merging is still merging when the kill lands,
+	// and bins are still out when the freeze comes after the kill's lease lapsed.
 	proxy.Set(faults.Config{Latency: 300 * time.Millisecond})
 	killed := merging(t, ms, owner, 120*time.Second, false)
 	lapsedBefore := memberMetrics(t, owner).sum("siglake_bin_lease_ends_total", `outcome="lapsed"`)
 	_ = killed.cmd.Process.Signal(syscall.SIGKILL)
 	_ = killed.cmd.Wait()
-	proxy.Set(faults.Config{})
 	var rest []*member
 	for _, m := range ms {
 		if m != killed {
@@ -291,6 +291,7 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	// committed, not refused; one still waiting for memory merges and answers late after waking.
 	frozen := merging(t, rest, owner, 120*time.Second, true)
 	_ = frozen.cmd.Process.Signal(syscall.SIGSTOP)
+	proxy.Set(faults.Config{}) // slow until here: bins are still out for the freeze to catch
 	t.Cleanup(func() { _ = frozen.cmd.Process.Signal(syscall.SIGCONT) })
 	time.Sleep(15 * time.Second) // past the 10 s lease
 	_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
