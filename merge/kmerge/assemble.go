@@ -24,6 +24,11 @@ type Assembler struct {
 	recOf map[*Cursor]arrow.RecordBatch
 	runs  []span // output order, as ranges of parts
 	Rows  int64
+
+	// OutParts, when set, takes a chunk of long runs instead of out: one slice of its record
+	// per run, in output order, not copied into one record (the sink reads them where they
+	// lie). Chunks of short interleaved runs still go to out as one record.
+	OutParts func([]arrow.RecordBatch) error
 }
 
 // part is a contiguous row range of one decoded record.
@@ -72,6 +77,20 @@ func (a *Assembler) ChunkEnd() error {
 	if a.Rows == 0 {
 		return nil
 	}
+	if a.OutParts != nil && a.longRuns() {
+		parts := make([]arrow.RecordBatch, len(a.runs))
+		for i, r := range a.runs {
+			p := a.parts[r.part]
+			parts[i] = p.rec.NewSlice(p.lo+r.off, p.lo+r.off+r.ln)
+		}
+		a.reset()
+		defer func() {
+			for _, p := range parts {
+				p.Release()
+			}
+		}()
+		return a.OutParts(parts)
+	}
 	rec, err := a.build()
 	a.reset()
 	if err != nil {
@@ -95,6 +114,10 @@ func (a *Assembler) reset() {
 
 func (a *Assembler) Release() { a.reset() }
 
+// longRuns says whether the chunk's runs are long enough (32 rows on average) to be copied
+// slice by slice rather than gathered by one Take.
+func (a *Assembler) longRuns() bool { return len(a.runs) <= 1 || int64(len(a.runs))*32 <= a.Rows }
+
 // build copies the chunk's rows into one record. Long runs are concatenated
 // slice by slice; short interleaved runs are gathered with one Take over the
 // concatenated parts, which costs a second copy but no per-run overhead.
@@ -107,7 +130,7 @@ func (a *Assembler) build() (arrow.RecordBatch, error) {
 			}
 		}
 	}()
-	if len(a.runs) <= 1 || int64(len(a.runs))*32 <= a.Rows {
+	if a.longRuns() {
 		for c := range cols {
 			slices := make([]arrow.Array, len(a.runs))
 			for i, r := range a.runs {

@@ -44,7 +44,8 @@ func (e Encoder) resolve() Encoder { return encoderChoice.Resolve(e) }
 // columnEncoder encodes the rows of one top-level column of a row group into a one-row-group
 // Parquet file in memory, whose column chunks the sink then copies into the output.
 type columnEncoder interface {
-	Write(col arrow.Array) error
+	// WriteArrays appends the rows of cols, in order.
+	WriteArrays(cols []arrow.Array) error
 	// Finish writes the file's footer and returns it parsed.
 	Finish() (*metadata.FileMetaData, error)
 	// Abort drops what was written.
@@ -65,10 +66,16 @@ func newArrowColumn(sc *arrow.Schema, buf *bytes.Buffer, opts Options) (*arrowCo
 	return &arrowColumn{sc: sc, fw: fw}, nil
 }
 
-func (a *arrowColumn) Write(col arrow.Array) error {
-	rec := array.NewRecordBatch(a.sc, []arrow.Array{col}, int64(col.Len()))
-	defer rec.Release()
-	return a.fw.WriteBuffered(rec)
+func (a *arrowColumn) WriteArrays(cols []arrow.Array) error {
+	for _, col := range cols {
+		rec := array.NewRecordBatch(a.sc, []arrow.Array{col}, int64(col.Len()))
+		err := a.fw.WriteBuffered(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (a *arrowColumn) Finish() (*metadata.FileMetaData, error) {

@@ -188,19 +188,37 @@ func spliceArrowProps(opts Options) pqarrow.ArrowWriterProperties {
 	return pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Allocator), pqarrow.WithCoerceTimestamps(arrow.Microsecond))
 }
 
-// write appends rec (conformed to the schema, sorted, and not earlier than
+// Write appends rec (conformed to the schema, sorted, and not earlier than
 // any row written before) to the output.
 func (s *Sink) Write(ctx context.Context, rec arrow.RecordBatch) error {
+	return s.WriteParts(ctx, []arrow.RecordBatch{rec})
+}
+
+// WriteParts appends the rows of parts, in order, as Write would their concatenation: a sorted
+// chunk's runs handed over as slices of the records they are in, so the rows are read where
+// they lie instead of copied into one record first. Worth it only where the encoder's cost per
+// array is small (TakesParts).
+func (s *Sink) WriteParts(ctx context.Context, parts []arrow.RecordBatch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ts := rec.Column(s.tsIdx)
-	if ts.NullN() > 0 {
-		return fmt.Errorf("timestamp column %q has %d null values", s.opts.TimestampColumn, ts.NullN())
+	rows := int64(0)
+	for _, p := range parts {
+		if ts := p.Column(s.tsIdx); ts.NullN() > 0 {
+			return fmt.Errorf("timestamp column %q has %d null values", s.opts.TimestampColumn, ts.NullN())
+		}
+		rows += p.NumRows()
 	}
-	micros := input.AppendMicros(make([]int64, 0, ts.Len()), ts)
-	return s.writeRows(micros, func(from, to int64) error { return s.encode(rec, from, to, micros[from:to]) })
+	micros := make([]int64, 0, rows)
+	for _, p := range parts {
+		micros = input.AppendMicros(micros, p.Column(s.tsIdx))
+	}
+	return s.writeRows(micros, func(from, to int64) error { return s.encode(parts, from, to, micros[from:to]) })
 }
+
+// TakesParts says whether WriteParts pays: every column is encoded by parquet-go, whose cost
+// per array is a bind, where arrow-go's is a record and a write call.
+func (s *Sink) TakesParts() bool { return s.leafStart != nil }
 
 // writeRows appends rows with timestamps micros (sorted, not earlier than any row written
 // before), cutting them into row groups and files; encode writes rows [from, to) of them into
@@ -286,25 +304,58 @@ func (s *Sink) passCuts(ts int64) error {
 	return nil
 }
 
-// encode writes rows [from, to) of rec into the pending row group: each
-// column into its own encoder, and the search metadata, on up to s.workers
-// goroutines.
-func (s *Sink) encode(rec arrow.RecordBatch, from, to int64, micros []int64) error {
+// encode writes rows [from, to) of parts (counted across them) into the pending row group:
+// each column into its own encoder, and the search metadata, on up to s.workers goroutines.
+func (s *Sink) encode(parts []arrow.RecordBatch, from, to int64, micros []int64) error {
 	if err := s.startRowGroup(micros[0]); err != nil {
 		return err
 	}
-	part := rec.NewSlice(from, to)
-	defer part.Release()
-	// The encoders and the metadata builder only read part, but a slice
-	// computes its null count lazily (a write): do it here, once.
-	for _, c := range part.Columns() {
-		_ = c.NullN()
+	var sub []arrow.RecordBatch // the rows [from, to) of parts, sliced where a part is cut
+	for _, p := range parts {
+		n := p.NumRows()
+		if to <= 0 {
+			break
+		}
+		switch {
+		case from <= 0 && to >= n && n > 0:
+			p.Retain()
+			sub = append(sub, p)
+		case from < n && n > 0:
+			sub = append(sub, p.NewSlice(max(from, 0), min(to, n)))
+		}
+		from, to = from-n, to-n
+	}
+	defer func() {
+		for _, p := range sub {
+			p.Release()
+		}
+	}()
+	// The encoders and the metadata builder only read the slices, but a slice computes its
+	// null count lazily (a write): do it here, once.
+	for _, p := range sub {
+		for _, c := range p.Columns() {
+			_ = c.NullN()
+		}
 	}
 	f := s.cur
 	tasks := make([]func() error, 0, len(s.fields)+1)
-	tasks = append(tasks, func() error { f.meta.AddRows(part, micros); return nil })
+	tasks = append(tasks, func() error {
+		at := 0
+		for _, p := range sub {
+			n := int(p.NumRows())
+			f.meta.AddRows(p, micros[at:at+n])
+			at += n
+		}
+		return nil
+	})
 	for i := range s.fields {
-		tasks = append(tasks, func() error { return s.rg.cols[i].enc.Write(part.Column(i)) })
+		tasks = append(tasks, func() error {
+			cols := make([]arrow.Array, len(sub))
+			for k, p := range sub {
+				cols[k] = p.Column(i)
+			}
+			return s.rg.cols[i].enc.WriteArrays(cols)
+		})
 	}
 	return s.runEncode(tasks, micros)
 }

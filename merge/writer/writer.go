@@ -232,6 +232,9 @@ func writeInOrder(ctx context.Context, s *Sink, schema *arrow.Schema, recs []arr
 	slices.SortFunc(byLastUse, func(a, b int) int { return cmp.Compare(lastUse[a], lastUse[b]) })
 
 	a := kmerge.NewAssembler(ctx, schema, mem, func(rec arrow.RecordBatch) error { return s.Write(ctx, rec) })
+	if s.TakesParts() {
+		a.OutParts = func(parts []arrow.RecordBatch) error { return s.WriteParts(ctx, parts) }
+	}
 	defer a.Release()
 	keys := make([]*kmerge.Cursor, len(recs)) // the assembler tells sources apart by key
 	for i := range keys {

@@ -55,6 +55,15 @@ func BenchmarkDrain(b *testing.B) {
 		}
 		gctune.Start(gctune.Config{Headroom: int64(mb) << 20, MinPercent: 50, MaxPercent: 100})
 	}
+	// SIGLAKE_BENCH_ENCODER picks the Parquet encoder as --merge-parquet-encoder does.
+	if v := os.Getenv("SIGLAKE_BENCH_ENCODER"); v != "" {
+		e, err := writer.ParseEncoder(v)
+		if err != nil {
+			b.Fatalf("SIGLAKE_BENCH_ENCODER: %v", err)
+		}
+		writer.SetDefaultEncoder(e)
+		defer writer.SetDefaultEncoder(writer.EncoderDefault)
+	}
 	tmpl := benchWAL(b)
 	segs, err := localwal.Scan(tmpl)
 	if err != nil || len(segs) == 0 {

@@ -273,15 +273,39 @@ const (
 )
 
 // Write appends the rows of col.
-func (c *Column) Write(col arrow.Array) error {
-	root, err := c.bind(col)
-	if err != nil {
-		return err
+func (c *Column) Write(col arrow.Array) error { return c.WriteArrays([]arrow.Array{col}) }
+
+// WriteArrays appends the rows of cols, in order: the runs of a sorted chunk, handed over as
+// slices of the records they are in rather than copied into one array. The values handed to
+// the column writer only at the end (or when a page's worth is held) may point into any of
+// cols, which the caller keeps alive until this returns.
+func (c *Column) WriteArrays(cols []arrow.Array) error {
+	for _, col := range cols {
+		root, err := c.bind(col)
+		if err != nil {
+			return err
+		}
+		if root.n.kind == leafKind {
+			err = c.writeFlat(root, col.Len())
+		} else {
+			err = c.writeNested(root, col.Len())
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if root.n.kind == leafKind {
-		return c.writeFlat(root, col.Len())
+	for l := range c.vals {
+		if err := c.flush(l); err != nil {
+			return err
+		}
 	}
-	for i := 0; i < col.Len(); i++ {
+	return nil
+}
+
+// writeNested shreds rows of a nested column, handing each leaf's values on once a page's worth
+// is held.
+func (c *Column) writeNested(root *boundNode, rows int) error {
+	for i := 0; i < rows; i++ {
 		c.shred(root, i, 0, 0)
 		for l := range c.vals {
 			if len(c.vals[l]) >= flushValues || c.bytes[l] >= flushBytes {
@@ -289,11 +313,6 @@ func (c *Column) Write(col arrow.Array) error {
 					return err
 				}
 			}
-		}
-	}
-	for l := range c.vals {
-		if err := c.flush(l); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -321,7 +340,7 @@ func (c *Column) writeFlat(b *boundNode, rows int) error {
 			}
 		}
 	}
-	return c.flush(0)
+	return nil
 }
 
 // WriteValues appends whole rows given as parquet-go values already shredded (merge/pqdecode):
