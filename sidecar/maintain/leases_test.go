@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/peermsg"
 	"github.com/siglake/siglake/sidecar/work"
 )
@@ -33,10 +36,12 @@ type leaseCluster struct {
 }
 
 func newLeaseCluster(t *testing.T, e *env, workers int, clock func() time.Time) *leaseCluster {
-	return newLeaseClusterWith(t, e, workers, clock, nil)
+	return newLeaseClusterWith(t, e, workers, clock, nil, nil)
 }
 
-func newLeaseClusterWith(t *testing.T, e *env, workers int, clock func() time.Time, usable func() bool) *leaseCluster {
+// newLeaseClusterWith is newLeaseCluster with the owner's usable (nil: leases always travel) and
+// worker, which sets up each worker's maintainer (nil: as the owner's configuration).
+func newLeaseClusterWith(t *testing.T, e *env, workers int, clock func() time.Time, usable func() bool, worker func(*Maintainer)) *leaseCluster {
 	t.Helper()
 	c := &leaseCluster{t: t, e: e, ends: map[string]int{}}
 	hub := peermsg.NewLocalHub()
@@ -58,6 +63,9 @@ func newLeaseClusterWith(t *testing.T, e *env, workers int, clock func() time.Ti
 		}
 		t.Cleanup(func() { l.Close() })
 		wm := newMaintainer(t, e, l, time.Now)
+		if worker != nil {
+			worker(wm)
+		}
 		merge := func(ctx context.Context, g work.Grant, merging func()) work.Merge {
 			c.mu.Lock()
 			fail := c.fails
@@ -301,7 +309,7 @@ func TestNoOffersWhileLeasesCannotTravel(t *testing.T) {
 	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
 	want := smallFilesTable(t, e, 60)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	c := newLeaseClusterWith(t, e, 1, func() time.Time { return now }, func() bool { return false })
+	c := newLeaseClusterWith(t, e, 1, func() time.Time { return now }, func() bool { return false }, nil)
 	rep, err := c.owner.Cycle(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -351,4 +359,72 @@ func TestReserveThenHeld(t *testing.T) {
 	if _, err := reserveThen(nil, func() { held++ })(context.Background(), "merge", 1); err != nil || held != 2 {
 		t.Fatalf("no budget: err %v, held %d times (want none, 2)", err, held)
 	}
+}
+
+// TestLeasedMergesKeepTheWorkersBounds: a worker merges a leased bin within its own merge memory
+// budget and fan-in (--merge-memory-bytes, --max-fan-in), not the owner's, which planned the bin:
+// with a budget too small for the in-memory path and a fan-in of 2 under the bins' inputs, every
+// leased bin goes the page-bounded way, and each merge reserves the worker's budget.
+func TestLeasedMergesKeepTheWorkersBounds(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	want := smallFilesTable(t, e, 60)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	const budget = 256 << 10
+	var mu sync.Mutex
+	var reserved []int64
+	var workerMetrics *Metrics
+	c := newLeaseClusterWith(t, e, 1, func() time.Time { return now }, nil, func(wm *Maintainer) {
+		wm.Cfg.MaxFanIn, wm.Cfg.MergeMemoryBytes = 2, budget
+		wm.Reserve = func(_ context.Context, what string, n int64) (func(), error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if what == membudget.LoopMerge {
+				reserved = append(reserved, n)
+			}
+			return func() {}, nil
+		}
+		workerMetrics = wm.Metrics
+	})
+	if c.owner.Cfg.MaxFanIn == 2 || c.owner.Cfg.MergeMemoryBytes == budget {
+		t.Fatal("the owner has the worker's bounds: the test would not tell them apart")
+	}
+	for cycle := 0; cycle < 3; cycle++ {
+		if _, err := c.owner.Cycle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c.settle()
+		now = now.Add(5 * time.Minute)
+	}
+	committed := c.ended(work.OutcomeCommitted)
+	if committed == 0 {
+		t.Fatalf("no leased bin committed (outcomes %v)", c.ends)
+	}
+	paged := pathCount(t, workerMetrics, merge.PathPageBounded)
+	for _, p := range []merge.PathKind{merge.PathInMemory, merge.PathKWay, merge.PathSplice} {
+		if n := pathCount(t, workerMetrics, p); n > 0 {
+			t.Fatalf("the worker merged %v bins on the %s path; with its budget of %d bytes and fan-in 2 only page-bounded fits", n, p, budget)
+		}
+	}
+	if int(paged) < committed {
+		t.Fatalf("the worker merged %v bins page-bounded, %d committed", paged, committed)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reserved) < committed {
+		t.Fatalf("%d merge reservations for %d committed bins", len(reserved), committed)
+	}
+	for _, n := range reserved {
+		if n != budget {
+			t.Fatalf("a leased merge reserved %d bytes; the worker's budget is %d", n, budget)
+		}
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("rows %+v, want %+v", got, want)
+	}
+}
+
+// pathCount is siglake_merge_rewrites_total{path} of m's registry (labels in snake_case).
+func pathCount(t *testing.T, m *Metrics, path merge.PathKind) float64 {
+	t.Helper()
+	return testutil.ToFloat64(m.Merge.Rewrites.WithLabelValues(strings.ReplaceAll(string(path), "-", "_")))
 }
