@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/siglake/siglake/sidecar/lake"
 	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/peermsg"
+	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/sidecar/work"
 )
 
@@ -33,6 +36,8 @@ type leaseCluster struct {
 	// silent counts merges that returned outputs without saying they held their memory: the
 	// worker would show them waiting for memory all through the merge.
 	silent int
+	// merged, when set, is told of each worker merge that returned, before its result is sent.
+	merged func(work.Merge)
 }
 
 func newLeaseCluster(t *testing.T, e *env, workers int, clock func() time.Time) *leaseCluster {
@@ -75,10 +80,14 @@ func newLeaseClusterWith(t *testing.T, e *env, workers int, clock func() time.Ti
 			}
 			said := false
 			res := wm.MergeLeased(ctx, g, func() { said = true; merging() })
+			c.mu.Lock()
 			if res.Err == nil && !said {
-				c.mu.Lock()
 				c.silent++
-				c.mu.Unlock()
+			}
+			merged := c.merged
+			c.mu.Unlock()
+			if merged != nil {
+				merged(res)
 			}
 			return res
 		}
@@ -427,4 +436,96 @@ func TestLeasedMergesKeepTheWorkersBounds(t *testing.T) {
 func pathCount(t *testing.T, m *Metrics, path merge.PathKind) float64 {
 	t.Helper()
 	return testutil.ToFloat64(m.Merge.Rewrites.WithLabelValues(strings.ReplaceAll(string(path), "-", "_")))
+}
+
+// TestOwnerChangeRefusesItsLeasesResults: a worker finishes a leased bin after the owner lost the
+// table. The old owner refuses the result (expired) and the worker removes its outputs; the new
+// owner, which never heard of the lease, maintains the table; no row is lost or doubled and no
+// output of the refused merge is live or left on disk.
+func TestOwnerChangeRefusesItsLeasesResults(t *testing.T) {
+	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
+	want := smallFilesTable(t, e, 60)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	c := newLeaseCluster(t, e, 1, clock)
+	var lost atomic.Bool
+	c.owner.Owns = func(string) bool { return !lost.Load() }
+	held, release := make(chan work.Merge, 1), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the cluster's: a failed check must not leave the worker held
+	c.mu.Lock()
+	c.merged = func(m work.Merge) {
+		select {
+		case held <- m: // the first merge waits for the owner change
+			<-release
+		default:
+		}
+	}
+	c.mu.Unlock()
+	if _, err := c.owner.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var first work.Merge
+	select {
+	case first = <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no leased merge ran")
+	}
+	if first.Err != nil || len(first.Files) == 0 {
+		t.Fatalf("the held merge: %v, %d outputs", first.Err, len(first.Files))
+	}
+	tbl, err := e.lake.LoadTable(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := rewrite.DecodeOutputs(tbl, first.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The owner loses the table: its next cycle drops the leases.
+	lost.Store(true)
+	if _, err := c.owner.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.book.Outstanding("events"); o.LeasedBins != 0 || o.OfferedBins != 0 {
+		t.Fatalf("the old owner's book after the change: %+v", o)
+	}
+	free()
+	deadline := time.Now().Add(60 * time.Second)
+	for c.ended(work.OutcomeExpired) == 0 {
+		if time.Now().After(deadline) {
+			c.mu.Lock()
+			t.Fatalf("the late result was not refused: worker outcomes %v", c.ends)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := c.ended(work.OutcomeCommitted); n != 0 {
+		t.Fatalf("%d leased results committed after the owner lost the table", n)
+	}
+	// The new owner maintains the table without leases.
+	b := newMaintainer(t, e, e.lake, clock)
+	for cycle := 0; cycle < 3; cycle++ {
+		if _, err := b.Cycle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(5 * time.Minute)
+	}
+	if got := e.tableSum("events"); got != want {
+		t.Fatalf("rows %+v, want %+v", got, want)
+	}
+	live := map[string]bool{}
+	files, _, _ := tableState(t, e.lake, b.Plan)
+	for _, f := range files {
+		live[f.Path] = true
+	}
+	for _, df := range outs {
+		p := df.FilePath()
+		if live[p] {
+			t.Fatalf("the refused merge's output %s is live", p)
+		}
+		if _, err := os.Stat(strings.TrimPrefix(p, "file://")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the refused merge's output %s is still on disk (%v)", p, err)
+		}
+	}
 }
