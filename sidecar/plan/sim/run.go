@@ -186,9 +186,11 @@ func run(s Scenario, setup ...func(*world)) *world {
 	for now := int64(0); now <= end; now += tick {
 		w.ingestDue(now, pods, g)
 		w.commitFinished(now)
-		// An idle rewriter (any of the workers) asks for the next pass.
-		if slices.Min(w.free) <= now {
-			st = w.pass(now, st)
+		// One rewriter asks for the next pass once idle (the process runs its pass's bins before
+		// the next cycle); with several the owner plans every tick, as the maintainer offers each
+		// cycle's bins whatever its workers are doing.
+		if s.Workers > 1 || slices.Min(w.free) <= now {
+			st = w.pass(now, now+tick, st)
 		}
 		if now >= nextSample {
 			w.sample(now)
@@ -261,8 +263,8 @@ func (w *world) commitFinished(now int64) {
 	}
 }
 
-// pass plans one pass at now from state st, deals its bins to the workers
-// with their modelled durations and returns the state for the next pass.
+// pass plans one pass at now from state st, runs its bins on the workers with their modelled
+// durations and returns the state for the next pass, due at next.
 //
 // With Workers > 1 the planner's time-limit inputs are the workers' aggregate
 // capacity: the rate records each bin at its time over Workers and the busy
@@ -273,7 +275,7 @@ func (w *world) commitFinished(now int64) {
 // worker's busy share would apply the limit while most workers idle. The
 // first bin is still taken whatever its size. With one worker both are what
 // the process measures.
-func (w *world) pass(now int64, st plan.State) plan.State {
+func (w *world) pass(now, next int64, st plan.State) plan.State {
 	s := w.s
 	in := plan.Input{
 		Files: w.live(), Now: epoch.Add(time.Duration(now) * time.Microsecond),
@@ -286,46 +288,72 @@ func (w *world) pass(now int64, st plan.State) plan.State {
 	p := plan.Plan(w.cfg, in)
 	w.lastPass, w.lastPassTook = now, 0
 	w.res.Decisions[p.Decision.String()]++
-	for _, b := range p.Bins {
-		copied := w.spliceBytes(b)
-		w.res.SplicedBytes += copied
-		d := int64((float64(b.EstimatedBytes)-copied)/s.MergeBytesPerSec*1e6) + s.BinOverhead.Microseconds()
-		if copied > 0 {
-			d += int64(copied / s.SpliceBytesPerSec * 1e6)
+	if s.Workers > 1 {
+		w.offer(now, next, p.Bins)
+	} else {
+		for _, b := range p.Bins {
+			w.deal(0, now, b)
 		}
-		w.res.RewriteSeconds += float64(d) / 1e6
-		w.deal(now, b, d, copied)
-		w.busyUs += d
-		w.lastPassTook += d
-		w.res.BinsByKind[b.Kind.String()]++
 	}
 	slices.SortStableFunc(w.queue, func(a, b pending) int { return cmp.Compare(a.done, b.done) })
 	return p.Next
 }
 
-// deal runs bin b, of modelled duration d µs, on the worker that frees up
-// first (the lowest on a tie), from now or when that worker's last bin ends.
-// A bin over a file of a bin still queued or running is recorded in
-// Result.Errors: the planner never saw that file (plannable).
-func (w *world) deal(now int64, b level.Bin, d int64, copied float64) {
+// offer models the lease book (docs/design/bin-leases.md) for the bins of a pass planned at now:
+// each worker that frees up before the next pass (next) takes the largest bin still on offer
+// (Book.Take: the largest first, the pass's order among equals) and runs it from then; the
+// bins left are withdrawn, as the owner's next pass replaces its unleased offers, and their
+// files are planned again. A worker merges one bin at a time.
+func (w *world) offer(now, next int64, bins []level.Bin) {
+	bins = slices.Clone(bins)
+	slices.SortStableFunc(bins, func(a, b level.Bin) int { return cmp.Compare(b.EstimatedBytes, a.EstimatedBytes) })
+	for _, b := range bins {
+		i := w.firstFree()
+		if w.free[i] >= next {
+			return
+		}
+		w.deal(i, max(w.free[i], now), b)
+	}
+}
+
+// firstFree is the worker that frees up first (the lowest on a tie).
+func (w *world) firstFree() int {
 	i := 0
 	for j, f := range w.free {
 		if f < w.free[i] {
 			i = j
 		}
 	}
+	return i
+}
+
+// deal runs bin b on worker i from start (µs) at its modelled duration. A bin over a file of a
+// bin still queued or running is recorded in Result.Errors: the planner never saw that file
+// (plannable).
+func (w *world) deal(i int, start int64, b level.Bin) {
+	s := w.s
+	copied := w.spliceBytes(b)
+	w.res.SplicedBytes += copied
+	d := int64((float64(b.EstimatedBytes)-copied)/s.MergeBytesPerSec*1e6) + s.BinOverhead.Microseconds()
+	if copied > 0 {
+		d += int64(copied / s.SpliceBytesPerSec * 1e6)
+	}
+	w.res.RewriteSeconds += float64(d) / 1e6
 	for _, f := range b.Files {
 		if w.inflight[f.Path] {
 			w.res.Errors = append(w.res.Errors, fmt.Sprintf("bin input %s is in a bin still running", f.Path))
 		}
 		w.inflight[f.Path] = true
 	}
-	start := max(w.free[i], now)
+	start = max(w.free[i], start)
 	w.free[i] = start + d
 	w.queue = append(w.queue, pending{b, w.free[i], d, copied})
 	if w.dealt != nil {
 		w.dealt(i, start, w.free[i], b)
 	}
+	w.busyUs += d
+	w.lastPassTook += d
+	w.res.BinsByKind[b.Kind.String()]++
 }
 
 // Compare runs the scenario with the leveled and the legacy strategy.

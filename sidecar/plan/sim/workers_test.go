@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,19 +66,58 @@ func TestWorkersNeverShareAFile(t *testing.T) {
 	}
 }
 
-// TestMoreWorkersNoDeeper: over a few seeds, the same scenario settles no deeper with more
-// workers (settled depth p50 and live files p50), and where one worker is short, 4 are clearly
-// shallower behind the edge. The ingest edge may be a little deeper than with one worker (at most
-// edgeWait more): passes planned while bins run leave the files overlapping them for a later pass
-// (plan.Input.InFlight), and a short pool of workers keeps the edge's bins in flight most of the
-// time (seed 1: edge depth p50 304 on one worker, 329 on 2, 335 on 4; settled 279, 204, 19).
+// TestWorkersTakeOffersOfEachPass: with several workers the owner plans a pass every tick, busy
+// workers or not (the maintainer offers each cycle's bins), a worker that frees up takes the
+// largest bin on offer, and a bin no worker took before the next pass is withdrawn, never run
+// later from an old pass (the lease book replaces unleased offers with the next pass's).
+func TestWorkersTakeOffersOfEachPass(t *testing.T) {
+	s := shortOfOne()
+	s.Workers = 4
+	tick := s.Tick.Microseconds()
+	var late []string
+	last := map[int64]int64{} // pass: bytes of the bin taken last from it
+	w := run(s, func(w *world) {
+		w.dealt = func(worker int, start, done int64, b level.Bin) {
+			if start >= w.lastPass+tick {
+				late = append(late, fmt.Sprintf("a bin of the pass at %ds started at %ds", w.lastPass/1e6, start/1e6))
+			}
+			if prev, ok := last[w.lastPass]; ok && b.EstimatedBytes > prev {
+				t.Errorf("pass at %ds: a bin of %d bytes taken after one of %d: not the largest first", w.lastPass/1e6, b.EstimatedBytes, prev)
+			}
+			last[w.lastPass] = b.EstimatedBytes
+		}
+	})
+	if len(w.res.Errors) > 0 {
+		t.Fatalf("impossible events: %v", w.res.Errors)
+	}
+	passes := 0
+	for _, n := range w.res.Decisions {
+		passes += n
+	}
+	if ticks := int(s.Duration.Microseconds()/tick) + 1; passes != ticks {
+		t.Errorf("%d passes in %d ticks: want a pass every tick", passes, ticks)
+	}
+	if len(late) > 0 {
+		t.Errorf("%d bins ran after the next pass withdrew them, e.g. %s", len(late), late[0])
+	}
+}
+
+// TestMoreWorkersNoDeeper: over a few seeds, where one worker is short, 2 and 4 workers settle
+// shallower than one (settled depth p50 and live files p50). The ingest edge may be a little
+// deeper than with one worker (at most edgeWait more): passes planned while bins run leave the
+// files overlapping them for a later pass (plan.Input.InFlight), and a short pool of workers keeps
+// the edge's bins in flight most of the time (seed 1: edge depth p50 304 on one worker, 327 on 2,
+// 329 on 4). 4 workers need not settle shallower than 2 here: workers take the largest bin on
+// offer first, as the lease book leases (work.Book.Take), and in a pool this short the big bins
+// take the workers while the edge's small ones are withdrawn pass after pass (seed 1: settled 279
+// on one worker, 162 on 2 and 4; docs/benchmarks.md, "Scale out maintenance (simulated)").
 func TestMoreWorkersNoDeeper(t *testing.T) {
 	const edgeWait = 1.15
 	for seed := uint64(1); seed <= 3; seed++ {
 		s := shortOfOne()
 		s.Seed = seed
-		var prev, one Result
-		for i, n := range []int{1, 2, 4} {
+		var one Result
+		for _, n := range []int{1, 2, 4} {
 			s.Workers = n
 			r := Run(s)
 			if len(r.Errors) > 0 {
@@ -85,21 +125,17 @@ func TestMoreWorkersNoDeeper(t *testing.T) {
 			}
 			t.Logf("seed %d, %d workers: WA %.2f, settled depth p50 %d, depth p50 %d, files p50 %d, busy %.0f%%",
 				seed, n, r.WriteAmp, r.SettledDepthP50, r.DepthP50, r.FilesP50, 100*r.BusyFraction)
-			if i > 0 && (r.SettledDepthP50 > prev.SettledDepthP50 || r.FilesP50 > prev.FilesP50) {
-				t.Errorf("seed %d: %d workers settle at %d (files %d), %d workers at %d (files %d): more workers, deeper",
-					seed, n, r.SettledDepthP50, r.FilesP50, prev.Workers, prev.SettledDepthP50, prev.FilesP50)
-			}
 			if n == 1 {
 				one = r
+				continue
+			}
+			if r.SettledDepthP50 >= one.SettledDepthP50 || r.FilesP50 >= one.FilesP50 {
+				t.Errorf("seed %d: %d workers settle at %d (files %d), one worker at %d (files %d): not shallower where one is short",
+					seed, n, r.SettledDepthP50, r.FilesP50, one.SettledDepthP50, one.FilesP50)
 			}
 			if float64(r.DepthP50) > edgeWait*float64(one.DepthP50) {
 				t.Errorf("seed %d: %d workers' edge depth p50 %d, one worker's %d: more than %.2fx", seed, n, r.DepthP50, one.DepthP50, edgeWait)
 			}
-			if n == 4 && 2*r.SettledDepthP50 >= one.SettledDepthP50 {
-				t.Errorf("seed %d: 4 workers settle at %d, one at %d: not clearly shallower where one is short",
-					seed, r.SettledDepthP50, one.SettledDepthP50)
-			}
-			prev = r
 		}
 	}
 }
