@@ -368,7 +368,9 @@ func orchestrate(dir, shapes string, mb int, fanins, contenders, duckDir string,
 			rows = append(rows, m)
 			c := m.contender
 			if m.err != nil {
-				fmt.Fprintf(&report, "| %s | failed: %v | | | | | | | | | | | |\n", c, m.err)
+				// Input paths relative to the work directory: the report is committed.
+				msg := strings.ReplaceAll(m.err.Error(), filepath.Clean(dir)+string(filepath.Separator), "")
+				fmt.Fprintf(&report, "| %s | failed: %s | | | | | | | | | | | |\n", c, msg)
 				continue
 			}
 			sec := m.res.Seconds
