@@ -154,6 +154,13 @@ func WriteSorted(ctx context.Context, fs icebergio.WriteFileIO, newPath func(i i
 	return WriteSortedReleasing(ctx, fs, newPath, schema, own, opts)
 }
 
+// sortedParts lets the sorted write hand long runs to the sink as slices (tests turn it off to
+// compare with the copy); sortedPartsSeen, when set, is told of each chunk handed over so.
+var (
+	sortedParts     = true
+	sortedPartsSeen func(parts int)
+)
+
 // sortedChunkRows is how many rows WriteSortedReleasing gathers into one
 // decoded chunk for the sink: small next to a commit batch, large enough
 // that the per-call cost of the Parquet encoder does not show.
@@ -232,8 +239,13 @@ func writeInOrder(ctx context.Context, s *Sink, schema *arrow.Schema, recs []arr
 	slices.SortFunc(byLastUse, func(a, b int) int { return cmp.Compare(lastUse[a], lastUse[b]) })
 
 	a := kmerge.NewAssembler(ctx, schema, mem, func(rec arrow.RecordBatch) error { return s.Write(ctx, rec) })
-	if s.TakesParts() {
-		a.OutParts = func(parts []arrow.RecordBatch) error { return s.WriteParts(ctx, parts) }
+	if s.TakesParts() && sortedParts {
+		a.OutParts = func(parts []arrow.RecordBatch) error {
+			if sortedPartsSeen != nil {
+				sortedPartsSeen(len(parts))
+			}
+			return s.WriteParts(ctx, parts)
+		}
 	}
 	defer a.Release()
 	keys := make([]*kmerge.Cursor, len(recs)) // the assembler tells sources apart by key

@@ -425,6 +425,11 @@ func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant, merging func
 		return work.Merge{Err: err}
 	}
 	res := merged.Result
+	// The owner logs the commit; the path and why it was taken are this worker's own choice
+	// (its budget and fan-in), so they are logged here.
+	m.Log.Info("merged a leased bin", zap.String("table", g.Table), zap.String("lease", g.ID), zap.String("partition", g.Job.Partition),
+		zap.Int("inputs", len(g.Job.Inputs)), zap.String("merge_path", string(res.Path)), zap.String("merge_reason", res.Reason),
+		zap.Int64("bytes_read", res.BytesRead), zap.Int64("bytes_written", res.BytesWritten), zap.Duration("took", res.Took))
 	return work.Merge{Files: files, BytesRead: res.BytesRead, BytesWritten: res.BytesWritten, SplicedBytes: res.SplicedBytes, Took: res.Took,
 		Discard: func(context.Context) {
 			if orphans, err := merged.Remove(); err != nil {

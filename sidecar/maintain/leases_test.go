@@ -3,6 +3,7 @@ package maintain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -372,18 +375,32 @@ func TestReserveThenHeld(t *testing.T) {
 
 // TestLeasedMergesKeepTheWorkersBounds: a worker merges a leased bin within its own merge memory
 // budget and fan-in (--merge-memory-bytes, --max-fan-in), not the owner's, which planned the bin:
-// with a budget too small for the in-memory path and a fan-in of 2 under the bins' inputs, every
-// leased bin goes the page-bounded way, and each merge reserves the worker's budget.
+// with a budget too small for the in-memory path every leased bin goes page-bounded, each merge
+// reserves the worker's budget, and the worker's log says why: its streams do not fit, or, with
+// a fan-in of 2, the bin's inputs exceed the worker's k-way limit.
 func TestLeasedMergesKeepTheWorkersBounds(t *testing.T) {
+	for _, tc := range []struct {
+		fanIn  int
+		reason string
+	}{{0, "do too"}, {2, "exceeds the k-way limit 2"}} {
+		t.Run(fmt.Sprintf("fan-in %d", tc.fanIn), func(t *testing.T) { leasedMergeBounds(t, tc.fanIn, tc.reason) })
+	}
+}
+
+func leasedMergeBounds(t *testing.T, fanIn int, reason string) {
+	const budget = 2 << 20
 	e := newEnv(t, func(c *testConfig) { c.CommitBatchTargetBytes = 0; c.SnapshotExpireInterval = 0 })
-	want := smallFilesTable(t, e, 60)
+	rows := smallFilesTable(t, e, 60)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	const budget = 256 << 10
 	var mu sync.Mutex
 	var reserved []int64
 	var workerMetrics *Metrics
+	core, logs := zapobserver.New(zap.InfoLevel)
 	c := newLeaseClusterWith(t, e, 1, func() time.Time { return now }, nil, func(wm *Maintainer) {
-		wm.Cfg.MaxFanIn, wm.Cfg.MergeMemoryBytes = 2, budget
+		wm.Cfg.MergeMemoryBytes, wm.Log = budget, zap.New(core)
+		if fanIn > 0 {
+			wm.Cfg.MaxFanIn = fanIn
+		}
 		wm.Reserve = func(_ context.Context, what string, n int64) (func(), error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -394,7 +411,7 @@ func TestLeasedMergesKeepTheWorkersBounds(t *testing.T) {
 		}
 		workerMetrics = wm.Metrics
 	})
-	if c.owner.Cfg.MaxFanIn == 2 || c.owner.Cfg.MergeMemoryBytes == budget {
+	if c.owner.Cfg.MaxFanIn == fanIn || c.owner.Cfg.MergeMemoryBytes == budget {
 		t.Fatal("the owner has the worker's bounds: the test would not tell them apart")
 	}
 	for cycle := 0; cycle < 3; cycle++ {
@@ -408,14 +425,19 @@ func TestLeasedMergesKeepTheWorkersBounds(t *testing.T) {
 	if committed == 0 {
 		t.Fatalf("no leased bin committed (outcomes %v)", c.ends)
 	}
-	paged := pathCount(t, workerMetrics, merge.PathPageBounded)
 	for _, p := range []merge.PathKind{merge.PathInMemory, merge.PathKWay, merge.PathSplice} {
 		if n := pathCount(t, workerMetrics, p); n > 0 {
-			t.Fatalf("the worker merged %v bins on the %s path; with its budget of %d bytes and fan-in 2 only page-bounded fits", n, p, budget)
+			t.Fatalf("the worker merged %v bins on the %s path; with its budget of %d bytes only page-bounded fits", n, p, budget)
 		}
 	}
-	if int(paged) < committed {
-		t.Fatalf("the worker merged %v bins page-bounded, %d committed", paged, committed)
+	merged := logs.FilterMessage("merged a leased bin").All()
+	if len(merged) < committed || int(pathCount(t, workerMetrics, merge.PathPageBounded)) < committed {
+		t.Fatalf("%d leased merges logged, %v page-bounded, %d committed", len(merged), pathCount(t, workerMetrics, merge.PathPageBounded), committed)
+	}
+	for _, l := range merged {
+		if why := l.ContextMap()["merge_reason"]; !strings.Contains(fmt.Sprint(why), reason) {
+			t.Fatalf("a leased merge's reason %q; want it to say %q (fan-in %d)", why, reason, fanIn)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -427,8 +449,8 @@ func TestLeasedMergesKeepTheWorkersBounds(t *testing.T) {
 			t.Fatalf("a leased merge reserved %d bytes; the worker's budget is %d", n, budget)
 		}
 	}
-	if got := e.tableSum("events"); got != want {
-		t.Fatalf("rows %+v, want %+v", got, want)
+	if got := e.tableSum("events"); got != rows {
+		t.Fatalf("rows %+v, want %+v", got, rows)
 	}
 }
 

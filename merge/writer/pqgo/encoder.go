@@ -481,7 +481,13 @@ func dropLongBounds(v, deprecated *[]byte) {
 }
 
 // Abort drops the column: nothing to release.
-func (c *Column) Abort() {}
+func (c *Column) Abort() {
+	// Held values may point into the caller's Arrow buffers (WriteArrays failed midway): drop them.
+	for l := range c.vals {
+		clear(c.vals[l])
+		c.vals[l] = c.vals[l][:0]
+	}
+}
 
 // footerOf parses the footer of the Parquet file b.
 func footerOf(b []byte) (*metadata.FileMetaData, error) {
