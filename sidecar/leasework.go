@@ -162,8 +162,7 @@ func (p *Process) binWorkers() int {
 }
 
 // binBudget is this worker's ask: the process memory budget's free bytes and one merge's share
-// (--merge-memory-bytes), so an owner leases no more bins than the worker can merge at once;
-// nothing while anything waits for the budget. A
+// (--merge-memory-bytes), so an owner leases no more bins than the worker can merge at once. A
 // share above the whole budget asks for the whole budget, which is what a merge then gets
 // (membudget cuts a reservation to its limit): asked for as is, no want would ever hold a
 // merge and the table's bins would wait on offer forever.
@@ -178,13 +177,6 @@ func (p *Process) binBudget() work.Want {
 	s := p.memory.Snapshot()
 	if s.LimitBytes > 0 {
 		mergeBytes = min(mergeBytes, s.LimitBytes)
-	}
-	for _, l := range s.Loops {
-		if l.Waiting > 0 {
-			// The budget serves in order: bins leased now would queue behind what waits (a
-			// drain batch, a merge) and sit leased, renewed, while an idle worker could run them.
-			return work.Want{MergeBytes: mergeBytes}
-		}
 	}
 	return work.Want{FreeBytes: max(s.LimitBytes-s.HeldBytes, 0), MergeBytes: mergeBytes}
 }

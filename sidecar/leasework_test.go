@@ -3,7 +3,6 @@ package sidecar
 import (
 	"context"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -33,31 +32,5 @@ func TestBinBudgetAsksForAMergeTheBudgetHolds(t *testing.T) {
 	p.memory = p.newMemoryBudget()
 	if w := p.binBudget(); w.Slots() != 4 {
 		t.Fatalf("ask %+v: %d merges, want 4 of 64 MiB", w, w.Slots())
-	}
-	// A drain batch waits for more than is free: a bin leased now would queue behind it.
-	held, err := p.memory.Acquire(context.Background(), membudget.LoopMerge, 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	waited := make(chan struct{})
-	go func() {
-		defer close(waited)
-		if l, err := p.memory.Acquire(ctx, membudget.LoopDrain, 256<<20); err == nil {
-			l.Release()
-		}
-	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if w := p.binBudget(); w.Slots() == 0 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("ask %+v with a drain batch waiting for the budget: want no merge", w)
-		}
-	}
-	held.Release()
-	<-waited
-	if w := p.binBudget(); w.Slots() != 4 {
-		t.Fatalf("ask %+v once nothing waits: %d merges, want 4", w, w.Slots())
 	}
 }
