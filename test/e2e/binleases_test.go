@@ -293,7 +293,10 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	_ = frozen.cmd.Process.Signal(syscall.SIGSTOP)
 	proxy.Set(faults.Config{}) // slow until here: bins are still out for the freeze to catch
 	t.Cleanup(func() { _ = frozen.cmd.Process.Signal(syscall.SIGCONT) })
-	time.Sleep(15 * time.Second) // past the 10 s lease
+	// Past its leases' deadlines: at least the 10 s of --bin-lease-duration, longer for a bin the
+	// owner's rewrite rate says takes longer (work.LeaseDuration; slow S3 makes it so).
+	pause := frozenPast(t, owner, frozen.name, 15*time.Second)
+	t.Logf("froze %s for %s", frozen.name, pause.Round(time.Second))
 	_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
 	waitUntil(t, "events to settle", 240*time.Second, func() (bool, string) { return settled(owner, "events") })
 	time.Sleep(2 * time.Second)
@@ -306,6 +309,28 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 		t.Fatalf("the frozen worker's leases ended %v: want results answered expired", ends)
 	}
 	exactlyOnce(t, s, want)
+}
+
+// frozenPast waits, with worker frozen, until every lease the owner's status lists for it is 3 s
+// past its deadline (nobody renews them), and at least min; at most 2 minutes. It returns the wait.
+func frozenPast(t *testing.T, owner *member, worker string, min time.Duration) time.Duration {
+	t.Helper()
+	began := time.Now()
+	until := began.Add(min)
+	if r, err := status(owner.httpAddr); err == nil && r.BinLeases != nil {
+		for _, tb := range r.BinLeases.Tables {
+			for _, l := range tb.Leases {
+				if l.Worker == worker && l.Deadline.Add(3*time.Second).After(until) {
+					until = l.Deadline.Add(3 * time.Second)
+				}
+			}
+		}
+	}
+	if limit := began.Add(2 * time.Minute); until.After(limit) {
+		until = limit
+	}
+	time.Sleep(time.Until(until))
+	return time.Since(began)
 }
 
 // TestBenchBinLeases measures what leasing buys: the same table of small files (a week and more
