@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/siglake/siglake/merge/rowfilter"
 	"github.com/siglake/siglake/merge/writer"
@@ -40,14 +38,7 @@ func decWrite(t *testing.T, label, dir string, dec Decoder, want Decoder, inputs
 // why.
 func TestDecodersWriteTheSameRows(t *testing.T) {
 	duck := testenv.DuckDB(t)
-	ice, err := iceberg.AssignFreshSchemaIDs(encIceSchema(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := table.SchemaToArrowSchema(ice, nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ice, sc := encSchemas(t)
 	seeds := uint64(3)
 	if long() {
 		seeds = 9
@@ -97,14 +88,7 @@ func TestDecodersWriteTheSameRows(t *testing.T) {
 // column added since, a row filter, pages too large to decode whole in the budget) is merged on
 // arrow-go, and the result says why.
 func TestDecoderFallsBack(t *testing.T) {
-	ice, err := iceberg.AssignFreshSchemaIDs(encIceSchema(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := table.SchemaToArrowSchema(ice, nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sc := encSchemas(t)
 	r := rand.New(rand.NewPCG(1, 362))
 	dir := t.TempDir()
 	var inputs []Input

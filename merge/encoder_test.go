@@ -45,6 +45,21 @@ func encIceSchema() *iceberg.Schema {
 	)
 }
 
+// encSchemas is encIceSchema with the ids a catalog gives its fields (it numbers them afresh,
+// so the files' ids match), and its Arrow schema.
+func encSchemas(t *testing.T) (*iceberg.Schema, *arrow.Schema) {
+	t.Helper()
+	ice, err := iceberg.AssignFreshSchemaIDs(encIceSchema(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := table.SchemaToArrowSchema(ice, nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ice, sc
+}
+
 // encRecord: n rows from base on, many with identical timestamps, a third of each optional
 // value null at every level; raw now and then a very long string; trace ids all distinct (a
 // row group of more than about 8,000 rows passes the dictionary limit). withAdded=false
@@ -151,14 +166,7 @@ func encWrite(t *testing.T, what string, dir string, enc writer.Encoder, inputs 
 func TestEncodersWriteTheSameRows(t *testing.T) {
 	duck := testenv.DuckDB(t)
 	// The ids a catalog gives the table's fields (it numbers them afresh), so the files' match.
-	ice, err := iceberg.AssignFreshSchemaIDs(encIceSchema(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := table.SchemaToArrowSchema(ice, nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ice, sc := encSchemas(t)
 	seeds := uint64(3)
 	if long() {
 		seeds = 9
@@ -462,14 +470,7 @@ func checkIcebergScan(t *testing.T, label string, ice *iceberg.Schema, sc *arrow
 // metadata and statistics are the same, and DuckDB reads the rows back.
 func TestSortedRunsSameRowsBothEncoders(t *testing.T) {
 	duck := testenv.DuckDB(t)
-	ice, err := iceberg.AssignFreshSchemaIDs(encIceSchema(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := table.SchemaToArrowSchema(ice, nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sc := encSchemas(t)
 	for seed := uint64(1); seed <= 3; seed++ {
 		r := rand.New(rand.NewPCG(seed, 361))
 		var want []arrow.RecordBatch
