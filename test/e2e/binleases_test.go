@@ -290,12 +290,13 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	// Any granted bin: a frozen worker whose only bin already sent its result would see it
 	// committed, not refused; one still waiting for memory merges and answers late after waking.
 	frozen := merging(t, rest, owner, 120*time.Second, true)
+	// Past its leases' deadlines: at least the 10 s of --bin-lease-duration, longer for a bin the
+	// owner's rewrite rate says takes longer (work.LeaseDuration; slow S3 makes it so).
+	pause := leasePause(t, owner, frozen, 15*time.Second)
 	_ = frozen.cmd.Process.Signal(syscall.SIGSTOP)
 	proxy.Set(faults.Config{}) // slow until here: bins are still out for the freeze to catch
 	t.Cleanup(func() { _ = frozen.cmd.Process.Signal(syscall.SIGCONT) })
-	// Past its leases' deadlines: at least the 10 s of --bin-lease-duration, longer for a bin the
-	// owner's rewrite rate says takes longer (work.LeaseDuration; slow S3 makes it so).
-	pause := frozenPast(t, owner, frozen.name, 15*time.Second)
+	time.Sleep(pause)
 	t.Logf("froze %s for %s", frozen.name, pause.Round(time.Second))
 	_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
 	waitUntil(t, "events to settle", 240*time.Second, func() (bool, string) { return settled(owner, "events") })
@@ -311,26 +312,28 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	exactlyOnce(t, s, want)
 }
 
-// frozenPast waits, with worker frozen, until every lease the owner's status lists for it is 3 s
-// past its deadline (nobody renews them), and at least min; at most 2 minutes. It returns the wait.
-func frozenPast(t *testing.T, owner *member, worker string, min time.Duration) time.Duration {
+// leasePause is how long to freeze worker so that every lease it holds has lapsed at the owner
+// (nobody renews them): 3 s past the longest lease duration its status shows (a renewal came at
+// most that long ago; a quarter more for a bin granted after the read) and past the latest
+// deadline the owner lists for it; at least least, at most 2 minutes.
+func leasePause(t *testing.T, owner, worker *member, least time.Duration) time.Duration {
 	t.Helper()
-	began := time.Now()
-	until := began.Add(min)
+	pause := least
+	if r, err := status(worker.httpAddr); err == nil && r.BinLeases != nil && r.BinLeases.Worker != nil {
+		for _, b := range append(r.BinLeases.Worker.Running, r.BinLeases.Worker.Waiting...) {
+			pause = max(pause, time.Duration(b.LeaseSeconds*1.25*float64(time.Second))+3*time.Second)
+		}
+	}
 	if r, err := status(owner.httpAddr); err == nil && r.BinLeases != nil {
 		for _, tb := range r.BinLeases.Tables {
 			for _, l := range tb.Leases {
-				if l.Worker == worker && l.Deadline.Add(3*time.Second).After(until) {
-					until = l.Deadline.Add(3 * time.Second)
+				if l.Worker == worker.name {
+					pause = max(pause, time.Until(l.Deadline)+3*time.Second)
 				}
 			}
 		}
 	}
-	if limit := began.Add(2 * time.Minute); until.After(limit) {
-		until = limit
-	}
-	time.Sleep(time.Until(until))
-	return time.Since(began)
+	return min(pause, 2*time.Minute)
 }
 
 // TestBenchBinLeases measures what leasing buys: the same table of small files (a week and more
