@@ -52,16 +52,7 @@ func claimsTakeover(t *testing.T, s *site) claimsResult {
 	const ttl = 3 * time.Second
 	res := claimsResult{TTL: ttl}
 	var want rowsum.Sum
-	seed := 10
-	feed := func(i, rows int) {
-		sub := *s
-		sub.wal = filepath.Join(s.wal, fmt.Sprintf("pod-%d", i))
-		if err := os.MkdirAll(sub.wal, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		want.Merge(sub.walgen(fmt.Sprintf("pod-%d", i), rows, seed).Fingerprint)
-		seed++
-	}
+	feed := podFeed(t, s, &want, 10)
 	for i := 0; i < claimStreams; i++ {
 		feed(i, 3000)
 	}
@@ -182,4 +173,18 @@ func claimsTakeover(t *testing.T, s *site) claimsResult {
 	res.Rows = int64(want.Rows)
 	s.checkDuckDB("events")
 	return res
+}
+
+// podFeed returns a feed that writes rows more walgen rows into pod i's WAL directory under
+// s.wal (stream pod-i, a fresh seed from seed on each call) and adds them to want.
+func podFeed(t *testing.T, s *site, want *rowsum.Sum, seed int) func(i, rows int) {
+	return func(i, rows int) {
+		sub := *s
+		sub.wal = filepath.Join(s.wal, fmt.Sprintf("pod-%d", i))
+		if err := os.MkdirAll(sub.wal, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		want.Merge(sub.walgen(fmt.Sprintf("pod-%d", i), rows, seed).Fingerprint)
+		seed++
+	}
 }

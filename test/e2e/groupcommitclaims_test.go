@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -33,16 +32,7 @@ func groupCommitByClaims(t *testing.T, s *site) {
 	const ttl = 3 * time.Second
 	const streams = 3
 	var want rowsum.Sum
-	seed := 40
-	feed := func(i, rows int) {
-		sub := *s
-		sub.wal = filepath.Join(s.wal, fmt.Sprintf("pod-%d", i))
-		if err := os.MkdirAll(sub.wal, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		want.Merge(sub.walgen(fmt.Sprintf("pod-%d", i), rows, seed).Fingerprint)
-		seed++
-	}
+	feed := podFeed(t, s, &want, 40)
 	for i := 0; i < streams; i++ {
 		feed(i, 2000)
 	}
