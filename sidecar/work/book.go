@@ -168,6 +168,10 @@ type Book struct {
 	leases     map[string]*Lease // live and lapsed-but-not-expired, by id
 	firstOffer time.Time         // the book's first Offer: the owner wait's start
 	lastRemote time.Time         // the last Take of a worker other than the owner's
+	// offeringSince is when the book last went from no bin on offer to some (zero while none):
+	// workers ask only owners advertising offers, so an owner wait without offers is not one
+	// in which nobody asked.
+	offeringSince time.Time
 }
 
 // NewBook returns an empty book drawing lease ids from ids.
@@ -236,6 +240,7 @@ func (b *Book) Offer(table string, jobs []Job, now time.Time) []Refusal {
 	}
 	t.offers = next
 	b.forgetIfIdle(table)
+	b.noteOffering(now)
 	return refused
 }
 
@@ -277,8 +282,9 @@ func binKey(j Job) string {
 // leases message carries: the largest first among the bins it takes (want.MaxBinBytes), older
 // offers first among equals. local is the owner's own worker, which is served last: it gets only
 // bins offered at least the owner wait ago, or any bin when no other worker asked within the wait
-// (counted from the book's first offer until one asks), so free workers get first pick and an
-// owner without workers rewrites as promptly as it did alone. An error means the id source
+// (counted from the book's first offer until one asks, then from the later of the last ask and
+// the time bins came on offer: nobodyAsked), so free workers get first pick and an owner without
+// workers rewrites as promptly as it did alone. An error means the id source
 // failed; the leases made before it stand.
 func (b *Book) Take(worker string, want Want, local bool, now time.Time) ([]Lease, error) {
 	if worker == "" || len(worker) > maxNameBytes {
@@ -290,6 +296,7 @@ func (b *Book) Take(worker string, want Want, local bool, now time.Time) ([]Leas
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer b.noteOffering(now) // before the unlock
 	if !local {
 		b.lastRemote = now
 	}
@@ -338,13 +345,29 @@ func (b *Book) candidates(want Want, local bool, now time.Time) []*offer {
 	return cands
 }
 
-// nobodyAsked reports whether no worker but the owner's asked within the owner wait before now.
+// nobodyAsked reports whether no worker but the owner's asked within the owner wait before now:
+// since the book's first offer while none ever did (an owner alone); else since the later of the
+// last ask and the time bins came on offer, since workers ask only an owner advertising offers
+// (gossip meta wo). Counted from the last ask alone, passes further apart than the wait (a slow
+// store) would hand each pass's fresh bins to the owner's worker before the others saw them.
 func (b *Book) nobodyAsked(now time.Time) bool {
 	since := b.lastRemote
 	if since.IsZero() {
 		since = b.firstOffer
+	} else if b.offeringSince.After(since) {
+		since = b.offeringSince
 	}
 	return now.Sub(since) >= b.cfg.OwnerWait
+}
+
+// noteOffering keeps offeringSince: now when bins came on offer, zero when none is; b.mu is held.
+func (b *Book) noteOffering(now time.Time) {
+	switch offering := b.offering(); {
+	case !offering:
+		b.offeringSince = time.Time{}
+	case b.offeringSince.IsZero():
+		b.offeringSince = now
+	}
 }
 
 // newID draws a lease id no live lease has; b.mu is held.
@@ -487,6 +510,9 @@ func (b *Book) Drop(table string) []Lease {
 		clear(t.offers)
 		b.forgetIfIdle(table)
 	}
+	if !b.offering() {
+		b.offeringSince = time.Time{}
+	}
 	sortLeases(out)
 	return out
 }
@@ -553,6 +579,11 @@ func (b *Book) Outstanding(table string) Outstanding {
 func (b *Book) Offering() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.offering()
+}
+
+// offering is Offering with b.mu held.
+func (b *Book) offering() bool {
 	for _, t := range b.tables {
 		if len(t.offers) > 0 {
 			return true

@@ -168,6 +168,17 @@ func TestTakeOwnerWait(t *testing.T) {
 	if ls := mustTake(t, b, "w1", many, false, t1.Add(wait+4*time.Second)); len(ls) != 1 {
 		t.Fatalf("a worker took %v, want d at once", ls)
 	}
+	// Nothing on offer for longer than the wait (a slow pass): workers ask only owners with
+	// offers, so that silence is not a wait in which nobody asked. The next pass's fresh bin
+	// waits for them again, and goes to the owner once it waited with nobody asking.
+	t2 := t1.Add(5 * wait)
+	b.Offer("events", []Job{bin("e", 1, 10)}, t2)
+	if ls := mustTake(t, b, "owner", many, true, t2.Add(time.Second)); len(ls) != 0 {
+		t.Fatalf("the owner took %v offered a second ago: workers had no offer to ask for since the last pass", ls)
+	}
+	if ls := mustTake(t, b, "owner", many, true, t2.Add(wait)); len(ls) != 1 {
+		t.Fatalf("a wait with the bin on offer and nobody asking: the owner took %v", ls)
+	}
 }
 
 // TestTakeBoundedByMessage: the leases one Take returns fit one leases message; a bin that would

@@ -47,8 +47,10 @@ type model struct {
 	ids        []string // every lease id issued, for renewals and completions of ended leases
 	firstOffer time.Time
 	lastRemote time.Time
-	seen       [propTables]map[string]bool // every bin key ever offered
-	counts     map[string]int              // what happened, so the test knows it tried each rule
+	// offeringSince: when the model last went from no offers to some; zero while none.
+	offeringSince time.Time
+	seen          [propTables]map[string]bool // every bin key ever offered
+	counts        map[string]int              // what happened, so the test knows it tried each rule
 }
 
 func tableName(i int) string { return fmt.Sprintf("t%d", i) }
@@ -78,7 +80,7 @@ func TestBookProperties(t *testing.T) {
 	}
 	t.Logf("over %d seeds: %v", seeds, counts)
 	for _, event := range []string{"leased", "local leased", "local waited", "renewed", "completed", "expired",
-		"refused leased", "refused twice", "kept offer time", "not live", "not holder", "slots bound"} {
+		"refused leased", "refused twice", "kept offer time", "not live", "not holder", "slots bound", "wait from offering"} {
 		if counts[event] < seeds/4 {
 			t.Errorf("%q happened %d times in %d runs: the sequences do not exercise it", event, counts[event], seeds)
 		}
@@ -175,6 +177,7 @@ func (m *model) offer(t *testing.T, b *Book, r *rand.Rand, ti int, now time.Time
 		m.seen[ti][binKey(j)] = true
 	}
 	m.offers[ti] = next
+	m.noteOffering(now)
 	var refused []string
 	for _, rf := range b.Offer(table, jobs, now) {
 		switch {
@@ -208,7 +211,14 @@ func (m *model) take(t *testing.T, b *Book, r *rand.Rand, now time.Time) {
 	if !local {
 		m.lastRemote = now
 	}
-	since := cmp.Or(m.lastRemote, m.firstOffer)
+	since := m.firstOffer
+	if !m.lastRemote.IsZero() {
+		since = m.lastRemote
+		if m.offeringSince.After(since) {
+			since = m.offeringSince
+			m.counts["wait from offering"]++
+		}
+	}
 	anyAge := local && now.Sub(since) >= propWait
 	var cands []candidate
 	for ti := range propTables {
@@ -263,6 +273,21 @@ func (m *model) take(t *testing.T, b *Book, r *rand.Rand, now time.Time) {
 		}
 		m.ids = append(m.ids, l.ID)
 		delete(m.offers[c.ti], c.key)
+	}
+	m.noteOffering(now)
+}
+
+// noteOffering keeps offeringSince as the book does.
+func (m *model) noteOffering(now time.Time) {
+	n := 0
+	for _, o := range m.offers {
+		n += len(o)
+	}
+	switch {
+	case n == 0:
+		m.offeringSince = time.Time{}
+	case m.offeringSince.IsZero():
+		m.offeringSince = now
 	}
 }
 
