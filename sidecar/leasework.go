@@ -67,7 +67,7 @@ func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Main
 	log := p.Log.Named("binleases")
 	obs := binleases.NewObserver(p.Metrics.BinLeases, log)
 	ocfg := work.OwnerConfig{Book: book, Catalog: catalog, Authenticated: p.cluster.Authenticated,
-		Check: check, Commit: commit, Remove: remove, Now: time.Now, Ended: m.LeaseEnded}
+		Check: check, Commit: commit, Remove: remove, Now: time.Now, Ended: m.LeaseEnded, Workers: p.binWorkers}
 	obs.InstrumentOwner(&ocfg)
 	owner := work.NewOwner(ocfg, tr)
 	wcfg := work.WorkerConfig{Catalog: catalog, Owners: p.binOwners, Budget: p.binBudget, Merge: m.MergeLeased, Now: time.Now,

@@ -72,9 +72,11 @@ type Config struct {
 type IDSource interface{ Uint64() uint64 }
 
 // Want is one worker's ask: its free merge budget, what one merge of its reserves, and the largest
-// bin it takes (0: any).
+// bin it takes (0: any); and the owner's cap on bins for one ask (MaxBins, 0: none; not on the
+// wire: the owner sets it to the worker's share, Owner.want).
 type Want struct {
 	FreeBytes, MergeBytes, MaxBinBytes int64
+	MaxBins                            int
 }
 
 // WantOf is the ask a want message carries.
@@ -82,12 +84,17 @@ func WantOf(m WorkerMessage) Want {
 	return Want{FreeBytes: m.FreeBytes, MergeBytes: m.MergeBytes, MaxBinBytes: m.MaxBinBytes}
 }
 
-// Slots is the most bins one Take leases for w: whole merges its free budget holds.
+// Slots is the most bins one Take leases for w: whole merges its free budget holds, at most
+// MaxBins.
 func (w Want) Slots() int {
 	if w.MergeBytes < 1 || w.FreeBytes < 1 {
 		return 0
 	}
-	return int(min(w.FreeBytes/w.MergeBytes, 1<<20))
+	n := int(min(w.FreeBytes/w.MergeBytes, 1<<20))
+	if w.MaxBins > 0 {
+		n = min(n, w.MaxBins)
+	}
+	return n
 }
 
 // fits reports whether a bin of bytes input bytes is one w takes.
@@ -573,6 +580,18 @@ func (b *Book) Outstanding(table string) Outstanding {
 		}
 	}
 	return o
+}
+
+// Share is one worker's share of the bins on offer among workers (those taking leased bins, the
+// owner's own included): their number over workers, rounded up; 0 when nothing is on offer.
+func (b *Book) Share(workers int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, t := range b.tables {
+		n += len(t.offers)
+	}
+	return (n + max(workers, 1) - 1) / max(workers, 1)
 }
 
 // Offering reports whether any table has a bin on offer: the owner advertises wk while it does.

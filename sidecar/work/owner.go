@@ -49,9 +49,13 @@ type OwnerConfig struct {
 	// sender's lease ended, or of a definite failure the commit left. It must remove only files
 	// that are l's job's outputs and not live in the table (rewrite.RemoveRefused).
 	Remove func(ctx context.Context, l Lease, files [][]byte)
-	Retry  time.Duration // a want given no bins asks again after this; 0: DefaultRetry
-	Tick   time.Duration // how often leases past their deadline are expired; 0: one second
-	Now    func() time.Time
+	// Workers is how many members take leased bins now, this one included: one want gets at
+	// most its share of the bins on offer (Book.Share), so the first free worker to ask does not
+	// take a whole pass while the others idle. nil: no share (a want gets what its budget holds).
+	Workers func() int
+	Retry   time.Duration // a want given no bins asks again after this; 0: DefaultRetry
+	Tick    time.Duration // how often leases past their deadline are expired; 0: one second
+	Now     func() time.Time
 	// Dropped is told of every message dropped by a full queue or a failed send; nil: nobody.
 	Dropped func()
 	// Ended is told of every lease's end, once: the outcome its result was answered (committed,
@@ -249,7 +253,11 @@ func (o *Owner) receive(from string, msg []byte) {
 
 func (o *Owner) want(from string, m WorkerMessage, now time.Time) {
 	o.expire()
-	leases, _ := o.cfg.Book.Take(from, WantOf(m), from == o.tr.Name(), now) // an id source failure leases what it made
+	want := WantOf(m)
+	if o.cfg.Workers != nil {
+		want.MaxBins = max(o.cfg.Book.Share(o.cfg.Workers()), 1)
+	}
+	leases, _ := o.cfg.Book.Take(from, want, from == o.tr.Name(), now) // an id source failure leases what it made
 	reply := OwnerMessage{V: Version, Type: TypeLeases, Catalog: o.cfg.Catalog}
 	for _, l := range leases {
 		reply.Leases = append(reply.Leases, l.Grant())

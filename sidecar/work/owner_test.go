@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -130,6 +131,64 @@ func TestQueuedResultDoesNotLapse(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("no answer")
+		}
+	}
+}
+
+// TestOwnerLeasesShares: with three workers, a want whose budget holds every bin gets its share of
+// the bins on offer (7 over 3, rounded up: 3), the next want a share of what is left, and so on;
+// without Workers one want takes them all.
+func TestOwnerLeasesShares(t *testing.T) {
+	for _, c := range []struct {
+		workers func() int
+		got     []int
+	}{
+		{func() int { return 3 }, []int{3, 2, 1, 1, 0}},
+		{nil, []int{7, 0}},
+	} {
+		hub := peermsg.NewLocalHub()
+		book := NewBook(Config{OwnerWait: time.Hour}, rand.NewChaCha8([32]byte{5}))
+		o := NewOwner(OwnerConfig{Book: book, Catalog: "cat", Workers: c.workers}, hub.Member("owner"))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = o.Run(ctx) }()
+		for !hub.Member("owner").Handles(KindWorker) {
+			time.Sleep(time.Millisecond)
+		}
+		var jobs []Job
+		for i := range 7 {
+			jobs = append(jobs, job(fmt.Sprint("f", i), 1, 100))
+		}
+		if refused := o.Offer("events", jobs); len(refused) > 0 {
+			t.Fatal(refused[0].Err)
+		}
+		got := make(chan OwnerMessage, 8)
+		w := hub.Member("w")
+		w.Handle(KindOwner, func(_ string, msg []byte) {
+			if m, err := DecodeOwner(msg); err == nil {
+				got <- m
+			}
+		})
+		var counts []int
+		for range c.got {
+			msg, err := WorkerMessage{V: Version, From: "w", Type: TypeWant, Catalog: "cat", FreeBytes: 100, MergeBytes: 1}.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Send("owner", msg); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case m := <-got:
+				counts = append(counts, len(m.Leases))
+			case <-time.After(10 * time.Second):
+				t.Fatal("no answer")
+			}
+		}
+		cancel()
+		<-done
+		if fmt.Sprint(counts) != fmt.Sprint(c.got) {
+			t.Errorf("workers %v: wants got %v bins, want %v", c.workers != nil, counts, c.got)
 		}
 	}
 }

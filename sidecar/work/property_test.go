@@ -208,6 +208,9 @@ func (m *model) take(t *testing.T, b *Book, r *rand.Rand, now time.Time) {
 	if r.IntN(2) == 0 {
 		want.MaxBinBytes = int64(10 + r.IntN(300))
 	}
+	if r.IntN(3) == 0 {
+		want.MaxBins = 1 + r.IntN(2) // the owner's share
+	}
 	if !local {
 		m.lastRemote = now
 	}
