@@ -70,7 +70,11 @@ func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Main
 		Check: check, Commit: commit, Remove: remove, Now: time.Now, Ended: m.LeaseEnded, Workers: p.binWorkers}
 	obs.InstrumentOwner(&ocfg)
 	owner := work.NewOwner(ocfg, tr)
+	// A result waits for its answer as long as the owner may still commit it (the lease's age
+	// bound: maintain refuses a commit past it), not one lease duration: an owner's commits run
+	// one at a time, and behind a slow store a queued result's turn comes later than that.
 	wcfg := work.WorkerConfig{Catalog: catalog, Owners: p.binOwners, Budget: p.binBudget, Merge: m.MergeLeased, Now: time.Now,
+		AnswerWait: maxAge,
 		Done: func(g work.Grant, outcome string) {
 			log.Info("leased bin ended", zap.String("table", g.Table), zap.String("lease", g.ID), zap.String("kind", g.Job.Kind),
 				zap.String("partition", g.Job.Partition), zap.Int("inputs", len(g.Job.Inputs)), zap.String("outcome", outcome))

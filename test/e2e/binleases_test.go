@@ -203,6 +203,9 @@ func TestBinLeasesCluster(t *testing.T) {
 		if counted[m.name] != float64(merged[m.name]["committed"]) {
 			t.Errorf("%s: siglake_bin_lease_worker_bins_total{outcome=committed} %v, its log %d", m.name, counted[m.name], merged[m.name]["committed"])
 		}
+		if merged[m.name]["lost"] > 0 { // every result is answered: the owner commits each within the lease's age bound
+			t.Errorf("%s: %d leased bins got no answer (lost)", m.name, merged[m.name]["lost"])
+		}
 	}
 	t.Logf("owner %s; leased bins by member and outcome: %v", owner.name, merged)
 	if workers < 3 {
@@ -304,6 +307,16 @@ func TestBinLeasesWorkerKilledAndFrozen(t *testing.T) {
 	stopAll(rest)
 	ends := leaseEnds(t, frozen)
 	t.Logf("killed %s, froze %s (its leases ended %v); owner %s", killed.name, frozen.name, ends, owner.name)
+	// Every other worker's results were answered, however slow the owner's commits behind the
+	// slow store: a worker waits for an answer as long as the owner may commit (the lease's age
+	// bound), not one lease duration. (The frozen one may miss answers sent while it slept.)
+	for _, m := range rest {
+		if m != frozen {
+			if e := leaseEnds(t, m); e["lost"] > 0 {
+				t.Errorf("%s: %d leased bins got no answer (lost): %v", m.name, e["lost"], e)
+			}
+		}
+	}
 	// The owner refused the woken worker's late results (answered expired), not merely the
 	// worker giving up on its own.
 	if ends["expired"] == 0 {
