@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -42,10 +44,17 @@ func groupCommitByClaims(t *testing.T, s *site) {
 	cs.extraEnv = append(append([]string(nil), s.extraEnv...), "SIGLAKE_CATALOG_CLAIM=true", "SIGLAKE_CATALOG_CLAIM_TTL="+ttl.String(),
 		"SIGLAKE_GOSSIP_KEY_FILE="+keys, "POD_IP=127.0.0.1")
 	procs := map[string]*running{}
+	logs := map[string]chan string{}
 	for i := 0; i < 3; i++ {
 		name := fmt.Sprintf("node-%d", i)
-		procs[name] = cs.start(nil, "--node-name", name, "--group-commit-interval", "200ms", "--recluster-interval-secs", "1")
+		logs[name] = make(chan string, 100000)
+		procs[name] = cs.start(logs[name], "--node-name", name, "--group-commit-interval", "200ms", "--recluster-interval-secs", "1")
 	}
+	t.Cleanup(func() { // runs before the processes are killed: a failure explains itself
+		if t.Failed() {
+			logClaimsRun(t, procs, logs)
+		}
+	})
 
 	l, err := lake.Open(context.Background(), s.lakeConfig())
 	if err != nil {
@@ -161,4 +170,37 @@ func groupCommitByClaims(t *testing.T, s *site) {
 	}
 	s.checkDuckDB("events")
 	t.Logf("committer %s (epoch %d) killed, %s took over (epoch %d); %d rows exactly once", first.Holder, first.Epoch, next.Holder, next.Epoch, want.Rows)
+}
+
+// logClaimsRun prints, for each process, its hand-off counters and its claims as it sees them
+// (while it runs), then its log lines about claims, hand-offs and drained batches: which process
+// drained which stream when, and where its batches went.
+func logClaimsRun(t *testing.T, procs map[string]*running, logs map[string]chan string) {
+	for name, p := range procs {
+		if code, body := p.get("/metrics"); code == http.StatusOK { // not scrape: no Fatal in a cleanup
+			m := metrics(body)
+			t.Logf("%s: requests committed %v, already_committed %v, direct %v; fallbacks no_committer %v, timeout %v, refused %v; group commits %v",
+				name, m.sum("siglake_group_commit_requests_total", `outcome="committed"`),
+				m.sum("siglake_group_commit_requests_total", `outcome="already_committed"`),
+				m.sum("siglake_group_commit_requests_total", `outcome="direct"`),
+				m.sum("siglake_group_commit_fallbacks_total", `reason="no_committer"`),
+				m.sum("siglake_group_commit_fallbacks_total", `reason="timeout"`),
+				m.sum("siglake_group_commit_fallbacks_total", `reason="refused"`),
+				m.sum("siglake_group_commit_commits_total", `outcome="committed"`))
+			if r, err := status(p.addr); err == nil {
+				t.Logf("%s: stream claims %+v; committer claims %+v", name, r.Claims, r.CommitterClaims)
+			}
+		}
+		var out []string
+		for len(logs[name]) > 0 {
+			l := <-logs[name]
+			for _, sub := range []string{"claim", "group commit", "drained batch", "fallback"} {
+				if strings.Contains(l, sub) {
+					out = append(out, l)
+					break
+				}
+			}
+		}
+		t.Logf("%s's log about claims, hand-offs and batches (last 120 lines):\n%s", name, strings.Join(out[max(len(out)-120, 0):], "\n"))
+	}
 }
