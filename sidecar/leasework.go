@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/sidecar/binleases"
 	"github.com/siglake/siglake/sidecar/lake/orphans"
 	"github.com/siglake/siglake/sidecar/maintain"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/peermsg"
 	"github.com/siglake/siglake/sidecar/work"
 )
@@ -165,11 +166,11 @@ func (p *Process) binWorkers() int {
 	return max(n, 1)
 }
 
-// binBudget is this worker's ask: the process memory budget's free bytes and one merge's share
-// (--merge-memory-bytes), so an owner leases no more bins than the worker can merge at once. A
-// share above the whole budget asks for the whole budget, which is what a merge then gets
-// (membudget cuts a reservation to its limit): asked for as is, no want would ever hold a
-// merge and the table's bins would wait on offer forever.
+// binBudget is this worker's ask: the process memory budget's free bytes less what other loops
+// wait for, and one merge's share (--merge-memory-bytes), so an owner leases no more bins than
+// the worker can merge at once. A share above the whole budget asks for the whole budget, which
+// is what a merge then gets (membudget cuts a reservation to its limit): asked for as is, no
+// want would ever hold a merge and the table's bins would wait on offer forever.
 func (p *Process) binBudget() work.Want {
 	mergeBytes := p.Cfg.MergeMemoryBytes
 	if mergeBytes <= 0 {
@@ -182,5 +183,15 @@ func (p *Process) binBudget() work.Want {
 	if s.LimitBytes > 0 {
 		mergeBytes = min(mergeBytes, s.LimitBytes)
 	}
-	return work.Want{FreeBytes: max(s.LimitBytes-s.HeldBytes, 0), MergeBytes: mergeBytes}
+	// What other loops wait for (a drain batch, the WAL buffer) is not free for bins: the budget
+	// serves in order, so bins leased now would queue behind it, renewed, while an idle worker
+	// could run them, and the drain would wait on merges of other members' tables. The worker's
+	// own waiting merges are counted by work.Worker (granted bins not holding memory yet).
+	var waiting int64
+	for _, l := range s.Loops {
+		if l.Loop != membudget.LoopMerge {
+			waiting += l.WaitingBytes
+		}
+	}
+	return work.Want{FreeBytes: max(s.LimitBytes-s.HeldBytes-waiting, 0), MergeBytes: mergeBytes}
 }

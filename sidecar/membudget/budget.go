@@ -76,6 +76,7 @@ type Options struct {
 
 type loopShare struct {
 	held, leases, waiting int64
+	waitingBytes          int64         // what the waiting acquisitions ask for
 	waits                 int64         // acquisitions that had to wait
 	waited                time.Duration // time spent waiting, all acquisitions
 }
@@ -135,7 +136,7 @@ func (b *Budget) Acquire(ctx context.Context, loop string, n int64) (Lease, erro
 		b.account(loop, func(s *loopShare) { s.held += n; s.leases++ })
 		return Lease{b: b, loop: loop, n: n, once: new(sync.Once)}, nil
 	}
-	b.account(loop, func(s *loopShare) { s.waiting++; s.waits++ })
+	b.account(loop, func(s *loopShare) { s.waiting++; s.waitingBytes += n; s.waits++ })
 	start := time.Now()
 	err := b.sem.acquire(ctx, n)
 	waited := time.Since(start)
@@ -143,10 +144,10 @@ func (b *Budget) Acquire(ctx context.Context, loop string, n int64) (Lease, erro
 		if cause := context.Cause(ctx); cause != nil {
 			err = cause // ErrStopping from the stop, so that IsStopping knows it
 		}
-		b.account(loop, func(s *loopShare) { s.waiting--; s.waited += waited })
+		b.account(loop, func(s *loopShare) { s.waiting--; s.waitingBytes -= n; s.waited += waited })
 		return Lease{}, fmt.Errorf("waiting for %d bytes of the process memory budget for %s: %w", n, loop, err)
 	}
-	b.account(loop, func(s *loopShare) { s.waiting--; s.waited += waited; s.held += n; s.leases++ })
+	b.account(loop, func(s *loopShare) { s.waiting--; s.waitingBytes -= n; s.waited += waited; s.held += n; s.leases++ })
 	if m := b.opts.Metrics; m != nil {
 		m.Waits.WithLabelValues(loop).Inc()
 		m.WaitSeconds.WithLabelValues(loop).Add(waited.Seconds())
@@ -210,6 +211,8 @@ type LoopSnapshot struct {
 	HeldBytes int64  `json:"held_bytes"`
 	Leases    int64  `json:"leases"`  // shares held now
 	Waiting   int64  `json:"waiting"` // acquisitions waiting now
+	// WaitingBytes is what they ask for together: a worker of leased bins leaves it free.
+	WaitingBytes int64 `json:"waiting_bytes"`
 	// Waits counts acquisitions that had to wait, WaitedSeconds their total wait.
 	Waits         int64   `json:"waits"`
 	WaitedSeconds float64 `json:"waited_seconds"`
@@ -229,7 +232,7 @@ func (b *Budget) snapshotLocked() Snapshot {
 	s := Snapshot{LimitBytes: b.limit, Loops: make([]LoopSnapshot, 0, len(b.loops))}
 	for name, l := range b.loops {
 		s.HeldBytes += l.held
-		s.Loops = append(s.Loops, LoopSnapshot{Loop: name, HeldBytes: l.held, Leases: l.leases, Waiting: l.waiting,
+		s.Loops = append(s.Loops, LoopSnapshot{Loop: name, HeldBytes: l.held, Leases: l.leases, Waiting: l.waiting, WaitingBytes: l.waitingBytes,
 			Waits: l.waits, WaitedSeconds: l.waited.Seconds()})
 	}
 	sort.Slice(s.Loops, func(i, j int) bool { return s.Loops[i].Loop < s.Loops[j].Loop })
