@@ -146,6 +146,7 @@ type Outstanding struct {
 
 type offer struct {
 	Offer
+	rank  int    // its place in the last pass that offered it: the planner's most urgent first
 	key   string // the bin's identity: its input paths
 	bytes int64
 	size  int // the job's encoded bytes
@@ -230,13 +231,13 @@ func (b *Book) Offer(table string, jobs []Job, now time.Time) []Refusal {
 	t := b.table(table)
 	next := map[string]*offer{}
 	pass := map[string]bool{}
-	for _, j := range jobs {
+	for rank, j := range jobs {
 		size, err := offerable(t, j, pass)
 		if err != nil {
 			refused = append(refused, Refusal{Job: j, Err: err})
 			continue
 		}
-		o := &offer{Offer: Offer{Table: table, Job: j, Offered: now}, key: binKey(j), bytes: j.Bytes(), size: size}
+		o := &offer{Offer: Offer{Table: table, Job: j, Offered: now}, rank: rank, key: binKey(j), bytes: j.Bytes(), size: size}
 		if old, ok := t.offers[o.key]; ok {
 			o.Offered = old.Offered
 		}
@@ -286,8 +287,11 @@ func binKey(j Job) string {
 }
 
 // Take leases bins to worker for want at now, at most want.Slots() of them and no more than one
-// leases message carries: the largest first among the bins it takes (want.MaxBinBytes), older
-// offers first among equals. local is the owner's own worker, which is served last: it gets only
+// leases message carries: among the bins it takes (want.MaxBinBytes), in the order of the pass
+// that offered them (the planner's most urgent first; each table's first bins before any
+// table's second), older offers first among equals. Largest first, as it once was, let big
+// bins hold the workers while the ingest edge's small bins were withdrawn pass after pass
+// (docs/benchmarks.md, the simulator). local is the owner's own worker, which is served last: it gets only
 // bins offered at least the owner wait ago, or any bin when no other worker asked within the wait
 // (counted from the book's first offer until one asks, then from the later of the last ask and
 // the time bins came on offer: nobodyAsked), so free workers get first pick and an owner without
@@ -347,7 +351,7 @@ func (b *Book) candidates(want Want, local bool, now time.Time) []*offer {
 		}
 	}
 	slices.SortFunc(cands, func(x, y *offer) int {
-		return cmp.Or(cmp.Compare(y.bytes, x.bytes), x.Offered.Compare(y.Offered), cmp.Compare(x.Table, y.Table), cmp.Compare(x.key, y.key))
+		return cmp.Or(cmp.Compare(x.rank, y.rank), x.Offered.Compare(y.Offered), cmp.Compare(x.Table, y.Table), cmp.Compare(x.key, y.key))
 	})
 	return cands
 }

@@ -103,20 +103,20 @@ func TestOfferReplacesUnleased(t *testing.T) {
 	}
 }
 
-// TestTakePlacement: the largest bins that fit first, never more than free/merge of them.
+// TestTakePlacement: the bins that fit in their pass's order (each table's first before any
+// table's second, older offers first among equals), never more than free/merge of them.
 func TestTakePlacement(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		want Want
 		got  []string // bins taken, in order
 	}{
-		{"largest first", Want{FreeBytes: 2 << 30, MergeBytes: 1 << 30}, []string{"big", "mid"}},
-		{"free/merge rounds down", Want{FreeBytes: 3<<30 - 1, MergeBytes: 1 << 30}, []string{"big", "mid"}},
-		{"all", Want{FreeBytes: 10, MergeBytes: 1}, []string{"big", "mid", "old", "new"}},
+		{"pass order", Want{FreeBytes: 2 << 30, MergeBytes: 1 << 30}, []string{"old", "mid"}},
+		{"free/merge rounds down", Want{FreeBytes: 3<<30 - 1, MergeBytes: 1 << 30}, []string{"old", "mid"}},
+		{"all", Want{FreeBytes: 10, MergeBytes: 1}, []string{"old", "mid", "big", "new"}},
 		{"no free merge", Want{FreeBytes: 1<<30 - 1, MergeBytes: 1 << 30}, nil},
-		{"max bin", Want{FreeBytes: 2, MergeBytes: 1, MaxBinBytes: 300}, []string{"mid", "old"}},
+		{"max bin", Want{FreeBytes: 3, MergeBytes: 1, MaxBinBytes: 300}, []string{"old", "mid", "new"}},
 		{"max bin below all", Want{FreeBytes: 2, MergeBytes: 1, MaxBinBytes: 99}, nil},
-		{"older among equals", Want{FreeBytes: 1, MergeBytes: 1, MaxBinBytes: 100}, []string{"old"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newBook(Config{})
@@ -132,6 +132,22 @@ func TestTakePlacement(t *testing.T) {
 				t.Fatalf("took %v, want %v", got, c.got)
 			}
 		})
+	}
+}
+
+// TestTakeOlderOfEqualPlaces: of two tables' first bins, the one on offer longer goes first, and
+// a bin keeps the offer time of the first pass that offered it but takes its place from the last.
+func TestTakeOlderOfEqualPlaces(t *testing.T) {
+	b := newBook(Config{})
+	b.Offer("logs", []Job{bin("later", 1, 100)}, t0.Add(time.Second))
+	b.Offer("events", []Job{bin("sooner", 1, 100), bin("kept", 1, 100)}, t0)
+	b.Offer("events", []Job{bin("kept", 1, 100), bin("sooner", 1, 100)}, t0.Add(2*time.Second))
+	var got []string
+	for _, l := range mustTake(t, b, "w1", Want{FreeBytes: 3, MergeBytes: 1}, false, t0.Add(2*time.Second)) {
+		got = append(got, l.Job.Inputs[0].Path[strings.LastIndex(l.Job.Inputs[0].Path, "/")+1:])
+	}
+	if want := "[kept-0.parquet later-0.parquet sooner-0.parquet]"; fmt.Sprint(got) != want {
+		t.Fatalf("took %v, want %s", got, want)
 	}
 }
 

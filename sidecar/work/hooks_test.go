@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -99,9 +100,9 @@ func TestOwnerHooks(t *testing.T) {
 	bins := map[string]string{"ok": OutcomeCommitted, "race": OutcomeConflict, "unsure": OutcomeMaybeCommitted,
 		"bad": "bad files", "broken": "", "late": "", "other": "", "xheld": ""}
 	var jobs []Job
-	for name, outcome := range bins {
+	for _, name := range slices.Sorted(maps.Keys(bins)) { // offered in this order: xheld last
 		j := job(name, 2, 100)
-		commits[j.Inputs[0].Path] = outcome
+		commits[j.Inputs[0].Path] = bins[name]
 		jobs = append(jobs, j)
 	}
 	if refused := o.Offer("events", jobs); len(refused) > 0 {
@@ -145,7 +146,7 @@ func TestOwnerHooks(t *testing.T) {
 			}
 		}
 	}
-	send("w", WorkerMessage{Type: TypeWant, FreeBytes: 7, MergeBytes: 1}) // every bin but xheld, the last by its paths
+	send("w", WorkerMessage{Type: TypeWant, FreeBytes: 7, MergeBytes: 1}) // every bin but xheld, the last offered
 	for _, g := range leased("w") {
 		leases[g.Job.Inputs[0].Path[len(g.Job.Dir)+1:len(g.Job.Inputs[0].Path)-len("-0.parquet")]] = g
 	}

@@ -17,7 +17,7 @@ import (
 // model and keep its invariants:
 //   - no file is in two live leases, and InFlight is exactly the leased files;
 //   - a Take never leases more than the ask's slots, and leases exactly the bins the placement
-//     rules pick (largest fitting first; the owner's worker only after its wait);
+//     rules pick (fitting ones in their pass's order; the owner's worker only after its wait);
 //   - only the holder of a live lease renews or completes it, and completes it once;
 //   - every bin ever offered is exactly one of offered, leased or ended.
 
@@ -39,6 +39,7 @@ type modelLease struct {
 type modelOffer struct {
 	job     Job
 	offered time.Time
+	rank    int // its place in the last pass that offered it
 }
 
 type model struct {
@@ -154,7 +155,7 @@ func (m *model) offer(t *testing.T, b *Book, r *rand.Rand, ti int, now time.Time
 	leased, pass := m.leasedFiles(table), map[string]bool{}
 	next := map[string]modelOffer{}
 	var wantRefused []string
-	for _, j := range jobs {
+	for rank, j := range jobs {
 		clash := false
 		for _, in := range j.Inputs {
 			clash = clash || leased[in.Path] != "" || pass[in.Path]
@@ -169,7 +170,7 @@ func (m *model) offer(t *testing.T, b *Book, r *rand.Rand, ti int, now time.Time
 		for _, in := range j.Inputs {
 			pass[in.Path] = true
 		}
-		o := modelOffer{job: j, offered: now}
+		o := modelOffer{job: j, offered: now, rank: rank}
 		if old, ok := m.offers[ti][binKey(j)]; ok {
 			o.offered = old.offered
 		}
@@ -236,7 +237,7 @@ func (m *model) take(t *testing.T, b *Book, r *rand.Rand, now time.Time) {
 		}
 	}
 	slices.SortFunc(cands, func(x, y candidate) int {
-		return cmp.Or(cmp.Compare(y.o.job.Bytes(), x.o.job.Bytes()), x.o.offered.Compare(y.o.offered), cmp.Compare(x.ti, y.ti), cmp.Compare(x.key, y.key))
+		return cmp.Or(cmp.Compare(x.o.rank, y.o.rank), x.o.offered.Compare(y.o.offered), cmp.Compare(x.ti, y.ti), cmp.Compare(x.key, y.key))
 	})
 	if len(cands) > want.Slots() {
 		m.counts["slots bound"]++

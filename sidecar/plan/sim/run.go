@@ -148,10 +148,12 @@ type world struct {
 	inflight map[string]bool
 	// dealt, when set (tests), sees each bin dealt: its worker and when it
 	// starts and ends, µs.
-	dealt  func(worker int, start, done int64, b level.Bin)
-	busyUs int64
-	rate   plan.RewriteRate // what the maintainer measures of its rewrites
-	busy   plan.BusyShare
+	dealt func(worker int, start, done int64, b level.Bin)
+	// offered is the last pass's bins on offer, in its order (tests read it in dealt).
+	offered []level.Bin
+	busyUs  int64
+	rate    plan.RewriteRate // what the maintainer measures of its rewrites
+	busy    plan.BusyShare
 	// lastPass and lastPassTook are when the last pass was planned and how
 	// long its bins took, for busy.
 	lastPass, lastPassTook int64
@@ -300,13 +302,12 @@ func (w *world) pass(now, next int64, st plan.State) plan.State {
 }
 
 // offer models the lease book (docs/design/bin-leases.md) for the bins of a pass planned at now:
-// each worker that frees up before the next pass (next) takes the largest bin still on offer
-// (Book.Take: the largest first, the pass's order among equals) and runs it from then; the
+// each worker that frees up before the next pass (next) takes the next bin still on offer in
+// the pass's order (Book.Take: the planner's most urgent first) and runs it from then; the
 // bins left are withdrawn, as the owner's next pass replaces its unleased offers, and their
 // files are planned again. A worker merges one bin at a time.
 func (w *world) offer(now, next int64, bins []level.Bin) {
-	bins = slices.Clone(bins)
-	slices.SortStableFunc(bins, func(a, b level.Bin) int { return cmp.Compare(b.EstimatedBytes, a.EstimatedBytes) })
+	w.offered = bins
 	for _, b := range bins {
 		i := w.firstFree()
 		if w.free[i] >= next {
