@@ -71,11 +71,13 @@ func (p *Process) startBinLeases(stop, working context.Context, m *maintain.Main
 		Check: check, Commit: commit, Remove: remove, Now: time.Now, Ended: m.LeaseEnded, Workers: p.binWorkers}
 	obs.InstrumentOwner(&ocfg)
 	owner := work.NewOwner(ocfg, tr)
-	// A result waits for its answer as long as the owner may still commit it (the lease's age
-	// bound: maintain refuses a commit past it), not one lease duration: an owner's commits run
-	// one at a time, and behind a slow store a queued result's turn comes later than that.
+	// A result waits for its answer about as long as the owner may still commit it, not one
+	// lease duration: an owner's commits run one at a time, and behind a slow store a queued
+	// result's turn comes later than that. maintain starts no commit past the lease's age bound,
+	// and a commit started just before it may retry for about as long again (the commit's
+	// attempts, each --commit-timeout); a lost answer only leaves the outputs to orphan gc.
 	wcfg := work.WorkerConfig{Catalog: catalog, Owners: p.binOwners, Budget: p.binBudget, Merge: m.MergeLeased, Now: time.Now,
-		AnswerWait: maxAge,
+		AnswerWait: max(2*maxAge, p.Cfg.BinLeaseDuration),
 		Done: func(g work.Grant, outcome string) {
 			log.Info("leased bin ended", zap.String("table", g.Table), zap.String("lease", g.ID), zap.String("kind", g.Job.Kind),
 				zap.String("partition", g.Job.Partition), zap.Int("inputs", len(g.Job.Inputs)), zap.String("outcome", outcome))
@@ -186,10 +188,10 @@ func (p *Process) binBudget() work.Want {
 	// What other loops wait for (a drain batch, the WAL buffer) is not free for bins: the budget
 	// serves in order, so bins leased now would queue behind it, renewed, while an idle worker
 	// could run them, and the drain would wait on merges of other members' tables. The worker's
-	// own waiting merges are counted by work.Worker (granted bins not holding memory yet).
+	// own leased merges waiting are counted by work.Worker (granted bins not holding memory yet).
 	var waiting int64
 	for _, l := range s.Loops {
-		if l.Loop != membudget.LoopMerge {
+		if l.Loop != membudget.LoopLeasedMerge {
 			waiting += l.WaitingBytes
 		}
 	}

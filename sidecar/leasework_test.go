@@ -36,10 +36,10 @@ func TestBinBudgetAsksForAMergeTheBudgetHolds(t *testing.T) {
 	}
 }
 
-// TestBinBudgetLeavesWhatOtherLoopsWaitFor: bytes a drain batch or the WAL buffer waits for are
-// not free for bins (bins leased then would queue behind it, and the drain would wait on other
-// members' merges); a merge waiting is the worker's own business (work.Worker counts its granted
-// bins), so it does not shrink the ask.
+// TestBinBudgetLeavesWhatOtherLoopsWaitFor: bytes a drain batch, the WAL buffer or the owner's own
+// merges wait for are not free for bins (bins leased then would queue behind them, and the drain
+// would wait on other members' merges); a leased merge waiting is the worker's own business
+// (work.Worker counts its granted bins), so it does not shrink the ask.
 func TestBinBudgetLeavesWhatOtherLoopsWaitFor(t *testing.T) {
 	p := NewProcess(config.Config{MemoryBudgetBytes: 256 << 20, MergeMemoryBytes: 32 << 20}, zap.NewNop(), "test")
 	p.memory = p.newMemoryBudget()
@@ -72,16 +72,20 @@ func TestBinBudgetLeavesWhatOtherLoopsWaitFor(t *testing.T) {
 	if w := p.binBudget(); w.Slots() != 3 {
 		t.Fatalf("ask %+v with 96 MiB free: want 3 merges of 32 MiB", w)
 	}
-	wait(membudget.LoopMerge, 128<<20) // more than is free: it waits
+	wait(membudget.LoopLeasedMerge, 128<<20) // more than is free: it waits
 	if w := p.binBudget(); w.Slots() != 3 {
-		t.Fatalf("ask %+v with a merge waiting: want 3 merges still (the worker counts its own)", w)
+		t.Fatalf("ask %+v with a leased merge waiting: want 3 merges still (the worker counts its own)", w)
 	}
 	wait(membudget.LoopWALBuffer, 40<<20) // behind the merge, in order
 	if w := p.binBudget(); w.Slots() != 1 || w.FreeBytes != 56<<20 {
 		t.Fatalf("ask %+v with the WAL buffer waiting for 40 MiB: want 56 MiB free, 1 merge", w)
 	}
+	wait(membudget.LoopMerge, 32<<20) // the owner's own rewrite
+	if w := p.binBudget(); w.Slots() != 0 || w.FreeBytes != 24<<20 {
+		t.Fatalf("ask %+v with an owner's merge waiting for 32 MiB too: want 24 MiB free, no merge", w)
+	}
 	wait(membudget.LoopDrain, 64<<20)
-	if w := p.binBudget(); w.Slots() != 0 {
-		t.Fatalf("ask %+v with a drain batch waiting too: want no merge", w)
+	if w := p.binBudget(); w.FreeBytes != 0 {
+		t.Fatalf("ask %+v with a drain batch waiting too: want nothing free", w)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/sidecar/lake"
+	"github.com/siglake/siglake/sidecar/membudget"
 	"github.com/siglake/siglake/sidecar/plan/level"
 	"github.com/siglake/siglake/sidecar/rewrite"
 	"github.com/siglake/siglake/sidecar/work"
@@ -443,6 +444,9 @@ func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant, merging func
 // worker's bin stops waiting for memory and merges.
 func reserveThen(reserve func(ctx context.Context, what string, bytes int64) (func(), error), held func()) func(ctx context.Context, what string, bytes int64) (func(), error) {
 	return func(ctx context.Context, what string, bytes int64) (func(), error) {
+		if what == membudget.LoopMerge {
+			what = membudget.LoopLeasedMerge // the worker's asks count these merges themselves
+		}
 		release := func() {}
 		if reserve != nil {
 			var err error

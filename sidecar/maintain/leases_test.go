@@ -404,7 +404,7 @@ func leasedMergeBounds(t *testing.T, fanIn int, reason string) {
 		wm.Reserve = func(_ context.Context, what string, n int64) (func(), error) {
 			mu.Lock()
 			defer mu.Unlock()
-			if what == membudget.LoopMerge {
+			if what == membudget.LoopLeasedMerge { // a leased bin's merge, under its own loop
 				reserved = append(reserved, n)
 			}
 			return func() {}, nil

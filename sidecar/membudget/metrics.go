@@ -5,8 +5,11 @@ import "github.com/prometheus/client_golang/prometheus"
 // The loops that take shares, by the name they take them under. Metrics export each from the
 // start; a loop added later adds its name here.
 const (
-	LoopDrain        = "drain"
-	LoopMerge        = "merge" // rewrites, delete tasks and retention: every merge of the executor
+	LoopDrain = "drain"
+	LoopMerge = "merge" // rewrites, delete tasks and retention: every merge of the executor
+	// LoopLeasedMerge is the merges of bins leased from another owner (or this process's own
+	// owner) through bin leases: a worker's asks count these itself.
+	LoopLeasedMerge  = "leased_merge"
 	LoopIndexRebuild = "index_rebuild"
 	LoopWALBuffer    = "wal_buffer"
 	LoopSearch       = "search"
@@ -14,7 +17,7 @@ const (
 )
 
 // Loops lists the loop names above.
-var Loops = []string{LoopDrain, LoopMerge, LoopIndexRebuild, LoopWALBuffer, LoopSearch, LoopGroupCommit}
+var Loops = []string{LoopDrain, LoopMerge, LoopLeasedMerge, LoopIndexRebuild, LoopWALBuffer, LoopSearch, LoopGroupCommit}
 
 // Metrics export the budget (docs/metrics.md).
 type Metrics struct {

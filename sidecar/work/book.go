@@ -176,10 +176,11 @@ type Book struct {
 	leases     map[string]*Lease // live and lapsed-but-not-expired, by id
 	firstOffer time.Time         // the book's first Offer: the owner wait's start
 	lastRemote time.Time         // the last Take of a worker other than the owner's
-	// offeringSince is when the book last went from no bin on offer to some (zero while none):
-	// workers ask only owners advertising offers, so an owner wait without offers is not one
-	// in which nobody asked.
+	// offeringSince is when the book last went from no bin on offer to some (zero while none),
+	// and unasked how long bins were on offer before it since the last remote ask: workers ask
+	// only owners advertising offers, so only time with offers out counts toward the owner wait.
 	offeringSince time.Time
+	unasked       time.Duration
 }
 
 // NewBook returns an empty book drawing lease ids from ids.
@@ -231,13 +232,15 @@ func (b *Book) Offer(table string, jobs []Job, now time.Time) []Refusal {
 	t := b.table(table)
 	next := map[string]*offer{}
 	pass := map[string]bool{}
-	for rank, j := range jobs {
+	for _, j := range jobs {
 		size, err := offerable(t, j, pass)
 		if err != nil {
 			refused = append(refused, Refusal{Job: j, Err: err})
 			continue
 		}
-		o := &offer{Offer: Offer{Table: table, Job: j, Offered: now}, rank: rank, key: binKey(j), bytes: j.Bytes(), size: size}
+		// Its place among the bins offered: a refused bin before it (leased meanwhile) does not
+		// put this table's next bin behind the other tables' bins of the same place.
+		o := &offer{Offer: Offer{Table: table, Job: j, Offered: now}, rank: len(next), key: binKey(j), bytes: j.Bytes(), size: size}
 		if old, ok := t.offers[o.key]; ok {
 			o.Offered = old.Offered
 		}
@@ -309,7 +312,7 @@ func (b *Book) Take(worker string, want Want, local bool, now time.Time) ([]Leas
 	defer b.mu.Unlock()
 	defer b.noteOffering(now) // before the unlock
 	if !local {
-		b.lastRemote = now
+		b.lastRemote, b.unasked = now, 0
 	}
 	slots := want.Slots()
 	if slots == 0 {
@@ -357,24 +360,38 @@ func (b *Book) candidates(want Want, local bool, now time.Time) []*offer {
 }
 
 // nobodyAsked reports whether no worker but the owner's asked within the owner wait before now:
-// since the book's first offer while none ever did (an owner alone); else since the later of the
-// last ask and the time bins came on offer, since workers ask only an owner advertising offers
+// since the book's first offer while none ever did (an owner alone); else for an owner wait of
+// time with bins on offer since the last ask, since workers ask only an owner advertising offers
 // (gossip meta wo). Counted from the last ask alone, passes further apart than the wait (a slow
-// store) would hand each pass's fresh bins to the owner's worker before the others saw them.
+// store) would hand each pass's fresh bins to the owner's worker before the others saw them;
+// counted from each pass's offer alone, an owner whose workers left or stay busy would wait a
+// whole owner wait on every pass.
 func (b *Book) nobodyAsked(now time.Time) bool {
-	since := b.lastRemote
-	if since.IsZero() {
-		since = b.firstOffer
-	} else if b.offeringSince.After(since) {
-		since = b.offeringSince
+	if b.lastRemote.IsZero() {
+		return now.Sub(b.firstOffer) >= b.cfg.OwnerWait
 	}
-	return now.Sub(since) >= b.cfg.OwnerWait
+	return b.unasked+b.offeredSinceAsked(now) >= b.cfg.OwnerWait
 }
 
-// noteOffering keeps offeringSince: now when bins came on offer, zero when none is; b.mu is held.
+// offeredSinceAsked is how long bins have been on offer without a break up to now, counted from
+// the last remote ask at the earliest; b.mu is held.
+func (b *Book) offeredSinceAsked(now time.Time) time.Duration {
+	if b.offeringSince.IsZero() {
+		return 0
+	}
+	since := b.offeringSince
+	if b.lastRemote.After(since) {
+		since = b.lastRemote
+	}
+	return max(now.Sub(since), 0)
+}
+
+// noteOffering keeps offeringSince (now when bins came on offer, zero when none is) and unasked;
+// b.mu is held.
 func (b *Book) noteOffering(now time.Time) {
 	switch offering := b.offering(); {
 	case !offering:
+		b.unasked += b.offeredSinceAsked(now)
 		b.offeringSince = time.Time{}
 	case b.offeringSince.IsZero():
 		b.offeringSince = now
@@ -521,9 +538,7 @@ func (b *Book) Drop(table string) []Lease {
 		clear(t.offers)
 		b.forgetIfIdle(table)
 	}
-	if !b.offering() {
-		b.offeringSince = time.Time{}
-	}
+	b.noteOffering(time.Time{}) // no clock here: the offered time until now is not counted
 	sortLeases(out)
 	return out
 }

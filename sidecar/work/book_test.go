@@ -151,6 +151,21 @@ func TestTakeOlderOfEqualPlaces(t *testing.T) {
 	}
 }
 
+// TestTakeOwnerWaitAfterDrop: a table dropped takes its offers' time on offer with it; the next
+// offer's bins wait for the other workers from their own offer.
+func TestTakeOwnerWaitAfterDrop(t *testing.T) {
+	wait := 10 * time.Second
+	b := newBook(Config{OwnerWait: wait})
+	mustTake(t, b, "w1", Want{FreeBytes: 0, MergeBytes: 1}, false, t0)
+	b.Offer("events", []Job{bin("a", 1, 10)}, t0)
+	b.Drop("events")
+	t1 := t0.Add(time.Minute)
+	b.Offer("logs", []Job{bin("b", 1, 10)}, t1)
+	if ls := mustTake(t, b, "owner", Want{FreeBytes: 10, MergeBytes: 1}, true, t1.Add(time.Second)); len(ls) != 0 {
+		t.Fatalf("the owner took %v offered a second ago, counting the dropped table's offer time", ls)
+	}
+}
+
 // TestTakeOwnerWait: the owner's own worker gets a bin only once it waited the owner wait, unless
 // no other worker asked within the wait (counted from the first offer until one asks).
 func TestTakeOwnerWait(t *testing.T) {
@@ -194,6 +209,19 @@ func TestTakeOwnerWait(t *testing.T) {
 	}
 	if ls := mustTake(t, b, "owner", many, true, t2.Add(wait)); len(ls) != 1 {
 		t.Fatalf("a wait with the bin on offer and nobody asking: the owner took %v", ls)
+	}
+	// That wait is kept: the workers left (or stay busy), and the next passes' fresh bins go
+	// to the owner at once, as they would to an owner alone.
+	t3 := t2.Add(5 * wait)
+	b.Offer("events", []Job{bin("f", 1, 10)}, t3)
+	if ls := mustTake(t, b, "owner", many, true, t3); len(ls) != 1 {
+		t.Fatalf("an owner wait of offers nobody asked for passed, yet the owner took %v of a fresh bin", ls)
+	}
+	// Until a worker asks again: then fresh bins wait for the others once more.
+	mustTake(t, b, "w1", Want{FreeBytes: 0, MergeBytes: 1}, false, t3.Add(time.Second))
+	b.Offer("events", []Job{bin("g", 1, 10)}, t3.Add(2*time.Second))
+	if ls := mustTake(t, b, "owner", many, true, t3.Add(3*time.Second)); len(ls) != 0 {
+		t.Fatalf("a worker asked a second ago, yet the owner took %v of a fresh bin", ls)
 	}
 }
 

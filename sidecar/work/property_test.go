@@ -48,8 +48,10 @@ type model struct {
 	ids        []string // every lease id issued, for renewals and completions of ended leases
 	firstOffer time.Time
 	lastRemote time.Time
-	// offeringSince: when the model last went from no offers to some; zero while none.
+	// offeringSince: when the model last went from no offers to some; zero while none. unasked:
+	// how long offers were out before it since the last remote ask.
 	offeringSince time.Time
+	unasked       time.Duration
 	seen          [propTables]map[string]bool // every bin key ever offered
 	counts        map[string]int              // what happened, so the test knows it tried each rule
 }
@@ -155,7 +157,7 @@ func (m *model) offer(t *testing.T, b *Book, r *rand.Rand, ti int, now time.Time
 	leased, pass := m.leasedFiles(table), map[string]bool{}
 	next := map[string]modelOffer{}
 	var wantRefused []string
-	for rank, j := range jobs {
+	for _, j := range jobs {
 		clash := false
 		for _, in := range j.Inputs {
 			clash = clash || leased[in.Path] != "" || pass[in.Path]
@@ -170,7 +172,7 @@ func (m *model) offer(t *testing.T, b *Book, r *rand.Rand, ti int, now time.Time
 		for _, in := range j.Inputs {
 			pass[in.Path] = true
 		}
-		o := modelOffer{job: j, offered: now, rank: rank}
+		o := modelOffer{job: j, offered: now, rank: len(next)}
 		if old, ok := m.offers[ti][binKey(j)]; ok {
 			o.offered = old.offered
 		}
@@ -213,17 +215,15 @@ func (m *model) take(t *testing.T, b *Book, r *rand.Rand, now time.Time) {
 		want.MaxBins = 1 + r.IntN(2) // the owner's share
 	}
 	if !local {
-		m.lastRemote = now
+		m.lastRemote, m.unasked = now, 0
 	}
-	since := m.firstOffer
+	anyAge := local && now.Sub(m.firstOffer) >= propWait
 	if !m.lastRemote.IsZero() {
-		since = m.lastRemote
-		if m.offeringSince.After(since) {
-			since = m.offeringSince
+		anyAge = local && m.unasked+m.offeredSinceAsked(now) >= propWait
+		if local && m.offeringSince.After(m.lastRemote) {
 			m.counts["wait from offering"]++
 		}
 	}
-	anyAge := local && now.Sub(since) >= propWait
 	var cands []candidate
 	for ti := range propTables {
 		for key, o := range m.offers[ti] {
@@ -281,7 +281,23 @@ func (m *model) take(t *testing.T, b *Book, r *rand.Rand, now time.Time) {
 	m.noteOffering(now)
 }
 
-// noteOffering keeps offeringSince as the book does.
+// offeredSinceAsked: how long offers have been out without a break, from the last remote ask at
+// the earliest.
+func (m *model) offeredSinceAsked(now time.Time) time.Duration {
+	if m.offeringSince.IsZero() {
+		return 0
+	}
+	return now.Sub(maxTime(m.offeringSince, m.lastRemote))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// noteOffering keeps offeringSince and unasked as the book does.
 func (m *model) noteOffering(now time.Time) {
 	n := 0
 	for _, o := range m.offers {
@@ -289,6 +305,7 @@ func (m *model) noteOffering(now time.Time) {
 	}
 	switch {
 	case n == 0:
+		m.unasked += m.offeredSinceAsked(now)
 		m.offeringSince = time.Time{}
 	case m.offeringSince.IsZero():
 		m.offeringSince = now

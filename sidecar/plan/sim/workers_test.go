@@ -119,7 +119,7 @@ func TestMoreWorkersNoDeeper(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		s := shortOfOne()
 		s.Seed = seed
-		var one Result
+		var one, two Result
 		for _, n := range []int{1, 2, 4} {
 			s.Workers = n
 			r := Run(s)
@@ -131,6 +131,13 @@ func TestMoreWorkersNoDeeper(t *testing.T) {
 			if n == 1 {
 				one = r
 				continue
+			}
+			if n == 2 {
+				two = r
+			} else if r.SettledDepthP50 >= two.SettledDepthP50 {
+				// Leasing in the pass's order: largest first let the big bins hold 4 workers
+				// while the edge's small ones were withdrawn, and 4 settled no shallower than 2.
+				t.Errorf("seed %d: 4 workers settle at %d, 2 at %d: not shallower", seed, r.SettledDepthP50, two.SettledDepthP50)
 			}
 			if r.SettledDepthP50 >= one.SettledDepthP50 || r.FilesP50 >= one.FilesP50 {
 				t.Errorf("seed %d: %d workers settle at %d (files %d), one worker at %d (files %d): not shallower where one is short",
