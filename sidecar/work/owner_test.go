@@ -29,13 +29,8 @@ func TestOwnerReceiveRules(t *testing.T) {
 	if refused := o.Offer("events", []Job{job("a", 2, 100)}); len(refused) > 0 {
 		t.Fatal(refused[0].Err)
 	}
-	got := make(chan OwnerMessage, 8)
+	got := ownerMessages(hub, "w")
 	w := hub.Member("w")
-	w.Handle(KindOwner, func(_ string, msg []byte) {
-		if m, err := DecodeOwner(msg); err == nil {
-			got <- m
-		}
-	})
 	send := func(m WorkerMessage) {
 		t.Helper()
 		m.V, m.From = Version, "w"
@@ -162,13 +157,8 @@ func TestOwnerLeasesShares(t *testing.T) {
 		if refused := o.Offer("events", jobs); len(refused) > 0 {
 			t.Fatal(refused[0].Err)
 		}
-		got := make(chan OwnerMessage, 8)
+		got := ownerMessages(hub, "w")
 		w := hub.Member("w")
-		w.Handle(KindOwner, func(_ string, msg []byte) {
-			if m, err := DecodeOwner(msg); err == nil {
-				got <- m
-			}
-		})
 		var counts []int
 		for range c.got {
 			msg, err := WorkerMessage{V: Version, From: "w", Type: TypeWant, Catalog: "cat", FreeBytes: 100, MergeBytes: 1}.Encode()
@@ -191,4 +181,15 @@ func TestOwnerLeasesShares(t *testing.T) {
 			t.Errorf("workers %v: wants got %v bins, want %v", c.workers != nil, counts, c.got)
 		}
 	}
+}
+
+// ownerMessages receives what owners send member name of hub.
+func ownerMessages(hub *peermsg.LocalHub, name string) chan OwnerMessage {
+	got := make(chan OwnerMessage, 8)
+	hub.Member(name).Handle(KindOwner, func(_ string, msg []byte) {
+		if m, err := DecodeOwner(msg); err == nil {
+			got <- m
+		}
+	})
+	return got
 }
