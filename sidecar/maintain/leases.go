@@ -413,6 +413,7 @@ func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant, merging func
 	x := m.exec.rewriteExecutor()
 	x.AfterCommit = nil // the owner commits, and rebuilds the indexes
 	x.Reserve = reserveThen(x.Reserve, merging)
+	x.Loop = membudget.LoopLeasedMerge // the worker's asks count these merges themselves
 	merged, out := x.Merge(ctx, t, job)
 	if out.Status != rewrite.Uncommitted {
 		if out.Err == nil {
@@ -444,9 +445,6 @@ func (m *Maintainer) MergeLeased(ctx context.Context, g work.Grant, merging func
 // worker's bin stops waiting for memory and merges.
 func reserveThen(reserve func(ctx context.Context, what string, bytes int64) (func(), error), held func()) func(ctx context.Context, what string, bytes int64) (func(), error) {
 	return func(ctx context.Context, what string, bytes int64) (func(), error) {
-		if what == membudget.LoopMerge {
-			what = membudget.LoopLeasedMerge // the worker's asks count these merges themselves
-		}
 		release := func() {}
 		if reserve != nil {
 			var err error

@@ -6,6 +6,7 @@
 package rewrite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,6 +141,9 @@ type Executor struct {
 	// (sidecar/membudget) for the time of the merge, under the name what, and waits while it is
 	// spent. nil takes none.
 	Reserve func(ctx context.Context, what string, bytes int64) (release func(), err error)
+	// Loop is the name Reserve takes merges' memory under (sidecar/membudget); "": LoopMerge.
+	// A worker of leased bins merges under LoopLeasedMerge, which its asks count themselves.
+	Loop string
 	// Stop, when done (SIGTERM), makes Run start no merge: a rewrite whose merge has not started
 	// ends Cancelled, its wait for memory included. Run's own context outlives it by the shutdown
 	// timeout, for the merge and commit in flight; a merge started after Stop would only be cut
@@ -271,7 +275,8 @@ func (e *Executor) merge(ctx context.Context, t *table.Table, job Job) (Merged, 
 	}
 	var reserve membudget.ReserveFunc
 	if e.Reserve != nil {
-		reserve = func(ctx context.Context, n int64) (func(), error) { return e.Reserve(ctx, membudget.LoopMerge, n) }
+		loop := cmp.Or(e.Loop, membudget.LoopMerge)
+		reserve = func(ctx context.Context, n int64) (func(), error) { return e.Reserve(ctx, loop, n) }
 	}
 	release, err := membudget.ReserveForWork(ctx, e.Stop, reserve, budget)
 	if membudget.IsStopping(ctx, err) {

@@ -294,12 +294,11 @@ func binKey(j Job) string {
 // that offered them (the planner's most urgent first; each table's first bins before any
 // table's second), older offers first among equals. Largest first, as it once was, let big
 // bins hold the workers while the ingest edge's small bins were withdrawn pass after pass
-// (docs/benchmarks.md, the simulator). local is the owner's own worker, which is served last: it gets only
-// bins offered at least the owner wait ago, or any bin when no other worker asked within the wait
-// (counted from the book's first offer until one asks, then from the later of the last ask and
-// the time bins came on offer: nobodyAsked), so free workers get first pick and an owner without
-// workers rewrites as promptly as it did alone. An error means the id source
-// failed; the leases made before it stand.
+// (docs/benchmarks.md, the simulator). local is the owner's own worker, which is served last:
+// it gets only bins offered at least the owner wait ago, or any bin when no other worker asked
+// within the wait (nobodyAsked: time with bins on offer since the last ask), so free workers get
+// first pick and an owner without workers rewrites as promptly as it did alone. An error means
+// the id source failed; the leases made before it stand.
 func (b *Book) Take(worker string, want Want, local bool, now time.Time) ([]Lease, error) {
 	if worker == "" || len(worker) > maxNameBytes {
 		return nil, fmt.Errorf("take bins: worker %s: want a member name of 1 to %d bytes", quote(worker), maxNameBytes)
