@@ -15,7 +15,7 @@ import (
 type Decoder string
 
 const (
-	// DecoderDefault is the process-wide choice (SetDefaultDecoder), arrow-go unless set.
+	// DecoderDefault is the process-wide choice (SetDefaultDecoder), parquet-go unless set.
 	DecoderDefault Decoder = ""
 	// DecoderArrow decodes with arrow-go's pqarrow readers into Arrow records: every path.
 	DecoderArrow Decoder = "arrow"
@@ -28,7 +28,7 @@ const (
 // Decoders are the accepted decoder names.
 var Decoders = []Decoder{DecoderArrow, DecoderParquetGo}
 
-var decoderChoice = &writer.Choice[Decoder]{What: "parquet decoder", Accepted: Decoders, Fallback: DecoderArrow}
+var decoderChoice = &writer.Choice[Decoder]{What: "parquet decoder", Accepted: Decoders, Fallback: DecoderParquetGo}
 
 // ParseDecoder parses a decoder name (SIGLAKE_MERGE_PARQUET_DECODER).
 func ParseDecoder(s string) (Decoder, error) { return decoderChoice.Parse(s) }

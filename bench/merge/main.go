@@ -242,13 +242,19 @@ func runChild(contender, setDir string) (childResult, error) {
 	// outputs (writer.Encoders; default arrow); or in ":pq-decode" (k-way:pq-decode): decoded,
 	// merged and encoded on parquet-go's values (merge.DecoderParquetGo), the parquet-go encoder
 	// writing what a path other than k-way re-encodes (chosen:pq-decode: the new codec as the
-	// sidecar runs it with both switches set).
+	// sidecar runs it with both switches set); or in ":auto" (chosen:auto): the sidecar's
+	// defaults, the parquet-go decoder where the bin allows and the auto encoder (arrow-go for
+	// rows arrow-go decoded).
 	name, enc, _ := strings.Cut(contender, ":")
 	switch name {
 	case "in-memory", "k-way", "page-bounded", "splice", "splice-unverified", "chosen":
 		decoder := merge.DecoderArrow
-		if enc == "pq-decode" {
+		strict := true // a parquet-go decode that falls back is an error
+		switch enc {
+		case "pq-decode":
 			decoder, enc = merge.DecoderParquetGo, string(writer.EncoderParquetGo)
+		case "auto":
+			decoder, strict = merge.DecoderParquetGo, false
 		}
 		encoder, err := writer.ParseEncoder(cmp.Or(enc, string(writer.EncoderArrow)))
 		if err != nil {
@@ -273,7 +279,7 @@ func runChild(contender, setDir string) (childResult, error) {
 		if err != nil {
 			return childResult{}, err
 		}
-		if err := fellBack(contender, decoder, res); err != nil {
+		if err := fellBack(contender, decoder, res); err != nil && strict {
 			return childResult{}, err
 		}
 		r := childResult{Seconds: time.Since(start).Seconds(), CPU: cpuSeconds() - cpu0, Files: len(res.Outputs), OutBytes: res.BytesWritten,

@@ -12,7 +12,7 @@ func TestChoice(t *testing.T) {
 	if e, err := c.Parse(" Parquet-Go "); err != nil || e != EncoderParquetGo {
 		t.Fatalf("parse: %q %v", e, err)
 	}
-	if _, err := c.Parse("duckdb"); err == nil || !strings.Contains(err.Error(), `parquet encoder "duckdb": accepted: arrow, parquet-go`) {
+	if _, err := c.Parse("duckdb"); err == nil || !strings.Contains(err.Error(), `parquet encoder "duckdb": accepted: auto, arrow, parquet-go`) {
 		t.Fatalf("bad name: %v", err)
 	}
 	if got := c.Resolve(""); got != EncoderArrow {
@@ -21,5 +21,24 @@ func TestChoice(t *testing.T) {
 	c.SetDefault(EncoderParquetGo)
 	if got, own := c.Resolve(""), c.Resolve(EncoderArrow); got != EncoderParquetGo || own != EncoderArrow {
 		t.Fatalf("with a default: empty resolves to %q, arrow to %q", got, own)
+	}
+}
+
+// TestAutoEncoder: auto, the default, is arrow-go for a merge's sink and parquet-go for the
+// drain's (each where it measured faster); a named encoder is that encoder for both.
+func TestAutoEncoder(t *testing.T) {
+	defer SetDefaultEncoder(EncoderDefault)
+	for _, c := range []struct{ def, own, merge, drain Encoder }{
+		{EncoderDefault, EncoderDefault, EncoderArrow, EncoderParquetGo}, // nothing set: auto
+		{EncoderAuto, EncoderDefault, EncoderArrow, EncoderParquetGo},
+		{EncoderArrow, EncoderDefault, EncoderArrow, EncoderArrow},
+		{EncoderParquetGo, EncoderDefault, EncoderParquetGo, EncoderParquetGo},
+		{EncoderArrow, EncoderParquetGo, EncoderParquetGo, EncoderParquetGo}, // the writer's own wins
+		{EncoderParquetGo, EncoderAuto, EncoderArrow, EncoderParquetGo},
+	} {
+		SetDefaultEncoder(c.def)
+		if m, d := c.own.resolve(), c.own.ForDrain(); m != c.merge || d != c.drain {
+			t.Errorf("process %q, writer %q: merge %q drain %q, want %q and %q", c.def, c.own, m, d, c.merge, c.drain)
+		}
 	}
 }

@@ -16,8 +16,14 @@ import (
 type Encoder string
 
 const (
-	// EncoderDefault is the process-wide choice (SetDefaultEncoder), arrow-go unless set.
+	// EncoderDefault is the process-wide choice (SetDefaultEncoder), auto unless set.
 	EncoderDefault Encoder = ""
+	// EncoderAuto takes, for each writer, the encoder measured faster on its rows
+	// (docs/benchmarks.md, "Each codec where it is faster"): parquet-go for the drain's files,
+	// arrow-go for merges whose rows an arrow-go decoder produced (the splice measured about 7%
+	// more CPU with parquet-go, the k-way path on Arrow rows the same). A k-way merge on
+	// parquet-go's values encodes with parquet-go whatever this says.
+	EncoderAuto Encoder = "auto"
 	// EncoderArrow is arrow-go's pqarrow writer, the encoder siglake has always used.
 	EncoderArrow Encoder = "arrow"
 	// EncoderParquetGo is github.com/parquet-go/parquet-go's column writers, fed values
@@ -26,9 +32,9 @@ const (
 )
 
 // Encoders are the accepted encoder names.
-var Encoders = []Encoder{EncoderArrow, EncoderParquetGo}
+var Encoders = []Encoder{EncoderAuto, EncoderArrow, EncoderParquetGo}
 
-var encoderChoice = &Choice[Encoder]{What: "parquet encoder", Accepted: Encoders, Fallback: EncoderArrow}
+var encoderChoice = &Choice[Encoder]{What: "parquet encoder", Accepted: Encoders, Fallback: EncoderAuto}
 
 // ParseEncoder parses an encoder name (SIGLAKE_MERGE_PARQUET_ENCODER).
 func ParseEncoder(s string) (Encoder, error) { return encoderChoice.Parse(s) }
@@ -38,8 +44,22 @@ func ParseEncoder(s string) (Encoder, error) { return encoderChoice.Parse(s) }
 // codec's registration is, so the many callers of the writer need not carry it.
 func SetDefaultEncoder(e Encoder) { encoderChoice.SetDefault(e) }
 
-// resolve is e, or the process default when e is empty.
-func (e Encoder) resolve() Encoder { return encoderChoice.Resolve(e) }
+// resolve is e, or the process default when e is empty, with auto taken as a merge's: arrow-go.
+func (e Encoder) resolve() Encoder {
+	if r := encoderChoice.Resolve(e); r != EncoderAuto {
+		return r
+	}
+	return EncoderArrow
+}
+
+// ForDrain is the encoder of the drain's files: e, or the process default when e is empty, with
+// auto taken as parquet-go (0.86x arrow-go's CPU a drain, docs/benchmarks.md).
+func (e Encoder) ForDrain() Encoder {
+	if r := encoderChoice.Resolve(e); r != EncoderAuto {
+		return r
+	}
+	return EncoderParquetGo
+}
 
 // columnEncoder encodes the rows of one top-level column of a row group into a one-row-group
 // Parquet file in memory, whose column chunks the sink then copies into the output.

@@ -84,7 +84,8 @@ type Options struct {
 	// it (TestParallelEncodeSameBytes).
 	EncodeWorkers int
 	// Encoder is the library that encodes the rows (SIGLAKE_MERGE_PARQUET_ENCODER); empty is the
-	// process default (SetDefaultEncoder), arrow-go unless set. The files carry the same rows,
+	// process default (SetDefaultEncoder), auto unless set; auto is arrow-go here (the drain
+	// asks for ForDrain's). The files carry the same rows,
 	// footer and metadata either way (TestEncodersWriteTheSameRows).
 	Encoder Encoder
 	// template, when set, is Template of the schema and these

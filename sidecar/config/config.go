@@ -170,12 +170,13 @@ type Config struct {
 	// being copied on. Default true (--merge-splice-verify); off saves about half the splice's CPU.
 	MergeSpliceVerify bool
 	// MergeParquetEncoder is the library that encodes the rows of every data file this process
-	// writes (merges and the drain; merge/writer.Encoder). Default arrow
-	// (--merge-parquet-encoder): parquet-go stays opt-in until it has run a release (issue 36).
+	// writes (merges and the drain; merge/writer.Encoder). Default auto
+	// (--merge-parquet-encoder): parquet-go for the drain, arrow-go for merges on Arrow rows,
+	// each where it measured faster; arrow stays selectable until parquet-go has run a release.
 	MergeParquetEncoder writer.Encoder
 	// MergeParquetDecoder is the library the k-way merge decodes and merges its inputs with
-	// (merge.Decoder). Default arrow (--merge-parquet-decoder) until measured otherwise; with
-	// parquet-go, bins it cannot take stay on arrow-go (docs/file-format.md, "Decoders").
+	// (merge.Decoder). Default parquet-go (--merge-parquet-decoder; 0.86x-0.92x arrow-go's CPU on
+	// every shape it takes); bins it cannot take stay on arrow-go (docs/file-format.md, "Decoders").
 	MergeParquetDecoder merge.Decoder
 
 	// DeleteTasks runs the idle-cycle delete-task sweep over owned tables (docs/deletes.md);
@@ -570,18 +571,18 @@ func compactionOptions() []Option {
 				}
 				return err
 			}},
-		{"merge-parquet-encoder", "SIGLAKE_MERGE_PARQUET_ENCODER", string(writer.EncoderArrow), "compactor.mergeParquetEncoder",
-			"Library that encodes the rows of every Parquet data file the process writes (merges and the drain): `arrow` (arrow-go) or `parquet-go` (github.com/parquet-go/parquet-go; measured in docs/benchmarks.md, \"The encoder: parquet-go beside arrow-go\"). The files hold the same rows, schema, field ids, statistics, page indexes, footer metadata and chunk checksums either way (docs/file-format.md, \"Encoders\").",
+		{"merge-parquet-encoder", "SIGLAKE_MERGE_PARQUET_ENCODER", string(writer.EncoderAuto), "compactor.mergeParquetEncoder",
+			"Library that encodes the rows of every Parquet data file the process writes (merges and the drain): `auto` takes the one measured faster for each writer (parquet-go for the drain, arrow-go for merges whose rows arrow-go decoded; docs/benchmarks.md, \"Each codec where it is faster\"), `arrow` is arrow-go everywhere (the encoder before `auto`), `parquet-go` is github.com/parquet-go/parquet-go everywhere. The files hold the same rows, schema, field ids, statistics, page indexes, footer metadata and chunk checksums either way (docs/file-format.md, \"Encoders\").",
 			func(c *Config, v string) error {
 				e, err := writer.ParseEncoder(v)
 				if err != nil {
-					return errors.New("accepted: arrow, parquet-go")
+					return errors.New("accepted: auto, arrow, parquet-go")
 				}
 				c.MergeParquetEncoder = e
 				return nil
 			}},
-		{"merge-parquet-decoder", "SIGLAKE_MERGE_PARQUET_DECODER", string(merge.DecoderArrow), "compactor.mergeParquetDecoder",
-			"Library the k-way merge decodes its inputs with: `arrow` (arrow-go) or `parquet-go`, which decodes, merges and encodes on parquet-go's values without Arrow where the bin allows (inputs of the output's Parquet schema, no row filter or fold; other bins stay on arrow-go). The files hold the same rows in the same order with the same metadata either way (docs/file-format.md, \"Decoders\"; measured in docs/benchmarks.md, \"The decoder: k-way on parquet-go's values\").",
+		{"merge-parquet-decoder", "SIGLAKE_MERGE_PARQUET_DECODER", string(merge.DecoderParquetGo), "compactor.mergeParquetDecoder",
+			"Library the k-way merge decodes its inputs with: `parquet-go` (the default) or `arrow` (arrow-go, the decoder before it); parquet-go decodes, merges and encodes on parquet-go's values without Arrow where the bin allows (inputs of the output's Parquet schema, no row filter or fold; other bins stay on arrow-go). The files hold the same rows in the same order with the same metadata either way (docs/file-format.md, \"Decoders\"; measured in docs/benchmarks.md, \"The decoder: k-way on parquet-go's values\").",
 			func(c *Config, v string) error {
 				d, err := merge.ParseDecoder(v)
 				if err != nil {

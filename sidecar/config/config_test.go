@@ -151,7 +151,7 @@ func TestSettingsCheckedTogetherAtLoad(t *testing.T) {
 		{map[string]string{"SIGLAKE_GOSSIP_BIND": "127.0.0.1:7946", "SIGLAKE_GOSSIP_PROBE_TIMEOUT": "3s"},
 			[]string{"SIGLAKE_GOSSIP_PROBE_TIMEOUT", "SIGLAKE_GOSSIP_PROBE_INTERVAL"}},
 		{map[string]string{"SIGLAKE_GOSSIP_BIND": "not-an-ip:7946"}, []string{"SIGLAKE_GOSSIP_BIND"}},
-		{map[string]string{"SIGLAKE_MERGE_PARQUET_ENCODER": "parquet"}, []string{"--merge-parquet-encoder", "SIGLAKE_MERGE_PARQUET_ENCODER", "arrow, parquet-go"}},
+		{map[string]string{"SIGLAKE_MERGE_PARQUET_ENCODER": "parquet"}, []string{"--merge-parquet-encoder", "SIGLAKE_MERGE_PARQUET_ENCODER", "auto, arrow, parquet-go"}},
 		{map[string]string{"SIGLAKE_MERGE_PARQUET_DECODER": "pq"}, []string{"--merge-parquet-decoder", "SIGLAKE_MERGE_PARQUET_DECODER", "arrow, parquet-go"}},
 	} {
 		_, err := Load(nil, func(k string) string { return tc.env[k] })
@@ -276,9 +276,9 @@ func TestDurationOptionsOneSyntax(t *testing.T) {
 	}
 }
 
-// TestParquetEncoderLoads: SIGLAKE_MERGE_PARQUET_ENCODER selects the encoder, arrow-go's unless set.
+// TestParquetEncoderLoads: SIGLAKE_MERGE_PARQUET_ENCODER selects the encoder, auto unless set.
 func TestParquetEncoderLoads(t *testing.T) {
-	for v, want := range map[string]writer.Encoder{"": writer.EncoderArrow, "arrow": writer.EncoderArrow, "parquet-go": writer.EncoderParquetGo, "Parquet-Go": writer.EncoderParquetGo} {
+	for v, want := range map[string]writer.Encoder{"": writer.EncoderAuto, "Auto": writer.EncoderAuto, "arrow": writer.EncoderArrow, "parquet-go": writer.EncoderParquetGo, "Parquet-Go": writer.EncoderParquetGo} {
 		c, err := Load(nil, func(k string) string {
 			if k == "SIGLAKE_MERGE_PARQUET_ENCODER" {
 				return v
@@ -291,9 +291,9 @@ func TestParquetEncoderLoads(t *testing.T) {
 	}
 }
 
-// TestParquetDecoderLoads: SIGLAKE_MERGE_PARQUET_DECODER selects the k-way decoder, arrow-go's unless set.
+// TestParquetDecoderLoads: SIGLAKE_MERGE_PARQUET_DECODER selects the k-way decoder, parquet-go's unless set.
 func TestParquetDecoderLoads(t *testing.T) {
-	for v, want := range map[string]merge.Decoder{"": merge.DecoderArrow, "arrow": merge.DecoderArrow, "parquet-go": merge.DecoderParquetGo, " PARQUET-GO": merge.DecoderParquetGo} {
+	for v, want := range map[string]merge.Decoder{"": merge.DecoderParquetGo, "arrow": merge.DecoderArrow, "parquet-go": merge.DecoderParquetGo, " PARQUET-GO": merge.DecoderParquetGo} {
 		c, err := Load(nil, func(k string) string {
 			if k == "SIGLAKE_MERGE_PARQUET_DECODER" {
 				return v

@@ -13,6 +13,7 @@ import (
 	"github.com/siglake/siglake/merge"
 	"github.com/siglake/siglake/merge/input"
 	"github.com/siglake/siglake/merge/rowfilter"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/drain/dayfiles"
 	"github.com/siglake/siglake/sidecar/lake"
 )
@@ -84,7 +85,7 @@ func (d *Drain) writeFiles(ctx context.Context, c *batchCommit) ([]merge.Output,
 	}
 	outs, err := days.Write(ctx, wfs, sc, func(date string) string { return lake.DataDir(t, date) },
 		merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, SplitSparse: d.Cfg.SplitSparse,
-			Generation: 0, Allocator: d.Mem, Metadata: d.Cfg.Metadata.For(t)})
+			Generation: 0, Allocator: d.Mem, Metadata: d.Cfg.Metadata.For(t), Encoder: writer.EncoderDefault.ForDrain()})
 	c.out.Written = append(c.out.Written, outs...)
 	if err != nil {
 		c.removeOutputs(ctx, outs)
