@@ -43,13 +43,15 @@ func (d Decoder) resolve() Decoder { return decoderChoice.Resolve(d) }
 // It takes what it can do correctly: no row filter or fold (they run on Arrow rows), inputs
 // with exactly the output's Parquet schema (so their values and levels are the output's: no
 // conform of added or retyped columns), every column one the parquet-go encoder writes, and
-// search metadata over string columns.
+// search metadata over string columns; and an encoder not set to arrow.
 func valueMergeBlocker(opened []*input.File, schema *arrow.Schema, opts RewriteOptions) error {
 	switch {
 	case opts.matcher != nil:
 		return errors.New("a row filter needs Arrow rows")
 	case opts.fold != nil:
 		return errors.New("a fold needs Arrow rows")
+	case opts.WriterOptions.Encoder.Named() == writer.EncoderArrow:
+		return errors.New("the encoder is set to arrow, and the value path encodes with parquet-go")
 	}
 	tmpl, err := writer.Template(schema, opts.WriterOptions)
 	if err != nil {

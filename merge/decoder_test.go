@@ -69,7 +69,7 @@ func TestDecodersWriteTheSameRows(t *testing.T) {
 		today := decWrite(t, label, filepath.Join(dir, "arrow"), DecoderArrow, DecoderArrow, inputs, sc, wo)
 		wo.Encoder = writer.EncoderParquetGo
 		a := decWrite(t, label, dir, DecoderArrow, DecoderArrow, inputs, sc, wo)
-		wo.Encoder = writer.EncoderArrow // the value path encodes with parquet-go whatever the option
+		wo.Encoder = writer.EncoderAuto // the value path encodes with parquet-go whatever auto takes
 		p := decWrite(t, label, dir, DecoderParquetGo, DecoderParquetGo, inputs, sc, wo)
 		compareEncoderOutputs(t, label, sc, a, p)
 		compareEncoderRows(t, label+" against arrow-go's encoder", sc, today, p)
@@ -113,6 +113,26 @@ func TestDecoderFallsBack(t *testing.T) {
 	}
 	if res.Decoder != DecoderArrow || !strings.Contains(res.Reason, "row filter") || len(res.Outputs) != 0 {
 		t.Fatalf("a row filter deleting every row: decoder %q, reason %q, %d outputs; want arrow, why, none", res.Decoder, res.Reason, len(res.Outputs))
+	}
+	// The encoder set to arrow, in the options or as the process default, rolls back every
+	// parquet-go encoding: the value path (which encodes with parquet-go) is not taken.
+	res, err = Rewrite(context.Background(), localFS, inputs[1:], sc, pathGen(filepath.Join(dir, "arrow-encoder"), 1),
+		RewriteOptions{ForcePath: PathKWay, Decoder: DecoderParquetGo, WriterOptions: WriterOptions{Encoder: writer.EncoderArrow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Decoder != DecoderArrow || !strings.Contains(res.Reason, "encoder is set to arrow") {
+		t.Fatalf("encoder arrow: decoder %q, reason %q; want arrow and why", res.Decoder, res.Reason)
+	}
+	writer.SetDefaultEncoder(writer.EncoderArrow)
+	res, err = Rewrite(context.Background(), localFS, inputs[1:], sc, pathGen(filepath.Join(dir, "arrow-default"), 1),
+		RewriteOptions{ForcePath: PathKWay})
+	writer.SetDefaultEncoder(writer.EncoderDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Decoder != DecoderArrow || !strings.Contains(res.Reason, "encoder is set to arrow") {
+		t.Fatalf("process encoder arrow, decoder by default: decoder %q, reason %q; want arrow and why", res.Decoder, res.Reason)
 	}
 	// parquet-go decodes a page whole: inputs whose largest pages would not fit a quarter of
 	// the budget stay on arrow-go, which streams them.

@@ -52,6 +52,11 @@ func (e Encoder) resolve() Encoder {
 	return EncoderArrow
 }
 
+// Named is e, or the process default when e is empty, without taking auto as either encoder:
+// what the operator asked for. The k-way merge on parquet-go values encodes with parquet-go,
+// so it runs only when this is not arrow (one switch rolls back every parquet-go encoding).
+func (e Encoder) Named() Encoder { return encoderChoice.Resolve(e) }
+
 // ForDrain is the encoder of the drain's files: e, or the process default when e is empty, with
 // auto taken as parquet-go (0.86x arrow-go's CPU a drain, docs/benchmarks.md).
 func (e Encoder) ForDrain() Encoder {

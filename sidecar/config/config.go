@@ -172,7 +172,8 @@ type Config struct {
 	// MergeParquetEncoder is the library that encodes the rows of every data file this process
 	// writes (merges and the drain; merge/writer.Encoder). Default auto
 	// (--merge-parquet-encoder): parquet-go for the drain, arrow-go for merges on Arrow rows,
-	// each where it measured faster; arrow stays selectable until parquet-go has run a release.
+	// each where it measured faster; arrow (arrow-go for every file, the k-way merge on
+	// parquet-go values refused) stays selectable until parquet-go has run a release.
 	MergeParquetEncoder writer.Encoder
 	// MergeParquetDecoder is the library the k-way merge decodes and merges its inputs with
 	// (merge.Decoder). Default parquet-go (--merge-parquet-decoder; 0.86x-0.92x arrow-go's CPU on
@@ -572,7 +573,7 @@ func compactionOptions() []Option {
 				return err
 			}},
 		{"merge-parquet-encoder", "SIGLAKE_MERGE_PARQUET_ENCODER", string(writer.EncoderAuto), "compactor.mergeParquetEncoder",
-			"Library that encodes the rows of every Parquet data file the process writes (merges and the drain): `auto` takes the one measured faster for each writer (parquet-go for the drain, arrow-go for merges whose rows arrow-go decoded; docs/benchmarks.md, \"Each codec where it is faster\"), `arrow` is arrow-go everywhere (the encoder before `auto`), `parquet-go` is github.com/parquet-go/parquet-go everywhere. The files hold the same rows, schema, field ids, statistics, page indexes, footer metadata and chunk checksums either way (docs/file-format.md, \"Encoders\").",
+			"Library that encodes the rows of every Parquet data file the process writes (merges and the drain): `auto` takes the one measured faster for each writer (parquet-go for the drain, arrow-go for merges whose rows arrow-go decoded; docs/benchmarks.md, \"Each codec where it is faster\"), `arrow` is arrow-go everywhere (the encoder before `auto`; the k-way merge then decodes with arrow-go too, since its path on parquet-go values encodes with parquet-go), `parquet-go` is github.com/parquet-go/parquet-go everywhere. The files hold the same rows, schema, field ids, statistics, page indexes, footer metadata and chunk checksums either way (docs/file-format.md, \"Encoders\").",
 			func(c *Config, v string) error {
 				e, err := writer.ParseEncoder(v)
 				if err != nil {
