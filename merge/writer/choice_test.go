@@ -1,8 +1,14 @@
 package writer
 
 import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	icebergio "github.com/apache/iceberg-go/io"
 )
 
 // TestChoice: names parse whatever their case and spaces, a bad one is an error naming it and
@@ -39,6 +45,33 @@ func TestAutoEncoder(t *testing.T) {
 		SetDefaultEncoder(c.def)
 		if m, d := c.own.resolve(), c.own.ForDrain(); m != c.merge || d != c.drain {
 			t.Errorf("process %q, writer %q: merge %q drain %q, want %q and %q", c.def, c.own, m, d, c.merge, c.drain)
+		}
+	}
+}
+
+// TestSinkTakesTheProcessEncoder: a sink whose options name no encoder encodes with the process
+// default, and its outputs say which encoder wrote them.
+func TestSinkTakesTheProcessEncoder(t *testing.T) {
+	defer SetDefaultEncoder(EncoderDefault)
+	sc := partsSchema()
+	rec := partsRecord(rand.New(rand.NewPCG(1, 2)), sc, 3000, 1_700_000_000_000_000)
+	defer rec.Release()
+	for _, c := range []struct{ def, own, want Encoder }{
+		{EncoderDefault, EncoderDefault, EncoderArrow}, // auto: a merge's sink
+		{EncoderParquetGo, EncoderDefault, EncoderParquetGo},
+		{EncoderArrow, EncoderDefault, EncoderArrow},
+		{EncoderArrow, EncoderParquetGo, EncoderParquetGo},
+	} {
+		SetDefaultEncoder(c.def)
+		own := c.own
+		p := filepath.Join(t.TempDir(), "out.parquet")
+		opts := Options{Encoder: own, TimestampColumn: "timestamp"}.WithDefaults()
+		outs, err := WriteSorted(context.Background(), icebergio.LocalFS{}, func(int) string { return p }, sc, []arrow.RecordBatch{rec}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(outs) != 1 || outs[0].Encoder != c.want || outs[0].Rows != 3000 {
+			t.Errorf("process %q, options %q: outputs %+v, want one of 3000 rows by %q", c.def, own, outs, c.want)
 		}
 	}
 }

@@ -50,6 +50,7 @@ type Sink struct {
 	tsIdx   int
 	fields  []*arrow.Schema // one schema per top-level field, for its encoder
 	pqgo    []*pqgo.Plan    // per top-level field: its parquet-go plan; nil: arrow-go encodes it
+	encoder Encoder         // the options' encoder, resolved (Output.Encoder)
 	// leafStart is, per top-level field, its first leaf column (and the leaf count at the end),
 	// with parquet-go plans for every field: the leaves WriteValues hands each encoder.
 	leafStart []int
@@ -149,7 +150,7 @@ func Template(schema *arrow.Schema, opts Options) (*metadata.FileMetaData, error
 // a column of a type it does not write stays arrow-go's.
 func (s *Sink) planEncoders() error {
 	s.pqgo = make([]*pqgo.Plan, len(s.fields))
-	if s.opts.Encoder.resolve() != EncoderParquetGo {
+	if s.encoder = s.opts.Encoder.resolve(); s.encoder != EncoderParquetGo {
 		return nil
 	}
 	set := pqgo.Settings{PageBytes: PageBytes, DictionaryBytes: dictPageBytes, TimestampColumn: s.opts.TimestampColumn,

@@ -440,7 +440,7 @@ func (s *Sink) closeFile() error {
 	s.outputs = append(s.outputs, Output{
 		Path: f.path, Size: f.cw.N, Rows: f.rows,
 		MinTimestamp: f.minTs, MaxTimestamp: f.maxTs,
-		Generation: s.opts.Generation, Meta: md, SkippedIndexes: skipped,
+		Generation: s.opts.Generation, Meta: md, SkippedIndexes: skipped, Encoder: s.encoder,
 	})
 	return nil
 }

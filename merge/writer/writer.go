@@ -133,6 +133,10 @@ type Output struct {
 	// SkippedIndexes names the index columns whose inverted index exceeded
 	// MetadataOptions.FooterMaxBytes and was left out of this file.
 	SkippedIndexes []string
+	// Encoder is the library the sink encoded the file's rows with, as its options resolved
+	// (arrow or parquet-go; columns of a type parquet-go does not write are arrow-go's either
+	// way, and the splice's copied row groups are the input's).
+	Encoder Encoder
 }
 
 // FooterGenerationKey is the footer key carrying the output generation, so a

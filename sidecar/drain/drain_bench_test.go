@@ -113,8 +113,7 @@ func BenchmarkDrain(b *testing.B) {
 			var written int64
 			for _, w := range work {
 				outs, err := writer.WriteSorted(context.Background(), w.fs, func(int) string { return w.dir + "/" + merge.DataFileName(0) },
-					w.schema, w.recs, merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: cfg.TargetFileBytes,
-						SplitSparse: cfg.SplitSparse, Generation: 0, Allocator: memory.DefaultAllocator})
+					w.schema, w.recs, w.opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -174,6 +173,7 @@ type floorWork struct {
 	dir    string
 	schema *arrow.Schema
 	recs   []arrow.RecordBatch
+	opts   merge.WriterOptions // the drain's own (Config.fileOptions)
 }
 
 // floorInput decodes segs and prepares exactly the WriteSorted calls the drain makes: the same
@@ -188,6 +188,7 @@ func floorInput(b *testing.B, cfg Config, dir string, segs []localwal.SegmentInf
 		var fsys icebergio.WriteFileIO
 		var sc *arrow.Schema
 		var tblDir func(date string) string
+		var opts merge.WriterOptions
 		for _, info := range bt.Segs {
 			seg, err := localwal.ReadAll(info.Path, localwal.ReadOptions{})
 			if err != nil {
@@ -207,6 +208,7 @@ func floorInput(b *testing.B, cfg Config, dir string, segs []localwal.SegmentInf
 				}
 				fsys = f.(icebergio.WriteFileIO)
 				tblDir = func(date string) string { return lake.DataDir(t, date) }
+				opts = cfg.fileOptions(t, memory.DefaultAllocator)
 				days = dayfiles.New(sc.FieldIndices(lake.TimestampColumn)[0], memory.DefaultAllocator)
 			}
 			for _, rec := range seg.Records {
@@ -222,7 +224,7 @@ func floorInput(b *testing.B, cfg Config, dir string, segs []localwal.SegmentInf
 			seg.Release()
 		}
 		for date, recs := range days.Take() {
-			out = append(out, floorWork{fs: fsys, dir: tblDir(date), schema: sc, recs: recs})
+			out = append(out, floorWork{fs: fsys, dir: tblDir(date), schema: sc, recs: recs, opts: opts})
 		}
 	}
 	return out

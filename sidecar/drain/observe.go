@@ -145,7 +145,15 @@ func (d *Drain) observe(out BatchOutcome) {
 	log.Info("drained batch", zap.Int64("snapshot_id", res.SnapshotID), zap.String("outcome", string(res.Outcome)),
 		zap.Int("segments", out.Segments), zap.Int64("rows", out.Rows), zap.Int("files", out.Files),
 		zap.Int64("bytes", out.Bytes), zap.Stringer("mark", out.Mark), zap.Duration("took", out.Took),
-		instrument.CostField(out.Cost))
+		zap.String("encoder", encoderOf(out.Written)), instrument.CostField(out.Cost))
+}
+
+// encoderOf names the Parquet encoder of a batch's files (one sink's options, so one encoder).
+func encoderOf(outs []merge.Output) string {
+	if len(outs) == 0 {
+		return ""
+	}
+	return string(outs[0].Encoder)
 }
 
 // observeSteps records what the batch's steps met on the way: a fenced claim, segments an earlier

@@ -84,14 +84,20 @@ func (d *Drain) writeFiles(ctx context.Context, c *batchCommit) ([]merge.Output,
 		l.seg.Release()
 	}
 	outs, err := days.Write(ctx, wfs, sc, func(date string) string { return lake.DataDir(t, date) },
-		merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: d.Cfg.TargetFileBytes, SplitSparse: d.Cfg.SplitSparse,
-			Generation: 0, Allocator: d.Mem, Metadata: d.Cfg.Metadata.For(t), Encoder: writer.EncoderDefault.ForDrain()})
+		d.Cfg.fileOptions(t, d.Mem))
 	c.out.Written = append(c.out.Written, outs...)
 	if err != nil {
 		c.removeOutputs(ctx, outs)
 		return nil, 0, 0, err
 	}
 	return outs, rows, past, nil
+}
+
+// fileOptions are the writer options of the drain's files for t, with the drain's encoder (auto
+// takes parquet-go here); the drain benchmark's floor writes with the same.
+func (c Config) fileOptions(t *table.Table, alloc memory.Allocator) merge.WriterOptions {
+	return merge.WriterOptions{TimestampColumn: lake.TimestampColumn, TargetFileBytes: c.TargetFileBytes, SplitSparse: c.SplitSparse,
+		Generation: 0, Allocator: alloc, Metadata: c.Metadata.For(t), Encoder: writer.EncoderDefault.ForDrain()}
 }
 
 // retentionFilter is the row filter of rows already past t's retention, and the latest cutoff;
