@@ -5,8 +5,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -65,7 +69,9 @@ func TestPageBoundedMemoryIndependentOfInputSize(t *testing.T) {
 		}
 		for _, path := range []PathKind{PathPageBounded, PathInMemory, PathKWay} {
 			alloc := newPeakAllocator()
-			opts := RewriteOptions{ForcePath: path, ChunkRows: chunkRows,
+			// arrow-go's decoder: the allocator sees its buffers (the value path's are the Go
+			// heap's: TestValuePathMemory).
+			opts := RewriteOptions{ForcePath: path, ChunkRows: chunkRows, Decoder: DecoderArrow,
 				WriterOptions: WriterOptions{RowGroupRows: chunkRows, Allocator: alloc}}
 			res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, string(path)), 2), opts)
 			if err != nil {
@@ -186,7 +192,7 @@ func TestKWayMemoryIndependentOfRowGroupSize(t *testing.T) {
 		defer func() { pageStreaming = true }()
 		alloc := newPeakAllocator()
 		res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(filepath.Join(dir, "out"), 1),
-			RewriteOptions{ForcePath: PathKWay, MemoryBudget: 64 << 20, WriterOptions: WriterOptions{RowGroupRows: 16 << 10, Allocator: alloc}})
+			RewriteOptions{ForcePath: PathKWay, MemoryBudget: 64 << 20, Decoder: DecoderArrow, WriterOptions: WriterOptions{RowGroupRows: 16 << 10, Allocator: alloc}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,5 +217,100 @@ func TestKWayMemoryIndependentOfRowGroupSize(t *testing.T) {
 	}
 	if unstreamed <= limit {
 		t.Errorf("without page streaming the peak stays at %d bytes (limit %d): the check above cannot tell", unstreamed, limit)
+	}
+}
+
+// TestValuePathMemory: the k-way merge on parquet-go values holds what its batches and pages
+// need, not its inputs. Its buffers are the Go heap's, not an Arrow allocator's, so the peak
+// live heap (as of each collection; the collector at 10%, so they come often) above the live
+// heap before the merge is sampled. The same rows merged from 10x the input, and from inputs of one row group
+// each (pages and dictionaries per chunk at their limits), may not grow it with the input;
+// the in-memory path on the same inputs shows the sampling sees decoded data.
+func TestValuePathMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("heap sampling")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	sc := testArrowSchema(t)
+	const nInputs = 4
+	type run struct {
+		perInput, rowGroup int
+	}
+	peak := func(ins []Input, path PathKind, dir string) (int64, Decoder) {
+		t.Helper()
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		runtime.GC()
+		metrics.Read(live)
+		base := int64(live[0].Value.Uint64())
+		var top atomic.Int64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				metrics.Read(s)
+				if h := int64(s[0].Value.Uint64()) - base; h > top.Load() {
+					top.Store(h)
+				}
+			}
+		}()
+		res, err := Rewrite(context.Background(), localFS, ins, sc, pathGen(dir, 1),
+			RewriteOptions{ForcePath: path, Decoder: DecoderParquetGo, ChunkRows: 2048, MemoryBudget: 256 << 20,
+				WriterOptions: WriterOptions{RowGroupRows: 2048}})
+		close(stop)
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		return top.Load(), res.Decoder
+	}
+	var decoded []int64
+	var kway, inMemory []int64
+	for i, c := range []run{{25_000, 8192}, {250_000, 8192}, {250_000, 1 << 30}} {
+		dir := t.TempDir()
+		r := rand.New(rand.NewPCG(11, 12)) // the same rows at 10x: the first 25,000 of each input are the small run's
+		var ins []Input
+		var bytes int64
+		for j := 0; j < nInputs; j++ {
+			rec := randRecord(r, sc, c.perInput, 1_700_000_000_000_000+r.Int64N(1000), 3, true, true)
+			bytes += recordBytes(rec)
+			ins = append(ins, writeInput(t, dir, sc, rec, 1, c.rowGroup))
+			rec.Release()
+		}
+		decoded = append(decoded, bytes)
+		p, dec := peak(ins, PathKWay, filepath.Join(dir, "kway"))
+		if dec != DecoderParquetGo {
+			t.Fatalf("run %d: the k-way bin was decoded by %s", i, dec)
+		}
+		kway = append(kway, p)
+		if i < 2 {
+			p, _ = peak(ins, PathInMemory, filepath.Join(dir, "mem"))
+			inMemory = append(inMemory, p)
+		}
+	}
+	t.Logf("decoded input %v bytes; value path peak heap %v; in-memory %v", decoded, kway, inMemory)
+	inputGrowth := decoded[1] - decoded[0]
+	if g := inMemory[1] - inMemory[0]; g < inputGrowth/2 {
+		t.Fatalf("the in-memory path's heap grew by %d for %d more decoded input: the sampling does not see decoded data", g, inputGrowth)
+	}
+	// Measured at 0.04-0.22 (up to +12 MiB of live heap for +53 MiB decoded; arrow-go's decoder
+	// beside the same encoder grew as much): the output file's search metadata and row-group
+	// bookkeeping grow with the rows written. Holding the inputs, decoded or compressed (about
+	// 15 MiB here), would pass a third.
+	if g := kway[1] - kway[0]; g > inputGrowth/3 {
+		t.Errorf("the value path's peak grew with its input: %d -> %d bytes (+%d for +%d decoded)", kway[0], kway[1], g, inputGrowth)
+	}
+	// One row group an input: per input and column a dictionary (256 KiB at most in siglake's
+	// files) and a page compressed and decoded (1 MiB at most each) are held, not the row group
+	// (its 15 MiB decoded per input here).
+	base := max(kway[0], kway[1])
+	if limit := base + nInputs*int64(sc.NumFields())*(2<<20+256<<10) + 8<<20; kway[2] > limit {
+		t.Errorf("inputs of one row group: value path peak %d, above %d (many row groups' %d plus a dictionary and two pages per column and input)", kway[2], limit, base)
 	}
 }

@@ -65,21 +65,28 @@ func TestParallelEncodeSameBytes(t *testing.T) {
 		return WriterOptions{RowGroupRows: 1500, TargetFileBytes: 40 << 10, SplitSparse: 0.2, EncodeWorkers: workers,
 			Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}}}
 	}
-	for _, path := range []PathKind{PathInMemory, PathKWay, PathPageBounded, PathSplice} {
+	for _, c := range []struct {
+		path PathKind
+		dec  Decoder
+	}{{PathInMemory, ""}, {PathKWay, DecoderArrow}, {PathPageBounded, ""}, {PathSplice, ""}} {
+		path := c.path
 		var got [][][]byte
 		for _, workers := range []int{1, 4} {
-			out := filepath.Join(dir, fmt.Sprintf("%s-%d", path, workers))
+			out := filepath.Join(dir, fmt.Sprintf("%s-%s-%d", path, c.dec, workers))
 			res, err := Rewrite(context.Background(), localFS, inputs, sc, pathGen(out, 1),
-				RewriteOptions{ForcePath: path, SpliceMinRows: 1000, ChunkRows: 700, WriterOptions: wopts(workers)})
+				RewriteOptions{ForcePath: path, Decoder: c.dec, SpliceMinRows: 1000, ChunkRows: 700, WriterOptions: wopts(workers)})
 			if err != nil {
 				t.Fatalf("%s, %d workers: %v", path, workers, err)
+			}
+			if c.dec != "" && res.Decoder != c.dec {
+				t.Fatalf("%s asked for decoder %s ran %s (%s)", path, c.dec, res.Decoder, res.Reason)
 			}
 			if path == PathSplice && res.SplicedBytes == 0 {
 				t.Fatal("the splice copied nothing: the test does not cover copies between encoded row groups")
 			}
 			got = append(got, read(res.Outputs))
 		}
-		same(string(path), got[0], got[1])
+		same(string(path)+" "+string(c.dec), got[0], got[1])
 	}
 	var got [][][]byte
 	for _, workers := range []int{1, 4} {

@@ -128,6 +128,9 @@ func TestRewritePathsAgree(t *testing.T) {
 				Metadata: MetadataOptions{IndexColumns: []string{"trace_id"}}},
 			ChunkRows:     int64(64 + r.IntN(2000)),
 			SpliceMinRows: int64(50 + r.IntN(200)),
+			// The k-way path on either decoder: arrow-go's still runs for conform, filters,
+			// folds and the arrow switch.
+			Decoder: []Decoder{DecoderArrow, DecoderParquetGo}[seed%2],
 		}
 		var first []Output
 		for _, path := range allPaths {
@@ -142,6 +145,9 @@ func TestRewritePathsAgree(t *testing.T) {
 			}
 			if res.Path != path || res.BytesRead <= 0 && len(s.want) > 0 {
 				t.Fatalf("seed %d: result path %s, bytes read %d", seed, res.Path, res.BytesRead)
+			}
+			if path == PathKWay && opts.Decoder == DecoderArrow && res.Decoder != DecoderArrow {
+				t.Fatalf("seed %d: k-way asked for arrow-go decoded with %q", seed, res.Decoder)
 			}
 			got := checkOutputs(t, fmt.Sprintf("seed %d %s", seed, path), res.Outputs, sc, wantGen, s, path)
 			if !slices.Equal(got, s.want) {
