@@ -10,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"go.uber.org/zap"
 
+	"github.com/siglake/siglake/merge"
+	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/config"
 	"github.com/siglake/siglake/sidecar/deletes/sweep"
 	"github.com/siglake/siglake/sidecar/lake"
@@ -18,6 +20,13 @@ import (
 	"github.com/siglake/siglake/sidecar/retention"
 	"github.com/siglake/siglake/sidecar/retention/pending"
 )
+
+// useCodecs makes cfg's Parquet codecs those of every sink and k-way merge of the process: the
+// compactor's loops and the one-shot subcommands that rewrite files (delete-sweep, retention).
+func useCodecs(cfg config.Config) {
+	writer.SetDefaultEncoder(cfg.MergeParquetEncoder)
+	merge.SetDefaultDecoder(cfg.MergeParquetDecoder)
+}
 
 // DeleteSweep is `siglake delete-sweep` (sweep.Sweeper.SweepTables) with this process's
 // options: its rewrites get the same index rebuild as the maintenance loop's.
@@ -28,6 +37,7 @@ func DeleteSweep(ctx context.Context, l *lake.Lake, cfg config.Config, log *zap.
 // DeleteSweeper is the sweeper of `siglake delete-sweep` and of delete-request's count of what a
 // request matches: the process's options, metrics nobody scrapes.
 func DeleteSweeper(l *lake.Lake, cfg config.Config, log *zap.Logger) *sweep.Sweeper {
+	useCodecs(cfg)
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
 	return m.Deletes()
 }
@@ -35,6 +45,7 @@ func DeleteSweeper(l *lake.Lake, cfg config.Config, log *zap.Logger) *sweep.Swee
 // RetentionRunner is the retention of `siglake retention`: the process's options, the
 // maintainer's executor, metrics nobody scrapes.
 func RetentionRunner(l *lake.Lake, cfg config.Config, log *zap.Logger) *retention.Runner {
+	useCodecs(cfg)
 	m := &maintain.Maintainer{Cfg: MaintainConfig(cfg), Lake: l, Metrics: NewMetrics().Maintain, Log: log, Now: time.Now}
 	return m.Retention()
 }

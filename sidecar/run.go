@@ -14,8 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/siglake/siglake/gossip"
-	"github.com/siglake/siglake/merge"
-	"github.com/siglake/siglake/merge/writer"
 	"github.com/siglake/siglake/sidecar/buffer"
 	"github.com/siglake/siglake/sidecar/buffer/listen"
 	"github.com/siglake/siglake/sidecar/commit"
@@ -105,8 +103,7 @@ func checkWALDir(dir string) error {
 // and returns nil. once drains everything sealed, then returns.
 func (p *Process) Run(ctx context.Context, once bool) error {
 	p.setUpMemory()
-	writer.SetDefaultEncoder(p.Cfg.MergeParquetEncoder) // every sink of the process: drain and merges
-	merge.SetDefaultDecoder(p.Cfg.MergeParquetDecoder)  // every k-way merge of the process
+	useCodecs(p.Cfg)
 	if p.Cfg.Role.Drains() {
 		if err := checkWALDir(p.Cfg.WALDir); err != nil {
 			return err
