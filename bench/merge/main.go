@@ -135,6 +135,15 @@ func arrowSchema() *arrow.Schema {
 // gen writes n files whose rows together decode to about mb MiB, laid out in
 // time as shape says (shapes.go).
 func gen(dir, shape string, n, mb int) (inputSet, error) {
+	// SIGLAKE_BENCH_INPUT_ENCODER=parquet-go writes the inputs as the drain now writes L0 files
+	// (use another -dir: sets are generated once per directory); default arrow-go.
+	enc := writer.EncoderArrow
+	if v := os.Getenv("SIGLAKE_BENCH_INPUT_ENCODER"); v != "" {
+		var err error
+		if enc, err = writer.ParseEncoder(v); err != nil {
+			return inputSet{}, fmt.Errorf("SIGLAKE_BENCH_INPUT_ENCODER: %w", err)
+		}
+	}
 	if s, err := loadSet(dir); err == nil {
 		return s, nil
 	}
@@ -188,7 +197,7 @@ func gen(dir, shape string, n, mb int) (inputSet, error) {
 		}
 		outs, err := writer.WriteSorted(context.Background(), icebergio.LocalFS{}, func(int) string {
 			return filepath.Join(dir, merge.DataFileName(0))
-		}, sc, []arrow.RecordBatch{rec}, merge.WriterOptions{})
+		}, sc, []arrow.RecordBatch{rec}, merge.WriterOptions{Encoder: enc})
 		rec.Release()
 		if err != nil {
 			return inputSet{}, err
