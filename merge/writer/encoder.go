@@ -44,26 +44,24 @@ func ParseEncoder(s string) (Encoder, error) { return encoderChoice.Parse(s) }
 // codec's registration is, so the many callers of the writer need not carry it.
 func SetDefaultEncoder(e Encoder) { encoderChoice.SetDefault(e) }
 
-// resolve is e, or the process default when e is empty, with auto taken as a merge's: arrow-go.
-func (e Encoder) resolve() Encoder {
-	if r := encoderChoice.Resolve(e); r != EncoderAuto {
-		return r
-	}
-	return EncoderArrow
-}
-
 // Named is e, or the process default when e is empty, without taking auto as either encoder:
 // what the operator asked for. The k-way merge on parquet-go values encodes with parquet-go,
 // so it runs only when this is not arrow (one switch rolls back every parquet-go encoding).
 func (e Encoder) Named() Encoder { return encoderChoice.Resolve(e) }
 
-// ForDrain is the encoder of the drain's files: e, or the process default when e is empty, with
-// auto taken as parquet-go (0.86x arrow-go's CPU a drain, docs/benchmarks.md).
-func (e Encoder) ForDrain() Encoder {
-	if r := encoderChoice.Resolve(e); r != EncoderAuto {
+// resolve is e named, with auto taken as a merge's: arrow-go.
+func (e Encoder) resolve() Encoder { return e.or(EncoderArrow) }
+
+// ForDrain is the encoder of the drain's files: e named, with auto taken as parquet-go (0.80x
+// arrow-go's CPU a drain, docs/benchmarks.md).
+func (e Encoder) ForDrain() Encoder { return e.or(EncoderParquetGo) }
+
+// or is e named, or auto's choice when that is auto.
+func (e Encoder) or(auto Encoder) Encoder {
+	if r := e.Named(); r != EncoderAuto {
 		return r
 	}
-	return EncoderParquetGo
+	return auto
 }
 
 // columnEncoder encodes the rows of one top-level column of a row group into a one-row-group
