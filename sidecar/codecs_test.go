@@ -11,7 +11,8 @@ import (
 )
 
 // TestOneShotCommandsUseTheCodecs: delete-sweep and retention rewrite files outside Process.Run,
-// and take the process's --merge-parquet-encoder and --merge-parquet-decoder all the same.
+// and take the process's --merge-parquet-encoder all the same (useCodecs sets the decoder in the
+// same call; its resolution is merge's own and not visible here).
 func TestOneShotCommandsUseTheCodecs(t *testing.T) {
 	defer writer.SetDefaultEncoder(writer.EncoderDefault)
 	defer merge.SetDefaultDecoder(merge.DecoderDefault)
